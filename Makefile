@@ -1,0 +1,30 @@
+# Two entry points, both safe on a fresh machine: `make plan` (the main job) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup plan test lint bench clean
+
+$(BIN)/fullserver: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(BIN)/fullserver
+
+plan: setup
+	$(BIN)/fullserver plan
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+bench: setup
+	$(BIN)/python bench/plan.py
+
+clean:
+	rm -rf $(VENV) *.egg-info .mypy_cache .ruff_cache

@@ -1,0 +1,122 @@
+"""The balance check: does a host give each accelerator enough CPU, RAM, fast storage and network?
+
+The same ``BalanceReport`` describes a catalog shape during sizing and a probed bare-metal host
+during an audit, so a person reads one table whatever the platform.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from fullserver.profiles import Balance, Minimum
+
+
+class Host(BaseModel):
+    """What one node provides, in the units the balance minimums use."""
+
+    model_config = ConfigDict(frozen=True)
+
+    accelerator: str | None
+    accelerator_count: int
+    accelerator_memory_gib: float
+    vcpus: int
+    physical_cores: int | None = None
+    memory_gib: float
+    local_nvme_gib: float
+    attached_storage_gib: float = 0.0
+    network_gbps: float
+
+
+class BalanceLine(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    dimension: str
+    unit: str
+    required: float
+    provided: float
+    ok: bool
+    reason: str
+    note: str = ""
+
+    @property
+    def shortfall(self) -> str:
+        return f"{self.dimension} {_fmt(self.provided)} {self.unit} < {_fmt(self.required)} {self.unit}"
+
+
+class BalanceReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    lines: list[BalanceLine]
+
+    @property
+    def ok(self) -> bool:
+        return all(line.ok for line in self.lines)
+
+    @property
+    def short(self) -> list[BalanceLine]:
+        return [line for line in self.lines if not line.ok]
+
+    def summary(self) -> str:
+        return "balanced" if self.ok else "short: " + "; ".join(line.shortfall for line in self.short)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
+
+
+def _line(dimension: str, unit: str, minimum: Minimum, required: float, provided: float, note: str = "") -> BalanceLine:
+    # Round the requirement up to what can be bought: whole vCPUs, whole GiB.
+    required = math.ceil(required - 1e-9)
+    return BalanceLine(
+        dimension=dimension,
+        unit=unit,
+        required=required,
+        provided=provided,
+        ok=provided + 1e-9 >= required,
+        reason=minimum.reason,
+        note=note,
+    )
+
+
+def required_attached_gib(balance: Balance, host: Host) -> float:
+    """Block storage needed to make up local NVMe the host lacks (0 when none is needed or allowed)."""
+    if balance.nvme_gib_per_accelerator is None or not balance.nvme_may_be_attached:
+        return 0.0
+    need = balance.nvme_gib_per_accelerator.value * max(host.accelerator_count, 1)
+    return float(max(0, math.ceil(need - host.local_nvme_gib)))
+
+
+def evaluate(balance: Balance, host: Host) -> BalanceReport:
+    """Compare one node with the minimums; accelerator-less hosts count as one accelerator."""
+    n = max(host.accelerator_count, 1)
+    lines: list[BalanceLine] = []
+
+    cpu = balance.cpu_per_accelerator
+    if cpu.unit == "core":
+        cores = host.physical_cores if host.physical_cores is not None else host.vcpus // 2
+        note = "" if host.physical_cores is not None else "cores = vCPUs / 2 (two threads per core)"
+        lines.append(_line("cpu", "cores", cpu, cpu.value * n, cores, note))
+    else:
+        lines.append(_line("cpu", "vCPUs", cpu, cpu.value * n, host.vcpus))
+
+    ratio = balance.ram_per_accelerator_memory
+    by_ratio = ratio.value * n * host.accelerator_memory_gib
+    floor = balance.ram_floor_gib
+    if by_ratio >= floor.value:
+        note = f"{ratio.value:g} x {_fmt(n * host.accelerator_memory_gib)} GiB accelerator memory"
+        lines.append(_line("ram", "GiB", ratio, by_ratio, host.memory_gib, note))
+    else:
+        lines.append(_line("ram", "GiB", floor, floor.value, host.memory_gib, "absolute floor"))
+
+    nvme = balance.nvme_gib_per_accelerator
+    if nvme is not None:
+        provided = host.local_nvme_gib + host.attached_storage_gib
+        note = f"includes {_fmt(host.attached_storage_gib)} GiB attached block storage" if host.attached_storage_gib else ""
+        lines.append(_line("nvme", "GiB", nvme, nvme.value * n, provided, note))
+
+    net = balance.network_gbps_per_accelerator
+    if net is not None:
+        lines.append(_line("network", "Gbps", net, net.value * n, host.network_gbps))
+    return BalanceReport(lines=lines)

@@ -1,0 +1,383 @@
+"""The hardware catalog: every purchasable node shape with its figures, prices and sources.
+
+Data lives in ``data/*.yaml`` (see ``model.py`` for the schema). Loading validates the whole
+catalog across files — duplicates, unknown accelerators, unknown sources, impossible values —
+and flattens provider quirks into one list of ``Offer``s that sizing can compare:
+an AWS instance type, a GCP machine type, a GCP N1 host with N attached GPUs, or a TPU slice.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fullserver.balance import Host
+from fullserver.catalog.model import (
+    Accelerator,
+    CatalogFile,
+    CommitmentDiscount,
+    EgressPrice,
+    Interconnect,
+    Platform,
+    Shape,
+    Source,
+    StoragePrice,
+)
+from fullserver.errors import InputError
+from fullserver.yamlio import parse, read_yaml
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+@dataclass(frozen=True)
+class Price:
+    """Hourly price of one offer (a whole node, or a whole TPU slice) in one region."""
+
+    region: str
+    on_demand: float
+    spot: float | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: Any
+    unit: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One thing a provider sells that sizing can choose. ``host`` is one node of it."""
+
+    name: str
+    platform: Platform
+    family: str
+    host: Host
+    hosts: int = 1
+    interconnect: Interconnect = Interconnect.NONE
+    efa_interfaces: int = 0
+    max_network_cards: int = 0
+    local_nvme_disks: int = 0
+    local_nvme_disk_gib: float = 0.0
+    local_nvme_selectable_counts: tuple[int, ...] | None = None
+    machine_type: str = ""
+    topology: str = ""
+    runtime_versions: tuple[str, ...] = ()
+    zones: tuple[str, ...] = ()
+    prices: dict[str, Price] = field(default_factory=dict)
+    figures: dict[str, Figure] = field(default_factory=dict)
+
+    @property
+    def accelerator(self) -> str | None:
+        return self.host.accelerator
+
+    @property
+    def total_accelerators(self) -> int:
+        return self.host.accelerator_count * self.hosts
+
+
+@dataclass(frozen=True)
+class Catalog:
+    sources: dict[str, Source]
+    accelerators: dict[str, Accelerator]
+    offers: list[Offer]
+    storage_prices: list[StoragePrice]
+    egress_prices: list[EgressPrice]
+    commitment_discounts: list[CommitmentDiscount]
+    aliases: dict[str, str] = field(default_factory=dict)
+
+    def accelerator(self, name: str) -> Accelerator:
+        """Look an accelerator up by name or alias (case-insensitive)."""
+        key = self.aliases.get(name.lower())
+        if key is None:
+            known = ", ".join(sorted(self.accelerators))
+            raise InputError("accelerator", f"unknown accelerator '{name}'", f"known accelerators: {known}")
+        return self.accelerators[key]
+
+    def regions(self, platform: Platform) -> set[str]:
+        return {r for o in self.offers if o.platform is platform for r in o.prices}
+
+    def offer(self, name: str) -> Offer | None:
+        return next((o for o in self.offers if o.name == name), None)
+
+    def storage_price(self, provider: str, kind: str, region: str) -> StoragePrice | None:
+        return next(
+            (p for p in self.storage_prices if (p.provider, p.kind, p.region) == (provider, kind, region)), None
+        )
+
+    def egress_price(self, provider: str, region: str) -> EgressPrice | None:
+        return next((p for p in self.egress_prices if (p.provider, p.region) == (provider, region)), None)
+
+    def commitment(self, provider: str, applies_to: str, years: int) -> CommitmentDiscount | None:
+        return next(
+            (
+                c
+                for c in self.commitment_discounts
+                if c.provider == provider and c.term_years == years and applies_to.startswith(c.applies_to)
+            ),
+            None,
+        )
+
+
+def _shape_host(shape: Shape, acc: Accelerator | None) -> Host:
+    return Host(
+        accelerator=acc.name if acc else None,
+        accelerator_count=shape.accelerator_count,
+        accelerator_memory_gib=acc.memory_gib if acc else 0.0,
+        vcpus=shape.vcpus,
+        memory_gib=shape.memory_gib,
+        local_nvme_gib=shape.local_nvme_gib,
+        network_gbps=shape.network_gbps,
+    )
+
+
+def _shape_figures(shape: Shape) -> dict[str, Figure]:
+    units = {
+        "vcpus": "vCPU",
+        "memory_gib": "GiB",
+        "accelerator_count": "devices",
+        "local_nvme_disks": "disks",
+        "local_nvme_disk_gb": "GB",
+        "local_nvme_disk_gib": "GiB",
+        "network_gbps": "Gbps",
+        "efa_interfaces": "interfaces",
+        "interconnect": "",
+    }
+    return {
+        name: Figure(getattr(shape, name), unit, shape.figure_sources.get(name, shape.source))
+        for name, unit in units.items()
+        if getattr(shape, name) not in (None, 0) or name in ("vcpus", "memory_gib")
+    }
+
+
+class _Loader:
+    """Collects every file, then checks references across them before building offers."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.files = [(str(p), parse(CatalogFile, read_yaml(p), str(p))) for p in paths]
+
+    def build(self) -> Catalog:
+        sources: dict[str, Source] = {}
+        accelerators: dict[str, Accelerator] = {}
+        aliases: dict[str, str] = {}
+        for where, f in self.files:
+            for key, src in f.sources.items():
+                if key in sources:
+                    raise InputError(where, f"sources: duplicate source key '{key}'", "use a unique key")
+                sources[key] = src
+            for i, acc in enumerate(f.accelerators):
+                for alias in (acc.name, *acc.aliases):
+                    if aliases.get(alias.lower(), acc.name) != acc.name:
+                        raise InputError(
+                            where, f"accelerators[{i}]: name or alias '{alias}' is already used by {aliases[alias.lower()]}",
+                            "each name and alias must be unique",
+                        )
+                    aliases[alias.lower()] = acc.name
+                if acc.name in accelerators:
+                    raise InputError(where, f"accelerators[{i}]: duplicate accelerator '{acc.name}'", "define it once")
+                accelerators[acc.name] = acc
+
+        def check_source(where: str, item: str, key: str) -> None:
+            if key not in sources:
+                raise InputError(where, f"{item}: unknown source '{key}'", "add it under sources:")
+
+        def check_acc(where: str, item: str, name: str) -> Accelerator:
+            if name not in accelerators:
+                raise InputError(where, f"{item}: unknown accelerator '{name}'", f"known: {', '.join(sorted(accelerators))}")
+            return accelerators[name]
+
+        shapes: dict[str, tuple[str, Shape]] = {}
+        for where, f in self.files:
+            for i, shape in enumerate(f.shapes):
+                item = f"shapes[{i}] ({shape.name})"
+                if shape.name in shapes:
+                    raise InputError(where, f"{item}: duplicate shape", "define each shape once")
+                for key in (shape.source, *shape.figure_sources.values()):
+                    check_source(where, item, key)
+                for fig in shape.figure_sources:
+                    if fig not in Shape.model_fields:
+                        raise InputError(where, f"{item}: figure_sources names unknown field '{fig}'", "use a shape field")
+                if shape.accelerator:
+                    check_acc(where, item, shape.accelerator)
+                if shape.memory_gib / shape.vcpus > 64:
+                    raise InputError(where, f"{item}: {shape.memory_gib} GiB for {shape.vcpus} vCPUs is implausible", "check the units (GiB, not MiB)")
+                counts = shape.local_nvme_selectable_counts
+                if counts and (max(counts) > shape.local_nvme_disks or counts != sorted(set(counts))):
+                    raise InputError(where, f"{item}: local_nvme_selectable_counts must be ascending and at most local_nvme_disks", "fix the list")
+                shapes[shape.name] = (where, shape)
+
+        offers: list[Offer] = []
+        shape_prices: dict[str, dict[str, Price]] = {name: {} for name in shapes}
+        for where, f in self.files:
+            for i, p in enumerate(f.shape_prices):
+                item = f"shape_prices[{i}] ({p.shape} in {p.region})"
+                check_source(where, item, p.source)
+                if p.shape not in shapes:
+                    raise InputError(where, f"{item}: unknown shape '{p.shape}'", "add the shape or fix the name")
+                if p.region in shape_prices[p.shape]:
+                    raise InputError(where, f"{item}: duplicate price", "give one price per shape and region")
+                if p.spot_usd_hour is not None and p.spot_usd_hour > p.on_demand_usd_hour:
+                    raise InputError(where, f"{item}: spot price above on-demand", "check the figures")
+                shape_prices[p.shape][p.region] = Price(p.region, p.on_demand_usd_hour, p.spot_usd_hour, p.source)
+
+        for name, (where, shape) in shapes.items():
+            if shape.accelerator is None:
+                continue
+            acc = accelerators[shape.accelerator]
+            disk_gib = shape.local_nvme_gib / shape.local_nvme_disks if shape.local_nvme_disks else 0.0
+            offers.append(
+                Offer(
+                    name=name,
+                    platform=Platform(shape.platform),
+                    family=shape.family,
+                    host=_shape_host(shape, acc),
+                    interconnect=shape.interconnect,
+                    efa_interfaces=shape.efa_interfaces,
+                    max_network_cards=shape.max_network_cards,
+                    local_nvme_disks=shape.local_nvme_disks,
+                    local_nvme_disk_gib=disk_gib,
+                    local_nvme_selectable_counts=tuple(shape.local_nvme_selectable_counts) if shape.local_nvme_selectable_counts else None,
+                    machine_type=name,
+                    prices=shape_prices[name],
+                    figures=_shape_figures(shape),
+                )
+            )
+        offers.extend(self._attached(shapes, shape_prices, check_acc, check_source))
+        offers.extend(self._tpus(check_acc, check_source))
+
+        storage = [p for _, f in self.files for p in f.storage_prices]
+        egress = [p for _, f in self.files for p in f.egress_prices]
+        commitments = [c for _, f in self.files for c in f.commitment_discounts]
+        for where, f in self.files:
+            for i, item in enumerate([*f.storage_prices, *f.egress_prices, *f.commitment_discounts, *f.accelerators]):
+                check_source(where, f"entry {i} of {type(item).__name__}", item.source)
+        offers.sort(key=lambda o: (o.platform.value, o.name))
+        return Catalog(sources, accelerators, offers, storage, egress, commitments, aliases)
+
+    def _attached(self, shapes: dict[str, tuple[str, Shape]], shape_prices: dict[str, dict[str, Price]], check_acc: Any, check_source: Any) -> list[Offer]:
+        """GCP N1 hosts with attachable GPUs: every host within the per-count vCPU/RAM caps."""
+        gpu_prices: dict[tuple[str, str], Price] = {}
+        for where, f in self.files:
+            for i, p in enumerate(f.accelerator_prices):
+                item = f"accelerator_prices[{i}] ({p.accelerator} in {p.region})"
+                check_acc(where, item, p.accelerator)
+                check_source(where, item, p.source)
+                if (p.accelerator, p.region) in gpu_prices:
+                    raise InputError(where, f"{item}: duplicate price", "give one price per accelerator and region")
+                gpu_prices[(p.accelerator, p.region)] = Price(p.region, p.on_demand_usd_hour, p.spot_usd_hour, p.source)
+        offers: list[Offer] = []
+        for where, f in self.files:
+            for i, att in enumerate(f.attachable_gpus):
+                item = f"attachable_gpus[{i}] ({att.accelerator})"
+                acc = check_acc(where, item, att.accelerator)
+                check_source(where, item, att.source)
+                hosts = [s for _, s in shapes.values() if s.family == att.machine_family and s.accelerator is None]
+                if not hosts:
+                    raise InputError(where, f"{item}: no shapes of family '{att.machine_family}'", "add the host machine types")
+                for limit in att.limits:
+                    for host in hosts:
+                        if host.vcpus > limit.max_vcpus or host.memory_gib > limit.max_memory_gib:
+                            continue
+                        prices: dict[str, Price] = {}
+                        for region, vm in shape_prices[host.name].items():
+                            gpu = gpu_prices.get((acc.name, region))
+                            if gpu is None:
+                                continue
+                            spot = None
+                            if vm.spot is not None and gpu.spot is not None:
+                                spot = vm.spot + limit.count * gpu.spot
+                            prices[region] = Price(region, vm.on_demand + limit.count * gpu.on_demand, spot, f"{vm.source}+{gpu.source}")
+                        h = _shape_host(host, None).model_copy(
+                            update={"accelerator": acc.name, "accelerator_count": limit.count, "accelerator_memory_gib": acc.memory_gib}
+                        )
+                        figures = _shape_figures(host)
+                        figures["accelerator_count"] = Figure(limit.count, "devices (attached)", att.source)
+                        offers.append(
+                            Offer(
+                                name=f"{host.name}+{limit.count}x{acc.name}",
+                                platform=Platform.GCP_GPU,
+                                family=f"{host.family}+{acc.name}",
+                                host=h,
+                                machine_type=host.name,
+                                zones=tuple(att.zones),
+                                prices=prices,
+                                figures=figures,
+                            )
+                        )
+        return offers
+
+    def _tpus(self, check_acc: Any, check_source: Any) -> list[Offer]:
+        """TPU slices: price = chips x per-chip price; a region qualifies when a zone of it offers the type."""
+        chip_prices: dict[tuple[str, str], tuple[float, float | None, str]] = {}
+        for where, f in self.files:
+            for i, p in enumerate(f.tpu_prices):
+                item = f"tpu_prices[{i}] ({p.generation} in {p.region})"
+                check_source(where, item, p.source)
+                if (p.generation, p.region) in chip_prices:
+                    raise InputError(where, f"{item}: duplicate price", "give one price per generation and region")
+                chip_prices[(p.generation, p.region)] = (p.on_demand_usd_chip_hour, p.spot_usd_chip_hour, p.source)
+        offers: list[Offer] = []
+        seen: set[str] = set()
+        for where, f in self.files:
+            for i, t in enumerate(f.tpu_types):
+                item = f"tpu_types[{i}] ({t.name})"
+                if t.name in seen:
+                    raise InputError(where, f"{item}: duplicate TPU type", "define each type once")
+                seen.add(t.name)
+                acc = check_acc(where, item, t.accelerator)
+                for key in (t.source, *t.figure_sources.values()):
+                    check_source(where, item, key)
+                per_host = t.chips // t.hosts
+                regions = sorted({z.rsplit("-", 1)[0] for z in t.zones})
+                prices: dict[str, Price] = {}
+                for region in regions:
+                    cp = chip_prices.get((t.generation, region))
+                    if cp is not None:
+                        od, spot, src = cp
+                        prices[region] = Price(region, od * t.chips, spot * t.chips if spot else None, src)
+                src = t.figure_sources
+                offers.append(
+                    Offer(
+                        name=t.name,
+                        platform=Platform.TPU_VM,
+                        family=t.generation,
+                        host=Host(
+                            accelerator=acc.name,
+                            accelerator_count=per_host,
+                            accelerator_memory_gib=acc.memory_gib,
+                            vcpus=t.host_vcpus,
+                            memory_gib=t.host_memory_gib,
+                            local_nvme_gib=0.0,
+                            network_gbps=t.host_network_gbps or 0.0,
+                        ),
+                        hosts=t.hosts,
+                        interconnect=Interconnect.ICI,
+                        machine_type=t.name,
+                        topology=t.topology,
+                        runtime_versions=tuple(t.runtime_versions),
+                        zones=tuple(t.zones),
+                        prices=prices,
+                        figures={
+                            name: Figure(getattr(t, name), unit, src.get(name, t.source))
+                            for name, unit in (
+                                ("chips", "chips"), ("hosts", "hosts"), ("topology", ""), ("host_vcpus", "vCPU per host"),
+                                ("host_memory_gib", "GiB per host"), ("host_network_gbps", "Gbps per host"),
+                                ("runtime_versions", ""), ("zones", ""),
+                            )
+                            if getattr(t, name) is not None
+                        },
+                    )
+                )
+        return offers
+
+
+@functools.lru_cache(maxsize=8)
+def load_catalog(directory: Path = DATA_DIR) -> Catalog:
+    """Load and validate every ``*.yaml`` under ``directory`` (cached: the data is read-only)."""
+    paths = sorted(directory.glob("*.yaml"))
+    if not paths:
+        raise InputError(str(directory), "no catalog data files", "add data/*.yaml files")
+    return _Loader(paths).build()

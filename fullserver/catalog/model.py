@@ -1,0 +1,221 @@
+"""The catalog's data model: machine shapes and prices, each figure with a source and a date.
+
+The YAML files under ``fullserver/catalog/data/`` are parsed into these models. Units are in
+field names (``_gib`` = 2**30 bytes, ``_gb`` = 10**9 bytes) because the providers disagree:
+AWS states memory in GiB but instance store in decimal GB; GCP's "GB" of memory is GiB and a
+local SSD partition is 375 GiB. Figures that cannot be sourced are left out, never guessed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from fullserver.platform import AcceleratorKind, Interconnect, Platform
+
+__all__ = ["AcceleratorKind", "Interconnect", "Platform"]
+
+GB_PER_GIB = 2**30 / 10**9
+
+Positive = Annotated[float, Field(gt=0)]
+NonNegative = Annotated[float, Field(ge=0)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors: a typo in a data file must not silently drop a figure."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(Strict):
+    """Where a figure comes from and the date it describes (the data's own date, not ours)."""
+
+    title: str
+    url: str
+    as_of: dt.date
+    note: str = ""
+
+
+class Accelerator(Strict):
+    """One accelerator model, e.g. ``H100-80GB``; memory is per device."""
+
+    name: str
+    kind: AcceleratorKind
+    vendor: str
+    memory_gib: Positive
+    aliases: list[str] = []
+    source: str
+
+
+class Shape(Strict):
+    """A machine shape as a provider sells it.
+
+    ``source`` names the default source of every figure; ``figure_sources`` overrides it for the
+    fields that come from elsewhere (e.g. ``network_gbps`` from a bandwidth table).
+    """
+
+    name: str
+    platform: Literal["aws-gpu", "gcp-gpu"]
+    family: str
+    accelerator: str | None = None
+    accelerator_count: Count = 0
+    vcpus: Annotated[int, Field(gt=0)]
+    memory_gib: Positive
+    local_nvme_disks: Count = 0
+    local_nvme_disk_gb: Positive | None = None
+    local_nvme_disk_gib: Positive | None = None
+    local_nvme_selectable_counts: list[int] | None = None
+    network_gbps: Positive
+    efa_interfaces: Count = 0
+    max_network_cards: Count = 0
+    interconnect: Interconnect = Interconnect.NONE
+    source: str
+    figure_sources: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Shape:
+        if (self.accelerator is None) != (self.accelerator_count == 0):
+            raise ValueError("accelerator and accelerator_count must be set together")
+        if self.local_nvme_disks and (self.local_nvme_disk_gb is None) == (self.local_nvme_disk_gib is None):
+            raise ValueError("local_nvme_disks needs exactly one of local_nvme_disk_gb or local_nvme_disk_gib")
+        if self.efa_interfaces and self.interconnect is not Interconnect.EFA:
+            raise ValueError("efa_interfaces needs interconnect: efa")
+        return self
+
+    @property
+    def local_nvme_gib(self) -> float:
+        size = self.local_nvme_disk_gib or (self.local_nvme_disk_gb or 0) / GB_PER_GIB
+        return self.local_nvme_disks * size
+
+
+class ShapePrice(Strict):
+    """Hourly price of one shape in one region; spot only where published."""
+
+    shape: str
+    region: str
+    on_demand_usd_hour: Positive
+    spot_usd_hour: Positive | None = None
+    source: str
+
+
+class AttachLimit(Strict):
+    """The largest host an attachable GPU count allows (GCP N1: vCPU and memory caps per GPU count)."""
+
+    count: Annotated[int, Field(gt=0)]
+    max_vcpus: Annotated[int, Field(gt=0)]
+    max_memory_gib: Positive
+
+
+class AttachableGpu(Strict):
+    accelerator: str
+    machine_family: str
+    limits: list[AttachLimit]
+    zones: list[str] = []
+    source: str
+
+
+class AcceleratorPrice(Strict):
+    """Per-device hourly price of an attachable GPU (added to the host VM's price)."""
+
+    accelerator: str
+    region: str
+    on_demand_usd_hour: Positive
+    spot_usd_hour: Positive | None = None
+    source: str
+
+
+class TpuType(Strict):
+    """A Cloud TPU accelerator type (slice), e.g. ``v5litepod-8`` or ``v5p-128``.
+
+    Host figures are per TPU VM host; a slice has ``hosts`` of them.
+    """
+
+    name: str
+    generation: str
+    accelerator: str
+    chips: Annotated[int, Field(gt=0)]
+    hosts: Annotated[int, Field(gt=0)]
+    topology: str
+    host_vcpus: Annotated[int, Field(gt=0)]
+    host_memory_gib: Positive
+    host_network_gbps: Positive | None = None
+    runtime_versions: list[str]
+    zones: list[str]
+    source: str
+    figure_sources: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TpuType:
+        if self.chips % self.hosts:
+            raise ValueError(f"{self.chips} chips do not divide evenly over {self.hosts} hosts")
+        dims = [int(d) for d in self.topology.split("x") if d.isdigit()]
+        if len(dims) != len(self.topology.split("x")):
+            raise ValueError(f"topology {self.topology!r} is not of the form AxB or AxBxC")
+        product = 1
+        for d in dims:
+            product *= d
+        if product != self.chips:
+            raise ValueError(f"topology {self.topology} has {product} chips, not {self.chips}")
+        return self
+
+
+class TpuPrice(Strict):
+    """Per chip-hour price of a TPU generation in one region."""
+
+    generation: str
+    region: str
+    on_demand_usd_chip_hour: Positive
+    spot_usd_chip_hour: Positive | None = None
+    source: str
+
+
+class StoragePrice(Strict):
+    """Block or local storage price in one region; IOPS/throughput above the free baseline."""
+
+    provider: Literal["aws", "gcp"]
+    kind: str
+    region: str
+    usd_gib_month: NonNegative
+    usd_iops_month: NonNegative = 0
+    usd_mbps_month: NonNegative = 0
+    free_iops: NonNegative = 0
+    free_mbps: NonNegative = 0
+    source: str
+
+
+class EgressPrice(Strict):
+    """Internet egress price per GB (decimal) for the first paid tier, from one region."""
+
+    provider: Literal["aws", "gcp"]
+    region: str
+    usd_per_gb: NonNegative
+    source: str
+
+
+class CommitmentDiscount(Strict):
+    """A published commitment discount, as a fraction off on-demand (e.g. 0.37 for 37%)."""
+
+    provider: Literal["aws", "gcp"]
+    applies_to: str
+    term_years: Annotated[int, Field(gt=0)]
+    discount: Annotated[float, Field(gt=0, lt=1)]
+    source: str
+
+
+class CatalogFile(Strict):
+    """One data file; every section is optional so data can be split by provider."""
+
+    sources: dict[str, Source] = {}
+    accelerators: list[Accelerator] = []
+    shapes: list[Shape] = []
+    shape_prices: list[ShapePrice] = []
+    attachable_gpus: list[AttachableGpu] = []
+    accelerator_prices: list[AcceleratorPrice] = []
+    tpu_types: list[TpuType] = []
+    tpu_prices: list[TpuPrice] = []
+    storage_prices: list[StoragePrice] = []
+    egress_prices: list[EgressPrice] = []
+    commitment_discounts: list[CommitmentDiscount] = []

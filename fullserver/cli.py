@@ -1,0 +1,177 @@
+"""The ``fullserver`` command: profiles, catalog, plan, recommend.
+
+Every command works offline: no credentials and no Pulumi CLI. Bad input ends with one line on
+stderr naming the file, field or stack and what to do, and a non-zero exit code (2 for input,
+3 for a budget exceeded); never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from fullserver import render
+from fullserver.catalog import load_catalog
+from fullserver.catalog.model import Platform
+from fullserver.errors import FullserverError
+from fullserver.profiles import Profile, get_profile, load_profiles
+from fullserver.workload import find_stacks
+
+app = typer.Typer(
+    help="Balanced full-server environments for ML accelerators, from workload-maturity profiles.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+profiles_app = typer.Typer(help="The named workload-maturity profiles.", no_args_is_help=True)
+app.add_typer(profiles_app, name="profiles")
+
+STACKS_DIR = Path("stacks")
+
+
+def _json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _fail(exc: FullserverError) -> typer.Exit:
+    sys.stderr.write(f"error: {exc.line()}\n")
+    return typer.Exit(exc.exit_code)
+
+
+@profiles_app.command("list")
+def profiles_list(
+    directory: Annotated[Optional[Path], typer.Option("--dir", help="profiles directory")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List the profiles."""
+    try:
+        profiles = load_profiles(directory) if directory else load_profiles()
+    except FullserverError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        _json([p.model_dump(mode="json") for p in profiles.values()])
+    else:
+        render.make_console().print(render.profiles_table(profiles))
+
+
+@profiles_app.command("show")
+def profiles_show(
+    name: str,
+    directory: Annotated[Optional[Path], typer.Option("--dir", help="profiles directory")] = None,
+) -> None:
+    """Show one profile fully resolved (after extends), as YAML-like JSON."""
+    try:
+        profiles = load_profiles(directory) if directory else load_profiles()
+        profile = get_profile(name, profiles)
+    except FullserverError as exc:
+        raise _fail(exc) from None
+    _json(profile.model_dump(mode="json"))
+
+
+@profiles_app.command("schema")
+def profiles_schema() -> None:
+    """Print the JSON Schema of a profile file, for editor completion."""
+    schema = Profile.model_json_schema()
+    schema["properties"]["extends"] = {"type": "string", "description": "name of the profile to inherit"}
+    schema["required"] = [r for r in schema.get("required", []) if r != "name"]
+    _json(schema)
+
+
+@app.command()
+def catalog(
+    provider: Annotated[Optional[str], typer.Option(help="aws, gcp or tpu")] = None,
+    accelerator: Annotated[Optional[str], typer.Option(help="model or alias, e.g. H100")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List catalog shapes with every figure, its unit and its source."""
+    try:
+        cat = load_catalog()
+        offers = cat.offers
+        if provider:
+            wanted = {"aws": {Platform.AWS_GPU}, "gcp": {Platform.GCP_GPU, Platform.TPU_VM}, "tpu": {Platform.TPU_VM}}.get(provider)
+            if wanted is None:
+                raise FullserverError("--provider", f"unknown provider '{provider}'", "use aws, gcp or tpu")
+            offers = [o for o in offers if o.platform in wanted]
+        if accelerator:
+            name = _accelerator_filter(cat, accelerator)
+            offers = [o for o in offers if o.accelerator == name]
+    except FullserverError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        _json(
+            {
+                "shapes": [
+                    {
+                        "name": o.name,
+                        "platform": o.platform.value,
+                        "accelerator": o.accelerator,
+                        "accelerators": o.total_accelerators,
+                        "accelerator_memory_gib": o.host.accelerator_memory_gib,
+                        "hosts": o.hosts,
+                        "figures": {k: {"value": f.value, "unit": f.unit, "source": f.source} for k, f in o.figures.items()},
+                        "prices": {r: {"on_demand_usd_hour": p.on_demand, "spot_usd_hour": p.spot, "source": p.source} for r, p in o.prices.items()},
+                    }
+                    for o in offers
+                ],
+                "sources": {k: s.model_dump(mode="json") for k, s in cat.sources.items()},
+            }
+        )
+        return
+    console = render.make_console()
+    console.print(render.catalog_table(cat, offers))
+    used = sorted({f.source for o in offers for f in o.figures.values()} | {s for o in offers for p in o.prices.values() for s in p.source.split("+")})
+    for key in used:
+        src = cat.sources.get(key)
+        if src:
+            console.print(f"[bold]{key}[/]: {src.title}, as of {src.as_of} <{src.url}>", soft_wrap=True)
+
+
+def _accelerator_filter(cat: Any, name: str) -> str:
+    try:
+        return str(cat.accelerator(name).name)
+    except FullserverError:
+        # A family name such as "H100" may not be an alias: match by prefix.
+        hits = sorted(a for a in cat.accelerators if a.lower().startswith(name.lower()))
+        if len(hits) == 1:
+            return hits[0]
+        raise
+
+
+@app.command()
+def plan(
+    stacks: Annotated[Optional[list[str]], typer.Argument(help="stack names (default: every stacks/Pulumi.*.yaml)")] = None,
+    stacks_dir: Annotated[Path, typer.Option("--stacks-dir", help="where the stack configs live")] = STACKS_DIR,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output for CI")] = False,
+    max_monthly_usd: Annotated[Optional[float], typer.Option(help="exit 3 if any stack's monthly estimate exceeds this")] = None,
+) -> None:
+    """Plan stacks offline: shape, balance, cost and warnings for each (no credentials, no Pulumi CLI)."""
+    from fullserver.plan import check_budget, plan_paths
+
+    try:
+        plans = plan_paths(find_stacks(stacks_dir, stacks or []))
+    except FullserverError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        _json([{**p.model_dump(mode="json"), "usd_month": p.cost.usd_month, "usd_hour": p.cost.usd_hour, "warnings": p.warnings} for p in plans])
+    else:
+        console = render.make_console()
+        for p in plans:
+            console.print(render.stack_plan(p))
+        total = sum(p.cost.usd_month for p in plans)
+        console.print(f"{len(plans)} stack(s), {render.money(total)} / month in all")
+    try:
+        check_budget(plans, max_monthly_usd)
+    except FullserverError as exc:
+        raise _fail(exc) from None
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Cost beyond the hourly price: compute by pricing model, storage, data transfer, idle capacity
+and commitment terms, per hour and per month.
+
+Idle capacity is priced explicitly: ``hours_per_month`` are the productive hours a workload needs;
+on pay-as-you-go capacity the paid hours are those divided by ``1 - idle_share`` (the time a
+machine sits up but unused), while reserved and dedicated capacity is paid for every hour of the
+month whether used or not. The difference shows as its own "idle" line.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from fullserver.catalog import Catalog
+from fullserver.catalog.model import Platform
+from fullserver.profiles import PricingModel, Profile
+from fullserver.sizing import disk_kind
+from fullserver.spec import EnvironmentSpec
+from fullserver.workload import Workload
+
+HOURS_PER_MONTH = 730.0
+
+
+class CostLine(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    item: str
+    usd_month: float
+    note: str = ""
+
+
+class CostEstimate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    platform: Platform
+    offer: str
+    region: str
+    pricing: PricingModel
+    compute_usd_hour: float
+    paid_hours: float
+    productive_hours: float
+    lines: list[CostLine]
+    warnings: list[str] = []
+
+    @property
+    def usd_month(self) -> float:
+        return round(sum(line.usd_month for line in self.lines), 2)
+
+    @property
+    def usd_hour(self) -> float:
+        """Per wall-clock hour of the month: everything, spread over 730 hours."""
+        return round(self.usd_month / HOURS_PER_MONTH, 4)
+
+    @property
+    def usd_per_productive_hour(self) -> float:
+        return round(self.usd_month / self.productive_hours, 4) if self.productive_hours else 0.0
+
+
+def _hours(profile: Profile, workload: Workload) -> tuple[float, float]:
+    productive = workload.hours_per_month or profile.cost.hours_per_month
+    if profile.pricing in (PricingModel.RESERVED, PricingModel.DEDICATED_MONTHLY):
+        return productive, HOURS_PER_MONTH
+    paid = min(HOURS_PER_MONTH, productive / (1 - profile.cost.idle_share))
+    return productive, paid
+
+
+def _compute_hourly(spec: EnvironmentSpec, profile: Profile, catalog: Catalog, warnings: list[str]) -> tuple[float, str]:
+    offer = catalog.offer(spec.offer)
+    assert offer is not None, spec.offer
+    price = offer.prices[spec.region]
+    replicas = spec.serving.min_replicas if spec.serving else 1
+    units = (1 if spec.platform is Platform.TPU_VM else spec.nodes) * replicas
+    if spec.spot and price.spot is not None:
+        return price.spot * units, f"spot {price.spot:.2f}/h x {units} (on-demand fallback {price.on_demand:.2f}/h)"
+    if profile.pricing is PricingModel.RESERVED:
+        years = profile.cost.commitment_years or 1
+        family = spec.tpu.accelerator_type if spec.tpu else offer.family
+        disc = catalog.commitment(spec.provider, family, years)
+        if disc is None:
+            warnings.append(f"no published {years}-year commitment discount for {family} in the catalog: priced at on-demand")
+            return price.on_demand * units, f"on-demand {price.on_demand:.2f}/h x {units} (no commitment price found)"
+        rate = price.on_demand * (1 - disc.discount)
+        return rate * units, f"{years}-year commitment: {disc.discount:.0%} off {price.on_demand:.2f}/h x {units}"
+    return price.on_demand * units, f"on-demand {price.on_demand:.2f}/h x {units}"
+
+
+def _storage_lines(spec: EnvironmentSpec, catalog: Catalog, share: float, warnings: list[str]) -> list[CostLine]:
+    lines: list[CostLine] = []
+    provider = spec.provider
+    machines = spec.nodes * (spec.serving.min_replicas if spec.serving else 1)
+    boot_kind = disk_kind(spec.platform, spec.machine_type.split("-")[0])
+    disks: list[tuple[str, str, float, int, int]] = []
+    if spec.platform is not Platform.TPU_VM:  # a TPU VM's boot disk is part of the TPU; it has no size input
+        disks.append(("boot disk", boot_kind, spec.boot_disk_gib * machines, 0, 0))
+    if spec.data_disk:
+        d = spec.data_disk
+        disks.append(("data disk", d.kind, d.size_gib * machines, (d.iops or 0) * machines, (d.throughput_mbps or 0) * machines))
+    if spec.platform is Platform.GCP_GPU and spec.local_nvme_disks:
+        disks.append(("local SSD", "local-ssd", spec.local_nvme_disks * spec.local_nvme_disk_gib * machines, 0, 0))
+    for item, kind, gib, iops, mbps in disks:
+        price = catalog.storage_price(provider, kind, spec.region)
+        if price is None:
+            warnings.append(f"no {kind} price for {spec.region} in the catalog: {item} not priced")
+            continue
+        usd = gib * price.usd_gib_month
+        usd += max(0, iops - price.free_iops * machines) * price.usd_iops_month
+        usd += max(0, mbps - price.free_mbps * machines) * price.usd_mbps_month
+        lines.append(CostLine(item=item, usd_month=round(usd * share, 2), note=f"{gib:.0f} GiB {kind}"))
+    return lines
+
+
+def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
+    """The monthly and hourly cost of one environment spec."""
+    warnings: list[str] = []
+    productive, paid = _hours(profile, workload)
+    lines: list[CostLine] = []
+    if spec.platform is Platform.BARE_METAL:
+        ded = spec.dedicated
+        assert ded is not None
+        servers = max(len(ded.hosts), 1)
+        compute_hour = ded.monthly_usd * servers / HOURS_PER_MONTH
+        lines.append(CostLine(item="dedicated servers", usd_month=round(compute_hour * productive, 2), note=f"{servers} x {ded.monthly_usd:.0f}/month"))
+        billable = max(0.0, workload.egress_gb_month - ded.included_egress_gb_month)
+        if billable:
+            lines.append(CostLine(item="data transfer", usd_month=round(billable * ded.egress_usd_per_gb, 2), note=f"{billable:.0f} GB over the included allowance"))
+        if ded.setup_usd:
+            lines.append(CostLine(item="setup fee (over 12 months)", usd_month=round(ded.setup_usd / 12, 2)))
+    else:
+        compute_hour, note = _compute_hourly(spec, profile, catalog, warnings)
+        lines.append(CostLine(item="compute", usd_month=round(compute_hour * productive, 2), note=note))
+        # Ephemeral disks live as long as the machine; persistent ones are billed all month.
+        share = paid / HOURS_PER_MONTH if spec.lifecycle.mode == "ephemeral" else 1.0
+        lines.extend(_storage_lines(spec, catalog, share, warnings))
+        if workload.egress_gb_month:
+            egress = catalog.egress_price(spec.provider, spec.region)
+            if egress is None:
+                warnings.append(f"no egress price for {spec.region} in the catalog: data transfer not priced")
+            else:
+                lines.append(CostLine(item="data transfer", usd_month=round(workload.egress_gb_month * egress.usd_per_gb, 2), note=f"{workload.egress_gb_month:.0f} GB internet egress"))
+    idle_hours = paid - productive
+    if idle_hours > 0:
+        lines.insert(1, CostLine(item="idle capacity", usd_month=round(compute_hour * idle_hours, 2), note=f"{idle_hours:.0f} of {paid:.0f} paid hours unused"))
+    return CostEstimate(
+        platform=spec.platform,
+        offer=spec.offer,
+        region=spec.region,
+        pricing=spec.pricing,
+        compute_usd_hour=round(compute_hour, 4),
+        paid_hours=round(paid, 1),
+        productive_hours=round(productive, 1),
+        lines=lines,
+        warnings=warnings,
+    )

@@ -1,0 +1,141 @@
+"""The offline plan of one stack: spec, balance, cost and the same job on the other platforms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from fullserver.catalog import Catalog, load_catalog
+from fullserver.catalog.model import Platform
+from fullserver.cost import CostEstimate, estimate
+from fullserver.errors import BudgetExceeded, FullserverError
+from fullserver.profiles import Profile, get_profile, load_profiles
+from fullserver.sizing import build_spec, dedicated_spec, size
+from fullserver.spec import EnvironmentSpec
+from fullserver.workload import Alternative, Stack, Workload, load_stack
+
+
+class Comparison(BaseModel):
+    """The same workload priced on another platform the profile allows (or why it cannot be)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    platform: Platform
+    offer: str | None
+    region: str
+    usd_month: float | None
+    usd_per_productive_hour: float | None
+    note: str
+
+
+class StackPlan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    stack: str
+    path: str
+    spec: EnvironmentSpec
+    cost: CostEstimate
+    comparison: list[Comparison]
+    budget_monthly_usd: float | None = None
+
+    @property
+    def warnings(self) -> list[str]:
+        return [*self.spec.warnings, *self.cost.warnings]
+
+
+def _alternatives(profile: Profile, workload: Workload, chosen: Platform) -> list[Alternative]:
+    """Explicit alternatives from the stack, else the same accelerator on the profile's other GPU clouds."""
+    explicit = [a for a in workload.alternatives if a.platform is not chosen]
+    if explicit:
+        return explicit
+    gpu_clouds = (Platform.AWS_GPU, Platform.GCP_GPU)
+    if chosen not in gpu_clouds:
+        return []
+    return [Alternative(platform=p) for p in profile.platforms if p in gpu_clouds and p is not chosen]
+
+
+def _compare(
+    profile: Profile, workload: Workload, alt: Alternative, catalog: Catalog, env: str, profiles: dict[str, Profile]
+) -> Comparison:
+    region = alt.region or _default_region(alt.platform, workload.region, catalog)
+    nodes = 1 if alt.platform is Platform.TPU_VM else (alt.nodes or workload.nodes)
+    changes: dict[str, object] = {"platform": alt.platform, "region": region, "zone": None, "image": None, "nodes": nodes}
+    if alt.accelerator:
+        changes["accelerator"] = alt.accelerator
+        changes["accelerator_count"] = alt.accelerator_count
+    if alt.dedicated:
+        changes["dedicated"] = alt.dedicated
+    variant = workload.model_copy(update=changes)
+    try:
+        if alt.profile:
+            profile = get_profile(alt.profile, profiles)
+        if alt.platform is Platform.BARE_METAL:
+            spec = dedicated_spec(profile, variant, catalog, env)
+        else:
+            spec = build_spec(profile, variant, alt.platform, catalog, env)
+        cost = estimate(spec, profile, variant, catalog)
+    except FullserverError as exc:
+        return Comparison(platform=alt.platform, offer=None, region=region, usd_month=None, usd_per_productive_hour=None, note=exc.what)
+    note = ("balanced" if spec.balance.ok else spec.balance.summary()) + (f" (profile {alt.profile})" if alt.profile else "")
+    return Comparison(
+        platform=alt.platform, offer=spec.offer, region=region, usd_month=cost.usd_month,
+        usd_per_productive_hour=cost.usd_per_productive_hour, note=note,
+    )
+
+
+_REGION_PEERS = {
+    # The nearest region of the other cloud, so a comparison does not cross continents.
+    "us-east-1": "us-central1", "us-central1": "us-east-1", "us-east5": "us-east-1", "us-east1": "us-east-1",
+    "eu-west-1": "europe-west4", "eu-central-1": "europe-west4", "europe-west4": "eu-west-1",
+    "ap-northeast-1": "asia-northeast1", "asia-northeast1": "ap-northeast-1",
+    "ap-southeast-1": "asia-southeast1", "asia-southeast1": "ap-southeast-1",
+}
+
+
+def _default_region(platform: Platform, region: str, catalog: Catalog) -> str:
+    regions = catalog.regions(platform)
+    if region in regions or platform is Platform.BARE_METAL:
+        return region
+    return _REGION_PEERS.get(region, region)
+
+
+def plan_workload(
+    stack: str, path: str, workload: Workload, profiles: dict[str, Profile], catalog: Catalog
+) -> StackPlan:
+    profile = get_profile(workload.profile, profiles)
+    spec = size(profile, workload, catalog, stack)
+    cost = estimate(spec, profile, workload, catalog)
+    comparison = [_compare(profile, workload, alt, catalog, stack, profiles) for alt in _alternatives(profile, workload, spec.platform)]
+    return StackPlan(
+        stack=stack, path=path, spec=spec, cost=cost, comparison=comparison, budget_monthly_usd=workload.budget_monthly_usd
+    )
+
+
+def plan_stack(stack: Stack, profiles: dict[str, Profile], catalog: Catalog) -> StackPlan:
+    try:
+        return plan_workload(stack.name, stack.path, stack.workload, profiles, catalog)
+    except FullserverError as exc:
+        # Name the stack file in front of the field the error names.
+        exc.where = f"{stack.path}: {exc.where}" if exc.where else stack.path
+        exc.args = (exc.line(),)
+        raise
+
+
+def plan_paths(paths: list[Path], profiles: dict[str, Profile] | None = None, catalog: Catalog | None = None) -> list[StackPlan]:
+    profiles = profiles if profiles is not None else load_profiles()
+    catalog = catalog if catalog is not None else load_catalog()
+    return [plan_stack(load_stack(p), profiles, catalog) for p in paths]
+
+
+def check_budget(plans: list[StackPlan], max_monthly_usd: float | None) -> None:
+    """Each stack against the caller's cap and its own ``budgetMonthlyUsd``."""
+    for plan in plans:
+        caps = [(max_monthly_usd, "--max-monthly-usd"), (plan.budget_monthly_usd, f"{plan.path}: fullserver:budgetMonthlyUsd")]
+        for cap, name in caps:
+            if cap is not None and plan.cost.usd_month > cap:
+                raise BudgetExceeded(
+                    f"stack '{plan.stack}'",
+                    f"estimated {plan.cost.usd_month:,.2f} USD/month exceeds {name} {cap:,.2f}",
+                    "choose a smaller shape, a cheaper pricing model, or raise the budget",
+                )

@@ -1,0 +1,36 @@
+"""The platforms fullserver builds on and the hardware vocabulary shared by every layer."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Platform(str, Enum):
+    """Where an environment runs; one Pulumi component per platform."""
+
+    TPU_VM = "tpu-vm"
+    AWS_GPU = "aws-gpu"
+    GCP_GPU = "gcp-gpu"
+    BARE_METAL = "bare-metal"
+
+    @property
+    def provider(self) -> str:
+        return {"tpu-vm": "gcp", "aws-gpu": "aws", "gcp-gpu": "gcp", "bare-metal": "dedicated"}[self.value]
+
+
+class AcceleratorKind(str, Enum):
+    GPU = "gpu"
+    TPU = "tpu"
+    TRAINIUM = "trainium"
+    INFERENTIA = "inferentia"
+
+
+class Interconnect(str, Enum):
+    """The scale-out fabric a shape offers between nodes (not NVLink inside a node)."""
+
+    NONE = "none"
+    EFA = "efa"
+    GPUDIRECT_TCPX = "gpudirect-tcpx"
+    GPUDIRECT_TCPXO = "gpudirect-tcpxo"
+    GPUDIRECT_RDMA = "gpudirect-rdma"
+    ICI = "ici"

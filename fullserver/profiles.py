@@ -1,0 +1,245 @@
+"""Named workload-maturity profiles: what a workload at a given stage needs from its server.
+
+A profile is data (``profiles/<name>.yaml``). It states the stage, training or inference, the
+platforms in order of preference, the pricing model, the lifecycle, the balance minimums per
+accelerator (each with the reason it exists), the topology and the security defaults.
+``extends:`` inherits another profile; nested mappings merge, lists and scalars replace.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from fullserver.platform import Platform
+from fullserver.errors import InputError
+from fullserver.yamlio import parse, read_yaml
+
+PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Stage(str, Enum):
+    """Workload maturity, from changing work to steady demand."""
+
+    EXPERIMENTATION = "experimentation"
+    FINE_TUNING = "fine-tuning"
+    SCALE_TRAINING = "scale-training"
+    PRODUCTION_INFERENCE = "production-inference"
+    STEADY_DEDICATED = "steady-dedicated"
+
+
+class Purpose(str, Enum):
+    TRAINING = "training"
+    INFERENCE = "inference"
+
+
+class PricingModel(str, Enum):
+    SPOT_WITH_FALLBACK = "spot-with-fallback"
+    ON_DEMAND = "on-demand"
+    RESERVED = "reserved"
+    DEDICATED_MONTHLY = "dedicated-monthly"
+
+
+class Fabric(str, Enum):
+    """The scale-out fabric a multi-node profile requires."""
+
+    NONE = "none"
+    EFA = "efa"
+    GPUDIRECT = "gpudirect"
+    ICI = "ici"
+    ANY = "any"
+
+
+class Minimum(Strict):
+    """One balance minimum and why it exists (with the reference it comes from)."""
+
+    value: Annotated[float, Field(gt=0)]
+    reason: Annotated[str, Field(min_length=10)]
+
+
+class CpuMinimum(Minimum):
+    """Per accelerator; ``core`` counts physical cores (cloud vCPUs are hyper-threads: 2 per core)."""
+
+    unit: Literal["vcpu", "core"] = "vcpu"
+
+
+class Balance(Strict):
+    """Minimums per accelerator (per TPU chip, per GPU); ``None`` means not required."""
+
+    cpu_per_accelerator: CpuMinimum
+    ram_per_accelerator_memory: Minimum
+    ram_floor_gib: Minimum
+    nvme_gib_per_accelerator: Minimum | None = None
+    nvme_may_be_attached: bool = Field(
+        default=False, description="block storage may make up local NVMe the shape lacks"
+    )
+    network_gbps_per_accelerator: Minimum | None = None
+
+
+class BalanceOverride(Strict):
+    """A platform's changes to the balance; a field set to null drops that minimum there."""
+
+    cpu_per_accelerator: CpuMinimum | None = None
+    ram_per_accelerator_memory: Minimum | None = None
+    ram_floor_gib: Minimum | None = None
+    nvme_gib_per_accelerator: Minimum | None = None
+    nvme_may_be_attached: bool | None = None
+    network_gbps_per_accelerator: Minimum | None = None
+
+
+class Lifecycle(Strict):
+    mode: Literal["ephemeral", "persistent"]
+    ttl_hours: Annotated[float, Field(gt=0)] | None = None
+    protect: bool = False
+
+    @model_validator(mode="after")
+    def _ttl_iff_ephemeral(self) -> Lifecycle:
+        if self.mode == "ephemeral" and self.ttl_hours is None:
+            raise ValueError("an ephemeral lifecycle needs ttl_hours")
+        if self.mode == "ephemeral" and self.protect:
+            raise ValueError("an ephemeral environment cannot be protected")
+        return self
+
+
+class Topology(Strict):
+    nodes: Literal["single", "multi"] = "single"
+    fabric: Fabric = Fabric.NONE
+    compact_placement: bool = False
+
+
+class Security(Strict):
+    public_ip: bool = False
+    ssh_source_ranges: list[str] = []
+
+    @model_validator(mode="after")
+    def _no_open_ssh(self) -> Security:
+        if any(r.strip() in ("0.0.0.0/0", "::/0") for r in self.ssh_source_ranges):
+            raise ValueError("ssh_source_ranges must not open SSH to the whole internet")
+        return self
+
+
+class Serving(Strict):
+    """A managed group behind the balanced shape, for inference whose traffic varies."""
+
+    min_replicas: Annotated[int, Field(ge=1)] = 1
+    max_replicas: Annotated[int, Field(ge=1)] = 1
+    target_utilisation: Annotated[float, Field(gt=0, le=1)] = 0.6
+    spread_zones: bool = False
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> Serving:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError("min_replicas exceeds max_replicas")
+        return self
+
+
+class StoragePolicy(Strict):
+    """The data disk: sized from the dataset, provisioned for throughput per accelerator."""
+
+    boot_disk_gib: Annotated[int, Field(ge=10)] = 200
+    dataset_headroom: Annotated[float, Field(ge=1)] = 1.25
+    throughput_mbps_per_accelerator: Minimum | None = None
+    iops_per_accelerator: Minimum | None = None
+
+
+class CostAssumptions(Strict):
+    """What the cost estimate assumes beyond the hourly price."""
+
+    hours_per_month: Annotated[float, Field(gt=0, le=744)] = 730
+    idle_share: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    commitment_years: Annotated[int, Field(ge=0, le=3)] = 0
+
+
+class Profile(Strict):
+    name: str
+    description: str
+    stage: Stage
+    purpose: Purpose
+    platforms: Annotated[list[Platform], Field(min_length=1)]
+    pricing: PricingModel
+    lifecycle: Lifecycle
+    balance: Balance
+    platform_balance: dict[Platform, BalanceOverride] = Field(
+        default={}, description="per-platform overrides of balance minimums (null drops one)"
+    )
+    topology: Topology = Topology()
+    security: Security = Security()
+    serving: Serving | None = None
+    storage: StoragePolicy = StoragePolicy()
+    cost: CostAssumptions = CostAssumptions()
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Profile:
+        if len(set(self.platforms)) != len(self.platforms):
+            raise ValueError("platforms lists a platform twice")
+        if self.pricing is PricingModel.DEDICATED_MONTHLY and self.platforms != [Platform.BARE_METAL]:
+            raise ValueError("dedicated-monthly pricing applies only to platforms: [bare-metal]")
+        if self.serving is not None and self.purpose is not Purpose.INFERENCE:
+            raise ValueError("serving applies only to inference profiles")
+        for platform in self.platform_balance:
+            self.balance_for(platform)
+        return self
+
+    def balance_for(self, platform: Platform) -> Balance:
+        """The balance minimums on one platform, after its overrides."""
+        override = self.platform_balance.get(platform)
+        if override is None:
+            return self.balance
+        changes = {key: getattr(override, key) for key in override.model_fields_set}
+        return Balance.model_validate({**dict(self.balance), **changes})
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _resolve(name: str, raw: dict[str, dict[str, Any]], paths: dict[str, Path], chain: tuple[str, ...]) -> dict[str, Any]:
+    data = raw[name]
+    parent = data.get("extends")
+    if parent is None:
+        return {k: v for k, v in data.items() if k != "extends"}
+    where = f"{paths[name]}: field 'extends'"
+    if not isinstance(parent, str):
+        raise InputError(where, "must be a profile name", "write extends: <profile-name>")
+    if parent in chain or parent == name:
+        cycle = " -> ".join((*chain, name, parent))
+        raise InputError(where, f"circular extends: {cycle}", "remove one extends from the cycle")
+    if parent not in raw:
+        raise InputError(where, f"unknown profile '{parent}'", f"known profiles: {', '.join(sorted(raw))}")
+    base = _resolve(parent, raw, paths, (*chain, name))
+    base.pop("description", None)
+    return _merge(base, {k: v for k, v in data.items() if k != "extends"})
+
+
+def load_profiles(directory: Path = PROFILES_DIR) -> dict[str, Profile]:
+    """Every ``*.yaml`` under ``directory``, resolved and validated; the file stem is the name."""
+    paths = {p.stem: p for p in sorted(directory.glob("*.yaml"))}
+    if not paths:
+        raise InputError(str(directory), "no profiles found", "add profiles/<name>.yaml files")
+    raw: dict[str, dict[str, Any]] = {}
+    for name, path in paths.items():
+        data = read_yaml(path)
+        if "name" in data and data["name"] != name:
+            raise InputError(f"{path}: field 'name'", f"'{data['name']}' differs from the file name", "rename one")
+        raw[name] = {**data, "name": name}
+    return {name: parse(Profile, _resolve(name, raw, paths, ()), str(paths[name])) for name in raw}
+
+
+def get_profile(name: str, profiles: dict[str, Profile]) -> Profile:
+    try:
+        return profiles[name]
+    except KeyError:
+        raise InputError("profile", f"unknown profile '{name}'", f"choose one of: {', '.join(sorted(profiles))}") from None

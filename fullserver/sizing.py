@@ -1,0 +1,411 @@
+"""Sizing: (profile, workload) -> the cheapest catalog shape that meets every balance minimum.
+
+The search is exhaustive over the catalog's offers for the requested accelerator, so it is
+deterministic and explainable: the winner is the lowest hourly compute price under the
+profile's pricing model (ties broken by more vCPUs, more RAM, then name), and every rejected
+shape is kept as a near-miss with the minimum it missed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass
+
+from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
+from fullserver.catalog import Catalog, Offer
+from fullserver.catalog.model import AcceleratorKind, Interconnect, Platform
+from fullserver.errors import InputError, NothingFits
+from fullserver.profiles import Fabric, PricingModel, Profile, Topology
+from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, TpuSpec
+from fullserver.workload import Workload
+
+# Block storage each platform provisions, and its provisioning ceilings. Why these kinds:
+# gp3 provisions IOPS/throughput independently of size (EBS volume types, docs.aws.amazon.com);
+# A3/A4 machine types and TPU v6e attach Hyperdisk only, and Hyperdisk Balanced provisions
+# IOPS/throughput (Google Cloud "Hyperdisk" and "GPU machine types" pages); older GCP series and
+# TPU v4/v5e/v5p use pd-balanced, whose performance scales with size and cannot be provisioned.
+_HYPERDISK_FAMILIES = re.compile(r"^(a3|a4|v6e|tpu7x)")
+_DISK_LIMITS = {
+    "gp3": (16_000, 1_000),
+    "hyperdisk-balanced": (160_000, 2_400),
+}
+
+_FABRIC_INTERCONNECTS = {
+    Fabric.EFA: {Interconnect.EFA},
+    Fabric.GPUDIRECT: {Interconnect.GPUDIRECT_TCPX, Interconnect.GPUDIRECT_TCPXO, Interconnect.GPUDIRECT_RDMA},
+    Fabric.ICI: {Interconnect.ICI},
+    Fabric.ANY: {i for i in Interconnect if i is not Interconnect.NONE},
+}
+
+ACCELERATOR_PLATFORMS = {
+    AcceleratorKind.GPU: (Platform.AWS_GPU, Platform.GCP_GPU, Platform.BARE_METAL),
+    AcceleratorKind.TRAINIUM: (Platform.AWS_GPU,),
+    AcceleratorKind.INFERENTIA: (Platform.AWS_GPU,),
+    AcceleratorKind.TPU: (Platform.TPU_VM,),
+}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    offer: Offer
+    host: Host
+    report: BalanceReport
+    usd_hour: float
+    spot: bool
+
+
+def compute_price(offer: Offer, region: str, pricing: PricingModel) -> tuple[float, bool]:
+    """Hourly price of one offer in a region under a pricing model, and whether it is spot."""
+    price = offer.prices[region]
+    if pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:
+        return price.spot, True
+    return price.on_demand, False
+
+
+def disk_kind(platform: Platform, family: str) -> str:
+    if platform is Platform.AWS_GPU:
+        return "gp3"
+    return "hyperdisk-balanced" if _HYPERDISK_FAMILIES.match(family) else "pd-balanced"
+
+
+def _suggest(value: str, choices: set[str] | list[str]) -> str:
+    close = difflib.get_close_matches(value, sorted(choices), n=3)
+    listed = ", ".join(sorted(choices)) or "none"
+    return f"did you mean {', '.join(close)}?" if close else f"choose one of: {listed}"
+
+
+def _tpu_requested(workload: Workload, offer: Offer, accelerator_name: str | None) -> bool:
+    if workload.accelerator == offer.name:
+        return True
+    return accelerator_name == offer.accelerator and workload.accelerator_count == offer.total_accelerators
+
+
+def _resolve_accelerator(workload: Workload, catalog: Catalog) -> tuple[str | None, bool]:
+    """The accelerator model named by the workload, and whether it names a TPU type (slice)."""
+    assert workload.accelerator is not None
+    if any(o.platform is Platform.TPU_VM and o.name == workload.accelerator for o in catalog.offers):
+        return None, True
+    return catalog.accelerator(workload.accelerator).name, False
+
+
+def _candidates(profile: Profile, workload: Workload, platform: Platform, catalog: Catalog) -> list[Offer]:
+    acc_name, is_tpu_type = _resolve_accelerator(workload, catalog)
+    offers = [o for o in catalog.offers if o.platform is platform]
+    if platform is Platform.TPU_VM:
+        matching = [o for o in offers if _tpu_requested(workload, o, acc_name)]
+        if not matching:
+            types = sorted(o.name for o in offers if acc_name in (None, o.accelerator))
+            raise InputError(
+                "fullserver:accelerator",
+                f"no TPU type matches '{workload.accelerator}'"
+                + (f" with {workload.accelerator_count} chips" if workload.accelerator_count else ""),
+                _suggest(workload.accelerator or "", types),
+            )
+        return matching
+    if is_tpu_type:
+        raise InputError("fullserver:accelerator", f"'{workload.accelerator}' is a TPU type", "use platform tpu-vm")
+    count = workload.accelerator_count or 1
+    same_model = [o for o in offers if o.accelerator == acc_name]
+    if not same_model:
+        raise InputError(
+            "fullserver:accelerator",
+            f"no {platform.value} shape offers {acc_name}",
+            f"offered there: {', '.join(sorted({str(o.accelerator) for o in offers}))}",
+        )
+    matching = [o for o in same_model if o.host.accelerator_count == count]
+    if not matching:
+        counts = ", ".join(str(c) for c in sorted({o.host.accelerator_count for o in same_model}))
+        raise InputError(
+            "fullserver:acceleratorCount",
+            f"no {platform.value} shape offers {count} x {acc_name} per node",
+            f"offered counts: {counts}",
+        )
+    return matching
+
+
+def _fabric_ok(topology: Topology, offer: Offer) -> bool:
+    if topology.nodes == "single" or topology.fabric is Fabric.NONE:
+        return True
+    return offer.interconnect in _FABRIC_INTERCONNECTS[topology.fabric]
+
+
+def _evaluate(profile: Profile, workload: Workload, offer: Offer, platform: Platform) -> tuple[Host, BalanceReport, str]:
+    """Balance of one offer with attachable storage added; a non-empty reason rejects it outright."""
+    balance = profile.balance_for(platform)
+    attach = required_attached_gib(balance, offer.host)
+    host = offer.host.model_copy(update={"attached_storage_gib": attach}) if attach else offer.host
+    report = evaluate(balance, host)
+    if attach and offer.hosts > 1:
+        return host, report, "needs an attached read-write disk, which cannot attach to a multi-host TPU slice"
+    if not _fabric_ok(profile.topology, offer):
+        return host, report, f"no {profile.topology.fabric.value} fabric (has {offer.interconnect.value})"
+    return host, report, ""
+
+
+def _check_region(workload: Workload, platform: Platform, catalog: Catalog) -> None:
+    regions = catalog.regions(platform)
+    if workload.region not in regions:
+        raise InputError(
+            "fullserver:region", f"no {platform.value} prices in region '{workload.region}'", _suggest(workload.region, regions)
+        )
+
+
+def _zone_ok(offer: Offer, workload: Workload) -> bool:
+    if not offer.zones:
+        return True
+    if workload.zone:
+        return workload.zone in offer.zones
+    return any(z.startswith(workload.region + "-") for z in offer.zones)
+
+
+def choose(profile: Profile, workload: Workload, platform: Platform, catalog: Catalog) -> tuple[Candidate, list[NearMiss]]:
+    """The cheapest feasible offer on one platform, and the rejected near-misses with their reasons."""
+    _check_region(workload, platform, catalog)
+    feasible: list[Candidate] = []
+    misses: list[tuple[int, float, NearMiss]] = []
+    for offer in _candidates(profile, workload, platform, catalog):
+        if workload.region not in offer.prices:
+            misses.append((99, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not priced in {workload.region}")))
+            continue
+        if not _zone_ok(offer, workload):
+            zone = workload.zone or workload.region
+            misses.append((98, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not offered in {zone}")))
+            continue
+        usd, spot = compute_price(offer, workload.region, profile.pricing)
+        host, report, reason = _evaluate(profile, workload, offer, platform)
+        if reason or not report.ok:
+            why = reason or report.summary()
+            misses.append((len(report.short) + (10 if reason else 0), usd, NearMiss(offer=offer.name, usd_hour=usd, reason=why)))
+            continue
+        feasible.append(Candidate(offer, host, report, usd, spot))
+    misses.sort(key=lambda m: (m[0], m[1], m[2].offer))
+    near = [m[2] for m in misses]
+    if not feasible:
+        closest = "; ".join(f"{m.offer}: {m.reason}" for m in near[:3])
+        raise NothingFits(
+            f"profile '{profile.name}' on {platform.value} in {workload.region}",
+            f"no shape meets every minimum; closest: {closest}",
+            "lower the accelerator count, pick another region or platform, or relax the profile",
+        )
+    feasible.sort(key=lambda c: (c.usd_hour, -c.host.vcpus, -c.host.memory_gib, c.offer.name))
+    return feasible[0], near
+
+
+def _data_disk(profile: Profile, workload: Workload, cand: Candidate, platform: Platform) -> DataDisk | None:
+    attach = math.ceil(cand.host.attached_storage_gib)
+    dataset = math.ceil(workload.dataset_gib * profile.storage.dataset_headroom)
+    size = max(attach, dataset)
+    if size == 0 or cand.offer.hosts > 1:
+        return None
+    kind = disk_kind(platform, cand.offer.family)
+    n = max(cand.offer.host.accelerator_count, 1)
+    limits = _DISK_LIMITS.get(kind)
+    if limits is None:
+        return DataDisk(kind=kind, size_gib=size)
+    max_iops, max_mbps = limits
+    pol = profile.storage
+    iops = min(max_iops, math.ceil(pol.iops_per_accelerator.value * n)) if pol.iops_per_accelerator else None
+    mbps = min(max_mbps, math.ceil(pol.throughput_mbps_per_accelerator.value * n)) if pol.throughput_mbps_per_accelerator else None
+    return DataDisk(kind=kind, size_gib=size, iops=iops, throughput_mbps=mbps)
+
+
+def _local_nvme(offer: Offer, balance_need_gib: float) -> int:
+    """How many local SSDs to use: all of a fixed set, or the fewest selectable that meet the need."""
+    counts = offer.local_nvme_selectable_counts
+    if not counts:
+        return offer.local_nvme_disks
+    for count in counts:
+        if count * offer.local_nvme_disk_gib + 1e-9 >= balance_need_gib:
+            return count
+    return counts[-1]
+
+
+def _tpu_spec(offer: Offer, workload: Workload) -> TpuSpec:
+    # The generic base image works with every framework (the framework is pip-installed on it);
+    # it is listed first in the catalog for that reason.
+    runtime = workload.image or offer.runtime_versions[0]
+    if runtime not in offer.runtime_versions:
+        raise InputError(
+            "fullserver:image", f"runtime '{runtime}' is not valid for {offer.name}", f"choose one of: {', '.join(offer.runtime_versions)}"
+        )
+    return TpuSpec(
+        accelerator_type=offer.name,
+        topology=offer.topology,
+        runtime_version=runtime,
+        hosts=offer.hosts,
+        queued=workload.queued or offer.hosts > 1,
+    )
+
+
+def build_spec(profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, environment: str) -> EnvironmentSpec:
+    """Choose the shape and everything attached to it; the spec the components will build."""
+    if platform not in profile.platforms:
+        raise InputError(
+            "fullserver:platform", f"platform {platform.value} is not allowed by profile '{profile.name}'",
+            f"allowed: {', '.join(p.value for p in profile.platforms)}",
+        )
+    if workload.nodes > 1 and profile.topology.nodes == "single":
+        raise InputError("fullserver:nodes", f"profile '{profile.name}' is single-node", "use a multi-node profile such as scale-training")
+    if platform is Platform.TPU_VM and workload.nodes > 1:
+        raise InputError("fullserver:nodes", "multislice TPU environments are not supported", "use one larger slice")
+    cand, near = choose(profile, workload, platform, catalog)
+    offer = cand.offer
+    warnings: list[str] = []
+    if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and not cand.spot:
+        warnings.append(f"no published spot price for {offer.name} in {workload.region}: priced and run on-demand")
+    if offer.hosts > 1 and workload.dataset_gib:
+        warnings.append("multi-host TPU slice: stream the dataset from Cloud Storage (no read-write disk can attach)")
+    balance = profile.balance_for(platform)
+    nvme_need = balance.nvme_gib_per_accelerator.value * max(offer.host.accelerator_count, 1) if balance.nvme_gib_per_accelerator else 0.0
+    local = _local_nvme(offer, nvme_need)
+    sec = profile.security
+    ranges = workload.ssh_source_ranges if workload.ssh_source_ranges is not None else sec.ssh_source_ranges
+    public_ip = sec.public_ip if workload.public_ip is None else workload.public_ip
+    if public_ip and not sec.public_ip:
+        raise InputError("fullserver:publicIp", f"profile '{profile.name}' does not allow a public IP", "reach it through IAP or SSM instead")
+    lifecycle = profile.lifecycle
+    if workload.ttl_hours is not None:
+        if lifecycle.mode != "ephemeral":
+            raise InputError("fullserver:ttlHours", f"profile '{profile.name}' is persistent", "remove ttlHours or use an ephemeral profile")
+        lifecycle = lifecycle.model_copy(update={"ttl_hours": workload.ttl_hours})
+    labels = {
+        "fullserver-profile": profile.name,
+        "fullserver-environment": environment,
+        "fullserver-owner": workload.owner,
+        "fullserver-lifecycle": lifecycle.mode,
+    }
+    if lifecycle.ttl_hours is not None:
+        labels["fullserver-ttl-hours"] = f"{lifecycle.ttl_hours:g}"
+    nodes = offer.hosts if platform is Platform.TPU_VM else workload.nodes
+    return EnvironmentSpec(
+        environment=environment,
+        profile=profile.name,
+        stage=profile.stage,
+        purpose=profile.purpose,
+        framework=workload.framework,
+        owner=workload.owner,
+        platform=platform,
+        region=workload.region,
+        zone=workload.zone,
+        offer=offer.name,
+        machine_type=offer.machine_type,
+        accelerator=offer.accelerator,
+        accelerator_count=offer.host.accelerator_count,
+        accelerator_memory_gib=offer.host.accelerator_memory_gib,
+        vcpus=offer.host.vcpus,
+        memory_gib=offer.host.memory_gib,
+        nodes=nodes,
+        pricing=profile.pricing,
+        spot=cand.spot,
+        lifecycle=lifecycle,
+        boot_disk_gib=profile.storage.boot_disk_gib,
+        data_disk=_data_disk(profile, workload, cand, platform),
+        local_nvme_disks=local,
+        local_nvme_disk_gib=offer.local_nvme_disk_gib,
+        scratch_raid0=local > 0,
+        network=NetworkSpec(
+            interconnect=offer.interconnect,
+            efa_interfaces=offer.efa_interfaces if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0,
+            compact_placement=profile.topology.compact_placement and nodes > 1 and platform is not Platform.TPU_VM,
+            public_ip=public_ip,
+            ssh_source_ranges=list(ranges),
+            gbps_per_node=offer.host.network_gbps,
+        ),
+        tpu=_tpu_spec(offer, workload) if platform is Platform.TPU_VM else None,
+        serving=profile.serving,
+        image=workload.image if platform is not Platform.TPU_VM else None,
+        labels=labels,
+        balance=cand.report,
+        near_misses=near[:5],
+        warnings=warnings,
+    )
+
+
+def dedicated_spec(profile: Profile, workload: Workload, catalog: Catalog, environment: str) -> EnvironmentSpec:
+    """A bare-metal environment: the hardware is declared (and audited later), not chosen."""
+    ded = workload.dedicated
+    if ded is None:
+        raise InputError("fullserver:dedicated", "missing", "add monthlyUsd and host for a bare-metal stack")
+    hw = ded.host
+    acc = catalog.accelerator(hw.accelerator) if hw.accelerator else None
+    host = Host(
+        accelerator=acc.name if acc else None,
+        accelerator_count=hw.accelerator_count,
+        accelerator_memory_gib=acc.memory_gib if acc else 0.0,
+        vcpus=hw.vcpus,
+        physical_cores=hw.physical_cores,
+        memory_gib=hw.memory_gib,
+        local_nvme_gib=hw.local_nvme_gib,
+        network_gbps=hw.network_gbps,
+    )
+    report = evaluate(profile.balance_for(Platform.BARE_METAL), host)
+    warnings = [] if report.ok else [f"declared host is {report.summary()}"]
+    sec = profile.security
+    return EnvironmentSpec(
+        environment=environment,
+        profile=profile.name,
+        stage=profile.stage,
+        purpose=profile.purpose,
+        framework=workload.framework,
+        owner=workload.owner,
+        platform=Platform.BARE_METAL,
+        region=workload.region,
+        zone=workload.zone,
+        offer=f"dedicated ({ded.provider or 'own'})",
+        machine_type="dedicated",
+        accelerator=host.accelerator,
+        accelerator_count=host.accelerator_count,
+        accelerator_memory_gib=host.accelerator_memory_gib,
+        vcpus=host.vcpus,
+        memory_gib=host.memory_gib,
+        nodes=max(len(ded.hosts), 1),
+        pricing=profile.pricing,
+        spot=False,
+        lifecycle=profile.lifecycle,
+        boot_disk_gib=profile.storage.boot_disk_gib,
+        local_nvme_disks=0,
+        scratch_raid0=hw.local_nvme_gib > 0,
+        network=NetworkSpec(
+            public_ip=sec.public_ip,
+            ssh_source_ranges=list(workload.ssh_source_ranges or sec.ssh_source_ranges),
+            gbps_per_node=hw.network_gbps,
+        ),
+        dedicated=ded,
+        labels={"fullserver-profile": profile.name, "fullserver-environment": environment, "fullserver-owner": workload.owner},
+        balance=report,
+        warnings=warnings,
+    )
+
+
+def platforms_for(profile: Profile, workload: Workload, catalog: Catalog) -> list[Platform]:
+    """The profile's platforms, in its order, that can serve the workload's accelerator."""
+    if workload.platform is not None:
+        return [workload.platform]
+    if workload.accelerator is None:
+        return [p for p in profile.platforms if p is Platform.BARE_METAL]
+    acc_name, is_tpu_type = _resolve_accelerator(workload, catalog)
+    kind = AcceleratorKind.TPU if is_tpu_type else catalog.accelerators[str(acc_name)].kind
+    allowed = ACCELERATOR_PLATFORMS[kind]
+    return [p for p in profile.platforms if p in allowed and (p is not Platform.BARE_METAL or workload.dedicated)]
+
+
+def size(profile: Profile, workload: Workload, catalog: Catalog, environment: str) -> EnvironmentSpec:
+    """Size on the first of the profile's platforms (in its order) where a shape fits."""
+    platforms = platforms_for(profile, workload, catalog)
+    if not platforms:
+        raise InputError(
+            "fullserver:accelerator",
+            f"profile '{profile.name}' allows {', '.join(p.value for p in profile.platforms)}, none of which offers {workload.accelerator}",
+            "pick an accelerator those platforms offer, or set fullserver:platform",
+        )
+    errors: list[InputError] = []
+    for platform in platforms:
+        try:
+            if platform is Platform.BARE_METAL:
+                return dedicated_spec(profile, workload, catalog, environment)
+            return build_spec(profile, workload, platform, catalog, environment)
+        except InputError as exc:  # NothingFits included: try the next preferred platform
+            errors.append(exc)
+    raise errors[0]

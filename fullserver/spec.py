@@ -1,0 +1,95 @@
+"""The environment spec: everything the Pulumi components need, decided by sizing.
+
+Components execute a spec; they never choose sizes. The spec is plain data so it can be printed
+by ``fullserver plan``, compared in tests and passed into components as a serialisable dict.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from fullserver.balance import BalanceReport
+from fullserver.catalog.model import Interconnect, Platform
+from fullserver.profiles import Lifecycle, PricingModel, Purpose, Serving, Stage
+from fullserver.workload import Dedicated
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DataDisk(Frozen):
+    """A block-storage volume; IOPS/throughput are provisioned where the disk kind allows it."""
+
+    kind: str
+    size_gib: int
+    iops: int | None = None
+    throughput_mbps: int | None = None
+
+
+class TpuSpec(Frozen):
+    accelerator_type: str
+    topology: str
+    runtime_version: str
+    hosts: int
+    queued: bool
+
+    @property
+    def multi_host(self) -> bool:
+        return self.hosts > 1
+
+
+class NetworkSpec(Frozen):
+    interconnect: Interconnect = Interconnect.NONE
+    efa_interfaces: int = 0
+    compact_placement: bool = False
+    public_ip: bool = False
+    ssh_source_ranges: list[str] = []
+    gbps_per_node: float = 0
+
+
+class NearMiss(Frozen):
+    offer: str
+    usd_hour: float | None
+    reason: str
+
+
+class EnvironmentSpec(Frozen):
+    environment: str
+    profile: str
+    stage: Stage
+    purpose: Purpose
+    framework: str
+    owner: str
+    platform: Platform
+    region: str
+    zone: str | None
+    offer: str
+    machine_type: str
+    accelerator: str | None
+    accelerator_count: int
+    accelerator_memory_gib: float
+    vcpus: int
+    memory_gib: float
+    nodes: int
+    pricing: PricingModel
+    spot: bool
+    lifecycle: Lifecycle
+    boot_disk_gib: int
+    data_disk: DataDisk | None = None
+    local_nvme_disks: int = 0
+    local_nvme_disk_gib: float = 0
+    scratch_raid0: bool = False
+    network: NetworkSpec = NetworkSpec()
+    tpu: TpuSpec | None = None
+    serving: Serving | None = None
+    image: str | None = None
+    dedicated: Dedicated | None = None
+    labels: dict[str, str] = {}
+    balance: BalanceReport
+    near_misses: list[NearMiss] = []
+    warnings: list[str] = []
+
+    @property
+    def provider(self) -> str:
+        return self.platform.provider
