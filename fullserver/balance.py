@@ -113,7 +113,11 @@ def evaluate(balance: Balance, host: Host) -> BalanceReport:
     nvme = balance.nvme_gib_per_accelerator
     if nvme is not None:
         provided = host.local_nvme_gib + host.attached_storage_gib
-        note = f"includes {_fmt(host.attached_storage_gib)} GiB attached block storage" if host.attached_storage_gib else ""
+        note = (
+            f"includes {_fmt(host.attached_storage_gib)} GiB attached block storage"
+            if host.attached_storage_gib
+            else ""
+        )
         lines.append(_line("nvme", "GiB", nvme, nvme.value * n, provided, note))
 
     net = balance.network_gbps_per_accelerator

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from fullserver import render
-from fullserver.catalog import load_catalog
+from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
 from fullserver.errors import FullserverError
 from fullserver.profiles import Profile, get_profile, load_profiles
@@ -92,7 +92,11 @@ def catalog(
         cat = load_catalog()
         offers = cat.offers
         if provider:
-            wanted = {"aws": {Platform.AWS_GPU}, "gcp": {Platform.GCP_GPU, Platform.TPU_VM}, "tpu": {Platform.TPU_VM}}.get(provider)
+            wanted = {
+                "aws": {Platform.AWS_GPU},
+                "gcp": {Platform.GCP_GPU, Platform.TPU_VM},
+                "tpu": {Platform.TPU_VM},
+            }.get(provider)
             if wanted is None:
                 raise FullserverError("--provider", f"unknown provider '{provider}'", "use aws, gcp or tpu")
             offers = [o for o in offers if o.platform in wanted]
@@ -112,8 +116,13 @@ def catalog(
                         "accelerators": o.total_accelerators,
                         "accelerator_memory_gib": o.host.accelerator_memory_gib,
                         "hosts": o.hosts,
-                        "figures": {k: {"value": f.value, "unit": f.unit, "source": f.source} for k, f in o.figures.items()},
-                        "prices": {r: {"on_demand_usd_hour": p.on_demand, "spot_usd_hour": p.spot, "source": p.source} for r, p in o.prices.items()},
+                        "figures": {
+                            k: {"value": f.value, "unit": f.unit, "source": f.source} for k, f in o.figures.items()
+                        },
+                        "prices": {
+                            r: {"on_demand_usd_hour": p.on_demand, "spot_usd_hour": p.spot, "source": p.source}
+                            for r, p in o.prices.items()
+                        },
                     }
                     for o in offers
                 ],
@@ -123,14 +132,17 @@ def catalog(
         return
     console = render.make_console()
     console.print(render.catalog_table(cat, offers))
-    used = sorted({f.source for o in offers for f in o.figures.values()} | {s for o in offers for p in o.prices.values() for s in p.source.split("+")})
+    used = sorted(
+        {f.source for o in offers for f in o.figures.values()}
+        | {s for o in offers for p in o.prices.values() for s in p.source.split("+")}
+    )
     for key in used:
         src = cat.sources.get(key)
         if src:
             console.print(f"[bold]{key}[/]: {src.title}, as of {src.as_of} <{src.url}>", soft_wrap=True)
 
 
-def _accelerator_filter(cat: Any, name: str) -> str:
+def _accelerator_filter(cat: Catalog, name: str) -> str:
     try:
         return str(cat.accelerator(name).name)
     except FullserverError:
@@ -143,10 +155,14 @@ def _accelerator_filter(cat: Any, name: str) -> str:
 
 @app.command()
 def plan(
-    stacks: Annotated[Optional[list[str]], typer.Argument(help="stack names (default: every stacks/Pulumi.*.yaml)")] = None,
+    stacks: Annotated[
+        Optional[list[str]], typer.Argument(help="stack names (default: every stacks/Pulumi.*.yaml)")
+    ] = None,
     stacks_dir: Annotated[Path, typer.Option("--stacks-dir", help="where the stack configs live")] = STACKS_DIR,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output for CI")] = False,
-    max_monthly_usd: Annotated[Optional[float], typer.Option(help="exit 3 if any stack's monthly estimate exceeds this")] = None,
+    max_monthly_usd: Annotated[
+        Optional[float], typer.Option(help="exit 3 if any stack's monthly estimate exceeds this")
+    ] = None,
 ) -> None:
     """Plan stacks offline: shape, balance, cost and warnings for each (no credentials, no Pulumi CLI)."""
     from fullserver.plan import check_budget, plan_paths
@@ -156,7 +172,17 @@ def plan(
     except FullserverError as exc:
         raise _fail(exc) from None
     if as_json:
-        _json([{**p.model_dump(mode="json"), "usd_month": p.cost.usd_month, "usd_hour": p.cost.usd_hour, "warnings": p.warnings} for p in plans])
+        _json(
+            [
+                {
+                    **p.model_dump(mode="json"),
+                    "usd_month": p.cost.usd_month,
+                    "usd_hour": p.cost.usd_hour,
+                    "warnings": p.warnings,
+                }
+                for p in plans
+            ]
+        )
     else:
         console = render.make_console()
         for p in plans:
@@ -167,6 +193,69 @@ def plan(
         check_budget(plans, max_monthly_usd)
     except FullserverError as exc:
         raise _fail(exc) from None
+
+
+@app.command()
+def recommend(
+    framework: Annotated[str, typer.Option(help="pytorch, jax, tensorflow or other")] = "pytorch",
+    purpose: Annotated[str, typer.Option(help="training or inference")] = "training",
+    maturity: Annotated[str, typer.Option(help="exploring, adapting, stable or production")] = "exploring",
+    scale: Annotated[str, typer.Option(help="single or multi-node")] = "single",
+    portability: Annotated[
+        bool, typer.Option("--portable/--not-portable", help="must the workload move between providers?")
+    ] = False,
+    cloud: Annotated[str, typer.Option(help="aws, gcp or any")] = "any",
+    traffic: Annotated[
+        str, typer.Option(help="inference traffic: realtime-variable or steady-batch")
+    ] = "realtime-variable",
+    demand: Annotated[str, typer.Option(help="variable or steady")] = "variable",
+    region: Annotated[Optional[str], typer.Option(help="preferred region")] = None,
+    gpu: Annotated[Optional[str], typer.Option(help="GPU model to price, e.g. H100-80GB")] = None,
+    gpu_count: Annotated[Optional[int], typer.Option(help="GPUs per node to price")] = None,
+    tpu: Annotated[Optional[str], typer.Option(help="TPU type to price, e.g. v5litepod-8")] = None,
+    dedicated_monthly_usd: Annotated[Optional[float], typer.Option(help="monthly price of a dedicated server")] = None,
+    top: Annotated[int, typer.Option(help="how many choices to show")] = 5,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Rank profile + platform choices for a workload, with reasons and the cost of each."""
+    from pydantic import ValidationError
+
+    from fullserver.recommend import Needs
+    from fullserver.recommend import recommend as rank
+    from fullserver.yamlio import validation_error
+
+    answers = {
+        "framework": framework,
+        "purpose": purpose,
+        "maturity": maturity,
+        "scale": scale,
+        "portability": portability,
+        "cloud": cloud,
+        "traffic": traffic,
+        "demand": demand,
+        "region": region,
+        "gpu": gpu,
+        "gpu_count": gpu_count,
+        "tpu": tpu,
+        "dedicated_monthly_usd": dedicated_monthly_usd,
+    }
+    try:
+        try:
+            needs = Needs.model_validate(answers)
+        except ValidationError as exc:
+            raise validation_error("recommend", exc, prefix="--") from None
+        choices = rank(needs, load_profiles(), load_catalog(), top=top)
+    except FullserverError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        _json([c.model_dump(mode="json") for c in choices])
+        return
+    render.make_console().print(render.recommendations(choices))
+
+
+from fullserver.baremetal.cli import audit  # noqa: E402  (bare metal over SSH; paramiko loads only when audit runs)
+
+app.command()(audit)
 
 
 def main() -> None:

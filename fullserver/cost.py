@@ -64,7 +64,9 @@ def _hours(profile: Profile, workload: Workload) -> tuple[float, float]:
     return productive, paid
 
 
-def _compute_hourly(spec: EnvironmentSpec, profile: Profile, catalog: Catalog, warnings: list[str]) -> tuple[float, str]:
+def _compute_hourly(
+    spec: EnvironmentSpec, profile: Profile, catalog: Catalog, warnings: list[str]
+) -> tuple[float, str]:
     offer = catalog.offer(spec.offer)
     assert offer is not None, spec.offer
     price = offer.prices[spec.region]
@@ -77,7 +79,9 @@ def _compute_hourly(spec: EnvironmentSpec, profile: Profile, catalog: Catalog, w
         family = spec.tpu.accelerator_type if spec.tpu else offer.family
         disc = catalog.commitment(spec.provider, family, years)
         if disc is None:
-            warnings.append(f"no published {years}-year commitment discount for {family} in the catalog: priced at on-demand")
+            warnings.append(
+                f"no published {years}-year commitment discount for {family} in the catalog: priced at on-demand"
+            )
             return price.on_demand * units, f"on-demand {price.on_demand:.2f}/h x {units} (no commitment price found)"
         rate = price.on_demand * (1 - disc.discount)
         return rate * units, f"{years}-year commitment: {disc.discount:.0%} off {price.on_demand:.2f}/h x {units}"
@@ -94,7 +98,9 @@ def _storage_lines(spec: EnvironmentSpec, catalog: Catalog, share: float, warnin
         disks.append(("boot disk", boot_kind, spec.boot_disk_gib * machines, 0, 0))
     if spec.data_disk:
         d = spec.data_disk
-        disks.append(("data disk", d.kind, d.size_gib * machines, (d.iops or 0) * machines, (d.throughput_mbps or 0) * machines))
+        disks.append(
+            ("data disk", d.kind, d.size_gib * machines, (d.iops or 0) * machines, (d.throughput_mbps or 0) * machines)
+        )
     if spec.platform is Platform.GCP_GPU and spec.local_nvme_disks:
         disks.append(("local SSD", "local-ssd", spec.local_nvme_disks * spec.local_nvme_disk_gib * machines, 0, 0))
     for item, kind, gib, iops, mbps in disks:
@@ -119,10 +125,22 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
         assert ded is not None
         servers = max(len(ded.hosts), 1)
         compute_hour = ded.monthly_usd * servers / HOURS_PER_MONTH
-        lines.append(CostLine(item="dedicated servers", usd_month=round(compute_hour * productive, 2), note=f"{servers} x {ded.monthly_usd:.0f}/month"))
+        lines.append(
+            CostLine(
+                item="dedicated servers",
+                usd_month=round(compute_hour * productive, 2),
+                note=f"{servers} x {ded.monthly_usd:.0f}/month",
+            )
+        )
         billable = max(0.0, workload.egress_gb_month - ded.included_egress_gb_month)
         if billable:
-            lines.append(CostLine(item="data transfer", usd_month=round(billable * ded.egress_usd_per_gb, 2), note=f"{billable:.0f} GB over the included allowance"))
+            lines.append(
+                CostLine(
+                    item="data transfer",
+                    usd_month=round(billable * ded.egress_usd_per_gb, 2),
+                    note=f"{billable:.0f} GB over the included allowance",
+                )
+            )
         if ded.setup_usd:
             lines.append(CostLine(item="setup fee (over 12 months)", usd_month=round(ded.setup_usd / 12, 2)))
     else:
@@ -136,10 +154,23 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
             if egress is None:
                 warnings.append(f"no egress price for {spec.region} in the catalog: data transfer not priced")
             else:
-                lines.append(CostLine(item="data transfer", usd_month=round(workload.egress_gb_month * egress.usd_per_gb, 2), note=f"{workload.egress_gb_month:.0f} GB internet egress"))
+                lines.append(
+                    CostLine(
+                        item="data transfer",
+                        usd_month=round(workload.egress_gb_month * egress.usd_per_gb, 2),
+                        note=f"{workload.egress_gb_month:.0f} GB internet egress",
+                    )
+                )
     idle_hours = paid - productive
     if idle_hours > 0:
-        lines.insert(1, CostLine(item="idle capacity", usd_month=round(compute_hour * idle_hours, 2), note=f"{idle_hours:.0f} of {paid:.0f} paid hours unused"))
+        lines.insert(
+            1,
+            CostLine(
+                item="idle capacity",
+                usd_month=round(compute_hour * idle_hours, 2),
+                note=f"{idle_hours:.0f} of {paid:.0f} paid hours unused",
+            ),
+        )
     return CostEstimate(
         platform=spec.platform,
         offer=spec.offer,

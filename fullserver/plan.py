@@ -60,7 +60,13 @@ def _compare(
 ) -> Comparison:
     region = alt.region or _default_region(alt.platform, workload.region, catalog)
     nodes = 1 if alt.platform is Platform.TPU_VM else (alt.nodes or workload.nodes)
-    changes: dict[str, object] = {"platform": alt.platform, "region": region, "zone": None, "image": None, "nodes": nodes}
+    changes: dict[str, object] = {
+        "platform": alt.platform,
+        "region": region,
+        "zone": None,
+        "image": None,
+        "nodes": nodes,
+    }
     if alt.accelerator:
         changes["accelerator"] = alt.accelerator
         changes["accelerator_count"] = alt.accelerator_count
@@ -76,20 +82,40 @@ def _compare(
             spec = build_spec(profile, variant, alt.platform, catalog, env)
         cost = estimate(spec, profile, variant, catalog)
     except FullserverError as exc:
-        return Comparison(platform=alt.platform, offer=None, region=region, usd_month=None, usd_per_productive_hour=None, note=exc.what)
-    note = ("balanced" if spec.balance.ok else spec.balance.summary()) + (f" (profile {alt.profile})" if alt.profile else "")
+        return Comparison(
+            platform=alt.platform,
+            offer=None,
+            region=region,
+            usd_month=None,
+            usd_per_productive_hour=None,
+            note=exc.what,
+        )
+    note = ("balanced" if spec.balance.ok else spec.balance.summary()) + (
+        f" (profile {alt.profile})" if alt.profile else ""
+    )
     return Comparison(
-        platform=alt.platform, offer=spec.offer, region=region, usd_month=cost.usd_month,
-        usd_per_productive_hour=cost.usd_per_productive_hour, note=note,
+        platform=alt.platform,
+        offer=spec.offer,
+        region=region,
+        usd_month=cost.usd_month,
+        usd_per_productive_hour=cost.usd_per_productive_hour,
+        note=note,
     )
 
 
 _REGION_PEERS = {
     # The nearest region of the other cloud, so a comparison does not cross continents.
-    "us-east-1": "us-central1", "us-central1": "us-east-1", "us-east5": "us-east-1", "us-east1": "us-east-1",
-    "eu-west-1": "europe-west4", "eu-central-1": "europe-west4", "europe-west4": "eu-west-1",
-    "ap-northeast-1": "asia-northeast1", "asia-northeast1": "ap-northeast-1",
-    "ap-southeast-1": "asia-southeast1", "asia-southeast1": "ap-southeast-1",
+    "us-east-1": "us-central1",
+    "us-central1": "us-east-1",
+    "us-east5": "us-east-1",
+    "us-east1": "us-east-1",
+    "eu-west-1": "europe-west4",
+    "eu-central-1": "europe-west4",
+    "europe-west4": "eu-west-1",
+    "ap-northeast-1": "asia-northeast1",
+    "asia-northeast1": "ap-northeast-1",
+    "ap-southeast-1": "asia-southeast1",
+    "asia-southeast1": "ap-southeast-1",
 }
 
 
@@ -106,9 +132,17 @@ def plan_workload(
     profile = get_profile(workload.profile, profiles)
     spec = size(profile, workload, catalog, stack)
     cost = estimate(spec, profile, workload, catalog)
-    comparison = [_compare(profile, workload, alt, catalog, stack, profiles) for alt in _alternatives(profile, workload, spec.platform)]
+    comparison = [
+        _compare(profile, workload, alt, catalog, stack, profiles)
+        for alt in _alternatives(profile, workload, spec.platform)
+    ]
     return StackPlan(
-        stack=stack, path=path, spec=spec, cost=cost, comparison=comparison, budget_monthly_usd=workload.budget_monthly_usd
+        stack=stack,
+        path=path,
+        spec=spec,
+        cost=cost,
+        comparison=comparison,
+        budget_monthly_usd=workload.budget_monthly_usd,
     )
 
 
@@ -122,7 +156,9 @@ def plan_stack(stack: Stack, profiles: dict[str, Profile], catalog: Catalog) -> 
         raise
 
 
-def plan_paths(paths: list[Path], profiles: dict[str, Profile] | None = None, catalog: Catalog | None = None) -> list[StackPlan]:
+def plan_paths(
+    paths: list[Path], profiles: dict[str, Profile] | None = None, catalog: Catalog | None = None
+) -> list[StackPlan]:
     profiles = profiles if profiles is not None else load_profiles()
     catalog = catalog if catalog is not None else load_catalog()
     return [plan_stack(load_stack(p), profiles, catalog) for p in paths]
@@ -131,7 +167,10 @@ def plan_paths(paths: list[Path], profiles: dict[str, Profile] | None = None, ca
 def check_budget(plans: list[StackPlan], max_monthly_usd: float | None) -> None:
     """Each stack against the caller's cap and its own ``budgetMonthlyUsd``."""
     for plan in plans:
-        caps = [(max_monthly_usd, "--max-monthly-usd"), (plan.budget_monthly_usd, f"{plan.path}: fullserver:budgetMonthlyUsd")]
+        caps = [
+            (max_monthly_usd, "--max-monthly-usd"),
+            (plan.budget_monthly_usd, f"{plan.path}: fullserver:budgetMonthlyUsd"),
+        ]
         for cap, name in caps:
             if cap is not None and plan.cost.usd_month > cap:
                 raise BudgetExceeded(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Platform(str, Enum):
+class Platform(StrEnum):
     """Where an environment runs; one Pulumi component per platform."""
 
     TPU_VM = "tpu-vm"
@@ -18,14 +18,14 @@ class Platform(str, Enum):
         return {"tpu-vm": "gcp", "aws-gpu": "aws", "gcp-gpu": "gcp", "bare-metal": "dedicated"}[self.value]
 
 
-class AcceleratorKind(str, Enum):
+class AcceleratorKind(StrEnum):
     GPU = "gpu"
     TPU = "tpu"
     TRAINIUM = "trainium"
     INFERENTIA = "inferentia"
 
 
-class Interconnect(str, Enum):
+class Interconnect(StrEnum):
     """The scale-out fabric a shape offers between nodes (not NVLink inside a node)."""
 
     NONE = "none"

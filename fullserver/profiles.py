@@ -8,14 +8,14 @@ accelerator (each with the reason it exists), the topology and the security defa
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from fullserver.platform import Platform
 from fullserver.errors import InputError
+from fullserver.platform import Platform
 from fullserver.yamlio import parse, read_yaml
 
 PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
@@ -25,7 +25,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Stage(str, Enum):
+class Stage(StrEnum):
     """Workload maturity, from changing work to steady demand."""
 
     EXPERIMENTATION = "experimentation"
@@ -35,19 +35,19 @@ class Stage(str, Enum):
     STEADY_DEDICATED = "steady-dedicated"
 
 
-class Purpose(str, Enum):
+class Purpose(StrEnum):
     TRAINING = "training"
     INFERENCE = "inference"
 
 
-class PricingModel(str, Enum):
+class PricingModel(StrEnum):
     SPOT_WITH_FALLBACK = "spot-with-fallback"
     ON_DEMAND = "on-demand"
     RESERVED = "reserved"
     DEDICATED_MONTHLY = "dedicated-monthly"
 
 
-class Fabric(str, Enum):
+class Fabric(StrEnum):
     """The scale-out fabric a multi-node profile requires."""
 
     NONE = "none"
@@ -206,7 +206,9 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _resolve(name: str, raw: dict[str, dict[str, Any]], paths: dict[str, Path], chain: tuple[str, ...]) -> dict[str, Any]:
+def _resolve(
+    name: str, raw: dict[str, dict[str, Any]], paths: dict[str, Path], chain: tuple[str, ...]
+) -> dict[str, Any]:
     data = raw[name]
     parent = data.get("extends")
     if parent is None:
@@ -242,4 +244,6 @@ def get_profile(name: str, profiles: dict[str, Profile]) -> Profile:
     try:
         return profiles[name]
     except KeyError:
-        raise InputError("profile", f"unknown profile '{name}'", f"choose one of: {', '.join(sorted(profiles))}") from None
+        raise InputError(
+            "profile", f"unknown profile '{name}'", f"choose one of: {', '.join(sorted(profiles))}"
+        ) from None

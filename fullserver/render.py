@@ -10,6 +10,7 @@ from fullserver.balance import BalanceReport
 from fullserver.catalog import Catalog, Offer
 from fullserver.plan import StackPlan
 from fullserver.profiles import Profile
+from fullserver.recommend import Choice
 
 
 def money(usd: float | None) -> str:
@@ -22,7 +23,9 @@ def balance_table(report: BalanceReport, title: str = "balance") -> Table:
         t.add_column(col, overflow="fold")
     for line in report.lines:
         mark = Text("ok", style="green") if line.ok else Text("SHORT", style="bold red")
-        provided = f"{round(line.provided, 1):g} {line.unit}" + (f" ({line.note})" if line.note and line.dimension == "nvme" else "")
+        provided = f"{round(line.provided, 1):g} {line.unit}" + (
+            f" ({line.note})" if line.note and line.dimension == "nvme" else ""
+        )
         t.add_row(line.dimension, f"{line.required:g} {line.unit}", provided, mark, line.reason)
     return t
 
@@ -38,18 +41,36 @@ def stack_plan(plan: StackPlan) -> Group:
         ("profile", f"{s.profile}  [{s.stage.value}, {s.purpose.value}]"),
         ("platform", f"{s.platform.value} in {s.region}" + (f" ({s.zone})" if s.zone else "")),
         ("shape", f"{s.offer}: {accel} per node, {s.vcpus} vCPU, {s.memory_gib:g} GiB, {s.nodes} node(s)"),
-        ("pricing", f"{s.pricing.value}" + (" (spot)" if s.spot else "") + f"; lifecycle {s.lifecycle.mode}"
-         + (f", TTL {s.lifecycle.ttl_hours:g} h" if s.lifecycle.ttl_hours else "") + (", protected" if s.lifecycle.protect else "")),
-        ("cost", f"{money(c.usd_month)} / month; compute {money(c.compute_usd_hour)} / hour while running;"
-         + f" {money(c.usd_per_productive_hour)} per productive hour, all costs in"),
+        (
+            "pricing",
+            f"{s.pricing.value}"
+            + (" (spot)" if s.spot else "")
+            + f"; lifecycle {s.lifecycle.mode}"
+            + (f", TTL {s.lifecycle.ttl_hours:g} h" if s.lifecycle.ttl_hours else "")
+            + (", protected" if s.lifecycle.protect else ""),
+        ),
+        (
+            "cost",
+            f"{money(c.usd_month)} / month; compute {money(c.compute_usd_hour)} / hour while running;"
+            + f" {money(c.usd_per_productive_hour)} per productive hour, all costs in",
+        ),
     ]
     if s.tpu:
-        rows.append(("tpu", f"{s.tpu.accelerator_type}, topology {s.tpu.topology}, {s.tpu.hosts} host(s), runtime {s.tpu.runtime_version}"
-                     + (", queued resource" if s.tpu.queued else "")))
+        rows.append(
+            (
+                "tpu",
+                f"{s.tpu.accelerator_type}, topology {s.tpu.topology}, {s.tpu.hosts} host(s), runtime {s.tpu.runtime_version}"
+                + (", queued resource" if s.tpu.queued else ""),
+            )
+        )
     storage = [f"boot {s.boot_disk_gib} GiB"]
     if s.data_disk:
         d = s.data_disk
-        storage.append(f"data {d.size_gib} GiB {d.kind}" + (f" {d.iops} IOPS" if d.iops else "") + (f" {d.throughput_mbps} MB/s" if d.throughput_mbps else ""))
+        storage.append(
+            f"data {d.size_gib} GiB {d.kind}"
+            + (f" {d.iops} IOPS" if d.iops else "")
+            + (f" {d.throughput_mbps} MB/s" if d.throughput_mbps else "")
+        )
     if s.local_nvme_disks:
         storage.append(f"{s.local_nvme_disks} x {s.local_nvme_disk_gib:.0f} GiB local NVMe (RAID0 scratch)")
     rows.append(("storage", ", ".join(storage)))
@@ -98,24 +119,65 @@ def profiles_table(profiles: dict[str, Profile]) -> Table:
         t.add_column(col, overflow="fold")
     for p in profiles.values():
         life = p.lifecycle.mode + (f" {p.lifecycle.ttl_hours:g}h" if p.lifecycle.ttl_hours else "")
-        t.add_row(p.name, p.stage.value, p.purpose.value, ", ".join(x.value for x in p.platforms), p.pricing.value, life, p.description)
+        t.add_row(
+            p.name,
+            p.stage.value,
+            p.purpose.value,
+            ", ".join(x.value for x in p.platforms),
+            p.pricing.value,
+            life,
+            p.description,
+        )
     return t
 
 
 def catalog_table(catalog: Catalog, offers: list[Offer]) -> Table:
     t = Table(show_edge=False)
-    for col in ("shape", "platform", "accelerator", "vCPU", "RAM GiB", "NVMe GiB", "net Gbps", "fabric", "on-demand $/h by region", "sources"):
+    for col in (
+        "shape",
+        "platform",
+        "accelerator",
+        "vCPU",
+        "RAM GiB",
+        "NVMe GiB",
+        "net Gbps",
+        "fabric",
+        "on-demand $/h by region",
+        "sources",
+    ):
         t.add_column(col, overflow="fold")
     for o in offers:
         h = o.host
-        accel = f"{o.total_accelerators} x {h.accelerator}" + (f" ({h.accelerator_memory_gib:g} GiB)" if h.accelerator_memory_gib else "")
-        prices = " ".join(f"{r}:{p.on_demand:.2f}" + (f"/spot {p.spot:.2f}" if p.spot else "") for r, p in sorted(o.prices.items()))
+        accel = f"{o.total_accelerators} x {h.accelerator}" + (
+            f" ({h.accelerator_memory_gib:g} GiB)" if h.accelerator_memory_gib else ""
+        )
+        prices = " ".join(
+            f"{r}:{p.on_demand:.2f}" + (f"/spot {p.spot:.2f}" if p.spot else "") for r, p in sorted(o.prices.items())
+        )
         srcs = sorted({f.source for f in o.figures.values()} | {p.source for p in o.prices.values()})
         t.add_row(
-            o.name, o.platform.value, accel, f"{h.vcpus * o.hosts}", f"{h.memory_gib * o.hosts:g}",
-            f"{h.local_nvme_gib:.0f}", f"{h.network_gbps:g}" if h.network_gbps else "-", o.interconnect.value,
-            prices or "-", ", ".join(srcs),
+            o.name,
+            o.platform.value,
+            accel,
+            f"{h.vcpus * o.hosts}",
+            f"{h.memory_gib * o.hosts:g}",
+            f"{h.local_nvme_gib:.0f}",
+            f"{h.network_gbps:g}" if h.network_gbps else "-",
+            o.interconnect.value,
+            prices or "-",
+            ", ".join(srcs),
         )
+    return t
+
+
+def recommendations(choices: list[Choice]) -> Table:
+    t = Table(show_edge=False, show_lines=True)
+    for col in ("#", "profile", "platform", "score", "shape priced", "USD/month", "why"):
+        t.add_column(col, overflow="fold")
+    for i, c in enumerate(choices, 1):
+        shape = f"{c.cost.offer} in {c.cost.region}" if c.cost.offer else c.cost.note
+        why = "\n".join(c.reasons) or "no rule applies"
+        t.add_row(str(i), c.profile, c.platform.value, str(c.score), shape, money(c.cost.usd_month), why)
     return t
 
 

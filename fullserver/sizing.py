@@ -32,7 +32,7 @@ _DISK_LIMITS = {
     "hyperdisk-balanced": (160_000, 2_400),
 }
 
-_FABRIC_INTERCONNECTS = {
+_FABRIC_INTERCONNECTS: dict[Fabric, set[Interconnect]] = {
     Fabric.EFA: {Interconnect.EFA},
     Fabric.GPUDIRECT: {Interconnect.GPUDIRECT_TCPX, Interconnect.GPUDIRECT_TCPXO, Interconnect.GPUDIRECT_RDMA},
     Fabric.ICI: {Interconnect.ICI},
@@ -71,7 +71,7 @@ def disk_kind(platform: Platform, family: str) -> str:
 
 
 def _suggest(value: str, choices: set[str] | list[str]) -> str:
-    close = difflib.get_close_matches(value, sorted(choices), n=3)
+    close = sorted(difflib.get_close_matches(value, sorted(choices), n=3))
     listed = ", ".join(sorted(choices)) or "none"
     return f"did you mean {', '.join(close)}?" if close else f"choose one of: {listed}"
 
@@ -131,7 +131,9 @@ def _fabric_ok(topology: Topology, offer: Offer) -> bool:
     return offer.interconnect in _FABRIC_INTERCONNECTS[topology.fabric]
 
 
-def _evaluate(profile: Profile, workload: Workload, offer: Offer, platform: Platform) -> tuple[Host, BalanceReport, str]:
+def _evaluate(
+    profile: Profile, workload: Workload, offer: Offer, platform: Platform
+) -> tuple[Host, BalanceReport, str]:
     """Balance of one offer with attachable storage added; a non-empty reason rejects it outright."""
     balance = profile.balance_for(platform)
     attach = required_attached_gib(balance, offer.host)
@@ -148,7 +150,9 @@ def _check_region(workload: Workload, platform: Platform, catalog: Catalog) -> N
     regions = catalog.regions(platform)
     if workload.region not in regions:
         raise InputError(
-            "fullserver:region", f"no {platform.value} prices in region '{workload.region}'", _suggest(workload.region, regions)
+            "fullserver:region",
+            f"no {platform.value} prices in region '{workload.region}'",
+            _suggest(workload.region, regions),
         )
 
 
@@ -160,14 +164,23 @@ def _zone_ok(offer: Offer, workload: Workload) -> bool:
     return any(z.startswith(workload.region + "-") for z in offer.zones)
 
 
-def choose(profile: Profile, workload: Workload, platform: Platform, catalog: Catalog) -> tuple[Candidate, list[NearMiss]]:
+def _distance(report: BalanceReport) -> float:
+    """How far a shape is from feasible: the summed relative shortfall of its short dimensions."""
+    return sum(1 - line.provided / line.required for line in report.short if line.required)
+
+
+def choose(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog
+) -> tuple[Candidate, list[NearMiss]]:
     """The cheapest feasible offer on one platform, and the rejected near-misses with their reasons."""
     _check_region(workload, platform, catalog)
     feasible: list[Candidate] = []
-    misses: list[tuple[int, float, NearMiss]] = []
+    misses: list[tuple[float, float, NearMiss]] = []
     for offer in _candidates(profile, workload, platform, catalog):
         if workload.region not in offer.prices:
-            misses.append((99, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not priced in {workload.region}")))
+            misses.append(
+                (99, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not priced in {workload.region}"))
+            )
             continue
         if not _zone_ok(offer, workload):
             zone = workload.zone or workload.region
@@ -177,7 +190,9 @@ def choose(profile: Profile, workload: Workload, platform: Platform, catalog: Ca
         host, report, reason = _evaluate(profile, workload, offer, platform)
         if reason or not report.ok:
             why = reason or report.summary()
-            misses.append((len(report.short) + (10 if reason else 0), usd, NearMiss(offer=offer.name, usd_hour=usd, reason=why)))
+            misses.append(
+                (_distance(report) + (10 if reason else 0), usd, NearMiss(offer=offer.name, usd_hour=usd, reason=why))
+            )
             continue
         feasible.append(Candidate(offer, host, report, usd, spot))
     misses.sort(key=lambda m: (m[0], m[1], m[2].offer))
@@ -207,7 +222,11 @@ def _data_disk(profile: Profile, workload: Workload, cand: Candidate, platform: 
     max_iops, max_mbps = limits
     pol = profile.storage
     iops = min(max_iops, math.ceil(pol.iops_per_accelerator.value * n)) if pol.iops_per_accelerator else None
-    mbps = min(max_mbps, math.ceil(pol.throughput_mbps_per_accelerator.value * n)) if pol.throughput_mbps_per_accelerator else None
+    mbps = (
+        min(max_mbps, math.ceil(pol.throughput_mbps_per_accelerator.value * n))
+        if pol.throughput_mbps_per_accelerator
+        else None
+    )
     return DataDisk(kind=kind, size_gib=size, iops=iops, throughput_mbps=mbps)
 
 
@@ -228,7 +247,9 @@ def _tpu_spec(offer: Offer, workload: Workload) -> TpuSpec:
     runtime = workload.image or offer.runtime_versions[0]
     if runtime not in offer.runtime_versions:
         raise InputError(
-            "fullserver:image", f"runtime '{runtime}' is not valid for {offer.name}", f"choose one of: {', '.join(offer.runtime_versions)}"
+            "fullserver:image",
+            f"runtime '{runtime}' is not valid for {offer.name}",
+            f"choose one of: {', '.join(offer.runtime_versions)}",
         )
     return TpuSpec(
         accelerator_type=offer.name,
@@ -239,15 +260,38 @@ def _tpu_spec(offer: Offer, workload: Workload) -> TpuSpec:
     )
 
 
-def build_spec(profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, environment: str) -> EnvironmentSpec:
+def _check_reservation(profile: Profile, workload: Workload, platform: Platform) -> None:
+    """A reservation is capacity paid for in advance: spot capacity cannot consume it."""
+    if workload.reservation and profile.pricing is PricingModel.SPOT_WITH_FALLBACK:
+        raise InputError(
+            "fullserver:reservation",
+            f"profile '{profile.name}' runs on spot capacity, which cannot consume a reservation",
+            "remove fullserver:reservation or use an on-demand or reserved profile",
+        )
+    if workload.capacity_block and (platform is not Platform.AWS_GPU or not workload.reservation):
+        raise InputError(
+            "fullserver:capacityBlock",
+            "a capacity block is an AWS reservation",
+            "set fullserver:reservation to its cr-... id on aws-gpu",
+        )
+
+
+def build_spec(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, environment: str
+) -> EnvironmentSpec:
     """Choose the shape and everything attached to it; the spec the components will build."""
     if platform not in profile.platforms:
         raise InputError(
-            "fullserver:platform", f"platform {platform.value} is not allowed by profile '{profile.name}'",
+            "fullserver:platform",
+            f"platform {platform.value} is not allowed by profile '{profile.name}'",
             f"allowed: {', '.join(p.value for p in profile.platforms)}",
         )
     if workload.nodes > 1 and profile.topology.nodes == "single":
-        raise InputError("fullserver:nodes", f"profile '{profile.name}' is single-node", "use a multi-node profile such as scale-training")
+        raise InputError(
+            "fullserver:nodes",
+            f"profile '{profile.name}' is single-node",
+            "use a multi-node profile such as scale-training",
+        )
     if platform is Platform.TPU_VM and workload.nodes > 1:
         raise InputError("fullserver:nodes", "multislice TPU environments are not supported", "use one larger slice")
     cand, near = choose(profile, workload, platform, catalog)
@@ -258,17 +302,30 @@ def build_spec(profile: Profile, workload: Workload, platform: Platform, catalog
     if offer.hosts > 1 and workload.dataset_gib:
         warnings.append("multi-host TPU slice: stream the dataset from Cloud Storage (no read-write disk can attach)")
     balance = profile.balance_for(platform)
-    nvme_need = balance.nvme_gib_per_accelerator.value * max(offer.host.accelerator_count, 1) if balance.nvme_gib_per_accelerator else 0.0
+    nvme_need = (
+        balance.nvme_gib_per_accelerator.value * max(offer.host.accelerator_count, 1)
+        if balance.nvme_gib_per_accelerator
+        else 0.0
+    )
     local = _local_nvme(offer, nvme_need)
     sec = profile.security
     ranges = workload.ssh_source_ranges if workload.ssh_source_ranges is not None else sec.ssh_source_ranges
     public_ip = sec.public_ip if workload.public_ip is None else workload.public_ip
     if public_ip and not sec.public_ip:
-        raise InputError("fullserver:publicIp", f"profile '{profile.name}' does not allow a public IP", "reach it through IAP or SSM instead")
+        raise InputError(
+            "fullserver:publicIp",
+            f"profile '{profile.name}' does not allow a public IP",
+            "reach it through IAP or SSM instead",
+        )
+    _check_reservation(profile, workload, platform)
     lifecycle = profile.lifecycle
     if workload.ttl_hours is not None:
         if lifecycle.mode != "ephemeral":
-            raise InputError("fullserver:ttlHours", f"profile '{profile.name}' is persistent", "remove ttlHours or use an ephemeral profile")
+            raise InputError(
+                "fullserver:ttlHours",
+                f"profile '{profile.name}' is persistent",
+                "remove ttlHours or use an ephemeral profile",
+            )
         lifecycle = lifecycle.model_copy(update={"ttl_hours": workload.ttl_hours})
     labels = {
         "fullserver-profile": profile.name,
@@ -307,7 +364,9 @@ def build_spec(profile: Profile, workload: Workload, platform: Platform, catalog
         scratch_raid0=local > 0,
         network=NetworkSpec(
             interconnect=offer.interconnect,
-            efa_interfaces=offer.efa_interfaces if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0,
+            efa_interfaces=offer.efa_interfaces
+            if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1
+            else 0,
             compact_placement=profile.topology.compact_placement and nodes > 1 and platform is not Platform.TPU_VM,
             public_ip=public_ip,
             ssh_source_ranges=list(ranges),
@@ -316,6 +375,8 @@ def build_spec(profile: Profile, workload: Workload, platform: Platform, catalog
         tpu=_tpu_spec(offer, workload) if platform is Platform.TPU_VM else None,
         serving=profile.serving,
         image=workload.image if platform is not Platform.TPU_VM else None,
+        reservation=workload.reservation,
+        capacity_block=workload.capacity_block,
         labels=labels,
         balance=cand.report,
         near_misses=near[:5],
@@ -373,7 +434,11 @@ def dedicated_spec(profile: Profile, workload: Workload, catalog: Catalog, envir
             gbps_per_node=hw.network_gbps,
         ),
         dedicated=ded,
-        labels={"fullserver-profile": profile.name, "fullserver-environment": environment, "fullserver-owner": workload.owner},
+        labels={
+            "fullserver-profile": profile.name,
+            "fullserver-environment": environment,
+            "fullserver-owner": workload.owner,
+        },
         balance=report,
         warnings=warnings,
     )

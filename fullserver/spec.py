@@ -84,6 +84,8 @@ class EnvironmentSpec(Frozen):
     tpu: TpuSpec | None = None
     serving: Serving | None = None
     image: str | None = None
+    reservation: str | None = None
+    capacity_block: bool = False
     dedicated: Dedicated | None = None
     labels: dict[str, str] = {}
     balance: BalanceReport

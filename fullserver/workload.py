@@ -90,6 +90,11 @@ class Workload(Camel):
     ttl_hours: Annotated[float, Field(gt=0)] | None = None
     queued: bool = False
     image: str | None = None
+    reservation: str | None = Field(
+        default=None,
+        description="capacity to consume: an AWS capacity reservation id (cr-...) or a GCP reservation name",
+    )
+    capacity_block: bool = Field(default=False, description="the AWS reservation is an EC2 Capacity Block for ML")
     dedicated: Dedicated | None = None
     alternatives: list[Alternative] = []
 

@@ -156,8 +156,8 @@ def _shape_figures(shape: Shape) -> dict[str, Figure]:
 class _Loader:
     """Collects every file, then checks references across them before building offers."""
 
-    def __init__(self, paths: list[Path]) -> None:
-        self.files = [(str(p), parse(CatalogFile, read_yaml(p), str(p))) for p in paths]
+    def __init__(self, files: list[tuple[str, dict[str, Any]]]) -> None:
+        self.files = [(where, parse(CatalogFile, data, where)) for where, data in files]
 
     def build(self) -> Catalog:
         sources: dict[str, Source] = {}
@@ -172,7 +172,8 @@ class _Loader:
                 for alias in (acc.name, *acc.aliases):
                     if aliases.get(alias.lower(), acc.name) != acc.name:
                         raise InputError(
-                            where, f"accelerators[{i}]: name or alias '{alias}' is already used by {aliases[alias.lower()]}",
+                            where,
+                            f"accelerators[{i}]: name or alias '{alias}' is already used by {aliases[alias.lower()]}",
                             "each name and alias must be unique",
                         )
                     aliases[alias.lower()] = acc.name
@@ -186,7 +187,9 @@ class _Loader:
 
         def check_acc(where: str, item: str, name: str) -> Accelerator:
             if name not in accelerators:
-                raise InputError(where, f"{item}: unknown accelerator '{name}'", f"known: {', '.join(sorted(accelerators))}")
+                raise InputError(
+                    where, f"{item}: unknown accelerator '{name}'", f"known: {', '.join(sorted(accelerators))}"
+                )
             return accelerators[name]
 
         shapes: dict[str, tuple[str, Shape]] = {}
@@ -199,14 +202,24 @@ class _Loader:
                     check_source(where, item, key)
                 for fig in shape.figure_sources:
                     if fig not in Shape.model_fields:
-                        raise InputError(where, f"{item}: figure_sources names unknown field '{fig}'", "use a shape field")
+                        raise InputError(
+                            where, f"{item}: figure_sources names unknown field '{fig}'", "use a shape field"
+                        )
                 if shape.accelerator:
                     check_acc(where, item, shape.accelerator)
                 if shape.memory_gib / shape.vcpus > 64:
-                    raise InputError(where, f"{item}: {shape.memory_gib} GiB for {shape.vcpus} vCPUs is implausible", "check the units (GiB, not MiB)")
+                    raise InputError(
+                        where,
+                        f"{item}: {shape.memory_gib} GiB for {shape.vcpus} vCPUs is implausible",
+                        "check the units (GiB, not MiB)",
+                    )
                 counts = shape.local_nvme_selectable_counts
                 if counts and (max(counts) > shape.local_nvme_disks or counts != sorted(set(counts))):
-                    raise InputError(where, f"{item}: local_nvme_selectable_counts must be ascending and at most local_nvme_disks", "fix the list")
+                    raise InputError(
+                        where,
+                        f"{item}: local_nvme_selectable_counts must be ascending and at most local_nvme_disks",
+                        "fix the list",
+                    )
                 shapes[shape.name] = (where, shape)
 
         offers: list[Offer] = []
@@ -223,7 +236,7 @@ class _Loader:
                     raise InputError(where, f"{item}: spot price above on-demand", "check the figures")
                 shape_prices[p.shape][p.region] = Price(p.region, p.on_demand_usd_hour, p.spot_usd_hour, p.source)
 
-        for name, (where, shape) in shapes.items():
+        for name, (_where, shape) in shapes.items():
             if shape.accelerator is None:
                 continue
             acc = accelerators[shape.accelerator]
@@ -239,7 +252,9 @@ class _Loader:
                     max_network_cards=shape.max_network_cards,
                     local_nvme_disks=shape.local_nvme_disks,
                     local_nvme_disk_gib=disk_gib,
-                    local_nvme_selectable_counts=tuple(shape.local_nvme_selectable_counts) if shape.local_nvme_selectable_counts else None,
+                    local_nvme_selectable_counts=tuple(shape.local_nvme_selectable_counts)
+                    if shape.local_nvme_selectable_counts
+                    else None,
                     machine_type=name,
                     prices=shape_prices[name],
                     figures=_shape_figures(shape),
@@ -252,12 +267,24 @@ class _Loader:
         egress = [p for _, f in self.files for p in f.egress_prices]
         commitments = [c for _, f in self.files for c in f.commitment_discounts]
         for where, f in self.files:
-            for i, item in enumerate([*f.storage_prices, *f.egress_prices, *f.commitment_discounts, *f.accelerators]):
-                check_source(where, f"entry {i} of {type(item).__name__}", item.source)
+            sourced: list[StoragePrice | EgressPrice | CommitmentDiscount | Accelerator] = [
+                *f.storage_prices,
+                *f.egress_prices,
+                *f.commitment_discounts,
+                *f.accelerators,
+            ]
+            for entry in sourced:
+                check_source(where, f"{type(entry).__name__} entry", entry.source)
         offers.sort(key=lambda o: (o.platform.value, o.name))
         return Catalog(sources, accelerators, offers, storage, egress, commitments, aliases)
 
-    def _attached(self, shapes: dict[str, tuple[str, Shape]], shape_prices: dict[str, dict[str, Price]], check_acc: Any, check_source: Any) -> list[Offer]:
+    def _attached(
+        self,
+        shapes: dict[str, tuple[str, Shape]],
+        shape_prices: dict[str, dict[str, Price]],
+        check_acc: Any,
+        check_source: Any,
+    ) -> list[Offer]:
         """GCP N1 hosts with attachable GPUs: every host within the per-count vCPU/RAM caps."""
         gpu_prices: dict[tuple[str, str], Price] = {}
         for where, f in self.files:
@@ -276,7 +303,9 @@ class _Loader:
                 check_source(where, item, att.source)
                 hosts = [s for _, s in shapes.values() if s.family == att.machine_family and s.accelerator is None]
                 if not hosts:
-                    raise InputError(where, f"{item}: no shapes of family '{att.machine_family}'", "add the host machine types")
+                    raise InputError(
+                        where, f"{item}: no shapes of family '{att.machine_family}'", "add the host machine types"
+                    )
                 for limit in att.limits:
                     for host in hosts:
                         if host.vcpus > limit.max_vcpus or host.memory_gib > limit.max_memory_gib:
@@ -289,9 +318,15 @@ class _Loader:
                             spot = None
                             if vm.spot is not None and gpu.spot is not None:
                                 spot = vm.spot + limit.count * gpu.spot
-                            prices[region] = Price(region, vm.on_demand + limit.count * gpu.on_demand, spot, f"{vm.source}+{gpu.source}")
+                            prices[region] = Price(
+                                region, vm.on_demand + limit.count * gpu.on_demand, spot, f"{vm.source}+{gpu.source}"
+                            )
                         h = _shape_host(host, None).model_copy(
-                            update={"accelerator": acc.name, "accelerator_count": limit.count, "accelerator_memory_gib": acc.memory_gib}
+                            update={
+                                "accelerator": acc.name,
+                                "accelerator_count": limit.count,
+                                "accelerator_memory_gib": acc.memory_gib,
+                            }
                         )
                         figures = _shape_figures(host)
                         figures["accelerator_count"] = Figure(limit.count, "devices (attached)", att.source)
@@ -338,7 +373,7 @@ class _Loader:
                     if cp is not None:
                         od, spot, src = cp
                         prices[region] = Price(region, od * t.chips, spot * t.chips if spot else None, src)
-                src = t.figure_sources
+                overrides = t.figure_sources
                 offers.append(
                     Offer(
                         name=t.name,
@@ -361,11 +396,16 @@ class _Loader:
                         zones=tuple(t.zones),
                         prices=prices,
                         figures={
-                            name: Figure(getattr(t, name), unit, src.get(name, t.source))
+                            name: Figure(getattr(t, name), unit, overrides.get(name, t.source))
                             for name, unit in (
-                                ("chips", "chips"), ("hosts", "hosts"), ("topology", ""), ("host_vcpus", "vCPU per host"),
-                                ("host_memory_gib", "GiB per host"), ("host_network_gbps", "Gbps per host"),
-                                ("runtime_versions", ""), ("zones", ""),
+                                ("chips", "chips"),
+                                ("hosts", "hosts"),
+                                ("topology", ""),
+                                ("host_vcpus", "vCPU per host"),
+                                ("host_memory_gib", "GiB per host"),
+                                ("host_network_gbps", "Gbps per host"),
+                                ("runtime_versions", ""),
+                                ("zones", ""),
                             )
                             if getattr(t, name) is not None
                         },
@@ -380,4 +420,9 @@ def load_catalog(directory: Path = DATA_DIR) -> Catalog:
     paths = sorted(directory.glob("*.yaml"))
     if not paths:
         raise InputError(str(directory), "no catalog data files", "add data/*.yaml files")
-    return _Loader(paths).build()
+    return _Loader([(str(p), read_yaml(p)) for p in paths]).build()
+
+
+def catalog_from_data(files: list[tuple[str, dict[str, Any]]]) -> Catalog:
+    """Build a catalog from already-parsed data files (``(name, data)`` pairs); validated the same way."""
+    return _Loader(files).build()

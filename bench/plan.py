@@ -1,0 +1,111 @@
+"""Benchmark: offline planning time and peak memory for 1 stack and for many generated stacks.
+
+Target (issue 2): 500 stacks in under 3 s, growing linearly. The baseline is the per-stack time
+of a small batch measured in the same run; the ratio says how far larger batches stray from linear.
+Run: ``.venv/bin/python bench/plan.py [--sizes 1,100,250,500]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import resource
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fullserver.catalog import load_catalog  # noqa: E402
+from fullserver.plan import plan_paths  # noqa: E402
+from fullserver.profiles import load_profiles  # noqa: E402
+
+VARIANTS = [
+    # (profile, platform, region, accelerator, count, nodes)
+    ("experimentation", "aws-gpu", "us-east-1", "T4", 1, 1),
+    ("experimentation", "gcp-gpu", "us-central1", "T4", 2, 1),
+    ("fine-tuning", "gcp-gpu", "us-central1", "L4", 1, 1),
+    ("fine-tuning", "aws-gpu", "us-east-1", "L4", 4, 1),
+    ("fine-tuning", "tpu-vm", "us-central1", "v5litepod-8", None, 1),
+    ("scale-training", "aws-gpu", "us-east-1", "H100-80GB", 8, 2),
+    ("scale-training", "gcp-gpu", "us-central1", "H100-80GB", 8, 4),
+    ("scale-training", "tpu-vm", "us-east5", "v5p-64", None, 1),
+    ("realtime-inference", "gcp-gpu", "us-central1", "L4", 1, 1),
+    ("realtime-inference", "aws-gpu", "us-east-1", "A10G", 1, 1),
+    ("batch-inference", "tpu-vm", "us-central1", "v5litepod-4", None, 1),
+    ("batch-inference", "aws-gpu", "us-east-1", "Inferentia2", 1, 1),
+]
+
+
+def generate(directory: Path, n: int) -> list[Path]:
+    """``n`` distinct stack files cycling through the variants with varying datasets and owners."""
+    paths = []
+    for i, (profile, platform, region, acc, count, nodes) in zip(range(n), itertools.cycle(VARIANTS), strict=False):
+        config: dict[str, object] = {
+            "fullserver:profile": profile,
+            "fullserver:platform": platform,
+            "fullserver:region": region,
+            "fullserver:accelerator": acc,
+            "fullserver:nodes": nodes,
+            "fullserver:owner": f"team-{i % 17}",
+            "fullserver:datasetGib": 10 * (i % 50),
+            "fullserver:egressGbMonth": 5 * (i % 40),
+        }
+        if count:
+            config["fullserver:acceleratorCount"] = count
+        path = directory / f"Pulumi.gen-{i:04d}.yaml"
+        path.write_text(yaml.safe_dump({"config": config}))
+        paths.append(path)
+    return paths
+
+
+def measure(paths: list[Path]) -> tuple[float, int]:
+    """Wall time of a plain run (best of 3), then peak traced memory of a separate run."""
+    profiles, catalog = load_profiles(), load_catalog()
+    elapsed = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        plans = plan_paths(paths, profiles, catalog)
+        elapsed = min(elapsed, time.perf_counter() - start)
+    assert len(plans) == len(paths)
+    tracemalloc.start()
+    plan_paths(paths, profiles, catalog)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return elapsed, peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="1,50,100,250,500")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    cold = time.perf_counter()
+    load_catalog.cache_clear()
+    load_catalog()
+    load_profiles()
+    print(f"catalog + profiles load (cold): {time.perf_counter() - cold:.3f} s")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = generate(Path(tmp), max(sizes))
+        measure(paths[:5])  # warm imports and caches, so the first size is not charged for them
+        results = [(n, *measure(paths[:n])) for n in sizes]
+    base_n, base_t, _ = next((r for r in results if r[0] >= 50), results[0])
+    per_stack = base_t / base_n
+    print(f"{'stacks':>7} {'seconds':>9} {'ms/stack':>9} {'vs linear':>10} {'peak MiB':>9}")
+    for n, t, peak in results:
+        print(f"{n:>7} {t:>9.3f} {1000 * t / n:>9.3f} {t / (per_stack * n):>9.2f}x {peak / 2**20:>9.1f}")
+    largest = results[-1]
+    target = "met" if largest[0] < 500 or largest[1] < 3.0 else "MISSED"
+    print(f"target 500 stacks < 3 s: {target} ({largest[1]:.3f} s for {largest[0]})")
+    print(f"process max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+"""fullserver: balanced full-server ML environments from workload-maturity profiles.
+
+The package is the Pulumi-free core: profiles, catalog, sizing, balance, cost, recommend and the CLI.
+Pulumi components live in the sibling ``components`` package and execute what this core decides.
+"""
+
+__version__ = "0.1.0"

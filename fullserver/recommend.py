@@ -1,0 +1,304 @@
+"""Recommend a profile and platform from what a team knows about its workload.
+
+The rules are a table, not a decision tree: each rule says which answers it applies to, which
+profile or platform it favours (or disfavours) by how much, and why, in the words of practice.
+Every (profile, platform) pair the profiles allow is scored by the rules that match; the
+ranking shows each pair's reasons and what the same job costs there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from fullserver.catalog import Catalog
+from fullserver.cost import estimate
+from fullserver.errors import FullserverError
+from fullserver.plan import _REGION_PEERS
+from fullserver.platform import Platform
+from fullserver.profiles import Profile, Purpose
+from fullserver.sizing import build_spec, dedicated_spec
+from fullserver.workload import Dedicated, DedicatedHost, Workload
+
+Maturity = Literal["exploring", "adapting", "stable", "production"]
+GPU_PLATFORMS = (Platform.AWS_GPU, Platform.GCP_GPU)
+
+
+class Needs(BaseModel):
+    """The questionnaire; every answer has a default so a team can start with one or two."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    framework: Literal["pytorch", "jax", "tensorflow", "other"] = "pytorch"
+    purpose: Purpose = Purpose.TRAINING
+    maturity: Maturity = "exploring"
+    scale: Literal["single", "multi-node"] = "single"
+    portability: bool = False
+    cloud: Literal["aws", "gcp", "any"] = "any"
+    traffic: Literal["realtime-variable", "steady-batch"] = "realtime-variable"
+    demand: Literal["variable", "steady"] = "variable"
+    region: str | None = None
+    gpu: str | None = None
+    gpu_count: int | None = Field(default=None, gt=0)
+    tpu: str | None = None
+    dedicated_monthly_usd: float | None = Field(default=None, gt=0)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """When every ``when`` answer matches, favour ``target`` (a profile or platform) by ``weight``."""
+
+    when: dict[str, tuple[object, ...]]
+    target: str
+    weight: int
+    reason: str
+
+    def matches(self, needs: Needs) -> bool:
+        return all(getattr(needs, key) in values for key, values in self.when.items())
+
+
+JAX_TF = ("jax", "tensorflow")
+GPU = ("aws-gpu", "gcp-gpu")
+
+
+def _rules(targets: tuple[str, ...], when: dict[str, tuple[object, ...]], weight: int, reason: str) -> list[Rule]:
+    return [Rule(when, t, weight, reason) for t in targets]
+
+
+RULES: list[Rule] = [
+    # Workload maturity -> profile.
+    Rule(
+        {"maturity": ("exploring",)},
+        "experimentation",
+        4,
+        "changing, exploratory work wants short-lived, cheap, flexible capacity",
+    ),
+    Rule(
+        {"maturity": ("adapting",)},
+        "fine-tuning",
+        4,
+        "adapting a validated model: longer single-node runs with real checkpoints",
+    ),
+    Rule(
+        {"maturity": ("stable", "production"), "purpose": (Purpose.TRAINING,), "scale": ("multi-node",)},
+        "scale-training",
+        4,
+        "stable, repeatable training at scale justifies committed capacity and a fast fabric",
+    ),
+    Rule(
+        {"maturity": ("stable",), "scale": ("single",), "purpose": (Purpose.TRAINING,)},
+        "fine-tuning",
+        2,
+        "stable single-node training",
+    ),
+    Rule(
+        {"purpose": (Purpose.INFERENCE,), "traffic": ("realtime-variable",), "maturity": ("stable", "production")},
+        "realtime-inference",
+        4,
+        "real-time serving with variable traffic: on-demand replicas behind a managed group",
+    ),
+    Rule(
+        {"purpose": (Purpose.INFERENCE,), "traffic": ("steady-batch",), "maturity": ("stable", "production")},
+        "batch-inference",
+        4,
+        "steady, high-volume batches: throughput per dollar, preemption tolerated",
+    ),
+    Rule(
+        {"demand": ("steady",), "maturity": ("stable", "production")},
+        "dedicated-steady",
+        4,
+        "steady, predictable demand can justify dedicated servers paid monthly",
+    ),
+    Rule({"portability": (True,)}, "dedicated-steady", 1, "a dedicated server is portable across providers"),
+    Rule(
+        {"demand": ("variable",)}, "dedicated-steady", -4, "variable demand leaves dedicated capacity idle but paid for"
+    ),
+    Rule(
+        {"maturity": ("exploring", "adapting")},
+        "scale-training",
+        -3,
+        "committed multi-node capacity is premature for changing work",
+    ),
+    # Framework, traffic and cloud -> platform.
+    *_rules(
+        GPU, {"framework": ("pytorch",)}, 2, "PyTorch-first work favours GPUs (CUDA kernels and libraries come first)"
+    ),
+    Rule(
+        {"framework": ("pytorch",)},
+        "tpu-vm",
+        -2,
+        "PyTorch on TPU runs through PyTorch/XLA, which lags the CUDA ecosystem",
+    ),
+    Rule(
+        {
+            "framework": JAX_TF,
+            "maturity": ("stable", "production"),
+            "cloud": ("gcp", "any"),
+            "purpose": (Purpose.TRAINING,),
+        },
+        "tpu-vm",
+        3,
+        "stable JAX/TensorFlow training at scale on Google Cloud can favour TPUs",
+    ),
+    *_rules(GPU, {"maturity": ("exploring", "adapting")}, 1, "changing work favours flexible GPUs"),
+    Rule({"maturity": ("exploring",)}, "tpu-vm", -1, "experiment on GPUs first; move validated models to TPUs later"),
+    *_rules(
+        GPU,
+        {"purpose": (Purpose.INFERENCE,), "traffic": ("realtime-variable",)},
+        2,
+        "real-time, variable-batch inference favours GPUs",
+    ),
+    Rule(
+        {"purpose": (Purpose.INFERENCE,), "traffic": ("steady-batch",)},
+        "tpu-vm",
+        2,
+        "high-volume, steady-batch inference can favour TPUs",
+    ),
+    Rule(
+        {"maturity": ("production",), "framework": JAX_TF},
+        "tpu-vm",
+        1,
+        "production of validated JAX/TensorFlow models may move to TPUs",
+    ),
+    Rule({"cloud": ("aws",)}, "aws-gpu", 3, "the team's cloud is AWS"),
+    Rule({"cloud": ("aws",)}, "gcp-gpu", -3, "the team's cloud is AWS"),
+    Rule({"cloud": ("aws",)}, "tpu-vm", -4, "TPUs exist only on Google Cloud"),
+    Rule({"cloud": ("gcp",)}, "gcp-gpu", 3, "the team's cloud is Google Cloud"),
+    Rule({"cloud": ("gcp",)}, "tpu-vm", 1, "the team's cloud is Google Cloud"),
+    Rule({"cloud": ("gcp",)}, "aws-gpu", -3, "the team's cloud is Google Cloud"),
+    Rule({"portability": (True,)}, "tpu-vm", -2, "TPUs tie the workload to Google Cloud and XLA"),
+    Rule({"portability": (True,)}, "bare-metal", 1, "the same server image runs at any provider"),
+]
+
+
+class Priced(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    offer: str | None
+    region: str
+    usd_month: float | None
+    note: str
+
+
+class Choice(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    profile: str
+    platform: Platform
+    score: int
+    reasons: list[str]
+    cost: Priced
+
+
+def _region(needs: Needs, platform: Platform, catalog: Catalog) -> str:
+    """The asked region where the platform has it, else its nearest peer on that platform's cloud."""
+    asked = needs.region or ("us-east-1" if needs.cloud == "aws" else "us-central1")
+    if platform is Platform.BARE_METAL or asked in catalog.regions(platform):
+        return asked
+    return _REGION_PEERS.get(asked, asked)
+
+
+def _workload(needs: Needs, profile: Profile, platform: Platform, catalog: Catalog) -> Workload:
+    multi = needs.scale == "multi-node"
+    data: dict[str, object] = {
+        "profile": profile.name,
+        "platform": platform,
+        "region": _region(needs, platform, catalog),
+        "framework": needs.framework,
+    }
+    if platform is Platform.TPU_VM:
+        data["accelerator"] = needs.tpu or ("v5p-128" if multi else "v5litepod-8")
+        offer = catalog.offer(str(data["accelerator"]))
+        if offer and data["region"] not in offer.prices and offer.prices:
+            data["region"] = sorted(offer.prices)[0]  # TPU generations live in few regions
+    else:
+        data["accelerator"] = needs.gpu or ("H100-80GB" if multi else "L4")
+        data["accelerator_count"] = needs.gpu_count or (8 if multi else 1)
+        data["nodes"] = 2 if multi and profile.topology.nodes == "multi" else 1
+    if platform is Platform.BARE_METAL:
+        data["dedicated"] = _dedicated(
+            needs, profile, str(data["accelerator"]), int(str(data["accelerator_count"])), catalog
+        )
+    return Workload.model_validate(data)
+
+
+def _dedicated(needs: Needs, profile: Profile, accelerator: str, count: int, catalog: Catalog) -> Dedicated:
+    """A server exactly at the profile's minimums: what the monthly price must buy."""
+    acc = catalog.accelerator(accelerator)
+    bal = profile.balance_for(Platform.BARE_METAL)
+    cores = math.ceil(bal.cpu_per_accelerator.value * count)
+    ram = max(bal.ram_floor_gib.value, bal.ram_per_accelerator_memory.value * count * acc.memory_gib)
+    nvme = (bal.nvme_gib_per_accelerator.value * count) if bal.nvme_gib_per_accelerator else 0
+    net = (bal.network_gbps_per_accelerator.value * count) if bal.network_gbps_per_accelerator else 1
+    host = DedicatedHost(
+        accelerator=acc.name,
+        accelerator_count=count,
+        vcpus=cores * 2,
+        physical_cores=cores,
+        memory_gib=math.ceil(ram),
+        local_nvme_gib=nvme,
+        network_gbps=net,
+    )
+    return Dedicated(monthly_usd=needs.dedicated_monthly_usd or 1.0, host=host)
+
+
+def _price(needs: Needs, profile: Profile, platform: Platform, catalog: Catalog) -> Priced:
+    if platform is Platform.BARE_METAL and needs.dedicated_monthly_usd is None:
+        return Priced(
+            offer=None, region="-", usd_month=None, note="give --dedicated-monthly-usd to price a dedicated server"
+        )
+    try:
+        work = _workload(needs, profile, platform, catalog)
+        if platform is Platform.BARE_METAL:
+            spec = dedicated_spec(profile, work, catalog, "recommend")
+            note = "a server meeting the profile's minimums at the given monthly price"
+        else:
+            spec = build_spec(profile, work, platform, catalog, "recommend")
+            shape = spec.tpu.accelerator_type if spec.tpu else f"{spec.accelerator_count} x {spec.accelerator}"
+            note = f"{shape} x {spec.nodes} node(s)"
+        cost = estimate(spec, profile, work, catalog)
+    except FullserverError as exc:
+        return Priced(offer=None, region=needs.region or "-", usd_month=None, note=exc.what)
+    return Priced(offer=spec.offer, region=spec.region, usd_month=cost.usd_month, note=note)
+
+
+def recommend(needs: Needs, profiles: dict[str, Profile], catalog: Catalog, top: int = 5) -> list[Choice]:
+    """Rank (profile, platform) pairs by the rules that favour them, cheapest first among equals.
+
+    Only profiles some rule favours are ranked (when any is): a platform's merits cannot make a
+    profile for the wrong maturity stage the right one.
+    """
+    scored: list[tuple[int, Profile, Platform, list[Rule]]] = []
+    for profile in profiles.values():
+        exploring_inference = (
+            needs.purpose is Purpose.INFERENCE and profile.name == "experimentation" and needs.maturity == "exploring"
+        )
+        if profile.purpose is not needs.purpose and not exploring_inference:
+            continue
+        profile_score = sum(r.weight for r in RULES if r.target == profile.name and r.matches(needs))
+        for platform in profile.platforms:
+            matched = [r for r in RULES if r.target in (profile.name, platform.value) and r.matches(needs)]
+            scored.append((profile_score, profile, platform, matched))
+    if any(ps > 0 for ps, *_ in scored):
+        scored = [s for s in scored if s[0] > 0]
+    choices = [
+        Choice(
+            profile=profile.name,
+            platform=platform,
+            score=sum(r.weight for r in matched),
+            reasons=list(
+                dict.fromkeys(
+                    f"{'+' if r.weight > 0 else '-'} {r.reason}" for r in sorted(matched, key=lambda r: -r.weight)
+                )
+            ),
+            cost=_price(needs, profile, platform, catalog),
+        )
+        for _, profile, platform, matched in scored
+    ]
+    choices.sort(
+        key=lambda c: (-c.score, c.cost.usd_month is None, c.cost.usd_month or 0.0, c.profile, c.platform.value)
+    )
+    return choices[:top]

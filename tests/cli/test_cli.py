@@ -1,0 +1,156 @@
+"""The command line: what a person sees, and the exit codes CI relies on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from fullserver.cli import app
+from fullserver.errors import EXIT_BUDGET, EXIT_INPUT
+
+ROOT = Path(__file__).resolve().parents[2]
+STACKS = ROOT / "stacks"
+EXAMPLES = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS.glob("Pulumi.*.yaml"))
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_plan_prints_every_example_stack_with_balance_and_cost() -> None:
+    code, out, _ = run("plan", "--stacks-dir", str(STACKS))
+    assert code == 0
+    for name in EXAMPLES:
+        assert name in out
+    assert "balance" in out and "cost per month" in out
+    assert f"{len(EXAMPLES)} stack(s)" in out
+
+
+def test_plan_json_is_machine_readable_for_ci() -> None:
+    code, out, _ = run("plan", "--stacks-dir", str(STACKS), "--json", "train-p5-cluster")
+    assert code == 0
+    [plan] = json.loads(out)
+    assert plan["stack"] == "train-p5-cluster"
+    assert plan["spec"]["offer"] == "p5.48xlarge" and plan["spec"]["nodes"] == 2
+    assert plan["usd_month"] > 0
+    assert all(line["ok"] for line in plan["spec"]["balance"]["lines"])
+    assert {c["platform"] for c in plan["comparison"]} == {"gcp-gpu", "tpu-vm", "bare-metal"}
+
+
+def test_a_budget_cap_fails_the_plan_with_its_own_exit_code() -> None:
+    code, _, err = run("plan", "--stacks-dir", str(STACKS), "exp-aws-spot", "--max-monthly-usd", "10")
+    assert code == EXIT_BUDGET
+    assert err.startswith("error: stack 'exp-aws-spot': estimated") and "exceeds --max-monthly-usd 10.00" in err
+    assert err.count("\n") == 1
+
+
+def test_a_stack_budget_in_config_is_enforced(tmp_path: Path) -> None:
+    text = (
+        (STACKS / "Pulumi.serve-gcp-realtime.yaml")
+        .read_text()
+        .replace("budgetMonthlyUsd: 5000", "budgetMonthlyUsd: 100")
+    )
+    (tmp_path / "Pulumi.tight.yaml").write_text(text)
+    code, _, err = run("plan", "--stacks-dir", str(tmp_path))
+    assert code == EXIT_BUDGET
+    assert "Pulumi.tight.yaml: fullserver:budgetMonthlyUsd 100.00" in err
+
+
+BAD_STACKS: dict[str, tuple[dict[str, object], str]] = {
+    "unknown-key": ({"fullserver:colour": "blue"}, "unknown key 'fullserver:colour'"),
+    "wrong-type": ({"fullserver:nodes": "many"}, "field 'fullserver:nodes': Input should be a valid integer"),
+    "unknown-accelerator": ({"fullserver:accelerator": "Z9000"}, "unknown accelerator 'Z9000'"),
+    "count-not-offered": (
+        {"fullserver:acceleratorCount": 3},
+        "fullserver:acceleratorCount: no aws-gpu shape offers 3 x T4 per node",
+    ),
+    "unknown-region": (
+        {"fullserver:region": "us-east-9"},
+        "fullserver:region: no aws-gpu prices in region 'us-east-9' (did you mean us-east-1?)",
+    ),
+    "open-ssh": ({"fullserver:sshSourceRanges": ["0.0.0.0/0"]}, "must not open SSH to the whole internet"),
+    "unknown-profile": ({"fullserver:profile": "yolo"}, "unknown profile 'yolo'"),
+    "missing-region": ({"fullserver:region": None}, "missing required field 'fullserver:region'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_STACKS))
+def test_bad_stack_config_is_one_line_naming_file_and_field(tmp_path: Path, case: str) -> None:
+    changes, message = BAD_STACKS[case]
+    stack = yaml.safe_load((STACKS / "Pulumi.exp-aws-spot.yaml").read_text())
+    for key, value in changes.items():
+        if value is None:
+            del stack["config"][key]
+        else:
+            stack["config"][key] = value
+    path = tmp_path / f"Pulumi.{case}.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    code, out, err = run("plan", "--stacks-dir", str(tmp_path))
+    assert code == EXIT_INPUT, out + err
+    assert message in err
+    assert str(path) in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_malformed_yaml_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.broken.yaml").write_text("config:\n  fullserver:profile: [x\n  other: 1\n")
+    code, _, err = run("plan", "--stacks-dir", str(tmp_path))
+    assert code == EXIT_INPUT
+    assert "Pulumi.broken.yaml:" in err and "malformed YAML" in err
+
+
+def test_an_unknown_stack_name_lists_the_known_ones() -> None:
+    code, _, err = run("plan", "--stacks-dir", str(STACKS), "nope")
+    assert code == EXIT_INPUT
+    assert "stack 'nope'" in err and "known stacks: batch-tpu-v5e" in err
+
+
+def test_profiles_list_show_and_schema() -> None:
+    code, out, _ = run("profiles", "list")
+    assert code == 0 and "scale-training" in out and "dedicated-steady" in out
+    code, out, _ = run("profiles", "show", "fine-tuning")
+    assert code == 0 and json.loads(out)["balance"]["cpu_per_accelerator"]["value"] == 8
+    code, _, err = run("profiles", "show", "nope")
+    assert code == EXIT_INPUT and "unknown profile 'nope'" in err
+    code, out, _ = run("profiles", "schema")
+    schema = json.loads(out)
+    assert "balance" in schema["properties"] and "extends" in schema["properties"]
+
+
+def test_catalog_lists_h100_shapes_with_units_sources_and_prices() -> None:
+    code, out, _ = run("catalog", "--accelerator", "H100", "--json")
+    assert code == 0
+    data = json.loads(out)
+    names = {s["name"] for s in data["shapes"]}
+    assert {"p5.48xlarge", "a3-highgpu-8g", "a3-megagpu-8g"} <= names
+    for shape in data["shapes"]:
+        assert shape["accelerator"] == "H100-80GB"
+        for fig in shape["figures"].values():
+            assert fig["source"] in data["sources"]
+        assert all(p["on_demand_usd_hour"] > 0 for p in shape["prices"].values())
+    code, out, _ = run("catalog", "--provider", "tpu")
+    assert code == 0 and "v5p-128" in out and "tpu-v5p-spec" in out
+
+
+def test_catalog_rejects_an_unknown_provider() -> None:
+    code, _, err = run("catalog", "--provider", "azure")
+    assert code == EXIT_INPUT and "use aws, gcp or tpu" in err
+
+
+def test_recommend_ranks_with_reasons_and_costs() -> None:
+    code, out, _ = run(
+        "recommend", "--framework", "jax", "--maturity", "stable", "--scale", "multi-node", "--cloud", "gcp", "--json"
+    )
+    assert code == 0
+    first = json.loads(out)[0]
+    assert (first["profile"], first["platform"]) == ("scale-training", "tpu-vm")
+    assert any("JAX/TensorFlow" in r for r in first["reasons"])
+    assert first["cost"]["usd_month"] > 0
+    code, _, err = run("recommend", "--maturity", "sometimes")
+    assert code == EXIT_INPUT and "--maturity" in err

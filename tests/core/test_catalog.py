@@ -1,0 +1,145 @@
+"""The catalog: the shipped data is complete and sourced; the loader refuses impossible data."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fullserver.catalog import Catalog, load_catalog
+from fullserver.catalog.model import GB_PER_GIB, Platform
+from fullserver.errors import InputError
+
+from .conftest import MINI, shape, write_catalog
+
+REQUIRED_AWS_FAMILIES = {
+    "g4dn",
+    "g5",
+    "g6",
+    "g6e",
+    "p4d",
+    "p4de",
+    "p5",
+    "p5e",
+    "p5en",
+    "p6-b200",
+    "trn1",
+    "trn2",
+    "inf2",
+}
+REQUIRED_GCP_FAMILIES = {"a2", "a3", "a4", "g2", "n1"}
+REQUIRED_TPU_GENERATIONS = {"v4", "v5e", "v5p", "v6e"}
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Catalog:
+    load_catalog.cache_clear()
+    return load_catalog()
+
+
+def test_the_shipped_catalog_covers_the_required_families(shipped: Catalog) -> None:
+    aws = {o.family for o in shipped.offers if o.platform is Platform.AWS_GPU}
+    assert REQUIRED_AWS_FAMILIES - {f.replace("trn1n", "trn1") for f in aws} == set()
+    gcp = {o.family.split("-")[0].split("+")[0] for o in shipped.offers if o.platform is Platform.GCP_GPU}
+    assert gcp >= REQUIRED_GCP_FAMILIES
+    assert {o.family for o in shipped.offers if o.platform is Platform.TPU_VM} >= REQUIRED_TPU_GENERATIONS
+
+
+def test_every_figure_and_price_names_a_dated_source(shipped: Catalog) -> None:
+    for offer in shipped.offers:
+        for name, fig in offer.figures.items():
+            assert fig.source in shipped.sources, (offer.name, name)
+        for price in offer.prices.values():
+            for key in price.source.split("+"):
+                assert shipped.sources[key].as_of.year >= 2016, (offer.name, key)
+
+
+def test_prices_cover_america_europe_and_asia(shipped: Catalog) -> None:
+    for platform in (Platform.AWS_GPU, Platform.GCP_GPU):
+        regions = shipped.regions(platform)
+        assert any(r.startswith("us-") for r in regions)
+        assert any(r.startswith(("eu", "europe")) for r in regions)
+        assert any(r.startswith(("ap-", "asia")) for r in regions)
+
+
+def test_h100_shapes_exist_on_both_clouds(shipped: Catalog) -> None:
+    h100 = {o.platform for o in shipped.offers if o.accelerator == "H100-80GB"}
+    assert {Platform.AWS_GPU, Platform.GCP_GPU} <= h100
+
+
+def test_aws_instance_store_is_decimal_gb_converted_to_gib(shipped: Catalog) -> None:
+    p5 = shipped.offer("p5.48xlarge")
+    assert p5 is not None
+    assert p5.local_nvme_disks == 8
+    assert p5.host.local_nvme_gib == pytest.approx(8 * 3800 / GB_PER_GIB, rel=0.01)
+
+
+def test_attached_gpu_hosts_stay_within_the_per_count_limits(shipped: Catalog) -> None:
+    n1 = [o for o in shipped.offers if o.family.startswith("n1+")]
+    assert n1
+    for offer in n1:
+        host = shipped.offer(offer.machine_type)
+        assert host is None  # hosts without GPUs are not offers of their own
+        assert offer.host.accelerator_count >= 1
+
+
+def test_tpu_slice_price_is_chips_times_chip_price(mini_catalog: Catalog) -> None:
+    tx16 = mini_catalog.offer("tx-16")
+    assert tx16 is not None
+    assert tx16.prices["r-1"].on_demand == pytest.approx(16 * 1.5)
+    assert tx16.host.accelerator_count == 4 and tx16.hosts == 4
+
+
+def test_accelerators_are_found_by_alias_case_insensitively(mini_catalog: Catalog) -> None:
+    assert mini_catalog.accelerator("G24-ALIAS").name == "G24"
+    with pytest.raises(InputError, match="unknown accelerator 'nope'"):
+        mini_catalog.accelerator("nope")
+
+
+def _broken(mutate: Any) -> dict[str, Any]:
+    data = copy.deepcopy(MINI)
+    mutate(data)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d["shapes"].append(shape("mid.x", "G24", 1, 8, 64)), "shapes[6] (mid.x): duplicate shape"),
+        (lambda d: d["shapes"].append(shape("odd.x", "H999", 1, 8, 64)), "unknown accelerator 'H999'"),
+        (lambda d: d["shapes"].append(shape("mib.x", "G24", 1, 8, 65536)), "implausible"),
+        (lambda d: d["shapes"].append(shape("neg.x", "G24", 1, -8, 64)), "greater than 0"),
+        (lambda d: d["shape_prices"].append({**d["shape_prices"][0]}), "duplicate price"),
+        (
+            lambda d: d["shape_prices"].append(
+                {"shape": "ghost.x", "region": "r-1", "on_demand_usd_hour": 1, "source": "fx"}
+            ),
+            "unknown shape 'ghost.x'",
+        ),
+        (
+            lambda d: d["shape_prices"].append(
+                {"shape": "wide.x", "region": "r-9", "on_demand_usd_hour": 1, "spot_usd_hour": 2, "source": "fx"}
+            ),
+            "spot price above on-demand",
+        ),
+        (
+            lambda d: d["shape_prices"].append(
+                {"shape": "wide.x", "region": "r-9", "on_demand_usd_hour": 1, "source": "nowhere"}
+            ),
+            "unknown source 'nowhere'",
+        ),
+        (lambda d: d["tpu_types"][0].update(topology="2x3"), "topology 2x3 has 6 chips, not 4"),
+        (
+            lambda d: d["accelerators"].append({**d["accelerators"][0], "name": "G25"}),
+            "alias 'g24-alias' is already used by G24",
+        ),
+        (lambda d: d["shapes"][0].update(price=3), "unknown key 'shapes[0].price'"),
+    ],
+)
+def test_the_loader_refuses_impossible_data_naming_file_and_entry(tmp_path: Path, mutate: Any, message: str) -> None:
+    with pytest.raises(InputError) as err:
+        load_catalog(write_catalog(tmp_path / "c", _broken(mutate)))
+    assert message in str(err.value)
+    assert "fixture.yaml" in str(err.value)

@@ -1,0 +1,151 @@
+"""Cost: compute by pricing model, storage, transfer, idle capacity and commitments, to the cent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fullserver.catalog import Catalog
+from fullserver.catalog.model import Platform
+from fullserver.cost import HOURS_PER_MONTH, estimate
+from fullserver.profiles import Profile, load_profiles
+from fullserver.sizing import build_spec, dedicated_spec
+from fullserver.workload import Workload
+
+from .conftest import PROFILE, write_profiles
+
+
+def wl(**kw: Any) -> Workload:
+    return Workload.model_validate(
+        {"profile": "base", "region": "r-1", "accelerator": "G24", "acceleratorCount": 1} | kw
+    )
+
+
+def profile_with(tmp_path: Path, extra: str, pricing: str = "on-demand") -> Profile:
+    text = PROFILE.replace("pricing: on-demand", f"pricing: {pricing}")
+    return load_profiles(write_profiles(tmp_path, {"base": text + extra}))["base"]
+
+
+def lines(cost: Any) -> dict[str, float]:
+    return {line.item: line.usd_month for line in cost.lines}
+
+
+def test_on_demand_persistent_pays_every_hour_plus_disks_and_egress(
+    mini_catalog: Catalog, base_profile: Profile
+) -> None:
+    work = wl(datasetGib=80, egressGbMonth=100)
+    spec = build_spec(base_profile, work, Platform.AWS_GPU, mini_catalog, "env")
+    cost = estimate(spec, base_profile, work, mini_catalog)
+    assert spec.offer == "wide.x"
+    assert lines(cost) == {
+        "compute": round(2.0 * HOURS_PER_MONTH, 2),  # 1460.00
+        "boot disk": 200 * 0.08,  # 200 GiB gp3, persistent: billed all month
+        "data disk": 100 * 0.08,  # 80 GiB dataset x 1.25 headroom
+        "data transfer": 100 * 0.09,
+    }
+    assert cost.usd_month == pytest.approx(1460 + 16 + 8 + 9)
+    assert cost.usd_hour == pytest.approx(cost.usd_month / HOURS_PER_MONTH, abs=1e-4)
+
+
+def test_idle_share_adds_paid_but_unused_hours(tmp_path: Path, mini_catalog: Catalog) -> None:
+    profile = profile_with(tmp_path, "cost: {hours_per_month: 100, idle_share: 0.5}\n")
+    spec = build_spec(profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    cost = estimate(spec, profile, wl(), mini_catalog)
+    assert (cost.productive_hours, cost.paid_hours) == (100, 200)
+    assert lines(cost)["compute"] == 200.0
+    assert lines(cost)["idle capacity"] == 200.0
+    assert cost.usd_per_productive_hour == pytest.approx(cost.usd_month / 100)
+
+
+def test_ephemeral_disks_are_billed_only_while_the_machine_lives(tmp_path: Path, mini_catalog: Catalog) -> None:
+    profile = profile_with(tmp_path, "cost: {hours_per_month: 73}\n")
+    profile = profile.model_copy(
+        update={"lifecycle": profile.lifecycle.model_copy(update={"mode": "ephemeral", "ttl_hours": 8})}
+    )
+    spec = build_spec(profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    cost = estimate(spec, profile, wl(), mini_catalog)
+    assert lines(cost)["boot disk"] == pytest.approx(200 * 0.08 * 73 / HOURS_PER_MONTH, abs=0.01)
+
+
+def test_provisioned_iops_and_throughput_above_the_free_baseline_are_priced(
+    tmp_path: Path, mini_catalog: Catalog
+) -> None:
+    extra = "storage:\n  throughput_mbps_per_accelerator: {value: 325, reason: checkpoint writes}\n  iops_per_accelerator: {value: 5000, reason: many small shards}\n"
+    profile = profile_with(tmp_path, extra)
+    spec = build_spec(profile, wl(datasetGib=100), Platform.AWS_GPU, mini_catalog, "env")
+    cost = estimate(spec, profile, wl(datasetGib=100), mini_catalog)
+    # 125 GiB x 0.08 + (5000-3000) IOPS x 0.005 + (325-125) MB/s x 0.04
+    assert lines(cost)["data disk"] == pytest.approx(10 + 10 + 8)
+
+
+def test_spot_is_priced_at_spot_with_the_fallback_named(tmp_path: Path, mini_catalog: Catalog) -> None:
+    profile = profile_with(tmp_path, "", pricing="spot-with-fallback")
+    spec = build_spec(profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    cost = estimate(spec, profile, wl(), mini_catalog)
+    assert spec.spot and cost.compute_usd_hour == 0.8
+    assert "on-demand fallback 2.00/h" in cost.lines[0].note
+
+
+def test_reserved_capacity_applies_the_published_commitment_discount(tmp_path: Path, mini_catalog: Catalog) -> None:
+    extra = "topology: {nodes: multi, fabric: efa}\ncost: {commitment_years: 1}\n"
+    profile = profile_with(tmp_path, extra, pricing="reserved")
+    work = wl(acceleratorCount=4, nodes=2)
+    spec = build_spec(profile, work, Platform.AWS_GPU, mini_catalog, "env")
+    cost = estimate(spec, profile, work, mini_catalog)
+    assert cost.compute_usd_hour == pytest.approx(2 * 10.0 * 0.6)
+    assert lines(cost)["compute"] == pytest.approx(12.0 * HOURS_PER_MONTH)
+    assert cost.warnings == []
+
+
+def test_reserved_without_a_published_discount_warns_and_prices_on_demand(
+    tmp_path: Path, mini_catalog: Catalog
+) -> None:
+    profile = profile_with(tmp_path, "", pricing="reserved")
+    spec = build_spec(profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    cost = estimate(spec, profile, wl(), mini_catalog)
+    assert cost.compute_usd_hour == 2.0
+    assert "no published 1-year commitment discount for wide" in cost.warnings[0]
+
+
+def test_a_tpu_slice_costs_chips_times_chip_price_and_misses_no_price_silently(
+    mini_catalog: Catalog, base_profile: Profile
+) -> None:
+    work = wl(accelerator="tx-16", egressGbMonth=10)
+    spec = build_spec(base_profile, work, Platform.TPU_VM, mini_catalog, "env")
+    cost = estimate(spec, base_profile, work, mini_catalog)
+    assert cost.compute_usd_hour == 24.0
+    assert "no egress price for r-1" in " ".join(cost.warnings)
+
+
+def test_dedicated_servers_cost_their_monthly_price_setup_and_extra_egress() -> None:
+    profiles = load_profiles()
+    from fullserver.catalog import load_catalog
+
+    work = Workload.model_validate(
+        {
+            "profile": "dedicated-steady",
+            "platform": "bare-metal",
+            "region": "eu",
+            "egressGbMonth": 3000,
+            "dedicated": {
+                "monthlyUsd": 9000,
+                "setupUsd": 1200,
+                "includedEgressGbMonth": 1000,
+                "egressUsdPerGb": 0.01,
+                "host": {
+                    "accelerator": "H100",
+                    "acceleratorCount": 4,
+                    "vcpus": 128,
+                    "memoryGib": 1024,
+                    "localNvmeGib": 8000,
+                    "networkGbps": 100,
+                },
+            },
+        }
+    )
+    spec = dedicated_spec(profiles["dedicated-steady"], work, load_catalog(), "env")
+    cost = estimate(spec, profiles["dedicated-steady"], work, load_catalog())
+    assert lines(cost) == {"dedicated servers": 9000.0, "data transfer": 20.0, "setup fee (over 12 months)": 100.0}
+    assert spec.balance.ok

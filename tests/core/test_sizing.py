@@ -1,0 +1,229 @@
+"""Sizing: the cheapest shape that meets every minimum wins, deterministically and explained."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fullserver.catalog import Catalog, catalog_from_data
+from fullserver.catalog.model import Platform
+from fullserver.errors import InputError, NothingFits
+from fullserver.profiles import Profile, load_profiles
+from fullserver.sizing import build_spec, compute_price, size
+from fullserver.workload import Workload
+
+from .conftest import MINI, PROFILE, SOURCE, shape, write_profiles
+
+
+def wl(**kw: Any) -> Workload:
+    return Workload.model_validate(
+        {"profile": "base", "region": "r-1", "accelerator": "G24", "acceleratorCount": 1} | kw
+    )
+
+
+def test_the_cheapest_shape_meeting_every_minimum_wins(mini_catalog: Catalog, base_profile: Profile) -> None:
+    spec = build_spec(base_profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    # small.x is cheaper but has 16 GiB < 2 x 24 GiB; mid.x and wide.x tie at 2.00/h.
+    assert spec.offer == "wide.x"
+    assert spec.balance.ok
+    assert [m.offer for m in spec.near_misses] == ["small.x"]
+    assert spec.near_misses[0].reason == "short: cpu 4 vCPUs < 8 vCPUs; ram 16 GiB < 48 GiB"
+
+
+def test_ties_break_towards_more_vcpus_then_more_ram_then_name(mini_catalog: Catalog, base_profile: Profile) -> None:
+    first = build_spec(base_profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    again = build_spec(base_profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    assert first.offer == again.offer == "wide.x"  # 16 vCPUs beat mid.x's 8 at the same price
+
+
+def test_spot_pricing_ranks_by_spot_price(tmp_path: Path, mini_catalog: Catalog) -> None:
+    spot = PROFILE.replace("pricing: on-demand", "pricing: spot-with-fallback").replace(
+        "lifecycle: {mode: persistent}", "lifecycle: {mode: ephemeral, ttl_hours: 4}"
+    )
+    profile = load_profiles(write_profiles(tmp_path, {"base": spot}))["base"]
+    spec = build_spec(profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    assert (spec.offer, spec.spot) == ("mid.x", True)  # spot 0.80 beats wide.x's on-demand 2.00
+    assert spec.labels["fullserver-ttl-hours"] == "4"
+
+
+def test_nothing_fits_names_the_closest_shapes_and_what_each_misses(tmp_path: Path, mini_catalog: Catalog) -> None:
+    greedy = PROFILE.replace("value: 8,", "value: 64,")
+    profile = load_profiles(write_profiles(tmp_path, {"base": greedy}))["base"]
+    with pytest.raises(NothingFits) as err:
+        build_spec(profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    msg = str(err.value)
+    assert "no shape meets every minimum; closest: big.x: short: cpu 32 vCPUs < 64 vCPUs" in msg
+    assert "\n" not in msg
+
+
+def test_an_accelerator_count_no_shape_offers_lists_the_counts_that_exist(
+    mini_catalog: Catalog, base_profile: Profile
+) -> None:
+    with pytest.raises(
+        InputError,
+        match=r"fullserver:acceleratorCount: no aws-gpu shape offers 3 x G24 per node \(offered counts: 1, 4\)",
+    ):
+        build_spec(base_profile, wl(acceleratorCount=3), Platform.AWS_GPU, mini_catalog, "env")
+
+
+def test_an_unknown_region_suggests_close_names(mini_catalog: Catalog, base_profile: Profile) -> None:
+    with pytest.raises(InputError, match=r"no aws-gpu prices in region 'r-3' \(did you mean r-1, r-2\?\)"):
+        build_spec(base_profile, wl(region="r-3"), Platform.AWS_GPU, mini_catalog, "env")
+
+
+def test_an_unknown_accelerator_is_refused(mini_catalog: Catalog, base_profile: Profile) -> None:
+    with pytest.raises(InputError, match="unknown accelerator 'Z80'"):
+        size(base_profile, wl(accelerator="Z80"), mini_catalog, "env")
+
+
+def test_a_shape_not_priced_in_the_region_is_a_near_miss(mini_catalog: Catalog, base_profile: Profile) -> None:
+    spec = build_spec(base_profile, wl(region="r-2"), Platform.AWS_GPU, mini_catalog, "env")
+    assert spec.offer == "big.x"
+    assert {"offer": "mid.x", "usd_hour": None, "reason": "not priced in r-2"} in [
+        m.model_dump() for m in spec.near_misses
+    ]
+
+
+def test_multi_node_profiles_require_the_fabric(tmp_path: Path, mini_catalog: Catalog) -> None:
+    multi = PROFILE + "topology: {nodes: multi, fabric: efa, compact_placement: true}\n"
+    profile = load_profiles(write_profiles(tmp_path, {"base": multi}))["base"]
+    spec = build_spec(profile, wl(acceleratorCount=4, nodes=2), Platform.AWS_GPU, mini_catalog, "env")
+    assert spec.offer == "quad.x"  # quadne.x is cheaper but has no EFA
+    assert ("quadne.x", "no efa fabric (has none)") in [(m.offer, m.reason) for m in spec.near_misses]
+    assert spec.network.efa_interfaces == 4 and spec.network.compact_placement and spec.nodes == 2
+
+
+def test_a_single_node_profile_refuses_several_nodes(mini_catalog: Catalog, base_profile: Profile) -> None:
+    with pytest.raises(InputError, match="single-node"):
+        build_spec(base_profile, wl(nodes=2), Platform.AWS_GPU, mini_catalog, "env")
+
+
+def test_attached_block_storage_makes_up_missing_nvme_where_allowed(tmp_path: Path, mini_catalog: Catalog) -> None:
+    text = (
+        PROFILE.rstrip()
+        + "\n  nvme_gib_per_accelerator: {value: 500, reason: checkpoints need room}\n  nvme_may_be_attached: true\n"
+    )
+    text += "storage:\n  throughput_mbps_per_accelerator: {value: 300, reason: checkpoint writes}\n  iops_per_accelerator: {value: 4000, reason: many shards}\n"
+    profile = load_profiles(write_profiles(tmp_path, {"base": text}))["base"]
+    spec = build_spec(profile, wl(datasetGib=100), Platform.AWS_GPU, mini_catalog, "env")
+    assert spec.offer == "wide.x"  # no local NVMe at all: 500 GiB attached
+    assert spec.data_disk is not None
+    assert (spec.data_disk.kind, spec.data_disk.size_gib, spec.data_disk.iops, spec.data_disk.throughput_mbps) == (
+        "gp3",
+        500,
+        4000,
+        300,
+    )
+    nvme = next(line for line in spec.balance.lines if line.dimension == "nvme")
+    assert nvme.ok and "500 GiB attached" in nvme.note
+
+
+def test_without_attach_permission_missing_nvme_rejects_the_shape(tmp_path: Path, mini_catalog: Catalog) -> None:
+    text = PROFILE.rstrip() + "\n  nvme_gib_per_accelerator: {value: 500, reason: checkpoints need room}\n"
+    profile = load_profiles(write_profiles(tmp_path, {"base": text}))["base"]
+    spec = build_spec(profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    assert spec.offer == "big.x"  # the only 1-GPU shape with >= 500 GiB of local NVMe
+    assert spec.local_nvme_disks == 2 and spec.scratch_raid0
+
+
+def test_tpu_slices_are_chosen_by_type_name_or_by_chip_count(mini_catalog: Catalog, base_profile: Profile) -> None:
+    by_name = build_spec(
+        base_profile, wl(accelerator="tx-4", acceleratorCount=None), Platform.TPU_VM, mini_catalog, "env"
+    )
+    by_count = build_spec(
+        base_profile, wl(accelerator="TPUX", acceleratorCount=16), Platform.TPU_VM, mini_catalog, "env"
+    )
+    assert (
+        by_name.tpu is not None and by_name.tpu.accelerator_type == "tx-4" and by_name.tpu.runtime_version == "tx-base"
+    )
+    assert not by_name.tpu.queued
+    assert by_count.tpu is not None and by_count.tpu.accelerator_type == "tx-16"
+    assert by_count.tpu.hosts == 4 and by_count.tpu.queued and by_count.nodes == 4
+
+
+def test_a_multi_host_slice_refuses_a_read_write_disk(tmp_path: Path, mini_catalog: Catalog) -> None:
+    text = (
+        PROFILE.rstrip()
+        + "\n  nvme_gib_per_accelerator: {value: 10, reason: scratch for spooling}\n  nvme_may_be_attached: true\n"
+    )
+    profile = load_profiles(write_profiles(tmp_path, {"base": text}))["base"]
+    with pytest.raises(NothingFits, match="cannot attach to a multi-host TPU slice"):
+        build_spec(profile, wl(accelerator="tx-16", acceleratorCount=None), Platform.TPU_VM, mini_catalog, "env")
+
+
+def test_a_tpu_runtime_must_match_the_generation(mini_catalog: Catalog, base_profile: Profile) -> None:
+    with pytest.raises(InputError, match="runtime 'other' is not valid for tx-4 \\(choose one of: tx-base, tx-jax\\)"):
+        build_spec(base_profile, wl(accelerator="tx-4", image="other"), Platform.TPU_VM, mini_catalog, "env")
+
+
+def test_size_follows_the_profile_platform_order(mini_catalog: Catalog, base_profile: Profile) -> None:
+    assert size(base_profile, wl(), mini_catalog, "env").platform is Platform.AWS_GPU
+    assert size(base_profile, wl(accelerator="tx-4"), mini_catalog, "env").platform is Platform.TPU_VM
+
+
+def test_every_example_stack_sizes_to_a_balanced_shape() -> None:
+    from fullserver.plan import plan_paths
+    from fullserver.workload import find_stacks
+
+    plans = plan_paths(find_stacks(Path(__file__).parents[2] / "stacks", []))
+    assert len(plans) >= 9
+    for plan in plans:
+        assert plan.spec.balance.ok, (plan.stack, plan.spec.balance.summary())
+    assert {p.spec.profile for p in plans} == set(load_profiles())
+    assert {p.spec.platform for p in plans} == set(Platform)
+
+
+# Property tests: for any catalog and any minimums, the chosen shape meets every minimum and
+# no cheaper shape in the catalog does.
+shape_st = st.builds(
+    lambda i, vcpus, per_vcpu, price: (shape(f"s{i}.x", "G24", 1, vcpus, vcpus * per_vcpu), price),
+    st.integers(0, 10_000),
+    st.integers(1, 128),
+    st.integers(1, 16),
+    st.integers(1, 5000).map(lambda c: c / 100),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shapes=st.lists(shape_st, min_size=1, max_size=12, unique_by=lambda s: s[0]["name"]),
+    cpu=st.integers(1, 64),
+    ratio=st.integers(1, 40).map(lambda r: r / 10),
+    floor=st.integers(1, 512),
+)
+def test_property_chosen_shape_is_feasible_and_nothing_cheaper_is(
+    shapes: list[tuple[dict[str, Any], float]], cpu: int, ratio: float, floor: int
+) -> None:
+    data = {
+        "sources": {"fx": SOURCE},
+        "accelerators": MINI["accelerators"][:1],
+        "shapes": [s for s, _ in shapes],
+        "shape_prices": [
+            {"shape": s["name"], "region": "r-1", "on_demand_usd_hour": p, "source": "fx"} for s, p in shapes
+        ],
+    }
+    catalog = catalog_from_data([("generated.yaml", data)])
+    raw = yaml.safe_load(PROFILE) | {"name": "base"}
+    raw["balance"]["cpu_per_accelerator"]["value"] = cpu
+    raw["balance"]["ram_per_accelerator_memory"]["value"] = ratio
+    raw["balance"]["ram_floor_gib"]["value"] = floor
+    profile = Profile.model_validate(raw)
+    need_ram = max(math.ceil(ratio * 24 - 1e-9), floor)
+    feasible = [o for o in catalog.offers if o.host.vcpus >= cpu and o.host.memory_gib >= need_ram]
+    try:
+        spec = build_spec(profile, wl(), Platform.AWS_GPU, catalog, "env")
+    except NothingFits:
+        assert feasible == []
+        return
+    assert spec.balance.ok
+    assert spec.vcpus >= cpu and spec.memory_gib >= need_ram
+    chosen = catalog.offer(spec.offer)
+    assert chosen is not None
+    cheapest = min(compute_price(o, "r-1", profile.pricing)[0] for o in feasible)
+    assert compute_price(chosen, "r-1", profile.pricing)[0] == cheapest
