@@ -76,7 +76,7 @@ def _compute_hourly(
         return price.spot * units, f"spot {price.spot:.2f}/h x {units} (on-demand fallback {price.on_demand:.2f}/h)"
     if profile.pricing is PricingModel.RESERVED:
         years = profile.cost.commitment_years or 1
-        family = spec.tpu.accelerator_type if spec.tpu else offer.family
+        family = offer.family
         disc = catalog.commitment(spec.provider, family, years)
         if disc is None:
             warnings.append(

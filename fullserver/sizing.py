@@ -241,6 +241,18 @@ def _local_nvme(offer: Offer, balance_need_gib: float) -> int:
     return counts[-1]
 
 
+def _zone(platform: Platform, offer: Offer, workload: Workload) -> str | None:
+    """The zone to build in: the asked one, else the first the catalog lists in the region.
+
+    TPU capacity is zonal and the catalog knows the zones; elsewhere an unset zone is left to the
+    provider (AWS picks one; GCP uses the provider's ``gcp:zone`` config) and the plan says so.
+    """
+    if workload.zone or platform is Platform.AWS_GPU:
+        return workload.zone
+    in_region = sorted(z for z in offer.zones if z.startswith(workload.region + "-"))
+    return in_region[0] if in_region else None
+
+
 def _tpu_spec(offer: Offer, workload: Workload) -> TpuSpec:
     # The generic base image works with every framework (the framework is pip-installed on it);
     # it is listed first in the catalog for that reason.
@@ -301,6 +313,11 @@ def build_spec(
         warnings.append(f"no published spot price for {offer.name} in {workload.region}: priced and run on-demand")
     if offer.hosts > 1 and workload.dataset_gib:
         warnings.append("multi-host TPU slice: stream the dataset from Cloud Storage (no read-write disk can attach)")
+    zone = _zone(platform, offer, workload)
+    if zone is None and platform is Platform.GCP_GPU and profile.serving is None:
+        warnings.append(
+            f"no fullserver:zone set: the VM goes to the gcp provider's default zone (gcp:zone); pick one offering {offer.accelerator}"
+        )
     balance = profile.balance_for(platform)
     nvme_need = (
         balance.nvme_gib_per_accelerator.value * max(offer.host.accelerator_count, 1)
@@ -345,7 +362,7 @@ def build_spec(
         owner=workload.owner,
         platform=platform,
         region=workload.region,
-        zone=workload.zone,
+        zone=zone,
         offer=offer.name,
         machine_type=offer.machine_type,
         accelerator=offer.accelerator,

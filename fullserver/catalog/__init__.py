@@ -111,13 +111,10 @@ class Catalog:
     def egress_price(self, provider: str, region: str) -> EgressPrice | None:
         return next((p for p in self.egress_prices if (p.provider, p.region) == (provider, region)), None)
 
-    def commitment(self, provider: str, applies_to: str, years: int) -> CommitmentDiscount | None:
+    def commitment(self, provider: str, family: str, years: int) -> CommitmentDiscount | None:
+        """The published discount for a shape family (exact match: p5 is not p5en)."""
         return next(
-            (
-                c
-                for c in self.commitment_discounts
-                if c.provider == provider and c.term_years == years and applies_to.startswith(c.applies_to)
-            ),
+            (c for c in self.commitment_discounts if (c.provider, c.applies_to, c.term_years) == (provider, family, years)),
             None,
         )
 

@@ -227,3 +227,10 @@ def test_property_chosen_shape_is_feasible_and_nothing_cheaper_is(
     assert chosen is not None
     cheapest = min(compute_price(o, "r-1", profile.pricing)[0] for o in feasible)
     assert compute_price(chosen, "r-1", profile.pricing)[0] == cheapest
+
+
+def test_a_tpu_zone_comes_from_the_catalog_when_none_is_asked(mini_catalog: Catalog, base_profile: Profile) -> None:
+    spec = build_spec(base_profile, wl(accelerator="tx-4"), Platform.TPU_VM, mini_catalog, "env")
+    assert spec.zone == "r-1-a"
+    with pytest.raises(NothingFits, match="tx-4: not offered in r-1-b"):
+        build_spec(base_profile, wl(accelerator="tx-4", zone="r-1-b"), Platform.TPU_VM, mini_catalog, "env")
