@@ -1,0 +1,112 @@
+"""``fullserver audit INVENTORY --profile P``: probe every host over SSH and check its balance.
+
+Hosts are probed concurrently (a thread and a connection per host) behind a progress bar on
+stderr; then one table per host. Exit 0 when every host is balanced; 4 (``EXIT_SHORT``) when any
+host is short of a minimum or could not be verified (unknown or mixed GPUs), naming each host
+and what it misses; 5 when every audited host is fine but some could not be reached or probed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from fullserver.baremetal.audit import HostAudit, audit_fleet
+from fullserver.baremetal.errors import EXIT_UNREACHABLE
+from fullserver.baremetal.inventory import load_inventory
+from fullserver.catalog import load_catalog
+from fullserver.errors import EXIT_SHORT, FullserverError
+from fullserver.profiles import get_profile, load_profiles
+
+
+def audit(
+    inventory: Annotated[Path, typer.Argument(help="inventory YAML: hosts with address, user, pinned host keys, private key source")],
+    profile: Annotated[str, typer.Option("--profile", "-p", help="profile whose bare-metal balance minimums apply")],
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    profiles_dir: Annotated[Optional[Path], typer.Option("--profiles-dir", help="profiles directory")] = None,
+    workers: Annotated[int, typer.Option(help="hosts probed at once (one connection each)")] = 64,
+) -> None:
+    """Audit bare-metal hosts over SSH against a profile: the same balance report as a cloud shape."""
+    err = Console(stderr=True)
+    try:
+        profiles = load_profiles(profiles_dir) if profiles_dir else load_profiles()
+        prof = get_profile(profile, profiles)
+        catalog = load_catalog()
+        inv = load_inventory(inventory)
+        hosts = [(inv.target(e), inv.private_key(e)) for e in inv.entries]
+    except FullserverError as exc:
+        sys.stderr.write(f"error: {exc.line()}\n")
+        raise typer.Exit(exc.exit_code) from None
+
+    with Progress(TextColumn("probing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("", total=len(hosts))
+
+        def done(name: str, _: object) -> None:
+            bar.update(task, advance=1, description=name)
+
+        audits = audit_fleet(hosts, prof, catalog, max_workers=workers, on_done=done)
+
+    if as_json:
+        sys.stdout.write(json.dumps([_json(a) for a in audits], indent=2) + "\n")
+    else:
+        out = Console(width=160, soft_wrap=False)
+        for a in audits:
+            out.print(host_table(a))
+    code = exit_code(audits)
+    for a in audits:
+        if not a.ok:
+            err.print(f"{'unreachable' if a.status == 'error' else a.status}: {a.summary()}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def exit_code(audits: list[HostAudit]) -> int:
+    if any(a.status in ("short", "unverified") for a in audits):
+        return EXIT_SHORT
+    if any(a.status == "error" for a in audits):
+        return EXIT_UNREACHABLE
+    return 0
+
+
+def _json(a: HostAudit) -> dict[str, object]:
+    data = a.model_dump(mode="json")
+    data["ok"] = a.ok
+    data["short"] = [line.shortfall for line in a.report.short] if a.report else []
+    return data
+
+
+def host_table(a: HostAudit) -> Table:
+    colour = {"balanced": "green", "short": "bold red", "unverified": "yellow", "error": "bold red"}[a.status]
+    title = Text.assemble((a.name, "bold"), f" {a.address}  ", (a.status.upper(), colour))
+    t = Table(title=title, title_justify="left", show_edge=False)
+    if a.facts is None:
+        t.add_column("error")
+        t.add_row(a.error or "")
+        return t
+    f = a.facts
+    for col in ("dimension", "required", "provided", "", "host"):
+        t.add_column(col, overflow="fold")
+    gpus = ", ".join(f"{n} x {m}" for m, n in f.gpu_models.items()) or "no GPU"
+    detail = {
+        "cpu": f"{f.cpu.model}: {f.cpu.sockets} socket(s), {f.cpu.physical_cores} cores, {f.cpu.threads} threads, {f.cpu.numa_nodes} NUMA",
+        "ram": f"{f.memory_gib:.0f} GiB; {gpus}" + (f" (driver {f.gpus[0].driver_version})" if f.gpus else ""),
+        "nvme": f"{sum(1 for d in f.disks if d.nvme and not d.os_disk)} data NVMe disk(s)",
+        "network": f"{sum(1 for n in f.nics if n.physical and n.operstate == 'up')} NIC(s) up, {len(f.rdma)} RDMA port(s)",
+    }
+    for line in a.report.lines if a.report else []:
+        mark = Text("ok", style="green") if line.ok else Text("SHORT", style="bold red")
+        t.add_row(line.dimension, f"{line.required:g} {line.unit}", f"{round(line.provided, 1):g} {line.unit}", mark, detail.get(line.dimension, ""))
+    for p in a.problems:
+        t.add_row("problem", "", "", Text("!", style="yellow"), p)
+    for w in f.warnings:
+        t.add_row("warning", "", "", Text("!", style="yellow"), w)
+    t.caption = f"{f.os}, kernel {f.kernel} ({f.arch})"
+    t.caption_justify = "left"
+    return t

@@ -1,0 +1,77 @@
+"""Per-host errors of the bare-metal path: one line naming the host, what failed and how to fix it.
+
+All are ``FullserverError``s, so the CLI prints ``error: <host>: <what> (<hint>)`` and never a
+traceback. A fleet run collects them per host (one host's error never stops the others).
+"""
+
+from __future__ import annotations
+
+from fullserver.errors import FullserverError
+
+EXIT_UNREACHABLE = 5
+"""Exit code of ``fullserver audit`` when no host is short but some host could not be audited."""
+
+
+class BareMetalError(FullserverError):
+    """Something went wrong on (or on the way to) one host; ``where`` is the host's name."""
+
+    retryable = False
+
+    @property
+    def host(self) -> str:
+        return self.where
+
+
+class HostUnreachable(BareMetalError):
+    """TCP connect, banner or key exchange failed, or the connection died (a connect-phase error)."""
+
+    retryable = True
+
+
+class HostKeyMismatch(BareMetalError):
+    """The server offered a host key that is not pinned for it; nothing was sent or run."""
+
+    def __init__(self, where: str, offered: str, expected: list[str], hint: str = "") -> None:
+        self.offered = offered
+        self.expected = list(expected)
+        pinned = ", ".join(expected) if expected else "none pinned"
+        super().__init__(
+            where,
+            f"host key refused: offered {offered}, expected {pinned}",
+            hint
+            or "if the host was re-installed, verify the new key out of band (console: ssh-keygen -lf "
+            "/etc/ssh/ssh_host_ed25519_key.pub) and update hostKeys; otherwise treat it as an attack",
+        )
+
+
+class AuthFailed(BareMetalError):
+    """The server refused our key (never retried: retries can lock accounts)."""
+
+
+class CommandFailed(BareMetalError):
+    """A remote command exited non-zero (or with no exit status)."""
+
+    def __init__(self, where: str, what: str, hint: str = "", *, exit_status: int = -1, stderr: str = "") -> None:
+        self.exit_status = exit_status
+        self.stderr = stderr
+        super().__init__(where, what, hint)
+
+
+class NoSudo(CommandFailed):
+    """The login user may not run the command through ``sudo -n`` (no NOPASSWD rule)."""
+
+
+class CommandTimeout(BareMetalError):
+    """A remote command passed its deadline (remote ``timeout`` or the local one)."""
+
+
+class ProbeError(BareMetalError):
+    """The facts could not be gathered or parsed (missing tool, malformed output)."""
+
+
+class StepRefused(BareMetalError):
+    """A configuration step would destroy data or needs consent the config does not give."""
+
+
+class StepFailed(BareMetalError):
+    """A configuration step applied but its verify found the host not in the desired state."""

@@ -1,0 +1,302 @@
+"""Who to talk to and how to trust them: targets, pinned host keys, inventory files, private keys.
+
+Pure (no paramiko). A ``Target`` is everything the SSH layer needs to reach one host: the exact
+address it connects to (and looks keys up under), the pinned host keys (several allowed, for
+rotation), the login user, the timeouts, an optional jump host. Host keys come from the
+inventory/stack config or from a known_hosts file *named in that config* — never from the
+operator's own ``~/.ssh/known_hosts``.
+
+Inventory file (YAML): either a list of hosts, or ``{defaults: {...}, hosts: [...]}``::
+
+    defaults:
+      user: gpuops
+      privateKeyEnv: FULLSERVER_SSH_KEY      # or privateKeyFile: ~/.ssh/fleet_ed25519
+      knownHostsFile: fleet_known_hosts      # relative to the inventory file
+    hosts:
+      - name: gpu-01
+        address: 203.0.113.10
+        hostKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA..."]
+      - name: gpu-02
+        address: 203.0.113.11
+        port: 2222
+        jump: bastion                        # another entry's name, reached first
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import Field, model_validator
+
+from fullserver.errors import InputError
+from fullserver.workload import InventoryHost
+from fullserver.yamlio import parse
+
+KNOWN_KEY_TYPES = (
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "ssh-rsa",
+)
+
+
+@dataclass(frozen=True)
+class PinnedKey:
+    """One pinned public host key: its type and the raw key blob."""
+
+    key_type: str
+    blob: bytes
+
+    @property
+    def fingerprint(self) -> str:
+        """OpenSSH's ``SHA256:...`` form (what ``ssh-keygen -lf`` prints)."""
+        return fingerprint(self.blob)
+
+    def line(self) -> str:
+        return f"{self.key_type} {base64.b64encode(self.blob).decode()}"
+
+
+def fingerprint(blob: bytes) -> str:
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+
+
+def parse_key_line(line: str, where: str) -> PinnedKey:
+    """``"ssh-ed25519 AAAA... [comment]"`` → ``PinnedKey``; the blob must name the same type."""
+    parts = line.split()
+    if len(parts) < 2 or parts[0] not in KNOWN_KEY_TYPES:
+        raise InputError(
+            where,
+            f"not a public host key: {line[:40]!r}",
+            f"write '<type> <base64>', type one of {', '.join(KNOWN_KEY_TYPES)}",
+        )
+    try:
+        blob = base64.b64decode(parts[1], validate=True)
+    except (binascii.Error, ValueError):
+        raise InputError(
+            where, "host key is not valid base64", "copy the line from /etc/ssh/ssh_host_*_key.pub"
+        ) from None
+    n = int.from_bytes(blob[:4], "big") if len(blob) >= 4 else -1
+    if n < 0 or blob[4 : 4 + n].decode("ascii", "replace") != parts[0]:
+        raise InputError(where, f"host key blob does not match its type {parts[0]}", "copy the whole line unchanged")
+    return PinnedKey(parts[0], blob)
+
+
+def _host_matches(pattern: str, name: str) -> bool:
+    if pattern.startswith("|1|"):  # hashed entry: |1|base64(salt)|base64(hmac_sha1(salt, name))
+        try:
+            _, _, salt64, digest64 = pattern.split("|")
+            salt, digest = base64.b64decode(salt64), base64.b64decode(digest64)
+        except (ValueError, binascii.Error):
+            return False
+        return hmac.compare_digest(hmac.new(salt, name.encode(), hashlib.sha1).digest(), digest)
+    return name in pattern.split(",")
+
+
+def lookup_name(address: str, port: int) -> str:
+    """The known_hosts name OpenSSH and paramiko use: ``addr`` on port 22, else ``[addr]:port``."""
+    return address if port == 22 else f"[{address}]:{port}"
+
+
+def keys_from_known_hosts(path: Path, address: str, port: int) -> list[PinnedKey]:
+    """Keys for ``address:port`` in a known_hosts file we were given; ``@revoked`` lines excluded.
+
+    Lines that are malformed or ``@cert-authority`` are skipped (paramiko cannot check host
+    certificates, paramiko#771), unlike paramiko's ``HostKeys.load`` which aborts on them
+    (paramiko PR #1990).
+    """
+    name = lookup_name(address, port)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read known_hosts file: {exc.strerror}", "fix knownHostsFile") from None
+    keys: list[PinnedKey] = []
+    revoked: set[bytes] = set()
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        marker = ""
+        if line.startswith("@"):
+            marker, _, line = line.partition(" ")
+        parts = line.split()
+        if len(parts) < 3 or not _host_matches(parts[0], name) or parts[1] not in KNOWN_KEY_TYPES:
+            continue
+        try:
+            key = parse_key_line(" ".join(parts[1:3]), f"{path}:{n}")
+        except InputError:
+            continue
+        if marker == "@revoked":
+            revoked.add(key.blob)
+        elif marker == "":
+            keys.append(key)
+    return [k for k in keys if k.blob not in revoked]
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Every wait of the SSH layer, in seconds (paramiko's own defaults are None or an hour)."""
+
+    connect: float = 10.0
+    banner: float = 10.0
+    auth: float = 15.0
+    channel: float = 10.0
+    command: float = 120.0
+    kill_grace: float = 5.0
+    keepalive_interval: float = 10.0
+    keepalive_count: int = 3
+    connect_attempts: int = 3
+    retry_base: float = 0.5
+
+
+@dataclass(frozen=True)
+class Target:
+    """One host as the SSH layer sees it. ``address`` is used both to connect and to match keys."""
+
+    name: str
+    address: str
+    port: int = 22
+    user: str = "root"
+    host_keys: tuple[PinnedKey, ...] = ()
+    jump: Target | None = None
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+    @property
+    def lookup(self) -> str:
+        return lookup_name(self.address, self.port)
+
+
+class InventoryEntry(InventoryHost):
+    """An inventory host: the stack config's ``InventoryHost`` plus where its private key comes from."""
+
+    private_key_file: str | None = None
+    private_key_env: str | None = None
+    jump: str | None = None
+    connect_timeout: Annotated[float, Field(gt=0, le=300)] = 10.0
+    command_timeout: Annotated[float, Field(gt=0, le=3600)] = 120.0
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> InventoryEntry:
+        if self.private_key_file and self.private_key_env:
+            raise ValueError("give privateKeyFile or privateKeyEnv, not both")
+        return self
+
+
+class Inventory:
+    """Hosts of an inventory file, with paths resolved relative to the file."""
+
+    def __init__(self, entries: list[InventoryEntry], base: Path, where: str) -> None:
+        self.entries = entries
+        self.base = base
+        self.where = where
+        names = [e.name for e in entries]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise InputError(where, f"host names repeat: {', '.join(dupes)}", "give every host a unique name")
+        by_name = {e.name: e for e in entries}
+        for e in entries:
+            if e.jump is not None and e.jump not in by_name:
+                raise InputError(
+                    f"{where}: host '{e.name}' field 'jump'", f"no host named '{e.jump}'", f"known: {', '.join(names)}"
+                )
+
+    def entry(self, name: str) -> InventoryEntry:
+        for e in self.entries:
+            if e.name == name:
+                return e
+        raise InputError(self.where, f"no host named '{name}'", f"known: {', '.join(e.name for e in self.entries)}")
+
+    def target(self, entry: InventoryEntry, timeouts: Timeouts | None = None, _seen: tuple[str, ...] = ()) -> Target:
+        """Resolve pinned keys (inline + the named known_hosts file) and the jump chain."""
+        where = f"{self.where}: host '{entry.name}'"
+        keys = [parse_key_line(k, f"{where} field 'hostKeys'") for k in entry.host_keys]
+        if entry.known_hosts_file:
+            path = Path(entry.known_hosts_file).expanduser()
+            keys += keys_from_known_hosts(path if path.is_absolute() else self.base / path, entry.address, entry.port)
+        if not keys:
+            raise InputError(
+                where,
+                "no host key pinned",
+                "add hostKeys (from /etc/ssh/ssh_host_ed25519_key.pub, read out of band) or knownHostsFile",
+            )
+        jump = None
+        if entry.jump is not None:
+            if entry.jump in _seen or entry.jump == entry.name:
+                raise InputError(where, "jump hosts form a loop", "point jump at a bastion that needs no jump")
+            jump = self.target(self.entry(entry.jump), timeouts, (*_seen, entry.name))
+        t = timeouts or Timeouts(
+            connect=entry.connect_timeout, banner=entry.connect_timeout, command=entry.command_timeout
+        )
+        unique = tuple(dict.fromkeys(keys))
+        return Target(entry.name, entry.address, entry.port, entry.user, unique, jump, t)
+
+    def private_key(self, entry: InventoryEntry) -> str:
+        """The private key text for a host (read now, kept in memory only, never logged)."""
+        where = f"{self.where}: host '{entry.name}'"
+        if entry.private_key_env:
+            value = os.environ.get(entry.private_key_env)
+            if not value:
+                raise InputError(
+                    where, f"environment variable {entry.private_key_env} is empty", "export the private key text in it"
+                )
+            return value
+        if entry.private_key_file:
+            path = Path(entry.private_key_file).expanduser()
+            path = path if path.is_absolute() else self.base / path
+            try:
+                return path.read_text()
+            except OSError as exc:
+                raise InputError(
+                    where, f"cannot read private key {path}: {exc.strerror}", "fix privateKeyFile"
+                ) from None
+        raise InputError(
+            where, "no private key source", "set privateKeyFile or privateKeyEnv (in the host or in defaults)"
+        )
+
+
+def load_inventory(path: Path) -> Inventory:
+    """Read an inventory file (a YAML list of hosts, or ``defaults`` + ``hosts``)."""
+    try:
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read inventory: {exc.strerror}", "check the path") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise InputError(where, "malformed YAML", "fix the syntax at that line") from None
+    return inventory_from_data(data, path.parent, str(path))
+
+
+def inventory_from_data(data: Any, base: Path, where: str) -> Inventory:
+    defaults: dict[str, Any] = {}
+    if isinstance(data, dict):
+        defaults = data.get("defaults") or {}
+        extra = set(data) - {"defaults", "hosts"}
+        if extra:
+            raise InputError(where, f"unknown top-level keys: {', '.join(sorted(extra))}", "use 'defaults' and 'hosts'")
+        hosts = data.get("hosts")
+    else:
+        hosts = data
+    if not isinstance(hosts, list) or not hosts:
+        raise InputError(where, "expected a non-empty list of hosts", "see docs/bare-metal.md for the format")
+    if not isinstance(defaults, dict):
+        raise InputError(f"{where}: field 'defaults'", "expected a mapping", "see docs/bare-metal.md")
+    entries = []
+    for i, raw in enumerate(hosts):
+        if not isinstance(raw, dict):
+            raise InputError(f"{where}: hosts[{i}]", "expected a mapping", "see docs/bare-metal.md")
+        merged = {**defaults, **raw}
+        if "privateKeyFile" in raw or "privateKeyEnv" in raw:  # a host's own key source replaces the default
+            for k in ("privateKeyFile", "privateKeyEnv"):
+                if k not in raw:
+                    merged.pop(k, None)
+        entries.append(parse(InventoryEntry, merged, f"{where}: hosts[{i}]"))
+    return Inventory(entries, base, where)

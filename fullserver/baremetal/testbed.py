@@ -1,0 +1,309 @@
+"""A local test bed of real OpenSSH servers ("hosts"), for the tests and the fleet bench.
+
+Each host is a real ``sshd`` on ``127.0.0.1`` at a free high port, with its own host key (which
+the caller pins), its own user key, its own directory (config, logs, a ``root/`` where
+configuration lands, a ``bin/`` first on the session PATH for stand-in tools such as
+``nvidia-smi``). Everything else — the shell, the files, block devices via loop files — is real.
+Only loopback is ever targeted. ``Testbed.close()`` kills every sshd and session it started,
+detaches its loop devices, and removes the users and sudoers files it added, even after failures.
+
+Needs root and OpenSSH's server (``apt-get install -y openssh-server``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fullserver.baremetal.inventory import Target, Timeouts, parse_key_line
+
+SSHD = Path("/usr/sbin/sshd")
+LOOPBACK = "127.0.0.1"
+
+# Real-format `nvidia-smi --query-gpu=... --format=csv,noheader,nounits` rows (fields in the
+# probe's order; persistence_mode is filled in from the stand-in's state).
+H100_SXM = "NVIDIA H100 80GB HBM3, GPU-{uuid}, 00000000:{bus:02X}:00.0, 81559, 550.54.15, {pm}"
+A100_SXM = "NVIDIA A100-SXM4-80GB, GPU-{uuid}, 00000000:{bus:02X}:00.0, 81920, 535.129.03, {pm}"
+
+NVIDIA_SMI_STANDIN = r"""#!/bin/sh
+# Stand-in for nvidia-smi: prints this host's canned rows in real --format=csv,noheader,nounits form.
+here=$(cd "$(dirname "$0")/.." && pwd)
+state="$here/gpu-persistence"
+case "$1" in
+  -pm)
+    [ -f "$here/gpu-pm-delay" ] && { touch "$here/gpu-pm-started"; sleep "$(cat "$here/gpu-pm-delay")"; }
+    if [ "$2" = 1 ]; then echo Enabled > "$state"; else echo Disabled > "$state"; fi
+    n=0; while read -r _; do echo "Enabled persistence mode for GPU 00000000:$(printf %02X $((n+24))):00.0."; n=$((n+1)); done < "$here/gpu.csv"
+    echo "All done."; exit 0 ;;
+  --query-gpu=*)
+    [ -f "$here/gpu-broken" ] && { cat "$here/gpu-broken"; exit "$(cat "$here/gpu-broken-rc" 2>/dev/null || echo 0)"; }
+    pm=$(cat "$state" 2>/dev/null || echo Disabled)
+    fields=${1#--query-gpu=}
+    n=0; while IFS= read -r row; do
+      printf '%s, %s\n' "$n" "$(echo "$row" | sed "s/@PM@/$pm/")" | awk -F', ' -v f="$fields" '
+        BEGIN { k = split("index,name,uuid,pci.bus_id,memory.total,driver_version,persistence_mode", all, ","); for (i = 1; i <= k; i++) pos[all[i]] = i }
+        { m = split(f, want, ","); out = ""; for (i = 1; i <= m; i++) out = out (i > 1 ? ", " : "") $(pos[want[i]]); print out }'
+      n=$((n+1)); done < "$here/gpu.csv"
+    exit 0 ;;
+esac
+echo "stand-in nvidia-smi: unsupported arguments: $*" >&2; exit 2
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def _keygen(path: Path) -> tuple[str, str]:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", path.name, "-f", str(path)], check=True)
+    return path.read_text(), path.with_suffix(".pub").read_text().strip()
+
+
+def _children(pid: int) -> list[int]:
+    """All descendants of ``pid`` (sshd sessions call setsid, so a process group is not enough)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        parents.setdefault(ppid, []).append(int(entry.name))
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _signal(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+@dataclass
+class SshdHost:
+    name: str
+    port: int
+    dir: Path
+    host_key_line: str
+    user_key: str
+    user_pub: str
+    proc: subprocess.Popen[bytes] | None = None
+    extra_users: list[str] = field(default_factory=list)
+
+    @property
+    def root(self) -> Path:
+        """Where this host's configuration lands (its stand-in for ``/``)."""
+        return self.dir / "root"
+
+    @property
+    def bin(self) -> Path:
+        return self.dir / "bin"
+
+    def target(self, user: str = "root", timeouts: Timeouts | None = None, host_keys: list[str] | None = None) -> Target:
+        keys = tuple(parse_key_line(k, self.name) for k in (host_keys or [self.host_key_line]))
+        return Target(self.name, LOOPBACK, self.port, user, keys, None, timeouts or Timeouts(connect=5, banner=5, auth=5, channel=5, command=30, retry_base=0.2))
+
+    def authorize(self, user: str, pub: str | None = None) -> None:
+        path = self.dir / "authorized_keys" / user
+        path.write_text((pub or self.user_pub) + "\n")
+        path.chmod(0o644)
+
+    def set_gpus(self, rows: list[str] | None) -> None:
+        """Put a stand-in nvidia-smi on this host's PATH printing ``rows`` (None removes it)."""
+        tool = self.bin / "nvidia-smi"
+        if rows is None:
+            tool.unlink(missing_ok=True)
+            return
+        (self.dir / "gpu.csv").write_text("".join(r.format(uuid=f"{abs(hash(self.name)) % 0xFFFFFFFF:08x}-{i:04x}-4000-8000-000000000000", bus=0x18 + i, pm="@PM@") + "\n" for i, r in enumerate(rows)))
+        tool.write_text(NVIDIA_SMI_STANDIN)
+        tool.chmod(0o755)
+
+    def session_pids(self) -> list[int]:
+        return _children(self.proc.pid) if self.proc else []
+
+    def pause(self) -> None:
+        """SIGSTOP the listener and every session: the host answers TCP but nothing else."""
+        if self.proc:
+            _signal([self.proc.pid, *self.session_pids()], signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.proc:
+            _signal([self.proc.pid, *self.session_pids()], signal.SIGCONT)
+
+    def kill_sessions(self) -> None:
+        """Drop every open connection (as a crash or a cable pull would); the listener stays."""
+        _signal(self.session_pids(), signal.SIGKILL)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        pids = self.session_pids()
+        _signal([self.proc.pid, *pids], signal.SIGCONT)
+        _signal(pids, signal.SIGKILL)
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        self.proc = None
+
+
+class Testbed:
+    """Start hosts with ``add_host``; ``close()`` undoes everything this object did."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, base: Path | None = None) -> None:
+        if not SSHD.exists():
+            raise RuntimeError(f"OpenSSH server not found at {SSHD}: install it (apt-get install -y openssh-server, as .ci/run does)")
+        if os.geteuid() != 0:
+            raise RuntimeError("the sshd test bed needs root (sshd switches users; loop devices need root)")
+        # Its own world-traversable directory: sshd reads authorized keys as the login user.
+        self.base = base or Path(tempfile.mkdtemp(prefix="fullserver-testbed-"))
+        self.base.mkdir(parents=True, exist_ok=True)
+        self.base.chmod(0o755)
+        self.hosts: list[SshdHost] = []
+        self.users: list[str] = []
+        self.loops: list[str] = []
+        self.mounts: list[Path] = []
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        self._tag = f"fst{os.getpid() % 100000}"
+
+    def __enter__(self) -> Testbed:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def add_host(self, name: str, gpus: list[str] | None = None) -> SshdHost:
+        d = self.base / name
+        for sub in ("bin", "root", "authorized_keys", "keys"):
+            (d / sub).mkdir(parents=True, exist_ok=True)
+            (d / sub).chmod(0o755 if sub != "keys" else 0o700)
+        d.chmod(0o755)
+        _, host_pub = _keygen(d / "keys" / "ssh_host_ed25519_key")
+        user_key, user_pub = _keygen(d / "keys" / "user_key")
+        host = SshdHost(name, 0, d, " ".join(host_pub.split()[:2]), user_key, user_pub)
+        host.authorize("root")
+        for user in self.users:
+            host.authorize(user)
+        host.set_gpus(gpus)
+        self.hosts.append(host)
+        self.start(host)
+        return host
+
+    def start(self, host: SshdHost) -> None:
+        last = ""
+        for _ in range(5):
+            host.port = free_port()
+            config = host.dir / "sshd_config"
+            config.write_text(
+                "\n".join(
+                    [
+                        f"Port {host.port}",
+                        f"ListenAddress {LOOPBACK}",
+                        f"HostKey {host.dir / 'keys' / 'ssh_host_ed25519_key'}",
+                        f"PidFile {host.dir / 'sshd.pid'}",
+                        f"AuthorizedKeysFile {host.dir / 'authorized_keys'}/%u",
+                        "StrictModes no",
+                        "UsePAM no",
+                        "PasswordAuthentication no",
+                        "KbdInteractiveAuthentication no",
+                        "PubkeyAuthentication yes",
+                        "PermitRootLogin prohibit-password",
+                        "AllowAgentForwarding no",
+                        "AllowTcpForwarding yes",
+                        "X11Forwarding no",
+                        "PrintMotd no",
+                        "MaxStartups 200:30:400",
+                        "MaxSessions 20",
+                        f"SetEnv PATH={host.bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                        "LogLevel VERBOSE",
+                        "",
+                    ]
+                )
+            )
+            log = (host.dir / "sshd.log").open("ab")
+            host.proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
+            log.close()
+            if self._wait_banner(host):
+                return
+            last = (host.dir / "sshd.log").read_text(errors="replace")[-300:]
+            host.stop()
+        raise RuntimeError(f"sshd for {host.name} did not start: {last}")
+
+    @staticmethod
+    def _wait_banner(host: SshdHost, within: float = 10.0) -> bool:
+        end = time.monotonic() + within
+        while time.monotonic() < end:
+            if host.proc is None or host.proc.poll() is not None:
+                return False
+            try:
+                with socket.create_connection((LOOPBACK, host.port), timeout=1) as s:
+                    if s.recv(64).startswith(b"SSH-2.0"):
+                        return True
+            except OSError:
+                time.sleep(0.05)
+        return False
+
+    def add_user(self, suffix: str, *, sudo: bool) -> str:
+        """A real local user that every host lets in with its user key; with or without NOPASSWD sudo."""
+        name = f"{self._tag}{suffix}"[:32]
+        home = self.base / "home" / name
+        home.parent.mkdir(parents=True, exist_ok=True)
+        home.parent.chmod(0o755)
+        subprocess.run(["useradd", "-m", "-d", str(home), "-s", "/bin/sh", name], check=True, capture_output=True)
+        self.users.append(name)
+        subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)  # '*' = no password, not locked
+        if sudo:
+            rule = Path(f"/etc/sudoers.d/{name}")
+            # !secure_path: sudo keeps the session PATH, so stand-in tools in the host bin/ are found.
+            rule.write_text(f"Defaults:{name} !secure_path\n{name} ALL=(ALL) NOPASSWD: ALL\n")
+            rule.chmod(0o440)
+        for host in self.hosts:
+            host.authorize(name)
+        return name
+
+    def loop_device(self, name: str, size_mib: int = 64) -> str:
+        """A real block device backed by a sparse file under the test bed."""
+        image = self.base / "disks" / f"{name}.img"
+        image.parent.mkdir(parents=True, exist_ok=True)
+        with image.open("wb") as f:
+            f.truncate(size_mib << 20)
+        dev = subprocess.run(["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True).stdout.strip()
+        self.loops.append(dev)
+        return dev
+
+    def close(self) -> None:
+        errors: list[str] = []
+        for host in self.hosts:
+            try:
+                host.stop()
+            except Exception as exc:  # keep cleaning up the rest
+                errors.append(f"{host.name}: {exc}")
+        mounted = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True).stdout.split()
+        for target in sorted((m for m in mounted if m.startswith(str(self.base))), reverse=True):
+            subprocess.run(["umount", "-l", target], capture_output=True)
+        for dev in self.loops:
+            subprocess.run(["losetup", "-d", dev], capture_output=True)
+        for user in self.users:
+            subprocess.run(["userdel", "-f", user], capture_output=True)
+            Path(f"/etc/sudoers.d/{user}").unlink(missing_ok=True)
+        self.hosts, self.loops, self.users = [], [], []
+        shutil.rmtree(self.base, ignore_errors=True)
+        if errors:
+            raise RuntimeError("test bed cleanup: " + "; ".join(errors))
