@@ -169,6 +169,11 @@ def plan(
 
     try:
         plans = plan_paths(find_stacks(stacks_dir, stacks or []))
+        # The resource graph: the real program under Pulumi's mock runtime (imported lazily so
+        # the core never imports Pulumi).
+        from components.graph import graph_table, plan_with_graphs, rows_json
+
+        graphs = [g for _, g in plan_with_graphs(plans)]
     except FullserverError as exc:
         raise _fail(exc) from None
     if as_json:
@@ -178,15 +183,17 @@ def plan(
                     **p.model_dump(mode="json"),
                     "usd_month": p.cost.usd_month,
                     "usd_hour": p.cost.usd_hour,
-                    "warnings": p.warnings,
+                    "warnings": [*p.warnings, *g.warnings],
+                    "resources": rows_json(g),
                 }
-                for p in plans
+                for p, g in zip(plans, graphs, strict=True)
             ]
         )
     else:
         console = render.make_console()
-        for p in plans:
+        for p, g in zip(plans, graphs, strict=True):
             console.print(render.stack_plan(p))
+            console.print(graph_table(g))
         total = sum(p.cost.usd_month for p in plans)
         console.print(f"{len(plans)} stack(s), {render.money(total)} / month in all")
     try:
@@ -256,6 +263,111 @@ def recommend(
 from fullserver.baremetal.cli import audit  # noqa: E402  (bare metal over SSH; paramiko loads only when audit runs)
 
 app.command()(audit)
+
+
+
+# --- stackops: ephemeral CI stacks and the janitor (Pulumi Automation API, imported lazily) ---
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def ephemeral(
+    command: Annotated[Optional[list[str]], typer.Argument(help="the command to run, after --")] = None,
+    profile: Annotated[Optional[str], typer.Option(help="workload profile (an ephemeral one)")] = None,
+    stack: Annotated[Optional[str], typer.Option("--stack", help="base stack whose config is copied")] = None,
+    ttl: Annotated[str, typer.Option(help="time to live: 2h, 90m, 1h30m; tagged and labelled")] = "2h",
+    config: Annotated[
+        Optional[list[str]], typer.Option("--config", "-c", help="override KEY=VALUE (YAML value), repeatable")
+    ] = None,
+    prefix: Annotated[str, typer.Option(help="stack name prefix")] = "ci",
+    backend: Annotated[Optional[str], typer.Option(help="state backend URL (PULUMI_BACKEND_URL)")] = None,
+    stacks_dir: Annotated[Path, typer.Option("--stacks-dir", help="where the stack configs live")] = STACKS_DIR,
+    project_dir: Annotated[Path, typer.Option("--project-dir", help="directory holding Pulumi.yaml")] = Path("."),
+    max_monthly_usd: Annotated[Optional[float], typer.Option(help="refuse to create above this estimate")] = None,
+    retries: Annotated[int, typer.Option(help="destroy attempts before reporting what is left")] = 4,
+    backoff: Annotated[float, typer.Option(help="first retry delay in seconds (doubles, at most 60)")] = 5.0,
+    grace: Annotated[float, typer.Option(help="seconds the command gets after a signal before SIGKILL")] = 30.0,
+    pulumi_root: Annotated[Optional[Path], typer.Option(help="use <root>/bin/pulumi instead of PATH")] = None,
+    secrets_provider: Annotated[Optional[str], typer.Option(help="secrets provider for the new stack")] = None,
+) -> None:
+    """Create a throwaway stack, run a command with its outputs, and always destroy it.
+
+    The command sees FULLSERVER_STACK, FULLSERVER_OUTPUT_<NAME> per stack output and
+    FULLSERVER_OUTPUTS_FILE (all outputs as JSON). Exit code: the command's; 128+N after signal
+    N; 2 bad input, 3 over budget, 6 Pulumi failed (nothing left); 5 something was left behind.
+    """
+    import yaml
+
+    from stackops.ephemeral import EphemeralSettings, run_ephemeral
+    from stackops.workspace import PulumiOptions
+
+    overrides: dict[str, Any] = {}
+    for item in config or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise _fail(FullserverError("--config", f"'{item}' is not KEY=VALUE", "e.g. --config region=us-west-2"))
+        overrides[key] = yaml.safe_load(value) if value else ""
+    settings = EphemeralSettings(
+        profile=profile,
+        ttl=ttl,
+        base_stack=stack,
+        config=overrides,
+        prefix=prefix,
+        stacks_dir=stacks_dir,
+        project_dir=project_dir,
+        max_monthly_usd=max_monthly_usd,
+        pulumi=PulumiOptions(backend=backend, pulumi_root=pulumi_root, secrets_provider=secrets_provider),
+        retries=retries,
+        backoff_s=backoff,
+    )
+    raise typer.Exit(run_ephemeral(command or [], settings, grace_s=grace))
+
+
+@app.command()
+def janitor(
+    backend: Annotated[Optional[str], typer.Option(help="state backend URL (PULUMI_BACKEND_URL)")] = None,
+    destroy: Annotated[bool, typer.Option("--destroy", help="destroy and remove them (default: dry run)")] = False,
+    project_dir: Annotated[Path, typer.Option("--project-dir", help="directory holding Pulumi.yaml")] = Path("."),
+    all_projects: Annotated[bool, typer.Option("--all-projects", help="look beyond this project's stacks")] = False,
+    prefix: Annotated[Optional[str], typer.Option(help="only stacks whose name starts with this")] = None,
+    at: Annotated[Optional[str], typer.Option("--at", help="judge expiry at this ISO time instead of now")] = None,
+    retries: Annotated[int, typer.Option(help="destroy attempts per stack")] = 2,
+    backoff: Annotated[float, typer.Option(help="first retry delay in seconds (doubles, at most 60)")] = 5.0,
+    pulumi_root: Annotated[Optional[Path], typer.Option(help="use <root>/bin/pulumi instead of PATH")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List ephemeral stacks whose fullserver:expires-at has passed; --destroy destroys and removes them.
+
+    Exit code 5 names every stack that could not be destroyed.
+    """
+    from stackops.janitor import janitor as sweep
+    from stackops.janitor import parse_expiry
+    from stackops.janitor import render as render_report
+    from stackops.workspace import PulumiOptions
+
+    now = parse_expiry(at) if at else None
+    if at and now is None:
+        raise _fail(FullserverError("--at", f"'{at}' is not an ISO time", "e.g. 2026-01-01T12:00:00Z"))
+    opts = PulumiOptions(backend=backend, pulumi_root=pulumi_root)
+    try:
+        report = sweep(
+            opts,
+            project_dir=project_dir,
+            destroy=destroy,
+            now=now,
+            all_projects=all_projects,
+            prefix=prefix,
+            retries=retries,
+            backoff_s=backoff,
+        )
+    except FullserverError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        _json(report.to_json())
+    else:
+        render_report(report, opts, destroy, render.make_console())
+    for name, why in report.failed.items():
+        sys.stderr.write(f"error: stack '{name}' was not cleaned up: {why}\n")
+    raise typer.Exit(report.exit_code)
 
 
 def main() -> None:

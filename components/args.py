@@ -1,0 +1,368 @@
+"""Component arguments, and the one place where an ``EnvironmentSpec`` becomes them.
+
+Args are ``TypedDict``s so the components can later be served to other languages
+(``pulumi.provider.experimental``); the analyzer rejects ``Union`` types other than ``Optional``,
+so optional fields are ``NotRequired`` and mutually exclusive choices are separate fields.
+
+Most fields are *plain* values, not ``pulumi.Input``s, on purpose: they decide the shape of the
+resource graph (how many NICs, a VM or a queued resource) and the refusals, and that must be
+known at plan time. An ``Output`` there could only be checked during ``pulumi up``. Fields that
+only flow into a resource property (``project``) are ``Input``s.
+
+The core decided every size; ``spec_to_args`` copies the decisions and adds the shape's limits
+from the catalog so a component can refuse what the shape cannot do (more local SSDs than it
+has, EFA where it has none) even when the args were written by hand.
+"""
+
+
+import math
+from typing import Any, NotRequired, TypedDict, cast
+
+import pulumi
+
+from fullserver.catalog import Catalog, load_catalog
+from fullserver.errors import FullserverError
+from fullserver.platform import Platform
+from fullserver.profiles import PricingModel
+from fullserver.sizing import disk_kind
+from fullserver.spec import EnvironmentSpec
+
+IAP_SSH_RANGE = "35.235.240.0/20"
+"""Where Identity-Aware Proxy TCP forwarding connects from (Google Cloud "Using IAP for TCP forwarding")."""
+
+OPEN_RANGES = ("0.0.0.0/0", "::/0")
+
+
+class SpecRefused(FullserverError):
+    """The spec asks for something the component cannot build; raised before any resource exists."""
+
+
+def refuse(field: str, what: str, hint: str = "") -> SpecRefused:
+    return SpecRefused(f"spec.{field}", what, hint)
+
+
+class DataDiskArgs(TypedDict):
+    """A block volume for datasets and checkpoints, sized and provisioned by the core."""
+
+    kind: str
+    """gp3, pd-balanced or hyperdisk-balanced."""
+    size_gib: int
+    iops: NotRequired[int]
+    """Provisioned IOPS (gp3, Hyperdisk); omitted where the disk kind scales with size."""
+    throughput_mbps: NotRequired[int]
+    """Provisioned throughput in MiB/s (gp3, Hyperdisk)."""
+    read_only: NotRequired[bool]
+    """Attach read-only (the only mode a multi-host TPU slice accepts)."""
+
+
+class AccessArgs(TypedDict):
+    """Who may reach the nodes, and how."""
+
+    ssh_source_ranges: list[str]
+    """CIDRs allowed to SSH; never 0.0.0.0/0. Empty means IAP (GCP) or SSM only (AWS)."""
+    public_ip: bool
+    """Give nodes an external address (only where the profile allows it)."""
+
+
+class ServingArgs(TypedDict):
+    """A managed group of identical balanced nodes for inference whose traffic varies."""
+
+    min_replicas: int
+    max_replicas: int
+    target_utilisation: float
+    """Average GPU utilisation (0-1] the autoscaler holds."""
+    spread_zones: bool
+    """Spread replicas across the region's zones."""
+    port: NotRequired[int]
+    """The inference server's HTTP port (health checks); default 8000 (vLLM, Triton)."""
+    health_path: NotRequired[str]
+    """HTTP health path; default /health (vLLM, TGI)."""
+
+
+class ShapeLimitArgs(TypedDict):
+    """What the machine shape can carry (from the catalog), for plan-time refusals."""
+
+    max_local_ssds: int
+    local_ssd_counts: NotRequired[list[int]]
+    """Selectable local SSD counts where the shape lets you choose (GCP); all-or-nothing otherwise."""
+    max_efa_interfaces: NotRequired[int]
+
+
+class CommonArgs(TypedDict):
+    """What every cloud environment needs: where, how big, how paid, how reached, how labelled."""
+
+    environment: str
+    region: str
+    zone: NotRequired[str]
+    machine_type: str
+    nodes: int
+    spot: bool
+    """Run on spot capacity (the core decided spot is priced and allowed)."""
+    reservation: NotRequired[str]
+    """Consume this reservation (AWS cr-... id, GCP reservation name)."""
+    boot_disk_gib: int
+    boot_disk_kind: str
+    """gp3, pd-balanced or hyperdisk-balanced (A3/A4 take Hyperdisk only)."""
+    data_disk: NotRequired[DataDiskArgs]
+    local_ssd_count: int
+    local_ssd_gib: int
+    image: NotRequired[str]
+    framework: str
+    access: AccessArgs
+    labels: dict[str, str]
+    protect: bool
+    """Persistent environments are protected from accidental deletion."""
+    shape: ShapeLimitArgs
+
+
+class TpuVmArgs(CommonArgs):
+    """A Cloud TPU VM (single host) or slice (multi-host)."""
+
+    accelerator_type: str
+    topology: str
+    runtime_version: str
+    hosts: int
+    queued: bool
+    """Request capacity through a queued resource (always for multi-host slices)."""
+    project: NotRequired[pulumi.Input[str]]
+    """GCP project; default: the provider's project."""
+
+
+class AwsGpuArgs(CommonArgs):
+    """One or more AWS accelerator instances from one launch template."""
+
+    efa_interfaces: int
+    """EFA devices per node (0: none); one per network card."""
+    compact_placement: bool
+    capacity_block: bool
+    accelerator_kind: str
+    """gpu, trainium or inferentia: picks the Deep Learning AMI."""
+    serving: NotRequired[ServingArgs]
+
+
+class GcpGpuArgs(CommonArgs):
+    """One or more Compute Engine GPU VMs, or a managed group of them."""
+
+    accelerator: NotRequired[str]
+    """The GPU model, e.g. L4."""
+    accelerator_type: NotRequired[str]
+    """GCE accelerator type to attach, e.g. nvidia-tesla-t4 (N1 only; A2/A3/A4/G2 carry their GPUs)."""
+    accelerator_count: int
+    compact_placement: bool
+    tier1_networking: bool
+    serving: NotRequired[ServingArgs]
+    project: NotRequired[pulumi.Input[str]]
+
+
+class EnvironmentArgs(TypedDict):
+    """Exactly one of ``tpu``, ``aws``, ``gcp`` and ``bare_metal``, matching ``platform``."""
+
+    platform: str
+    tpu: NotRequired[TpuVmArgs]
+    aws: NotRequired[AwsGpuArgs]
+    gcp: NotRequired[GcpGpuArgs]
+    bare_metal: NotRequired[dict[str, Any]]
+    """Args of ``components.bare_metal.BareMetalEnvironment`` (its own contract)."""
+
+
+# GCP accelerator type names for GPUs attached to N1 hosts (Compute Engine "GPU platforms").
+GCP_ATTACHED_GPU_TYPES = {
+    "T4": "nvidia-tesla-t4",
+    "V100-16GB": "nvidia-tesla-v100",
+    "P4": "nvidia-tesla-p4",
+    "P100": "nvidia-tesla-p100",
+}
+
+# Per-VM Tier_1 networking is a priced add-on for some GPU series (Compute Engine "Configure per
+# VM Tier_1 networking performance"); it is turned on only for multi-node environments, where
+# the node-to-node bandwidth is what the profile pays for. A3/A4 get their full bandwidth from
+# GPU NICs instead and take no Tier_1 setting.
+TIER1_FAMILIES = ("a2", "g2", "n1")
+
+
+def _common(spec: EnvironmentSpec, catalog: Catalog) -> CommonArgs:
+    offer = catalog.offer(spec.offer)
+    limits: ShapeLimitArgs = {"max_local_ssds": offer.local_nvme_disks if offer else spec.local_nvme_disks}
+    if offer and offer.local_nvme_selectable_counts:
+        limits["local_ssd_counts"] = list(offer.local_nvme_selectable_counts)
+    if offer is not None and spec.platform is Platform.AWS_GPU:
+        limits["max_efa_interfaces"] = offer.efa_interfaces
+    args: CommonArgs = {
+        "environment": spec.environment,
+        "region": spec.region,
+        "machine_type": spec.machine_type,
+        "nodes": spec.nodes,
+        "spot": spec.spot,
+        "boot_disk_gib": spec.boot_disk_gib,
+        "boot_disk_kind": disk_kind(spec.platform, spec.machine_type.split("-", 1)[0]),
+        "local_ssd_count": spec.local_nvme_disks,
+        "local_ssd_gib": math.ceil(spec.local_nvme_disk_gib),
+        "framework": spec.framework,
+        "access": {"ssh_source_ranges": list(spec.network.ssh_source_ranges), "public_ip": spec.network.public_ip},
+        "labels": dict(spec.labels),
+        "protect": spec.lifecycle.protect,
+        "shape": limits,
+    }
+    if spec.zone:
+        args["zone"] = spec.zone
+    if spec.reservation:
+        args["reservation"] = spec.reservation
+    if spec.image:
+        args["image"] = spec.image
+    if spec.data_disk is not None:
+        disk: DataDiskArgs = {"kind": spec.data_disk.kind, "size_gib": spec.data_disk.size_gib}
+        if spec.data_disk.iops is not None:
+            disk["iops"] = spec.data_disk.iops
+        if spec.data_disk.throughput_mbps is not None:
+            disk["throughput_mbps"] = spec.data_disk.throughput_mbps
+        args["data_disk"] = disk
+    return args
+
+
+def _serving(spec: EnvironmentSpec) -> ServingArgs | None:
+    if spec.serving is None:
+        return None
+    s = spec.serving
+    return {
+        "min_replicas": s.min_replicas,
+        "max_replicas": s.max_replicas,
+        "target_utilisation": s.target_utilisation,
+        "spread_zones": s.spread_zones,
+    }
+
+
+def tpu_args(spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None) -> TpuVmArgs:
+    if spec.tpu is None:
+        raise refuse("tpu", "a tpu-vm spec needs its TPU section", "size the workload with the core")
+    common = _common(spec, catalog or load_catalog())
+    extra = {
+        "accelerator_type": spec.tpu.accelerator_type,
+        "topology": spec.tpu.topology,
+        "runtime_version": spec.tpu.runtime_version,
+        "hosts": spec.tpu.hosts,
+        "queued": spec.tpu.queued,
+    }
+    args = cast(TpuVmArgs, {**common, **extra})
+    if project is not None:
+        args["project"] = project
+    return args
+
+
+def aws_args(spec: EnvironmentSpec, catalog: Catalog | None = None) -> AwsGpuArgs:
+    cat = catalog or load_catalog()
+    common = _common(spec, cat)
+    kind = cat.accelerators[spec.accelerator].kind.value if spec.accelerator in cat.accelerators else "gpu"
+    extra = {
+        "efa_interfaces": spec.network.efa_interfaces,
+        "compact_placement": spec.network.compact_placement,
+        "capacity_block": spec.capacity_block,
+        "accelerator_kind": kind,
+    }
+    args = cast(AwsGpuArgs, {**common, **extra})
+    serving = _serving(spec)
+    if serving is not None:
+        args["serving"] = serving
+    return args
+
+
+def gcp_args(spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None) -> GcpGpuArgs:
+    common = _common(spec, catalog or load_catalog())
+    family = spec.machine_type.split("-", 1)[0]
+    extra = {
+        "accelerator_count": spec.accelerator_count,
+        "compact_placement": spec.network.compact_placement,
+        "tier1_networking": spec.nodes > 1 and family in TIER1_FAMILIES,
+    }
+    args = cast(GcpGpuArgs, {**common, **extra})
+    if spec.accelerator:
+        args["accelerator"] = spec.accelerator
+    # An offer named differently from its machine type is a host with GPUs attached (N1).
+    if spec.offer != spec.machine_type and spec.accelerator:
+        gpu_type = GCP_ATTACHED_GPU_TYPES.get(spec.accelerator)
+        if gpu_type is None:
+            raise refuse("accelerator", f"{spec.accelerator} cannot be attached to {spec.machine_type}", "choose a GCP GPU machine type")
+        args["accelerator_type"] = gpu_type
+    serving = _serving(spec)
+    if serving is not None:
+        args["serving"] = serving
+    if project is not None:
+        args["project"] = project
+    return args
+
+
+def environment_args(spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None) -> EnvironmentArgs:
+    """The Environment's args for a spec: the platform and that platform's args."""
+    args: EnvironmentArgs = {"platform": spec.platform.value}
+    if spec.platform is Platform.TPU_VM:
+        args["tpu"] = tpu_args(spec, catalog, project)
+    elif spec.platform is Platform.AWS_GPU:
+        args["aws"] = aws_args(spec, catalog)
+    elif spec.platform is Platform.GCP_GPU:
+        args["gcp"] = gcp_args(spec, catalog, project)
+    elif spec.platform is Platform.BARE_METAL:
+        args["bare_metal"] = bare_metal_args(spec)
+    return args
+
+
+def bare_metal_args(spec: EnvironmentSpec) -> dict[str, Any]:
+    """Keyword args of ``BareMetalEnvironment``: its module's ``bare_metal_args(spec)`` when it has
+    one, else the inventory and profile from the spec and the SSH key from the secret config
+    ``fullserver:sshPrivateKey`` (``pulumi config set --secret fullserver:sshPrivateKey < key``)."""
+    import importlib
+
+    try:
+        module = importlib.import_module("components.bare_metal")
+    except ModuleNotFoundError:
+        return {}
+    convert = getattr(module, "bare_metal_args", None)
+    if convert is not None:
+        result: dict[str, Any] = convert(spec)
+        return result
+    hosts = [h.model_dump(by_alias=True, exclude_none=True) for h in spec.dedicated.hosts] if spec.dedicated else []
+    return {
+        "hosts": hosts,
+        "profile": spec.profile,
+        "private_key": pulumi.Config("fullserver").require_secret("sshPrivateKey"),
+    }
+
+
+def is_reserved(spec: EnvironmentSpec) -> bool:
+    return spec.pricing is PricingModel.RESERVED
+
+
+def check_access(access: AccessArgs) -> None:
+    """SSH is never open to the internet, whatever wrote the args."""
+    for cidr in access["ssh_source_ranges"]:
+        if cidr.strip() in OPEN_RANGES:
+            raise refuse(
+                "network.ssh_source_ranges",
+                f"{cidr} would open SSH to the whole internet",
+                "use your office or VPN range, or leave it empty for IAP (GCP) / SSM (AWS)",
+            )
+
+
+def check_data_disk(args: CommonArgs) -> None:
+    disk = args.get("data_disk")
+    if disk is None:
+        return
+    if disk["size_gib"] <= 0:
+        raise refuse("data_disk.size_gib", f"{disk['size_gib']} GiB is not a disk size")
+
+
+def check_local_ssds(args: CommonArgs) -> None:
+    """The shape fixes how many local SSDs exist (and which counts can be chosen)."""
+    count = args["local_ssd_count"]
+    shape = args["shape"]
+    if count > shape["max_local_ssds"]:
+        raise refuse(
+            "local_nvme_disks",
+            f"{count} local SSDs requested but {args['machine_type']} has at most {shape['max_local_ssds']}",
+            "re-plan with the core, which picks the count the shape allows",
+        )
+    counts = shape.get("local_ssd_counts")
+    if count and counts and count not in counts:
+        raise refuse(
+            "local_nvme_disks",
+            f"{args['machine_type']} takes {', '.join(map(str, counts))} local SSDs, not {count}",
+            "re-plan with the core, which picks an allowed count",
+        )

@@ -1,0 +1,347 @@
+"""``AwsGpuEnvironment``: AWS accelerator instances from one launch template, balanced per the spec.
+
+One launch template carries the whole node: the Deep Learning AMI, instance type, EFA interfaces,
+placement group, encrypted gp3 volumes, IMDSv2, the instance profile, user data (NVMe RAID0
+scratch, data volume) and capacity options. How nodes are launched from it depends on pricing:
+
+* on-demand / reserved: one ``ec2.Instance`` per node, each with its own encrypted gp3 data
+  volume that survives instance replacement. Reserved pricing (Savings Plans, RIs) is billing;
+  capacity is taken from a configured capacity reservation or capacity block, else from any
+  matching open reservation (``capacity_reservation_preference: open``).
+* spot with on-demand fallback: EC2 does not fall back by itself (an Auto Scaling group with a
+  spot allocation keeps retrying spot). So a spot group (``MixedInstancesPolicy`` with 0 %
+  on-demand, ``price-capacity-optimized``, capacity rebalancing) runs the nodes, and an on-demand
+  group from the same template waits at zero. A CloudWatch alarm on the spot group's
+  ``GroupInServiceInstances`` below the node count for 10 minutes sets the on-demand group to the
+  node count; when spot capacity is back (alarm OK) the on-demand group returns to zero. Data
+  volumes of group-launched nodes live and die with the instance (stage data from S3).
+* serving (inference with ``serving``): an Auto Scaling group across zones with GPU
+  target tracking (see ``components.serving``).
+
+EFA rule (AWS "Maximize network bandwidth ... with multiple network cards"): one EFA per network
+card, interface *i* on network card *i*. Card 0 carries the primary interface (device index 0,
+type ``efa``: EFA with ENA, so it also carries the instance's IP traffic); cards 1..N-1 carry
+``efa-only`` interfaces at device index 0, which use no IP addresses. A p5.48xlarge thus gets
+32 EFA devices on its 32 network cards.
+"""
+
+
+from typing import Any, Optional
+
+import pulumi
+import pulumi_aws as aws
+
+from components.args import AwsGpuArgs, check_access, check_data_disk, check_local_ssds, refuse
+from components.identity import aws_instance_profile
+from components.images import aws_image_id
+from components.labels import aws_tags
+from components.network import aws_network
+from components.serving import DEFAULT_PORT, aws_serving_group
+from components.startup import AWS_EBS, AWS_INSTANCE_STORE, DiskPlan, aws_gpu_metrics, boot_script, user_data_base64
+
+TOKEN = "fullserver:index:AwsGpuEnvironment"
+
+ROOT_DEVICE = "/dev/sda1"  # Ubuntu DLAMIs boot from /dev/sda1
+DATA_DEVICE = "/dev/sdf"
+# gp3 ceilings (Amazon EBS "General Purpose SSD volumes"): 16,000 IOPS, 1,000 MiB/s, 500 IOPS per
+# GiB, 0.25 MiB/s per provisioned IOPS; baseline 3,000 IOPS and 125 MiB/s.
+GP3_MAX_IOPS = 16_000
+GP3_MAX_MBPS = 1_000
+GP3_MIN_IOPS = 3_000
+GP3_MIN_MBPS = 125
+FALLBACK_AFTER_MINUTES = 10
+IMDS_V2: Any = {
+    "http_endpoint": "enabled",
+    "http_tokens": "required",
+    # 2 hops so containers on the node (one extra hop) can still reach IMDSv2.
+    "http_put_response_hop_limit": 2,
+    "instance_metadata_tags": "enabled",
+}
+
+
+def validate_aws(args: AwsGpuArgs) -> None:
+    """Refuse, before any resource exists, what this shape or this cloud cannot do."""
+    check_access(args["access"])
+    check_data_disk(args)
+    check_local_ssds(args)
+    efa = args["efa_interfaces"]
+    max_efa = args["shape"].get("max_efa_interfaces")
+    if efa and max_efa is not None and efa > max_efa:
+        has = f"has {max_efa}" if max_efa else "has none"
+        raise refuse(
+            "network.efa_interfaces",
+            f"{efa} EFA interfaces requested but {args['machine_type']} {has}",
+            "pick a shape with EFA (p4d, p5, trn1) or a profile without the EFA fabric",
+        )
+    if efa and args["nodes"] < 2:
+        raise refuse("network.efa_interfaces", "EFA only pays off between nodes; this environment has one", "drop the fabric for one node")
+    if args["spot"] and args.get("reservation"):
+        raise refuse("reservation", "spot capacity cannot consume a capacity reservation", "use on-demand or reserved pricing")
+    if args["capacity_block"] and not args.get("reservation"):
+        raise refuse("capacity_block", "a capacity block needs its reservation id", "set fullserver:reservation to the cr-... id")
+    disk = args.get("data_disk")
+    if disk is not None:
+        if disk["kind"] != "gp3":
+            raise refuse("data_disk.kind", f"AWS data volumes are gp3, not {disk['kind']}")
+        iops = disk.get("iops", GP3_MIN_IOPS)
+        mbps = disk.get("throughput_mbps", GP3_MIN_MBPS)
+        if not GP3_MIN_IOPS <= iops <= min(GP3_MAX_IOPS, 500 * disk["size_gib"]):
+            raise refuse("data_disk.iops", f"gp3 takes 3000-{min(GP3_MAX_IOPS, 500 * disk['size_gib'])} IOPS at {disk['size_gib']} GiB, not {iops}")
+        if not GP3_MIN_MBPS <= mbps <= GP3_MAX_MBPS or mbps > iops / 4:
+            raise refuse(
+                "data_disk.throughput_mbps",
+                f"gp3 takes 125-1000 MiB/s and at most 0.25 MiB/s per IOPS ({iops} IOPS), not {mbps}",
+            )
+    serving = args.get("serving")
+    if serving is not None and args["nodes"] != 1:
+        raise refuse("nodes", "a serving group scales replicas of one node; nodes must be 1")
+
+
+def _ebs(size: int, iops: int | None = None, mbps: int | None = None) -> Any:
+    ebs: Any = {"volume_type": "gp3", "volume_size": size, "encrypted": "true", "delete_on_termination": "true"}
+    if iops is not None:
+        ebs["iops"] = iops
+    if mbps is not None:
+        ebs["throughput"] = mbps
+    return ebs
+
+
+def network_interfaces(efa: int, subnet_id: pulumi.Input[str] | None, sg_id: pulumi.Input[str], public_ip: bool) -> Any:
+    """The launch template's interfaces: the EFA rule in the module docstring, or one ENA interface."""
+    base: Any = {"security_groups": [sg_id], "delete_on_termination": "true"}
+    if subnet_id is not None:
+        base["subnet_id"] = subnet_id
+    primary = {**base, "device_index": 0, "network_card_index": 0, "associate_public_ip_address": "true" if public_ip else "false"}
+    if not efa:
+        return [primary]
+    nics = [{**primary, "interface_type": "efa"}]
+    nics += [{**base, "device_index": 0, "network_card_index": card, "interface_type": "efa-only"} for card in range(1, efa)]
+    return nics
+
+
+class AwsGpuEnvironment(pulumi.ComponentResource):
+    """AWS GPU/Trainium nodes (or a serving group) with network, identity and storage per the spec."""
+
+    instance_ids: pulumi.Output[list[str]]
+    """Instance ids (empty when groups launch the nodes: see ``group_names``)."""
+    private_ips: pulumi.Output[list[str]]
+    public_ips: pulumi.Output[list[str]]
+    group_names: pulumi.Output[list[str]]
+    """Auto Scaling groups that launch the nodes (spot + on-demand fallback, or serving)."""
+    launch_template_id: pulumi.Output[str]
+    connect: pulumi.Output[str]
+    """SSH (public IP and SSH ranges) or a Session Manager command."""
+
+    def __init__(self, name: str, args: AwsGpuArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        validate_aws(args)  # before super().__init__: a refused spec registers nothing
+        super().__init__(TOKEN, name, {}, opts)
+        region = args["region"]
+        nodes = args["nodes"]
+        efa = args["efa_interfaces"]
+        access = args["access"]
+        serving = args.get("serving")
+        tags = args["labels"]
+        group_launched = serving is not None or args["spot"]
+        zones = 3 if serving is not None and serving["spread_zones"] else 1
+        port = (serving or {}).get("port", DEFAULT_PORT) if serving is not None else None
+        net = aws_network(
+            name, self, region=region, zone=args.get("zone"), zones=zones, access=access, tags=tags, efa=efa > 0, serving_port=port
+        )
+        ident = aws_instance_profile(name, self, tags, cloudwatch_agent=serving is not None)
+        opts_child = pulumi.ResourceOptions(parent=self)
+
+        placement: Any = None
+        if args["compact_placement"] and nodes > 1:
+            pg = aws.ec2.PlacementGroup(
+                f"{name}-pg", region=region, strategy="cluster", tags=aws_tags(tags, f"{name}-pg"), opts=opts_child
+            )
+            placement = {"group_name": pg.name}
+
+        disk = args.get("data_disk")
+        mappings: Any = [{"device_name": ROOT_DEVICE, "ebs": _ebs(args["boot_disk_gib"])}]
+        if disk is not None and group_launched:
+            mappings.append({"device_name": DATA_DEVICE, "ebs": _ebs(disk["size_gib"], disk.get("iops"), disk.get("throughput_mbps"))})
+
+        capacity: Any = {"capacity_reservation_preference": "none" if args["spot"] else "open"}
+        market: Any = None
+        reservation = args.get("reservation")
+        if reservation:
+            capacity = {"capacity_reservation_target": {"capacity_reservation_id": reservation}}
+            if args["capacity_block"]:
+                market = {"market_type": "capacity-block"}
+
+        script = boot_script(
+            DiskPlan(scratch_glob=AWS_INSTANCE_STORE, scratch_devices=args["local_ssd_count"], data_glob=AWS_EBS, data_disk=disk is not None),
+            extra=aws_gpu_metrics() if serving is not None else "",
+        )
+        # Instances launched by this component sit in the first subnet (one zone: the placement
+        # group's); groups choose among the subnets themselves, so the template names none.
+        lt_subnet = None if group_launched else net.subnets[0].id
+        tag_specs: Any = [{"resource_type": kind, "tags": aws_tags(tags, f"{name}-node")} for kind in ("instance", "volume", "network-interface")]
+        lt = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            region=region,
+            description=f"fullserver {name}: {args['machine_type']}",
+            image_id=aws_image_id(args.get("image"), args["accelerator_kind"]),
+            instance_type=args["machine_type"],
+            update_default_version=True,
+            iam_instance_profile={"arn": ident.profile.arn},
+            metadata_options=IMDS_V2,
+            block_device_mappings=mappings,
+            network_interfaces=network_interfaces(efa, lt_subnet, net.security_group.id, access["public_ip"]),
+            placement=placement,
+            capacity_reservation_specification=capacity,
+            instance_market_options=market,
+            user_data=user_data_base64(script),
+            tag_specifications=tag_specs,
+            tags=aws_tags(tags, f"{name}-lt"),
+            opts=opts_child,
+        )
+        self.launch_template_id = lt.id
+        subnet_ids = [s.id for s in net.subnets]
+        stateful = pulumi.ResourceOptions(parent=self, protect=args["protect"])
+
+        if serving is not None:
+            group = aws_serving_group(name, self, region=region, launch_template=lt, subnet_ids=subnet_ids, serving=serving, tags=tags)
+            groups = [group.name]
+            instances: list[aws.ec2.Instance] = []
+        elif args["spot"]:
+            groups = self._spot_with_fallback(name, region, lt, subnet_ids, nodes, tags)
+            instances = []
+        else:
+            groups = []
+            instances = []
+            for i in range(nodes):
+                inst = aws.ec2.Instance(
+                    f"{name}-node-{i}",
+                    region=region,
+                    launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
+                    tags=aws_tags(tags, f"{name}-node-{i}"),
+                    opts=stateful,
+                )
+                instances.append(inst)
+                if disk is not None:
+                    vol = aws.ebs.Volume(
+                        f"{name}-data-{i}",
+                        region=region,
+                        availability_zone=inst.availability_zone,
+                        type="gp3",
+                        size=disk["size_gib"],
+                        iops=disk.get("iops"),
+                        throughput=disk.get("throughput_mbps"),
+                        encrypted=True,
+                        tags=aws_tags(tags, f"{name}-data-{i}"),
+                        opts=stateful,
+                    )
+                    aws.ec2.VolumeAttachment(
+                        f"{name}-data-{i}", region=region, device_name=DATA_DEVICE, instance_id=inst.id, volume_id=vol.id, opts=opts_child
+                    )
+
+        self.instance_ids = pulumi.Output.all(*[i.id for i in instances]).apply(list)
+        self.private_ips = pulumi.Output.all(*[i.private_ip for i in instances]).apply(lambda ips: [str(ip) for ip in ips])
+        self.public_ips = pulumi.Output.all(*[i.public_ip for i in instances]).apply(lambda ips: [str(ip) for ip in ips if ip])
+        self.group_names = pulumi.Output.all(*groups).apply(lambda names: [str(n) for n in names])
+        if instances and access["public_ip"] and access["ssh_source_ranges"]:
+            self.connect = instances[0].public_ip.apply(lambda ip: f"ssh ubuntu@{ip}")
+        elif instances:
+            self.connect = instances[0].id.apply(lambda iid: f"aws ssm start-session --region {region} --target {iid}")
+        else:
+            self.connect = self.group_names.apply(
+                lambda names: (
+                    f"aws ssm start-session --region {region} --target $(aws ec2 describe-instances --region {region} "
+                    f"--filters Name=tag:aws:autoscaling:groupName,Values={names[0]} Name=instance-state-name,Values=running "
+                    "--query 'Reservations[0].Instances[0].InstanceId' --output text)"
+                )
+            )
+        self.register_outputs(
+            {
+                "instance_ids": self.instance_ids,
+                "private_ips": self.private_ips,
+                "public_ips": self.public_ips,
+                "group_names": self.group_names,
+                "launch_template_id": self.launch_template_id,
+                "connect": self.connect,
+            }
+        )
+
+    def _spot_with_fallback(
+        self, name: str, region: str, lt: aws.ec2.LaunchTemplate, subnet_ids: list[pulumi.Output[str]], nodes: int, tags: dict[str, str]
+    ) -> list[pulumi.Output[str]]:
+        """Spot group at the node count, on-demand group at zero, an alarm that swaps them (module docstring)."""
+        opts = pulumi.ResourceOptions(parent=self)
+        version = lt.latest_version.apply(str)
+        group_tags: Any = [{"key": k, "value": v, "propagate_at_launch": True} for k, v in sorted(tags.items())]
+        mixed: Any = {
+            "instances_distribution": {
+                "on_demand_base_capacity": 0,
+                "on_demand_percentage_above_base_capacity": 0,
+                "spot_allocation_strategy": "price-capacity-optimized",
+            },
+            "launch_template": {"launch_template_specification": {"launch_template_id": lt.id, "version": version}},
+        }
+        template_ref: Any = {"id": lt.id, "version": version}
+        spot = aws.autoscaling.Group(
+            f"{name}-spot",
+            region=region,
+            min_size=nodes,
+            max_size=nodes,
+            desired_capacity=nodes,
+            vpc_zone_identifiers=subnet_ids,
+            capacity_rebalance=True,
+            enabled_metrics=[aws.autoscaling.Metric.GROUP_IN_SERVICE_INSTANCES, aws.autoscaling.Metric.GROUP_DESIRED_CAPACITY],
+            metrics_granularity="1Minute",
+            mixed_instances_policy=mixed,
+            tags=group_tags,
+            opts=opts,
+        )
+        fallback = aws.autoscaling.Group(
+            f"{name}-ondemand",
+            region=region,
+            min_size=0,
+            max_size=nodes,
+            desired_capacity=0,
+            vpc_zone_identifiers=subnet_ids,
+            launch_template=template_ref,
+            tags=group_tags,
+            # The alarm's policies own the desired capacity once created.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["desired_capacity"]),
+        )
+        scale_out = aws.autoscaling.Policy(
+            f"{name}-fallback-on",
+            region=region,
+            autoscaling_group_name=fallback.name,
+            policy_type="SimpleScaling",
+            adjustment_type="ExactCapacity",
+            scaling_adjustment=nodes,
+            cooldown=300,
+            opts=opts,
+        )
+        scale_in = aws.autoscaling.Policy(
+            f"{name}-fallback-off",
+            region=region,
+            autoscaling_group_name=fallback.name,
+            policy_type="SimpleScaling",
+            adjustment_type="ExactCapacity",
+            scaling_adjustment=0,
+            cooldown=300,
+            opts=opts,
+        )
+        aws.cloudwatch.MetricAlarm(
+            f"{name}-spot-short",
+            region=region,
+            alarm_description=f"spot nodes of {name} below {nodes} for {FALLBACK_AFTER_MINUTES} minutes: run them on-demand",
+            namespace="AWS/AutoScaling",
+            metric_name="GroupInServiceInstances",
+            dimensions={"AutoScalingGroupName": spot.name},
+            statistic="Minimum",
+            period=60,
+            evaluation_periods=FALLBACK_AFTER_MINUTES,
+            comparison_operator="LessThanThreshold",
+            threshold=nodes,
+            treat_missing_data="missing",
+            alarm_actions=[scale_out.arn],
+            ok_actions=[scale_in.arn],
+            tags=aws_tags(tags, f"{name}-spot-short"),
+            opts=opts,
+        )
+        return [spot.name, fallback.name]

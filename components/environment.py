@@ -1,0 +1,69 @@
+"""``Environment``: the one component stacks use; it builds the platform's component from the spec.
+
+The args name the platform and carry that platform's args (mutually exclusive fields rather than
+a ``Union``, which the component analyzer rejects). Bare metal is built by
+``components.bare_metal.BareMetalEnvironment``, imported only when a stack asks for it.
+"""
+
+
+import importlib
+from typing import Any, Optional
+
+import pulumi
+
+from components.args import EnvironmentArgs, refuse
+from components.aws_gpu import AwsGpuEnvironment
+from components.gcp_gpu import GcpGpuEnvironment
+from components.tpu_vm import TpuVmEnvironment
+
+TOKEN = "fullserver:index:Environment"
+
+
+def bare_metal_class() -> type[pulumi.ComponentResource]:
+    """The bare-metal component, or a clear error while it does not exist yet."""
+    try:
+        module = importlib.import_module("components.bare_metal")
+    except ModuleNotFoundError as exc:
+        if exc.name != "components.bare_metal":
+            raise
+        raise refuse(
+            "platform", "bare-metal environments are not available in this build (components/bare_metal.py is missing)",
+            "plan a cloud platform, or update fullserver",
+        ) from None
+    cls: type[pulumi.ComponentResource] = module.BareMetalEnvironment
+    return cls
+
+
+class Environment(pulumi.ComponentResource):
+    """A balanced environment on the spec's platform."""
+
+    platform: pulumi.Output[str]
+    private_ips: pulumi.Output[list[str]]
+    public_ips: pulumi.Output[list[str]]
+    connect: pulumi.Output[str]
+    """How to reach the environment (SSH, IAP or Session Manager command)."""
+
+    def __init__(self, name: str, args: EnvironmentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__(TOKEN, name, {}, opts)
+        platform = args["platform"]
+        child = pulumi.ResourceOptions(parent=self)
+        inner: pulumi.ComponentResource
+        if platform == "tpu-vm" and "tpu" in args:
+            inner = TpuVmEnvironment(name, args["tpu"], child)
+        elif platform == "aws-gpu" and "aws" in args:
+            inner = AwsGpuEnvironment(name, args["aws"], child)
+        elif platform == "gcp-gpu" and "gcp" in args:
+            inner = GcpGpuEnvironment(name, args["gcp"], child)
+        elif platform == "bare-metal":
+            factory: Any = bare_metal_class()
+            inner = factory(name, opts=child, **args.get("bare_metal", {}))
+        else:
+            raise refuse("platform", f"no args for platform '{platform}'", "pass exactly the args of the platform named")
+        self.inner = inner
+        self.platform = pulumi.Output.from_input(platform)
+        self.private_ips = getattr(inner, "private_ips", pulumi.Output.from_input([]))
+        self.public_ips = getattr(inner, "public_ips", pulumi.Output.from_input([]))
+        self.connect = getattr(inner, "connect", pulumi.Output.from_input(""))
+        self.register_outputs(
+            {"platform": self.platform, "private_ips": self.private_ips, "public_ips": self.public_ips, "connect": self.connect}
+        )

@@ -1,0 +1,247 @@
+"""``GcpGpuEnvironment``: Compute Engine GPU VMs (A2/A3/A4/G2, or N1 with attached GPUs), per the spec.
+
+Each node is a ``compute.Instance``:
+
+* ``on_host_maintenance: TERMINATE`` (GPU VMs cannot live-migrate); spot nodes use the ``SPOT``
+  provisioning model and *stop* on preemption, so the boot and data disks survive and the VM can
+  be started again when capacity returns.
+* local NVMe SSDs, as many as the spec says, listed explicitly (A3/A2-ultra/G2 bundle theirs and
+  the API expects the full set), assembled into RAID0 ``/scratch`` by the startup script.
+* gVNIC on every node (required by A3/A4, supported by every DLVM image); per-VM Tier_1 egress only
+  where the args ask for it (a priced add-on, see ``components.args.TIER1_FAMILIES``).
+* a compact placement policy (``COLLOCATED``) for multi-node environments.
+* the Deep Learning VM image family of the framework (``components.images``).
+* Shielded VM with vTPM and integrity monitoring. Secure Boot stays off: the NVIDIA kernel modules
+  the DLVM images build at first boot are not signed for it (Compute Engine "Shielded VM" /
+  "Install GPU drivers": Secure Boot needs signed drivers).
+* the project's SSH keys are blocked and OS Login enforced, so IAM decides who can SSH.
+
+Inference profiles with ``serving`` get a managed instance group instead (``components.serving``).
+"""
+
+
+from typing import Any, Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.args import GcpGpuArgs, check_access, check_data_disk, check_local_ssds, refuse
+from components.identity import GCP_SCOPES, gcp_service_account
+from components.images import gcp_image
+from components.labels import field, gcp_labels
+from components.network import gcp_network
+from components.serving import DEFAULT_PORT, gcp_serving_group
+from components.startup import GCP_DATA, GCP_LOCAL_SSD, DiskPlan, boot_script, gcp_gpu_metrics
+
+TOKEN = "fullserver:index:GcpGpuEnvironment"
+
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+
+
+def validate_gcp(args: GcpGpuArgs) -> None:
+    """Refuse, before any resource exists, what this shape or this cloud cannot do."""
+    check_access(args["access"])
+    check_data_disk(args)
+    check_local_ssds(args)
+    serving = args.get("serving")
+    if args["spot"] and args.get("reservation"):
+        raise refuse("reservation", "spot VMs cannot consume a reservation", "use on-demand or reserved pricing")
+    disk = args.get("data_disk")
+    if disk is not None and disk["kind"] not in ("pd-balanced", "pd-ssd", "hyperdisk-balanced"):
+        raise refuse("data_disk.kind", f"{disk['kind']} is not a GCE disk type fullserver attaches")
+    if serving is not None and args["nodes"] != 1:
+        raise refuse("nodes", "a serving group scales replicas of one node; nodes must be 1")
+    if args.get("accelerator_type") and not args["accelerator_count"]:
+        raise refuse("accelerator_count", "GPUs to attach but a count of 0")
+
+
+def _scheduling(spot: bool) -> Any:
+    if spot:
+        return {
+            "on_host_maintenance": "TERMINATE",
+            "provisioning_model": "SPOT",
+            "preemptible": True,
+            "automatic_restart": False,
+            "instance_termination_action": "STOP",
+        }
+    return {"on_host_maintenance": "TERMINATE", "provisioning_model": "STANDARD", "preemptible": False, "automatic_restart": True}
+
+
+def _reservation_affinity(args: GcpGpuArgs) -> Any:
+    reservation = args.get("reservation")
+    if reservation:
+        return {"type": "SPECIFIC_RESERVATION", "specific_reservation": {"key": RESERVATION_KEY, "values": [reservation]}}
+    return {"type": "NO_RESERVATION" if args["spot"] else "ANY_RESERVATION"}
+
+
+class GcpGpuEnvironment(pulumi.ComponentResource):
+    """GCP GPU VMs (or a managed serving group) with network, identity and storage per the spec."""
+
+    instance_names: pulumi.Output[list[str]]
+    private_ips: pulumi.Output[list[str]]
+    public_ips: pulumi.Output[list[str]]
+    instance_group: pulumi.Output[str]
+    """The serving group's instance group URL (empty without serving)."""
+    service_account: pulumi.Output[str]
+    connect: pulumi.Output[str]
+    """SSH through IAP (or directly to a public IP when SSH ranges are configured)."""
+
+    def __init__(self, name: str, args: GcpGpuArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        validate_gcp(args)  # before super().__init__: a refused spec registers nothing
+        super().__init__(TOKEN, name, {}, opts)
+        project = args.get("project")
+        region = args["region"]
+        zone = args.get("zone")
+        access = args["access"]
+        serving = args.get("serving")
+        port = serving.get("port", DEFAULT_PORT) if serving is not None else None
+        net = gcp_network(name, self, region=region, access=access, project=project, serving_port=port)
+        sa = gcp_service_account(name, self, project)
+        labels = gcp_labels(args["labels"])
+        disk = args.get("data_disk")
+        script = boot_script(
+            DiskPlan(scratch_glob=GCP_LOCAL_SSD, scratch_devices=args["local_ssd_count"], data_glob=GCP_DATA, data_disk=disk is not None),
+            extra=gcp_gpu_metrics() if serving is not None else "",
+        )
+        metadata = {"startup-script": script, "enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
+        nic: Any = {"network": net.network.id, "subnetwork": net.subnet.id, "nic_type": "GVNIC"}
+        if access["public_ip"]:
+            nic["access_configs"] = [{"network_tier": "PREMIUM"}]
+        accelerators: Any = []
+        if args.get("accelerator_type"):
+            accelerators = [{"type": args["accelerator_type"], "count": args["accelerator_count"]}]
+        shielded: Any = {"enable_secure_boot": False, "enable_vtpm": True, "enable_integrity_monitoring": True}
+        image = gcp_image(args.get("image"), args["framework"])
+        perf: Any = {"total_egress_bandwidth_tier": "TIER_1"} if args["tier1_networking"] else None
+        service_account: Any = {"email": sa.email, "scopes": GCP_SCOPES}
+        stateful = pulumi.ResourceOptions(parent=self, protect=args["protect"])
+
+        if serving is not None:
+            disks: Any = [
+                {"boot": True, "auto_delete": True, "source_image": image, "disk_size_gb": args["boot_disk_gib"], "disk_type": args["boot_disk_kind"]}
+            ]
+            disks += [
+                {"type": "SCRATCH", "disk_type": "local-ssd", "interface": "NVME", "disk_size_gb": args["local_ssd_gib"]}
+                for _ in range(args["local_ssd_count"])
+            ]
+            if disk is not None:
+                disks.append(
+                    {
+                        "auto_delete": True, "device_name": "data", "disk_type": disk["kind"], "disk_size_gb": disk["size_gib"],
+                        "provisioned_iops": disk.get("iops"), "provisioned_throughput": disk.get("throughput_mbps"),
+                    }
+                )
+            template: Any = {
+                "machine_type": args["machine_type"],
+                "description": f"fullserver {name}: {args['machine_type']}",
+                "disks": disks,
+                "network_interfaces": [nic],
+                "scheduling": _scheduling(args["spot"]),
+                "reservation_affinity": _reservation_affinity(args),
+                "service_account": service_account,
+                "shielded_instance_config": shielded,
+                "guest_accelerators": accelerators,
+                "metadata": metadata,
+                "labels": labels,
+                "tags": [net.tag],
+                "network_performance_config": perf,
+            }
+            self.instance_group = gcp_serving_group(
+                name, self, project=project, region=region, zone=zone, template=template, serving=serving
+            )
+            instances: list[gcp.compute.Instance] = []
+        else:
+            # Without a zone the provider's default zone (gcp:zone) takes the disks and the VM alike.
+            placement_policy: pulumi.Output[str] | None = None
+            if args["compact_placement"] and args["nodes"] > 1:
+                policy = gcp.compute.ResourcePolicy(
+                    f"{name}-compact",
+                    project=project,
+                    region=region,
+                    group_placement_policy={"collocation": "COLLOCATED", "vm_count": args["nodes"]},
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+                placement_policy = policy.self_link
+            instances = []
+            for i in range(args["nodes"]):
+                attached: Any = []
+                if disk is not None:
+                    hyperdisk = disk["kind"].startswith("hyperdisk")
+                    data = gcp.compute.Disk(
+                        f"{name}-data-{i}",
+                        project=project,
+                        zone=zone,
+                        type=disk["kind"],
+                        size=disk["size_gib"],
+                        provisioned_iops=disk.get("iops") if hyperdisk else None,
+                        provisioned_throughput=disk.get("throughput_mbps") if hyperdisk else None,
+                        labels=labels,
+                        opts=stateful,
+                    )
+                    attached = [{"source": data.id, "device_name": "data", "mode": "READ_WRITE"}]
+                boot_disk: Any = {
+                    "auto_delete": True,
+                    "initialize_params": {"image": image, "size": args["boot_disk_gib"], "type": args["boot_disk_kind"]},
+                }
+                scratch: Any = [{"interface": "NVME", "size": args["local_ssd_gib"]} for _ in range(args["local_ssd_count"])]
+                inst = gcp.compute.Instance(
+                    f"{name}-node-{i}",
+                    project=project,
+                    zone=zone,
+                    machine_type=args["machine_type"],
+                    description=f"fullserver {name}: {args['machine_type']}",
+                    boot_disk=boot_disk,
+                    scratch_disks=scratch,
+                    attached_disks=attached,
+                    network_interfaces=[nic],
+                    network_performance_config=perf,
+                    guest_accelerators=accelerators,
+                    scheduling=_scheduling(args["spot"]),
+                    reservation_affinity=_reservation_affinity(args),
+                    resource_policies=placement_policy,
+                    service_account=service_account,
+                    shielded_instance_config=shielded,
+                    metadata=metadata,
+                    labels=labels,
+                    tags=[net.tag],
+                    allow_stopping_for_update=True,
+                    opts=stateful,
+                )
+                instances.append(inst)
+            self.instance_group = pulumi.Output.from_input("")
+
+        self.instance_names = pulumi.Output.all(*[i.name for i in instances]).apply(lambda names: [str(n) for n in names])
+        self.private_ips = pulumi.Output.all(*[i.network_interfaces for i in instances]).apply(
+            lambda nics: [str(field(n[0], "network_ip") or "") for n in nics if n]
+        )
+        self.public_ips = pulumi.Output.all(*[i.network_interfaces for i in instances]).apply(_public_ips)
+        self.service_account = sa.email
+        if instances:
+            direct = access["public_ip"] and bool(access["ssh_source_ranges"])
+            self.connect = pulumi.Output.all(instances[0].name, instances[0].zone).apply(
+                lambda nz: f"gcloud compute ssh {nz[0]} --zone {nz[1] or zone}" + ("" if direct else " --tunnel-through-iap")
+            )
+        else:
+            self.connect = self.instance_group.apply(
+                lambda g: f"gcloud compute instance-groups managed list-instances {g.rsplit('/', 1)[-1] if g else name} --region {region}"
+                " (then: gcloud compute ssh <instance> --tunnel-through-iap)"
+            )
+        self.register_outputs(
+            {
+                "instance_names": self.instance_names,
+                "private_ips": self.private_ips,
+                "public_ips": self.public_ips,
+                "instance_group": self.instance_group,
+                "service_account": self.service_account,
+                "connect": self.connect,
+            }
+        )
+
+
+def _public_ips(nics: list[Any]) -> list[str]:
+    out = []
+    for n in nics:
+        for ac in (field(n[0], "access_configs") or []) if n else []:  # type: ignore[attr-defined]
+            if field(ac, "nat_ip"):
+                out.append(str(field(ac, "nat_ip")))
+    return out

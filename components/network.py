@@ -1,0 +1,253 @@
+"""Networks shared by the components: a GCP VPC with its firewall, an AWS VPC with its security group.
+
+Each environment gets its own network rather than the project's ``default`` one, because the
+default network's firewall opens SSH (and RDP, ICMP) to 0.0.0.0/0 and the default VPC gives
+every instance a public address. Secure defaults, in one place for every component:
+
+* SSH only from the configured ranges; with none, from Google's IAP range on GCP (``gcloud ...
+  --tunnel-through-iap``) and not at all on AWS (Session Manager needs no inbound port).
+* No external address unless the spec allows one; nodes without one reach the internet (package
+  mirrors, model hubs) through Cloud NAT or a NAT gateway, and Google APIs through Private Google
+  Access.
+* Node-to-node traffic is open inside the environment only (NCCL, JAX multi-host, EFA need it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_gcp as gcp
+
+from components.args import IAP_SSH_RANGE, AccessArgs
+from components.labels import aws_tags, gcp_name
+
+GCP_SUBNET_CIDR = "10.64.0.0/20"
+# Google front ends that send load-balancer and autohealing health checks (Cloud Load Balancing
+# "Health checks overview", firewall rules section).
+GCP_HEALTH_CHECK_RANGES = ["130.211.0.0/22", "35.191.0.0/16"]
+# 8896 is the largest MTU a GCP VPC takes; large frames raise per-flow throughput for the
+# gradient and checkpoint traffic of GPU and TPU hosts (GCP "Maximum transmission unit").
+GCP_MTU = 8896
+
+AWS_VPC_CIDR = "10.80.0.0/16"
+
+
+@dataclass(frozen=True)
+class GcpNetwork:
+    network: gcp.compute.Network
+    subnet: gcp.compute.Subnetwork
+    tag: str
+    """Network tag the firewall rules target; every node carries it."""
+
+
+def gcp_network(
+    name: str,
+    parent: pulumi.Resource,
+    *,
+    region: str,
+    access: AccessArgs,
+    project: pulumi.Input[str] | None = None,
+    serving_port: int | None = None,
+) -> GcpNetwork:
+    """VPC, subnet, firewall rules and (without external IPs) Cloud NAT, as children of ``parent``."""
+    opts = pulumi.ResourceOptions(parent=parent)
+    tag = gcp_name(f"{name}-node")
+    net = gcp.compute.Network(
+        f"{name}-net",
+        project=project,
+        auto_create_subnetworks=False,
+        mtu=GCP_MTU,
+        description=f"fullserver environment {name}",
+        opts=opts,
+    )
+    subnet = gcp.compute.Subnetwork(
+        f"{name}-subnet",
+        project=project,
+        network=net.id,
+        region=region,
+        ip_cidr_range=GCP_SUBNET_CIDR,
+        private_ip_google_access=True,
+        opts=opts,
+    )
+    ssh_ranges = list(access["ssh_source_ranges"]) or [IAP_SSH_RANGE]
+    gcp.compute.Firewall(
+        f"{name}-ssh",
+        project=project,
+        network=net.id,
+        direction="INGRESS",
+        source_ranges=ssh_ranges,
+        allows=[{"protocol": "tcp", "ports": ["22"]}],
+        target_tags=[tag],
+        description="SSH from the configured ranges (or IAP) only",
+        opts=opts,
+    )
+    gcp.compute.Firewall(
+        f"{name}-internal",
+        project=project,
+        network=net.id,
+        direction="INGRESS",
+        source_tags=[tag],
+        allows=[{"protocol": "tcp"}, {"protocol": "udp"}, {"protocol": "icmp"}],
+        target_tags=[tag],
+        description="node-to-node traffic inside the environment (NCCL, JAX multi-host)",
+        opts=opts,
+    )
+    if serving_port is not None:
+        gcp.compute.Firewall(
+            f"{name}-health",
+            project=project,
+            network=net.id,
+            direction="INGRESS",
+            source_ranges=GCP_HEALTH_CHECK_RANGES,
+            allows=[{"protocol": "tcp", "ports": [str(serving_port)]}],
+            target_tags=[tag],
+            description="health checks of the serving group",
+            opts=opts,
+        )
+    if not access["public_ip"]:
+        router = gcp.compute.Router(f"{name}-router", project=project, network=net.id, region=region, opts=opts)
+        gcp.compute.RouterNat(
+            f"{name}-nat",
+            project=project,
+            router=router.name,
+            region=region,
+            nat_ip_allocate_option="AUTO_ONLY",
+            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+            opts=opts,
+        )
+    return GcpNetwork(network=net, subnet=subnet, tag=tag)
+
+
+def _nth(i: int) -> Callable[[list[str]], str]:
+    """The i-th available zone, wrapping around in regions with fewer zones."""
+    return lambda names: names[i % len(names)]
+
+
+@dataclass(frozen=True)
+class AwsNetwork:
+    vpc: aws.ec2.Vpc
+    subnets: list[aws.ec2.Subnet]
+    """Where nodes go: private subnets without public IPs, public ones with; one per zone."""
+    security_group: aws.ec2.SecurityGroup
+
+
+def aws_network(
+    name: str,
+    parent: pulumi.Resource,
+    *,
+    region: str,
+    zone: str | None,
+    zones: int,
+    access: AccessArgs,
+    tags: dict[str, str],
+    efa: bool,
+    serving_port: int | None = None,
+) -> AwsNetwork:
+    """VPC, subnets in ``zones`` zones, internet/NAT gateway and the nodes' security group.
+
+    ``zone`` pins every subnet to one zone (a cluster placement group lives in one zone);
+    otherwise subnets go to the region's available zones in order.
+    """
+    opts = pulumi.ResourceOptions(parent=parent)
+    if zone:
+        zone_names: list[pulumi.Input[str]] = [zone] * zones
+    else:
+        azs = aws.get_availability_zones_output(state="available", region=region, opts=pulumi.InvokeOutputOptions(parent=parent))
+        zone_names = [azs.names.apply(_nth(i)) for i in range(zones)]
+    vpc = aws.ec2.Vpc(
+        f"{name}-vpc",
+        region=region,
+        cidr_block=AWS_VPC_CIDR,
+        enable_dns_hostnames=True,
+        enable_dns_support=True,
+        tags=aws_tags(tags, f"{name}-vpc"),
+        opts=opts,
+    )
+    igw = aws.ec2.InternetGateway(f"{name}-igw", region=region, vpc_id=vpc.id, tags=aws_tags(tags, f"{name}-igw"), opts=opts)
+    public_rt = aws.ec2.RouteTable(
+        f"{name}-public-rt",
+        region=region,
+        vpc_id=vpc.id,
+        routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": igw.id}],
+        tags=aws_tags(tags, f"{name}-public"),
+        opts=opts,
+    )
+    public: list[aws.ec2.Subnet] = []
+    for i in range(zones):
+        subnet = aws.ec2.Subnet(
+            f"{name}-public-{i}",
+            region=region,
+            vpc_id=vpc.id,
+            cidr_block=f"10.80.{16 * i}.0/20",
+            availability_zone=zone_names[i],
+            map_public_ip_on_launch=False,
+            tags=aws_tags(tags, f"{name}-public-{i}"),
+            opts=opts,
+        )
+        aws.ec2.RouteTableAssociation(f"{name}-public-{i}", region=region, subnet_id=subnet.id, route_table_id=public_rt.id, opts=opts)
+        public.append(subnet)
+    subnets = public
+    if not access["public_ip"]:
+        eip = aws.ec2.Eip(f"{name}-nat-ip", region=region, domain="vpc", tags=aws_tags(tags, f"{name}-nat"), opts=opts)
+        nat = aws.ec2.NatGateway(
+            f"{name}-nat",
+            region=region,
+            subnet_id=public[0].id,
+            allocation_id=eip.id,
+            tags=aws_tags(tags, f"{name}-nat"),
+            opts=pulumi.ResourceOptions(parent=parent, depends_on=[igw]),
+        )
+        private_rt = aws.ec2.RouteTable(
+            f"{name}-private-rt",
+            region=region,
+            vpc_id=vpc.id,
+            routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}],
+            tags=aws_tags(tags, f"{name}-private"),
+            opts=opts,
+        )
+        subnets = []
+        for i in range(zones):
+            subnet = aws.ec2.Subnet(
+                f"{name}-private-{i}",
+                region=region,
+                vpc_id=vpc.id,
+                cidr_block=f"10.80.{128 + 16 * i}.0/20",
+                availability_zone=zone_names[i],
+                map_public_ip_on_launch=False,
+                tags=aws_tags(tags, f"{name}-private-{i}"),
+                opts=opts,
+            )
+            aws.ec2.RouteTableAssociation(f"{name}-private-{i}", region=region, subnet_id=subnet.id, route_table_id=private_rt.id, opts=opts)
+            subnets.append(subnet)
+
+    ingress: list[aws.ec2.SecurityGroupIngressArgsDict] = []
+    if access["ssh_source_ranges"]:
+        ingress.append(
+            {"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr_blocks": list(access["ssh_source_ranges"]), "description": "SSH"}
+        )
+    # EFA needs all traffic to and from the security group itself (AWS "Get started with EFA",
+    # security group step); ordinary multi-node traffic (NCCL over TCP) is covered by the same rule.
+    ingress.append({"protocol": "-1", "from_port": 0, "to_port": 0, "self": True, "description": "node to node"})
+    if serving_port is not None:
+        ingress.append(
+            {"protocol": "tcp", "from_port": serving_port, "to_port": serving_port, "cidr_blocks": [AWS_VPC_CIDR], "description": "inference"}
+        )
+    egress: list[aws.ec2.SecurityGroupEgressArgsDict] = [
+        {"protocol": "-1", "from_port": 0, "to_port": 0, "cidr_blocks": ["0.0.0.0/0"], "description": "outbound"},
+    ]
+    if efa:
+        egress.append({"protocol": "-1", "from_port": 0, "to_port": 0, "self": True, "description": "EFA to the group"})
+    sg = aws.ec2.SecurityGroup(
+        f"{name}-sg",
+        region=region,
+        vpc_id=vpc.id,
+        description=f"fullserver {name}: SSH from configured ranges only; node-to-node inside the group",
+        ingress=ingress,
+        egress=egress,
+        tags=aws_tags(tags, f"{name}-sg"),
+        opts=opts,
+    )
+    return AwsNetwork(vpc=vpc, subnets=subnets, security_group=sg)

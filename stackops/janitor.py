@@ -1,0 +1,219 @@
+"""The janitor: find ephemeral stacks whose time is up and destroy them.
+
+``fullserver ephemeral`` tears its stack down itself; the janitor is the backstop for the runs
+that could not (a runner killed with SIGKILL, a machine lost, a destroy that kept failing).
+Every ephemeral stack is tagged ``fullserver:ephemeral=true`` and ``fullserver:expires-at``
+before anything is created, so the janitor needs nothing but the backend: ``pulumi stack ls
+--json --tag fullserver:ephemeral=true`` (tags and tag filters work on Pulumi Cloud and, since
+CLI v3.211, on DIY backends too), then ``pulumi stack tag ls --json`` for each.
+
+Dry-run by default: it prints what it would destroy. ``--destroy`` destroys and removes each
+expired stack (retried once), and the exit code is 5 when any is left, naming each.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pulumi import automation as auto
+from rich.console import Console
+from rich.table import Table
+
+from stackops import EXIT_LEFTOVER
+from stackops.ephemeral import EXPIRES_FORMAT, TAG_BASE_STACK, TAG_EPHEMERAL, TAG_EXPIRES_AT
+from stackops.workspace import PulumiOptions, StackOpsError, destroy_and_remove, error_line, make_workspace, run_cli
+
+Say = Callable[[str], None]
+
+
+def _stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+@dataclass(frozen=True)
+class EphemeralStack:
+    """One ephemeral stack as the backend reports it."""
+
+    name: str
+    expires_at: datetime | None
+    """``None`` when the tag is missing or unreadable: never destroyed, only reported."""
+    last_update: str | None
+    resource_count: int | None
+    base_stack: str | None
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+
+@dataclass
+class JanitorReport:
+    now: datetime
+    expired: list[EphemeralStack] = field(default_factory=list)
+    waiting: list[EphemeralStack] = field(default_factory=list)
+    unreadable: list[EphemeralStack] = field(default_factory=list)
+    destroyed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_LEFTOVER if self.failed else 0
+
+    def to_json(self) -> dict[str, Any]:
+        def row(s: EphemeralStack) -> dict[str, Any]:
+            return {
+                "name": s.name,
+                "expiresAt": s.expires_at.strftime(EXPIRES_FORMAT) if s.expires_at else None,
+                "lastUpdate": s.last_update,
+                "resourceCount": s.resource_count,
+                "baseStack": s.base_stack,
+            }
+
+        return {
+            "now": self.now.strftime(EXPIRES_FORMAT),
+            "expired": [row(s) for s in self.expired],
+            "notExpired": [row(s) for s in self.waiting],
+            "unreadableExpiry": [row(s) for s in self.unreadable],
+            "destroyed": self.destroyed,
+            "failed": self.failed,
+        }
+
+
+def parse_expiry(text: str | None) -> datetime | None:
+    """The ``expires-at`` tag: ISO 8601; a time without a zone is taken as UTC."""
+    if not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def list_ephemeral(ws: auto.LocalWorkspace, all_projects: bool = False) -> list[EphemeralStack]:
+    """Every stack tagged ephemeral in the workspace's backend (this project's, or all with ``all_projects``)."""
+    args = ["stack", "ls", "--json", "--tag", f"{TAG_EPHEMERAL}=true"]
+    if all_projects:
+        args.append("--all")
+    try:
+        rows = json.loads(run_cli(ws, args).stdout or "[]")
+    except auto.errors.CommandError as exc:
+        raise StackOpsError("pulumi stack ls", error_line(exc), "check --backend and the credentials for it") from None
+    out: list[EphemeralStack] = []
+    for row in rows:
+        name = str(row["name"])
+        try:
+            tags = ws.list_tags(name)
+        except auto.errors.CommandError as exc:
+            raise StackOpsError(f"pulumi stack tag ls --stack {name}", error_line(exc)) from None
+        if tags.get(TAG_EPHEMERAL) != "true":  # the CLI filtered already; older ones may not
+            continue
+        out.append(
+            EphemeralStack(
+                name=name,
+                expires_at=parse_expiry(tags.get(TAG_EXPIRES_AT)),
+                last_update=row.get("lastUpdate"),
+                resource_count=row.get("resourceCount"),
+                base_stack=tags.get(TAG_BASE_STACK),
+            )
+        )
+    return out
+
+
+def janitor(
+    opts: PulumiOptions,
+    *,
+    project_dir: Path = Path("."),
+    destroy: bool = False,
+    now: datetime | None = None,
+    all_projects: bool = False,
+    prefix: str | None = None,
+    retries: int = 2,
+    backoff_s: float = 5.0,
+    say: Say = _stderr,
+    on_output: Say | None = None,
+) -> JanitorReport:
+    """List ephemeral stacks, sort them by expiry, and (with ``destroy``) destroy the expired ones.
+
+    ``prefix`` narrows to stack names starting with it (e.g. one CI run's ``ci-<run id>``), so a
+    run's own cleanup step cannot touch other pipelines' stacks."""
+    report = JanitorReport(now=(now or datetime.now(UTC)).astimezone(UTC))
+    with tempfile.TemporaryDirectory(prefix="fullserver-janitor-") as tmp:
+        ws = make_workspace(project_dir, Path(tmp), opts)
+        for s in sorted(list_ephemeral(ws, all_projects), key=lambda s: (s.expires_at or report.now, s.name)):
+            if prefix and not s.name.rsplit("/", 1)[-1].startswith(prefix):
+                continue
+            if s.expires_at is None:
+                report.unreadable.append(s)
+            elif s.expired(report.now):
+                report.expired.append(s)
+            else:
+                report.waiting.append(s)
+        if not destroy:
+            return report
+        for s in report.expired:
+            t = destroy_and_remove(
+                ws,
+                s.name,
+                retries=retries,
+                backoff_s=backoff_s,
+                max_backoff_s=60.0,
+                say=say,
+                on_output=on_output,
+                who="fullserver janitor",
+            )
+            if t.removed:
+                report.destroyed.append(s.name)
+            else:
+                step = "stack rm (resources destroyed)" if t.destroyed else "destroy"
+                report.failed[s.name] = f"{step} failed: {t.last_error}"
+    return report
+
+
+def _overdue(s: EphemeralStack, now: datetime) -> str:
+    if s.expires_at is None:
+        return "-"
+    minutes = int((now - s.expires_at).total_seconds() // 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
+def render(report: JanitorReport, opts: PulumiOptions, destroy: bool, console: Console) -> None:
+    """The table a person reads in a scheduled job's log."""
+    title = f"expired ephemeral stacks in {opts.describe_backend()} at {report.now.strftime(EXPIRES_FORMAT)}"
+    t = Table(title=title, title_justify="left", show_edge=False)
+    for col in ("stack", "expired at", "overdue", "last update", "resources", "from", "status"):
+        t.add_column(col, overflow="fold")
+    for s in report.expired:
+        if s.name in report.destroyed:
+            status = "[green]destroyed and removed[/]"
+        elif s.name in report.failed:
+            status = f"[bold red]LEFT: {report.failed[s.name]}[/]"
+        else:
+            status = "would destroy" if not destroy else "-"
+        t.add_row(
+            s.name,
+            s.expires_at.strftime(EXPIRES_FORMAT) if s.expires_at else "-",
+            _overdue(s, report.now),
+            s.last_update or "-",
+            "-" if s.resource_count is None else str(s.resource_count),
+            s.base_stack or "-",
+            status,
+        )
+    if report.expired:
+        console.print(t)
+    else:
+        console.print(f"no expired ephemeral stacks in {opts.describe_backend()}")
+    notes = [f"{len(report.waiting)} ephemeral stack(s) not yet expired"]
+    if report.unreadable:
+        names = ", ".join(s.name for s in report.unreadable)
+        notes.append(f"{len(report.unreadable)} without a readable {TAG_EXPIRES_AT} tag, left alone: {names}")
+    if report.expired and not destroy:
+        notes.append("dry run: pass --destroy to destroy and remove them")
+    console.print("; ".join(notes))

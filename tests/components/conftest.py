@@ -1,0 +1,84 @@
+"""Pulumi mocks for the component tests: installed ONCE here, before any component is imported.
+
+``set_mocks`` is process-global (pytest imports every test module at collection), so only this
+conftest installs it. ``components.graph`` evaluates stacks in a fresh ``contextvars.Context``
+with its own mocks; the stack tests use it beside these mocks to prove the two coexist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+
+from components.graph import Graph, GraphMocks, Row
+
+MOCKS = GraphMocks()
+pulumi.runtime.set_mocks(MOCKS, project="fullserver", stack="test", preview=False)
+
+from fullserver.catalog import load_catalog  # noqa: E402  (after set_mocks, per the Pulumi docs)
+from fullserver.plan import StackPlan, plan_paths  # noqa: E402
+from fullserver.spec import EnvironmentSpec  # noqa: E402
+from fullserver.workload import find_stacks  # noqa: E402
+
+STACKS = Path(__file__).resolve().parents[2] / "stacks"
+
+
+Plans = dict[str, StackPlan]
+run_test: Callable[[Callable[[], Any]], Callable[[], None]] = pulumi.runtime.test  # typed alias of the untyped decorator
+
+
+@pytest.fixture(scope="session")
+def plans() -> dict[str, StackPlan]:
+    """Every example stack's plan (sized by the core), by stack name."""
+    return {p.stack: p for p in plan_paths(find_stacks(STACKS, []))}
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Any:
+    return load_catalog()
+
+
+@pytest.fixture
+def mocks() -> Iterator[GraphMocks]:
+    MOCKS.registered.clear()
+    yield MOCKS
+    MOCKS.registered.clear()
+
+
+OUTPUTS = ("connect", "private_ips", "public_ips", "service_account", "node_name", "group_names", "instance_ids", "platform")
+
+Build = Callable[[Callable[[], Any]], Graph]
+
+
+@pytest.fixture
+def build(mocks: GraphMocks) -> Build:
+    """Construct a component under the conftest mocks and return what it registered."""
+
+    def run(factory: Callable[[], Any]) -> Graph:
+        mocks.registered.clear()
+        built: dict[str, Any] = {}
+
+        @run_test
+        def program() -> Any:
+            component = factory()
+            names = [n for n in OUTPUTS if hasattr(component, n)]
+            return pulumi.Output.all(*[getattr(component, n) for n in names]).apply(
+                lambda values: built.update(zip(names, values, strict=True))
+            )
+
+        program()
+        # Raw inputs (numbers as the engine sends them, scripts in full) so tests can read everything.
+        rows = [Row(type=t, name=n, inputs=i, custom=c) for t, n, i, c in sorted(mocks.registered, key=lambda r: (r[1], r[0]))]
+        return Graph(stack="test", rows=rows, outputs=built)
+
+    return run
+
+
+def spec_of(plans: dict[str, StackPlan], stack: str, **changes: Any) -> EnvironmentSpec:
+    """A stack's spec, optionally changed (to break a rule in a negative test)."""
+    spec = plans[stack].spec
+    return spec.model_copy(update=changes) if changes else spec

@@ -1,0 +1,126 @@
+"""AwsGpuEnvironment: launch template, EFA on p5, placement, volumes, spot fallback, refusals."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from components.args import SpecRefused, aws_args
+from components.aws_gpu import AwsGpuEnvironment
+from fullserver.profiles import PricingModel
+from fullserver.spec import DataDisk
+from tests.components.conftest import Build, Plans, spec_of
+
+
+def test_p5_cluster_has_32_efa_on_32_cards_placement_and_imdsv2(plans: Plans, build: Build) -> None:
+    g = build(lambda: AwsGpuEnvironment("p5", aws_args(spec_of(plans, "train-p5-cluster"))))
+    lt = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    assert lt["instanceType"] == "p5.48xlarge"
+    nics = lt["networkInterfaces"]
+    assert len(nics) == 32
+    assert [n["networkCardIndex"] for n in nics] == list(range(32))
+    assert nics[0] == {**nics[0], "deviceIndex": 0, "interfaceType": "efa", "associatePublicIpAddress": "false"}
+    assert {n["interfaceType"] for n in nics[1:]} == {"efa-only"}
+    assert {n["deviceIndex"] for n in nics[1:]} == {0}
+    assert all(n["subnetId"] == "p5-private-0-id" for n in nics)
+    assert lt["placement"]["groupName"].startswith("p5-pg-")
+    assert g.one("ec2/placementGroup:PlacementGroup").inputs["strategy"] == "cluster"
+    assert lt["metadataOptions"]["httpTokens"] == "required"
+    root = lt["blockDeviceMappings"][0]
+    assert root["deviceName"] == "/dev/sda1"
+    assert root["ebs"] == {"volumeType": "gp3", "volumeSize": 300, "encrypted": "true", "deleteOnTermination": "true"}
+    assert len(lt["blockDeviceMappings"]) == 1  # no data volume: the core sized none
+    assert lt["capacityReservationSpecification"] == {"capacityReservationPreference": "open"}
+    assert "instanceMarketOptions" not in lt
+    assert lt["imageId"].startswith("resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu")
+    script = base64.b64decode(lt["userData"]).decode()
+    assert "SCRATCH_EXPECTED=8" in script and "mdadm --create" in script
+    assert len(g.of_type("ec2/instance:Instance")) == 2
+    sg = g.one("ec2/securityGroup:SecurityGroup").inputs
+    assert not [r for r in sg["ingress"] if r.get("fromPort") == 22]  # no SSH ranges: SSM only
+    assert any(r.get("self") for r in sg["ingress"]) and any(r.get("self") for r in sg["egress"])
+    assert g.one("ec2/natGateway:NatGateway")
+    assert g.outputs["connect"].startswith("aws ssm start-session --region us-east-1 --target ")
+    tags = g.one("ec2/vpc:Vpc").inputs["tags"]
+    assert tags["fullserver-owner"] == "foundation-models" and tags["Name"] == "p5-vpc"
+
+
+def test_single_gpu_has_public_ssh_from_ranges_and_an_encrypted_gp3_volume(plans: Plans, build: Build) -> None:
+    g = build(lambda: AwsGpuEnvironment("exp", aws_args(spec_of(plans, "exp-aws-spot"))))
+    lt = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    assert lt["networkInterfaces"] == [
+        {"deviceIndex": 0, "networkCardIndex": 0, "associatePublicIpAddress": "true", "subnetId": "exp-public-0-id",
+         "securityGroups": ["exp-sg-id"], "deleteOnTermination": "true"}
+    ]
+    vol = g.one("ebs/volume:Volume").inputs
+    assert vol == {**vol, "type": "gp3", "size": 63, "encrypted": True}
+    assert g.one("ec2/volumeAttachment:VolumeAttachment").inputs["deviceName"] == "/dev/sdf"
+    ssh = [r for r in g.one("ec2/securityGroup:SecurityGroup").inputs["ingress"] if r.get("fromPort") == 22]
+    assert ssh[0]["cidrBlocks"] == ["203.0.113.0/24"]
+    assert g.of_type("ec2/natGateway:NatGateway") == []
+    assert g.of_type("autoscaling/group:Group") == []  # no spot price published: on-demand
+
+
+def test_spot_runs_a_spot_group_with_an_on_demand_fallback(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "exp-aws-spot", spot=True)
+    g = build(lambda: AwsGpuEnvironment("sp", aws_args(spec)))
+    groups = {r.name: r.inputs for r in g.of_type("autoscaling/group:Group")}
+    spot, ondemand = groups["sp-spot"], groups["sp-ondemand"]
+    dist = spot["mixedInstancesPolicy"]["instancesDistribution"]
+    assert dist["onDemandPercentageAboveBaseCapacity"] == 0 and dist["onDemandBaseCapacity"] == 0
+    assert spot["minSize"] == spot["maxSize"] == 1 and spot["capacityRebalance"] is True
+    assert ondemand["desiredCapacity"] == 0 and ondemand["maxSize"] == 1
+    alarm = g.one("cloudwatch/metricAlarm:MetricAlarm").inputs
+    assert alarm["metricName"] == "GroupInServiceInstances" and alarm["comparisonOperator"] == "LessThanThreshold"
+    policies = {r.name: r.inputs["scalingAdjustment"] for r in g.of_type("autoscaling/policy:Policy")}
+    assert policies == {"sp-fallback-on": 1, "sp-fallback-off": 0}
+    lt = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    assert "instanceMarketOptions" not in lt  # an ASG refuses spot market options in its template
+    assert lt["capacityReservationSpecification"] == {"capacityReservationPreference": "none"}
+    assert [m["deviceName"] for m in lt["blockDeviceMappings"]] == ["/dev/sda1", "/dev/sdf"]
+    assert g.of_type("ec2/instance:Instance") == []
+
+
+def test_reserved_pricing_targets_a_configured_capacity_block(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "train-p5-cluster", reservation="cr-0123456789abcdef0", capacity_block=True)
+    lt = build(lambda: AwsGpuEnvironment("cb", aws_args(spec))).one("ec2/launchTemplate:LaunchTemplate").inputs
+    assert lt["capacityReservationSpecification"] == {"capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}}
+    assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
+
+
+def test_provisioned_gp3_iops_and_throughput(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "exp-aws-spot", data_disk=DataDisk(kind="gp3", size_gib=500, iops=6000, throughput_mbps=500))
+    vol = build(lambda: AwsGpuEnvironment("io", aws_args(spec))).one("ebs/volume:Volume").inputs
+    assert (vol["iops"], vol["throughput"], vol["size"]) == (6000, 500, 500)
+
+
+def test_refuses_efa_on_a_shape_without_it(plans: Plans) -> None:
+    spec = plans["exp-aws-spot"].spec
+    spec = spec.model_copy(update={"nodes": 2, "network": spec.network.model_copy(update={"efa_interfaces": 1})})
+    with pytest.raises(SpecRefused, match=r"spec\.network\.efa_interfaces: 1 EFA interfaces requested but g4dn\.xlarge has none"):
+        AwsGpuEnvironment("bad", aws_args(spec))
+
+
+def test_refuses_more_local_ssds_than_the_shape_has(plans: Plans) -> None:
+    with pytest.raises(SpecRefused, match=r"spec\.local_nvme_disks: 9 local SSDs requested but p5\.48xlarge has at most 8"):
+        AwsGpuEnvironment("bad", aws_args(spec_of(plans, "train-p5-cluster", local_nvme_disks=9)))
+
+
+def test_refuses_gp3_throughput_above_its_iops(plans: Plans) -> None:
+    spec = spec_of(plans, "exp-aws-spot", data_disk=DataDisk(kind="gp3", size_gib=100, iops=3000, throughput_mbps=1000))
+    with pytest.raises(SpecRefused, match=r"spec\.data_disk\.throughput_mbps: gp3 takes 125-1000 MiB/s"):
+        AwsGpuEnvironment("bad", aws_args(spec))
+
+
+def test_refuses_open_ssh(plans: Plans) -> None:
+    spec = plans["exp-aws-spot"].spec
+    spec = spec.model_copy(update={"network": spec.network.model_copy(update={"ssh_source_ranges": ["::/0"]})})
+    with pytest.raises(SpecRefused, match=r"::/0 would open SSH to the whole internet"):
+        AwsGpuEnvironment("bad", aws_args(spec))
+
+
+def test_refuses_a_reservation_on_spot(plans: Plans) -> None:
+    spec = spec_of(plans, "exp-aws-spot", spot=True, reservation="cr-1", pricing=PricingModel.SPOT_WITH_FALLBACK)
+    with pytest.raises(SpecRefused, match=r"spec\.reservation: spot capacity cannot consume a capacity reservation"):
+        AwsGpuEnvironment("bad", aws_args(spec))

@@ -1,0 +1,44 @@
+"""Environment picks the platform's component; the analyzer accepts every public component."""
+
+from __future__ import annotations
+
+import pytest
+from pulumi.provider.experimental.analyzer import Analyzer
+
+from components.args import environment_args
+from components.aws_gpu import AwsGpuEnvironment
+from components.environment import Environment
+from components.gcp_gpu import GcpGpuEnvironment
+from components.tpu_vm import TpuVmEnvironment
+from tests.components.conftest import Build, Plans
+
+PUBLIC = [Environment, TpuVmEnvironment, AwsGpuEnvironment, GcpGpuEnvironment]
+
+
+@pytest.mark.parametrize(
+    ("stack", "token"),
+    [
+        ("train-tpu-v5e", "fullserver:index:TpuVmEnvironment"),
+        ("train-p5-cluster", "fullserver:index:AwsGpuEnvironment"),
+        ("finetune-gcp-g2", "fullserver:index:GcpGpuEnvironment"),
+    ],
+)
+def test_environment_builds_the_platforms_component(plans: Plans, build: Build, stack: str, token: str) -> None:
+    g = build(lambda: Environment(stack, environment_args(plans[stack].spec)))
+    components = [r.type for r in g.rows if not r.custom]
+    assert "fullserver:index:Environment" in components and token in components
+    assert g.outputs["platform"] == plans[stack].spec.platform.value
+    assert g.outputs["connect"]
+    # every child is named after the component (URNs do not carry the parent's name)
+    assert [r.name for r in g.rows if not r.name.startswith(stack)] == []
+
+
+def test_the_component_analyzer_accepts_every_public_component() -> None:
+    result = Analyzer("fullserver").analyze(PUBLIC)
+    defs = result["component_definitions"]
+    assert set(defs) == {"Environment", "TpuVmEnvironment", "AwsGpuEnvironment", "GcpGpuEnvironment"}
+    assert {"platform", "tpu", "aws", "gcp"} <= set(defs["Environment"].inputs)
+    assert {"efaInterfaces", "dataDisk", "access", "serving"} <= set(defs["AwsGpuEnvironment"].inputs)
+    assert {"connect", "privateIps", "launchTemplateId"} <= set(defs["AwsGpuEnvironment"].outputs)
+    assert {"runtimeVersion", "acceleratorType", "queued"} <= set(defs["TpuVmEnvironment"].inputs)
+    assert {"DataDiskArgs", "AccessArgs", "ServingArgs"} <= set(result["type_definitions"])

@@ -1,0 +1,111 @@
+"""Every example stack's resource graph, evaluated by components.graph in its own mock context.
+
+These run beside the conftest's process-wide mocks: the graph function must leave them alone.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pulumi
+import pytest
+from typer.testing import CliRunner
+
+from components.graph import Graph, graph_for_config, graph_for_plan, plan_with_graphs, summary
+from fullserver.cli import app
+from fullserver.yamlio import read_yaml
+from tests.components.conftest import MOCKS, STACKS, Plans
+
+CLOUD_STACKS = [
+    "batch-tpu-v5e", "exp-aws-spot", "finetune-gcp-a2", "finetune-gcp-g2", "serve-gcp-realtime",
+    "train-p5-cluster", "train-tpu-v5e", "train-tpu-v5p-slice",
+]
+
+
+@pytest.fixture(scope="module")
+def graphs(plans: Plans) -> dict[str, Graph]:
+    return {name: graph_for_plan(plans[name]) for name in CLOUD_STACKS}
+
+
+def test_every_cloud_example_stack_is_covered(plans: Plans) -> None:
+    cloud = sorted(n for n, p in plans.items() if p.spec.platform.value != "bare-metal")
+    assert cloud == CLOUD_STACKS
+
+
+@pytest.mark.parametrize("stack", CLOUD_STACKS)
+def test_every_node_is_labelled_and_nothing_is_open_to_the_internet(graphs: dict[str, Graph], stack: str) -> None:
+    g = graphs[stack]
+    assert g.rows, stack
+    for row in g.rows:
+        ranges = row.inputs.get("sourceRanges", [])
+        assert "0.0.0.0/0" not in ranges, row.name
+        for rule in row.inputs.get("ingress", []):
+            assert "0.0.0.0/0" not in rule.get("cidrBlocks", []), row.name
+    nodes = g.of_type("tpu/v2Vm:V2Vm") + g.of_type("compute/instance:Instance") + g.of_type("compute/instanceTemplate:InstanceTemplate")
+    for node in nodes:
+        assert node.inputs["labels"]["fullserver-environment"] == stack
+    for lt in g.of_type("ec2/launchTemplate:LaunchTemplate"):
+        assert lt.inputs["metadataOptions"]["httpTokens"] == "required"
+        assert all(m["ebs"]["encrypted"] == "true" for m in lt.inputs["blockDeviceMappings"])
+        assert lt.inputs["tagSpecifications"][0]["tags"]["fullserver-environment"] == stack
+    assert all(summary(r) is not None for r in g.rows)
+
+
+def test_stack_graph_shapes(graphs: dict[str, Graph]) -> None:
+    counts = {name: {r.type.rsplit(":", 1)[-1] for r in g.rows} for name, g in graphs.items()}
+    assert "V2Vm" in counts["train-tpu-v5e"] and "V2Vm" in counts["batch-tpu-v5e"]
+    assert "V2QueuedResource" in counts["train-tpu-v5p-slice"]
+    assert {"LaunchTemplate", "PlacementGroup", "Instance"} <= counts["train-p5-cluster"]
+    assert {"InstanceTemplate", "RegionInstanceGroupManager", "RegionAutoscaler", "HealthCheck"} <= counts["serve-gcp-realtime"]
+    assert len(graphs["train-p5-cluster"].of_type("ec2/instance:Instance")) == 2
+    lt = graphs["train-p5-cluster"].one("ec2/launchTemplate:LaunchTemplate").inputs
+    assert [n["networkCardIndex"] for n in lt["networkInterfaces"]] == list(range(32))
+    assert graphs["finetune-gcp-g2"].one("compute/instance:Instance").inputs["scratchDisks"] == [{"interface": "NVME", "size": 375}]
+    assert graphs["batch-tpu-v5e"].one("tpu/v2Vm:V2Vm").inputs["schedulingConfig"]["spot"] is True
+    assert graphs["train-tpu-v5p-slice"].warnings  # the queued resource's limits are said out loud
+
+
+def test_graph_leaves_the_test_sessions_mocks_alone(plans: Plans) -> None:
+    before = pulumi.get_stack()
+    MOCKS.registered.clear()
+    graph_for_plan(plans["finetune-gcp-g2"])
+    assert MOCKS.registered == [] and pulumi.get_stack() == before == "test"
+
+
+def test_the_real_program_from_stack_config(plans: Plans) -> None:
+    config = read_yaml(STACKS / "Pulumi.train-p5-cluster.yaml")["config"]
+    g = graph_for_config("train-p5-cluster", config)
+    assert len(g.of_type("ec2/instance:Instance")) == 2
+    assert {r.type for r in g.rows} == {r.type for r in graph_for_plan(plans["train-p5-cluster"]).rows}
+
+
+def test_the_program_fails_with_the_cores_one_line_error() -> None:
+    config = {**read_yaml(STACKS / "Pulumi.exp-aws-spot.yaml")["config"], "fullserver:nodes": 2}
+    with pytest.raises(Exception, match=r"fullserver:nodes: profile 'experimentation' is single-node"):
+        graph_for_config("exp-aws-spot", config)
+
+
+def test_plan_with_graphs_covers_every_stack_including_bare_metal(plans: Plans) -> None:
+    out = plan_with_graphs(plans.values())
+    assert len(out) == len(plans)
+    bare = [g for p, g in out if p.spec.platform.value == "bare-metal"]
+    assert all(g.rows or g.warnings for g in bare)
+
+
+def test_cli_plan_json_includes_the_resources(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(Path(STACKS).parent)
+    result = CliRunner().invoke(app, ["plan", "train-p5-cluster", "finetune-gcp-g2", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    types = {r["type"] for r in data[0]["resources"]}
+    assert "aws:ec2/launchTemplate:LaunchTemplate" in types
+    lt = next(r for r in data[0]["resources"] if r["type"].endswith("LaunchTemplate"))
+    assert lt["inputs"]["userData"].startswith("<user data")
+
+
+def test_cli_plan_table_shows_the_resources(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(Path(STACKS).parent)
+    result = CliRunner().invoke(app, ["plan", "train-tpu-v5e"])
+    assert result.exit_code == 0, result.output
+    assert "resources pulumi up creates" in result.stdout and "gcp:tpu:V2Vm" in result.stdout

@@ -1,0 +1,112 @@
+"""A stand-in ``pulumi`` on a temp dir, a file:// backend for it, and helpers to read what it saw."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stackops.workspace import PulumiOptions
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_SOURCE = Path(__file__).with_name("fake_pulumi.py")
+
+
+@dataclass
+class FakePulumi:
+    """Where the stand-in lives and what it recorded."""
+
+    root: Path
+    state: Path
+    log: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def backend(self) -> str:
+        return f"file://{self.state}"
+
+    def options(self, **extra: Any) -> PulumiOptions:
+        return PulumiOptions(backend=self.backend, pulumi_root=self.root, **extra)
+
+    def calls(self) -> list[dict[str, Any]]:
+        if not self.log.is_file():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
+    def commands(self) -> list[str]:
+        """Each call as its command words, e.g. ``stack tag set`` or ``destroy``."""
+        out = []
+        for call in self.calls():
+            words: list[str] = []
+            for a in call["argv"]:
+                if a.startswith("-"):
+                    if words:
+                        break
+                    continue
+                words.append(a)
+                if words[0] not in ("stack", "config") or len(words) >= (3 if words[:2] == ["stack", "tag"] else 2):
+                    break
+            out.append(" ".join(words))
+        return out
+
+    def stacks(self) -> dict[str, dict[str, Any]]:
+        return {p.stem: json.loads(p.read_text()) for p in sorted((self.state / "stacks").glob("*.json"))}
+
+    def subprocess_env(self, **extra: str) -> dict[str, str]:
+        """The environment for running ``fullserver`` in a subprocess with the fake first on PATH."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_PULUMI", "PULUMI_"))}
+        env["PATH"] = (
+            f"{self.root / 'bin'}{os.pathsep}{os.path.dirname(sys.executable)}{os.pathsep}{env.get('PATH', '')}"
+        )
+        env.update(self.env)
+        env.update(extra)
+        return env
+
+
+def install_fake(directory: Path) -> FakePulumi:
+    """Write the stand-in to ``<directory>/pulumi-root/bin/pulumi``, run by this interpreter."""
+    root = directory / "pulumi-root"
+    (root / "bin").mkdir(parents=True)
+    exe = root / "bin" / "pulumi"
+    exe.write_text(f"#!{sys.executable}\n" + FAKE_SOURCE.read_text())
+    exe.chmod(0o755)
+    state = directory / "state"
+    state.mkdir()
+    fake = FakePulumi(root=root, state=state, log=directory / "pulumi-calls.jsonl")
+    fake.env = {"FAKE_PULUMI_LOG": str(fake.log), "PULUMI_CONFIG_PASSPHRASE": "test-only"}
+    return fake
+
+
+@pytest.fixture
+def fake_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePulumi]:
+    fake = install_fake(tmp_path)
+    for key in [k for k in os.environ if k.startswith(("FAKE_PULUMI", "PULUMI_BACKEND_URL"))]:
+        monkeypatch.delenv(key)
+    for key, value in fake.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(ROOT)
+    yield fake
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project directory with the repository's project name and runtime (the program is not run:
+    the stand-in CLI deploys nothing), so these tests do not depend on the live Pulumi.yaml."""
+    return write_project(tmp_path / "project")
+
+
+def write_project(d: Path) -> Path:
+    d.mkdir()
+    (d / "Pulumi.yaml").write_text(
+        "name: fullserver\n"
+        "runtime:\n  name: python\n  options:\n    toolchain: pip\n    virtualenv: .venv\n"
+        "stackConfigDir: stacks\n"
+        "config:\n  ttlHours:\n    type: integer\n"
+    )
+    return d

@@ -1,0 +1,304 @@
+"""The ephemeral-stack API against the stand-in CLI: what it creates, and that it always cleans up."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fullserver.errors import BudgetExceeded, InputError
+from stackops import EXIT_LEFTOVER
+from stackops.ephemeral import (
+    BaseStack,
+    LeftoverStackError,
+    PulumiFailed,
+    ephemeral_config,
+    ephemeral_stack,
+    output_env_name,
+    parse_ttl,
+    stack_name,
+)
+from stackops.workspace import project_settings
+from tests.stackops.conftest import ROOT, FakePulumi
+
+STACKS = ROOT / "stacks"
+
+
+def opts(fake: FakePulumi, project: Path, **extra: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "pulumi": fake.options(),
+        "project_dir": project,
+        "stacks_dir": STACKS,
+        "backoff_s": 0.01,
+        "handle_signals": False,
+        "on_output": None,
+        "say": lambda line: None,
+    }
+    return base | extra
+
+
+# -- pure helpers ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2h", timedelta(hours=2)),
+        ("90m", timedelta(minutes=90)),
+        ("1h30m", timedelta(minutes=90)),
+        ("1d", timedelta(days=1)),
+        ("3", timedelta(hours=3)),
+    ],
+)
+def test_ttl_accepts_the_usual_spellings(text: str, expected: timedelta) -> None:
+    assert parse_ttl(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "0", "-1", "2x", "h2", "2h 5"])
+def test_a_bad_ttl_is_an_input_error(text: str) -> None:
+    with pytest.raises(InputError, match="--ttl"):
+        parse_ttl(text)
+
+
+def test_names_are_unique_sortable_and_valid_pulumi_stack_names() -> None:
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    names = {stack_name("ci", now) for _ in range(50)}
+    assert len(names) == 50
+    for n in names:
+        assert n.startswith("ci-20260102-030405-") and len(n) <= 100
+        assert all(c.isalnum() or c in "-_." for c in n)
+    with pytest.raises(InputError):
+        stack_name("Bad Prefix", now)
+
+
+def test_output_names_become_shell_variables() -> None:
+    assert output_env_name("privateIps") == "FULLSERVER_OUTPUT_PRIVATE_IPS"
+    assert output_env_name("connect") == "FULLSERVER_OUTPUT_CONNECT"
+    assert output_env_name("gpu.count-1") == "FULLSERVER_OUTPUT_GPU_COUNT_1"
+
+
+def test_config_is_the_base_stack_with_ttl_profile_and_overrides() -> None:
+    base = BaseStack(
+        "b",
+        Path("Pulumi.b.yaml"),
+        {"fullserver:profile": "fine-tuning", "fullserver:region": "us-east-1", "aws:region": "us-east-1"},
+    )
+    config = ephemeral_config(
+        base,
+        profile="experimentation",
+        ttl=timedelta(minutes=90),
+        overrides={"region": "eu-central-1", "gcp:project": "p"},
+    )
+    assert config == {
+        "fullserver:profile": "experimentation",
+        "fullserver:region": "eu-central-1",
+        "aws:region": "us-east-1",
+        "gcp:project": "p",
+        "fullserver:ttlHours": 2,  # whole hours, rounded up: Pulumi.yaml declares an integer
+    }
+
+
+def test_a_secret_in_the_base_stack_cannot_be_copied() -> None:
+    base = BaseStack("b", Path("Pulumi.b.yaml"), {"fullserver:token": {"secure": "v1:abc"}})
+    with pytest.raises(InputError, match="secrets="):
+        ephemeral_config(base, profile=None, ttl=timedelta(hours=1), overrides={})
+
+
+def test_the_workspace_project_runs_the_real_program_from_its_own_directory(project: Path) -> None:
+    settings = project_settings(project)
+    assert settings["main"] == str(project.resolve())
+    assert settings["runtime"]["options"]["virtualenv"] == str(project.resolve() / ".venv")
+    assert "stackConfigDir" not in settings  # the stack's config stays out of stacks/
+
+
+# -- refusals before anything exists ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"base_stack": "train-p5-cluster"}, InputError, "persistent and protected"),
+        ({"base_stack": "exp-aws-spot", "ttl": "9h"}, InputError, "exceeds profile 'experimentation'"),
+        ({"base_stack": "no-such-stack"}, InputError, "known stacks"),
+        ({"profile": "scale-training", "base_stack": "exp-aws-spot"}, InputError, "persistent"),
+        ({"base_stack": "exp-aws-spot", "max_monthly_usd": 1.0}, BudgetExceeded, "exceeds --max-monthly-usd"),
+    ],
+)
+def test_bad_requests_fail_offline_without_calling_pulumi(
+    fake_pulumi: FakePulumi, project: Path, kwargs: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match), ephemeral_stack(**opts(fake_pulumi, project, **kwargs)):
+        pytest.fail("must not get here")
+    assert fake_pulumi.calls() == []
+
+
+# -- the life of a stack ----------------------------------------------------------------------
+
+
+def test_success_creates_tags_ups_exposes_outputs_then_destroys_and_removes(
+    fake_pulumi: FakePulumi, project: Path
+) -> None:
+    before = datetime.now(UTC).replace(microsecond=0)
+    with ephemeral_stack(profile="experimentation", ttl="90m", **opts(fake_pulumi, project)) as env:
+        # the base stack is the one stack file using the profile
+        assert env.plan.spec.offer == "g4dn.xlarge"
+        [state] = fake_pulumi.stacks().values()
+        assert state["name"] == env.stack and len(state["resources"]) == 3
+        tags = state["tags"]
+        assert tags["fullserver:ephemeral"] == "true" and tags["fullserver:base-stack"] == "exp-aws-spot"
+        expires = datetime.fromisoformat(tags["fullserver:expires-at"].replace("Z", "+00:00"))
+        assert before + timedelta(minutes=90) <= expires <= datetime.now(UTC) + timedelta(minutes=90)
+        # the config the program ran with: the base stack's, plus the TTL that labels carry
+        assert state["config"]["fullserver:ttlHours"] == 2
+        assert state["config"]["fullserver:sshSourceRanges"] == ["203.0.113.0/24"]
+        assert not list(STACKS.glob(f"*{env.stack}*"))  # never written into stacks/
+        # outputs, as values, in the environment and in a private JSON file
+        assert env.outputs["connect"] == f"ssh ubuntu@{env.stack}.example.invalid"
+        assert env.secret_outputs == {"apiToken"}
+        environ = env.environ()
+        assert environ["FULLSERVER_STACK"] == env.stack
+        assert json.loads(environ["FULLSERVER_OUTPUT_PUBLIC_IPS"]) == ["198.51.100.7"]
+        assert json.loads(Path(environ["FULLSERVER_OUTPUTS_FILE"]).read_text()) == env.outputs
+        assert Path(environ["FULLSERVER_OUTPUTS_FILE"]).stat().st_mode & 0o077 == 0
+        work_dir = env.work_dir
+    assert fake_pulumi.stacks() == {}
+    assert not work_dir.exists()
+    assert fake_pulumi.commands() == [
+        "version",
+        "stack init",
+        *["stack tag set"] * 4,
+        "up",
+        "stack output",
+        "stack output",
+        "stack history",
+        "stack select",
+        "destroy",
+        "stack history",
+        "stack rm",
+    ]
+
+
+def test_the_cli_is_called_the_way_the_automation_api_calls_it(fake_pulumi: FakePulumi, project: Path) -> None:
+    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project)) as env:
+        pass
+    calls = fake_pulumi.calls()
+    assert calls[0]["argv"] == ["version"]
+    for call in calls[1:]:
+        assert call["argv"][0] == "--non-interactive"
+        assert call["env"]["PULUMI_BACKEND_URL"] == fake_pulumi.backend
+        assert call["env"]["PULUMI_AUTOMATION_API"] == "true"
+        assert call["env"]["PULUMI_CONFIG_PASSPHRASE"] == "<redacted>"  # the log never holds secrets
+        assert call["cwd"] != str(ROOT) and call["exit"] == 0
+    by_cmd = {" ".join(a for a in c["argv"][1:3]): c["argv"] for c in calls[1:]}
+    up = by_cmd["up --yes"]
+    assert {"--skip-preview", "--exec-kind", "auto.local"} <= set(up) and up[-2:] == ["--stack", env.stack]
+    assert by_cmd["stack rm"] == ["--non-interactive", "stack", "rm", "--yes", env.stack]
+
+
+def test_a_failing_body_still_destroys_and_the_error_propagates(fake_pulumi: FakePulumi, project: Path) -> None:
+    with (
+        pytest.raises(AssertionError, match="the test failed"),
+        ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project)),
+    ):
+        raise AssertionError("the test failed")
+    assert fake_pulumi.stacks() == {}
+    assert fake_pulumi.commands()[-3:] == ["destroy", "stack history", "stack rm"]
+
+
+def test_a_failed_up_tears_down_what_it_created(
+    fake_pulumi: FakePulumi, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "up:1")
+    with (
+        pytest.raises(PulumiFailed, match="injected failure of 'up'") as err,
+        ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project)),
+    ):
+        pytest.fail("must not get here")
+    assert err.value.exit_code == 6
+    assert fake_pulumi.stacks() == {}
+    assert "destroy" in fake_pulumi.commands()
+
+
+def test_a_failed_stack_init_leaves_nothing_and_destroys_nothing(
+    fake_pulumi: FakePulumi, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack init:1")
+    with (
+        pytest.raises(PulumiFailed, match="stack init"),
+        ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project)),
+    ):
+        pytest.fail("must not get here")
+    assert fake_pulumi.commands() == ["version", "stack init", "stack select"]  # looked, found nothing
+
+
+def test_a_failing_destroy_is_retried_with_backoff(
+    fake_pulumi: FakePulumi, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "destroy:2")
+    lines: list[str] = []
+    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, retries=3, say=lines.append)):
+        pass
+    assert fake_pulumi.stacks() == {}
+    assert fake_pulumi.commands().count("destroy") == 3
+    assert [ln for ln in lines if "retrying in" in ln] == [
+        "fullserver ephemeral: retrying in 0.01 s",
+        "fullserver ephemeral: retrying in 0.02 s",
+    ]
+
+
+def test_a_destroy_that_keeps_failing_reports_exactly_what_is_left(
+    fake_pulumi: FakePulumi, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "destroy:always")
+    with (
+        pytest.raises(LeftoverStackError) as err,
+        ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, retries=3)) as env,
+    ):
+        name, work_dir = env.stack, env.work_dir
+    assert err.value.exit_code == EXIT_LEFTOVER
+    report = "\n".join(err.value.report)
+    assert f"stack '{name}' was NOT cleaned up after 3 attempt(s)" in report
+    assert "injected failure of 'destroy'" in report and "possibly running cloud resources" in report
+    assert fake_pulumi.backend in report
+    assert f"fullserver janitor --backend {fake_pulumi.backend} --destroy" in report
+    assert fake_pulumi.commands().count("destroy") == 3
+    assert list(fake_pulumi.stacks()) == [name]
+    assert (work_dir / f"Pulumi.{name}.yaml").is_file() and not (work_dir / "outputs.json").exists()
+    # the printed cleanup command works once the cause is gone
+    [cmd] = [ln.split("clean up:", 1)[1].strip() for ln in err.value.report if "clean up:" in ln]
+    assert (
+        cmd == f"PULUMI_BACKEND_URL={fake_pulumi.backend} pulumi destroy --yes --remove --stack {name} --cwd {work_dir}"
+    )
+    env_vars = {**os.environ, "PATH": f"{fake_pulumi.root / 'bin'}:{os.environ['PATH']}", "FAKE_PULUMI_FAIL": ""}
+    subprocess.run(["sh", "-c", cmd], env=env_vars, check=True, capture_output=True)
+    assert fake_pulumi.stacks() == {}
+
+
+def test_when_only_stack_rm_fails_the_report_says_the_resources_are_gone(
+    fake_pulumi: FakePulumi, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack rm:always")
+    with (
+        pytest.raises(LeftoverStackError) as err,
+        ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, retries=2)) as env,
+    ):
+        name = env.stack
+    report = "\n".join(err.value.report)
+    assert "its resources were destroyed" in report and f"pulumi stack rm --yes {name}" in report
+    assert fake_pulumi.commands().count("destroy") == 1  # not destroyed twice
+    assert fake_pulumi.stacks()[name]["resources"] == []
+
+
+def test_secrets_are_set_as_secret_config_never_copied_in_clear(fake_pulumi: FakePulumi, project: Path) -> None:
+    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, secrets={"hfToken": "hf_abc"})) as env:
+        config = yaml.safe_load((env.work_dir / f"Pulumi.{env.stack}.yaml").read_text())["config"]
+        assert set(config["fullserver:hfToken"]) == {"secure"}
+    # `config set` carries --non-interactive itself (before `--`), so the API adds none in front
+    [call] = [c for c in fake_pulumi.calls() if c["argv"][:2] == ["config", "set"]]
+    assert call["argv"][-2:] == ["--", "hf_abc"] and "--secret" in call["argv"] and "--non-interactive" in call["argv"]
