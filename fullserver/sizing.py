@@ -17,7 +17,7 @@ from fullserver.balance import BalanceReport, Host, evaluate, required_attached_
 from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import AcceleratorKind, Interconnect, Platform
 from fullserver.errors import InputError, NothingFits
-from fullserver.profiles import Fabric, PricingModel, Profile, Topology
+from fullserver.profiles import Fabric, PricingModel, Profile, StoragePolicy, Topology
 from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, TpuSpec
 from fullserver.workload import Workload
 
@@ -27,9 +27,26 @@ from fullserver.workload import Workload
 # IOPS/throughput (Google Cloud "Hyperdisk" and "GPU machine types" pages); older GCP series and
 # TPU v4/v5e/v5p use pd-balanced, whose performance scales with size and cannot be provisioned.
 _HYPERDISK_FAMILIES = re.compile(r"^(a3|a4|v6e|tpu7x)")
+
+
+@dataclass(frozen=True)
+class DiskLimits:
+    """What a provisioned disk kind accepts; the free baseline is also the minimum."""
+
+    min_iops: int
+    max_iops: int
+    iops_per_gib: int
+    min_mbps: int
+    max_mbps: int
+    mbps_per_iops: float | None
+
+
+# gp3: 3,000-16,000 IOPS, at most 500 IOPS per GiB; 125-1,000 MiB/s, at most 0.25 MiB/s per IOPS
+# (Amazon EBS "General Purpose SSD volumes"). Hyperdisk Balanced: 3,000-160,000 IOPS, at most
+# 500 IOPS per GiB; 140-2,400 MiB/s (Google Cloud "About Hyperdisk Balanced").
 _DISK_LIMITS = {
-    "gp3": (16_000, 1_000),
-    "hyperdisk-balanced": (160_000, 2_400),
+    "gp3": DiskLimits(3_000, 16_000, 500, 125, 1_000, 0.25),
+    "hyperdisk-balanced": DiskLimits(3_000, 160_000, 500, 140, 2_400, None),
 }
 
 _FABRIC_INTERCONNECTS: dict[Fabric, set[Interconnect]] = {
@@ -217,16 +234,29 @@ def _data_disk(profile: Profile, workload: Workload, cand: Candidate, platform: 
     kind = disk_kind(platform, cand.offer.family)
     n = max(cand.offer.host.accelerator_count, 1)
     limits = _DISK_LIMITS.get(kind)
-    if limits is None:
-        return DataDisk(kind=kind, size_gib=size)
-    max_iops, max_mbps = limits
     pol = profile.storage
-    iops = min(max_iops, math.ceil(pol.iops_per_accelerator.value * n)) if pol.iops_per_accelerator else None
+    if limits is None or (pol.iops_per_accelerator is None and pol.throughput_mbps_per_accelerator is None):
+        return DataDisk(kind=kind, size_gib=size)
+    return _provisioned(kind, size, limits, pol, n)
+
+
+def _provisioned(kind: str, size: int, limits: DiskLimits, pol: StoragePolicy, n: int) -> DataDisk:
+    """IOPS and throughput per accelerator, within the kind's limits; grow the disk if they need it.
+
+    Growing a disk a few GiB costs less than missing the throughput the profile asks for, and the
+    limits tie IOPS to size (IOPS per GiB) and throughput to IOPS (MiB/s per IOPS).
+    """
+    iops = math.ceil(pol.iops_per_accelerator.value * n) if pol.iops_per_accelerator else limits.min_iops
     mbps = (
-        min(max_mbps, math.ceil(pol.throughput_mbps_per_accelerator.value * n))
+        math.ceil(pol.throughput_mbps_per_accelerator.value * n)
         if pol.throughput_mbps_per_accelerator
-        else None
+        else limits.min_mbps
     )
+    mbps = min(limits.max_mbps, max(limits.min_mbps, mbps))
+    if limits.mbps_per_iops:
+        iops = max(iops, math.ceil(mbps / limits.mbps_per_iops))
+    iops = min(limits.max_iops, max(limits.min_iops, iops))
+    size = max(size, math.ceil(iops / limits.iops_per_gib))
     return DataDisk(kind=kind, size_gib=size, iops=iops, throughput_mbps=mbps)
 
 

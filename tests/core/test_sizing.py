@@ -234,3 +234,15 @@ def test_a_tpu_zone_comes_from_the_catalog_when_none_is_asked(mini_catalog: Cata
     assert spec.zone == "r-1-a"
     with pytest.raises(NothingFits, match="tx-4: not offered in r-1-b"):
         build_spec(base_profile, wl(accelerator="tx-4", zone="r-1-b"), Platform.TPU_VM, mini_catalog, "env")
+
+
+def test_a_disk_grows_to_carry_the_iops_and_throughput_the_profile_asks(tmp_path: Path, mini_catalog: Catalog) -> None:
+    text = PROFILE + "storage:\n  throughput_mbps_per_accelerator: {value: 900, reason: fast checkpoint writes}\n"
+    text += "  iops_per_accelerator: {value: 100, reason: few large sequential files}\n"
+    profile = load_profiles(write_profiles(tmp_path, {"base": text}))["base"]
+    spec = build_spec(profile, wl(datasetGib=4), Platform.AWS_GPU, mini_catalog, "env")
+    disk = spec.data_disk
+    assert disk is not None
+    # 900 MiB/s needs 3600 IOPS on gp3 (0.25 MiB/s per IOPS), and 3600 IOPS need 8 GiB (500 per GiB).
+    assert (disk.throughput_mbps, disk.iops) == (900, 3600)
+    assert disk.size_gib == 8  # the 4 GiB dataset x 1.25 would give 5 GiB: grown for the IOPS
