@@ -12,14 +12,15 @@ import difflib
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
 from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import AcceleratorKind, Interconnect, Platform
 from fullserver.errors import InputError, NothingFits
-from fullserver.profiles import Fabric, PricingModel, Profile, StoragePolicy, Topology
+from fullserver.profiles import Fabric, Lifecycle, PricingModel, Profile, StoragePolicy, Topology
 from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, TpuSpec
-from fullserver.workload import Workload
+from fullserver.workload import DedicatedHost, Workload
 
 # Block storage each platform provisions, and its provisioning ceilings. Why these kinds:
 # gp3 provisions IOPS/throughput independently of size (EBS volume types, docs.aws.amazon.com);
@@ -374,24 +375,10 @@ def build_spec(
                 "remove ttlHours or use an ephemeral profile",
             )
         lifecycle = lifecycle.model_copy(update={"ttl_hours": workload.ttl_hours})
-    labels = {
-        "fullserver-profile": profile.name,
-        "fullserver-environment": environment,
-        "fullserver-owner": workload.owner,
-        "fullserver-lifecycle": lifecycle.mode,
-    }
-    if lifecycle.ttl_hours is not None:
-        labels["fullserver-ttl-hours"] = f"{lifecycle.ttl_hours:g}"
     nodes = offer.hosts if platform is Platform.TPU_VM else workload.nodes
     return EnvironmentSpec(
-        environment=environment,
-        profile=profile.name,
-        stage=profile.stage,
-        purpose=profile.purpose,
-        framework=workload.framework,
-        owner=workload.owner,
+        **_identity(profile, workload, environment, lifecycle),
         platform=platform,
-        region=workload.region,
         zone=zone,
         offer=offer.name,
         machine_type=offer.machine_type,
@@ -403,7 +390,6 @@ def build_spec(
         nodes=nodes,
         pricing=profile.pricing,
         spot=cand.spot,
-        lifecycle=lifecycle,
         boot_disk_gib=profile.storage.boot_disk_gib,
         data_disk=_data_disk(profile, workload, cand, platform),
         local_nvme_disks=local,
@@ -424,21 +410,39 @@ def build_spec(
         image=workload.image if platform is not Platform.TPU_VM else None,
         reservation=workload.reservation,
         capacity_block=workload.capacity_block,
-        labels=labels,
         balance=cand.report,
         near_misses=near[:5],
         warnings=warnings,
     )
 
 
-def dedicated_spec(profile: Profile, workload: Workload, catalog: Catalog, environment: str) -> EnvironmentSpec:
-    """A bare-metal environment: the hardware is declared (and audited later), not chosen."""
-    ded = workload.dedicated
-    if ded is None:
-        raise InputError("fullserver:dedicated", "missing", "add monthlyUsd and host for a bare-metal stack")
-    hw = ded.host
+def _identity(profile: Profile, workload: Workload, environment: str, lifecycle: Lifecycle) -> dict[str, Any]:
+    """What every spec says about who it is for; the labels policies and the janitor read."""
+    labels = {
+        "fullserver-profile": profile.name,
+        "fullserver-environment": environment,
+        "fullserver-owner": workload.owner,
+        "fullserver-lifecycle": lifecycle.mode,
+    }
+    if lifecycle.ttl_hours is not None:
+        labels["fullserver-ttl-hours"] = f"{lifecycle.ttl_hours:g}"
+    return {
+        "environment": environment,
+        "profile": profile.name,
+        "stage": profile.stage,
+        "purpose": profile.purpose,
+        "framework": workload.framework,
+        "owner": workload.owner,
+        "region": workload.region,
+        "lifecycle": lifecycle,
+        "labels": labels,
+    }
+
+
+def declared_host(hw: DedicatedHost, catalog: Catalog) -> Host:
+    """A declared dedicated server as the balance check sees it."""
     acc = catalog.accelerator(hw.accelerator) if hw.accelerator else None
-    host = Host(
+    return Host(
         accelerator=acc.name if acc else None,
         accelerator_count=hw.accelerator_count,
         accelerator_memory_gib=acc.memory_gib if acc else 0.0,
@@ -448,18 +452,21 @@ def dedicated_spec(profile: Profile, workload: Workload, catalog: Catalog, envir
         local_nvme_gib=hw.local_nvme_gib,
         network_gbps=hw.network_gbps,
     )
+
+
+def dedicated_spec(profile: Profile, workload: Workload, catalog: Catalog, environment: str) -> EnvironmentSpec:
+    """A bare-metal environment: the hardware is declared (and audited later), not chosen."""
+    ded = workload.dedicated
+    if ded is None:
+        raise InputError("fullserver:dedicated", "missing", "add monthlyUsd and host for a bare-metal stack")
+    hw = ded.host
+    host = declared_host(hw, catalog)
     report = evaluate(profile.balance_for(Platform.BARE_METAL), host)
     warnings = [] if report.ok else [f"declared host is {report.summary()}"]
     sec = profile.security
     return EnvironmentSpec(
-        environment=environment,
-        profile=profile.name,
-        stage=profile.stage,
-        purpose=profile.purpose,
-        framework=workload.framework,
-        owner=workload.owner,
+        **_identity(profile, workload, environment, profile.lifecycle),
         platform=Platform.BARE_METAL,
-        region=workload.region,
         zone=workload.zone,
         offer=f"dedicated ({ded.provider or 'own'})",
         machine_type="dedicated",
@@ -471,7 +478,6 @@ def dedicated_spec(profile: Profile, workload: Workload, catalog: Catalog, envir
         nodes=max(len(ded.hosts), 1),
         pricing=profile.pricing,
         spot=False,
-        lifecycle=profile.lifecycle,
         boot_disk_gib=profile.storage.boot_disk_gib,
         local_nvme_disks=0,
         scratch_raid0=hw.local_nvme_gib > 0,
@@ -481,11 +487,6 @@ def dedicated_spec(profile: Profile, workload: Workload, catalog: Catalog, envir
             gbps_per_node=hw.network_gbps,
         ),
         dedicated=ded,
-        labels={
-            "fullserver-profile": profile.name,
-            "fullserver-environment": environment,
-            "fullserver-owner": workload.owner,
-        },
         balance=report,
         warnings=warnings,
     )
