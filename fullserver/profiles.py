@@ -4,10 +4,21 @@ A profile is data (``profiles/<name>.yaml``). It states the stage, training or i
 platforms in order of preference, the pricing model, the lifecycle, the balance minimums per
 accelerator (each with the reason it exists), the topology and the security defaults.
 ``extends:`` inherits another profile; nested mappings merge, lists and scalars replace.
+
+Where profiles come from (``load_profiles()`` without a directory), so that a project made from
+a template finds them without a checkout and a team can add its own without forking:
+
+1. the shipped set: ``profiles/`` of the source checkout when fullserver runs from one, else the
+   copy the wheel installs under ``<prefix>/share/fullserver/profiles`` (``profiles/`` stays the
+   single source at the repository top; ``pyproject.toml`` ships it as data files), then
+2. on top, ``profiles/`` beside the nearest ``Pulumi.yaml`` at or above the working directory
+   (Pulumi runs a program in its project directory): a file there replaces the shipped profile
+   of the same name or adds a new one, and may ``extends:`` a shipped profile.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -19,6 +30,10 @@ from fullserver.platform import Platform
 from fullserver.yamlio import parse, read_yaml
 
 PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
+"""``profiles/`` of a source checkout; it does not exist when fullserver is installed from a wheel."""
+
+INSTALLED_PROFILES = ("share", "fullserver", "profiles")
+"""Where ``[tool.setuptools.data-files]`` installs the wheel's copy, relative to the install prefix."""
 
 
 class Strict(BaseModel):
@@ -226,11 +241,48 @@ def _resolve(
     return _merge(base, {k: v for k, v in data.items() if k != "extends"})
 
 
-def load_profiles(directory: Path = PROFILES_DIR) -> dict[str, Profile]:
-    """Every ``*.yaml`` under ``directory``, resolved and validated; the file stem is the name."""
-    paths = {p.stem: p for p in sorted(directory.glob("*.yaml"))}
+def shipped_profiles_dir() -> Path:
+    """The checkout's ``profiles/`` when this module runs from a checkout (the files being edited
+    win over any installed copy), else the copy installed with the ``fullserver`` distribution."""
+    if PROFILES_DIR.is_dir() and (PROFILES_DIR.parent / "pyproject.toml").is_file():
+        return PROFILES_DIR
+    try:
+        dist = importlib.metadata.distribution("fullserver")
+    except importlib.metadata.PackageNotFoundError:
+        return PROFILES_DIR
+    for file in dist.files or ():
+        if file.suffix == ".yaml" and file.parts[-4:-1] == INSTALLED_PROFILES:
+            return Path(str(dist.locate_file(file))).resolve().parent
+    return PROFILES_DIR
+
+
+def project_profiles_dir(start: Path | None = None) -> Path | None:
+    """``profiles/`` beside the nearest ``Pulumi.yaml`` at or above ``start`` (default: the
+    working directory), or None: a team's own profiles live in its Pulumi project."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "Pulumi.yaml").is_file() or (folder / "Pulumi.yml").is_file():
+            found = folder / "profiles"
+            return found if found.is_dir() else None
+    return None
+
+
+def profile_dirs() -> list[Path]:
+    """Directories ``load_profiles()`` reads, later ones overriding earlier ones by profile name."""
+    shipped = shipped_profiles_dir()
+    project = project_profiles_dir()
+    if project is None or project.resolve() == shipped.resolve():
+        return [shipped]
+    return [shipped, project]
+
+
+def load_profiles(directory: Path | None = None) -> dict[str, Profile]:
+    """Every ``*.yaml`` under ``directory`` (only there), or under ``profile_dirs()`` when no
+    directory is given; resolved and validated; the file stem is the name."""
+    directories = [directory] if directory is not None else profile_dirs()
+    paths = {p.stem: p for d in directories for p in sorted(d.glob("*.yaml"))}
     if not paths:
-        raise InputError(str(directory), "no profiles found", "add profiles/<name>.yaml files")
+        raise InputError(str(directories[-1]), "no profiles found", "add profiles/<name>.yaml files")
     raw: dict[str, dict[str, Any]] = {}
     for name, path in paths.items():
         data = read_yaml(path)
