@@ -18,6 +18,7 @@ plan: setup
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check --quiet .
 	$(BIN)/mypy
 
 test: lint

@@ -52,16 +52,22 @@ def provider_concurrency(calls: int = 16, seconds: float = 0.5) -> tuple[float, 
             t.sleep(0.5)
             return CreateResult(id_="x", outs={})
 
-    server = subprocess.Popen([sys.executable, "-m", "pulumi.dynamic"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pulumi.dynamic"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     try:
         assert server.stdout is not None
         port = int(server.stdout.readline().decode().strip())
         stub = provider_pb2_grpc.ResourceProviderStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
-        props: struct_pb2.Struct = asyncio.run(rpc.serialize_properties({"__provider": serialize_provider(Sleepy())}, {}))
+        props: struct_pb2.Struct = asyncio.run(
+            rpc.serialize_properties({"__provider": serialize_provider(Sleepy())}, {})
+        )
         futures = []
         start = time.monotonic()
         for i in range(calls):
-            req = proto.CreateRequest(urn=f"urn:pulumi:bench::fleet::pulumi-python:dynamic:Resource::r{i}", properties=props)
+            req = proto.CreateRequest(
+                urn=f"urn:pulumi:bench::fleet::pulumi-python:dynamic:Resource::r{i}", properties=props
+            )
             futures.append(stub.Create.future(req))
         for f in futures:
             f.result(timeout=60)
@@ -84,7 +90,9 @@ def ansible_setup(hosts: list[SshdHost], user: str, forks: int | None, work: Pat
         key = work / f"{h.name}.key"
         key.write_text(h.user_key)
         key.chmod(0o600)
-        lines.append(f"{h.name} ansible_host=127.0.0.1 ansible_port={h.port} ansible_user={user} ansible_ssh_private_key_file={key} ansible_python_interpreter=/usr/bin/python3")
+        lines.append(
+            f"{h.name} ansible_host=127.0.0.1 ansible_port={h.port} ansible_user={user} ansible_ssh_private_key_file={key} ansible_python_interpreter=/usr/bin/python3"
+        )
     inv.write_text("[fleet]\n" + "\n".join(lines) + "\n")
     env = {
         **os.environ,
@@ -119,7 +127,9 @@ def main() -> None:
         hosts = [bed.add_host(f"gpu-{i:02d}", gpus=[H100_SXM] * 8) for i in range(max(sizes))]
         work = bed.base / "ansible"
         work.mkdir()
-        print(f"\n{'hosts':>5}  {'fullserver':>10}  {'ansible f=5':>11}  {'ansible f=N':>11}  {'vs f=5':>7}  {'vs f=N':>7}")
+        print(
+            f"\n{'hosts':>5}  {'fullserver':>10}  {'ansible f=5':>11}  {'ansible f=N':>11}  {'vs f=5':>7}  {'vs f=N':>7}"
+        )
         base_time = None
         for n in sizes:
             group = hosts[:n]
@@ -138,16 +148,31 @@ def main() -> None:
                 return f"{x / ours:.1f}x" if x is not None else "-"
 
             print(f"{n:>5}  {fmt(ours):>10}  {fmt(a5):>11}  {fmt(an):>11}  {ratio(a5):>7}  {ratio(an):>7}")
-        print(f"\n{max(sizes)} hosts vs 1 host: {ours / (base_time or ours):.1f}x the time (target <= 2x; all hosts share this machine's {os.cpu_count()} cores)")
+        print(
+            f"\n{max(sizes)} hosts vs 1 host: {ours / (base_time or ours):.1f}x the time (target <= 2x; all hosts share this machine's {os.cpu_count()} cores)"
+        )
 
         # Re-apply with nothing to change: configure every host once, then again.
         def cfg(h: SshdHost) -> HostConfig:
-            for key in ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.netdev_max_backlog", "net.ipv4.tcp_mtu_probing"):
+            for key in (
+                "net.core.rmem_max",
+                "net.core.wmem_max",
+                "net.ipv4.tcp_rmem",
+                "net.ipv4.tcp_wmem",
+                "net.core.netdev_max_backlog",
+                "net.ipv4.tcp_mtu_probing",
+            ):
                 p = h.root / "proc/sys" / key.replace(".", "/")
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text(Path("/proc/sys", key.replace(".", "/")).read_text())
             layout = HostLayout(str(h.root), str(h.root / "proc/sys"))
-            return HostConfig(network_tuning=True, gpu_persistence=True, service_user=ServiceUserConfig(name=f"svc{h.port % 100000}", authorized_keys=[h.user_pub]), root=layout.root, sysctl_dir=layout.sysctl_dir)
+            return HostConfig(
+                network_tuning=True,
+                gpu_persistence=True,
+                service_user=ServiceUserConfig(name=f"svc{h.port % 100000}", authorized_keys=[h.user_pub]),
+                root=layout.root,
+                sysctl_dir=layout.sysctl_dir,
+            )
 
         def apply(h: SshdHost) -> tuple[int, list[str]]:
             c = cfg(h) if not (h.root / "proc/sys/net").exists() else HostConfig.model_validate(CONFIGS[h.name])
@@ -167,7 +192,9 @@ def main() -> None:
         w1 = sum(r[0] for r in first.values() if isinstance(r, tuple))
         w2 = sum(r[0] for r in second.values() if isinstance(r, tuple))
         errors = [str(r) for r in [*first.values(), *second.values()] if not isinstance(r, tuple)]
-        print(f"\nconfigure {len(group)} hosts: {t1:.2f} s, {w1} write commands; re-apply with nothing to change: {t2:.2f} s, {w2} write commands")
+        print(
+            f"\nconfigure {len(group)} hosts: {t1:.2f} s, {w1} write commands; re-apply with nothing to change: {t2:.2f} s, {w2} write commands"
+        )
         if errors:
             print("errors:", *errors[:3], sep="\n  ")
         for h in group:  # remove the service users this bench created

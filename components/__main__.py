@@ -97,7 +97,9 @@ class BareMetalEnvironment(bare_metal.BareMetalEnvironment):
     failed_hosts: pulumi.Output[dict[str, str]]
     """Hosts that could not be configured, with the reason; the next ``pulumi up`` retries them."""
 
-    def __init__(self, name: str, args: BareMetalEnvironmentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(
+        self, name: str, args: BareMetalEnvironmentArgs, opts: Optional[pulumi.ResourceOptions] = None
+    ) -> None:
         hosts: list[dict[str, Any]] = [dict(h) for h in args["hosts"]]
         config: dict[str, Any] | None = dict(args["config"]) if "config" in args else None
         super().__init__(

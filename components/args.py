@@ -14,7 +14,6 @@ from the catalog so a component can refuse what the shape cannot do (more local 
 has, EFA where it has none) even when the args were written by hand.
 """
 
-
 import math
 from typing import Any, NotRequired, TypedDict, cast
 
@@ -231,7 +230,9 @@ def _serving(spec: EnvironmentSpec) -> ServingArgs | None:
     }
 
 
-def tpu_args(spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None) -> TpuVmArgs:
+def tpu_args(
+    spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None
+) -> TpuVmArgs:
     if spec.tpu is None:
         raise refuse("tpu", "a tpu-vm spec needs its TPU section", "size the workload with the core")
     common = _common(spec, catalog or load_catalog())
@@ -265,7 +266,9 @@ def aws_args(spec: EnvironmentSpec, catalog: Catalog | None = None) -> AwsGpuArg
     return args
 
 
-def gcp_args(spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None) -> GcpGpuArgs:
+def gcp_args(
+    spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None
+) -> GcpGpuArgs:
     common = _common(spec, catalog or load_catalog())
     family = spec.machine_type.split("-", 1)[0]
     extra = {
@@ -280,7 +283,11 @@ def gcp_args(spec: EnvironmentSpec, catalog: Catalog | None = None, project: pul
     if spec.offer != spec.machine_type and spec.accelerator:
         gpu_type = GCP_ATTACHED_GPU_TYPES.get(spec.accelerator)
         if gpu_type is None:
-            raise refuse("accelerator", f"{spec.accelerator} cannot be attached to {spec.machine_type}", "choose a GCP GPU machine type")
+            raise refuse(
+                "accelerator",
+                f"{spec.accelerator} cannot be attached to {spec.machine_type}",
+                "choose a GCP GPU machine type",
+            )
         args["accelerator_type"] = gpu_type
     serving = _serving(spec)
     if serving is not None:
@@ -290,7 +297,9 @@ def gcp_args(spec: EnvironmentSpec, catalog: Catalog | None = None, project: pul
     return args
 
 
-def environment_args(spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None) -> EnvironmentArgs:
+def environment_args(
+    spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None
+) -> EnvironmentArgs:
     """The Environment's args for a spec: the platform and that platform's args."""
     args: EnvironmentArgs = {"platform": spec.platform.value}
     if spec.platform is Platform.TPU_VM:

@@ -25,7 +25,6 @@ type ``efa``: EFA with ENA, so it also carries the instance's IP traffic); cards
 32 EFA devices on its 32 network cards.
 """
 
-
 from typing import Any, Optional
 
 import pulumi
@@ -74,11 +73,19 @@ def validate_aws(args: AwsGpuArgs) -> None:
             "pick a shape with EFA (p4d, p5, trn1) or a profile without the EFA fabric",
         )
     if efa and args["nodes"] < 2:
-        raise refuse("network.efa_interfaces", "EFA only pays off between nodes; this environment has one", "drop the fabric for one node")
+        raise refuse(
+            "network.efa_interfaces",
+            "EFA only pays off between nodes; this environment has one",
+            "drop the fabric for one node",
+        )
     if args["spot"] and args.get("reservation"):
-        raise refuse("reservation", "spot capacity cannot consume a capacity reservation", "use on-demand or reserved pricing")
+        raise refuse(
+            "reservation", "spot capacity cannot consume a capacity reservation", "use on-demand or reserved pricing"
+        )
     if args["capacity_block"] and not args.get("reservation"):
-        raise refuse("capacity_block", "a capacity block needs its reservation id", "set fullserver:reservation to the cr-... id")
+        raise refuse(
+            "capacity_block", "a capacity block needs its reservation id", "set fullserver:reservation to the cr-... id"
+        )
     disk = args.get("data_disk")
     if disk is not None:
         if disk["kind"] != "gp3":
@@ -86,7 +93,10 @@ def validate_aws(args: AwsGpuArgs) -> None:
         iops = disk.get("iops", GP3_MIN_IOPS)
         mbps = disk.get("throughput_mbps", GP3_MIN_MBPS)
         if not GP3_MIN_IOPS <= iops <= min(GP3_MAX_IOPS, 500 * disk["size_gib"]):
-            raise refuse("data_disk.iops", f"gp3 takes 3000-{min(GP3_MAX_IOPS, 500 * disk['size_gib'])} IOPS at {disk['size_gib']} GiB, not {iops}")
+            raise refuse(
+                "data_disk.iops",
+                f"gp3 takes 3000-{min(GP3_MAX_IOPS, 500 * disk['size_gib'])} IOPS at {disk['size_gib']} GiB, not {iops}",
+            )
         if not GP3_MIN_MBPS <= mbps <= GP3_MAX_MBPS or mbps > iops / 4:
             raise refuse(
                 "data_disk.throughput_mbps",
@@ -111,11 +121,18 @@ def network_interfaces(efa: int, subnet_id: pulumi.Input[str] | None, sg_id: pul
     base: Any = {"security_groups": [sg_id], "delete_on_termination": "true"}
     if subnet_id is not None:
         base["subnet_id"] = subnet_id
-    primary = {**base, "device_index": 0, "network_card_index": 0, "associate_public_ip_address": "true" if public_ip else "false"}
+    primary = {
+        **base,
+        "device_index": 0,
+        "network_card_index": 0,
+        "associate_public_ip_address": "true" if public_ip else "false",
+    }
     if not efa:
         return [primary]
     nics = [{**primary, "interface_type": "efa"}]
-    nics += [{**base, "device_index": 0, "network_card_index": card, "interface_type": "efa-only"} for card in range(1, efa)]
+    nics += [
+        {**base, "device_index": 0, "network_card_index": card, "interface_type": "efa-only"} for card in range(1, efa)
+    ]
     return nics
 
 
@@ -145,7 +162,15 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
         zones = 3 if serving is not None and serving["spread_zones"] else 1
         port = (serving or {}).get("port", DEFAULT_PORT) if serving is not None else None
         net = aws_network(
-            name, self, region=region, zone=args.get("zone"), zones=zones, access=access, tags=tags, efa=efa > 0, serving_port=port
+            name,
+            self,
+            region=region,
+            zone=args.get("zone"),
+            zones=zones,
+            access=access,
+            tags=tags,
+            efa=efa > 0,
+            serving_port=port,
         )
         ident = aws_instance_profile(name, self, tags, cloudwatch_agent=serving is not None)
         opts_child = pulumi.ResourceOptions(parent=self)
@@ -160,7 +185,12 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
         disk = args.get("data_disk")
         mappings: Any = [{"device_name": ROOT_DEVICE, "ebs": _ebs(args["boot_disk_gib"])}]
         if disk is not None and group_launched:
-            mappings.append({"device_name": DATA_DEVICE, "ebs": _ebs(disk["size_gib"], disk.get("iops"), disk.get("throughput_mbps"))})
+            mappings.append(
+                {
+                    "device_name": DATA_DEVICE,
+                    "ebs": _ebs(disk["size_gib"], disk.get("iops"), disk.get("throughput_mbps")),
+                }
+            )
 
         capacity: Any = {"capacity_reservation_preference": "none" if args["spot"] else "open"}
         market: Any = None
@@ -171,13 +201,21 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                 market = {"market_type": "capacity-block"}
 
         script = boot_script(
-            DiskPlan(scratch_glob=AWS_INSTANCE_STORE, scratch_devices=args["local_ssd_count"], data_glob=AWS_EBS, data_disk=disk is not None),
+            DiskPlan(
+                scratch_glob=AWS_INSTANCE_STORE,
+                scratch_devices=args["local_ssd_count"],
+                data_glob=AWS_EBS,
+                data_disk=disk is not None,
+            ),
             extra=aws_gpu_metrics() if serving is not None else "",
         )
         # Instances launched by this component sit in the first subnet (one zone: the placement
         # group's); groups choose among the subnets themselves, so the template names none.
         lt_subnet = None if group_launched else net.subnets[0].id
-        tag_specs: Any = [{"resource_type": kind, "tags": aws_tags(tags, f"{name}-node")} for kind in ("instance", "volume", "network-interface")]
+        tag_specs: Any = [
+            {"resource_type": kind, "tags": aws_tags(tags, f"{name}-node")}
+            for kind in ("instance", "volume", "network-interface")
+        ]
         lt = aws.ec2.LaunchTemplate(
             f"{name}-lt",
             region=region,
@@ -202,7 +240,9 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
         stateful = pulumi.ResourceOptions(parent=self, protect=args["protect"])
 
         if serving is not None:
-            group = aws_serving_group(name, self, region=region, launch_template=lt, subnet_ids=subnet_ids, serving=serving, tags=tags)
+            group = aws_serving_group(
+                name, self, region=region, launch_template=lt, subnet_ids=subnet_ids, serving=serving, tags=tags
+            )
             groups = [group.name]
             instances: list[aws.ec2.Instance] = []
         elif args["spot"]:
@@ -234,12 +274,21 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                         opts=stateful,
                     )
                     aws.ec2.VolumeAttachment(
-                        f"{name}-data-{i}", region=region, device_name=DATA_DEVICE, instance_id=inst.id, volume_id=vol.id, opts=opts_child
+                        f"{name}-data-{i}",
+                        region=region,
+                        device_name=DATA_DEVICE,
+                        instance_id=inst.id,
+                        volume_id=vol.id,
+                        opts=opts_child,
                     )
 
         self.instance_ids = pulumi.Output.all(*[i.id for i in instances]).apply(list)
-        self.private_ips = pulumi.Output.all(*[i.private_ip for i in instances]).apply(lambda ips: [str(ip) for ip in ips])
-        self.public_ips = pulumi.Output.all(*[i.public_ip for i in instances]).apply(lambda ips: [str(ip) for ip in ips if ip])
+        self.private_ips = pulumi.Output.all(*[i.private_ip for i in instances]).apply(
+            lambda ips: [str(ip) for ip in ips]
+        )
+        self.public_ips = pulumi.Output.all(*[i.public_ip for i in instances]).apply(
+            lambda ips: [str(ip) for ip in ips if ip]
+        )
         self.group_names = pulumi.Output.all(*groups).apply(lambda names: [str(n) for n in names])
         if instances and access["public_ip"] and access["ssh_source_ranges"]:
             self.connect = instances[0].public_ip.apply(lambda ip: f"ssh ubuntu@{ip}")
@@ -265,7 +314,13 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
         )
 
     def _spot_with_fallback(
-        self, name: str, region: str, lt: aws.ec2.LaunchTemplate, subnet_ids: list[pulumi.Output[str]], nodes: int, tags: dict[str, str]
+        self,
+        name: str,
+        region: str,
+        lt: aws.ec2.LaunchTemplate,
+        subnet_ids: list[pulumi.Output[str]],
+        nodes: int,
+        tags: dict[str, str],
     ) -> list[pulumi.Output[str]]:
         """Spot group at the node count, on-demand group at zero, an alarm that swaps them (module docstring)."""
         opts = pulumi.ResourceOptions(parent=self)
@@ -288,7 +343,10 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             desired_capacity=nodes,
             vpc_zone_identifiers=subnet_ids,
             capacity_rebalance=True,
-            enabled_metrics=[aws.autoscaling.Metric.GROUP_IN_SERVICE_INSTANCES, aws.autoscaling.Metric.GROUP_DESIRED_CAPACITY],
+            enabled_metrics=[
+                aws.autoscaling.Metric.GROUP_IN_SERVICE_INSTANCES,
+                aws.autoscaling.Metric.GROUP_DESIRED_CAPACITY,
+            ],
             metrics_granularity="1Minute",
             mixed_instances_policy=mixed,
             tags=group_tags,

@@ -131,7 +131,11 @@ def _apply(fleet: _Fleet, old: _Fleet | None, configured: set[str] | None = None
         _, revert_failed = old.each(lambda e, s: revert(s, old.config.layout, old.steps).undone, gone)
         failed.update({n: f"while reverting a removed host: {m}" for n, m in revert_failed.items()})
     if not hosts and failed:
-        raise BareMetalError("BareMetalEnvironment", "every host failed: " + " | ".join(failed.values()), "fix the hosts and run pulumi up again")
+        raise BareMetalError(
+            "BareMetalEnvironment",
+            "every host failed: " + " | ".join(failed.values()),
+            "fix the hosts and run pulumi up again",
+        )
     return {"host_status": hosts, "failed_hosts": failed}
 
 
@@ -154,7 +158,12 @@ class BareMetalProvider(ResourceProvider):
             failures.append(CheckFailure("profile", f"unknown profile {news.get('profile')!r}"))
         key = news.get("private_key")
         if not isinstance(key, str) or "PRIVATE KEY" not in key:
-            failures.append(CheckFailure("private_key", "expected the private key's text (a Pulumi secret), e.g. from `pulumi config set --secret`"))
+            failures.append(
+                CheckFailure(
+                    "private_key",
+                    "expected the private key's text (a Pulumi secret), e.g. from `pulumi config set --secret`",
+                )
+            )
         else:
             from fullserver.baremetal.ssh import load_private_key
 
@@ -167,20 +176,28 @@ class BareMetalProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         fleet = _Fleet(props)
         outs = _apply(fleet, None)
-        return CreateResult(id_="fleet-" + "-".join(sorted(e.name for e in fleet.entries()))[:100], outs={**_inputs(props), **outs})
+        return CreateResult(
+            id_="fleet-" + "-".join(sorted(e.name for e in fleet.entries()))[:100], outs={**_inputs(props), **outs}
+        )
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = [k for k in INPUTS if json.dumps(olds.get(k), sort_keys=True) != json.dumps(news.get(k), sort_keys=True)]
+        changed = [
+            k for k in INPUTS if json.dumps(olds.get(k), sort_keys=True) != json.dumps(news.get(k), sort_keys=True)
+        ]
         if changed:
             return DiffResult(changes=True, replaces=[])
         if olds.get("failed_hosts"):
             return DiffResult(changes=True)
         fleet = _Fleet(news)
-        pending, failed = fleet.each(lambda _e, s: {k: v for k, v in plan(s, fleet.config.layout, fleet.steps).items() if v != "ok"})
+        pending, failed = fleet.each(
+            lambda _e, s: {k: v for k, v in plan(s, fleet.config.layout, fleet.steps).items() if v != "ok"}
+        )
         return DiffResult(changes=bool(failed) or any(pending.values()))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs={**_inputs(news), **_apply(_Fleet(news), _Fleet(olds), set(olds.get("host_status") or {}))})
+        return UpdateResult(
+            outs={**_inputs(news), **_apply(_Fleet(news), _Fleet(olds), set(olds.get("host_status") or {}))}
+        )
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         fleet = _Fleet(props)
@@ -190,7 +207,12 @@ class BareMetalProvider(ResourceProvider):
             facts = probe(s)
             audit = audit_facts(facts, fleet.profile, catalog, address=f"{entry.address}:{entry.port}")
             pending = plan(s, fleet.config.layout, fleet.steps)
-            return {"status": audit.status, "audit": audit.summary(), "facts": _facts_summary(facts), "steps": {k: ("applied" if v == "ok" else f"drift: {v}") for k, v in pending.items()}}
+            return {
+                "status": audit.status,
+                "audit": audit.summary(),
+                "facts": _facts_summary(facts),
+                "steps": {k: ("applied" if v == "ok" else f"drift: {v}") for k, v in pending.items()},
+            }
 
         hosts, failed = fleet.each(work)
         outs = {**_inputs(props), "host_status": hosts, "failed_hosts": failed}
@@ -200,7 +222,11 @@ class BareMetalProvider(ResourceProvider):
         fleet = _Fleet(props)
         _, failed = fleet.each(lambda _e, s: revert(s, fleet.config.layout, fleet.steps).undone)
         if failed:
-            raise BareMetalError("BareMetalEnvironment", "could not revert: " + " | ".join(failed.values()), "fix the hosts and run pulumi destroy again (reverting is idempotent)")
+            raise BareMetalError(
+                "BareMetalEnvironment",
+                "could not revert: " + " | ".join(failed.values()),
+                "fix the hosts and run pulumi destroy again (reverting is idempotent)",
+            )
 
 
 class BareMetalFleet(Resource, module="fullserver", name="BareMetalFleet"):
@@ -211,7 +237,12 @@ class BareMetalFleet(Resource, module="fullserver", name="BareMetalFleet"):
 
     def __init__(self, name: str, props: dict[str, Any], opts: Optional[pulumi.ResourceOptions] = None) -> None:
         secret = pulumi.ResourceOptions(additional_secret_outputs=["private_key"])
-        super().__init__(BareMetalProvider(), name, {**props, "host_status": None, "failed_hosts": None}, pulumi.ResourceOptions.merge(opts, secret))
+        super().__init__(
+            BareMetalProvider(),
+            name,
+            {**props, "host_status": None, "failed_hosts": None},
+            pulumi.ResourceOptions.merge(opts, secret),
+        )
 
 
 class BareMetalEnvironment(pulumi.ComponentResource):
@@ -244,11 +275,17 @@ class BareMetalEnvironment(pulumi.ComponentResource):
         HostConfig.model_validate(config or {})
         fleet = BareMetalFleet(
             f"{name}-fleet",
-            {"hosts": [InventoryEntry.model_validate(h).model_dump(by_alias=True, exclude_none=True) for h in hosts], "private_key": pulumi.Output.secret(private_key), "profile": profile, "config": config or {}},
+            {
+                "hosts": [InventoryEntry.model_validate(h).model_dump(by_alias=True, exclude_none=True) for h in hosts],
+                "private_key": pulumi.Output.secret(private_key),
+                "profile": profile,
+                "config": config or {},
+            },
             pulumi.ResourceOptions(parent=self),
         )
         self.host_status = fleet.host_status
         self.failed_hosts = fleet.failed_hosts
+
         def warn(failed: dict[str, str] | None) -> None:
             for line in (failed or {}).values():
                 pulumi.log.warn(f"bare metal: {line}", self)

@@ -5,7 +5,6 @@ a ``Union``, which the component analyzer rejects). Bare metal is built by
 ``components.bare_metal.BareMetalEnvironment``, imported only when a stack asks for it.
 """
 
-
 import importlib
 from typing import Any, Optional
 
@@ -27,7 +26,8 @@ def bare_metal_class() -> type[pulumi.ComponentResource]:
         if exc.name != "components.bare_metal":
             raise
         raise refuse(
-            "platform", "bare-metal environments are not available in this build (components/bare_metal.py is missing)",
+            "platform",
+            "bare-metal environments are not available in this build (components/bare_metal.py is missing)",
             "plan a cloud platform, or update fullserver",
         ) from None
     cls: type[pulumi.ComponentResource] = module.BareMetalEnvironment
@@ -58,12 +58,19 @@ class Environment(pulumi.ComponentResource):
             factory: Any = bare_metal_class()
             inner = factory(name, opts=child, **args.get("bare_metal", {}))
         else:
-            raise refuse("platform", f"no args for platform '{platform}'", "pass exactly the args of the platform named")
+            raise refuse(
+                "platform", f"no args for platform '{platform}'", "pass exactly the args of the platform named"
+            )
         self.inner = inner
         self.platform = pulumi.Output.from_input(platform)
         self.private_ips = getattr(inner, "private_ips", pulumi.Output.from_input([]))
         self.public_ips = getattr(inner, "public_ips", pulumi.Output.from_input([]))
         self.connect = getattr(inner, "connect", pulumi.Output.from_input(""))
         self.register_outputs(
-            {"platform": self.platform, "private_ips": self.private_ips, "public_ips": self.public_ips, "connect": self.connect}
+            {
+                "platform": self.platform,
+                "private_ips": self.private_ips,
+                "public_ips": self.public_ips,
+                "connect": self.connect,
+            }
         )

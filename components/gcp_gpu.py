@@ -19,7 +19,6 @@ Each node is a ``compute.Instance``:
 Inference profiles with ``serving`` get a managed instance group instead (``components.serving``).
 """
 
-
 from typing import Any, Optional
 
 import pulumi
@@ -64,13 +63,21 @@ def _scheduling(spot: bool) -> Any:
             "automatic_restart": False,
             "instance_termination_action": "STOP",
         }
-    return {"on_host_maintenance": "TERMINATE", "provisioning_model": "STANDARD", "preemptible": False, "automatic_restart": True}
+    return {
+        "on_host_maintenance": "TERMINATE",
+        "provisioning_model": "STANDARD",
+        "preemptible": False,
+        "automatic_restart": True,
+    }
 
 
 def _reservation_affinity(args: GcpGpuArgs) -> Any:
     reservation = args.get("reservation")
     if reservation:
-        return {"type": "SPECIFIC_RESERVATION", "specific_reservation": {"key": RESERVATION_KEY, "values": [reservation]}}
+        return {
+            "type": "SPECIFIC_RESERVATION",
+            "specific_reservation": {"key": RESERVATION_KEY, "values": [reservation]},
+        }
     return {"type": "NO_RESERVATION" if args["spot"] else "ANY_RESERVATION"}
 
 
@@ -100,7 +107,12 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
         labels = gcp_labels(args["labels"])
         disk = args.get("data_disk")
         script = boot_script(
-            DiskPlan(scratch_glob=GCP_LOCAL_SSD, scratch_devices=args["local_ssd_count"], data_glob=GCP_DATA, data_disk=disk is not None),
+            DiskPlan(
+                scratch_glob=GCP_LOCAL_SSD,
+                scratch_devices=args["local_ssd_count"],
+                data_glob=GCP_DATA,
+                data_disk=disk is not None,
+            ),
             extra=gcp_gpu_metrics() if serving is not None else "",
         )
         metadata = {"startup-script": script, "enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
@@ -118,17 +130,32 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
 
         if serving is not None:
             disks: Any = [
-                {"boot": True, "auto_delete": True, "source_image": image, "disk_size_gb": args["boot_disk_gib"], "disk_type": args["boot_disk_kind"]}
+                {
+                    "boot": True,
+                    "auto_delete": True,
+                    "source_image": image,
+                    "disk_size_gb": args["boot_disk_gib"],
+                    "disk_type": args["boot_disk_kind"],
+                }
             ]
             disks += [
-                {"type": "SCRATCH", "disk_type": "local-ssd", "interface": "NVME", "disk_size_gb": args["local_ssd_gib"]}
+                {
+                    "type": "SCRATCH",
+                    "disk_type": "local-ssd",
+                    "interface": "NVME",
+                    "disk_size_gb": args["local_ssd_gib"],
+                }
                 for _ in range(args["local_ssd_count"])
             ]
             if disk is not None:
                 disks.append(
                     {
-                        "auto_delete": True, "device_name": "data", "disk_type": disk["kind"], "disk_size_gb": disk["size_gib"],
-                        "provisioned_iops": disk.get("iops"), "provisioned_throughput": disk.get("throughput_mbps"),
+                        "auto_delete": True,
+                        "device_name": "data",
+                        "disk_type": disk["kind"],
+                        "disk_size_gb": disk["size_gib"],
+                        "provisioned_iops": disk.get("iops"),
+                        "provisioned_throughput": disk.get("throughput_mbps"),
                     }
                 )
             template: Any = {
@@ -181,9 +208,15 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                     attached = [{"source": data.id, "device_name": "data", "mode": "READ_WRITE"}]
                 boot_disk: Any = {
                     "auto_delete": True,
-                    "initialize_params": {"image": image, "size": args["boot_disk_gib"], "type": args["boot_disk_kind"]},
+                    "initialize_params": {
+                        "image": image,
+                        "size": args["boot_disk_gib"],
+                        "type": args["boot_disk_kind"],
+                    },
                 }
-                scratch: Any = [{"interface": "NVME", "size": args["local_ssd_gib"]} for _ in range(args["local_ssd_count"])]
+                scratch: Any = [
+                    {"interface": "NVME", "size": args["local_ssd_gib"]} for _ in range(args["local_ssd_count"])
+                ]
                 inst = gcp.compute.Instance(
                     f"{name}-node-{i}",
                     project=project,
@@ -210,7 +243,9 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 instances.append(inst)
             self.instance_group = pulumi.Output.from_input("")
 
-        self.instance_names = pulumi.Output.all(*[i.name for i in instances]).apply(lambda names: [str(n) for n in names])
+        self.instance_names = pulumi.Output.all(*[i.name for i in instances]).apply(
+            lambda names: [str(n) for n in names]
+        )
         self.private_ips = pulumi.Output.all(*[i.network_interfaces for i in instances]).apply(
             lambda nics: [str(field(n[0], "network_ip") or "") for n in nics if n]
         )
@@ -219,12 +254,16 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
         if instances:
             direct = access["public_ip"] and bool(access["ssh_source_ranges"])
             self.connect = pulumi.Output.all(instances[0].name, instances[0].zone).apply(
-                lambda nz: f"gcloud compute ssh {nz[0]} --zone {nz[1] or zone}" + ("" if direct else " --tunnel-through-iap")
+                lambda nz: (
+                    f"gcloud compute ssh {nz[0]} --zone {nz[1] or zone}" + ("" if direct else " --tunnel-through-iap")
+                )
             )
         else:
             self.connect = self.instance_group.apply(
-                lambda g: f"gcloud compute instance-groups managed list-instances {g.rsplit('/', 1)[-1] if g else name} --region {region}"
-                " (then: gcloud compute ssh <instance> --tunnel-through-iap)"
+                lambda g: (
+                    f"gcloud compute instance-groups managed list-instances {g.rsplit('/', 1)[-1] if g else name} --region {region}"
+                    " (then: gcloud compute ssh <instance> --tunnel-through-iap)"
+                )
             )
         self.register_outputs(
             {

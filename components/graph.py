@@ -94,7 +94,9 @@ class GraphMocks(pulumi.runtime.Mocks):
         # Autonaming adds a random suffix; a checksum keeps the mock's names stable across runs.
         out: dict[str, Any] = {"name": inputs.get("name", f"{name}-{zlib.crc32(name.encode()) & 0xFFFFFF:06x}")}
         if typ.startswith("gcp:"):
-            out["selfLink"] = f"https://www.googleapis.com/compute/v1/projects/{MOCK_GCP_PROJECT}/{typ.split(':')[-1].lower()}s/{out['name']}"
+            out["selfLink"] = (
+                f"https://www.googleapis.com/compute/v1/projects/{MOCK_GCP_PROJECT}/{typ.split(':')[-1].lower()}s/{out['name']}"
+            )
             out["project"] = inputs.get("project", MOCK_GCP_PROJECT)
         if typ.startswith("aws:"):
             out["arn"] = f"arn:aws:{typ.split(':')[1].split('/')[0]}::123456789012:{name}"
@@ -104,7 +106,10 @@ class GraphMocks(pulumi.runtime.Mocks):
             public = bool((inputs.get("networkConfig") or {}).get("enableExternalIps"))
             hosts = 1
             out["networkEndpoints"] = [
-                {"ipAddress": self._next_ip("10.64.0"), "accessConfigs": [{"externalIp": self._next_ip("34.1.0")}] if public else []}
+                {
+                    "ipAddress": self._next_ip("10.64.0"),
+                    "accessConfigs": [{"externalIp": self._next_ip("34.1.0")}] if public else [],
+                }
                 for _ in range(hosts)
             ]
         elif typ == "gcp:compute/instance:Instance":
@@ -115,7 +120,9 @@ class GraphMocks(pulumi.runtime.Mocks):
             out["networkInterfaces"] = nics
         elif typ == "gcp:compute/instanceTemplate:InstanceTemplate":
             out["selfLinkUnique"] = out["selfLink"] + "?uniqueId=1"
-        elif typ.endswith("InstanceGroupManager:RegionInstanceGroupManager") or typ.endswith("instanceGroupManager:InstanceGroupManager"):
+        elif typ.endswith("InstanceGroupManager:RegionInstanceGroupManager") or typ.endswith(
+            "instanceGroupManager:InstanceGroupManager"
+        ):
             out["instanceGroup"] = out["selfLink"].replace("instancegroupmanagers", "instanceGroups")
         elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
             out["latestVersion"] = 1
@@ -132,7 +139,12 @@ class GraphMocks(pulumi.runtime.Mocks):
             region = args.args.get("region", "us-east-1")
             return {"names": [f"{region}{z}" for z in "abc"], "zoneIds": [f"use1-az{i}" for i in (1, 2, 4)]}
         if args.token == "gcp:organizations/getClientConfig:getClientConfig":
-            return {"project": MOCK_GCP_PROJECT, "region": "us-central1", "zone": "us-central1-a", "accessToken": "mock"}
+            return {
+                "project": MOCK_GCP_PROJECT,
+                "region": "us-central1",
+                "zone": "us-central1-a",
+                "accessToken": "mock",
+            }
         return {}
 
 
@@ -164,6 +176,7 @@ def evaluate(program: Callable[[], object], stack: str, config: dict[str, Any] |
     def run() -> None:
         pulumi_mocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, logger=logger)
         set_all_config({k: _config_text(v) for k, v in (config or {}).items()})
+
         def body() -> None:
             program()
 
@@ -278,14 +291,18 @@ def summary(row: Row) -> str:
         for m in i.get("blockDeviceMappings", []):
             e = m.get("ebs", {})
             extra = "".join(f" {k}={e[k]}" for k in ("iops", "throughput") if k in e)
-            parts.append(f"{m.get('deviceName')} {e.get('volumeType')} {e.get('volumeSize')}GiB{extra} encrypted={e.get('encrypted')}")
+            parts.append(
+                f"{m.get('deviceName')} {e.get('volumeType')} {e.get('volumeSize')}GiB{extra} encrypted={e.get('encrypted')}"
+            )
         parts.append(f"IMDS tokens={i.get('metadataOptions', {}).get('httpTokens')}")
         if i.get("placement"):
             parts.append("cluster placement")
         if i.get("instanceMarketOptions"):
             parts.append(f"market={i['instanceMarketOptions'].get('marketType')}")
         crs = i.get("capacityReservationSpecification", {})
-        parts.append(f"reservation={_fmt(crs.get('capacityReservationTarget', crs.get('capacityReservationPreference')))}")
+        parts.append(
+            f"reservation={_fmt(crs.get('capacityReservationTarget', crs.get('capacityReservationPreference')))}"
+        )
     elif t == "gcp:compute/instance:Instance":
         s = i.get("scheduling", {})
         nic = (i.get("networkInterfaces") or [{}])[0]
@@ -334,7 +351,11 @@ def summary(row: Row) -> str:
             if len(parts) >= 4:
                 break
     labels = i.get("labels") or i.get("tags")
-    if isinstance(labels, dict) and "fullserver-environment" in labels and t not in ("aws:ec2/securityGroup:SecurityGroup",):
+    if (
+        isinstance(labels, dict)
+        and "fullserver-environment" in labels
+        and t not in ("aws:ec2/securityGroup:SecurityGroup",)
+    ):
         parts.append("labelled")
     return ", ".join(p for p in parts if p)
 

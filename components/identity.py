@@ -25,7 +25,9 @@ GCP_NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 GCP_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
 
 
-def gcp_service_account(name: str, parent: pulumi.Resource, project: pulumi.Input[str] | None) -> gcp.serviceaccount.Account:
+def gcp_service_account(
+    name: str, parent: pulumi.Resource, project: pulumi.Input[str] | None
+) -> gcp.serviceaccount.Account:
     # account_id: 6-30 characters, [a-z]([-a-z0-9]*[a-z0-9]) (IAM "Creating service accounts").
     account_id = gcp_name(f"fs-{name}", limit=30)
     if len(account_id) < 6:
@@ -56,14 +58,18 @@ class AwsIdentity:
     profile: aws.iam.InstanceProfile
 
 
-def aws_instance_profile(name: str, parent: pulumi.Resource, tags: dict[str, str], cloudwatch_agent: bool) -> AwsIdentity:
+def aws_instance_profile(
+    name: str, parent: pulumi.Resource, tags: dict[str, str], cloudwatch_agent: bool
+) -> AwsIdentity:
     opts = pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(
         f"{name}-role",
         assume_role_policy=json.dumps(
             {
                 "Version": "2012-10-17",
-                "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+                "Statement": [
+                    {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+                ],
             }
         ),
         description=f"fullserver {name} nodes: Session Manager (and GPU metrics for serving groups)",
@@ -74,6 +80,10 @@ def aws_instance_profile(name: str, parent: pulumi.Resource, tags: dict[str, str
     if cloudwatch_agent:
         policies.append("arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy")
     for arn in policies:
-        aws.iam.RolePolicyAttachment(f"{name}-{arn.rsplit('/', 1)[-1].lower()}", role=role.name, policy_arn=arn, opts=opts)
-    profile = aws.iam.InstanceProfile(f"{name}-profile", role=role.name, tags=aws_tags(tags, f"{name}-profile"), opts=opts)
+        aws.iam.RolePolicyAttachment(
+            f"{name}-{arn.rsplit('/', 1)[-1].lower()}", role=role.name, policy_arn=arn, opts=opts
+        )
+    profile = aws.iam.InstanceProfile(
+        f"{name}-profile", role=role.name, tags=aws_tags(tags, f"{name}-profile"), opts=opts
+    )
     return AwsIdentity(role=role, profile=profile)

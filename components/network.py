@@ -155,7 +155,9 @@ def aws_network(
     if zone:
         zone_names: list[pulumi.Input[str]] = [zone] * zones
     else:
-        azs = aws.get_availability_zones_output(state="available", region=region, opts=pulumi.InvokeOutputOptions(parent=parent))
+        azs = aws.get_availability_zones_output(
+            state="available", region=region, opts=pulumi.InvokeOutputOptions(parent=parent)
+        )
         zone_names = [azs.names.apply(_nth(i)) for i in range(zones)]
     vpc = aws.ec2.Vpc(
         f"{name}-vpc",
@@ -166,7 +168,9 @@ def aws_network(
         tags=aws_tags(tags, f"{name}-vpc"),
         opts=opts,
     )
-    igw = aws.ec2.InternetGateway(f"{name}-igw", region=region, vpc_id=vpc.id, tags=aws_tags(tags, f"{name}-igw"), opts=opts)
+    igw = aws.ec2.InternetGateway(
+        f"{name}-igw", region=region, vpc_id=vpc.id, tags=aws_tags(tags, f"{name}-igw"), opts=opts
+    )
     public_rt = aws.ec2.RouteTable(
         f"{name}-public-rt",
         region=region,
@@ -187,7 +191,9 @@ def aws_network(
             tags=aws_tags(tags, f"{name}-public-{i}"),
             opts=opts,
         )
-        aws.ec2.RouteTableAssociation(f"{name}-public-{i}", region=region, subnet_id=subnet.id, route_table_id=public_rt.id, opts=opts)
+        aws.ec2.RouteTableAssociation(
+            f"{name}-public-{i}", region=region, subnet_id=subnet.id, route_table_id=public_rt.id, opts=opts
+        )
         public.append(subnet)
     subnets = public
     if not access["public_ip"]:
@@ -220,20 +226,34 @@ def aws_network(
                 tags=aws_tags(tags, f"{name}-private-{i}"),
                 opts=opts,
             )
-            aws.ec2.RouteTableAssociation(f"{name}-private-{i}", region=region, subnet_id=subnet.id, route_table_id=private_rt.id, opts=opts)
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-{i}", region=region, subnet_id=subnet.id, route_table_id=private_rt.id, opts=opts
+            )
             subnets.append(subnet)
 
     ingress: list[aws.ec2.SecurityGroupIngressArgsDict] = []
     if access["ssh_source_ranges"]:
         ingress.append(
-            {"protocol": "tcp", "from_port": 22, "to_port": 22, "cidr_blocks": list(access["ssh_source_ranges"]), "description": "SSH"}
+            {
+                "protocol": "tcp",
+                "from_port": 22,
+                "to_port": 22,
+                "cidr_blocks": list(access["ssh_source_ranges"]),
+                "description": "SSH",
+            }
         )
     # EFA needs all traffic to and from the security group itself (AWS "Get started with EFA",
     # security group step); ordinary multi-node traffic (NCCL over TCP) is covered by the same rule.
     ingress.append({"protocol": "-1", "from_port": 0, "to_port": 0, "self": True, "description": "node to node"})
     if serving_port is not None:
         ingress.append(
-            {"protocol": "tcp", "from_port": serving_port, "to_port": serving_port, "cidr_blocks": [AWS_VPC_CIDR], "description": "inference"}
+            {
+                "protocol": "tcp",
+                "from_port": serving_port,
+                "to_port": serving_port,
+                "cidr_blocks": [AWS_VPC_CIDR],
+                "description": "inference",
+            }
         )
     egress: list[aws.ec2.SecurityGroupEgressArgsDict] = [
         {"protocol": "-1", "from_port": 0, "to_port": 0, "cidr_blocks": ["0.0.0.0/0"], "description": "outbound"},

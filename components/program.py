@@ -69,14 +69,20 @@ def deploy(plan: StackPlan) -> Environment:
     except FullserverError as exc:
         raise pulumi.RunError(exc.line()) from None
     pulumi.export("platform", spec.platform.value)
-    pulumi.export("shape", f"{spec.offer}: {spec.accelerator_count} x {spec.accelerator} per node, {spec.nodes} node(s)")
+    pulumi.export(
+        "shape", f"{spec.offer}: {spec.accelerator_count} x {spec.accelerator} per node, {spec.nodes} node(s)"
+    )
     pulumi.export("privateIps", env.private_ips)
     pulumi.export("publicIps", env.public_ips)
     pulumi.export("connect", env.connect)
     pulumi.export("balance", spec.balance.model_dump(mode="json"))
     pulumi.export(
         "cost",
-        {"usdPerHour": plan.cost.usd_hour, "usdPerMonth": plan.cost.usd_month, "items": plan.cost.model_dump(mode="json")},
+        {
+            "usdPerHour": plan.cost.usd_hour,
+            "usdPerMonth": plan.cost.usd_month,
+            "items": plan.cost.model_dump(mode="json"),
+        },
     )
     pulumi.export("warnings", plan.warnings)
     return env

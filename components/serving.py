@@ -56,7 +56,10 @@ def aws_serving_group(
         health_check_type="EC2",
         health_check_grace_period=WARMUP_SECONDS,
         default_instance_warmup=WARMUP_SECONDS,
-        instance_refresh={"strategy": "Rolling", "preferences": {"min_healthy_percentage": 100, "max_healthy_percentage": 200}},
+        instance_refresh={
+            "strategy": "Rolling",
+            "preferences": {"min_healthy_percentage": 100, "max_healthy_percentage": 200},
+        },
         tags=[{"key": k, "value": v, "propagate_at_launch": True} for k, v in sorted(tags.items())],
         # The target-tracking policy owns the desired capacity once the group exists.
         opts=pulumi.ResourceOptions(parent=parent, ignore_changes=["desired_capacity"]),
@@ -114,7 +117,11 @@ def gcp_serving_group(
         "cooldown_period": WARMUP_SECONDS,
         "mode": "ON",
         "metrics": [
-            {"name": "agent.googleapis.com/gpu/utilization", "target": round(serving["target_utilisation"] * 100, 1), "type": "GAUGE"}
+            {
+                "name": "agent.googleapis.com/gpu/utilization",
+                "target": round(serving["target_utilisation"] * 100, 1),
+                "type": "GAUGE",
+            }
         ],
     }
     if serving["spread_zones"] or not zone:
@@ -127,17 +134,22 @@ def gcp_serving_group(
             named_ports=named_ports,
             auto_healing_policies=healing,
             distribution_policy_target_shape="BALANCED",
-            update_policy=cast(Any, {
-                "type": "PROACTIVE",
-                "minimal_action": "REPLACE",
-                "max_surge_fixed": GCP_ZONES_PER_REGION,
-                "max_unavailable_fixed": 0,
-                "instance_redistribution_type": "NONE",
-            }),
+            update_policy=cast(
+                Any,
+                {
+                    "type": "PROACTIVE",
+                    "minimal_action": "REPLACE",
+                    "max_surge_fixed": GCP_ZONES_PER_REGION,
+                    "max_unavailable_fixed": 0,
+                    "instance_redistribution_type": "NONE",
+                },
+            ),
             wait_for_instances=False,
             opts=opts,
         )
-        gcp.compute.RegionAutoscaler(f"{name}-autoscaler", project=project, region=region, target=mig.id, autoscaling_policy=policy, opts=opts)
+        gcp.compute.RegionAutoscaler(
+            f"{name}-autoscaler", project=project, region=region, target=mig.id, autoscaling_policy=policy, opts=opts
+        )
         group: pulumi.Output[str] = mig.instance_group
         return group
     zmig = gcp.compute.InstanceGroupManager(
@@ -148,10 +160,14 @@ def gcp_serving_group(
         versions=versions,
         named_ports=named_ports,
         auto_healing_policies=healing,
-        update_policy=cast(Any, {"type": "PROACTIVE", "minimal_action": "REPLACE", "max_surge_fixed": 1, "max_unavailable_fixed": 0}),
+        update_policy=cast(
+            Any, {"type": "PROACTIVE", "minimal_action": "REPLACE", "max_surge_fixed": 1, "max_unavailable_fixed": 0}
+        ),
         wait_for_instances=False,
         opts=opts,
     )
-    gcp.compute.Autoscaler(f"{name}-autoscaler", project=project, zone=zone, target=zmig.id, autoscaling_policy=policy, opts=opts)
+    gcp.compute.Autoscaler(
+        f"{name}-autoscaler", project=project, zone=zone, target=zmig.id, autoscaling_policy=policy, opts=opts
+    )
     zgroup: pulumi.Output[str] = zmig.instance_group
     return zgroup

@@ -189,7 +189,9 @@ def aws_gpu_metrics() -> str:
             "namespace": "CWAgent",
             "append_dimensions": {"AutoScalingGroupName": "${aws:AutoScalingGroupName}"},
             "aggregation_dimensions": [["AutoScalingGroupName"]],
-            "metrics_collected": {"nvidia_gpu": {"measurement": ["utilization_gpu"], "metrics_collection_interval": 60}},
+            "metrics_collected": {
+                "nvidia_gpu": {"measurement": ["utilization_gpu"], "metrics_collection_interval": 60}
+            },
         }
     }
     path = "/opt/aws/amazon-cloudwatch-agent/etc/fullserver-gpu.json"
@@ -209,8 +211,7 @@ def boot_script(plan: DiskPlan, extra: str = "") -> str:
         + _heredoc("/etc/systemd/system/fullserver-disks.service", _UNIT, "0644")
         + "systemctl daemon-reload\n"
         "systemctl enable fullserver-disks.service\n"
-        "systemctl start fullserver-disks.service\n"
-        + extra
+        "systemctl start fullserver-disks.service\n" + extra
     )
 
 

@@ -13,7 +13,6 @@ Data disks: a multi-host slice can only attach disks read-only (Cloud TPU "Attac
 block storage"), so a read-write data disk on one is refused.
 """
 
-
 from typing import Any, Optional
 
 import pulumi
@@ -33,7 +32,9 @@ def validate_tpu(args: TpuVmArgs) -> None:
     check_access(args["access"])
     check_data_disk(args)
     if not args.get("zone"):
-        raise refuse("zone", "Cloud TPUs are zonal and no zone is set", "set fullserver:zone to a zone offering the type")
+        raise refuse(
+            "zone", "Cloud TPUs are zonal and no zone is set", "set fullserver:zone to a zone offering the type"
+        )
     if args["local_ssd_count"]:
         raise refuse("local_nvme_disks", f"TPU VMs have no local SSDs ({args['local_ssd_count']} requested)")
     disk = args.get("data_disk")
@@ -50,9 +51,17 @@ def validate_tpu(args: TpuVmArgs) -> None:
     if queued:
         why = "pulumi-gcp 10.2's V2QueuedResource cannot express it"
         if args["spot"]:
-            raise refuse("spot", f"spot capacity for a queued TPU request: {why}", "use on-demand or reserved pricing for this slice")
+            raise refuse(
+                "spot",
+                f"spot capacity for a queued TPU request: {why}",
+                "use on-demand or reserved pricing for this slice",
+            )
         if args.get("reservation"):
-            raise refuse("reservation", f"a reservation for a queued TPU request: {why}", "create the slice without fullserver:reservation")
+            raise refuse(
+                "reservation",
+                f"a reservation for a queued TPU request: {why}",
+                "create the slice without fullserver:reservation",
+            )
         if disk is not None:
             raise refuse("data_disk", f"a data disk on a queued TPU request: {why}", "stream data from Cloud Storage")
 
@@ -109,23 +118,25 @@ class TpuVmEnvironment(pulumi.ComponentResource):
                 "(pulumi-gcp 10.2's V2QueuedResource has neither)",
                 resource=self,
             )
-            proj: pulumi.Input[str] = project if project is not None else gcp.organizations.get_client_config_output(
-                opts=pulumi.InvokeOutputOptions(parent=self)
-            ).project
+            proj: pulumi.Input[str] = (
+                project
+                if project is not None
+                else gcp.organizations.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self)).project
+            )
             tpu_spec: Any = {
-                    "node_specs": [
-                        {
-                            "parent": pulumi.Output.concat("projects/", proj, "/locations/", zone),
-                            "node_id": node_id,
-                            "node": {
-                                "runtime_version": args["runtime_version"],
-                                "accelerator_type": args["accelerator_type"],
-                                "description": f"fullserver {name}: {args['accelerator_type']} ({args['topology']}), {args['hosts']} hosts",
-                                "network_config": network_config,
-                            },
-                        }
-                    ]
-                }
+                "node_specs": [
+                    {
+                        "parent": pulumi.Output.concat("projects/", proj, "/locations/", zone),
+                        "node_id": node_id,
+                        "node": {
+                            "runtime_version": args["runtime_version"],
+                            "accelerator_type": args["accelerator_type"],
+                            "description": f"fullserver {name}: {args['accelerator_type']} ({args['topology']}), {args['hosts']} hosts",
+                            "network_config": network_config,
+                        },
+                    }
+                ]
+            }
             qr = gcp.tpu.V2QueuedResource(f"{name}-qr", project=project, zone=zone, tpu=tpu_spec, opts=stateful)
             self.node_name = qr.name.apply(lambda _: node_id)
             self.private_ips = pulumi.Output.from_input([])
@@ -148,10 +159,15 @@ class TpuVmEnvironment(pulumi.ComponentResource):
                     labels=labels,
                     opts=stateful,
                 )
-                data_disks.append({"source_disk": data.id, "mode": "READ_ONLY" if disk.get("read_only") else "READ_WRITE"})
+                data_disks.append(
+                    {"source_disk": data.id, "mode": "READ_ONLY" if disk.get("read_only") else "READ_WRITE"}
+                )
             script = boot_script(
                 DiskPlan(
-                    scratch_glob="", scratch_devices=0, data_glob=TPU_DATA, data_disk=disk is not None,
+                    scratch_glob="",
+                    scratch_devices=0,
+                    data_glob=TPU_DATA,
+                    data_disk=disk is not None,
                     data_read_only=bool(disk and disk.get("read_only")),
                 )
             )

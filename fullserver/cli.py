@@ -265,7 +265,6 @@ from fullserver.baremetal.cli import audit  # noqa: E402  (bare metal over SSH; 
 app.command()(audit)
 
 
-
 # --- stackops: ephemeral CI stacks and the janitor (Pulumi Automation API, imported lazily) ---
 
 

@@ -42,7 +42,9 @@ def match_accelerator(catalog: Catalog, gpu_name: str, memory_mib: int | None) -
         name = _VENDOR.sub("", name, count=1)
     family = re.split(r"[\s\-_]", name.lower(), maxsplit=1)[0]
     candidates = [
-        a for a in catalog.accelerators.values() if a.name.lower().split("-")[0] == family or family in (x.lower() for x in a.aliases)
+        a
+        for a in catalog.accelerators.values()
+        if a.name.lower().split("-")[0] == family or family in (x.lower() for x in a.aliases)
     ]
     if not candidates:
         return None
@@ -89,7 +91,9 @@ def facts_to_host(facts: HostFacts, catalog: Catalog) -> tuple[Host, str | None,
         mem_gib = acc.memory_gib if acc else (max(mems) / 1024 if mems else 0.0)
         by_model[model] = (count, acc, mem_gib)
         if acc is None:
-            problems.append(f"GPU model '{model}' is not in the catalog (add it to fullserver/catalog/data/accelerators.yaml)")
+            problems.append(
+                f"GPU model '{model}' is not in the catalog (add it to fullserver/catalog/data/accelerators.yaml)"
+            )
     if len(by_model) > 1:
         problems.append("mixed GPU models: " + ", ".join(f"{c} x {m}" for m, (c, _, _) in by_model.items()))
     accelerator = None
@@ -115,7 +119,9 @@ def contract_problems(host: Host, expected: DedicatedHost) -> list[str]:
     """Where the host differs from what the contract (stack ``dedicated.host``) says was rented."""
     out = []
     if expected.accelerator_count and host.accelerator_count < expected.accelerator_count:
-        out.append(f"{host.accelerator_count} GPUs visible, contract says {expected.accelerator_count} (one fell off the bus?)")
+        out.append(
+            f"{host.accelerator_count} GPUs visible, contract says {expected.accelerator_count} (one fell off the bus?)"
+        )
     if expected.accelerator and host.accelerator and expected.accelerator != host.accelerator:
         out.append(f"GPU model {host.accelerator}, contract says {expected.accelerator}")
     if host.vcpus < expected.vcpus:
@@ -125,17 +131,34 @@ def contract_problems(host: Host, expected: DedicatedHost) -> list[str]:
     return out
 
 
-def audit_facts(facts: HostFacts, profile: Profile, catalog: Catalog, *, address: str = "", expected: DedicatedHost | None = None) -> HostAudit:
+def audit_facts(
+    facts: HostFacts, profile: Profile, catalog: Catalog, *, address: str = "", expected: DedicatedHost | None = None
+) -> HostAudit:
     host, accelerator, problems = facts_to_host(facts, catalog)
     if expected is not None:
         problems += contract_problems(host, expected)
     report = evaluate(profile.balance_for(Platform.BARE_METAL), host)
-    status: Literal["balanced", "short", "unverified"] = "short" if not report.ok else ("unverified" if problems else "balanced")
-    return HostAudit(name=facts.host, address=address, status=status, accelerator=accelerator, report=report, facts=facts, problems=problems)
+    status: Literal["balanced", "short", "unverified"] = (
+        "short" if not report.ok else ("unverified" if problems else "balanced")
+    )
+    return HostAudit(
+        name=facts.host,
+        address=address,
+        status=status,
+        accelerator=accelerator,
+        report=report,
+        facts=facts,
+        problems=problems,
+    )
 
 
 def audit_error(target: Target, exc: FullserverError) -> HostAudit:
-    return HostAudit(name=target.name, address=f"{target.address}:{target.port}", status="error", error=exc.what + (f" ({exc.hint})" if exc.hint else ""))
+    return HostAudit(
+        name=target.name,
+        address=f"{target.address}:{target.port}",
+        status="error",
+        error=exc.what + (f" ({exc.hint})" if exc.hint else ""),
+    )
 
 
 T = TypeVar("T")
@@ -179,7 +202,9 @@ def run_fleet(
     return {name(i): results[name(i)] for i in todo}
 
 
-def audit_host(target: Target, private_key: str, profile: Profile, catalog: Catalog, expected: DedicatedHost | None = None) -> HostAudit:
+def audit_host(
+    target: Target, private_key: str, profile: Profile, catalog: Catalog, expected: DedicatedHost | None = None
+) -> HostAudit:
     """Connect (pinned key), probe in one round trip, audit. Raises per-host errors."""
     from fullserver.baremetal.ssh import session
 
@@ -198,5 +223,11 @@ def audit_fleet(
 ) -> list[HostAudit]:
     """Audit every ``(target, private key)`` concurrently; failures become ``status="error"`` rows."""
     targets = {t.name: t for t, _ in hosts}
-    results = run_fleet(hosts, lambda h: h[0].name, lambda h: audit_host(h[0], h[1], profile, catalog), max_workers=max_workers, on_done=on_done)
+    results = run_fleet(
+        hosts,
+        lambda h: h[0].name,
+        lambda h: audit_host(h[0], h[1], profile, catalog),
+        max_workers=max_workers,
+        on_done=on_done,
+    )
     return [r if isinstance(r, HostAudit) else audit_error(targets[n], r) for n, r in results.items()]

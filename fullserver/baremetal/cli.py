@@ -28,7 +28,9 @@ from fullserver.profiles import get_profile, load_profiles
 
 
 def audit(
-    inventory: Annotated[Path, typer.Argument(help="inventory YAML: hosts with address, user, pinned host keys, private key source")],
+    inventory: Annotated[
+        Path, typer.Argument(help="inventory YAML: hosts with address, user, pinned host keys, private key source")
+    ],
     profile: Annotated[str, typer.Option("--profile", "-p", help="profile whose bare-metal balance minimums apply")],
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     profiles_dir: Annotated[Optional[Path], typer.Option("--profiles-dir", help="profiles directory")] = None,
@@ -46,7 +48,15 @@ def audit(
         sys.stderr.write(f"error: {exc.line()}\n")
         raise typer.Exit(exc.exit_code) from None
 
-    with Progress(TextColumn("probing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as bar:
+    with Progress(
+        TextColumn("probing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
         task = bar.add_task("", total=len(hosts))
 
         def done(name: str, _: object) -> None:
@@ -63,7 +73,12 @@ def audit(
     code = exit_code(audits)
     for a in audits:
         if not a.ok:
-            err.print(f"{'unreachable' if a.status == 'error' else a.status}: {a.summary()}", markup=False, highlight=False, soft_wrap=True)
+            err.print(
+                f"{'unreachable' if a.status == 'error' else a.status}: {a.summary()}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
     raise typer.Exit(code)
 
 
@@ -102,7 +117,13 @@ def host_table(a: HostAudit) -> Table:
     }
     for line in a.report.lines if a.report else []:
         mark = Text("ok", style="green") if line.ok else Text("SHORT", style="bold red")
-        t.add_row(line.dimension, f"{line.required:g} {line.unit}", f"{round(line.provided, 1):g} {line.unit}", mark, detail.get(line.dimension, ""))
+        t.add_row(
+            line.dimension,
+            f"{line.required:g} {line.unit}",
+            f"{round(line.provided, 1):g} {line.unit}",
+            mark,
+            detail.get(line.dimension, ""),
+        )
     for p in a.problems:
         t.add_row("problem", "", "", Text("!", style="yellow"), p)
     for w in f.warnings:

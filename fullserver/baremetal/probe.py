@@ -36,6 +36,8 @@ GPU_FIELDS = ("index", "name", "uuid", "pci.bus_id", "memory.total", "driver_ver
 LSBLK_COLUMNS = "NAME,PATH,TYPE,SIZE,MODEL,SERIAL,TRAN,ROTA,FSTYPE,MOUNTPOINTS"
 PROBE_TIMEOUT = 60.0
 
+# CPU topology is read by one grep + awk for all CPUs: a loop of `cat`s would fork twice per
+# hardware thread (448 processes on a 224-thread host) on every probe and every refresh.
 PROBE_SCRIPT = f"""
 s() {{ printf '\\n@@fullserver:section %s\\n' "$1"; }}
 e() {{ printf '\\n@@fullserver:end %s %s\\n' "$1" "$2"; }}
@@ -43,9 +45,10 @@ s os; cat /etc/os-release; e os $?
 s kernel; uname -r -m; e kernel $?
 s cpuinfo; grep -m1 -E '^(model name|Model|cpu model)[[:space:]]*:' /proc/cpuinfo; e cpuinfo $?
 s cpus
-for c in /sys/devices/system/cpu/cpu[0-9]*; do
-  [ -r "$c/topology/core_id" ] && printf '%s %s %s\\n' "${{c##*/cpu}}" "$(cat "$c/topology/physical_package_id")" "$(cat "$c/topology/core_id")"
-done; e cpus 0
+grep -H . /sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id /sys/devices/system/cpu/cpu[0-9]*/topology/core_id 2>/dev/null |
+  awk -F: '{{ n = split($1, p, "/"); c = substr(p[6], 4); if (p[n] == "core_id") core[c] = $2; else pkg[c] = $2 }}
+           END {{ for (c in core) if (c in pkg) print c, pkg[c], core[c] }}'
+e cpus 0
 s numa; for n in /sys/devices/system/node/node[0-9]*; do [ -d "$n" ] && echo "${{n##*/}}"; done; e numa 0
 s meminfo; grep -E '^(MemTotal|HugePages_Total|Hugepagesize):' /proc/meminfo; e meminfo $?
 s lsblk
@@ -176,7 +179,11 @@ class HostFacts(Strict):
     @property
     def network_gbps(self) -> float:
         """Physical Ethernet links that are up, plus active InfiniBand ports (RoCE is counted once, as its NIC)."""
-        eth = sum((n.speed_mbps or 0) / 1000 for n in self.nics if n.physical and n.operstate == "up" and (n.speed_mbps or 0) > 0 and n.link_type != 32)
+        eth = sum(
+            (n.speed_mbps or 0) / 1000
+            for n in self.nics
+            if n.physical and n.operstate == "up" and (n.speed_mbps or 0) > 0 and n.link_type != 32
+        )
         ib = sum(p.rate_gbps or 0 for p in self.rdma if p.link_layer == "InfiniBand" and p.state.endswith("ACTIVE"))
         return eth + ib
 
@@ -205,7 +212,11 @@ def split_sections(host: str, text: str) -> Sections:
             lines.append(line)
     missing = [s for s in REQUIRED_SECTIONS if s not in out]
     if missing:
-        raise ProbeError(host, f"probe output is incomplete: no {', '.join(missing)} section", "the probe was cut short; re-run, and check the host's shell (/bin/sh) works")
+        raise ProbeError(
+            host,
+            f"probe output is incomplete: no {', '.join(missing)} section",
+            "the probe was cut short; re-run, and check the host's shell (/bin/sh) works",
+        )
     return out
 
 
@@ -224,13 +235,17 @@ def parse_cpu(host: str, cpuinfo: list[str], cpus: list[str], numa: list[str]) -
     for line in cpus:
         parts = line.split()
         if len(parts) != 3 or not all(p.lstrip("-").isdigit() for p in parts):
-            raise ProbeError(host, f"unexpected CPU topology line {line[:60]!r}", "expected '<cpu> <package> <core>' from sysfs")
+            raise ProbeError(
+                host, f"unexpected CPU topology line {line[:60]!r}", "expected '<cpu> <package> <core>' from sysfs"
+            )
         threads += 1
         sockets.add(parts[1])
         cores.add((parts[1], parts[2]))
     if threads == 0:
         raise ProbeError(host, "no CPU topology in /sys/devices/system/cpu", "is sysfs mounted on the host?")
-    return CpuFacts(model=model, sockets=len(sockets), physical_cores=len(cores), threads=threads, numa_nodes=max(1, len(numa)))
+    return CpuFacts(
+        model=model, sockets=len(sockets), physical_cores=len(cores), threads=threads, numa_nodes=max(1, len(numa))
+    )
 
 
 def parse_meminfo(host: str, lines: list[str]) -> tuple[int, int, int]:
@@ -265,12 +280,16 @@ def parse_lsblk(host: str, rc: int, lines: list[str]) -> list[BlockDevice]:
     if rc == 127:
         raise ProbeError(host, "lsblk is not installed", "install util-linux on the host")
     if rc != 0:
-        raise ProbeError(host, f"lsblk failed (exit {rc}): {' '.join(lines)[:120]}", "run `lsblk -J` on the host to see why")
+        raise ProbeError(
+            host, f"lsblk failed (exit {rc}): {' '.join(lines)[:120]}", "run `lsblk -J` on the host to see why"
+        )
     try:
         data = json.loads("\n".join(lines))
         devices = data["blockdevices"]
     except (ValueError, KeyError, TypeError):
-        raise ProbeError(host, f"lsblk printed no JSON: {' '.join(lines)[:120]!r}", "util-linux >= 2.27 is needed for lsblk -J") from None
+        raise ProbeError(
+            host, f"lsblk printed no JSON: {' '.join(lines)[:120]!r}", "util-linux >= 2.27 is needed for lsblk -J"
+        ) from None
     disks = []
     for dev in devices:
         if dev.get("type") not in ("disk", "loop") or not dev.get("size"):
@@ -326,10 +345,22 @@ def parse_rdma(host: str, lines: list[str]) -> list[RdmaPort]:
     for line in lines:
         parts = line.split("|")
         if len(parts) != 5 or not parts[1].isdigit():
-            raise ProbeError(host, f"unexpected InfiniBand port line {line[:60]!r}", "report this host's /sys/class/infiniband layout")
+            raise ProbeError(
+                host,
+                f"unexpected InfiniBand port line {line[:60]!r}",
+                "report this host's /sys/class/infiniband layout",
+            )
         dev, port, state, rate, layer = parts
         m = _RATE.match(rate)
-        ports.append(RdmaPort(device=dev, port=int(port), state=state.strip(), rate_gbps=float(m.group(1)) if m else None, link_layer=layer.strip() or "unknown"))
+        ports.append(
+            RdmaPort(
+                device=dev,
+                port=int(port),
+                state=state.strip(),
+                rate_gbps=float(m.group(1)) if m else None,
+                link_layer=layer.strip() or "unknown",
+            )
+        )
     return sorted(ports, key=lambda p: (p.device, p.port))
 
 
@@ -346,16 +377,32 @@ def parse_gpus(host: str, rc: int, lines: list[str]) -> tuple[list[Gpu], list[st
             warnings.append("/dev/nvidiactl exists but nvidia-smi is not on PATH: GPUs not counted")
         return [], warnings
     if rc in (124, 137):
-        raise ProbeError(host, "nvidia-smi did not answer within 20s", "the GPU driver may be wedged; check dmesg for Xid errors, or reboot the host")
+        raise ProbeError(
+            host,
+            "nvidia-smi did not answer within 20s",
+            "the GPU driver may be wedged; check dmesg for Xid errors, or reboot the host",
+        )
     if rc != 0:
-        raise ProbeError(host, f"nvidia-smi failed (exit {rc}): {' '.join(body)[:160]}", "check the NVIDIA driver is loaded (nvidia-smi on the host)")
+        raise ProbeError(
+            host,
+            f"nvidia-smi failed (exit {rc}): {' '.join(body)[:160]}",
+            "check the NVIDIA driver is loaded (nvidia-smi on the host)",
+        )
     gpus = []
     for row in csv.reader(body, skipinitialspace=True):
         if len(row) != len(GPU_FIELDS) or not row[0].strip().isdigit():
-            raise ProbeError(host, f"malformed nvidia-smi output: {','.join(row)[:120]!r}", f"expected {len(GPU_FIELDS)} fields: {','.join(GPU_FIELDS)}")
+            raise ProbeError(
+                host,
+                f"malformed nvidia-smi output: {','.join(row)[:120]!r}",
+                f"expected {len(GPU_FIELDS)} fields: {','.join(GPU_FIELDS)}",
+            )
         index, name, uuid, bus, mem, driver, pm = (c.strip() for c in row)
         if not _na(mem) and not mem.isdigit():
-            raise ProbeError(host, f"malformed nvidia-smi memory.total {mem!r}", "expected MiB without units (--format=csv,noheader,nounits)")
+            raise ProbeError(
+                host,
+                f"malformed nvidia-smi memory.total {mem!r}",
+                "expected MiB without units (--format=csv,noheader,nounits)",
+            )
         gpus.append(
             Gpu(
                 index=int(index),
@@ -400,5 +447,9 @@ def probe(runner: Runner) -> HostFacts:
     """Gather one host's facts in a single command (read-only; no sudo needed)."""
     result = runner.run(PROBE_SCRIPT, timeout=PROBE_TIMEOUT, label="probe", check=False)
     if result.exit_status == 127 and not result.stdout:
-        raise ProbeError(runner.host, f"the probe could not start: {result.tail(120)}", "the host needs /bin/sh and coreutils' timeout")
+        raise ProbeError(
+            runner.host,
+            f"the probe could not start: {result.tail(120)}",
+            "the host needs /bin/sh and coreutils' timeout",
+        )
     return parse_probe(runner.host, result.stdout)

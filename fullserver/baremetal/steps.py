@@ -78,7 +78,7 @@ def write_file_script(path: str, content: str, mode: str = "0644") -> str:
     d = posixpath.dirname(path)
     return (
         f"mkdir -p {q(d)} && t=$(mktemp {q(path)}.XXXXXX) && printf '%s' {q(content)} > \"$t\" "
-        f"&& chmod {mode} \"$t\" && mv -f \"$t\" {q(path)}"
+        f'&& chmod {mode} "$t" && mv -f "$t" {q(path)}'
     )
 
 
@@ -102,7 +102,11 @@ class Step(ABC):
     def verify(self, r: Runner, layout: HostLayout) -> None:
         after = self.check(r, layout)
         if not after.done:
-            raise StepFailed(r.host, f"{self.describe()}: still not in place after applying ({after.detail})", "see the host's logs; re-run to retry")
+            raise StepFailed(
+                r.host,
+                f"{self.describe()}: still not in place after applying ({after.detail})",
+                "see the host's logs; re-run to retry",
+            )
 
     @abstractmethod
     def undo(self, r: Runner, layout: HostLayout, record: dict[str, Any]) -> None: ...
@@ -114,7 +118,9 @@ class Step(ABC):
 class SysctlStep(Step):
     """Kernel parameters, set now (``/proc/sys``) and persisted (``/etc/sysctl.d/<conf>``)."""
 
-    def __init__(self, values: dict[str, str], *, id: str = "sysctl", conf: str = "/etc/sysctl.d/90-fullserver.conf") -> None:
+    def __init__(
+        self, values: dict[str, str], *, id: str = "sysctl", conf: str = "/etc/sysctl.d/90-fullserver.conf"
+    ) -> None:
         self.values = dict(sorted(values.items()))
         self.id = id
         self.conf = conf
@@ -129,10 +135,15 @@ class SysctlStep(Step):
         return posixpath.join(layout.sysctl_dir, key.replace(".", "/"))
 
     def _render(self) -> str:
-        return "# managed by fullserver; removed when the environment is deleted\n" + "".join(f"{k} = {v}\n" for k, v in self.values.items())
+        return "# managed by fullserver; removed when the environment is deleted\n" + "".join(
+            f"{k} = {v}\n" for k, v in self.values.items()
+        )
 
     def check(self, r: Runner, layout: HostLayout) -> Check:
-        script = "; ".join(f"printf '%s=%s\\n' {q(k)} \"$(cat {q(self._proc(layout, k))} 2>/dev/null | tr -s '[:space:]' ' ')\"" for k in self.values)
+        script = "; ".join(
+            f"printf '%s=%s\\n' {q(k)} \"$(cat {q(self._proc(layout, k))} 2>/dev/null | tr -s '[:space:]' ' ')\""
+            for k in self.values
+        )
         script += f"; echo '@@conf'; cat {q(layout.path(self.conf))} 2>/dev/null; true"
         out = r.run(script, sudo=True, label=f"check {self.id}").stdout
         head, _, conf = out.partition("@@conf\n")
@@ -142,11 +153,23 @@ class SysctlStep(Step):
             current[k] = " ".join(v.split())
         missing = [k for k in self.values if not current.get(k)]
         if missing:
-            raise StepRefused(r.host, f"kernel parameter(s) not found: {', '.join(missing)}", "drop them from the config or load the module that provides them")
+            raise StepRefused(
+                r.host,
+                f"kernel parameter(s) not found: {', '.join(missing)}",
+                "drop them from the config or load the module that provides them",
+            )
         wrong = [k for k, v in self.values.items() if current.get(k) != " ".join(v.split())]
         conf_ok = conf == self._render()
-        detail = ("differs: " + ", ".join(f"{k}={current.get(k)}" for k in wrong)) if wrong else ("" if conf_ok else f"{self.conf} not persisted")
-        return Check(not wrong and conf_ok, detail or "in place", {"previous": {k: current[k] for k in self.values}, "conf_existed": bool(conf)})
+        detail = (
+            ("differs: " + ", ".join(f"{k}={current.get(k)}" for k in wrong))
+            if wrong
+            else ("" if conf_ok else f"{self.conf} not persisted")
+        )
+        return Check(
+            not wrong and conf_ok,
+            detail or "in place",
+            {"previous": {k: current[k] for k in self.values}, "conf_existed": bool(conf)},
+        )
 
     def apply(self, r: Runner, layout: HostLayout, found: Check) -> dict[str, Any]:
         parts = [write_file_script(layout.path(self.conf), self._render())]
@@ -165,7 +188,9 @@ class HugepagesStep(SysctlStep):
     """Reserve N default-size (2 MiB) huge pages; the verify fails if the kernel gave fewer."""
 
     def __init__(self, count: int) -> None:
-        super().__init__({"vm.nr_hugepages": str(count)}, id="hugepages", conf="/etc/sysctl.d/91-fullserver-hugepages.conf")
+        super().__init__(
+            {"vm.nr_hugepages": str(count)}, id="hugepages", conf="/etc/sysctl.d/91-fullserver-hugepages.conf"
+        )
         self.count = count
 
     def describe(self) -> str:
@@ -175,7 +200,11 @@ class HugepagesStep(SysctlStep):
         after = self.check(r, layout)
         if not after.done:
             got = after.before.get("previous", {}).get("vm.nr_hugepages", "?")
-            raise StepFailed(r.host, f"the kernel reserved {got} of {self.count} huge pages", "memory is fragmented: ask for fewer, or reserve them at boot (hugepages= on the kernel command line)")
+            raise StepFailed(
+                r.host,
+                f"the kernel reserved {got} of {self.count} huge pages",
+                "memory is fragmented: ask for fewer, or reserve them at boot (hugepages= on the kernel command line)",
+            )
 
 
 # --- GPU persistence ------------------------------------------------------------------------
@@ -193,14 +222,26 @@ class GpuPersistenceStep(Step):
         return {"persistence_mode": True}
 
     def check(self, r: Runner, layout: HostLayout) -> Check:
-        res = r.run("timeout -k 2 20 nvidia-smi --query-gpu=persistence_mode --format=csv,noheader", check=False, label="check gpu-persistence")
+        res = r.run(
+            "timeout -k 2 20 nvidia-smi --query-gpu=persistence_mode --format=csv,noheader",
+            check=False,
+            label="check gpu-persistence",
+        )
         if res.exit_status == 127:
-            raise StepRefused(r.host, "GPU persistence asked for but nvidia-smi is not on PATH", "install the NVIDIA driver, or drop gpuPersistence from the config")
+            raise StepRefused(
+                r.host,
+                "GPU persistence asked for but nvidia-smi is not on PATH",
+                "install the NVIDIA driver, or drop gpuPersistence from the config",
+            )
         if not res.ok:
-            raise StepFailed(r.host, f"nvidia-smi failed (exit {res.exit_status}): {res.tail(120)}", "check the NVIDIA driver")
+            raise StepFailed(
+                r.host, f"nvidia-smi failed (exit {res.exit_status}): {res.tail(120)}", "check the NVIDIA driver"
+            )
         modes = [m.strip() for m in res.stdout.splitlines() if m.strip()]
         off = sum(1 for m in modes if m != "Enabled")
-        return Check(off == 0 and bool(modes), f"{off} of {len(modes)} GPUs without persistence", {"was_enabled": off == 0})
+        return Check(
+            off == 0 and bool(modes), f"{off} of {len(modes)} GPUs without persistence", {"was_enabled": off == 0}
+        )
 
     def apply(self, r: Runner, layout: HostLayout, found: Check) -> dict[str, Any]:
         # -pm 1 can take well over 25 s on big hosts (Azure/AgentBaker#2829): a generous deadline.
@@ -237,17 +278,27 @@ class ServiceUserStep(Step):
 
     def check(self, r: Runner, layout: HostLayout) -> Check:
         ak = f"{self._home(layout)}/.ssh/authorized_keys"
-        out = r.run(f"id -u {q(self.name)} 2>/dev/null || echo none; echo '@@keys'; cat {q(ak)} 2>/dev/null; true", sudo=True, label=f"check {self.id}").stdout
+        out = r.run(
+            f"id -u {q(self.name)} 2>/dev/null || echo none; echo '@@keys'; cat {q(ak)} 2>/dev/null; true",
+            sudo=True,
+            label=f"check {self.id}",
+        ).stdout
         uid, _, keys = out.partition("@@keys\n")
         exists = uid.strip() != "none"
         done = exists and keys == self._render()
-        return Check(done, "in place" if done else ("user missing" if not exists else "authorized keys differ"), {"existed": exists, "authorized_keys": keys if exists else None})
+        return Check(
+            done,
+            "in place" if done else ("user missing" if not exists else "authorized keys differ"),
+            {"existed": exists, "authorized_keys": keys if exists else None},
+        )
 
     def apply(self, r: Runner, layout: HostLayout, found: Check) -> dict[str, Any]:
         home, n = self._home(layout), q(self.name)
         parts = []
         if not found.before.get("existed"):
-            parts.append(f"mkdir -p {q(posixpath.dirname(home))} && useradd -m -d {q(home)} -s /bin/bash {n} && usermod -p '*' {n}")
+            parts.append(
+                f"mkdir -p {q(posixpath.dirname(home))} && useradd -m -d {q(home)} -s /bin/bash {n} && usermod -p '*' {n}"
+            )
         parts.append(write_file_script(f"{home}/.ssh/authorized_keys", self._render(), "0600"))
         parts.append(f"chmod 0700 {q(home + '/.ssh')} && chown -R {n}: {q(home + '/.ssh')}")
         r.run(" && ".join(parts), sudo=True, write=True, label=f"apply {self.id}")
@@ -256,9 +307,19 @@ class ServiceUserStep(Step):
     def undo(self, r: Runner, layout: HostLayout, record: dict[str, Any]) -> None:
         home, n = self._home(layout), q(self.name)
         if not record.get("existed"):
-            r.run(f"if id -u {n} >/dev/null 2>&1; then userdel {n}; fi; rm -rf {q(home)}", sudo=True, write=True, label=f"undo {self.id}")
+            r.run(
+                f"if id -u {n} >/dev/null 2>&1; then userdel {n}; fi; rm -rf {q(home)}",
+                sudo=True,
+                write=True,
+                label=f"undo {self.id}",
+            )
         elif record.get("authorized_keys") is not None:
-            r.run(write_file_script(f"{home}/.ssh/authorized_keys", record["authorized_keys"], "0600"), sudo=True, write=True, label=f"undo {self.id}")
+            r.run(
+                write_file_script(f"{home}/.ssh/authorized_keys", record["authorized_keys"], "0600"),
+                sudo=True,
+                write=True,
+                label=f"undo {self.id}",
+            )
 
 
 # --- local NVMe scratch -----------------------------------------------------------------------
@@ -276,7 +337,16 @@ class ScratchStep(Step):
     id = "scratch"
     ARRAY_NAME = "fullserver-scratch"
 
-    def __init__(self, devices: Sequence[str], *, mountpoint: str = "/mnt/scratch", fstype: str = "ext4", label: str = "fs-scratch", consent_to_format: bool = False, array: str | None = None) -> None:
+    def __init__(
+        self,
+        devices: Sequence[str],
+        *,
+        mountpoint: str = "/mnt/scratch",
+        fstype: str = "ext4",
+        label: str = "fs-scratch",
+        consent_to_format: bool = False,
+        array: str | None = None,
+    ) -> None:
         if not devices:
             raise ValueError("scratch needs at least one device")
         self.devices = list(devices)
@@ -295,7 +365,13 @@ class ScratchStep(Step):
         return f"scratch {self.fstype} '{self.label}' on {layout}, mounted at {self.mountpoint} and in fstab"
 
     def desired(self) -> dict[str, Any]:
-        return {"devices": self.devices, "mountpoint": self.mountpoint, "fstype": self.fstype, "label": self.label, "array": self.array if self.raid else None}
+        return {
+            "devices": self.devices,
+            "mountpoint": self.mountpoint,
+            "fstype": self.fstype,
+            "label": self.label,
+            "array": self.array if self.raid else None,
+        }
 
     @property
     def target(self) -> str:
@@ -308,15 +384,29 @@ class ScratchStep(Step):
             lines.append(
                 f"if [ -b {q(d)} ]; then echo \"dev {d} ok $(blkid -p -o export {q(d)} 2>/dev/null | tr '\\n' ' ')\"; "
                 f"echo \"mnt {d} $(lsblk -n -r -o MOUNTPOINT {q(d)} 2>/dev/null | tr '\\n' ' ')\"; "
-                f"echo \"kids {d} $(lsblk -n -r -o NAME {q(d)} 2>/dev/null | wc -l)\"; else echo \"dev {d} missing\"; fi"
+                f'echo "kids {d} $(lsblk -n -r -o NAME {q(d)} 2>/dev/null | wc -l)"; else echo "dev {d} missing"; fi'
             )
         t = q(self.target)
-        lines.append(f"if [ -b {t} ]; then echo \"target ok $(blkid -p -o export {t} 2>/dev/null | tr '\\n' ' ')\"; echo \"real $(readlink -f {t})\"; else echo 'target missing'; fi")
-        lines.append(f"echo \"mounted $(findmnt -n -r -o SOURCE --mountpoint {q(mp)} 2>/dev/null | head -n1)\"")
-        lines.append(f"echo \"fstab $(grep -F {q(SCRATCH_MARK)} {q(fstab)} 2>/dev/null | head -n1)\"")
-        lines.append(f"echo \"mdconf $(grep -cF {q(self.ARRAY_NAME)} {q(layout.path('/etc/mdadm/mdadm.conf'))} 2>/dev/null || echo 0)\"")
+        lines.append(
+            f"if [ -b {t} ]; then echo \"target ok $(blkid -p -o export {t} 2>/dev/null | tr '\\n' ' ')\"; echo \"real $(readlink -f {t})\"; else echo 'target missing'; fi"
+        )
+        lines.append(f'echo "mounted $(findmnt -n -r -o SOURCE --mountpoint {q(mp)} 2>/dev/null | head -n1)"')
+        lines.append(f'echo "fstab $(grep -F {q(SCRATCH_MARK)} {q(fstab)} 2>/dev/null | head -n1)"')
+        lines.append(
+            f'echo "mdconf $(grep -cF {q(self.ARRAY_NAME)} {q(layout.path("/etc/mdadm/mdadm.conf"))} 2>/dev/null || echo 0)"'
+        )
         out = r.run("\n".join(lines), sudo=True, label="check scratch").stdout
-        state: dict[str, Any] = {"devs": {}, "mounts": {}, "kids": {}, "target": None, "real": "", "mounted": "", "fstab": "", "md": False, "mdconf": 0}
+        state: dict[str, Any] = {
+            "devs": {},
+            "mounts": {},
+            "kids": {},
+            "target": None,
+            "real": "",
+            "mounted": "",
+            "fstab": "",
+            "md": False,
+            "mdconf": 0,
+        }
         for line in out.splitlines():
             word, _, rest = line.partition(" ")
             if word == "md":
@@ -345,10 +435,18 @@ class ScratchStep(Step):
         s = self._inspect(r, layout)
         missing = [d for d, info in s["devs"].items() if info is None]
         if missing:
-            raise StepRefused(r.host, f"scratch device(s) not found: {', '.join(missing)}", "check the device paths (prefer /dev/disk/by-id/...)")
+            raise StepRefused(
+                r.host,
+                f"scratch device(s) not found: {', '.join(missing)}",
+                "check the device paths (prefer /dev/disk/by-id/...)",
+            )
         mounted_here = bool(s["mounted"]) and s["mounted"] in (s["real"], self.target)
         done = self._ours_fs(s["target"]) and mounted_here and bool(s["fstab"]) and (not self.raid or s["mdconf"] > 0)
-        detail = "in place" if done else f"fs={'ours' if self._ours_fs(s['target']) else 'none'} mounted={'yes' if mounted_here else 'no'} fstab={'yes' if s['fstab'] else 'no'}"
+        detail = (
+            "in place"
+            if done
+            else f"fs={'ours' if self._ours_fs(s['target']) else 'none'} mounted={'yes' if mounted_here else 'no'} fstab={'yes' if s['fstab'] else 'no'}"
+        )
         return Check(done, detail, {"state": s})
 
     def _refuse_unsafe(self, host: str, s: dict[str, Any]) -> None:
@@ -356,13 +454,25 @@ class ScratchStep(Step):
         for d in self.devices:
             info: dict[str, str] = s["devs"].get(d) or {}
             kind = info.get("TYPE") or info.get("PTTYPE")
-            ours = (self.raid and kind == "linux_raid_member" and self.ARRAY_NAME in info.get("LABEL", "")) or (not self.raid and self._ours_fs(info))
+            ours = (self.raid and kind == "linux_raid_member" and self.ARRAY_NAME in info.get("LABEL", "")) or (
+                not self.raid and self._ours_fs(info)
+            )
             if s["mounts"].get(d):
-                raise StepRefused(host, f"{d} is mounted at {', '.join(s['mounts'][d])}: refusing to use it for scratch", "unmount it and remove it from fstab first, or pick other devices")
+                raise StepRefused(
+                    host,
+                    f"{d} is mounted at {', '.join(s['mounts'][d])}: refusing to use it for scratch",
+                    "unmount it and remove it from fstab first, or pick other devices",
+                )
             if kind and not ours:
-                raise StepRefused(host, f"{d} holds a {kind} signature: refusing to format it", f"if its data is truly unwanted, wipe it yourself (wipefs -a {d}) and re-run")
+                raise StepRefused(
+                    host,
+                    f"{d} holds a {kind} signature: refusing to format it",
+                    f"if its data is truly unwanted, wipe it yourself (wipefs -a {d}) and re-run",
+                )
             if s["kids"].get(d, 1) > 1 and not ours:
-                raise StepRefused(host, f"{d} has partitions or holders: refusing to format it", "pick whole, unused disks")
+                raise StepRefused(
+                    host, f"{d} has partitions or holders: refusing to format it", "pick whole, unused disks"
+                )
 
     def apply(self, r: Runner, layout: HostLayout, found: Check) -> dict[str, Any]:
         s: dict[str, Any] = found.before["state"]
@@ -372,25 +482,63 @@ class ScratchStep(Step):
             self._refuse_unsafe(r.host, s)
             if self.raid:
                 if not s["md"]:
-                    raise StepFailed(r.host, "the kernel has no md (software RAID) driver: /proc/mdstat is missing", "load md_mod (modprobe raid0), or use a single scratch device")
+                    raise StepFailed(
+                        r.host,
+                        "the kernel has no md (software RAID) driver: /proc/mdstat is missing",
+                        "load md_mod (modprobe raid0), or use a single scratch device",
+                    )
                 members = all((s["devs"][d] or {}).get("TYPE") == "linux_raid_member" for d in self.devices)
                 if s["target"] is None and members:
-                    r.run(["mdadm", "--assemble", self.array, *self.devices], sudo=True, write=True, label="mdadm --assemble")
+                    r.run(
+                        ["mdadm", "--assemble", self.array, *self.devices],
+                        sudo=True,
+                        write=True,
+                        label="mdadm --assemble",
+                    )
                 elif s["target"] is None:
                     self._need_consent(r.host)
-                    r.run(["mdadm", "--create", self.array, "--run", "--level=0", f"--raid-devices={len(self.devices)}", f"--name={self.ARRAY_NAME}", *self.devices], sudo=True, write=True, timeout=300, label="mdadm --create")
+                    r.run(
+                        [
+                            "mdadm",
+                            "--create",
+                            self.array,
+                            "--run",
+                            "--level=0",
+                            f"--raid-devices={len(self.devices)}",
+                            f"--name={self.ARRAY_NAME}",
+                            *self.devices,
+                        ],
+                        sudo=True,
+                        write=True,
+                        timeout=300,
+                        label="mdadm --create",
+                    )
                     created_array = True
-                tinfo = _export(r.run(f"blkid -p -o export {q(self.array)} || true", sudo=True, label="blkid array").stdout)
+                tinfo = _export(
+                    r.run(f"blkid -p -o export {q(self.array)} || true", sudo=True, label="blkid array").stdout
+                )
                 if self._ours_fs(tinfo):
                     s["target"] = tinfo
             if not self._ours_fs(s["target"]):
                 if s["target"] and s["target"].get("TYPE"):
-                    raise StepRefused(r.host, f"{self.target} holds a {s['target']['TYPE']} filesystem that is not ours", "pick other devices")
+                    raise StepRefused(
+                        r.host,
+                        f"{self.target} holds a {s['target']['TYPE']} filesystem that is not ours",
+                        "pick other devices",
+                    )
                 self._need_consent(r.host)
-                r.run([f"mkfs.{self.fstype}", "-q", "-L", self.label, self.target], sudo=True, write=True, timeout=1800, label=f"mkfs.{self.fstype}")
+                r.run(
+                    [f"mkfs.{self.fstype}", "-q", "-L", self.label, self.target],
+                    sudo=True,
+                    write=True,
+                    timeout=1800,
+                    label=f"mkfs.{self.fstype}",
+                )
                 created_fs = True
         elif self.raid and not s["md"]:
-            raise StepFailed(r.host, "the kernel has no md (software RAID) driver: /proc/mdstat is missing", "load md_mod")
+            raise StepFailed(
+                r.host, "the kernel has no md (software RAID) driver: /proc/mdstat is missing", "load md_mod"
+            )
         uuid = _export(r.run(f"blkid -p -o export {q(self.target)}", sudo=True, label="blkid").stdout).get("UUID", "")
         if not uuid:
             raise StepFailed(r.host, f"{self.target} has no filesystem UUID after mkfs", "check dmesg")
@@ -400,23 +548,31 @@ class ScratchStep(Step):
         if not mounted:
             parts.append(f"mount -t {q(self.fstype)} -o noatime {q(self.target)} {q(mp)}")
         line = f"UUID={uuid} {self.mountpoint} {self.fstype} defaults,noatime,nofail,x-systemd.device-timeout=10s 0 2 {SCRATCH_MARK}"
-        parts.append(f"mkdir -p {q(posixpath.dirname(fstab))} && t=$(mktemp {q(fstab)}.XXXXXX) && {{ grep -vF {q(SCRATCH_MARK)} {q(fstab)} 2>/dev/null; printf '%s\\n' {q(line)}; }} > \"$t\" && chmod 0644 \"$t\" && mv -f \"$t\" {q(fstab)}")
+        parts.append(
+            f'mkdir -p {q(posixpath.dirname(fstab))} && t=$(mktemp {q(fstab)}.XXXXXX) && {{ grep -vF {q(SCRATCH_MARK)} {q(fstab)} 2>/dev/null; printf \'%s\\n\' {q(line)}; }} > "$t" && chmod 0644 "$t" && mv -f "$t" {q(fstab)}'
+        )
         if self.raid:
             conf = layout.path("/etc/mdadm/mdadm.conf")
-            parts.append(f"mkdir -p {q(posixpath.dirname(conf))} && {{ grep -qF {q(self.ARRAY_NAME)} {q(conf)} 2>/dev/null || mdadm --detail --brief {q(self.array)} >> {q(conf)}; }}")
+            parts.append(
+                f"mkdir -p {q(posixpath.dirname(conf))} && {{ grep -qF {q(self.ARRAY_NAME)} {q(conf)} 2>/dev/null || mdadm --detail --brief {q(self.array)} >> {q(conf)}; }}"
+            )
         r.run(" && ".join(parts), sudo=True, write=True, label="mount scratch")
         return {"created_array": created_array, "created_fs": created_fs}
 
     def _need_consent(self, host: str) -> None:
         if not self.consent:
-            raise StepRefused(host, f"creating scratch on {', '.join(self.devices)} would format them", "set scratch.format: true in the config to consent (blank disks only)")
+            raise StepRefused(
+                host,
+                f"creating scratch on {', '.join(self.devices)} would format them",
+                "set scratch.format: true in the config to consent (blank disks only)",
+            )
 
     def undo(self, r: Runner, layout: HostLayout, record: dict[str, Any]) -> None:
         """Unmount and forget (fstab, mdadm.conf, stop the array); the data stays on the disks."""
         mp, fstab = layout.path(self.mountpoint), layout.path("/etc/fstab")
         parts = [
             f"if findmnt -n --mountpoint {q(mp)} >/dev/null 2>&1; then umount {q(mp)}; fi",
-            f"if [ -f {q(fstab)} ]; then t=$(mktemp {q(fstab)}.XXXXXX) && {{ grep -vF {q(SCRATCH_MARK)} {q(fstab)} || true; }} > \"$t\" && chmod 0644 \"$t\" && mv -f \"$t\" {q(fstab)}; fi",
+            f'if [ -f {q(fstab)} ]; then t=$(mktemp {q(fstab)}.XXXXXX) && {{ grep -vF {q(SCRATCH_MARK)} {q(fstab)} || true; }} > "$t" && chmod 0644 "$t" && mv -f "$t" {q(fstab)}; fi',
         ]
         if self.raid:
             conf = layout.path("/etc/mdadm/mdadm.conf")
@@ -448,14 +604,23 @@ def read_journal(r: Runner, layout: HostLayout) -> dict[str, Any]:
             raise ValueError("no steps")
         return dict(data)
     except ValueError:
-        raise StepFailed(r.host, f"the journal {layout.journal} is not valid JSON", "inspect it; move it aside only if you know what fullserver changed") from None
+        raise StepFailed(
+            r.host,
+            f"the journal {layout.journal} is not valid JSON",
+            "inspect it; move it aside only if you know what fullserver changed",
+        ) from None
 
 
 def write_journal(r: Runner, layout: HostLayout, journal: dict[str, Any]) -> None:
     if not journal["steps"]:
         r.run(f"rm -f {q(layout.journal)}", sudo=True, write=True, label="remove journal")
         return
-    r.run(write_file_script(layout.journal, json.dumps(journal, indent=1) + "\n", "0600"), sudo=True, write=True, label="write journal")
+    r.run(
+        write_file_script(layout.journal, json.dumps(journal, indent=1) + "\n", "0600"),
+        sudo=True,
+        write=True,
+        label="write journal",
+    )
 
 
 @dataclass
@@ -477,7 +642,12 @@ def plan(r: Runner, layout: HostLayout, steps: Sequence[Step]) -> dict[str, str]
     for step in steps:
         found = step.check(r, layout)
         entry = journal["steps"].get(step.id)
-        if found.done and entry is not None and entry.get("status") == "applied" and entry.get("desired") == step.desired():
+        if (
+            found.done
+            and entry is not None
+            and entry.get("status") == "applied"
+            and entry.get("desired") == step.desired()
+        ):
             out[step.id] = "ok"
         elif found.done:
             out[step.id] = "journal"
@@ -489,7 +659,9 @@ def plan(r: Runner, layout: HostLayout, steps: Sequence[Step]) -> dict[str, str]
     return out
 
 
-def converge(r: Runner, layout: HostLayout, steps: Sequence[Step], *, undo_unlisted: dict[str, Step] | None = None) -> Outcome:
+def converge(
+    r: Runner, layout: HostLayout, steps: Sequence[Step], *, undo_unlisted: dict[str, Step] | None = None
+) -> Outcome:
     """Bring the host to the desired steps; undo journaled steps no longer desired.
 
     ``undo_unlisted`` maps journaled step ids that are no longer wanted to a Step able to undo
@@ -504,7 +676,12 @@ def converge(r: Runner, layout: HostLayout, steps: Sequence[Step], *, undo_unlis
         if found.done:
             if entry is None or entry.get("status") != "applied" or entry.get("desired") != step.desired():
                 # In place but not (fully) journaled: a run cut short after apply. Record it.
-                journal["steps"][step.id] = {**(entry or {"undo": found.before}), "desired": step.desired(), "status": "applied", "at": time.time()}
+                journal["steps"][step.id] = {
+                    **(entry or {"undo": found.before}),
+                    "desired": step.desired(),
+                    "status": "applied",
+                    "at": time.time(),
+                }
                 write_journal(r, layout, journal)
             outcome.unchanged.append(step.id)
             continue

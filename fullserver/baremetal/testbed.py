@@ -116,9 +116,19 @@ class SshdHost:
     def bin(self) -> Path:
         return self.dir / "bin"
 
-    def target(self, user: str = "root", timeouts: Timeouts | None = None, host_keys: list[str] | None = None) -> Target:
+    def target(
+        self, user: str = "root", timeouts: Timeouts | None = None, host_keys: list[str] | None = None
+    ) -> Target:
         keys = tuple(parse_key_line(k, self.name) for k in (host_keys or [self.host_key_line]))
-        return Target(self.name, LOOPBACK, self.port, user, keys, None, timeouts or Timeouts(connect=5, banner=5, auth=5, channel=5, command=30, retry_base=0.2))
+        return Target(
+            self.name,
+            LOOPBACK,
+            self.port,
+            user,
+            keys,
+            None,
+            timeouts or Timeouts(connect=5, banner=5, auth=5, channel=5, command=30, retry_base=0.2),
+        )
 
     def authorize(self, user: str, pub: str | None = None) -> None:
         path = self.dir / "authorized_keys" / user
@@ -131,7 +141,17 @@ class SshdHost:
         if rows is None:
             tool.unlink(missing_ok=True)
             return
-        (self.dir / "gpu.csv").write_text("".join(r.format(uuid=f"{abs(hash(self.name)) % 0xFFFFFFFF:08x}-{i:04x}-4000-8000-000000000000", bus=0x18 + i, pm="@PM@") + "\n" for i, r in enumerate(rows)))
+        (self.dir / "gpu.csv").write_text(
+            "".join(
+                r.format(
+                    uuid=f"{abs(hash(self.name)) % 0xFFFFFFFF:08x}-{i:04x}-4000-8000-000000000000",
+                    bus=0x18 + i,
+                    pm="@PM@",
+                )
+                + "\n"
+                for i, r in enumerate(rows)
+            )
+        )
         tool.write_text(NVIDIA_SMI_STANDIN)
         tool.chmod(0o755)
 
@@ -169,7 +189,9 @@ class Testbed:
 
     def __init__(self, base: Path | None = None) -> None:
         if not SSHD.exists():
-            raise RuntimeError(f"OpenSSH server not found at {SSHD}: install it (apt-get install -y openssh-server, as .ci/run does)")
+            raise RuntimeError(
+                f"OpenSSH server not found at {SSHD}: install it (apt-get install -y openssh-server, as .ci/run does)"
+            )
         if os.geteuid() != 0:
             raise RuntimeError("the sshd test bed needs root (sshd switches users; loop devices need root)")
         # Its own world-traversable directory: sshd reads authorized keys as the login user.
@@ -238,7 +260,12 @@ class Testbed:
                 )
             )
             log = (host.dir / "sshd.log").open("ab")
-            host.proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
+            host.proc = subprocess.Popen(
+                [str(SSHD), "-D", "-e", "-f", str(config)],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+            )
             log.close()
             if self._wait_banner(host):
                 return
@@ -284,7 +311,9 @@ class Testbed:
         image.parent.mkdir(parents=True, exist_ok=True)
         with image.open("wb") as f:
             f.truncate(size_mib << 20)
-        dev = subprocess.run(["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True).stdout.strip()
+        dev = subprocess.run(
+            ["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True
+        ).stdout.strip()
         self.loops.append(dev)
         return dev
 

@@ -114,7 +114,11 @@ class Catalog:
     def commitment(self, provider: str, family: str, years: int) -> CommitmentDiscount | None:
         """The published discount for a shape family (exact match: p5 is not p5en)."""
         return next(
-            (c for c in self.commitment_discounts if (c.provider, c.applies_to, c.term_years) == (provider, family, years)),
+            (
+                c
+                for c in self.commitment_discounts
+                if (c.provider, c.applies_to, c.term_years) == (provider, family, years)
+            ),
             None,
         )
 

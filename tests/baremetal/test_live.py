@@ -72,7 +72,12 @@ def test_audit_cli_fleet_with_one_dead_host(bed: Testbed, host: SshdHost, tmp_pa
     path = tmp_path / "inventory.yaml"
     path.write_text(yaml.safe_dump(inv))
     fullserver = Path(sys.executable).parent / "fullserver"
-    r = subprocess.run([str(fullserver), "audit", str(path), "--profile", "dedicated-steady", "--json"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [str(fullserver), "audit", str(path), "--profile", "dedicated-steady", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 4, r.stderr  # gpu-01 is short (this VM has 2 cores), gpu-02 unreachable
     rows = {a["name"]: a for a in json.loads(r.stdout)}
     assert rows["gpu-01"]["status"] == "short" and rows["gpu-01"]["accelerator"] == "H100-80GB"
@@ -101,7 +106,9 @@ def _config(host: SshdHost, devices: list[str], fmt: bool = True) -> HostConfig:
 
 
 def _files(root: Path) -> dict[str, tuple[float, int]]:
-    return {str(p): (p.stat().st_mtime, p.stat().st_size) for p in root.rglob("*") if p.is_file() and "/mnt/" not in str(p)}
+    return {
+        str(p): (p.stat().st_mtime, p.stat().st_size) for p in root.rglob("*") if p.is_file() and "/mnt/" not in str(p)
+    }
 
 
 def test_configure_reapply_zero_writes_then_revert(bed: Testbed, host: SshdHost, ops: str) -> None:
@@ -127,7 +134,9 @@ def test_configure_reapply_zero_writes_then_revert(bed: Testbed, host: SshdHost,
         gone = revert(s, cfg.layout, steps)
         assert gone.undone == list(reversed([st.id for st in steps]))
         assert read_journal(s, cfg.layout)["steps"] == {}
-    assert (host.root / "proc/sys/net/core/rmem_max").read_text().strip() == Path("/proc/sys/net/core/rmem_max").read_text().strip()
+    assert (host.root / "proc/sys/net/core/rmem_max").read_text().strip() == Path(
+        "/proc/sys/net/core/rmem_max"
+    ).read_text().strip()
     assert not (host.root / "etc/sysctl.d/90-fullserver.conf").exists()
     assert "fullserver" not in (host.root / "etc/fstab").read_text()
     assert subprocess.run(["findmnt", str(host.root / "mnt/scratch")], capture_output=True).returncode != 0
@@ -141,7 +150,7 @@ def test_disk_holding_a_filesystem_is_never_wiped(bed: Testbed, host: SshdHost) 
     with session(host.target(), host.user_key) as s, pytest.raises(StepRefused, match="holds a ext4 signature") as exc:
         converge(s, cfg.layout, build_steps(cfg))
     assert "wipefs" in exc.value.line() and exc.value.line().startswith(host.name)
-    assert "LABEL=\"precious\"" in subprocess.run(["blkid", dev], capture_output=True, text=True).stdout
+    assert 'LABEL="precious"' in subprocess.run(["blkid", dev], capture_output=True, text=True).stdout
 
 
 def test_mounted_disk_and_no_consent_are_refused(bed: Testbed, host: SshdHost) -> None:
@@ -206,4 +215,6 @@ def test_connection_killed_mid_configuration_converges(bed: Testbed, host: SshdH
         assert list(out.journal["steps"]) == [st.id for st in steps]
         assert converge(s, cfg.layout, steps).writes == 0
         revert(s, cfg.layout, steps)
-    assert (host.root / "proc/sys/net/core/rmem_max").read_text().strip() == Path("/proc/sys/net/core/rmem_max").read_text().strip()
+    assert (host.root / "proc/sys/net/core/rmem_max").read_text().strip() == Path(
+        "/proc/sys/net/core/rmem_max"
+    ).read_text().strip()

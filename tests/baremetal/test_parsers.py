@@ -63,7 +63,11 @@ def test_mixed_gpus_are_reported() -> None:
     [
         (["0, NVIDIA H100 80GB HBM3, 81559"], 0, "malformed nvidia-smi output"),
         ([ROW.format(i=0).replace("81559", "80 GiB")], 0, "malformed nvidia-smi memory.total"),
-        (["NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."], 9, "nvidia-smi failed (exit 9)"),
+        (
+            ["NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."],
+            9,
+            "nvidia-smi failed (exit 9)",
+        ),
         ([], 124, "did not answer within 20s"),
     ],
 )
@@ -129,17 +133,35 @@ def test_key_line_and_fingerprint() -> None:
 def test_known_hosts_hashed_revoked_and_port(tmp_path: Path) -> None:
     line = _real_key()
     salt = b"0123456789abcdefghij"
-    hashed = "|1|{}|{}".format(base64.b64encode(salt).decode(), base64.b64encode(hmac.new(salt, b"[10.0.0.5]:2222", hashlib.sha1).digest()).decode())
+    hashed = "|1|{}|{}".format(
+        base64.b64encode(salt).decode(),
+        base64.b64encode(hmac.new(salt, b"[10.0.0.5]:2222", hashlib.sha1).digest()).decode(),
+    )
     other = "ssh-ed25519 " + base64.b64encode(b"\x00\x00\x00\x0bssh-ed25519\x00\x00\x00\x20" + bytes(32)).decode()
     kh = tmp_path / "known_hosts"
-    kh.write_text(f"# fleet\n{hashed} {line}\n[10.0.0.5]:2222 {other}\n@revoked [10.0.0.5]:2222 {other}\n@cert-authority *.lab {line}\n10.0.0.5 {other}\nbad line\n")
+    kh.write_text(
+        f"# fleet\n{hashed} {line}\n[10.0.0.5]:2222 {other}\n@revoked [10.0.0.5]:2222 {other}\n@cert-authority *.lab {line}\n10.0.0.5 {other}\nbad line\n"
+    )
     keys = keys_from_known_hosts(kh, "10.0.0.5", 2222)
     assert [k.line() for k in keys] == [line]
 
 
 def test_inventory_defaults_and_errors(tmp_path: Path) -> None:
     inv = inventory_from_data(
-        {"defaults": {"user": "gpuops", "privateKeyEnv": "FS_KEY"}, "hosts": [{"name": "a", "address": "10.0.0.1", "hostKeys": [_real_key()]}, {"name": "b", "address": "10.0.0.2", "port": 2222, "hostKeys": [_real_key()], "jump": "a", "privateKeyFile": "k"}]},
+        {
+            "defaults": {"user": "gpuops", "privateKeyEnv": "FS_KEY"},
+            "hosts": [
+                {"name": "a", "address": "10.0.0.1", "hostKeys": [_real_key()]},
+                {
+                    "name": "b",
+                    "address": "10.0.0.2",
+                    "port": 2222,
+                    "hostKeys": [_real_key()],
+                    "jump": "a",
+                    "privateKeyFile": "k",
+                },
+            ],
+        },
         tmp_path,
         "inv.yaml",
     )
@@ -148,7 +170,9 @@ def test_inventory_defaults_and_errors(tmp_path: Path) -> None:
     t = inv.target(b)
     assert t.jump is not None and t.jump.name == "a" and t.lookup == "[10.0.0.2]:2222"
     with pytest.raises(InputError, match="no host key pinned"):
-        inventory_from_data([{"name": "c", "address": "10.0.0.3"}], tmp_path, "inv.yaml").target(inventory_from_data([{"name": "c", "address": "10.0.0.3"}], tmp_path, "inv.yaml").entries[0])
+        inventory_from_data([{"name": "c", "address": "10.0.0.3"}], tmp_path, "inv.yaml").target(
+            inventory_from_data([{"name": "c", "address": "10.0.0.3"}], tmp_path, "inv.yaml").entries[0]
+        )
     with pytest.raises(InputError, match="unknown key"):
         inventory_from_data([{"name": "c", "address": "x", "hostkeys": []}], tmp_path, "inv.yaml")
     with pytest.raises(InputError, match="repeat"):

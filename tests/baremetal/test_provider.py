@@ -17,10 +17,26 @@ from tests.baremetal.conftest import private_proc_sys
 def _props(hosts: list[SshdHost], key: str, layout_host: SshdHost, user: str, **config: Any) -> dict[str, Any]:
     layout = private_proc_sys(layout_host)
     return {
-        "hosts": [{"name": h.name, "address": "127.0.0.1", "port": h.port, "user": user, "hostKeys": [h.host_key_line], "connectTimeout": 2} for h in hosts],
+        "hosts": [
+            {
+                "name": h.name,
+                "address": "127.0.0.1",
+                "port": h.port,
+                "user": user,
+                "hostKeys": [h.host_key_line],
+                "connectTimeout": 2,
+            }
+            for h in hosts
+        ],
         "private_key": key,
         "profile": "dedicated-steady",
-        "config": {"networkTuning": True, "gpuPersistence": True, "root": layout.root, "sysctlDir": layout.sysctl_dir, **config},
+        "config": {
+            "networkTuning": True,
+            "gpuPersistence": True,
+            "root": layout.root,
+            "sysctlDir": layout.sysctl_dir,
+            **config,
+        },
     }
 
 
@@ -32,7 +48,12 @@ def test_provider_is_stateless_and_serializes() -> None:
 
 def test_check_rejects_before_touching_hosts(host: SshdHost) -> None:
     p = BareMetalProvider()
-    bad = {"hosts": [{"name": "a", "address": "127.0.0.1"}], "private_key": "not a key", "profile": "nope", "config": {"hugepages": -1}}
+    bad = {
+        "hosts": [{"name": "a", "address": "127.0.0.1"}],
+        "private_key": "not a key",
+        "profile": "nope",
+        "config": {"hugepages": -1},
+    }
     result = p.check({}, bad)
     fields = sorted(f.property for f in result.failures)
     assert fields == ["config", "hosts", "private_key", "profile"]
@@ -51,9 +72,14 @@ def test_create_diff_read_update_delete(bed: Testbed, host: SshdHost, ops: str) 
     created = p.create(props)
     outs = created.outs
     assert outs is not None
-    assert list(outs["failed_hosts"]) == ["dead-in-fleet"] and "connection refused" in outs["failed_hosts"]["dead-in-fleet"]
+    assert (
+        list(outs["failed_hosts"]) == ["dead-in-fleet"]
+        and "connection refused" in outs["failed_hosts"]["dead-in-fleet"]
+    )
     status = outs["host_status"][host.name]
-    assert status["changed"] == ["sysctl", "gpu-persistence"] and status["facts"]["gpus"] == {"NVIDIA H100 80GB HBM3": 2}
+    assert status["changed"] == ["sysctl", "gpu-persistence"] and status["facts"]["gpus"] == {
+        "NVIDIA H100 80GB HBM3": 2
+    }
     assert status["status"] == "short"  # this VM is not a balanced 2-GPU server
     # A failed host makes the next diff ask for an update (which retries it).
     assert p.diff(created.id, outs, props).changes is True
@@ -75,4 +101,6 @@ def test_create_diff_read_update_delete(bed: Testbed, host: SshdHost, ops: str) 
     assert (host.dir / "gpu-persistence").read_text().strip() == "Disabled"
     p.delete(created.id, outs2)
     assert not (host.root / "var/lib/fullserver/journal.json").exists()
-    assert (host.root / "proc/sys/net/core/rmem_max").read_text().strip() == Path("/proc/sys/net/core/rmem_max").read_text().strip()
+    assert (host.root / "proc/sys/net/core/rmem_max").read_text().strip() == Path(
+        "/proc/sys/net/core/rmem_max"
+    ).read_text().strip()

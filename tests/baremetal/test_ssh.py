@@ -19,7 +19,18 @@ from fullserver.baremetal.inventory import Target, Timeouts, keys_from_known_hos
 from fullserver.baremetal.ssh import session
 from fullserver.baremetal.testbed import SshdHost, Testbed, free_port
 
-FAST = Timeouts(connect=2, banner=2, auth=3, channel=3, command=10, kill_grace=1, keepalive_interval=1, keepalive_count=2, connect_attempts=2, retry_base=0.1)
+FAST = Timeouts(
+    connect=2,
+    banner=2,
+    auth=3,
+    channel=3,
+    command=10,
+    kill_grace=1,
+    keepalive_interval=1,
+    keepalive_count=2,
+    connect_attempts=2,
+    retry_base=0.1,
+)
 
 
 def test_runs_commands_on_one_reused_connection(host: SshdHost) -> None:
@@ -37,7 +48,10 @@ def test_wrong_host_key_is_refused_and_nothing_runs(bed: Testbed, host: SshdHost
     other = bed.add_host("impostor-keys")
     other.stop()
     marker = host.root / "ran"
-    with pytest.raises(HostKeyMismatch) as exc, session(host.target(host_keys=[other.host_key_line]), host.user_key) as s:
+    with (
+        pytest.raises(HostKeyMismatch) as exc,
+        session(host.target(host_keys=[other.host_key_line]), host.user_key) as s,
+    ):
         s.run(f"touch {marker}")
     line = exc.value.line()
     assert line.startswith(f"{host.name}: host key refused: offered ssh-ed25519 SHA256:")
@@ -81,7 +95,9 @@ def test_stalled_server_banner_times_out(host: SshdHost) -> None:
 
 
 def test_peer_stalls_mid_command_keepalive_detects_it(host: SshdHost) -> None:
-    t = host.target(timeouts=Timeouts(connect=2, banner=2, auth=3, channel=3, command=60, keepalive_interval=1, keepalive_count=2))
+    t = host.target(
+        timeouts=Timeouts(connect=2, banner=2, auth=3, channel=3, command=60, keepalive_interval=1, keepalive_count=2)
+    )
     with session(t, host.user_key) as s:
         s.run("true")
         threading.Timer(0.5, host.pause).start()

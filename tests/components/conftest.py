@@ -28,7 +28,9 @@ STACKS = Path(__file__).resolve().parents[2] / "stacks"
 
 
 Plans = dict[str, StackPlan]
-run_test: Callable[[Callable[[], Any]], Callable[[], None]] = pulumi.runtime.test  # typed alias of the untyped decorator
+run_test: Callable[[Callable[[], Any]], Callable[[], None]] = (
+    pulumi.runtime.test
+)  # typed alias of the untyped decorator
 
 
 @pytest.fixture(scope="session")
@@ -49,7 +51,16 @@ def mocks() -> Iterator[GraphMocks]:
     MOCKS.registered.clear()
 
 
-OUTPUTS = ("connect", "private_ips", "public_ips", "service_account", "node_name", "group_names", "instance_ids", "platform")
+OUTPUTS = (
+    "connect",
+    "private_ips",
+    "public_ips",
+    "service_account",
+    "node_name",
+    "group_names",
+    "instance_ids",
+    "platform",
+)
 
 Build = Callable[[Callable[[], Any]], Graph]
 
@@ -72,7 +83,10 @@ def build(mocks: GraphMocks) -> Build:
 
         program()
         # Raw inputs (numbers as the engine sends them, scripts in full) so tests can read everything.
-        rows = [Row(type=t, name=n, inputs=i, custom=c) for t, n, i, c in sorted(mocks.registered, key=lambda r: (r[1], r[0]))]
+        rows = [
+            Row(type=t, name=n, inputs=i, custom=c)
+            for t, n, i, c in sorted(mocks.registered, key=lambda r: (r[1], r[0]))
+        ]
         return Graph(stack="test", rows=rows, outputs=built)
 
     return run

@@ -50,8 +50,14 @@ def test_single_gpu_has_public_ssh_from_ranges_and_an_encrypted_gp3_volume(plans
     g = build(lambda: AwsGpuEnvironment("exp", aws_args(spec_of(plans, "exp-aws-spot"))))
     lt = g.one("ec2/launchTemplate:LaunchTemplate").inputs
     assert lt["networkInterfaces"] == [
-        {"deviceIndex": 0, "networkCardIndex": 0, "associatePublicIpAddress": "true", "subnetId": "exp-public-0-id",
-         "securityGroups": ["exp-sg-id"], "deleteOnTermination": "true"}
+        {
+            "deviceIndex": 0,
+            "networkCardIndex": 0,
+            "associatePublicIpAddress": "true",
+            "subnetId": "exp-public-0-id",
+            "securityGroups": ["exp-sg-id"],
+            "deleteOnTermination": "true",
+        }
     ]
     vol = g.one("ebs/volume:Volume").inputs
     assert vol == {**vol, "type": "gp3", "size": 63, "encrypted": True}
@@ -85,7 +91,9 @@ def test_spot_runs_a_spot_group_with_an_on_demand_fallback(plans: Plans, build: 
 def test_reserved_pricing_targets_a_configured_capacity_block(plans: Plans, build: Build) -> None:
     spec = spec_of(plans, "train-p5-cluster", reservation="cr-0123456789abcdef0", capacity_block=True)
     lt = build(lambda: AwsGpuEnvironment("cb", aws_args(spec))).one("ec2/launchTemplate:LaunchTemplate").inputs
-    assert lt["capacityReservationSpecification"] == {"capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}}
+    assert lt["capacityReservationSpecification"] == {
+        "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}
+    }
     assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
 
 
@@ -98,12 +106,16 @@ def test_provisioned_gp3_iops_and_throughput(plans: Plans, build: Build) -> None
 def test_refuses_efa_on_a_shape_without_it(plans: Plans) -> None:
     spec = plans["exp-aws-spot"].spec
     spec = spec.model_copy(update={"nodes": 2, "network": spec.network.model_copy(update={"efa_interfaces": 1})})
-    with pytest.raises(SpecRefused, match=r"spec\.network\.efa_interfaces: 1 EFA interfaces requested but g4dn\.xlarge has none"):
+    with pytest.raises(
+        SpecRefused, match=r"spec\.network\.efa_interfaces: 1 EFA interfaces requested but g4dn\.xlarge has none"
+    ):
         AwsGpuEnvironment("bad", aws_args(spec))
 
 
 def test_refuses_more_local_ssds_than_the_shape_has(plans: Plans) -> None:
-    with pytest.raises(SpecRefused, match=r"spec\.local_nvme_disks: 9 local SSDs requested but p5\.48xlarge has at most 8"):
+    with pytest.raises(
+        SpecRefused, match=r"spec\.local_nvme_disks: 9 local SSDs requested but p5\.48xlarge has at most 8"
+    ):
         AwsGpuEnvironment("bad", aws_args(spec_of(plans, "train-p5-cluster", local_nvme_disks=9)))
 
 

@@ -14,18 +14,26 @@ def test_g2_fine_tuning_vm(plans: Plans, build: Build) -> None:
     vm = g.one("compute/instance:Instance").inputs
     assert vm["machineType"] == "g2-standard-12" and vm["zone"] == "us-central1-a"
     assert vm["scheduling"] == {
-        "onHostMaintenance": "TERMINATE", "provisioningModel": "SPOT", "preemptible": True,
-        "automaticRestart": False, "instanceTerminationAction": "STOP",
+        "onHostMaintenance": "TERMINATE",
+        "provisioningModel": "SPOT",
+        "preemptible": True,
+        "automaticRestart": False,
+        "instanceTerminationAction": "STOP",
     }
     assert vm["reservationAffinity"] == {"type": "NO_RESERVATION"}
     assert vm["scratchDisks"] == [{"interface": "NVME", "size": 375}]
     nic = vm["networkInterfaces"][0]
     assert nic["nicType"] == "GVNIC" and nic["accessConfigs"] == [{"networkTier": "PREMIUM"}]
     assert "networkPerformanceConfig" not in vm  # single node: no Tier_1 add-on
-    assert vm["shieldedInstanceConfig"] == {"enableSecureBoot": False, "enableVtpm": True, "enableIntegrityMonitoring": True}
+    assert vm["shieldedInstanceConfig"] == {
+        "enableSecureBoot": False,
+        "enableVtpm": True,
+        "enableIntegrityMonitoring": True,
+    }
     assert vm["bootDisk"]["initializeParams"] == {
         "image": "projects/deeplearning-platform-release/global/images/family/pytorch-2-7-cu128-ubuntu-2204-nvidia-570",
-        "size": 200, "type": "pd-balanced",
+        "size": 200,
+        "type": "pd-balanced",
     }
     assert vm["metadata"]["block-project-ssh-keys"] == "TRUE" and vm["metadata"]["enable-oslogin"] == "TRUE"
     assert "SCRATCH_EXPECTED=1" in vm["metadata"]["startup-script"]
@@ -34,7 +42,10 @@ def test_g2_fine_tuning_vm(plans: Plans, build: Build) -> None:
     assert vm["serviceAccount"]["scopes"] == ["https://www.googleapis.com/auth/cloud-platform"]
     assert vm["labels"]["fullserver-ttl-hours"] == "72"
     assert "guestAccelerators" not in vm or vm["guestAccelerators"] == []
-    assert g.outputs["connect"] == "gcloud compute ssh " + g.outputs["connect"].split()[3] + " --zone us-central1-a --tunnel-through-iap"
+    assert (
+        g.outputs["connect"]
+        == "gcloud compute ssh " + g.outputs["connect"].split()[3] + " --zone us-central1-a --tunnel-through-iap"
+    )
 
 
 def test_on_demand_a2_uses_standard_provisioning(plans: Plans, build: Build) -> None:
@@ -46,7 +57,14 @@ def test_on_demand_a2_uses_standard_provisioning(plans: Plans, build: Build) -> 
 
 
 def test_n1_attaches_its_gpus(plans: Plans, build: Build) -> None:
-    spec = spec_of(plans, "finetune-gcp-g2", offer="n1-highmem-8+1xT4", machine_type="n1-highmem-8", accelerator="T4", local_nvme_disks=0)
+    spec = spec_of(
+        plans,
+        "finetune-gcp-g2",
+        offer="n1-highmem-8+1xT4",
+        machine_type="n1-highmem-8",
+        accelerator="T4",
+        local_nvme_disks=0,
+    )
     vm = build(lambda: GcpGpuEnvironment("n1", gcp_args(spec))).one("compute/instance:Instance").inputs
     assert vm["guestAccelerators"] == [{"type": "nvidia-tesla-t4", "count": 1}]
 
@@ -73,7 +91,9 @@ def test_a_specific_reservation(plans: Plans, build: Build) -> None:
 
 
 def test_refuses_more_local_ssds_than_the_shape_allows(plans: Plans) -> None:
-    with pytest.raises(SpecRefused, match=r"spec\.local_nvme_disks: 9 local SSDs requested but g2-standard-12 has at most"):
+    with pytest.raises(
+        SpecRefused, match=r"spec\.local_nvme_disks: 9 local SSDs requested but g2-standard-12 has at most"
+    ):
         GcpGpuEnvironment("bad", gcp_args(spec_of(plans, "finetune-gcp-g2", local_nvme_disks=9)))
 
 

@@ -18,8 +18,14 @@ from fullserver.yamlio import read_yaml
 from tests.components.conftest import MOCKS, STACKS, Plans
 
 CLOUD_STACKS = [
-    "batch-tpu-v5e", "exp-aws-spot", "finetune-gcp-a2", "finetune-gcp-g2", "serve-gcp-realtime",
-    "train-p5-cluster", "train-tpu-v5e", "train-tpu-v5p-slice",
+    "batch-tpu-v5e",
+    "exp-aws-spot",
+    "finetune-gcp-a2",
+    "finetune-gcp-g2",
+    "serve-gcp-realtime",
+    "train-p5-cluster",
+    "train-tpu-v5e",
+    "train-tpu-v5p-slice",
 ]
 
 
@@ -42,7 +48,11 @@ def test_every_node_is_labelled_and_nothing_is_open_to_the_internet(graphs: dict
         assert "0.0.0.0/0" not in ranges, row.name
         for rule in row.inputs.get("ingress", []):
             assert "0.0.0.0/0" not in rule.get("cidrBlocks", []), row.name
-    nodes = g.of_type("tpu/v2Vm:V2Vm") + g.of_type("compute/instance:Instance") + g.of_type("compute/instanceTemplate:InstanceTemplate")
+    nodes = (
+        g.of_type("tpu/v2Vm:V2Vm")
+        + g.of_type("compute/instance:Instance")
+        + g.of_type("compute/instanceTemplate:InstanceTemplate")
+    )
     for node in nodes:
         assert node.inputs["labels"]["fullserver-environment"] == stack
     for lt in g.of_type("ec2/launchTemplate:LaunchTemplate"):
@@ -57,11 +67,15 @@ def test_stack_graph_shapes(graphs: dict[str, Graph]) -> None:
     assert "V2Vm" in counts["train-tpu-v5e"] and "V2Vm" in counts["batch-tpu-v5e"]
     assert "V2QueuedResource" in counts["train-tpu-v5p-slice"]
     assert {"LaunchTemplate", "PlacementGroup", "Instance"} <= counts["train-p5-cluster"]
-    assert {"InstanceTemplate", "RegionInstanceGroupManager", "RegionAutoscaler", "HealthCheck"} <= counts["serve-gcp-realtime"]
+    assert {"InstanceTemplate", "RegionInstanceGroupManager", "RegionAutoscaler", "HealthCheck"} <= counts[
+        "serve-gcp-realtime"
+    ]
     assert len(graphs["train-p5-cluster"].of_type("ec2/instance:Instance")) == 2
     lt = graphs["train-p5-cluster"].one("ec2/launchTemplate:LaunchTemplate").inputs
     assert [n["networkCardIndex"] for n in lt["networkInterfaces"]] == list(range(32))
-    assert graphs["finetune-gcp-g2"].one("compute/instance:Instance").inputs["scratchDisks"] == [{"interface": "NVME", "size": 375}]
+    assert graphs["finetune-gcp-g2"].one("compute/instance:Instance").inputs["scratchDisks"] == [
+        {"interface": "NVME", "size": 375}
+    ]
     assert graphs["batch-tpu-v5e"].one("tpu/v2Vm:V2Vm").inputs["schedulingConfig"]["spot"] is True
     assert graphs["train-tpu-v5p-slice"].warnings  # the queued resource's limits are said out loud
 

@@ -32,7 +32,14 @@ def test_gcp_realtime_serving_is_a_regional_group_spread_over_zones(plans: Plans
 
 def test_aws_serving_is_an_auto_scaling_group_across_three_zones(plans: Plans, build: Build) -> None:
     spec = spec_of(
-        plans, "serve-gcp-realtime", platform=Platform.AWS_GPU, offer="g6.xlarge", machine_type="g6.xlarge", zone=None, region="us-east-1", local_nvme_disks=0
+        plans,
+        "serve-gcp-realtime",
+        platform=Platform.AWS_GPU,
+        offer="g6.xlarge",
+        machine_type="g6.xlarge",
+        zone=None,
+        region="us-east-1",
+        local_nvme_disks=0,
     )
     g = build(lambda: AwsGpuEnvironment("asg", aws_args(spec)))
     group = g.one("autoscaling/group:Group").inputs
@@ -45,5 +52,7 @@ def test_aws_serving_is_an_auto_scaling_group_across_three_zones(plans: Plans, b
     assert tracking["customizedMetricSpecification"]["metricName"] == "nvidia_smi_utilization_gpu"
     assert "networkInterfaces" in g.one("ec2/launchTemplate:LaunchTemplate").inputs
     assert "subnetId" not in g.one("ec2/launchTemplate:LaunchTemplate").inputs["networkInterfaces"][0]
-    policies = {r.inputs["policyArn"].rsplit("/", 1)[-1] for r in g.of_type("iam/rolePolicyAttachment:RolePolicyAttachment")}
+    policies = {
+        r.inputs["policyArn"].rsplit("/", 1)[-1] for r in g.of_type("iam/rolePolicyAttachment:RolePolicyAttachment")
+    }
     assert policies == {"AmazonSSMManagedInstanceCore", "CloudWatchAgentServerPolicy"}

@@ -14,10 +14,12 @@ from components.startup import AWS_INSTANCE_STORE, GCP_DATA, DiskPlan, boot_scri
 
 
 def test_script_guards_and_stable_device_names() -> None:
-    text = disks_script(DiskPlan(scratch_glob=AWS_INSTANCE_STORE, scratch_devices=8, data_glob=GCP_DATA, data_disk=True))
+    text = disks_script(
+        DiskPlan(scratch_glob=AWS_INSTANCE_STORE, scratch_devices=8, data_glob=GCP_DATA, data_disk=True)
+    )
     assert "mountpoint -q /scratch && return 0" in text
     assert "mdadm --assemble" in text and "mdadm --create" in text
-    assert "has_signature \"$dev\" || mkfs.ext4" in text  # never over a filesystem or partition table
+    assert 'has_signature "$dev" || mkfs.ext4' in text  # never over a filesystem or partition table
     assert "/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_*" in text
     assert "nofail" in text
 
@@ -25,15 +27,26 @@ def test_script_guards_and_stable_device_names() -> None:
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash needed")
 def test_scripts_are_valid_bash(tmp_path: Path) -> None:
     path = tmp_path / "boot.sh"
-    path.write_text(boot_script(DiskPlan(scratch_glob="/nonexistent/*", scratch_devices=2, data_glob="/nonexistent", data_disk=True)))
+    path.write_text(
+        boot_script(
+            DiskPlan(scratch_glob="/nonexistent/*", scratch_devices=2, data_glob="/nonexistent", data_disk=True)
+        )
+    )
     subprocess.run(["bash", "-n", str(path)], check=True)
     inner = tmp_path / "disks.sh"
-    inner.write_text(disks_script(DiskPlan(scratch_glob="/nonexistent/*", scratch_devices=0, data_glob="/nonexistent", data_disk=False)))
+    inner.write_text(
+        disks_script(
+            DiskPlan(scratch_glob="/nonexistent/*", scratch_devices=0, data_glob="/nonexistent", data_disk=False)
+        )
+    )
     subprocess.run(["bash", "-n", str(inner)], check=True)
 
 
 def test_labels_fit_gcp_rules() -> None:
-    assert gcp_labels({"Fullserver-Owner": "ML Research/Team", "1x": "y"}) == {"fullserver-owner": "ml-research-team", "l-1x": "y"}
+    assert gcp_labels({"Fullserver-Owner": "ML Research/Team", "1x": "y"}) == {
+        "fullserver-owner": "ml-research-team",
+        "l-1x": "y",
+    }
     assert gcp_name("1-Bad_Name") == "fs-1-bad-name"
 
 

@@ -58,7 +58,9 @@ def test_multi_host_slice_is_a_queued_resource(plans: Plans, build: Build) -> No
 
 def test_refuses_a_read_write_disk_on_a_multi_host_slice(plans: Plans) -> None:
     spec = spec_of(plans, "train-tpu-v5p-slice", data_disk=DataDisk(kind="pd-balanced", size_gib=500))
-    with pytest.raises(SpecRefused, match=r"spec\.data_disk: a read-write data disk cannot attach to the multi-host slice v5p-128"):
+    with pytest.raises(
+        SpecRefused, match=r"spec\.data_disk: a read-write data disk cannot attach to the multi-host slice v5p-128"
+    ):
         TpuVmEnvironment("bad", tpu_args(spec))
 
 

@@ -82,9 +82,7 @@ def project_errors(project: dict[str, Any]) -> list[str]:
     name = project.get("name")
     if not isinstance(name, str) or not name:
         return ["project is missing a non-empty string 'name' attribute"]
-    errors = [
-        f"#/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in _validator().iter_errors(project)
-    ]
+    errors = [f"#/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in _validator().iter_errors(project)]
     for key, decl in rewrite_shorthand(project).items():
         typed = decl.get("type") is not None
         default, value = decl.get("default"), decl.get("value")
@@ -92,14 +90,22 @@ def project_errors(project: dict[str, Any]) -> list[str]:
             errors.append(f"project config '{key}' cannot have both a 'default' and 'value' attribute")
         if is_project_key(name, key):
             if decl.get("type") == "array" and decl.get("items") is None:
-                errors.append(f"The configuration key '{key}' declares an array but does not specify the underlying type via the 'items' attribute")
+                errors.append(
+                    f"The configuration key '{key}' declares an array but does not specify the underlying type via the 'items' attribute"
+                )
             if typed and default is not None and not value_matches(str(decl["type"]), decl.get("items"), default):
-                errors.append(f"The default value specified for configuration key '{key}' is not of the expected type '{decl['type']}'")
+                errors.append(
+                    f"The default value specified for configuration key '{key}' is not of the expected type '{decl['type']}'"
+                )
         else:
             if typed:
-                errors.append(f"Configuration key '{key}' is not namespaced by the project and should not define a type")
+                errors.append(
+                    f"Configuration key '{key}' is not namespaced by the project and should not define a type"
+                )
             if default is not None:
-                errors.append(f"Configuration key '{key}' is not namespaced by the project and should not define a default value")
+                errors.append(
+                    f"Configuration key '{key}' is not namespaced by the project and should not define a default value"
+                )
             if value is None:
                 errors.append(f"Configuration key '{key}' is namespaced and must provide an attribute 'value'")
     return errors
@@ -133,7 +139,9 @@ def missing_keys(project: dict[str, Any], config: dict[str, Any]) -> list[str]:
     )
 
 
-def stack_errors(project: dict[str, Any], stack: str, config: dict[str, Any], *, require_declared: bool = False) -> list[str]:
+def stack_errors(
+    project: dict[str, Any], stack: str, config: dict[str, Any], *, require_declared: bool = False
+) -> list[str]:
     """Stack values of the wrong type for their declaration (what ``validateStackConfigValues``
     refuses). ``require_declared`` adds our own rule: every project-namespace key the stack sets is
     declared (the CLI accepts undeclared keys, so a typo would silently be ignored)."""
@@ -147,6 +155,8 @@ def stack_errors(project: dict[str, Any], stack: str, config: dict[str, Any], *,
             if require_declared and ns == name:
                 errors.append(f"Stack '{stack}' sets '{ns}:{key}', which the project does not declare")
             continue
-        if decl.get("type") is not None and not value_matches(str(decl["type"]), decl.get("items"), _as_engine_sees(raw)):
+        if decl.get("type") is not None and not value_matches(
+            str(decl["type"]), decl.get("items"), _as_engine_sees(raw)
+        ):
             errors.append(f"Stack '{stack}' with configuration key '{key}' must be of type '{decl['type']}'")
     return errors

@@ -56,7 +56,12 @@ def public_components() -> dict[str, type[pulumi.ComponentResource]]:
             continue
         module = importlib.import_module(f"components.{info.name}")
         for name, cls in vars(module).items():
-            if inspect.isclass(cls) and issubclass(cls, pulumi.ComponentResource) and cls.__module__ == module.__name__ and not name.startswith("_"):
+            if (
+                inspect.isclass(cls)
+                and issubclass(cls, pulumi.ComponentResource)
+                and cls.__module__ == module.__name__
+                and not name.startswith("_")
+            ):
                 found[name] = cls
     return found
 
@@ -71,7 +76,9 @@ def test_plugin_layout_is_what_pulumi_runs() -> None:
     # Python component providers support pip with a `venv` virtualenv only: no runtime options.
     assert plugin == {"runtime": "python"}
     requirements = [
-        line.strip() for line in (PLUGIN / "requirements.txt").read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")
+        line.strip()
+        for line in (PLUGIN / "requirements.txt").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
     ]
     assert requirements == ["-e .."]  # pip runs in components/: `..` is the repository at the same tag
     pyproject = tomllib.loads((PLUGIN.parent / "pyproject.toml").read_text(encoding="utf-8"))
@@ -151,7 +158,14 @@ def test_bare_metal_adapter_builds_from_wire_inputs() -> None:
     main = plugin_main()
     provider = ComponentProvider(main.COMPONENTS, main.PACKAGE, None, fullserver.__version__)
     wire = {
-        "hosts": [{"name": "gpu-01", "address": "203.0.113.10", "user": "ops", "hostKeys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOdxa8FJ42wwS51NSUShy8AnhcSqHlneQjBFh7l9eov/"]}],
+        "hosts": [
+            {
+                "name": "gpu-01",
+                "address": "203.0.113.10",
+                "user": "ops",
+                "hostKeys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOdxa8FJ42wwS51NSUShy8AnhcSqHlneQjBFh7l9eov/"],
+            }
+        ],
         "privateKey": "mock-key",
         "profile": "dedicated-steady",
         "config": {"gpuPersistence": True, "serviceUser": {"name": "ml", "authorizedKeys": ["ssh-ed25519 AAAA"]}},

@@ -63,9 +63,23 @@ def test_an_installed_fullserver_loads_profiles_from_anywhere(wheel: Path, tmp_p
     prefix = tmp_path / "prefix"
     # --ignore-installed: never touch the editable install in this virtualenv.
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--ignore-installed",
-         "--no-warn-script-location", "--prefix", str(prefix), str(wheel)],
-        check=True, capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--ignore-installed",
+            "--no-warn-script-location",
+            "--prefix",
+            str(prefix),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     purelib = sysconfig.get_path("purelib", vars={"base": str(prefix), "platbase": str(prefix)})
     elsewhere = tmp_path / "elsewhere"
@@ -75,8 +89,13 @@ def test_an_installed_fullserver_loads_profiles_from_anywhere(wheel: Path, tmp_p
         "print(json.dumps({'module': p.__file__, 'dirs': [str(d) for d in p.profile_dirs()], 'names': sorted(p.load_profiles())}))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=elsewhere, env={"PYTHONPATH": purelib, "PATH": "/usr/bin:/bin"},
-        check=True, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", probe],
+        cwd=elsewhere,
+        env={"PYTHONPATH": purelib, "PATH": "/usr/bin:/bin"},
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     seen = json.loads(out.stdout)
     assert seen["module"].startswith(str(prefix))  # the wheel's fullserver, not this checkout
@@ -84,20 +103,28 @@ def test_an_installed_fullserver_loads_profiles_from_anywhere(wheel: Path, tmp_p
     assert seen["names"] == [n.removesuffix(".yaml") for n in SHIPPED]
 
 
-def test_the_checkout_loads_its_profiles_from_another_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_checkout_loads_its_profiles_from_another_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert project_profiles_dir() is None
     assert profile_dirs() == [PROFILES_DIR]
     assert sorted(load_profiles()) == [n.removesuffix(".yaml") for n in SHIPPED]
 
 
-def test_a_projects_profiles_add_to_and_replace_the_shipped_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_projects_profiles_add_to_and_replace_the_shipped_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "Pulumi.yaml").write_text("name: team\nruntime: python\n", encoding="utf-8")
     team = tmp_path / "profiles"
     team.mkdir()
-    (team / "team-finetune.yaml").write_text("extends: fine-tuning\ndescription: Our fine-tuning, 24 h TTL.\nlifecycle:\n  ttl_hours: 24\n", encoding="utf-8")
+    (team / "team-finetune.yaml").write_text(
+        "extends: fine-tuning\ndescription: Our fine-tuning, 24 h TTL.\nlifecycle:\n  ttl_hours: 24\n", encoding="utf-8"
+    )
     shipped = (PROFILES_DIR / "experimentation.yaml").read_text(encoding="utf-8")
-    (team / "experimentation.yaml").write_text(shipped.replace("description:", "description: (team copy)", 1), encoding="utf-8")
+    (team / "experimentation.yaml").write_text(
+        shipped.replace("description:", "description: (team copy)", 1), encoding="utf-8"
+    )
     (tmp_path / "stacks").mkdir()
     monkeypatch.chdir(tmp_path / "stacks")  # found from a subdirectory too, like the Pulumi CLI
     assert profile_dirs() == [PROFILES_DIR, team.resolve()]
@@ -105,4 +132,6 @@ def test_a_projects_profiles_add_to_and_replace_the_shipped_ones(tmp_path: Path,
     assert set(profiles) == {n.removesuffix(".yaml") for n in SHIPPED} | {"team-finetune"}
     assert profiles["experimentation"].description.startswith("(team copy)")
     assert profiles["team-finetune"].stage == profiles["fine-tuning"].stage
-    assert load_profiles(PROFILES_DIR).keys() == {n.removesuffix(".yaml") for n in SHIPPED}  # an explicit directory is only that
+    assert load_profiles(PROFILES_DIR).keys() == {
+        n.removesuffix(".yaml") for n in SHIPPED
+    }  # an explicit directory is only that

@@ -95,9 +95,19 @@ def test_checker_accepts_what_the_cli_accepts(config: dict[str, Any]) -> None:
 
 
 def test_stack_checks_types_declarations_and_required_keys() -> None:
-    project = {**BASE, "config": {"count": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}, "default": []}}}
-    assert stack_errors(project, "dev", {"proj:count": 2, "proj:tags": ["a"], "gcp:project": "p"}, require_declared=True) == []
-    assert stack_errors(project, "dev", {"proj:count": "two"}) == ["Stack 'dev' with configuration key 'count' must be of type 'integer'"]
-    assert stack_errors(project, "dev", {"proj:cuont": 2}, require_declared=True) == ["Stack 'dev' sets 'proj:cuont', which the project does not declare"]
+    project = {
+        **BASE,
+        "config": {"count": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}, "default": []}},
+    }
+    assert (
+        stack_errors(project, "dev", {"proj:count": 2, "proj:tags": ["a"], "gcp:project": "p"}, require_declared=True)
+        == []
+    )
+    assert stack_errors(project, "dev", {"proj:count": "two"}) == [
+        "Stack 'dev' with configuration key 'count' must be of type 'integer'"
+    ]
+    assert stack_errors(project, "dev", {"proj:cuont": 2}, require_declared=True) == [
+        "Stack 'dev' sets 'proj:cuont', which the project does not declare"
+    ]
     assert missing_keys(project, {}) == ["count"]
     assert missing_keys(project, {"proj:count": 1}) == []

@@ -1,0 +1,102 @@
+"""Every policy passes on every example stack, and the stack view sees each stack's real shape."""
+
+from __future__ import annotations
+
+import pytest
+from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
+
+from policy import guardrails
+from tests.policy.conftest import NOT_APPLICABLE, CapturedStack, by_name, policy_resources, run_resource, run_stack
+
+RESOURCE_POLICIES = [p for p in guardrails.POLICIES if isinstance(p, ResourceValidationPolicy)]
+STACK_POLICIES = [p for p in guardrails.POLICIES if isinstance(p, StackValidationPolicy)]
+# Each stack's compute at list price, always on, is far below this; budget failures are tested apart.
+GENEROUS = {"maxMonthlyUsd": 1_000_000}
+
+
+def test_every_example_stack_was_captured(captured: dict[str, CapturedStack]) -> None:
+    assert len(captured) == 9
+    cloud = [s for s in captured.values() if s.plan.spec.platform.value != "bare-metal"]
+    assert len(cloud) == 8
+    assert all(s.resources for s in cloud)
+
+
+@pytest.mark.parametrize("policy", RESOURCE_POLICIES, ids=lambda p: p.name)
+def test_resource_policies_pass_on_every_example(
+    policy: ResourceValidationPolicy, captured: dict[str, CapturedStack]
+) -> None:
+    failures = []
+    checked = 0
+    for stack in captured.values():
+        for r in stack.resources:
+            found = [v for v in run_resource(policy, r) if v != NOT_APPLICABLE]
+            checked += 1
+            failures += [f"{stack.stack}/{r.name}: {v}" for v in found]
+    assert checked >= 90
+    assert failures == []
+
+
+@pytest.mark.parametrize("policy", STACK_POLICIES, ids=lambda p: p.name)
+def test_stack_policies_pass_on_every_example(
+    policy: StackValidationPolicy, captured: dict[str, CapturedStack]
+) -> None:
+    failures = {s.stack: run_stack(policy, policy_resources(s), GENEROUS) for s in captured.values()}
+    assert {k: v for k, v in failures.items() if v} == {}
+
+
+def test_gcp_disks_are_not_applicable_to_encryption(captured: dict[str, CapturedStack]) -> None:
+    disk = captured["finetune-gcp-g2"].one(guardrails.GCP_DISK)
+    policy = by_name("encrypted-disks")
+    assert isinstance(policy, ResourceValidationPolicy)
+    assert run_resource(policy, disk) == [NOT_APPLICABLE]
+
+
+@pytest.mark.parametrize("with_dependencies", [True, False], ids=["property-deps", "id-matching"])
+def test_stack_view_finds_each_examples_shape(captured: dict[str, CapturedStack], with_dependencies: bool) -> None:
+    """The nodes the balance and budget policies judge are the shapes sizing chose, with the right
+    count, spot flag and attached storage, whether references come from the engine or from ids."""
+    seen = {}
+    for stack in captured.values():
+        nodes, skipped = guardrails.accelerator_nodes(policy_resources(stack, with_dependencies=with_dependencies))
+        assert skipped == []
+        seen[stack.stack] = [(n.shape, n.count, n.spot_count > 0, n.attached_gib) for n in nodes]
+        spec = stack.plan.spec
+        if spec.platform.value == "bare-metal":
+            assert nodes == []
+            continue
+        assert {n.shape for n in nodes} == {spec.offer}, stack.stack
+    assert seen["exp-aws-spot"] == [("g4dn.xlarge", 1.0, False, 63.0)]  # on-demand: no published spot price
+    assert seen["train-p5-cluster"] == [("p5.48xlarge", 1.0, False, 0.0)] * 2
+    assert seen["finetune-gcp-g2"] == [("g2-standard-12", 1.0, True, 250.0)]
+    assert seen["serve-gcp-realtime"] == [("g2-standard-12", 2.0, False, 0.0)]  # autoscaler minimum
+    assert seen["train-tpu-v5e"] == [("v5litepod-8", 1.0, True, 800.0)]
+    assert seen["batch-tpu-v5e"] == [("v5litepod-4", 1.0, True, 400.0)]
+    assert seen["train-tpu-v5p-slice"] == [("v5p-128", 1.0, False, 0.0)]
+
+
+def test_unlabelled_queued_slice_is_judged_with_the_stack_profile_tag(captured: dict[str, CapturedStack]) -> None:
+    """pulumi-gcp 10.2's queued resource has no labels; ``fullserver ephemeral`` tags the stack with
+    the profile, and then the slice is held to (and meets) scale-training's TPU minimums."""
+    slice_ = captured["train-tpu-v5p-slice"]
+    policy = next(p for p in STACK_POLICIES if p.name == "balance-minimums")
+    assert run_stack(policy, policy_resources(slice_), stack_tags={"fullserver:profile": "scale-training"}) == []
+    tight = {"fullserver:profile": "scale-training"}
+    nodes, _ = guardrails.accelerator_nodes(policy_resources(slice_))
+    assert guardrails.profile_for(nodes[0].labels, tight) is not None
+
+
+def test_estimate_covers_compute_and_disks(captured: dict[str, CapturedStack]) -> None:
+    """The policy-time estimate prices every cloud example and is at least the plan's compute at
+    the same hourly rate (the plan counts productive hours; the policy a full 730-hour month)."""
+    for stack in captured.values():
+        if stack.plan.spec.platform.value == "bare-metal":
+            continue
+        est = guardrails.estimate_month(policy_resources(stack))
+        assert est.unpriced == [], stack.stack
+        assert est.usd_month > 0, stack.stack
+        assert est.usd_month >= 0.5 * stack.plan.cost.usd_month, stack.stack
+    p5 = guardrails.estimate_month(policy_resources(captured["train-p5-cluster"]))
+    offer = guardrails.catalog().offer("p5.48xlarge")
+    assert offer is not None
+    compute = 2 * offer.prices["us-east-1"].on_demand * 730
+    assert compute <= p5.usd_month < compute * 1.01
