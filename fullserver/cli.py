@@ -139,7 +139,7 @@ def catalog(
     for key in used:
         src = cat.sources.get(key)
         if src:
-            console.print(f"[bold]{key}[/]: {src.title}, as of {src.as_of} <{src.url}>", soft_wrap=True)
+            console.print(f"[bold]{key}[/]: {src.title}, as of {src.as_of} ({src.as_of_kind}) <{src.url}>", soft_wrap=True)
 
 
 def _accelerator_filter(cat: Catalog, name: str) -> str:

@@ -31,11 +31,17 @@ class Strict(BaseModel):
 
 
 class Source(Strict):
-    """Where a figure comes from and the date it describes (the data's own date, not ours)."""
+    """Where a figure comes from and the date it describes.
+
+    ``as_of_kind`` says how sure that date is: ``published`` (the page's or commit's own date),
+    ``generated`` (a data file's generation stamp), ``approximate`` (bounded by evidence stated in
+    the note), or ``retrieved`` (the source states no date: the day its stored copy was read).
+    """
 
     title: str
     url: str
     as_of: dt.date
+    as_of_kind: Literal["published", "generated", "approximate", "retrieved"] = "published"
     note: str = ""
 
 
