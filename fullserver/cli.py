@@ -66,7 +66,7 @@ def profiles_show(
     """Show one profile fully resolved (after extends), as YAML-like JSON."""
     try:
         profiles = load_profiles(directory) if directory else load_profiles()
-        profile = get_profile(name, profiles)
+        profile = get_profile(name, profiles, where="profiles show")
     except FullserverError as exc:
         raise _fail(exc) from None
     _json(profile.model_dump(mode="json"))
@@ -139,12 +139,14 @@ def catalog(
     for key in used:
         src = cat.sources.get(key)
         if src:
-            console.print(f"[bold]{key}[/]: {src.title}, as of {src.as_of} ({src.as_of_kind}) <{src.url}>", soft_wrap=True)
+            console.print(
+                f"[bold]{key}[/]: {src.title}, as of {src.as_of} ({src.as_of_kind}) <{src.url}>", soft_wrap=True
+            )
 
 
 def _accelerator_filter(cat: Catalog, name: str) -> str:
     try:
-        return str(cat.accelerator(name).name)
+        return str(cat.accelerator(name, where="--accelerator").name)
     except FullserverError:
         # A family name such as "H100" may not be an alias: match by prefix.
         hits = sorted(a for a in cat.accelerators if a.lower().startswith(name.lower()))

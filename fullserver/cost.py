@@ -14,7 +14,6 @@ from pydantic import BaseModel, ConfigDict
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
 from fullserver.profiles import PricingModel, Profile
-from fullserver.sizing import disk_kind
 from fullserver.spec import EnvironmentSpec
 from fullserver.workload import Workload
 
@@ -92,10 +91,9 @@ def _storage_lines(spec: EnvironmentSpec, catalog: Catalog, share: float, warnin
     lines: list[CostLine] = []
     provider = spec.provider
     machines = spec.nodes * (spec.serving.min_replicas if spec.serving else 1)
-    boot_kind = disk_kind(spec.platform, spec.machine_type.split("-")[0])
     disks: list[tuple[str, str, float, int, int]] = []
     if spec.platform is not Platform.TPU_VM:  # a TPU VM's boot disk is part of the TPU; it has no size input
-        disks.append(("boot disk", boot_kind, spec.boot_disk_gib * machines, 0, 0))
+        disks.append(("boot disk", spec.boot_disk_kind, spec.boot_disk_gib * machines, 0, 0))
     if spec.data_disk:
         d = spec.data_disk
         disks.append(
@@ -123,7 +121,7 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
     if spec.platform is Platform.BARE_METAL:
         ded = spec.dedicated
         assert ded is not None
-        servers = max(len(ded.hosts), 1)
+        servers = spec.nodes
         compute_hour = ded.monthly_usd * servers / HOURS_PER_MONTH
         lines.append(
             CostLine(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -55,11 +56,31 @@ def _alternatives(profile: Profile, workload: Workload, chosen: Platform) -> lis
     return [Alternative(platform=p) for p in profile.platforms if p in gpu_clouds and p is not chosen]
 
 
+def _nodes_for(alt: Alternative, workload: Workload, total: int) -> int:
+    """Nodes of the alternative that hold as many accelerators as the chosen environment."""
+    if alt.platform is Platform.TPU_VM:
+        return 1  # a slice is one TPU resource, whatever its host count
+    if alt.nodes:
+        return alt.nodes
+    if alt.platform is Platform.BARE_METAL:
+        dedicated = alt.dedicated or workload.dedicated
+        per_node = dedicated.host.accelerator_count if dedicated else 0
+    else:
+        per_node = alt.accelerator_count or workload.accelerator_count or 1
+    return max(1, math.ceil(total / per_node)) if per_node else workload.nodes
+
+
 def _compare(
-    profile: Profile, workload: Workload, alt: Alternative, catalog: Catalog, env: str, profiles: dict[str, Profile]
+    profile: Profile,
+    workload: Workload,
+    alt: Alternative,
+    catalog: Catalog,
+    env: str,
+    profiles: dict[str, Profile],
+    total: int,
 ) -> Comparison:
-    region = alt.region or _default_region(alt.platform, workload.region, catalog)
-    nodes = 1 if alt.platform is Platform.TPU_VM else (alt.nodes or workload.nodes)
+    region = alt.region or default_region(alt.platform, workload.region, catalog)
+    nodes = _nodes_for(alt, workload, total)
     changes: dict[str, object] = {
         "platform": alt.platform,
         "region": region,
@@ -75,7 +96,7 @@ def _compare(
     variant = workload.model_copy(update=changes)
     try:
         if alt.profile:
-            profile = get_profile(alt.profile, profiles)
+            profile = get_profile(alt.profile, profiles, where="fullserver:alternatives.profile")
         if alt.platform is Platform.BARE_METAL:
             spec = dedicated_spec(profile, variant, catalog, env)
         else:
@@ -90,9 +111,9 @@ def _compare(
             usd_per_productive_hour=None,
             note=exc.what,
         )
-    note = ("balanced" if spec.balance.ok else spec.balance.summary()) + (
-        f" (profile {alt.profile})" if alt.profile else ""
-    )
+    note = "balanced" if spec.balance.ok else spec.balance.summary()
+    note += f", {spec.accelerator_count * spec.nodes} x {spec.accelerator} on {spec.nodes} node(s)"
+    note += f" (profile {alt.profile})" if alt.profile else ""
     return Comparison(
         platform=alt.platform,
         offer=spec.offer,
@@ -119,7 +140,8 @@ _REGION_PEERS = {
 }
 
 
-def _default_region(platform: Platform, region: str, catalog: Catalog) -> str:
+def default_region(platform: Platform, region: str, catalog: Catalog) -> str:
+    """The region itself where the platform prices it, else its nearest peer on the platform's cloud."""
     regions = catalog.regions(platform)
     if region in regions or platform is Platform.BARE_METAL:
         return region
@@ -132,8 +154,9 @@ def plan_workload(
     profile = get_profile(workload.profile, profiles)
     spec = size(profile, workload, catalog, stack)
     cost = estimate(spec, profile, workload, catalog)
+    total = spec.accelerator_count * spec.nodes
     comparison = [
-        _compare(profile, workload, alt, catalog, stack, profiles)
+        _compare(profile, workload, alt, catalog, stack, profiles, total)
         for alt in _alternatives(profile, workload, spec.platform)
     ]
     return StackPlan(

@@ -23,9 +23,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fullserver.errors import InputError
+from fullserver.netcheck import check_ssh_ranges
 from fullserver.platform import Platform
 from fullserver.yamlio import parse, read_yaml
 
@@ -133,11 +134,10 @@ class Security(Strict):
     public_ip: bool = False
     ssh_source_ranges: list[str] = []
 
-    @model_validator(mode="after")
-    def _no_open_ssh(self) -> Security:
-        if any(r.strip() in ("0.0.0.0/0", "::/0") for r in self.ssh_source_ranges):
-            raise ValueError("ssh_source_ranges must not open SSH to the whole internet")
-        return self
+    @field_validator("ssh_source_ranges")
+    @classmethod
+    def _narrow(cls, ranges: list[str]) -> list[str]:
+        return check_ssh_ranges(ranges)
 
 
 class Serving(Strict):
@@ -292,10 +292,8 @@ def load_profiles(directory: Path | None = None) -> dict[str, Profile]:
     return {name: parse(Profile, _resolve(name, raw, paths, ()), str(paths[name])) for name in raw}
 
 
-def get_profile(name: str, profiles: dict[str, Profile]) -> Profile:
+def get_profile(name: str, profiles: dict[str, Profile], where: str = "fullserver:profile") -> Profile:
     try:
         return profiles[name]
     except KeyError:
-        raise InputError(
-            "profile", f"unknown profile '{name}'", f"choose one of: {', '.join(sorted(profiles))}"
-        ) from None
+        raise InputError(where, f"unknown profile '{name}'", f"choose one of: {', '.join(sorted(profiles))}") from None

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from fullserver.catalog import Catalog
 from fullserver.cost import estimate
 from fullserver.errors import FullserverError
-from fullserver.plan import _REGION_PEERS
+from fullserver.plan import default_region
 from fullserver.platform import Platform
 from fullserver.profiles import Profile, Purpose
 from fullserver.sizing import build_spec, dedicated_spec
@@ -195,10 +195,7 @@ class Choice(BaseModel):
 
 def _region(needs: Needs, platform: Platform, catalog: Catalog) -> str:
     """The asked region where the platform has it, else its nearest peer on that platform's cloud."""
-    asked = needs.region or ("us-east-1" if needs.cloud == "aws" else "us-central1")
-    if platform is Platform.BARE_METAL or asked in catalog.regions(platform):
-        return asked
-    return _REGION_PEERS.get(asked, asked)
+    return default_region(platform, needs.region or ("us-east-1" if needs.cloud == "aws" else "us-central1"), catalog)
 
 
 def _workload(needs: Needs, profile: Profile, platform: Platform, catalog: Catalog) -> Workload:

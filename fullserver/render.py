@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from fullserver.balance import BalanceReport
 from fullserver.catalog import Catalog, Offer
 from fullserver.plan import StackPlan
+from fullserver.platform import Platform
 from fullserver.profiles import Profile
 from fullserver.recommend import Choice
 
@@ -38,7 +40,7 @@ def stack_plan(plan: StackPlan) -> Group:
     accel = f"{s.accelerator_count} x {s.accelerator}" if s.accelerator else "none"
     rows = [
         ("stack", f"{plan.stack}  ({plan.path})"),
-        ("profile", f"{s.profile}  [{s.stage.value}, {s.purpose.value}]"),
+        ("profile", escape(f"{s.profile}  [{s.stage.value}, {s.purpose.value}]")),
         ("platform", f"{s.platform.value} in {s.region}" + (f" ({s.zone})" if s.zone else "")),
         ("shape", f"{s.offer}: {accel} per node, {s.vcpus} vCPU, {s.memory_gib:g} GiB, {s.nodes} node(s)"),
         (
@@ -52,7 +54,7 @@ def stack_plan(plan: StackPlan) -> Group:
         (
             "cost",
             f"{money(c.usd_month)} / month; compute {money(c.compute_usd_hour)} / hour while running;"
-            + f" {money(c.usd_per_productive_hour)} per productive hour, all costs in",
+            + f" {money(c.usd_per_productive_hour)} per productive hour with every cost included",
         ),
     ]
     if s.tpu:
@@ -63,17 +65,17 @@ def stack_plan(plan: StackPlan) -> Group:
                 + (", queued resource" if s.tpu.queued else ""),
             )
         )
-    storage = [f"boot {s.boot_disk_gib} GiB"]
+    storage = [] if s.platform is Platform.TPU_VM else [f"boot {s.boot_disk_gib} GiB {s.boot_disk_kind}".rstrip()]
     if s.data_disk:
         d = s.data_disk
         storage.append(
             f"data {d.size_gib} GiB {d.kind}"
             + (f" {d.iops} IOPS" if d.iops else "")
-            + (f" {d.throughput_mbps} MB/s" if d.throughput_mbps else "")
+            + (f" {d.throughput_mbps} MiB/s" if d.throughput_mbps else "")
         )
     if s.local_nvme_disks:
         storage.append(f"{s.local_nvme_disks} x {s.local_nvme_disk_gib:.0f} GiB local NVMe (RAID0 scratch)")
-    rows.append(("storage", ", ".join(storage)))
+    rows.append(("storage", ", ".join(storage) or "none attached (a TPU VM's boot disk is part of the TPU)"))
     n = s.network
     net = f"{n.gbps_per_node:g} Gbps/node, fabric {n.interconnect.value}"
     if n.efa_interfaces:

@@ -45,7 +45,7 @@ class DiskLimits:
 # gp3: 3,000-16,000 IOPS, at most 500 IOPS per GiB; 125-1,000 MiB/s, at most 0.25 MiB/s per IOPS
 # (Amazon EBS "General Purpose SSD volumes"). Hyperdisk Balanced: 3,000-160,000 IOPS, at most
 # 500 IOPS per GiB; 140-2,400 MiB/s (Google Cloud "About Hyperdisk Balanced").
-_DISK_LIMITS = {
+DISK_LIMITS = {
     "gp3": DiskLimits(3_000, 16_000, 500, 125, 1_000, 0.25),
     "hyperdisk-balanced": DiskLimits(3_000, 160_000, 500, 140, 2_400, None),
 }
@@ -234,7 +234,7 @@ def _data_disk(profile: Profile, workload: Workload, cand: Candidate, platform: 
         return None
     kind = disk_kind(platform, cand.offer.family)
     n = max(cand.offer.host.accelerator_count, 1)
-    limits = _DISK_LIMITS.get(kind)
+    limits = DISK_LIMITS.get(kind)
     pol = profile.storage
     if limits is None or (pol.iops_per_accelerator is None and pol.throughput_mbps_per_accelerator is None):
         return DataDisk(kind=kind, size_gib=size)
@@ -303,13 +303,52 @@ def _tpu_spec(offer: Offer, workload: Workload) -> TpuSpec:
     )
 
 
+def _access(profile: Profile, workload: Workload) -> tuple[bool, list[str]]:
+    """Public IP and SSH source ranges: the stack may narrow the profile's, never widen them."""
+    sec = profile.security
+    ranges = workload.ssh_source_ranges if workload.ssh_source_ranges is not None else sec.ssh_source_ranges
+    public_ip = sec.public_ip if workload.public_ip is None else workload.public_ip
+    if public_ip and not sec.public_ip:
+        raise InputError(
+            "fullserver:publicIp",
+            f"profile '{profile.name}' does not allow a public IP",
+            "reach it through IAP or SSM instead",
+        )
+    return public_ip, list(ranges)
+
+
+def _check_queued(profile: Profile, workload: Workload, offer: Offer) -> None:
+    """Queued TPU requests (all multi-host slices) have no spot or reservation field to carry."""
+    if offer.platform is not Platform.TPU_VM or not (workload.queued or offer.hosts > 1):
+        return
+    field = "fullserver:queued" if workload.queued else "fullserver:accelerator"
+    why = f"{offer.name} is requested as a queued resource" + (f" ({offer.hosts} hosts)" if offer.hosts > 1 else "")
+    if profile.pricing is PricingModel.SPOT_WITH_FALLBACK:
+        raise InputError(
+            field,
+            f"{why}, which cannot be spot (the V2QueuedResource node has no scheduling field)",
+            "use an on-demand or reserved profile for this slice, or a single-host type without queued",
+        )
+    if workload.reservation:
+        raise InputError(
+            "fullserver:reservation", f"{why}, which cannot name a reservation", "remove fullserver:reservation"
+        )
+
+
 def _check_reservation(profile: Profile, workload: Workload, platform: Platform) -> None:
-    """A reservation is capacity paid for in advance: spot capacity cannot consume it."""
+    """A reservation is capacity paid for in advance: spot capacity cannot consume it, and it
+    lives in one zone, so the zone must be pinned for the capacity to be usable."""
     if workload.reservation and profile.pricing is PricingModel.SPOT_WITH_FALLBACK:
         raise InputError(
             "fullserver:reservation",
             f"profile '{profile.name}' runs on spot capacity, which cannot consume a reservation",
             "remove fullserver:reservation or use an on-demand or reserved profile",
+        )
+    if workload.reservation and not workload.zone:
+        raise InputError(
+            "fullserver:zone",
+            f"reservation '{workload.reservation}' lives in one zone and no zone is set",
+            "set fullserver:zone to the reservation's zone",
         )
     if workload.capacity_block and (platform is not Platform.AWS_GPU or not workload.reservation):
         raise InputError(
@@ -356,16 +395,9 @@ def build_spec(
         else 0.0
     )
     local = _local_nvme(offer, nvme_need)
-    sec = profile.security
-    ranges = workload.ssh_source_ranges if workload.ssh_source_ranges is not None else sec.ssh_source_ranges
-    public_ip = sec.public_ip if workload.public_ip is None else workload.public_ip
-    if public_ip and not sec.public_ip:
-        raise InputError(
-            "fullserver:publicIp",
-            f"profile '{profile.name}' does not allow a public IP",
-            "reach it through IAP or SSM instead",
-        )
+    public_ip, ranges = _access(profile, workload)
     _check_reservation(profile, workload, platform)
+    _check_queued(profile, workload, offer)
     lifecycle = profile.lifecycle
     if workload.ttl_hours is not None:
         if lifecycle.mode != "ephemeral":
@@ -391,6 +423,7 @@ def build_spec(
         pricing=profile.pricing,
         spot=cand.spot,
         boot_disk_gib=profile.storage.boot_disk_gib,
+        boot_disk_kind=disk_kind(platform, offer.family),
         data_disk=_data_disk(profile, workload, cand, platform),
         local_nvme_disks=local,
         local_nvme_disk_gib=offer.local_nvme_disk_gib,
@@ -463,7 +496,7 @@ def dedicated_spec(profile: Profile, workload: Workload, catalog: Catalog, envir
     host = declared_host(hw, catalog)
     report = evaluate(profile.balance_for(Platform.BARE_METAL), host)
     warnings = [] if report.ok else [f"declared host is {report.summary()}"]
-    sec = profile.security
+    public_ip, ranges = _access(profile, workload)
     return EnvironmentSpec(
         **_identity(profile, workload, environment, profile.lifecycle),
         platform=Platform.BARE_METAL,
@@ -475,17 +508,13 @@ def dedicated_spec(profile: Profile, workload: Workload, catalog: Catalog, envir
         accelerator_memory_gib=host.accelerator_memory_gib,
         vcpus=host.vcpus,
         memory_gib=host.memory_gib,
-        nodes=max(len(ded.hosts), 1),
+        nodes=len(ded.hosts) or workload.nodes,
         pricing=profile.pricing,
         spot=False,
         boot_disk_gib=profile.storage.boot_disk_gib,
         local_nvme_disks=0,
         scratch_raid0=hw.local_nvme_gib > 0,
-        network=NetworkSpec(
-            public_ip=sec.public_ip,
-            ssh_source_ranges=list(workload.ssh_source_ranges or sec.ssh_source_ranges),
-            gbps_per_node=hw.network_gbps,
-        ),
+        network=NetworkSpec(public_ip=public_ip, ssh_source_ranges=ranges, gbps_per_node=hw.network_gbps),
         dedicated=ded,
         balance=report,
         warnings=warnings,

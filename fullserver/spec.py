@@ -76,6 +76,7 @@ class EnvironmentSpec(Frozen):
     spot: bool
     lifecycle: Lifecycle
     boot_disk_gib: int
+    boot_disk_kind: str = ""
     data_disk: DataDisk | None = None
     local_nvme_disks: int = 0
     local_nvme_disk_gib: float = 0

@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from fullserver.catalog.model import Platform
 from fullserver.errors import InputError
+from fullserver.netcheck import check_ssh_ranges
 from fullserver.yamlio import parse, read_yaml
 
 CONFIG_NAMESPACE = "fullserver"
@@ -100,10 +101,8 @@ class Workload(Camel):
 
     @field_validator("ssh_source_ranges")
     @classmethod
-    def _no_open_ssh(cls, v: list[str] | None) -> list[str] | None:
-        if v and any(r.strip() in ("0.0.0.0/0", "::/0") for r in v):
-            raise ValueError("must not open SSH to the whole internet; use your office or VPN range, or IAP")
-        return v
+    def _narrow(cls, v: list[str] | None) -> list[str] | None:
+        return None if v is None else check_ssh_ranges(v)
 
     @model_validator(mode="after")
     def _coherent(self) -> Workload:

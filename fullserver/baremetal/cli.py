@@ -40,7 +40,7 @@ def audit(
     err = Console(stderr=True)
     try:
         profiles = load_profiles(profiles_dir) if profiles_dir else load_profiles()
-        prof = get_profile(profile, profiles)
+        prof = get_profile(profile, profiles, where="--profile")
         catalog = load_catalog()
         inv = load_inventory(inventory)
         hosts = [(inv.target(e), inv.private_key(e)) for e in inv.entries]

@@ -59,7 +59,6 @@ class Offer:
     hosts: int = 1
     interconnect: Interconnect = Interconnect.NONE
     efa_interfaces: int = 0
-    max_network_cards: int = 0
     local_nvme_disks: int = 0
     local_nvme_disk_gib: float = 0.0
     local_nvme_selectable_counts: tuple[int, ...] | None = None
@@ -89,12 +88,12 @@ class Catalog:
     commitment_discounts: list[CommitmentDiscount]
     aliases: dict[str, str] = field(default_factory=dict)
 
-    def accelerator(self, name: str) -> Accelerator:
+    def accelerator(self, name: str, where: str = "fullserver:accelerator") -> Accelerator:
         """Look an accelerator up by name or alias (case-insensitive)."""
         key = self.aliases.get(name.lower())
         if key is None:
             known = ", ".join(sorted(self.accelerators))
-            raise InputError("accelerator", f"unknown accelerator '{name}'", f"known accelerators: {known}")
+            raise InputError(where, f"unknown accelerator '{name}'", f"known accelerators: {known}")
         return self.accelerators[key]
 
     def regions(self, platform: Platform) -> set[str]:
@@ -250,7 +249,6 @@ class _Loader:
                     host=_shape_host(shape, acc),
                     interconnect=shape.interconnect,
                     efa_interfaces=shape.efa_interfaces,
-                    max_network_cards=shape.max_network_cards,
                     local_nvme_disks=shape.local_nvme_disks,
                     local_nvme_disk_gib=disk_gib,
                     local_nvme_selectable_counts=tuple(shape.local_nvme_selectable_counts)

@@ -76,7 +76,6 @@ class Shape(Strict):
     local_nvme_selectable_counts: list[int] | None = None
     network_gbps: Positive
     efa_interfaces: Count = 0
-    max_network_cards: Count = 0
     interconnect: Interconnect = Interconnect.NONE
     source: str
     figure_sources: dict[str, str] = {}

@@ -74,7 +74,7 @@ BAD_STACKS: dict[str, tuple[dict[str, object], str]] = {
         {"fullserver:region": "us-east-9"},
         "fullserver:region: no aws-gpu prices in region 'us-east-9' (did you mean us-east-1?)",
     ),
-    "open-ssh": ({"fullserver:sshSourceRanges": ["0.0.0.0/0"]}, "must not open SSH to the whole internet"),
+    "open-ssh": ({"fullserver:sshSourceRanges": ["0.0.0.0/0"]}, "would open SSH to much of the internet"),
     "unknown-profile": ({"fullserver:profile": "yolo"}, "unknown profile 'yolo'"),
     "missing-region": ({"fullserver:region": None}, "missing required field 'fullserver:region'"),
 }

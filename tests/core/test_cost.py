@@ -149,3 +149,17 @@ def test_dedicated_servers_cost_their_monthly_price_setup_and_extra_egress() -> 
     cost = estimate(spec, profiles["dedicated-steady"], work, load_catalog())
     assert lines(cost) == {"dedicated servers": 9000.0, "data transfer": 20.0, "setup fee (over 12 months)": 100.0}
     assert spec.balance.ok
+
+
+def test_the_same_job_elsewhere_holds_as_many_accelerators() -> None:
+    from fullserver.catalog import load_catalog
+    from fullserver.plan import plan_paths
+
+    [plan] = plan_paths(
+        [Path(__file__).parents[2] / "stacks" / "Pulumi.train-p5-cluster.yaml"], load_profiles(), load_catalog()
+    )
+    assert plan.spec.accelerator_count * plan.spec.nodes == 16
+    by_platform = {c.platform: c for c in plan.comparison}
+    # Two 8-GPU dedicated servers for the 16 GPUs of two p5 nodes, not one.
+    assert by_platform[Platform.BARE_METAL].usd_month == 2 * 14500
+    assert "16 x H100-80GB on 2 node(s)" in by_platform[Platform.GCP_GPU].note

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -246,3 +247,42 @@ def test_a_disk_grows_to_carry_the_iops_and_throughput_the_profile_asks(tmp_path
     # 900 MiB/s needs 3600 IOPS on gp3 (0.25 MiB/s per IOPS), and 3600 IOPS need 8 GiB (500 per GiB).
     assert (disk.throughput_mbps, disk.iops) == (900, 3600)
     assert disk.size_gib == 8  # the 4 GiB dataset x 1.25 would give 5 GiB: grown for the IOPS
+
+
+def test_a_queued_or_multi_host_slice_cannot_be_spot(tmp_path: Path, mini_catalog: Catalog) -> None:
+    spot = PROFILE.replace("pricing: on-demand", "pricing: spot-with-fallback").replace(
+        "lifecycle: {mode: persistent}", "lifecycle: {mode: ephemeral, ttl_hours: 4}"
+    )
+    profile = load_profiles(write_profiles(tmp_path, {"base": spot}))["base"]
+    with pytest.raises(
+        InputError, match=r"fullserver:queued: tx-4 is requested as a queued resource, which cannot be spot"
+    ):
+        build_spec(profile, wl(accelerator="tx-4", queued=True), Platform.TPU_VM, mini_catalog, "env")
+    with pytest.raises(InputError, match=r"fullserver:accelerator: tx-16 .* \(4 hosts\), which cannot be spot"):
+        build_spec(profile, wl(accelerator="tx-16"), Platform.TPU_VM, mini_catalog, "env")
+
+
+def test_a_reservation_needs_its_zone(mini_catalog: Catalog, base_profile: Profile) -> None:
+    with pytest.raises(InputError, match="fullserver:zone: reservation 'cr-1' lives in one zone"):
+        build_spec(base_profile, wl(reservation="cr-1"), Platform.AWS_GPU, mini_catalog, "env")
+
+
+@pytest.mark.parametrize(
+    ("ranges", "message"),
+    [
+        (["10.0.0.0/33"], "'10.0.0.0/33' is not a CIDR range"),
+        (["bogus"], "'bogus' is not a CIDR range"),
+        (["10.0.0.1/24"], "did you mean 10.0.0.0/24?"),
+        (["0.0.0.0/1", "128.0.0.0/1"], "'0.0.0.0/1' is wider than /8"),
+        (["::/0"], "wider than /32"),
+    ],
+)
+def test_ssh_source_ranges_must_be_narrow_cidr_networks(ranges: list[str], message: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        wl(sshSourceRanges=ranges)
+    assert wl(sshSourceRanges=["203.0.113.0/24", "2001:db8::/48"]).ssh_source_ranges == [
+        "203.0.113.0/24",
+        "2001:db8::/48",
+    ]
