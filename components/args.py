@@ -22,8 +22,7 @@ import pulumi
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.errors import FullserverError
 from fullserver.platform import Platform
-from fullserver.profiles import PricingModel
-from fullserver.sizing import disk_kind
+from fullserver.sizing import DISK_LIMITS
 from fullserver.spec import EnvironmentSpec
 
 IAP_SSH_RANGE = "35.235.240.0/20"
@@ -72,6 +71,9 @@ class ServingArgs(TypedDict):
     """Average GPU utilisation (0-1] the autoscaler holds."""
     spread_zones: bool
     """Spread replicas across the region's zones."""
+    zones: NotRequired[list[str]]
+    """The zones to spread over (GCP: the regional group's ``distribution_policy_zones``), from the
+    catalog where it lists the zones offering the shape; without them Compute Engine picks the zones."""
     port: NotRequired[int]
     """The inference server's HTTP port (health checks); default 8000 (vLLM, Triton)."""
     health_path: NotRequired[str]
@@ -193,7 +195,7 @@ def _common(spec: EnvironmentSpec, catalog: Catalog) -> CommonArgs:
         "nodes": spec.nodes,
         "spot": spec.spot,
         "boot_disk_gib": spec.boot_disk_gib,
-        "boot_disk_kind": disk_kind(spec.platform, spec.machine_type.split("-", 1)[0]),
+        "boot_disk_kind": spec.boot_disk_kind,
         "local_ssd_count": spec.local_nvme_disks,
         "local_ssd_gib": math.ceil(spec.local_nvme_disk_gib),
         "framework": spec.framework,
@@ -218,16 +220,21 @@ def _common(spec: EnvironmentSpec, catalog: Catalog) -> CommonArgs:
     return args
 
 
-def _serving(spec: EnvironmentSpec) -> ServingArgs | None:
+def _serving(spec: EnvironmentSpec, catalog: Catalog) -> ServingArgs | None:
     if spec.serving is None:
         return None
     s = spec.serving
-    return {
+    args: ServingArgs = {
         "min_replicas": s.min_replicas,
         "max_replicas": s.max_replicas,
         "target_utilisation": s.target_utilisation,
         "spread_zones": s.spread_zones,
     }
+    offer = catalog.offer(spec.offer)
+    zones = sorted(z for z in (offer.zones if offer else ()) if z.rsplit("-", 1)[0] == spec.region)
+    if s.spread_zones and zones:
+        args["zones"] = zones
+    return args
 
 
 def tpu_args(
@@ -260,7 +267,7 @@ def aws_args(spec: EnvironmentSpec, catalog: Catalog | None = None) -> AwsGpuArg
         "accelerator_kind": kind,
     }
     args = cast(AwsGpuArgs, {**common, **extra})
-    serving = _serving(spec)
+    serving = _serving(spec, cat)
     if serving is not None:
         args["serving"] = serving
     return args
@@ -269,7 +276,8 @@ def aws_args(spec: EnvironmentSpec, catalog: Catalog | None = None) -> AwsGpuArg
 def gcp_args(
     spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None
 ) -> GcpGpuArgs:
-    common = _common(spec, catalog or load_catalog())
+    cat = catalog or load_catalog()
+    common = _common(spec, cat)
     family = spec.machine_type.split("-", 1)[0]
     extra = {
         "accelerator_count": spec.accelerator_count,
@@ -289,7 +297,7 @@ def gcp_args(
                 "choose a GCP GPU machine type",
             )
         args["accelerator_type"] = gpu_type
-    serving = _serving(spec)
+    serving = _serving(spec, cat)
     if serving is not None:
         args["serving"] = serving
     if project is not None:
@@ -335,10 +343,6 @@ def bare_metal_args(spec: EnvironmentSpec) -> dict[str, Any]:
     }
 
 
-def is_reserved(spec: EnvironmentSpec) -> bool:
-    return spec.pricing is PricingModel.RESERVED
-
-
 def check_access(access: AccessArgs) -> None:
     """SSH is never open to the internet, whatever wrote the args."""
     for cidr in access["ssh_source_ranges"]:
@@ -350,12 +354,42 @@ def check_access(access: AccessArgs) -> None:
             )
 
 
+def check_boot_disk(args: CommonArgs) -> None:
+    if not args["boot_disk_kind"]:
+        raise refuse("boot_disk_kind", "no boot disk kind is set", "re-plan with the core, which sets it")
+
+
 def check_data_disk(args: CommonArgs) -> None:
+    """A positive size, and provisioned IOPS/throughput within the disk kind's limits (the core's
+    ``fullserver.sizing.DISK_LIMITS``, the one place for them) where the kind provisions them."""
     disk = args.get("data_disk")
     if disk is None:
         return
-    if disk["size_gib"] <= 0:
-        raise refuse("data_disk.size_gib", f"{disk['size_gib']} GiB is not a disk size")
+    size = disk["size_gib"]
+    if size <= 0:
+        raise refuse("data_disk.size_gib", f"{size} GiB is not a disk size")
+    kind = disk["kind"]
+    limits = DISK_LIMITS.get(kind)
+    if limits is None:
+        return
+    iops = disk.get("iops", limits.min_iops)
+    mbps = disk.get("throughput_mbps", limits.min_mbps)
+    max_iops = min(limits.max_iops, limits.iops_per_gib * size)
+    if not limits.min_iops <= iops <= max_iops:
+        raise refuse(
+            "data_disk.iops",
+            f"{kind} takes {limits.min_iops}-{max_iops} IOPS at {size} GiB, not {iops}",
+            "re-plan with the core, which provisions within the limits",
+        )
+    per_iops = f" and at most {limits.mbps_per_iops} MiB/s per IOPS ({iops} IOPS)" if limits.mbps_per_iops else ""
+    if not limits.min_mbps <= mbps <= limits.max_mbps or (
+        limits.mbps_per_iops is not None and mbps > iops * limits.mbps_per_iops
+    ):
+        raise refuse(
+            "data_disk.throughput_mbps",
+            f"{kind} takes {limits.min_mbps}-{limits.max_mbps} MiB/s{per_iops}, not {mbps}",
+            "re-plan with the core, which provisions within the limits",
+        )
 
 
 def check_local_ssds(args: CommonArgs) -> None:

@@ -7,7 +7,17 @@ scratch, data volume) and capacity options. How nodes are launched from it depen
 * on-demand / reserved: one ``ec2.Instance`` per node, each with its own encrypted gp3 data
   volume that survives instance replacement. Reserved pricing (Savings Plans, RIs) is billing;
   capacity is taken from a configured capacity reservation or capacity block, else from any
-  matching open reservation (``capacity_reservation_preference: open``).
+  matching open reservation (``capacity_reservation_preference: open``). The volume is attached
+  after the instance runs (it must be in the instance's zone), so the boot script waits for it.
+
+  Template edits and these nodes: the template keeps ``update_default_version``, so every edit is
+  a new default version. An instance's ``launch_template`` is replace-only in the AWS provider
+  (``ForceNew``), so following the new version would replace the node, and a persistent
+  environment's nodes are protected. Each node therefore records the version it was launched
+  from and ignores later ones (``ignore_changes: launch_template``): ``pulumi up`` after a
+  template edit updates the template (new launches and the groups use it) and leaves running
+  nodes alone. To move a node to the new version: ``pulumi state unprotect <urn>``, then
+  ``pulumi up --replace <urn>`` (a new instance; its data volume is re-attached).
 * spot with on-demand fallback: EC2 does not fall back by itself (an Auto Scaling group with a
   spot allocation keeps retrying spot). So a spot group (``MixedInstancesPolicy`` with 0 %
   on-demand, ``price-capacity-optimized``, capacity rebalancing) runs the nodes, and an on-demand
@@ -15,6 +25,11 @@ scratch, data volume) and capacity options. How nodes are launched from it depen
   ``GroupInServiceInstances`` below the node count for 10 minutes sets the on-demand group to the
   node count; when spot capacity is back (alarm OK) the on-demand group returns to zero. Data
   volumes of group-launched nodes live and die with the instance (stage data from S3).
+  On-demand nodes are launched with scale-in protection, so the return to zero does *not* kill a
+  running job: the group's desired capacity drops, its protected nodes keep running (and
+  billing) until someone releases them (``aws autoscaling set-instance-protection
+  --no-protected-from-scale-in``, or terminate the instance); the group then removes them.
+  Meanwhile the spot group is back at full size too: for a while you pay for both.
 * serving (inference with ``serving``): an Auto Scaling group across zones with GPU
   target tracking (see ``components.serving``).
 
@@ -30,7 +45,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_aws as aws
 
-from components.args import AwsGpuArgs, check_access, check_data_disk, check_local_ssds, refuse
+from components.args import AwsGpuArgs, check_access, check_boot_disk, check_data_disk, check_local_ssds, refuse
 from components.identity import aws_instance_profile
 from components.images import aws_image_id
 from components.labels import aws_tags
@@ -42,13 +57,9 @@ TOKEN = "fullserver:index:AwsGpuEnvironment"
 
 ROOT_DEVICE = "/dev/sda1"  # Ubuntu DLAMIs boot from /dev/sda1
 DATA_DEVICE = "/dev/sdf"
-# gp3 ceilings (Amazon EBS "General Purpose SSD volumes"): 16,000 IOPS, 1,000 MiB/s, 500 IOPS per
-# GiB, 0.25 MiB/s per provisioned IOPS; baseline 3,000 IOPS and 125 MiB/s.
-GP3_MAX_IOPS = 16_000
-GP3_MAX_MBPS = 1_000
-GP3_MIN_IOPS = 3_000
-GP3_MIN_MBPS = 125
 FALLBACK_AFTER_MINUTES = 10
+# Nodes keep the template version they were launched from (module docstring).
+NODE_IGNORE_CHANGES = ["launch_template"]
 IMDS_V2: Any = {
     "http_endpoint": "enabled",
     "http_tokens": "required",
@@ -61,7 +72,8 @@ IMDS_V2: Any = {
 def validate_aws(args: AwsGpuArgs) -> None:
     """Refuse, before any resource exists, what this shape or this cloud cannot do."""
     check_access(args["access"])
-    check_data_disk(args)
+    check_boot_disk(args)
+    check_data_disk(args)  # gp3 IOPS/throughput limits: the core's DISK_LIMITS
     check_local_ssds(args)
     efa = args["efa_interfaces"]
     max_efa = args["shape"].get("max_efa_interfaces")
@@ -87,21 +99,10 @@ def validate_aws(args: AwsGpuArgs) -> None:
             "capacity_block", "a capacity block needs its reservation id", "set fullserver:reservation to the cr-... id"
         )
     disk = args.get("data_disk")
-    if disk is not None:
-        if disk["kind"] != "gp3":
-            raise refuse("data_disk.kind", f"AWS data volumes are gp3, not {disk['kind']}")
-        iops = disk.get("iops", GP3_MIN_IOPS)
-        mbps = disk.get("throughput_mbps", GP3_MIN_MBPS)
-        if not GP3_MIN_IOPS <= iops <= min(GP3_MAX_IOPS, 500 * disk["size_gib"]):
-            raise refuse(
-                "data_disk.iops",
-                f"gp3 takes 3000-{min(GP3_MAX_IOPS, 500 * disk['size_gib'])} IOPS at {disk['size_gib']} GiB, not {iops}",
-            )
-        if not GP3_MIN_MBPS <= mbps <= GP3_MAX_MBPS or mbps > iops / 4:
-            raise refuse(
-                "data_disk.throughput_mbps",
-                f"gp3 takes 125-1000 MiB/s and at most 0.25 MiB/s per IOPS ({iops} IOPS), not {mbps}",
-            )
+    if disk is not None and disk["kind"] != "gp3":
+        raise refuse("data_disk.kind", f"AWS data volumes are gp3, not {disk['kind']}")
+    if args["boot_disk_kind"] != "gp3":
+        raise refuse("boot_disk_kind", f"AWS boot volumes are gp3, not {args['boot_disk_kind']}")
     serving = args.get("serving")
     if serving is not None and args["nodes"] != 1:
         raise refuse("nodes", "a serving group scales replicas of one node; nodes must be 1")
@@ -255,9 +256,12 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                 inst = aws.ec2.Instance(
                     f"{name}-node-{i}",
                     region=region,
+                    # The version at launch; later versions are ignored (module docstring).
                     launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
                     tags=aws_tags(tags, f"{name}-node-{i}"),
-                    opts=stateful,
+                    opts=pulumi.ResourceOptions(
+                        parent=self, protect=args["protect"], ignore_changes=NODE_IGNORE_CHANGES
+                    ),
                 )
                 instances.append(inst)
                 if disk is not None:
@@ -360,6 +364,8 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             desired_capacity=0,
             vpc_zone_identifiers=subnet_ids,
             launch_template=template_ref,
+            # A return to zero must not kill running jobs (module docstring).
+            protect_from_scale_in=True,
             tags=group_tags,
             # The alarm's policies own the desired capacity once created.
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["desired_capacity"]),

@@ -9,6 +9,11 @@ Each node is a ``compute.Instance``:
   the API expects the full set), assembled into RAID0 ``/scratch`` by the startup script.
 * gVNIC on every node (required by A3/A4, supported by every DLVM image); per-VM Tier_1 egress only
   where the args ask for it (a priced add-on, see ``components.args.TIER1_FAMILIES``).
+* multi-node A3/A4: the GPU NICs the shape's bandwidth comes from (``GPU_NIC_PLANS``), each on
+  the networks Google's A3/A4 guides describe. The sizing credits these shapes their full
+  bandwidth (a3-megagpu-8g 1,800 Gbps), which only the GPU NICs carry: the primary gVNIC alone
+  gives a fraction. NCCL needs the matching plugin in the image (GPUDirect-TCPX/TCPXO: Google's
+  NCCL net plugins; RDMA: the gIB NCCL plugin); the NICs are what this component builds.
 * a compact placement policy (``COLLOCATED``) for multi-node environments.
 * the Deep Learning VM image family of the framework (``components.images``).
 * Shielded VM with vTPM and integrity monitoring. Secure Boot stays off: the NVIDIA kernel modules
@@ -19,16 +24,17 @@ Each node is a ``compute.Instance``:
 Inference profiles with ``serving`` get a managed instance group instead (``components.serving``).
 """
 
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
 import pulumi_gcp as gcp
 
-from components.args import GcpGpuArgs, check_access, check_data_disk, check_local_ssds, refuse
+from components.args import GcpGpuArgs, check_access, check_boot_disk, check_data_disk, check_local_ssds, refuse
 from components.identity import GCP_SCOPES, gcp_service_account
 from components.images import gcp_image
 from components.labels import field, gcp_labels
-from components.network import gcp_network
+from components.network import GCP_MTU, gcp_network
 from components.serving import DEFAULT_PORT, gcp_serving_group
 from components.startup import GCP_DATA, GCP_LOCAL_SSD, DiskPlan, boot_script, gcp_gpu_metrics
 
@@ -37,9 +43,61 @@ TOKEN = "fullserver:index:GcpGpuEnvironment"
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 
 
+@dataclass(frozen=True)
+class GpuNicPlan:
+    """The NICs a multi-node A3/A4 node needs besides its primary gVNIC, and their networks."""
+
+    fabric: str
+    gpu_nics: int
+    """NICs for GPU-to-GPU traffic between nodes."""
+    nic_type: str
+    """GVNIC (GPUDirect-TCPX/TCPXO) or MRDMA (GPUDirect RDMA over RoCE)."""
+    rdma: bool
+    """All GPU NICs on ONE RoCE VPC network (``network_profile`` ZONE-vpc-roce), a subnet each;
+    otherwise each GPU NIC gets its own VPC network, subnet and internal firewall rule."""
+    host_nics: int
+    """gVNICs for host traffic, the primary (the environment's network) included."""
+    mtu: int
+
+
+# The one table of GPU NICs per machine type. Sources (Google Cloud documentation):
+# * Compute Engine "Networking and GPU machines" (cloud.google.com/compute/docs/gpus/gpu-network-bandwidth):
+#   A3 High 1,000 Gbps over GPUDirect-TCPX (4 GPU NICs + 1 gVNIC), A3 Mega 1,800 Gbps over
+#   GPUDirect-TCPXO (8 + 1), A3 Ultra and A4 3,600 Gbps: 8 ConnectX-7 NICs for GPU traffic only
+#   (MRDMA) + 2 gVNICs; the same counts as the catalog's NIC notes (5 / 9 / 10 physical NICs).
+# * Compute Engine guides for A3 High / A3 Mega VMs with GPUDirect-TCPX / TCPXO enabled
+#   (cloud.google.com/compute/docs/gpus/gpudirect and the A3 Mega page beside it): one VPC network
+#   + subnet + ingress firewall rule per GPU NIC, MTU 8244, subnets 192.168.N.0/24; the Cluster
+#   Toolkit a3-highgpu-8g / a3-megagpu-8g blueprints build the same.
+# * VPC "RDMA network profiles" and "Create a VPC network with the RDMA network profile"
+#   (cloud.google.com/vpc/docs/rdma-network-profiles): RoCE networks take the profile
+#   ZONE-vpc-roce, only MRDMA NICs, MTU 8896, instances in that zone only, implied allow
+#   ingress/egress (so no firewall rule); the non-RDMA NICs go on regular VPC networks.
+# pulumi-gcp 10.2 has every field this needs: compute.Network(network_profile=...) and
+# InstanceNetworkInterface(nic_type="GVNIC" | "MRDMA").
+GPU_NIC_PLANS: dict[str, GpuNicPlan] = {
+    "a3-highgpu-8g": GpuNicPlan("GPUDirect-TCPX", 4, "GVNIC", rdma=False, host_nics=1, mtu=8244),
+    "a3-megagpu-8g": GpuNicPlan("GPUDirect-TCPXO", 8, "GVNIC", rdma=False, host_nics=1, mtu=8244),
+    "a3-ultragpu-8g": GpuNicPlan("GPUDirect RDMA (RoCE)", 8, "MRDMA", rdma=True, host_nics=2, mtu=8896),
+    "a4-highgpu-8g": GpuNicPlan("GPUDirect RDMA (RoCE)", 8, "MRDMA", rdma=True, host_nics=2, mtu=8896),
+}
+GPU_SUBNET = "192.168.{}.0/24"
+"""GPU NIC subnets (one per NIC, as in Google's guides); clear of the primary 10.64.0.0/20."""
+HOST_SUBNET = "10.65.{}.0/20"
+"""Subnets of the extra host gVNICs (A3 Ultra / A4)."""
+
+
+def gpu_nic_plan(args: GcpGpuArgs) -> GpuNicPlan | None:
+    """The GPU NICs this environment builds: its shape's plan, for multi-node environments only."""
+    if args["nodes"] < 2:
+        return None
+    return GPU_NIC_PLANS.get(args["machine_type"])
+
+
 def validate_gcp(args: GcpGpuArgs) -> None:
     """Refuse, before any resource exists, what this shape or this cloud cannot do."""
     check_access(args["access"])
+    check_boot_disk(args)
     check_data_disk(args)
     check_local_ssds(args)
     serving = args.get("serving")
@@ -52,6 +110,16 @@ def validate_gcp(args: GcpGpuArgs) -> None:
         raise refuse("nodes", "a serving group scales replicas of one node; nodes must be 1")
     if args.get("accelerator_type") and not args["accelerator_count"]:
         raise refuse("accelerator_count", "GPUs to attach but a count of 0")
+    for z in serving.get("zones", []) if serving is not None else []:
+        if z.rsplit("-", 1)[0] != args["region"]:
+            raise refuse("serving.zones", f"zone {z} is not in the region {args['region']}")
+    plan = gpu_nic_plan(args)
+    if plan is not None and plan.rdma and not args.get("zone"):
+        raise refuse(
+            "zone",
+            f"{args['machine_type']} nodes talk over a RoCE network, which is zonal, and no zone is set",
+            "set fullserver:zone to a zone offering the shape",
+        )
 
 
 def _scheduling(spot: bool) -> Any:
@@ -119,6 +187,10 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
         nic: Any = {"network": net.network.id, "subnetwork": net.subnet.id, "nic_type": "GVNIC"}
         if access["public_ip"]:
             nic["access_configs"] = [{"network_tier": "PREMIUM"}]
+        nic_plan = gpu_nic_plan(args)
+        nics: Any = [nic] + (
+            self._gpu_nics(name, nic_plan, region=region, zone=zone or "", project=project) if nic_plan else []
+        )
         accelerators: Any = []
         if args.get("accelerator_type"):
             accelerators = [{"type": args["accelerator_type"], "count": args["accelerator_count"]}]
@@ -170,7 +242,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 "guest_accelerators": accelerators,
                 "metadata": metadata,
                 "labels": labels,
-                "tags": [net.tag],
+                "tags": net.tags,
                 "network_performance_config": perf,
             }
             self.instance_group = gcp_serving_group(
@@ -226,7 +298,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                     boot_disk=boot_disk,
                     scratch_disks=scratch,
                     attached_disks=attached,
-                    network_interfaces=[nic],
+                    network_interfaces=nics,
                     network_performance_config=perf,
                     guest_accelerators=accelerators,
                     scheduling=_scheduling(args["spot"]),
@@ -236,7 +308,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                     shielded_instance_config=shielded,
                     metadata=metadata,
                     labels=labels,
-                    tags=[net.tag],
+                    tags=net.tags,
                     allow_stopping_for_update=True,
                     opts=stateful,
                 )
@@ -275,6 +347,71 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 "connect": self.connect,
             }
         )
+
+    def _gpu_nics(
+        self, name: str, plan: GpuNicPlan, *, region: str, zone: str, project: pulumi.Input[str] | None
+    ) -> list[Any]:
+        """The networks of ``plan`` (module table) and the NICs every node adds on them, after its primary.
+
+        GPUDirect-TCPX/TCPXO: one VPC network per GPU NIC, each with its subnet and a firewall rule
+        that opens it to itself (the nodes' NICs on that rail). RDMA: extra host gVNICs on regular
+        networks like the TCPX ones, and ONE RoCE network with a subnet per MRDMA NIC; RoCE networks
+        allow all ingress implicitly and take no firewall rules.
+        """
+        opts = pulumi.ResourceOptions(parent=self)
+        nics: list[Any] = []
+
+        def subnetted(prefix: str, cidr: str, network: gcp.compute.Network) -> gcp.compute.Subnetwork:
+            return gcp.compute.Subnetwork(
+                f"{prefix}-subnet", project=project, network=network.id, region=region, ip_cidr_range=cidr, opts=opts
+            )
+
+        def own_network(prefix: str, cidr: str, nic_type: str, mtu: int) -> None:
+            network = gcp.compute.Network(
+                f"{prefix}-net",
+                project=project,
+                auto_create_subnetworks=False,
+                mtu=mtu,
+                description=f"fullserver environment {name}: {plan.fabric}",
+                opts=opts,
+            )
+            subnet = subnetted(prefix, cidr, network)
+            gcp.compute.Firewall(
+                f"{prefix}-internal",
+                project=project,
+                network=network.id,
+                direction="INGRESS",
+                source_ranges=[cidr],
+                allows=[{"protocol": "tcp"}, {"protocol": "udp"}, {"protocol": "icmp"}],
+                description=f"node-to-node {plan.fabric} traffic inside the environment",
+                opts=opts,
+            )
+            nics.append({"network": network.id, "subnetwork": subnet.id, "nic_type": nic_type})
+
+        for i in range(1, plan.host_nics):
+            own_network(f"{name}-host{i}", HOST_SUBNET.format(16 * i), "GVNIC", GCP_MTU)
+        if not plan.rdma:
+            for i in range(plan.gpu_nics):
+                own_network(f"{name}-gpu{i}", GPU_SUBNET.format(i), plan.nic_type, plan.mtu)
+            return nics
+        proj: pulumi.Input[str] = (
+            project
+            if project is not None
+            else gcp.organizations.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self)).project
+        )
+        roce = gcp.compute.Network(
+            f"{name}-roce-net",
+            project=project,
+            auto_create_subnetworks=False,
+            mtu=plan.mtu,
+            network_profile=pulumi.Output.concat("projects/", proj, "/global/networkProfiles/", zone, "-vpc-roce"),
+            description=f"fullserver environment {name}: {plan.fabric}",
+            opts=opts,
+        )
+        for i in range(plan.gpu_nics):
+            subnet = subnetted(f"{name}-roce{i}", GPU_SUBNET.format(i), roce)
+            nics.append({"network": roce.id, "subnetwork": subnet.id, "nic_type": plan.nic_type})
+        return nics
 
 
 def _public_ips(nics: list[Any]) -> list[str]:

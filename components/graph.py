@@ -313,6 +313,10 @@ def summary(row: Row) -> str:
             f"nic={nic.get('nicType')} external={'yes' if nic.get('accessConfigs') else 'no'}",
             f"boot={i.get('bootDisk', {}).get('initializeParams', {}).get('image', '').rsplit('/', 1)[-1]}",
         ]
+        more: list[dict[str, Any]] = (i.get("networkInterfaces") or [])[1:]
+        if more:
+            kinds = sorted({str(n.get("nicType")) for n in more})
+            parts.append(f"+{len(more)} NICs ({'/'.join(kinds)}) on {len({n.get('network') for n in more})} networks")
         if i.get("guestAccelerators"):
             parts.append(_fmt(i["guestAccelerators"]))
         if i.get("networkPerformanceConfig"):
@@ -336,6 +340,7 @@ def summary(row: Row) -> str:
                 parts.append(f"{k}={_fmt(i[k])}")
     elif t == "gcp:compute/firewall:Firewall":
         parts.append(f"from={_fmt(i.get('sourceRanges') or i.get('sourceTags'))} allow={_fmt(i.get('allows'))}")
+        parts.append(f"to={_fmt(i['targetTags'])}" if i.get("targetTags") else "to=every node of its network")
     elif t == "aws:ec2/securityGroup:SecurityGroup":
         for rule in i.get("ingress", []):
             src = rule.get("cidrBlocks") or ("self" if rule.get("self") else "")

@@ -10,6 +10,12 @@ every instance a public address. Secure defaults, in one place for every compone
   mirrors, model hubs) through Cloud NAT or a NAT gateway, and Google APIs through Private Google
   Access.
 * Node-to-node traffic is open inside the environment only (NCCL, JAX multi-host, EFA need it).
+
+GCP firewall rules either target the nodes' network tag or, where nodes cannot carry tags, every
+instance of the network. TPU environments take the second form: a ``V2QueuedResource`` node has no
+``tags`` in pulumi-gcp 10.2, and a rule with target tags would leave a queued slice's hosts
+unreachable from each other (JAX multi-host) and from SSH. That is safe because the VPC belongs to
+this environment alone: the only instances in it are its nodes.
 """
 
 from __future__ import annotations
@@ -39,8 +45,14 @@ AWS_VPC_CIDR = "10.80.0.0/16"
 class GcpNetwork:
     network: gcp.compute.Network
     subnet: gcp.compute.Subnetwork
-    tag: str
-    """Network tag the firewall rules target; every node carries it."""
+    tag: str | None
+    """Network tag the firewall rules target (every node carries it), or None: the rules apply to
+    every instance of the environment's own network (nodes that cannot carry tags, e.g. TPU slices)."""
+
+    @property
+    def tags(self) -> list[str]:
+        """What a node lists as its network tags."""
+        return [self.tag] if self.tag else []
 
 
 def gcp_network(
@@ -51,10 +63,16 @@ def gcp_network(
     access: AccessArgs,
     project: pulumi.Input[str] | None = None,
     serving_port: int | None = None,
+    tagged: bool = True,
 ) -> GcpNetwork:
-    """VPC, subnet, firewall rules and (without external IPs) Cloud NAT, as children of ``parent``."""
+    """VPC, subnet, firewall rules and (without external IPs) Cloud NAT, as children of ``parent``.
+
+    ``tagged=False`` builds rules without target tags (module docstring): they cover every
+    instance in this environment's network.
+    """
     opts = pulumi.ResourceOptions(parent=parent)
-    tag = gcp_name(f"{name}-node")
+    tag = gcp_name(f"{name}-node") if tagged else None
+    targets = [tag] if tag else None
     net = gcp.compute.Network(
         f"{name}-net",
         project=project,
@@ -80,7 +98,7 @@ def gcp_network(
         direction="INGRESS",
         source_ranges=ssh_ranges,
         allows=[{"protocol": "tcp", "ports": ["22"]}],
-        target_tags=[tag],
+        target_tags=targets,
         description="SSH from the configured ranges (or IAP) only",
         opts=opts,
     )
@@ -89,9 +107,9 @@ def gcp_network(
         project=project,
         network=net.id,
         direction="INGRESS",
-        source_tags=[tag],
+        source_ranges=[GCP_SUBNET_CIDR],
         allows=[{"protocol": "tcp"}, {"protocol": "udp"}, {"protocol": "icmp"}],
-        target_tags=[tag],
+        target_tags=targets,
         description="node-to-node traffic inside the environment (NCCL, JAX multi-host)",
         opts=opts,
     )
@@ -103,7 +121,7 @@ def gcp_network(
             direction="INGRESS",
             source_ranges=GCP_HEALTH_CHECK_RANGES,
             allows=[{"protocol": "tcp", "ports": [str(serving_port)]}],
-            target_tags=[tag],
+            target_tags=targets,
             description="health checks of the serving group",
             opts=opts,
         )

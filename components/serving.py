@@ -13,6 +13,13 @@ CPU utilisation says little about a GPU-bound inference server.
   when spreading zones, which places replicas only where GPUs are obtainable, else zonal), an
   HTTP health check for autohealing, and an autoscaler on the Ops Agent's
   ``agent.googleapis.com/gpu/utilization`` (0-100 per instance).
+  Zones of the regional group (``distribution_policy_zones``): the zones the catalog lists for the
+  shape in the region (``ServingArgs.zones``). The catalog does not yet source GPU zones for GCP
+  GPU shapes (``fullserver/catalog/data/gcp.yaml``: "Zones per GPU were not sourced"), so for them
+  no zones are set and Compute Engine selects the region's zones itself; the plan warns, because
+  a zone without the GPU then holds no replica (BALANCED creates VMs only where it can) and the
+  spread is narrower than it looks. Zones can only be chosen when the group is created: adding
+  them later replaces the group.
 
 Replicas need 10-15 minutes to boot, load drivers and pull a model, hence the long warm-up and
 cool-down periods.
@@ -125,6 +132,13 @@ def gcp_serving_group(
         ],
     }
     if serving["spread_zones"] or not zone:
+        zones = list(serving.get("zones", []))
+        if not zones:
+            pulumi.log.warn(
+                f"{name}: no zones are known for this shape in {region}; Compute Engine picks the serving group's "
+                "zones, and zones without the GPU hold no replica",
+                resource=parent,
+            )
         mig = gcp.compute.RegionInstanceGroupManager(
             f"{name}-mig",
             project=project,
@@ -134,12 +148,14 @@ def gcp_serving_group(
             named_ports=named_ports,
             auto_healing_policies=healing,
             distribution_policy_target_shape="BALANCED",
+            distribution_policy_zones=zones or None,
             update_policy=cast(
                 Any,
                 {
                     "type": "PROACTIVE",
                     "minimal_action": "REPLACE",
-                    "max_surge_fixed": GCP_ZONES_PER_REGION,
+                    # a regional group's fixed surge is 0 or at least its zone count
+                    "max_surge_fixed": len(zones) or GCP_ZONES_PER_REGION,
                     "max_unavailable_fixed": 0,
                     "instance_redistribution_type": "NONE",
                 },

@@ -8,9 +8,12 @@ One script, rendered per cloud, installs a systemd oneshot unit that runs on *ev
   again; on a reboot it is re-assembled. Where the Deep Learning AMI already mounted the instance
   store at ``/opt/dlami/nvme`` (DLAMI release notes, "nvme_location"), ``/scratch`` links to it
   instead of fighting over the devices.
-* formats the data disk only when it carries no filesystem *and* no partition table, then mounts
-  it at ``/data`` with ``nofail`` (a dataset disk is never reformatted; read-only disks are never
-  formatted at all).
+* waits (bounded, ``DATA_WAIT_SECONDS``) for the data disk: on AWS the EBS volume of an on-demand
+  or reserved node is attached only after the instance runs, so on first boot it is not there
+  yet. It then formats the disk only when it carries no filesystem *and* no partition table (a
+  partitioned disk without a filesystem is left alone), skips any device that is mounted or part
+  of something, and mounts it at ``/data`` with ``nofail`` (a dataset disk is never reformatted;
+  read-only disks are never formatted at all).
 
 Prior art: Google Cluster Toolkit ``setup-raid.yml`` (guards on the mount point, devices by id,
 ``nofail``). Devices are found by stable ``/dev/disk/by-id`` names, never by ``/dev/nvmeXn1``
@@ -34,6 +37,10 @@ GCP_DATA = "/dev/disk/by-id/google-data"
 TPU_DATA = "/dev/disk/by-id/google-persistent-disk-1"
 
 DLAMI_NVME = "/opt/dlami/nvme"
+# An EBS volume attached by ``ec2.VolumeAttachment`` appears only after the instance is running
+# (Pulumi creates the volume in the instance's zone, then attaches it); 10 minutes covers creating
+# and attaching a large provisioned gp3 volume with room to spare.
+DATA_WAIT_SECONDS = 600
 
 
 @dataclass(frozen=True)
@@ -45,19 +52,45 @@ class DiskPlan:
     data_glob: str
     data_disk: bool
     data_read_only: bool = False
+    data_wait_seconds: int = DATA_WAIT_SECONDS
+    """How long the script waits for the data disk to appear (it may be attached after boot)."""
 
 
 _DISKS = r"""#!/bin/bash
 # fullserver: /scratch = RAID0 over local NVMe, /data = the data disk. Idempotent; runs every boot.
+# FULLSERVER_* variables override paths and waits (tests run this against loop devices); the
+# systemd unit sets none of them.
 set -euo pipefail
 SCRATCH_GLOB=__SCRATCH_GLOB__
-SCRATCH_EXPECTED=__SCRATCH_EXPECTED__
 DATA_GLOB=__DATA_GLOB__
-DATA_WANTED=__DATA_WANTED__
-DATA_READ_ONLY=__DATA_READ_ONLY__
+SCRATCH_GLOB="${FULLSERVER_SCRATCH_GLOB:-$SCRATCH_GLOB}"
+SCRATCH_EXPECTED="${FULLSERVER_SCRATCH_EXPECTED:-__SCRATCH_EXPECTED__}"
+SCRATCH_DIR="${FULLSERVER_SCRATCH_DIR:-/scratch}"
+SCRATCH_WAIT="${FULLSERVER_SCRATCH_WAIT:-120}"
+DATA_GLOB="${FULLSERVER_DATA_GLOB:-$DATA_GLOB}"
+DATA_WANTED="${FULLSERVER_DATA_WANTED:-__DATA_WANTED__}"
+DATA_READ_ONLY="${FULLSERVER_DATA_READ_ONLY:-__DATA_READ_ONLY__}"
+DATA_DIR="${FULLSERVER_DATA_DIR:-/data}"
+# An EBS data volume is attached only after its instance runs: wait for it (seconds).
+DATA_WAIT="${FULLSERVER_DATA_WAIT:-__DATA_WAIT__}"
+DLAMI_NVME="${FULLSERVER_DLAMI_NVME:-__DLAMI_NVME__}"
+FSTAB="${FULLSERVER_FSTAB:-/etc/fstab}"
+POLL=2
 
+log() { echo "fullserver-disks: $*" >&2; }
+
+has_fs() { [ -n "$(blkid -p -o value -s TYPE "$1" 2>/dev/null)" ]; }
+has_parts() { [ -n "$(blkid -p -o value -s PTTYPE "$1" 2>/dev/null)" ]; }
 has_signature() {  # a filesystem or a partition table: never format over it
-  [ -n "$(blkid -p -o value -s TYPE "$1" 2>/dev/null)" ] || [ -n "$(blkid -p -o value -s PTTYPE "$1" 2>/dev/null)" ]
+  has_fs "$1" || has_parts "$1"
+}
+
+in_use() {  # mounted (itself or a partition), swap, or held by an array or device mapper: not ours
+  [ -n "$(lsblk -nro MOUNTPOINT "$1" 2>/dev/null | tr -d '[:space:]')" ] && return 0
+  local holders
+  holders="/sys/class/block/$(basename "$1")/holders"
+  [ -d "$holders" ] && [ -n "$(ls -A "$holders" 2>/dev/null)" ] && return 0
+  return 1
 }
 
 list_devices() {  # whole devices only, sorted, resolved to /dev/nvmeXnY
@@ -71,18 +104,18 @@ list_devices() {  # whole devices only, sorted, resolved to /dev/nvmeXnY
 
 scratch() {
   [ "$SCRATCH_EXPECTED" -gt 0 ] || return 0
-  mountpoint -q /scratch && return 0
-  if mountpoint -q __DLAMI_NVME__; then
-    ln -sfn __DLAMI_NVME__ /scratch
+  mountpoint -q "$SCRATCH_DIR" && return 0
+  if mountpoint -q "$DLAMI_NVME"; then
+    ln -sfn "$DLAMI_NVME" "$SCRATCH_DIR"
     return 0
   fi
-  local devs=() tries=0
+  local devs=() waited=0
   while true; do
     mapfile -t devs < <(list_devices "$SCRATCH_GLOB")
-    if [ "${#devs[@]}" -ge "$SCRATCH_EXPECTED" ] || [ "$tries" -ge 60 ]; then break; fi
-    tries=$((tries + 1)); sleep 2
+    if [ "${#devs[@]}" -ge "$SCRATCH_EXPECTED" ] || [ "$waited" -ge "$SCRATCH_WAIT" ]; then break; fi
+    waited=$((waited + POLL)); sleep "$POLL"
   done
-  if [ "${#devs[@]}" -eq 0 ]; then echo "fullserver: no local NVMe found" >&2; return 0; fi
+  if [ "${#devs[@]}" -eq 0 ]; then log "no local NVMe found"; return 0; fi
   local dev
   if [ "${#devs[@]}" -eq 1 ]; then
     dev="${devs[0]}"
@@ -95,32 +128,52 @@ scratch() {
     fi
   fi
   has_signature "$dev" || mkfs.ext4 -q -F -m 0 -E lazy_itable_init=1,lazy_journal_init=1,nodiscard "$dev"
-  [ -L /scratch ] && rm -f /scratch
-  mkdir -p /scratch
-  mount -o defaults,noatime,nofail,discard "$dev" /scratch
-  chmod 1777 /scratch
+  [ -L "$SCRATCH_DIR" ] && rm -f "$SCRATCH_DIR"
+  mkdir -p "$SCRATCH_DIR"
+  mount -o defaults,noatime,nofail,discard "$dev" "$SCRATCH_DIR"
+  chmod 1777 "$SCRATCH_DIR"
+}
+
+find_data() {  # the first whole device of DATA_GLOB that is not the root disk and not in use
+  local root_disk path
+  root_disk="$(lsblk -no PKNAME "$(findmnt -no SOURCE /)" 2>/dev/null || true)"
+  for path in $(list_devices "$DATA_GLOB"); do
+    [ -n "$root_disk" ] && [ "$(basename "$path")" = "$root_disk" ] && continue
+    in_use "$path" && continue
+    echo "$path"
+    return 0
+  done
+  return 1
 }
 
 data() {
   [ "$DATA_WANTED" = 1 ] || return 0
-  mountpoint -q /data && return 0
-  local root_disk dev="" path
-  root_disk="$(lsblk -no PKNAME "$(findmnt -no SOURCE /)" 2>/dev/null || true)"
-  for path in $(list_devices "$DATA_GLOB"); do
-    [ "$(basename "$path")" = "$root_disk" ] && continue
-    dev="$path"; break
+  mountpoint -q "$DATA_DIR" && return 0
+  local dev="" waited=0
+  until dev="$(find_data)"; do
+    if [ "$waited" -ge "$DATA_WAIT" ]; then
+      log "data disk not attached after ${DATA_WAIT}s; /data is not mounted (re-run: systemctl restart fullserver-disks)"
+      return 0
+    fi
+    waited=$((waited + POLL)); sleep "$POLL"
   done
-  if [ -z "$dev" ]; then echo "fullserver: data disk not found" >&2; return 0; fi
-  mkdir -p /data
+  udevadm settle --timeout=10 2>/dev/null || true
+  mkdir -p "$DATA_DIR"
   if [ "$DATA_READ_ONLY" = 1 ]; then
-    mount -o ro,noatime,nofail "$dev" /data
+    if has_fs "$dev"; then mount -o ro,noatime,nofail "$dev" "$DATA_DIR"; else log "read-only $dev has no filesystem"; fi
     return 0
   fi
-  has_signature "$dev" || mkfs.ext4 -q -F -m 0 -E lazy_itable_init=1,lazy_journal_init=1 "$dev"
-  mount -o defaults,noatime,nofail "$dev" /data
+  if ! has_fs "$dev"; then
+    if has_parts "$dev"; then  # someone partitioned it: theirs to mount, never ours to format
+      log "$dev has a partition table and no filesystem; leaving it alone"
+      return 0
+    fi
+    mkfs.ext4 -q -F -m 0 -E lazy_itable_init=1,lazy_journal_init=1 "$dev"
+  fi
+  mount -o defaults,noatime,nofail "$dev" "$DATA_DIR"
   local uuid
   uuid="$(blkid -o value -s UUID "$dev")"
-  grep -q "UUID=$uuid" /etc/fstab || echo "UUID=$uuid /data ext4 defaults,noatime,nofail 0 2" >> /etc/fstab
+  grep -q "UUID=$uuid" "$FSTAB" 2>/dev/null || echo "UUID=$uuid $DATA_DIR ext4 defaults,noatime,nofail 0 2" >> "$FSTAB"
 }
 
 scratch
@@ -136,6 +189,8 @@ Wants=network-online.target
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/usr/local/sbin/fullserver-disks
+# bounded: the scratch wait and the data disk wait (DiskPlan.data_wait_seconds) end well before this
+TimeoutStartSec=20min
 
 [Install]
 WantedBy=multi-user.target
@@ -150,6 +205,7 @@ def disks_script(plan: DiskPlan) -> str:
         "__DATA_GLOB__": shlex.quote(plan.data_glob),
         "__DATA_WANTED__": "1" if plan.data_disk else "0",
         "__DATA_READ_ONLY__": "1" if plan.data_read_only else "0",
+        "__DATA_WAIT__": str(plan.data_wait_seconds),
         "__DLAMI_NVME__": DLAMI_NVME,
     }
     text = _DISKS

@@ -4,10 +4,15 @@ Two resources can create TPU capacity, and the spec picks one:
 
 * ``tpu.V2Vm`` for a single host: it carries everything (spot/reserved scheduling, a data disk,
   the dedicated service account, labels, a startup script).
-* ``tpu.V2QueuedResource`` for multi-host slices and whenever the spec asks for queued capacity:
-  Cloud TPU queues the request until the whole slice is free, which is how large slices are
-  obtained. In pulumi-gcp 10.2 the queued node has *no* scheduling, data disks, service account,
-  labels or metadata, so those requests are refused at plan time rather than silently dropped.
+* ``tpu.V2QueuedResource`` whenever the spec asks for queued capacity (the core queues every
+  multi-host slice: ``TpuSpec.queued``): Cloud TPU queues the request until the whole slice is
+  free, which is how large slices are obtained. In pulumi-gcp 10.2 the queued node has *no*
+  scheduling, data disks, service account, labels, metadata or network tags, so those requests are
+  refused at plan time rather than silently dropped.
+
+Network: the environment's own VPC, whose firewall rules carry no target tags (a queued node
+cannot carry tags), so they cover every host of the slice: SSH from the configured ranges or IAP,
+and all node-to-node traffic from the subnet (JAX multi-host coordination, DCN).
 
 Data disks: a multi-host slice can only attach disks read-only (Cloud TPU "Attach durable
 block storage"), so a read-write data disk on one is refused.
@@ -47,8 +52,7 @@ def validate_tpu(args: TpuVmArgs) -> None:
         )
     if disk is not None and disk["kind"] not in ("pd-balanced", "hyperdisk-balanced"):
         raise refuse("data_disk.kind", f"TPU VMs attach pd-balanced or hyperdisk-balanced, not {disk['kind']}")
-    queued = args["queued"] or multi_host
-    if queued:
+    if args["queued"]:
         why = "pulumi-gcp 10.2's V2QueuedResource cannot express it"
         if args["spot"]:
             raise refuse(
@@ -102,7 +106,7 @@ class TpuVmEnvironment(pulumi.ComponentResource):
         project = args.get("project")
         zone = args.get("zone", "")
         access = args["access"]
-        net = gcp_network(name, self, region=args["region"], access=access, project=project)
+        net = gcp_network(name, self, region=args["region"], access=access, project=project, tagged=False)
         network_config: Any = {
             "network": net.network.id,
             "subnetwork": net.subnet.id,
@@ -112,7 +116,7 @@ class TpuVmEnvironment(pulumi.ComponentResource):
         labels = gcp_labels(args["labels"])
         stateful = pulumi.ResourceOptions(parent=self, protect=args["protect"])
         node_id = gcp_name(f"{name}-tpu")
-        if args["queued"] or args["hosts"] > 1:
+        if args["queued"]:
             pulumi.log.warn(
                 f"{name}: a queued TPU slice runs as the project's default compute service account and carries no labels "
                 "(pulumi-gcp 10.2's V2QueuedResource has neither)",
@@ -185,7 +189,7 @@ class TpuVmEnvironment(pulumi.ComponentResource):
                 data_disks=data_disks,
                 metadata={"startup-script": script, "enable-oslogin": "TRUE"},
                 labels=labels,
-                tags=[net.tag],
+                tags=net.tags or None,
                 opts=stateful,
             )
             self.node_name = vm.name

@@ -96,3 +96,22 @@ def spec_of(plans: dict[str, StackPlan], stack: str, **changes: Any) -> Environm
     """A stack's spec, optionally changed (to break a rule in a negative test)."""
     spec = plans[stack].spec
     return spec.model_copy(update=changes) if changes else spec
+
+
+ResourceOpts = dict[str, pulumi.ResourceOptions]
+
+
+@pytest.fixture
+def resource_options(monkeypatch: pytest.MonkeyPatch) -> ResourceOpts:
+    """Each custom resource's options by logical name (``protect``, ``ignore_changes``): the mock
+    monitor never sees them, so they are recorded where every provider resource passes through."""
+    seen: ResourceOpts = {}
+    original = pulumi.CustomResource.__init__
+
+    def record(self: pulumi.CustomResource, t: str, name: str, *args: Any, **kwargs: Any) -> None:
+        opts = kwargs.get("opts", args[1] if len(args) > 1 else None)
+        seen[name] = opts if opts is not None else pulumi.ResourceOptions()
+        original(self, t, name, *args, **kwargs)
+
+    monkeypatch.setattr(pulumi.CustomResource, "__init__", record)
+    return seen

@@ -8,9 +8,10 @@ import pytest
 
 from components.args import SpecRefused, aws_args
 from components.aws_gpu import AwsGpuEnvironment
+from fullserver import sizing
 from fullserver.profiles import PricingModel
 from fullserver.spec import DataDisk
-from tests.components.conftest import Build, Plans, spec_of
+from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
 
 
 def test_p5_cluster_has_32_efa_on_32_cards_placement_and_imdsv2(plans: Plans, build: Build) -> None:
@@ -35,7 +36,7 @@ def test_p5_cluster_has_32_efa_on_32_cards_placement_and_imdsv2(plans: Plans, bu
     assert "instanceMarketOptions" not in lt
     assert lt["imageId"].startswith("resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu")
     script = base64.b64decode(lt["userData"]).decode()
-    assert "SCRATCH_EXPECTED=8" in script and "mdadm --create" in script
+    assert 'SCRATCH_EXPECTED="${FULLSERVER_SCRATCH_EXPECTED:-8}"' in script and "mdadm --create" in script
     assert len(g.of_type("ec2/instance:Instance")) == 2
     sg = g.one("ec2/securityGroup:SecurityGroup").inputs
     assert not [r for r in sg["ingress"] if r.get("fromPort") == 22]  # no SSH ranges: SSM only
@@ -136,3 +137,44 @@ def test_refuses_a_reservation_on_spot(plans: Plans) -> None:
     spec = spec_of(plans, "exp-aws-spot", spot=True, reservation="cr-1", pricing=PricingModel.SPOT_WITH_FALLBACK)
     with pytest.raises(SpecRefused, match=r"spec\.reservation: spot capacity cannot consume a capacity reservation"):
         AwsGpuEnvironment("bad", aws_args(spec))
+
+
+def test_gp3_limits_are_the_cores_disk_limits(plans: Plans, build: Build, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One place for gp3 limits: the component refuses by fullserver.sizing.DISK_LIMITS, whatever they say."""
+    disk = DataDisk(kind="gp3", size_gib=500, iops=6000, throughput_mbps=500)
+    ok = build(lambda: AwsGpuEnvironment("ok", aws_args(spec_of(plans, "exp-aws-spot", data_disk=disk))))
+    assert ok.one("ebs/volume:Volume").inputs["iops"] == 6000  # within today's limits
+    tighter = sizing.DiskLimits(3_000, 5_000, 500, 125, 1_000, 0.25)
+    monkeypatch.setitem(sizing.DISK_LIMITS, "gp3", tighter)
+    with pytest.raises(SpecRefused, match=r"spec\.data_disk\.iops: gp3 takes 3000-5000 IOPS at 500 GiB, not 6000"):
+        AwsGpuEnvironment("bad", aws_args(spec_of(plans, "exp-aws-spot", data_disk=disk)))
+
+
+def test_the_boot_volume_kind_comes_from_the_spec(plans: Plans) -> None:
+    with pytest.raises(SpecRefused, match=r"spec\.boot_disk_kind: AWS boot volumes are gp3, not pd-balanced"):
+        AwsGpuEnvironment("bad", aws_args(spec_of(plans, "exp-aws-spot", boot_disk_kind="pd-balanced")))
+
+
+def test_protected_nodes_keep_their_launch_template_version(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    """An instance's launch_template is replace-only in the AWS provider: following a new template
+    version would replace protected nodes, so they pin the version they launched with."""
+    g = build(lambda: AwsGpuEnvironment("p5", aws_args(spec_of(plans, "train-p5-cluster"))))
+    lt = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    assert lt["updateDefaultVersion"] is True
+    for node in g.of_type("ec2/instance:Instance"):
+        assert node.inputs["launchTemplate"] == {"id": "p5-lt-id", "version": "1"}  # the version at launch
+        opts = resource_options[node.name]
+        assert opts.protect is True and opts.ignore_changes == ["launch_template"], node.name
+    assert resource_options["p5-lt"].ignore_changes is None  # the template itself follows every edit
+
+
+def test_spot_fallback_nodes_are_protected_from_scale_in(plans: Plans, build: Build) -> None:
+    """When spot returns (alarm OK) the on-demand group goes back to zero without killing running jobs."""
+    g = build(lambda: AwsGpuEnvironment("sp", aws_args(spec_of(plans, "exp-aws-spot", spot=True))))
+    groups = {r.name: r.inputs for r in g.of_type("autoscaling/group:Group")}
+    assert groups["sp-ondemand"]["protectFromScaleIn"] is True
+    assert "protectFromScaleIn" not in groups["sp-spot"]
+    alarm = g.one("cloudwatch/metricAlarm:MetricAlarm").inputs
+    assert alarm["okActions"] == ["arn:aws:autoscaling::123456789012:sp-fallback-off"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pulumi.provider.experimental.analyzer import Analyzer
 
@@ -16,19 +18,36 @@ PUBLIC = [Environment, TpuVmEnvironment, AwsGpuEnvironment, GcpGpuEnvironment]
 
 
 @pytest.mark.parametrize(
-    ("stack", "token"),
+    ("stack", "token", "connect"),
     [
-        ("train-tpu-v5e", "fullserver:index:TpuVmEnvironment"),
-        ("train-p5-cluster", "fullserver:index:AwsGpuEnvironment"),
-        ("finetune-gcp-g2", "fullserver:index:GcpGpuEnvironment"),
+        (
+            "train-tpu-v5e",
+            "fullserver:index:TpuVmEnvironment",
+            # external IP allowed: direct SSH to worker 0, no IAP
+            r"gcloud compute tpus tpu-vm ssh train-tpu-v5e-tpu --zone us-central1-a --worker=0",
+        ),
+        (
+            "train-p5-cluster",
+            "fullserver:index:AwsGpuEnvironment",
+            # no SSH ingress: Session Manager to the first node
+            r"aws ssm start-session --region us-east-1 --target train-p5-cluster-node-0-id",
+        ),
+        (
+            "finetune-gcp-g2",
+            "fullserver:index:GcpGpuEnvironment",
+            # public IP but no SSH ranges: through IAP
+            r"gcloud compute ssh finetune-gcp-g2-node-0-[0-9a-f]{6} --zone us-central1-a --tunnel-through-iap",
+        ),
     ],
 )
-def test_environment_builds_the_platforms_component(plans: Plans, build: Build, stack: str, token: str) -> None:
+def test_environment_builds_the_platforms_component(
+    plans: Plans, build: Build, stack: str, token: str, connect: str
+) -> None:
     g = build(lambda: Environment(stack, environment_args(plans[stack].spec)))
     components = [r.type for r in g.rows if not r.custom]
     assert "fullserver:index:Environment" in components and token in components
     assert g.outputs["platform"] == plans[stack].spec.platform.value
-    assert g.outputs["connect"]
+    assert re.fullmatch(connect, g.outputs["connect"]), g.outputs["connect"]
     # every child is named after the component (URNs do not carry the parent's name)
     assert [r.name for r in g.rows if not r.name.startswith(stack)] == []
 

@@ -5,8 +5,38 @@ from __future__ import annotations
 import pytest
 
 from components.args import SpecRefused, gcp_args
-from components.gcp_gpu import GcpGpuEnvironment
+from components.gcp_gpu import GPU_NIC_PLANS, GcpGpuEnvironment
+from components.graph import Graph, summary
+from fullserver.catalog import Catalog
+from fullserver.catalog.model import Interconnect
+from fullserver.plan import StackPlan, plan_workload
+from fullserver.profiles import load_profiles
+from fullserver.spec import DataDisk, EnvironmentSpec
+from fullserver.workload import workload_from_config
 from tests.components.conftest import Build, Plans, spec_of
+
+GPUDIRECT = {Interconnect.GPUDIRECT_TCPX, Interconnect.GPUDIRECT_TCPXO, Interconnect.GPUDIRECT_RDMA}
+
+
+def cluster(catalog: Catalog, accelerator: str, nodes: int = 2) -> EnvironmentSpec:
+    """What the core sizes for a multi-node GCP GPU training cluster (scale-training)."""
+    config = {
+        "fullserver:profile": "scale-training",
+        "fullserver:platform": "gcp-gpu",
+        "fullserver:region": "us-central1",
+        "fullserver:zone": "us-central1-a",
+        "fullserver:accelerator": accelerator,
+        "fullserver:acceleratorCount": 8,
+        "fullserver:nodes": nodes,
+        "fullserver:framework": "pytorch",
+        "fullserver:owner": "foundation-models",
+    }
+    plan: StackPlan = plan_workload("c", "c", workload_from_config(config, "c"), load_profiles(), catalog)
+    return plan.spec
+
+
+def nics_of(g: Graph) -> list[list[dict[str, str]]]:
+    return [vm.inputs["networkInterfaces"] for vm in g.of_type("compute/instance:Instance")]
 
 
 def test_g2_fine_tuning_vm(plans: Plans, build: Build) -> None:
@@ -36,7 +66,7 @@ def test_g2_fine_tuning_vm(plans: Plans, build: Build) -> None:
         "type": "pd-balanced",
     }
     assert vm["metadata"]["block-project-ssh-keys"] == "TRUE" and vm["metadata"]["enable-oslogin"] == "TRUE"
-    assert "SCRATCH_EXPECTED=1" in vm["metadata"]["startup-script"]
+    assert 'SCRATCH_EXPECTED="${FULLSERVER_SCRATCH_EXPECTED:-1}"' in vm["metadata"]["startup-script"]
     assert vm["attachedDisks"][0]["deviceName"] == "data"
     assert g.one("compute/disk:Disk").inputs["size"] == 250
     assert vm["serviceAccount"]["scopes"] == ["https://www.googleapis.com/auth/cloud-platform"]
@@ -102,3 +132,105 @@ def test_refuses_open_ssh(plans: Plans) -> None:
     spec = spec.model_copy(update={"network": spec.network.model_copy(update={"ssh_source_ranges": ["0.0.0.0/0"]})})
     with pytest.raises(SpecRefused, match="would open SSH"):
         GcpGpuEnvironment("bad", gcp_args(spec))
+
+
+def test_every_gpudirect_shape_in_the_catalog_has_a_nic_plan(catalog: Catalog) -> None:
+    """The sizing credits these shapes their GPU-NIC bandwidth; the component must build those NICs."""
+    shapes = {o.machine_type or o.name for o in catalog.offers if o.interconnect in GPUDIRECT}
+    assert shapes == set(GPU_NIC_PLANS) == {"a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g"}
+    # physical NICs per machine type (catalog gcp.yaml notes, Compute Engine "Networking and GPU machines")
+    assert {m: p.host_nics + p.gpu_nics for m, p in GPU_NIC_PLANS.items()} == {
+        "a3-highgpu-8g": 5,
+        "a3-megagpu-8g": 9,
+        "a3-ultragpu-8g": 10,
+        "a4-highgpu-8g": 10,
+    }
+
+
+def test_a3_mega_cluster_gets_8_gpudirect_tcpxo_nics_each_on_its_own_network(catalog: Catalog, build: Build) -> None:
+    spec = cluster(catalog, "H100-80GB")
+    assert (spec.machine_type, spec.nodes, spec.network.interconnect) == (
+        "a3-megagpu-8g",
+        2,
+        Interconnect.GPUDIRECT_TCPXO,
+    )
+    g = build(lambda: GcpGpuEnvironment("mega", gcp_args(spec, catalog, project="proj")))
+    per_node = nics_of(g)
+    assert len(per_node) == 2
+    for nics in per_node:
+        assert len(nics) == 9 and {n["nicType"] for n in nics} == {"GVNIC"}
+        assert (nics[0]["network"], nics[0]["subnetwork"]) == ("mega-net-id", "mega-subnet-id")
+        assert [n["network"] for n in nics[1:]] == [f"mega-gpu{i}-net-id" for i in range(8)]
+        assert [n["subnetwork"] for n in nics[1:]] == [f"mega-gpu{i}-subnet-id" for i in range(8)]
+        assert all("accessConfigs" not in n for n in nics[1:])
+    assert per_node[0] == per_node[1]  # the same rails on every node
+    nets = {r.name: r.inputs for r in g.of_type("compute/network:Network")}
+    assert len(nets) == 9 and all(nets[f"mega-gpu{i}-net"]["mtu"] == 8244 for i in range(8))
+    assert not any("networkProfile" in n for n in nets.values())
+    subnets = {r.name: r.inputs for r in g.of_type("compute/subnetwork:Subnetwork")}
+    assert [subnets[f"mega-gpu{i}-subnet"]["ipCidrRange"] for i in range(8)] == [f"192.168.{i}.0/24" for i in range(8)]
+    assert {subnets[f"mega-gpu{i}-subnet"]["region"] for i in range(8)} == {"us-central1"}
+    rules = {r.name: r.inputs for r in g.of_type("compute/firewall:Firewall")}
+    for i in range(8):
+        rule = rules[f"mega-gpu{i}-internal"]
+        assert rule["network"] == f"mega-gpu{i}-net-id" and rule["sourceRanges"] == [f"192.168.{i}.0/24"]
+        assert "targetTags" not in rule
+    vm = g.of_type("compute/instance:Instance")[0]
+    assert "networkPerformanceConfig" not in vm.inputs
+    assert "+8 NICs (GVNIC) on 8 networks" in summary(vm)  # what the plan's table shows
+
+
+def test_a3_high_cluster_gets_4_gpudirect_tcpx_nics(catalog: Catalog, build: Build) -> None:
+    spec = cluster(catalog, "H100-80GB").model_copy(update={"offer": "a3-highgpu-8g", "machine_type": "a3-highgpu-8g"})
+    g = build(lambda: GcpGpuEnvironment("high", gcp_args(spec, catalog, project="proj")))
+    for nics in nics_of(g):
+        assert len(nics) == 5
+        assert [n["network"] for n in nics[1:]] == [f"high-gpu{i}-net-id" for i in range(4)]
+    assert len(g.of_type("compute/network:Network")) == 5
+
+
+@pytest.mark.parametrize("machine_type", ["a3-ultragpu-8g", "a4-highgpu-8g"])
+def test_rdma_cluster_gets_8_mrdma_nics_on_one_roce_network(catalog: Catalog, build: Build, machine_type: str) -> None:
+    spec = cluster(catalog, "H200-141GB").model_copy(update={"offer": machine_type, "machine_type": machine_type})
+    g = build(lambda: GcpGpuEnvironment("rdma", gcp_args(spec, catalog, project="proj")))
+    for nics in nics_of(g):
+        assert len(nics) == 10
+        assert [n["nicType"] for n in nics] == ["GVNIC"] * 2 + ["MRDMA"] * 8
+        assert [n["network"] for n in nics[:2]] == ["rdma-net-id", "rdma-host1-net-id"]
+        assert {n["network"] for n in nics[2:]} == {"rdma-roce-net-id"}
+        assert [n["subnetwork"] for n in nics[2:]] == [f"rdma-roce{i}-subnet-id" for i in range(8)]
+    roce = next(r.inputs for r in g.of_type("compute/network:Network") if r.name == "rdma-roce-net")
+    assert roce["networkProfile"] == "projects/proj/global/networkProfiles/us-central1-a-vpc-roce"
+    assert roce["mtu"] == 8896
+    rules = [r.inputs["network"] for r in g.of_type("compute/firewall:Firewall")]
+    assert "rdma-roce-net-id" not in rules  # RoCE networks allow ingress implicitly and take no rules
+    assert "rdma-host1-net-id" in rules
+
+
+def test_rdma_cluster_without_a_zone_is_refused(catalog: Catalog) -> None:
+    spec = cluster(catalog, "H200-141GB").model_copy(update={"zone": None})
+    with pytest.raises(SpecRefused, match=r"spec\.zone: a3-ultragpu-8g nodes talk over a RoCE network, which is zonal"):
+        GcpGpuEnvironment("bad", gcp_args(spec, catalog))
+
+
+def test_a_single_a3_node_has_only_its_primary_nic(catalog: Catalog, build: Build) -> None:
+    spec = cluster(catalog, "H100-80GB").model_copy(update={"nodes": 1})
+    g = build(lambda: GcpGpuEnvironment("one", gcp_args(spec, catalog)))
+    assert [len(n) for n in nics_of(g)] == [1]
+    assert len(g.of_type("compute/network:Network")) == 1
+
+
+def test_boot_disk_kind_comes_from_the_spec(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "finetune-gcp-g2", boot_disk_kind="hyperdisk-balanced")
+    vm = build(lambda: GcpGpuEnvironment("bk", gcp_args(spec))).one("compute/instance:Instance").inputs
+    assert vm["bootDisk"]["initializeParams"]["type"] == "hyperdisk-balanced"
+    with pytest.raises(SpecRefused, match=r"spec\.boot_disk_kind: no boot disk kind is set"):
+        GcpGpuEnvironment("bad", gcp_args(spec_of(plans, "finetune-gcp-g2", boot_disk_kind="")))
+
+
+def test_hyperdisk_limits_are_the_cores(plans: Plans) -> None:
+    disk = DataDisk(kind="hyperdisk-balanced", size_gib=100, iops=60_000, throughput_mbps=500)
+    with pytest.raises(
+        SpecRefused, match=r"spec\.data_disk\.iops: hyperdisk-balanced takes 3000-50000 IOPS at 100 GiB"
+    ):
+        GcpGpuEnvironment("bad", gcp_args(spec_of(plans, "finetune-gcp-g2", data_disk=disk)))

@@ -59,7 +59,31 @@ def test_every_node_is_labelled_and_nothing_is_open_to_the_internet(graphs: dict
         assert lt.inputs["metadataOptions"]["httpTokens"] == "required"
         assert all(m["ebs"]["encrypted"] == "true" for m in lt.inputs["blockDeviceMappings"])
         assert lt.inputs["tagSpecifications"][0]["tags"]["fullserver-environment"] == stack
-    assert all(summary(r) is not None for r in g.rows)
+    # every resource pulumi up creates says what matters about it in the plan's table
+    assert [r.name for r in g.rows if r.custom and not summary(r).strip()] == []
+
+
+def test_summaries_show_the_inputs_that_matter(graphs: dict[str, Graph]) -> None:
+    def row(stack: str, name: str) -> str:
+        return summary(next(r for r in graphs[stack].rows if r.name == name))
+
+    assert row("train-p5-cluster", "train-p5-cluster-lt") == (
+        "p5.48xlarge, image=resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04"
+        "/latest/ami-id, 32 EFA (cards 0-31), /dev/sda1 gp3 300GiB encrypted=true, IMDS tokens=required, "
+        "cluster placement, reservation=open, labelled"
+    )
+    assert row("finetune-gcp-g2", "finetune-gcp-g2-node-0") == (
+        "g2-standard-12, 1 local SSD, SPOT onHostMaintenance=TERMINATE, nic=GVNIC external=yes, "
+        "boot=pytorch-2-7-cu128-ubuntu-2204-nvidia-570, labelled"
+    )
+    assert row("train-tpu-v5p-slice", "train-tpu-v5p-slice-qr") == "v5p-128, runtime=v2-alpha-tpuv5, queued"
+    assert row("train-tpu-v5p-slice", "train-tpu-v5p-slice-internal") == (
+        "from=[10.64.0.0/20] allow=[{protocol=tcp}, {protocol=udp}, {protocol=icmp}], to=every node of its network"
+    )
+    assert row("finetune-gcp-g2", "finetune-gcp-g2-ssh") == (
+        "from=[35.235.240.0/20] allow=[{ports=[22], protocol=tcp}], to=[finetune-gcp-g2-node]"
+    )
+    assert row("train-p5-cluster", "train-p5-cluster-sg") == "in -1:0 from self"
 
 
 def test_stack_graph_shapes(graphs: dict[str, Graph]) -> None:
@@ -102,9 +126,16 @@ def test_the_program_fails_with_the_cores_one_line_error() -> None:
 
 def test_plan_with_graphs_covers_every_stack_including_bare_metal(plans: Plans) -> None:
     out = plan_with_graphs(plans.values())
-    assert len(out) == len(plans)
-    bare = [g for p, g in out if p.spec.platform.value == "bare-metal"]
-    assert all(g.rows or g.warnings for g in bare)
+    assert [p.stack for p, _ in out] == list(plans)
+    for plan, g in out:
+        assert g.stack == plan.stack
+        resources = [r for r in g.rows if r.custom]
+        assert resources, plan.stack  # every stack, bare metal included, creates something
+        assert all(r.name.startswith(plan.stack) for r in resources), plan.stack
+    (bare,) = [g for p, g in out if p.spec.platform.value == "bare-metal"]
+    assert bare.warnings == []  # the bare-metal component evaluated instead of degrading to a warning
+    assert [r.type for r in bare.rows if r.custom] == ["pulumi-python:dynamic/fullserver:BareMetalFleet"]
+    assert "fullserver:index:BareMetalEnvironment" in {r.type for r in bare.rows}
 
 
 def test_cli_plan_json_includes_the_resources(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ def test_script_guards_and_stable_device_names() -> None:
     text = disks_script(
         DiskPlan(scratch_glob=AWS_INSTANCE_STORE, scratch_devices=8, data_glob=GCP_DATA, data_disk=True)
     )
-    assert "mountpoint -q /scratch && return 0" in text
+    assert 'mountpoint -q "$SCRATCH_DIR" && return 0' in text
     assert "mdadm --assemble" in text and "mdadm --create" in text
     assert 'has_signature "$dev" || mkfs.ext4' in text  # never over a filesystem or partition table
     assert "/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_*" in text
