@@ -631,7 +631,11 @@ class Disk:
 
 @dataclass
 class Node:
-    """Something that runs accelerator machines: ``count`` of one catalog offer."""
+    """Something that runs machines: ``count`` of one shape, the catalog offer when it has one.
+
+    ``offer`` is ``None`` when the shape is not in the catalog (a CPU box, a GPU type fullserver
+    does not list, a spot fleet's mix): the balance policy has nothing to hold it to, and the
+    budget policy cannot price it, so it fails closed unless told ``allowUnpriced``."""
 
     resource: PolicyResource
     platform: Platform
@@ -647,6 +651,8 @@ class Node:
     """Block storage attached to each machine besides its boot disk."""
     disks: list[Disk] = field(default_factory=list)
     """Disks each machine carries inline (boot, template data disks, local SSDs)."""
+    why_unpriced: str = ""
+    """Why a node without an offer cannot be priced, when it is not simply a type missing from the catalog."""
 
 
 def _zone_region(zone: Any) -> str | None:
@@ -733,25 +739,30 @@ def _lt_of(resource: PolicyResource, resources: Sequence[PolicyResource]) -> Pol
     return None
 
 
-def _aws_node(r: PolicyResource, resources: Sequence[PolicyResource]) -> Node | None:
-    """An instance, or an Auto Scaling group of ``desiredCapacity`` machines, and its launch template."""
-    lt = _lt_of(r, resources)
+def _aws_node(r: PolicyResource, resources: Sequence[PolicyResource]) -> Node:
+    """An instance or a spot instance request (one machine), an Auto Scaling group
+    (``desiredCapacity`` machines), each with the launch template it launches from, or a launch
+    template nothing in the stack launches yet (no machines: judged for balance, costs nothing)."""
+    lt = r if r.resource_type == AWS_LAUNCH_TEMPLATE else _lt_of(r, resources)
     itype = _plain(r.props.get("instanceType")) or (_plain(lt.props.get("instanceType")) if lt is not None else None)
     if r.resource_type == AWS_ASG and not itype:
         overrides = _list(_get(r.props, "mixedInstancesPolicy", "launchTemplate", "overrides"))
         itype = _get(overrides[0], "instanceType") if overrides else None
     offer = _aws_offer(str(itype)) if itype else None
-    if offer is None:
-        return None
     disks, attached = _lt_disks(lt)
     labels = {**(labels_of(lt.props) if lt is not None else {}), **labels_of(r.props)}
     region = _aws_region(r, *([lt] if lt is not None else []))
-    node = Node(r, Platform.AWS_GPU, str(itype), offer, region, labels, disks=disks, attached_gib=attached)
-    if r.resource_type == AWS_INSTANCE:
+    shape = str(itype) if itype else "no instanceType"
+    node = Node(r, Platform.AWS_GPU, shape, offer, region, labels, disks=disks, attached_gib=attached)
+    if r.resource_type == AWS_LAUNCH_TEMPLATE:
+        node.count = 0.0
+        return node
+    if r.resource_type in (AWS_INSTANCE, AWS_SPOT_REQUEST):
         market = _get(r.props, "instanceMarketOptions", "marketType") or (
             _get(lt.props, "instanceMarketOptions", "marketType") if lt is not None else None
         )
-        node.spot_count = 1.0 if str(market or "").lower() == "spot" else 0.0
+        spot = r.resource_type == AWS_SPOT_REQUEST or str(market or "").lower() == "spot"
+        node.spot_count = 1.0 if spot else 0.0
         root = _get(r.props, "rootBlockDevice")
         if root is not None:
             node.disks.append(
@@ -763,7 +774,7 @@ def _aws_node(r: PolicyResource, resources: Sequence[PolicyResource]) -> Node | 
             node.attached_gib += gib
         for att in resources:
             if att.resource_type == AWS_VOLUME_ATTACHMENT and r in referenced(
-                att, "instanceId", (AWS_INSTANCE,), resources
+                att, "instanceId", (AWS_INSTANCE, AWS_SPOT_REQUEST), resources
             ):
                 node.attached_gib += _disk_size(referenced(att, "volumeId", (AWS_VOLUME,), resources))
         return node
@@ -779,24 +790,17 @@ def _aws_node(r: PolicyResource, resources: Sequence[PolicyResource]) -> Node | 
     return node
 
 
-def _unused_template_node(lt: PolicyResource) -> Node | None:
-    """A launch template nothing in the stack launches yet: judged for balance, costs nothing."""
-    itype = _plain(lt.props.get("instanceType"))
-    offer = _aws_offer(str(itype)) if itype else None
-    if offer is None:
-        return None
-    disks, attached = _lt_disks(lt)
-    return Node(
-        lt,
-        Platform.AWS_GPU,
-        str(itype),
-        offer,
-        _aws_region(lt),
-        labels_of(lt.props),
-        count=0.0,
-        disks=disks,
-        attached_gib=attached,
+def _spot_fleet_node(r: PolicyResource) -> Node:
+    """A spot fleet: ``targetCapacity`` units of a mix of types the fleet picks at launch time,
+    which a list price per type cannot settle: never priced."""
+    types = sorted({str(t) for spec in _list(r.props.get("launchSpecifications")) if (t := _get(spec, "instanceType"))})
+    count = _num(r.props.get("targetCapacity")) or 1.0
+    shape = f"spot fleet of {', '.join(types) or 'launch template configs'}"
+    node = Node(r, Platform.AWS_GPU, shape, None, _aws_region(r), labels_of(r.props), count=count, spot_count=count)
+    node.why_unpriced = (
+        "a spot fleet's cost depends on the types and weights it picks, which this policy does not model"
     )
+    return node
 
 
 def _gcp_spot(scheduling: Any) -> bool:
@@ -823,11 +827,17 @@ def _template_count(template: PolicyResource, resources: Sequence[PolicyResource
     return count
 
 
-def _gcp_instance_node(r: PolicyResource, resources: Sequence[PolicyResource]) -> Node | None:
+def _gcp_shape(machine_type: str, accelerators: list[Any]) -> str:
+    """``a2-highgpu-1g``, or ``n1-standard-8 + 2 x nvidia-tesla-v100`` for a host with attached GPUs."""
+    count = sum(int(_num(_get(a, "count")) or 0) for a in accelerators)
+    name = machine_type or "no machineType"
+    return f"{name} + {count} x {_last(_get(accelerators[0], 'type'))}" if count else name
+
+
+def _gcp_instance_node(r: PolicyResource, resources: Sequence[PolicyResource]) -> Node:
     p = r.props
-    offer = _gcp_offer(_last(p.get("machineType")), _list(p.get("guestAccelerators")))
-    if offer is None:
-        return None
+    machine_type, accelerators = _last(p.get("machineType")), _list(p.get("guestAccelerators"))
+    offer = _gcp_offer(machine_type, accelerators)
     boot = _get(p, "bootDisk", "initializeParams")
     scratch = [_num(_get(s, "size")) or GCP_LOCAL_SSD_GIB for s in _list(p.get("scratchDisks"))]
     disks = [Disk("gcp", _last(_get(boot, "type") or "pd-standard"), _num(_get(boot, "size")) or GCP_DEFAULT_BOOT_GIB)]
@@ -837,7 +847,7 @@ def _gcp_instance_node(r: PolicyResource, resources: Sequence[PolicyResource]) -
     node = Node(
         r,
         Platform.GCP_GPU,
-        offer.name,
+        offer.name if offer is not None else _gcp_shape(machine_type, accelerators),
         offer,
         _zone_region(p.get("zone")),
         labels_of(p),
@@ -849,11 +859,10 @@ def _gcp_instance_node(r: PolicyResource, resources: Sequence[PolicyResource]) -
     return node
 
 
-def _gcp_template_node(r: PolicyResource, resources: Sequence[PolicyResource]) -> Node | None:
+def _gcp_template_node(r: PolicyResource, resources: Sequence[PolicyResource]) -> Node:
     p = r.props
-    offer = _gcp_offer(_last(p.get("machineType")), _list(p.get("guestAccelerators")))
-    if offer is None:
-        return None
+    machine_type, accelerators = _last(p.get("machineType")), _list(p.get("guestAccelerators"))
+    offer = _gcp_offer(machine_type, accelerators)
     disks: list[Disk] = []
     local = attached = 0.0
     for d in _list(p.get("disks")):
@@ -879,7 +888,7 @@ def _gcp_template_node(r: PolicyResource, resources: Sequence[PolicyResource]) -
     node = Node(
         r,
         Platform.GCP_GPU,
-        offer.name,
+        offer.name if offer is not None else _gcp_shape(machine_type, accelerators),
         offer,
         _plain(p.get("region")) or None,
         labels_of(p),
@@ -895,23 +904,21 @@ def _gcp_template_node(r: PolicyResource, resources: Sequence[PolicyResource]) -
 def _tpu_nodes(r: PolicyResource, resources: Sequence[PolicyResource]) -> list[Node]:
     p = r.props
     if r.resource_type == TPU_VM:
-        offer = _tpu_offer(str(_plain(p.get("acceleratorType")) or ""))
-        if offer is None:
-            return []
+        accelerator = str(_plain(p.get("acceleratorType")) or "")
+        offer = _tpu_offer(accelerator)
         attached = _disk_size(referenced(r, "dataDisks", GCP_DISKS, resources))
-        node = Node(
-            r, Platform.TPU_VM, offer.name, offer, _zone_region(p.get("zone")), labels_of(p), attached_gib=attached
-        )
+        shape = offer.name if offer is not None else accelerator or "no acceleratorType"
+        node = Node(r, Platform.TPU_VM, shape, offer, _zone_region(p.get("zone")), labels_of(p), attached_gib=attached)
         spot = _truthy(_get(p, "schedulingConfig", "spot")) or _truthy(_get(p, "schedulingConfig", "preemptible"))
         node.spot_count = 1.0 if spot else 0.0
         return [node]
     nodes = []
     for spec in _list(_get(p, "tpu", "nodeSpecs")):
-        offer = _tpu_offer(str(_get(spec, "node", "acceleratorType") or ""))
-        if offer is None:
-            continue
+        accelerator = str(_get(spec, "node", "acceleratorType") or "")
+        offer = _tpu_offer(accelerator)
         zone = p.get("zone") or str(_get(spec, "parent") or "").rsplit("/", 1)[-1]
-        node = Node(r, Platform.TPU_VM, offer.name, offer, _zone_region(zone), labels_of(p))
+        shape = offer.name if offer is not None else accelerator or "no acceleratorType"
+        node = Node(r, Platform.TPU_VM, shape, offer, _zone_region(zone), labels_of(p))
         node.spot_count = 1.0 if _get(p, "spot") is not None else 0.0
         nodes.append(node)
     return nodes
@@ -920,10 +927,10 @@ def _tpu_nodes(r: PolicyResource, resources: Sequence[PolicyResource]) -> list[N
 def _nodes_of(r: PolicyResource, resources: Sequence[PolicyResource], used_templates: set[str]) -> list[Node]:
     t = r.resource_type
     found: Node | None = None
-    if t in (AWS_INSTANCE, AWS_ASG):
+    if t in (AWS_INSTANCE, AWS_SPOT_REQUEST, AWS_ASG) or (t == AWS_LAUNCH_TEMPLATE and r.urn not in used_templates):
         found = _aws_node(r, resources)
-    elif t == AWS_LAUNCH_TEMPLATE and r.urn not in used_templates:
-        found = _unused_template_node(r)
+    elif t == AWS_SPOT_FLEET:
+        found = _spot_fleet_node(r)
     elif t == GCP_INSTANCE:
         found = _gcp_instance_node(r, resources)
     elif t in GCP_TEMPLATES:
@@ -934,13 +941,14 @@ def _nodes_of(r: PolicyResource, resources: Sequence[PolicyResource], used_templ
 
 
 def accelerator_nodes(resources: Sequence[PolicyResource]) -> tuple[list[Node], list[str]]:
-    """Every accelerator node in the stack, and what was skipped because a value is not known yet
-    (during preview); an unknown value skips only the resource it belongs to."""
+    """Every compute node in the stack (``offer`` is ``None`` for a shape the catalog does not
+    list), and what was skipped because a value is not known yet (during preview); an unknown
+    value skips only the resource it belongs to."""
     nodes: list[Node] = []
     skipped: list[str] = []
     used: set[str] = set()
     for r in resources:
-        if r.resource_type in (AWS_INSTANCE, AWS_ASG):
+        if r.resource_type in (AWS_INSTANCE, AWS_SPOT_REQUEST, AWS_ASG):
             try:
                 lt = _lt_of(r, resources)
             except UnknownValueError:
@@ -1032,6 +1040,9 @@ class Estimate:
     usd_month: float = 0.0
     items: list[tuple[float, str]] = field(default_factory=list)
     unpriced: list[str] = field(default_factory=list)
+    """Everything left out of ``usd_month``: compute, disks of unlisted kinds, values unknown in preview."""
+    unpriced_compute: list[str] = field(default_factory=list)
+    """Machines left out (a type the catalog does not list or price): the budget check fails closed on them."""
 
     def add(self, usd: float, item: str) -> None:
         self.usd_month += usd
@@ -1044,14 +1055,18 @@ def estimate_month(resources: Sequence[PolicyResource], hours: float = HOURS_PER
     nodes, skipped = accelerator_nodes(resources)
     est.unpriced.extend(skipped)
     for node in nodes:
-        if node.offer is None or node.count <= 0:
-            continue
+        if node.count <= 0:
+            continue  # a template nothing launches: no machines, no cost
         what = _describe(node.resource.resource_type, node.resource.name)
         try:
+            if node.offer is None:
+                raise LookupError(node.why_unpriced or f"{node.shape} is not in fullserver's catalog")
             od_rate, od_note = _hourly(node.offer, node.region, False)
             spot_rate, spot_note = _hourly(node.offer, node.region, True)
         except LookupError as exc:
-            est.unpriced.append(f"{what}: {exc}")
+            entry = f"{what}: {node.count:g} x {node.shape} ({exc})"
+            est.unpriced.append(entry)
+            est.unpriced_compute.append(entry)
             continue
         on_demand = node.count - node.spot_count
         usd = (on_demand * od_rate + node.spot_count * spot_rate) * hours
@@ -1100,7 +1115,9 @@ def estimate_month(resources: Sequence[PolicyResource], hours: float = HOURS_PER
 
 def check_budget(args: StackValidationArgs, report: ReportViolation) -> None:
     """A guard against the expensive typo (nodes: 20, p5 instead of g5): the stack's machines at list
-    price must fit the platform team's monthly budget before anything is created."""
+    price must fit the platform team's monthly budget before anything is created. A machine whose
+    type the catalog cannot price fails it too (20 x p3dn.24xlarge is not $0), unless the config
+    says ``allowUnpriced``: then the priced part alone is held to the budget."""
     config = args.get_config()
     budget = _num(config.get("maxMonthlyUsd"))
     if budget is None:
@@ -1108,6 +1125,15 @@ def check_budget(args: StackValidationArgs, report: ReportViolation) -> None:
         return
     hours = _num(config.get("hoursPerMonth")) or HOURS_PER_MONTH
     est = estimate_month(args.resources, hours)
+    if est.unpriced_compute and not _truthy(config.get("allowUnpriced", False)):
+        report(
+            f"cannot price {len(est.unpriced_compute)} compute resource(s), so the stack cannot be shown to fit "
+            f"maxMonthlyUsd ${budget:,.0f} (the priced part is ${est.usd_month:,.0f}/month): "
+            f"{'; '.join(est.unpriced_compute)}. Fix: use a shape fullserver's catalog lists (`fullserver catalog`), "
+            "add the type with its prices to the catalog (fullserver/catalog/data/), or set allowUnpriced: true in "
+            "the monthly-budget policy config to hold only the priced part to the budget.",
+            None,
+        )
     if est.usd_month <= budget:
         return
     top = "; ".join(item for _, item in sorted(est.items, key=lambda i: -i[0])[:3])
@@ -1216,6 +1242,12 @@ POLICIES: list[Policy] = [
                     "maximum": 744,
                     "default": HOURS_PER_MONTH,
                     "description": "Hours each machine is assumed to run per month.",
+                },
+                "allowUnpriced": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Pass a stack whose priced part fits even when some machines' types are not in "
+                    "the catalog (by default such a stack fails: it cannot be shown to fit).",
                 },
             }
         ),

@@ -11,13 +11,18 @@ and ``run_ephemeral()`` is what ``fullserver ephemeral [--profile P] [--stack BA
 
 The stack is uniquely named (``<prefix>-<UTC time>-<random>``), its config is copied from a base
 stack file under ``stacks/`` with ``fullserver:ttlHours`` set (so every cloud label carries the
-TTL), and it is tagged ``fullserver:ephemeral=true`` and ``fullserver:expires-at=<ISO UTC>``
-before anything is created, so that if this process dies (SIGKILL, a lost runner)
-``fullserver janitor`` still finds and destroys it once it has expired.
+TTL), and right after ``stack init``, before any other CLI call, it is tagged
+``fullserver:ephemeral=true`` and ``fullserver:expires-at=<ISO UTC>``, so that if this process dies
+(SIGKILL, a lost runner) ``fullserver janitor`` still finds and destroys it once it has expired.
+Secret config is set after the tags, through stdin (``set_secret_config``), never on argv.
 
-Teardown runs on success, on failure, on Ctrl-C (SIGINT) and on SIGTERM. While it runs, further
-signals are noted but do not interrupt it. A failed destroy is retried with bounded exponential
-backoff; if it still fails, ``LeftoverStackError`` says exactly what is left (stack, backend, the
+Teardown runs on success, on failure, on Ctrl-C (SIGINT) and on SIGTERM. A signal during a Pulumi
+operation makes the CLI cancel with exactly one SIGINT, however many signals arrive (a second would
+make it terminate at once and leave pending operations); after an interrupted or failed ``up``,
+``pulumi refresh`` runs before ``destroy``. During teardown signals are noted and do not interrupt
+it: the CLI runs in its own session, so a terminal's Ctrl-C does not reach it either. A failed
+destroy is retried with bounded exponential backoff; if it still fails, or the state still lists
+pending operations, ``LeftoverStackError`` says exactly what is left (stack, backend, the
 directory holding its config) and the command that cleans it up, with exit code 5.
 """
 
@@ -31,11 +36,10 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -54,12 +58,15 @@ from fullserver.workload import CONFIG_NAMESPACE, workload_from_config
 from fullserver.yamlio import read_yaml
 from stackops import EXIT_LEFTOVER
 from stackops.workspace import (
+    PulumiCLI,
     PulumiOptions,
+    Say,
     StackOpsError,
     destroy_and_remove,
     error_line,
-    interrupt_children,
     make_workspace,
+    say_stderr,
+    set_secret_config,
 )
 
 TAG_EPHEMERAL = "fullserver:ephemeral"
@@ -73,14 +80,6 @@ EXPIRES_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 _TTL_PART = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
 _PREFIX = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 _UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
-
-Say = Callable[[str], None]
-
-
-def _stderr(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-
 
 # --------------------------------------------------------------------------------------------
 # Pure helpers: TTL, names, config
@@ -234,22 +233,33 @@ Mode = Literal["raise", "defer", "shield"]
 class SignalGuard:
     """Turns SIGINT/SIGTERM into a teardown instead of a dead process.
 
-    ``defer`` while a Pulumi command runs: note the signal and (for SIGTERM) ask the CLI to
-    cancel with SIGINT, then raise once it returns, so state stays consistent; a terminal's
-    Ctrl-C already reaches the CLI, which shares our process group. ``raise`` in the caller's
-    code. ``shield`` during teardown: note and carry on. While a command started by
-    ``run_command`` runs, signals are forwarded to its process group instead.
+    ``defer`` while Pulumi commands run: note the signal and ask the running CLI to cancel with
+    one SIGINT (its graceful cancel: in-flight operations finish and the state is saved), then
+    raise once it returns. Exactly one interrupt is ever forwarded to Pulumi, whichever signals
+    arrive and however many: the CLI treats a second one as "terminate now" and leaves pending
+    operations behind. The CLI runs in its own session (``PulumiCLI``), so a terminal's Ctrl-C
+    reaches only us. ``raise`` in the caller's code. ``shield`` during teardown: note and carry
+    on, forwarding nothing. While a command started by ``run_command`` runs, signals are
+    forwarded to its process group instead.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, enabled: bool = True, say: Say = _stderr) -> None:
+    def __init__(self, enabled: bool = True, say: Say = say_stderr) -> None:
         self.enabled = enabled and threading.current_thread() is threading.main_thread()
         self.mode: Mode = "raise"
         self.pending: int | None = None
         self.child: subprocess.Popen[bytes] | None = None
+        self.cli: PulumiCLI | None = None
+        self.forwarded = False
+        """The one SIGINT has gone to a Pulumi CLI: no other will."""
         self.say = say
         self._old: dict[int, Any] = {}
+
+    def watch(self, cli: PulumiCLI) -> None:
+        """Forward to this CLI's processes; one started just after a signal still gets its SIGINT."""
+        self.cli = cli
+        cli.on_start = self._cli_started
 
     def __enter__(self) -> SignalGuard:
         if self.enabled:
@@ -276,11 +286,31 @@ class SignalGuard:
                 os.killpg(child.pid, signum)
             return
         if self.mode == "defer":
-            self.say(f"fullserver ephemeral: {name} received; cancelling the Pulumi operation, then tearing down")
-            if signum == signal.SIGTERM:
-                interrupt_children()
+            if self._interrupt_pulumi():
+                self.say(f"fullserver ephemeral: {name} received; cancelling the Pulumi operation, then tearing down")
+            elif self.forwarded:
+                self.say(
+                    f"fullserver ephemeral: {name} received; the Pulumi operation is already cancelling (another "
+                    "interrupt would abort it and leave pending operations), then tearing down"
+                )
+            else:
+                self.say(f"fullserver ephemeral: {name} received; cancelling, then tearing down")
             return
         raise Interrupted(signum)
+
+    def _interrupt_pulumi(self) -> bool:
+        """SIGINT to the running CLI, once per run; ``False`` when none runs or one was sent."""
+        proc = self.cli.process if self.cli is not None else None
+        if self.forwarded or proc is None or proc.poll() is not None:
+            return False
+        self.forwarded = True
+        with suppress(OSError):
+            os.kill(proc.pid, signal.SIGINT)
+        return True
+
+    def _cli_started(self, proc: subprocess.Popen[str]) -> None:
+        if self.mode == "defer" and self.pending is not None:
+            self._interrupt_pulumi()
 
     def checkpoint(self) -> None:
         if self.pending is not None and self.mode != "shield":
@@ -350,8 +380,8 @@ class EphemeralSettings:
     retries: int = 4
     backoff_s: float = 5.0
     max_backoff_s: float = 60.0
-    say: Say = _stderr
-    on_output: Say | None = _stderr
+    say: Say = say_stderr
+    on_output: Say | None = say_stderr
     handle_signals: bool = True
     now: datetime | None = None
 
@@ -374,6 +404,8 @@ class EphemeralRun:
         self.work_dir: Path | None = None
         self.ws: auto.LocalWorkspace | None = None
         self.attempted = False
+        self.up_started = False
+        self.up_finished = False
 
     # -- create -------------------------------------------------------------------------------
 
@@ -382,6 +414,8 @@ class EphemeralRun:
         guard.mode = "defer"
         self.work_dir = Path(tempfile.mkdtemp(prefix="fullserver-ephemeral-"))
         self.ws = make_workspace(s.project_dir, self.work_dir, s.pulumi)
+        if isinstance(self.ws.pulumi_command, PulumiCLI):
+            guard.watch(self.ws.pulumi_command)
         stack_file = self.work_dir / f"Pulumi.{self.name}.yaml"
         stack_file.write_text(yaml.safe_dump({"config": self.config}, sort_keys=True))
         spec, cost = self.plan.spec, self.plan.cost
@@ -394,8 +428,8 @@ class EphemeralRun:
         self.attempted = True  # from here on the stack may exist: teardown must look for it
         try:
             stack = auto.Stack.create(self.name, self.ws)
-            for key, value in s.secrets.items():
-                stack.set_config(_key(key), auto.ConfigValue(value=value, secret=True))
+            # Tags first, before any other CLI call: from the first one on, the janitor can find the
+            # stack (ephemeral first: a stack with it but no expiry is listed, never silently lost).
             tags = {
                 TAG_EPHEMERAL: "true",
                 TAG_EXPIRES_AT: self.expires_at.strftime(EXPIRES_FORMAT),
@@ -404,9 +438,13 @@ class EphemeralRun:
             }
             for key, value in tags.items():
                 self.ws.set_tag(self.name, key, value)
+            for key, value in s.secrets.items():
+                set_secret_config(self.ws, self.name, _key(key), value)
             guard.checkpoint()
             say(f"fullserver ephemeral: pulumi up {self.name}")
+            self.up_started = True
             result = stack.up(on_output=s.on_output, message=f"fullserver ephemeral from {self.base.name}")
+            self.up_finished = True
         except auto.errors.CommandError as exc:
             guard.checkpoint()  # a cancelled `up` fails too: report the signal, not the failure
             raise PulumiFailed(f"stack '{self.name}'", f"pulumi failed: {error_line(exc)}") from None
@@ -444,18 +482,30 @@ class EphemeralRun:
             say=say,
             on_output=s.on_output,
             who="fullserver ephemeral",
+            refresh=self.up_started and not self.up_finished,
         )
         if t.removed:
             say(f"fullserver ephemeral: {self.name} destroyed and removed")
             self._drop_work_dir()
             return
-        raise LeftoverStackError(self.name, self._leftover_report(t.destroyed, t.last_error))
+        raise LeftoverStackError(self.name, self._leftover_report(t.destroyed, t.last_error, t.pending))
 
-    def _leftover_report(self, destroyed: bool, last: str) -> list[str]:
+    def _leftover_report(self, destroyed: bool, last: str, pending: Sequence[str] = ()) -> list[str]:
         p = self.s.pulumi
         cwd = f" --cwd {self.work_dir}" if self.work_dir else ""
         if self.work_dir:
             (self.work_dir / "outputs.json").unlink(missing_ok=True)  # may hold secrets
+        if pending:
+            return [
+                f"stack '{self.name}' was NOT removed: {last}",
+                "  left behind: operations a Pulumi CLI started and never finished; a pending create is a cloud "
+                "resource the state has no id for, so destroy could not delete it",
+                f"  backend:     {p.describe_backend()}",
+                f"  config:      {self.work_dir} (Pulumi.yaml and Pulumi.{self.name}.yaml, kept for the cleanup)",
+                "  clean up:    find each resource in the cloud console (it carries the fullserver labels), then "
+                f"{p.env_prefix()}pulumi refresh --stack {self.name}{cwd} interactively (import the ones that "
+                f"exist, clear the others), then {p.env_prefix()}pulumi destroy --yes --remove --stack {self.name}{cwd}",
+            ]
         if destroyed:
             what = "the empty stack record (its resources were destroyed)"
             cmd = f"{p.env_prefix()}pulumi stack rm --yes {self.name}{cwd}"

@@ -7,16 +7,22 @@ before anything is created, so the janitor needs nothing but the backend: ``pulu
 --json --tag fullserver:ephemeral=true`` (tags and tag filters work on Pulumi Cloud and, since
 CLI v3.211, on DIY backends too), then ``pulumi stack tag ls --json`` for each.
 
-Dry-run by default: it prints what it would destroy. ``--destroy`` destroys and removes each
-expired stack (retried once), and the exit code is 5 when any is left, naming each.
+Dry-run by default: it prints what it would destroy. ``--destroy`` refreshes, destroys and
+removes each expired stack (retried once). A stack with an update in progress (``updateInProgress``
+in ``stack ls --json``, reported by backends that track it, such as Pulumi Cloud) is skipped: its
+owner is still working on it. One stack's failure (its tags unreadable, its destroy failing) never
+stops the sweep: every failure is collected, named at the end, and the exit code is 5.
+
+``--all-projects`` lists ephemeral stacks of every project in the backend, but destroys only this
+project's: ``pulumi destroy`` must run in a directory whose ``Pulumi.yaml`` names the stack's
+project, with that stack's config (its secrets provider and encryption salt), which only that
+project's checkout has. Expired stacks of other projects are listed and refused, one line each.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,14 +34,16 @@ from rich.table import Table
 
 from stackops import EXIT_LEFTOVER
 from stackops.ephemeral import EXPIRES_FORMAT, TAG_BASE_STACK, TAG_EPHEMERAL, TAG_EXPIRES_AT
-from stackops.workspace import PulumiOptions, StackOpsError, destroy_and_remove, error_line, make_workspace, run_cli
-
-Say = Callable[[str], None]
-
-
-def _stderr(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+from stackops.workspace import (
+    PulumiOptions,
+    Say,
+    StackOpsError,
+    destroy_and_remove,
+    error_line,
+    make_workspace,
+    run_cli,
+    say_stderr,
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,10 @@ class EphemeralStack:
     last_update: str | None
     resource_count: int | None
     base_stack: str | None
+    project: str | None = None
+    """The stack's project when the backend names it (``org/project/stack`` with ``--all``);
+    ``None`` for this project's stacks, which the CLI lists by their short name."""
+    update_in_progress: bool = False
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
@@ -56,15 +68,28 @@ class EphemeralStack:
 @dataclass
 class JanitorReport:
     now: datetime
+    project: str = ""
     expired: list[EphemeralStack] = field(default_factory=list)
+    """Expired stacks of this project with no update in progress: what ``--destroy`` destroys."""
+    busy: list[EphemeralStack] = field(default_factory=list)
+    """Expired, but an update is in progress: skipped this time."""
+    foreign: list[EphemeralStack] = field(default_factory=list)
+    """Expired stacks of other projects (``--all-projects``): listed, never destroyed from here."""
     waiting: list[EphemeralStack] = field(default_factory=list)
     unreadable: list[EphemeralStack] = field(default_factory=list)
     destroyed: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    """Every stack the sweep could not read or clean up, with the reason (exit code 5)."""
 
     @property
     def exit_code(self) -> int:
         return EXIT_LEFTOVER if self.failed else 0
+
+    def foreign_reason(self, s: EphemeralStack) -> str:
+        return (
+            f"belongs to project '{s.project}', not '{self.project}': pulumi destroy needs that project's "
+            "Pulumi.yaml and stack config, so run the janitor in its checkout (--project-dir)"
+        )
 
     def to_json(self) -> dict[str, Any]:
         def row(s: EphemeralStack) -> dict[str, Any]:
@@ -79,6 +104,8 @@ class JanitorReport:
         return {
             "now": self.now.strftime(EXPIRES_FORMAT),
             "expired": [row(s) for s in self.expired],
+            "updateInProgress": [row(s) for s in self.busy],
+            "otherProjects": [row(s) | {"project": s.project} for s in self.foreign],
             "notExpired": [row(s) for s in self.waiting],
             "unreadableExpiry": [row(s) for s in self.unreadable],
             "destroyed": self.destroyed,
@@ -97,8 +124,19 @@ def parse_expiry(text: str | None) -> datetime | None:
     return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
-def list_ephemeral(ws: auto.LocalWorkspace, all_projects: bool = False) -> list[EphemeralStack]:
-    """Every stack tagged ephemeral in the workspace's backend (this project's, or all with ``all_projects``)."""
+def project_of(name: str) -> str | None:
+    """The project in a stack name as ``stack ls`` prints it: ``org/project/stack`` names one; the
+    CLI elides it (``stack``, ``org/stack``) when it is the current project's."""
+    parts = name.split("/")
+    return parts[1] if len(parts) == 3 else None
+
+
+def list_ephemeral(
+    ws: auto.LocalWorkspace, all_projects: bool = False, errors: dict[str, str] | None = None
+) -> list[EphemeralStack]:
+    """Every stack tagged ephemeral in the workspace's backend (this project's, or all with
+    ``all_projects``). A stack whose tags cannot be read is left out and its error recorded in
+    ``errors`` by name (raised when ``errors`` is ``None``); the others are still listed."""
     args = ["stack", "ls", "--json", "--tag", f"{TAG_EPHEMERAL}=true"]
     if all_projects:
         args.append("--all")
@@ -112,7 +150,12 @@ def list_ephemeral(ws: auto.LocalWorkspace, all_projects: bool = False) -> list[
         try:
             tags = ws.list_tags(name)
         except auto.errors.CommandError as exc:
-            raise StackOpsError(f"pulumi stack tag ls --stack {name}", error_line(exc)) from None
+            if errors is None:
+                raise StackOpsError(f"pulumi stack tag ls --stack {name}", error_line(exc)) from None
+            errors[name] = (
+                f"its tags could not be read, so its expiry is unknown (pulumi stack tag ls: {error_line(exc)})"
+            )
+            continue
         if tags.get(TAG_EPHEMERAL) != "true":  # the CLI filtered already; older ones may not
             continue
         out.append(
@@ -122,9 +165,15 @@ def list_ephemeral(ws: auto.LocalWorkspace, all_projects: bool = False) -> list[
                 last_update=row.get("lastUpdate"),
                 resource_count=row.get("resourceCount"),
                 base_stack=tags.get(TAG_BASE_STACK),
+                project=project_of(name),
+                update_in_progress=row.get("updateInProgress") is True,
             )
         )
     return out
+
+
+def _short(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
 
 
 def janitor(
@@ -137,7 +186,7 @@ def janitor(
     prefix: str | None = None,
     retries: int = 2,
     backoff_s: float = 5.0,
-    say: Say = _stderr,
+    say: Say = say_stderr,
     on_output: Say | None = None,
 ) -> JanitorReport:
     """List ephemeral stacks, sort them by expiry, and (with ``destroy``) destroy the expired ones.
@@ -147,17 +196,27 @@ def janitor(
     report = JanitorReport(now=(now or datetime.now(UTC)).astimezone(UTC))
     with tempfile.TemporaryDirectory(prefix="fullserver-janitor-") as tmp:
         ws = make_workspace(project_dir, Path(tmp), opts)
-        for s in sorted(list_ephemeral(ws, all_projects), key=lambda s: (s.expires_at or report.now, s.name)):
-            if prefix and not s.name.rsplit("/", 1)[-1].startswith(prefix):
+        report.project = str(ws.project_settings().name)
+        errors: dict[str, str] = {}
+        found = list_ephemeral(ws, all_projects, errors)
+        report.failed.update({n: why for n, why in errors.items() if not prefix or _short(n).startswith(prefix)})
+        for s in sorted(found, key=lambda s: (s.expires_at or report.now, s.name)):
+            if prefix and not _short(s.name).startswith(prefix):
                 continue
             if s.expires_at is None:
                 report.unreadable.append(s)
-            elif s.expired(report.now):
-                report.expired.append(s)
-            else:
+            elif not s.expired(report.now):
                 report.waiting.append(s)
+            elif s.update_in_progress:
+                report.busy.append(s)
+            elif s.project is not None and s.project != report.project:
+                report.foreign.append(s)
+            else:
+                report.expired.append(s)
         if not destroy:
             return report
+        for s in report.foreign:
+            report.failed[s.name] = f"not destroyed: it {report.foreign_reason(s)}"
         for s in report.expired:
             t = destroy_and_remove(
                 ws,
@@ -168,9 +227,15 @@ def janitor(
                 say=say,
                 on_output=on_output,
                 who="fullserver janitor",
+                refresh=True,  # its run ended without a teardown: the state may hold pending operations
             )
             if t.removed:
                 report.destroyed.append(s.name)
+            elif t.pending:
+                report.failed[s.name] = (
+                    f"destroyed but not removed: {t.last_error}; check the cloud for those resources, then run "
+                    f"`pulumi refresh --stack {s.name}` interactively to import or clear them"
+                )
             else:
                 step = "stack rm (resources destroyed)" if t.destroyed else "destroy"
                 report.failed[s.name] = f"{step} failed: {t.last_error}"
@@ -190,6 +255,7 @@ def render(report: JanitorReport, opts: PulumiOptions, destroy: bool, console: C
     t = Table(title=title, title_justify="left", show_edge=False)
     for col in ("stack", "expired at", "overdue", "last update", "resources", "from", "status"):
         t.add_column(col, overflow="fold")
+    rows: list[tuple[EphemeralStack, str]] = []
     for s in report.expired:
         if s.name in report.destroyed:
             status = "[green]destroyed and removed[/]"
@@ -197,6 +263,13 @@ def render(report: JanitorReport, opts: PulumiOptions, destroy: bool, console: C
             status = f"[bold red]LEFT: {report.failed[s.name]}[/]"
         else:
             status = "would destroy" if not destroy else "-"
+        rows.append((s, status))
+    rows += [(s, "[yellow]skipped: an update is in progress[/]") for s in report.busy]
+    rows += [
+        (s, ("[bold red]LEFT: " if destroy else "[yellow]will not destroy: ") + f"it {report.foreign_reason(s)}[/]")
+        for s in report.foreign
+    ]
+    for s, status in sorted(rows, key=lambda r: (r[0].expires_at or report.now, r[0].name)):
         t.add_row(
             s.name,
             s.expires_at.strftime(EXPIRES_FORMAT) if s.expires_at else "-",
@@ -206,7 +279,7 @@ def render(report: JanitorReport, opts: PulumiOptions, destroy: bool, console: C
             s.base_stack or "-",
             status,
         )
-    if report.expired:
+    if rows:
         console.print(t)
     else:
         console.print(f"no expired ephemeral stacks in {opts.describe_backend()}")
@@ -214,6 +287,9 @@ def render(report: JanitorReport, opts: PulumiOptions, destroy: bool, console: C
     if report.unreadable:
         names = ", ".join(s.name for s in report.unreadable)
         notes.append(f"{len(report.unreadable)} without a readable {TAG_EXPIRES_AT} tag, left alone: {names}")
+    unchecked = [n for n in report.failed if n not in {s.name for s in (*report.expired, *report.foreign)}]
+    if unchecked:
+        notes.append(f"{len(unchecked)} could not be checked (see the errors below): {', '.join(unchecked)}")
     if report.expired and not destroy:
         notes.append("dry run: pass --destroy to destroy and remove them")
     console.print("; ".join(notes))

@@ -12,13 +12,23 @@ The ``pulumi`` executable is whatever the Automation API finds: ``$PATH`` by def
 ``<root>/bin/pulumi`` when ``pulumi_root`` is given (``PulumiCommand(root=...)``, which also puts
 that directory first on ``PATH`` for the plugins next to it). ``PULUMI_HOME`` only moves the
 CLI's own state (plugins, credentials), never the executable.
+
+Every CLI process runs in its own session (``PulumiCLI``): a terminal's Ctrl-C reaches only this
+process, which decides what the CLI gets. The Pulumi CLI takes a first SIGINT as "cancel: finish
+the operations in flight, save the state" and a second as "terminate now", which leaves pending
+operations in the state (resources created in the cloud that ``destroy`` cannot see). Sharing our
+process group, it would get the terminal's interrupts on top of the ones we forward.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +40,14 @@ from pulumi import automation as auto
 
 from fullserver.errors import FullserverError, InputError
 from fullserver.yamlio import read_yaml
+
+Say = Callable[[str], None]
+
+
+def say_stderr(line: str) -> None:
+    """The default ``say``: one line to stderr, flushed (CI logs interleave it with the CLI's output)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 class StackOpsError(FullserverError):
@@ -69,12 +87,109 @@ class PulumiOptions:
         return out
 
 
-def pulumi_command(opts: PulumiOptions) -> auto.PulumiCommand:
+class PulumiCLI(auto.PulumiCommand):
+    """The Automation API's ``PulumiCommand`` (same arguments, environment and errors), except that
+    each CLI process starts in its own session with stdin from ``/dev/null`` or the text given.
+
+    * A terminal's Ctrl-C (sent to the foreground process group) never reaches the CLI: whoever owns
+      this object decides whether it gets an interrupt. ``process`` is the running CLI and
+      ``on_start`` is called with it as soon as it exists, so a signal that arrived a moment
+      earlier can still be passed on (``SignalGuard`` in ``stackops.ephemeral`` does both).
+    * ``stdin`` lets ``pulumi config set KEY --secret`` read a secret from a pipe instead of argv,
+      where any local user could read it in ``/proc/<pid>/cmdline``.
+    * Interrupted without an owner deciding (a ``KeyboardInterrupt`` in the janitor), it asks the
+      CLI once to cancel and waits for it to save its state before re-raising: a CLI cut off
+      mid-operation, or killed by a closed output pipe, leaves pending operations behind.
+    """
+
+    def __init__(self, root: str | None = None) -> None:
+        super().__init__(root=root)
+        self.process: subprocess.Popen[str] | None = None
+        self.on_start: Callable[[subprocess.Popen[str]], None] | None = None
+
+    def run(
+        self,
+        args: list[str],
+        cwd: str,
+        additional_env: Mapping[str, str],
+        on_output: Callable[[str], Any] | None = None,
+        on_error: Callable[[str], Any] | None = None,
+        *,
+        stdin: str | None = None,
+    ) -> auto.CommandResult:
+        args = list(args)
+        sep = args.index("--") if "--" in args else len(args)
+        if "--non-interactive" not in args[:sep]:
+            args.insert(0, "--non-interactive")
+        env = {**os.environ, **additional_env, "PULUMI_AUTOMATION_API": "true"}
+        if os.path.isabs(self.command):  # as the Automation API does: plugins next to the CLI first
+            env["PATH"] = os.pathsep.join([os.path.dirname(self.command), env.get("PATH", "")])
+        out: list[str] = []
+        err: list[str] = []
+        proc = subprocess.Popen(
+            [self.command, *args],
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            encoding="utf-8",
+            start_new_session=True,
+        )
+        self.process = proc
+        readers = [
+            threading.Thread(target=_consume, args=(proc.stdout, on_output, out), daemon=True),
+            threading.Thread(target=_consume, args=(proc.stderr, on_error, err), daemon=True),
+        ]
+        for t in readers:
+            t.start()
+        try:
+            if self.on_start is not None:
+                self.on_start(proc)
+            if stdin is not None and proc.stdin is not None:
+                with contextlib.suppress(BrokenPipeError):
+                    proc.stdin.write(stdin)
+                with contextlib.suppress(BrokenPipeError):
+                    proc.stdin.close()
+            code = proc.wait()
+        except BaseException:
+            _cancel_and_wait(proc)
+            raise
+        finally:
+            self.process = None
+            for t in readers:
+                t.join()
+        result = auto.CommandResult(stdout="\n".join(out), stderr="\n".join(err), code=code)
+        if code != 0:
+            raise auto.errors.create_command_error(result)
+        return result
+
+
+def _consume(stream: Any, callback: Callable[[str], Any] | None, chunks: list[str]) -> None:
+    for line in iter(stream.readline, ""):
+        stripped = line.rstrip()
+        if callback:
+            callback(stripped)
+        chunks.append(stripped)
+    stream.close()
+
+
+def _cancel_and_wait(proc: subprocess.Popen[str]) -> None:
+    """One SIGINT (the CLI's graceful cancel), then wait for it to exit, whatever else arrives."""
+    if proc.poll() is None:
+        with contextlib.suppress(OSError):
+            os.kill(proc.pid, signal.SIGINT)
+    while proc.poll() is None:
+        with contextlib.suppress(KeyboardInterrupt):
+            proc.wait()
+
+
+def pulumi_command(opts: PulumiOptions) -> PulumiCLI:
     """The CLI, version-checked by the Automation API; a missing CLI is one clear line, not a traceback."""
     root = str(opts.pulumi_root) if opts.pulumi_root else None
     where = f"{opts.pulumi_root}/bin/pulumi" if root else "pulumi on PATH"
     try:
-        return auto.PulumiCommand(root=root)
+        return PulumiCLI(root=root)
     except FileNotFoundError:
         raise StackOpsError(
             where,
@@ -135,44 +250,39 @@ def error_line(exc: BaseException) -> str:
     return lines[-1] if lines else type(exc).__name__
 
 
-def child_pids() -> list[int]:
-    """This process's direct children (Linux ``/proc``; empty elsewhere).
-
-    Needed because the Automation API starts the CLI with its own ``Popen`` and does not expose
-    the process: to cancel a running ``pulumi up`` gracefully we send it SIGINT ourselves.
-    """
-    me = os.getpid()
-    out: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return out
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path("/proc", entry, "stat").read_text()
-        except OSError:
-            continue
-        # Field 4 is the parent pid; the command name (field 2) may hold spaces, so split after ')'.
-        rest = stat.rsplit(")", 1)[-1].split()
-        if len(rest) > 1 and rest[1] == str(me):
-            out.append(int(entry))
-    return out
-
-
-def interrupt_children() -> None:
-    """Ask running CLI children to cancel (SIGINT is how ``pulumi`` cancels an update cleanly)."""
-    for pid in child_pids():
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGINT)
-
-
-def run_cli(ws: auto.LocalWorkspace, args: list[str]) -> auto.CommandResult:
+def run_cli(ws: auto.LocalWorkspace, args: list[str], *, stdin: str | None = None) -> auto.CommandResult:
     """A CLI call the Automation API has no method for (``stack ls --tag``), with the same
     working directory and environment its own calls get."""
     env = {"PULUMI_HOME": ws.pulumi_home} if ws.pulumi_home else {}
-    return ws.pulumi_command.run(args, ws.work_dir, {**env, **ws.env_vars})
+    cli = ws.pulumi_command
+    if stdin is not None:
+        if not isinstance(cli, PulumiCLI):
+            raise TypeError("passing stdin needs the workspace made by make_workspace()")
+        return cli.run(args, ws.work_dir, {**env, **ws.env_vars}, stdin=stdin)
+    return cli.run(args, ws.work_dir, {**env, **ws.env_vars})
+
+
+def set_secret_config(ws: auto.LocalWorkspace, stack: str, key: str, value: str) -> None:
+    """``pulumi config set KEY --secret --stack NAME`` with the value on stdin, never on argv.
+
+    The Automation API's ``set_config`` / ``set_all_config`` / ``set_all_config_json`` all put the
+    value on the command line, where every local user can read it (``ps``, ``/proc/<pid>/cmdline``)
+    while the CLI runs. ``config set`` reads the value from stdin when none is given and stdin is
+    not a terminal, and drops one trailing newline: the value is sent with one, so it arrives exact.
+    """
+    run_cli(ws, ["config", "set", key, "--secret", "--stack", stack], stdin=value + "\n")
+
+
+def pending_operations(ws: auto.LocalWorkspace, stack: str) -> list[str]:
+    """What the state says was in flight when a CLI stopped without finishing (``stack export``,
+    without ``--show-secrets``): ``creating urn:...`` and the like."""
+    data = json.loads(run_cli(ws, ["stack", "export", "--stack", stack]).stdout or "{}")
+    ops = (data.get("deployment") or {}).get("pending_operations") or []
+    out = []
+    for op in ops:
+        res = op.get("resource") or {}
+        out.append(f"{op.get('type', 'pending')} {res.get('urn', res.get('type', '?'))}")
+    return out
 
 
 @dataclass
@@ -183,6 +293,9 @@ class Teardown:
     removed: bool = False
     attempts: int = 0
     last_error: str = ""
+    pending: list[str] = field(default_factory=list)
+    """Operations the state still lists as in flight after the destroy: resources that may exist
+    in the cloud with no record Pulumi can destroy. The stack is kept so that record survives."""
 
 
 def destroy_and_remove(
@@ -192,14 +305,24 @@ def destroy_and_remove(
     retries: int,
     backoff_s: float,
     max_backoff_s: float,
-    say: Callable[[str], None],
-    on_output: Callable[[str], None] | None,
+    say: Say,
+    on_output: Say | None,
     who: str,
+    refresh: bool = False,
 ) -> Teardown:
     """``destroy`` then ``stack rm``, retrying the step that failed with bounded exponential
     backoff (``backoff_s``, doubling, at most ``max_backoff_s``). A stack that does not exist
-    counts as removed: teardown may run before ``stack init`` finished, or after a janitor."""
+    counts as removed: teardown may run before ``stack init`` finished, or after a janitor.
+
+    ``refresh`` first runs ``pulumi refresh`` once (after an interrupted or failed update): it
+    reads the resources back from the cloud and clears pending updates and deletes, so ``destroy``
+    works from the truth. A failed refresh is reported and the destroy goes ahead. Pending
+    *creates* survive a non-interactive refresh (the CLI cannot know the new resource's id), so
+    after the destroy the state is checked for pending operations: if any remain, the stack is
+    not removed, and ``pending`` names them for a person to resolve.
+    """
     t = Teardown()
+    refreshed = not refresh
     for attempt in range(1, retries + 1):
         t.attempts = attempt
         try:
@@ -208,10 +331,24 @@ def destroy_and_remove(
             except auto.errors.StackNotFoundError:
                 t.destroyed = t.removed = True
                 return t
+            if not refreshed:
+                refreshed = True
+                say(f"{who}: pulumi refresh {name} (reads back what an unfinished update left, before the destroy)")
+                try:
+                    stack.refresh(on_output=on_output, message=f"{who} teardown")
+                except auto.errors.StackNotFoundError:
+                    raise
+                except auto.errors.CommandError as exc:
+                    say(f"{who}: refresh {name} failed: {error_line(exc)}; destroying anyway")
             if not t.destroyed:
                 say(f"{who}: pulumi destroy {name} (attempt {attempt}/{retries})")
                 stack.destroy(on_output=on_output, message=f"{who} teardown")
                 t.destroyed = True
+            t.pending = pending_operations(ws, name)
+            if t.pending:
+                t.last_error = f"{len(t.pending)} pending operation(s) left in the state: {'; '.join(t.pending)}"
+                say(f"{who}: {name}: {t.last_error}; not removing the stack")
+                return t
             say(f"{who}: pulumi stack rm {name}")
             ws.remove_stack(name)
             t.removed = True

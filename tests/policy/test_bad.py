@@ -329,6 +329,80 @@ def test_budget_needs_configuring(stacks: Stacks) -> None:
     one_violation(found, "x 100 h")
 
 
+def test_types_missing_from_the_catalog_fail_the_budget_closed(stacks: Stacks) -> None:
+    """20 x p3dn.24xlarge is not $0: a machine the catalog cannot price fails the budget, whatever
+    the priced part adds up to, and the message names it and both ways out."""
+    stack = stacks["exp-aws-spot"]
+    stack.resources.append(
+        made(
+            g.AWS_ASG,
+            {
+                "desiredCapacity": 20,
+                "mixedInstancesPolicy": {"launchTemplate": {"overrides": [{"instanceType": "p3dn.24xlarge"}]}},
+            },
+            name="big-group",
+        )
+    )
+    est = g.estimate_month(policy_resources(stack))
+    assert est.unpriced_compute == [
+        "Group 'big-group': 20 x p3dn.24xlarge (p3dn.24xlarge is not in fullserver's catalog)"
+    ]
+    assert est.unpriced_compute[0] in est.unpriced
+    assert est.usd_month < 50_000  # the priced part fits: only the unpriced machines fail it
+    one_violation(
+        budget(stack, {"maxMonthlyUsd": 50_000}),
+        "cannot price 1 compute resource(s)",
+        "20 x p3dn.24xlarge",
+        "fullserver/catalog/data/",
+        "allowUnpriced: true",
+    )
+    assert budget(stack, {"maxMonthlyUsd": 50_000, "allowUnpriced": True}) == []
+    over = one_violation(budget(stack, {"maxMonthlyUsd": 50, "allowUnpriced": True}), "exceeds maxMonthlyUsd $50")
+    assert "Not priced: Group 'big-group'" in over
+
+
+def test_every_kind_of_compute_is_priced_or_named(stacks: Stacks) -> None:
+    """CPU machines, GPU hosts and TPUs the catalog does not list, and spot fleets are named as
+    unpriced; a spot instance request is priced at spot; a template nothing launches costs nothing."""
+    stack = stacks["exp-aws-spot"]
+    stack.resources += [
+        made(g.GCP_INSTANCE, {"machineType": "e2-medium", "zone": "us-central1-a"}, name="bastion"),
+        made(
+            g.GCP_INSTANCE,
+            {
+                "machineType": "n1-standard-8",
+                "zone": "us-central1-a",
+                "guestAccelerators": [{"type": "nvidia-tesla-k80", "count": 2}],
+            },
+            name="k80s",
+        ),
+        made(g.TPU_VM, {"acceleratorType": "v9-8", "zone": "us-central2-b"}, name="future-tpu"),
+        made(
+            g.AWS_SPOT_FLEET,
+            {"targetCapacity": 4, "launchSpecifications": [{"instanceType": "g5.xlarge"}]},
+            name="fleet",
+        ),
+        made(g.AWS_LAUNCH_TEMPLATE, {"instanceType": "x9.mega"}, name="spare-template"),
+        made(g.AWS_SPOT_REQUEST, {"instanceType": "g4dn.xlarge", "region": "eu-central-1"}, name="spot-one"),
+    ]
+    est = g.estimate_month(policy_resources(stack))
+    assert est.unpriced_compute == [
+        "Instance 'bastion': 1 x e2-medium (e2-medium is not in fullserver's catalog)",
+        "Instance 'k80s': 1 x n1-standard-8 + 2 x nvidia-tesla-k80 (n1-standard-8 + 2 x nvidia-tesla-k80 is not "
+        "in fullserver's catalog)",
+        "V2Vm 'future-tpu': 1 x v9-8 (v9-8 is not in fullserver's catalog)",
+        "SpotFleetRequest 'fleet': 4 x spot fleet of g5.xlarge (a spot fleet's cost depends on the types and "
+        "weights it picks, which this policy does not model)",
+    ]
+    g4dn = g.catalog().offer("g4dn.xlarge")
+    assert g4dn is not None
+    spot = g4dn.prices["eu-central-1"].spot
+    assert spot is not None
+    [(usd, _)] = [item for item in est.items if item[1].startswith("SpotInstanceRequest 'spot-one'")]
+    assert usd == pytest.approx(spot * 730)
+    assert balance(stack) == []  # nothing in the catalog to hold the unlisted shapes to
+
+
 def test_unknown_values_skip_only_their_node(stacks: Stacks) -> None:
     """During preview an unknown prop raises; the stack policies skip that node, not the stack."""
     from pulumi_policy.proxy import UnknownValueError

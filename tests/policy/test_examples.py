@@ -74,15 +74,31 @@ def test_stack_view_finds_each_examples_shape(captured: dict[str, CapturedStack]
     assert seen["train-tpu-v5p-slice"] == [("v5p-128", 1.0, False, 0.0)]
 
 
-def test_unlabelled_queued_slice_is_judged_with_the_stack_profile_tag(captured: dict[str, CapturedStack]) -> None:
+def test_unlabelled_queued_slice_is_judged_with_the_stack_profile_tag(
+    captured: dict[str, CapturedStack], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """pulumi-gcp 10.2's queued resource has no labels; ``fullserver ephemeral`` tags the stack with
     the profile, and then the slice is held to (and meets) scale-training's TPU minimums."""
-    slice_ = captured["train-tpu-v5p-slice"]
     policy = next(p for p in STACK_POLICIES if p.name == "balance-minimums")
-    assert run_stack(policy, policy_resources(slice_), stack_tags={"fullserver:profile": "scale-training"}) == []
-    tight = {"fullserver:profile": "scale-training"}
-    nodes, _ = guardrails.accelerator_nodes(policy_resources(slice_))
-    assert guardrails.profile_for(nodes[0].labels, tight) is not None
+    resources = policy_resources(captured["train-tpu-v5p-slice"])
+    [node], _ = guardrails.accelerator_nodes(resources)
+    assert node.resource.resource_type == guardrails.TPU_QUEUED
+    # No label names a profile: without the stack tag there is nothing to judge the slice by.
+    assert guardrails.LABEL_PROFILE not in node.labels
+    assert guardrails.profile_for(node.labels, {}) is None
+    tag = {"fullserver:profile": "scale-training"}
+    shipped = guardrails.profiles()
+    assert guardrails.profile_for(node.labels, tag) is shipped["scale-training"]
+    assert run_stack(policy, resources, stack_tags=tag) == []  # held to the minimums, and meets them
+    # Held, not skipped: with scale-training's CPU minimum out of reach, the tag makes the slice fail
+    # (naming the profile it got from the tag) and, without the tag, the slice is not judged at all.
+    real = shipped["scale-training"]
+    cpu = real.balance.cpu_per_accelerator.model_copy(update={"value": 10_000})
+    tight = real.model_copy(update={"balance": real.balance.model_copy(update={"cpu_per_accelerator": cpu})})
+    monkeypatch.setattr(guardrails, "profiles", lambda: {**shipped, "scale-training": tight})
+    found = run_stack(policy, resources, stack_tags=tag)
+    assert len(found) == 1 and "short of cpu" in found[0] and "profile 'scale-training' on tpu-vm" in found[0]
+    assert run_stack(policy, resources) == []
 
 
 def test_estimate_covers_compute_and_disks(captured: dict[str, CapturedStack]) -> None:
@@ -100,3 +116,26 @@ def test_estimate_covers_compute_and_disks(captured: dict[str, CapturedStack]) -
     assert offer is not None
     compute = 2 * offer.prices["us-east-1"].on_demand * 730
     assert compute <= p5.usd_month < compute * 1.01
+
+
+def test_a_launch_template_nothing_launches_is_read_as_the_machines_it_would_launch(
+    stacks: dict[str, CapturedStack],
+) -> None:
+    """One reading of a launch template (type, offer, disks, labels, region) serves the instances
+    launched from it and a template on its own, which only differs in launching no machines."""
+    stack = stacks["train-p5-cluster"]
+    launched, _ = guardrails.accelerator_nodes(policy_resources(stack))
+    stack.resources = [r for r in stack.resources if r.type != guardrails.AWS_INSTANCE]
+    [alone], _ = guardrails.accelerator_nodes(policy_resources(stack))
+    assert alone.resource.resource_type == guardrails.AWS_LAUNCH_TEMPLATE and alone.count == 0
+    node = launched[0]
+    assert (alone.shape, alone.offer, alone.region, alone.disks, alone.attached_gib) == (
+        node.shape,
+        node.offer,
+        node.region,
+        node.disks,
+        node.attached_gib,
+    )
+    fullserver = {k: v for k, v in alone.labels.items() if k.startswith("fullserver-")}
+    assert fullserver and fullserver.items() <= node.labels.items()
+    assert guardrails.estimate_month(policy_resources(stack)).unpriced == []  # no machines, nothing to price

@@ -25,6 +25,7 @@ class FakePulumi:
     root: Path
     state: Path
     log: Path
+    started_log: Path
     env: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -58,6 +59,21 @@ class FakePulumi:
     def stacks(self) -> dict[str, dict[str, Any]]:
         return {p.stem: json.loads(p.read_text()) for p in sorted((self.state / "stacks").glob("*.json"))}
 
+    def edit_stack(self, name: str, **changes: Any) -> None:
+        """Change a stack's record in the backend (another project, an update in progress)."""
+        path = self.state / "stacks" / f"{name}.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+
+    def cloud(self) -> dict[str, list[str]]:
+        """What exists in the stand-in's cloud, per stack (stacks with nothing left are omitted)."""
+        path = self.state / "cloud.json"
+        data: dict[str, list[str]] = json.loads(path.read_text()) if path.is_file() else {}
+        return {k: v for k, v in data.items() if v}
+
+    def started(self) -> list[str]:
+        """The command words of every call so far, as each started (a call still running included)."""
+        return self.started_log.read_text().splitlines() if self.started_log.is_file() else []
+
     def subprocess_env(self, **extra: str) -> dict[str, str]:
         """The environment for running ``fullserver`` in a subprocess with the fake first on PATH."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_PULUMI", "PULUMI_"))}
@@ -78,8 +94,14 @@ def install_fake(directory: Path) -> FakePulumi:
     exe.chmod(0o755)
     state = directory / "state"
     state.mkdir()
-    fake = FakePulumi(root=root, state=state, log=directory / "pulumi-calls.jsonl")
-    fake.env = {"FAKE_PULUMI_LOG": str(fake.log), "PULUMI_CONFIG_PASSPHRASE": "test-only"}
+    fake = FakePulumi(
+        root=root, state=state, log=directory / "pulumi-calls.jsonl", started_log=directory / "pulumi-started.txt"
+    )
+    fake.env = {
+        "FAKE_PULUMI_LOG": str(fake.log),
+        "FAKE_PULUMI_STARTED": str(fake.started_log),
+        "PULUMI_CONFIG_PASSPHRASE": "test-only",
+    }
     return fake
 
 

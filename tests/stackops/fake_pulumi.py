@@ -6,26 +6,42 @@ with the flags it passes and the messages its error classifier (``errors.py``) m
 
 * ``version`` -> ``v3.272.0`` (``PulumiCommand`` parses it and requires major 3, >= 3.1.0)
 * ``stack init NAME [--secrets-provider P]``; ``stack select --stack NAME``
-* ``stack ls --json [--all] [--tag name[=value]]`` with ``name``, ``current``, ``lastUpdate``
-  (RFC 5424 with milliseconds, as ``cmd.FormatTime``) and ``resourceCount``
+* ``stack ls --json [--all] [--tag name[=value]]`` with ``name`` (``organization/<project>/<name>``
+  for another project's stack under ``--all``, as DIY backends print it), ``current``,
+  ``lastUpdate`` (RFC 5424 with milliseconds, as ``cmd.FormatTime``), ``resourceCount``, and
+  ``updateInProgress: true`` (with no ``lastUpdate``) while an update runs
 * ``stack rm --yes [--force] [--preserve-config] NAME`` (refuses while resources remain)
 * ``stack tag set|get|rm|ls --json --stack NAME`` (tag names ``[A-Za-z0-9-_.:]{1,40}``)
-* ``config set KEY --plaintext|--secret --stack NAME --non-interactive -- VALUE``,
+* ``config set KEY --plaintext|--secret --stack NAME --non-interactive [-- VALUE]`` (no value:
+  read from stdin when it is not a terminal, one trailing newline dropped, as the real CLI),
   ``config set-all --stack NAME [--path] (--plaintext|--secret) k=v...``, ``config --json``
 * ``up --yes --skip-preview ... --exec-kind auto.local --stack NAME``,
-  ``destroy --skip-preview --yes ... --stack NAME``
-* ``stack output --json [--show-secrets] --stack NAME``; ``stack history --json ...``
+  ``refresh --skip-preview --yes ... --stack NAME``, ``destroy --skip-preview --yes ... --stack NAME``
+  (``destroy`` and ``refresh`` refuse a stack of another project and one with an update in progress)
+* ``stack output --json [--show-secrets] --stack NAME``; ``stack history --json ...``;
+  ``stack export --stack NAME`` (resources and ``pending_operations``)
 * and, for the cleanup command stackops prints when teardown fails:
   ``pulumi destroy --yes --remove --stack NAME --cwd DIR``
+
+Interrupts, as the real CLI takes them: the first SIGINT during ``up`` cancels it gracefully (the
+create in flight finishes within ``FAKE_PULUMI_CANCEL_SLEEP`` seconds, default 1, and is saved in
+the state; exit 255). A second SIGINT before that terminates at once: the create in flight is
+recorded only as a *pending operation* (``creating``), while the resource exists in the "cloud".
+The cloud is ``<state>/cloud.json`` (per stack, the resources that really exist): ``destroy``
+deletes only what the state lists, so a pending create is leaked, ``refresh`` clears pending
+updates and deletes but, non-interactively, keeps pending creates (as the real CLI does).
 
 State is a DIY-like backend directory: ``PULUMI_BACKEND_URL=file://<dir>`` (or
 ``FAKE_PULUMI_STATE``). Stack config lives in ``Pulumi.<stack>.yaml`` in the working directory,
 as the real CLI keeps it. Every call is appended to ``FAKE_PULUMI_LOG`` as one JSON line: argv,
-cwd, the ``PULUMI_*``/``FULLSERVER_*`` environment (secret-looking values redacted), exit code.
+cwd, the ``PULUMI_*``/``FULLSERVER_*`` environment (secret-looking values redacted), the signals
+it received, exit code. ``FAKE_PULUMI_STARTED`` (a file) gets each command's words when it starts.
 
-Knobs: ``FAKE_PULUMI_FAIL=destroy:2,stack rm:1,up:always`` fails the first N calls of each
-command (counted in the state dir); ``FAKE_PULUMI_UP_SLEEP=<s>`` makes ``up`` slow (SIGINT
-cancels it like the real CLI: partial resources, exit 255); ``FAKE_PULUMI_OUTPUTS`` /
+Knobs: ``FAKE_PULUMI_FAIL=destroy:2,stack rm:1,up:always,stack tag ls@ci-old:always`` fails the
+first N calls of each command (``@NAME``: only for that stack; counted in the state dir);
+``FAKE_PULUMI_FAIL_PENDING=1`` makes an injected ``up`` failure leave a pending create (a provider
+crash, a CLI killed outright); ``FAKE_PULUMI_UP_SLEEP=<s>`` / ``FAKE_PULUMI_DESTROY_SLEEP=<s>``
+make ``up`` / ``destroy`` slow (for signal tests); ``FAKE_PULUMI_OUTPUTS`` /
 ``FAKE_PULUMI_SECRET_OUTPUTS`` (JSON objects) replace the default outputs;
 ``FAKE_PULUMI_VERSION`` changes the version it reports.
 """
@@ -36,6 +52,7 @@ import base64
 import json
 import os
 import re
+import signal
 import sys
 import time
 from datetime import UTC, datetime
@@ -45,7 +62,7 @@ from typing import Any
 import yaml
 
 SUBCOMMANDS: dict[str, set[str]] = {
-    "stack": {"init", "select", "ls", "rm", "tag", "output", "history"},
+    "stack": {"init", "select", "ls", "rm", "tag", "output", "history", "export"},
     "config": {"set", "set-all", "get", "rm"},
     "tag": {"set", "get", "rm", "ls"},
 }
@@ -71,10 +88,26 @@ SECRETISH = re.compile(r"PASSPHRASE|TOKEN|SECRET|PASSWORD|ACCESS_KEY|PRIVATE", r
 TAG_NAME = re.compile(r"^[a-zA-Z0-9-_.:]{1,40}$")
 
 
+STACK_RESOURCE = "pulumi:pulumi:Stack"
+RECEIVED: list[str] = []
+"""Signals this process received, in order (logged)."""
+
+
 class Fail(Exception):
     def __init__(self, message: str, code: int = 255) -> None:
         super().__init__(message)
         self.code = code
+
+
+class Terminate(BaseException):
+    """A second interrupt: the real CLI stops at once, without waiting for operations in flight."""
+
+
+def on_signal(signum: int, frame: Any) -> None:
+    RECEIVED.append(signal.Signals(signum).name)
+    if len(RECEIVED) == 1:
+        raise KeyboardInterrupt
+    raise Terminate
 
 
 def now_text() -> str:
@@ -162,6 +195,26 @@ class Backend:
     def save(self, data: dict[str, Any]) -> None:
         self.path(data["name"]).write_text(json.dumps(data, indent=2, sort_keys=True))
 
+    def load_for_update(self, name: str) -> dict[str, Any]:
+        """A stack an update (refresh, destroy) may run on: this project's, not busy."""
+        st = self.load(name)
+        project = self.project()
+        if st["project"] != project:
+            raise Fail(f"error: provided project name {st['project']!r} doesn't match Pulumi.yaml")
+        if st.get("updateInProgress"):
+            raise Fail("error: [409] Conflict: Another update is currently in progress.")
+        return st
+
+    def cloud(self) -> dict[str, list[str]]:
+        p = self.root / "cloud.json"
+        data: dict[str, list[str]] = json.loads(p.read_text()) if p.is_file() else {}
+        return data
+
+    def set_cloud(self, name: str, resources: list[str]) -> None:
+        data = self.cloud()
+        data[name.split("/")[-1]] = sorted(set(resources))
+        (self.root / "cloud.json").write_text(json.dumps(data, indent=2, sort_keys=True))
+
     def current(self) -> str | None:
         p = self.root / "current"
         return p.read_text().strip() if p.is_file() else None
@@ -194,12 +247,14 @@ class Backend:
         p.write_text(yaml.safe_dump(data, sort_keys=True))
 
 
-def inject_failure(state: Path, key: str) -> None:
+def inject_failure(state: Path, key: str, stack: str | None = None) -> None:
     spec = os.environ.get("FAKE_PULUMI_FAIL", "")
     for part in filter(None, (p.strip() for p in spec.split(","))):
         cmd, _, limit = part.rpartition(":")
-        if cmd != key:
+        cmd, at, only = cmd.partition("@")
+        if cmd != key or (at and (stack or "").split("/")[-1] != only):
             continue
+        key = f"{key}@{only}" if at else key
         counts_path = state / "fail-counts.json"
         counts = json.loads(counts_path.read_text()) if counts_path.is_file() else {}
         n = counts.get(key, 0) + 1
@@ -240,33 +295,54 @@ def default_outputs(name: str, config: dict[str, Any]) -> tuple[dict[str, Any], 
     )
 
 
+def pending_create(project: str, name: str, resource: str) -> dict[str, Any]:
+    urn = f"urn:pulumi:{name.split('/')[-1]}::{project}::{resource}::{resource.rsplit(':', 1)[-1].lower()}"
+    return {"resource": {"urn": urn, "type": resource}, "type": "creating"}
+
+
 def cmd_up(b: Backend, a: Args) -> int:
     if "--yes" not in a.flags and "-y" not in a.flags:
         raise Fail("error: --yes or --skip-preview must be passed in to proceed when running in non-interactive mode")
     name = b.stack_name(a)
     st = b.load(name)
-    project = b.project()
+    project = b.project() or ""
     config = b.read_config(name)
     ttl = config.get("fullserver:ttlHours")
+    in_flight = "fullserver:index:Resource-1"
     print(f"Updating ({name}):")
     print(f"    pulumi:pulumi:Stack {project}-{name} creating")
+    print(f"    {in_flight} creating")
     delay = float(os.environ.get("FAKE_PULUMI_UP_SLEEP", "0") or 0)
     try:
         if delay:
             sys.stdout.flush()
             time.sleep(delay)
-        inject_failure(b.root, "up")
+        inject_failure(b.root, "up", name)
     except KeyboardInterrupt:
-        st["resources"] = ["pulumi:pulumi:Stack"]
+        print("^C received; cancelling. If you would like to terminate immediately, press ^C again.", flush=True)
+        try:
+            time.sleep(float(os.environ.get("FAKE_PULUMI_CANCEL_SLEEP", "1") or 0))  # the create in flight finishes
+        except Terminate:
+            print("^C received; terminating", flush=True)
+            st["resources"] = [STACK_RESOURCE]
+            st["pending_operations"] = [pending_create(project, name, in_flight)]
+            b.set_cloud(name, [in_flight])  # it exists, but the state has no id for it
+            b.save(st)
+            raise Fail("error: update terminated; 1 operation was left pending") from None
+        st["resources"] = [STACK_RESOURCE, in_flight]
+        b.set_cloud(name, [in_flight])
         b.save(st)
-        print("^C received; cancelling the current operation...", flush=True)
         raise Fail("error: update canceled") from None
     except Fail:
-        st["resources"] = ["pulumi:pulumi:Stack"]  # a failed update leaves what it created
+        st["resources"] = [STACK_RESOURCE]  # a failed update leaves what it created
+        if os.environ.get("FAKE_PULUMI_FAIL_PENDING"):
+            st["pending_operations"] = [pending_create(project, name, in_flight)]
+            b.set_cloud(name, [in_flight])
         b.save(st)
         raise
     count = int(os.environ.get("FAKE_PULUMI_RESOURCES", "3"))
-    st["resources"] = ["pulumi:pulumi:Stack"] + [f"fullserver:index:Resource-{i}" for i in range(1, count)]
+    st["resources"] = [STACK_RESOURCE] + [f"fullserver:index:Resource-{i}" for i in range(1, count)]
+    b.set_cloud(name, [r for r in st["resources"] if r != STACK_RESOURCE])
     plain, secret = default_outputs(name, config)
     st["outputs"] = {k: {"value": v, "secret": False} for k, v in plain.items()}
     st["outputs"].update({k: {"value": v, "secret": True} for k, v in secret.items()})
@@ -280,15 +356,49 @@ def cmd_up(b: Backend, a: Args) -> int:
     return 0
 
 
+def warn_pending(st: dict[str, Any]) -> None:
+    ops = st.get("pending_operations") or []
+    if ops:
+        print(
+            f"warning: Attempting to deploy or update resources with {len(ops)} pending operations from previous deployment."
+        )
+        for op in ops:
+            print(f"  * {op['resource']['urn']}, interrupted while {op['type']}")
+
+
+def cmd_refresh(b: Backend, a: Args) -> int:
+    if "--yes" not in a.flags and "-y" not in a.flags:
+        raise Fail("error: --yes or --skip-preview must be passed in to proceed when running in non-interactive mode")
+    name = b.stack_name(a)
+    st = b.load_for_update(name)
+    print(f"Refreshing ({name}):")
+    warn_pending(st)
+    inject_failure(b.root, "refresh", name)
+    exists = set(b.cloud().get(name.split("/")[-1], []))
+    st["resources"] = [r for r in st["resources"] if r == STACK_RESOURCE or r in exists]
+    # Non-interactively, pending creates stay: the CLI cannot know the id of what was created.
+    st["pending_operations"] = [op for op in st.get("pending_operations") or [] if op["type"] == "creating"]
+    st["version"] = st.get("version", 0) + 1
+    st["history"].insert(0, history_entry("refresh", a.value("--message", "-m") or "", {}, st["version"]))
+    st["lastUpdate"] = now_text()
+    b.save(st)
+    return 0
+
+
 def cmd_destroy(b: Backend, a: Args) -> int:
     if "--yes" not in a.flags and "-y" not in a.flags:
         raise Fail("error: --yes or --skip-preview must be passed in to proceed when running in non-interactive mode")
     name = b.stack_name(a)
-    st = b.load(name)
-    b.project()
+    st = b.load_for_update(name)
     print(f"Destroying ({name}):")
-    inject_failure(b.root, "destroy")
+    warn_pending(st)
+    try:
+        time.sleep(float(os.environ.get("FAKE_PULUMI_DESTROY_SLEEP", "0") or 0))
+    except (KeyboardInterrupt, Terminate):
+        raise Fail("error: destroy canceled") from None
+    inject_failure(b.root, "destroy", name)
     count = len(st["resources"])
+    b.set_cloud(name, sorted(set(b.cloud().get(name.split("/")[-1], [])) - set(st["resources"])))
     st["resources"] = []
     st["outputs"] = {}
     st["version"] = st.get("version", 0) + 1
@@ -335,6 +445,7 @@ def cmd_stack(b: Backend, a: Args) -> int:
         b.set_current(name)
         return 0
     if sub == "ls":
+        here = b.project(required=False)
         project = None if "--all" in a.flags or "-a" in a.flags else b.project()
         tag = a.value("--tag", "-t")
         current = b.current()
@@ -347,8 +458,11 @@ def cmd_stack(b: Backend, a: Args) -> int:
                 tname, eq, tval = tag.partition("=")
                 if tname not in st["tags"] or (eq and st["tags"][tname] != tval):
                     continue
-            row: dict[str, Any] = {"name": st["name"], "current": st["name"] == current}
-            if st.get("lastUpdate"):
+            shown = st["name"] if st["project"] == here else f"organization/{st['project']}/{st['name']}"
+            row: dict[str, Any] = {"name": shown, "current": st["name"] == current}
+            if st.get("updateInProgress"):
+                row["updateInProgress"] = True
+            elif st.get("lastUpdate"):
                 row["lastUpdate"] = st["lastUpdate"]
                 row["resourceCount"] = len(st["resources"])
             rows.append(row)
@@ -407,6 +521,15 @@ def cmd_stack(b: Backend, a: Args) -> int:
         out = {k: (v["value"] if show or not v["secret"] else "[secret]") for k, v in st["outputs"].items()}
         print(json.dumps(out, indent=4))
         return 0
+    if sub == "export":
+        st = b.load(b.stack_name(a))
+        project = st["project"]
+        resources = [
+            {"urn": pending_create(project, st["name"], r)["resource"]["urn"], "type": r} for r in st["resources"]
+        ]
+        deployment = {"resources": resources, "pending_operations": st.get("pending_operations") or []}
+        print(json.dumps({"version": 3, "deployment": deployment}, indent=4))
+        return 0
     if sub == "history" and "--json" in a.flags:
         st = b.load(b.stack_name(a))
         entries = st["history"]
@@ -430,7 +553,15 @@ def cmd_config(b: Backend, a: Args) -> int:
 
     if sub == "set":
         key = a.positional[0]
-        value = a.after_dashdash[0] if a.after_dashdash else a.positional[1]
+        if a.after_dashdash:
+            value = a.after_dashdash[0]
+        elif len(a.positional) > 1:
+            value = a.positional[1]
+        elif not sys.stdin.isatty():
+            value = sys.stdin.read()
+            value = value[:-1] if value.endswith("\n") else value
+        else:
+            raise Fail("error: config value must be specified in non-interactive mode")
         put(key, value, "--secret" in a.flags)
         b.write_config(name, config)
         return 0
@@ -458,6 +589,10 @@ def cmd_config(b: Backend, a: Args) -> int:
 def main(argv: list[str]) -> int:
     a = Args([x for x in argv if x != "--non-interactive"])
     cwd = Path(a.value("--cwd", "-C") or Path.cwd()).resolve()
+    started = os.environ.get("FAKE_PULUMI_STARTED")
+    if started:
+        with open(started, "a", encoding="utf-8") as fh:
+            fh.write(a.key + "\n")
     if a.key == "version":
         print(os.environ.get("FAKE_PULUMI_VERSION", "v3.272.0"))
         return 0
@@ -470,10 +605,20 @@ def main(argv: list[str]) -> int:
         return cmd_up(b, a)
     if head == "destroy":
         return cmd_destroy(b, a)
+    if head == "refresh":
+        return cmd_refresh(b, a)
     if head == "stack":
         key = a.key
-        if key in ("stack init", "stack ls", "stack select", "stack tag set", "stack output"):
-            inject_failure(b.root, key)
+        if key in (
+            "stack init",
+            "stack ls",
+            "stack select",
+            "stack tag set",
+            "stack tag ls",
+            "stack output",
+            "stack export",
+        ):
+            inject_failure(b.root, key, a.value("--stack", "-s") or (a.positional[0] if a.positional else None))
         return cmd_stack(b, a)
     if head == "config":
         inject_failure(b.root, a.key)
@@ -490,12 +635,14 @@ def log(argv: list[str], code: int) -> None:
         for k, v in sorted(os.environ.items())
         if k.startswith(("PULUMI_", "FULLSERVER_"))
     }
-    entry = {"argv": argv, "cwd": os.getcwd(), "env": env, "exit": code, "pid": os.getpid()}
+    entry = {"argv": argv, "cwd": os.getcwd(), "env": env, "exit": code, "pid": os.getpid(), "signals": RECEIVED}
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(entry) + "\n")
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
     args = sys.argv[1:]
     code = 1
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -74,7 +75,7 @@ def test_a_failing_command_still_destroys_and_its_exit_code_propagates(fake_pulu
     assert res.returncode == 7
     assert "command exited with 7" in res.stderr and "destroyed and removed" in res.stderr
     assert fake_pulumi.stacks() == {}
-    assert fake_pulumi.commands()[-3:] == ["destroy", "stack history", "stack rm"]
+    assert fake_pulumi.commands()[-4:] == ["destroy", "stack history", "stack export", "stack rm"]
 
 
 def test_options_after_the_double_dash_belong_to_the_command(fake_pulumi: FakePulumi, project: Path) -> None:
@@ -163,6 +164,80 @@ def test_sigterm_during_up_cancels_it_and_still_destroys(
     assert "destroy" in fake_pulumi.commands()
 
 
+def wait_started(fake: FakePulumi, command: str, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    """Until the stand-in has started ``command`` (its signal handling is in place by then)."""
+    deadline = time.monotonic() + timeout
+    while command not in fake.started():
+        if proc.poll() is not None:
+            raise AssertionError(f"exited early with {proc.returncode}: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"timed out waiting for `pulumi {command}`")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("first", [signal.SIGTERM, signal.SIGINT])
+def test_repeated_signals_during_up_reach_pulumi_as_exactly_one_interrupt(
+    fake_pulumi: FakePulumi, project: Path, first: signal.Signals
+) -> None:
+    """A CI cancel sends SIGTERM more than once, a person presses Ctrl-C twice: the CLI must get one
+    SIGINT (a second makes it terminate and leave the create in flight pending, invisible to
+    destroy). ``kill -INT`` on our pid counts as well. Then refresh, destroy, and nothing is left."""
+    proc = subprocess.Popen(
+        ephemeral_argv(fake_pulumi, project, "true"),
+        cwd=ROOT,
+        env=fake_pulumi.subprocess_env(FAKE_PULUMI_UP_SLEEP="30", FAKE_PULUMI_CANCEL_SLEEP="2"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_started(fake_pulumi, "up", proc)
+    started = time.monotonic()
+    for sig in (first, signal.SIGTERM, signal.SIGINT, signal.SIGTERM):
+        proc.send_signal(sig)
+        time.sleep(0.3)  # all within the CLI's cancel: each extra interrupt would terminate it
+    try:
+        _, err = proc.communicate(timeout=25)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("`up` was not cancelled") from None
+    assert proc.returncode == 128 + first, err
+    assert time.monotonic() - started < 20
+    [up] = [c for c in fake_pulumi.calls() if "up" in c["argv"][:2]]
+    assert up["signals"] == ["SIGINT"], up
+    assert "already cancelling" in err
+    commands = fake_pulumi.commands()
+    assert commands.index("up") < commands.index("refresh") < commands.index("destroy")
+    assert fake_pulumi.stacks() == {}
+    assert fake_pulumi.cloud() == {}  # the create in flight finished, was recorded and destroyed
+
+
+def test_a_terminal_ctrl_c_during_teardown_does_not_reach_pulumi_destroy(
+    fake_pulumi: FakePulumi, project: Path
+) -> None:
+    """Ctrl-C in a terminal signals the whole foreground process group. The destroy runs in its own
+    session, so only our bounded retries decide how teardown ends."""
+    proc = subprocess.Popen(
+        ephemeral_argv(fake_pulumi, project, "true"),
+        cwd=ROOT,
+        env=fake_pulumi.subprocess_env(FAKE_PULUMI_DESTROY_SLEEP="2"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        process_group=0,  # a terminal's foreground job
+    )
+    wait_started(fake_pulumi, "destroy", proc)
+    for _ in range(2):
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.2)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert "teardown is running and will finish first" in err and "destroyed and removed" in err
+    [destroy] = [c for c in fake_pulumi.calls() if "destroy" in c["argv"][:2]]
+    assert destroy["signals"] == [] and destroy["exit"] == 0
+    assert fake_pulumi.stacks() == {} and fake_pulumi.cloud() == {}
+
+
 def test_a_destroy_that_keeps_failing_exits_5_and_says_what_is_left(fake_pulumi: FakePulumi, project: Path) -> None:
     res = run(
         ephemeral_argv(fake_pulumi, project, "true", extra=("--retries", "2")),
@@ -212,7 +287,7 @@ def seeded_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("seed")
     fake = install_fake(tmp)
     project = write_project(tmp / "project")
-    ws = make_workspace(project, tmp / "ws", fake.options(env={"FAKE_PULUMI_LOG": ""}))
+    ws = make_workspace(project, tmp / "ws", fake.options(env={"FAKE_PULUMI_LOG": "", "FAKE_PULUMI_STARTED": ""}))
     eph = {"fullserver:ephemeral": "true", "fullserver:base-stack": "exp-aws-spot"}
     stacks = {
         "ci-old": eph | {"fullserver:expires-at": iso(-timedelta(hours=3))},
@@ -297,3 +372,57 @@ def test_janitor_reports_failures_by_name_with_exit_5(seeded: FakePulumi, projec
 def test_janitor_prefix_limits_it_to_one_runs_stacks(seeded: FakePulumi, project: Path) -> None:
     res = run(janitor_argv(seeded, project, "--json", "--prefix", "ci-olde", "--at", iso(timedelta(hours=2))), seeded)
     assert [s["name"] for s in json.loads(res.stdout)["expired"]] == ["ci-older"]
+
+
+def test_janitor_skips_a_stack_whose_update_is_in_progress(seeded: FakePulumi, project: Path) -> None:
+    """``updateInProgress`` in ``stack ls --json``: its owner is still at work (a destroy would fail
+    with 409 Conflict, or worse, race it). Skipped, listed, not a failure."""
+    seeded.edit_stack("ci-old", updateInProgress=True)
+    res = run(janitor_argv(seeded, project, "--destroy", "--json", "--backoff", "0.01"), seeded)
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert [s["name"] for s in data["updateInProgress"]] == ["ci-old"]
+    assert data["destroyed"] == ["ci-older"] and data["failed"] == {}
+    assert "ci-old" in seeded.stacks()
+    assert not [c for c in seeded.calls() if "destroy" in c["argv"] and "ci-old" in c["argv"]]
+    table = run(janitor_argv(seeded, project), seeded)
+    assert "skipped: an update is in progress" in table.stdout
+
+
+def test_janitor_finishes_the_sweep_and_names_every_failure(seeded: FakePulumi, project: Path) -> None:
+    """One stack's unreadable tags and another's failing destroy stop neither the other stacks nor
+    each other; the end names both, and the exit code is 5."""
+    res = run(
+        janitor_argv(seeded, project, "--destroy", "--backoff", "0.01", "--at", iso(timedelta(hours=2))),
+        seeded,
+        FAKE_PULUMI_FAIL="stack tag ls@ci-older:always,destroy@ci-old:always",
+    )
+    assert res.returncode == EXIT_LEFTOVER, res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 2, res.stderr
+    assert "error: stack 'ci-older' was not cleaned up: its tags could not be read" in res.stderr
+    assert "error: stack 'ci-old' was not cleaned up: destroy failed: error: injected failure" in res.stderr
+    assert set(seeded.stacks()) == {"ci-old", "ci-older", "ci-garbled", "prod"}  # ci-fresh was destroyed
+    assert "could not be checked" in res.stdout and "ci-older" in res.stdout
+
+
+def test_janitor_lists_other_projects_stacks_but_does_not_destroy_them(seeded: FakePulumi, project: Path) -> None:
+    """``pulumi destroy`` needs the stack's own project (Pulumi.yaml, stack config): from this one it
+    can only list another project's expired stacks, and says so in one line each."""
+    seeded.edit_stack("ci-older", project="other")
+    other = "organization/other/ci-older"
+    mine = json.loads(run(janitor_argv(seeded, project, "--json"), seeded).stdout)
+    assert [s["name"] for s in mine["expired"]] == ["ci-old"] and mine["otherProjects"] == []
+    listed = run(janitor_argv(seeded, project, "--json", "--all-projects"), seeded)
+    assert listed.returncode == 0, listed.stderr
+    data = json.loads(listed.stdout)
+    assert [(s["name"], s["project"]) for s in data["otherProjects"]] == [(other, "other")]
+    assert [s["name"] for s in data["expired"]] == ["ci-old"]
+
+    res = run(janitor_argv(seeded, project, "--destroy", "--all-projects", "--backoff", "0.01"), seeded)
+    assert res.returncode == EXIT_LEFTOVER
+    [line] = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert line.startswith(f"error: stack '{other}' was not cleaned up: not destroyed: it belongs to project 'other'")
+    assert "--project-dir" in line
+    assert set(seeded.stacks()) == {"ci-older", "ci-fresh", "ci-garbled", "prod"}
+    assert not [c for c in seeded.calls() if c["argv"][1:2] == ["destroy"] and other in c["argv"]]

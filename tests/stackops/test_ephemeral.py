@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -180,6 +181,7 @@ def test_success_creates_tags_ups_exposes_outputs_then_destroys_and_removes(
         "stack select",
         "destroy",
         "stack history",
+        "stack export",  # pending operations left? then the stack is kept (none here)
         "stack rm",
     ]
 
@@ -208,7 +210,7 @@ def test_a_failing_body_still_destroys_and_the_error_propagates(fake_pulumi: Fak
     ):
         raise AssertionError("the test failed")
     assert fake_pulumi.stacks() == {}
-    assert fake_pulumi.commands()[-3:] == ["destroy", "stack history", "stack rm"]
+    assert fake_pulumi.commands()[-4:] == ["destroy", "stack history", "stack export", "stack rm"]
 
 
 def test_a_failed_up_tears_down_what_it_created(
@@ -295,10 +297,65 @@ def test_when_only_stack_rm_fails_the_report_says_the_resources_are_gone(
     assert fake_pulumi.stacks()[name]["resources"] == []
 
 
-def test_secrets_are_set_as_secret_config_never_copied_in_clear(fake_pulumi: FakePulumi, project: Path) -> None:
-    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, secrets={"hfToken": "hf_abc"})) as env:
+def test_secrets_never_appear_on_a_command_line(fake_pulumi: FakePulumi, project: Path) -> None:
+    """``/proc/<pid>/cmdline`` is readable by every local user: secrets go to ``config set`` on stdin."""
+    secrets = {"hfToken": "hf_s3cr3t-value", "sshKey": "-----BEGIN KEY-----\nabc\n-----END KEY-----\n"}
+    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, secrets=secrets)) as env:
         config = yaml.safe_load((env.work_dir / f"Pulumi.{env.stack}.yaml").read_text())["config"]
-        assert set(config["fullserver:hfToken"]) == {"secure"}
-    # `config set` carries --non-interactive itself (before `--`), so the API adds none in front
-    [call] = [c for c in fake_pulumi.calls() if c["argv"][:2] == ["config", "set"]]
-    assert call["argv"][-2:] == ["--", "hf_abc"] and "--secret" in call["argv"] and "--non-interactive" in call["argv"]
+        for key, value in secrets.items():
+            stored = config[f"fullserver:{key}"]
+            assert set(stored) == {"secure"}  # encrypted by the CLI, and exactly the value (newlines kept)
+            assert base64.b64decode(stored["secure"][3:]).decode() == value
+    calls = fake_pulumi.calls()
+    assert [c["argv"][1:3] for c in calls].count(["config", "set"]) == 2
+    for call in calls:
+        seen = json.dumps(call["argv"]) + json.dumps(call["env"])
+        for value in secrets.values():
+            assert value not in seen and json.dumps(value)[1:-1] not in seen, call["argv"]
+
+
+def test_tags_come_right_after_stack_init_before_any_config(fake_pulumi: FakePulumi, project: Path) -> None:
+    """Killed between ``stack init`` and the tags, a stack is invisible to the janitor: nothing else
+    (secrets included) may run in between."""
+    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, secrets={"hfToken": "x"})):
+        pass
+    commands = fake_pulumi.commands()
+    start = commands.index("stack init")
+    assert commands[start + 1 : start + 6] == ["stack tag set"] * 4 + ["config set"]
+    first_tag = fake_pulumi.calls()[start + 1]["argv"]
+    assert first_tag[3:6] == ["set", "fullserver:ephemeral", "true"]  # found by `stack ls --tag` from here on
+
+
+def test_a_failed_up_is_refreshed_before_it_is_destroyed(
+    fake_pulumi: FakePulumi, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "up:1")
+    with pytest.raises(PulumiFailed), ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project)):
+        pytest.fail("must not get here")
+    commands = fake_pulumi.commands()
+    assert commands.index("up") < commands.index("refresh") < commands.index("destroy")
+    assert commands.count("refresh") == 1
+    assert fake_pulumi.stacks() == {} and fake_pulumi.cloud() == {}
+
+
+def test_pending_creates_after_the_destroy_keep_the_stack_and_say_so(
+    fake_pulumi: FakePulumi, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CLI stopped mid-create (a provider crash, a SIGKILL) leaves a resource in the cloud that the
+    state only lists as a pending create: refresh cannot clear it non-interactively and destroy
+    cannot see it. Removing the stack would drop the last record of it."""
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "up:1")
+    monkeypatch.setenv("FAKE_PULUMI_FAIL_PENDING", "1")
+    with (
+        pytest.raises(LeftoverStackError) as err,
+        ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, retries=3)),
+    ):
+        pytest.fail("must not get here")
+    [name] = fake_pulumi.stacks()
+    assert fake_pulumi.cloud() == {name: ["fullserver:index:Resource-1"]}  # what a person must look for
+    report = "\n".join(err.value.report)
+    assert "1 pending operation(s)" in report and "creating urn:pulumi:" in report and "Resource-1" in report
+    assert f"pulumi refresh --stack {name}" in report and "interactively" in report
+    commands = fake_pulumi.commands()
+    assert commands.count("destroy") == 1 and "stack rm" not in commands  # not retried: only a person can fix it
+    assert commands.index("refresh") < commands.index("destroy") < commands.index("stack export")

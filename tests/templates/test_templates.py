@@ -8,9 +8,11 @@ import runpy
 import shutil
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 import fullserver
 from components.graph import evaluate
@@ -83,13 +85,24 @@ def test_template_prompts_for_what_fullserver_reads(platform: str) -> None:
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_requirements_pin_this_release_and_the_readme_says_how_to_repoint(platform: str) -> None:
-    lines = [
-        line.strip() for line in (TEMPLATES / platform / "requirements.txt").read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")
-    ]
-    assert lines == [f"fullserver=={fullserver.__version__}"]
+def test_requirements_fail_closed_until_repointed_and_the_readme_says_why(platform: str) -> None:
+    """A bare ``fullserver==<version>`` is answered by PyPI, where this project publishes nothing:
+    whoever registers the name there gets their code run, with cloud credentials, by ``pulumi new``.
+    The shipped line is a direct reference (no index is asked) to a host under ``.invalid``, which
+    RFC 6761 reserves: it never resolves and cannot be registered, so an unedited template fails."""
+    text = (TEMPLATES / platform / "requirements.txt").read_text(encoding="utf-8")
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+    # The one line: no bare name, no index option (--extra-index-url would let PyPI answer too).
+    assert lines == [f"fullserver @ git+https://git.example.invalid/YOUR-ORG/fullserver@v{fullserver.__version__}"]
+    req = Requirement(lines[0])
+    assert req.name == "fullserver" and req.url and not req.specifier
+    assert (urlsplit(req.url.removeprefix("git+")).hostname or "").endswith(".invalid")
     readme = (TEMPLATES / platform / "README.md").read_text(encoding="utf-8")
-    assert f"git+https://github.com/<org>/fullserver@v{fullserver.__version__}" in readme and "--index-url" in readme
+    section = readme.split("## Where fullserver comes from", 1)[1]
+    assert "fails on purpose" in section and "dependency confusion" in section and "RFC 6761" in section
+    assert f"fullserver @ git+https://github.com/<org>/fullserver@v{fullserver.__version__}" in section
+    assert "#sha256=" in section  # a wheel URL, hash-checked
+    assert "`--index-url https://<your index>/simple`" in section and "Never `--extra-index-url`" in section
 
 
 def pulumi_new(platform: str, dest: Path, project: str = "team-gpu", description: str = "Our GPU box", stack: str = "dev") -> Path:
