@@ -338,7 +338,7 @@ def janitor(
 ) -> None:
     """List ephemeral stacks whose fullserver:expires-at has passed; --destroy destroys and removes them.
 
-    Exit code 5 names every stack that could not be destroyed.
+    Exit code 5 when any stack could not be read or destroyed, or had to be left alone; each is named.
     """
     from stackops.janitor import janitor as sweep
     from stackops.janitor import parse_expiry
