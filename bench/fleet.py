@@ -10,7 +10,7 @@ Run as root: ``.venv/bin/python bench/fleet.py [--sizes 1,8,32]`` (Ansible part 
    the same hosts (same pinned host keys, same user), with ratios;
 3. a re-apply with nothing to change on every host: the number of write commands (must be 0).
 
-Hosts are the test bed's sshd processes on 127.0.0.1 (fullserver.baremetal.testbed): every
+Hosts are the test bed's sshd processes on 127.0.0.1 (tests/baremetal/testbed.py): every
 figure includes real SSH handshakes and real remote shells, all on this one machine.
 """
 
@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fullserver.baremetal.audit import audit_fleet, run_fleet
 from fullserver.baremetal.ssh import session
 from fullserver.baremetal.steps import HostConfig, HostLayout, ServiceUserConfig, build_steps, converge
-from fullserver.baremetal.testbed import H100_SXM, SshdHost, Testbed
 from fullserver.catalog import load_catalog
 from fullserver.profiles import load_profiles
+from tests.baremetal.testbed import H100_SXM, SshdHost, Testbed
 
 
 def provider_concurrency(calls: int = 16, seconds: float = 0.5) -> tuple[float, int]:

@@ -9,6 +9,19 @@ A Python dynamic provider does the work with the Pulumi-free core (``fullserver.
   desired steps with each host's journal and facts; ``update`` applies only the difference
   (steps no longer wanted are undone; hosts dropped from the inventory are reverted);
   ``delete`` reverts what fullserver changed, newest step first.
+* ``diff`` connects to every host, also during ``pulumi preview``: it reads each host's journal
+  and runs each step's read-only check (``cat``, ``blkid -p``, ``getent``...; no writes), because
+  drift lives on the hosts, not in the inputs — without it a knob reset by hand would never
+  show as a change. ``read`` (``pulumi refresh``) also re-probes the hardware.
+* Jump hosts (entries only named as another entry's ``jump``, or ``role: jump``) are passed
+  through, never audited or configured. ``expected`` (the stack's ``dedicated.host``) or a host's
+  ``expect`` is the rented-hardware contract the audit checks each host against.
+* ``delete`` never forgets a host silently: a host it cannot reach fails the delete, naming the
+  host. When a host is gone for good, ``FULLSERVER_FORGET_UNREACHABLE=<name>[,<name>...]`` (or
+  ``*``) in the environment of ``pulumi destroy`` drops the named *unreachable* hosts without
+  reverting them, with a warning naming each (``pulumi destroy`` does not run the program, so an
+  input could not be changed at that point). Hosts that answer are still reverted, and any other
+  failure (auth, a refused step) still fails the delete.
 * The provider object holds **no** client, socket or key: it is dill-pickled into the state
   (``serialize_as_secret_always``). Every call opens its own connections and closes them.
   The private key arrives as a Pulumi secret input; it is only ever held in memory, never
@@ -31,6 +44,7 @@ raises so nothing half-made enters the state.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Optional
 
 import pulumi
@@ -46,15 +60,20 @@ from pulumi.dynamic import (
 )
 
 from fullserver.baremetal.audit import audit_facts, run_fleet
-from fullserver.baremetal.errors import BareMetalError
+from fullserver.baremetal.errors import BareMetalError, HostUnreachable
 from fullserver.baremetal.inventory import InventoryEntry, inventory_from_data
 from fullserver.baremetal.probe import HostFacts, probe
-from fullserver.baremetal.steps import HostConfig, Step, build_steps, converge, plan, revert
-from fullserver.catalog import load_catalog
+from fullserver.baremetal.steps import JOURNAL, HostConfig, Step, build_steps, converge, plan, revert
+from fullserver.baremetal.transport import Runner
+from fullserver.catalog import Catalog, load_catalog
 from fullserver.errors import FullserverError
 from fullserver.profiles import load_profiles
+from fullserver.workload import DedicatedHost
+from fullserver.yamlio import parse
 
-INPUTS = ("hosts", "config", "profile", "private_key")
+INPUTS = ("hosts", "config", "profile", "private_key", "expected")
+FORGET_ENV = "FULLSERVER_FORGET_UNREACHABLE"
+"""Hosts ``delete`` may drop without reverting when unreachable: names, comma-separated, or ``*``."""
 
 
 def _inputs(props: dict[str, Any]) -> dict[str, Any]:
@@ -79,15 +98,20 @@ class _Fleet:
 
     def __init__(self, props: dict[str, Any]) -> None:
         self.inventory = inventory_from_data(list(props["hosts"]), _base(), "BareMetalEnvironment.hosts")
-        self.config = HostConfig.model_validate(props.get("config") or {})
+        self.config = parse(HostConfig, props.get("config") or {}, "BareMetalEnvironment.config")
         self.steps: list[Step] = build_steps(self.config)
         self.profile = load_profiles()[str(props["profile"])]
         self.key = str(props["private_key"])
+        raw = props.get("expected")
+        self.expected = parse(DedicatedHost, raw, "BareMetalEnvironment.expected") if raw else None
 
     def entries(self) -> list[InventoryEntry]:
-        return list(self.inventory.entries)
+        """The hosts to audit and configure (jump hosts are only passed through)."""
+        return self.inventory.hosts
 
-    def each(self, work: Any, entries: list[InventoryEntry] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    def errors(
+        self, work: Any, entries: list[InventoryEntry] | None = None
+    ) -> tuple[dict[str, Any], dict[str, FullserverError]]:
         """Run ``work(entry, session)`` on every host concurrently; (results, errors by host)."""
         from fullserver.baremetal.ssh import session
 
@@ -97,8 +121,26 @@ class _Fleet:
 
         results = run_fleet(entries if entries is not None else self.entries(), lambda e: e.name, one)
         ok = {n: r for n, r in results.items() if not isinstance(r, FullserverError)}
-        failed = {n: r.line() for n, r in results.items() if isinstance(r, FullserverError)}
+        failed = {n: r for n, r in results.items() if isinstance(r, FullserverError)}
         return ok, failed
+
+    def each(self, work: Any, entries: list[InventoryEntry] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+        """``errors`` with each error as its one line."""
+        ok, failed = self.errors(work, entries)
+        return ok, {n: e.line() for n, e in failed.items()}
+
+
+def _host_report(fleet: _Fleet, entry: InventoryEntry, s: Runner, catalog: Catalog) -> dict[str, Any]:
+    """Probe one host and audit it (against its contract, if any): the report every call shows."""
+    facts = probe(s)
+    audit = audit_facts(
+        facts,
+        fleet.profile,
+        catalog,
+        address=f"{entry.address}:{entry.port}",
+        expected=entry.expect or fleet.expected,
+    )
+    return {"status": audit.status, "audit": audit.summary(), "facts": _facts_summary(facts)}
 
 
 def _base() -> Any:
@@ -112,13 +154,10 @@ def _apply(fleet: _Fleet, old: _Fleet | None, configured: set[str] | None = None
     undo = {s.id: s for s in (old.steps if old else [])}
 
     def work(entry: InventoryEntry, s: Any) -> dict[str, Any]:
-        facts = probe(s)
-        audit = audit_facts(facts, fleet.profile, catalog, address=f"{entry.address}:{entry.port}")
+        report = _host_report(fleet, entry, s, catalog)
         outcome = converge(s, fleet.config.layout, fleet.steps, undo_unlisted=undo)
         return {
-            "status": audit.status,
-            "audit": audit.summary(),
-            "facts": _facts_summary(facts),
+            **report,
             "steps": {sid: e.get("status", "?") for sid, e in outcome.journal["steps"].items()},
             "changed": outcome.changed,
             "writes": outcome.writes,
@@ -151,9 +190,16 @@ class BareMetalProvider(ResourceProvider):
         except FullserverError as exc:
             failures.append(CheckFailure("hosts", exc.line()))
         try:
-            HostConfig.model_validate(news.get("config") or {})
+            build_steps(parse(HostConfig, news.get("config") or {}, "config"))
+        except FullserverError as exc:
+            failures.append(CheckFailure("config", exc.what))
         except ValueError as exc:
-            failures.append(CheckFailure("config", str(exc).splitlines()[0] if str(exc) else "invalid"))
+            failures.append(CheckFailure("config", str(exc)))
+        if news.get("expected"):
+            try:
+                parse(DedicatedHost, news["expected"], "expected")
+            except FullserverError as exc:
+                failures.append(CheckFailure("expected", exc.what))
         if str(news.get("profile")) not in load_profiles():
             failures.append(CheckFailure("profile", f"unknown profile {news.get('profile')!r}"))
         key = news.get("private_key")
@@ -204,13 +250,10 @@ class BareMetalProvider(ResourceProvider):
         catalog = load_catalog()
 
         def work(entry: InventoryEntry, s: Any) -> dict[str, Any]:
-            facts = probe(s)
-            audit = audit_facts(facts, fleet.profile, catalog, address=f"{entry.address}:{entry.port}")
+            report = _host_report(fleet, entry, s, catalog)
             pending = plan(s, fleet.config.layout, fleet.steps)
             return {
-                "status": audit.status,
-                "audit": audit.summary(),
-                "facts": _facts_summary(facts),
+                **report,
                 "steps": {k: ("applied" if v == "ok" else f"drift: {v}") for k, v in pending.items()},
             }
 
@@ -220,12 +263,25 @@ class BareMetalProvider(ResourceProvider):
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         fleet = _Fleet(props)
-        _, failed = fleet.each(lambda _e, s: revert(s, fleet.config.layout, fleet.steps).undone)
+        _, failed = fleet.errors(lambda _e, s: revert(s, fleet.config.layout, fleet.steps).undone)
+        forget = {n.strip() for n in os.environ.get(FORGET_ENV, "").split(",") if n.strip()}
+        for name, exc in list(failed.items()):
+            if isinstance(exc, HostUnreachable) and ("*" in forget or name in forget):
+                pulumi.log.warn(
+                    f"bare metal: {name} forgotten without reverting ({exc.what}): whatever fullserver changed "
+                    f"there stays, with its journal {JOURNAL}"
+                )
+                del failed[name]
         if failed:
+            gone = [n for n, e in failed.items() if isinstance(e, HostUnreachable)]
+            hint = "fix the hosts and run pulumi destroy again (reverting is idempotent)"
+            if gone:
+                hint += (
+                    f"; if {', '.join(gone)} is gone for good, run {FORGET_ENV}={','.join(gone)} pulumi destroy "
+                    "to drop it without reverting"
+                )
             raise BareMetalError(
-                "BareMetalEnvironment",
-                "could not revert: " + " | ".join(failed.values()),
-                "fix the hosts and run pulumi destroy again (reverting is idempotent)",
+                "BareMetalEnvironment", "could not revert: " + " | ".join(e.line() for e in failed.values()), hint
             )
 
 
@@ -255,6 +311,8 @@ class BareMetalEnvironment(pulumi.ComponentResource):
         profile: the profile whose bare-metal balance minimums the audit applies.
         config: what to configure (``HostConfig``: scratch, networkTuning, hugepages, gpuPersistence,
             serviceUser).
+        expected: the rented-hardware contract (``DedicatedHost`` as a camelCase dict, a stack's
+            ``dedicated.host``); every host is audited against it too (a host's ``expect`` wins).
     """
 
     host_status: pulumi.Output[dict[str, Any]]
@@ -268,11 +326,13 @@ class BareMetalEnvironment(pulumi.ComponentResource):
         private_key: pulumi.Input[str],
         profile: str,
         config: Optional[dict[str, Any]] = None,
+        expected: Optional[dict[str, Any]] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
         super().__init__("fullserver:index:BareMetalEnvironment", name, {}, opts)
         inventory_from_data(hosts, _base(), f"BareMetalEnvironment {name}: hosts")  # fail fast, before any preview
-        HostConfig.model_validate(config or {})
+        build_steps(parse(HostConfig, config or {}, f"BareMetalEnvironment {name}: config"))
+        contract = parse(DedicatedHost, expected, f"BareMetalEnvironment {name}: expected") if expected else None
         fleet = BareMetalFleet(
             f"{name}-fleet",
             {
@@ -280,6 +340,7 @@ class BareMetalEnvironment(pulumi.ComponentResource):
                 "private_key": pulumi.Output.secret(private_key),
                 "profile": profile,
                 "config": config or {},
+                "expected": contract.model_dump(by_alias=True, exclude_none=True) if contract else None,
             },
             pulumi.ResourceOptions(parent=self),
         )
@@ -292,3 +353,16 @@ class BareMetalEnvironment(pulumi.ComponentResource):
 
         fleet.failed_hosts.apply(warn)
         self.register_outputs({"host_status": self.host_status, "failed_hosts": self.failed_hosts})
+
+
+def bare_metal_args(spec: Any) -> dict[str, Any]:
+    """``BareMetalEnvironment``'s keyword args for a stack spec: its inventory, its profile, the
+    SSH key from the secret config ``fullserver:sshPrivateKey``, and the rented hardware
+    (``dedicated.host``) as the contract every host is audited against."""
+    dedicated = spec.dedicated
+    return {
+        "hosts": [h.model_dump(by_alias=True, exclude_none=True) for h in dedicated.hosts] if dedicated else [],
+        "profile": spec.profile,
+        "private_key": pulumi.Config("fullserver").require_secret("sshPrivateKey"),
+        "expected": dedicated.host.model_dump(by_alias=True, exclude_none=True) if dedicated else None,
+    }

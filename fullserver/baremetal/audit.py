@@ -6,6 +6,11 @@ H100 NVL or a V100-32GB is *not* passed off as the 80 GB / 16 GB entry). An unkn
 reported, and the RAM ratio still uses the memory ``nvidia-smi`` reports. Mixed models are
 reported too, and the balance then uses the largest memory (the conservative requirement).
 
+A host with no GPU visible (``nvidia-smi`` missing, the driver not loaded, GPUs off the bus) is
+``unverified`` with the reason, never ``balanced``: the minimums are per accelerator, and a
+GPU server that shows none cannot be judged. With a contract (a stack's ``dedicated.host`` or an
+inventory ``expect:``), ``contract_problems`` also names where the host falls short of it.
+
 Fleets: ``run_fleet`` gives every host its own thread and its own connection; one host failing
 (unreachable, refused key, broken probe) is recorded by name and never stops the others.
 """
@@ -14,7 +19,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, TypeVar
 
@@ -94,6 +99,12 @@ def facts_to_host(facts: HostFacts, catalog: Catalog) -> tuple[Host, str | None,
             problems.append(
                 f"GPU model '{model}' is not in the catalog (add it to fullserver/catalog/data/accelerators.yaml)"
             )
+    if not facts.gpus:
+        why = next(
+            (w for w in facts.warnings if "nvidia-smi" in w),
+            "nvidia-smi lists none (driver not loaded, or the GPUs fell off the bus?)",
+        )
+        problems.append(f"no GPU visible: {why}")
     if len(by_model) > 1:
         problems.append("mixed GPU models: " + ", ".join(f"{c} x {m}" for m, (c, _, _) in by_model.items()))
     accelerator = None
@@ -203,12 +214,18 @@ def run_fleet(
 
 
 def audit_host(
-    target: Target, private_key: str, profile: Profile, catalog: Catalog, expected: DedicatedHost | None = None
+    target: Target,
+    private_key: str,
+    profile: Profile,
+    catalog: Catalog,
+    expected: DedicatedHost | None = None,
+    *,
+    jump_keys: Mapping[str, str] | None = None,
 ) -> HostAudit:
     """Connect (pinned key), probe in one round trip, audit. Raises per-host errors."""
     from fullserver.baremetal.ssh import session
 
-    with session(target, private_key) as s:
+    with session(target, private_key, jump_keys=jump_keys) as s:
         facts = probe(s)
     return audit_facts(facts, profile, catalog, address=f"{target.address}:{target.port}", expected=expected)
 
@@ -220,13 +237,18 @@ def audit_fleet(
     *,
     max_workers: int = 64,
     on_done: Callable[[str, HostAudit | FullserverError], None] | None = None,
+    expected: Mapping[str, DedicatedHost] | None = None,
+    jump_keys: Mapping[str, str] | None = None,
 ) -> list[HostAudit]:
-    """Audit every ``(target, private key)`` concurrently; failures become ``status="error"`` rows."""
+    """Audit every ``(target, private key)`` concurrently; failures become ``status="error"`` rows.
+
+    ``expected`` is each host's contract by name; ``jump_keys`` the jump hosts' own keys by name."""
     targets = {t.name: t for t, _ in hosts}
+    contracts = expected or {}
     results = run_fleet(
         hosts,
         lambda h: h[0].name,
-        lambda h: audit_host(h[0], h[1], profile, catalog),
+        lambda h: audit_host(h[0], h[1], profile, catalog, contracts.get(h[0].name), jump_keys=jump_keys),
         max_workers=max_workers,
         on_done=on_done,
     )

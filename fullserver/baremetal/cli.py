@@ -2,8 +2,10 @@
 
 Hosts are probed concurrently (a thread and a connection per host) behind a progress bar on
 stderr; then one table per host. Exit 0 when every host is balanced; 4 (``EXIT_SHORT``) when any
-host is short of a minimum or could not be verified (unknown or mixed GPUs), naming each host
-and what it misses; 5 when every audited host is fine but some could not be reached or probed.
+host is short of a minimum or could not be verified (unknown or mixed GPUs, no GPU visible, or
+short of its ``expect:`` contract), naming each host and what it misses; 5 when every audited
+host is fine but some could not be reached or probed. Jump hosts (entries only named as another
+entry's ``jump``, or ``role: jump``) are passed through with their own keys, never audited.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ def audit(
         prof = get_profile(profile, profiles, where="--profile")
         catalog = load_catalog()
         inv = load_inventory(inventory)
-        hosts = [(inv.target(e), inv.private_key(e)) for e in inv.entries]
+        hosts = [(inv.target(e), inv.private_key(e)) for e in inv.hosts]
+        jump_keys = {name: key for e in inv.hosts for name, key in inv.jump_keys(e).items()}
+        expected = {e.name: e.expect for e in inv.hosts if e.expect is not None}
     except FullserverError as exc:
         sys.stderr.write(f"error: {exc.line()}\n")
         raise typer.Exit(exc.exit_code) from None
@@ -62,7 +66,9 @@ def audit(
         def done(name: str, _: object) -> None:
             bar.update(task, advance=1, description=name)
 
-        audits = audit_fleet(hosts, prof, catalog, max_workers=workers, on_done=done)
+        audits = audit_fleet(
+            hosts, prof, catalog, max_workers=workers, on_done=done, expected=expected, jump_keys=jump_keys
+        )
 
     if as_json:
         sys.stdout.write(json.dumps([_json(a) for a in audits], indent=2) + "\n")

@@ -15,8 +15,6 @@ EXIT_UNREACHABLE = 5
 class BareMetalError(FullserverError):
     """Something went wrong on (or on the way to) one host; ``where`` is the host's name."""
 
-    retryable = False
-
     @property
     def host(self) -> str:
         return self.where
@@ -24,8 +22,6 @@ class BareMetalError(FullserverError):
 
 class HostUnreachable(BareMetalError):
     """TCP connect, banner or key exchange failed, or the connection died (a connect-phase error)."""
-
-    retryable = True
 
 
 class HostKeyMismatch(BareMetalError):

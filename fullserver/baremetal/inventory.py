@@ -20,6 +20,15 @@ Inventory file (YAML): either a list of hosts, or ``{defaults: {...}, hosts: [..
         address: 203.0.113.11
         port: 2222
         jump: bastion                        # another entry's name, reached first
+        expect: {accelerator: H100-80GB, acceleratorCount: 8, vcpus: 224, memoryGib: 2048, networkGbps: 400}
+      - name: bastion                        # only a jump target: never audited or configured
+        address: 203.0.113.1
+        privateKeyFile: ~/.ssh/bastion_ed25519  # each hop uses its own key source
+
+An entry is a *jump host* when another entry's ``jump`` names it (or it says ``role: jump``); jump
+hosts are only passed through, never probed, audited or configured (``role: gpu`` overrides).
+``expect`` is the rented-hardware contract (a stack's ``dedicated.host``): the audit reports
+where the real host falls short of it.
 """
 
 from __future__ import annotations
@@ -31,13 +40,13 @@ import hmac
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import Field, model_validator
 
 from fullserver.errors import InputError
-from fullserver.workload import InventoryHost
+from fullserver.workload import DedicatedHost, InventoryHost
 from fullserver.yamlio import parse
 
 KNOWN_KEY_TYPES = (
@@ -173,6 +182,11 @@ class Target:
     def lookup(self) -> str:
         return lookup_name(self.address, self.port)
 
+    @property
+    def expected_fingerprints(self) -> list[str]:
+        """``"<type> SHA256:..."`` of every pinned key (what a refusal shows as expected)."""
+        return [f"{k.key_type} {k.fingerprint}" for k in self.host_keys]
+
 
 class InventoryEntry(InventoryHost):
     """An inventory host: the stack config's ``InventoryHost`` plus where its private key comes from."""
@@ -180,6 +194,8 @@ class InventoryEntry(InventoryHost):
     private_key_file: str | None = None
     private_key_env: str | None = None
     jump: str | None = None
+    role: Literal["gpu", "jump"] | None = None
+    expect: DedicatedHost | None = None
     connect_timeout: Annotated[float, Field(gt=0, le=300)] = 10.0
     command_timeout: Annotated[float, Field(gt=0, le=3600)] = 120.0
 
@@ -207,6 +223,29 @@ class Inventory:
                 raise InputError(
                     f"{where}: host '{e.name}' field 'jump'", f"no host named '{e.jump}'", f"known: {', '.join(names)}"
                 )
+        if not self.hosts:
+            raise InputError(where, "every host is a jump host: nothing to audit or configure", "add the GPU hosts")
+
+    def is_jump(self, entry: InventoryEntry) -> bool:
+        """A jump host: ``role: jump``, or (without a role) another entry's ``jump`` target."""
+        if entry.role is not None:
+            return entry.role == "jump"
+        return any(e.jump == entry.name for e in self.entries)
+
+    @property
+    def hosts(self) -> list[InventoryEntry]:
+        """The hosts to audit and configure: every entry but the jump hosts."""
+        return [e for e in self.entries if not self.is_jump(e)]
+
+    def jump_keys(self, entry: InventoryEntry) -> dict[str, str]:
+        """Each jump host's own private key text on the way to ``entry``, by name."""
+        out: dict[str, str] = {}
+        hop = entry.jump
+        while hop is not None and hop not in out:
+            hop_entry = self.entry(hop)
+            out[hop] = self.private_key(hop_entry)
+            hop = hop_entry.jump
+        return out
 
     def entry(self, name: str) -> InventoryEntry:
         for e in self.entries:

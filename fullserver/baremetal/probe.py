@@ -375,6 +375,8 @@ def parse_gpus(host: str, rc: int, lines: list[str]) -> tuple[list[Gpu], list[st
     if "@@fullserver:absent" in lines:
         if "@@fullserver:nvidiactl" in lines:
             warnings.append("/dev/nvidiactl exists but nvidia-smi is not on PATH: GPUs not counted")
+        else:
+            warnings.append("nvidia-smi is not on PATH (no NVIDIA driver installed?): GPUs not counted")
         return [], warnings
     if rc in (124, 137):
         raise ProbeError(

@@ -18,19 +18,27 @@ The only module that imports paramiko. What it guarantees (see ../shared/referen
   ``keepalive@openssh.com`` requests that must be answered (paramiko's own keepalive never
   notices a dead peer, paramiko#2463); the socket also has TCP keepalive.
 * **Retries** only for connect-phase errors (refused, timeout, banner EOF), bounded, with jitter;
-  never for auth or host-key failures (retries lock accounts; a wrong key stays wrong).
+  never for auth or host-key failures (retries lock accounts; a wrong key stays wrong). Through a
+  jump host the *whole path* is retried (``connect_attempts`` in all, not attempts per hop), and
+  each hop authenticates with its own private key.
+* **Starting a command** is bounded too: paramiko's ``exec_command`` waits for the server's
+  answer without a timeout, so a watchdog closes the connection after the channel timeout (a
+  server that stalls right after opening the session raises ``CommandTimeout``); stdin is sent
+  with the channel's own send timeout.
 * **One connection per host**, reused for all its commands; a session refuses to be used from a
   thread other than the one that opened it (paramiko#1904).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
 import random
 import socket
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -97,8 +105,25 @@ class PinnedKeyPolicy(paramiko.RejectPolicy):
         raise HostKeyMismatch(
             self.target.name,
             offered=f"{key.get_name()} {fingerprint(blob)}",
-            expected=[f"{k.key_type} {k.fingerprint}" for k in self.target.host_keys],
+            expected=self.target.expected_fingerprints,
         )
+
+
+def _encrypted(text: str) -> bool:
+    """Whether a private key's text is passphrase-protected (PEM headers, or an OpenSSH key whose
+    cipher is not ``none``)."""
+    if "ENCRYPTED" in text:
+        return True
+    body = "".join(line for line in text.strip().splitlines() if not line.startswith("-----"))
+    try:
+        raw = base64.b64decode(body, validate=False)
+    except (ValueError, binascii.Error):
+        return False
+    magic = b"openssh-key-v1\0"
+    if not raw.startswith(magic) or len(raw) < len(magic) + 4:
+        return False
+    n = int.from_bytes(raw[len(magic) : len(magic) + 4], "big")
+    return raw[len(magic) + 4 : len(magic) + 4 + n] != b"none"
 
 
 def load_private_key(text: str, where: str, passphrase: str | None = None) -> paramiko.PKey:
@@ -113,6 +138,10 @@ def load_private_key(text: str, where: str, passphrase: str | None = None) -> pa
             ) from None
         except (paramiko.SSHException, ValueError, IndexError, TypeError):
             continue
+    if passphrase is not None and _encrypted(text):
+        raise InputError(
+            where, "wrong passphrase for the private key", "pass the passphrase the key was encrypted with"
+        )
     raise InputError(
         where,
         "the private key is not an OpenSSH/PEM ed25519, ecdsa or rsa key",
@@ -171,9 +200,8 @@ class SshSession:
         return self.target.user == "root"
 
     @property
-    def host_key_fingerprint(self) -> str:
-        transport = self._client.get_transport()
-        return fingerprint(transport.get_remote_server_key().asbytes()) if transport else ""
+    def user(self) -> str:
+        return self.target.user
 
     def __enter__(self) -> SshSession:
         return self
@@ -257,13 +285,41 @@ class SshSession:
         if write:
             self.writes += 1
         start = time.monotonic()
+        stalled = threading.Event()
+
+        def watchdog() -> None:  # exec_command() waits for the server's reply with no timeout
+            stalled.set()
+            transport.close()
+
+        timer = threading.Timer(t.channel, watchdog)
+        timer.daemon = True
         try:
-            chan.exec_command(cmd)
+            timer.start()
+            try:
+                chan.exec_command(cmd)
+            finally:
+                timer.cancel()
+            if stalled.is_set():
+                raise paramiko.SSHException("stalled")
             if stdin:
+                chan.settimeout(t.channel)  # send() waits for window space; bounded by this
                 chan.sendall(stdin)
             chan.shutdown_write()
             status, out, err, truncated = self._drain(chan, transport, start + limit + t.kill_grace + 5.0, what, limit)
+        except TimeoutError:
+            transport.close()
+            raise CommandTimeout(
+                self.host,
+                f"`{what}` did not accept its input within {t.channel:.0f}s",
+                "the host or its sshd is stalled; re-run",
+            ) from None
         except (paramiko.SSHException, EOFError, OSError) as exc:
+            if stalled.is_set():
+                raise CommandTimeout(
+                    self.host,
+                    f"the server did not start `{what}` within {t.channel:.0f}s; connection closed",
+                    "the host or its sshd is stalled (overloaded, or a hung PAM/session setup); re-run",
+                ) from None
             raise HostUnreachable(
                 self.host, f"connection lost while running `{what}`: {exc}", "re-run; steps resume where they stopped"
             ) from None
@@ -370,20 +426,30 @@ class SshSession:
         return status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), dropped > 0
 
 
+SUDO_REFUSALS = (
+    "sudo: a password is required",
+    "sudo: a terminal is required to read the password",
+    "sudo: sorry, you must have a tty to run sudo",
+    "is not in the sudoers file",
+    "is not allowed to execute",
+    "may not run sudo on",
+)
+"""sudo's own refusal messages (plugins/sudoers); a command's "not found" is not one of them."""
+
+
 def _sudo_refused(stderr: str) -> bool:
     s = stderr.lower()
-    return "sudo:" in s and any(
-        p in s for p in ("password is required", "not in the sudoers", "not allowed", "may not run", "not found")
-    )
+    return any(p in s for p in SUDO_REFUSALS)
 
 
-def _connect_once(target: Target, pkey: paramiko.PKey, jump_pkey: paramiko.PKey | None) -> SshSession:
+def _connect_once(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, paramiko.PKey]) -> SshSession:
+    """One attempt along the whole path (jump hosts first, each with its own key); no retries."""
     t = target.timeouts
     jump: SshSession | None = None
     sock: Any
     try:
         if target.jump is not None:
-            jump = connect(target.jump, jump_pkey or pkey)
+            jump = _connect_once(target.jump, hop_keys.get(target.jump.name, pkey), hop_keys)
             try:
                 sock = jump._transport().open_channel(
                     "direct-tcpip", (target.address, target.port), ("127.0.0.1", 0), timeout=t.connect
@@ -432,9 +498,7 @@ def _connect_once(target: Target, pkey: paramiko.PKey, jump_pkey: paramiko.PKey 
     except paramiko.BadHostKeyException as exc:  # not expected with an empty key store; kept strict anyway
         _close(client, sock, jump)
         raise HostKeyMismatch(
-            target.name,
-            f"{exc.key.get_name()} {fingerprint(exc.key.asbytes())}",
-            [f"{k.key_type} {k.fingerprint}" for k in target.host_keys],
+            target.name, f"{exc.key.get_name()} {fingerprint(exc.key.asbytes())}", target.expected_fingerprints
         ) from None
     except paramiko.AuthenticationException as exc:
         _close(client, sock, jump)
@@ -450,7 +514,7 @@ def _connect_once(target: Target, pkey: paramiko.PKey, jump_pkey: paramiko.PKey 
             raise HostKeyMismatch(
                 target.name,
                 "none of the pinned key types",
-                [f"{k.key_type} {k.fingerprint}" for k in target.host_keys],
+                target.expected_fingerprints,
                 f"the server offers no {pinned} host key; pin the key it really has, read out of band",
             ) from None
         raise HostUnreachable(
@@ -470,13 +534,16 @@ def _close(client: paramiko.SSHClient, sock: Any, jump: SshSession | None) -> No
         jump.close()
 
 
-def connect(target: Target, pkey: paramiko.PKey, jump_pkey: paramiko.PKey | None = None) -> SshSession:
-    """Open a session, retrying connect-phase errors (with exponential backoff and jitter) only."""
+def connect(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, paramiko.PKey] | None = None) -> SshSession:
+    """Open a session, retrying connect-phase errors (with exponential backoff and jitter) only.
+
+    ``hop_keys`` maps jump hosts' names to their own keys (``pkey`` when absent). A failure
+    anywhere on the path retries the whole path, ``connect_attempts`` times in all."""
     t = target.timeouts
     attempts = max(1, t.connect_attempts)
     for attempt in range(attempts):
         try:
-            return _connect_once(target, pkey, jump_pkey)
+            return _connect_once(target, pkey, hop_keys or {})
         except HostUnreachable:
             if attempt + 1 >= attempts:
                 raise
@@ -485,10 +552,21 @@ def connect(target: Target, pkey: paramiko.PKey, jump_pkey: paramiko.PKey | None
 
 
 @contextmanager
-def session(target: Target, private_key: str, passphrase: str | None = None) -> Iterator[SshSession]:
-    """``with session(target, key_text) as s: s.run([...])`` — connect, use, always close."""
+def session(
+    target: Target, private_key: str, passphrase: str | None = None, *, jump_keys: Mapping[str, str] | None = None
+) -> Iterator[SshSession]:
+    """``with session(target, key_text) as s: s.run([...])`` — connect, use, always close.
+
+    ``jump_keys`` gives jump hosts (by name) their own private key text; a hop not named there
+    uses ``private_key``."""
     pkey = load_private_key(private_key, target.name, passphrase)
-    s = connect(target, pkey)
+    hops: dict[str, paramiko.PKey] = {}
+    hop = target.jump
+    while hop is not None:
+        if jump_keys and hop.name in jump_keys:
+            hops[hop.name] = load_private_key(jump_keys[hop.name], hop.name)
+        hop = hop.jump
+    s = connect(target, pkey, hops)
     try:
         yield s
     finally:

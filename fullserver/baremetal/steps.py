@@ -8,29 +8,42 @@ rename) *before* a step applies (status ``applying``, with the pre-change values
 it verifies (``applied``): a connection killed in between leaves the pre-change values on the
 host, so a later ``undo`` still restores the original state, never our half state.
 
+An update keeps the *oldest* original values: a step's ``merge_undo`` folds the journaled record
+and what ``check`` sees now (sysctl: the journaled original of every key, plus originals for keys
+the update adds; keys the update drops are restored at once). A step whose change cannot be done
+in place (scratch on other devices or at another mountpoint) is undone first, then applied anew.
+
+Every value that reaches a remote shell is validated when the config is read (device paths,
+mountpoints, user names, sysctl keys and values, authorized keys) *and* shell-quoted
+(``shlex.quote``; ``printf '%s'`` for data), so a config value can never become a command.
+
 Steps: ``ScratchStep`` (local NVMe RAID0 scratch: mdadm array, filesystem, mount, fstab;
-re-assembled/re-mounted if it exists; formats only with explicit consent and never over a disk
-that holds a filesystem or is mounted), ``SysctlStep`` (network tuning for large transfers),
-``HugepagesStep``, ``GpuPersistenceStep`` (``nvidia-smi -pm 1``), ``ServiceUserStep`` (a user
-with authorized keys).
+re-assembled/re-mounted if it exists; formats only with explicit consent and only disks proven
+blank), ``SysctlStep`` (network tuning for large transfers), ``HugepagesStep``,
+``GpuPersistenceStep`` (``nvidia-smi -pm 1``), ``ServiceUserStep`` (a user with authorized keys).
 """
 
 from __future__ import annotations
 
 import json
 import posixpath
+import re
 import shlex
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
 
 from fullserver.baremetal.errors import StepFailed, StepRefused
 from fullserver.baremetal.transport import Runner
 
 JOURNAL = "/var/lib/fullserver/journal.json"
 SCRATCH_MARK = "# fullserver:scratch"
+MDADM_CONF = "/etc/mdadm/mdadm.conf"
 
 NETWORK_SYSCTLS: dict[str, str] = {
     # Large-transfer TCP buffers (dataset and checkpoint streams over 25-400 Gbps links); the
@@ -42,6 +55,80 @@ NETWORK_SYSCTLS: dict[str, str] = {
     "net.core.netdev_max_backlog": "250000",
     "net.ipv4.tcp_mtu_probing": "1",
 }
+
+# --- validation: every value that reaches a remote shell -------------------------------------
+
+DEVICE_PATH = re.compile(r"^/dev/[A-Za-z0-9._/:+-]+$")
+USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+SYSCTL_KEY = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
+SYSCTL_VALUE = re.compile(r"^[\t\x20-\x7e]*[\x21-\x7e][\t\x20-\x7e]*$")
+FS_LABEL = re.compile(r"^[A-Za-z0-9_.-]{1,16}$")
+FS_TYPE = re.compile(r"^[a-z0-9]{1,16}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_KEY_TYPE = re.compile(
+    r"(^|\s)(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-[a-z0-9-]+@openssh\.com)(-cert-v01@openssh\.com)?\s"
+)
+SYSTEM_DIRS = frozenset(
+    [
+        "/",
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/home",
+        "/lib",
+        "/lib64",
+        "/mnt",
+        "/opt",
+        "/proc",
+        "/root",
+        "/run",
+        "/sbin",
+        "/srv",
+        "/sys",
+        "/tmp",
+        "/usr",
+        "/var",
+    ]
+)
+FIRST_USER_UID = 1000
+"""UIDs below this are system accounts (login.defs UID_MIN): never taken over as a service user."""
+
+
+def check_device(value: str, field_name: str) -> str:
+    if not DEVICE_PATH.match(value) or "/../" in f"{value}/" or "/./" in f"{value}/":
+        raise ValueError(
+            f"{field_name}: {value!r} is not a device path (expected /dev/... with letters, digits and ._/:+- only)"
+        )
+    return value
+
+
+def check_path(value: str, field_name: str, *, mountpoint: bool = False) -> str:
+    if not value.startswith("/") or _CONTROL.search(value) or posixpath.normpath(value) != value:
+        raise ValueError(f"{field_name}: {value!r} must be an absolute, normalized path without control characters")
+    if mountpoint and value in SYSTEM_DIRS:
+        raise ValueError(f"{field_name}: {value!r} is a system directory; pick a dedicated one such as /mnt/scratch")
+    return value
+
+
+def check_user_name(value: str, field_name: str) -> str:
+    if not USER_NAME.match(value):
+        raise ValueError(f"{field_name}: {value!r} is not a user name (lowercase letters, digits, _ and -; 32 at most)")
+    return value
+
+
+def check_sysctl(key: str, value: str, field_name: str) -> None:
+    if not SYSCTL_KEY.match(key):
+        raise ValueError(f"{field_name}: {key!r} is not a kernel parameter name (dotted, like net.core.rmem_max)")
+    if not SYSCTL_VALUE.match(value):
+        raise ValueError(f"{field_name}.{key}: {value!r} must be one line of printable characters")
+
+
+def check_authorized_key(value: str, field_name: str) -> str:
+    line = value.strip()
+    if _CONTROL.sub("", line.replace("\t", " ")) != line.replace("\t", " ") or not _KEY_TYPE.search(line + " "):
+        raise ValueError(f"{field_name}: not one public key line ('[options] <type> <base64> [comment]')")
+    return line
 
 
 @dataclass(frozen=True)
@@ -62,11 +149,13 @@ class HostLayout:
 
 @dataclass(frozen=True)
 class Check:
-    """What ``check`` found: ``done`` means nothing to do; ``before`` is what undo restores."""
+    """What ``check`` found: ``done`` means nothing to do; ``before`` is the undo record (what
+    undo restores, journaled); ``state`` is what ``apply`` needs of the host now (not journaled)."""
 
     done: bool
     detail: str
     before: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 def q(s: str) -> str:
@@ -75,6 +164,7 @@ def q(s: str) -> str:
 
 def write_file_script(path: str, content: str, mode: str = "0644") -> str:
     """Atomic write: a temp file next to the target, then rename (no half-written file, ever)."""
+    assert re.fullmatch(r"0[0-7]{3}", mode)
     d = posixpath.dirname(path)
     return (
         f"mkdir -p {q(d)} && t=$(mktemp {q(path)}.XXXXXX) && printf '%s' {q(content)} > \"$t\" "
@@ -82,8 +172,30 @@ def write_file_script(path: str, content: str, mode: str = "0644") -> str:
     )
 
 
+def rewrite_file_script(path: str, drop_marker: str, append: str | None = None, mode: str = "0644") -> str:
+    """Atomic rewrite of a line file: lines containing ``drop_marker`` removed, ``append`` (one line)
+    added. A missing file counts as empty; a file grep cannot read aborts (never truncates it).
+    One brace group, so it composes with ``&&``."""
+    assert re.fullmatch(r"0[0-7]{3}", mode)
+    add = f" && printf '%s\\n' {q(append)}" if append is not None else ""
+    p = q(path)
+    return (
+        f"{{ mkdir -p {q(posixpath.dirname(path))} && t=$(mktemp {p}.XXXXXX) && "
+        f'{{ {{ if [ -e {p} ]; then grep -vF -- {q(drop_marker)} {p} || [ $? -eq 1 ]; fi{add}; }} > "$t" '
+        f'&& chmod {mode} "$t" && mv -f "$t" {p}; }} || {{ rm -f "$t"; false; }}; }}'
+    )
+
+
+def fstab_escape(path: str) -> str:
+    """fstab fields are whitespace separated: spaces, tabs and backslashes are written octal."""
+    return path.replace("\\", "\\134").replace(" ", "\\040").replace("\t", "\\011")
+
+
 class Step(ABC):
     id: str
+    undo_before_change = False
+    """When the desired state changes, undo the journaled old one before applying the new one
+    (a change that cannot be made in place, such as scratch moving to other devices)."""
 
     @abstractmethod
     def describe(self) -> str: ...
@@ -95,9 +207,19 @@ class Step(ABC):
     @abstractmethod
     def check(self, r: Runner, layout: HostLayout) -> Check: ...
 
+    def admit(self, r: Runner, found: Check, journaled: dict[str, Any] | None) -> None:
+        """Refuse (``StepRefused``) what this step must never take over; ``journaled`` is the undo
+        record of an earlier run, if any."""
+        return None
+
+    def merge_undo(self, journaled: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
+        """The undo record to journal: the journaled one (the *original* values) wins over what
+        ``check`` sees now, which is often our own earlier change."""
+        return journaled if journaled is not None else now
+
     @abstractmethod
     def apply(self, r: Runner, layout: HostLayout, found: Check) -> dict[str, Any]:
-        """Make it so; returns facts undo needs beyond ``found.before`` (e.g. what was created)."""
+        """Make it so (``found.before`` is the merged undo record); returns the undo record to keep."""
 
     def verify(self, r: Runner, layout: HostLayout) -> None:
         after = self.check(r, layout)
@@ -116,11 +238,17 @@ class Step(ABC):
 
 
 class SysctlStep(Step):
-    """Kernel parameters, set now (``/proc/sys``) and persisted (``/etc/sysctl.d/<conf>``)."""
+    """Kernel parameters, set now (``/proc/sys``) and persisted (``/etc/sysctl.d/<conf>``).
+
+    The undo record holds the original value of every key fullserver ever set (``previous``) and
+    the conf file's original content (``conf``: None when it did not exist), both restored on undo.
+    """
 
     def __init__(
         self, values: dict[str, str], *, id: str = "sysctl", conf: str = "/etc/sysctl.d/90-fullserver.conf"
     ) -> None:
+        for k, v in values.items():
+            check_sysctl(k, v, "networkTuning")
         self.values = dict(sorted(values.items()))
         self.id = id
         self.conf = conf
@@ -139,14 +267,19 @@ class SysctlStep(Step):
             f"{k} = {v}\n" for k, v in self.values.items()
         )
 
+    def _set(self, layout: HostLayout, values: dict[str, str]) -> list[str]:
+        return [f"printf '%s\\n' {q(v)} > {q(self._proc(layout, k))}" for k, v in values.items()]
+
     def check(self, r: Runner, layout: HostLayout) -> Check:
+        conf = q(layout.path(self.conf))
         script = "; ".join(
             f"printf '%s=%s\\n' {q(k)} \"$(cat {q(self._proc(layout, k))} 2>/dev/null | tr -s '[:space:]' ' ')\""
             for k in self.values
         )
-        script += f"; echo '@@conf'; cat {q(layout.path(self.conf))} 2>/dev/null; true"
+        script += f"; if [ -f {conf} ]; then echo '@@conf yes'; cat {conf}; else echo '@@conf no'; fi"
         out = r.run(script, sudo=True, label=f"check {self.id}").stdout
-        head, _, conf = out.partition("@@conf\n")
+        head, _, rest = out.partition("@@conf ")
+        existed, _, conf_text = rest.partition("\n")
         current = {}
         for line in head.splitlines():
             k, _, v = line.partition("=")
@@ -159,7 +292,7 @@ class SysctlStep(Step):
                 "drop them from the config or load the module that provides them",
             )
         wrong = [k for k, v in self.values.items() if current.get(k) != " ".join(v.split())]
-        conf_ok = conf == self._render()
+        conf_ok = existed.strip() == "yes" and conf_text == self._render()
         detail = (
             ("differs: " + ", ".join(f"{k}={current.get(k)}" for k in wrong))
             if wrong
@@ -168,19 +301,29 @@ class SysctlStep(Step):
         return Check(
             not wrong and conf_ok,
             detail or "in place",
-            {"previous": {k: current[k] for k in self.values}, "conf_existed": bool(conf)},
+            {"previous": {k: current[k] for k in self.values}, "conf": conf_text if existed.strip() == "yes" else None},
         )
 
+    def merge_undo(self, journaled: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
+        if journaled is None:
+            return now
+        return {
+            "previous": {**now.get("previous", {}), **journaled.get("previous", {})},
+            "conf": journaled.get("conf"),  # records without it (older journals) mean: remove the file
+        }
+
     def apply(self, r: Runner, layout: HostLayout, found: Check) -> dict[str, Any]:
+        previous: dict[str, str] = found.before.get("previous", {})
+        dropped = {k: v for k, v in previous.items() if k not in self.values}  # an update no longer sets them
         parts = [write_file_script(layout.path(self.conf), self._render())]
-        parts += [f"printf '%s\\n' {q(v)} > {q(self._proc(layout, k))}" for k, v in self.values.items()]
+        parts += self._set(layout, self.values) + self._set(layout, dropped)
         r.run(" && ".join(parts), sudo=True, write=True, label=f"apply {self.id}")
-        return {}
+        return {"previous": {k: v for k, v in previous.items() if k in self.values}, "conf": found.before.get("conf")}
 
     def undo(self, r: Runner, layout: HostLayout, record: dict[str, Any]) -> None:
-        previous: dict[str, str] = record.get("previous", {})
-        parts = [f"printf '%s\\n' {q(v)} > {q(self._proc(layout, k))}" for k, v in previous.items()]
-        parts.append(f"rm -f {q(layout.path(self.conf))}")
+        parts = self._set(layout, record.get("previous", {}))
+        conf, original = layout.path(self.conf), record.get("conf")
+        parts.append(write_file_script(conf, original) if isinstance(original, str) else f"rm -f {q(conf)}")
         r.run(" && ".join(parts), sudo=True, write=True, label=f"undo {self.id}")
 
 
@@ -188,6 +331,8 @@ class HugepagesStep(SysctlStep):
     """Reserve N default-size (2 MiB) huge pages; the verify fails if the kernel gave fewer."""
 
     def __init__(self, count: int) -> None:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"hugepages: {count!r} is not a page count (a whole number >= 0)")
         super().__init__(
             {"vm.nr_hugepages": str(count)}, id="hugepages", conf="/etc/sysctl.d/91-fullserver-hugepages.conf"
         )
@@ -246,7 +391,7 @@ class GpuPersistenceStep(Step):
     def apply(self, r: Runner, layout: HostLayout, found: Check) -> dict[str, Any]:
         # -pm 1 can take well over 25 s on big hosts (Azure/AgentBaker#2829): a generous deadline.
         r.run(["nvidia-smi", "-pm", "1"], sudo=True, write=True, timeout=180, label="nvidia-smi -pm 1")
-        return {}
+        return found.before
 
     def undo(self, r: Runner, layout: HostLayout, record: dict[str, Any]) -> None:
         if not record.get("was_enabled"):
@@ -257,12 +402,20 @@ class GpuPersistenceStep(Step):
 
 
 class ServiceUserStep(Step):
-    """A local user (no password; key login only) with exactly the given authorized keys."""
+    """A local user (no password; key login only) with exactly the given authorized keys.
+
+    Only a user fullserver creates is ever managed: the login user, a system account (UID below
+    1000) or any existing user the journal does not record as created by fullserver is refused.
+    The home comes from ``getent passwd`` (a new user's is ``/home/<name>`` under the layout root);
+    the undo record says whether the home and its ``.ssh`` existed before, and undo removes only
+    what fullserver created — a home that was already there is never deleted.
+    """
 
     def __init__(self, name: str, authorized_keys: Sequence[str]) -> None:
+        check_user_name(name, "serviceUser.name")
         self.id = f"user:{name}"
         self.name = name
-        self.keys = [k.strip() for k in authorized_keys]
+        self.keys = [check_authorized_key(k, f"serviceUser.authorizedKeys[{i}]") for i, k in enumerate(authorized_keys)]
 
     def describe(self) -> str:
         return f"service user {self.name} with {len(self.keys)} authorized key(s)"
@@ -277,65 +430,119 @@ class ServiceUserStep(Step):
         return "".join(f"{k}\n" for k in self.keys)
 
     def check(self, r: Runner, layout: HostLayout) -> Check:
-        ak = f"{self._home(layout)}/.ssh/authorized_keys"
-        out = r.run(
-            f"id -u {q(self.name)} 2>/dev/null || echo none; echo '@@keys'; cat {q(ak)} 2>/dev/null; true",
-            sudo=True,
-            label=f"check {self.id}",
-        ).stdout
-        uid, _, keys = out.partition("@@keys\n")
-        exists = uid.strip() != "none"
+        n = q(self.name)
+        script = (
+            f"if ent=$(getent passwd {n}); then "
+            "printf 'uid\\t%s\\n' \"$(printf '%s' \"$ent\" | cut -d: -f3)\"; h=$(printf '%s' \"$ent\" | cut -d: -f6); "
+            f"else printf 'uid\\t\\n'; h={q(self._home(layout))}; fi; "
+            "printf 'home\\t%s\\n' \"$h\"; "
+            "[ -d \"$h\" ] && printf 'homedir\\tyes\\n' || printf 'homedir\\tno\\n'; "
+            "[ -d \"$h/.ssh\" ] && printf 'sshdir\\tyes\\n' || printf 'sshdir\\tno\\n'; "
+            'if [ -f "$h/.ssh/authorized_keys" ]; then echo \'@@keys yes\'; cat "$h/.ssh/authorized_keys"; '
+            "else echo '@@keys no'; fi"
+        )
+        out = r.run(script, sudo=True, label=f"check {self.id}").stdout
+        head, _, rest = out.partition("@@keys ")
+        has_keys, _, keys = rest.partition("\n")
+        facts = dict(line.split("\t", 1) for line in head.splitlines() if "\t" in line)
+        uid = facts.get("uid", "").strip()
+        exists = bool(uid)
+        state = {
+            "exists": exists,
+            "uid": int(uid) if uid.isdigit() else None,
+            "home": facts.get("home", "") or self._home(layout),
+            "home_existed": facts.get("homedir") == "yes",
+            "ssh_existed": facts.get("sshdir") == "yes",
+            "authorized_keys": keys if has_keys.strip() == "yes" else None,
+        }
         done = exists and keys == self._render()
         return Check(
             done,
             "in place" if done else ("user missing" if not exists else "authorized keys differ"),
-            {"existed": exists, "authorized_keys": keys if exists else None},
+            {"existed": exists, **{k: state[k] for k in ("home", "home_existed", "ssh_existed", "authorized_keys")}},
+            state,
         )
 
+    def admit(self, r: Runner, found: Check, journaled: dict[str, Any] | None) -> None:
+        if self.name == r.user:
+            raise StepRefused(
+                r.host,
+                f"service user {self.name} is the user fullserver logs in as: refusing to manage its keys",
+                "pick another serviceUser.name",
+            )
+        uid = found.state.get("uid")
+        ours = journaled is not None and journaled.get("existed") is False
+        if found.state.get("exists") and (not ours or (uid is not None and uid < FIRST_USER_UID)):
+            raise StepRefused(
+                r.host,
+                f"user {self.name} already exists (uid {uid}) and was not created by fullserver: refusing to take it over",
+                "pick another serviceUser.name",
+            )
+
     def apply(self, r: Runner, layout: HostLayout, found: Check) -> dict[str, Any]:
-        home, n = self._home(layout), q(self.name)
+        n, home = q(self.name), str(found.state["home"])
+        ssh = home + "/.ssh"
         parts = []
-        if not found.before.get("existed"):
+        if not found.state["exists"]:
             parts.append(
                 f"mkdir -p {q(posixpath.dirname(home))} && useradd -m -d {q(home)} -s /bin/bash {n} && usermod -p '*' {n}"
             )
-        parts.append(write_file_script(f"{home}/.ssh/authorized_keys", self._render(), "0600"))
-        parts.append(f"chmod 0700 {q(home + '/.ssh')} && chown -R {n}: {q(home + '/.ssh')}")
+        parts.append(f"mkdir -p {q(ssh)}")
+        parts.append(write_file_script(f"{ssh}/authorized_keys", self._render(), "0600"))
+        parts.append(f"chmod 0700 {q(ssh)} && chown -R {n}: {q(ssh)}")
         r.run(" && ".join(parts), sudo=True, write=True, label=f"apply {self.id}")
-        return {}
+        return found.before
 
     def undo(self, r: Runner, layout: HostLayout, record: dict[str, Any]) -> None:
-        home, n = self._home(layout), q(self.name)
-        if not record.get("existed"):
-            r.run(
-                f"if id -u {n} >/dev/null 2>&1; then userdel {n}; fi; rm -rf {q(home)}",
-                sudo=True,
-                write=True,
-                label=f"undo {self.id}",
-            )
-        elif record.get("authorized_keys") is not None:
-            r.run(
-                write_file_script(f"{home}/.ssh/authorized_keys", record["authorized_keys"], "0600"),
-                sudo=True,
-                write=True,
-                label=f"undo {self.id}",
-            )
+        n = q(self.name)
+        home = str(record.get("home") or self._home(layout))
+        ssh, ak = home + "/.ssh", home + "/.ssh/authorized_keys"
+        if record.get("authorized_keys") is not None:
+            restore = write_file_script(ak, record["authorized_keys"], "0600")
+        else:
+            restore = f"rm -f {q(ak)}"
+        if record.get("existed") is False:
+            parts = [f"if id -u {n} >/dev/null 2>&1; then userdel {n}; fi"]
+            # Older records lack home_existed: then the home is treated as pre-existing (kept).
+            if record.get("home_existed") is False:
+                parts.append(f"rm -rf {q(home)}")
+            elif record.get("ssh_existed") is False:
+                parts.append(f"rm -rf {q(ssh)}")
+            else:
+                parts.append(restore)
+            r.run(" && ".join(parts), sudo=True, write=True, label=f"undo {self.id}")
+        else:  # a record from before existing users were refused: put their keys back
+            r.run(restore, sudo=True, write=True, label=f"undo {self.id}")
 
 
 # --- local NVMe scratch -----------------------------------------------------------------------
 
 
+def _no_md(host: str) -> StepFailed:
+    return StepFailed(
+        host,
+        "the kernel has no md (software RAID) driver: /proc/mdstat is missing",
+        "load it (modprobe raid0), or use a single scratch device",
+    )
+
+
 class ScratchStep(Step):
     """Local NVMe as one scratch filesystem: RAID0 over several disks (mdadm), or the one disk.
 
-    Refuses — even with consent — any disk that holds a filesystem, a partition or any signature
-    other than our own array's, or that is mounted. With ``consent_to_format`` it creates the
-    array and the filesystem on blank disks; without it, it only re-assembles and mounts what
-    it made before.
+    A disk is formatted only when it is *proven* blank, whatever the consent says: ``blkid -p``
+    must exit 2 (nothing found) — any exit other than 0 (found: refused unless it is our own
+    array member or filesystem) and 2 means it could not tell (8: ambivalent or colliding
+    signatures, 4: error) and is refused; ``wipefs --no-act --json`` (which lists *every*
+    signature, end-of-disk ones included) must list none but ours where wipefs is installed;
+    ``lsblk`` must succeed and show no partition, holder or mount. With ``consent_to_format`` it
+    creates the array and the filesystem on such disks; without it, it only re-assembles and
+    mounts what it made before. A change of devices or mountpoint undoes the old scratch first
+    (unmount, fstab, mdadm.conf, stop the array), then applies the new one.
     """
 
     id = "scratch"
     ARRAY_NAME = "fullserver-scratch"
+    undo_before_change = True
 
     def __init__(
         self,
@@ -348,13 +555,17 @@ class ScratchStep(Step):
         array: str | None = None,
     ) -> None:
         if not devices:
-            raise ValueError("scratch needs at least one device")
-        self.devices = list(devices)
-        self.mountpoint = mountpoint
+            raise ValueError("scratch.devices: at least one device is needed")
+        if len(set(devices)) != len(devices):
+            raise ValueError("scratch.devices: a device is listed twice")
+        self.devices = [check_device(d, f"scratch.devices[{i}]") for i, d in enumerate(devices)]
+        self.mountpoint = check_path(mountpoint, "scratch.mountpoint", mountpoint=True)
+        if not FS_TYPE.match(fstype) or not FS_LABEL.match(label):
+            raise ValueError(f"scratch.fstype {fstype!r} / label {label!r}: letters and digits only")
         self.fstype = fstype
         self.label = label
         self.consent = consent_to_format
-        self.array = array or f"/dev/md/{self.ARRAY_NAME}"
+        self.array = check_device(array or f"/dev/md/{self.ARRAY_NAME}", "scratch.array")
 
     @property
     def raid(self) -> bool:
@@ -378,58 +589,91 @@ class ScratchStep(Step):
         return self.array if self.raid else self.devices[0]
 
     def _inspect(self, r: Runner, layout: HostLayout) -> dict[str, Any]:
-        mp, fstab = layout.path(self.mountpoint), layout.path("/etc/fstab")
-        lines = ["[ -e /proc/mdstat ] && echo 'md yes' || echo 'md no'"]
-        for d in self.devices:
-            lines.append(
-                f"if [ -b {q(d)} ]; then echo \"dev {d} ok $(blkid -p -o export {q(d)} 2>/dev/null | tr '\\n' ' ')\"; "
-                f"echo \"mnt {d} $(lsblk -n -r -o MOUNTPOINT {q(d)} 2>/dev/null | tr '\\n' ' ')\"; "
-                f'echo "kids {d} $(lsblk -n -r -o NAME {q(d)} 2>/dev/null | wc -l)"; else echo "dev {d} missing"; fi'
+        """One read-only round trip; every value is printed with ``printf '%s'`` from quoted args."""
+        mp, fstab, conf = q(layout.path(self.mountpoint)), q(layout.path("/etc/fstab")), q(layout.path(MDADM_CONF))
+        lines = [
+            "[ -e /proc/mdstat ] && echo 'md\tyes' || echo 'md\tno'",
+            "wipefs --help 2>/dev/null | grep -q -e --json && echo 'wipefs\tyes' || echo 'wipefs\tno'",
+        ]
+
+        def emit(tag: str, dev: str, cmd: str, fold: str = "tr '\\n\\t' '  '") -> str:
+            return (
+                f"o=$({cmd} 2>/dev/null); rc=$?; "
+                f'printf \'{tag}\\t%s\\t%s\\t%s\\n\' {dev} "$rc" "$(printf \'%s\\n\' "$o" | {fold})"'
             )
+
+        for d in self.devices:
+            qd = q(d)
+            checks = [
+                emit("blkid", qd, f"blkid -p -o export {qd}"),
+                emit("wipe", qd, f"wipefs --no-act --json {qd}", "tr -d '\\n\\t'"),
+                emit("mnt", qd, f"lsblk -n -r -o MOUNTPOINT {qd}"),
+                emit("kids", qd, f"lsblk -n -r -o NAME {qd}", "grep -c ."),
+                f"printf 'real\\t%s\\t0\\t%s\\n' {qd} \"$(readlink -f {qd})\"",
+            ]
+            if self.raid:
+                checks.append(emit("mdexam", qd, f"mdadm --examine --export {qd}"))
+            lines.append(f"if [ -b {qd} ]; then {'; '.join(checks)}; else printf 'dev\\t%s\\tmissing\\n' {qd}; fi")
         t = q(self.target)
         lines.append(
-            f"if [ -b {t} ]; then echo \"target ok $(blkid -p -o export {t} 2>/dev/null | tr '\\n' ' ')\"; echo \"real $(readlink -f {t})\"; else echo 'target missing'; fi"
+            f"if [ -b {t} ]; then {emit('target', t, f'blkid -p -o export {t}')}; "
+            f"m=$(readlink -f {t}); printf 'treal\\t%s\\t0\\t%s\\n' {t} \"$m\"; "
+            'for s in /sys/block/"${m##*/}"/slaves/*; do [ -e "$s" ] && printf \'member\\t%s\\t0\\t/dev/%s\\n\' '
+            f'{t} "${{s##*/}}"; done; fi'
         )
-        lines.append(f'echo "mounted $(findmnt -n -r -o SOURCE --mountpoint {q(mp)} 2>/dev/null | head -n1)"')
-        lines.append(f'echo "fstab $(grep -F {q(SCRATCH_MARK)} {q(fstab)} 2>/dev/null | head -n1)"')
         lines.append(
-            f'echo "mdconf $(grep -cF {q(self.ARRAY_NAME)} {q(layout.path("/etc/mdadm/mdadm.conf"))} 2>/dev/null || echo 0)"'
+            f"printf 'mounted\\t%s\\n' \"$(findmnt -n -r -o SOURCE --mountpoint {mp} 2>/dev/null | head -n1)\""
         )
+        lines.append(f"printf 'fstab\\t%s\\n' \"$(grep -F {q(SCRATCH_MARK)} {fstab} 2>/dev/null | head -n1)\"")
+        lines.append(f"printf 'mdconf\\t%s\\n' \"$(grep -cF {q(self.ARRAY_NAME)} {conf} 2>/dev/null)\"")
         out = r.run("\n".join(lines), sudo=True, label="check scratch").stdout
         state: dict[str, Any] = {
-            "devs": {},
-            "mounts": {},
-            "kids": {},
+            "devs": {d: None for d in self.devices},
             "target": None,
             "real": "",
+            "members": [],
             "mounted": "",
             "fstab": "",
             "md": False,
+            "wipefs": False,
             "mdconf": 0,
         }
         for line in out.splitlines():
-            word, _, rest = line.partition(" ")
-            if word == "md":
-                state["md"] = rest.strip() == "yes"
-            elif word == "dev":
-                d, _, info = rest.partition(" ")
-                state["devs"][d] = None if info.startswith("missing") else _export(info.removeprefix("ok"))
-            elif word == "mnt":
-                d, _, info = rest.partition(" ")
-                state["mounts"][d] = info.split()
-            elif word == "kids":
-                d, _, n = rest.partition(" ")
-                state["kids"][d] = int(n.strip() or "1")
-            elif word == "target":
-                state["target"] = None if rest.startswith("missing") else _export(rest.removeprefix("ok"))
-            elif word in ("real", "mounted", "fstab"):
-                state[word] = rest.strip()
-            elif word == "mdconf":
-                state["mdconf"] = int((rest.strip() or "0").split()[0])
+            tag, _, rest = line.partition("\t")
+            if tag in ("md", "wipefs"):
+                state[tag] = rest.strip() == "yes"
+            elif tag in ("mounted", "fstab"):
+                state[tag] = rest.strip()
+            elif tag == "mdconf":
+                state["mdconf"] = int(rest.strip()) if rest.strip().isdigit() else 0
+            elif tag in ("blkid", "wipe", "mnt", "kids", "real", "mdexam", "target", "treal", "member"):
+                dev, _, rest = rest.partition("\t")
+                rc_text, _, payload = rest.partition("\t")
+                rc = int(rc_text) if rc_text.lstrip("-").isdigit() else -1
+                if tag == "target":
+                    # 2: a device with nothing on it; any other failure: something we cannot read
+                    state["target"] = (
+                        _export(payload) if rc == 0 else {} if rc == 2 else {"TYPE": f"unreadable (blkid exit {rc})"}
+                    )
+                elif tag == "treal":
+                    state["real"] = payload.strip()
+                elif tag == "member":
+                    state["members"].append(payload.strip())
+                else:
+                    info = state["devs"].get(dev) or {}
+                    info[f"{tag}_rc"] = rc
+                    info[tag] = payload
+                    state["devs"][dev] = info
         return state
 
     def _ours_fs(self, info: dict[str, str] | None) -> bool:
         return bool(info) and info is not None and info.get("TYPE") == self.fstype and info.get("LABEL") == self.label
+
+    def _ours_member(self, blkid: dict[str, str]) -> bool:
+        label = blkid.get("LABEL", "")
+        return blkid.get("TYPE") == "linux_raid_member" and (
+            label == self.ARRAY_NAME or label.endswith(f":{self.ARRAY_NAME}")
+        )
 
     def check(self, r: Runner, layout: HostLayout) -> Check:
         s = self._inspect(r, layout)
@@ -441,54 +685,107 @@ class ScratchStep(Step):
                 "check the device paths (prefer /dev/disk/by-id/...)",
             )
         mounted_here = bool(s["mounted"]) and s["mounted"] in (s["real"], self.target)
-        done = self._ours_fs(s["target"]) and mounted_here and bool(s["fstab"]) and (not self.raid or s["mdconf"] > 0)
+        fields = s["fstab"].split()
+        fstab_ok = len(fields) > 1 and fields[1] == fstab_escape(self.mountpoint)
+        reals = sorted(str(info.get("real", "")).strip() for info in s["devs"].values())
+        members_ok = not self.raid or (sorted(s["members"]) == reals and s["mdconf"] > 0)
+        ours = self._ours_fs(s["target"])
+        done = ours and mounted_here and fstab_ok and members_ok
         detail = (
             "in place"
             if done
-            else f"fs={'ours' if self._ours_fs(s['target']) else 'none'} mounted={'yes' if mounted_here else 'no'} fstab={'yes' if s['fstab'] else 'no'}"
+            else f"fs={'ours' if ours else 'none'} mounted={'yes' if mounted_here else 'no'} "
+            f"fstab={'yes' if fstab_ok else 'no'}" + ("" if members_ok else " array-members=differ")
         )
-        return Check(done, detail, {"state": s})
+        record = {"mountpoint": self.mountpoint, "devices": self.devices, "array": self.array if self.raid else None}
+        return Check(done, detail, record, s)
 
     def _refuse_unsafe(self, host: str, s: dict[str, Any]) -> None:
-        """Never touch a disk that holds someone else's data, whatever the consent says."""
+        """Never touch a disk that is not *proven* blank (or ours), whatever the consent says."""
         for d in self.devices:
-            info: dict[str, str] = s["devs"].get(d) or {}
-            kind = info.get("TYPE") or info.get("PTTYPE")
-            ours = (self.raid and kind == "linux_raid_member" and self.ARRAY_NAME in info.get("LABEL", "")) or (
-                not self.raid and self._ours_fs(info)
-            )
-            if s["mounts"].get(d):
+            dev: dict[str, Any] = s["devs"][d]
+            blkid = _export(dev.get("blkid", "")) if dev.get("blkid_rc") == 0 else {}
+            kind = blkid.get("TYPE") or blkid.get("PTTYPE")
+            ours = self._ours_member(blkid) if self.raid else self._ours_fs(blkid)
+            wipe = f"if its data is truly unwanted, wipe it yourself (wipefs -a {d}) and re-run"
+            if dev.get("mnt_rc") != 0 or dev.get("kids_rc") != 0:
                 raise StepRefused(
                     host,
-                    f"{d} is mounted at {', '.join(s['mounts'][d])}: refusing to use it for scratch",
+                    f"lsblk failed on {d} (exit {dev.get('mnt_rc')}/{dev.get('kids_rc')}): cannot tell whether it is "
+                    "mounted or partitioned, refusing to format it",
+                    f"run lsblk {d} on the host to see why",
+                )
+            mounts = dev.get("mnt", "").split()
+            if mounts:
+                raise StepRefused(
+                    host,
+                    f"{d} is mounted at {', '.join(mounts)}: refusing to use it for scratch",
                     "unmount it and remove it from fstab first, or pick other devices",
                 )
-            if kind and not ours:
+            rc = dev.get("blkid_rc")
+            if rc not in (0, 2):
                 raise StepRefused(
                     host,
-                    f"{d} holds a {kind} signature: refusing to format it",
-                    f"if its data is truly unwanted, wipe it yourself (wipefs -a {d}) and re-run",
+                    f"blkid -p exited {rc} on {d}: cannot prove it is blank (ambivalent or colliding signatures, "
+                    "or a probing error), refusing to format it",
+                    f"inspect it with wipefs --no-act {d}; {wipe}",
                 )
-            if s["kids"].get(d, 1) > 1 and not ours:
+            if rc == 0 and not ours:
+                raise StepRefused(host, f"{d} holds a {kind or 'unknown'} signature: refusing to format it", wipe)
+            if s["wipefs"]:
+                sigs = _wipefs(dev.get("wipe", "")) if dev.get("wipe_rc") == 0 else None
+                if sigs is None:
+                    raise StepRefused(
+                        host,
+                        f"wipefs --no-act failed on {d} (exit {dev.get('wipe_rc')}): cannot prove it is blank",
+                        f"run wipefs --no-act {d} on the host to see why",
+                    )
+                foreign = [x for x in sigs if not (ours and x.get("type") == kind)]
+                if foreign:
+                    found = ", ".join(f"{x.get('type')} at {x.get('offset')}" for x in foreign)
+                    raise StepRefused(host, f"{d} holds signature(s) {found}: refusing to format it", wipe)
+            if int(str(dev.get("kids", "1")).strip() or "1") > 1 and not ours:
                 raise StepRefused(
                     host, f"{d} has partitions or holders: refusing to format it", "pick whole, unused disks"
                 )
 
-    def apply(self, r: Runner, layout: HostLayout, found: Check) -> dict[str, Any]:
-        s: dict[str, Any] = found.before["state"]
-        created_array = created_fs = False
-        mp, fstab = layout.path(self.mountpoint), layout.path("/etc/fstab")
+    def _assemblable(self, s: dict[str, Any]) -> bool:
+        """Every device is a member of one array of ours, of exactly these many devices."""
+        seen: set[tuple[str, str]] = set()
+        for d in self.devices:
+            dev = s["devs"][d]
+            md = _export(dev.get("mdexam", "")) if dev.get("mdexam_rc") == 0 else {}
+            if not self._ours_member(_export(dev.get("blkid", ""))) or not md.get("MD_UUID"):
+                return False
+            seen.add((md["MD_UUID"], md.get("MD_DEVICES", "")))
+        return len(seen) == 1 and next(iter(seen))[1] == str(len(self.devices))
+
+    def admit(self, r: Runner, found: Check, journaled: dict[str, Any] | None) -> None:
+        """Refusals come before anything is written (journal included)."""
+        s: dict[str, Any] = found.state
+        if found.done:
+            return
+        if self.raid and not s["md"]:
+            raise _no_md(r.host)
+        if self.raid and s["target"] is not None and s["members"]:
+            reals = sorted(str(info.get("real", "")).strip() for info in s["devs"].values())
+            if sorted(s["members"]) != reals:
+                raise StepRefused(
+                    r.host,
+                    f"{self.array} is assembled from {', '.join(sorted(s['members']))}, not from the configured "
+                    f"{', '.join(self.devices)}",
+                    f"if that array is unwanted, unmount it and stop it (mdadm --stop {self.array}), then re-run",
+                )
         if not self._ours_fs(s["target"]):
             self._refuse_unsafe(r.host, s)
+
+    def apply(self, r: Runner, layout: HostLayout, found: Check) -> dict[str, Any]:
+        self.admit(r, found, None)  # no I/O: the same refusals, should apply ever be called alone
+        s: dict[str, Any] = found.state
+        mp, fstab = layout.path(self.mountpoint), layout.path("/etc/fstab")
+        if not self._ours_fs(s["target"]):
             if self.raid:
-                if not s["md"]:
-                    raise StepFailed(
-                        r.host,
-                        "the kernel has no md (software RAID) driver: /proc/mdstat is missing",
-                        "load md_mod (modprobe raid0), or use a single scratch device",
-                    )
-                members = all((s["devs"][d] or {}).get("TYPE") == "linux_raid_member" for d in self.devices)
-                if s["target"] is None and members:
+                if s["target"] is None and self._assemblable(s):
                     r.run(
                         ["mdadm", "--assemble", self.array, *self.devices],
                         sudo=True,
@@ -497,6 +794,9 @@ class ScratchStep(Step):
                     )
                 elif s["target"] is None:
                     self._need_consent(r.host)
+                    # --run only skips mdadm's "appears to contain ... continue?" question, which
+                    # would otherwise fail on our closed stdin: the disks were just proven blank
+                    # (or members of our own earlier array) by _refuse_unsafe.
                     r.run(
                         [
                             "mdadm",
@@ -513,12 +813,12 @@ class ScratchStep(Step):
                         timeout=300,
                         label="mdadm --create",
                     )
-                    created_array = True
-                tinfo = _export(
-                    r.run(f"blkid -p -o export {q(self.array)} || true", sudo=True, label="blkid array").stdout
-                )
-                if self._ours_fs(tinfo):
-                    s["target"] = tinfo
+                tinfo = r.run(
+                    f"blkid -p -o export {q(self.array)}; rc=$?; [ $rc -eq 0 ] || [ $rc -eq 2 ]",
+                    sudo=True,
+                    label="blkid array",
+                ).stdout
+                s["target"] = _export(tinfo)
             if not self._ours_fs(s["target"]):
                 if s["target"] and s["target"].get("TYPE"):
                     raise StepRefused(
@@ -534,11 +834,6 @@ class ScratchStep(Step):
                     timeout=1800,
                     label=f"mkfs.{self.fstype}",
                 )
-                created_fs = True
-        elif self.raid and not s["md"]:
-            raise StepFailed(
-                r.host, "the kernel has no md (software RAID) driver: /proc/mdstat is missing", "load md_mod"
-            )
         uuid = _export(r.run(f"blkid -p -o export {q(self.target)}", sudo=True, label="blkid").stdout).get("UUID", "")
         if not uuid:
             raise StepFailed(r.host, f"{self.target} has no filesystem UUID after mkfs", "check dmesg")
@@ -547,17 +842,19 @@ class ScratchStep(Step):
         parts = [f"mkdir -p {q(mp)}"]
         if not mounted:
             parts.append(f"mount -t {q(self.fstype)} -o noatime {q(self.target)} {q(mp)}")
-        line = f"UUID={uuid} {self.mountpoint} {self.fstype} defaults,noatime,nofail,x-systemd.device-timeout=10s 0 2 {SCRATCH_MARK}"
-        parts.append(
-            f'mkdir -p {q(posixpath.dirname(fstab))} && t=$(mktemp {q(fstab)}.XXXXXX) && {{ grep -vF {q(SCRATCH_MARK)} {q(fstab)} 2>/dev/null; printf \'%s\\n\' {q(line)}; }} > "$t" && chmod 0644 "$t" && mv -f "$t" {q(fstab)}'
+        line = (
+            f"UUID={uuid} {fstab_escape(self.mountpoint)} {self.fstype} "
+            f"defaults,noatime,nofail,x-systemd.device-timeout=10s 0 2 {SCRATCH_MARK}"
         )
+        parts.append(rewrite_file_script(fstab, SCRATCH_MARK, line))
         if self.raid:
-            conf = layout.path("/etc/mdadm/mdadm.conf")
+            conf = layout.path(MDADM_CONF)
             parts.append(
-                f"mkdir -p {q(posixpath.dirname(conf))} && {{ grep -qF {q(self.ARRAY_NAME)} {q(conf)} 2>/dev/null || mdadm --detail --brief {q(self.array)} >> {q(conf)}; }}"
+                f"mkdir -p {q(posixpath.dirname(conf))} && {{ grep -qF {q(self.ARRAY_NAME)} {q(conf)} 2>/dev/null || "
+                f"mdadm --detail --brief {q(self.array)} >> {q(conf)}; }}"
             )
         r.run(" && ".join(parts), sudo=True, write=True, label="mount scratch")
-        return {"created_array": created_array, "created_fs": created_fs}
+        return found.before
 
     def _need_consent(self, host: str) -> None:
         if not self.consent:
@@ -568,27 +865,42 @@ class ScratchStep(Step):
             )
 
     def undo(self, r: Runner, layout: HostLayout, record: dict[str, Any]) -> None:
-        """Unmount and forget (fstab, mdadm.conf, stop the array); the data stays on the disks."""
-        mp, fstab = layout.path(self.mountpoint), layout.path("/etc/fstab")
+        """Unmount and forget (fstab, mdadm.conf, stop the array); the data stays on the disks.
+
+        Uses the record's mountpoint and array (the scratch being undone may be an older one
+        than this step's), falling back to this step's for records that lack them."""
+        mp = layout.path(str(record.get("mountpoint") or self.mountpoint))
+        array = record.get("array", self.array if self.raid else None)
+        fstab, conf = layout.path("/etc/fstab"), layout.path(MDADM_CONF)
         parts = [
             f"if findmnt -n --mountpoint {q(mp)} >/dev/null 2>&1; then umount {q(mp)}; fi",
-            f'if [ -f {q(fstab)} ]; then t=$(mktemp {q(fstab)}.XXXXXX) && {{ grep -vF {q(SCRATCH_MARK)} {q(fstab)} || true; }} > "$t" && chmod 0644 "$t" && mv -f "$t" {q(fstab)}; fi',
+            f"if [ -f {q(fstab)} ]; then {rewrite_file_script(fstab, SCRATCH_MARK)}; fi",
         ]
-        if self.raid:
-            conf = layout.path("/etc/mdadm/mdadm.conf")
-            parts.append(f"if [ -f {q(conf)} ]; then sed -i '/{self.ARRAY_NAME}/d' {q(conf)}; fi")
-            parts.append(f"if [ -b {q(self.array)} ]; then mdadm --stop {q(self.array)}; fi")
+        if array:
+            parts.append(f"if [ -f {q(conf)} ]; then {rewrite_file_script(conf, self.ARRAY_NAME)}; fi")
+            parts.append(f"if [ -b {q(array)} ]; then mdadm --stop {q(array)}; fi")
         r.run(" && ".join(parts), sudo=True, write=True, label="undo scratch")
 
 
 def _export(text: str) -> dict[str, str]:
-    """``blkid -o export`` (KEY=value, whitespace separated) → dict."""
+    """``blkid -o export`` / ``mdadm --export`` (KEY=value, whitespace separated) → dict."""
     out = {}
     for token in text.split():
         k, sep, v = token.partition("=")
         if sep:
             out[k] = v.strip('"')
     return out
+
+
+def _wipefs(text: str) -> list[dict[str, Any]] | None:
+    """``wipefs --no-act --json`` → its signatures (empty output: none); None if unreadable."""
+    if not text.strip():
+        return []
+    try:
+        sigs = json.loads(text).get("signatures")
+    except (ValueError, AttributeError):
+        return None
+    return [x for x in sigs if isinstance(x, dict)] if isinstance(sigs, list) else None
 
 
 # --- journal and engine ---------------------------------------------------------------------
@@ -642,13 +954,11 @@ def plan(r: Runner, layout: HostLayout, steps: Sequence[Step]) -> dict[str, str]
     for step in steps:
         found = step.check(r, layout)
         entry = journal["steps"].get(step.id)
-        if (
-            found.done
-            and entry is not None
-            and entry.get("status") == "applied"
-            and entry.get("desired") == step.desired()
-        ):
+        same = entry is not None and entry.get("desired") == step.desired()
+        if found.done and same and entry is not None and entry.get("status") == "applied":
             out[step.id] = "ok"
+        elif entry is not None and not same and step.undo_before_change:
+            out[step.id] = "replace: undo the old, apply the new"
         elif found.done:
             out[step.id] = "journal"
         else:
@@ -657,6 +967,10 @@ def plan(r: Runner, layout: HostLayout, steps: Sequence[Step]) -> dict[str, str]
         if sid not in {s.id for s in steps}:
             out[sid] = "undo"
     return out
+
+
+def _record(journal: dict[str, Any], step: Step, undo: dict[str, Any], status: str) -> None:
+    journal["steps"][step.id] = {"desired": step.desired(), "undo": undo, "status": status, "at": time.time()}
 
 
 def converge(
@@ -671,28 +985,37 @@ def converge(
     journal = read_journal(r, layout)
     outcome = Outcome(r.host)
     for step in steps:
-        found = step.check(r, layout)
         entry = journal["steps"].get(step.id)
+        if entry is not None and step.undo_before_change and entry.get("desired") != step.desired():
+            # Not changeable in place (scratch on other devices, at another mountpoint): the old
+            # one comes down first, by its own journaled record, then the new one is applied.
+            step.undo(r, layout, entry["undo"])
+            del journal["steps"][step.id]
+            write_journal(r, layout, journal)
+            outcome.undone.append(step.id)
+            entry = None
+        found = step.check(r, layout)
+        journaled = entry["undo"] if entry is not None else None
+        step.admit(r, found, journaled)
+        record = step.merge_undo(journaled, found.before)
         if found.done:
-            if entry is None or entry.get("status") != "applied" or entry.get("desired") != step.desired():
+            if (
+                entry is None
+                or entry.get("status") != "applied"
+                or entry.get("desired") != step.desired()
+                or entry.get("undo") != record
+            ):
                 # In place but not (fully) journaled: a run cut short after apply. Record it.
-                journal["steps"][step.id] = {
-                    **(entry or {"undo": found.before}),
-                    "desired": step.desired(),
-                    "status": "applied",
-                    "at": time.time(),
-                }
+                _record(journal, step, record, "applied")
                 write_journal(r, layout, journal)
             outcome.unchanged.append(step.id)
             continue
-        # Intent first: keep the *original* pre-change values if a previous run started this step.
-        undo = entry["undo"] if entry is not None else found.before
-        journal["steps"][step.id] = {"desired": step.desired(), "undo": undo, "status": "applying", "at": time.time()}
+        # Intent first, with the *original* values, so a cut connection never loses them.
+        _record(journal, step, record, "applying")
         write_journal(r, layout, journal)
-        extra = step.apply(r, layout, found)
+        kept = step.apply(r, layout, replace(found, before=record))
         step.verify(r, layout)
-        merged = {**undo, **{k: v or bool(undo.get(k)) for k, v in extra.items()}}
-        journal["steps"][step.id] = {"desired": step.desired(), "undo": merged, "status": "applied", "at": time.time()}
+        _record(journal, step, kept, "applied")
         write_journal(r, layout, journal)
         outcome.changed.append(step.id)
     wanted = {s.id for s in steps}
@@ -730,24 +1053,38 @@ def revert(r: Runner, layout: HostLayout, steps: Sequence[Step]) -> Outcome:
 
 # --- configuration → steps ------------------------------------------------------------------
 
-from pydantic import BaseModel, ConfigDict, Field  # noqa: E402
-from pydantic.alias_generators import to_camel  # noqa: E402
-
 
 class _Camel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
 
 
 class ScratchConfig(_Camel):
-    devices: list[str] = Field(min_length=1)
+    devices: list[str] = Field(min_length=1, description="whole disks: /dev/... paths, ideally /dev/disk/by-id/...")
     mountpoint: str = "/mnt/scratch"
-    fstype: str = "ext4"
+    fstype: str = Field(default="ext4", pattern=r"^[a-z0-9]{1,16}$")
     format: bool = Field(default=False, description="consent to create the array and filesystem on blank disks")
+
+    @field_validator("devices")
+    @classmethod
+    def _devices(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("a device is listed twice")
+        return [check_device(d, f"device {i}") for i, d in enumerate(v)]
+
+    @field_validator("mountpoint")
+    @classmethod
+    def _mountpoint(cls, v: str) -> str:
+        return check_path(v, "mountpoint", mountpoint=True)
 
 
 class ServiceUserConfig(_Camel):
     name: str = Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")
     authorized_keys: list[str] = Field(min_length=1)
+
+    @field_validator("authorized_keys")
+    @classmethod
+    def _keys(cls, v: list[str]) -> list[str]:
+        return [check_authorized_key(k, f"key {i}") for i, k in enumerate(v)]
 
 
 class HostConfig(_Camel):
@@ -760,6 +1097,19 @@ class HostConfig(_Camel):
     service_user: ServiceUserConfig | None = None
     root: str = "/"
     sysctl_dir: str = "/proc/sys"
+
+    @field_validator("network_tuning")
+    @classmethod
+    def _sysctls(cls, v: bool | dict[str, str]) -> bool | dict[str, str]:
+        if isinstance(v, dict):
+            for key, value in v.items():
+                check_sysctl(key, value, "networkTuning")
+        return v
+
+    @field_validator("root", "sysctl_dir")
+    @classmethod
+    def _paths(cls, v: str) -> str:
+        return check_path(v, "path")
 
     @property
     def layout(self) -> HostLayout:

@@ -41,6 +41,11 @@ class Runner(Protocol):
     @property
     def is_root(self) -> bool: ...
 
+    @property
+    def user(self) -> str:
+        """The login user (a service user must never be this one)."""
+        ...
+
     writes: int
     """How many commands flagged ``write=True`` ran (a re-apply with nothing to change runs none)."""
 

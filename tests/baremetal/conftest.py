@@ -1,4 +1,4 @@
-"""Fixtures: a test bed of real OpenSSH servers on loopback (see fullserver.baremetal.testbed).
+"""Fixtures: a test bed of real OpenSSH servers on loopback (see tests/baremetal/testbed.py).
 
 A test that needs sshd FAILS (never skips) when OpenSSH's server is missing.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fullserver.baremetal.steps import NETWORK_SYSCTLS, HostLayout
-from fullserver.baremetal.testbed import SshdHost, Testbed
+from tests.baremetal.testbed import SshdHost, Testbed
 
 
 @pytest.fixture(scope="session")

@@ -6,17 +6,32 @@ import base64
 import hashlib
 import hmac
 import json
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from fullserver.baremetal.audit import audit_facts, match_accelerator
+from fullserver.baremetal.cli import exit_code
 from fullserver.baremetal.errors import ProbeError
 from fullserver.baremetal.inventory import inventory_from_data, keys_from_known_hosts, parse_key_line
-from fullserver.baremetal.probe import parse_gpus, parse_lsblk, parse_probe
+from fullserver.baremetal.probe import HostFacts, parse_gpus, parse_lsblk, parse_probe
+from fullserver.baremetal.ssh import _sudo_refused, load_private_key
+from fullserver.baremetal.steps import (
+    HostConfig,
+    HostLayout,
+    ScratchStep,
+    ServiceUserStep,
+    SysctlStep,
+    fstab_escape,
+)
+from fullserver.baremetal.transport import Result
 from fullserver.catalog import load_catalog
-from fullserver.errors import InputError
+from fullserver.errors import EXIT_SHORT, InputError
 from fullserver.profiles import load_profiles
+from fullserver.workload import DedicatedHost
+from fullserver.yamlio import parse
 
 GOLDEN = Path(__file__).parent / "golden" / "probe"
 
@@ -177,3 +192,149 @@ def test_inventory_defaults_and_errors(tmp_path: Path) -> None:
         inventory_from_data([{"name": "c", "address": "x", "hostkeys": []}], tmp_path, "inv.yaml")
     with pytest.raises(InputError, match="repeat"):
         inventory_from_data([{"name": "c", "address": "x"}, {"name": "c", "address": "y"}], tmp_path, "inv.yaml")
+
+
+def _dgx_without_gpus(gpu_section: str) -> HostFacts:
+    text = (GOLDEN / "dgx-h100.txt").read_text()
+    head, _, rest = text.partition("@@fullserver:section gpus\n")
+    _, _, tail = rest.partition("@@fullserver:end gpus")
+    return parse_probe("gpu-01", f"{head}@@fullserver:section gpus\n{gpu_section}\n@@fullserver:end gpus{tail}")
+
+
+@pytest.mark.parametrize(
+    ("gpu_section", "why"),
+    [
+        ("@@fullserver:absent", "no GPU visible: nvidia-smi is not on PATH"),
+        ("@@fullserver:nvidiactl\n@@fullserver:absent", "no GPU visible: /dev/nvidiactl exists but nvidia-smi"),
+        ("", "no GPU visible: nvidia-smi lists none"),
+    ],
+)
+def test_gpu_server_showing_no_gpu_is_unverified_not_balanced(gpu_section: str, why: str) -> None:
+    facts = _dgx_without_gpus(gpu_section)
+    assert facts.gpus == [] and facts.cpu.threads == 224  # everything else of the DGX is there
+    audit = audit_facts(facts, load_profiles()["dedicated-steady"], load_catalog())
+    assert audit.status == "unverified" and not audit.ok
+    assert any(p.startswith(why) for p in audit.problems), audit.problems
+    assert exit_code([audit]) == EXIT_SHORT  # `fullserver audit` fails on it
+
+
+def test_contract_names_where_the_host_falls_short() -> None:
+    facts = parse_probe("gpu-01", (GOLDEN / "dgx-h100.txt").read_text())
+    seven = facts.model_copy(update={"gpus": facts.gpus[:7]})
+    contract = DedicatedHost(accelerator="H100-80GB", accelerator_count=8, vcpus=224, memory_gib=2048, network_gbps=400)
+    audit = audit_facts(seven, load_profiles()["dedicated-steady"], load_catalog(), expected=contract)
+    assert audit.status == "unverified" and "7 GPUs visible, contract says 8" in audit.summary()
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ({"scratch": {"devices": ["/dev/nvme1n1; touch /tmp/pwned"]}}, "scratch.devices"),
+        ({"scratch": {"devices": ["$(touch /tmp/pwned)"]}}, "scratch.devices"),
+        ({"scratch": {"devices": ["/dev/disk/by-id/nvme-A B"]}}, "scratch.devices"),
+        ({"scratch": {"devices": ["/dev/../etc/passwd"]}}, "scratch.devices"),
+        ({"scratch": {"devices": ["/dev/nvme1n1"], "mountpoint": "scratch"}}, "scratch.mountpoint"),
+        ({"scratch": {"devices": ["/dev/nvme1n1"], "mountpoint": "/"}}, "scratch.mountpoint"),
+        ({"scratch": {"devices": ["/dev/nvme1n1"], "mountpoint": "/mnt/a\nb"}}, "scratch.mountpoint"),
+        ({"scratch": {"devices": ["/dev/nvme1n1"], "fstype": "ext4 -E x"}}, "scratch.fstype"),
+        ({"networkTuning": {"net.core.rmem_max/../../x": "1"}}, "networkTuning"),
+        ({"networkTuning": {"net.core.rmem_max": "1\nkernel.core_pattern = |/tmp/pwned"}}, "networkTuning"),
+        ({"serviceUser": {"name": "svc; id", "authorizedKeys": ["ssh-ed25519 AAAA x"]}}, "serviceUser.name"),
+        (
+            {"serviceUser": {"name": "svc", "authorizedKeys": ["ssh-ed25519 AAAA x\nssh-rsa BBBB intruder"]}},
+            "serviceUser.authorizedKeys",
+        ),
+        ({"root": "relative/dir"}, "root"),
+    ],
+)
+def test_config_values_that_would_reach_a_shell_are_validated(config: dict[str, object], field: str) -> None:
+    with pytest.raises(InputError) as exc:
+        parse(HostConfig, config, "config")
+    line = exc.value.line()
+    assert "\n" not in line and f"field '{field}" in line, line
+
+
+def test_steps_built_directly_validate_too() -> None:
+    with pytest.raises(ValueError, match=r"scratch.devices\[0\]: .* is not a device path"):
+        ScratchStep(["/dev/sdb $(reboot)"])
+    with pytest.raises(ValueError, match="is not a kernel parameter name"):
+        SysctlStep({"../x": "1"})
+    with pytest.raises(ValueError, match="not a user name"):
+        ServiceUserStep("a b", ["ssh-ed25519 AAAA"])
+
+
+def test_every_device_and_mountpoint_is_shell_quoted() -> None:
+    calls: list[str] = []
+
+    class Recorder:
+        host, user, is_root, writes = "h", "root", True, 0
+
+        def run(self, command: object, **_: object) -> Result:
+            calls.append(str(command))
+            return Result(0, "", "")
+
+    for step in (
+        ScratchStep(["/dev/disk/by-id/nvme-X:1+a"], mountpoint="/mnt/scratch $(touch /tmp/pwned) `id`"),
+        ScratchStep(["/dev/nvme1n1", "/dev/nvme2n1"], mountpoint="/mnt/s $(touch /tmp/pwned) `id`"),
+    ):
+        step._inspect(Recorder(), HostLayout())
+        step.undo(Recorder(), HostLayout(), {"mountpoint": step.mountpoint, "array": step.array})
+    for script in calls:
+        for word in ("$(touch /tmp/pwned)", "`id`"):
+            # every occurrence sits inside single quotes (the shell never expands it)
+            for i in [m.start() for m in re.finditer(re.escape(word), script)]:
+                assert script[:i].count("'") % 2 == 1, script
+        assert "dev /dev/" not in script  # no raw `echo "dev {d}"` interpolation left
+
+
+def test_fstab_escapes_whitespace_in_the_mountpoint() -> None:
+    assert fstab_escape("/mnt/my scratch\tx\\y") == "/mnt/my\\040scratch\\011x\\134y"
+
+
+@pytest.mark.parametrize(
+    ("stderr", "refused"),
+    [
+        ("sudo: a password is required\n", True),
+        ("sudo: a terminal is required to read the password; either use the -S option\n", True),
+        ("ops is not in the sudoers file.  This incident will be reported.\n", True),
+        ("Sorry, user ops is not allowed to execute '/usr/bin/env' as root on gpu-01.\n", True),
+        ("Sorry, user ops may not run sudo on gpu-01.\n", True),
+        ("sudo: mdadm: command not found\n", False),
+        ("sh: 1: mdadm: not found\n", False),
+        ("mkfs.ext4: not allowed to format a mounted disk\n", False),
+    ],
+)
+def test_only_sudos_own_refusals_mean_no_sudo(stderr: str, refused: bool) -> None:
+    assert _sudo_refused(stderr) is refused
+
+
+def test_wrong_passphrase_says_so(tmp_path: Path) -> None:
+    key = tmp_path / "k"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "right", "-f", str(key)], check=True)
+    text = key.read_text()
+    assert load_private_key(text, "k", "right") is not None
+    with pytest.raises(InputError, match="wrong passphrase"):
+        load_private_key(text, "k", "wrong")
+    with pytest.raises(InputError, match="encrypted and no passphrase"):
+        load_private_key(text, "k")
+    with pytest.raises(InputError, match="not an OpenSSH/PEM"):
+        load_private_key("-----BEGIN OPENSSH PRIVATE KEY-----\nbm9wZQ==\n-----END OPENSSH PRIVATE KEY-----\n", "k", "x")
+
+
+def test_jump_only_entries_are_not_hosts(tmp_path: Path) -> None:
+    inv = inventory_from_data(
+        [
+            {"name": "gpu-01", "address": "10.0.0.1", "jump": "bastion"},
+            {"name": "gpu-02", "address": "10.0.0.2"},
+            {"name": "bastion", "address": "10.0.0.9"},
+            {"name": "gw", "address": "10.0.0.8", "role": "jump"},
+            {"name": "gpu-03", "address": "10.0.0.3", "jump": "gpu-02", "role": "gpu"},
+        ],
+        tmp_path,
+        "inv.yaml",
+    )
+    # gpu-02 only serves as a jump here: without role: gpu it would be passed through, never audited
+    assert [e.name for e in inv.hosts] == ["gpu-01", "gpu-03"]
+    assert inv.is_jump(inv.entry("bastion")) and inv.is_jump(inv.entry("gw")) and inv.is_jump(inv.entry("gpu-02"))
+    with pytest.raises(InputError, match="every host is a jump host"):
+        inventory_from_data([{"name": "b", "address": "x", "role": "jump"}], tmp_path, "inv.yaml")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
+from typing import Any
 
+import paramiko
 import pytest
 
+from fullserver.baremetal import ssh
 from fullserver.baremetal.errors import (
     AuthFailed,
     CommandFailed,
@@ -17,7 +21,7 @@ from fullserver.baremetal.errors import (
 )
 from fullserver.baremetal.inventory import Target, Timeouts, keys_from_known_hosts
 from fullserver.baremetal.ssh import session
-from fullserver.baremetal.testbed import SshdHost, Testbed, free_port
+from tests.baremetal.testbed import SshdHost, Testbed, free_port
 
 FAST = Timeouts(
     connect=2,
@@ -39,9 +43,10 @@ def test_runs_commands_on_one_reused_connection(host: SshdHost) -> None:
         assert r.stdout == "a b|c'd|"  # argv is quoted word by word
         r = s.run("echo out; echo err >&2; exit 0")
         assert (r.stdout, r.stderr, r.ok) == ("out\n", "err\n", True)  # stderr alone is not failure
-        pids = {s.run("echo $PPID").stdout for _ in range(3)}
+        # each command's sh runs under its own `timeout`; the process above that is the connection's sshd
+        pids = {s.run("ps -o ppid= -p $PPID").stdout.strip() for _ in range(3)}
         assert s.commands == 5 and len(host.session_pids()) <= 3  # one connection, many channels
-        assert len(pids) >= 1
+        assert len(pids) == 1 and int(pids.pop()) in host.session_pids()  # one connection for all
 
 
 def test_wrong_host_key_is_refused_and_nothing_runs(bed: Testbed, host: SshdHost) -> None:
@@ -76,12 +81,75 @@ def test_known_hosts_file_we_are_given(host: SshdHost, tmp_path: object) -> None
         assert s.run("echo ok").ok
 
 
-def test_unreachable_is_bounded_and_retried(host: SshdHost) -> None:
+def _count_dials(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every TCP connect the SSH layer makes, by target name."""
+    dials: list[str] = []
+    real = ssh._socket
+
+    def counting(target: Target) -> socket.socket:
+        dials.append(target.name)
+        return real(target)
+
+    monkeypatch.setattr(ssh, "_socket", counting)
+    return dials
+
+
+def test_unreachable_is_bounded_and_retried(host: SshdHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    dials = _count_dials(monkeypatch)
     t = Target("gone", "127.0.0.1", free_port(), "root", host.target().host_keys, None, FAST)
     start = time.monotonic()
     with pytest.raises(HostUnreachable, match="connection refused"):
         session(t, host.user_key).__enter__()
     assert time.monotonic() - start < 2
+    assert dials == ["gone"] * FAST.connect_attempts  # retried, and only as often as configured
+
+
+def test_unreachable_bastion_retries_the_whole_path_not_each_hop(
+    host: SshdHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dials = _count_dials(monkeypatch)
+    bastion = Target("bastion", "127.0.0.1", free_port(), "root", host.target().host_keys, None, FAST)
+    inner = host.target(timeouts=FAST)
+    t = Target(inner.name, inner.address, inner.port, "root", inner.host_keys, bastion, FAST)
+    with pytest.raises(HostUnreachable, match="bastion: connection refused"):
+        session(t, host.user_key).__enter__()
+    assert dials == ["bastion"] * FAST.connect_attempts  # not attempts x attempts
+
+
+def test_server_stalling_after_session_open_times_out(host: SshdHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sshd opens the channel, then stops (SIGSTOP) before answering the exec request."""
+    opened = paramiko.Transport.open_session
+
+    def open_then_stall(self: paramiko.Transport, *args: Any, **kwargs: Any) -> paramiko.Channel:
+        chan = opened(self, *args, **kwargs)
+        host.pause()
+        return chan
+
+    quick = Timeouts(connect=2, banner=2, auth=3, channel=1, command=10, kill_grace=1)
+    t = host.target(timeouts=quick)
+    outcome: list[BaseException | None] = []
+    with session(t, host.user_key) as s:
+        s.run("true")
+        monkeypatch.setattr(paramiko.Transport, "open_session", open_then_stall)
+
+        def run() -> None:  # in a thread, so a hang fails the test instead of hanging it
+            try:
+                s._owner = threading.get_ident()
+                s.run("echo never")
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        start = time.monotonic()
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(quick.channel + 5)
+        elapsed = time.monotonic() - start
+        host.resume()
+    assert outcome, f"run() still waiting after {elapsed:.0f}s: exec_command is unbounded"
+    assert isinstance(outcome[0], CommandTimeout), outcome
+    assert f"did not start `echo never` within {quick.channel:.0f}s" in outcome[0].line()
+    assert elapsed < quick.channel + 2
 
 
 def test_stalled_server_banner_times_out(host: SshdHost) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -154,6 +155,15 @@ class SshdHost:
         )
         tool.write_text(NVIDIA_SMI_STANDIN)
         tool.chmod(0o755)
+
+    def stand_in(self, tool: str, script: str | None) -> None:
+        """Put a stand-in ``tool`` (a shell script) first on this host's PATH; None removes it."""
+        path = self.bin / tool
+        if script is None:
+            path.unlink(missing_ok=True)
+            return
+        path.write_text(script)
+        path.chmod(0o755)
 
     def session_pids(self) -> list[int]:
         return _children(self.proc.pid) if self.proc else []
@@ -324,7 +334,9 @@ class Testbed:
                 host.stop()
             except Exception as exc:  # keep cleaning up the rest
                 errors.append(f"{host.name}: {exc}")
-        mounted = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True).stdout.split()
+        raw = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True).stdout.split()
+        # findmnt -r writes spaces and other specials as \xNN: decode them (mountpoints with spaces)
+        mounted = [re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16)), t) for t in raw]
         for target in sorted((m for m in mounted if m.startswith(str(self.base))), reverse=True):
             subprocess.run(["umount", "-l", target], capture_output=True)
         for dev in self.loops:
