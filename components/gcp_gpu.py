@@ -31,6 +31,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.args import GcpGpuArgs, check_access, check_boot_disk, check_data_disk, check_local_ssds, refuse
+from components.disks import gcp_data_disk
 from components.identity import GCP_SCOPES, gcp_service_account
 from components.images import gcp_image
 from components.labels import field, gcp_labels
@@ -265,17 +266,8 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
             for i in range(args["nodes"]):
                 attached: Any = []
                 if disk is not None:
-                    hyperdisk = disk["kind"].startswith("hyperdisk")
-                    data = gcp.compute.Disk(
-                        f"{name}-data-{i}",
-                        project=project,
-                        zone=zone,
-                        type=disk["kind"],
-                        size=disk["size_gib"],
-                        provisioned_iops=disk.get("iops") if hyperdisk else None,
-                        provisioned_throughput=disk.get("throughput_mbps") if hyperdisk else None,
-                        labels=labels,
-                        opts=stateful,
+                    data = gcp_data_disk(
+                        f"{name}-data-{i}", project=project, zone=zone, disk=disk, labels=labels, opts=stateful
                     )
                     attached = [{"source": data.id, "device_name": "data", "mode": "READ_WRITE"}]
                 boot_disk: Any = {

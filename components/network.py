@@ -197,22 +197,28 @@ def aws_network(
         tags=aws_tags(tags, f"{name}-public"),
         opts=opts,
     )
-    public: list[aws.ec2.Subnet] = []
-    for i in range(zones):
-        subnet = aws.ec2.Subnet(
-            f"{name}-public-{i}",
-            region=region,
-            vpc_id=vpc.id,
-            cidr_block=f"10.80.{16 * i}.0/20",
-            availability_zone=zone_names[i],
-            map_public_ip_on_launch=False,
-            tags=aws_tags(tags, f"{name}-public-{i}"),
-            opts=opts,
-        )
-        aws.ec2.RouteTableAssociation(
-            f"{name}-public-{i}", region=region, subnet_id=subnet.id, route_table_id=public_rt.id, opts=opts
-        )
-        public.append(subnet)
+
+    def subnets_for(kind: str, first_block: int, route_table: aws.ec2.RouteTable) -> list[aws.ec2.Subnet]:
+        """One /20 per zone from 10.80.<first_block>.0 on, each routed through ``route_table``."""
+        out = []
+        for i in range(zones):
+            subnet = aws.ec2.Subnet(
+                f"{name}-{kind}-{i}",
+                region=region,
+                vpc_id=vpc.id,
+                cidr_block=f"10.80.{first_block + 16 * i}.0/20",
+                availability_zone=zone_names[i],
+                map_public_ip_on_launch=False,
+                tags=aws_tags(tags, f"{name}-{kind}-{i}"),
+                opts=opts,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-{kind}-{i}", region=region, subnet_id=subnet.id, route_table_id=route_table.id, opts=opts
+            )
+            out.append(subnet)
+        return out
+
+    public = subnets_for("public", 0, public_rt)
     subnets = public
     if not access["public_ip"]:
         eip = aws.ec2.Eip(f"{name}-nat-ip", region=region, domain="vpc", tags=aws_tags(tags, f"{name}-nat"), opts=opts)
@@ -232,22 +238,7 @@ def aws_network(
             tags=aws_tags(tags, f"{name}-private"),
             opts=opts,
         )
-        subnets = []
-        for i in range(zones):
-            subnet = aws.ec2.Subnet(
-                f"{name}-private-{i}",
-                region=region,
-                vpc_id=vpc.id,
-                cidr_block=f"10.80.{128 + 16 * i}.0/20",
-                availability_zone=zone_names[i],
-                map_public_ip_on_launch=False,
-                tags=aws_tags(tags, f"{name}-private-{i}"),
-                opts=opts,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-private-{i}", region=region, subnet_id=subnet.id, route_table_id=private_rt.id, opts=opts
-            )
-            subnets.append(subnet)
+        subnets = subnets_for("private", 128, private_rt)
 
     ingress: list[aws.ec2.SecurityGroupIngressArgsDict] = []
     if access["ssh_source_ranges"]:

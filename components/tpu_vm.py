@@ -24,6 +24,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.args import TpuVmArgs, check_access, check_data_disk, refuse
+from components.disks import gcp_data_disk
 from components.identity import GCP_SCOPES, gcp_service_account
 from components.labels import field, gcp_labels, gcp_name
 from components.network import gcp_network
@@ -151,17 +152,8 @@ class TpuVmEnvironment(pulumi.ComponentResource):
             data_disks: Any = []
             disk = args.get("data_disk")
             if disk is not None:
-                hyperdisk = disk["kind"].startswith("hyperdisk")
-                data = gcp.compute.Disk(
-                    f"{name}-data",
-                    project=project,
-                    zone=zone,
-                    type=disk["kind"],
-                    size=disk["size_gib"],
-                    provisioned_iops=disk.get("iops") if hyperdisk else None,
-                    provisioned_throughput=disk.get("throughput_mbps") if hyperdisk else None,
-                    labels=labels,
-                    opts=stateful,
+                data = gcp_data_disk(
+                    f"{name}-data", project=project, zone=zone, disk=disk, labels=labels, opts=stateful
                 )
                 data_disks.append(
                     {"source_disk": data.id, "mode": "READ_ONLY" if disk.get("read_only") else "READ_WRITE"}

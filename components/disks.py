@@ -1,0 +1,24 @@
+"""The GCP data disk, the same for a GPU VM and a TPU VM: sized and provisioned as the spec says."""
+
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+
+
+def gcp_data_disk(
+    resource_name: str, *, project: Any, zone: Any, disk: Any, labels: Any, opts: pulumi.ResourceOptions
+) -> gcp.compute.Disk:
+    """A zonal data disk; IOPS and throughput are provisioned only where the kind allows it (Hyperdisk)."""
+    hyperdisk = disk["kind"].startswith("hyperdisk")
+    return gcp.compute.Disk(
+        resource_name,
+        project=project,
+        zone=zone,
+        type=disk["kind"],
+        size=disk["size_gib"],
+        provisioned_iops=disk.get("iops") if hyperdisk else None,
+        provisioned_throughput=disk.get("throughput_mbps") if hyperdisk else None,
+        labels=labels,
+        opts=opts,
+    )
