@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup plan test lint bench clean
+.PHONY: setup plan test lint bench clean system-packages
 
 $(BIN)/fullserver: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,12 @@ lint: setup
 	$(BIN)/ruff format --check --quiet .
 	$(BIN)/mypy
 
-test: lint
+# The tests start real sshd hosts and build RAID0 over loop devices: their system packages are
+# installed first where this machine can (root + apt-get); otherwise one line says what to install.
+system-packages:
+	@scripts/system-packages
+
+test: system-packages lint
 	$(BIN)/pytest
 
 bench: setup
