@@ -11,9 +11,6 @@ from typing import Any, Optional
 import pulumi
 
 from components.args import EnvironmentArgs, refuse
-from components.aws_gpu import AwsGpuEnvironment
-from components.gcp_gpu import GcpGpuEnvironment
-from components.tpu_vm import TpuVmEnvironment
 
 TOKEN = "fullserver:index:Environment"
 
@@ -48,11 +45,19 @@ class Environment(pulumi.ComponentResource):
         platform = args["platform"]
         child = pulumi.ResourceOptions(parent=self)
         inner: pulumi.ComponentResource
+        # Each platform's component is imported only when a stack uses it: a provider SDK costs
+        # about a second to import, and an AWS stack has no use for Google's (or the reverse).
         if platform == "tpu-vm" and "tpu" in args:
+            from components.tpu_vm import TpuVmEnvironment
+
             inner = TpuVmEnvironment(name, args["tpu"], child)
         elif platform == "aws-gpu" and "aws" in args:
+            from components.aws_gpu import AwsGpuEnvironment
+
             inner = AwsGpuEnvironment(name, args["aws"], child)
         elif platform == "gcp-gpu" and "gcp" in args:
+            from components.gcp_gpu import GcpGpuEnvironment
+
             inner = GcpGpuEnvironment(name, args["gcp"], child)
         elif platform == "bare-metal":
             factory: Any = bare_metal_class()

@@ -207,14 +207,14 @@ def graph_for_config(stack: str, config: dict[str, Any]) -> Graph:
     return evaluate(main, stack, config)
 
 
+def graph_for_stack_plan(plan: StackPlan) -> Graph:
+    """The graph ``fullserver plan`` shows for one planned stack."""
+    return _bare_metal_graph(plan) if plan.spec.platform.value == "bare-metal" else graph_for_plan(plan)
+
+
 def plan_with_graphs(plans: Iterable[StackPlan]) -> list[tuple[StackPlan, Graph]]:
-    """Graphs for many plans (what ``bench/plan.py`` times); bare-metal plans get an empty graph
-    with a warning until the bare-metal component exists."""
-    out = []
-    for plan in plans:
-        graph = _bare_metal_graph(plan) if plan.spec.platform.value == "bare-metal" else graph_for_plan(plan)
-        out.append((plan, graph))
-    return out
+    """Graphs for many plans (what ``bench/plan.py`` times)."""
+    return [(plan, graph_for_stack_plan(plan)) for plan in plans]
 
 
 def _bare_metal_graph(plan: StackPlan) -> Graph:
@@ -253,133 +253,5 @@ def _row(typ: str, name: str, inputs: dict[str, Any], custom: bool) -> Row:
     return Row(type=typ, name=name, inputs=_clean(inputs), custom=custom)
 
 
-def short_type(typ: str) -> str:
-    """``aws:ec2/launchTemplate:LaunchTemplate`` -> ``aws:ec2:LaunchTemplate``."""
-    parts = typ.split(":")
-    if len(parts) == 3:
-        return f"{parts[0]}:{parts[1].split('/')[0]}:{parts[2]}"
-    return typ
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + ", ".join(_fmt(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}={_fmt(v)}" for k, v in value.items()) + "}"
-    return str(value)
-
-
-def _nics(nics: list[dict[str, Any]]) -> str:
-    efa = [n for n in nics if str(n.get("interfaceType", "")).startswith("efa")]
-    if efa:
-        cards = sorted(int(n.get("networkCardIndex", 0)) for n in efa)
-        return f"{len(efa)} EFA (cards {cards[0]}-{cards[-1]})"
-    return f"{len(nics)} NIC"
-
-
-def summary(row: Row) -> str:
-    """The inputs that matter for one resource, on one line."""
-    i = row.inputs
-    t = row.type
-    parts: list[str] = []
-    if t == "aws:ec2/launchTemplate:LaunchTemplate":
-        parts.append(i.get("instanceType", ""))
-        parts.append(f"image={i.get('imageId', '')}")
-        parts.append(_nics(i.get("networkInterfaces", [])))
-        for m in i.get("blockDeviceMappings", []):
-            e = m.get("ebs", {})
-            extra = "".join(f" {k}={e[k]}" for k in ("iops", "throughput") if k in e)
-            parts.append(
-                f"{m.get('deviceName')} {e.get('volumeType')} {e.get('volumeSize')}GiB{extra} encrypted={e.get('encrypted')}"
-            )
-        parts.append(f"IMDS tokens={i.get('metadataOptions', {}).get('httpTokens')}")
-        if i.get("placement"):
-            parts.append("cluster placement")
-        if i.get("instanceMarketOptions"):
-            parts.append(f"market={i['instanceMarketOptions'].get('marketType')}")
-        crs = i.get("capacityReservationSpecification", {})
-        parts.append(
-            f"reservation={_fmt(crs.get('capacityReservationTarget', crs.get('capacityReservationPreference')))}"
-        )
-    elif t == "gcp:compute/instance:Instance":
-        s = i.get("scheduling", {})
-        nic = (i.get("networkInterfaces") or [{}])[0]
-        parts += [
-            i.get("machineType", ""),
-            f"{len(i.get('scratchDisks', []))} local SSD",
-            f"{s.get('provisioningModel')} onHostMaintenance={s.get('onHostMaintenance')}",
-            f"nic={nic.get('nicType')} external={'yes' if nic.get('accessConfigs') else 'no'}",
-            f"boot={i.get('bootDisk', {}).get('initializeParams', {}).get('image', '').rsplit('/', 1)[-1]}",
-        ]
-        more: list[dict[str, Any]] = (i.get("networkInterfaces") or [])[1:]
-        if more:
-            kinds = sorted({str(n.get("nicType")) for n in more})
-            parts.append(f"+{len(more)} NICs ({'/'.join(kinds)}) on {len({n.get('network') for n in more})} networks")
-        if i.get("guestAccelerators"):
-            parts.append(_fmt(i["guestAccelerators"]))
-        if i.get("networkPerformanceConfig"):
-            parts.append("TIER_1")
-        if i.get("resourcePolicies"):
-            parts.append("compact placement")
-    elif t == "gcp:tpu/v2Vm:V2Vm":
-        parts += [
-            i.get("acceleratorType", ""),
-            f"runtime={i.get('runtimeVersion')}",
-            f"scheduling={_fmt(i.get('schedulingConfig', {}))}",
-            f"external={_fmt(i.get('networkConfig', {}).get('enableExternalIps'))}",
-            f"data disks={len(i.get('dataDisks', []))}",
-        ]
-    elif t == "gcp:tpu/v2QueuedResource:V2QueuedResource":
-        node = i.get("tpu", {}).get("nodeSpecs", [{}])[0].get("node", {})
-        parts += [node.get("acceleratorType", ""), f"runtime={node.get('runtimeVersion')}", "queued"]
-    elif t in ("gcp:compute/disk:Disk", "aws:ebs/volume:Volume"):
-        for k in ("type", "size", "provisionedIops", "provisionedThroughput", "iops", "throughput", "encrypted"):
-            if k in i:
-                parts.append(f"{k}={_fmt(i[k])}")
-    elif t == "gcp:compute/firewall:Firewall":
-        parts.append(f"from={_fmt(i.get('sourceRanges') or i.get('sourceTags'))} allow={_fmt(i.get('allows'))}")
-        parts.append(f"to={_fmt(i['targetTags'])}" if i.get("targetTags") else "to=every node of its network")
-    elif t == "aws:ec2/securityGroup:SecurityGroup":
-        for rule in i.get("ingress", []):
-            src = rule.get("cidrBlocks") or ("self" if rule.get("self") else "")
-            parts.append(f"in {rule.get('protocol')}:{rule.get('fromPort')} from {_fmt(src)}")
-    elif t == "aws:autoscaling/group:Group":
-        parts.append(f"min={i.get('minSize')} max={i.get('maxSize')}")
-        if i.get("mixedInstancesPolicy"):
-            parts.append("spot (0% on-demand)")
-    else:
-        for k, v in i.items():
-            if isinstance(v, (str, int, float, bool)) and k not in ("description", "name", "project", "region", "zone"):
-                parts.append(f"{k}={_fmt(v)}")
-            if len(parts) >= 4:
-                break
-    labels = i.get("labels") or i.get("tags")
-    if (
-        isinstance(labels, dict)
-        and "fullserver-environment" in labels
-        and t not in ("aws:ec2/securityGroup:SecurityGroup",)
-    ):
-        parts.append("labelled")
-    return ", ".join(p for p in parts if p)
-
-
 def rows_json(graph: Graph) -> list[dict[str, Any]]:
     return [r.as_json() for r in graph.rows if r.custom]
-
-
-def graph_table(graph: Graph) -> Any:
-    """The resources as a rich table (type, name, what matters), printed after each stack's plan."""
-    from rich.table import Table
-
-    table = Table(title=f"resources pulumi up creates ({sum(r.custom for r in graph.rows)})", title_justify="left")
-    table.add_column("type")
-    table.add_column("name")
-    table.add_column("inputs that matter", overflow="fold")
-    for row in graph.rows:
-        if row.custom:
-            table.add_row(short_type(row.type), row.name, summary(row))
-    for warning in graph.warnings:
-        table.add_row("warning", "", warning)
-    return table

@@ -201,3 +201,9 @@ def check_budget(plans: list[StackPlan], max_monthly_usd: float | None) -> None:
                     f"estimated {plan.cost.usd_month:,.2f} USD/month exceeds {name} {cap:,.2f}",
                     "choose a smaller shape, a cheaper pricing model, or raise the budget",
                 )
+
+
+def budget_breaches(plan: StackPlan, max_monthly_usd: float | None) -> list[str]:
+    """Each budget this stack's estimate is above, by name: the caller's cap and its own."""
+    caps = [(max_monthly_usd, "--max-monthly-usd"), (plan.budget_monthly_usd, "fullserver:budgetMonthlyUsd")]
+    return [name for cap, name in caps if cap is not None and plan.cost.usd_month > cap]

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from fullserver.cli import app
 from fullserver.errors import EXIT_BUDGET, EXIT_INPUT
+from fullserver_cli.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"

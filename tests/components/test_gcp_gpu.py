@@ -6,7 +6,8 @@ import pytest
 
 from components.args import SpecRefused, gcp_args
 from components.gcp_gpu import GPU_NIC_PLANS, GcpGpuEnvironment
-from components.graph import Graph, summary
+from components.graph import Graph
+from fullserver_cli.graph_view import summary
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Interconnect
 from fullserver.plan import StackPlan, plan_workload

@@ -1,45 +1,103 @@
-"""The ``fullserver`` command: profiles, catalog, plan, recommend.
+"""The ``fullserver`` command: profiles, catalog, plan, recommend, audit, ephemeral, janitor.
 
-Every command works offline: no credentials and no Pulumi CLI. Bad input ends with one line on
-stderr naming the file, field or stack and what to do, and a non-zero exit code (2 for input,
-3 for a budget exceeded); never a traceback.
+Every command but ``ephemeral`` and ``janitor`` works offline: no credentials and no Pulumi CLI.
+Bad input, a misused flag included, ends with one line on stderr (``error: where: what (hint)``)
+and the exit code of the one table in ``fullserver.errors``; never a traceback or a framed box.
 """
 
 from __future__ import annotations
 
-import json
 import sys
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from typer._click import exceptions as click_exceptions
+from typer.core import TyperGroup
 
-from fullserver import render
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
-from fullserver.errors import FullserverError
+from fullserver.errors import EXIT_INPUT, FullserverError
 from fullserver.profiles import Profile, get_profile, load_profiles
-from fullserver.workload import find_stacks
+from fullserver_cli import render
+from fullserver_cli.output import console, emit_json, fail
+from fullserver_cli.plan import STACKS_DIR, plan
+
+_json = emit_json
+_fail = fail
+
+
+class OneLineErrors(TyperGroup):
+    """Usage errors as the one line every other error uses, and help (not an error) for no arguments."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except click_exceptions.NoArgsIsHelpError as exc:
+            sys.stdout.write(exc.ctx.get_help() + "\n" if exc.ctx else "")
+            code = 0
+        except click_exceptions.UsageError as exc:
+            path = exc.ctx.command_path if exc.ctx else "fullserver"
+            message = " ".join(exc.format_message().split())
+            sys.stderr.write(f"error: {path}: {message} (see '{path} --help')\n")
+            code = EXIT_INPUT
+        except typer.Abort:
+            code = 130
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _version() -> str:
+    try:
+        return version("fullserver")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
 
 app = typer.Typer(
-    help="Balanced full-server environments for ML accelerators, from workload-maturity profiles.",
+    cls=OneLineErrors,
+    name="fullserver",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-profiles_app = typer.Typer(help="The named workload-maturity profiles.", no_args_is_help=True)
+profiles_app = typer.Typer(help="The named workload-maturity profiles.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(profiles_app, name="profiles")
 
-STACKS_DIR = Path("stacks")
+
+def _show_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"fullserver {_version()}\n")
+        raise typer.Exit(0)
 
 
-def _json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
+    """Balanced full-server environments for ML accelerators, from workload-maturity profiles.
+
+    Exit codes, the same for every command: 0 success; 2 bad input; 3 over budget;
+    4 a host short of its profile; 5 a host unreachable; 6 Pulumi failed, nothing
+    left; 7 something was left behind.
+    """
 
 
-def _fail(exc: FullserverError) -> typer.Exit:
-    sys.stderr.write(f"error: {exc.line()}\n")
-    return typer.Exit(exc.exit_code)
+app.command()(plan)
 
 
 @profiles_app.command("list")
@@ -55,7 +113,7 @@ def profiles_list(
     if as_json:
         _json([p.model_dump(mode="json") for p in profiles.values()])
     else:
-        render.make_console().print(render.profiles_table(profiles))
+        console().print(render.profiles_table(profiles))
 
 
 @profiles_app.command("show")
@@ -130,8 +188,8 @@ def catalog(
             }
         )
         return
-    console = render.make_console()
-    console.print(render.catalog_table(cat, offers))
+    con = console()
+    con.print(render.catalog_table(cat, offers))
     used = sorted(
         {f.source for o in offers for f in o.figures.values()}
         | {s for o in offers for p in o.prices.values() for s in p.source.split("+")}
@@ -139,9 +197,7 @@ def catalog(
     for key in used:
         src = cat.sources.get(key)
         if src:
-            console.print(
-                f"[bold]{key}[/]: {src.title}, as of {src.as_of} ({src.as_of_kind}) <{src.url}>", soft_wrap=True
-            )
+            con.print(f"[bold]{key}[/]: {src.title}, as of {src.as_of} ({src.as_of_kind}) <{src.url}>", overflow="fold")
 
 
 def _accelerator_filter(cat: Catalog, name: str) -> str:
@@ -153,55 +209,6 @@ def _accelerator_filter(cat: Catalog, name: str) -> str:
         if len(hits) == 1:
             return hits[0]
         raise
-
-
-@app.command()
-def plan(
-    stacks: Annotated[
-        Optional[list[str]], typer.Argument(help="stack names (default: every stacks/Pulumi.*.yaml)")
-    ] = None,
-    stacks_dir: Annotated[Path, typer.Option("--stacks-dir", help="where the stack configs live")] = STACKS_DIR,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output for CI")] = False,
-    max_monthly_usd: Annotated[
-        Optional[float], typer.Option(help="exit 3 if any stack's monthly estimate exceeds this")
-    ] = None,
-) -> None:
-    """Plan stacks offline: shape, balance, cost and warnings for each (no credentials, no Pulumi CLI)."""
-    from fullserver.plan import check_budget, plan_paths
-
-    try:
-        plans = plan_paths(find_stacks(stacks_dir, stacks or []))
-        # The resource graph: the real program under Pulumi's mock runtime (imported lazily so
-        # the core never imports Pulumi).
-        from components.graph import graph_table, plan_with_graphs, rows_json
-
-        graphs = [g for _, g in plan_with_graphs(plans)]
-    except FullserverError as exc:
-        raise _fail(exc) from None
-    if as_json:
-        _json(
-            [
-                {
-                    **p.model_dump(mode="json"),
-                    "usd_month": p.cost.usd_month,
-                    "usd_hour": p.cost.usd_hour,
-                    "warnings": [*p.warnings, *g.warnings],
-                    "resources": rows_json(g),
-                }
-                for p, g in zip(plans, graphs, strict=True)
-            ]
-        )
-    else:
-        console = render.make_console()
-        for p, g in zip(plans, graphs, strict=True):
-            console.print(render.stack_plan(p))
-            console.print(graph_table(g))
-        total = sum(p.cost.usd_month for p in plans)
-        console.print(f"{len(plans)} stack(s), {render.money(total)} / month in all")
-    try:
-        check_budget(plans, max_monthly_usd)
-    except FullserverError as exc:
-        raise _fail(exc) from None
 
 
 @app.command()
@@ -259,7 +266,7 @@ def recommend(
     if as_json:
         _json([c.model_dump(mode="json") for c in choices])
         return
-    render.make_console().print(render.recommendations(choices))
+    console().print(render.recommendations(choices))
 
 
 from fullserver.baremetal.cli import audit  # noqa: E402  (bare metal over SSH; paramiko loads only when audit runs)
@@ -365,7 +372,7 @@ def janitor(
     if as_json:
         _json(report.to_json())
     else:
-        render_report(report, opts, destroy, render.make_console())
+        render_report(report, opts, destroy, console())
     for name, why in report.failed.items():
         sys.stderr.write(f"error: stack '{name}' was not cleaned up: {why}\n")
     raise typer.Exit(report.exit_code)

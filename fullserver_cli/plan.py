@@ -1,0 +1,79 @@
+"""``fullserver plan``: the summary table first, then each stack's decision, cost and resources.
+
+The core plans every stack in milliseconds, so the summary prints at once; each stack's resource
+graph (the real program under Pulumi's mock runtime, importing only the provider SDK that stack
+uses) follows as it is computed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from fullserver.errors import FullserverError
+from fullserver.plan import check_budget, plan_paths
+from fullserver.workload import find_stacks
+from fullserver_cli import render
+from fullserver_cli.output import console, emit_json, fail
+
+STACKS_DIR = Path("stacks")
+
+
+def plan(
+    stacks: Annotated[
+        Optional[list[str]], typer.Argument(help="stack names (default: every stacks/Pulumi.*.yaml)")
+    ] = None,
+    stacks_dir: Annotated[Path, typer.Option("--stacks-dir", help="where the stack configs live")] = STACKS_DIR,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output for CI")] = False,
+    summary: Annotated[bool, typer.Option("--summary", help="print only the summary table")] = False,
+    max_monthly_usd: Annotated[
+        Optional[float], typer.Option(help="exit 3 if any stack's monthly estimate exceeds this")
+    ] = None,
+) -> None:
+    """Plan stacks offline: shape, balance, cost and warnings for each (no credentials, no Pulumi CLI)."""
+    try:
+        check_budget([], max_monthly_usd)  # a cap that is no number is bad input before any work
+        plans = plan_paths(find_stacks(stacks_dir, stacks or []))
+    except FullserverError as exc:
+        raise fail(exc) from None
+    # The resource graph imports Pulumi: only here, never in the core.
+    from components.graph import graph_for_stack_plan, rows_json
+
+    if as_json:
+        try:
+            graphs = [graph_for_stack_plan(p) for p in plans]
+        except FullserverError as exc:
+            raise fail(exc) from None
+        emit_json(
+            [
+                {
+                    **p.model_dump(mode="json"),
+                    "usd_month": p.cost.usd_month,
+                    "usd_hour": p.cost.usd_hour,
+                    "warnings": [*p.warnings, *g.warnings],
+                    "resources": rows_json(g),
+                }
+                for p, g in zip(plans, graphs, strict=True)
+            ]
+        )
+    else:
+        con = console()
+        con.print(render.summary_table(plans, max_monthly_usd, con.width))
+        con.print(render.total_line(plans))
+        if not summary:
+            from fullserver_cli.graph_view import graph_table
+
+            for p in plans:
+                try:
+                    g = graph_for_stack_plan(p)
+                except FullserverError as exc:
+                    raise fail(exc) from None
+                con.print(render.stack_plan(p, [*p.warnings, *g.warnings]))
+                con.print(graph_table(g))
+                con.print()
+    try:
+        check_budget(plans, max_monthly_usd)
+    except FullserverError as exc:
+        raise fail(exc) from None

@@ -1,0 +1,171 @@
+"""What a person sees: the summary first, one-line usage errors, output that fits the terminal.
+
+The terminal tests run the real command on a real tmux screen of 80x40 and 120x40 and read the
+screen back: a line that wrapped is one tmux had to split, so the rows it joins (``-J``) and the
+rows it shows must be the same count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fullserver.errors import EXIT_BUDGET, EXIT_CODES, EXIT_INPUT
+from fullserver_cli.app import app
+
+ROOT = Path(__file__).resolve().parents[2]
+STACKS = ROOT / "stacks"
+FULLSERVER = Path(sys.executable).with_name("fullserver")
+runner = CliRunner()
+
+
+def run(*args: str, columns: int = 80) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args), env={"COLUMNS": str(columns)})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_plan_opens_with_one_summary_row_per_stack_then_the_details() -> None:
+    code, out, _ = run("plan", "--stacks-dir", str(STACKS), columns=120)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["stack", "profile", "platform"]
+    total = next(i for i, line in enumerate(lines) if "stack(s)," in line)
+    rows = [line.split()[0] for line in lines[2:total] if line and not line.startswith(" ")]
+    assert rows == sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS.glob("Pulumi.*.yaml"))
+    assert "cost per month" not in "\n".join(lines[:total]) and "cost per month" in out
+
+
+def test_summary_only_prints_just_the_table_and_the_total() -> None:
+    code, out, _ = run("plan", "--stacks-dir", str(STACKS), "--summary")
+    assert code == 0
+    assert "cost per month" not in out and "resources pulumi up creates" not in out
+    assert out.rstrip().splitlines()[-1].startswith("9 stack(s), $")
+
+
+def test_over_budget_names_every_stack_over_not_only_the_first() -> None:
+    code, out, err = run("plan", "--stacks-dir", str(STACKS), "--summary", "--max-monthly-usd", "1000")
+    assert code == EXIT_BUDGET
+    over = ["dedicated-h100", "serve-gcp-realtime", "train-p5-cluster", "train-tpu-v5p-slice"]
+    for stack in over:
+        assert f"stack '{stack}'" in err
+    assert "stack 'exp-aws-spot'" not in err
+    assert out.count("over budget") == len(over)
+
+
+def test_warnings_are_the_same_in_text_and_json() -> None:
+    for stack in ("exp-aws-spot", "serve-gcp-realtime", "train-tpu-v5p-slice"):
+        _, text, _ = run("plan", "--stacks-dir", str(STACKS), stack, columns=400)
+        _, raw, _ = run("plan", "--stacks-dir", str(STACKS), stack, "--json")
+        [plan] = json.loads(raw)
+        shown = [line.strip().removeprefix("warning: ") for line in text.splitlines() if line.startswith("warning: ")]
+        assert shown == plan["warnings"]
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["plan", "--max-monthly-usd", "abc"], "--max-monthly-usd"),
+        (["audit", "fleet.yaml"], "--profile"),
+        (["plan", "--no-such-flag"], "--no-such-flag"),
+        (["no-such-command"], "no-such-command"),
+    ],
+)
+def test_usage_errors_are_one_line_like_every_other_error(args: list[str], names: str) -> None:
+    code, _, err = run(*args)
+    assert code == EXIT_INPUT
+    assert err.startswith("error: fullserver") and err.count("\n") == 1 and names in err
+    assert "╭" not in err and "Usage:" not in err and "--help" in err
+
+
+def test_bare_fullserver_shows_help_and_succeeds_and_there_is_a_version() -> None:
+    code, out, _ = run()
+    assert code == 0 and "Commands" in out and "plan" in out
+    code, out, _ = run("--version")
+    assert code == 0 and out.startswith("fullserver ")
+
+
+def test_every_exit_code_has_one_meaning_in_one_table() -> None:
+    assert sorted(EXIT_CODES) == list(range(8))
+    assert len(set(EXIT_CODES.values())) == len(EXIT_CODES)
+    readme = (ROOT / "README.md").read_text()
+    for code, meaning in EXIT_CODES.items():
+        assert f"| {code} | {meaning} |" in readme
+
+
+# --- real terminal screens ----------------------------------------------------------------------
+
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by make test")
+
+
+def _screen(command: str, width: int, height: int = 40) -> list[str]:
+    """Run ``fullserver <command>`` on a detached tmux screen of ``width`` x ``height`` (no
+    COLUMNS in its environment: the program must ask the terminal); return its output lines as
+    tmux holds them, wrapped rows joined back (``-J``), so a line that did not fit shows as one
+    longer than the screen."""
+    session = f"fs-{uuid.uuid4().hex[:8]}"
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["PS1"] = "$ "
+    # The markers print differently from how they are typed, so the echoed command never matches.
+    start_mark, done = f"start1-{session}", f"done1-{session}"
+    shell = f"cd {shlex.quote(str(ROOT))} && exec bash --norc --noprofile"
+    try:
+        subprocess.run(
+            ["tmux", "-f", "/dev/null", "new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), shell],
+            check=True,
+            env=env,
+        )
+        subprocess.run(["tmux", "set-option", "-t", session, "history-limit", "10000"], check=True)
+        line = f"echo; echo start$((1))-{session}; {shlex.quote(str(FULLSERVER))} {command} 2>&1; echo done$((1))-{session}"
+        subprocess.run(["tmux", "send-keys", "-t", session, line, "Enter"], check=True)
+        deadline = time.monotonic() + 60
+        joined = ""
+        while time.monotonic() < deadline:
+            joined = subprocess.run(
+                ["tmux", "capture-pane", "-p", "-J", "-S", "-", "-t", session],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            if f"\n{done}\n" in joined:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"{command!r} did not finish on the tmux screen within 60 s")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    lines = joined.splitlines()
+    assert start_mark in lines, joined
+    start = lines.index(start_mark) + 1
+    end = lines.index(done)
+    return [row.rstrip() for row in lines[start:end]]
+
+
+@needs_tmux
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "plan --summary",
+        "plan exp-aws-spot",
+        "plan train-tpu-v5p-slice",
+        "catalog --accelerator L4",
+        "profiles list",
+        "recommend --framework jax --maturity stable",
+        "--help",
+    ],
+)
+def test_output_fits_a_real_terminal(command: str, width: int) -> None:
+    lines = _screen(command, width)
+    assert len(lines) > 3 and not any("Traceback" in row for row in lines)
+    too_long = [row for row in lines if len(row) > width]
+    assert too_long == [], f"{len(too_long)} line(s) wider than {width} columns"
