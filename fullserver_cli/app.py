@@ -282,7 +282,9 @@ def ephemeral(
     command: Annotated[Optional[list[str]], typer.Argument(help="the command to run, after --")] = None,
     profile: Annotated[Optional[str], typer.Option(help="workload profile (an ephemeral one)")] = None,
     stack: Annotated[Optional[str], typer.Option("--stack", help="base stack whose config is copied")] = None,
-    ttl: Annotated[str, typer.Option(help="time to live: 2h, 90m, 1h30m; tagged and labelled")] = "2h",
+    ttl: Annotated[
+        str, typer.Option(help="time to live: 2h, 90m, 1h30m (at most 30 days); tagged and labelled")
+    ] = "2h",
     config: Annotated[
         Optional[list[str]], typer.Option("--config", "-c", help="override KEY=VALUE (YAML value), repeatable")
     ] = None,
@@ -291,17 +293,28 @@ def ephemeral(
     stacks_dir: Annotated[Path, typer.Option("--stacks-dir", help="where the stack configs live")] = STACKS_DIR,
     project_dir: Annotated[Path, typer.Option("--project-dir", help="directory holding Pulumi.yaml")] = Path("."),
     max_monthly_usd: Annotated[Optional[float], typer.Option(help="refuse to create above this estimate")] = None,
-    retries: Annotated[int, typer.Option(help="destroy attempts before reporting what is left")] = 4,
-    backoff: Annotated[float, typer.Option(help="first retry delay in seconds (doubles, at most 60)")] = 5.0,
-    grace: Annotated[float, typer.Option(help="seconds the command gets after a signal before SIGKILL")] = 30.0,
+    retries: Annotated[int, typer.Option(help="destroy attempts before reporting what is left (1-20)")] = 4,
+    backoff: Annotated[float, typer.Option(help="first retry delay in seconds, 0-60 (doubles, at most 60)")] = 5.0,
+    grace: Annotated[
+        float, typer.Option(help="seconds (0-3600) the command gets after a signal before SIGKILL")
+    ] = 30.0,
     pulumi_root: Annotated[Optional[Path], typer.Option(help="use <root>/bin/pulumi instead of PATH")] = None,
     secrets_provider: Annotated[Optional[str], typer.Option(help="secrets provider for the new stack")] = None,
+    secret_output: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--secret-output",
+            help="hand this secret stack output to the command's environment (repeatable); never written to disk",
+        ),
+    ] = None,
 ) -> None:
     """Create a throwaway stack, run a command with its outputs, and always destroy it.
 
     The command sees FULLSERVER_STACK, FULLSERVER_OUTPUT_<NAME> per stack output and
-    FULLSERVER_OUTPUTS_FILE (all outputs as JSON). Exit code: the command's; 128+N after signal
-    N; 2 bad input, 3 over budget, 6 Pulumi failed (nothing left); 5 something was left behind.
+    FULLSERVER_OUTPUTS_FILE (all outputs as JSON); a secret output only with --secret-output NAME,
+    and the file shows "[secret]" for every secret output. Exit code: the command's; 128+N after
+    signal N; 2 bad input, 3 over budget, 6 Pulumi failed (nothing left); 7 a stack or its
+    resources were left behind.
     """
     import yaml
 
@@ -326,6 +339,7 @@ def ephemeral(
         pulumi=PulumiOptions(backend=backend, pulumi_root=pulumi_root, secrets_provider=secrets_provider),
         retries=retries,
         backoff_s=backoff,
+        pass_secret_outputs=tuple(secret_output or ()),
     )
     raise typer.Exit(run_ephemeral(command or [], settings, grace_s=grace))
 
@@ -345,7 +359,7 @@ def janitor(
 ) -> None:
     """List ephemeral stacks whose fullserver:expires-at has passed; --destroy destroys and removes them.
 
-    Exit code 5 when any stack could not be read or destroyed, or had to be left alone; each is named.
+    Exit code 7 when any stack could not be read or destroyed, or had to be left alone; each is named.
     """
     from stackops.janitor import janitor as sweep
     from stackops.janitor import parse_expiry

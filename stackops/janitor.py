@@ -11,7 +11,8 @@ Dry-run by default: it prints what it would destroy. ``--destroy`` refreshes, de
 removes each expired stack (retried once). A stack with an update in progress (``updateInProgress``
 in ``stack ls --json``, reported by backends that track it, such as Pulumi Cloud) is skipped: its
 owner is still working on it. One stack's failure (its tags unreadable, its destroy failing) never
-stops the sweep: every failure is collected, named at the end, and the exit code is 5.
+stops the sweep: every failure is collected, named at the end, and the exit code is
+``EXIT_LEFT_BEHIND`` (7, from the one table in ``fullserver.errors``).
 
 ``--all-projects`` lists ephemeral stacks of every project in the backend, but destroys only this
 project's: ``pulumi destroy`` must run in a directory whose ``Pulumi.yaml`` names the stack's
@@ -32,8 +33,9 @@ from pulumi import automation as auto
 from rich.console import Console
 from rich.table import Table
 
-from stackops import EXIT_LEFTOVER
-from stackops.ephemeral import EXPIRES_FORMAT, TAG_BASE_STACK, TAG_EPHEMERAL, TAG_EXPIRES_AT
+from fullserver.errors import EXIT_LEFT_BEHIND, EXIT_OK
+from stackops.limits import MAX_BACKOFF_S, MAX_RETRIES, check_count, check_seconds
+from stackops.naming import EXPIRES_FORMAT, TAG_BASE_STACK, TAG_EPHEMERAL, TAG_EXPIRES_AT
 from stackops.workspace import (
     PulumiOptions,
     Say,
@@ -79,11 +81,11 @@ class JanitorReport:
     unreadable: list[EphemeralStack] = field(default_factory=list)
     destroyed: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-    """Every stack the sweep could not read or clean up, with the reason (exit code 5)."""
+    """Every stack the sweep could not read or clean up, with the reason (``EXIT_LEFT_BEHIND``)."""
 
     @property
     def exit_code(self) -> int:
-        return EXIT_LEFTOVER if self.failed else 0
+        return EXIT_LEFT_BEHIND if self.failed else EXIT_OK
 
     def foreign_reason(self, s: EphemeralStack) -> str:
         return (
@@ -114,14 +116,18 @@ class JanitorReport:
 
 
 def parse_expiry(text: str | None) -> datetime | None:
-    """The ``expires-at`` tag: ISO 8601; a time without a zone is taken as UTC."""
+    """The ``expires-at`` tag (or ``--at``): ISO 8601; a time without a zone is taken as UTC.
+
+    ``None`` for anything unreadable, including a time that is valid where it was written but
+    outside the years 1-9999 once moved to UTC (``9999-12-31T23:59:59-01:00``): one odd tag must
+    not crash the sweep of every other stack."""
     if not text:
         return None
     try:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def project_of(name: str) -> str | None:
@@ -188,13 +194,17 @@ def janitor(
     backoff_s: float = 5.0,
     say: Say = say_stderr,
     on_output: Say | None = None,
+    work_root: Path | None = None,
 ) -> JanitorReport:
     """List ephemeral stacks, sort them by expiry, and (with ``destroy``) destroy the expired ones.
 
     ``prefix`` narrows to stack names starting with it (e.g. one CI run's ``ci-<run id>``), so a
-    run's own cleanup step cannot touch other pipelines' stacks."""
+    run's own cleanup step cannot touch other pipelines' stacks. ``work_root`` is where the
+    throwaway workspace goes (the system temp dir by default); it is removed however the sweep ends."""
+    check_count("--retries", retries, 1, MAX_RETRIES, "attempts")
+    check_seconds("--backoff", backoff_s, 0.0, MAX_BACKOFF_S)
     report = JanitorReport(now=(now or datetime.now(UTC)).astimezone(UTC))
-    with tempfile.TemporaryDirectory(prefix="fullserver-janitor-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="fullserver-janitor-", dir=work_root) as tmp:
         ws = make_workspace(project_dir, Path(tmp), opts)
         report.project = str(ws.project_settings().name)
         errors: dict[str, str] = {}
@@ -223,7 +233,7 @@ def janitor(
                 s.name,
                 retries=retries,
                 backoff_s=backoff_s,
-                max_backoff_s=60.0,
+                max_backoff_s=MAX_BACKOFF_S,
                 say=say,
                 on_output=on_output,
                 who="fullserver janitor",

@@ -94,7 +94,7 @@ class PulumiCLI(auto.PulumiCommand):
     * A terminal's Ctrl-C (sent to the foreground process group) never reaches the CLI: whoever owns
       this object decides whether it gets an interrupt. ``process`` is the running CLI and
       ``on_start`` is called with it as soon as it exists, so a signal that arrived a moment
-      earlier can still be passed on (``SignalGuard`` in ``stackops.ephemeral`` does both).
+      earlier can still be passed on (``SignalGuard`` in ``stackops.signals`` does both).
     * ``stdin`` lets ``pulumi config set KEY --secret`` read a secret from a pipe instead of argv,
       where any local user could read it in ``/proc/<pid>/cmdline``.
     * Interrupted without an owner deciding (a ``KeyboardInterrupt`` in the janitor), it asks the

@@ -1,10 +1,19 @@
-"""A stand-in ``pulumi`` on a temp dir, a file:// backend for it, and helpers to read what it saw."""
+"""A stand-in ``pulumi`` on a temp dir, a file:// backend for it, and helpers to read what it saw.
+
+Every test's temporary directories (the ephemeral workspaces, a kept one included, and the
+janitor's) go under its own ``tmp_path``: ``TMPDIR`` and ``tempfile.tempdir`` point there, for this
+process and the ``fullserver`` processes it starts. ``no_workspace_left_in_the_system_temp_dir``
+fails any test after which the real system temp dir holds a new ``fullserver-ephemeral-*`` or
+``fullserver-janitor-*`` directory.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +25,30 @@ from stackops.workspace import PulumiOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_SOURCE = Path(__file__).with_name("fake_pulumi.py")
+CLI = [sys.executable, "-m", "fullserver_cli.app"]
+"""``fullserver`` as CI runs it: a real process (real signals, real exit codes)."""
+OUR_TEMP_DIRS = ("fullserver-ephemeral-*", "fullserver-janitor-*")
+
+
+def our_temp_dirs(directory: Path) -> set[Path]:
+    """The workspaces stackops makes, by their name, in ``directory``."""
+    return {p for pattern in OUR_TEMP_DIRS for p in directory.glob(pattern)}
+
+
+@pytest.fixture(autouse=True)
+def no_workspace_left_in_the_system_temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Temporary directories go under ``tmp_path``; afterwards the system temp dir has no new
+    workspace in it. A real run keeps a workspace after a failed cleanup (the cleanup command runs
+    in it), and several tests fail a cleanup on purpose: they must not pile up in ``/tmp``."""
+    system_tmp = Path(tempfile.gettempdir())
+    before = our_temp_dirs(system_tmp)
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    yield private
+    left = sorted(str(p) for p in our_temp_dirs(system_tmp) - before)
+    assert not left, f"the test left workspaces in {system_tmp}: {left}"
 
 
 @dataclass
@@ -121,6 +154,34 @@ def project(tmp_path: Path) -> Path:
     """A project directory with the repository's project name and runtime (the program is not run:
     the stand-in CLI deploys nothing), so these tests do not depend on the live Pulumi.yaml."""
     return write_project(tmp_path / "project")
+
+
+def ephemeral_argv(fake: FakePulumi, project: Path, *command: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """``fullserver ephemeral`` from the base stack ``exp-aws-spot`` on the stand-in's backend."""
+    return [
+        *CLI,
+        "ephemeral",
+        "--stack",
+        "exp-aws-spot",
+        "--ttl",
+        "2h",
+        "--backend",
+        fake.backend,
+        "--project-dir",
+        str(project),
+        "--backoff",
+        "0.01",
+        *extra,
+        "--",
+        *command,
+    ]
+
+
+def run(argv: list[str], fake: FakePulumi, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` from the repository root with the stand-in first on ``PATH``."""
+    return subprocess.run(
+        argv, cwd=ROOT, env=fake.subprocess_env(**env), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def write_project(d: Path) -> Path:

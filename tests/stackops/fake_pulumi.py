@@ -193,7 +193,11 @@ class Backend:
         return data
 
     def save(self, data: dict[str, Any]) -> None:
-        self.path(data["name"]).write_text(json.dumps(data, indent=2, sort_keys=True))
+        """Write, then rename into place: a test polling the state never reads half a file."""
+        path = self.path(data["name"])
+        partial = path.with_name(f".{path.name}.partial")
+        partial.write_text(json.dumps(data, indent=2, sort_keys=True))
+        os.replace(partial, path)
 
     def load_for_update(self, name: str) -> dict[str, Any]:
         """A stack an update (refresh, destroy) may run on: this project's, not busy."""

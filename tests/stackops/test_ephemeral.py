@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,19 +15,15 @@ from typing import Any
 import pytest
 import yaml
 
-from fullserver.errors import BudgetExceeded, InputError
-from stackops import EXIT_LEFTOVER
+from fullserver.errors import EXIT_LEFT_BEHIND, BudgetExceeded, InputError
 from stackops.ephemeral import (
-    BaseStack,
+    EphemeralSettings,
     LeftoverStackError,
     PulumiFailed,
-    ephemeral_config,
     ephemeral_stack,
-    output_env_name,
-    parse_ttl,
-    stack_name,
+    run_ephemeral,
 )
-from stackops.workspace import project_settings
+from stackops.outputs import SECRET_MARK
 from tests.stackops.conftest import ROOT, FakePulumi
 
 STACKS = ROOT / "stacks"
@@ -42,80 +40,6 @@ def opts(fake: FakePulumi, project: Path, **extra: Any) -> dict[str, Any]:
         "say": lambda line: None,
     }
     return base | extra
-
-
-# -- pure helpers ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("2h", timedelta(hours=2)),
-        ("90m", timedelta(minutes=90)),
-        ("1h30m", timedelta(minutes=90)),
-        ("1d", timedelta(days=1)),
-        ("3", timedelta(hours=3)),
-    ],
-)
-def test_ttl_accepts_the_usual_spellings(text: str, expected: timedelta) -> None:
-    assert parse_ttl(text) == expected
-
-
-@pytest.mark.parametrize("text", ["", "0", "-1", "2x", "h2", "2h 5"])
-def test_a_bad_ttl_is_an_input_error(text: str) -> None:
-    with pytest.raises(InputError, match="--ttl"):
-        parse_ttl(text)
-
-
-def test_names_are_unique_sortable_and_valid_pulumi_stack_names() -> None:
-    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    names = {stack_name("ci", now) for _ in range(50)}
-    assert len(names) == 50
-    for n in names:
-        assert n.startswith("ci-20260102-030405-") and len(n) <= 100
-        assert all(c.isalnum() or c in "-_." for c in n)
-    with pytest.raises(InputError):
-        stack_name("Bad Prefix", now)
-
-
-def test_output_names_become_shell_variables() -> None:
-    assert output_env_name("privateIps") == "FULLSERVER_OUTPUT_PRIVATE_IPS"
-    assert output_env_name("connect") == "FULLSERVER_OUTPUT_CONNECT"
-    assert output_env_name("gpu.count-1") == "FULLSERVER_OUTPUT_GPU_COUNT_1"
-
-
-def test_config_is_the_base_stack_with_ttl_profile_and_overrides() -> None:
-    base = BaseStack(
-        "b",
-        Path("Pulumi.b.yaml"),
-        {"fullserver:profile": "fine-tuning", "fullserver:region": "us-east-1", "aws:region": "us-east-1"},
-    )
-    config = ephemeral_config(
-        base,
-        profile="experimentation",
-        ttl=timedelta(minutes=90),
-        overrides={"region": "eu-central-1", "gcp:project": "p"},
-    )
-    assert config == {
-        "fullserver:profile": "experimentation",
-        "fullserver:region": "eu-central-1",
-        "aws:region": "us-east-1",
-        "gcp:project": "p",
-        "fullserver:ttlHours": 2,  # whole hours, rounded up: Pulumi.yaml declares an integer
-    }
-
-
-def test_a_secret_in_the_base_stack_cannot_be_copied() -> None:
-    base = BaseStack("b", Path("Pulumi.b.yaml"), {"fullserver:token": {"secure": "v1:abc"}})
-    with pytest.raises(InputError, match="secrets="):
-        ephemeral_config(base, profile=None, ttl=timedelta(hours=1), overrides={})
-
-
-def test_the_workspace_project_runs_the_real_program_from_its_own_directory(project: Path) -> None:
-    settings = project_settings(project)
-    assert settings["main"] == str(project.resolve())
-    assert settings["runtime"]["options"]["virtualenv"] == str(project.resolve() / ".venv")
-    assert "stackConfigDir" not in settings  # the stack's config stays out of stacks/
 
 
 # -- refusals before anything exists ----------------------------------------------------------
@@ -263,7 +187,7 @@ def test_a_destroy_that_keeps_failing_reports_exactly_what_is_left(
         ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, retries=3)) as env,
     ):
         name, work_dir = env.stack, env.work_dir
-    assert err.value.exit_code == EXIT_LEFTOVER
+    assert err.value.exit_code == EXIT_LEFT_BEHIND
     report = "\n".join(err.value.report)
     assert f"stack '{name}' was NOT cleaned up after 3 attempt(s)" in report
     assert "injected failure of 'destroy'" in report and "possibly running cloud resources" in report
@@ -359,3 +283,145 @@ def test_pending_creates_after_the_destroy_keep_the_stack_and_say_so(
     commands = fake_pulumi.commands()
     assert commands.count("destroy") == 1 and "stack rm" not in commands  # not retried: only a person can fix it
     assert commands.index("refresh") < commands.index("destroy") < commands.index("stack export")
+
+
+# -- secret outputs: to the command only by name, never on disk (issue 11.7) ------------------
+
+
+def files_holding(root: Path, text: str, *skip: Path) -> list[Path]:
+    """Every file under ``root`` (but not under ``skip``) whose bytes contain ``text``."""
+    return [
+        p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not any(p.is_relative_to(s) for s in skip) and text.encode() in p.read_bytes()
+    ]
+
+
+def test_a_secret_output_not_named_is_masked_and_in_no_file(fake_pulumi: FakePulumi, project: Path) -> None:
+    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project)) as env:
+        secret = f"s3cr3t-{env.stack}"  # the stand-in's secret output `apiToken`
+        assert env.secret_outputs == {"apiToken"} and env.passed_secrets == set()
+        assert env.outputs["apiToken"] == SECRET_MARK
+        assert "FULLSERVER_OUTPUT_API_TOKEN" not in env.environ()
+        assert secret not in json.dumps(env.environ()) and secret not in repr(env)
+        assert json.loads(env.outputs_file.read_text())["apiToken"] == SECRET_MARK
+        # the backend keeps outputs (a real one encrypts secrets); nothing of the run's does
+        assert files_holding(fake_pulumi.state.parent, secret, fake_pulumi.state) == []
+
+
+def test_a_secret_output_named_reaches_the_environment_and_still_no_file(
+    fake_pulumi: FakePulumi, project: Path
+) -> None:
+    with ephemeral_stack(
+        base_stack="exp-aws-spot", **opts(fake_pulumi, project, pass_secret_outputs=["apiToken"])
+    ) as env:
+        secret = f"s3cr3t-{env.stack}"
+        assert env.passed_secrets == {"apiToken"} and env.outputs["apiToken"] == secret
+        assert env.environ()["FULLSERVER_OUTPUT_API_TOKEN"] == secret
+        assert secret not in repr(env)
+        assert json.loads(env.outputs_file.read_text())["apiToken"] == SECRET_MARK
+        assert files_holding(fake_pulumi.state.parent, secret, fake_pulumi.state) == []
+
+
+SNAPSHOT = (
+    "import json, os, shutil, sys; out = sys.argv[1]; "
+    "json.dump({k: v for k, v in os.environ.items() if k.startswith('FULLSERVER_')}, "
+    "open(os.path.join(out, 'environ.json'), 'w')); "
+    "shutil.copytree(os.path.dirname(os.environ['FULLSERVER_OUTPUTS_FILE']), os.path.join(out, 'workspace'))"
+)
+"""The command records its environment and copies the run's whole workspace while the run is live."""
+
+
+@pytest.mark.parametrize("named", [(), ("apiToken",)])
+def test_the_command_gets_a_secret_output_only_when_named_and_no_file_holds_it(
+    fake_pulumi: FakePulumi, project: Path, tmp_path: Path, named: tuple[str, ...]
+) -> None:
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    settings = EphemeralSettings(base_stack="exp-aws-spot", **opts(fake_pulumi, project, pass_secret_outputs=named))
+    assert run_ephemeral([sys.executable, "-c", SNAPSHOT, str(seen)], settings) == 0
+    environ = json.loads((seen / "environ.json").read_text())
+    secret = f"s3cr3t-{environ['FULLSERVER_STACK']}"
+    assert environ["FULLSERVER_OUTPUT_CONNECT"] == f"ssh ubuntu@{environ['FULLSERVER_STACK']}.example.invalid"
+    assert environ.get("FULLSERVER_OUTPUT_API_TOKEN") == (secret if named else None)
+    assert json.loads((seen / "workspace" / "outputs.json").read_text())["apiToken"] == SECRET_MARK
+    # no file the run wrote (its workspace while live, the stand-in's call log) holds the secret
+    assert files_holding(tmp_path, secret, fake_pulumi.state, seen / "environ.json") == []
+
+
+def test_naming_a_secret_output_the_stack_does_not_have_is_refused_and_torn_down(
+    fake_pulumi: FakePulumi, project: Path
+) -> None:
+    with (
+        pytest.raises(InputError, match=r"^--secret-output apiTokn: .* has no such output") as err,
+        ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, pass_secret_outputs=["apiTokn"])),
+    ):
+        pytest.fail("must not get here")
+    assert "apiToken" in str(err.value)
+    assert fake_pulumi.stacks() == {}
+
+
+# -- workspaces: under work_root, removed with the stack, kept only when something is left -----
+
+
+def test_a_workspace_kept_for_the_cleanup_stays_under_work_root(
+    fake_pulumi: FakePulumi, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "destroy:always")
+    root = tmp_path / "runs"
+    with (
+        pytest.raises(LeftoverStackError),
+        ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, retries=1, work_root=root)) as env,
+    ):
+        name, work_dir = env.stack, env.work_dir
+    assert work_dir.parent == root and work_dir.name.startswith("fullserver-ephemeral-")
+    assert (work_dir / f"Pulumi.{name}.yaml").is_file()
+
+
+def test_without_work_root_the_workspace_goes_to_the_temp_dir(
+    fake_pulumi: FakePulumi, project: Path, no_workspace_left_in_the_system_temp_dir: Path
+) -> None:
+    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project)) as env:
+        assert env.work_dir.parent == no_workspace_left_in_the_system_temp_dir
+    assert not env.work_dir.exists()
+
+
+# -- every duration and count has a real range (issue 14.5) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "flag"),
+    [
+        ("ttl", "100000000h", "--ttl"),
+        ("ttl", timedelta(days=4000), "--ttl"),
+        ("retries", 10**9, "--retries"),
+        ("retries", 0, "--retries"),
+        ("backoff_s", math.inf, "--backoff"),
+        ("backoff_s", math.nan, "--backoff"),
+        ("backoff_s", -1.0, "--backoff"),
+        ("max_monthly_usd", math.nan, "--max-monthly-usd"),
+    ],
+)
+def test_an_out_of_range_setting_is_one_line_exit_2_before_any_pulumi_call(
+    fake_pulumi: FakePulumi, project: Path, field: str, value: object, flag: str
+) -> None:
+    lines: list[str] = []
+    settings = EphemeralSettings(
+        base_stack="exp-aws-spot", **opts(fake_pulumi, project, say=lines.append, **{field: value})
+    )
+    assert run_ephemeral(["true"], settings) == 2
+    [line] = lines
+    assert line.startswith(f"error: {flag}: "), line
+    assert fake_pulumi.calls() == []
+
+
+@pytest.mark.parametrize("grace", [math.nan, math.inf, -1.0, 1e9])
+def test_an_out_of_range_grace_is_one_line_exit_2_before_any_pulumi_call(
+    fake_pulumi: FakePulumi, project: Path, grace: float
+) -> None:
+    lines: list[str] = []
+    settings = EphemeralSettings(base_stack="exp-aws-spot", **opts(fake_pulumi, project, say=lines.append))
+    assert run_ephemeral(["true"], settings, grace_s=grace) == 2
+    [line] = lines
+    assert line.startswith("error: --grace: ") and "out of range (use 0 to 3600 seconds)" in line
+    assert fake_pulumi.calls() == []

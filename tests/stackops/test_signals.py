@@ -1,0 +1,166 @@
+"""SIGINT and SIGTERM against a real ``fullserver ephemeral`` process: passed on once, then teardown."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.stackops.conftest import ROOT, FakePulumi, ephemeral_argv
+
+TRAP = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    marks = sys.argv[1]
+    def on_signal(signum, frame):
+        open(os.path.join(marks, "got-" + signal.Signals(signum).name), "w").close()
+        sys.exit(3)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    open(os.path.join(marks, "ready"), "w").write(os.environ["FULLSERVER_STACK"])
+    time.sleep(60)
+    """
+)
+
+
+def wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"exited early with {proc.returncode}: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"timed out waiting for {path}")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_the_command_is_passed_on_then_the_stack_is_destroyed(
+    fake_pulumi: FakePulumi, project: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    argv = ephemeral_argv(fake_pulumi, project, sys.executable, "-c", TRAP, str(marks))
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, env=fake_pulumi.subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    wait_for(marks / "ready", proc)
+    name = (marks / "ready").read_text()
+    assert list(fake_pulumi.stacks()) == [name]
+    started = time.monotonic()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert (marks / f"got-{sig.name}").exists()  # the command heard it (once, through us)
+    assert time.monotonic() - started < 20  # not the command's 60 s sleep
+    assert f"{name} destroyed and removed" in err and f"interrupted by {sig.name}" in err
+    assert fake_pulumi.stacks() == {}
+
+
+def test_sigterm_during_up_cancels_it_and_still_destroys(
+    fake_pulumi: FakePulumi, project: Path, tmp_path: Path
+) -> None:
+    argv = ephemeral_argv(fake_pulumi, project, "sh", "-c", f"touch {tmp_path}/ran")
+    proc = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        env=fake_pulumi.subprocess_env(FAKE_PULUMI_UP_SLEEP="60"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while "fullserver:profile" not in json.dumps(fake_pulumi.stacks()):  # the last tag, set just before `up`
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(1.0)  # let `up` start
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert time.monotonic() - started < 20  # `up` was cancelled, not waited for
+    assert "cancelling the Pulumi operation" in err and "destroyed and removed" in err
+    assert not (tmp_path / "ran").exists()
+    assert fake_pulumi.stacks() == {}
+    assert "destroy" in fake_pulumi.commands()
+
+
+def wait_started(fake: FakePulumi, command: str, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    """Until the stand-in has started ``command`` (its signal handling is in place by then)."""
+    deadline = time.monotonic() + timeout
+    while command not in fake.started():
+        if proc.poll() is not None:
+            raise AssertionError(f"exited early with {proc.returncode}: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"timed out waiting for `pulumi {command}`")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("first", [signal.SIGTERM, signal.SIGINT])
+def test_repeated_signals_during_up_reach_pulumi_as_exactly_one_interrupt(
+    fake_pulumi: FakePulumi, project: Path, first: signal.Signals
+) -> None:
+    """A CI cancel sends SIGTERM more than once, a person presses Ctrl-C twice: the CLI must get one
+    SIGINT (a second makes it terminate and leave the create in flight pending, invisible to
+    destroy). ``kill -INT`` on our pid counts as well. Then refresh, destroy, and nothing is left."""
+    proc = subprocess.Popen(
+        ephemeral_argv(fake_pulumi, project, "true"),
+        cwd=ROOT,
+        env=fake_pulumi.subprocess_env(FAKE_PULUMI_UP_SLEEP="30", FAKE_PULUMI_CANCEL_SLEEP="2"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_started(fake_pulumi, "up", proc)
+    started = time.monotonic()
+    for sig in (first, signal.SIGTERM, signal.SIGINT, signal.SIGTERM):
+        proc.send_signal(sig)
+        time.sleep(0.3)  # all within the CLI's cancel: each extra interrupt would terminate it
+    try:
+        _, err = proc.communicate(timeout=25)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("`up` was not cancelled") from None
+    assert proc.returncode == 128 + first, err
+    assert time.monotonic() - started < 20
+    [up] = [c for c in fake_pulumi.calls() if "up" in c["argv"][:2]]
+    assert up["signals"] == ["SIGINT"], up
+    assert "already cancelling" in err
+    commands = fake_pulumi.commands()
+    assert commands.index("up") < commands.index("refresh") < commands.index("destroy")
+    assert fake_pulumi.stacks() == {}
+    assert fake_pulumi.cloud() == {}  # the create in flight finished, was recorded and destroyed
+
+
+def test_a_terminal_ctrl_c_during_teardown_does_not_reach_pulumi_destroy(
+    fake_pulumi: FakePulumi, project: Path
+) -> None:
+    """Ctrl-C in a terminal signals the whole foreground process group. The destroy runs in its own
+    session, so only our bounded retries decide how teardown ends."""
+    proc = subprocess.Popen(
+        ephemeral_argv(fake_pulumi, project, "true"),
+        cwd=ROOT,
+        env=fake_pulumi.subprocess_env(FAKE_PULUMI_DESTROY_SLEEP="2"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        process_group=0,  # a terminal's foreground job
+    )
+    wait_started(fake_pulumi, "destroy", proc)
+    for _ in range(2):
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.2)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert "teardown is running and will finish first" in err and "destroyed and removed" in err
+    [destroy] = [c for c in fake_pulumi.calls() if "destroy" in c["argv"][:2]]
+    assert destroy["signals"] == [] and destroy["exit"] == 0
+    assert fake_pulumi.stacks() == {} and fake_pulumi.cloud() == {}
