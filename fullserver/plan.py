@@ -10,11 +10,12 @@ from pydantic import BaseModel, ConfigDict
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
 from fullserver.cost import CostEstimate, estimate
-from fullserver.errors import BudgetExceeded, FullserverError
+from fullserver.errors import BudgetExceeded, FullserverError, InputError
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.sizing import build_spec, dedicated_spec, size
 from fullserver.spec import EnvironmentSpec
-from fullserver.workload import Alternative, Stack, Workload, load_stack
+from fullserver.workload import CONFIG_NAMESPACE, Alternative, Stack, Workload, load_stack
+from fullserver.yamlio import read_yaml
 
 
 class Comparison(BaseModel):
@@ -184,23 +185,66 @@ def plan_paths(
 ) -> list[StackPlan]:
     profiles = profiles if profiles is not None else load_profiles()
     catalog = catalog if catalog is not None else load_catalog()
-    return [plan_stack(load_stack(p), profiles, catalog) for p in paths]
+    return [plan_stack(_load_stack(p, profiles), profiles, catalog) for p in paths]
+
+
+def _load_stack(path: Path, profiles: dict[str, Profile]) -> Stack:
+    """The stack, or, when it does not validate and names no known profile, that profile's error:
+    what the other keys must be depends on the profile, so a misspelt profile is the first thing
+    to fix ("an accelerator is needed" sent a person after the wrong key)."""
+    try:
+        return load_stack(path)
+    except InputError:
+        config = read_yaml(path).get("config")
+        named = config.get(f"{CONFIG_NAMESPACE}:profile") if isinstance(config, dict) else None
+        if isinstance(named, str) and named not in profiles:
+            get_profile(named, profiles, where=f"{path}: {CONFIG_NAMESPACE}:profile")
+        raise
+
+
+def check_max_monthly_usd(max_monthly_usd: float | None, flag: str = "--max-monthly-usd") -> float | None:
+    """The caller's monthly cap, refused in one line unless a finite number of USD at or above 0.
+
+    ``nan`` compares false with every estimate, so it switched the guard off without a word; a
+    negative cap failed every plan with a message blaming the plan. Commands taking the flag
+    call this before planning, so a bad cap fails fast; ``check_budget`` calls it too.
+    """
+    if max_monthly_usd is None:
+        return None
+    if isinstance(max_monthly_usd, bool) or not isinstance(max_monthly_usd, (int, float)):
+        raise InputError(flag, f"'{max_monthly_usd}' is not a number of USD", "give a monthly budget such as 5000")
+    if math.isnan(max_monthly_usd) or math.isinf(max_monthly_usd):
+        raise InputError(flag, f"'{max_monthly_usd}' is not a budget", "give a finite number of USD, such as 5000")
+    if max_monthly_usd < 0:
+        raise InputError(flag, f"{max_monthly_usd:g} USD is negative", "give a budget of 0 USD or more")
+    return float(max_monthly_usd)
 
 
 def check_budget(plans: list[StackPlan], max_monthly_usd: float | None) -> None:
-    """Each stack against the caller's cap and its own ``budgetMonthlyUsd``."""
+    """Each stack against the caller's cap and its own ``budgetMonthlyUsd``; one error names
+    every stack over (and each budget it is over), so CI shows the whole bill at once."""
+    max_monthly_usd = check_max_monthly_usd(max_monthly_usd)
+    over: list[tuple[str, str]] = []
     for plan in plans:
         caps = [
             (max_monthly_usd, "--max-monthly-usd"),
             (plan.budget_monthly_usd, f"{plan.path}: fullserver:budgetMonthlyUsd"),
         ]
-        for cap, name in caps:
-            if cap is not None and plan.cost.usd_month > cap:
-                raise BudgetExceeded(
+        exceeded = [f"{name} {cap:,.2f}" for cap, name in caps if cap is not None and plan.cost.usd_month > cap]
+        if exceeded:
+            over.append(
+                (
                     f"stack '{plan.stack}'",
-                    f"estimated {plan.cost.usd_month:,.2f} USD/month exceeds {name} {cap:,.2f}",
-                    "choose a smaller shape, a cheaper pricing model, or raise the budget",
+                    f"estimated {plan.cost.usd_month:,.2f} USD/month exceeds {' and '.join(exceeded)}",
                 )
+            )
+    if over:
+        (where, what), *rest = over
+        raise BudgetExceeded(
+            where,
+            "; ".join([what, *(f"{w}: {t}" for w, t in rest)]),
+            "choose a smaller shape, a cheaper pricing model, or raise the budget",
+        )
 
 
 def budget_breaches(plan: StackPlan, max_monthly_usd: float | None) -> list[str]:

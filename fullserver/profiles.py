@@ -3,7 +3,8 @@
 A profile is data (``profiles/<name>.yaml``). It states the stage, training or inference, the
 platforms in order of preference, the pricing model, the lifecycle, the balance minimums per
 accelerator (each with the reason it exists), the topology and the security defaults.
-``extends:`` inherits another profile; nested mappings merge, lists and scalars replace.
+``extends:`` inherits another profile, every field (``description`` too) the file leaves out;
+nested mappings merge, lists and scalars replace.
 
 Where profiles come from (``load_profiles()`` without a directory), so that a project made from
 a template finds them without a checkout and a team can add its own without forking:
@@ -13,12 +14,16 @@ a template finds them without a checkout and a team can add its own without fork
    single source at the repository top; ``pyproject.toml`` ships it as data files), then
 2. on top, ``profiles/`` beside the nearest ``Pulumi.yaml`` at or above the working directory
    (Pulumi runs a program in its project directory): a file there replaces the shipped profile
-   of the same name or adds a new one, and may ``extends:`` a shipped profile.
+   of the same name or adds a new one, and may ``extends:`` a shipped profile, including the one
+   it replaces (``fine-tuning.yaml`` with ``extends: fine-tuning`` changes the shipped profile
+   instead of copying it).
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -211,6 +216,13 @@ class Profile(Strict):
         return Balance.model_validate({**dict(self.balance), **changes})
 
 
+MAX_EXTENDS = 32
+"""The longest ``extends`` chain: the shipped profiles use one link, a team's a few more."""
+
+Layer = dict[str, tuple[Path, dict[str, Any]]]
+"""One profiles directory: each profile's name, file and raw data."""
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in over.items():
@@ -221,24 +233,65 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _resolve(
-    name: str, raw: dict[str, dict[str, Any]], paths: dict[str, Path], chain: tuple[str, ...]
-) -> dict[str, Any]:
-    data = raw[name]
-    parent = data.get("extends")
-    if parent is None:
-        return {k: v for k, v in data.items() if k != "extends"}
-    where = f"{paths[name]}: field 'extends'"
-    if not isinstance(parent, str):
-        raise InputError(where, "must be a profile name", "write extends: <profile-name>")
-    if parent in chain or parent == name:
-        cycle = " -> ".join((*chain, name, parent))
-        raise InputError(where, f"circular extends: {cycle}", "remove one extends from the cycle")
-    if parent not in raw:
-        raise InputError(where, f"unknown profile '{parent}'", f"known profiles: {', '.join(sorted(raw))}")
-    base = _resolve(parent, raw, paths, (*chain, name))
-    base.pop("description", None)
-    return _merge(base, {k: v for k, v in data.items() if k != "extends"})
+def _known(name: str, known: Iterable[str]) -> str:
+    """A hint for a name that is not a profile: the close matches first, then every name."""
+    names = sorted(set(known))
+    close = difflib.get_close_matches(name, names, n=3)
+    listed = f"known profiles: {', '.join(names)}"
+    return f"did you mean {' or '.join(close)}? {listed}" if close else listed
+
+
+def _top(name: str, layers: list[Layer]) -> int | None:
+    """The index of the last (highest) layer defining ``name``."""
+    return next((i for i in range(len(layers) - 1, -1, -1) if name in layers[i]), None)
+
+
+def _resolve(name: str, layers: list[Layer]) -> dict[str, Any]:
+    """A profile's data after its ``extends`` chain, walked without recursion and at most
+    ``MAX_EXTENDS`` links long (a chain 1,200 long once ended in a RecursionError).
+
+    A parent name means the highest layer's profile of that name, so a project's copy of a
+    shipped profile serves every profile extending it; except that a profile extending its own
+    name extends the one a layer below: a project's ``fine-tuning`` may ``extends: fine-tuning``
+    to change the shipped one rather than copy it. Nested mappings merge, lists and scalars
+    replace, and every field (``description`` too) is inherited unless the child sets it.
+    """
+    level = _top(name, layers)
+    assert level is not None, name
+    chain: list[tuple[str, int]] = [(name, level)]
+    path, data = layers[level][name]
+    parts = [data]
+    while (parent := data.get("extends")) is not None:
+        where = f"{path}: field 'extends'"
+        if not isinstance(parent, str):
+            raise InputError(where, "must be a profile name", "write extends: <profile-name>")
+        own_name = parent == chain[-1][0]
+        found = _top(parent, layers[:level] if own_name else layers)
+        names = " -> ".join([n for n, _ in chain] + [parent])
+        if found is None and own_name:
+            raise InputError(
+                where,
+                f"circular extends: {names}",
+                "only a project's profile may extend the shipped profile of its own name; extend another one",
+            )
+        if found is None:
+            raise InputError(where, f"unknown profile '{parent}'", _known(parent, (n for lay in layers for n in lay)))
+        if (parent, found) in chain:
+            raise InputError(where, f"circular extends: {names}", "remove one extends from the cycle")
+        if len(chain) > MAX_EXTENDS:
+            raise InputError(
+                f"{layers[chain[0][1]][name][0]}: field 'extends'",
+                f"the extends chain from '{name}' is longer than {MAX_EXTENDS} profiles",
+                "extend a profile nearer the root, or copy the fields",
+            )
+        level = found
+        chain.append((parent, level))
+        path, data = layers[level][parent]
+        parts.append(data)
+    merged: dict[str, Any] = {}
+    for part in reversed(parts):
+        merged = _merge(merged, {k: v for k, v in part.items() if k != "extends"})
+    return merged
 
 
 def shipped_profiles_dir() -> Path:
@@ -278,22 +331,89 @@ def profile_dirs() -> list[Path]:
 
 def load_profiles(directory: Path | None = None) -> dict[str, Profile]:
     """Every ``*.yaml`` under ``directory`` (only there), or under ``profile_dirs()`` when no
-    directory is given; resolved and validated; the file stem is the name."""
+    directory is given; resolved and validated; the file stem is the name.
+
+    Each directory is a layer kept apart (not flattened by name), so a profile can extend the
+    one it replaces in the layer below.
+    """
     directories = [directory] if directory is not None else profile_dirs()
-    paths = {p.stem: p for d in directories for p in sorted(d.glob("*.yaml"))}
-    if not paths:
+    layers: list[Layer] = []
+    for folder in directories:
+        layer: Layer = {}
+        for path in sorted(folder.glob("*.yaml")):
+            name = path.stem
+            data = read_yaml(path)
+            if "name" in data and data["name"] != name:
+                raise InputError(f"{path}: field 'name'", f"'{data['name']}' differs from the file name", "rename one")
+            layer[name] = (path, {**data, "name": name})
+        layers.append(layer)
+    names = list(dict.fromkeys(name for layer in layers for name in layer))
+    if not names:
         raise InputError(str(directories[-1]), "no profiles found", "add profiles/<name>.yaml files")
-    raw: dict[str, dict[str, Any]] = {}
-    for name, path in paths.items():
-        data = read_yaml(path)
-        if "name" in data and data["name"] != name:
-            raise InputError(f"{path}: field 'name'", f"'{data['name']}' differs from the file name", "rename one")
-        raw[name] = {**data, "name": name}
-    return {name: parse(Profile, _resolve(name, raw, paths, ()), str(paths[name])) for name in raw}
+    top = {name: layers[_top(name, layers) or 0][name][0] for name in names}
+    return {name: parse(Profile, _resolve(name, layers), str(top[name])) for name in names}
 
 
 def get_profile(name: str, profiles: dict[str, Profile], where: str = "fullserver:profile") -> Profile:
+    """The named profile, or one line naming it with the close matches and every known name."""
     try:
         return profiles[name]
     except KeyError:
-        raise InputError(where, f"unknown profile '{name}'", f"choose one of: {', '.join(sorted(profiles))}") from None
+        raise InputError(where, f"unknown profile '{name}'", _known(name, profiles)) from None
+
+
+def profile_file_schema() -> dict[str, Any]:
+    """The JSON Schema of a profile *file* (``profiles/<name>.yaml``), for editors and CI.
+
+    It differs from ``Profile``'s schema where the file differs from the resolved profile: the
+    name is the file's stem, so not required; and a file with ``extends:`` inherits what it
+    omits, nested mappings included, so under ``extends`` no field (at any depth) is required,
+    while every other check (types, enums, bounds, unknown keys) still applies.
+    """
+    full = Profile.model_json_schema()
+    defs: dict[str, Any] = full.pop("$defs", {})
+    full["properties"]["extends"] = {
+        "type": "string",
+        "minLength": 1,
+        "description": "the profile this one inherits: nested mappings merge, lists and scalars replace",
+    }
+    full["required"] = [r for r in full.get("required", []) if r != "name"]
+    partial = _partial(full)
+    partial["required"] = ["extends"]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "fullserver profile file",
+        "description": "profiles/<name>.yaml: a workload-maturity profile (the file name is its name)",
+        "type": "object",
+        # Every key at the top as well, so editors complete them whichever branch applies.
+        "properties": partial["properties"],
+        "$defs": {**defs, **{f"{key}{_PARTIAL}": _partial(value) for key, value in defs.items()}},
+        "if": {"required": ["extends"]},
+        "then": partial,
+        "else": full,
+    }
+
+
+_PARTIAL = "Partial"
+
+
+def _partial(schema: Any) -> Any:
+    """A copy of a schema with no ``required`` list anywhere, its references to partial copies."""
+    if isinstance(schema, list):
+        return [_partial(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "required" and isinstance(value, list):
+            continue
+        if key in ("default", "const", "enum", "examples"):
+            out[key] = value  # data, not schema
+            continue
+        if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
+            out[key] = value + _PARTIAL
+        elif key in ("properties", "$defs", "patternProperties") and isinstance(value, dict):
+            out[key] = {name: _partial(sub) for name, sub in value.items()}  # names, not keywords
+        else:
+            out[key] = _partial(value)
+    return out

@@ -8,6 +8,7 @@ ranking shows each pair's reasons and what the same job costs there.
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -16,15 +17,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fullserver.catalog import Catalog
 from fullserver.cost import estimate
-from fullserver.errors import FullserverError
+from fullserver.errors import FullserverError, InputError
 from fullserver.plan import default_region
-from fullserver.platform import Platform
+from fullserver.platform import AcceleratorKind, Platform
 from fullserver.profiles import Profile, Purpose
 from fullserver.sizing import build_spec, dedicated_spec
 from fullserver.workload import Dedicated, DedicatedHost, Workload
 
 Maturity = Literal["exploring", "adapting", "stable", "production"]
 GPU_PLATFORMS = (Platform.AWS_GPU, Platform.GCP_GPU)
+
+MAX_GPUS_PER_NODE = 16
+"""HGX/DGX-2-class servers carry 16 GPUs, the most any node holds."""
+
+MAX_TOP = 100
+"""The most choices ``recommend`` shows: far above the (profile, platform) pairs there are."""
 
 
 class Needs(BaseModel):
@@ -42,9 +49,9 @@ class Needs(BaseModel):
     demand: Literal["variable", "steady"] = "variable"
     region: str | None = None
     gpu: str | None = None
-    gpu_count: int | None = Field(default=None, gt=0)
+    gpu_count: int | None = Field(default=None, gt=0, le=MAX_GPUS_PER_NODE)
     tpu: str | None = None
-    dedicated_monthly_usd: float | None = Field(default=None, gt=0)
+    dedicated_monthly_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)
@@ -262,12 +269,61 @@ def _price(needs: Needs, profile: Profile, platform: Platform, catalog: Catalog)
     return Priced(offer=spec.offer, region=spec.region, usd_month=cost.usd_month, note=note)
 
 
+def _close(value: str, names: dict[str, str]) -> str:
+    """The names close to ``value`` (matched against names and aliases, case-insensitively)."""
+    hits = difflib.get_close_matches(value.lower(), sorted(names), n=3, cutoff=0.5)
+    return ", ".join(dict.fromkeys(names[h] for h in hits))
+
+
+def check_needs(needs: Needs, catalog: Catalog, top: int) -> None:
+    """What the questionnaire's model cannot check alone: the GPU and TPU named exist in the
+    catalog, and ``top`` is a number of choices. An unknown model used to rank every choice
+    with a note instead of failing, so ``--gpu H9000`` exited 0."""
+    if not 1 <= top <= MAX_TOP:
+        raise InputError("--top", f"{top} is not a number of choices to show", f"give 1 to {MAX_TOP}")
+    if needs.gpu is not None:
+        gpus = {
+            alias: acc.name
+            for acc in catalog.accelerators.values()
+            if acc.kind is not AcceleratorKind.TPU
+            for alias in (acc.name.lower(), *(a.lower() for a in acc.aliases))
+        }
+        if needs.gpu.lower() not in gpus:
+            close = _close(needs.gpu, gpus)
+            known = f"known GPUs: {', '.join(sorted(set(gpus.values())))}"
+            tpu = needs.gpu.lower() in catalog.aliases
+            raise InputError(
+                "--gpu",
+                f"'{needs.gpu}' is a TPU, not a GPU" if tpu else f"unknown GPU model '{needs.gpu}'",
+                "price it with --tpu and a TPU type such as v5litepod-8"
+                if tpu
+                else (f"did you mean {close}? {known}" if close else known),
+            )
+    if needs.tpu is not None:
+        types = {o.name.lower(): o.name for o in catalog.offers if o.platform is Platform.TPU_VM}
+        if needs.tpu.lower() not in types:
+            key = catalog.aliases.get(needs.tpu.lower())
+            generation = catalog.accelerators[key] if key else None
+            if generation is not None and generation.kind is AcceleratorKind.TPU:
+                of_it = sorted(o.name for o in catalog.offers if o.accelerator == generation.name)
+                raise InputError(
+                    "--tpu", f"'{needs.tpu}' is a TPU generation, not a type", f"name one of: {', '.join(of_it)}"
+                )
+            close = _close(needs.tpu, types)
+            known = f"known TPU types: {', '.join(sorted(types.values()))}"
+            raise InputError(
+                "--tpu", f"unknown TPU type '{needs.tpu}'", f"did you mean {close}? {known}" if close else known
+            )
+
+
 def recommend(needs: Needs, profiles: dict[str, Profile], catalog: Catalog, top: int = 5) -> list[Choice]:
     """Rank (profile, platform) pairs by the rules that favour them, cheapest first among equals.
 
     Only profiles some rule favours are ranked (when any is): a platform's merits cannot make a
-    profile for the wrong maturity stage the right one.
+    profile for the wrong maturity stage the right one. Bad answers (``check_needs``) are refused
+    in one line before anything is ranked.
     """
+    check_needs(needs, catalog, top)
     scored: list[tuple[int, Profile, Platform, list[Rule]]] = []
     for profile in profiles.values():
         exploring_inference = (

@@ -143,6 +143,11 @@ def _candidates(profile: Profile, workload: Workload, platform: Platform, catalo
     return matching
 
 
+def _fabric_name(fabric: Fabric) -> str:
+    """The fabric a near-miss lacks, in words: ``any`` means any scale-out fabric at all."""
+    return "scale-out fabric" if fabric is Fabric.ANY else f"{fabric.value} fabric"
+
+
 def _fabric_ok(topology: Topology, offer: Offer) -> bool:
     if topology.nodes == "single" or topology.fabric is Fabric.NONE:
         return True
@@ -160,7 +165,7 @@ def _evaluate(
     if attach and offer.hosts > 1:
         return host, report, "needs an attached read-write disk, which cannot attach to a multi-host TPU slice"
     if not _fabric_ok(profile.topology, offer):
-        return host, report, f"no {profile.topology.fabric.value} fabric (has {offer.interconnect.value})"
+        return host, report, f"no {_fabric_name(profile.topology.fabric)} (has {offer.interconnect.value})"
     return host, report, ""
 
 
@@ -534,7 +539,13 @@ def platforms_for(profile: Profile, workload: Workload, catalog: Catalog) -> lis
 
 
 def size(profile: Profile, workload: Workload, catalog: Catalog, environment: str) -> EnvironmentSpec:
-    """Size on the first of the profile's platforms (in its order) where a shape fits."""
+    """Size on the first of the profile's platforms (in its order) where a shape fits.
+
+    A platform that cannot take the workload, for bad input (no prices in the region) or because
+    no shape meets the minimums (``NothingFits``), passes it to the next one the profile allows:
+    the profile's order is a preference, not a requirement. When none can, the error names each
+    platform's reason, so the person sees every way out rather than the first dead end.
+    """
     platforms = platforms_for(profile, workload, catalog)
     if not platforms:
         raise InputError(
@@ -542,12 +553,38 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
             f"profile '{profile.name}' allows {', '.join(p.value for p in profile.platforms)}, none of which offers {workload.accelerator}",
             "pick an accelerator those platforms offer, or set fullserver:platform",
         )
-    errors: list[InputError] = []
+    errors: list[tuple[Platform, InputError | NothingFits]] = []
     for platform in platforms:
         try:
             if platform is Platform.BARE_METAL:
                 return dedicated_spec(profile, workload, catalog, environment)
             return build_spec(profile, workload, platform, catalog, environment)
-        except InputError as exc:  # NothingFits included: try the next preferred platform
-            errors.append(exc)
-    raise errors[0]
+        except (InputError, NothingFits) as exc:
+            errors.append((platform, exc))
+    raise _none_fits(profile, workload, errors)
+
+
+def _none_fits(
+    profile: Profile, workload: Workload, errors: list[tuple[Platform, InputError | NothingFits]]
+) -> InputError | NothingFits:
+    """One error for every platform tried: the only one when all say the same, else each by name.
+
+    It is ``NothingFits`` when some platform got as far as comparing shapes, else ``InputError``.
+    """
+    first = errors[0][1]
+    if len({(exc.where, exc.what) for _, exc in errors}) == 1:
+        return first
+    # Each reason may hold "; " itself (a list of near-misses), so a platform's name in brackets
+    # starts each one.
+    reasons = " ".join(
+        f"[{platform.value}] {exc.what}"
+        if isinstance(exc, NothingFits)
+        else f"[{platform.value}] {exc.where}: {exc.what}"
+        for platform, exc in errors
+    )
+    where = f"profile '{profile.name}' in {workload.region}"
+    what = f"no platform the profile allows fits: {reasons}"
+    hint = "lower the accelerator count, pick another region, or relax the profile"
+    if any(isinstance(exc, NothingFits) for _, exc in errors):
+        return NothingFits(where, what, hint)
+    return InputError(where, what, hint)

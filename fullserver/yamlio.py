@@ -1,7 +1,29 @@
-"""Reading YAML files and turning validation errors into one line that names the file and field."""
+"""Reading YAML files and turning validation errors into one line that names the file and field.
+
+Every file fullserver reads (profiles, stacks, catalog data, inventories) goes through
+``read_yaml``, so every reader gets the same guards, each ending in one ``file[:line]: what``
+line instead of a traceback or a crash:
+
+* size: at most ``MAX_BYTES``, and no byte further is read, so a wrong path (a log, a device)
+  cannot exhaust memory;
+* encoding: UTF-8 only (what every file in the repository is, and YAML's default); Latin-1,
+  UTF-16 or binary data is refused naming the byte offset, not left to a ``UnicodeDecodeError``;
+* nesting: at most ``MAX_DEPTH`` levels. libyaml composes nodes recursively in C and takes the
+  interpreter down (a segfault, not an exception) on tens of thousands of nested brackets, so
+  the depth is bounded *before* the composer sees the text: a cheap scan gives an upper bound,
+  and only when that bound is above the limit are the parser's events counted exactly (the
+  parser keeps its own stack, so counting is safe at any depth);
+* aliases: a file whose aliases expand it past ``MAX_EXPANDED`` values or ``MAX_DEPTH`` levels
+  ("billion laughs"), or make it contain itself, is refused: code that walks the data follows
+  every alias;
+* duplicate keys: YAML forbids them, but PyYAML keeps the last one silently, so a profile with
+  ``stage:`` twice would change its stage without a word. They are refused naming both lines.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -10,20 +32,257 @@ from pydantic import BaseModel, ValidationError
 
 from fullserver.errors import InputError
 
+try:  # libyaml's C parser reads about ten times faster than the pure-Python one; both are "safe"
+    from yaml import CSafeLoader as _BaseLoader
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
 M = TypeVar("M", bound=BaseModel)
 
-# libyaml's C loader parses about ten times faster than the pure-Python one; both are "safe".
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_BYTES = 1 << 20
+"""The largest YAML file read (1 MiB); the largest catalog data file is under 50 KiB."""
+
+MAX_DEPTH = 64
+"""The deepest nesting accepted; the repository's files nest fewer than ten levels."""
+
+MAX_EXPANDED = 1_000_000
+"""The most values a file may stand for once its aliases are expanded (the catalog: ~20,000)."""
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+# Characters YAML forbids in a stream (YAML 1.1 "printable"): C0 controls other than tab and
+# line breaks, DEL, C1 controls other than NEL, surrogates and U+FFFE/U+FFFF.
+_UNPRINTABLE = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+_FLATTEN = "flatten the structure"
+_FEWER_ALIASES = "write the values out instead of aliasing them"
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: object, line: int, first: int) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+        self.line = line
+        self.first = first
+
+
+class _Refused(yaml.YAMLError):
+    def __init__(self, line: int | None, what: str, hint: str) -> None:
+        super().__init__(what)
+        self.line = line
+        self.what = what
+        self.hint = hint
+
+
+class _Loader(_BaseLoader):
+    """The safe loader (C parser when available) that refuses a key given twice in one mapping.
+
+    The check runs on the mapping's own entries, before merge keys (``<<: *base``) are
+    flattened in, so overriding a merged key stays allowed as YAML intends.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                continue  # a non-scalar key is refused by the constructor itself
+            # A string key is its text; others (1 and 0x1 are one int) are compared constructed.
+            key = key_node.value if key_node.tag == _STR_TAG else self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise _DuplicateKey(key, line, seen[key])
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+# The cheap depth bound, a few string operations a line (a fifth of the cost of counting the
+# parser's events). Block collections nest by indentation: each starts at a column no further
+# right than the end of its line's leading run of indentation, indicators ("- ", "? ", ": ") and
+# properties (anchors, tags), and at most two (a mapping and an indentless sequence under it)
+# share a column, so block depth <= 2 * (longest leading run + 1). Flow collections nest by
+# brackets, counted outside the quoted strings and comments a line opens and closes; "[" counts
+# twice, as "[k: v]" holds a mapping without braces. A flow collection spanning lines, brackets
+# that do not pair, or a closing bracket after a quote the line leaves open (it may be inside
+# the string) leave the depth to the exact count.
+_LEAD_CHARS = " \t-?:"
+_LEAD = re.compile(r"(?:[ \t]|(?:---|[-?:])(?=[ \t]|$)|[&!][^ \t]*)*")
+# A quote opens a quoted string only where a token starts: after the line's indentation and
+# indicators, after "[", "{" or ",", or after ": ". Elsewhere it may sit in a plain scalar ("it's").
+_QUOTED = re.compile(r"""((?:^[ \t]*(?:[-?:][ \t]+)*|[\[{,][ \t]*|:[ \t]+))(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*')""")
+# libyaml starts a comment at "#" wherever a token may start, even right after "[", "{" or ",".
+_COMMENT = re.compile(r"(?:^|(?<=[ \t\[{,]))#.*")
+_OPEN_QUOTE_THEN_CLOSE = re.compile(r"""(?:^|[\[{,:?-]|[&!][^ \t"']*[ \t])[ \t]*["'].*[]}]""")
+_BRACKET = re.compile(r"[][{}]")
+_PAIRS = {"]": "[", "}": "{"}
+
+
+def _line_flow_depth(line: str) -> int | None:
+    """A bound on the flow nesting one line opens, or None when the line cannot give one."""
+    if "#" in line or '"' in line or "'" in line:
+        line = _COMMENT.sub("", _QUOTED.sub(r"\1", line))
+        if _OPEN_QUOTE_THEN_CLOSE.search(line):
+            return None
+    opened: list[str] = []
+    depth = deepest = 0
+    for bracket in _BRACKET.findall(line):
+        if bracket in "[{":
+            opened.append(bracket)
+            depth += 2 if bracket == "[" else 1
+            deepest = max(deepest, depth)
+        elif opened:
+            if opened.pop() != _PAIRS[bracket]:
+                return None
+            depth -= 2 if bracket == "]" else 1
+        # a closing bracket with none open is text in a block scalar, or an error libyaml reports
+    return None if opened else deepest
+
+
+def _depth_bound(text: str) -> int | None:
+    """An upper bound on the nesting depth of ``text``, or None when the scan cannot give one."""
+    lead = flow = 0
+    for line in text.splitlines():
+        content = line.lstrip(_LEAD_CHARS)
+        column = len(line) - len(content)
+        if content[:1] in ("&", "!"):
+            match = _LEAD.match(line)
+            column = max(column, match.end() if match else 0)
+        lead = max(lead, column)
+        if "[" in content or "{" in content:
+            depth = _line_flow_depth(line)
+            if depth is None:
+                return None
+            flow = max(flow, depth)
+    return 2 * (lead + 1) + flow
+
+
+def _check_depth(text: str) -> None:
+    """Refuse nesting deeper than ``MAX_DEPTH``, before libyaml's recursive composer sees it."""
+    bound = _depth_bound(text)
+    if bound is not None and bound <= MAX_DEPTH:
+        return
+    depth = 0
+    for event in yaml.parse(text, Loader=_BaseLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                line = mark.line + 1 if mark is not None else None
+                raise _Refused(line, f"nesting deeper than {MAX_DEPTH} levels", _FLATTEN)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def _has_alias(text: str) -> bool:
+    """Whether an alias ("*name") may start somewhere: only then is the expanded walk needed.
+
+    A star where a token starts (line start, after a blank, "[", "{" or ",") followed by a name
+    character; stars elsewhere ("a2-*", "2 * 3") are text. Looking at each star costs a tenth
+    of a regular expression trying every position of the file.
+    """
+    start = text.find("*")
+    while start >= 0:
+        before = text[start - 1] if start else "\n"
+        after = text[start + 1 : start + 2]
+        if (before.isspace() or before in "[{,") and after and not after.isspace() and after not in "[]{},":
+            return True
+        start = text.find("*", start + 1)
+    return False
+
+
+def _check_expanded(data: Any) -> None:
+    """Refuse aliases that make the data deeper than ``MAX_DEPTH``, larger than ``MAX_EXPANDED``
+    values or cyclic once expanded ("billion laughs"): the nesting check sees only the text, and
+    code that walks the data (merging profiles, printing JSON) would follow every alias."""
+    memo: dict[int, tuple[int, int]] = {}  # id -> (depth, values), for objects aliases share
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        obj, finished = stack.pop()
+        children = list(obj.values()) if isinstance(obj, dict) else obj
+        nested = [c for c in children if isinstance(c, (dict, list))]
+        if not finished:
+            if id(obj) in memo:
+                continue
+            if id(obj) in open_:
+                raise _Refused(None, "an alias refers to the collection that contains it", _FEWER_ALIASES)
+            open_.add(id(obj))
+            stack.append((obj, True))
+            stack.extend((c, False) for c in nested if id(c) not in memo)
+            continue
+        open_.discard(id(obj))
+        depth = 1 + max((memo[id(c)][0] for c in nested), default=0)
+        size = 1 + len(children) + sum(memo[id(c)][1] for c in nested)
+        if depth > MAX_DEPTH:
+            raise _Refused(None, f"aliases nest the data deeper than {MAX_DEPTH} levels", _FEWER_ALIASES)
+        if size > MAX_EXPANDED:
+            raise _Refused(None, f"aliases expand the data to more than {MAX_EXPANDED:,} values", _FEWER_ALIASES)
+        memo[id(obj)] = (depth, size)
+
+
+def _decode(path: Path, data: bytes) -> str:
+    """UTF-8 text (a byte-order mark dropped), or one line naming what the bytes are instead."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(str(path), "not UTF-8 text: a UTF-16 byte-order mark at byte offset 0", "save it as UTF-8")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise InputError(
+            str(path),
+            f"not UTF-8 text: a NUL byte at byte offset {nul} (a binary or UTF-16 file)",
+            "check the path, or save the file as UTF-8",
+        )
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            str(path),
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at byte offset {exc.start} (line {line})",
+            "save the file as UTF-8",
+        ) from None
+
+
+def _read_bytes(path: Path) -> bytes:
+    """At most ``MAX_BYTES`` + 1 bytes: enough to tell the file is too large, and no more."""
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read file: {exc.strerror or exc}", "check the path") from None
+    if len(data) > MAX_BYTES:
+        raise InputError(
+            str(path), f"larger than {MAX_BYTES >> 20} MiB, the most a YAML file may be", "is this the right file?"
+        )
+    return data
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    """Parse a YAML mapping; a syntax error names the file and line."""
+    """Parse a YAML mapping; every problem is one line naming the file (and the line, if any)."""
+    text = _decode(path, _read_bytes(path))
+    bad = _UNPRINTABLE.search(text)
+    if bad is not None:
+        line = text.count("\n", 0, bad.start()) + 1
+        raise InputError(
+            f"{path}:{line}", f"control character U+{ord(bad.group()):04X} is not allowed in YAML", "remove it"
+        )
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read file: {exc.strerror}", "check the path") from None
-    try:
-        data = yaml.load(text, Loader=_Loader)  # a safe loader either way
+        _check_depth(text)
+        loader = _Loader(text)
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
+        if isinstance(data, (dict, list)) and _has_alias(text):
+            _check_expanded(data)
+    except _DuplicateKey as exc:
+        raise InputError(
+            f"{path}:{exc.line}", f"duplicate key '{exc.key}' (first at line {exc.first})", "remove one"
+        ) from None
+    except _Refused as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise InputError(where, exc.what, exc.hint) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -44,11 +303,19 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 
 
 def validation_error(where: str, exc: ValidationError, prefix: str = "") -> InputError:
-    """The first validation problem as one line: ``file: field: message (hint)``."""
+    """The first validation problem as one line: ``file: field: message (hint)``.
+
+    With the ``--`` prefix the field is a command-line flag, spelt as typer spells it: the
+    model's ``gpu_count`` is the flag ``--gpu-count``.
+    """
     err = exc.errors()[0]
     loc = field_path(tuple(err["loc"]))
-    # "fullserver:" and "--" prefixes glue to the field; others join with a dot.
-    field = prefix + loc if prefix.endswith((":", "-")) or not loc else ".".join(p for p in (prefix, loc) if p)
+    if prefix == "--":
+        loc = loc.replace("_", "-")
+    # "fullserver:" and "--" prefixes glue to the field, and alone name no field (a check of the
+    # whole model has no location: "field 'fullserver:'" named nothing); others join with a dot.
+    glued = prefix.endswith((":", "-"))
+    field = (prefix + loc if loc else "") if glued else ".".join(p for p in (prefix, loc) if p)
     kind = err["type"]
     if kind == "extra_forbidden":
         return InputError(where, f"unknown key '{field}'", "remove it or check its spelling against the schema")

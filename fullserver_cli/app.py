@@ -20,7 +20,7 @@ from typer.core import TyperGroup
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
 from fullserver.errors import EXIT_INPUT, FullserverError
-from fullserver.profiles import Profile, get_profile, load_profiles
+from fullserver.profiles import get_profile, load_profiles
 from fullserver_cli import render
 from fullserver_cli.output import console, emit_json, fail
 from fullserver_cli.plan import STACKS_DIR, plan
@@ -132,11 +132,10 @@ def profiles_show(
 
 @profiles_app.command("schema")
 def profiles_schema() -> None:
-    """Print the JSON Schema of a profile file, for editor completion."""
-    schema = Profile.model_json_schema()
-    schema["properties"]["extends"] = {"type": "string", "description": "name of the profile to inherit"}
-    schema["required"] = [r for r in schema.get("required", []) if r != "name"]
-    _json(schema)
+    """Print the JSON Schema of a profile file (extends included), for editor completion."""
+    from fullserver.profiles import profile_file_schema
+
+    _json(profile_file_schema())
 
 
 @app.command()
@@ -318,9 +317,14 @@ def ephemeral(
     """
     import yaml
 
+    from fullserver.plan import check_max_monthly_usd
     from stackops.ephemeral import EphemeralSettings, run_ephemeral
     from stackops.workspace import PulumiOptions
 
+    try:
+        check_max_monthly_usd(max_monthly_usd)
+    except FullserverError as exc:
+        raise _fail(exc) from None
     overrides: dict[str, Any] = {}
     for item in config or []:
         key, eq, value = item.partition("=")

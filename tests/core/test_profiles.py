@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
+import yaml
 
 from fullserver.catalog.model import Platform
 from fullserver.errors import InputError
-from fullserver.profiles import PricingModel, Stage, load_profiles
+from fullserver.profiles import (
+    MAX_EXTENDS,
+    PROFILES_DIR,
+    PricingModel,
+    Stage,
+    get_profile,
+    load_profiles,
+    profile_file_schema,
+)
+from fullserver.yamlio import read_yaml
 
 from .conftest import PROFILE, write_profiles
 
@@ -104,3 +116,113 @@ def test_a_malformed_yaml_error_names_the_line(tmp_path: Path) -> None:
 def test_an_empty_directory_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no profiles found"):
         load_profiles(tmp_path)
+
+
+def test_description_is_inherited_through_extends_like_every_other_field(tmp_path: Path) -> None:
+    child = "extends: base\nstage: scale-training\n"
+    profiles = load_profiles(write_profiles(tmp_path, {"base": PROFILE, "child": child}))
+    assert profiles["child"].description == profiles["base"].description == "test profile"
+    assert profiles["child"].stage is Stage.SCALE_TRAINING
+
+
+def test_a_project_profile_may_extend_the_shipped_profile_of_the_same_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "Pulumi.yaml").write_text("name: team\nruntime: python\n", encoding="utf-8")
+    write_profiles(tmp_path / "profiles", {"fine-tuning": "extends: fine-tuning\nlifecycle:\n  ttl_hours: 24\n"})
+    monkeypatch.chdir(tmp_path)
+    shipped = load_profiles(PROFILES_DIR)["fine-tuning"]
+    team = load_profiles()["fine-tuning"]
+    assert team.lifecycle.ttl_hours == 24
+    assert team.lifecycle.mode == "ephemeral"  # the rest of the mapping merges from the shipped one
+    assert team.model_dump(exclude={"lifecycle"}) == shipped.model_dump(exclude={"lifecycle"})
+
+
+def test_a_project_copy_serves_the_shipped_profiles_that_extend_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name means the highest layer's profile: the shipped fine-tuning extends the project's
+    experimentation, which itself extends the shipped one."""
+    (tmp_path / "Pulumi.yaml").write_text("name: team\nruntime: python\n", encoding="utf-8")
+    write_profiles(
+        tmp_path / "profiles", {"experimentation": "extends: experimentation\nsecurity: {public_ip: false}\n"}
+    )
+    monkeypatch.chdir(tmp_path)
+    shipped = load_profiles(PROFILES_DIR)
+    assert shipped["experimentation"].security.public_ip and shipped["fine-tuning"].security.public_ip
+    profiles = load_profiles()
+    assert not profiles["experimentation"].security.public_ip
+    assert not profiles["fine-tuning"].security.public_ip
+    assert profiles["experimentation"].stage is Stage.EXPERIMENTATION
+
+
+def test_a_profile_extending_its_own_name_without_a_shipped_one_below_is_circular(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as err:
+        load_profiles(write_profiles(tmp_path, {"a": "extends: a\n"}))
+    assert str(err.value) == (
+        f"{tmp_path / 'a.yaml'}: field 'extends': circular extends: a -> a "
+        "(only a project's profile may extend the shipped profile of its own name; extend another one)"
+    )
+
+
+def test_an_extends_chain_longer_than_the_bound_is_one_line_not_a_recursion_error(tmp_path: Path) -> None:
+    files = {"p0": PROFILE} | {f"p{i}": f"extends: p{i - 1}\n" for i in range(1, 1_200)}
+    with pytest.raises(InputError) as err:
+        load_profiles(write_profiles(tmp_path, files))
+    assert f"is longer than {MAX_EXTENDS} profiles" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_an_extends_chain_at_the_bound_resolves(tmp_path: Path) -> None:
+    files = {"p0": PROFILE} | {f"p{i}": f"extends: p{i - 1}\n" for i in range(1, MAX_EXTENDS + 1)}
+    profiles = load_profiles(write_profiles(tmp_path, files))
+    assert profiles[f"p{MAX_EXTENDS}"].balance == profiles["p0"].balance
+
+
+def test_an_unknown_profile_names_it_with_close_matches_and_every_known_one() -> None:
+    profiles = load_profiles()
+    with pytest.raises(InputError) as err:
+        get_profile("fine-tunning", profiles)
+    assert str(err.value) == (
+        "fullserver:profile: unknown profile 'fine-tunning' (did you mean fine-tuning? known profiles: "
+        "batch-inference, dedicated-steady, experimentation, fine-tuning, realtime-inference, scale-training)"
+    )
+    with pytest.raises(InputError, match=r"unknown profile 'zzz' \(known profiles: batch-inference, "):
+        get_profile("zzz", profiles)
+
+
+def test_an_unknown_parent_suggests_the_close_name(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"unknown profile 'bsae' \(did you mean base\? known profiles: a, base\)"):
+        load_profiles(write_profiles(tmp_path, {"base": PROFILE, "a": "extends: bsae\n"}))
+
+
+# --- the profile-file schema ------------------------------------------------------------------
+
+
+def file_schema_errors(data: dict[str, Any]) -> list[str]:
+    validator = jsonschema.Draft202012Validator(profile_file_schema())
+    return [e.message for e in validator.iter_errors(data)]
+
+
+def test_the_file_schema_is_a_valid_json_schema() -> None:
+    jsonschema.Draft202012Validator.check_schema(profile_file_schema())
+
+
+@pytest.mark.parametrize("path", sorted(PROFILES_DIR.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_profile_file_validates_against_the_file_schema(path: Path) -> None:
+    assert file_schema_errors(read_yaml(path)) == []
+
+
+def test_a_file_with_extends_may_leave_out_what_it_inherits_at_any_depth() -> None:
+    child = {"extends": "base", "balance": {"cpu_per_accelerator": {"value": 12}}, "lifecycle": {"ttl_hours": 4}}
+    assert file_schema_errors(child) == []
+
+
+def test_the_file_schema_still_refuses_what_the_loader_refuses() -> None:
+    base = yaml.safe_load(PROFILE)
+    assert file_schema_errors(base) == []
+    assert file_schema_errors({k: v for k, v in base.items() if k != "stage"}) == ["'stage' is a required property"]
+    assert any("colour" in e for e in file_schema_errors({**base, "colour": "blue"}))
+    assert any("colour" in e for e in file_schema_errors({"extends": "base", "colour": "blue"}))
+    assert file_schema_errors({"extends": "base", "stage": "teenage"}) != []
+    assert file_schema_errors({"extends": "base", "balance": {"cpu_per_accelerator": {"value": -1}}}) != []

@@ -100,6 +100,14 @@ def test_multi_node_profiles_require_the_fabric(tmp_path: Path, mini_catalog: Ca
     assert spec.network.efa_interfaces == 4 and spec.network.compact_placement and spec.nodes == 2
 
 
+def test_a_profile_taking_any_fabric_names_the_missing_fabric_in_words(tmp_path: Path, mini_catalog: Catalog) -> None:
+    multi = PROFILE + "topology: {nodes: multi, fabric: any}\n"
+    profile = load_profiles(write_profiles(tmp_path, {"base": multi}))["base"]
+    spec = build_spec(profile, wl(acceleratorCount=4, nodes=2), Platform.AWS_GPU, mini_catalog, "env")
+    assert spec.offer == "quad.x"
+    assert ("quadne.x", "no scale-out fabric (has none)") in [(m.offer, m.reason) for m in spec.near_misses]
+
+
 def test_a_single_node_profile_refuses_several_nodes(mini_catalog: Catalog, base_profile: Profile) -> None:
     with pytest.raises(InputError, match="single-node"):
         build_spec(base_profile, wl(nodes=2), Platform.AWS_GPU, mini_catalog, "env")
@@ -166,6 +174,65 @@ def test_a_tpu_runtime_must_match_the_generation(mini_catalog: Catalog, base_pro
 def test_size_follows_the_profile_platform_order(mini_catalog: Catalog, base_profile: Profile) -> None:
     assert size(base_profile, wl(), mini_catalog, "env").platform is Platform.AWS_GPU
     assert size(base_profile, wl(accelerator="tx-4"), mini_catalog, "env").platform is Platform.TPU_VM
+
+
+def two_clouds(tmp_path: Path, cpu_per_accelerator: int) -> tuple[Profile, Catalog]:
+    """A profile allowing aws-gpu then gcp-gpu, and a catalog whose one GCP shape has 48 vCPUs
+    (the AWS ones have at most 32), so a CPU minimum picks which clouds can fit."""
+    data = {
+        **MINI,
+        "shapes": [*MINI["shapes"], shape("gbig.x", "G24", 1, 48, 256, platform="gcp-gpu")],
+        "shape_prices": [
+            *MINI["shape_prices"],
+            {"shape": "gbig.x", "region": "r-1", "on_demand_usd_hour": 9.0, "source": "fx"},
+        ],
+    }
+    catalog = catalog_from_data([("two-clouds.yaml", {"sources": {"fx": SOURCE}, **data})])
+    text = PROFILE.replace("[aws-gpu, tpu-vm]", "[aws-gpu, gcp-gpu]").replace(
+        "value: 8,", f"value: {cpu_per_accelerator},"
+    )
+    return load_profiles(write_profiles(tmp_path, {"base": text}))["base"], catalog
+
+
+def test_size_tries_the_next_platform_when_no_shape_fits_on_the_first(tmp_path: Path) -> None:
+    profile, catalog = two_clouds(tmp_path, cpu_per_accelerator=40)
+    spec = size(profile, wl(), catalog, "env")
+    assert (spec.platform, spec.offer) == (Platform.GCP_GPU, "gbig.x")
+
+
+def test_when_no_platform_fits_the_error_names_each_platforms_reason(tmp_path: Path) -> None:
+    profile, catalog = two_clouds(tmp_path, cpu_per_accelerator=64)
+    with pytest.raises(NothingFits) as err:
+        size(profile, wl(), catalog, "env")
+    assert str(err.value) == (
+        "profile 'base' in r-1: no platform the profile allows fits: "
+        "[aws-gpu] no shape meets every minimum; closest: big.x: short: cpu 32 vCPUs < 64 vCPUs; "
+        "wide.x: short: cpu 16 vCPUs < 64 vCPUs; mid.x: short: cpu 8 vCPUs < 64 vCPUs "
+        "[gcp-gpu] no shape meets every minimum; closest: gbig.x: short: cpu 48 vCPUs < 64 vCPUs "
+        "(lower the accelerator count, pick another region, or relax the profile)"
+    )
+
+
+def test_a_platform_refusing_the_input_still_lets_the_others_be_tried_and_named(tmp_path: Path) -> None:
+    profile, catalog = two_clouds(tmp_path, cpu_per_accelerator=40)
+    with pytest.raises(NothingFits) as err:
+        size(profile, wl(region="r-2"), catalog, "env")  # gcp-gpu has no prices in r-2
+    assert "[aws-gpu] no shape meets every minimum; closest: big.x: short: cpu 32 vCPUs < 40 vCPUs" in str(err.value)
+    assert "[gcp-gpu] fullserver:region: no gcp-gpu prices in region 'r-2'" in str(err.value)
+
+
+def test_one_reason_shared_by_every_platform_is_said_once(tmp_path: Path) -> None:
+    spot = PROFILE.replace("pricing: on-demand", "pricing: spot-with-fallback").replace(
+        "[aws-gpu, tpu-vm]", "[aws-gpu, gcp-gpu]"
+    )
+    profile = load_profiles(write_profiles(tmp_path, {"base": spot}))["base"]
+    _, catalog = two_clouds(tmp_path / "catalog", cpu_per_accelerator=8)
+    with pytest.raises(InputError) as err:
+        size(profile, wl(reservation="cr-1", zone="r-1-a"), catalog, "env")
+    assert str(err.value) == (
+        "fullserver:reservation: profile 'base' runs on spot capacity, which cannot consume a reservation "
+        "(remove fullserver:reservation or use an on-demand or reserved profile)"
+    )
 
 
 def test_every_example_stack_sizes_to_a_balanced_shape() -> None:
