@@ -24,10 +24,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-from pulumi.runtime import mocks as pulumi_mocks
-from pulumi.runtime.config import set_all_config
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
+
+# --- the adapter onto the Pulumi SDK's internals --------------------------------------------------
+# Evaluating a program offline without the engine needs four SDK functions, two of them private
+# (underscore or undocumented module paths). They are imported here and nowhere else, and
+# tests/components/test_graph_contract.py pins their signatures and the SDK versions
+# (pyproject.toml) they were written against, so an SDK upgrade that moves them fails one test
+# that names what moved instead of breaking `fullserver plan`.
+from pulumi.runtime import mocks as pulumi_mocks  # public: set_mocks
+from pulumi.runtime.config import set_all_config  # private module: the engine's config hand-off
+from pulumi.runtime.stack import run_pulumi_func  # private: runs a program body as the engine would
+from pulumi.runtime.sync_await import _sync_await  # private: drives the SDK's event loop to completion
+
+SDK_INTERNALS = (pulumi_mocks.set_mocks, set_all_config, run_pulumi_func, _sync_await)
 
 from fullserver.errors import FullserverError
 from fullserver.plan import StackPlan
@@ -72,11 +81,37 @@ class Graph:
         return rows[0]
 
 
-class GraphMocks(pulumi.runtime.Mocks):
-    """Records every resource and returns the outputs a real provider would compute."""
+_DIRECTIONS = {
+    "north": "n",
+    "south": "s",
+    "east": "e",
+    "west": "w",
+    "central": "c",
+    "northeast": "ne",
+    "northwest": "nw",
+    "southeast": "se",
+    "southwest": "sw",
+}
 
-    def __init__(self) -> None:
+
+def aws_zone_ids(region: str) -> list[str]:
+    """Zone ids as AWS spells them for ``region`` (``us-east-1`` -> ``use1-az1``; ``eu-central-1`` ->
+    ``euc1-az1``), so a graph for any region reads like that region's own answer."""
+    geo, direction, number = (region.split("-") + ["", ""])[:3]
+    short = f"{geo}{_DIRECTIONS.get(direction, direction[:1])}{number}"
+    return [f"{short}-az{i}" for i in (1, 2, 3)]
+
+
+class GraphMocks(pulumi.runtime.Mocks):
+    """Records every resource and returns the outputs a real provider would compute.
+
+    ``aws_region`` answers invokes that name no region (the stack's own region, as an explicit
+    provider or ``aws:region`` would give it)."""
+
+    def __init__(self, aws_region: str = "us-east-1") -> None:
         self.registered: list[tuple[str, str, dict[str, Any], bool]] = []
+        self.aws_region = aws_region
+        self._providers: dict[str, dict[str, Any]] = {}
         self._ip = 10
 
     def _next_ip(self, prefix: str) -> str:
@@ -88,7 +123,15 @@ class GraphMocks(pulumi.runtime.Mocks):
         self.registered.append((args.typ, args.name, inputs, bool(args.custom)))
         if not args.custom:
             return (None, {})
+        if args.typ.startswith("pulumi:providers:"):
+            self._providers[f"{args.name}-id"] = inputs
         return (f"{args.name}-id", {**inputs, **self._computed(args.typ, args.name, inputs)})
+
+    def _region_of(self, args: pulumi.runtime.MockCallArgs) -> str:
+        """The region an invoke asks about: its own argument, else its explicit provider's, else
+        the stack's."""
+        provider = self._providers.get(str(getattr(args, "provider", "") or "").rsplit("::", 1)[-1], {})
+        return str(args.args.get("region") or provider.get("region") or self.aws_region)
 
     def _computed(self, typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         # Autonaming adds a random suffix; a checksum keeps the mock's names stable across runs.
@@ -128,7 +171,7 @@ class GraphMocks(pulumi.runtime.Mocks):
             out["latestVersion"] = 1
         elif typ == "aws:ec2/instance:Instance":
             out["privateIp"] = self._next_ip("10.80.128")
-            out["availabilityZone"] = "us-east-1a"
+            out["availabilityZone"] = str(inputs.get("availabilityZone") or f"{self.aws_region}a")
             out["publicIp"] = ""
         elif typ == "aws:autoscaling/group:Group":
             out["name"] = inputs.get("name", name)
@@ -136,8 +179,8 @@ class GraphMocks(pulumi.runtime.Mocks):
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            region = args.args.get("region", "us-east-1")
-            return {"names": [f"{region}{z}" for z in "abc"], "zoneIds": [f"use1-az{i}" for i in (1, 2, 4)]}
+            region = self._region_of(args)
+            return {"names": [f"{region}{z}" for z in "abc"], "zoneIds": aws_zone_ids(region)}
         if args.token == "gcp:organizations/getClientConfig:getClientConfig":
             return {
                 "project": MOCK_GCP_PROJECT,
@@ -164,9 +207,12 @@ def _config_text(value: Any) -> str:
     return json.dumps(value)
 
 
-def evaluate(program: Callable[[], object], stack: str, config: dict[str, Any] | None = None) -> Graph:
+def evaluate(
+    program: Callable[[], object], stack: str, config: dict[str, Any] | None = None, aws_region: str | None = None
+) -> Graph:
     """Run ``program`` under fresh mocks in a fresh context; return what it registered."""
-    mocks = GraphMocks()
+    region = aws_region or str((config or {}).get("aws:region") or "us-east-1")
+    mocks = GraphMocks(aws_region=region)
     logger = logging.getLogger(f"fullserver.graph.{stack}")
     logger.propagate = False
     collect = _Collect()
@@ -197,14 +243,16 @@ def graph_for_plan(plan: StackPlan, config: dict[str, Any] | None = None) -> Gra
     from components.program import deploy
 
     gcp = {"gcp:project": MOCK_GCP_PROJECT} if plan.spec.provider == "gcp" else {}
-    return evaluate(lambda: deploy(plan), plan.stack, {**gcp, **(config or {})})
+    region = plan.spec.region if plan.spec.provider == "aws" else None
+    return evaluate(lambda: deploy(plan), plan.stack, {**gcp, **(config or {})}, aws_region=region)
 
 
 def graph_for_config(stack: str, config: dict[str, Any]) -> Graph:
     """The graph of the whole program (config -> sizing -> Environment) for one stack's config."""
     from components.program import main
 
-    return evaluate(main, stack, config)
+    region = config.get("aws:region") or config.get("fullserver:region")
+    return evaluate(main, stack, config, aws_region=str(region) if region else None)
 
 
 def graph_for_stack_plan(plan: StackPlan) -> Graph:
