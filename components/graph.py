@@ -36,10 +36,10 @@ from pulumi.runtime.config import set_all_config  # private module: the engine's
 from pulumi.runtime.stack import run_pulumi_func  # private: runs a program body as the engine would
 from pulumi.runtime.sync_await import _sync_await  # private: drives the SDK's event loop to completion
 
-SDK_INTERNALS = (pulumi_mocks.set_mocks, set_all_config, run_pulumi_func, _sync_await)
-
 from fullserver.errors import FullserverError
 from fullserver.plan import StackPlan
+
+SDK_INTERNALS = (pulumi_mocks.set_mocks, set_all_config, run_pulumi_func, _sync_await)
 
 PROJECT = "fullserver"
 MOCK_GCP_PROJECT = "mock-project"
@@ -97,7 +97,7 @@ _DIRECTIONS = {
 def aws_zone_ids(region: str) -> list[str]:
     """Zone ids as AWS spells them for ``region`` (``us-east-1`` -> ``use1-az1``; ``eu-central-1`` ->
     ``euc1-az1``), so a graph for any region reads like that region's own answer."""
-    geo, direction, number = (region.split("-") + ["", ""])[:3]
+    geo, direction, number = [*region.split("-"), "", ""][:3]
     short = f"{geo}{_DIRECTIONS.get(direction, direction[:1])}{number}"
     return [f"{short}-az{i}" for i in (1, 2, 3)]
 
