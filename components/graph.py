@@ -38,6 +38,7 @@ from pulumi.runtime.sync_await import _sync_await  # private: drives the SDK's e
 
 from fullserver.errors import FullserverError
 from fullserver.plan import StackPlan
+from fullserver.workload import SECRET_KEYS
 
 SDK_INTERNALS = (pulumi_mocks.set_mocks, set_all_config, run_pulumi_func, _sync_await)
 
@@ -221,7 +222,8 @@ def evaluate(
 
     def run() -> None:
         pulumi_mocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, logger=logger)
-        set_all_config({k: _config_text(v) for k, v in (config or {}).items()})
+        secret = [k for k in config or {} if k.split(":", 1)[-1] in SECRET_KEYS]
+        set_all_config({k: _config_text(v) for k, v in (config or {}).items()}, secret_keys=secret)
 
         def body() -> None:
             program()

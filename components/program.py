@@ -3,49 +3,61 @@
 ``__main__.py`` calls ``main()``. ``fullserver plan`` runs ``deploy()`` (and tests run ``main()``)
 under Pulumi's mock runtime, so the graph it prints is the one ``pulumi up`` creates.
 
-Config is read through ``pulumi.Config("fullserver")`` and validated by the core's
-``workload_from_config``, so a bad key fails ``pulumi up`` with the same one-line error as
-``fullserver plan`` (as a ``RunError``: Pulumi prints it without a traceback).
+Config: every ``fullserver:`` key of the stack (not only the ones fullserver knows, so a typo
+such as ``fullserver:acceleratorcount`` is refused instead of ignored) goes through the core's
+``workload_from_config`` and ``check_workload``, exactly as ``fullserver plan`` reads the stack
+file, so a bad key fails ``pulumi up`` with the same one-line error (as a ``RunError``: Pulumi
+prints it without a traceback).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pulumi
+from pulumi.runtime import config as pulumi_config
 
 from components.args import environment_args
 from components.environment import Environment
 from fullserver.catalog import load_catalog
-from fullserver.errors import FullserverError
+from fullserver.catalog.model import Platform
+from fullserver.errors import FullserverError, InputError
 from fullserver.plan import StackPlan, check_budget, plan_workload
-from fullserver.profiles import load_profiles
-from fullserver.workload import CONFIG_NAMESPACE, Workload, workload_from_config
+from fullserver.profiles import get_profile, load_profiles
+from fullserver.workload import CONFIG_NAMESPACE, SECRET_KEYS, check_workload, workload_from_config
+
+# What stands for a secret's value: the model only learns that it is set (as from a stack file's
+# ``secure:`` ciphertext); the decrypted value stays with Pulumi's config, read where it is used.
+HIDDEN = {"secure": "(held by Pulumi)"}
+
+
+def stack_config() -> dict[str, str]:
+    """Every config key of this stack as Pulumi hands it to the program.
+
+    ``pulumi.Config`` can only look keys up by name, so the whole map is read where the SDK keeps
+    it: ``pulumi.runtime.config.CONFIG`` (the language host loads the engine's ``PULUMI_CONFIG``
+    into it before the program starts; ``set_all_config`` under mocks), over ``PULUMI_CONFIG``
+    itself, the same order ``pulumi.runtime.get_config`` looks a key up in. The map holds the
+    project's declared defaults too (Pulumi merges them into the stack's config).
+    """
+    return {**pulumi_config.get_config_env(), **pulumi_config.CONFIG.get()}
 
 
 def read_config() -> dict[str, Any]:
-    """This stack's ``fullserver:*`` values, decoded the way the stack file wrote them.
-
-    Pulumi hands every value over as text: objects and arrays as JSON, scalars as their text
-    (``8``, ``true``); the core's model converts scalars, so only JSON is decoded here.
-    """
-    cfg = pulumi.Config(CONFIG_NAMESPACE)
+    """This stack's ``fullserver:*`` keys for the core: text as Pulumi gives it, with secrets
+    (and any value Pulumi marks secret) replaced by ``HIDDEN``, so the core refuses an
+    encrypted key it would have to read just as it refuses the stack file's ``secure:`` value."""
     out: dict[str, Any] = {}
-    for field in Workload.model_fields.values():
-        key = field.alias
-        if key is None:
+    for key, value in stack_config().items():
+        if not key.startswith(f"{CONFIG_NAMESPACE}:"):
             continue
-        raw = cfg.get(key)
-        if raw is None:
-            continue
-        value: Any = raw
-        if raw[:1] in ("[", "{"):
-            try:
-                value = json.loads(raw)
-            except json.JSONDecodeError:
-                value = raw
-        out[f"{CONFIG_NAMESPACE}:{key}"] = value
+        name = key.split(":", 1)[1]
+        if name in SECRET_KEYS:
+            out[key] = HIDDEN if value not in ("", None) else ""
+        elif pulumi_config.is_config_secret(key):
+            out[key] = HIDDEN
+        else:
+            out[key] = value
     return out
 
 
@@ -53,8 +65,17 @@ def plan_from_config(stack: str) -> StackPlan:
     where = f"stacks/Pulumi.{stack}.yaml"
     try:
         workload = workload_from_config(read_config(), where)
-        plan = plan_workload(stack, where, workload, load_profiles(), load_catalog())
+        profiles, catalog = load_profiles(), load_catalog()
+        check_workload(workload, get_profile(workload.profile, profiles), catalog)
+        plan = plan_workload(stack, where, workload, profiles, catalog)
         check_budget([plan], None)
+        if plan.spec.platform is Platform.BARE_METAL and not workload.ssh_private_key:
+            # The plan works offline without it; deploying reaches the servers over SSH.
+            raise InputError(
+                f"{CONFIG_NAMESPACE}:sshPrivateKey",
+                "is not set, and bare metal is configured over SSH",
+                f"pulumi config set --secret {CONFIG_NAMESPACE}:sshPrivateKey < ~/.ssh/id_ed25519",
+            )
     except FullserverError as exc:
         raise pulumi.RunError(f"{where}: {exc.line()}" if not exc.line().startswith(where) else exc.line()) from None
     return plan

@@ -14,7 +14,7 @@ from fullserver.errors import BudgetExceeded, FullserverError, InputError
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.sizing import build_spec, dedicated_spec, size
 from fullserver.spec import EnvironmentSpec
-from fullserver.workload import CONFIG_NAMESPACE, Alternative, Stack, Workload, load_stack
+from fullserver.workload import CONFIG_NAMESPACE, Alternative, Stack, Workload, check_workload, load_stack
 from fullserver.yamlio import read_yaml
 
 
@@ -153,6 +153,7 @@ def plan_workload(
     stack: str, path: str, workload: Workload, profiles: dict[str, Profile], catalog: Catalog
 ) -> StackPlan:
     profile = get_profile(workload.profile, profiles)
+    check_workload(workload, profile, catalog)
     spec = size(profile, workload, catalog, stack)
     cost = estimate(spec, profile, workload, catalog)
     total = spec.accelerator_count * spec.nodes

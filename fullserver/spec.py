@@ -6,16 +6,23 @@ by ``fullserver plan``, compared in tests and passed into components as a serial
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from fullserver.balance import BalanceReport
 from fullserver.catalog.model import Interconnect, Platform
+from fullserver.errors import InputError
 from fullserver.profiles import Lifecycle, PricingModel, Purpose, Serving, Stage
 from fullserver.workload import Dedicated
 
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# The largest volume of each kind, GiB: gp3 takes 1-16,384 GiB (EC2 API, EBS VolumeSize);
+# pd-balanced and Hyperdisk Balanced take up to 64 TiB (Google Cloud "Persistent Disk" and
+# "About Hyperdisk Balanced" pages).
+DISK_MAX_GIB = {"gp3": 16_384, "pd-balanced": 65_536, "hyperdisk-balanced": 65_536}
 
 
 class DataDisk(Frozen):
@@ -25,6 +32,21 @@ class DataDisk(Frozen):
     size_gib: int
     iops: int | None = None
     throughput_mbps: int | None = None
+
+    @model_validator(mode="after")
+    def _fits_its_kind(self) -> DataDisk:
+        """A disk larger than its kind allows fails ``pulumi up`` at the provider, after other
+        resources exist; sizing makes the disk from the dataset (the balance's attached storage is
+        a few TiB at most), so the stack's ``datasetGib`` is named."""
+        most = DISK_MAX_GIB.get(self.kind)
+        if most is not None and self.size_gib > most:
+            raise InputError(
+                "fullserver:datasetGib",
+                f"needs a {self.size_gib:,} GiB data disk (the dataset with the profile's headroom), "
+                f"but a {self.kind} volume holds at most {most:,} GiB",
+                "stream the dataset from object storage and set datasetGib to what must sit on disk",
+            )
+        return self
 
 
 class TpuSpec(Frozen):

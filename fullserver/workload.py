@@ -3,22 +3,135 @@
 Stack files are Pulumi's own (``stacks/Pulumi.<env>.yaml``, keys ``fullserver:<key>``), so the
 same file drives ``pulumi up`` and the offline ``fullserver plan``. Keys are camelCase as Pulumi
 config keys usually are.
+
+``Workload`` is the one list of config keys: ``Pulumi.yaml`` declares exactly its fields (a test
+keeps them equal, see ``config_keys``), ``fullserver plan`` validates a stack file through it and
+the Pulumi program (``components/program.py``) validates every ``fullserver:`` key Pulumi hands it
+through it too, so a key one of them refuses the other refuses with the same line.
+
+Both read values the way Pulumi hands them to a program: a scalar is text (``8``, ``true``) that
+is decoded by the key's declared type, so ``acceleratorCount: true`` is refused rather than read as
+1, and a value set with ``pulumi config set --secret`` is only known to be set: fullserver never
+decrypts, keeps or prints it.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from fullserver.catalog.model import Platform
 from fullserver.errors import InputError
 from fullserver.netcheck import check_ssh_ranges
-from fullserver.yamlio import parse, read_yaml
+from fullserver.yamlio import read_yaml, validation_error
+
+if TYPE_CHECKING:
+    from fullserver.catalog import Catalog
+    from fullserver.profiles import Profile
 
 CONFIG_NAMESPACE = "fullserver"
+
+# --- upper bounds: every count and size has one, so nonsense fails in one line instead of
+# running the sizing (or the program's per-node loops) out of time and memory. ----------------
+
+# 512 nodes x 8 GPUs = 4,096 GPUs, the scale of the largest single training jobs run on one
+# cluster placement group; the program registers resources per node, and `nodes: 100000` ran
+# past 180 s and 6.5 GB before this bound existed.
+MAX_NODES = 512
+# A whole TPU v5p pod (8,960 chips) is the largest slice Google sells; GPU nodes carry at most 16.
+# The catalog then checks the count really is a shape's or a TPU type's.
+MAX_ACCELERATORS = 8_960
+# HGX/DGX-2-class servers carry 16 GPUs, the most any server in a rack holds.
+MAX_GPUS_PER_SERVER = 16
+# 1 PiB: 16 times the largest block volume any platform here attaches (64 TiB); a larger dataset
+# is streamed from object storage and is not a sizing input. Each disk kind's own maximum is
+# checked on the sized disk (``fullserver.spec.DISK_MAX_GIB``).
+MAX_DATASET_GIB = 1_048_576
+# 10 PB a month is ~30 Gbit/s to the internet around the clock, more than any one environment
+# here sends; larger figures are unit mistakes (bytes for GB).
+MAX_EGRESS_GB_MONTH = 10_000_000
+# 100 M USD a month is about five times the dearest plan fullserver can make (512 p5.48xlarge
+# nodes on demand, ~21 M USD a month).
+MAX_BUDGET_USD = 100_000_000
+# The longest month (31 x 24 h).
+MAX_HOURS_PER_MONTH = 744
+# A year; each profile's own TTL is the real bound (``check_workload``).
+MAX_TTL_HOURS = 8_760
+# AWS security groups take 60 inbound rules by default; GCP firewall rules take more, but one
+# list feeds both.
+MAX_SSH_RANGES = 60
+# Each alternative is a full sizing; four platforms times a few profiles is far below this.
+MAX_ALTERNATIVES = 16
+# A host has one key per algorithm (ed25519, ecdsa, rsa) and rarely more than a few rotations.
+MAX_HOST_KEYS = 16
+# One server's monthly rent or setup fee: an 8 x H100 server rents for ~15,000 USD a month.
+MAX_SERVER_USD = 1_000_000
+# Cloud internet egress costs 0.05-0.23 USD/GB; 10 USD/GB is a unit mistake.
+MAX_USD_PER_GB = 10
+# Two 192-core EPYCs give 768 threads and eight 60-core Xeons 960: 1,024 is above any server.
+MAX_VCPUS = 1_024
+# 32 TiB: the largest single machine sold (AWS u7in-32tb, High Memory instances).
+MAX_MEMORY_GIB = 32_768
+# 24 x 61.44 TB NVMe drives, the largest drives in the densest server, are ~1.34 PiB.
+MAX_LOCAL_NVME_GIB = 2_097_152
+# 8 x 800 Gb/s NICs, twice the 3,200 Gb/s of the largest cloud GPU nodes (p5en, p6).
+MAX_NETWORK_GBPS = 6_400
+# AWS tag values take 256 characters; GCP labels are shortened to 63 by the components.
+MAX_LABEL_TEXT = 256
+# Profiles, regions, zones, accelerator names, reservations: cloud names are at most 63 characters.
+MAX_NAME = 63
+# Image references: an SSM parameter path or a full GCP image URL.
+MAX_IMAGE = 1_024
+# DNS names are at most 253 characters; a Linux user name 32.
+MAX_HOSTNAME = 253
+MAX_USER = 32
+MAX_PATH = 4_096
+
+Count = Annotated[StrictInt, Field(ge=1)]
+Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME, pattern=r"^\S+$")]
+Money = Annotated[float, Field(strict=True, ge=0, le=MAX_SERVER_USD, allow_inf_nan=False)]
+
+
+def _finite(most: float, *, positive: bool = False) -> Any:
+    """A number (not ``true``, not text, not inf/nan) in ``[0, most]`` or ``(0, most]``."""
+    if positive:
+        return Field(strict=True, gt=0, le=most, allow_inf_nan=False)
+    return Field(strict=True, ge=0, le=most, allow_inf_nan=False)
+
+
+def _unset(empty: object) -> BeforeValidator:
+    """Read a key's declared "not set" value (``""``, ``0``, ``[]``, ``{}``) as not set.
+
+    Pulumi.yaml has to give every optional key a default (a declared key without one is required
+    in every stack), and Pulumi hands that default to the program as if the stack had set it; so
+    the default of an optional key is the value that means "not set", in the plan as in the program.
+    """
+
+    def check(value: object) -> object:
+        return None if type(value) is type(empty) and value == empty else value
+
+    return BeforeValidator(check)
 
 
 class Camel(BaseModel):
@@ -28,89 +141,502 @@ class Camel(BaseModel):
 class DedicatedHost(Camel):
     """A dedicated server's hardware as rented or owned (an audit checks it against the real host)."""
 
-    accelerator: str | None = None
-    accelerator_count: Annotated[int, Field(ge=0)] = 0
-    vcpus: Annotated[int, Field(gt=0)]
-    physical_cores: Annotated[int, Field(gt=0)] | None = None
-    memory_gib: Annotated[float, Field(gt=0)]
-    local_nvme_gib: Annotated[float, Field(ge=0)] = 0
-    network_gbps: Annotated[float, Field(gt=0)]
+    accelerator: Name | None = None
+    accelerator_count: Annotated[StrictInt, Field(ge=0, le=MAX_GPUS_PER_SERVER)] = 0
+    vcpus: Annotated[Count, Field(le=MAX_VCPUS)]
+    physical_cores: Annotated[Count, Field(le=MAX_VCPUS)] | None = None
+    memory_gib: Annotated[float, _finite(MAX_MEMORY_GIB, positive=True)]
+    local_nvme_gib: Annotated[float, _finite(MAX_LOCAL_NVME_GIB)] = 0
+    network_gbps: Annotated[float, _finite(MAX_NETWORK_GBPS, positive=True)]
 
 
 class InventoryHost(Camel):
     """One bare-metal server reachable over SSH, with its pinned host keys."""
 
-    name: str
-    address: str
-    port: Annotated[int, Field(gt=0, lt=65536)] = 22
-    user: str = "root"
-    host_keys: list[str] = []
-    known_hosts_file: str | None = None
+    name: Annotated[StrictStr, Field(min_length=1, max_length=MAX_HOSTNAME)]
+    address: Annotated[StrictStr, Field(min_length=1, max_length=MAX_HOSTNAME)]
+    port: Annotated[StrictInt, Field(gt=0, lt=65536)] = 22
+    user: Annotated[StrictStr, Field(min_length=1, max_length=MAX_USER)] = "root"
+    host_keys: Annotated[list[StrictStr], Field(max_length=MAX_HOST_KEYS)] = []
+    known_hosts_file: Annotated[StrictStr, Field(min_length=1, max_length=MAX_PATH)] | None = None
 
 
 class Dedicated(Camel):
     """Bare-metal environments: the monthly price comes from the contract, not a catalog."""
 
-    monthly_usd: Annotated[float, Field(gt=0)]
-    setup_usd: Annotated[float, Field(ge=0)] = 0
-    provider: str = ""
+    monthly_usd: Annotated[float, _finite(MAX_SERVER_USD, positive=True)]
+    setup_usd: Money = 0
+    provider: Annotated[StrictStr, Field(max_length=MAX_LABEL_TEXT)] = ""
     host: DedicatedHost
-    hosts: list[InventoryHost] = []
-    included_egress_gb_month: Annotated[float, Field(ge=0)] = 0
-    egress_usd_per_gb: Annotated[float, Field(ge=0)] = 0
+    hosts: Annotated[list[InventoryHost], Field(max_length=MAX_NODES)] = []
+    included_egress_gb_month: Annotated[float, _finite(MAX_EGRESS_GB_MONTH)] = 0
+    egress_usd_per_gb: Annotated[float, _finite(MAX_USD_PER_GB)] = 0
 
 
 class Alternative(Camel):
     """Another platform to price the same job on, e.g. a TPU slice beside a GPU node."""
 
     platform: Platform
-    profile: str | None = None
-    accelerator: str | None = None
-    accelerator_count: Annotated[int, Field(gt=0)] | None = None
-    nodes: Annotated[int, Field(gt=0)] | None = None
-    region: str | None = None
+    profile: Name | None = None
+    accelerator: Name | None = None
+    accelerator_count: Annotated[Count, Field(le=MAX_ACCELERATORS)] | None = None
+    nodes: Annotated[Count, Field(le=MAX_NODES)] | None = None
+    region: Name | None = None
     dedicated: Dedicated | None = None
+
+
+class KeyProblem(ValueError):
+    """A check across keys that names the key at fault (a model validator has no field of its own)."""
+
+    def __init__(self, key: str, what: str, hint: str) -> None:
+        super().__init__(what)
+        self.key = key
+        self.what = what
+        self.hint = hint
+
+
+_ZONE_FORMS = {
+    # AWS: the region and one letter (us-east-1a); Google Cloud: the region, '-', one letter
+    # (us-central1-a), for GPU VMs and TPU VMs alike.
+    Platform.AWS_GPU: ("{region}[a-z]", "AWS zones are the region and a letter, e.g. {region}a"),
+    Platform.GCP_GPU: ("{region}-[a-z]", "Google Cloud zones are the region, '-' and a letter, e.g. {region}-a"),
+    Platform.TPU_VM: ("{region}-[a-z]", "Google Cloud zones are the region, '-' and a letter, e.g. {region}-a"),
+}
+_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 
 
 class Workload(Camel):
-    profile: str
-    platform: Platform | None = None
-    region: str
-    zone: str | None = None
-    framework: Literal["pytorch", "jax", "tensorflow", "other"] = "pytorch"
-    accelerator: str | None = None
-    accelerator_count: Annotated[int, Field(gt=0)] | None = None
-    nodes: Annotated[int, Field(gt=0)] = 1
-    owner: str = "unknown"
-    dataset_gib: Annotated[float, Field(ge=0)] = 0
-    egress_gb_month: Annotated[float, Field(ge=0)] = 0
-    hours_per_month: Annotated[float, Field(gt=0, le=744)] | None = None
-    budget_monthly_usd: Annotated[float, Field(gt=0)] | None = None
-    ssh_source_ranges: list[str] | None = None
-    public_ip: bool | None = None
-    ttl_hours: Annotated[float, Field(gt=0)] | None = None
-    queued: bool = False
-    image: str | None = None
-    reservation: str | None = Field(
-        default=None,
-        description="capacity to consume: an AWS capacity reservation id (cr-...) or a GCP reservation name",
+    """One stack's ``fullserver:`` config; each field is one key, described as Pulumi.yaml declares it."""
+
+    profile: Name = Field(
+        description="Workload-maturity profile (profiles/<name>.yaml), e.g. experimentation, fine-tuning, scale-training."
     )
-    capacity_block: bool = Field(default=False, description="the AWS reservation is an EC2 Capacity Block for ML")
-    dedicated: Dedicated | None = None
-    alternatives: list[Alternative] = []
+    platform: Annotated[Platform | None, _unset("")] = Field(
+        default=None,
+        description="tpu-vm, aws-gpu, gcp-gpu or bare-metal; empty: the first of the profile's platforms that offers the accelerator.",
+    )
+    region: Annotated[StrictStr, Field(max_length=MAX_NAME)] = Field(
+        description="Cloud region, e.g. us-east-1 or us-central1 (bare metal: a label for where the servers are)."
+    )
+    zone: Annotated[Name | None, _unset("")] = Field(
+        default=None,
+        description="Zone inside the region (us-east-1a, us-central1-a); empty: the provider's or the catalog's choice.",
+    )
+    framework: Literal["pytorch", "jax", "tensorflow", "other"] = Field(
+        default="pytorch", description="pytorch, jax, tensorflow or other; picks the image and runtime."
+    )
+    accelerator: Annotated[Name | None, _unset("")] = Field(
+        default=None,
+        description="GPU model (H100-80GB, L4, ...) or TPU type (v5litepod-8, ...); bare metal may leave it empty.",
+    )
+    accelerator_count: Annotated[Annotated[Count, Field(le=MAX_ACCELERATORS)] | None, _unset(0)] = Field(
+        default=None, description="GPUs per node, or TPU chips of the slice; 0: one GPU, or the TPU type's chips."
+    )
+    nodes: Annotated[Count, Field(le=MAX_NODES)] = Field(
+        default=1, description="Number of nodes for multi-node profiles (at most 512)."
+    )
+    owner: Annotated[StrictStr, Field(max_length=MAX_LABEL_TEXT)] = Field(
+        default="unknown", description="Who owns the environment (label/tag)."
+    )
+    dataset_gib: Annotated[StrictInt, Field(ge=0, le=MAX_DATASET_GIB)] = Field(
+        default=0, description="Dataset size in GiB; sizes the data disk."
+    )
+    egress_gb_month: Annotated[StrictInt, Field(ge=0, le=MAX_EGRESS_GB_MONTH)] = Field(
+        default=0, description="Expected internet egress in GB per month (priced)."
+    )
+    hours_per_month: Annotated[Annotated[Count, Field(le=MAX_HOURS_PER_MONTH)] | None, _unset(0)] = Field(
+        default=None, description="Productive hours a month (at most 744); 0: the profile's."
+    )
+    budget_monthly_usd: Annotated[Annotated[Count, Field(le=MAX_BUDGET_USD)] | None, _unset(0)] = Field(
+        default=None, description="Monthly budget in USD; plans and deployments over it fail. 0: no budget."
+    )
+    ssh_source_ranges: Annotated[Annotated[list[StrictStr], Field(max_length=MAX_SSH_RANGES)] | None, _unset([])] = (
+        Field(default=None, description="CIDR ranges SSH is open to (never wider than /8); empty: the profile's.")
+    )
+    public_ip: Annotated[StrictBool | None, _unset("")] = Field(
+        default=None,
+        description="false: no public IP even where the profile gives one; true only where the profile allows it; empty: the profile's.",
+    )
+    ttl_hours: Annotated[Annotated[Count, Field(le=MAX_TTL_HOURS)] | None, _unset(0)] = Field(
+        default=None,
+        description="Hours before an ephemeral environment is destroyed, at most the profile's TTL; 0: the profile's.",
+    )
+    queued: StrictBool = Field(
+        default=False, description="Request TPU capacity through a queued resource (tpu-vm only)."
+    )
+    image: Annotated[Annotated[StrictStr, Field(min_length=1, max_length=MAX_IMAGE)] | None, _unset("")] = Field(
+        default=None,
+        description="Boot image (AMI id, SSM path or GCP image) or TPU runtime version; empty: the framework's.",
+    )
+    reservation: Annotated[Name | None, _unset("")] = Field(
+        default=None,
+        description="Capacity to consume: an AWS capacity reservation id (cr-...) or a GCP reservation name.",
+    )
+    capacity_block: StrictBool = Field(
+        default=False, description="The AWS reservation is an EC2 Capacity Block for ML (aws-gpu only)."
+    )
+    dedicated: Annotated[Dedicated | None, _unset({})] = Field(
+        default=None,
+        description="Bare metal: the rented or owned servers (monthlyUsd, host hardware, hosts to reach over SSH).",
+    )
+    alternatives: Annotated[list[Alternative], Field(max_length=MAX_ALTERNATIVES)] = Field(
+        default=[],
+        description="Other platforms to price the same job on (platform, and optionally profile, accelerator, region).",
+    )
+    ssh_private_key: bool = Field(
+        default=False,
+        description="Bare metal: the SSH private key, set with `pulumi config set --secret fullserver:sshPrivateKey < key`; never read by the plan.",
+    )
 
     @field_validator("ssh_source_ranges")
     @classmethod
     def _narrow(cls, v: list[str] | None) -> list[str] | None:
         return None if v is None else check_ssh_ranges(v)
 
+    @field_validator("region")
+    @classmethod
+    def _region_name(cls, region: str) -> str:
+        """Region names are lowercase words and digits joined by '-' (us-east-1, us-central1), on
+        every platform: zones, labels and catalog prices are keyed by them."""
+        if not _LABEL.fullmatch(region):
+            raise ValueError(f"'{region}' is not a region name (lowercase letters, digits and '-', e.g. us-east-1)")
+        return region
+
+    @field_validator("owner")
+    @classmethod
+    def _someone(cls, owner: str) -> str:
+        """Every resource is labelled with its owner: an empty label says nobody owns it."""
+        if not owner.strip():
+            raise ValueError("must name who owns the environment (a team or a person)")
+        return owner
+
+    @field_validator("ssh_private_key", mode="before")
+    @classmethod
+    def _encrypted(cls, v: object) -> bool:
+        """Set only as Pulumi stores a secret (``{secure: ...}``): a private key in plain text in a
+        stack file would be committed with it. The ciphertext itself is dropped here."""
+        if v == "" or v is False:
+            return False
+        if isinstance(v, dict) and set(v) == {"secure"} and isinstance(v["secure"], str):
+            return True
+        raise ValueError(
+            "is a secret and must be stored encrypted: pulumi config set --secret fullserver:sshPrivateKey < key"
+        )
+
+    @field_validator("zone")
+    @classmethod
+    def _zone_in_region(cls, zone: str | None, info: ValidationInfo) -> str | None:
+        region, platform = info.data.get("region"), info.data.get("platform")
+        if zone is None or region is None:
+            return zone
+        if platform is Platform.BARE_METAL:
+            if not _LABEL.fullmatch(zone):
+                raise ValueError(f"'{zone}' is not a label (lowercase letters, digits and '-')")
+            return zone
+        forms = [_ZONE_FORMS[platform]] if platform in _ZONE_FORMS else list(dict.fromkeys(_ZONE_FORMS.values()))
+        if not any(re.fullmatch(form.format(region=re.escape(region)), zone) for form, _ in forms):
+            rules = "; ".join(rule.format(region=region) for _, rule in forms)
+            raise ValueError(f"'{zone}' is not a zone of region {region} ({rules})")
+        return zone
+
     @model_validator(mode="after")
     def _coherent(self) -> Workload:
-        if self.platform is Platform.BARE_METAL and self.dedicated is None:
-            raise ValueError("platform bare-metal needs a 'dedicated' section (monthlyUsd and host)")
-        if self.platform not in (None, Platform.BARE_METAL) and self.accelerator is None:
-            raise ValueError("an accelerator is needed (a GPU model like H100-80GB, or a TPU type like v5litepod-8)")
+        """Keys that cannot apply to the stack's platform are refused, never silently ignored."""
+        platform = self.platform
+        if platform is Platform.BARE_METAL and self.dedicated is None:
+            raise KeyProblem("dedicated", "platform bare-metal needs a 'dedicated' section", "add monthlyUsd and host")
+        if platform not in (None, Platform.BARE_METAL) and self.accelerator is None:
+            raise KeyProblem(
+                "accelerator",
+                f"platform {platform.value} needs an accelerator",
+                "name a GPU model like H100-80GB, or a TPU type like v5litepod-8",
+            )
+        only = [
+            ("queued", self.queued, Platform.TPU_VM, "a queued resource is a Cloud TPU request"),
+            ("capacityBlock", self.capacity_block, Platform.AWS_GPU, "a Capacity Block is an AWS reservation"),
+            ("dedicated", self.dedicated is not None, Platform.BARE_METAL, "it describes rented servers"),
+            ("sshPrivateKey", self.ssh_private_key, Platform.BARE_METAL, "only bare metal is configured over SSH"),
+        ]
+        for key, is_set, allowed, why in only:
+            if is_set and platform is not None and platform is not allowed:
+                raise KeyProblem(
+                    key,
+                    f"applies only to {allowed.value} ({why}); this stack is {platform.value}",
+                    f"remove fullserver:{key}",
+                )
+        if platform is Platform.BARE_METAL:
+            self._check_bare_metal()
         return self
+
+    def _check_bare_metal(self) -> None:
+        for key, is_set in (("reservation", self.reservation), ("image", self.image)):
+            if is_set:
+                raise KeyProblem(
+                    key,
+                    "does not apply to bare-metal servers (they run what is installed on them)",
+                    f"remove fullserver:{key}",
+                )
+        assert self.dedicated is not None
+        hosts, host = len(self.dedicated.hosts), self.dedicated.host
+        if hosts and self.nodes not in (1, hosts):
+            raise KeyProblem(
+                "nodes",
+                f"is {self.nodes}, but bare metal has one node per server in fullserver:dedicated.hosts ({hosts})",
+                "remove fullserver:nodes or list the servers",
+            )
+        if self.accelerator_count is not None and self.accelerator_count != host.accelerator_count:
+            raise KeyProblem(
+                "acceleratorCount",
+                f"is {self.accelerator_count}, but the dedicated host has {host.accelerator_count}",
+                "make them agree: fullserver:dedicated.host.acceleratorCount is what was rented",
+            )
+        if self.accelerator is not None and host.accelerator is None:
+            raise KeyProblem(
+                "accelerator", f"is {self.accelerator}, but the dedicated host has none", "make them agree"
+            )
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One ``fullserver:`` key as Pulumi.yaml declares it, derived from ``Workload``."""
+
+    name: str
+    type: str | None  # Pulumi's declared type; None for UNTYPED_KEYS
+    items: str | None  # an array's item type
+    default: Any  # the declared default; None when the key is required
+    secret: bool
+    description: str
+
+    @property
+    def required(self) -> bool:
+        return self.default is None
+
+
+# Keys Pulumi.yaml declares without a ``type``, and why: Pulumi type-checks only typed keys.
+UNTYPED_KEYS = {
+    # three states (the profile's, true, false), and a typed boolean's default must be one of two
+    "publicIp": "boolean",
+    # a typed secret key must hold an encrypted value in every stack (a default is not encrypted),
+    # so cloud stacks, which have no SSH key, would fail; the model checks it instead
+    "sshPrivateKey": "boolean",
+}
+# Keys set with `pulumi config set --secret`: known to be set, never read.
+SECRET_KEYS = frozenset({"sshPrivateKey"})
+_PULUMI_TYPES = {"string": "string", "integer": "integer", "boolean": "boolean", "array": "array", "object": "object"}
+
+
+def _schema_type(schema: dict[str, Any], defs: dict[str, Any]) -> tuple[str, str | None]:
+    """Pulumi's type (and array item type) of one JSON-schema property of the model."""
+    options = [s for s in schema.get("anyOf", [schema]) if s.get("type") != "null"]
+    first = options[0]
+    if "$ref" in first:
+        target = defs[first["$ref"].rsplit("/", 1)[-1]]
+        return ("string", None) if "enum" in target else ("object", None)
+    kind = _PULUMI_TYPES[first["type"]]
+    if kind != "array":
+        return kind, None
+    return kind, _schema_type(first["items"], defs)[0]
+
+
+_EMPTY: dict[str | None, Any] = {"string": "", "integer": 0, "array": [], "object": {}, None: ""}
+
+
+@functools.cache
+def config_keys() -> dict[str, ConfigKey]:
+    """Every key Pulumi.yaml declares, by name: the model's fields, their types and descriptions,
+    and as default the model's own default (or, for optional keys, the value meaning "not set")."""
+    schema = Workload.model_json_schema(by_alias=True)
+    defs = schema.get("$defs", {})
+    out: dict[str, ConfigKey] = {}
+    for field in Workload.model_fields.values():
+        name = str(field.alias)
+        kind, items = _schema_type(schema["properties"][name], defs)
+        typed = None if name in UNTYPED_KEYS else kind
+        if field.is_required():
+            default: Any = None
+        elif field.default is None:
+            default = _EMPTY[typed]
+        elif name in SECRET_KEYS:
+            default = ""
+        else:
+            default = field.default.value if isinstance(field.default, Platform) else field.default
+        out[name] = ConfigKey(
+            name=name,
+            type=typed,
+            items=items if typed == "array" else None,
+            default=default,
+            secret=name in SECRET_KEYS,
+            description=str(field.description),
+        )
+    return out
+
+
+def _as_text(value: object) -> str:
+    """A stack file's scalar as Pulumi stores it and hands it to the program: text (``.inf`` and
+    ``1.5`` stay text no integer key accepts)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _decode(key: ConfigKey, value: object) -> object:
+    """A value as its declared type reads it; anything else is left for the model to refuse."""
+    kind = key.type or UNTYPED_KEYS.get(key.name)
+    if kind in ("array", "object"):
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                return value
+        return value
+    if isinstance(value, (list, dict)):
+        return value
+    text = _as_text(value)
+    if kind == "integer" and re.fullmatch(r"[+-]?\d{1,18}", text):
+        return int(text)
+    if kind == "boolean" and text in ("true", "false"):
+        return text == "true"
+    return text
+
+
+def _is_encrypted(value: object) -> bool:
+    return isinstance(value, dict) and set(value) == {"secure"}
+
+
+def _unknown_key(where: str, name: str, known: dict[str, ConfigKey]) -> InputError:
+    by_case = {k.lower(): k for k in known}
+    close = [by_case[name.lower()]] if name.lower() in by_case else difflib.get_close_matches(name, list(known), n=1)
+    hint = (
+        f"did you mean '{CONFIG_NAMESPACE}:{close[0]}'?"
+        if close
+        else "remove it or check its spelling against Pulumi.yaml"
+    )
+    return InputError(where, f"unknown key '{CONFIG_NAMESPACE}:{name}'", hint)
+
+
+def workload_from_config(config: Mapping[str, Any], where: str) -> Workload:
+    """Validate a stack's ``fullserver:`` keys; other namespaces (``gcp:project``...) pass by.
+
+    ``config`` is a stack file's ``config:`` section or what Pulumi hands the program (text, with
+    each secret as ``{"secure": ...}``); scalars are read as Pulumi's text either way, so both
+    accept and refuse the same values.
+    """
+    known = config_keys()
+    ours: dict[str, Any] = {}
+    for raw_key, value in config.items():
+        ns, _, name = str(raw_key).rpartition(":")
+        if ns != CONFIG_NAMESPACE:
+            continue
+        key = known.get(name)
+        if key is None:
+            raise _unknown_key(where, name, known)
+        if _is_encrypted(value) and not key.secret:
+            raise InputError(
+                where,
+                f"field '{CONFIG_NAMESPACE}:{name}' is encrypted (set with --secret), but fullserver plans it offline and reads it in plain text",
+                f"pulumi config set {CONFIG_NAMESPACE}:{name} <value> (without --secret)",
+            )
+        ours[name] = value if key.secret else _decode(key, value)
+    try:
+        return Workload.model_validate(ours)
+    except ValidationError as exc:
+        raise _config_error(where, exc) from None
+
+
+def _config_error(where: str, exc: ValidationError) -> InputError:
+    err = exc.errors()[0]
+    problem = (err.get("ctx") or {}).get("error")
+    if isinstance(problem, KeyProblem):
+        return InputError(where, f"field '{CONFIG_NAMESPACE}:{problem.key}': {problem.what}", problem.hint)
+    return validation_error(where, exc, prefix=f"{CONFIG_NAMESPACE}:")
+
+
+def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> None:
+    """What the stack's keys mean for its profile and the catalog, before any sizing.
+
+    The model checks each key alone and the keys against an explicit platform; this checks what
+    needs the profile (its TTL) and the catalog (TPU chip counts, accelerator aliases), and keys
+    that apply to none of the platforms the stack can land on. Errors name the key.
+    """
+    from fullserver.sizing import platforms_for  # sizing imports this module
+
+    life = profile.lifecycle
+    if workload.ttl_hours is not None:
+        if life.mode != "ephemeral" or life.ttl_hours is None:
+            raise InputError(
+                "fullserver:ttlHours",
+                f"profile '{profile.name}' is persistent",
+                "remove ttlHours or use an ephemeral profile",
+            )
+        if workload.ttl_hours > life.ttl_hours:
+            raise InputError(
+                "fullserver:ttlHours",
+                f"{workload.ttl_hours} h is above the {life.ttl_hours:g} h TTL of profile '{profile.name}'",
+                f"ask for at most {life.ttl_hours:g}",
+            )
+    platforms = set(platforms_for(profile, workload, catalog))
+    if not platforms:
+        return  # sizing names the accelerator the profile's platforms lack
+    only = [
+        ("queued", workload.queued, {Platform.TPU_VM}),
+        ("capacityBlock", workload.capacity_block, {Platform.AWS_GPU}),
+        ("dedicated", workload.dedicated is not None, {Platform.BARE_METAL}),
+        ("sshPrivateKey", workload.ssh_private_key, {Platform.BARE_METAL}),
+        ("reservation", workload.reservation is not None, set(Platform) - {Platform.BARE_METAL}),
+        ("image", workload.image is not None, set(Platform) - {Platform.BARE_METAL}),
+    ]
+    for key, is_set, allowed in only:
+        if is_set and not platforms & allowed:
+            landing = ", ".join(sorted(p.value for p in platforms))
+            raise InputError(
+                f"fullserver:{key}",
+                f"applies only to {', '.join(sorted(p.value for p in allowed))}; this stack lands on {landing}",
+                f"remove fullserver:{key} or set fullserver:platform",
+            )
+    if Platform.TPU_VM in platforms:
+        _check_tpu_count(workload, catalog)
+    if platforms == {Platform.BARE_METAL} and workload.accelerator and workload.dedicated:
+        _check_dedicated_accelerator(workload, catalog)
+
+
+def _check_tpu_count(workload: Workload, catalog: Catalog) -> None:
+    """A TPU slice has the chips of its type: a count no type has is refused, never rounded."""
+    count = workload.accelerator_count
+    if count is None or workload.accelerator is None:
+        return
+    tpus = [o for o in catalog.offers if o.platform is Platform.TPU_VM]
+    named = next((o for o in tpus if o.name == workload.accelerator), None)
+    if named is not None:
+        if count != named.total_accelerators:
+            raise InputError(
+                "fullserver:acceleratorCount",
+                f"is {count}, but {named.name} has {named.total_accelerators} chips",
+                f"remove acceleratorCount or set it to {named.total_accelerators}",
+            )
+        return
+    model = catalog.accelerator(workload.accelerator).name
+    counts = sorted({o.total_accelerators for o in tpus if o.accelerator == model})
+    if counts and count not in counts:
+        raise InputError(
+            "fullserver:acceleratorCount",
+            f"no {model} slice has {count} chips",
+            f"slices have {', '.join(map(str, counts))} chips",
+        )
+
+
+def _check_dedicated_accelerator(workload: Workload, catalog: Catalog) -> None:
+    assert workload.dedicated is not None and workload.accelerator is not None
+    declared = workload.dedicated.host.accelerator
+    wanted = catalog.accelerator(workload.accelerator).name
+    have = catalog.accelerator(declared, where="fullserver:dedicated.host.accelerator").name if declared else None
+    if wanted != have:
+        raise InputError(
+            "fullserver:accelerator",
+            f"is {wanted}, but the dedicated host has {have or 'no accelerator'}",
+            "make them agree: fullserver:dedicated.host is what was rented",
+        )
 
 
 class Stack(BaseModel):
@@ -123,29 +649,32 @@ class Stack(BaseModel):
     workload: Workload
 
 
-def workload_from_config(config: dict[str, Any], where: str) -> Workload:
-    """Strip the ``fullserver:`` namespace and validate; other namespaces (``gcp:project``...) pass by."""
-    ours: dict[str, Any] = {}
-    for key, value in config.items():
-        ns, _, name = str(key).rpartition(":")
-        if ns == CONFIG_NAMESPACE:
-            ours[name] = value
-    return parse(Workload, ours, where, prefix=f"{CONFIG_NAMESPACE}:")
+# Pulumi's stack-name rule (tokens.ParseStackName): 1-100 characters, letters, digits, '-', '_', '.'.
+_STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 
 
 def stack_name(path: Path) -> str:
+    """The stack a ``Pulumi.<stack>.yaml`` file configures; a name Pulumi refuses is refused here."""
     name = path.name
     if not (name.startswith("Pulumi.") and name.endswith(".yaml")):
         raise InputError(str(path), "not a stack config file", "name it stacks/Pulumi.<env>.yaml")
-    return name[len("Pulumi.") : -len(".yaml")]
+    stack = name[len("Pulumi.") : -len(".yaml")]
+    if not _STACK_NAME.fullmatch(stack):
+        raise InputError(
+            str(path),
+            f"'{stack}' is not a stack name Pulumi accepts",
+            "use 1-100 letters, digits, '-', '_' or '.' between 'Pulumi.' and '.yaml'",
+        )
+    return stack
 
 
 def load_stack(path: Path) -> Stack:
     data = read_yaml(path)
+    name = stack_name(path)
     config = data.get("config", {})
     if not isinstance(config, dict):
         raise InputError(f"{path}: field 'config'", "expected a mapping of keys to values", "see stacks/ examples")
-    return Stack(name=stack_name(path), path=str(path), workload=workload_from_config(config, str(path)))
+    return Stack(name=name, path=str(path), workload=workload_from_config(config, str(path)))
 
 
 def find_stacks(directory: Path, names: list[str]) -> list[Path]:
@@ -159,7 +688,7 @@ def find_stacks(directory: Path, names: list[str]) -> list[Path]:
     for name in names:
         path = Path(name) if name.endswith(".yaml") else directory / f"Pulumi.{name}.yaml"
         if not path.is_file():
-            known = ", ".join(stack_name(p) for p in sorted(directory.glob("Pulumi.*.yaml")))
+            known = ", ".join(p.name[len("Pulumi.") : -len(".yaml")] for p in sorted(directory.glob("Pulumi.*.yaml")))
             raise InputError(f"stack '{name}'", f"no file {path}", f"known stacks: {known}")
         paths.append(path)
     return paths

@@ -1,0 +1,321 @@
+"""Stack config: one list of keys (the Workload model) shared by Pulumi.yaml, ``fullserver plan``
+and the program; secrets planned without being read; every key refusing nonsense in one line."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fullserver.catalog import load_catalog
+from fullserver.errors import FullserverError, InputError
+from fullserver.plan import StackPlan, plan_paths, plan_stack
+from fullserver.profiles import get_profile, load_profiles
+from fullserver.workload import (
+    CONFIG_NAMESPACE,
+    MAX_NODES,
+    Workload,
+    check_workload,
+    config_keys,
+    find_stacks,
+    load_stack,
+    stack_name,
+    workload_from_config,
+)
+from fullserver.yamlio import read_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+STACKS = ROOT / "stacks"
+SECURE = {"secure": "v1:q0Ch9YRfEqKbQq6W:2Rj0oMC0W9kVzIlD8RkZ0jXzpXg="}  # a passphrase-provider ciphertext
+
+
+def stack_config(stack: str, **changes: Any) -> dict[str, Any]:
+    """An example stack's config with ``fullserver:<key>`` changes (None removes the key)."""
+    config: dict[str, Any] = dict(read_yaml(STACKS / f"Pulumi.{stack}.yaml")["config"])
+    for key, value in changes.items():
+        full = f"{CONFIG_NAMESPACE}:{key}"
+        if value is None:
+            config.pop(full, None)
+        else:
+            config[full] = value
+    return config
+
+
+def write_stack(directory: Path, name: str, config: dict[str, Any]) -> Path:
+    path = directory / f"Pulumi.{name}.yaml"
+    path.write_text(yaml.safe_dump({"config": config}, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def plan_offline(path: Path) -> StackPlan:
+    """``fullserver plan`` of one stack file: the model, the profile and catalog checks, sizing.
+
+    ``check_workload`` runs here as ``components.program`` runs it; ``plan_workload`` (core) is to
+    call it too, so that ``plan_paths`` alone does all of this.
+    """
+    stack = load_stack(path)
+    profiles, catalog = load_profiles(), load_catalog()
+    try:
+        check_workload(stack.workload, get_profile(stack.workload.profile, profiles), catalog)
+    except FullserverError as exc:
+        raise InputError(f"{path}: {exc.where}", exc.what, exc.hint) from None
+    return plan_stack(stack, profiles, catalog)
+
+
+# --- one list: Pulumi.yaml declares exactly the model's keys -----------------------------------
+
+
+def _declared() -> dict[str, dict[str, Any]]:
+    config = yaml.safe_load((ROOT / "Pulumi.yaml").read_text(encoding="utf-8"))["config"]
+    assert isinstance(config, dict)
+    return config
+
+
+def test_pulumi_yaml_declares_exactly_the_keys_the_model_reads() -> None:
+    model = {str(f.alias) for f in Workload.model_fields.values()}
+    assert set(_declared()) == model == set(config_keys())
+
+
+@pytest.mark.parametrize("key", sorted(config_keys()))
+def test_each_declaration_is_the_models(key: str) -> None:
+    """Type, item type, secret, description and default: Pulumi.yaml says what the model says."""
+    want = config_keys()[key]
+    decl = _declared()[key]
+    assert decl.get("type") == want.type
+    assert (decl.get("items") or {}).get("type") == want.items
+    assert bool(decl.get("secret")) == want.secret
+    assert decl.get("description") == want.description
+    assert decl.get("default") == want.default
+    assert ("default" not in decl) == want.required
+
+
+def test_only_profile_and_region_are_required() -> None:
+    # Pulumi requires a declared key without a default in every stack.
+    assert sorted(k for k, d in _declared().items() if "default" not in d) == ["profile", "region"]
+
+
+def _pulumi_text(value: Any) -> str:
+    """A default as Pulumi hands it to the program (text; JSON for arrays and objects)."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+@pytest.mark.parametrize("key", sorted(k for k, c in config_keys().items() if not c.required))
+def test_each_declared_default_means_not_set(key: str) -> None:
+    """Pulumi hands the program a declared default as if the stack had set it: it must mean what
+    leaving the key out means, written in the stack file or given as Pulumi's text."""
+    default = config_keys()[key].default
+    for stack in ("exp-aws-spot", "dedicated-h100", "train-tpu-v5e"):
+        without = _outcome(stack_config(stack, **{key: None}))
+        assert _outcome(stack_config(stack, **{key: default})) == without
+        assert _outcome(stack_config(stack, **{key: _pulumi_text(default)})) == without
+
+
+def _outcome(config: dict[str, Any]) -> Workload | str:
+    """The workload, or the line refusing it (a stack may need the key it leaves out)."""
+    try:
+        return workload_from_config(config, "stack")
+    except InputError as exc:
+        return str(exc)
+
+
+def test_the_program_and_the_plan_read_pulumi_text_alike() -> None:
+    """What the program gets (text) and the stack file (YAML types) make the same workload."""
+    for path in find_stacks(STACKS, []):
+        config = read_yaml(path)["config"]
+        as_text = {k: _pulumi_text(v) for k, v in config.items()}
+        assert workload_from_config(as_text, str(path)) == load_stack(path).workload
+
+
+# --- secrets: planned, never read -------------------------------------------------------------
+
+
+def test_a_stack_with_an_encrypted_ssh_key_plans(tmp_path: Path) -> None:
+    """The documented `pulumi config set --secret fullserver:sshPrivateKey` writes `secure:`."""
+    path = write_stack(tmp_path, "dedicated-h100", stack_config("dedicated-h100", sshPrivateKey=SECURE))
+    (plan,) = plan_paths([path])
+    assert plan.spec.platform.value == "bare-metal"
+    assert load_stack(path).workload.ssh_private_key is True
+    # the ciphertext is neither kept nor shown
+    dumped = plan.model_dump_json() + load_stack(path).workload.model_dump_json() + repr(load_stack(path))
+    assert SECURE["secure"] not in dumped
+
+
+def test_a_private_key_in_plain_text_is_refused(tmp_path: Path) -> None:
+    path = write_stack(
+        tmp_path, "bm", stack_config("dedicated-h100", sshPrivateKey="-----BEGIN OPENSSH PRIVATE KEY-----")
+    )
+    with pytest.raises(InputError) as info:
+        load_stack(path)
+    line = str(info.value)
+    assert "fullserver:sshPrivateKey" in line and "--secret" in line and "BEGIN" not in line
+
+
+def test_a_key_read_in_plain_text_cannot_be_encrypted(tmp_path: Path) -> None:
+    path = write_stack(tmp_path, "enc", stack_config("exp-aws-spot", owner=SECURE))
+    with pytest.raises(InputError, match=r"field 'fullserver:owner' is encrypted .*without --secret") as info:
+        load_stack(path)
+    assert SECURE["secure"] not in str(info.value)
+
+
+# --- unknown keys and stack names -------------------------------------------------------------
+
+
+def test_a_misspelt_key_is_refused_with_the_right_spelling(tmp_path: Path) -> None:
+    path = write_stack(tmp_path, "typo", stack_config("exp-aws-spot", acceleratorcount=8))
+    with pytest.raises(InputError) as info:
+        load_stack(path)
+    assert str(info.value) == (
+        f"{path}: unknown key 'fullserver:acceleratorcount' (did you mean 'fullserver:acceleratorCount'?)"
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["my stack", "", "a" * 101, "café", "a:b", "x@y"],
+    ids=["space", "empty", "101-chars", "non-ascii", "colon", "at"],
+)
+def test_a_stack_file_name_pulumi_refuses_is_refused(tmp_path: Path, name: str) -> None:
+    path = write_stack(tmp_path, name, stack_config("exp-aws-spot"))
+    with pytest.raises(InputError, match="is not a stack name Pulumi accepts") as info:
+        plan_paths(find_stacks(tmp_path, []))
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_pulumi_stack_names_are_accepted() -> None:
+    for name in ("dev", "a_b.c-1", "A" * 100, "1"):
+        assert stack_name(Path(f"Pulumi.{name}.yaml")) == name
+
+
+# --- every key refuses nonsense in one line naming it -------------------------------------------
+
+# (key, base stack, changes, what the line says besides the key). Every key Pulumi.yaml declares
+# has at least one case (test_every_key_has_a_refusal).
+REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
+    ("profile", "exp-aws-spot", {"profile": ""}, "at least 1 character"),
+    ("profile", "exp-aws-spot", {"profile": "yolo"}, "unknown profile 'yolo'"),
+    ("platform", "exp-aws-spot", {"platform": "mainframe"}, "Input should be"),
+    ("region", "exp-aws-spot", {"region": "US East"}, "is not a region name"),
+    ("region", "exp-aws-spot", {"region": ""}, "is not a region name"),
+    ("region", "exp-aws-spot", {"region": None}, "missing required field"),
+    ("zone", "exp-aws-spot", {"zone": "us-west-2a"}, "is not a zone of region us-east-1"),
+    ("zone", "finetune-gcp-g2", {"zone": "europe-west4-a"}, "is not a zone of region us-central1"),
+    ("zone", "finetune-gcp-g2", {"zone": "banana"}, "is not a zone of region us-central1"),
+    ("zone", "exp-aws-spot", {"zone": "us-east-1-a"}, "AWS zones are the region and a letter"),
+    ("framework", "exp-aws-spot", {"framework": "caffe"}, "Input should be"),
+    ("accelerator", "exp-aws-spot", {"accelerator": ""}, "needs an accelerator"),
+    ("accelerator", "dedicated-h100", {"accelerator": "A100-40GB"}, "the dedicated host has H100-80GB"),
+    ("acceleratorCount", "exp-aws-spot", {"acceleratorCount": True}, "valid integer"),
+    ("acceleratorCount", "exp-aws-spot", {"acceleratorCount": 1.5}, "valid integer"),
+    ("acceleratorCount", "exp-aws-spot", {"acceleratorCount": 100_000}, "less than or equal to 8960"),
+    ("acceleratorCount", "batch-tpu-v5e", {"acceleratorCount": 3}, "v5litepod-4 has 4 chips"),
+    (
+        "acceleratorCount",
+        "batch-tpu-v5e",
+        {"accelerator": "v5e", "acceleratorCount": 3},
+        "no TPU-v5e slice has 3 chips",
+    ),
+    ("acceleratorCount", "dedicated-h100", {"acceleratorCount": 4}, "the dedicated host has 8"),
+    ("nodes", "train-p5-cluster", {"nodes": 100_000}, "less than or equal to 512"),
+    ("nodes", "train-p5-cluster", {"nodes": True}, "valid integer"),
+    ("nodes", "train-p5-cluster", {"nodes": 0}, "greater than or equal to 1"),
+    ("nodes", "dedicated-h100", {"nodes": 3}, "one node per server"),
+    ("owner", "exp-aws-spot", {"owner": ""}, "must name who owns"),
+    ("owner", "exp-aws-spot", {"owner": "   "}, "must name who owns"),
+    ("datasetGib", "exp-aws-spot", {"datasetGib": math.inf}, "valid integer"),
+    ("datasetGib", "exp-aws-spot", {"datasetGib": -1}, "greater than or equal to 0"),
+    ("datasetGib", "exp-aws-spot", {"datasetGib": 25_000}, "a gp3 volume holds at most 16,384 GiB"),
+    ("datasetGib", "finetune-gcp-g2", {"datasetGib": 2_000_000}, "less than or equal to 1048576"),
+    ("egressGbMonth", "exp-aws-spot", {"egressGbMonth": -5}, "greater than or equal to 0"),
+    ("egressGbMonth", "exp-aws-spot", {"egressGbMonth": 10**12}, "less than or equal to 10000000"),
+    ("hoursPerMonth", "batch-tpu-v5e", {"hoursPerMonth": 745}, "less than or equal to 744"),
+    ("hoursPerMonth", "batch-tpu-v5e", {"hoursPerMonth": math.nan}, "valid integer"),
+    ("budgetMonthlyUsd", "exp-aws-spot", {"budgetMonthlyUsd": "lots"}, "valid integer"),
+    ("budgetMonthlyUsd", "exp-aws-spot", {"budgetMonthlyUsd": -1}, "greater than or equal to 1"),
+    ("sshSourceRanges", "exp-aws-spot", {"sshSourceRanges": ["0.0.0.0/0"]}, "would open SSH"),
+    ("sshSourceRanges", "exp-aws-spot", {"sshSourceRanges": ["10.0.0.0/24"] * 61}, "at most 60 items"),
+    ("publicIp", "exp-aws-spot", {"publicIp": "maybe"}, "valid boolean"),
+    ("publicIp", "serve-gcp-realtime", {"publicIp": True}, "does not allow a public IP"),
+    ("ttlHours", "exp-aws-spot", {"ttlHours": 720}, "above the 8 h TTL of profile 'experimentation'"),
+    ("ttlHours", "serve-gcp-realtime", {"ttlHours": 3}, "is persistent"),
+    ("ttlHours", "dedicated-h100", {"ttlHours": 3}, "is persistent"),
+    ("queued", "exp-aws-spot", {"queued": True}, "applies only to tpu-vm"),
+    ("queued", "train-tpu-v5e", {"queued": "yes"}, "valid boolean"),
+    ("image", "dedicated-h100", {"image": "ubuntu-22.04"}, "does not apply to bare-metal"),
+    ("reservation", "dedicated-h100", {"reservation": "cr-0123456789abcdef0"}, "does not apply to bare-metal"),
+    ("reservation", "exp-aws-spot", {"reservation": "cr-0123456789abcdef0"}, "spot capacity"),
+    ("capacityBlock", "finetune-gcp-g2", {"capacityBlock": True}, "applies only to aws-gpu"),
+    (
+        "dedicated",
+        "exp-aws-spot",
+        {"dedicated": {"monthlyUsd": 1, "host": {"vcpus": 1, "memoryGib": 1, "networkGbps": 1}}},
+        "applies only to bare-metal",
+    ),
+    (
+        "dedicated",
+        "dedicated-h100",
+        {"dedicated": {"monthlyUsd": math.inf, "host": {"vcpus": 1, "memoryGib": 1, "networkGbps": 1}}},
+        "finite number",
+    ),
+    (
+        "dedicated",
+        "dedicated-h100",
+        {"dedicated": {"monthlyUsd": 1, "host": {"vcpus": True, "memoryGib": 1, "networkGbps": 1}}},
+        "valid integer",
+    ),
+    ("alternatives", "exp-aws-spot", {"alternatives": [{"platform": "mainframe"}]}, "Input should be"),
+    ("alternatives", "exp-aws-spot", {"alternatives": [{"platform": "gcp-gpu"}] * 17}, "at most 16 items"),
+    (
+        "alternatives",
+        "exp-aws-spot",
+        {"alternatives": [{"platform": "gcp-gpu", "nodes": 100_000}]},
+        "less than or equal to 512",
+    ),
+    (
+        "sshPrivateKey",
+        "dedicated-h100",
+        {"sshPrivateKey": "-----BEGIN OPENSSH PRIVATE KEY-----"},
+        "must be stored encrypted",
+    ),
+    ("sshPrivateKey", "exp-aws-spot", {"sshPrivateKey": SECURE}, "applies only to bare-metal"),
+]
+
+
+def test_every_key_has_a_refusal() -> None:
+    assert {case[0] for case in REFUSED} == set(_declared())
+
+
+@pytest.mark.parametrize(
+    ("key", "stack", "changes", "fragment"), REFUSED, ids=[f"{c[0]}-{i}" for i, c in enumerate(REFUSED)]
+)
+def test_nonsense_is_refused_in_one_line_naming_the_key(
+    tmp_path: Path, key: str, stack: str, changes: dict[str, Any], fragment: str
+) -> None:
+    path = write_stack(tmp_path, stack, stack_config(stack, **changes))
+    started = time.perf_counter()
+    with pytest.raises(FullserverError) as info:
+        plan_offline(path)
+    assert time.perf_counter() - started < 10  # bounded: no count runs the sizing away
+    line = str(info.value)
+    assert info.value.exit_code == 2
+    assert str(path) in line and f"fullserver:{key}" in line and fragment in line, line
+    assert "\n" not in line and "Traceback" not in line
+
+
+def test_the_example_stacks_and_their_valid_neighbours_still_plan(tmp_path: Path) -> None:
+    for path in find_stacks(STACKS, []):
+        plan_offline(path)
+    fine: dict[str, tuple[str, dict[str, Any]]] = {
+        "tpu-count-matches": ("batch-tpu-v5e", {"acceleratorCount": 4}),
+        "ttl-below-profile": ("exp-aws-spot", {"ttlHours": 8}),
+        "nodes-as-listed": ("dedicated-h100", {"nodes": 1}),
+        "alias-of-the-host": ("dedicated-h100", {"accelerator": "H100"}),
+        "zone-in-region": ("exp-aws-spot", {"zone": "us-east-1a"}),
+        "most-nodes": ("train-p5-cluster", {"nodes": MAX_NODES}),
+    }
+    for name, (stack, changes) in fine.items():
+        plan_offline(write_stack(tmp_path, name, stack_config(stack, **changes)))
