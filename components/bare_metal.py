@@ -26,6 +26,13 @@ A Python dynamic provider does the work with the Pulumi-free core (``fullserver.
   (``serialize_as_secret_always``). Every call opens its own connections and closes them.
   The private key arrives as a Pulumi secret input; it is only ever held in memory, never
   printed or written, and the resource marks it as a secret output.
+* Keys per host, as in an inventory file and ``fullserver audit``: a host's or a jump host's own
+  ``privateKeyFile``/``privateKeyEnv`` wins over ``private_key`` (which is then only needed for
+  hosts without one). The component reads those sources once, when the program runs, with the
+  same code as the audit (``Inventory``), and passes the texts as the secret input
+  ``private_keys`` (by host name), so ``pulumi destroy``, which does not run the program, still
+  has them. ``check`` parses every key a host or hop will use and names the host and the key
+  source of one that cannot be used — never the key.
 
 Fleet design — one resource fanning out over the inventory, not one resource per host.
 Measured (``bench/fleet.py``, which drives ``python -m pulumi.dynamic`` over gRPC like the engine
@@ -61,7 +68,7 @@ from pulumi.dynamic import (
 
 from fullserver.baremetal.audit import audit_facts, run_fleet
 from fullserver.baremetal.errors import BareMetalError, HostUnreachable
-from fullserver.baremetal.inventory import InventoryEntry, inventory_from_data
+from fullserver.baremetal.inventory import Inventory, InventoryEntry, inventory_from_data
 from fullserver.baremetal.probe import HostFacts, probe
 from fullserver.baremetal.steps import JOURNAL, HostConfig, Step, build_steps, converge, plan, revert
 from fullserver.baremetal.transport import Runner
@@ -71,7 +78,8 @@ from fullserver.profiles import load_profiles
 from fullserver.workload import DedicatedHost
 from fullserver.yamlio import parse
 
-INPUTS = ("hosts", "config", "profile", "private_key", "expected")
+INPUTS = ("hosts", "config", "profile", "private_key", "private_keys", "expected")
+SECRET_INPUTS = ("private_key", "private_keys")
 FORGET_ENV = "FULLSERVER_FORGET_UNREACHABLE"
 """Hosts ``delete`` may drop without reverting when unreachable: names, comma-separated, or ``*``."""
 
@@ -97,11 +105,10 @@ class _Fleet:
     """Everything one provider call needs, rebuilt from props on every call (nothing on self)."""
 
     def __init__(self, props: dict[str, Any]) -> None:
-        self.inventory = inventory_from_data(list(props["hosts"]), _base(), "BareMetalEnvironment.hosts")
+        self.inventory = _inventory(props, "BareMetalEnvironment.hosts")
         self.config = parse(HostConfig, props.get("config") or {}, "BareMetalEnvironment.config")
         self.steps: list[Step] = build_steps(self.config)
         self.profile = load_profiles()[str(props["profile"])]
-        self.key = str(props["private_key"])
         raw = props.get("expected")
         self.expected = parse(DedicatedHost, raw, "BareMetalEnvironment.expected") if raw else None
 
@@ -116,7 +123,8 @@ class _Fleet:
         from fullserver.baremetal.ssh import session
 
         def one(entry: InventoryEntry) -> Any:
-            with session(self.inventory.target(entry), self.key) as s:
+            key, jump_keys = self.inventory.credentials(entry)  # each host's and hop's own key, as audit
+            with session(self.inventory.target(entry), key, jump_keys=jump_keys) as s:
                 return work(entry, s)
 
         results = run_fleet(entries if entries is not None else self.entries(), lambda e: e.name, one)
@@ -149,6 +157,65 @@ def _base() -> Any:
     return Path.cwd()
 
 
+def _inventory(props: dict[str, Any], where: str) -> Inventory:
+    """The inventory with the key texts the program read (``private_keys``) and the default key."""
+    key = props.get("private_key")
+    return inventory_from_data(
+        list(props.get("hosts") or []),
+        _base(),
+        where,
+        keys={str(k): str(v) for k, v in (props.get("private_keys") or {}).items()},
+        default_key=str(key) if isinstance(key, str) else None,
+    )
+
+
+def _key_users(inv: Inventory) -> list[InventoryEntry]:
+    """Every entry whose key a connection uses: the hosts and the jump hosts on their way."""
+    out = {e.name: e for e in inv.hosts}
+    for e in inv.hosts:
+        out.update({hop.name: hop for hop in inv.hops(e)})
+    return list(out.values())
+
+
+def _check_keys(news: dict[str, Any]) -> list[CheckFailure]:
+    """Every key a host or hop will use must parse; failures name the host and the key source."""
+    from fullserver.baremetal.ssh import load_private_key
+
+    try:
+        inv = _inventory(news, "hosts")
+        users = _key_users(inv)
+    except FullserverError:
+        inv, users = None, []  # reported under "hosts"
+    without = [e.name for e in users if not Inventory.has_key_source(e)]
+    failures: list[CheckFailure] = []
+    key = news.get("private_key")
+    if inv is None or without or key is not None:
+        if not isinstance(key, str) or "PRIVATE KEY" not in key:
+            used_by = (
+                f"; used by the hosts without privateKeyFile/privateKeyEnv: {', '.join(without)}" if without else ""
+            )
+            failures.append(
+                CheckFailure(
+                    "private_key",
+                    "expected the private key's text (a Pulumi secret), e.g. from `pulumi config set --secret`"
+                    + used_by,
+                )
+            )
+        else:
+            try:
+                load_private_key(key, "private_key")
+            except FullserverError as exc:
+                failures.append(CheckFailure("private_key", exc.what))  # never the key itself
+    for e in users:
+        if inv is None or not inv.has_key_source(e):
+            continue
+        try:
+            load_private_key(inv.private_key(e), inv.key_source(e))
+        except FullserverError as exc:
+            failures.append(CheckFailure("private_keys", exc.line()))  # names host and source, never the key
+    return failures
+
+
 def _apply(fleet: _Fleet, old: _Fleet | None, configured: set[str] | None = None) -> dict[str, Any]:
     catalog = load_catalog()
     undo = {s.id: s for s in (old.steps if old else [])}
@@ -161,6 +228,7 @@ def _apply(fleet: _Fleet, old: _Fleet | None, configured: set[str] | None = None
             "steps": {sid: e.get("status", "?") for sid, e in outcome.journal["steps"].items()},
             "changed": outcome.changed,
             "writes": outcome.writes,
+            **({"notes": outcome.notes} if outcome.notes else {}),  # e.g. a stale journal lock broken
         }
 
     hosts, failed = fleet.each(work)
@@ -184,7 +252,7 @@ class BareMetalProvider(ResourceProvider):
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures: list[CheckFailure] = []
         try:
-            inv = inventory_from_data(list(news.get("hosts") or []), _base(), "hosts")
+            inv = _inventory(news, "hosts")
             for e in inv.entries:
                 inv.target(e)  # pinned keys present and well formed
         except FullserverError as exc:
@@ -202,21 +270,7 @@ class BareMetalProvider(ResourceProvider):
                 failures.append(CheckFailure("expected", exc.what))
         if str(news.get("profile")) not in load_profiles():
             failures.append(CheckFailure("profile", f"unknown profile {news.get('profile')!r}"))
-        key = news.get("private_key")
-        if not isinstance(key, str) or "PRIVATE KEY" not in key:
-            failures.append(
-                CheckFailure(
-                    "private_key",
-                    "expected the private key's text (a Pulumi secret), e.g. from `pulumi config set --secret`",
-                )
-            )
-        else:
-            from fullserver.baremetal.ssh import load_private_key
-
-            try:
-                load_private_key(key, "private_key")
-            except FullserverError as exc:
-                failures.append(CheckFailure("private_key", exc.what))  # never the key itself
+        failures += _check_keys(news)
         return CheckResult(news, failures)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
@@ -292,7 +346,7 @@ class BareMetalFleet(Resource, module="fullserver", name="BareMetalFleet"):
     failed_hosts: pulumi.Output[dict[str, str]]
 
     def __init__(self, name: str, props: dict[str, Any], opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        secret = pulumi.ResourceOptions(additional_secret_outputs=["private_key"])
+        secret = pulumi.ResourceOptions(additional_secret_outputs=list(SECRET_INPUTS))
         super().__init__(
             BareMetalProvider(),
             name,
@@ -306,8 +360,10 @@ class BareMetalEnvironment(pulumi.ComponentResource):
 
     Args:
         hosts: inventory entries (the inventory file format: name, address, port, user, hostKeys
-            or knownHostsFile, ...), as plain dicts.
-        private_key: the SSH private key text as a secret (``config.require_secret(...)``).
+            or knownHostsFile, privateKeyFile or privateKeyEnv, jump, ...), as plain dicts. A host's
+            (or jump host's) own key source is read now and passed on as a secret.
+        private_key: the SSH private key text as a secret (``config.require_secret(...)``), for
+            hosts and jump hosts without a key source of their own (optional if all have one).
         profile: the profile whose bare-metal balance minimums the audit applies.
         config: what to configure (``HostConfig``: scratch, networkTuning, hugepages, gpuPersistence,
             serviceUser).
@@ -323,21 +379,23 @@ class BareMetalEnvironment(pulumi.ComponentResource):
         name: str,
         *,
         hosts: list[dict[str, Any]],
-        private_key: pulumi.Input[str],
+        private_key: Optional[pulumi.Input[str]] = None,
         profile: str,
         config: Optional[dict[str, Any]] = None,
         expected: Optional[dict[str, Any]] = None,
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
         super().__init__("fullserver:index:BareMetalEnvironment", name, {}, opts)
-        inventory_from_data(hosts, _base(), f"BareMetalEnvironment {name}: hosts")  # fail fast, before any preview
+        inv = inventory_from_data(hosts, _base(), f"BareMetalEnvironment {name}: hosts")  # fail fast, before preview
+        own_keys = inv.own_keys()  # read once, here; the provider gets the texts as secrets (also for destroy)
         build_steps(parse(HostConfig, config or {}, f"BareMetalEnvironment {name}: config"))
         contract = parse(DedicatedHost, expected, f"BareMetalEnvironment {name}: expected") if expected else None
         fleet = BareMetalFleet(
             f"{name}-fleet",
             {
                 "hosts": [InventoryEntry.model_validate(h).model_dump(by_alias=True, exclude_none=True) for h in hosts],
-                "private_key": pulumi.Output.secret(private_key),
+                **({"private_key": pulumi.Output.secret(private_key)} if private_key is not None else {}),
+                **({"private_keys": pulumi.Output.secret(own_keys)} if own_keys else {}),
                 "profile": profile,
                 "config": config or {},
                 "expected": contract.model_dump(by_alias=True, exclude_none=True) if contract else None,

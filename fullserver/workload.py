@@ -41,6 +41,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from fullserver.baremetal.keys import HostKeyLine
 from fullserver.catalog.model import Platform
 from fullserver.errors import InputError
 from fullserver.netcheck import check_ssh_ranges
@@ -157,7 +158,7 @@ class InventoryHost(Camel):
     address: Annotated[StrictStr, Field(min_length=1, max_length=MAX_HOSTNAME)]
     port: Annotated[StrictInt, Field(gt=0, lt=65536)] = 22
     user: Annotated[StrictStr, Field(min_length=1, max_length=MAX_USER)] = "root"
-    host_keys: Annotated[list[StrictStr], Field(max_length=MAX_HOST_KEYS)] = []
+    host_keys: Annotated[list[HostKeyLine], Field(max_length=MAX_HOST_KEYS)] = []
     known_hosts_file: Annotated[StrictStr, Field(min_length=1, max_length=MAX_PATH)] | None = None
 
 

@@ -268,7 +268,7 @@ def recommend(
     console().print(render.recommendations(choices))
 
 
-from fullserver.baremetal.cli import audit  # noqa: E402  (bare metal over SSH; paramiko loads only when audit runs)
+from fullserver_cli.audit import audit  # noqa: E402  (bare metal over SSH; paramiko loads only when audit runs)
 
 app.command()(audit)
 

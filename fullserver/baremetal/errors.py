@@ -6,10 +6,22 @@ traceback. A fleet run collects them per host (one host's error never stops the 
 
 from __future__ import annotations
 
-from fullserver.errors import FullserverError
+from fullserver.errors import EXIT_UNREACHABLE, FullserverError
 
-EXIT_UNREACHABLE = 5
-"""Exit code of ``fullserver audit`` when no host is short but some host could not be audited."""
+__all__ = [
+    "EXIT_UNREACHABLE",  # the one exit-code table is fullserver.errors; re-exported for older imports
+    "AuthFailed",
+    "BareMetalError",
+    "CommandFailed",
+    "CommandTimeout",
+    "HostKeyMismatch",
+    "HostUnreachable",
+    "JournalLocked",
+    "NoSudo",
+    "ProbeError",
+    "StepFailed",
+    "StepRefused",
+]
 
 
 class BareMetalError(FullserverError):
@@ -71,3 +83,17 @@ class StepRefused(BareMetalError):
 
 class StepFailed(BareMetalError):
     """A configuration step applied but its verify found the host not in the desired state."""
+
+
+class JournalLocked(BareMetalError):
+    """Another run holds the host's journal lock (and its owner's SSH session is still alive)."""
+
+    def __init__(self, where: str, owner: str, age_s: int, waited_s: float) -> None:
+        self.owner = owner
+        super().__init__(
+            where,
+            f"the journal is locked by {owner}, for {age_s} s (waited {waited_s:g} s)",
+            "another fullserver run (pulumi up, refresh or destroy of this or another stack) is configuring "
+            "this host; re-run when it is done. A lock whose owner's SSH session has ended is broken "
+            "automatically",
+        )

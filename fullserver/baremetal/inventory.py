@@ -6,7 +6,10 @@ rotation), the login user, the timeouts, an optional jump host. Host keys come f
 inventory/stack config or from a known_hosts file *named in that config* — never from the
 operator's own ``~/.ssh/known_hosts``.
 
-Inventory file (YAML): either a list of hosts, or ``{defaults: {...}, hosts: [...]}``::
+Inventory file (YAML, read by ``fullserver.yamlio.read_yaml`` like every file fullserver reads:
+UTF-8 only, duplicate keys refused with their lines): ``{defaults: {...}, hosts: [...]}``, where
+``defaults`` is optional. (``read_yaml`` takes a mapping at the top level, so the bare list of
+hosts older inventories used is refused; the provider's ``hosts`` input is still a list.)::
 
     defaults:
       user: gpuops
@@ -38,65 +41,32 @@ import binascii
 import hashlib
 import hmac
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from fullserver.baremetal.keys import KNOWN_KEY_TYPES, PinnedKey, check_host_keys, fingerprint, parse_key_line
 from fullserver.errors import InputError
 from fullserver.workload import DedicatedHost, InventoryHost
-from fullserver.yamlio import parse
+from fullserver.yamlio import parse, read_yaml
 
-KNOWN_KEY_TYPES = (
-    "ssh-ed25519",
-    "ecdsa-sha2-nistp256",
-    "ecdsa-sha2-nistp384",
-    "ecdsa-sha2-nistp521",
-    "ssh-rsa",
-)
-
-
-@dataclass(frozen=True)
-class PinnedKey:
-    """One pinned public host key: its type and the raw key blob."""
-
-    key_type: str
-    blob: bytes
-
-    @property
-    def fingerprint(self) -> str:
-        """OpenSSH's ``SHA256:...`` form (what ``ssh-keygen -lf`` prints)."""
-        return fingerprint(self.blob)
-
-    def line(self) -> str:
-        return f"{self.key_type} {base64.b64encode(self.blob).decode()}"
-
-
-def fingerprint(blob: bytes) -> str:
-    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
-
-
-def parse_key_line(line: str, where: str) -> PinnedKey:
-    """``"ssh-ed25519 AAAA... [comment]"`` → ``PinnedKey``; the blob must name the same type."""
-    parts = line.split()
-    if len(parts) < 2 or parts[0] not in KNOWN_KEY_TYPES:
-        raise InputError(
-            where,
-            f"not a public host key: {line[:40]!r}",
-            f"write '<type> <base64>', type one of {', '.join(KNOWN_KEY_TYPES)}",
-        )
-    try:
-        blob = base64.b64decode(parts[1], validate=True)
-    except (binascii.Error, ValueError):
-        raise InputError(
-            where, "host key is not valid base64", "copy the line from /etc/ssh/ssh_host_*_key.pub"
-        ) from None
-    n = int.from_bytes(blob[:4], "big") if len(blob) >= 4 else -1
-    if n < 0 or blob[4 : 4 + n].decode("ascii", "replace") != parts[0]:
-        raise InputError(where, f"host key blob does not match its type {parts[0]}", "copy the whole line unchanged")
-    return PinnedKey(parts[0], blob)
+__all__ = [  # the key helpers live in keys.py (no workload import); re-exported where they always were
+    "KNOWN_KEY_TYPES",
+    "Inventory",
+    "InventoryEntry",
+    "PinnedKey",
+    "Target",
+    "Timeouts",
+    "fingerprint",
+    "inventory_from_data",
+    "keys_from_known_hosts",
+    "load_inventory",
+    "lookup_name",
+    "parse_key_line",
+]
 
 
 def _host_matches(pattern: str, name: str) -> bool:
@@ -199,6 +169,13 @@ class InventoryEntry(InventoryHost):
     connect_timeout: Annotated[float, Field(gt=0, le=300)] = 10.0
     command_timeout: Annotated[float, Field(gt=0, le=3600)] = 120.0
 
+    @field_validator("host_keys")
+    @classmethod
+    def _host_keys(cls, v: list[str]) -> list[str]:
+        """A malformed key is refused when the inventory is read (the plan, the provider's check and
+        the audit then agree), not first when a connection is made."""
+        return check_host_keys(v)
+
     @model_validator(mode="after")
     def _one_key_source(self) -> InventoryEntry:
         if self.private_key_file and self.private_key_env:
@@ -207,12 +184,30 @@ class InventoryEntry(InventoryHost):
 
 
 class Inventory:
-    """Hosts of an inventory file, with paths resolved relative to the file."""
+    """Hosts of an inventory file, with paths resolved relative to the file.
 
-    def __init__(self, entries: list[InventoryEntry], base: Path, where: str) -> None:
+    Private keys: a host's (or a jump host's) own ``privateKeyFile``/``privateKeyEnv`` wins; a host
+    without one uses ``default_key`` (the provider's ``private_key`` input), else it is an error.
+    ``keys`` holds key texts already read, by host name: the Pulumi component reads every key
+    source once, when the program runs, and passes the texts as secrets, so the provider (which
+    also runs for ``pulumi destroy``, long after) uses those instead of reading the sources again.
+    This is the one place keys are resolved, for ``fullserver audit`` and the provider alike.
+    """
+
+    def __init__(
+        self,
+        entries: list[InventoryEntry],
+        base: Path,
+        where: str,
+        *,
+        keys: Mapping[str, str] | None = None,
+        default_key: str | None = None,
+    ) -> None:
         self.entries = entries
         self.base = base
         self.where = where
+        self._keys = dict(keys or {})
+        self._default_key = default_key
         names = [e.name for e in entries]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -226,6 +221,9 @@ class Inventory:
         if not self.hosts:
             raise InputError(where, "every host is a jump host: nothing to audit or configure", "add the GPU hosts")
 
+    def __repr__(self) -> str:  # never the key texts
+        return f"Inventory({self.where!r}, {[e.name for e in self.entries]!r})"
+
     def is_jump(self, entry: InventoryEntry) -> bool:
         """A jump host: ``role: jump``, or (without a role) another entry's ``jump`` target."""
         if entry.role is not None:
@@ -237,15 +235,23 @@ class Inventory:
         """The hosts to audit and configure: every entry but the jump hosts."""
         return [e for e in self.entries if not self.is_jump(e)]
 
-    def jump_keys(self, entry: InventoryEntry) -> dict[str, str]:
-        """Each jump host's own private key text on the way to ``entry``, by name."""
-        out: dict[str, str] = {}
+    def hops(self, entry: InventoryEntry) -> list[InventoryEntry]:
+        """The jump hosts on the way to ``entry``, nearest first (a loop stops the walk)."""
+        out: list[InventoryEntry] = []
         hop = entry.jump
-        while hop is not None and hop not in out:
+        while hop is not None and hop not in {e.name for e in out} and hop != entry.name:
             hop_entry = self.entry(hop)
-            out[hop] = self.private_key(hop_entry)
+            out.append(hop_entry)
             hop = hop_entry.jump
         return out
+
+    def jump_keys(self, entry: InventoryEntry) -> dict[str, str]:
+        """Each jump host's private key text on the way to ``entry``, by name."""
+        return {hop.name: self.private_key(hop) for hop in self.hops(entry)}
+
+    def credentials(self, entry: InventoryEntry) -> tuple[str, dict[str, str]]:
+        """What ``ssh.session`` needs for ``entry``: its private key and each jump host's, by name."""
+        return self.private_key(entry), self.jump_keys(entry)
 
     def entry(self, name: str) -> InventoryEntry:
         for e in self.entries:
@@ -277,8 +283,42 @@ class Inventory:
         unique = tuple(dict.fromkeys(keys))
         return Target(entry.name, entry.address, entry.port, entry.user, unique, jump, t)
 
+    @staticmethod
+    def has_key_source(entry: InventoryEntry) -> bool:
+        """Whether the entry names its own private key (else the default key applies)."""
+        return bool(entry.private_key_env or entry.private_key_file)
+
+    def _key_path(self, entry: InventoryEntry) -> Path:
+        path = Path(entry.private_key_file or "").expanduser()
+        return path if path.is_absolute() else self.base / path
+
+    def key_source(self, entry: InventoryEntry) -> str:
+        """Where ``entry``'s private key comes from, for messages (a variable or a path, never the key)."""
+        where = f"{self.where}: host '{entry.name}'"
+        if entry.private_key_env:
+            return f"{where} privateKeyEnv {entry.private_key_env}"
+        if entry.private_key_file:
+            return f"{where} privateKeyFile {self._key_path(entry)}"
+        return f"{where} (the default private key)"
+
+    def own_keys(self) -> dict[str, str]:
+        """The key text of every entry (hosts and jump hosts) with its own key source, by name."""
+        return {e.name: self._read_key(e) for e in self.entries if self.has_key_source(e)}
+
     def private_key(self, entry: InventoryEntry) -> str:
-        """The private key text for a host (read now, kept in memory only, never logged)."""
+        """The private key text for a host (kept in memory only, never logged): its own source (or
+        the text already read from it), else the default key."""
+        if self.has_key_source(entry):
+            return self._keys[entry.name] if entry.name in self._keys else self._read_key(entry)
+        if self._default_key is not None:
+            return self._default_key
+        raise InputError(
+            f"{self.where}: host '{entry.name}'",
+            "no private key source",
+            "set privateKeyFile or privateKeyEnv (in the host or in defaults)",
+        )
+
+    def _read_key(self, entry: InventoryEntry) -> str:
         where = f"{self.where}: host '{entry.name}'"
         if entry.private_key_env:
             value = os.environ.get(entry.private_key_env)
@@ -287,34 +327,30 @@ class Inventory:
                     where, f"environment variable {entry.private_key_env} is empty", "export the private key text in it"
                 )
             return value
-        if entry.private_key_file:
-            path = Path(entry.private_key_file).expanduser()
-            path = path if path.is_absolute() else self.base / path
-            try:
-                return path.read_text()
-            except OSError as exc:
-                raise InputError(
-                    where, f"cannot read private key {path}: {exc.strerror}", "fix privateKeyFile"
-                ) from None
-        raise InputError(
-            where, "no private key source", "set privateKeyFile or privateKeyEnv (in the host or in defaults)"
-        )
+        path = self._key_path(entry)
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(where, f"cannot read private key {path}: {exc.strerror}", "fix privateKeyFile") from None
+        except UnicodeDecodeError:
+            raise InputError(
+                where, f"private key {path} is not text", "point privateKeyFile at an OpenSSH/PEM private key"
+            ) from None
 
 
 def load_inventory(path: Path) -> Inventory:
-    """Read an inventory file (a YAML list of hosts, or ``defaults`` + ``hosts``)."""
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read inventory: {exc.strerror}", "check the path") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise InputError(where, "malformed YAML", "fix the syntax at that line") from None
-    return inventory_from_data(data, path.parent, str(path))
+    """Read an inventory file (``defaults`` + ``hosts``).
+
+    Through ``fullserver.yamlio.read_yaml``, like every other file fullserver reads (one set of
+    checks: encoding, duplicate keys, line numbers)."""
+    return inventory_from_data(read_yaml(path), path.parent, str(path))
 
 
-def inventory_from_data(data: Any, base: Path, where: str) -> Inventory:
+def inventory_from_data(
+    data: Any, base: Path, where: str, *, keys: Mapping[str, str] | None = None, default_key: str | None = None
+) -> Inventory:
+    """An ``Inventory`` from parsed data (a file's, or the provider's ``hosts`` list); ``keys`` and
+    ``default_key`` as for ``Inventory``."""
     defaults: dict[str, Any] = {}
     if isinstance(data, dict):
         defaults = data.get("defaults") or {}
@@ -338,4 +374,4 @@ def inventory_from_data(data: Any, base: Path, where: str) -> Inventory:
                 if k not in raw:
                     merged.pop(k, None)
         entries.append(parse(InventoryEntry, merged, f"{where}: hosts[{i}]"))
-    return Inventory(entries, base, where)
+    return Inventory(entries, base, where, keys=keys, default_key=default_key)

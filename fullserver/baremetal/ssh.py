@@ -27,6 +27,10 @@ The only module that imports paramiko. What it guarantees (see ../shared/referen
   with the channel's own send timeout.
 * **One connection per host**, reused for all its commands; a session refuses to be used from a
   thread other than the one that opened it (paramiko#1904).
+* **No library output**: paramiko's log records never reach stderr as such (its transport thread
+  logs a traceback for every connection it loses); ``liblog`` drops them or passes one line on.
+  A connect-phase failure is named by the phase it stopped in — no SSH banner within N s, key
+  exchange not finished — never by the follow-on error paramiko raises ("No existing session").
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from typing import Any
 import paramiko
 from paramiko.ssh_exception import IncompatiblePeer
 
+from fullserver.baremetal import liblog
 from fullserver.baremetal.errors import (
     AuthFailed,
     BareMetalError,
@@ -57,6 +62,8 @@ from fullserver.baremetal.errors import (
 from fullserver.baremetal.inventory import Target, fingerprint
 from fullserver.baremetal.transport import Result, as_script, remote_command
 from fullserver.errors import InputError
+
+liblog.install()  # before any transport thread can log
 
 OUTPUT_CAP = 4 << 20
 """Bytes kept per stream and command; the rest is drained and dropped (``Result.truncated``)."""
@@ -145,7 +152,7 @@ def load_private_key(text: str, where: str, passphrase: str | None = None) -> pa
     raise InputError(
         where,
         "the private key is not an OpenSSH/PEM ed25519, ecdsa or rsa key",
-        "pass the key file's text, not its path",
+        "give the whole private key text (-----BEGIN ... PRIVATE KEY----- to -----END ...), not a path or a public key",
     )
 
 
@@ -177,6 +184,38 @@ def _unreachable(target: Target, exc: BaseException) -> HostUnreachable:
     else:
         what, hint = f"connection failed: {text}", "check that sshd answers on that port"
     return HostUnreachable(target.name, f"{what} ({target.address}:{target.port})", hint)
+
+
+def _handshake_failure(target: Target, client: paramiko.SSHClient, exc: BaseException) -> HostUnreachable:
+    """Name the phase an SSH handshake stopped in, from the transport's state, not from the error.
+
+    paramiko's own error depends on which of its waits ran out first: the transport thread's
+    banner timeout ("Error reading SSH protocol banner", with the cause as ``__context__``) or
+    ``start_client``'s, after which ``connect`` asks for the server key and gets "No existing
+    session". What the transport got tells the phases apart either way."""
+    t = target.timeouts
+    transport = client.get_transport()
+    at = f"({target.address}:{target.port})"
+    if transport is not None and not transport.remote_version:  # no banner ever arrived
+        cause = exc.__context__ if exc.__context__ is not None else exc
+        if isinstance(cause, EOFError | ConnectionError):
+            return HostUnreachable(
+                target.name,
+                f"the server closed the connection before its SSH banner {at}",
+                "sshd refused it (MaxStartups, a firewall or TCP wrapper), or that port is not sshd",
+            )
+        return HostUnreachable(
+            target.name,
+            f"no SSH banner within {t.banner:g} s {at}",
+            "sshd stalled or overloaded; check the host's console and load",
+        )
+    if transport is not None and not transport.initial_kex_done:
+        return HostUnreachable(
+            target.name,
+            f"key exchange did not finish within {t.banner + t.connect:g} s {at}",
+            "sshd stalled or overloaded after its banner; check the host's console and load",
+        )
+    return _unreachable(target, exc)
 
 
 class SshSession:
@@ -480,7 +519,10 @@ def _connect_once(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, pa
             username=target.user,
             pkey=pkey,
             sock=sock,
-            timeout=t.connect,
+            # With our own socket, paramiko uses ``timeout`` only as start_client's wait (banner +
+            # key exchange): longer than the banner timeout, so a silent server is always named
+            # by the banner's wait, never by start_client's.
+            timeout=t.banner + t.connect,
             banner_timeout=t.banner,
             auth_timeout=t.auth,
             channel_timeout=t.channel,
@@ -521,8 +563,9 @@ def _connect_once(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, pa
             target.name, f"no common algorithms: {exc}", "the server's sshd is too old or too restricted"
         ) from None
     except (paramiko.SSHException, EOFError, OSError) as exc:
+        error = _handshake_failure(target, client, exc)
         _close(client, sock, jump)
-        raise _unreachable(target, exc) from None
+        raise error from None
     return SshSession(target, client, jump)
 
 

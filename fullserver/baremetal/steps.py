@@ -8,6 +8,19 @@ rename) *before* a step applies (status ``applying``, with the pre-change values
 it verifies (``applied``): a connection killed in between leaves the pre-change values on the
 host, so a later ``undo`` still restores the original state, never our half state.
 
+A converge or revert holds the host's **journal lock** (``journal.lock`` beside the journal) from
+its first read of the journal to its last write, so two runs on one host (two stacks, or ``pulumi
+refresh`` during ``up``) never read-modify-write the journal over each other and drop each
+other's undo records. The lock file names its owner (who, where, pid, what, since when) and the
+host-side process of the owner's SSH connection (its sshd session, pid + start time). Taking,
+checking and releasing it are short critical sections under ``flock`` on the journal's directory
+(the kernel releases that by itself). A second run waits a bounded time, then fails with one line
+naming the owner (``JournalLocked``). A lock is stale — and broken, under the same ``flock``, so
+two runs can never both break it — when its owner's SSH session has ended (its process is gone:
+the owner crashed, or its connection was cut), or when it has had no heartbeat (every journal write
+is one) for ``LOCK_STALE_AFTER``. Every journal write first checks, under the ``flock``, that the
+lock is still ours, so a run whose lock was broken stops instead of writing.
+
 An update keeps the *oldest* original values: a step's ``merge_undo`` folds the journaled record
 and what ``check`` sees now (sysctl: the journaled original of every key, plus originals for keys
 the update adds; keys the update drops are restored at once). A step whose change cannot be done
@@ -25,23 +38,34 @@ blank), ``SysctlStep`` (network tuning for large transfers), ``HugepagesStep``,
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 import posixpath
 import re
+import secrets
 import shlex
+import socket
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from fullserver.baremetal.errors import StepFailed, StepRefused
+from fullserver.baremetal.errors import BareMetalError, CommandFailed, JournalLocked, StepFailed, StepRefused
 from fullserver.baremetal.transport import Runner
 
 JOURNAL = "/var/lib/fullserver/journal.json"
+LOCK_WAIT = 60.0
+"""Seconds a run waits for another run's journal lock on the same host before giving up."""
+LOCK_STALE_AFTER = 3 * 3600
+"""Seconds without a heartbeat (a journal write) after which a lock is broken even though its
+owner's SSH session still lives (a controller cut off without a FIN). Longer than any one step's
+deadline (mkfs: 1800 s), so a working run is never broken."""
 SCRATCH_MARK = "# fullserver:scratch"
 MDADM_CONF = "/etc/mdadm/mdadm.conf"
 
@@ -145,6 +169,10 @@ class HostLayout:
     @property
     def journal(self) -> str:
         return self.path(JOURNAL)
+
+    @property
+    def journal_lock(self) -> str:
+        return posixpath.join(posixpath.dirname(self.journal), "journal.lock")
 
 
 @dataclass(frozen=True)
@@ -906,6 +934,166 @@ def _wipefs(text: str) -> list[dict[str, Any]] | None:
 # --- journal and engine ---------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class JournalLock:
+    """A held journal lock: the token that proves it is ours, and how the owner is named."""
+
+    token: str
+    owner: str
+    broke: str | None = None
+    """The owner of a stale lock this one replaced, if any (reported, never silent)."""
+
+
+_SAFE_OWNER = re.compile(r"[^\x20-\x7e]")
+
+# The host-side process of this SSH connection: the nearest sshd ancestor ("sshd: user@notty",
+# or sshd-session on OpenSSH >= 9.8). It lives exactly as long as the connection, whatever runs
+# below it (sudo, timeout, sh). Written as "pid starttime" (/proc/PID/stat field 22), so a
+# recycled pid never passes for the owner. 0 0 when there is none (not over sshd).
+_MY_SESSION = """me=0; born=0; p=$$
+while [ "$p" -gt 1 ] 2>/dev/null; do
+  st=$(cat "/proc/$p/stat" 2>/dev/null) || break
+  c=${st#*(}; c=${c%)*}
+  set -- ${st##*) }
+  case "$c" in sshd*) me=$p; born=${20}; break ;; esac
+  p=$2
+done
+born_of() { x=$(cat "/proc/$1/stat" 2>/dev/null) || return 0; set -- ${x##*) }; echo "${20}"; }
+"""
+
+
+def _lock_script(layout: HostLayout, body: str) -> str:
+    """``body`` run with the journal directory ``flock``ed (fd 9), after ``_MY_SESSION``."""
+    d, lock = posixpath.dirname(layout.journal), layout.journal_lock
+    return (
+        f"D={q(d)}; L={q(lock)}\n"
+        "command -v flock >/dev/null 2>&1 || { echo '@@noflock'; exit 3; }\n"
+        'mkdir -p "$D" && exec 9<"$D" || { echo \'@@nodir\'; exit 3; }\n'
+        f"{_MY_SESSION}{body}"
+    )
+
+
+_GUARD = "flock -x -w 30 9 || { echo '@@guard'; exit 3; }\n"
+
+
+def _owner(purpose: str) -> str:
+    try:
+        who = getpass.getuser()
+    except (KeyError, OSError):
+        who = f"uid {os.getuid()}"
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    text = f"{who}@{socket.gethostname()} pid {os.getpid()} ({purpose}, since {since})"
+    return _SAFE_OWNER.sub("?", text)[:200]
+
+
+def _lock_trouble(r: Runner, res: Any, what: str) -> BareMetalError:
+    if "@@noflock" in res.stdout:
+        return StepFailed(r.host, "flock is not installed, so the journal cannot be locked", "install util-linux")
+    if "@@nodir" in res.stdout:
+        return StepFailed(
+            r.host,
+            f"could not {what}: its directory cannot be created or opened",
+            "check the layout root's permissions",
+        )
+    if "@@guard" in res.stdout:
+        return StepFailed(
+            r.host,
+            f"could not {what}: the journal directory stayed flocked for 30 s",
+            "a stuck fullserver command on the host? check `fuser -v /var/lib/fullserver`",
+        )
+    return CommandFailed(
+        r.host,
+        f"could not {what}: exited {res.exit_status}: {res.tail()}",
+        "see the command's message",
+        exit_status=res.exit_status,
+        stderr=res.stderr,
+    )
+
+
+def lock_journal(
+    r: Runner,
+    layout: HostLayout,
+    *,
+    purpose: str = "converge",
+    wait: float = LOCK_WAIT,
+    stale_after: float = LOCK_STALE_AFTER,
+) -> JournalLock:
+    """Take the host's journal lock, waiting up to ``wait`` seconds for another run's; a stale lock
+    (see the module docstring) is broken. Raises ``JournalLocked`` naming the owner on timeout.
+
+    One remote command however long it waits (the loop runs on the host), and not a write: the
+    lock is bookkeeping, so a converge with nothing to change still runs zero writes."""
+    token = secrets.token_hex(16)
+    owner = _owner(purpose)
+    body = (
+        f"T={q(token)}; O={q(owner)}; S={int(stale_after)}; end=$(( $(date +%s) + {max(0, int(wait))} ))\n"
+        "while :; do\n"
+        f"  {_GUARD}"
+        "  state=free; tok=; sp=0; sb=0; old=; age=0\n"
+        '  if [ -e "$L" ]; then\n'
+        '    { read -r tok; read -r sp sb; read -r old; } < "$L"\n'
+        '    age=$(( $(date +%s) - $(stat -c %Y "$L" 2>/dev/null || date +%s) ))\n'
+        "    live=unknown\n"
+        '    if [ "${sp:-0}" -gt 0 ] 2>/dev/null; then\n'
+        '      if [ -n "$sb" ] && [ "$(born_of "$sp")" = "$sb" ]; then live=yes; else live=no; fi\n'
+        "    fi\n"
+        '    if [ "$tok" = "$T" ]; then state=ours\n'
+        '    elif [ "$live" = no ] || [ "$age" -gt "$S" ]; then state=stale\n'
+        "    else state=held; fi\n"
+        "  fi\n"
+        '  if [ "$state" != held ]; then\n'
+        '    t=$(mktemp "$L.XXXXXX") && printf \'%s\\n%s %s\\n%s\\n\' "$T" "$me" "$born" "$O" > "$t" \\\n'
+        '      && chmod 0600 "$t" && mv -f "$t" "$L" || { rm -f "$t"; echo \'@@write\'; exit 3; }\n'
+        '    [ "$state" = stale ] && printf \'@@broke %s\\n\' "$old"\n'
+        "    echo '@@acquired'; exit 0\n"
+        "  fi\n"
+        "  flock -u 9\n"
+        '  if [ "$(date +%s)" -ge "$end" ]; then printf \'@@held %s %s\\n\' "$age" "$old"; exit 3; fi\n'
+        "  sleep 1\n"
+        "done\n"
+    )
+    start = time.monotonic()
+    res = r.run(_lock_script(layout, body), sudo=True, check=False, timeout=wait + 60, label="lock journal")
+    out = res.stdout
+    if "@@acquired" in out:
+        broke = next((ln.removeprefix("@@broke").strip() for ln in out.splitlines() if ln.startswith("@@broke")), None)
+        if broke is not None:
+            broke = _SAFE_OWNER.sub("?", broke)[:200] or "an unnamed owner"
+        return JournalLock(token, owner, broke)
+    held = next((ln.removeprefix("@@held ") for ln in out.splitlines() if ln.startswith("@@held ")), None)
+    if held is not None:
+        age, _, who = held.partition(" ")
+        raise JournalLocked(
+            r.host,
+            _SAFE_OWNER.sub("?", who.strip())[:200] or "an unnamed owner",
+            int(age) if age.isdigit() else 0,
+            round(time.monotonic() - start),
+        )
+    raise _lock_trouble(r, res, "lock the journal")
+
+
+def unlock_journal(r: Runner, layout: HostLayout, lock: JournalLock) -> None:
+    """Release the lock if it is still ours (a broken and re-taken lock is left to its new owner)."""
+    body = f'{_GUARD}tok=; read -r tok < "$L" 2>/dev/null\nif [ "$tok" = {q(lock.token)} ]; then rm -f "$L"; fi\n'
+    res = r.run(_lock_script(layout, body), sudo=True, check=False, label="unlock journal")
+    if not res.ok:
+        raise _lock_trouble(r, res, "unlock the journal")
+
+
+@contextmanager
+def journal_locked(
+    r: Runner, layout: HostLayout, *, purpose: str = "converge", wait: float = LOCK_WAIT
+) -> Iterator[JournalLock]:
+    """Hold the journal lock for the block. A release that fails (the connection died) is not an
+    error: the lock names the connection's sshd session, so it goes stale when that session ends."""
+    lock = lock_journal(r, layout, purpose=purpose, wait=wait)
+    try:
+        yield lock
+    finally:
+        with suppress(BareMetalError):
+            unlock_journal(r, layout, lock)
+
+
 def read_journal(r: Runner, layout: HostLayout) -> dict[str, Any]:
     res = r.run(f"cat {q(layout.journal)} 2>/dev/null || true", sudo=True, label="read journal")
     if not res.stdout.strip():
@@ -923,16 +1111,30 @@ def read_journal(r: Runner, layout: HostLayout) -> dict[str, Any]:
         ) from None
 
 
-def write_journal(r: Runner, layout: HostLayout, journal: dict[str, Any]) -> None:
+def write_journal(r: Runner, layout: HostLayout, journal: dict[str, Any], lock: JournalLock | None = None) -> None:
+    """Write (or, with no step left, remove) the journal atomically. With ``lock``: only while the
+    lock is still ours (checked under the ``flock``), and the write is the lock's heartbeat."""
     if not journal["steps"]:
-        r.run(f"rm -f {q(layout.journal)}", sudo=True, write=True, label="remove journal")
+        script, label = f"rm -f {q(layout.journal)}", "remove journal"
+    else:
+        script, label = write_file_script(layout.journal, json.dumps(journal, indent=1) + "\n", "0600"), "write journal"
+    if lock is None:
+        r.run(script, sudo=True, write=True, label=label)
         return
-    r.run(
-        write_file_script(layout.journal, json.dumps(journal, indent=1) + "\n", "0600"),
-        sudo=True,
-        write=True,
-        label="write journal",
+    body = (
+        f'{_GUARD}tok=; read -r tok < "$L" 2>/dev/null\n'
+        f"[ \"$tok\" = {q(lock.token)} ] || {{ echo '@@lost'; exit 3; }}\n"
+        f'touch "$L" && {script}\n'
     )
+    res = r.run(_lock_script(layout, body), sudo=True, write=True, check=False, label=label)
+    if "@@lost" in res.stdout:
+        raise StepFailed(
+            r.host,
+            "the journal lock was broken by another run (stale: no heartbeat for a long time); this run stopped",
+            "re-run; steps resume where they stopped",
+        )
+    if not res.ok:
+        raise _lock_trouble(r, res, label)
 
 
 @dataclass
@@ -945,6 +1147,8 @@ class Outcome:
     undone: list[str] = field(default_factory=list)
     writes: int = 0
     journal: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    """Things a person should hear about (a stale journal lock that was broken)."""
 
 
 def plan(r: Runner, layout: HostLayout, steps: Sequence[Step]) -> dict[str, str]:
@@ -974,16 +1178,31 @@ def _record(journal: dict[str, Any], step: Step, undo: dict[str, Any], status: s
 
 
 def converge(
-    r: Runner, layout: HostLayout, steps: Sequence[Step], *, undo_unlisted: dict[str, Step] | None = None
+    r: Runner,
+    layout: HostLayout,
+    steps: Sequence[Step],
+    *,
+    undo_unlisted: dict[str, Step] | None = None,
+    lock_wait: float = LOCK_WAIT,
 ) -> Outcome:
     """Bring the host to the desired steps; undo journaled steps no longer desired.
 
     ``undo_unlisted`` maps journaled step ids that are no longer wanted to a Step able to undo
-    them (the provider rebuilds them from its old inputs).
+    them (the provider rebuilds them from its old inputs). Holds the journal lock throughout
+    (waiting up to ``lock_wait`` seconds for another run's).
     """
+    with journal_locked(r, layout, purpose="converge", wait=lock_wait) as lock:
+        return _converge(r, layout, steps, undo_unlisted, lock)
+
+
+def _converge(
+    r: Runner, layout: HostLayout, steps: Sequence[Step], undo_unlisted: dict[str, Step] | None, lock: JournalLock
+) -> Outcome:
     before = r.writes
     journal = read_journal(r, layout)
     outcome = Outcome(r.host)
+    if lock.broke is not None:
+        outcome.notes.append(f"broke a stale journal lock held by {lock.broke}")
     for step in steps:
         entry = journal["steps"].get(step.id)
         if entry is not None and step.undo_before_change and entry.get("desired") != step.desired():
@@ -991,7 +1210,7 @@ def converge(
             # one comes down first, by its own journaled record, then the new one is applied.
             step.undo(r, layout, entry["undo"])
             del journal["steps"][step.id]
-            write_journal(r, layout, journal)
+            write_journal(r, layout, journal, lock)
             outcome.undone.append(step.id)
             entry = None
         found = step.check(r, layout)
@@ -1007,16 +1226,16 @@ def converge(
             ):
                 # In place but not (fully) journaled: a run cut short after apply. Record it.
                 _record(journal, step, record, "applied")
-                write_journal(r, layout, journal)
+                write_journal(r, layout, journal, lock)
             outcome.unchanged.append(step.id)
             continue
         # Intent first, with the *original* values, so a cut connection never loses them.
         _record(journal, step, record, "applying")
-        write_journal(r, layout, journal)
+        write_journal(r, layout, journal, lock)
         kept = step.apply(r, layout, replace(found, before=record))
         step.verify(r, layout)
         _record(journal, step, kept, "applied")
-        write_journal(r, layout, journal)
+        write_journal(r, layout, journal, lock)
         outcome.changed.append(step.id)
     wanted = {s.id for s in steps}
     for sid in [s for s in reversed(list(journal["steps"])) if s not in wanted]:
@@ -1025,26 +1244,34 @@ def converge(
             continue
         undoer.undo(r, layout, journal["steps"][sid]["undo"])
         del journal["steps"][sid]
-        write_journal(r, layout, journal)
+        write_journal(r, layout, journal, lock)
         outcome.undone.append(sid)
     outcome.writes = r.writes - before
     outcome.journal = journal
     return outcome
 
 
-def revert(r: Runner, layout: HostLayout, steps: Sequence[Step]) -> Outcome:
-    """Undo every journaled step we know, newest first, and drop it from the journal."""
+def revert(r: Runner, layout: HostLayout, steps: Sequence[Step], *, lock_wait: float = LOCK_WAIT) -> Outcome:
+    """Undo every journaled step we know, newest first, and drop it from the journal (holding the
+    journal lock throughout, like ``converge``)."""
+    with journal_locked(r, layout, purpose="revert", wait=lock_wait) as lock:
+        return _revert(r, layout, steps, lock)
+
+
+def _revert(r: Runner, layout: HostLayout, steps: Sequence[Step], lock: JournalLock) -> Outcome:
     before = r.writes
     journal = read_journal(r, layout)
     by_id = {s.id: s for s in steps}
     outcome = Outcome(r.host)
+    if lock.broke is not None:
+        outcome.notes.append(f"broke a stale journal lock held by {lock.broke}")
     for sid in reversed(list(journal["steps"])):
         step = by_id.get(sid)
         if step is None:
             continue
         step.undo(r, layout, journal["steps"][sid]["undo"])
         del journal["steps"][sid]
-        write_journal(r, layout, journal)
+        write_journal(r, layout, journal, lock)
         outcome.undone.append(sid)
     outcome.writes = r.writes - before
     outcome.journal = journal

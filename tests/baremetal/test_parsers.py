@@ -11,11 +11,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pydantic import TypeAdapter, ValidationError
 
+from fullserver.baremetal import errors as baremetal_errors
 from fullserver.baremetal.audit import audit_facts, match_accelerator
-from fullserver.baremetal.cli import exit_code
 from fullserver.baremetal.errors import ProbeError
-from fullserver.baremetal.inventory import inventory_from_data, keys_from_known_hosts, parse_key_line
+from fullserver.baremetal.inventory import inventory_from_data, keys_from_known_hosts, load_inventory, parse_key_line
+from fullserver.baremetal.keys import HostKeyLine, check_host_key
 from fullserver.baremetal.probe import HostFacts, parse_gpus, parse_lsblk, parse_probe
 from fullserver.baremetal.ssh import _sudo_refused, load_private_key
 from fullserver.baremetal.steps import (
@@ -28,10 +30,11 @@ from fullserver.baremetal.steps import (
 )
 from fullserver.baremetal.transport import Result
 from fullserver.catalog import load_catalog
-from fullserver.errors import EXIT_SHORT, InputError
+from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE, InputError
 from fullserver.profiles import load_profiles
 from fullserver.workload import DedicatedHost
 from fullserver.yamlio import parse
+from fullserver_cli.audit import exit_code
 
 GOLDEN = Path(__file__).parent / "golden" / "probe"
 
@@ -338,3 +341,69 @@ def test_jump_only_entries_are_not_hosts(tmp_path: Path) -> None:
     assert inv.is_jump(inv.entry("bastion")) and inv.is_jump(inv.entry("gw")) and inv.is_jump(inv.entry("gpu-02"))
     with pytest.raises(InputError, match="every host is a jump host"):
         inventory_from_data([{"name": "b", "address": "x", "role": "jump"}], tmp_path, "inv.yaml")
+
+
+def test_malformed_host_key_is_refused_when_the_inventory_is_read(tmp_path: Path) -> None:
+    """Issue 14: the model refuses it (one line naming the field), not the first connection."""
+    with pytest.raises(InputError) as exc:
+        inventory_from_data([{"name": "a", "address": "10.0.0.1", "hostKeys": ["not a key"]}], tmp_path, "inv.yaml")
+    line = exc.value.line()
+    assert line.startswith("inv.yaml: hosts[0]: field 'hostKeys[0]': not a public host key: 'not a key'; write")
+    assert "\n" not in line
+    blob = _real_key().replace("ssh-ed25519", "ssh-rsa", 1)
+    with pytest.raises(InputError, match=r"field 'hostKeys\[1\]': host key blob does not match its type ssh-rsa"):
+        inventory_from_data([{"name": "a", "address": "x", "hostKeys": [_real_key(), blob]}], tmp_path, "inv.yaml")
+    assert check_host_key(_real_key()) == _real_key()
+    assert TypeAdapter(list[HostKeyLine]).validate_python([_real_key()]) == [_real_key()]  # for workload.py
+    with pytest.raises(ValidationError, match="not a public host key"):
+        TypeAdapter(list[HostKeyLine]).validate_python(["not a key"])
+
+
+def test_key_sources_one_place_for_audit_and_provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "gpu.key").write_text("gpu key text")
+    monkeypatch.setenv("FS_HOP", "hop key text")
+    hosts = [
+        {"name": "gpu", "address": "10.0.0.1", "jump": "hop", "privateKeyFile": "gpu.key"},
+        {"name": "hop", "address": "10.0.0.2", "jump": "gate", "privateKeyEnv": "FS_HOP"},
+        {"name": "gate", "address": "10.0.0.3", "role": "jump"},
+    ]
+    inv = inventory_from_data(hosts, tmp_path, "inv.yaml")
+    assert [h.name for h in inv.hops(inv.entry("gpu"))] == ["hop", "gate"]
+    assert inv.own_keys() == {"gpu": "gpu key text", "hop": "hop key text"}
+    assert inv.key_source(inv.entry("gpu")) == f"inv.yaml: host 'gpu' privateKeyFile {tmp_path / 'gpu.key'}"
+    assert inv.key_source(inv.entry("hop")) == "inv.yaml: host 'hop' privateKeyEnv FS_HOP"
+    with pytest.raises(InputError, match="host 'gate': no private key source"):
+        inv.credentials(inv.entry("gpu"))  # the audit has no default key
+    # the provider: texts read by the program (secrets), and private_key for entries without a source
+    monkeypatch.delenv("FS_HOP")
+    (tmp_path / "gpu.key").unlink()
+    inv = inventory_from_data(
+        hosts, tmp_path, "hosts", keys={"gpu": "gpu key text", "hop": "hop key text"}, default_key="default"
+    )
+    assert inv.credentials(inv.entry("gpu")) == ("gpu key text", {"hop": "hop key text", "gate": "default"})
+    assert "key text" not in repr(inv)
+    (tmp_path / "binary.key").write_bytes(b"\xff\xfe\x00key")
+    inv = inventory_from_data([{"name": "b", "address": "x", "privateKeyFile": "binary.key"}], tmp_path, "inv.yaml")
+    with pytest.raises(InputError, match=r"binary\.key is not text"):
+        inv.private_key(inv.entry("b"))
+
+
+def test_inventory_file_goes_through_read_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "inv.yaml"
+    path.write_bytes(b"hosts:\n  - name: caf\xe9\n    address: 10.0.0.1\n")  # Latin-1, not UTF-8
+    with pytest.raises(InputError) as exc:
+        load_inventory(path)
+    assert exc.value.line().startswith(f"{path}: not UTF-8 text: byte 0xe9")
+    path.write_text(f"hosts:\n  - name: a\n    address: 10.0.0.1\n    hostKeys: ['{_real_key()}']\n")
+    assert [e.name for e in load_inventory(path).hosts] == ["a"]
+    path.write_text("")
+    with pytest.raises(InputError, match="expected a non-empty list of hosts"):
+        load_inventory(path)
+    path.write_text("- name: a\n  address: 10.0.0.1\n")  # a bare list: read_yaml takes mappings only
+    with pytest.raises(InputError, match="expected a mapping at the top level"):
+        load_inventory(path)
+
+
+def test_exit_codes_come_from_the_one_table() -> None:
+    assert baremetal_errors.EXIT_UNREACHABLE is EXIT_UNREACHABLE == 5
+    assert "EXIT_UNREACHABLE" in baremetal_errors.__all__

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from pulumi.dynamic.dynamic import serialize_provider
 from components.bare_metal import FORGET_ENV, BareMetalProvider
 from fullserver.baremetal import inventory
 from fullserver.baremetal.errors import BareMetalError
-from fullserver.baremetal.inventory import Timeouts
+from fullserver.baremetal.inventory import Timeouts, inventory_from_data
 from tests.baremetal.conftest import private_proc_sys
 from tests.baremetal.testbed import H100_SXM, SshdHost, Testbed
 
@@ -141,3 +142,80 @@ def test_delete_with_a_host_gone_for_good(host: SshdHost, monkeypatch: pytest.Mo
     monkeypatch.setattr(pulumi.log, "warn", lambda msg, *args, **kwargs: warnings.append(msg))
     p.delete(created.id, created.outs)
     assert any(f"{host.name} forgotten without reverting" in w for w in warnings), warnings
+
+
+def _keygen(path: Path) -> str:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+    return path.read_text()
+
+
+def test_per_host_key_sources_and_jump_keys_are_honoured(
+    bed: Testbed, host: SshdHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11: as in an inventory file and ``fullserver audit``, a host's and a jump host's own key
+    source wins over ``private_key`` (here a key no host accepts)."""
+    host.set_gpus([H100_SXM])
+    bastion = bed.add_host(f"bastion-p{host.port % 10000}")
+    try:
+        keyfile = tmp_path / "gpu.key"
+        keyfile.write_text(host.user_key)
+        monkeypatch.setenv("FS_BASTION_KEY", bastion.user_key)
+        props = _props([host], _keygen(tmp_path / "nobody"), host, "root")
+        props["hosts"][0].update(jump="bastion", privateKeyFile=str(keyfile))
+        props["hosts"].append(
+            {
+                "name": "bastion",
+                "address": "127.0.0.1",
+                "port": bastion.port,
+                "hostKeys": [bastion.host_key_line],
+                "privateKeyEnv": "FS_BASTION_KEY",
+            }
+        )
+        # What BareMetalEnvironment passes (as a secret): every own key source, read when the program runs.
+        props["private_keys"] = inventory_from_data(props["hosts"], Path.cwd(), "hosts").own_keys()
+        assert props["private_keys"] == {host.name: host.user_key, "bastion": bastion.user_key}
+        p = BareMetalProvider()
+        assert p.check({}, props).failures == []
+        created = p.create(props)
+        assert created.outs is not None and created.outs["failed_hosts"] == {}, created.outs
+        assert created.outs["host_status"][host.name]["changed"] == ["sysctl", "gpu-persistence"]
+        log = (bastion.dir / "sshd.log").read_text()
+        assert "Accepted publickey for root" in log and "Starting session" not in log  # passed through only
+        # pulumi destroy does not run the program: the key texts in the (secret) state suffice.
+        monkeypatch.delenv("FS_BASTION_KEY")
+        keyfile.unlink()
+        p.delete(created.id, created.outs)
+        assert not (host.root / "var/lib/fullserver/journal.json").exists()
+    finally:
+        bastion.stop()
+
+
+def test_check_names_a_bad_per_host_key_and_its_source_never_the_key(host: SshdHost, tmp_path: Path) -> None:
+    p = BareMetalProvider()
+    bad = tmp_path / "bad.key"
+    bad.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nU0VDUkVUU0VDUkVU\n-----END OPENSSH PRIVATE KEY-----\n")
+    props = _props([host], host.user_key, host, "root")
+    del props["private_key"]  # every host has its own key: no default needed
+    props["hosts"][0]["privateKeyFile"] = str(bad)
+    props["private_keys"] = {host.name: bad.read_text()}
+    failures = p.check({}, props).failures
+    assert [f.property for f in failures] == ["private_keys"]
+    reason = failures[0].reason
+    assert reason.startswith(f"hosts: host '{host.name}' privateKeyFile {bad}: the private key is not an OpenSSH/PEM")
+    assert "U0VDUkVU" not in reason and "\n" not in reason
+    props["private_keys"] = {host.name: host.user_key}
+    assert p.check({}, props).failures == []
+    # a host without a key source of its own needs private_key, and the failure says which
+    del props["hosts"][0]["privateKeyFile"]
+    failures = p.check({}, props).failures
+    assert [f.property for f in failures] == ["private_key"] and failures[0].reason.endswith(
+        f"used by the hosts without privateKeyFile/privateKeyEnv: {host.name}"
+    )
+
+
+def test_check_refuses_a_malformed_host_key_naming_the_field(host: SshdHost) -> None:
+    props = _props([host], host.user_key, host, "root")
+    props["hosts"][0]["hostKeys"] = ["not a key"]
+    failures = BareMetalProvider().check({}, props).failures
+    assert [f.property for f in failures] == ["hosts"]
+    assert failures[0].reason.startswith("hosts: hosts[0]: field 'hostKeys[0]': not a public host key: 'not a key'")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -10,7 +11,7 @@ from typing import Any
 import paramiko
 import pytest
 
-from fullserver.baremetal import ssh
+from fullserver.baremetal import liblog, ssh
 from fullserver.baremetal.errors import (
     AuthFailed,
     CommandFailed,
@@ -159,7 +160,61 @@ def test_stalled_server_banner_times_out(host: SshdHost) -> None:
         session(host.target(timeouts=FAST), host.user_key).__enter__()
     elapsed = time.monotonic() - start
     assert elapsed < FAST.banner * FAST.connect_attempts + 3, elapsed
-    assert host.name in exc.value.line()
+    assert exc.value.line() == (
+        f"{host.name}: no SSH banner within 2 s (127.0.0.1:{host.port}) "
+        "(sshd stalled or overloaded; check the host's console and load)"
+    )
+
+
+def test_stalled_banner_is_named_whichever_wait_runs_out_first(host: SshdHost) -> None:
+    """paramiko's start_client wait (the connect timeout) used to end before the banner's, and the
+    host was then named "connection failed: No existing session"."""
+    quick = Timeouts(connect=1, banner=2, auth=3, channel=3, connect_attempts=1)
+    host.pause()
+    start = time.monotonic()
+    with pytest.raises(HostUnreachable) as exc:
+        session(host.target(timeouts=quick), host.user_key).__enter__()
+    assert "no SSH banner within 2 s" in exc.value.line() and "No existing session" not in exc.value.line()
+    assert time.monotonic() - start < quick.banner + 2  # costs its banner timeout, no more
+
+
+def test_paramiko_log_records_never_reach_other_handlers(host: SshdHost) -> None:
+    """The transport thread logs a lost connection as ERROR records (the traceback one record a
+    line); none may reach the root logger, where any configured handler would print them."""
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    keep = Keep(level=logging.DEBUG)
+    logging.getLogger().addHandler(keep)
+    try:
+        host.pause()
+        with pytest.raises(HostUnreachable):
+            session(host.target(timeouts=FAST), host.user_key).__enter__()
+        time.sleep(0.5)  # the transport thread logs as it dies
+    finally:
+        logging.getLogger().removeHandler(keep)
+        host.resume()
+    assert not [r for r in seen if r.name.startswith("paramiko")], [r.getMessage() for r in seen]
+
+
+def test_library_warnings_reach_the_sink_as_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    lines: list[str] = []
+    log = logging.getLogger("paramiko.transport")
+    with liblog.output(lines.append):
+        log.warning("Oops, unhandled type %d\n  with a second line", 3)
+        log.error("Exception (client): Error reading SSH protocol banner")
+        log.error("Traceback (most recent call last):")
+        log.debug("Banner: x")
+    with caplog.at_level(logging.WARNING, logger="fullserver.baremetal"):
+        log.warning("after the block: the core's logger")
+    assert lines == ["ssh: Oops, unhandled type 3 with a second line"]
+    # Outside a command's block the core prints nothing: the line goes to its logger.
+    assert [(r.name, r.getMessage()) for r in caplog.records if r.name == "fullserver.baremetal"] == [
+        ("fullserver.baremetal", "ssh: after the block: the core's logger")
+    ]
 
 
 def test_peer_stalls_mid_command_keepalive_detects_it(host: SshdHost) -> None:

@@ -127,7 +127,7 @@ def _screen(command: str, width: int, height: int = 40) -> list[str]:
         subprocess.run(["tmux", "set-option", "-t", session, "history-limit", "10000"], check=True)
         line = f"echo; echo start$((1))-{session}; {shlex.quote(str(FULLSERVER))} {command} 2>&1; echo done$((1))-{session}"
         subprocess.run(["tmux", "send-keys", "-t", session, line, "Enter"], check=True)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180
         joined = ""
         while time.monotonic() < deadline:
             joined = subprocess.run(
@@ -140,7 +140,7 @@ def _screen(command: str, width: int, height: int = 40) -> list[str]:
                 break
             time.sleep(0.2)
         else:
-            pytest.fail(f"{command!r} did not finish on the tmux screen within 60 s")
+            pytest.fail(f"{command!r} did not finish on the tmux screen within 180 s")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     lines = joined.splitlines()

@@ -319,3 +319,14 @@ def test_the_example_stacks_and_their_valid_neighbours_still_plan(tmp_path: Path
     }
     for name, (stack, changes) in fine.items():
         plan_offline(write_stack(tmp_path, name, stack_config(stack, **changes)))
+
+
+def test_a_dedicated_host_key_that_is_no_key_is_refused_by_the_plan(tmp_path: Path) -> None:
+    """The audit refused ``hostKeys: ["not a key"]``; the plan accepted it. Both refuse it now."""
+    config = stack_config("dedicated-h100")
+    dedicated = dict(config[f"{CONFIG_NAMESPACE}:dedicated"])
+    dedicated["hosts"] = [{**dedicated["hosts"][0], "hostKeys": ["not a key"]}]
+    config[f"{CONFIG_NAMESPACE}:dedicated"] = dedicated
+    with pytest.raises(InputError) as info:
+        plan_offline(write_stack(tmp_path, "bm", config))
+    assert "hostKeys" in info.value.line() and "not a public host key" in info.value.line()

@@ -6,6 +6,11 @@ host is short of a minimum or could not be verified (unknown or mixed GPUs, no G
 short of its ``expect:`` contract), naming each host and what it misses; 5 when every audited
 host is fine but some could not be reached or probed. Jump hosts (entries only named as another
 entry's ``jump``, or ``role: jump``) are passed through with their own keys, never audited.
+
+Every private key (hosts' and jump hosts') is read *and parsed* before any host is contacted: a
+key that cannot be used is bad input (exit 2, one line naming the host and the key source, never
+the key), not an unreachable host. Library log output (paramiko's) reaches stderr only as one
+line through this command's console (``liblog``), never as a traceback.
 """
 
 from __future__ import annotations
@@ -21,11 +26,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from fullserver.baremetal import liblog
 from fullserver.baremetal.audit import HostAudit, audit_fleet
-from fullserver.baremetal.errors import EXIT_UNREACHABLE
-from fullserver.baremetal.inventory import load_inventory
+from fullserver.baremetal.inventory import Inventory, InventoryEntry, load_inventory
 from fullserver.catalog import load_catalog
-from fullserver.errors import EXIT_SHORT, FullserverError
+from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE, FullserverError
 from fullserver.profiles import get_profile, load_profiles
 
 
@@ -48,19 +53,23 @@ def audit(
         hosts = [(inv.target(e), inv.private_key(e)) for e in inv.hosts]
         jump_keys = {name: key for e in inv.hosts for name, key in inv.jump_keys(e).items()}
         expected = {e.name: e.expect for e in inv.hosts if e.expect is not None}
+        check_keys(inv, [*inv.hosts, *(hop for e in inv.hosts for hop in inv.hops(e))])
     except FullserverError as exc:
         sys.stderr.write(f"error: {exc.line()}\n")
         raise typer.Exit(exc.exit_code) from None
 
-    with Progress(
-        TextColumn("probing"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
+    with (
+        liblog.output(lambda line: err.print(f"warning: {line}", markup=False, highlight=False)),
+        Progress(
+            TextColumn("probing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as bar,
+    ):
         task = bar.add_task("", total=len(hosts))
 
         def done(name: str, _: object) -> None:
@@ -86,6 +95,15 @@ def audit(
                 soft_wrap=True,
             )
     raise typer.Exit(code)
+
+
+def check_keys(inv: Inventory, entries: list[InventoryEntry]) -> None:
+    """Parse every private key now: a bad one is bad input (``InputError``, exit 2) naming the host
+    and where its key comes from, found before any connection (not an "unreachable" host later)."""
+    from fullserver.baremetal.ssh import load_private_key  # paramiko loads only when audit runs
+
+    for e in {e.name: e for e in entries}.values():
+        load_private_key(inv.private_key(e), inv.key_source(e))
 
 
 def exit_code(audits: list[HostAudit]) -> int:
