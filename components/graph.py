@@ -14,6 +14,7 @@ subprocess. It must not be called from inside a running Pulumi program or ``@pul
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import logging
@@ -206,6 +207,28 @@ def _config_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value)
+
+
+def close_event_loop() -> None:
+    """Close the event loop the SDK left in this thread; for a process about to exit.
+
+    ``_sync_await`` creates a loop and keeps it (the SDK's own state refers to it, so each
+    evaluation must share it). Left to the garbage collector at interpreter exit, its ``__del__``
+    can run after its self-pipe is gone and print "Exception ignored in BaseEventLoop.__del__ ...
+    Invalid file descriptor: -1" after a successful plan; the command line closes it first.
+    """
+    policy = asyncio.get_event_loop_policy()
+    try:
+        loop = policy.get_event_loop()
+    except RuntimeError:
+        return
+    if loop.is_running() or loop.is_closed():
+        return
+    try:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        loop.close()
 
 
 def evaluate(

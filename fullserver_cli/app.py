@@ -397,7 +397,14 @@ def janitor(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    finally:
+        # A plan's resource graph leaves the SDK's event loop behind: close it while the process is
+        # whole (only when the graph ran: other commands never import Pulumi).
+        graph = sys.modules.get("components.graph")
+        if graph is not None:
+            graph.close_event_loop()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from typing import Any
 from rich.table import Table
 
 from components.graph import Graph, Row
+from fullserver.rules import LABEL_ENVIRONMENT
 
 
 def short_type(typ: str) -> str:
@@ -116,11 +117,7 @@ def summary(row: Row) -> str:
             if len(parts) >= 4:
                 break
     labels = i.get("labels") or i.get("tags")
-    if (
-        isinstance(labels, dict)
-        and "fullserver-environment" in labels
-        and t not in ("aws:ec2/securityGroup:SecurityGroup",)
-    ):
+    if isinstance(labels, dict) and LABEL_ENVIRONMENT in labels and t not in ("aws:ec2/securityGroup:SecurityGroup",):
         parts.append("labelled")
     return ", ".join(p for p in parts if p)
 

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from fullserver.errors import FullserverError
-from fullserver.plan import check_budget, plan_paths
+from fullserver.plan import StackPlan, check_budget, plan_paths
 from fullserver.workload import find_stacks
 from fullserver_cli import render
 from fullserver_cli.output import console, emit_json, fail
@@ -38,6 +38,14 @@ def plan(
         plans = plan_paths(find_stacks(stacks_dir, stacks or []))
     except FullserverError as exc:
         raise fail(exc) from None
+    _print(plans, as_json, summary, max_monthly_usd)
+    try:
+        check_budget(plans, max_monthly_usd)
+    except FullserverError as exc:
+        raise fail(exc) from None
+
+
+def _print(plans: list[StackPlan], as_json: bool, summary: bool, max_monthly_usd: float | None) -> None:
     # The resource graph imports Pulumi: only here, never in the core.
     from components.graph import graph_for_stack_plan, rows_json
 
@@ -73,7 +81,3 @@ def plan(
                 con.print(render.stack_plan(p, [*p.warnings, *g.warnings]))
                 con.print(graph_table(g))
                 con.print()
-    try:
-        check_budget(plans, max_monthly_usd)
-    except FullserverError as exc:
-        raise fail(exc) from None

@@ -169,3 +169,25 @@ def test_output_fits_a_real_terminal(command: str, width: int) -> None:
     assert len(lines) > 3 and not any("Traceback" in row for row in lines)
     too_long = [row for row in lines if len(row) > width]
     assert too_long == [], f"{len(too_long)} line(s) wider than {width} columns"
+
+
+def test_a_successful_plan_leaves_nothing_on_stderr() -> None:
+    """The SDK's event loop is closed before exit: no "Exception ignored in BaseEventLoop.__del__"."""
+    for stack in ("exp-aws-spot", "finetune-gcp-g2"):
+        done = subprocess.run(
+            [str(FULLSERVER), "plan", stack], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert done.returncode == 0 and done.stderr == ""
+
+
+def test_the_sdk_event_loop_is_closed_when_the_command_ends() -> None:
+    """In a child interpreter (closing the loop ends Pulumi for that process)."""
+    code = (
+        "import asyncio, sys; from fullserver_cli.app import main; sys.argv = ['fullserver', 'plan', 'exp-aws-spot'];\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(asyncio.get_event_loop_policy().get_event_loop().is_closed())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.stdout.strip().splitlines()[-1] == "True" and done.stderr == ""
