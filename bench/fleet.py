@@ -29,8 +29,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fullserver.baremetal.audit import audit_fleet, run_fleet
+from fullserver.baremetal.config import HostConfig, HostLayout, ServiceUserConfig
+from fullserver.baremetal.engine import converge
+from fullserver.baremetal.operations import build_steps
 from fullserver.baremetal.ssh import session
-from fullserver.baremetal.steps import HostConfig, HostLayout, ServiceUserConfig, build_steps, converge
 from fullserver.catalog import load_catalog
 from fullserver.profiles import load_profiles
 from tests.baremetal.testbed import H100_SXM, SshdHost, Testbed

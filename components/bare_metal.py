@@ -5,14 +5,18 @@ A Python dynamic provider does the work with the Pulumi-free core (``fullserver.
 * ``check`` validates the inventory, the configuration, the profile and the private key
   *before* any host is touched (field-level failures);
 * ``create`` = probe + audit + configure every host; ``read`` re-probes and re-plans, so
-  ``pulumi refresh`` shows drift (facts, and steps no longer in place); ``diff`` compares the
-  desired steps with each host's journal and facts; ``update`` applies only the difference
-  (steps no longer wanted are undone; hosts dropped from the inventory are reverted);
-  ``delete`` reverts what fullserver changed, newest step first.
+  ``pulumi refresh`` shows drift (facts, steps no longer in place, and under ``commands`` the
+  exact commands the next update would run on each host); ``diff`` compares the desired steps
+  with each host's journal and facts; ``update`` applies only the difference (steps no longer
+  wanted are undone; hosts dropped from the inventory are reverted); ``delete`` reverts what
+  fullserver changed, newest step first.
 * ``diff`` connects to every host, also during ``pulumi preview``: it reads each host's journal
-  and runs each step's read-only check (``cat``, ``blkid -p``, ``getent``...; no writes), because
-  drift lives on the hosts, not in the inputs — without it a knob reset by hand would never
-  show as a change. ``read`` (``pulumi refresh``) also re-probes the hardware.
+  and runs each step's read-only fact script (``cat``, ``blkid -p``, ``getent``...; no writes),
+  because drift lives on the hosts, not in the inputs — without it a knob reset by hand would
+  never show as a change. A dynamic provider's ``DiffResult`` can only say *whether* something
+  changes, so ``diff`` also logs, per host, each pending step and the exact commands the update
+  would run (``fullserver.baremetal.engine.plan``). ``read`` (``pulumi refresh``) also re-probes
+  the hardware.
 * Jump hosts (entries only named as another entry's ``jump``, or ``role: jump``) are passed
   through, never audited or configured. ``expected`` (the stack's ``dedicated.host``) or a host's
   ``expect`` is the rented-hardware contract the audit checks each host against.
@@ -67,10 +71,12 @@ from pulumi.dynamic import (
 )
 
 from fullserver.baremetal.audit import audit_facts, run_fleet
+from fullserver.baremetal.config import JOURNAL, HostConfig
+from fullserver.baremetal.engine import StepPlan, converge, plan, revert
 from fullserver.baremetal.errors import BareMetalError, HostUnreachable
 from fullserver.baremetal.inventory import Inventory, InventoryEntry, inventory_from_data
+from fullserver.baremetal.operations import Step, build_steps
 from fullserver.baremetal.probe import HostFacts, probe
-from fullserver.baremetal.steps import JOURNAL, HostConfig, Step, build_steps, converge, plan, revert
 from fullserver.baremetal.transport import Runner
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.errors import FullserverError
@@ -107,7 +113,7 @@ class _Fleet:
     def __init__(self, props: dict[str, Any]) -> None:
         self.inventory = _inventory(props, "BareMetalEnvironment.hosts")
         self.config = parse(HostConfig, props.get("config") or {}, "BareMetalEnvironment.config")
-        self.steps: list[Step] = build_steps(self.config)
+        self.steps: list[Step[Any]] = build_steps(self.config)
         self.profile = load_profiles()[str(props["profile"])]
         raw = props.get("expected")
         self.expected = parse(DedicatedHost, raw, "BareMetalEnvironment.expected") if raw else None
@@ -225,7 +231,7 @@ def _apply(fleet: _Fleet, old: _Fleet | None, configured: set[str] | None = None
         outcome = converge(s, fleet.config.layout, fleet.steps, undo_unlisted=undo)
         return {
             **report,
-            "steps": {sid: e.get("status", "?") for sid, e in outcome.journal["steps"].items()},
+            "steps": {sid: e.status for sid, e in outcome.journal.steps.items()},
             "changed": outcome.changed,
             "writes": outcome.writes,
             **({"notes": outcome.notes} if outcome.notes else {}),  # e.g. a stale journal lock broken
@@ -244,6 +250,21 @@ def _apply(fleet: _Fleet, old: _Fleet | None, configured: set[str] | None = None
             "fix the hosts and run pulumi up again",
         )
     return {"host_status": hosts, "failed_hosts": failed}
+
+
+def _show_plan(pending: dict[str, dict[str, StepPlan]]) -> None:
+    """One message per host with pending steps: each step's summary and the exact commands the
+    update would run. A dynamic provider's ``DiffResult`` can only say *that* something changes;
+    this is how ``pulumi preview`` shows *what* (the provider process has no engine connection, so
+    ``pulumi.log`` writes to its stderr, which the engine shows beside the resource)."""
+    for host, steps in sorted(pending.items()):
+        if not steps:
+            continue
+        lines = [f"bare metal: {host} would run:"]
+        for sid, p in steps.items():
+            lines.append(f"  {sid}: {p}")
+            lines += [f"    {c}" if c.startswith("# ") else f"    $ {c}" for c in p.shown()]
+        pulumi.log.info("\n".join(lines))
 
 
 class BareMetalProvider(ResourceProvider):
@@ -290,8 +311,9 @@ class BareMetalProvider(ResourceProvider):
             return DiffResult(changes=True)
         fleet = _Fleet(news)
         pending, failed = fleet.each(
-            lambda _e, s: {k: v for k, v in plan(s, fleet.config.layout, fleet.steps).items() if v != "ok"}
+            lambda _e, s: {k: v for k, v in plan(s, fleet.config.layout, fleet.steps).items() if v.action != "ok"}
         )
+        _show_plan(pending)
         return DiffResult(changes=bool(failed) or any(pending.values()))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
@@ -306,9 +328,11 @@ class BareMetalProvider(ResourceProvider):
         def work(entry: InventoryEntry, s: Any) -> dict[str, Any]:
             report = _host_report(fleet, entry, s, catalog)
             pending = plan(s, fleet.config.layout, fleet.steps)
+            commands = {k: v.shown() for k, v in pending.items() if v.shown()}
             return {
                 **report,
-                "steps": {k: ("applied" if v == "ok" else f"drift: {v}") for k, v in pending.items()},
+                "steps": {k: ("applied" if v.action == "ok" else f"drift: {v}") for k, v in pending.items()},
+                **({"commands": commands} if commands else {}),  # exactly what the next update would run
             }
 
         hosts, failed = fleet.each(work)

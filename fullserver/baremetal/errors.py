@@ -14,11 +14,13 @@ __all__ = [
     "BareMetalError",
     "CommandFailed",
     "CommandTimeout",
+    "Failure",
     "HostKeyMismatch",
     "HostUnreachable",
     "JournalLocked",
     "NoSudo",
     "ProbeError",
+    "Refusal",
     "StepFailed",
     "StepRefused",
 ]
@@ -97,3 +99,30 @@ class JournalLocked(BareMetalError):
             "this host; re-run when it is done. A lock whose owner's SSH session has ended is broken "
             "automatically",
         )
+
+
+class _HostlessError(Exception):
+    """What a pure fact parser or operation found wrong. Pure code does not know which host it
+    judges; the engine re-raises it as the matching ``BareMetalError`` naming the host (``at``)."""
+
+    def __init__(self, what: str, hint: str = "") -> None:
+        super().__init__(what)
+        self.what = what
+        self.hint = hint
+
+    def at(self, host: str) -> BareMetalError:
+        raise NotImplementedError
+
+
+class Refusal(_HostlessError):
+    """A step must not go ahead (it would destroy data, or needs consent): ``StepRefused``."""
+
+    def at(self, host: str) -> BareMetalError:
+        return StepRefused(host, self.what, self.hint)
+
+
+class Failure(_HostlessError):
+    """The host cannot do what the step needs, or did not end up as it should: ``StepFailed``."""
+
+    def at(self, host: str) -> BareMetalError:
+        return StepFailed(host, self.what, self.hint)

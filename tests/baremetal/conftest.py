@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fullserver.baremetal.steps import NETWORK_SYSCTLS, HostLayout
+from fullserver.baremetal.config import HostLayout
+from fullserver.baremetal.operations import NETWORK_SYSCTLS
 from tests.baremetal.testbed import SshdHost, Testbed
 
 

@@ -17,22 +17,13 @@ import pytest
 import yaml
 
 from fullserver.baremetal.audit import audit_host
+from fullserver.baremetal.config import HostConfig, ScratchConfig, ServiceUserConfig
+from fullserver.baremetal.engine import converge, plan, revert
 from fullserver.baremetal.errors import BareMetalError, ProbeError, StepFailed, StepRefused
+from fullserver.baremetal.journal import read_journal
+from fullserver.baremetal.operations import ScratchStep, ServiceUserStep, SysctlStep, build_steps
 from fullserver.baremetal.probe import probe
 from fullserver.baremetal.ssh import session
-from fullserver.baremetal.steps import (
-    HostConfig,
-    ScratchConfig,
-    ScratchStep,
-    ServiceUserConfig,
-    ServiceUserStep,
-    SysctlStep,
-    build_steps,
-    converge,
-    plan,
-    read_journal,
-    revert,
-)
 from fullserver.catalog import load_catalog
 from fullserver.profiles import load_profiles
 from tests.baremetal.conftest import private_proc_sys
@@ -130,15 +121,15 @@ def test_configure_reapply_zero_writes_then_revert(bed: Testbed, host: SshdHost,
         before = _files(host.root)
         again = converge(s, cfg.layout, steps)
         assert again.writes == 0 and again.changed == [] and _files(host.root) == before
-        assert set(plan(s, cfg.layout, steps).values()) == {"ok"}
+        assert {p.action for p in plan(s, cfg.layout, steps).values()} == {"ok"}
         # drift: someone resets a knob; plan sees it, converge fixes only that step
         (host.root / "proc/sys/net/core/rmem_max").write_text("212992\n")
-        assert plan(s, cfg.layout, steps)["sysctl"].startswith("apply")
+        assert str(plan(s, cfg.layout, steps)["sysctl"]).startswith("apply")
         fixed = converge(s, cfg.layout, steps)
         assert fixed.changed == ["sysctl"]
         gone = revert(s, cfg.layout, steps)
         assert gone.undone == list(reversed([st.id for st in steps]))
-        assert read_journal(s, cfg.layout)["steps"] == {}
+        assert read_journal(s, cfg.layout).steps == {}
     assert (host.root / "proc/sys/net/core/rmem_max").read_text().strip() == Path(
         "/proc/sys/net/core/rmem_max"
     ).read_text().strip()
@@ -209,7 +200,7 @@ def test_raid0_over_two_disks(bed: Testbed, host: SshdHost) -> None:
                 "(load it (modprobe raid0), or use a single scratch device)"
             )
             assert all(subprocess.run(["blkid", "-p", d], capture_output=True).returncode == 2 for d in devs)
-            assert s.writes == 0 and read_journal(s, cfg.layout)["steps"] == {}  # refused before any write
+            assert s.writes == 0 and read_journal(s, cfg.layout).steps == {}  # refused before any write
             return
         try:
             assert converge(s, cfg.layout, [step]).changed == ["scratch"]
@@ -258,8 +249,8 @@ def test_connection_killed_mid_configuration_converges(bed: Testbed, host: SshdH
     with session(host.target(user=ops), host.user_key) as s:
         out = converge(s, cfg.layout, steps)
         assert "scratch" in out.unchanged and "sysctl" in out.unchanged
-        assert all(e["status"] == "applied" for e in out.journal["steps"].values())
-        assert list(out.journal["steps"]) == [st.id for st in steps]
+        assert all(e.status == "applied" for e in out.journal.steps.values())
+        assert list(out.journal.steps) == [st.id for st in steps]
         assert converge(s, cfg.layout, steps).writes == 0
         revert(s, cfg.layout, steps)
     assert (host.root / "proc/sys/net/core/rmem_max").read_text().strip() == Path(

@@ -10,22 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from fullserver.baremetal.config import HostLayout
+from fullserver.baremetal.engine import Outcome, converge, revert
 from fullserver.baremetal.errors import JournalLocked, StepFailed
+from fullserver.baremetal.journal import Journal, read_journal, write_journal
+from fullserver.baremetal.lock import LOCK_STALE_AFTER, JournalLock, lock_journal, unlock_journal
+from fullserver.baremetal.operations import GpuPersistenceStep, SysctlStep
 from fullserver.baremetal.ssh import connect, load_private_key, session
-from fullserver.baremetal.steps import (
-    LOCK_STALE_AFTER,
-    GpuPersistenceStep,
-    HostLayout,
-    JournalLock,
-    Outcome,
-    SysctlStep,
-    converge,
-    lock_journal,
-    read_journal,
-    revert,
-    unlock_journal,
-    write_journal,
-)
 from tests.baremetal.conftest import private_proc_sys
 from tests.baremetal.testbed import H100_SXM, SshdHost
 
@@ -107,7 +98,7 @@ def test_a_held_lock_names_its_owner_after_a_bounded_wait(host: SshdHost) -> Non
             assert line.startswith(f"{host.name}: the journal is locked by {lock.owner}, for ")
             # the 1 s wait, plus round trips on a loaded machine
             assert "\n" not in line and elapsed < 1 + 15, (line, elapsed)
-            assert other.writes == 0 and read_journal(other, layout)["steps"] == {}  # nothing was done
+            assert other.writes == 0 and read_journal(other, layout).steps == {}  # nothing was done
             unlock_journal(holder, layout, lock)
             assert converge(other, layout, [SysctlStep(KNOB)]).changed == ["sysctl"]  # free again
             revert(other, layout, [SysctlStep(KNOB)])
@@ -161,7 +152,8 @@ def test_a_run_whose_lock_was_broken_stops_before_writing(host: SshdHost) -> Non
         mine = lock_journal(s, layout)
         stolen = JournalLock("not-the-token", mine.owner)
         with pytest.raises(StepFailed, match="journal lock was broken by another run"):
-            write_journal(s, layout, {"version": 1, "steps": {"x": {}}}, stolen)
+            one = {"version": 1, "steps": {"x": {"desired": {}, "undo": {}, "status": "applied", "at": 0}}}
+            write_journal(s, layout, Journal.model_validate(one), stolen)
         assert not Path(layout.journal).exists()
         unlock_journal(s, layout, stolen)  # not ours: left alone
         assert _lock_file(layout).exists()

@@ -77,7 +77,9 @@ def test_check_rejects_before_touching_hosts(host: SshdHost) -> None:
     assert p.check({}, good).failures == []
 
 
-def test_create_diff_read_update_delete(bed: Testbed, host: SshdHost, ops: str) -> None:
+def test_create_diff_read_update_delete(
+    bed: Testbed, host: SshdHost, ops: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     host.set_gpus([H100_SXM] * 2)
     dead = bed.add_host("dead-in-fleet")
     dead.stop()
@@ -108,7 +110,15 @@ def test_create_diff_read_update_delete(bed: Testbed, host: SshdHost, ops: str) 
     (host.root / "proc/sys/net/core/rmem_max").write_text("4096\n")
     read = p.read(created.id, outs)
     assert read.outs is not None and read.outs["host_status"][host.name]["steps"]["sysctl"].startswith("drift")
+    shown = read.outs["host_status"][host.name]["commands"]["sysctl"]  # the exact commands an update runs
+    assert list(read.outs["host_status"][host.name]["commands"]) == ["sysctl"] and "> " in shown[0]
+    infos: list[str] = []
+    monkeypatch.setattr(pulumi.log, "info", lambda msg, *args, **kwargs: infos.append(msg))
     assert p.diff(created.id, outs, props).changes is True
+    assert [m.splitlines()[:2] for m in infos] == [
+        [f"bare metal: {host.name} would run:", "  sysctl: apply: differs: net.core.rmem_max=4096"]
+    ]
+    assert f"    $ {shown[0]}" in infos[0]
     # Update with a smaller config: applies only the difference and undoes what is no longer wanted.
     smaller = _props([host], host.user_key, host, ops, gpuPersistence=False)
     outs2 = p.update(created.id, outs, smaller).outs
