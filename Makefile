@@ -20,7 +20,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check --quiet .
 	$(BIN)/mypy
-	$(BIN)/lint-imports --no-cache --quiet
+	$(BIN)/lint-imports --no-cache
 
 # The tests start real sshd hosts and build RAID0 over loop devices: their system packages are
 # installed first where this machine can (root + apt-get); otherwise one line says what to install.

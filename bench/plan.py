@@ -5,6 +5,7 @@ Resource graphs (issue 3): every example stack, then up to 200 generated stacks 
 Pulumi's mock runtime; growth should be linear. The baseline of each table is the per-stack time
 of its first batch of 50 or more measured in the same run; "vs linear" says how far larger
 batches stray from it.
+Time to the first line of ``fullserver plan`` (issue 14): target under 1 s, against ``--version``.
 Run: ``.venv/bin/python bench/plan.py [--sizes 1,50,100,250,500] [--graph-sizes 50,100,200]``.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -108,6 +110,36 @@ def table(title: str, results: list[tuple[int, float, int]]) -> None:
         print(f"{n:>7} {t:>9.3f} {1000 * t / n:>9.3f} {t / (per_stack * n):>9.2f}x {peak / 2**20:>9.1f}")
 
 
+def first_line(args: list[str], runs: int = 3) -> tuple[float, float]:
+    """Best-of-``runs`` seconds until ``fullserver <args>`` prints its first line, and until it ends."""
+    exe = Path(sys.executable).with_name("fullserver")
+    first, total = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.Popen([str(exe), *args], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        first.append(time.perf_counter() - start)
+        proc.communicate()
+        total.append(time.perf_counter() - start)
+    return min(first), min(total)
+
+
+def first_line_table() -> None:
+    """Issue 14: the first line of `plan` in under 1 s; the baseline is `fullserver --version` (the
+    interpreter and the CLI's own imports) measured in the same run."""
+    base, _ = first_line(["--version"])
+    print("\ntime to the first line (best of 3, a fresh process each)")
+    print(f"{'command':<36} {'first line s':>12} {'x --version':>12} {'done s':>8}")
+    print(f"{'fullserver --version':<36} {base:>12.2f} {1.0:>11.1f}x {base:>8.2f}")
+    for stack in ("exp-aws-spot", "finetune-gcp-g2", "train-tpu-v5e"):
+        first, done = first_line(["plan", stack])
+        verdict = "met" if first < 1.0 else "MISSED"
+        print(
+            f"{'fullserver plan ' + stack:<36} {first:>12.2f} {first / base:>11.1f}x {done:>8.2f}  (< 1 s: {verdict})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1,50,100,250,500")
@@ -143,6 +175,7 @@ def main() -> None:
                 f"again, warm: {again:.2f} s ({1000 * again / len(examples):.0f} ms/stack); wall incl. sizing {time.perf_counter() - start:.2f} s"
             )
             table("\nplan + resource graph", [(n, *measure_graphs(paths[:n])) for n in graph_sizes])
+    first_line_table()
     print(f"process max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB")
 
 

@@ -19,16 +19,16 @@ from typing import Any, NotRequired, TypedDict, cast
 
 import pulumi
 
+from fullserver.baremetal.keys import check_public_key
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.errors import FullserverError
+from fullserver.netcheck import check_ssh_ranges
 from fullserver.platform import Platform
-from fullserver.sizing import DISK_LIMITS
+from fullserver.platforms import disk_limits, gcp, rules_for
 from fullserver.spec import EnvironmentSpec
 
-IAP_SSH_RANGE = "35.235.240.0/20"
+IAP_SSH_RANGE = gcp.IAP_SSH_RANGE
 """Where Identity-Aware Proxy TCP forwarding connects from (Google Cloud "Using IAP for TCP forwarding")."""
-
-OPEN_RANGES = ("0.0.0.0/0", "::/0")
 
 
 class SpecRefused(FullserverError):
@@ -60,6 +60,10 @@ class AccessArgs(TypedDict):
     """CIDRs allowed to SSH; never 0.0.0.0/0. Empty means IAP (GCP) or SSM only (AWS)."""
     public_ip: bool
     """Give nodes an external address (only where the profile allows it)."""
+    ssh_public_keys: NotRequired[list[str]]
+    """OpenSSH public key lines installed for the nodes' login user (``components.startup.LOGIN_USER``):
+    AWS through the boot script, GCP GPU VMs and single-host TPU VMs through ``ssh-keys`` metadata
+    (OS Login is then off on those nodes). Without keys: Session Manager (AWS), OS Login (GCP)."""
 
 
 class ServingArgs(TypedDict):
@@ -138,6 +142,9 @@ class AwsGpuArgs(CommonArgs):
     capacity_block: bool
     accelerator_kind: str
     """gpu, trainium or inferentia: picks the Deep Learning AMI."""
+    spot_instance_types: NotRequired[list[str]]
+    """Other balanced instance types the spot group may launch (its ``overrides``, after
+    ``machine_type``): the core's ``alternative_shapes``."""
     serving: NotRequired[ServingArgs]
 
 
@@ -166,19 +173,18 @@ class EnvironmentArgs(TypedDict):
     """Args of ``components.bare_metal.BareMetalEnvironment`` (its own contract)."""
 
 
-# GCP accelerator type names for GPUs attached to N1 hosts (Compute Engine "GPU platforms").
-GCP_ATTACHED_GPU_TYPES = {
-    "T4": "nvidia-tesla-t4",
-    "V100-16GB": "nvidia-tesla-v100",
-    "P4": "nvidia-tesla-p4",
-    "P100": "nvidia-tesla-p100",
-}
+# GCP accelerator type names for GPUs attached to N1 hosts: the GCP platform module's table.
+GCP_ATTACHED_GPU_TYPES = gcp.ATTACHED_GPU_TYPES
 
-# Per-VM Tier_1 networking is a priced add-on for some GPU series (Compute Engine "Configure per
-# VM Tier_1 networking performance"); it is turned on only for multi-node environments, where
-# the node-to-node bandwidth is what the profile pays for. A3/A4 get their full bandwidth from
-# GPU NICs instead and take no Tier_1 setting.
-TIER1_FAMILIES = ("a2", "g2", "n1")
+
+def _access(spec: EnvironmentSpec) -> AccessArgs:
+    access: AccessArgs = {
+        "ssh_source_ranges": list(spec.network.ssh_source_ranges),
+        "public_ip": spec.network.public_ip,
+    }
+    if spec.network.ssh_public_keys:
+        access["ssh_public_keys"] = list(spec.network.ssh_public_keys)
+    return access
 
 
 def _common(spec: EnvironmentSpec, catalog: Catalog) -> CommonArgs:
@@ -199,7 +205,7 @@ def _common(spec: EnvironmentSpec, catalog: Catalog) -> CommonArgs:
         "local_ssd_count": spec.local_nvme_disks,
         "local_ssd_gib": math.ceil(spec.local_nvme_disk_gib),
         "framework": spec.framework,
-        "access": {"ssh_source_ranges": list(spec.network.ssh_source_ranges), "public_ip": spec.network.public_ip},
+        "access": _access(spec),
         "labels": dict(spec.labels),
         "protect": spec.lifecycle.protect,
         "shape": limits,
@@ -231,7 +237,8 @@ def _serving(spec: EnvironmentSpec, catalog: Catalog) -> ServingArgs | None:
         "spread_zones": s.spread_zones,
     }
     offer = catalog.offer(spec.offer)
-    zones = sorted(z for z in (offer.zones if offer else ()) if z.rsplit("-", 1)[0] == spec.region)
+    in_region = rules_for(spec.platform).zone_in_region
+    zones = sorted(z for z in (offer.zones if offer else ()) if in_region(z, spec.region))
     if s.spread_zones and zones:
         args["zones"] = zones
     return args
@@ -267,6 +274,8 @@ def aws_args(spec: EnvironmentSpec, catalog: Catalog | None = None) -> AwsGpuArg
         "accelerator_kind": kind,
     }
     args = cast(AwsGpuArgs, {**common, **extra})
+    if spec.spot and spec.alternative_shapes:
+        args["spot_instance_types"] = [s.machine_type for s in spec.alternative_shapes]
     serving = _serving(spec, cat)
     if serving is not None:
         args["serving"] = serving
@@ -278,11 +287,13 @@ def gcp_args(
 ) -> GcpGpuArgs:
     cat = catalog or load_catalog()
     common = _common(spec, cat)
-    family = spec.machine_type.split("-", 1)[0]
     extra = {
         "accelerator_count": spec.accelerator_count,
         "compact_placement": spec.network.compact_placement,
-        "tier1_networking": spec.nodes > 1 and family in TIER1_FAMILIES,
+        # Per-VM Tier_1 only where Compute Engine accepts it (the GCP platform module says which
+        # machine types), and only for multi-node environments, where node-to-node bandwidth is
+        # what the profile pays for.
+        "tier1_networking": spec.nodes > 1 and gcp.tier1_eligible(spec.machine_type, spec.vcpus),
     }
     args = cast(GcpGpuArgs, {**common, **extra})
     if spec.accelerator:
@@ -344,14 +355,18 @@ def bare_metal_args(spec: EnvironmentSpec) -> dict[str, Any]:
 
 
 def check_access(access: AccessArgs) -> None:
-    """SSH is never open to the internet, whatever wrote the args."""
-    for cidr in access["ssh_source_ranges"]:
-        if cidr.strip() in OPEN_RANGES:
-            raise refuse(
-                "network.ssh_source_ranges",
-                f"{cidr} would open SSH to the whole internet",
-                "use your office or VPN range, or leave it empty for IAP (GCP) / SSM (AWS)",
-            )
+    """SSH is never open to much of the internet, whatever wrote the args: by the core's rule
+    (``fullserver.netcheck``), called here because args written in another language never passed
+    through the core's config validation."""
+    try:
+        check_ssh_ranges(list(access["ssh_source_ranges"]))
+    except ValueError as exc:
+        raise refuse("network.ssh_source_ranges", str(exc)) from None
+    for i, key in enumerate(access.get("ssh_public_keys", [])):
+        try:
+            check_public_key(key)
+        except ValueError as exc:
+            raise refuse(f"network.ssh_public_keys[{i}]", str(exc)) from None
 
 
 def check_boot_disk(args: CommonArgs) -> None:
@@ -361,7 +376,7 @@ def check_boot_disk(args: CommonArgs) -> None:
 
 def check_data_disk(args: CommonArgs) -> None:
     """A positive size, and provisioned IOPS/throughput within the disk kind's limits (the core's
-    ``fullserver.sizing.DISK_LIMITS``, the one place for them) where the kind provisions them."""
+    ``fullserver.platforms.disk_limits``, the one place for them) where the kind provisions them."""
     disk = args.get("data_disk")
     if disk is None:
         return
@@ -369,7 +384,7 @@ def check_data_disk(args: CommonArgs) -> None:
     if size <= 0:
         raise refuse("data_disk.size_gib", f"{size} GiB is not a disk size")
     kind = disk["kind"]
-    limits = DISK_LIMITS.get(kind)
+    limits = disk_limits(kind)
     if limits is None:
         return
     iops = disk.get("iops", limits.min_iops)

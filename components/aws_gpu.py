@@ -20,7 +20,9 @@ scratch, data volume) and capacity options. How nodes are launched from it depen
   ``pulumi up --replace <urn>`` (a new instance; its data volume is re-attached).
 * spot with on-demand fallback: EC2 does not fall back by itself (an Auto Scaling group with a
   spot allocation keeps retrying spot). So a spot group (``MixedInstancesPolicy`` with 0 %
-  on-demand, ``price-capacity-optimized``, capacity rebalancing) runs the nodes, and an on-demand
+  on-demand, ``price-capacity-optimized``, capacity rebalancing, and the instance type plus the
+  core's other balanced types of the same GPUs as ``overrides``: spot capacity is per type and
+  zone, so several types find capacity far more often) runs the nodes, and an on-demand
   group from the same template waits at zero. A CloudWatch alarm on the spot group's
   ``GroupInServiceInstances`` below the node count for 10 minutes sets the on-demand group to the
   node count; when spot capacity is back (alarm OK) the on-demand group returns to zero. Data
@@ -49,13 +51,24 @@ from components.args import AwsGpuArgs, check_access, check_boot_disk, check_dat
 from components.identity import aws_instance_profile
 from components.images import aws_image_id
 from components.labels import aws_tags
-from components.network import aws_network
+from components.network import aws_network, direct_ssh
 from components.serving import DEFAULT_PORT, aws_serving_group
-from components.startup import AWS_EBS, AWS_INSTANCE_STORE, DiskPlan, aws_gpu_metrics, boot_script, user_data_base64
+from components.startup import (
+    AWS_EBS,
+    AWS_INSTANCE_STORE,
+    LOGIN_USER,
+    DiskPlan,
+    authorized_keys_script,
+    aws_gpu_metrics,
+    boot_script,
+    user_data_base64,
+)
+from fullserver.platforms import Request
+from fullserver.platforms import aws as ec2
 
 TOKEN = "fullserver:index:AwsGpuEnvironment"
 
-ROOT_DEVICE = "/dev/sda1"  # Ubuntu DLAMIs boot from /dev/sda1
+ROOT_DEVICE = ec2.ROOT_DEVICES[0]  # Ubuntu DLAMIs boot from /dev/sda1
 DATA_DEVICE = "/dev/sdf"
 FALLBACK_AFTER_MINUTES = 10
 # Nodes keep the template version they were launched from (module docstring).
@@ -73,39 +86,44 @@ def validate_aws(args: AwsGpuArgs) -> None:
     """Refuse, before any resource exists, what this shape or this cloud cannot do."""
     check_access(args["access"])
     check_boot_disk(args)
-    check_data_disk(args)  # gp3 IOPS/throughput limits: the core's DISK_LIMITS
+    check_data_disk(args)  # gp3 IOPS/throughput limits: fullserver.platforms.aws
     check_local_ssds(args)
-    efa = args["efa_interfaces"]
-    max_efa = args["shape"].get("max_efa_interfaces")
-    if efa and max_efa is not None and efa > max_efa:
-        has = f"has {max_efa}" if max_efa else "has none"
-        raise refuse(
-            "network.efa_interfaces",
-            f"{efa} EFA interfaces requested but {args['machine_type']} {has}",
-            "pick a shape with EFA (p4d, p5, trn1) or a profile without the EFA fabric",
-        )
-    if efa and args["nodes"] < 2:
-        raise refuse(
-            "network.efa_interfaces",
-            "EFA only pays off between nodes; this environment has one",
-            "drop the fabric for one node",
-        )
-    if args["spot"] and args.get("reservation"):
-        raise refuse(
-            "reservation", "spot capacity cannot consume a capacity reservation", "use on-demand or reserved pricing"
-        )
-    if args["capacity_block"] and not args.get("reservation"):
-        raise refuse(
-            "capacity_block", "a capacity block needs its reservation id", "set fullserver:reservation to the cr-... id"
-        )
     disk = args.get("data_disk")
-    if disk is not None and disk["kind"] != "gp3":
-        raise refuse("data_disk.kind", f"AWS data volumes are gp3, not {disk['kind']}")
-    if args["boot_disk_kind"] != "gp3":
-        raise refuse("boot_disk_kind", f"AWS boot volumes are gp3, not {args['boot_disk_kind']}")
+    request = Request(
+        shape=args["machine_type"],
+        spot=args["spot"],
+        reservation=args.get("reservation"),
+        zone=args.get("zone"),
+        capacity_block=args["capacity_block"],
+        data_disk=disk["kind"] if disk is not None else None,
+    )
+    refusal = (
+        ec2.efa_refusal(
+            args["efa_interfaces"], args["shape"].get("max_efa_interfaces"), args["nodes"], args["machine_type"]
+        )
+        or ec2.RULES.refusal(request)
+        or ec2.boot_disk_refusal(args["boot_disk_kind"])
+    )
+    if refusal is not None:
+        raise refuse(refusal.field, refusal.what, refusal.hint)
     serving = args.get("serving")
     if serving is not None and args["nodes"] != 1:
         raise refuse("nodes", "a serving group scales replicas of one node; nodes must be 1")
+
+
+def ssm_command(region: str, target: str) -> str:
+    """Session Manager: needs the AWS CLI with its Session Manager plugin, and
+    ``ssm:StartSession`` on the instance (the nodes' role lets the agent register)."""
+    return f"aws ssm start-session --region {region} --target {target}"
+
+
+def group_instance(region: str, groups: list[str]) -> str:
+    """A shell substitution that names one in-service instance of any of ``groups`` (the spot
+    group or its on-demand fallback: whichever runs the nodes right now)."""
+    return (
+        f"$(aws autoscaling describe-auto-scaling-groups --region {region} --auto-scaling-group-names {' '.join(groups)} "
+        "--query \"AutoScalingGroups[].Instances[?LifecycleState=='InService'][] | [0].InstanceId\" --output text)"
+    )
 
 
 def _ebs(size: int, iops: int | None = None, mbps: int | None = None) -> Any:
@@ -147,8 +165,13 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
     group_names: pulumi.Output[list[str]]
     """Auto Scaling groups that launch the nodes (spot + on-demand fallback, or serving)."""
     launch_template_id: pulumi.Output[str]
+    instance_role: pulumi.Output[str]
+    """The nodes' IAM role name: grant it access to your buckets."""
+    instance_role_arn: pulumi.Output[str]
     connect: pulumi.Output[str]
-    """SSH (public IP and SSH ranges) or a Session Manager command."""
+    """``ssh ubuntu@<ip>`` where keys are installed and SSH is open to the configured ranges on a
+    public address; else the Session Manager command (for groups, with the lookup of an in-service
+    node of any of them)."""
 
     def __init__(self, name: str, args: AwsGpuArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         validate_aws(args)  # before super().__init__: a refused spec registers nothing
@@ -172,6 +195,7 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             tags=tags,
             efa=efa > 0,
             serving_port=port,
+            instance_type=args["machine_type"],
         )
         ident = aws_instance_profile(name, self, tags, cloudwatch_agent=serving is not None)
         opts_child = pulumi.ResourceOptions(parent=self)
@@ -209,6 +233,7 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                 data_disk=disk is not None,
             ),
             extra=aws_gpu_metrics() if serving is not None else "",
+            before=authorized_keys_script(list(access.get("ssh_public_keys", []))),
         )
         # Instances launched by this component sit in the first subnet (one zone: the placement
         # group's); groups choose among the subnets themselves, so the template names none.
@@ -247,7 +272,8 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             groups = [group.name]
             instances: list[aws.ec2.Instance] = []
         elif args["spot"]:
-            groups = self._spot_with_fallback(name, region, lt, subnet_ids, nodes, tags)
+            overrides = [args["machine_type"], *args.get("spot_instance_types", [])]
+            groups = self._spot_with_fallback(name, region, lt, subnet_ids, nodes, tags, overrides)
             instances = []
         else:
             groups = []
@@ -277,13 +303,19 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                         tags=aws_tags(tags, f"{name}-data-{i}"),
                         opts=stateful,
                     )
+                    # Detaching a volume mounted at /data hangs until the OS lets go of it (the
+                    # provider waits for "available"), so a destroy or a replaced attachment would
+                    # stall: the instance is stopped first, which unmounts it cleanly. A replaced
+                    # attachment must let go of the volume before the new one takes it (EC2
+                    # refuses a second attachment of an in-use volume: VolumeInUse).
                     aws.ec2.VolumeAttachment(
                         f"{name}-data-{i}",
                         region=region,
                         device_name=DATA_DEVICE,
                         instance_id=inst.id,
                         volume_id=vol.id,
-                        opts=opts_child,
+                        stop_instance_before_detaching=True,
+                        opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
                     )
 
         self.instance_ids = pulumi.Output.all(*[i.id for i in instances]).apply(list)
@@ -294,18 +326,15 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             lambda ips: [str(ip) for ip in ips if ip]
         )
         self.group_names = pulumi.Output.all(*groups).apply(lambda names: [str(n) for n in names])
-        if instances and access["public_ip"] and access["ssh_source_ranges"]:
-            self.connect = instances[0].public_ip.apply(lambda ip: f"ssh ubuntu@{ip}")
+        self.instance_role = ident.role.name
+        self.instance_role_arn = ident.role.arn
+        keys = bool(access.get("ssh_public_keys"))
+        if instances and keys and direct_ssh(access):
+            self.connect = instances[0].public_ip.apply(lambda ip: f"ssh {LOGIN_USER}@{ip}")
         elif instances:
-            self.connect = instances[0].id.apply(lambda iid: f"aws ssm start-session --region {region} --target {iid}")
+            self.connect = instances[0].id.apply(lambda iid: ssm_command(region, iid))
         else:
-            self.connect = self.group_names.apply(
-                lambda names: (
-                    f"aws ssm start-session --region {region} --target $(aws ec2 describe-instances --region {region} "
-                    f"--filters Name=tag:aws:autoscaling:groupName,Values={names[0]} Name=instance-state-name,Values=running "
-                    "--query 'Reservations[0].Instances[0].InstanceId' --output text)"
-                )
-            )
+            self.connect = self.group_names.apply(lambda names: ssm_command(region, group_instance(region, names)))
         self.register_outputs(
             {
                 "instance_ids": self.instance_ids,
@@ -313,6 +342,8 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                 "public_ips": self.public_ips,
                 "group_names": self.group_names,
                 "launch_template_id": self.launch_template_id,
+                "instance_role": self.instance_role,
+                "instance_role_arn": self.instance_role_arn,
                 "connect": self.connect,
             }
         )
@@ -325,8 +356,15 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
         subnet_ids: list[pulumi.Output[str]],
         nodes: int,
         tags: dict[str, str],
+        instance_types: list[str],
     ) -> list[pulumi.Output[str]]:
-        """Spot group at the node count, on-demand group at zero, an alarm that swaps them (module docstring)."""
+        """Spot group at the node count, on-demand group at zero, an alarm that swaps them (module docstring).
+
+        The spot group may launch any of ``instance_types`` (the template's own type first, then
+        the core's balanced alternatives); ``price-capacity-optimized`` picks the pools least
+        likely to be interrupted among the cheapest, and capacity rebalancing replaces a node
+        that receives a rebalance recommendation before it is interrupted.
+        """
         opts = pulumi.ResourceOptions(parent=self)
         version = lt.latest_version.apply(str)
         group_tags: Any = [{"key": k, "value": v, "propagate_at_launch": True} for k, v in sorted(tags.items())]
@@ -336,7 +374,10 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                 "on_demand_percentage_above_base_capacity": 0,
                 "spot_allocation_strategy": "price-capacity-optimized",
             },
-            "launch_template": {"launch_template_specification": {"launch_template_id": lt.id, "version": version}},
+            "launch_template": {
+                "launch_template_specification": {"launch_template_id": lt.id, "version": version},
+                "overrides": [{"instance_type": t} for t in dict.fromkeys(instance_types)],
+            },
         }
         template_ref: Any = {"id": lt.id, "version": version}
         spot = aws.autoscaling.Group(

@@ -5,20 +5,24 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
+from fullserver import platforms
+
 
 def gcp_data_disk(
     resource_name: str, *, project: Any, zone: Any, disk: Any, labels: Any, opts: pulumi.ResourceOptions
 ) -> gcp.compute.Disk:
-    """A zonal data disk; IOPS and throughput are provisioned only where the kind allows it (Hyperdisk)."""
-    hyperdisk = disk["kind"].startswith("hyperdisk")
+    """A zonal data disk; IOPS and throughput are provisioned only where the kind provisions them
+    (``fullserver.platforms``: Hyperdisk Balanced does; pd-balanced scales with size)."""
+    kind = platforms.disk(disk["kind"])
+    provisioned = kind is not None and kind.provisioned
     return gcp.compute.Disk(
         resource_name,
         project=project,
         zone=zone,
         type=disk["kind"],
         size=disk["size_gib"],
-        provisioned_iops=disk.get("iops") if hyperdisk else None,
-        provisioned_throughput=disk.get("throughput_mbps") if hyperdisk else None,
+        provisioned_iops=disk.get("iops") if provisioned else None,
+        provisioned_throughput=disk.get("throughput_mbps") if provisioned else None,
         labels=labels,
         opts=opts,
     )

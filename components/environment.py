@@ -39,6 +39,12 @@ class Environment(pulumi.ComponentResource):
     public_ips: pulumi.Output[list[str]]
     connect: pulumi.Output[str]
     """How to reach the environment (SSH, IAP or Session Manager command)."""
+    service_account: pulumi.Output[str]
+    """GCP: the nodes' service account email (empty elsewhere)."""
+    instance_role: pulumi.Output[str]
+    """AWS: the nodes' IAM role name (empty elsewhere)."""
+    instance_role_arn: pulumi.Output[str]
+    """AWS: the nodes' IAM role ARN (empty elsewhere)."""
 
     def __init__(self, name: str, args: EnvironmentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TOKEN, name, {}, opts)
@@ -71,11 +77,17 @@ class Environment(pulumi.ComponentResource):
         self.private_ips = getattr(inner, "private_ips", pulumi.Output.from_input([]))
         self.public_ips = getattr(inner, "public_ips", pulumi.Output.from_input([]))
         self.connect = getattr(inner, "connect", pulumi.Output.from_input(""))
+        self.service_account = getattr(inner, "service_account", pulumi.Output.from_input(""))
+        self.instance_role = getattr(inner, "instance_role", pulumi.Output.from_input(""))
+        self.instance_role_arn = getattr(inner, "instance_role_arn", pulumi.Output.from_input(""))
         self.register_outputs(
             {
                 "platform": self.platform,
                 "private_ips": self.private_ips,
                 "public_ips": self.public_ips,
                 "connect": self.connect,
+                "service_account": self.service_account,
+                "instance_role": self.instance_role,
+                "instance_role_arn": self.instance_role_arn,
             }
         )

@@ -8,23 +8,30 @@ Each node is a ``compute.Instance``:
 * local NVMe SSDs, as many as the spec says, listed explicitly (A3/A2-ultra/G2 bundle theirs and
   the API expects the full set), assembled into RAID0 ``/scratch`` by the startup script.
 * gVNIC on every node (required by A3/A4, supported by every DLVM image); per-VM Tier_1 egress only
-  where the args ask for it (a priced add-on, see ``components.args.TIER1_FAMILIES``).
-* multi-node A3/A4: the GPU NICs the shape's bandwidth comes from (``GPU_NIC_PLANS``), each on
-  the networks Google's A3/A4 guides describe. The sizing credits these shapes their full
-  bandwidth (a3-megagpu-8g 1,800 Gbps), which only the GPU NICs carry: the primary gVNIC alone
-  gives a fraction. NCCL needs the matching plugin in the image (GPUDirect-TCPX/TCPXO: Google's
+  where the args ask for it and the machine type takes it (``fullserver.platforms.gcp.tier1_eligible``:
+  N2/N2D/C2/C2D/C3 with 30+ vCPUs; never a GPU series, whose bandwidth comes with the machine type).
+* multi-node A3/A4: the GPU NICs the shape's bandwidth comes from
+  (``fullserver.platforms.gcp.GPU_NIC_PLANS``), each on the networks Google's A3/A4 guides describe.
+  The sizing credits these shapes their full bandwidth (a3-megagpu-8g 1,800 Gbps), which only the
+  GPU NICs carry: the primary gVNIC alone gives a fraction. NCCL needs the matching plugin in the image (GPUDirect-TCPX/TCPXO: Google's
   NCCL net plugins; RDMA: the gIB NCCL plugin); the NICs are what this component builds.
 * a compact placement policy (``COLLOCATED``) for multi-node environments.
 * the Deep Learning VM image family of the framework (``components.images``).
 * Shielded VM with vTPM and integrity monitoring. Secure Boot stays off: the NVIDIA kernel modules
   the DLVM images build at first boot are not signed for it (Compute Engine "Shielded VM" /
   "Install GPU drivers": Secure Boot needs signed drivers).
-* the project's SSH keys are blocked and OS Login enforced, so IAM decides who can SSH.
+* the project's SSH keys are blocked. Without ``fullserver:sshPublicKeys`` OS Login is on, so IAM
+  decides who can SSH (``roles/compute.osAdminLogin``, ``roles/iam.serviceAccountUser`` on the
+  nodes' service account, and ``roles/iap.tunnelResourceAccessor`` through IAP); with keys, they
+  are the node's ``ssh-keys`` metadata for the user ``ubuntu`` and OS Login is off on the node
+  (Compute Engine ignores ``ssh-keys`` under OS Login).
+* ``connect``: ``ssh ubuntu@<ip>`` with keys and a public address SSH is open to from the
+  configured ranges; else ``gcloud compute ssh`` (through IAP unless the nodes are reached directly:
+  the firewall then admits IAP's range, ``components.network.gcp_ssh_ranges``).
 
 Inference profiles with ``serving`` get a managed instance group instead (``components.serving``).
 """
 
-from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
@@ -35,53 +42,26 @@ from components.disks import gcp_data_disk
 from components.identity import GCP_SCOPES, gcp_service_account
 from components.images import gcp_image
 from components.labels import field, gcp_labels
-from components.network import GCP_MTU, gcp_network
+from components.network import direct_ssh, gcp_network
 from components.serving import DEFAULT_PORT, gcp_serving_group
-from components.startup import GCP_DATA, GCP_LOCAL_SSD, DiskPlan, boot_script, gcp_gpu_metrics
+from components.startup import (
+    GCP_DATA,
+    GCP_LOCAL_SSD,
+    LOGIN_USER,
+    DiskPlan,
+    boot_script,
+    gcp_gpu_metrics,
+    gcp_login_metadata,
+)
+from fullserver.platforms import Request
+from fullserver.platforms import gcp as gce
+from fullserver.platforms.gcp import GPU_NIC_PLANS, GpuNicPlan
+
+__all__ = ["GPU_NIC_PLANS", "TOKEN", "GcpGpuEnvironment", "GpuNicPlan", "gpu_nic_plan", "validate_gcp"]
 
 TOKEN = "fullserver:index:GcpGpuEnvironment"
 
-RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 
-
-@dataclass(frozen=True)
-class GpuNicPlan:
-    """The NICs a multi-node A3/A4 node needs besides its primary gVNIC, and their networks."""
-
-    fabric: str
-    gpu_nics: int
-    """NICs for GPU-to-GPU traffic between nodes."""
-    nic_type: str
-    """GVNIC (GPUDirect-TCPX/TCPXO) or MRDMA (GPUDirect RDMA over RoCE)."""
-    rdma: bool
-    """All GPU NICs on ONE RoCE VPC network (``network_profile`` ZONE-vpc-roce), a subnet each;
-    otherwise each GPU NIC gets its own VPC network, subnet and internal firewall rule."""
-    host_nics: int
-    """gVNICs for host traffic, the primary (the environment's network) included."""
-    mtu: int
-
-
-# The one table of GPU NICs per machine type. Sources (Google Cloud documentation):
-# * Compute Engine "Networking and GPU machines" (cloud.google.com/compute/docs/gpus/gpu-network-bandwidth):
-#   A3 High 1,000 Gbps over GPUDirect-TCPX (4 GPU NICs + 1 gVNIC), A3 Mega 1,800 Gbps over
-#   GPUDirect-TCPXO (8 + 1), A3 Ultra and A4 3,600 Gbps: 8 ConnectX-7 NICs for GPU traffic only
-#   (MRDMA) + 2 gVNICs; the same counts as the catalog's NIC notes (5 / 9 / 10 physical NICs).
-# * Compute Engine guides for A3 High / A3 Mega VMs with GPUDirect-TCPX / TCPXO enabled
-#   (cloud.google.com/compute/docs/gpus/gpudirect and the A3 Mega page beside it): one VPC network
-#   + subnet + ingress firewall rule per GPU NIC, MTU 8244, subnets 192.168.N.0/24; the Cluster
-#   Toolkit a3-highgpu-8g / a3-megagpu-8g blueprints build the same.
-# * VPC "RDMA network profiles" and "Create a VPC network with the RDMA network profile"
-#   (cloud.google.com/vpc/docs/rdma-network-profiles): RoCE networks take the profile
-#   ZONE-vpc-roce, only MRDMA NICs, MTU 8896, instances in that zone only, implied allow
-#   ingress/egress (so no firewall rule); the non-RDMA NICs go on regular VPC networks.
-# pulumi-gcp 10.2 has every field this needs: compute.Network(network_profile=...) and
-# InstanceNetworkInterface(nic_type="GVNIC" | "MRDMA").
-GPU_NIC_PLANS: dict[str, GpuNicPlan] = {
-    "a3-highgpu-8g": GpuNicPlan("GPUDirect-TCPX", 4, "GVNIC", rdma=False, host_nics=1, mtu=8244),
-    "a3-megagpu-8g": GpuNicPlan("GPUDirect-TCPXO", 8, "GVNIC", rdma=False, host_nics=1, mtu=8244),
-    "a3-ultragpu-8g": GpuNicPlan("GPUDirect RDMA (RoCE)", 8, "MRDMA", rdma=True, host_nics=2, mtu=8896),
-    "a4-highgpu-8g": GpuNicPlan("GPUDirect RDMA (RoCE)", 8, "MRDMA", rdma=True, host_nics=2, mtu=8896),
-}
 GPU_SUBNET = "192.168.{}.0/24"
 """GPU NIC subnets (one per NIC, as in Google's guides); clear of the primary 10.64.0.0/20."""
 HOST_SUBNET = "10.65.{}.0/20"
@@ -90,9 +70,7 @@ HOST_SUBNET = "10.65.{}.0/20"
 
 def gpu_nic_plan(args: GcpGpuArgs) -> GpuNicPlan | None:
     """The GPU NICs this environment builds: its shape's plan, for multi-node environments only."""
-    if args["nodes"] < 2:
-        return None
-    return GPU_NIC_PLANS.get(args["machine_type"])
+    return gce.gpu_nic_plan(args["machine_type"], args["nodes"])
 
 
 def validate_gcp(args: GcpGpuArgs) -> None:
@@ -102,25 +80,24 @@ def validate_gcp(args: GcpGpuArgs) -> None:
     check_data_disk(args)
     check_local_ssds(args)
     serving = args.get("serving")
-    if args["spot"] and args.get("reservation"):
-        raise refuse("reservation", "spot VMs cannot consume a reservation", "use on-demand or reserved pricing")
     disk = args.get("data_disk")
-    if disk is not None and disk["kind"] not in ("pd-balanced", "pd-ssd", "hyperdisk-balanced"):
-        raise refuse("data_disk.kind", f"{disk['kind']} is not a GCE disk type fullserver attaches")
+    request = Request(
+        shape=args["machine_type"],
+        spot=args["spot"],
+        reservation=args.get("reservation"),
+        zone=args.get("zone"),
+        data_disk=disk["kind"] if disk is not None else None,
+    )
+    refusal = gce.RULES.refusal(request) or gce.gpu_nic_refusal(args["machine_type"], args["nodes"], args.get("zone"))
+    if refusal is not None:
+        raise refuse(refusal.field, refusal.what, refusal.hint)
     if serving is not None and args["nodes"] != 1:
         raise refuse("nodes", "a serving group scales replicas of one node; nodes must be 1")
     if args.get("accelerator_type") and not args["accelerator_count"]:
         raise refuse("accelerator_count", "GPUs to attach but a count of 0")
     for z in serving.get("zones", []) if serving is not None else []:
-        if z.rsplit("-", 1)[0] != args["region"]:
+        if not gce.RULES.zone_in_region(z, args["region"]):
             raise refuse("serving.zones", f"zone {z} is not in the region {args['region']}")
-    plan = gpu_nic_plan(args)
-    if plan is not None and plan.rdma and not args.get("zone"):
-        raise refuse(
-            "zone",
-            f"{args['machine_type']} nodes talk over a RoCE network, which is zonal, and no zone is set",
-            "set fullserver:zone to a zone offering the shape",
-        )
 
 
 def _scheduling(spot: bool) -> Any:
@@ -145,7 +122,7 @@ def _reservation_affinity(args: GcpGpuArgs) -> Any:
     if reservation:
         return {
             "type": "SPECIFIC_RESERVATION",
-            "specific_reservation": {"key": RESERVATION_KEY, "values": [reservation]},
+            "specific_reservation": {"key": gce.RESERVATION_LABEL, "values": [reservation]},
         }
     return {"type": "NO_RESERVATION" if args["spot"] else "ANY_RESERVATION"}
 
@@ -184,7 +161,8 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
             ),
             extra=gcp_gpu_metrics() if serving is not None else "",
         )
-        metadata = {"startup-script": script, "enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
+        keys = list(access.get("ssh_public_keys", []))
+        metadata = {"startup-script": script, **gcp_login_metadata(keys)}
         nic: Any = {"network": net.network.id, "subnetwork": net.subnet.id, "nic_type": "GVNIC"}
         if access["public_ip"]:
             nic["access_configs"] = [{"network_tier": "PREMIUM"}]
@@ -197,7 +175,9 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
             accelerators = [{"type": args["accelerator_type"], "count": args["accelerator_count"]}]
         shielded: Any = {"enable_secure_boot": False, "enable_vtpm": True, "enable_integrity_monitoring": True}
         image = gcp_image(args.get("image"), args["framework"])
-        perf: Any = {"total_egress_bandwidth_tier": "TIER_1"} if args["tier1_networking"] else None
+        # Tier_1 only where the machine type takes it: the API refuses it on every GPU series.
+        tier1 = args["tier1_networking"] and gce.tier1_eligible(args["machine_type"])
+        perf: Any = {"total_egress_bandwidth_tier": "TIER_1"} if tier1 else None
         service_account: Any = {"email": sa.email, "scopes": GCP_SCOPES}
         stateful = pulumi.ResourceOptions(parent=self, protect=args["protect"])
 
@@ -315,19 +295,20 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
         )
         self.public_ips = pulumi.Output.all(*[i.network_interfaces for i in instances]).apply(_public_ips)
         self.service_account = sa.email
-        if instances:
-            direct = access["public_ip"] and bool(access["ssh_source_ranges"])
-            self.connect = pulumi.Output.all(instances[0].name, instances[0].zone).apply(
-                lambda nz: (
-                    f"gcloud compute ssh {nz[0]} --zone {nz[1] or zone}" + ("" if direct else " --tunnel-through-iap")
-                )
+        proj = _project(self, project)
+        direct = direct_ssh(access)
+        if instances and keys and direct:
+            self.connect = self.public_ips.apply(lambda ips: f"ssh {LOGIN_USER}@{ips[0]}")
+        elif instances:
+            self.connect = pulumi.Output.all(instances[0].name, instances[0].zone, proj).apply(
+                lambda nzp: gcloud_ssh(nzp[0], nzp[1] or zone or "", nzp[2], keys=bool(keys), iap=not direct)
             )
         else:
-            self.connect = self.instance_group.apply(
-                lambda g: (
-                    f"gcloud compute instance-groups managed list-instances {g.rsplit('/', 1)[-1] if g else name} --region {region}"
-                    " (then: gcloud compute ssh <instance> --tunnel-through-iap)"
-                )
+            assert serving is not None
+            # The group is regional unless it stays in one configured zone (components.serving).
+            where = f"--region {region}" if serving["spread_zones"] or not zone else f"--zone {zone}"
+            self.connect = pulumi.Output.all(self.instance_group, proj).apply(
+                lambda gp: group_ssh(gp[0].rsplit("/", 1)[-1], where, gp[1], keys=bool(keys), iap=not direct)
             )
         self.register_outputs(
             {
@@ -381,7 +362,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
             nics.append({"network": network.id, "subnetwork": subnet.id, "nic_type": nic_type})
 
         for i in range(1, plan.host_nics):
-            own_network(f"{name}-host{i}", HOST_SUBNET.format(16 * i), "GVNIC", GCP_MTU)
+            own_network(f"{name}-host{i}", HOST_SUBNET.format(16 * i), "GVNIC", gce.MAX_MTU)
         if not plan.rdma:
             for i in range(plan.gpu_nics):
                 own_network(f"{name}-gpu{i}", GPU_SUBNET.format(i), plan.nic_type, plan.mtu)
@@ -404,6 +385,34 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
             subnet = subnetted(f"{name}-roce{i}", GPU_SUBNET.format(i), roce)
             nics.append({"network": roce.id, "subnetwork": subnet.id, "nic_type": plan.nic_type})
         return nics
+
+
+def _project(parent: pulumi.Resource, project: pulumi.Input[str] | None) -> pulumi.Output[str]:
+    """The project the nodes live in: the args', else the provider's (what it creates them in)."""
+    if project is not None:
+        return pulumi.Output.from_input(project)
+    return gcp.organizations.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=parent)).project
+
+
+def gcloud_ssh(instance: str, zone: str, project: str, *, keys: bool, iap: bool) -> str:
+    """``gcloud compute ssh`` to one VM: as ``ubuntu`` where keys are installed (else OS Login
+    names the user), through IAP where the VM is not reached directly."""
+    user = f"{LOGIN_USER}@" if keys else ""
+    return f"gcloud compute ssh {user}{instance} --zone {zone} --project {project}" + (
+        " --tunnel-through-iap" if iap else ""
+    )
+
+
+def group_ssh(group: str, where: str, project: str, *, keys: bool, iap: bool) -> str:
+    """``gcloud compute ssh`` to the first instance of a managed group (``where``: ``--region R``
+    or ``--zone Z``), looked up by the command itself (the group creates and replaces its
+    instances; no name is known here): its name and its zone, the last segments of its URL."""
+    listing = (
+        f"gcloud compute instance-groups managed list-instances {group} {where} --project {project} --limit 1 --format="
+    )
+    instance = f'$({listing}"value(instance.basename())")'
+    zone = f'$({listing}"value(instance.scope(zones).segment(0))")'
+    return gcloud_ssh(instance, zone, project, keys=keys, iap=iap)
 
 
 def _public_ips(nics: list[Any]) -> list[str]:

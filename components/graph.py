@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import json
 import logging
 import time
@@ -45,6 +46,7 @@ SDK_INTERNALS = (pulumi_mocks.set_mocks, set_all_config, run_pulumi_func, _sync_
 
 PROJECT = "fullserver"
 MOCK_GCP_PROJECT = "mock-project"
+MOCK_GCP_PROJECT_NUMBER = "123456789012"
 
 
 class GraphError(FullserverError):
@@ -70,7 +72,14 @@ class Graph:
     rows: list[Row]
     warnings: list[str] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
+    """The stack's exports (``graph_for_config`` / ``graph_for_plan``) or the component's outputs."""
     seconds: float = 0.0
+    providers: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    """Each custom resource's explicit provider (its inputs: region, project...), by (type, logical
+    name); ``{}`` for a resource on its package's default provider."""
+
+    def provider_of(self, row: Row) -> dict[str, Any]:
+        return self.providers.get((row.type, row.name), {})
 
     def of_type(self, suffix: str) -> list[Row]:
         """Rows whose type token ends with ``suffix`` (e.g. ``"ec2/launchTemplate:LaunchTemplate"``)."""
@@ -112,7 +121,12 @@ class GraphMocks(pulumi.runtime.Mocks):
 
     def __init__(self, aws_region: str = "us-east-1") -> None:
         self.registered: list[tuple[str, str, dict[str, Any], bool]] = []
+        self.provider_of: dict[tuple[str, str], dict[str, Any]] = {}
+        """Each custom resource's explicit provider inputs by (type, name) ({}: the default one)."""
+        self._lt_public: dict[str, bool] = {}
         self.aws_region = aws_region
+        self.zones_without: dict[tuple[str, ...], tuple[str, ...]] = {}
+        """Zones that do not offer an instance type (by the offerings filter's types), for tests."""
         self._providers: dict[str, dict[str, Any]] = {}
         self._ip = 10
 
@@ -127,12 +141,18 @@ class GraphMocks(pulumi.runtime.Mocks):
             return (None, {})
         if args.typ.startswith("pulumi:providers:"):
             self._providers[f"{args.name}-id"] = inputs
+        else:
+            self.provider_of[(args.typ, args.name)] = self._provider(getattr(args, "provider", ""))
         return (f"{args.name}-id", {**inputs, **self._computed(args.typ, args.name, inputs)})
+
+    def _provider(self, ref: object) -> dict[str, Any]:
+        """The inputs of the explicit provider a reference (``urn::id``) names; {} for none."""
+        return self._providers.get(str(ref or "").rsplit("::", 1)[-1], {})
 
     def _region_of(self, args: pulumi.runtime.MockCallArgs) -> str:
         """The region an invoke asks about: its own argument, else its explicit provider's, else
         the stack's."""
-        provider = self._providers.get(str(getattr(args, "provider", "") or "").rsplit("::", 1)[-1], {})
+        provider = self._provider(getattr(args, "provider", ""))
         return str(args.args.get("region") or provider.get("region") or self.aws_region)
 
     def _computed(self, typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -171,10 +191,13 @@ class GraphMocks(pulumi.runtime.Mocks):
             out["instanceGroup"] = out["selfLink"].replace("instancegroupmanagers", "instanceGroups")
         elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
             out["latestVersion"] = 1
+            nics = inputs.get("networkInterfaces") or [{}]
+            self._lt_public[f"{name}-id"] = nics[0].get("associatePublicIpAddress") == "true"
         elif typ == "aws:ec2/instance:Instance":
             out["privateIp"] = self._next_ip("10.80.128")
             out["availabilityZone"] = str(inputs.get("availabilityZone") or f"{self.aws_region}a")
-            out["publicIp"] = ""
+            template = str((inputs.get("launchTemplate") or {}).get("id", ""))
+            out["publicIp"] = self._next_ip("54.0.0") if self._lt_public.get(template) else ""
         elif typ == "aws:autoscaling/group:Group":
             out["name"] = inputs.get("name", name)
         return out
@@ -183,6 +206,20 @@ class GraphMocks(pulumi.runtime.Mocks):
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             region = self._region_of(args)
             return {"names": [f"{region}{z}" for z in "abc"], "zoneIds": aws_zone_ids(region)}
+        if args.token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
+            # Every zone of the region offers every type (a test narrows this to check the choice).
+            region = self._region_of(args)
+            types = [v for f in args.args.get("filters") or [] for v in f.get("values", [])]
+            zones = [f"{region}{z}" for z in "abc"]
+            offered = [z for z in zones if z not in self.zones_without.get(tuple(types), ())]
+            return {
+                "id": region,
+                "locations": offered,
+                "locationTypes": ["availability-zone"] * len(offered),
+                "instanceTypes": [types[0] if types else ""] * len(offered),
+            }
+        if args.token == "gcp:organizations/getProject:getProject":
+            return {"number": MOCK_GCP_PROJECT_NUMBER, "projectId": args.args.get("projectId") or MOCK_GCP_PROJECT}
         if args.token == "gcp:organizations/getClientConfig:getClientConfig":
             return {
                 "project": MOCK_GCP_PROJECT,
@@ -210,31 +247,47 @@ def _config_text(value: Any) -> str:
 
 
 def close_event_loop() -> None:
-    """Close the event loop the SDK left in this thread; for a process about to exit.
+    """Close every event loop the SDK left behind; for a process about to exit.
 
-    ``_sync_await`` creates a loop and keeps it (the SDK's own state refers to it, so each
-    evaluation must share it). Left to the garbage collector at interpreter exit, its ``__del__``
-    can run after its self-pipe is gone and print "Exception ignored in BaseEventLoop.__del__ ...
-    Invalid file descriptor: -1" after a successful plan; the command line closes it first.
+    ``_sync_await`` creates a loop per thread that needs one (the main thread, and the executor
+    threads synchronous invokes run on) and keeps it, since the SDK's own state refers to it.
+    Left to the garbage collector at interpreter exit, a loop's ``__del__`` can run after its
+    self-pipe is gone and print "Exception ignored in BaseEventLoop.__del__ ... Invalid file
+    descriptor: -1" after a successful plan; the command line closes them all first.
     """
     policy = asyncio.get_event_loop_policy()
     try:
-        loop = policy.get_event_loop()
+        main_loop: asyncio.AbstractEventLoop | None = policy.get_event_loop()
     except RuntimeError:
-        return
-    if loop.is_running() or loop.is_closed():
-        return
-    try:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.run_until_complete(loop.shutdown_default_executor())
-    finally:
-        loop.close()
+        main_loop = None
+    if main_loop is not None and not main_loop.is_running() and not main_loop.is_closed():
+        main_loop.run_until_complete(main_loop.shutdown_asyncgens())
+        main_loop.run_until_complete(main_loop.shutdown_default_executor())
+    # The executor threads' loops are reachable only through the garbage collector's list.
+    for loop in [o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop)]:
+        if not loop.is_running() and not loop.is_closed():
+            loop.close()
+
+
+def _recorder(into: dict[str, Any], name: str) -> Callable[[Any], None]:
+    """A callback that records one stack export's resolved value."""
+
+    def record(value: Any) -> None:
+        into[name] = value
+
+    return record
 
 
 def evaluate(
-    program: Callable[[], object], stack: str, config: dict[str, Any] | None = None, aws_region: str | None = None
+    program: Callable[[], object],
+    stack: str,
+    config: dict[str, Any] | None = None,
+    aws_region: str | None = None,
+    *,
+    full: bool = False,
 ) -> Graph:
-    """Run ``program`` under fresh mocks in a fresh context; return what it registered."""
+    """Run ``program`` under fresh mocks in a fresh context; return what it registered (with
+    ``full``, inputs as registered: scripts and policies whole, numbers as the engine sends them)."""
     region = aws_region or str((config or {}).get("aws:region") or "us-east-1")
     mocks = GraphMocks(aws_region=region)
     logger = logging.getLogger(f"fullserver.graph.{stack}")
@@ -242,6 +295,7 @@ def evaluate(
     collect = _Collect()
     logger.handlers = [collect]
     started = time.perf_counter()
+    exports: dict[str, Any] = {}
 
     def run() -> None:
         pulumi_mocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, logger=logger)
@@ -250,6 +304,10 @@ def evaluate(
 
         def body() -> None:
             program()
+            # The stack's exports, resolved as the engine would record them.
+            root = pulumi.runtime.get_root_resource()
+            for name, value in dict(getattr(root, "outputs", {}) or {}).items():
+                pulumi.Output.from_input(value).apply(_recorder(exports, name))
 
         _sync_await(run_pulumi_func(body))
 
@@ -259,8 +317,19 @@ def evaluate(
         raise GraphError(f"stack '{stack}'", str(exc)) from None
     # Registration order depends on async scheduling; name order is stable and groups a node's parts.
     registered = sorted(mocks.registered, key=lambda r: (r[1], r[0]))
-    rows = [_row(typ, name, inputs, custom) for typ, name, inputs, custom in registered if typ != "pulumi:pulumi:Stack"]
-    return Graph(stack=stack, rows=rows, warnings=collect.messages, seconds=time.perf_counter() - started)
+    rows = [
+        Row(type=typ, name=name, inputs=inputs, custom=custom) if full else _row(typ, name, inputs, custom)
+        for typ, name, inputs, custom in registered
+        if typ != "pulumi:pulumi:Stack"
+    ]
+    return Graph(
+        stack=stack,
+        rows=rows,
+        warnings=collect.messages,
+        outputs=exports,
+        seconds=time.perf_counter() - started,
+        providers=dict(mocks.provider_of),
+    )
 
 
 def graph_for_plan(plan: StackPlan, config: dict[str, Any] | None = None) -> Graph:
@@ -272,12 +341,12 @@ def graph_for_plan(plan: StackPlan, config: dict[str, Any] | None = None) -> Gra
     return evaluate(lambda: deploy(plan), plan.stack, {**gcp, **(config or {})}, aws_region=region)
 
 
-def graph_for_config(stack: str, config: dict[str, Any]) -> Graph:
+def graph_for_config(stack: str, config: dict[str, Any], *, full: bool = False) -> Graph:
     """The graph of the whole program (config -> sizing -> Environment) for one stack's config."""
     from components.program import main
 
     region = config.get("aws:region") or config.get("fullserver:region")
-    return evaluate(main, stack, config, aws_region=str(region) if region else None)
+    return evaluate(main, stack, config, aws_region=str(region) if region else None, full=full)
 
 
 def graph_for_stack_plan(plan: StackPlan) -> Graph:
@@ -302,7 +371,12 @@ def _bare_metal_graph(plan: StackPlan) -> Graph:
 
 # --- what matters per resource ---------------------------------------------------------------
 
-_BULKY = {"userData": "user data", "startup-script": "startup script", "assumeRolePolicy": "policy"}
+_BULKY = {
+    "userData": "user data",
+    "startup-script": "startup script",
+    "assumeRolePolicy": "policy",
+    "__provider": "dynamic provider",
+}
 
 
 def _clean(value: Any) -> Any:

@@ -1,31 +1,17 @@
 """Labels (GCP) and tags (AWS) from the spec's labels, in each cloud's alphabet.
 
-The core writes labels such as ``fullserver-owner: ml-research``. GCP label keys and values allow
-only lowercase letters, digits, ``_`` and ``-``, at most 63 characters, and a key must start
-with a letter (Compute Engine "Labels" requirements); AWS tags are free text, and the ``Name``
-tag is what the console shows.
+The core writes labels such as ``fullserver-owner: ml-research`` (``fullserver.rules``, which
+also makes them GCP labels: ``gcp_labels``); AWS tags are free text, and the ``Name`` tag is what
+the console shows.
 """
 
 from __future__ import annotations
 
 import re
 
-_GCP_BAD = re.compile(r"[^a-z0-9_-]")
+from fullserver.rules import gcp_labels
 
-
-def _gcp_text(text: str) -> str:
-    return _GCP_BAD.sub("-", text.lower())[:63]
-
-
-def gcp_labels(labels: dict[str, str]) -> dict[str, str]:
-    """Labels valid on every GCP resource; keys that cannot start with a letter get a prefix."""
-    out: dict[str, str] = {}
-    for key, value in sorted(labels.items()):
-        k = _gcp_text(key)
-        if not k[:1].isalpha():
-            k = ("l-" + k)[:63]
-        out[k] = _gcp_text(value)
-    return out
+__all__ = ["aws_tags", "field", "gcp_labels", "gcp_name"]
 
 
 def aws_tags(labels: dict[str, str], name: str) -> dict[str, str]:

@@ -4,8 +4,10 @@ Each environment gets its own network rather than the project's ``default`` one,
 default network's firewall opens SSH (and RDP, ICMP) to 0.0.0.0/0 and the default VPC gives
 every instance a public address. Secure defaults, in one place for every component:
 
-* SSH only from the configured ranges; with none, from Google's IAP range on GCP (``gcloud ...
-  --tunnel-through-iap``) and not at all on AWS (Session Manager needs no inbound port).
+* SSH only from the configured ranges, plus Google's IAP range on GCP whenever nodes are reached
+  through IAP (``iap_ssh``: no external address, or no ranges to reach one from), which is what
+  the exported ``connect`` command then uses (``gcloud ... --tunnel-through-iap``); on AWS nothing
+  without ranges (Session Manager needs no inbound port).
 * No external address unless the spec allows one; nodes without one reach the internet (package
   mirrors, model hubs) through Cloud NAT or a NAT gateway, and Google APIs through Private Google
   Access.
@@ -27,16 +29,15 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_gcp as gcp
 
-from components.args import IAP_SSH_RANGE, AccessArgs
+from components.args import AccessArgs
 from components.labels import aws_tags, gcp_name
+from fullserver.platforms import gcp as gce
 
 GCP_SUBNET_CIDR = "10.64.0.0/20"
-# Google front ends that send load-balancer and autohealing health checks (Cloud Load Balancing
-# "Health checks overview", firewall rules section).
-GCP_HEALTH_CHECK_RANGES = ["130.211.0.0/22", "35.191.0.0/16"]
-# 8896 is the largest MTU a GCP VPC takes; large frames raise per-flow throughput for the
-# gradient and checkpoint traffic of GPU and TPU hosts (GCP "Maximum transmission unit").
-GCP_MTU = 8896
+# Google's health-check sources, the largest VPC MTU and the IAP range are Google Cloud facts
+# (``fullserver.platforms.gcp``); the subnets are this component's choice.
+GCP_HEALTH_CHECK_RANGES = list(gce.HEALTH_CHECK_RANGES)
+GCP_MTU = gce.MAX_MTU
 
 AWS_VPC_CIDR = "10.80.0.0/16"
 
@@ -53,6 +54,27 @@ class GcpNetwork:
     def tags(self) -> list[str]:
         """What a node lists as its network tags."""
         return [self.tag] if self.tag else []
+
+
+def direct_ssh(access: AccessArgs) -> bool:
+    """Nodes are reached directly over SSH: they have an external address and SSH is open to the
+    configured ranges (a person's machine is in one of them). Otherwise through IAP (GCP) or
+    Session Manager (AWS)."""
+    return access["public_ip"] and bool(access["ssh_source_ranges"])
+
+
+def iap_ssh(access: AccessArgs) -> bool:
+    """GCP nodes are reached through IAP TCP forwarding, so SSH must be open to IAP's range."""
+    return not direct_ssh(access)
+
+
+def gcp_ssh_ranges(access: AccessArgs) -> list[str]:
+    """Where the SSH rule admits connections from: the configured ranges (a VPN, peered networks)
+    and, whenever the connect command goes through IAP, IAP's range."""
+    ranges = list(access["ssh_source_ranges"])
+    if iap_ssh(access) and gce.IAP_SSH_RANGE not in ranges:
+        ranges.append(gce.IAP_SSH_RANGE)
+    return ranges
 
 
 def gcp_network(
@@ -90,7 +112,7 @@ def gcp_network(
         private_ip_google_access=True,
         opts=opts,
     )
-    ssh_ranges = list(access["ssh_source_ranges"]) or [IAP_SSH_RANGE]
+    ssh_ranges = gcp_ssh_ranges(access)
     gcp.compute.Firewall(
         f"{name}-ssh",
         project=project,
@@ -99,7 +121,7 @@ def gcp_network(
         source_ranges=ssh_ranges,
         allows=[{"protocol": "tcp", "ports": ["22"]}],
         target_tags=targets,
-        description="SSH from the configured ranges (or IAP) only",
+        description="SSH from the configured ranges and, for nodes reached through IAP, IAP only",
         opts=opts,
     )
     gcp.compute.Firewall(
@@ -139,8 +161,20 @@ def gcp_network(
     return GcpNetwork(network=net, subnet=subnet, tag=tag)
 
 
+def offering_zones(region: str, instance_type: str, available: list[str], offered: list[str]) -> list[str]:
+    """The region's available zones (in AWS's order) that offer ``instance_type``; none is an
+    error that stops ``pulumi up`` before a subnet lands where the nodes could never launch."""
+    zones = [z for z in available if z in set(offered)]
+    if not zones:
+        raise ValueError(
+            f"no available zone of {region} offers {instance_type} "
+            "(aws ec2 describe-instance-type-offerings --location-type availability-zone); pick another region"
+        )
+    return zones
+
+
 def _nth(i: int) -> Callable[[list[str]], str]:
-    """The i-th available zone, wrapping around in regions with fewer zones."""
+    """The i-th zone, wrapping around in regions with fewer zones."""
     return lambda names: names[i % len(names)]
 
 
@@ -163,20 +197,34 @@ def aws_network(
     tags: dict[str, str],
     efa: bool,
     serving_port: int | None = None,
+    instance_type: str | None = None,
 ) -> AwsNetwork:
     """VPC, subnets in ``zones`` zones, internet/NAT gateway and the nodes' security group.
 
     ``zone`` pins every subnet to one zone (a cluster placement group lives in one zone);
-    otherwise subnets go to the region's available zones in order.
+    otherwise subnets go to the region's available zones, in order, that offer ``instance_type``
+    (EC2 instance type offerings by availability zone): not every zone has every GPU type, and a
+    subnet in a zone without it would leave an instance or a group unable to launch there.
     """
     opts = pulumi.ResourceOptions(parent=parent)
     if zone:
         zone_names: list[pulumi.Input[str]] = [zone] * zones
     else:
-        azs = aws.get_availability_zones_output(
-            state="available", region=region, opts=pulumi.InvokeOutputOptions(parent=parent)
-        )
-        zone_names = [azs.names.apply(_nth(i)) for i in range(zones)]
+        invoke = pulumi.InvokeOutputOptions(parent=parent)
+        azs = aws.get_availability_zones_output(state="available", region=region, opts=invoke)
+        if instance_type:
+            offers = aws.ec2.get_instance_type_offerings_output(
+                filters=[{"name": "instance-type", "values": [instance_type]}],
+                location_type="availability-zone",
+                region=region,
+                opts=invoke,
+            )
+            usable = pulumi.Output.all(azs.names, offers.locations).apply(
+                lambda found: offering_zones(region, instance_type, list(found[0]), list(found[1]))
+            )
+        else:
+            usable = azs.names.apply(list)
+        zone_names = [usable.apply(_nth(i)) for i in range(zones)]
     vpc = aws.ec2.Vpc(
         f"{name}-vpc",
         region=region,

@@ -20,10 +20,11 @@ from pulumi.runtime import config as pulumi_config
 from components.args import environment_args
 from components.environment import Environment
 from fullserver.catalog import load_catalog
-from fullserver.catalog.model import Platform
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import StackPlan, check_budget, plan_workload
+from fullserver.platforms import rules_for
 from fullserver.profiles import get_profile, load_profiles
+from fullserver.rules import stack_file
 from fullserver.workload import CONFIG_NAMESPACE, SECRET_KEYS, check_workload, workload_from_config
 
 # What stands for a secret's value: the model only learns that it is set (as from a stack file's
@@ -62,14 +63,14 @@ def read_config() -> dict[str, Any]:
 
 
 def plan_from_config(stack: str) -> StackPlan:
-    where = f"stacks/Pulumi.{stack}.yaml"
+    where = f"stacks/{stack_file(stack)}"
     try:
         workload = workload_from_config(read_config(), where)
         profiles, catalog = load_profiles(), load_catalog()
         check_workload(workload, get_profile(workload.profile, profiles), catalog)
         plan = plan_workload(stack, where, workload, profiles, catalog)
         check_budget([plan], None)
-        if plan.spec.platform is Platform.BARE_METAL and not workload.ssh_private_key:
+        if rules_for(plan.spec.platform).configured_over_ssh and not workload.ssh_private_key:
             # The plan works offline without it; deploying reaches the servers over SSH.
             raise InputError(
                 f"{CONFIG_NAMESPACE}:sshPrivateKey",
@@ -81,12 +82,42 @@ def plan_from_config(stack: str) -> StackPlan:
     return plan
 
 
+def cloud_provider(plan: StackPlan, project: str | None) -> pulumi.ProviderResource | None:
+    """The environment's explicit provider: its region (and project, and zone) set from the stack's
+    fullserver config, not from whatever ``aws:region`` / ``gcp:region`` or the deployer's
+    environment says. Passed to the ``Environment`` component, it reaches every child resource
+    and invoke through ``parent``. An explicit provider reads no ``aws:*`` / ``gcp:*`` config of
+    its own, so the settings that say *who* deploys are forwarded (``aws:profile``;
+    ``gcp:credentials``, ``gcp:impersonateServiceAccount``); credentials otherwise come from the
+    environment (``AWS_PROFILE``, application default credentials)."""
+    spec = plan.spec
+    if spec.provider == "aws":
+        import pulumi_aws as aws
+
+        return aws.Provider(f"{plan.stack}-aws", region=spec.region, profile=pulumi.Config("aws").get("profile"))
+    if spec.provider == "gcp":
+        import pulumi_gcp as gcp
+
+        config = pulumi.Config("gcp")
+        return gcp.Provider(
+            f"{plan.stack}-gcp",
+            project=project,
+            region=spec.region,
+            zone=spec.zone,
+            credentials=config.get_secret("credentials"),
+            impersonate_service_account=config.get("impersonateServiceAccount"),
+        )
+    return None
+
+
 def deploy(plan: StackPlan) -> Environment:
     """Build the environment for a plan and export what people need to use and judge it."""
     spec = plan.spec
     project = pulumi.Config("gcp").get("project") if spec.provider == "gcp" else None
     try:
-        env = Environment(plan.stack, environment_args(spec, project=project))
+        provider = cloud_provider(plan, project)
+        opts = pulumi.ResourceOptions(providers=[provider]) if provider is not None else None
+        env = Environment(plan.stack, environment_args(spec, project=project), opts)
     except FullserverError as exc:
         raise pulumi.RunError(exc.line()) from None
     pulumi.export("platform", spec.platform.value)
@@ -96,6 +127,14 @@ def deploy(plan: StackPlan) -> Environment:
     pulumi.export("privateIps", env.private_ips)
     pulumi.export("publicIps", env.public_ips)
     pulumi.export("connect", env.connect)
+    # Who the nodes are, to grant them access to data (docs/deploying.md, "Credentials").
+    if spec.provider == "gcp":
+        pulumi.export("serviceAccount", env.service_account)
+    elif spec.provider == "aws":
+        pulumi.export("instanceRole", env.instance_role)
+        pulumi.export("instanceRoleArn", env.instance_role_arn)
+    if spec.tpu is not None and spec.tpu.queued:
+        pulumi.export("cleanup", getattr(env.inner, "cleanup", ""))
     pulumi.export("balance", spec.balance.model_dump(mode="json"))
     pulumi.export(
         "cost",

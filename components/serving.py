@@ -34,11 +34,12 @@ import pulumi_aws as aws
 import pulumi_gcp as gcp
 
 from components.args import ServingArgs
+from fullserver.platforms import gcp as gce
 
 DEFAULT_PORT = 8000
 DEFAULT_HEALTH_PATH = "/health"
 WARMUP_SECONDS = 900
-GCP_ZONES_PER_REGION = 3  # a regional MIG spreads over three zones by default
+GCP_ZONES_PER_REGION = gce.SERVING_ZONES  # a regional MIG spreads over three zones by default
 
 
 def aws_serving_group(

@@ -27,14 +27,16 @@ import json
 import shlex
 from dataclasses import dataclass
 
-# Stable device names of local NVMe: AWS instance store and GCP local SSD (NVMe interface).
-AWS_INSTANCE_STORE = "/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_*"
-GCP_LOCAL_SSD = "/dev/disk/by-id/google-local-nvme-ssd-*"
-# Data disks: the non-root EBS volume; the GCE disk attached with device name "data"; the first
-# data disk of a TPU VM (TPU VMs name attached disks persistent-disk-N).
-AWS_EBS = "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_*"
-GCP_DATA = "/dev/disk/by-id/google-data"
-TPU_DATA = "/dev/disk/by-id/google-persistent-disk-1"
+from fullserver.platforms import aws, gcp, tpu
+
+# Stable device names each platform gives its disks in the guest (``fullserver.platforms``):
+# local NVMe (AWS instance store, GCP local SSD) and data disks (the non-root EBS volume; the GCE
+# disk attached with device name "data"; the first data disk of a TPU VM).
+AWS_INSTANCE_STORE = aws.INSTANCE_STORE_DEVICES
+GCP_LOCAL_SSD = gcp.LOCAL_SSD_DEVICES
+AWS_EBS = aws.EBS_DEVICES
+GCP_DATA = gcp.DATA_DEVICE
+TPU_DATA = tpu.DATA_DEVICE
 
 DLAMI_NVME = "/opt/dlami/nvme"
 # An EBS volume attached by ``ec2.VolumeAttachment`` appears only after the instance is running
@@ -257,12 +259,67 @@ def aws_gpu_metrics() -> str:
     )
 
 
-def boot_script(plan: DiskPlan, extra: str = "") -> str:
-    """The full startup script / user data: install the disk unit, start it, then ``extra``."""
+LOGIN_USER = "ubuntu"
+"""The login user ``fullserver:sshPublicKeys`` are installed for, on every cloud: the default user
+of the Ubuntu Deep Learning AMIs, and the name given to Compute Engine's guest agent (which creates
+the user from ``ssh-keys`` metadata, with sudo) on the Ubuntu DLVM and TPU runtime images."""
+
+
+def authorized_keys_script(keys: list[str], user: str = LOGIN_USER) -> str:
+    """Boot-script lines that add ``keys`` to ``user``'s ``~/.ssh/authorized_keys`` (AWS).
+
+    A launch template holds one EC2 key pair; several people's keys go in through user data
+    instead. Each line is added once (re-runs add nothing), the file keeps the keys already there
+    (the instance's key pair, if any), and the user is created with passwordless sudo where the
+    image has no such user (a custom AMI), as Compute Engine's guest agent does for ``ssh-keys``.
+    It runs before the disk unit, whose data-disk wait can take minutes: keys work from first boot.
+    """
+    if not keys:
+        return ""
+    u = shlex.quote(user)
+    lines = [
+        f"# fullserver: SSH keys of fullserver:sshPublicKeys for {user}",
+        f"if ! id {u} >/dev/null 2>&1; then",
+        f"  useradd --create-home --shell /bin/bash {u}",
+        f"  echo {shlex.quote(f'{user} ALL=(ALL) NOPASSWD:ALL')} > /etc/sudoers.d/90-fullserver-{user}",
+        f"  chmod 0440 /etc/sudoers.d/90-fullserver-{user}",
+        "fi",
+        f'FS_HOME="$(getent passwd {u} | cut -d: -f6)"',
+        "install -d -m 0700 -o " + u + ' -g "$(id -gn ' + u + ')" "$FS_HOME/.ssh"',
+        'touch "$FS_HOME/.ssh/authorized_keys"',
+    ]
+    for key in keys:
+        k = shlex.quote(key)
+        lines.append(f'grep -qxF {k} "$FS_HOME/.ssh/authorized_keys" || echo {k} >> "$FS_HOME/.ssh/authorized_keys"')
+    lines += [
+        'chmod 0600 "$FS_HOME/.ssh/authorized_keys"',
+        "chown " + u + ':"$(id -gn ' + u + ')" "$FS_HOME/.ssh/authorized_keys"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def gcp_ssh_keys(keys: list[str], user: str = LOGIN_USER) -> str:
+    """Compute Engine / Cloud TPU ``ssh-keys`` metadata: one ``user:key`` line per key."""
+    return "\n".join(f"{user}:{key}" for key in keys)
+
+
+def gcp_login_metadata(keys: list[str]) -> dict[str, str]:
+    """How people log in to a GCP node: OS Login (IAM decides) without keys; with keys, the
+    ``ssh-keys`` metadata, which Compute Engine ignores while OS Login is on, so OS Login is off on
+    that node. Project-wide keys stay blocked either way: only the keys named here, or IAM."""
+    if not keys:
+        return {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
+    return {"enable-oslogin": "FALSE", "block-project-ssh-keys": "TRUE", "ssh-keys": gcp_ssh_keys(keys)}
+
+
+def boot_script(plan: DiskPlan, extra: str = "", before: str = "") -> str:
+    """The full startup script / user data: ``before``, then install the disk unit and start it,
+    then ``extra``."""
     return (
         "#!/bin/bash\n"
         "# fullserver boot configuration (idempotent: safe on every boot and on re-runs).\n"
         "set -euo pipefail\n"
+        + before
         + _heredoc("/usr/local/sbin/fullserver-disks", disks_script(plan), "0755")
         + _heredoc("/etc/systemd/system/fullserver-disks.service", _UNIT, "0644")
         + "systemctl daemon-reload\n"

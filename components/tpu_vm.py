@@ -16,19 +16,42 @@ and all node-to-node traffic from the subnet (JAX multi-host coordination, DCN).
 
 Data disks: a multi-host slice can only attach disks read-only (Cloud TPU "Attach durable
 block storage"), so a read-write data disk on one is refused.
+
+Access (``connect``): a TPU VM takes ``fullserver:sshPublicKeys`` as ``ssh-keys`` metadata for the
+user ``ubuntu`` (OS Login off on it; without keys OS Login decides, as on GCP GPU VMs). Reached
+directly (external IP and SSH ranges): ``ssh ubuntu@<ip>`` with keys, else ``gcloud compute tpus
+tpu-vm ssh``; otherwise through IAP, which only the *alpha* ``tpu-vm ssh`` takes
+(``--tunnel-through-iap``), and the firewall admits IAP's range. A queued slice takes no metadata:
+its hint is ``gcloud compute tpus queued-resources ssh`` (GA, IAP included), and keys come from OS
+Login or the project's ``ssh-keys`` metadata.
+
+Destroying a queued slice: the provider deletes a ``V2QueuedResource`` without ``force``, which
+Cloud TPU refuses while the queued resource holds a running TPU (ACTIVE): "the queued resource
+will only be deleted if its nodes have already been deleted or it is ACCEPTED, FAILED or
+SUSPENDED" (``queuedResources.delete``). ``deletion_policy`` does not help (it only decides
+whether the provider calls the API at all; ABANDON would leave the slice running and billing).
+So a ``QueuedResourceDeletion`` (a dynamic resource beside the queued resource, depending on it,
+so deleted *first*) runs ``gcloud compute tpus queued-resources delete <qr> --force`` on
+destroy, with the deployer's gcloud credentials; the provider's own delete then finds the queued
+resource gone (404, which it takes as deleted). Without gcloud the destroy stops and names the
+command (also the ``cleanup`` output), and the next ``pulumi destroy`` completes.
 """
 
+import shutil
+import subprocess
 from typing import Any, Optional
 
 import pulumi
 import pulumi_gcp as gcp
+from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 
 from components.args import TpuVmArgs, check_access, check_data_disk, refuse
 from components.disks import gcp_data_disk
 from components.identity import GCP_SCOPES, gcp_service_account
 from components.labels import field, gcp_labels, gcp_name
-from components.network import gcp_network
-from components.startup import TPU_DATA, DiskPlan, boot_script
+from components.network import direct_ssh, gcp_network
+from components.startup import LOGIN_USER, TPU_DATA, DiskPlan, boot_script, gcp_login_metadata
+from fullserver.platforms import Request, tpu
 
 TOKEN = "fullserver:index:TpuVmEnvironment"
 
@@ -37,38 +60,22 @@ def validate_tpu(args: TpuVmArgs) -> None:
     """Refuse, before any resource exists, what a TPU environment cannot be."""
     check_access(args["access"])
     check_data_disk(args)
-    if not args.get("zone"):
-        raise refuse(
-            "zone", "Cloud TPUs are zonal and no zone is set", "set fullserver:zone to a zone offering the type"
-        )
-    if args["local_ssd_count"]:
-        raise refuse("local_nvme_disks", f"TPU VMs have no local SSDs ({args['local_ssd_count']} requested)")
     disk = args.get("data_disk")
-    multi_host = args["hosts"] > 1
-    if disk is not None and multi_host and not disk.get("read_only", False):
-        raise refuse(
-            "data_disk",
-            f"a read-write data disk cannot attach to the multi-host slice {args['accelerator_type']} ({args['hosts']} hosts)",
-            "stream the dataset from Cloud Storage, or attach the disk read-only",
-        )
-    if disk is not None and disk["kind"] not in ("pd-balanced", "hyperdisk-balanced"):
-        raise refuse("data_disk.kind", f"TPU VMs attach pd-balanced or hyperdisk-balanced, not {disk['kind']}")
-    if args["queued"]:
-        why = "pulumi-gcp 10.2's V2QueuedResource cannot express it"
-        if args["spot"]:
-            raise refuse(
-                "spot",
-                f"spot capacity for a queued TPU request: {why}",
-                "use on-demand or reserved pricing for this slice",
-            )
-        if args.get("reservation"):
-            raise refuse(
-                "reservation",
-                f"a reservation for a queued TPU request: {why}",
-                "create the slice without fullserver:reservation",
-            )
-        if disk is not None:
-            raise refuse("data_disk", f"a data disk on a queued TPU request: {why}", "stream data from Cloud Storage")
+    request = Request(
+        shape=args["accelerator_type"],
+        hosts=args["hosts"],
+        spot=args["spot"],
+        reservation=args.get("reservation"),
+        zone=args.get("zone"),
+        queued=args["queued"],
+        queued_asked=args["queued"],
+        data_disk=disk["kind"] if disk is not None else None,
+        data_disk_read_only=bool(disk and disk.get("read_only", False)),
+        local_ssds=args["local_ssd_count"],
+    )
+    refusal = tpu.RULES.refusal(request)
+    if refusal is not None:
+        raise refuse(refusal.field, refusal.what, refusal.hint)
 
 
 def _private_ips(endpoints: object) -> list[str]:
@@ -88,6 +95,83 @@ def _sa(email: pulumi.Output[str]) -> Any:
     return {"email": email, "scopes": GCP_SCOPES}
 
 
+def queued_delete_command(queued_resource: str, zone: str, project: str) -> list[str]:
+    """The documented way to delete a queued resource together with its running TPU."""
+    return [
+        "gcloud", "compute", "tpus", "queued-resources", "delete", queued_resource,
+        "--zone", zone, "--project", project, "--force", "--quiet",
+    ]  # fmt: skip
+
+
+# How long a forced delete of a large slice may take before the destroy gives up (gcloud waits
+# for the operation; a v5p slice is normally gone in minutes).
+QUEUED_DELETE_TIMEOUT_SECONDS = 3600
+
+
+class QueuedResourceDeletionProvider(ResourceProvider):
+    """Creates nothing; on delete, force-deletes the queued resource and its TPU (module docstring)."""
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(id_=f"{props['project']}/{props['zone']}/{props['queued_resource']}", outs=props)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = [k for k in ("project", "zone", "queued_resource") if olds.get(k) != news.get(k)]
+        return DiffResult(changes=bool(changed), replaces=changed, delete_before_replace=True)
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        command = queued_delete_command(str(props["queued_resource"]), str(props["zone"]), str(props["project"]))
+        shown = " ".join(command)
+        if shutil.which("gcloud") is None:
+            raise RuntimeError(
+                f"destroying a queued TPU slice needs gcloud on this machine (the provider cannot force the delete): "
+                f"run `{shown}`, then pulumi destroy again"
+            )
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=QUEUED_DELETE_TIMEOUT_SECONDS, check=False
+            )
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"`{shown}` did not finish in {QUEUED_DELETE_TIMEOUT_SECONDS} s; run it again") from None
+        if done.returncode != 0 and "NOT_FOUND" not in done.stderr and "not found" not in done.stderr.lower():
+            raise RuntimeError(f"`{shown}` failed: {done.stderr.strip()[-500:]}")
+
+
+class QueuedResourceDeletion(Resource, module="fullserver", name="QueuedResourceDeletion"):
+    """Force-deletes a queued TPU resource when it is destroyed (see the module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        project: pulumi.Input[str],
+        zone: str,
+        queued_resource: pulumi.Input[str],
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        props = {"project": project, "zone": zone, "queued_resource": queued_resource}
+        super().__init__(QueuedResourceDeletionProvider(), name, props, opts)
+
+
+def tpu_vm_ssh(node: str, zone: str, project: str, *, keys: bool, iap: bool) -> str:
+    """SSH to worker 0 of a TPU VM; ``--tunnel-through-iap`` exists only in the alpha command."""
+    user = f"{LOGIN_USER}@" if keys else ""
+    if iap:
+        return (
+            f"gcloud alpha compute tpus tpu-vm ssh {user}{node} --zone {zone} --project {project} "
+            "--worker=0 --tunnel-through-iap"
+        )
+    return f"gcloud compute tpus tpu-vm ssh {user}{node} --zone {zone} --project {project} --worker=0"
+
+
+def queued_ssh(queued_resource: str, zone: str, project: str, *, iap: bool) -> str:
+    """SSH to worker 0 of node 0 of a queued slice; the comment says where keys come from."""
+    return (
+        f"gcloud compute tpus queued-resources ssh {queued_resource} --zone {zone} --project {project} "
+        "--node=0 --worker=0" + (" --tunnel-through-iap" if iap else "") + "  # SSH keys: OS Login or the "
+        "project's ssh-keys metadata (a queued slice takes no node metadata)"
+    )
+
+
 class TpuVmEnvironment(pulumi.ComponentResource):
     """A TPU VM (single host) or slice (multi-host) built exactly as the spec says."""
 
@@ -99,7 +183,10 @@ class TpuVmEnvironment(pulumi.ComponentResource):
     connect: pulumi.Output[str]
     """How to reach worker 0 (IAP when there is no external IP)."""
     service_account: pulumi.Output[str]
-    """The nodes' service account email; grant it access to your buckets (empty for queued slices)."""
+    """The nodes' service account email; grant it access to your buckets (a queued slice runs as the
+    project's default compute service account, ``<project number>-compute@developer.gserviceaccount.com``)."""
+    cleanup: pulumi.Output[str]
+    """What deletes a queued slice by hand if a destroy cannot (empty for a TPU VM)."""
 
     def __init__(self, name: str, args: TpuVmArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         validate_tpu(args)  # before super().__init__: a refused spec registers nothing
@@ -117,17 +204,25 @@ class TpuVmEnvironment(pulumi.ComponentResource):
         labels = gcp_labels(args["labels"])
         stateful = pulumi.ResourceOptions(parent=self, protect=args["protect"])
         node_id = gcp_name(f"{name}-tpu")
+        keys = list(access.get("ssh_public_keys", []))
+        direct = direct_ssh(access)
+        proj: pulumi.Input[str] = (
+            project
+            if project is not None
+            else gcp.organizations.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self)).project
+        )
         if args["queued"]:
             pulumi.log.warn(
                 f"{name}: a queued TPU slice runs as the project's default compute service account and carries no labels "
                 "(pulumi-gcp 10.2's V2QueuedResource has neither)",
                 resource=self,
             )
-            proj: pulumi.Input[str] = (
-                project
-                if project is not None
-                else gcp.organizations.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self)).project
-            )
+            if keys:
+                pulumi.log.warn(
+                    f"{name}: fullserver:sshPublicKeys is not installed on a queued TPU slice (no metadata in "
+                    "pulumi-gcp 10.2's V2QueuedResource): keys come from OS Login or the project's ssh-keys metadata",
+                    resource=self,
+                )
             tpu_spec: Any = {
                 "node_specs": [
                     {
@@ -142,11 +237,36 @@ class TpuVmEnvironment(pulumi.ComponentResource):
                     }
                 ]
             }
-            qr = gcp.tpu.V2QueuedResource(f"{name}-qr", project=project, zone=zone, tpu=tpu_spec, opts=stateful)
+            # Replaced by deleting first: the new request would name the same TPU node (node_id).
+            qr = gcp.tpu.V2QueuedResource(
+                f"{name}-qr",
+                project=project,
+                zone=zone,
+                tpu=tpu_spec,
+                opts=pulumi.ResourceOptions(parent=self, protect=args["protect"], delete_before_replace=True),
+            )
+            # Protected like the slice: otherwise a destroy that stops at the protected queued
+            # resource would already have force-deleted the TPU through this one.
+            QueuedResourceDeletion(
+                f"{name}-qr-deletion",
+                project=proj,
+                zone=zone,
+                queued_resource=qr.name,
+                opts=pulumi.ResourceOptions(parent=self, protect=args["protect"], depends_on=[qr]),
+            )
             self.node_name = qr.name.apply(lambda _: node_id)
             self.private_ips = pulumi.Output.from_input([])
             self.public_ips = pulumi.Output.from_input([])
-            self.service_account = pulumi.Output.from_input("")
+            number = gcp.organizations.get_project_output(
+                project_id=proj, opts=pulumi.InvokeOutputOptions(parent=self)
+            ).number
+            self.service_account = number.apply(lambda n: f"{n}-compute@developer.gserviceaccount.com")
+            self.connect = pulumi.Output.all(qr.name, proj).apply(
+                lambda qp: queued_ssh(qp[0], zone, qp[1], iap=not direct)
+            )
+            self.cleanup = pulumi.Output.all(qr.name, proj).apply(
+                lambda qp: " ".join(queued_delete_command(qp[0], zone, qp[1]))
+            )
         else:
             sa = gcp_service_account(name, self, project)
             data_disks: Any = []
@@ -179,7 +299,7 @@ class TpuVmEnvironment(pulumi.ComponentResource):
                 scheduling_config={"spot": args["spot"], "reserved": bool(args.get("reservation"))},
                 service_account=_sa(sa.email),
                 data_disks=data_disks,
-                metadata={"startup-script": script, "enable-oslogin": "TRUE"},
+                metadata={"startup-script": script, **gcp_login_metadata(keys)},
                 labels=labels,
                 tags=net.tags or None,
                 opts=stateful,
@@ -188,10 +308,13 @@ class TpuVmEnvironment(pulumi.ComponentResource):
             self.private_ips = vm.network_endpoints.apply(_private_ips)
             self.public_ips = vm.network_endpoints.apply(_public_ips)
             self.service_account = sa.email
-        iap = "" if access["public_ip"] else " --tunnel-through-iap"
-        self.connect = self.node_name.apply(
-            lambda node: f"gcloud compute tpus tpu-vm ssh {node} --zone {zone} --worker=0{iap}"
-        )
+            self.cleanup = pulumi.Output.from_input("")
+            if keys and direct:
+                self.connect = self.public_ips.apply(lambda ips: f"ssh {LOGIN_USER}@{ips[0]}")
+            else:
+                self.connect = pulumi.Output.all(vm.name, proj).apply(
+                    lambda np: tpu_vm_ssh(np[0], zone, np[1], keys=bool(keys), iap=not direct)
+                )
         self.register_outputs(
             {
                 "node_name": self.node_name,
@@ -199,5 +322,6 @@ class TpuVmEnvironment(pulumi.ComponentResource):
                 "public_ips": self.public_ips,
                 "connect": self.connect,
                 "service_account": self.service_account,
+                "cleanup": self.cleanup,
             }
         )

@@ -13,11 +13,13 @@ from pydantic import BaseModel, ConfigDict
 
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
+from fullserver.platforms import rules_for
 from fullserver.profiles import PricingModel, Profile
+from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 from fullserver.spec import EnvironmentSpec
 from fullserver.workload import Workload
 
-HOURS_PER_MONTH = 730.0
+__all__ = ["HOURS_PER_MONTH", "CostEstimate", "CostLine", "estimate"]
 
 
 class CostLine(BaseModel):
@@ -70,7 +72,7 @@ def _compute_hourly(
     assert offer is not None, spec.offer
     price = offer.prices[spec.region]
     replicas = spec.serving.min_replicas if spec.serving else 1
-    units = (1 if spec.platform is Platform.TPU_VM else spec.nodes) * replicas
+    units = (1 if rules_for(spec.platform).slices else spec.nodes) * replicas  # a slice is priced whole
     if spec.spot and price.spot is not None:
         return price.spot * units, f"spot {price.spot:.2f}/h x {units} (on-demand fallback {price.on_demand:.2f}/h)"
     if profile.pricing is PricingModel.RESERVED:
@@ -91,24 +93,24 @@ def _storage_lines(spec: EnvironmentSpec, catalog: Catalog, share: float, warnin
     lines: list[CostLine] = []
     provider = spec.provider
     machines = spec.nodes * (spec.serving.min_replicas if spec.serving else 1)
+    rules = rules_for(spec.platform)
     disks: list[tuple[str, str, float, int, int]] = []
-    if spec.platform is not Platform.TPU_VM:  # a TPU VM's boot disk is part of the TPU; it has no size input
+    if rules.boot_disk_sized:
         disks.append(("boot disk", spec.boot_disk_kind, spec.boot_disk_gib * machines, 0, 0))
     if spec.data_disk:
         d = spec.data_disk
         disks.append(
             ("data disk", d.kind, d.size_gib * machines, (d.iops or 0) * machines, (d.throughput_mbps or 0) * machines)
         )
-    if spec.platform is Platform.GCP_GPU and spec.local_nvme_disks:
-        disks.append(("local SSD", "local-ssd", spec.local_nvme_disks * spec.local_nvme_disk_gib * machines, 0, 0))
+    if rules.local_ssd_price_kind and spec.local_nvme_disks:
+        local = spec.local_nvme_disks * spec.local_nvme_disk_gib * machines
+        disks.append(("local SSD", rules.local_ssd_price_kind, local, 0, 0))
     for item, kind, gib, iops, mbps in disks:
         price = catalog.storage_price(provider, kind, spec.region)
         if price is None:
             warnings.append(f"no {kind} price for {spec.region} in the catalog: {item} not priced")
             continue
-        usd = gib * price.usd_gib_month
-        usd += max(0, iops - price.free_iops * machines) * price.usd_iops_month
-        usd += max(0, mbps - price.free_mbps * machines) * price.usd_mbps_month
+        usd = disk_usd_month(price, gib, iops, mbps, disks=machines)
         lines.append(CostLine(item=item, usd_month=round(usd * share, 2), note=f"{gib:.0f} GiB {kind}"))
     return lines
 
@@ -118,7 +120,7 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
     warnings: list[str] = []
     productive, paid = _hours(profile, workload)
     lines: list[CostLine] = []
-    if spec.platform is Platform.BARE_METAL:
+    if rules_for(spec.platform).declared_hardware:  # priced by the contract, not the catalog
         ded = spec.dedicated
         assert ded is not None
         servers = spec.nodes

@@ -11,8 +11,9 @@ from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
 from fullserver.cost import CostEstimate, estimate
 from fullserver.errors import BudgetExceeded, FullserverError, InputError
+from fullserver.platforms import rules_for
 from fullserver.profiles import Profile, get_profile, load_profiles
-from fullserver.sizing import build_spec, dedicated_spec, size
+from fullserver.sizing import size, spec_for
 from fullserver.spec import EnvironmentSpec
 from fullserver.workload import CONFIG_NAMESPACE, Alternative, Stack, Workload, check_workload, load_stack
 from fullserver.yamlio import read_yaml
@@ -47,23 +48,24 @@ class StackPlan(BaseModel):
 
 
 def _alternatives(profile: Profile, workload: Workload, chosen: Platform) -> list[Alternative]:
-    """Explicit alternatives from the stack, else the same accelerator on the profile's other GPU clouds."""
+    """Explicit alternatives from the stack, else the same accelerator on the profile's other
+    platforms that rent GPUs by the hour (``PlatformRules.hourly_gpus``)."""
     explicit = [a for a in workload.alternatives if a.platform is not chosen]
     if explicit:
         return explicit
-    gpu_clouds = (Platform.AWS_GPU, Platform.GCP_GPU)
-    if chosen not in gpu_clouds:
+    if not rules_for(chosen).hourly_gpus:
         return []
-    return [Alternative(platform=p) for p in profile.platforms if p in gpu_clouds and p is not chosen]
+    return [Alternative(platform=p) for p in profile.platforms if rules_for(p).hourly_gpus and p is not chosen]
 
 
 def _nodes_for(alt: Alternative, workload: Workload, total: int) -> int:
     """Nodes of the alternative that hold as many accelerators as the chosen environment."""
-    if alt.platform is Platform.TPU_VM:
+    rules = rules_for(alt.platform)
+    if rules.slices:
         return 1  # a slice is one TPU resource, whatever its host count
     if alt.nodes:
         return alt.nodes
-    if alt.platform is Platform.BARE_METAL:
+    if rules.declared_hardware:
         dedicated = alt.dedicated or workload.dedicated
         per_node = dedicated.host.accelerator_count if dedicated else 0
     else:
@@ -98,10 +100,7 @@ def _compare(
     try:
         if alt.profile:
             profile = get_profile(alt.profile, profiles, where="fullserver:alternatives.profile")
-        if alt.platform is Platform.BARE_METAL:
-            spec = dedicated_spec(profile, variant, catalog, env)
-        else:
-            spec = build_spec(profile, variant, alt.platform, catalog, env)
+        spec = spec_for(profile, variant, alt.platform, catalog, env)
         cost = estimate(spec, profile, variant, catalog)
     except FullserverError as exc:
         return Comparison(
@@ -125,28 +124,10 @@ def _compare(
     )
 
 
-_REGION_PEERS = {
-    # The nearest region of the other cloud, so a comparison does not cross continents.
-    "us-east-1": "us-central1",
-    "us-central1": "us-east-1",
-    "us-east5": "us-east-1",
-    "us-east1": "us-east-1",
-    "eu-west-1": "europe-west4",
-    "eu-central-1": "europe-west4",
-    "europe-west4": "eu-west-1",
-    "ap-northeast-1": "asia-northeast1",
-    "asia-northeast1": "ap-northeast-1",
-    "ap-southeast-1": "asia-southeast1",
-    "asia-southeast1": "ap-southeast-1",
-}
-
-
 def default_region(platform: Platform, region: str, catalog: Catalog) -> str:
-    """The region itself where the platform prices it, else its nearest peer on the platform's cloud."""
-    regions = catalog.regions(platform)
-    if region in regions or platform is Platform.BARE_METAL:
-        return region
-    return _REGION_PEERS.get(region, region)
+    """The region itself where the platform prices it, else its nearest peer on the platform's
+    cloud (``PlatformRules.region_peers``)."""
+    return rules_for(platform).nearest_region(region, catalog.regions(platform))
 
 
 def plan_workload(

@@ -18,6 +18,16 @@ class Platform(StrEnum):
         return {"tpu-vm": "gcp", "aws-gpu": "aws", "gcp-gpu": "gcp", "bare-metal": "dedicated"}[self.value]
 
 
+class PricingModel(StrEnum):
+    """How capacity is paid for; which platforms take which is each platform's rule
+    (``fullserver.platforms``), so the enum lives here, below both profiles and platforms."""
+
+    SPOT_WITH_FALLBACK = "spot-with-fallback"
+    ON_DEMAND = "on-demand"
+    RESERVED = "reserved"
+    DEDICATED_MONTHLY = "dedicated-monthly"
+
+
 class AcceleratorKind(StrEnum):
     GPU = "gpu"
     TPU = "tpu"

@@ -31,8 +31,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fullserver.errors import InputError
-from fullserver.netcheck import check_ssh_ranges
 from fullserver.platform import Platform
+from fullserver.platform import PricingModel as PricingModel  # defined below profiles and platforms
+from fullserver.platforms import rules_for
+from fullserver.rules import HOURS_PER_MONTH, MAX_HOURS_PER_MONTH, check_ssh_ranges
 from fullserver.yamlio import parse, read_yaml
 
 PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
@@ -59,13 +61,6 @@ class Stage(StrEnum):
 class Purpose(StrEnum):
     TRAINING = "training"
     INFERENCE = "inference"
-
-
-class PricingModel(StrEnum):
-    SPOT_WITH_FALLBACK = "spot-with-fallback"
-    ON_DEMAND = "on-demand"
-    RESERVED = "reserved"
-    DEDICATED_MONTHLY = "dedicated-monthly"
 
 
 class Fabric(StrEnum):
@@ -172,7 +167,7 @@ class StoragePolicy(Strict):
 class CostAssumptions(Strict):
     """What the cost estimate assumes beyond the hourly price."""
 
-    hours_per_month: Annotated[float, Field(gt=0, le=744)] = 730
+    hours_per_month: Annotated[float, Field(gt=0, le=MAX_HOURS_PER_MONTH)] = HOURS_PER_MONTH
     idle_share: Annotated[float, Field(ge=0, lt=1)] = 0.0
     commitment_years: Annotated[int, Field(ge=0, le=3)] = 0
 
@@ -199,8 +194,10 @@ class Profile(Strict):
     def _coherent(self) -> Profile:
         if len(set(self.platforms)) != len(self.platforms):
             raise ValueError("platforms lists a platform twice")
-        if self.pricing is PricingModel.DEDICATED_MONTHLY and self.platforms != [Platform.BARE_METAL]:
-            raise ValueError("dedicated-monthly pricing applies only to platforms: [bare-metal]")
+        refusing = [p for p in self.platforms if self.pricing not in rules_for(p).pricing]
+        if refusing:
+            takers = ", ".join(p.value for p in Platform if self.pricing in rules_for(p).pricing)
+            raise ValueError(f"{self.pricing.value} pricing applies only to platforms: [{takers}]")
         if self.serving is not None and self.purpose is not Purpose.INFERENCE:
             raise ValueError("serving applies only to inference profiles")
         for platform in self.platform_balance:

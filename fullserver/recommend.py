@@ -20,12 +20,13 @@ from fullserver.cost import estimate
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import default_region
 from fullserver.platform import AcceleratorKind, Platform
+from fullserver.platforms import rules_for
 from fullserver.profiles import Profile, Purpose
-from fullserver.sizing import build_spec, dedicated_spec
+from fullserver.sizing import spec_for
 from fullserver.workload import Dedicated, DedicatedHost, Workload
 
 Maturity = Literal["exploring", "adapting", "stable", "production"]
-GPU_PLATFORMS = (Platform.AWS_GPU, Platform.GCP_GPU)
+GPU_PLATFORMS = tuple(p for p in Platform if rules_for(p).hourly_gpus)
 
 MAX_GPUS_PER_NODE = 16
 """HGX/DGX-2-class servers carry 16 GPUs, the most any node holds."""
@@ -213,7 +214,8 @@ def _workload(needs: Needs, profile: Profile, platform: Platform, catalog: Catal
         "region": _region(needs, platform, catalog),
         "framework": needs.framework,
     }
-    if platform is Platform.TPU_VM:
+    rules = rules_for(platform)
+    if rules.slices:
         data["accelerator"] = needs.tpu or ("v5p-128" if multi else "v5litepod-8")
         offer = catalog.offer(str(data["accelerator"]))
         if offer and data["region"] not in offer.prices and offer.prices:
@@ -222,7 +224,7 @@ def _workload(needs: Needs, profile: Profile, platform: Platform, catalog: Catal
         data["accelerator"] = needs.gpu or ("H100-80GB" if multi else "L4")
         data["accelerator_count"] = needs.gpu_count or (8 if multi else 1)
         data["nodes"] = 2 if multi and profile.topology.nodes == "multi" else 1
-    if platform is Platform.BARE_METAL:
+    if rules.declared_hardware:
         data["dedicated"] = _dedicated(
             needs, profile, str(data["accelerator"]), int(str(data["accelerator_count"])), catalog
         )
@@ -250,17 +252,17 @@ def _dedicated(needs: Needs, profile: Profile, accelerator: str, count: int, cat
 
 
 def _price(needs: Needs, profile: Profile, platform: Platform, catalog: Catalog) -> Priced:
-    if platform is Platform.BARE_METAL and needs.dedicated_monthly_usd is None:
+    declared = rules_for(platform).declared_hardware
+    if declared and needs.dedicated_monthly_usd is None:
         return Priced(
             offer=None, region="-", usd_month=None, note="give --dedicated-monthly-usd to price a dedicated server"
         )
     try:
         work = _workload(needs, profile, platform, catalog)
-        if platform is Platform.BARE_METAL:
-            spec = dedicated_spec(profile, work, catalog, "recommend")
+        spec = spec_for(profile, work, platform, catalog, "recommend")
+        if declared:
             note = "a server meeting the profile's minimums at the given monthly price"
         else:
-            spec = build_spec(profile, work, platform, catalog, "recommend")
             shape = spec.tpu.accelerator_type if spec.tpu else f"{spec.accelerator_count} x {spec.accelerator}"
             note = f"{shape} x {spec.nodes} node(s)"
         cost = estimate(spec, profile, work, catalog)
@@ -300,7 +302,7 @@ def check_needs(needs: Needs, catalog: Catalog, top: int) -> None:
                 else (f"did you mean {close}? {known}" if close else known),
             )
     if needs.tpu is not None:
-        types = {o.name.lower(): o.name for o in catalog.offers if o.platform is Platform.TPU_VM}
+        types = {o.name.lower(): o.name for o in catalog.offers if rules_for(o.platform).slices}
         if needs.tpu.lower() not in types:
             key = catalog.aliases.get(needs.tpu.lower())
             generation = catalog.accelerators[key] if key else None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,50 +17,20 @@ from fullserver.balance import BalanceReport, Host, evaluate, required_attached_
 from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import AcceleratorKind, Interconnect, Platform
 from fullserver.errors import InputError, NothingFits
+from fullserver.platforms import DiskLimits, Refusal, Request, option_refusal, rules_for
 from fullserver.profiles import Fabric, Lifecycle, PricingModel, Profile, StoragePolicy, Topology
-from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, TpuSpec
+from fullserver.rules import environment_labels
+from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, ShapeOption, TpuSpec
 from fullserver.workload import DedicatedHost, Workload
 
-# Block storage each platform provisions, and its provisioning ceilings. Why these kinds:
-# gp3 provisions IOPS/throughput independently of size (EBS volume types, docs.aws.amazon.com);
-# A3/A4 machine types and TPU v6e attach Hyperdisk only, and Hyperdisk Balanced provisions
-# IOPS/throughput (Google Cloud "Hyperdisk" and "GPU machine types" pages); older GCP series and
-# TPU v4/v5e/v5p use pd-balanced, whose performance scales with size and cannot be provisioned.
-_HYPERDISK_FAMILIES = re.compile(r"^(a3|a4|v6e|tpu7x)")
-
-
-@dataclass(frozen=True)
-class DiskLimits:
-    """What a provisioned disk kind accepts; the free baseline is also the minimum."""
-
-    min_iops: int
-    max_iops: int
-    iops_per_gib: int
-    min_mbps: int
-    max_mbps: int
-    mbps_per_iops: float | None
-
-
-# gp3: 3,000-16,000 IOPS, at most 500 IOPS per GiB; 125-1,000 MiB/s, at most 0.25 MiB/s per IOPS
-# (Amazon EBS "General Purpose SSD volumes"). Hyperdisk Balanced: 3,000-160,000 IOPS, at most
-# 500 IOPS per GiB; 140-2,400 MiB/s (Google Cloud "About Hyperdisk Balanced").
-DISK_LIMITS = {
-    "gp3": DiskLimits(3_000, 16_000, 500, 125, 1_000, 0.25),
-    "hyperdisk-balanced": DiskLimits(3_000, 160_000, 500, 140, 2_400, None),
-}
+# Which disk kind a shape attaches, and the kinds' limits, are each platform's
+# (``fullserver.platforms``); sizing provisions within them.
 
 _FABRIC_INTERCONNECTS: dict[Fabric, set[Interconnect]] = {
     Fabric.EFA: {Interconnect.EFA},
     Fabric.GPUDIRECT: {Interconnect.GPUDIRECT_TCPX, Interconnect.GPUDIRECT_TCPXO, Interconnect.GPUDIRECT_RDMA},
     Fabric.ICI: {Interconnect.ICI},
     Fabric.ANY: {i for i in Interconnect if i is not Interconnect.NONE},
-}
-
-ACCELERATOR_PLATFORMS = {
-    AcceleratorKind.GPU: (Platform.AWS_GPU, Platform.GCP_GPU, Platform.BARE_METAL),
-    AcceleratorKind.TRAINIUM: (Platform.AWS_GPU,),
-    AcceleratorKind.INFERENTIA: (Platform.AWS_GPU,),
-    AcceleratorKind.TPU: (Platform.TPU_VM,),
 }
 
 
@@ -82,12 +51,6 @@ def compute_price(offer: Offer, region: str, pricing: PricingModel) -> tuple[flo
     return price.on_demand, False
 
 
-def disk_kind(platform: Platform, family: str) -> str:
-    if platform is Platform.AWS_GPU:
-        return "gp3"
-    return "hyperdisk-balanced" if _HYPERDISK_FAMILIES.match(family) else "pd-balanced"
-
-
 def _suggest(value: str, choices: set[str] | list[str]) -> str:
     close = sorted(difflib.get_close_matches(value, sorted(choices), n=3))
     listed = ", ".join(sorted(choices)) or "none"
@@ -103,7 +66,7 @@ def _tpu_requested(workload: Workload, offer: Offer, accelerator_name: str | Non
 def _resolve_accelerator(workload: Workload, catalog: Catalog) -> tuple[str | None, bool]:
     """The accelerator model named by the workload, and whether it names a TPU type (slice)."""
     assert workload.accelerator is not None
-    if any(o.platform is Platform.TPU_VM and o.name == workload.accelerator for o in catalog.offers):
+    if any(rules_for(o.platform).slices and o.name == workload.accelerator for o in catalog.offers):
         return None, True
     return catalog.accelerator(workload.accelerator).name, False
 
@@ -111,7 +74,7 @@ def _resolve_accelerator(workload: Workload, catalog: Catalog) -> tuple[str | No
 def _candidates(profile: Profile, workload: Workload, platform: Platform, catalog: Catalog) -> list[Offer]:
     acc_name, is_tpu_type = _resolve_accelerator(workload, catalog)
     offers = [o for o in catalog.offers if o.platform is platform]
-    if platform is Platform.TPU_VM:
+    if rules_for(platform).slices:
         matching = [o for o in offers if _tpu_requested(workload, o, acc_name)]
         if not matching:
             types = sorted(o.name for o in offers if acc_name in (None, o.accelerator))
@@ -184,7 +147,8 @@ def _zone_ok(offer: Offer, workload: Workload) -> bool:
         return True
     if workload.zone:
         return workload.zone in offer.zones
-    return any(z.startswith(workload.region + "-") for z in offer.zones)
+    rules = rules_for(offer.platform)
+    return any(rules.zone_in_region(z, workload.region) for z in offer.zones)
 
 
 def _distance(report: BalanceReport) -> float:
@@ -196,6 +160,15 @@ def choose(
     profile: Profile, workload: Workload, platform: Platform, catalog: Catalog
 ) -> tuple[Candidate, list[NearMiss]]:
     """The cheapest feasible offer on one platform, and the rejected near-misses with their reasons."""
+    feasible, near = rank(profile, workload, platform, catalog)
+    return feasible[0], near
+
+
+def rank(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog
+) -> tuple[list[Candidate], list[NearMiss]]:
+    """Every feasible offer on one platform, cheapest first (never empty: ``NothingFits``), and the
+    rejected near-misses with their reasons."""
     _check_region(workload, platform, catalog)
     feasible: list[Candidate] = []
     misses: list[tuple[float, float, NearMiss]] = []
@@ -228,7 +201,38 @@ def choose(
             "lower the accelerator count, pick another region or platform, or relax the profile",
         )
     feasible.sort(key=lambda c: (c.usd_hour, -c.host.vcpus, -c.host.memory_gib, c.offer.name))
-    return feasible[0], near
+    return feasible, near
+
+
+# Spot alternatives: at most this many other shapes, each at most this many times the chosen
+# shape's price, so that a spot request diversified over them cannot cost much more than planned.
+MAX_ALTERNATIVE_SHAPES = 4
+ALTERNATIVE_PRICE_RATIO = 1.5
+
+
+def alternative_shapes(chosen: Candidate, feasible: list[Candidate], efa_interfaces: int) -> list[ShapeOption]:
+    """Other balanced shapes a spot request may run on instead of ``chosen`` (cheapest first).
+
+    Spot capacity is per shape and zone; a request that may use several balanced shapes finds
+    capacity far more often (AWS: "be flexible across instance types"). Only shapes that take the
+    same launch template qualify: the same accelerator and count per node (same image, same
+    balance) and, with EFA, the same number of EFA interfaces (one per network card); and only
+    within ``ALTERNATIVE_PRICE_RATIO`` of the chosen shape's price.
+    """
+    out: list[ShapeOption] = []
+    base = chosen.offer
+    for cand in feasible:
+        offer = cand.offer
+        if offer.machine_type == base.machine_type or offer.hosts != base.hosts:
+            continue
+        if offer.accelerator != base.accelerator or offer.host.accelerator_count != base.host.accelerator_count:
+            continue
+        if efa_interfaces and offer.efa_interfaces != efa_interfaces:
+            continue
+        if cand.usd_hour > chosen.usd_hour * ALTERNATIVE_PRICE_RATIO:
+            continue
+        out.append(ShapeOption(offer=offer.name, machine_type=offer.machine_type, usd_hour=cand.usd_hour))
+    return out[:MAX_ALTERNATIVE_SHAPES]
 
 
 def _data_disk(profile: Profile, workload: Workload, cand: Candidate, platform: Platform) -> DataDisk | None:
@@ -237,9 +241,10 @@ def _data_disk(profile: Profile, workload: Workload, cand: Candidate, platform: 
     size = max(attach, dataset)
     if size == 0 or cand.offer.hosts > 1:
         return None
-    kind = disk_kind(platform, cand.offer.family)
+    kind = rules_for(platform).disk_kind(cand.offer.family)
     n = max(cand.offer.host.accelerator_count, 1)
-    limits = DISK_LIMITS.get(kind)
+    known = rules_for(platform).disk_kinds.get(kind)
+    limits = known.limits if known is not None else None
     pol = profile.storage
     if limits is None or (pol.iops_per_accelerator is None and pol.throughput_mbps_per_accelerator is None):
         return DataDisk(kind=kind, size_gib=size)
@@ -278,14 +283,15 @@ def _local_nvme(offer: Offer, balance_need_gib: float) -> int:
 
 
 def _zone(platform: Platform, offer: Offer, workload: Workload) -> str | None:
-    """The zone to build in: the asked one, else the first the catalog lists in the region.
-
-    TPU capacity is zonal and the catalog knows the zones; elsewhere an unset zone is left to the
-    provider (AWS picks one; GCP uses the provider's ``gcp:zone`` config) and the plan says so.
+    """The zone to build in: the asked one, else the first the catalog lists in the region where
+    the platform takes its zone from the catalog (TPU capacity is zonal and the catalog knows the
+    zones); elsewhere an unset zone is left to the provider (AWS picks one; GCP uses the provider's
+    ``gcp:zone`` config) and the plan says so (``PlatformRules.unset_zone_warning``).
     """
-    if workload.zone or platform is Platform.AWS_GPU:
+    rules = rules_for(platform)
+    if workload.zone or not rules.zone_from_catalog:
         return workload.zone
-    in_region = sorted(z for z in offer.zones if z.startswith(workload.region + "-"))
+    in_region = sorted(z for z in offer.zones if rules.zone_in_region(z, workload.region))
     return in_region[0] if in_region else None
 
 
@@ -322,45 +328,35 @@ def _access(profile: Profile, workload: Workload) -> tuple[bool, list[str]]:
     return public_ip, list(ranges)
 
 
-def _check_queued(profile: Profile, workload: Workload, offer: Offer) -> None:
-    """Queued TPU requests (all multi-host slices) have no spot or reservation field to carry."""
-    if offer.platform is not Platform.TPU_VM or not (workload.queued or offer.hosts > 1):
-        return
-    field = "fullserver:queued" if workload.queued else "fullserver:accelerator"
-    why = f"{offer.name} is requested as a queued resource" + (f" ({offer.hosts} hosts)" if offer.hosts > 1 else "")
-    if profile.pricing is PricingModel.SPOT_WITH_FALLBACK:
-        raise InputError(
-            field,
-            f"{why}, which cannot be spot (the V2QueuedResource node has no scheduling field)",
-            "use an on-demand or reserved profile for this slice, or a single-host type without queued",
-        )
-    if workload.reservation:
-        raise InputError(
-            "fullserver:reservation", f"{why}, which cannot name a reservation", "remove fullserver:reservation"
-        )
+def refused(refusal: Refusal) -> InputError:
+    """A platform rule's refusal as the plan says it: the stack key at fault, the rule's words."""
+    return InputError(f"fullserver:{refusal.key}", refusal.what, refusal.hint)
 
 
-def _check_reservation(profile: Profile, workload: Workload, platform: Platform) -> None:
-    """A reservation is capacity paid for in advance: spot capacity cannot consume it, and it
-    lives in one zone, so the zone must be pinned for the capacity to be usable."""
-    if workload.reservation and profile.pricing is PricingModel.SPOT_WITH_FALLBACK:
-        raise InputError(
-            "fullserver:reservation",
-            f"profile '{profile.name}' runs on spot capacity, which cannot consume a reservation",
-            "remove fullserver:reservation or use an on-demand or reserved profile",
-        )
-    if workload.reservation and not workload.zone:
-        raise InputError(
-            "fullserver:zone",
-            f"reservation '{workload.reservation}' lives in one zone and no zone is set",
-            "set fullserver:zone to the reservation's zone",
-        )
-    if workload.capacity_block and (platform is not Platform.AWS_GPU or not workload.reservation):
-        raise InputError(
-            "fullserver:capacityBlock",
-            "a capacity block is an AWS reservation",
-            "set fullserver:reservation to its cr-... id on aws-gpu",
-        )
+def _check_capacity(
+    profile: Profile, workload: Workload, offer: Offer, platform: Platform, zone: str | None, disk: DataDisk | None
+) -> None:
+    """The platform's rules for what the environment asks (spot with a reservation, a queued TPU
+    request that cannot be spot, a capacity block without its id, ...): the same rules, in the
+    same words, as the components refuse at build time (``fullserver.platforms``)."""
+    if workload.capacity_block:
+        why = option_refusal("capacityBlock", platform)
+        if why is not None:
+            raise InputError("fullserver:capacityBlock", why, "set fullserver:platform to aws-gpu, or remove it")
+    request = Request(
+        shape=offer.name,
+        hosts=offer.hosts,
+        spot=profile.pricing is PricingModel.SPOT_WITH_FALLBACK,
+        reservation=workload.reservation,
+        zone=workload.zone if workload.reservation else zone,
+        queued=rules_for(platform).slices and (workload.queued or offer.hosts > 1),
+        queued_asked=workload.queued,
+        capacity_block=workload.capacity_block,
+        data_disk=disk.kind if disk is not None else None,
+    )
+    refusal = rules_for(platform).refusal(request)
+    if refusal is not None:
+        raise refused(refusal)
 
 
 def build_spec(
@@ -379,20 +375,28 @@ def build_spec(
             f"profile '{profile.name}' is single-node",
             "use a multi-node profile such as scale-training",
         )
-    if platform is Platform.TPU_VM and workload.nodes > 1:
-        raise InputError("fullserver:nodes", "multislice TPU environments are not supported", "use one larger slice")
-    cand, near = choose(profile, workload, platform, catalog)
+    rules = rules_for(platform)
+    if workload.nodes > 1 and rules.multi_node is not None:
+        raise refused(rules.multi_node)
+    feasible, near = rank(profile, workload, platform, catalog)
+    cand = feasible[0]
     offer = cand.offer
     warnings: list[str] = []
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and not cand.spot:
         warnings.append(f"no published spot price for {offer.name} in {workload.region}: priced and run on-demand")
+    if cand.spot and rules.no_spot_fallback:
+        warnings.append(rules.no_spot_fallback)
+    queued = rules.slices and (workload.queued or offer.hosts > 1)
+    if queued and workload.ssh_public_keys:
+        warnings.append(
+            "fullserver:sshPublicKeys is not installed on a queued TPU slice (pulumi-gcp 10.2's queued resource "
+            "takes no metadata): its hosts take SSH keys from OS Login or the project's ssh-keys metadata"
+        )
     if offer.hosts > 1 and workload.dataset_gib:
         warnings.append("multi-host TPU slice: stream the dataset from Cloud Storage (no read-write disk can attach)")
     zone = _zone(platform, offer, workload)
-    if zone is None and platform is Platform.GCP_GPU and profile.serving is None:
-        warnings.append(
-            f"no fullserver:zone set: the VM goes to the gcp provider's default zone (gcp:zone); pick one offering {offer.accelerator}"
-        )
+    if zone is None and rules.unset_zone_warning and profile.serving is None:
+        warnings.append(rules.unset_zone_warning.format(accelerator=offer.accelerator))
     balance = profile.balance_for(platform)
     nvme_need = (
         balance.nvme_gib_per_accelerator.value * max(offer.host.accelerator_count, 1)
@@ -401,8 +405,8 @@ def build_spec(
     )
     local = _local_nvme(offer, nvme_need)
     public_ip, ranges = _access(profile, workload)
-    _check_reservation(profile, workload, platform)
-    _check_queued(profile, workload, offer)
+    disk = _data_disk(profile, workload, cand, platform)
+    _check_capacity(profile, workload, offer, platform, zone, disk)
     lifecycle = profile.lifecycle
     if workload.ttl_hours is not None:
         if lifecycle.mode != "ephemeral":
@@ -412,7 +416,8 @@ def build_spec(
                 "remove ttlHours or use an ephemeral profile",
             )
         lifecycle = lifecycle.model_copy(update={"ttl_hours": workload.ttl_hours})
-    nodes = offer.hosts if platform is Platform.TPU_VM else workload.nodes
+    nodes = offer.hosts if rules.slices else workload.nodes
+    efa = offer.efa_interfaces if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0
     return EnvironmentSpec(
         **_identity(profile, workload, environment, lifecycle),
         platform=platform,
@@ -428,42 +433,41 @@ def build_spec(
         pricing=profile.pricing,
         spot=cand.spot,
         boot_disk_gib=profile.storage.boot_disk_gib,
-        boot_disk_kind=disk_kind(platform, offer.family),
-        data_disk=_data_disk(profile, workload, cand, platform),
+        boot_disk_kind=rules.disk_kind(offer.family),
+        data_disk=disk,
         local_nvme_disks=local,
         local_nvme_disk_gib=offer.local_nvme_disk_gib,
         scratch_raid0=local > 0,
         network=NetworkSpec(
             interconnect=offer.interconnect,
-            efa_interfaces=offer.efa_interfaces
-            if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1
-            else 0,
-            compact_placement=profile.topology.compact_placement and nodes > 1 and platform is not Platform.TPU_VM,
+            efa_interfaces=efa,
+            compact_placement=profile.topology.compact_placement and nodes > 1 and rules.compact_placement,
             public_ip=public_ip,
             ssh_source_ranges=list(ranges),
+            ssh_public_keys=list(workload.ssh_public_keys or []),
             gbps_per_node=offer.host.network_gbps,
         ),
-        tpu=_tpu_spec(offer, workload) if platform is Platform.TPU_VM else None,
+        tpu=_tpu_spec(offer, workload) if rules.slices else None,
         serving=profile.serving,
-        image=workload.image if platform is not Platform.TPU_VM else None,
+        image=None if rules.image_is_runtime else workload.image,
         reservation=workload.reservation,
         capacity_block=workload.capacity_block,
         balance=cand.report,
         near_misses=near[:5],
+        alternative_shapes=alternative_shapes(cand, feasible, efa) if cand.spot else [],
         warnings=warnings,
     )
 
 
 def _identity(profile: Profile, workload: Workload, environment: str, lifecycle: Lifecycle) -> dict[str, Any]:
     """What every spec says about who it is for; the labels policies and the janitor read."""
-    labels = {
-        "fullserver-profile": profile.name,
-        "fullserver-environment": environment,
-        "fullserver-owner": workload.owner,
-        "fullserver-lifecycle": lifecycle.mode,
-    }
-    if lifecycle.ttl_hours is not None:
-        labels["fullserver-ttl-hours"] = f"{lifecycle.ttl_hours:g}"
+    labels = environment_labels(
+        profile=profile.name,
+        environment=environment,
+        owner=workload.owner,
+        lifecycle=lifecycle.mode,
+        ttl_hours=lifecycle.ttl_hours,
+    )
     return {
         "environment": environment,
         "profile": profile.name,
@@ -531,11 +535,23 @@ def platforms_for(profile: Profile, workload: Workload, catalog: Catalog) -> lis
     if workload.platform is not None:
         return [workload.platform]
     if workload.accelerator is None:
-        return [p for p in profile.platforms if p is Platform.BARE_METAL]
+        return [p for p in profile.platforms if rules_for(p).declared_hardware]
     acc_name, is_tpu_type = _resolve_accelerator(workload, catalog)
     kind = AcceleratorKind.TPU if is_tpu_type else catalog.accelerators[str(acc_name)].kind
-    allowed = ACCELERATOR_PLATFORMS[kind]
-    return [p for p in profile.platforms if p in allowed and (p is not Platform.BARE_METAL or workload.dedicated)]
+    return [
+        p
+        for p in profile.platforms
+        if kind in rules_for(p).accelerator_kinds and (not rules_for(p).declared_hardware or workload.dedicated)
+    ]
+
+
+def spec_for(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, environment: str
+) -> EnvironmentSpec:
+    """The spec on one platform: declared servers as they are, else the shape sizing chooses."""
+    if rules_for(platform).declared_hardware:
+        return dedicated_spec(profile, workload, catalog, environment)
+    return build_spec(profile, workload, platform, catalog, environment)
 
 
 def size(profile: Profile, workload: Workload, catalog: Catalog, environment: str) -> EnvironmentSpec:
@@ -556,9 +572,7 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
     errors: list[tuple[Platform, InputError | NothingFits]] = []
     for platform in platforms:
         try:
-            if platform is Platform.BARE_METAL:
-                return dedicated_spec(profile, workload, catalog, environment)
-            return build_spec(profile, workload, platform, catalog, environment)
+            return spec_for(profile, workload, platform, catalog, environment)
         except (InputError, NothingFits) as exc:
             errors.append((platform, exc))
     raise _none_fits(profile, workload, errors)

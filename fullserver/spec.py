@@ -11,18 +11,13 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from fullserver.balance import BalanceReport
 from fullserver.catalog.model import Interconnect, Platform
 from fullserver.errors import InputError
+from fullserver.platforms import disk
 from fullserver.profiles import Lifecycle, PricingModel, Purpose, Serving, Stage
 from fullserver.workload import Dedicated
 
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-# The largest volume of each kind, GiB: gp3 takes 1-16,384 GiB (EC2 API, EBS VolumeSize);
-# pd-balanced and Hyperdisk Balanced take up to 64 TiB (Google Cloud "Persistent Disk" and
-# "About Hyperdisk Balanced" pages).
-DISK_MAX_GIB = {"gp3": 16_384, "pd-balanced": 65_536, "hyperdisk-balanced": 65_536}
 
 
 class DataDisk(Frozen):
@@ -37,8 +32,10 @@ class DataDisk(Frozen):
     def _fits_its_kind(self) -> DataDisk:
         """A disk larger than its kind allows fails ``pulumi up`` at the provider, after other
         resources exist; sizing makes the disk from the dataset (the balance's attached storage is
-        a few TiB at most), so the stack's ``datasetGib`` is named."""
-        most = DISK_MAX_GIB.get(self.kind)
+        a few TiB at most), so the stack's ``datasetGib`` is named. Each kind's largest volume is
+        its platform's (``fullserver.platforms``)."""
+        kind = disk(self.kind)
+        most = kind.max_gib if kind is not None else None
         if most is not None and self.size_gib > most:
             raise InputError(
                 "fullserver:datasetGib",
@@ -67,6 +64,8 @@ class NetworkSpec(Frozen):
     compact_placement: bool = False
     public_ip: bool = False
     ssh_source_ranges: list[str] = []
+    ssh_public_keys: list[str] = []
+    """OpenSSH public key lines installed for the nodes' login user (``fullserver:sshPublicKeys``)."""
     gbps_per_node: float = 0
 
 
@@ -74,6 +73,16 @@ class NearMiss(Frozen):
     offer: str
     usd_hour: float | None
     reason: str
+
+
+class ShapeOption(Frozen):
+    """Another shape that passes the same balance with the same accelerators, and its hourly price
+    under the spec's pricing: what a spot request may fall back on when the chosen shape's spot
+    capacity is out (an AWS Auto Scaling group's instance-type overrides)."""
+
+    offer: str
+    machine_type: str
+    usd_hour: float
 
 
 class EnvironmentSpec(Frozen):
@@ -113,6 +122,8 @@ class EnvironmentSpec(Frozen):
     labels: dict[str, str] = {}
     balance: BalanceReport
     near_misses: list[NearMiss] = []
+    alternative_shapes: list[ShapeOption] = []
+    """Balanced alternatives to ``offer`` (cheapest first), filled for spot specs only."""
     warnings: list[str] = []
 
     @property

@@ -41,10 +41,18 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from fullserver.baremetal.keys import HostKeyLine
+from fullserver.baremetal.keys import HostKeyLine, PublicKeyLine
 from fullserver.catalog.model import Platform
 from fullserver.errors import InputError
-from fullserver.netcheck import check_ssh_ranges
+from fullserver.platforms import option_refusal, owners, rules_for, zone_problem
+from fullserver.rules import (
+    MAX_HOURS_PER_MONTH,
+    STACK_FILE_GLOB,
+    check_ssh_ranges,
+    stack_file,
+    stack_name_problem,
+    stack_of_file,
+)
 from fullserver.yamlio import read_yaml, validation_error
 
 if TYPE_CHECKING:
@@ -67,7 +75,7 @@ MAX_ACCELERATORS = 8_960
 MAX_GPUS_PER_SERVER = 16
 # 1 PiB: 16 times the largest block volume any platform here attaches (64 TiB); a larger dataset
 # is streamed from object storage and is not a sizing input. Each disk kind's own maximum is
-# checked on the sized disk (``fullserver.spec.DISK_MAX_GIB``).
+# checked on the sized disk (``fullserver.platforms``, ``DiskKind.max_gib``).
 MAX_DATASET_GIB = 1_048_576
 # 10 PB a month is ~30 Gbit/s to the internet around the clock, more than any one environment
 # here sends; larger figures are unit mistakes (bytes for GB).
@@ -75,13 +83,13 @@ MAX_EGRESS_GB_MONTH = 10_000_000
 # 100 M USD a month is about five times the dearest plan fullserver can make (512 p5.48xlarge
 # nodes on demand, ~21 M USD a month).
 MAX_BUDGET_USD = 100_000_000
-# The longest month (31 x 24 h).
-MAX_HOURS_PER_MONTH = 744
 # A year; each profile's own TTL is the real bound (``check_workload``).
 MAX_TTL_HOURS = 8_760
 # AWS security groups take 60 inbound rules by default; GCP firewall rules take more, but one
 # list feeds both.
 MAX_SSH_RANGES = 60
+# People's public keys installed on the nodes: a team, not a directory (use OS Login for that).
+MAX_SSH_PUBLIC_KEYS = 32
 # Each alternative is a full sizing; four platforms times a few profiles is far below this.
 MAX_ALTERNATIVES = 16
 # A host has one key per algorithm (ed25519, ecdsa, rsa) and rarely more than a few rotations.
@@ -196,13 +204,6 @@ class KeyProblem(ValueError):
         self.hint = hint
 
 
-_ZONE_FORMS = {
-    # AWS: the region and one letter (us-east-1a); Google Cloud: the region, '-', one letter
-    # (us-central1-a), for GPU VMs and TPU VMs alike.
-    Platform.AWS_GPU: ("{region}[a-z]", "AWS zones are the region and a letter, e.g. {region}a"),
-    Platform.GCP_GPU: ("{region}-[a-z]", "Google Cloud zones are the region, '-' and a letter, e.g. {region}-a"),
-    Platform.TPU_VM: ("{region}-[a-z]", "Google Cloud zones are the region, '-' and a letter, e.g. {region}-a"),
-}
 _LABEL = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 
 
@@ -253,6 +254,12 @@ class Workload(Camel):
     )
     ssh_source_ranges: Annotated[Annotated[list[StrictStr], Field(max_length=MAX_SSH_RANGES)] | None, _unset([])] = (
         Field(default=None, description="CIDR ranges SSH is open to (never wider than /8); empty: the profile's.")
+    )
+    ssh_public_keys: Annotated[
+        Annotated[list[PublicKeyLine], Field(max_length=MAX_SSH_PUBLIC_KEYS)] | None, _unset([])
+    ] = Field(
+        default=None,
+        description="OpenSSH public key lines (~/.ssh/id_*.pub) installed for the nodes' login user ubuntu; empty: none (AWS: Session Manager, GCP: OS Login).",
     )
     public_ip: Annotated[StrictBool | None, _unset("")] = Field(
         default=None,
@@ -327,56 +334,58 @@ class Workload(Camel):
     @field_validator("zone")
     @classmethod
     def _zone_in_region(cls, zone: str | None, info: ValidationInfo) -> str | None:
+        """A cloud zone in the form its platform names zones (``fullserver.platforms``; any cloud's
+        when the platform is left to the profile), inside the region; elsewhere a label."""
         region, platform = info.data.get("region"), info.data.get("platform")
         if zone is None or region is None:
             return zone
-        if platform is Platform.BARE_METAL:
+        if platform is not None and rules_for(platform).zone_form is None:
             if not _LABEL.fullmatch(zone):
                 raise ValueError(f"'{zone}' is not a label (lowercase letters, digits and '-')")
             return zone
-        forms = [_ZONE_FORMS[platform]] if platform in _ZONE_FORMS else list(dict.fromkeys(_ZONE_FORMS.values()))
-        if not any(re.fullmatch(form.format(region=re.escape(region)), zone) for form, _ in forms):
-            rules = "; ".join(rule.format(region=region) for _, rule in forms)
-            raise ValueError(f"'{zone}' is not a zone of region {region} ({rules})")
+        problem = zone_problem(zone, region, platform)
+        if problem is not None:
+            raise ValueError(problem)
         return zone
 
     @model_validator(mode="after")
     def _coherent(self) -> Workload:
         """Keys that cannot apply to the stack's platform are refused, never silently ignored."""
         platform = self.platform
-        if platform is Platform.BARE_METAL and self.dedicated is None:
-            raise KeyProblem("dedicated", "platform bare-metal needs a 'dedicated' section", "add monthlyUsd and host")
-        if platform not in (None, Platform.BARE_METAL) and self.accelerator is None:
+        if platform is None:
+            return self
+        declared = rules_for(platform).declared_hardware
+        if declared and self.dedicated is None:
+            raise KeyProblem(
+                "dedicated", f"platform {platform.value} needs a 'dedicated' section", "add monthlyUsd and host"
+            )
+        if not declared and self.accelerator is None:
             raise KeyProblem(
                 "accelerator",
                 f"platform {platform.value} needs an accelerator",
                 "name a GPU model like H100-80GB, or a TPU type like v5litepod-8",
             )
-        only = [
-            ("queued", self.queued, Platform.TPU_VM, "a queued resource is a Cloud TPU request"),
-            ("capacityBlock", self.capacity_block, Platform.AWS_GPU, "a Capacity Block is an AWS reservation"),
-            ("dedicated", self.dedicated is not None, Platform.BARE_METAL, "it describes rented servers"),
-            ("sshPrivateKey", self.ssh_private_key, Platform.BARE_METAL, "only bare metal is configured over SSH"),
-        ]
-        for key, is_set, allowed, why in only:
-            if is_set and platform is not None and platform is not allowed:
-                raise KeyProblem(
-                    key,
-                    f"applies only to {allowed.value} ({why}); this stack is {platform.value}",
-                    f"remove fullserver:{key}",
-                )
-        if platform is Platform.BARE_METAL:
+        for key, is_set in self._platform_keys():
+            why = option_refusal(key, platform) if is_set else None
+            if why is not None:
+                raise KeyProblem(key, why, f"remove fullserver:{key}")
+        if declared:
             self._check_bare_metal()
         return self
 
+    def _platform_keys(self) -> list[tuple[str, bool]]:
+        """The keys only some platforms take (``PlatformRules.options``), and whether each is set."""
+        return [
+            ("queued", self.queued),
+            ("capacityBlock", self.capacity_block),
+            ("dedicated", self.dedicated is not None),
+            ("sshPrivateKey", self.ssh_private_key),
+            ("reservation", self.reservation is not None),
+            ("image", self.image is not None),
+            ("sshPublicKeys", self.ssh_public_keys is not None),
+        ]
+
     def _check_bare_metal(self) -> None:
-        for key, is_set in (("reservation", self.reservation), ("image", self.image)):
-            if is_set:
-                raise KeyProblem(
-                    key,
-                    "does not apply to bare-metal servers (they run what is installed on them)",
-                    f"remove fullserver:{key}",
-                )
         assert self.dedicated is not None
         hosts, host = len(self.dedicated.hosts), self.dedicated.host
         if hosts and self.nodes not in (1, hosts):
@@ -580,15 +589,8 @@ def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> No
     platforms = set(platforms_for(profile, workload, catalog))
     if not platforms:
         return  # sizing names the accelerator the profile's platforms lack
-    only = [
-        ("queued", workload.queued, {Platform.TPU_VM}),
-        ("capacityBlock", workload.capacity_block, {Platform.AWS_GPU}),
-        ("dedicated", workload.dedicated is not None, {Platform.BARE_METAL}),
-        ("sshPrivateKey", workload.ssh_private_key, {Platform.BARE_METAL}),
-        ("reservation", workload.reservation is not None, set(Platform) - {Platform.BARE_METAL}),
-        ("image", workload.image is not None, set(Platform) - {Platform.BARE_METAL}),
-    ]
-    for key, is_set, allowed in only:
+    for key, is_set in workload._platform_keys():
+        allowed = set(owners(key))
         if is_set and not platforms & allowed:
             landing = ", ".join(sorted(p.value for p in platforms))
             raise InputError(
@@ -596,9 +598,9 @@ def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> No
                 f"applies only to {', '.join(sorted(p.value for p in allowed))}; this stack lands on {landing}",
                 f"remove fullserver:{key} or set fullserver:platform",
             )
-    if Platform.TPU_VM in platforms:
+    if any(rules_for(p).slices for p in platforms):
         _check_tpu_count(workload, catalog)
-    if platforms == {Platform.BARE_METAL} and workload.accelerator and workload.dedicated:
+    if all(rules_for(p).declared_hardware for p in platforms) and workload.accelerator and workload.dedicated:
         _check_dedicated_accelerator(workload, catalog)
 
 
@@ -607,7 +609,7 @@ def _check_tpu_count(workload: Workload, catalog: Catalog) -> None:
     count = workload.accelerator_count
     if count is None or workload.accelerator is None:
         return
-    tpus = [o for o in catalog.offers if o.platform is Platform.TPU_VM]
+    tpus = [o for o in catalog.offers if rules_for(o.platform).slices]
     named = next((o for o in tpus if o.name == workload.accelerator), None)
     if named is not None:
         if count != named.total_accelerators:
@@ -650,22 +652,14 @@ class Stack(BaseModel):
     workload: Workload
 
 
-# Pulumi's stack-name rule (tokens.ParseStackName): 1-100 characters, letters, digits, '-', '_', '.'.
-_STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
-
-
 def stack_name(path: Path) -> str:
     """The stack a ``Pulumi.<stack>.yaml`` file configures; a name Pulumi refuses is refused here."""
-    name = path.name
-    if not (name.startswith("Pulumi.") and name.endswith(".yaml")):
+    stack = stack_of_file(path.name)
+    if stack is None:
         raise InputError(str(path), "not a stack config file", "name it stacks/Pulumi.<env>.yaml")
-    stack = name[len("Pulumi.") : -len(".yaml")]
-    if not _STACK_NAME.fullmatch(stack):
-        raise InputError(
-            str(path),
-            f"'{stack}' is not a stack name Pulumi accepts",
-            "use 1-100 letters, digits, '-', '_' or '.' between 'Pulumi.' and '.yaml'",
-        )
+    problem = stack_name_problem(stack)
+    if problem is not None:
+        raise InputError(str(path), problem, "use 1-100 letters, digits, '-', '_' or '.' between 'Pulumi.' and '.yaml'")
     return stack
 
 
@@ -681,15 +675,15 @@ def load_stack(path: Path) -> Stack:
 def find_stacks(directory: Path, names: list[str]) -> list[Path]:
     """The named stacks (all of them when none is named), in name order."""
     if not names:
-        found = sorted(directory.glob("Pulumi.*.yaml"))
+        found = sorted(directory.glob(STACK_FILE_GLOB))
         if not found:
             raise InputError(str(directory), "no stack configs found", "add stacks/Pulumi.<env>.yaml")
         return found
     paths = []
     for name in names:
-        path = Path(name) if name.endswith(".yaml") else directory / f"Pulumi.{name}.yaml"
+        path = Path(name) if name.endswith(".yaml") else directory / stack_file(name)
         if not path.is_file():
-            known = ", ".join(p.name[len("Pulumi.") : -len(".yaml")] for p in sorted(directory.glob("Pulumi.*.yaml")))
+            known = ", ".join(str(stack_of_file(p.name)) for p in sorted(directory.glob(STACK_FILE_GLOB)))
             raise InputError(f"stack '{name}'", f"no file {path}", f"known stacks: {known}")
         paths.append(path)
     return paths

@@ -17,11 +17,11 @@ import typer
 from typer._click import exceptions as click_exceptions
 from typer.core import TyperGroup
 
-from fullserver.catalog import Catalog, load_catalog
-from fullserver.catalog.model import Platform
+from fullserver.catalog import load_catalog
 from fullserver.errors import EXIT_INPUT, FullserverError
 from fullserver.profiles import get_profile, load_profiles
 from fullserver_cli import render
+from fullserver_cli.catalog import catalog_app
 from fullserver_cli.output import console, emit_json, fail
 from fullserver_cli.plan import STACKS_DIR, plan
 
@@ -98,6 +98,7 @@ def _root(
 
 
 app.command()(plan)
+app.add_typer(catalog_app, name="catalog")
 
 
 @profiles_app.command("list")
@@ -136,78 +137,6 @@ def profiles_schema() -> None:
     from fullserver.profiles import profile_file_schema
 
     _json(profile_file_schema())
-
-
-@app.command()
-def catalog(
-    provider: Annotated[Optional[str], typer.Option(help="aws, gcp or tpu")] = None,
-    accelerator: Annotated[Optional[str], typer.Option(help="model or alias, e.g. H100")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """List catalog shapes with every figure, its unit and its source."""
-    try:
-        cat = load_catalog()
-        offers = cat.offers
-        if provider:
-            wanted = {
-                "aws": {Platform.AWS_GPU},
-                "gcp": {Platform.GCP_GPU, Platform.TPU_VM},
-                "tpu": {Platform.TPU_VM},
-            }.get(provider)
-            if wanted is None:
-                raise FullserverError("--provider", f"unknown provider '{provider}'", "use aws, gcp or tpu")
-            offers = [o for o in offers if o.platform in wanted]
-        if accelerator:
-            name = _accelerator_filter(cat, accelerator)
-            offers = [o for o in offers if o.accelerator == name]
-    except FullserverError as exc:
-        raise _fail(exc) from None
-    if as_json:
-        _json(
-            {
-                "shapes": [
-                    {
-                        "name": o.name,
-                        "platform": o.platform.value,
-                        "accelerator": o.accelerator,
-                        "accelerators": o.total_accelerators,
-                        "accelerator_memory_gib": o.host.accelerator_memory_gib,
-                        "hosts": o.hosts,
-                        "figures": {
-                            k: {"value": f.value, "unit": f.unit, "source": f.source} for k, f in o.figures.items()
-                        },
-                        "prices": {
-                            r: {"on_demand_usd_hour": p.on_demand, "spot_usd_hour": p.spot, "source": p.source}
-                            for r, p in o.prices.items()
-                        },
-                    }
-                    for o in offers
-                ],
-                "sources": {k: s.model_dump(mode="json") for k, s in cat.sources.items()},
-            }
-        )
-        return
-    con = console()
-    con.print(render.catalog_table(cat, offers))
-    used = sorted(
-        {f.source for o in offers for f in o.figures.values()}
-        | {s for o in offers for p in o.prices.values() for s in p.source.split("+")}
-    )
-    for key in used:
-        src = cat.sources.get(key)
-        if src:
-            con.print(f"[bold]{key}[/]: {src.title}, as of {src.as_of} ({src.as_of_kind}) <{src.url}>", overflow="fold")
-
-
-def _accelerator_filter(cat: Catalog, name: str) -> str:
-    try:
-        return str(cat.accelerator(name, where="--accelerator").name)
-    except FullserverError:
-        # A family name such as "H100" may not be an alias: match by prefix.
-        hits = sorted(a for a in cat.accelerators if a.lower().startswith(name.lower()))
-        if len(hits) == 1:
-            return hits[0]
-        raise
 
 
 @app.command()

@@ -110,6 +110,14 @@ def summary(row: Row) -> str:
         parts.append(f"min={i.get('minSize')} max={i.get('maxSize')}")
         if i.get("mixedInstancesPolicy"):
             parts.append("spot (0% on-demand)")
+            overrides = i["mixedInstancesPolicy"].get("launchTemplate", {}).get("overrides") or []
+            if overrides:
+                parts.append("types=" + _fmt([o.get("instanceType") for o in overrides]))
+    elif t.startswith("pulumi:providers:"):
+        # The explicit provider every resource of the environment uses: where they are created.
+        parts += [f"{k}={i[k]}" for k in ("project", "region", "zone") if i.get(k)]
+    elif t.endswith(":QueuedResourceDeletion"):
+        parts.append(f"on destroy: force-delete queued resource {i.get('queued_resource', '')}")
     else:
         for k, v in i.items():
             if isinstance(v, (str, int, float, bool)) and k not in ("description", "name", "project", "region", "zone"):

@@ -7,11 +7,14 @@ uses) follows as it is computed.
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from fullserver.catalog import load_catalog
+from fullserver.catalog.staleness import DEFAULT_MAX_PRICE_AGE_DAYS, plan_staleness_warnings
 from fullserver.errors import FullserverError
 from fullserver.plan import StackPlan, check_budget, plan_paths
 from fullserver.workload import find_stacks
@@ -31,21 +34,35 @@ def plan(
     max_monthly_usd: Annotated[
         Optional[float], typer.Option(help="exit 3 if any stack's monthly estimate exceeds this")
     ] = None,
+    max_price_age_days: Annotated[
+        int,
+        typer.Option(min=1, max=3650, help="warn about any price used that is older than this many days"),
+    ] = DEFAULT_MAX_PRICE_AGE_DAYS,
 ) -> None:
     """Plan stacks offline: shape, balance, cost and warnings for each (no credentials, no Pulumi CLI)."""
     try:
         check_budget([], max_monthly_usd)  # a cap that is no number is bad input before any work
-        plans = plan_paths(find_stacks(stacks_dir, stacks or []))
+        catalog = load_catalog()
+        plans = plan_paths(find_stacks(stacks_dir, stacks or []), catalog=catalog)
     except FullserverError as exc:
         raise fail(exc) from None
-    _print(plans, as_json, summary, max_monthly_usd)
+    today = dt.date.today()
+    warnings = {p.stack: [*p.warnings, *plan_staleness_warnings(p, catalog, today, max_price_age_days)] for p in plans}
+    _print(plans, warnings, as_json, summary, max_monthly_usd)
     try:
         check_budget(plans, max_monthly_usd)
     except FullserverError as exc:
         raise fail(exc) from None
 
 
-def _print(plans: list[StackPlan], as_json: bool, summary: bool, max_monthly_usd: float | None) -> None:
+def _print(
+    plans: list[StackPlan],
+    warnings: dict[str, list[str]],
+    as_json: bool,
+    summary: bool,
+    max_monthly_usd: float | None,
+) -> None:
+    """Every warning (the core's, stale prices, the program's) is shown the same way in text and JSON."""
     # The resource graph imports Pulumi: only here, never in the core.
     from components.graph import graph_for_stack_plan, rows_json
 
@@ -60,7 +77,7 @@ def _print(plans: list[StackPlan], as_json: bool, summary: bool, max_monthly_usd
                     **p.model_dump(mode="json"),
                     "usd_month": p.cost.usd_month,
                     "usd_hour": p.cost.usd_hour,
-                    "warnings": [*p.warnings, *g.warnings],
+                    "warnings": [*warnings[p.stack], *g.warnings],
                     "resources": rows_json(g),
                 }
                 for p, g in zip(plans, graphs, strict=True)
@@ -68,7 +85,7 @@ def _print(plans: list[StackPlan], as_json: bool, summary: bool, max_monthly_usd
         )
     else:
         con = console()
-        con.print(render.summary_table(plans, max_monthly_usd, con.width))
+        con.print(render.summary_table(plans, warnings, max_monthly_usd, con.width))
         con.print(render.total_line(plans))
         if not summary:
             from fullserver_cli.graph_view import graph_table
@@ -78,6 +95,6 @@ def _print(plans: list[StackPlan], as_json: bool, summary: bool, max_monthly_usd
                     g = graph_for_stack_plan(p)
                 except FullserverError as exc:
                     raise fail(exc) from None
-                con.print(render.stack_plan(p, [*p.warnings, *g.warnings]))
+                con.print(render.stack_plan(p, [*warnings[p.stack], *g.warnings]))
                 con.print(graph_table(g))
                 con.print()

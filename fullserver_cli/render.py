@@ -74,7 +74,9 @@ def _shortfall(plan: StackPlan) -> str:
     return "ok" if not short else "short: " + ", ".join(short)
 
 
-def summary_table(plans: list[StackPlan], max_monthly_usd: float | None, width: int) -> _WholeWords:
+def summary_table(
+    plans: list[StackPlan], warnings: dict[str, list[str]], max_monthly_usd: float | None, width: int
+) -> _WholeWords:
     """One row per stack, the first thing ``plan`` prints: what each stack is, whether it is
     balanced, what it costs and whether that fits its budget. Below 120 columns the same facts
     stack inside five columns, so an 80-column terminal never splits a word."""
@@ -96,17 +98,18 @@ def summary_table(plans: list[StackPlan], max_monthly_usd: float | None, width: 
         balance = _shortfall(p)
         balance_text = Text(balance, style="green" if balance == "ok" else "bold red")
         cost = f"${p.cost.usd_month:,.0f}"
+        warned = warnings.get(p.stack, p.warnings)
         shape = s.offer + (f"\n{s.nodes} nodes" if s.nodes > 1 else "")
         if wide:
             t.add_row(
-                p.stack, s.profile, s.platform.value, s.region, shape, balance_text, cost, budget, str(len(p.warnings))
+                p.stack, s.profile, s.platform.value, s.region, shape, balance_text, cost, budget, str(len(warned))
             )
         else:
             status = [Text("balanced", style="green") if balance == "ok" else balance_text]
             if breaches:
                 status.append(Text("over budget", style="bold red"))
-            if p.warnings:
-                status.append(Text(f"{len(p.warnings)} warning" + ("s" if len(p.warnings) > 1 else "")))
+            if warned:
+                status.append(Text(f"{len(warned)} warning" + ("s" if len(warned) > 1 else "")))
             t.add_row(
                 f"{p.stack}\n{s.profile}", f"{s.platform.value}\n{s.region}", shape, cost, Text("\n").join(status)
             )

@@ -3,7 +3,8 @@
 The name is unique and sorts by creation time (``<prefix>-<UTC time>-<random>``); the tags are
 what ``fullserver janitor`` lists (``stack ls --tag fullserver:ephemeral=true``) and judges expiry
 by (``fullserver:expires-at``, written in ``EXPIRES_FORMAT``). Both sides import them from here,
-so the writer and the reader cannot drift apart.
+so the writer and the reader cannot drift apart; the tag keys themselves are ``fullserver.rules``'
+(the policy pack reads them too).
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ import secrets
 from datetime import UTC, datetime
 
 from fullserver.errors import InputError
+from fullserver.rules import TAG_BASE_STACK, TAG_EPHEMERAL, TAG_EXPIRES_AT, TAG_PROFILE
 
-TAG_EPHEMERAL = "fullserver:ephemeral"
-TAG_EXPIRES_AT = "fullserver:expires-at"
-TAG_BASE_STACK = "fullserver:base-stack"
-TAG_PROFILE = "fullserver:profile"
+__all__ = ["EXPIRES_FORMAT", "TAG_BASE_STACK", "TAG_EPHEMERAL", "TAG_EXPIRES_AT", "TAG_PROFILE", "stack_name"]
+
 EXPIRES_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 _PREFIX = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")

@@ -19,6 +19,7 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import InputError
 from fullserver.plan import StackPlan, check_budget, plan_workload
 from fullserver.profiles import get_profile, load_profiles
+from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
 from fullserver.workload import CONFIG_NAMESPACE, workload_from_config
 from fullserver.yamlio import read_yaml
 
@@ -40,20 +41,26 @@ class BaseStack:
 def choose_base(stacks_dir: Path, profile: str | None, base_stack: str | None) -> BaseStack:
     """The named base stack, else the first stack file (by name) whose profile is ``profile``."""
     if base_stack:
-        path = Path(base_stack) if base_stack.endswith(".yaml") else stacks_dir / f"Pulumi.{base_stack}.yaml"
+        path = Path(base_stack) if base_stack.endswith(".yaml") else stacks_dir / stack_file(base_stack)
         if not path.is_file():
-            known = ", ".join(p.name[len("Pulumi.") : -len(".yaml")] for p in sorted(stacks_dir.glob("Pulumi.*.yaml")))
+            known = ", ".join(str(stack_of_file(p.name)) for p in sorted(stacks_dir.glob(STACK_FILE_GLOB)))
             raise InputError(f"--stack {base_stack}", f"no file {path}", f"known stacks: {known or 'none'}")
-        return BaseStack(path.name[len("Pulumi.") : -len(".yaml")], path, _config_of(path))
+        return BaseStack(_stack_of(path), path, _config_of(path))
     if not profile:
         raise InputError("ephemeral", "no base stack and no profile", "pass --stack <base> or --profile <name>")
-    for path in sorted(stacks_dir.glob("Pulumi.*.yaml")):
+    for path in sorted(stacks_dir.glob(STACK_FILE_GLOB)):
         config = _config_of(path)
         if config.get(config_key("profile")) == profile:
-            return BaseStack(path.name[len("Pulumi.") : -len(".yaml")], path, config)
+            return BaseStack(_stack_of(path), path, config)
     raise InputError(
         f"--profile {profile}", f"no stack under {stacks_dir} uses this profile", "pass --stack <base> to name one"
     )
+
+
+def _stack_of(path: Path) -> str:
+    """The stack a base stack file configures (a path given by hand may be named otherwise)."""
+    stack = stack_of_file(path.name)
+    return stack if stack is not None else path.stem
 
 
 def _config_of(path: Path) -> dict[str, Any]:

@@ -24,8 +24,10 @@ from fullserver.catalog.model import (
     Shape,
     Source,
     StoragePrice,
+    TpuPrice,
 )
 from fullserver.errors import InputError
+from fullserver.platforms import tpu
 from fullserver.yamlio import parse, read_yaml
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -39,6 +41,12 @@ class Price:
     on_demand: float
     spot: float | None
     source: str
+    spot_source: str | None = None
+    """The spot figure's source when it is not ``source`` (see ``model.ShapePrice``)."""
+
+    @property
+    def spot_from(self) -> str:
+        return self.spot_source or self.source
 
 
 @dataclass(frozen=True)
@@ -234,7 +242,11 @@ class _Loader:
                     raise InputError(where, f"{item}: duplicate price", "give one price per shape and region")
                 if p.spot_usd_hour is not None and p.spot_usd_hour > p.on_demand_usd_hour:
                     raise InputError(where, f"{item}: spot price above on-demand", "check the figures")
-                shape_prices[p.shape][p.region] = Price(p.region, p.on_demand_usd_hour, p.spot_usd_hour, p.source)
+                if p.spot_source:
+                    check_source(where, item, p.spot_source)
+                shape_prices[p.shape][p.region] = Price(
+                    p.region, p.on_demand_usd_hour, p.spot_usd_hour, p.source, p.spot_source
+                )
 
         for name, (_where, shape) in shapes.items():
             if shape.accelerator is None:
@@ -291,9 +303,13 @@ class _Loader:
                 item = f"accelerator_prices[{i}] ({p.accelerator} in {p.region})"
                 check_acc(where, item, p.accelerator)
                 check_source(where, item, p.source)
+                if p.spot_source:
+                    check_source(where, item, p.spot_source)
                 if (p.accelerator, p.region) in gpu_prices:
                     raise InputError(where, f"{item}: duplicate price", "give one price per accelerator and region")
-                gpu_prices[(p.accelerator, p.region)] = Price(p.region, p.on_demand_usd_hour, p.spot_usd_hour, p.source)
+                gpu_prices[(p.accelerator, p.region)] = Price(
+                    p.region, p.on_demand_usd_hour, p.spot_usd_hour, p.source, p.spot_source
+                )
         offers: list[Offer] = []
         for where, f in self.files:
             for i, att in enumerate(f.attachable_gpus):
@@ -317,8 +333,13 @@ class _Loader:
                             spot = None
                             if vm.spot is not None and gpu.spot is not None:
                                 spot = vm.spot + limit.count * gpu.spot
+                            source = f"{vm.source}+{gpu.source}"
                             prices[region] = Price(
-                                region, vm.on_demand + limit.count * gpu.on_demand, spot, f"{vm.source}+{gpu.source}"
+                                region,
+                                vm.on_demand + limit.count * gpu.on_demand,
+                                spot,
+                                source,
+                                f"{vm.spot_from}+{gpu.spot_from}" if spot is not None else None,
                             )
                         h = _shape_host(host, None).model_copy(
                             update={
@@ -345,14 +366,16 @@ class _Loader:
 
     def _tpus(self, check_acc: Any, check_source: Any) -> list[Offer]:
         """TPU slices: price = chips x per-chip price; a region qualifies when a zone of it offers the type."""
-        chip_prices: dict[tuple[str, str], tuple[float, float | None, str]] = {}
+        chip_prices: dict[tuple[str, str], TpuPrice] = {}
         for where, f in self.files:
             for i, p in enumerate(f.tpu_prices):
                 item = f"tpu_prices[{i}] ({p.generation} in {p.region})"
                 check_source(where, item, p.source)
+                if p.spot_source:
+                    check_source(where, item, p.spot_source)
                 if (p.generation, p.region) in chip_prices:
                     raise InputError(where, f"{item}: duplicate price", "give one price per generation and region")
-                chip_prices[(p.generation, p.region)] = (p.on_demand_usd_chip_hour, p.spot_usd_chip_hour, p.source)
+                chip_prices[(p.generation, p.region)] = p
         offers: list[Offer] = []
         seen: set[str] = set()
         for where, f in self.files:
@@ -365,13 +388,19 @@ class _Loader:
                 for key in (t.source, *t.figure_sources.values()):
                     check_source(where, item, key)
                 per_host = t.chips // t.hosts
-                regions = sorted({z.rsplit("-", 1)[0] for z in t.zones})
+                regions = sorted({r for z in t.zones if (r := tpu.RULES.region_of_zone(z))})
                 prices: dict[str, Price] = {}
                 for region in regions:
                     cp = chip_prices.get((t.generation, region))
                     if cp is not None:
-                        od, spot, src = cp
-                        prices[region] = Price(region, od * t.chips, spot * t.chips if spot else None, src)
+                        spot = cp.spot_usd_chip_hour
+                        prices[region] = Price(
+                            region,
+                            cp.on_demand_usd_chip_hour * t.chips,
+                            spot * t.chips if spot else None,
+                            cp.source,
+                            cp.spot_source,
+                        )
                 overrides = t.figure_sources
                 offers.append(
                     Offer(

@@ -97,13 +97,18 @@ class Shape(Strict):
 
 
 class ShapePrice(Strict):
-    """Hourly price of one shape in one region; spot only where published."""
+    """Hourly price of one shape in one region; spot only where published.
+
+    ``spot_source`` names the spot figure's source when it is not ``source``: a refresh from a
+    source without spot prices (the AWS Price List) updates the rest and keeps the spot figure's.
+    """
 
     shape: str
     region: str
     on_demand_usd_hour: Positive
     spot_usd_hour: Positive | None = None
     source: str
+    spot_source: str | None = None
 
 
 class AttachLimit(Strict):
@@ -130,6 +135,7 @@ class AcceleratorPrice(Strict):
     on_demand_usd_hour: Positive
     spot_usd_hour: Positive | None = None
     source: str
+    spot_source: str | None = None  # as in ShapePrice
 
 
 class TpuType(Strict):
@@ -175,6 +181,7 @@ class TpuPrice(Strict):
     on_demand_usd_chip_hour: Positive
     spot_usd_chip_hour: Positive | None = None
     source: str
+    spot_source: str | None = None  # as in ShapePrice
 
 
 class StoragePrice(Strict):

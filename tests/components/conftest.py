@@ -60,6 +60,9 @@ OUTPUTS = (
     "group_names",
     "instance_ids",
     "platform",
+    "cleanup",
+    "instance_role",
+    "instance_role_arn",
 )
 
 Build = Callable[[Callable[[], Any]], Graph]

@@ -8,7 +8,7 @@ import pytest
 
 from components.args import SpecRefused, aws_args
 from components.aws_gpu import AwsGpuEnvironment
-from fullserver import sizing
+from fullserver.platforms import DiskKind, DiskLimits, aws
 from fullserver.profiles import PricingModel
 from fullserver.spec import DataDisk
 from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
@@ -90,7 +90,10 @@ def test_spot_runs_a_spot_group_with_an_on_demand_fallback(plans: Plans, build: 
 
 
 def test_reserved_pricing_targets_a_configured_capacity_block(plans: Plans, build: Build) -> None:
-    spec = spec_of(plans, "train-p5-cluster", reservation="cr-0123456789abcdef0", capacity_block=True)
+    # A reservation lives in one zone (fullserver.platforms.base.reservation_needs_zone).
+    spec = spec_of(
+        plans, "train-p5-cluster", reservation="cr-0123456789abcdef0", capacity_block=True, zone="us-east-1a"
+    )
     lt = build(lambda: AwsGpuEnvironment("cb", aws_args(spec))).one("ec2/launchTemplate:LaunchTemplate").inputs
     assert lt["capacityReservationSpecification"] == {
         "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}
@@ -140,12 +143,12 @@ def test_refuses_a_reservation_on_spot(plans: Plans) -> None:
 
 
 def test_gp3_limits_are_the_cores_disk_limits(plans: Plans, build: Build, monkeypatch: pytest.MonkeyPatch) -> None:
-    """One place for gp3 limits: the component refuses by fullserver.sizing.DISK_LIMITS, whatever they say."""
+    """One place for gp3 limits: the component refuses by fullserver.platforms.aws's, whatever they say."""
     disk = DataDisk(kind="gp3", size_gib=500, iops=6000, throughput_mbps=500)
     ok = build(lambda: AwsGpuEnvironment("ok", aws_args(spec_of(plans, "exp-aws-spot", data_disk=disk))))
     assert ok.one("ebs/volume:Volume").inputs["iops"] == 6000  # within today's limits
-    tighter = sizing.DiskLimits(3_000, 5_000, 500, 125, 1_000, 0.25)
-    monkeypatch.setitem(sizing.DISK_LIMITS, "gp3", tighter)
+    tighter = DiskLimits(3_000, 5_000, 500, 125, 1_000, 0.25)
+    monkeypatch.setitem(aws.DISKS, "gp3", DiskKind("gp3", 16_384, tighter))
     with pytest.raises(SpecRefused, match=r"spec\.data_disk\.iops: gp3 takes 3000-5000 IOPS at 500 GiB, not 6000"):
         AwsGpuEnvironment("bad", aws_args(spec_of(plans, "exp-aws-spot", data_disk=disk)))
 

@@ -23,8 +23,9 @@ PUBLIC = [Environment, TpuVmEnvironment, AwsGpuEnvironment, GcpGpuEnvironment]
         (
             "train-tpu-v5e",
             "fullserver:index:TpuVmEnvironment",
-            # external IP allowed: direct SSH to worker 0, no IAP
-            r"gcloud compute tpus tpu-vm ssh train-tpu-v5e-tpu --zone us-central1-a --worker=0",
+            # external IP allowed but no SSH ranges: through IAP (the alpha command tunnels)
+            r"gcloud alpha compute tpus tpu-vm ssh train-tpu-v5e-tpu --zone us-central1-a --project mock-project"
+            r" --worker=0 --tunnel-through-iap",
         ),
         (
             "train-p5-cluster",
@@ -36,7 +37,8 @@ PUBLIC = [Environment, TpuVmEnvironment, AwsGpuEnvironment, GcpGpuEnvironment]
             "finetune-gcp-g2",
             "fullserver:index:GcpGpuEnvironment",
             # public IP but no SSH ranges: through IAP
-            r"gcloud compute ssh finetune-gcp-g2-node-0-[0-9a-f]{6} --zone us-central1-a --tunnel-through-iap",
+            r"gcloud compute ssh finetune-gcp-g2-node-0-[0-9a-f]{6} --zone us-central1-a --project mock-project"
+            r" --tunnel-through-iap",
         ),
     ],
 )

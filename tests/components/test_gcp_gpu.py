@@ -5,15 +5,16 @@ from __future__ import annotations
 import pytest
 
 from components.args import SpecRefused, gcp_args
-from components.gcp_gpu import GPU_NIC_PLANS, GcpGpuEnvironment
+from components.gcp_gpu import GcpGpuEnvironment
 from components.graph import Graph
-from fullserver_cli.graph_view import summary
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Interconnect
 from fullserver.plan import StackPlan, plan_workload
+from fullserver.platforms.gcp import GPU_NIC_PLANS
 from fullserver.profiles import load_profiles
 from fullserver.spec import DataDisk, EnvironmentSpec
 from fullserver.workload import workload_from_config
+from fullserver_cli.graph_view import summary
 from tests.components.conftest import Build, Plans, spec_of
 
 GPUDIRECT = {Interconnect.GPUDIRECT_TCPX, Interconnect.GPUDIRECT_TCPXO, Interconnect.GPUDIRECT_RDMA}
@@ -73,10 +74,13 @@ def test_g2_fine_tuning_vm(plans: Plans, build: Build) -> None:
     assert vm["serviceAccount"]["scopes"] == ["https://www.googleapis.com/auth/cloud-platform"]
     assert vm["labels"]["fullserver-ttl-hours"] == "72"
     assert "guestAccelerators" not in vm or vm["guestAccelerators"] == []
-    assert (
-        g.outputs["connect"]
-        == "gcloud compute ssh " + g.outputs["connect"].split()[3] + " --zone us-central1-a --tunnel-through-iap"
+    # a public IP but no SSH ranges: through IAP, as OS Login decides who (no keys configured)
+    assert g.outputs["connect"] == (
+        "gcloud compute ssh "
+        + g.outputs["connect"].split()[3]
+        + " --zone us-central1-a --project proj --tunnel-through-iap"
     )
+    assert "ssh-keys" not in vm["metadata"]
 
 
 def test_on_demand_a2_uses_standard_provisioning(plans: Plans, build: Build) -> None:
@@ -100,7 +104,9 @@ def test_n1_attaches_its_gpus(plans: Plans, build: Build) -> None:
     assert vm["guestAccelerators"] == [{"type": "nvidia-tesla-t4", "count": 1}]
 
 
-def test_multi_node_gets_compact_placement_and_tier1(plans: Plans, build: Build) -> None:
+def test_multi_node_gets_compact_placement_but_no_tier1_on_a_gpu_series(plans: Plans, build: Build) -> None:
+    """Tier_1 is for N2/N2D/C2/C2D/C3 with 30+ vCPUs only: the API refuses it on A2 (whose up to
+    100 Gbps comes with the machine type), so a multi-node A2 environment asks for none."""
     spec = plans["finetune-gcp-a2"].spec
     spec = spec.model_copy(update={"nodes": 2, "network": spec.network.model_copy(update={"compact_placement": True})})
     g = build(lambda: GcpGpuEnvironment("mn", gcp_args(spec)))
@@ -108,8 +114,17 @@ def test_multi_node_gets_compact_placement_and_tier1(plans: Plans, build: Build)
     assert policy["groupPlacementPolicy"] == {"collocation": "COLLOCATED", "vmCount": 2}
     vms = g.of_type("compute/instance:Instance")
     assert len(vms) == 2 and all(v.inputs["resourcePolicies"].startswith("https://") for v in vms)
-    assert all(v.inputs["networkPerformanceConfig"] == {"totalEgressBandwidthTier": "TIER_1"} for v in vms)
+    assert all(v.inputs.get("networkPerformanceConfig") is None for v in vms)
     assert len(g.of_type("compute/disk:Disk")) == 2
+
+
+def test_tier1_goes_only_to_a_machine_type_that_takes_it(plans: Plans, build: Build) -> None:
+    args = gcp_args(plans["finetune-gcp-a2"].spec)
+    for machine_type, tier in (("n2-standard-32", "TIER_1"), ("n2-standard-16", None), ("a2-highgpu-1g", None)):
+        wanted = {**args, "machine_type": machine_type, "tier1_networking": True, "accelerator_count": 0}
+        vm = build(lambda w=wanted: GcpGpuEnvironment("t1", w)).one("compute/instance:Instance").inputs  # type: ignore[misc]
+        perf = vm.get("networkPerformanceConfig")
+        assert (perf or {}).get("totalEgressBandwidthTier") == tier, machine_type
 
 
 def test_a_specific_reservation(plans: Plans, build: Build) -> None:

@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from components.graph import Graph, graph_for_config, graph_for_plan, plan_with_graphs
-from fullserver_cli.graph_view import summary
-from fullserver_cli.app import app
 from fullserver.yamlio import read_yaml
+from fullserver_cli.app import app
+from fullserver_cli.graph_view import summary
 from tests.components.conftest import MOCKS, STACKS, Plans
 
 CLOUD_STACKS = [

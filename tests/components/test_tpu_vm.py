@@ -63,13 +63,16 @@ def test_single_host_v5e_is_a_v2vm_with_data_disk_spot_and_its_own_service_accou
     assert vm["serviceAccount"]["email"].startswith("fs-tpu5e@")
     assert vm["labels"]["fullserver-profile"] == "fine-tuning"
     assert vm["labels"]["fullserver-environment"] == "train-tpu-v5e"
-    assert "startup-script" in vm["metadata"]
+    assert "startup-script" in vm["metadata"] and vm["metadata"]["enable-oslogin"] == "TRUE"
     disk = g.one("compute/disk:Disk").inputs
     assert disk["type"] == "pd-balanced" and disk["size"] == 800
     roles = sorted(r.inputs["role"] for r in g.of_type("projects/iAMMember:IAMMember"))
     assert roles == ["roles/logging.logWriter", "roles/monitoring.metricWriter"]
     assert g.of_type("tpu/v2QueuedResource:V2QueuedResource") == []
-    assert g.outputs["connect"] == "gcloud compute tpus tpu-vm ssh tpu5e-tpu --zone us-central1-a --worker=0"
+    # an external IP but no SSH ranges to reach it from: IAP, which only the alpha command tunnels
+    assert g.outputs["connect"] == (
+        "gcloud alpha compute tpus tpu-vm ssh tpu5e-tpu --zone us-central1-a --project p --worker=0 --tunnel-through-iap"
+    )
 
 
 def test_private_tpu_gets_iap_ssh_and_cloud_nat(plans: Plans, build: Build) -> None:
@@ -106,7 +109,10 @@ def test_refuses_a_read_write_disk_on_a_multi_host_slice(plans: Plans) -> None:
 
 def test_refuses_spot_on_a_queued_request(plans: Plans) -> None:
     spec = spec_of(plans, "train-tpu-v5p-slice", spot=True)
-    with pytest.raises(SpecRefused, match=r"spec\.spot: spot capacity for a queued TPU request"):
+    # The rule's one message (fullserver.platforms.tpu.queued_spot), the same words the plan refuses with.
+    with pytest.raises(
+        SpecRefused, match=r"spec\.spot: v5p-128 is requested as a queued resource \(16 hosts\), which cannot be spot"
+    ):
         TpuVmEnvironment("bad", tpu_args(spec))
 
 

@@ -229,8 +229,9 @@ def test_one_reason_shared_by_every_platform_is_said_once(tmp_path: Path) -> Non
     _, catalog = two_clouds(tmp_path / "catalog", cpu_per_accelerator=8)
     with pytest.raises(InputError) as err:
         size(profile, wl(reservation="cr-1", zone="r-1-a"), catalog, "env")
+    # The rule's one message (fullserver.platforms.base), the same words the components refuse with.
     assert str(err.value) == (
-        "fullserver:reservation: profile 'base' runs on spot capacity, which cannot consume a reservation "
+        "fullserver:reservation: spot capacity cannot consume a capacity reservation "
         "(remove fullserver:reservation or use an on-demand or reserved profile)"
     )
 

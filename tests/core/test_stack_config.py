@@ -31,6 +31,8 @@ from fullserver.yamlio import read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
+# A real ed25519 public key (the example host key of stacks/Pulumi.dedicated-h100.yaml) with a comment.
+ED25519_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOdxa8FJ42wwS51NSUShy8AnhcSqHlneQjBFh7l9eov/ ada@laptop"
 SECURE = {"secure": "v1:q0Ch9YRfEqKbQq6W:2Rj0oMC0W9kVzIlD8RkZ0jXzpXg="}  # a passphrase-provider ciphertext
 
 
@@ -238,6 +240,16 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("budgetMonthlyUsd", "exp-aws-spot", {"budgetMonthlyUsd": -1}, "greater than or equal to 1"),
     ("sshSourceRanges", "exp-aws-spot", {"sshSourceRanges": ["0.0.0.0/0"]}, "would open SSH"),
     ("sshSourceRanges", "exp-aws-spot", {"sshSourceRanges": ["10.0.0.0/24"] * 61}, "at most 60 items"),
+    ("sshPublicKeys", "exp-aws-spot", {"sshPublicKeys": ["not a key"]}, "not an OpenSSH public key"),
+    (
+        "sshPublicKeys",
+        "exp-aws-spot",
+        {"sshPublicKeys": ['command="rm -rf /" ' + ED25519_KEY]},
+        "no options",
+    ),
+    ("sshPublicKeys", "exp-aws-spot", {"sshPublicKeys": [ED25519_KEY + "\nssh-ed25519 AAAA"]}, "one line"),
+    ("sshPublicKeys", "exp-aws-spot", {"sshPublicKeys": ["ssh-rsa " + ED25519_KEY.split()[1]]}, "does not match"),
+    ("sshPublicKeys", "dedicated-h100", {"sshPublicKeys": [ED25519_KEY]}, "applies only to aws-gpu, gcp-gpu, tpu-vm"),
     ("publicIp", "exp-aws-spot", {"publicIp": "maybe"}, "valid boolean"),
     ("publicIp", "serve-gcp-realtime", {"publicIp": True}, "does not allow a public IP"),
     ("ttlHours", "exp-aws-spot", {"ttlHours": 720}, "above the 8 h TTL of profile 'experimentation'"),
@@ -316,6 +328,7 @@ def test_the_example_stacks_and_their_valid_neighbours_still_plan(tmp_path: Path
         "alias-of-the-host": ("dedicated-h100", {"accelerator": "H100"}),
         "zone-in-region": ("exp-aws-spot", {"zone": "us-east-1a"}),
         "most-nodes": ("train-p5-cluster", {"nodes": MAX_NODES}),
+        "public-keys": ("finetune-gcp-g2", {"sshPublicKeys": [ED25519_KEY, "  " + ED25519_KEY.replace(" ", "   ")]}),
     }
     for name, (stack, changes) in fine.items():
         plan_offline(write_stack(tmp_path, name, stack_config(stack, **changes)))

@@ -216,3 +216,19 @@ def captured() -> dict[str, CapturedStack]:
 def stacks(captured: dict[str, CapturedStack]) -> dict[str, CapturedStack]:
     """Fresh copies of the captured stacks, safe to mutate into bad ones."""
     return {name: s.copy() for name, s in captured.items()}
+
+
+Stacks = dict[str, CapturedStack]
+
+
+def made(typ: str, props: dict[str, Any], name: str = "hand-written") -> Captured:
+    """A hand-written resource (no example stack registers it): the same props as inputs and outputs."""
+    return Captured("crafted", typ, name, props, {**props, "id": f"{name}-id"})
+
+
+def one_violation(found: list[str], *needles: str) -> str:
+    """The one violation found, checked to contain each needle (what went wrong and how to fix it)."""
+    assert len(found) == 1, found
+    for needle in needles:
+        assert needle in found[0], (needle, found[0])
+    return found[0]

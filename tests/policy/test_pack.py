@@ -23,6 +23,7 @@ from pulumi_policy.policy import _PolicyAnalyzerServicer
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from policy import guardrails as g
+from policy.resources import AWS_LAUNCH_TEMPLATE, AWS_SECURITY_GROUP
 from tests.policy.conftest import CapturedStack
 
 PACK = Path(__file__).resolve().parents[2] / "policy"
@@ -109,18 +110,18 @@ def _analyze(servicer: Any, typ: str, props: dict[str, Any], name: str = "r") ->
 
 
 def test_resource_policy_through_the_analyzer(captured: dict[str, CapturedStack]) -> None:
-    sg = dict(captured["exp-aws-spot"].one(g.AWS_SECURITY_GROUP).inputs)
-    assert _analyze(_servicer(), g.AWS_SECURITY_GROUP, sg).diagnostics == []
+    sg = dict(captured["exp-aws-spot"].one(AWS_SECURITY_GROUP).inputs)
+    assert _analyze(_servicer(), AWS_SECURITY_GROUP, sg).diagnostics == []
     sg["ingress"] = [{**sg["ingress"][0], "cidrBlocks": ["0.0.0.0/0"]}]
-    diags = _analyze(_servicer(), g.AWS_SECURITY_GROUP, sg).diagnostics
+    diags = _analyze(_servicer(), AWS_SECURITY_GROUP, sg).diagnostics
     assert [d.policyName for d in diags] == ["no-open-admin-ports"]
     assert diags[0].enforcementLevel == proto.MANDATORY and "22 (SSH)" in diags[0].message
 
 
 def test_unknown_value_during_preview_is_reported_not_raised(captured: dict[str, CapturedStack]) -> None:
-    lt = dict(captured["train-p5-cluster"].one(g.AWS_LAUNCH_TEMPLATE).inputs)
+    lt = dict(captured["train-p5-cluster"].one(AWS_LAUNCH_TEMPLATE).inputs)
     lt["metadataOptions"] = {**lt["metadataOptions"], "httpTokens": UNKNOWN_STRING_VALUE}
-    diags = _analyze(_servicer(), g.AWS_LAUNCH_TEMPLATE, lt).diagnostics
+    diags = _analyze(_servicer(), AWS_LAUNCH_TEMPLATE, lt).diagnostics
     assert [d.policyName for d in diags] == ["imdsv2-required"]
     assert "during preview" in diags[0].message and diags[0].enforcementLevel == proto.ADVISORY
 

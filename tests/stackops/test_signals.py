@@ -114,7 +114,9 @@ def test_repeated_signals_during_up_reach_pulumi_as_exactly_one_interrupt(
     proc = subprocess.Popen(
         ephemeral_argv(fake_pulumi, project, "true"),
         cwd=ROOT,
-        env=fake_pulumi.subprocess_env(FAKE_PULUMI_UP_SLEEP="30", FAKE_PULUMI_CANCEL_SLEEP="2"),
+        # The stand-in takes 5 s to cancel, so every later signal lands inside the cancel even on a
+        # loaded machine (the signals are 0.4 s apart).
+        env=fake_pulumi.subprocess_env(FAKE_PULUMI_UP_SLEEP="30", FAKE_PULUMI_CANCEL_SLEEP="5"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -123,7 +125,7 @@ def test_repeated_signals_during_up_reach_pulumi_as_exactly_one_interrupt(
     started = time.monotonic()
     for sig in (first, signal.SIGTERM, signal.SIGINT, signal.SIGTERM):
         proc.send_signal(sig)
-        time.sleep(0.3)  # all within the CLI's cancel: each extra interrupt would terminate it
+        time.sleep(0.4)  # all within the CLI's cancel: each extra interrupt would terminate it
     try:
         _, err = proc.communicate(timeout=25)
     except subprocess.TimeoutExpired:

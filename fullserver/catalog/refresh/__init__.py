@@ -1,0 +1,176 @@
+"""Refreshing the catalog's prices from the providers' own published sources.
+
+``refresh(["aws", "gcp", "tpu"], today=...)`` reads each provider's price source, compares it with
+the data file (``aws.yaml``, ``gcp.yaml``, ``tpu.yaml``), and returns one ``RefreshReport`` per file:
+figures up or down (with percentages), rows added or gone, shapes the provider sells that the
+catalog lacks or no longer sells, and anything it could not use. With ``write=True`` the edited file
+is written, but only after the whole catalog, edited files included, loads and validates.
+
+What is refreshed, and from where:
+
+* AWS (``aws.py``): Linux on-demand prices of the catalog's instance types, and the standard
+  no-upfront reserved discount per family, from the AWS Price List Bulk API (public JSON, no
+  credentials) for the regions the file already prices (or those given).
+* GCP (``gcp.py``): attachable GPU prices, N1 / A2 Standard / G2 machine prices (cores + memory +
+  GPUs), pd-balanced / pd-ssd / local-ssd disk prices and premium internet egress, from the Cloud
+  Billing Catalog API (an API key); on-demand and spot.
+* TPU (``gcp.py``): per chip-hour prices of v5e, v5p and v6e from the same API.
+
+Every refreshed row names the refresh's source, whose entry records the title, URL, date and how
+sure that date is (``published`` for the AWS files' publicationDate, ``retrieved`` for the Cloud
+Billing API, which returns "the latest pricing"). Figures the new source does not give keep theirs.
+
+Next steps (they need credentials, so they take client libraries from the ``refresh`` extra and
+slot in as further ``Fetched`` producers applied by ``apply.apply_rows``):
+
+* EC2 DescribeInstanceTypes (boto3): vCPUs, memory, GPUs, instance store, network and EFA of the
+  shapes, i.e. ``shapes`` rows, and adding the instance types reported as "not in the catalog";
+* EC2 DescribeSpotPriceHistory (boto3): ``spot_usd_hour`` per region (the lowest current price
+  among the region's availability zones, as the catalog documents it);
+* AWS Savings Plans offer files (``savingsPlanVersionIndexUrl`` in the Price List index, public);
+* Compute Engine machineTypes.list / acceleratorTypes.list / zones.list (google-auth): GCP shapes,
+  attachable GPU zones and TPU zones; A2 Ultra / A3 / A4 prices (bundled Local SSD, GPU slices);
+* the Cloud TPU service (``E000-3F24-B8AA``) for TPU v4 prices, once its per-device unit is mapped;
+* AWS gp3 and data-transfer prices (the EC2 offer's Storage products and the AWSDataTransfer offer).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from fullserver.catalog import DATA_DIR, catalog_from_data, load_catalog
+from fullserver.catalog.model import CatalogFile
+from fullserver.catalog.refresh import aws, gcp
+from fullserver.catalog.refresh.apply import apply_rows
+from fullserver.catalog.refresh.http import FetchError, Opener, redact, urllib_opener
+from fullserver.catalog.refresh.rows import Fetched, FigureChange, RefreshReport
+from fullserver.errors import FullserverError, InputError
+from fullserver.yamlio import parse, read_yaml
+
+__all__ = [
+    "PROVIDER_FILES",
+    "FetchError",
+    "FigureChange",
+    "Opener",
+    "RefreshReport",
+    "file_regions",
+    "redact",
+    "refresh",
+]
+
+PROVIDER_FILES = {"aws": "aws.yaml", "gcp": "gcp.yaml", "tpu": "tpu.yaml"}
+"""The data file each ``--provider`` refreshes."""
+
+_PRICE_SECTIONS = ("shape_prices", "accelerator_prices", "tpu_prices", "storage_prices", "egress_prices")
+
+
+def file_regions(data: CatalogFile) -> list[str]:
+    """The regions a data file prices anything in, in the order they first appear."""
+    seen: dict[str, None] = {}
+    for name in _PRICE_SECTIONS:
+        for row in getattr(data, name):
+            seen.setdefault(row.region, None)
+    return list(seen)
+
+
+def refresh(
+    providers: Iterable[str],
+    *,
+    today: dt.date,
+    data_dir: Path = DATA_DIR,
+    opener: Opener | None = None,
+    gcp_api_key: str | None = None,
+    regions: Iterable[str] = (),
+    prune: bool = False,
+    write: bool = False,
+) -> list[RefreshReport]:
+    """Refresh the data files of ``providers`` (``aws``, ``gcp``, ``tpu``); see the module docstring.
+
+    ``regions`` adds regions to those each file already prices. ``prune`` removes rows the provider
+    no longer prices (they are reported either way). Nothing is written unless ``write`` is true and
+    the whole catalog, with every edited file, validates.
+    """
+    wanted = list(dict.fromkeys(providers))
+    unknown = [p for p in wanted if p not in PROVIDER_FILES]
+    if unknown:
+        raise InputError("--provider", f"unknown provider '{unknown[0]}'", "use aws, gcp or tpu")
+    opener = opener or urllib_opener()
+    extra = list(regions)
+    texts = {p.name: p.read_text(encoding="utf-8") for p in sorted(data_dir.glob("*.yaml"))}
+    parsed = {name: read_yaml(data_dir / name) for name in texts}
+    skus: list[dict[str, Any]] | None = None
+    reports: list[RefreshReport] = []
+    for provider in wanted:
+        name = PROVIDER_FILES[provider]
+        path = data_dir / name
+        if name not in texts:
+            raise InputError(str(path), "no such data file", "run the refresh against the catalog's data directory")
+        data = parse(CatalogFile, parsed[name], str(path))
+        fetched: Fetched
+        if provider == "aws":
+            fetched = aws.fetch(data, list(dict.fromkeys([*file_regions(data), *extra])), opener, today)
+        else:
+            if not gcp_api_key:
+                raise InputError(
+                    "--gcp-api-key",
+                    "the Cloud Billing Catalog API needs an API key",
+                    "create one in the Google Cloud console (APIs & Services > Credentials) with the Cloud Billing "
+                    "API enabled",
+                )
+            if skus is None:
+                skus = gcp.list_skus(opener, gcp_api_key)
+            fetch = gcp.fetch_gcp if provider == "gcp" else gcp.fetch_tpu
+            fetched = fetch(data, skus, today, extra)
+        report = RefreshReport(provider, str(path), fetched.source_key, fetched.source, original=texts[name])
+        report.text = apply_rows(texts[name], parsed[name], fetched, report, prune)
+        report.not_in_catalog = fetched.not_in_catalog
+        report.shapes_gone = fetched.shapes_gone
+        report.problems = fetched.problems
+        parsed[name] = _validate(path, report.text)
+        texts[name] = report.text
+        reports.append(report)
+    try:
+        catalog_from_data([(str(data_dir / n), d) for n, d in parsed.items()])
+    except FullserverError as exc:
+        raise InputError(
+            exc.where, f"the refreshed catalog would not load: {exc.what}", "nothing was written"
+        ) from None
+    if write:
+        for report in reports:
+            if report.changed:
+                _write_atomic(Path(report.path), report.text)
+                report.written = True
+        load_catalog.cache_clear()
+    return reports
+
+
+def _validate(path: Path, text: str) -> dict[str, Any]:
+    """The edited text parsed and checked against the file schema (read as ``read_yaml`` reads)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / path.name
+        probe.write_text(text, encoding="utf-8")
+        try:
+            data = read_yaml(probe)
+        except FullserverError as exc:
+            raise InputError(
+                str(path), f"the refreshed file would not parse: {exc.what}", "nothing was written"
+            ) from None
+    parse(CatalogFile, data, f"{path} (refreshed)")
+    return data
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file in the same directory, so a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

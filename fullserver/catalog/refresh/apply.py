@@ -1,0 +1,186 @@
+"""Applying fetched rows to one data file's text: the diff, then the edits.
+
+For each row the provider priced: if the file has it, changed figures are replaced and the row's
+``source`` becomes the refresh's source; if not, the row is appended. A figure the file has but the
+new source does not give stays only when it can keep its own source: the spot price (as
+``spot_source``, e.g. AWS spot prices from another source while the Price List gives on-demand).
+Any other such figure leaves the row untouched and is reported ("kept"). Rows in the refresh's
+scope that the provider no longer prices are reported as gone and removed only with ``prune``.
+The source entry is written with the refresh's title, URL, date and how sure that date is.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import yaml
+
+from fullserver.catalog.refresh import yamledit
+from fullserver.catalog.refresh.rows import SECTIONS, Fetched, FigureChange, RefreshReport, Row, RowKey, label
+
+TOLERANCE = 1e-9
+"""Figures closer than this are the same figure (the files round to at most 10 decimals)."""
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool) else None
+
+
+def apply_rows(text: str, data: dict[str, Any], fetched: Fetched, report: RefreshReport, prune: bool = False) -> str:
+    """The file text with ``fetched`` applied; ``report`` is filled in with what changed.
+
+    ``data`` is the parsed file (``read_yaml``) and ``text`` its text: the two list the rows in the
+    same order, so the i-th item of a section's node is the i-th row of the data.
+    """
+    root = yamledit.compose(text, report.path)
+    top = yamledit.pairs(root)
+    edits = yamledit.TextEdits(text)
+    key = fetched.source_key
+    seen: set[RowKey] = set()
+    new_sections: dict[str, list[Row]] = {}
+    deletions: list[tuple[yaml.SequenceNode, int]] = []
+
+    by_section: dict[str, list[Row]] = {}
+    for row in fetched.rows:
+        by_section.setdefault(row.section, []).append(row)
+
+    sections = {s for s, _ in fetched.scope} | set(by_section)
+    for name in sorted(sections):
+        section = SECTIONS[name]
+        items: list[dict[str, Any]] = list(data.get(name) or [])
+        node = top.get(name, (None, None))[1]
+        seq = node if isinstance(node, yaml.SequenceNode) else None
+        index: dict[RowKey, int] = {}
+        for i, item in enumerate(items):
+            if isinstance(item, dict):
+                index[(name, tuple(str(item.get(f)) for f in section.ident))] = i
+        appended: list[Row] = []
+        for row in by_section.get(name, []):
+            seen.add(row.key)
+            found = index.get(row.key)
+            if found is None:
+                appended.append(row)
+                continue
+            assert seq is not None
+            item_node = seq.value[found]
+            assert isinstance(item_node, yaml.MappingNode)
+            _update(edits, item_node, items[found], row, key, report)
+        for row in appended:  # after the updates: an edit of the last row goes before a new row
+            if seq is None:
+                new_sections.setdefault(name, []).append(row)
+            else:
+                yamledit.append_item(edits, seq, _fields(row, key))
+            report.added.append(label(row.key))
+            report.changes.extend(FigureChange(label(row.key), f, None, float(v)) for f, v in row.values.items())
+        for row_key, i in index.items():
+            if row_key in fetched.scope and row_key not in seen:
+                report.gone.append(label(row_key))
+                if prune and seq is not None:
+                    deletions.append((seq, i))
+
+    for seq, i in deletions:
+        yamledit.delete_item(edits, seq, i)
+    report.pruned = prune and bool(deletions)
+    for name, rows in new_sections.items():
+        yamledit.append_section(
+            edits,
+            name,
+            [_fields(r, key) for r in rows],
+            comment=f"Added by `fullserver catalog refresh` from {key} (see sources).",
+        )
+    _write_source(edits, top, fetched)
+    return edits.apply()
+
+
+def _fields(row: Row, source_key: str) -> list[tuple[str, yamledit.Scalar]]:
+    section = SECTIONS[row.section]
+    out: list[tuple[str, yamledit.Scalar]] = list(zip(section.ident, row.ident, strict=True))
+    out += [(f, row.values[f]) for f in section.values if f in row.values]
+    out.append(("source", source_key))
+    return out
+
+
+def _update(
+    edits: yamledit.TextEdits,
+    node: yaml.MappingNode,
+    item: dict[str, Any],
+    row: Row,
+    source_key: str,
+    report: RefreshReport,
+) -> None:
+    """Edit one existing row (or leave it and say why)."""
+    section = SECTIONS[row.section]
+    name = label(row.key)
+    old_source = str(item.get("source", ""))
+    missing = [f for f in section.values if f in item and f not in row.values and f != section.spot]
+    if missing:
+        report.kept.append(
+            f"{name}: {', '.join(missing)} not given by {source_key}; the row keeps its figures and source {old_source}"
+        )
+        return
+    changes: list[FigureChange] = []
+    previous: str | None = None  # the figure a new one is written after, in the section's order
+    for f in (*section.ident, *section.values):
+        if f not in row.values:
+            previous = f if f in item else previous
+            continue
+        new = float(row.values[f])
+        old = _num(item.get(f))
+        if old is None:
+            yamledit.add_key(edits, node, f, row.values[f], after=previous)
+        elif abs(old - new) > TOLERANCE:
+            yamledit.set_value(edits, node, f, row.values[f])
+        if old is None or abs(old - new) > TOLERANCE:
+            changes.append(FigureChange(name, f, old, new))
+        previous = f
+    spot = section.spot
+    if spot and spot in item and spot not in row.values:
+        # The spot figure stays, with the source it came from.
+        carried = str(item.get("spot_source") or old_source)
+        if carried != source_key and "spot_source" not in item:
+            yamledit.add_key(edits, node, "spot_source", carried)
+    elif spot and spot in row.values and "spot_source" in item:
+        yamledit.remove_key(edits, node, "spot_source")
+    if old_source != source_key:
+        yamledit.set_value(edits, node, "source", source_key)
+    if changes:
+        report.changes.extend(changes)
+        comment = _trailing_comment(edits.text, node)
+        if comment:
+            report.kept.append(f"{name}: the comment on its line may describe the old figure: {comment}")
+    else:
+        report.unchanged += 1
+
+
+def _trailing_comment(text: str, node: yaml.MappingNode) -> str:
+    """A comment on the line where the row ends (``# 0.12 per GiB``), or ''."""
+    end = yamledit.value_end(node, text)
+    line = text[end : yamledit.line_end(text, end)]
+    return line[line.index("#") :].strip() if "#" in line else ""
+
+
+def _write_source(edits: yamledit.TextEdits, top: dict[str, tuple[yaml.Node, yaml.Node]], fetched: Fetched) -> None:
+    src = fetched.source
+    fields: list[tuple[str, yamledit.Scalar]] = [
+        ("title", src.title),
+        ("url", src.url),
+        ("as_of", src.as_of),
+        ("as_of_kind", src.as_of_kind),
+    ]
+    if src.note:
+        fields.append(("note", src.note))
+    node = top.get("sources", (None, None))[1]
+    if not isinstance(node, yaml.MappingNode):
+        raise ValueError("the data file has no block 'sources:' mapping")
+    entry = yamledit.pairs(node).get(fetched.source_key)
+    if entry is None:
+        yamledit.add_mapping_entry(edits, node, fetched.source_key, fields, folded={"note"})
+        return
+    mapping = entry[1]
+    if not isinstance(mapping, yaml.MappingNode):
+        raise ValueError(f"source '{fetched.source_key}' is not a mapping")
+    for name, value in fields:
+        yamledit.set_value(edits, mapping, name, value, folded=name == "note")
+    if not src.note and "note" in yamledit.pairs(mapping):
+        yamledit.remove_key(edits, mapping, "note")

@@ -1,0 +1,278 @@
+"""AWS prices from the AWS Price List Bulk API: public JSON over HTTPS, no credentials.
+
+Formats (AWS Billing User Guide, "Reading the price list files"; "Service Region index file"):
+
+* the region index ``/offers/v1.0/aws/AmazonEC2/current/region_index.json`` lists
+  ``regions[code].currentVersionUrl``, a path on the same host, e.g.
+  ``/offers/v1.0/aws/AmazonEC2/20230328234721/us-east-1/index.json``;
+* a service price list (offer) file is one JSON object: ``formatVersion``, ``disclaimer``,
+  ``offerCode``, ``version``, ``publicationDate`` (UTC, e.g. ``2023-03-28T23:47:21Z``), then
+  ``products`` (SKU -> ``{sku, productFamily, attributes}``) and ``terms``
+  (``OnDemand`` / ``Reserved`` -> SKU -> ``"<sku>.<offerTermCode>"`` -> ``{offerTermCode, sku,
+  effectiveDate, termAttributes, priceDimensions: {rateCode: {unit, pricePerUnit: {USD}}}}``).
+
+The EC2 file of one region is hundreds of megabytes, so it is streamed (``jsonstream``): only the
+products of instance families the catalog tracks are decoded, and only their terms.
+
+An instance's Linux on-demand price is the SKU whose attributes say ``operatingSystem: Linux``,
+``tenancy: Shared``, ``preInstalledSw: NA``, ``capacitystatus: Used`` (and, where the file has them,
+``licenseModel: No License required``, ``marketoption: OnDemand``, ``operation: RunInstances``): the
+other SKUs of the same instance type price Windows, dedicated hosts, reservations already paid for,
+or Capacity Blocks. Reserved rates give the commitment discount per family: 1 - (standard, No
+Upfront hourly rate) / on-demand, the smallest over the family's catalog sizes (a discount is never
+overstated), rounded down to four places.
+
+Spot prices are not in the Price List: they come from EC2 DescribeSpotPriceHistory (credentials;
+see ``refresh/__init__.py`` for the next steps). A catalog row's spot figure therefore keeps its own
+source (``spot_source``) when its on-demand figure is refreshed from here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import ROUND_FLOOR, Decimal, InvalidOperation
+from typing import Any, BinaryIO
+
+from fullserver.catalog.model import CatalogFile, Source
+from fullserver.catalog.refresh.http import FetchError, Opener, get_json
+from fullserver.catalog.refresh.jsonstream import JsonStream
+from fullserver.catalog.refresh.rows import Fetched, Row, date_of
+
+PRICING_HOST = "https://pricing.us-east-1.amazonaws.com"
+REGION_INDEX_URL = f"{PRICING_HOST}/offers/v1.0/aws/AmazonEC2/current/region_index.json"
+SOURCE_KEY = "aws-price-list-ec2"
+
+LINUX_SHARED = {"operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used"}
+"""Attributes every Linux on-demand instance SKU has."""
+
+IF_PRESENT = {"licenseModel": "No License required", "marketoption": "OnDemand", "operation": "RunInstances"}
+"""Attributes checked only where a file has them (older files lack some)."""
+
+RESERVED_TERM = {"OfferingClass": "standard", "PurchaseOption": "No Upfront"}
+LEASE_YEARS = {"1yr": 1, "3yr": 3}
+
+
+@dataclass
+class RegionOffers:
+    """The figures one region's offer file gives for the instance families asked for."""
+
+    region: str
+    url: str
+    version: str = ""
+    published: dt.date | None = None
+    on_demand: dict[str, Decimal] = field(default_factory=dict)
+    """Instance type -> USD per hour (Linux, shared tenancy)."""
+    reserved: dict[tuple[str, int], Decimal] = field(default_factory=dict)
+    """(instance type, years) -> USD per hour, standard class, no upfront."""
+    problems: list[str] = field(default_factory=list)
+
+
+def _family(instance_type: str) -> str:
+    return instance_type.split(".", 1)[0]
+
+
+def _is_linux_on_demand(attrs: dict[str, Any], region: str) -> bool:
+    if any(attrs.get(k) != v for k, v in LINUX_SHARED.items()):
+        return False
+    if any(k in attrs and attrs[k] != v for k, v in IF_PRESENT.items()):
+        return False
+    return bool(attrs.get("regionCode", region) == region)
+
+
+def _hourly(term: Any) -> Decimal | None:
+    """The USD per hour of a term's ``Hrs`` price dimension (None when absent or not a number)."""
+    dims = term.get("priceDimensions") if isinstance(term, dict) else None
+    if not isinstance(dims, dict):
+        return None
+    rates = [d for d in dims.values() if isinstance(d, dict) and d.get("unit") == "Hrs"]
+    if len(rates) != 1:
+        return None
+    try:
+        return Decimal(str(rates[0]["pricePerUnit"]["USD"]))
+    except (KeyError, TypeError, InvalidOperation):
+        return None
+
+
+def read_region_offers(stream: BinaryIO, where: str, region: str, families: set[str]) -> RegionOffers:
+    """Stream one region's EC2 offer file and keep the figures of ``families`` (e.g. ``{"p5"}``)."""
+    out = RegionOffers(region=region, url=where)
+    skus: dict[str, str] = {}  # SKU -> instance type, for the Linux on-demand SKUs kept
+    prices: dict[str, dict[str, set[Decimal]]] = {"OnDemand": {}, "Reserved": {}}
+    products_seen = False
+    doc = JsonStream(stream, where)
+    for key in doc.members():
+        if key == "publicationDate":
+            published = doc.value()
+            out.published = date_of(published) if isinstance(published, str) else None
+        elif key == "version":
+            out.version = str(doc.value())
+        elif key == "products":
+            products_seen = True
+            for sku in doc.members():
+                product = doc.value()
+                attrs = product.get("attributes") if isinstance(product, dict) else None
+                if not isinstance(attrs, dict):
+                    continue
+                itype = attrs.get("instanceType")
+                if isinstance(itype, str) and _family(itype) in families and _is_linux_on_demand(attrs, region):
+                    skus[sku] = itype
+        elif key == "terms":
+            if not products_seen:
+                raise FetchError(where, "'terms' comes before 'products'", "the offer file format changed")
+            for term_type in doc.members():
+                if term_type not in prices:
+                    continue
+                for sku in doc.members():
+                    itype = skus.get(sku)
+                    if itype is None:
+                        continue  # left unread: skipped
+                    _read_terms(term_type, itype, doc.value(), prices[term_type])
+    if not products_seen:
+        raise FetchError(where, "no 'products' in the offer file", "this is not an AWS Price List offer file")
+    for key, found in prices["OnDemand"].items():
+        _single(out, out.on_demand, key, found, "on-demand")
+    for key, found in prices["Reserved"].items():
+        itype, years = key.rsplit("|", 1)
+        value = _single(out, None, key, found, "reserved")
+        if value is not None:
+            out.reserved[(itype, int(years))] = value
+    return out
+
+
+def _read_terms(term_type: str, itype: str, terms: Any, into: dict[str, set[Decimal]]) -> None:
+    if not isinstance(terms, dict):
+        return
+    for term in terms.values():
+        rate = _hourly(term)
+        if rate is None or rate <= 0:
+            continue
+        if term_type == "OnDemand":
+            into.setdefault(itype, set()).add(rate)
+            continue
+        attrs = term.get("termAttributes") or {}
+        years = LEASE_YEARS.get(attrs.get("LeaseContractLength", ""))
+        if years and all(attrs.get(k) == v for k, v in RESERVED_TERM.items()):
+            into.setdefault(f"{itype}|{years}", set()).add(rate)
+
+
+def _single(
+    out: RegionOffers, into: dict[str, Decimal] | None, key: str, found: set[Decimal], what: str
+) -> Decimal | None:
+    """The one price found, or None and a problem line when SKUs disagree."""
+    if len(found) != 1:
+        out.problems.append(
+            f"{out.region} {key.replace('|', ' ')}: {len(found)} different {what} prices "
+            f"({', '.join(sorted(str(p) for p in found))}); not used"
+        )
+        return None
+    (value,) = found
+    if into is not None:
+        into[key] = value
+    return value
+
+
+def region_urls(opener: Opener, regions: Iterable[str]) -> tuple[dict[str, str], list[str]]:
+    """Each region's current offer-file URL from the region index, and the regions it lacks."""
+    index = get_json(opener, REGION_INDEX_URL)
+    listed = index.get("regions") if isinstance(index, dict) else None
+    if not isinstance(listed, dict):
+        raise FetchError(REGION_INDEX_URL, "no 'regions' in the region index", "the index format changed")
+    urls: dict[str, str] = {}
+    missing: list[str] = []
+    for region in regions:
+        entry = listed.get(region)
+        path = entry.get("currentVersionUrl") if isinstance(entry, dict) else None
+        if isinstance(path, str) and path.startswith("/"):
+            urls[region] = PRICING_HOST + path
+        else:
+            missing.append(region)
+    return urls, missing
+
+
+def fetch(
+    data: CatalogFile, regions: list[str], opener: Opener, today: dt.date, commitment_region: str | None = None
+) -> Fetched:
+    """Price the file's AWS shapes in ``regions`` and derive the reserved discounts per family.
+
+    ``commitment_region`` (default: us-east-1 if refreshed, else the first region) is where the
+    reserved-to-on-demand ratios are taken; the catalog holds one discount per family.
+    """
+    shapes = [s for s in data.shapes if s.platform == "aws-gpu"]
+    families = {s.family for s in shapes}
+    urls, missing = region_urls(opener, regions)
+    offers: list[RegionOffers] = []
+    for region in regions:
+        if region not in urls:
+            continue
+        with opener(urls[region]) as stream:
+            offers.append(read_region_offers(stream, urls[region], region, families))
+
+    published = [o.published for o in offers if o.published]
+    as_of = min(published) if published else today
+    files = "; ".join(
+        f"{o.region}: version {o.version or '?'}, published {o.published or 'date not stated'}" for o in offers
+    )
+    source = Source(
+        title="AWS Price List Bulk API - AmazonEC2 offer files (Linux on-demand and standard no-upfront reserved)",
+        url=REGION_INDEX_URL,
+        as_of=as_of,
+        as_of_kind="published" if published else "retrieved",
+        note=(
+            f"Written by `fullserver catalog refresh` on {today.isoformat()}. Files read: {files}. as_of is the "
+            "oldest publicationDate among them. On-demand: the SKU with operatingSystem Linux, tenancy Shared, "
+            "preInstalledSw NA, capacitystatus Used (licenseModel No License required, marketoption OnDemand, "
+            "operation RunInstances where present), terms.OnDemand priceDimensions unit Hrs, pricePerUnit USD. "
+            "Commitment discounts: 1 - reserved (standard, No Upfront) / on-demand hourly, the smallest over "
+            f"the family's catalog sizes in {_commitment_region(regions, commitment_region)}, rounded down. "
+            "Spot prices are not in the Price List: rows keep the spot figure with its own spot_source."
+        ),
+    )
+    fetched = Fetched(SOURCE_KEY, source)
+    fetched.problems += [f"{r}: not in the AmazonEC2 region index; not refreshed" for r in missing]
+    offered: set[str] = set()
+    for o in offers:
+        fetched.problems += o.problems
+        offered |= set(o.on_demand)
+        for shape in shapes:
+            fetched.scope.add(("shape_prices", (shape.name, o.region)))
+            price = o.on_demand.get(shape.name)
+            if price is not None:
+                fetched.rows.append(Row("shape_prices", (shape.name, o.region), {"on_demand_usd_hour": price}))
+    names = {s.name for s in shapes}
+    fetched.not_in_catalog = sorted(offered - names)
+    if offers:
+        fetched.shapes_gone = sorted(names - offered)
+    fetched.rows += _commitments(shapes, offers, _commitment_region(regions, commitment_region), fetched)
+    return fetched
+
+
+def _commitment_region(regions: list[str], chosen: str | None) -> str:
+    if chosen:
+        return chosen
+    return "us-east-1" if "us-east-1" in regions or not regions else regions[0]
+
+
+def _commitments(shapes: list[Any], offers: list[RegionOffers], region: str, fetched: Fetched) -> list[Row]:
+    where = next((o for o in offers if o.region == region), None)
+    if where is None:
+        return []
+    rows: list[Row] = []
+    for family in sorted({s.family for s in shapes}):
+        for years in (1, 3):
+            fetched.scope.add(("commitment_discounts", ("aws", family, str(years))))
+            ratios = [
+                1 - where.reserved[(s.name, years)] / where.on_demand[s.name]
+                for s in shapes
+                if s.family == family and (s.name, years) in where.reserved and s.name in where.on_demand
+            ]
+            if not ratios:
+                continue
+            discount = min(ratios).quantize(Decimal("0.0001"), rounding=ROUND_FLOOR)
+            if 0 < discount < 1:
+                rows.append(Row("commitment_discounts", ("aws", family, years), {"discount": discount}))
+    return rows
+
+
+__all__ = ["REGION_INDEX_URL", "SOURCE_KEY", "RegionOffers", "fetch", "read_region_offers", "region_urls"]

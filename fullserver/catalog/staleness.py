@@ -1,0 +1,162 @@
+"""How old the catalog's prices are, and which prices a plan used that are older than a threshold.
+
+Every figure names a source whose ``as_of`` is the date it describes. A plan priced from a figure
+months old can be far from today's bill (GPU prices move), so the plan says so: each price it used
+whose source is older than ``DEFAULT_MAX_PRICE_AGE_DAYS`` (configurable) becomes a warning naming
+the figure, its source, its date and how sure that date is. ``today`` is always passed in, never
+read from the clock here, so the answer is reproducible (and testable).
+
+Combined sources (``a+b``: an N1 host plus its attached GPUs) are as old as their oldest part.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fullserver.catalog import Catalog
+from fullserver.catalog.model import Source
+from fullserver.platforms import rules_for
+
+if TYPE_CHECKING:
+    from fullserver.plan import StackPlan
+
+DEFAULT_MAX_PRICE_AGE_DAYS = 90
+"""A price older than this many days is reported as stale (``--max-price-age-days``)."""
+
+
+def price_age_days(source: Source, today: dt.date) -> int:
+    """Days from the source's ``as_of`` to ``today`` (negative when the source is dated later)."""
+    return (today - source.as_of).days
+
+
+def source_age_days(catalog: Catalog, key: str, today: dt.date) -> int | None:
+    """Age of a source key, ``a+b`` keys included (the oldest part); None for an unknown key."""
+    ages = [price_age_days(catalog.sources[k], today) for k in key.split("+") if k in catalog.sources]
+    return max(ages) if ages and len(ages) == len(key.split("+")) else None
+
+
+def source_ages(catalog: Catalog, today: dt.date) -> dict[str, int]:
+    """Every source's age in days, for ``catalog --json`` (a figure's age is its source's)."""
+    return {key: price_age_days(src, today) for key, src in catalog.sources.items()}
+
+
+@dataclass(frozen=True)
+class UsedPrice:
+    """One price a plan used: what it priced and the catalog source it came from."""
+
+    what: str
+    source: str
+
+
+@dataclass(frozen=True)
+class StalePrice:
+    """A used price older than the threshold, with what a person needs to judge it."""
+
+    what: str
+    source: str
+    as_of: dt.date
+    as_of_kind: str
+    age_days: int
+
+    def warning(self, max_age_days: int) -> str:
+        return (
+            f"the {self.what} price is {self.age_days} days old (source {self.source}, as of {self.as_of}, "
+            f"{self.as_of_kind}; threshold {max_age_days} days): run `fullserver catalog refresh`"
+        )
+
+
+def stale_prices(
+    catalog: Catalog,
+    used: Iterable[UsedPrice],
+    today: dt.date,
+    max_age_days: int = DEFAULT_MAX_PRICE_AGE_DAYS,
+) -> list[StalePrice]:
+    """The used prices whose source is more than ``max_age_days`` old, oldest first."""
+    out: list[StalePrice] = []
+    seen: set[tuple[str, str]] = set()
+    for price in used:
+        if (price.what, price.source) in seen:
+            continue
+        seen.add((price.what, price.source))
+        parts = [catalog.sources[k] for k in price.source.split("+") if k in catalog.sources]
+        if not parts:
+            continue
+        oldest = min(parts, key=lambda s: s.as_of)
+        age = price_age_days(oldest, today)
+        if age > max_age_days:
+            out.append(StalePrice(price.what, price.source, oldest.as_of, oldest.as_of_kind, age))
+    return sorted(out, key=lambda s: (-s.age_days, s.what))
+
+
+def stale_price_warnings(
+    catalog: Catalog,
+    used: Iterable[UsedPrice],
+    today: dt.date,
+    max_age_days: int = DEFAULT_MAX_PRICE_AGE_DAYS,
+) -> list[str]:
+    """``stale_prices`` as warning lines, the form ``StackPlan.warnings`` holds."""
+    return [s.warning(max_age_days) for s in stale_prices(catalog, used, today, max_age_days)]
+
+
+_COMMITMENT = re.compile(r"(\d+)-year commitment")
+_STORAGE_ITEMS = ("boot disk", "data disk", "local SSD")
+
+
+def plan_prices_used(plan: StackPlan, catalog: Catalog) -> list[UsedPrice]:
+    """The catalog prices behind a plan's cost lines (none for declared hardware: its contract).
+
+    Read from the spec and the estimate's lines: compute (spot when the plan runs on spot and the
+    catalog has a spot price, as ``cost.estimate`` does; the commitment discount when the compute
+    line says "N-year commitment"), each priced disk line, and data transfer.
+    """
+    spec, cost = plan.spec, plan.cost
+    rules = rules_for(spec.platform)
+    if rules.declared_hardware:
+        return []
+    used: list[UsedPrice] = []
+    offer = catalog.offer(spec.offer)
+    price = offer.prices.get(spec.region) if offer else None
+    items = {line.item: line for line in cost.lines}
+    compute = items.get("compute")
+    if offer is not None and price is not None:
+        where = f"{spec.offer} in {spec.region}"
+        if spec.spot and price.spot is not None:
+            used.append(UsedPrice(f"spot {where}", price.spot_from))
+        else:
+            used.append(UsedPrice(f"on-demand {where}", price.source))
+            match = _COMMITMENT.search(compute.note) if compute else None
+            if match:
+                years = int(match.group(1))
+                disc = catalog.commitment(spec.provider, offer.family, years)
+                if disc is not None:
+                    used.append(UsedPrice(f"{years}-year commitment discount for {offer.family}", disc.source))
+    kinds = {
+        "boot disk": spec.boot_disk_kind,
+        "data disk": spec.data_disk.kind if spec.data_disk else "",
+        "local SSD": rules.local_ssd_price_kind or "",
+    }
+    for item in _STORAGE_ITEMS:
+        if item in items and kinds[item]:
+            storage = catalog.storage_price(spec.provider, kinds[item], spec.region)
+            if storage is not None:
+                used.append(UsedPrice(f"{kinds[item]} storage in {spec.region}", storage.source))
+    if "data transfer" in items:
+        egress = catalog.egress_price(spec.provider, spec.region)
+        if egress is not None:
+            used.append(UsedPrice(f"internet egress from {spec.region}", egress.source))
+    return list(dict.fromkeys(used))  # a boot and a data disk of one kind use one price
+
+
+def plan_staleness_warnings(
+    plan: StackPlan,
+    catalog: Catalog,
+    today: dt.date,
+    max_age_days: int = DEFAULT_MAX_PRICE_AGE_DAYS,
+) -> list[str]:
+    """Warnings for the prices ``plan`` used that are older than ``max_age_days`` (the plan command
+    adds them to the plan's warnings)."""
+    return stale_price_warnings(catalog, plan_prices_used(plan, catalog), today, max_age_days)

@@ -1,0 +1,115 @@
+"""One module per platform answers every platform question; nothing else decides one.
+
+``rules_for(platform)`` is that platform's ``PlatformRules`` (``base.py``): the accelerators and
+pricing models it takes, its disks and their limits, how its zones are named, its nearest
+regions for comparisons, the stack keys it accepts, and its refusal rules with their one message
+each. Sizing, cost, the plan, the components' validators and the policy pack ask it. Facts of one
+platform only (GCP's GPU NIC plans and Tier_1 eligibility, AWS's EFA rule) are in its module:
+
+* ``aws`` - AWS GPU, Trainium and Inferentia instances
+* ``gcp`` - Compute Engine GPU VMs
+* ``tpu`` - Cloud TPU VMs and slices
+* ``bare_metal`` - rented servers reached over SSH
+
+The questions asked across platforms (which platforms take a stack key, which disk kind has
+which limits, is this a zone of that region) are the functions below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from fullserver.platform import Platform
+from fullserver.platforms import aws, bare_metal, gcp, tpu
+from fullserver.platforms.base import DiskKind, DiskLimits, PlatformRules, Refusal, Request, ZoneForm
+
+__all__ = [
+    "DISK_LIMITS",
+    "DiskKind",
+    "DiskLimits",
+    "PlatformRules",
+    "Refusal",
+    "Request",
+    "ZoneForm",
+    "aws",
+    "bare_metal",
+    "disk",
+    "disk_limits",
+    "gcp",
+    "option_refusal",
+    "owners",
+    "rules_for",
+    "tpu",
+    "zone_problem",
+]
+
+_RULES: dict[Platform, PlatformRules] = {r.platform: r for r in (aws.RULES, gcp.RULES, tpu.RULES, bare_metal.RULES)}
+
+
+def rules_for(platform: Platform) -> PlatformRules:
+    """Everything fullserver knows about ``platform``."""
+    return _RULES[platform]
+
+
+def disk(kind: str) -> DiskKind | None:
+    """A disk kind by name, whichever platform attaches it (a spec's disk names only its kind)."""
+    for rules in _RULES.values():
+        found = rules.disk_kinds.get(kind)
+        if found is not None:
+            return found
+    return None
+
+
+def disk_limits(kind: str) -> DiskLimits | None:
+    """The provisioning limits of a disk kind; ``None`` where nothing is provisioned."""
+    found = disk(kind)
+    return found.limits if found is not None else None
+
+
+class _DiskLimitsByKind(Mapping[str, DiskLimits]):
+    """Every provisioned disk kind's limits, read from the platform modules at each lookup (so
+    the modules stay the one place); for callers that look limits up by kind in a mapping."""
+
+    def _all(self) -> dict[str, DiskLimits]:
+        return {k: d.limits for r in _RULES.values() for k, d in r.disk_kinds.items() if d.limits is not None}
+
+    def __getitem__(self, kind: str) -> DiskLimits:
+        return self._all()[kind]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+DISK_LIMITS: Mapping[str, DiskLimits] = _DiskLimitsByKind()
+
+
+def owners(key: str) -> list[Platform]:
+    """The platforms that take a platform-specific stack key."""
+    return [p for p, rules in _RULES.items() if key in rules.options]
+
+
+def option_refusal(key: str, platform: Platform) -> str | None:
+    """Why ``platform`` refuses the stack key ``key`` (one message per key), or ``None``."""
+    rules = _RULES[platform]
+    if key in rules.options or not owners(key):
+        return None
+    own = rules.lacks.get(key)
+    if own is not None:
+        return own
+    takers = owners(key)
+    why = _RULES[takers[0]].options[key]
+    return f"applies only to {', '.join(p.value for p in takers)} ({why}); this stack is {platform.value}"
+
+
+def zone_problem(zone: str, region: str, platform: Platform | None) -> str | None:
+    """Why ``zone`` is not a zone of ``region`` (for ``platform``, or for any cloud when it is
+    not known yet), or ``None``. A platform without a zone form takes any label (checked apart)."""
+    candidates = [platform] if platform is not None else list(_RULES)
+    forms = list(dict.fromkeys(f for p in candidates if (f := _RULES[p].zone_form) is not None))
+    if not forms or any(form.fits(zone, region) for form in forms):
+        return None
+    rules = "; ".join(form.rule.format(region=region) for form in forms)
+    return f"'{zone}' is not a zone of region {region} ({rules})"

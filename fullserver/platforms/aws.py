@@ -1,0 +1,113 @@
+"""AWS GPU, Trainium and Inferentia instances (``aws-gpu``): everything fullserver knows about them.
+
+Sources: Amazon EBS "General Purpose SSD volumes" (gp3 limits), EC2 API ``VolumeSize`` (gp3
+size), EC2 "Capacity Blocks for ML", EC2 "Maximize network bandwidth ... with multiple network
+cards" (EFA), EC2 "Regions and Zones" (zone names).
+"""
+
+from __future__ import annotations
+
+from fullserver.platform import AcceleratorKind, Platform, PricingModel
+from fullserver.platforms.base import (
+    CAPACITY_RULES,
+    DiskKind,
+    DiskLimits,
+    PlatformRules,
+    Refusal,
+    Request,
+    ZoneForm,
+    disk_kind_refusal,
+)
+
+# gp3 provisions IOPS and throughput independently of size: 3,000-16,000 IOPS, at most 500 IOPS
+# per GiB; 125-1,000 MiB/s, at most 0.25 MiB/s per IOPS; 1-16,384 GiB.
+GP3 = DiskKind("gp3", 16_384, DiskLimits(3_000, 16_000, 500, 125, 1_000, 0.25))
+DISKS = {GP3.name: GP3}
+DISK_LIMITS = {k.name: k.limits for k in DISKS.values() if k.limits is not None}
+
+DATA_DISK_KINDS = ("gp3",)
+BOOT_DISK_KINDS = ("gp3",)
+
+ZONES = ZoneForm("[a-z]", "AWS zones are the region and a letter, e.g. {region}a")
+
+REGION_PEERS = {
+    # Google Cloud region -> the nearest AWS region, so a comparison does not cross continents.
+    "us-central1": "us-east-1",
+    "us-east5": "us-east-1",
+    "us-east1": "us-east-1",
+    "europe-west4": "eu-west-1",
+    "asia-northeast1": "ap-northeast-1",
+    "asia-southeast1": "ap-southeast-1",
+}
+
+ROOT_DEVICES = ("/dev/sda1", "/dev/xvda")
+"""Root device names of the AMIs fullserver boots (Ubuntu DLAMIs: /dev/sda1; Amazon Linux: /dev/xvda)."""
+
+# Stable device names in the guest (NVMe driver, /dev/disk/by-id).
+INSTANCE_STORE_DEVICES = "/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_*"
+EBS_DEVICES = "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_*"
+
+
+def capacity_block_needs_reservation(req: Request) -> Refusal | None:
+    """A Capacity Block for ML is an EC2 capacity reservation: it is consumed by its cr-... id."""
+    if not req.capacity_block or req.reservation:
+        return None
+    return Refusal(
+        "capacityBlock",
+        "capacity_block",
+        "a capacity block is an AWS capacity reservation and needs its id",
+        "set fullserver:reservation to the capacity block's cr-... id",
+    )
+
+
+def data_disk_kind(req: Request) -> Refusal | None:
+    if req.data_disk is None:
+        return None
+    return disk_kind_refusal(req.data_disk, DATA_DISK_KINDS, "AWS data volumes are gp3, not {kind}")
+
+
+def boot_disk_refusal(kind: str) -> Refusal | None:
+    """The boot volume's kind (a launch template carries one for every node)."""
+    return disk_kind_refusal(kind, BOOT_DISK_KINDS, "AWS boot volumes are gp3, not {kind}", "boot_disk_kind")
+
+
+def efa_refusal(efa: int, most: int | None, nodes: int, machine_type: str) -> Refusal | None:
+    """One EFA device per network card, and only between nodes: one node gains nothing from it."""
+    if efa and most is not None and efa > most:
+        has = f"has {most}" if most else "has none"
+        return Refusal(
+            "platform",
+            "network.efa_interfaces",
+            f"{efa} EFA interfaces requested but {machine_type} {has}",
+            "pick a shape with EFA (p4d, p5, trn1) or a profile without the EFA fabric",
+        )
+    if efa and nodes < 2:
+        return Refusal(
+            "nodes",
+            "network.efa_interfaces",
+            "EFA only pays off between nodes; this environment has one",
+            "drop the fabric for one node",
+        )
+    return None
+
+
+RULES = PlatformRules(
+    platform=Platform.AWS_GPU,
+    provider="aws",
+    accelerator_kinds=frozenset({AcceleratorKind.GPU, AcceleratorKind.TRAINIUM, AcceleratorKind.INFERENTIA}),
+    pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
+    options={
+        "reservation": "an EC2 capacity reservation (cr-...)",
+        "capacityBlock": "a Capacity Block is an AWS reservation",
+        "image": "an AMI id or SSM parameter path",
+        "sshPublicKeys": "cloud nodes get them for their login user",
+    },
+    compact_placement=True,  # a cluster placement group
+    hourly_gpus=True,
+    disk_kinds=DISKS,
+    default_disk_kind="gp3",
+    zone_form=ZONES,
+    # An unset zone is left to AWS (the subnet's zone); nothing to warn about.
+    region_peers=REGION_PEERS,
+    rules=(*CAPACITY_RULES, capacity_block_needs_reservation, data_disk_kind),
+)

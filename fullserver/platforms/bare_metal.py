@@ -1,0 +1,30 @@
+"""Rented or owned servers reached over SSH (``bare-metal``): everything fullserver knows about them.
+
+Nothing is chosen from the catalog: the stack declares the servers (``fullserver:dedicated``)
+and their monthly price from the contract, an audit checks the declared hardware against the
+real hosts (``fullserver.baremetal``), and configuration goes over SSH with pinned host keys.
+Region and zone are labels of where the servers are, not a cloud's names.
+"""
+
+from __future__ import annotations
+
+from fullserver.platform import AcceleratorKind, Platform, PricingModel
+from fullserver.platforms.base import PlatformRules
+
+RUNS_WHAT_IS_INSTALLED = "does not apply to bare-metal servers (they run what is installed on them)"
+
+RULES = PlatformRules(
+    platform=Platform.BARE_METAL,
+    provider="dedicated",
+    accelerator_kinds=frozenset({AcceleratorKind.GPU}),
+    # The contract sets the price; the profile's pricing model only says how idle hours count.
+    pricing=frozenset(PricingModel),
+    options={
+        "dedicated": "it describes rented servers",
+        "sshPrivateKey": "only bare metal is configured over SSH",
+    },
+    lacks={"reservation": RUNS_WHAT_IS_INSTALLED, "image": RUNS_WHAT_IS_INSTALLED},
+    declared_hardware=True,
+    configured_over_ssh=True,
+    boot_disk_sized=False,  # the servers' disks are theirs, not provisioned or priced here
+)

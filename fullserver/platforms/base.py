@@ -1,0 +1,220 @@
+"""What every platform answers, and the rules more than one platform shares.
+
+``PlatformRules`` is the one set of questions sizing, cost, the plan, the components' validators
+and the policy pack ask about a platform; each platform module (``aws``, ``gcp``, ``tpu``,
+``bare_metal``) answers them with its own data. Rules are functions of a ``Request`` (what an
+environment asks of the platform) that return a ``Refusal`` with the one message for that rule:
+the core names the stack key at fault (``fullserver:<key>``), a component the spec field
+(``spec.<field>``), and both say the same words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from fullserver.platform import AcceleratorKind, Platform, PricingModel
+
+
+@dataclass(frozen=True)
+class DiskLimits:
+    """What a provisioned disk kind accepts; the free baseline is also the minimum."""
+
+    min_iops: int
+    max_iops: int
+    iops_per_gib: int
+    min_mbps: int
+    max_mbps: int
+    mbps_per_iops: float | None
+
+
+@dataclass(frozen=True)
+class DiskKind:
+    """A block-storage kind a platform attaches."""
+
+    name: str
+    max_gib: int
+    """The largest volume of the kind, GiB."""
+    limits: DiskLimits | None = None
+    """Provisioned IOPS/throughput limits; ``None``: performance scales with size, nothing to provision."""
+
+    @property
+    def provisioned(self) -> bool:
+        return self.limits is not None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One rule's one message. ``key`` is the stack config key at fault (the core says
+    ``fullserver:<key>``); ``field`` the spec field (a component says ``spec.<field>``)."""
+
+    key: str
+    field: str
+    what: str
+    hint: str
+
+
+@dataclass(frozen=True)
+class Request:
+    """What an environment asks of a platform, as far as the asker knows it: the plan before
+    building, a component from its args. Facts it does not carry keep their defaults."""
+
+    shape: str
+    """The offer, machine type or TPU type (named in messages)."""
+    hosts: int = 1
+    """Hosts of one node (a TPU slice's hosts)."""
+    spot: bool = False
+    reservation: str | None = None
+    zone: str | None = None
+    queued: bool = False
+    """Requested through a queued resource (Cloud TPU), whether asked for or forced by the slice."""
+    queued_asked: bool = False
+    """The stack set ``fullserver:queued`` (else a multi-host type forced it): the key at fault."""
+    capacity_block: bool = False
+    data_disk: str | None = None
+    """The data disk's kind, when there is one."""
+    data_disk_read_only: bool = False
+    local_ssds: int = 0
+
+
+Rule = Callable[[Request], Refusal | None]
+
+
+@dataclass(frozen=True)
+class ZoneForm:
+    """How a platform names the zones of a region: the region, then ``suffix`` (a regex)."""
+
+    suffix: str
+    rule: str
+    """The form in words, with ``{region}``, for messages."""
+
+    def fits(self, zone: str, region: str) -> bool:
+        return re.fullmatch(re.escape(region) + self.suffix, zone) is not None
+
+
+def spot_with_reservation(req: Request) -> Refusal | None:
+    """A reservation is capacity paid for in advance; spot capacity cannot consume it (EC2
+    capacity reservations and Compute Engine reservations alike)."""
+    if not (req.spot and req.reservation):
+        return None
+    return Refusal(
+        "reservation",
+        "reservation",
+        "spot capacity cannot consume a capacity reservation",
+        "remove fullserver:reservation or use an on-demand or reserved profile",
+    )
+
+
+def reservation_needs_zone(req: Request) -> Refusal | None:
+    """A reservation lives in one zone: without that zone the capacity cannot be used."""
+    if not req.reservation or req.zone:
+        return None
+    return Refusal(
+        "zone",
+        "zone",
+        f"reservation '{req.reservation}' lives in one zone and no zone is set",
+        "set fullserver:zone to the reservation's zone",
+    )
+
+
+CAPACITY_RULES: tuple[Rule, ...] = (spot_with_reservation, reservation_needs_zone)
+"""Rules of every platform that rents capacity by the hour."""
+
+
+def disk_kind_refusal(kind: str, allowed: tuple[str, ...], said: str, field: str = "data_disk.kind") -> Refusal | None:
+    """A disk of a kind the platform's component does not attach; ``said`` names the kinds in words."""
+    if kind in allowed:
+        return None
+    return Refusal("datasetGib", field, said.format(kind=kind), "re-plan with the core, which picks the kind")
+
+
+@dataclass(frozen=True)
+class PlatformRules:
+    """Everything fullserver needs to know about one platform; nothing else decides it."""
+
+    platform: Platform
+    provider: str
+    """The catalog's provider key (storage, egress and commitment prices): aws, gcp or dedicated."""
+    accelerator_kinds: frozenset[AcceleratorKind]
+    """Accelerators the platform offers: sizing only tries it for these."""
+    pricing: frozenset[PricingModel]
+    """Pricing models a profile may use on it."""
+    options: Mapping[str, str]
+    """Stack keys only some platforms take, each with why it belongs here."""
+    lacks: Mapping[str, str] = field(default_factory=dict)
+    """Its own refusal of a key it does not take (else: "applies only to ...")."""
+    declared_hardware: bool = False
+    """The stack declares rented servers (audited later); nothing is chosen or priced from the catalog."""
+    configured_over_ssh: bool = False
+    slices: bool = False
+    """Capacity comes as slices named by type: an environment is one slice, its hosts are its
+    nodes, built and priced as one resource (no multislice)."""
+    compact_placement: bool = False
+    """Multi-node environments can be placed close together (placement group / policy)."""
+    image_is_runtime: bool = False
+    """``fullserver:image`` names a runtime version, not a boot image."""
+    hourly_gpus: bool = False
+    """Rents GPU shapes by the hour: the same job is compared across these platforms."""
+    # --- disks
+    disk_kinds: Mapping[str, DiskKind] = field(default_factory=dict)
+    family_disk_kinds: tuple[tuple[str, str], ...] = ()
+    """(shape family regex, disk kind): the families that attach only that kind, first match wins."""
+    default_disk_kind: str = ""
+    """Boot and data disk kind for every other family ("": the platform has no cloud disks)."""
+    boot_disk_sized: bool = True
+    """The boot disk is a disk of its own, sized and priced (a TPU VM's is part of the TPU)."""
+    default_boot_disk_gib: float | None = None
+    """The boot disk a resource gets when it names no size."""
+    local_ssd_gib: float | None = None
+    """One local SSD's size where the platform fixes it."""
+    local_ssd_price_kind: str | None = None
+    """Local SSDs are billed apart from the machine, as this storage kind (else: in the price)."""
+    # --- zones and regions
+    zone_form: ZoneForm | None = None
+    """How zones are named; ``None``: a zone is a free label (where the servers are)."""
+    zone_from_catalog: bool = False
+    """An unset zone is the first zone the catalog lists for the shape in the region."""
+    unset_zone_warning: str = ""
+    no_spot_fallback: str = ""
+    """What the plan says when a spot-with-fallback profile runs on spot here and the platform
+    builds no on-demand fallback: what happens when spot capacity is out ("": it builds one)."""
+    """What the plan says when no zone is set and none came from the catalog (``{accelerator}``)."""
+    region_peers: Mapping[str, str] = field(default_factory=dict)
+    """Another cloud's region -> this platform's nearest, so a comparison stays on one continent."""
+    # --- refusals
+    rules: tuple[Rule, ...] = ()
+    """What it refuses of a ``Request``, checked in this order."""
+    multi_node: Refusal | None = None
+    """The refusal of more than one node, where an environment is one (a TPU slice)."""
+
+    def disk_kind(self, family: str) -> str:
+        """The disk kind a shape of ``family`` boots from and attaches."""
+        for pattern, kind in self.family_disk_kinds:
+            if re.match(pattern, family):
+                return kind
+        return self.default_disk_kind
+
+    def refusal(self, req: Request) -> Refusal | None:
+        """The first rule ``req`` breaks on this platform, or ``None``."""
+        for rule in self.rules:
+            found = rule(req)
+            if found is not None:
+                return found
+        return None
+
+    def region_of_zone(self, zone: str) -> str | None:
+        """The region a zone of this platform's form lies in, or ``None`` (not such a zone)."""
+        if self.zone_form is None:
+            return None
+        found = re.fullmatch(r"(.+?)" + self.zone_form.suffix, zone)
+        return found.group(1) if found else None
+
+    def zone_in_region(self, zone: str, region: str) -> bool:
+        return self.zone_form is not None and self.zone_form.fits(zone, region)
+
+    def nearest_region(self, region: str, priced: set[str]) -> str:
+        """``region`` where the platform prices it (or names regions freely), else its nearest peer."""
+        if region in priced or self.declared_hardware:
+            return region
+        return self.region_peers.get(region, region)

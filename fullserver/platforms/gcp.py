@@ -1,0 +1,197 @@
+"""Compute Engine GPU VMs (``gcp-gpu``): everything fullserver knows about them.
+
+Sources (Google Cloud documentation): "Persistent Disk" and "About Hyperdisk Balanced" (disk
+kinds and limits), "GPU machine types" (A3/A4 attach Hyperdisk only; N1 takes attached GPUs),
+"About local SSDs" (375 GiB each), "Configure per VM Tier_1 networking performance",
+"Networking and GPU machines" and the A3/A4 GPUDirect guides (GPU NICs), VPC "Maximum
+transmission unit" and "RDMA network profiles", "Using IAP for TCP forwarding", Cloud Load
+Balancing "Health checks overview", "Regions and zones".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fullserver.platform import AcceleratorKind, Platform, PricingModel
+from fullserver.platforms.base import (
+    CAPACITY_RULES,
+    DiskKind,
+    DiskLimits,
+    PlatformRules,
+    Refusal,
+    Request,
+    ZoneForm,
+    disk_kind_refusal,
+)
+
+# --- disks -------------------------------------------------------------------------------------
+
+# pd-balanced and pd-ssd scale performance with size (nothing to provision), up to 64 TiB.
+# Hyperdisk Balanced provisions IOPS/throughput: 3,000-160,000 IOPS, at most 500 IOPS per GiB;
+# 140-2,400 MiB/s; up to 64 TiB.
+PD_BALANCED = DiskKind("pd-balanced", 65_536)
+PD_SSD = DiskKind("pd-ssd", 65_536)
+HYPERDISK_BALANCED = DiskKind("hyperdisk-balanced", 65_536, DiskLimits(3_000, 160_000, 500, 140, 2_400, None))
+DISKS = {k.name: k for k in (PD_BALANCED, PD_SSD, HYPERDISK_BALANCED)}
+"""Compute Engine disk kinds; TPU VMs attach the same ones (``fullserver.platforms.tpu``)."""
+DISK_LIMITS = {k.name: k.limits for k in DISKS.values() if k.limits is not None}
+
+DATA_DISK_KINDS = ("pd-balanced", "pd-ssd", "hyperdisk-balanced")
+HYPERDISK_ONLY = (r"^(a3|a4)", "hyperdisk-balanced")
+"""A3 and A4 machine types attach Hyperdisk only; older series use pd-balanced."""
+
+LOCAL_SSD_GIB = 375.0
+"""One local SSD partition (NVMe), fixed by Compute Engine."""
+DEFAULT_BOOT_DISK_GIB = 10.0
+"""The boot disk an instance gets when its initializeParams name no size."""
+
+# Stable device names in the guest (/dev/disk/by-id): local SSDs on NVMe, and the data disk
+# attached with device name "data".
+LOCAL_SSD_DEVICES = "/dev/disk/by-id/google-local-nvme-ssd-*"
+DATA_DEVICE = "/dev/disk/by-id/google-data"
+
+# --- GPUs and networking -----------------------------------------------------------------------
+
+ATTACHED_GPU_TYPES = {
+    # GPU model -> the accelerator type attached to an N1 host ("GPU platforms").
+    "T4": "nvidia-tesla-t4",
+    "V100-16GB": "nvidia-tesla-v100",
+    "P4": "nvidia-tesla-p4",
+    "P100": "nvidia-tesla-p100",
+}
+
+TIER1_FAMILIES = ("n2", "n2d", "c2", "c2d", "c3")
+TIER1_MIN_VCPUS = 30
+"""Per-VM Tier_1 networking is only supported on N2, N2D, C2, C2D or C3 VMs with at least 30
+vCPUs, and needs gVNIC. GPU series do not take it: A2, G2 and N1 with GPUs get up to 100 Gbps
+by machine type over gVNIC, A3 and A4 their full bandwidth through GPU NICs."""
+
+_VCPUS = re.compile(r"^[a-z0-9]+-(?:custom-)?[a-z]*-?(\d+)")
+
+
+def machine_vcpus(machine_type: str) -> int | None:
+    """vCPUs named in a machine type (``n2-standard-32`` -> 32, ``n2-custom-36-73728`` -> 36)."""
+    found = _VCPUS.match(machine_type)
+    return int(found.group(1)) if found else None
+
+
+def tier1_eligible(machine_type: str, vcpus: int | None = None) -> bool:
+    """Whether ``machine_type`` can take ``TIER_1`` egress (``TIER1_FAMILIES``): never a GPU shape."""
+    if machine_type.split("-", 1)[0] not in TIER1_FAMILIES:
+        return False
+    count = vcpus if vcpus is not None else machine_vcpus(machine_type)
+    return count is not None and count >= TIER1_MIN_VCPUS
+
+
+@dataclass(frozen=True)
+class GpuNicPlan:
+    """The NICs a multi-node A3/A4 node needs besides its primary gVNIC, and their networks."""
+
+    fabric: str
+    gpu_nics: int
+    """NICs for GPU-to-GPU traffic between nodes."""
+    nic_type: str
+    """GVNIC (GPUDirect-TCPX/TCPXO) or MRDMA (GPUDirect RDMA over RoCE)."""
+    rdma: bool
+    """All GPU NICs on ONE RoCE VPC network (``network_profile`` ZONE-vpc-roce), a subnet each;
+    otherwise each GPU NIC gets its own VPC network, subnet and internal firewall rule."""
+    host_nics: int
+    """gVNICs for host traffic, the primary (the environment's network) included."""
+    mtu: int
+
+
+# "Networking and GPU machines": A3 High 1,000 Gbps over GPUDirect-TCPX (4 GPU NICs + 1 gVNIC),
+# A3 Mega 1,800 Gbps over GPUDirect-TCPXO (8 + 1), A3 Ultra and A4 3,600 Gbps: 8 ConnectX-7 NICs
+# for GPU traffic only (MRDMA) + 2 gVNICs; the same counts as the catalog's NIC notes (5 / 9 / 10
+# physical NICs). The A3 High / Mega GPUDirect guides: one VPC network + subnet + firewall rule
+# per GPU NIC, MTU 8244. "RDMA network profiles": RoCE networks take the profile ZONE-vpc-roce,
+# only MRDMA NICs, MTU 8896, instances in that zone only, implied allow rules.
+GPU_NIC_PLANS: dict[str, GpuNicPlan] = {
+    "a3-highgpu-8g": GpuNicPlan("GPUDirect-TCPX", 4, "GVNIC", rdma=False, host_nics=1, mtu=8244),
+    "a3-megagpu-8g": GpuNicPlan("GPUDirect-TCPXO", 8, "GVNIC", rdma=False, host_nics=1, mtu=8244),
+    "a3-ultragpu-8g": GpuNicPlan("GPUDirect RDMA (RoCE)", 8, "MRDMA", rdma=True, host_nics=2, mtu=8896),
+    "a4-highgpu-8g": GpuNicPlan("GPUDirect RDMA (RoCE)", 8, "MRDMA", rdma=True, host_nics=2, mtu=8896),
+}
+
+
+def gpu_nic_plan(machine_type: str, nodes: int) -> GpuNicPlan | None:
+    """The GPU NICs an environment builds: its shape's plan, for multi-node environments only."""
+    return GPU_NIC_PLANS.get(machine_type) if nodes > 1 else None
+
+
+def gpu_nic_refusal(machine_type: str, nodes: int, zone: str | None) -> Refusal | None:
+    """RoCE networks are zonal: the nodes' zone must be known before the network is made."""
+    plan = gpu_nic_plan(machine_type, nodes)
+    if plan is None or not plan.rdma or zone:
+        return None
+    return Refusal(
+        "zone",
+        "zone",
+        f"{machine_type} nodes talk over a RoCE network, which is zonal, and no zone is set",
+        "set fullserver:zone to a zone offering the shape",
+    )
+
+
+MAX_MTU = 8896
+"""The largest MTU a VPC network takes: large frames raise per-flow throughput of GPU/TPU traffic."""
+IAP_SSH_RANGE = "35.235.240.0/20"
+"""Where Identity-Aware Proxy TCP forwarding connects from."""
+HEALTH_CHECK_RANGES = ("130.211.0.0/22", "35.191.0.0/16")
+"""Google front ends that send load-balancer and autohealing health checks."""
+SERVING_ZONES = 3
+"""A regional managed instance group spreads over three zones unless told which."""
+RESERVATION_LABEL = "compute.googleapis.com/reservation-name"
+"""The key a specific reservation affinity names a reservation by."""
+
+# --- zones and regions -------------------------------------------------------------------------
+
+ZONES = ZoneForm("-[a-z]", "Google Cloud zones are the region, '-' and a letter, e.g. {region}-a")
+
+REGION_PEERS = {
+    # AWS region -> the nearest Google Cloud region, so a comparison does not cross continents.
+    "us-east-1": "us-central1",
+    "eu-west-1": "europe-west4",
+    "eu-central-1": "europe-west4",
+    "ap-northeast-1": "asia-northeast1",
+    "ap-southeast-1": "asia-southeast1",
+}
+
+
+def data_disk_kind(req: Request) -> Refusal | None:
+    if req.data_disk is None:
+        return None
+    return disk_kind_refusal(req.data_disk, DATA_DISK_KINDS, "{kind} is not a GCE disk type fullserver attaches")
+
+
+RULES = PlatformRules(
+    platform=Platform.GCP_GPU,
+    provider="gcp",
+    accelerator_kinds=frozenset({AcceleratorKind.GPU}),
+    pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
+    options={
+        "reservation": "a Compute Engine reservation name",
+        "image": "a Compute Engine image",
+        "sshPublicKeys": "cloud nodes get them for their login user",
+    },
+    compact_placement=True,  # a COLLOCATED resource policy
+    hourly_gpus=True,
+    disk_kinds=DISKS,
+    family_disk_kinds=(HYPERDISK_ONLY,),
+    default_disk_kind="pd-balanced",
+    default_boot_disk_gib=DEFAULT_BOOT_DISK_GIB,
+    local_ssd_gib=LOCAL_SSD_GIB,
+    local_ssd_price_kind="local-ssd",
+    zone_form=ZONES,
+    zone_from_catalog=True,
+    unset_zone_warning=(
+        "no fullserver:zone set: the VM goes to the gcp provider's default zone (gcp:zone); pick one offering {accelerator}"
+    ),
+    region_peers=REGION_PEERS,
+    no_spot_fallback=(
+        "gcp-gpu has no on-demand fallback for spot (Compute Engine has none to configure on a VM): when spot "
+        "capacity is out, pulumi up fails to create the VM, and a preempted VM stays stopped until capacity "
+        "returns and it is started again (gcloud compute instances start) or the stack moves to an on-demand profile"
+    ),
+    rules=(*CAPACITY_RULES, data_disk_kind),
+)

@@ -1,0 +1,200 @@
+"""Policy ``monthly-budget`` (stack) and the policy-time estimate it holds to ``maxMonthlyUsd``.
+
+A guard against the expensive typo (nodes: 20, p5 instead of g5), before anything is created. The
+estimate is deliberately simple and errs high: the catalog's list price of every machine the stack
+runs, always on (``fullserver.rules.HOURS_PER_MONTH``), plus the disks it creates; ``fullserver plan``
+gives the full estimate. A machine the catalog cannot price fails the budget closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    PolicyResource,
+    ReportViolation,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from fullserver.catalog import Offer
+from fullserver.rules import HOURS_PER_MONTH, MAX_HOURS_PER_MONTH, disk_usd_month
+from policy.aws_nodes import aws_region
+from policy.nodes import Disk, zone_region
+from policy.offers import catalog
+from policy.resources import AWS_VOLUME, GCP_DISKS, describe, last_segment, number, plain, truthy
+from policy.stack_nodes import accelerator_nodes
+
+
+def _hourly(offer: Offer, region: str | None, spot: bool) -> tuple[float, str]:
+    """The catalog's hourly price; an unknown region takes the dearest listed one (a guard errs high)."""
+    price = offer.prices.get(region or "")
+    note = ""
+    if price is None:
+        if not offer.prices:
+            raise LookupError(f"{offer.name} has no price in the catalog")
+        price = max(offer.prices.values(), key=lambda p: p.on_demand)
+        note = f" (not priced in {region or 'an unknown region'}: {price.region} price)"
+    if spot and price.spot is not None:
+        return price.spot, "spot" + note
+    return price.on_demand, "on-demand" + note
+
+
+def _disk_month(disk: Disk, region: str | None) -> float | None:
+    """A disk's monthly price by the core's formula at the catalog's storage price (the dearest
+    region's where its own is not listed); ``None`` for a kind the catalog does not price."""
+    cat = catalog()
+    price = cat.storage_price(disk.provider, disk.kind, region or "")
+    if price is None:
+        same = [p for p in cat.storage_prices if (p.provider, p.kind) == (disk.provider, disk.kind)]
+        if not same:
+            return None
+        price = max(same, key=lambda p: p.usd_gib_month)
+    return disk_usd_month(price, disk.gib, disk.iops, disk.mbps)
+
+
+@dataclass
+class Estimate:
+    """A policy-time monthly estimate from the resources alone (not ``fullserver plan``'s full cost)."""
+
+    usd_month: float = 0.0
+    items: list[tuple[float, str]] = field(default_factory=list)
+    unpriced: list[str] = field(default_factory=list)
+    """Everything left out of ``usd_month``: compute, disks of unlisted kinds, values unknown in preview."""
+    unpriced_compute: list[str] = field(default_factory=list)
+    """Machines left out (a type the catalog does not list or price): the budget check fails closed on them."""
+
+    def add(self, usd: float, item: str) -> None:
+        self.usd_month += usd
+        self.items.append((usd, item))
+
+
+def estimate_month(resources: Sequence[PolicyResource], hours: float = HOURS_PER_MONTH) -> Estimate:
+    """Catalog list price of every accelerator machine x ``hours``, plus the disks the stack creates."""
+    est = Estimate()
+    nodes, skipped = accelerator_nodes(resources)
+    est.unpriced.extend(skipped)
+    for node in nodes:
+        if node.count <= 0:
+            continue  # a template nothing launches: no machines, no cost
+        what = describe(node.resource.resource_type, node.resource.name)
+        try:
+            if node.offer is None:
+                raise LookupError(node.why_unpriced or f"{node.shape} is not in fullserver's catalog")
+            od_rate, od_note = _hourly(node.offer, node.region, False)
+            spot_rate, spot_note = _hourly(node.offer, node.region, True)
+        except LookupError as exc:
+            entry = f"{what}: {node.count:g} x {node.shape} ({exc})"
+            est.unpriced.append(entry)
+            est.unpriced_compute.append(entry)
+            continue
+        on_demand = node.count - node.spot_count
+        usd = (on_demand * od_rate + node.spot_count * spot_rate) * hours
+        kinds = " + ".join(
+            f"{n:g} x {node.shape} {note} ${rate:,.2f}/h"
+            for n, rate, note in ((on_demand, od_rate, od_note), (node.spot_count, spot_rate, spot_note))
+            if n > 0
+        )
+        est.add(usd, f"{what}: {kinds}")
+        for inline in node.disks:
+            month = _disk_month(inline, node.region)
+            if month is None:
+                est.unpriced.append(f"{what}: {inline.kind} disk")
+            elif month:
+                est.add(month * node.count, f"{what}: {node.count:g} x {inline.gib:g} GiB {inline.kind}")
+    for r in resources:
+        disk: Disk | None = None
+        region: str | None = None
+        if r.resource_type == AWS_VOLUME:
+            disk = Disk(
+                "aws",
+                str(plain(r.props.get("type")) or "gp2"),
+                number(r.props.get("size")) or 0.0,
+                number(r.props.get("iops")) or 0.0,
+                number(r.props.get("throughput")) or 0.0,
+            )
+            region = aws_region(r)
+        elif r.resource_type in GCP_DISKS:
+            disk = Disk(
+                "gcp",
+                last_segment(r.props.get("type") or "pd-standard"),
+                number(r.props.get("size")) or 0.0,
+                number(r.props.get("provisionedIops")) or 0.0,
+                number(r.props.get("provisionedThroughput")) or 0.0,
+            )
+            region = zone_region(r.props.get("zone")) or plain(r.props.get("region"))
+        if disk is None:
+            continue
+        month = _disk_month(disk, region)
+        if month is None:
+            est.unpriced.append(f"{describe(r.resource_type, r.name)}: {disk.kind}")
+        else:
+            est.add(month, f"{describe(r.resource_type, r.name)}: {disk.gib:g} GiB {disk.kind}")
+    return est
+
+
+def check_budget(args: StackValidationArgs, report: ReportViolation) -> None:
+    """A guard against the expensive typo (nodes: 20, p5 instead of g5): the stack's machines at list
+    price must fit the platform team's monthly budget before anything is created. A machine whose
+    type the catalog cannot price fails it too (20 x p3dn.24xlarge is not $0), unless the config
+    says ``allowUnpriced``: then the priced part alone is held to the budget."""
+    config = args.get_config()
+    budget = number(config.get("maxMonthlyUsd"))
+    if budget is None:
+        args.not_applicable("no maxMonthlyUsd configured for monthly-budget")
+        return
+    hours = number(config.get("hoursPerMonth")) or HOURS_PER_MONTH
+    est = estimate_month(args.resources, hours)
+    if est.unpriced_compute and not truthy(config.get("allowUnpriced", False)):
+        report(
+            f"cannot price {len(est.unpriced_compute)} compute resource(s), so the stack cannot be shown to fit "
+            f"maxMonthlyUsd ${budget:,.0f} (the priced part is ${est.usd_month:,.0f}/month): "
+            f"{'; '.join(est.unpriced_compute)}. Fix: use a shape fullserver's catalog lists (`fullserver catalog`), "
+            "add the type with its prices to the catalog (fullserver/catalog/data/), or set allowUnpriced: true in "
+            "the monthly-budget policy config to hold only the priced part to the budget.",
+            None,
+        )
+    if est.usd_month <= budget:
+        return
+    top = "; ".join(item for _, item in sorted(est.items, key=lambda i: -i[0])[:3])
+    left_out = f" Not priced: {'; '.join(est.unpriced)}." if est.unpriced else ""
+    report(
+        f"policy-time estimate ${est.usd_month:,.0f}/month exceeds maxMonthlyUsd ${budget:,.0f} "
+        f"(catalog list prices x {hours:g} h, always on, plus disks; excludes egress, NAT, IPs, idle-time savings "
+        f"and commitment discounts). Largest: {top}.{left_out} Fix: a smaller shape or fewer nodes/replicas, a spot "
+        "profile for interruptible work, or raise maxMonthlyUsd in the policy config; `fullserver plan` shows the "
+        "full estimate.",
+        None,
+    )
+
+
+POLICY = StackValidationPolicy(
+    name="monthly-budget",
+    description=f"The stack's policy-time monthly estimate (catalog list prices x {HOURS_PER_MONTH:g} h, plus disks) "
+    "is under maxMonthlyUsd.",
+    validate=check_budget,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.MEDIUM,
+    config_schema=PolicyConfigSchema(
+        properties={
+            "maxMonthlyUsd": {"type": "number", "minimum": 0, "description": "Monthly budget per stack in USD."},
+            "hoursPerMonth": {
+                "type": "number",
+                "minimum": 1,
+                "maximum": MAX_HOURS_PER_MONTH,
+                "default": HOURS_PER_MONTH,
+                "description": "Hours each machine is assumed to run per month.",
+            },
+            "allowUnpriced": {
+                "type": "boolean",
+                "default": False,
+                "description": "Pass a stack whose priced part fits even when some machines' types are not in "
+                "the catalog (by default such a stack fails: it cannot be shown to fit).",
+            },
+        }
+    ),
+)

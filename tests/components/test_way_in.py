@@ -1,0 +1,418 @@
+"""Every example stack is usable after its first real ``pulumi up``: the ``connect`` command it
+exports works as printed, with what its resources allow (a key installed for the user it names, or
+the Session Manager / IAP path open), and every cloud resource is created by an explicit provider
+in the stack's own region (and project, and zone).
+
+Each stack runs through the whole program (``components.program.main``) under the mock runtime,
+as it is, with ``fullserver:sshPublicKeys``, and with keys and SSH ranges; the exported command is
+parsed and checked against the inputs of the resources the stack registers.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import shlex
+import subprocess
+from typing import Any
+
+import pytest
+
+from components.args import SpecRefused, aws_args, gcp_args, tpu_args
+from components.aws_gpu import AwsGpuEnvironment
+from components.gcp_gpu import GcpGpuEnvironment
+from components.graph import MOCK_GCP_PROJECT_NUMBER, Graph, GraphMocks, Row, graph_for_config
+from components.network import offering_zones
+from components.startup import LOGIN_USER
+from components.tpu_vm import QueuedResourceDeletionProvider, TpuVmEnvironment
+from fullserver.platforms import gcp as gce
+from fullserver.spec import ShapeOption
+from tests.components.conftest import STACKS, Build, Plans, ResourceOpts, spec_of
+from tests.components.test_program_config import _declared_defaults
+from tests.core.test_stack_config import ED25519_KEY, stack_config
+
+CLOUD_STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS.glob("Pulumi.*.yaml"))
+CLOUD_STACKS = [s for s in CLOUD_STACKS if s != "dedicated-h100"]
+SECOND_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOdxa8FJ42wwS51NSUShy8AnhcSqHlneQjBFh7l9eov/ second-person's key"
+OFFICE = "198.51.100.0/24"
+VARIANTS: dict[str, dict[str, Any]] = {
+    "as-is": {},
+    "keys": {"sshPublicKeys": [ED25519_KEY, SECOND_KEY]},
+    "keys-and-ranges": {"sshPublicKeys": [ED25519_KEY], "sshSourceRanges": [OFFICE]},
+}
+SSM_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
+
+
+def _graph(stack: str, changes: dict[str, Any]) -> tuple[Graph, dict[str, Any]]:
+    config = {**_declared_defaults(), **stack_config(stack, **changes)}
+    return graph_for_config(stack, config, full=True), config
+
+
+def _ssh_rules(g: Graph, network: str, tags: list[str]) -> list[dict[str, Any]]:
+    """GCE ingress rules on ``network`` that admit tcp:22 to an instance with ``tags``."""
+    out = []
+    for rule in (r.inputs for r in g.of_type("compute/firewall:Firewall")):
+        if rule["network"] != network or rule.get("direction", "INGRESS") != "INGRESS":
+            continue
+        if rule.get("targetTags") and not set(rule["targetTags"]) & set(tags):
+            continue
+        if any(a["protocol"] == "tcp" and "22" in (a.get("ports") or ["22"]) for a in rule["allows"]):
+            out.append(rule)
+    return out
+
+
+def _gcp_sources(g: Graph, network: str, tags: list[str]) -> set[str]:
+    return {src for rule in _ssh_rules(g, network, tags) for src in rule.get("sourceRanges", [])}
+
+
+def _check_gcp_login(metadata: dict[str, str], user: str | None, keys: list[str]) -> None:
+    """``user@`` in the command means the keys are that user's ``ssh-keys`` (OS Login off, as
+    Compute Engine ignores ``ssh-keys`` under OS Login); no user means OS Login decides."""
+    if user is None:
+        assert metadata["enable-oslogin"] == "TRUE" and "ssh-keys" not in metadata
+        return
+    assert user == LOGIN_USER and keys
+    assert metadata["enable-oslogin"] == "FALSE"
+    assert metadata["ssh-keys"].split("\n") == [f"{LOGIN_USER}:{' '.join(k.split())}" for k in keys]
+
+
+def _check_aws(g: Graph, connect: str, config: dict[str, Any]) -> str:
+    region = config["fullserver:region"]
+    keys = config.get("fullserver:sshPublicKeys") or []
+    lt = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    nic = lt["networkInterfaces"][0]
+    sg = g.one("ec2/securityGroup:SecurityGroup").inputs
+    if connect.startswith("ssh "):
+        user, ip = connect.split()[1].split("@")
+        assert connect == f"ssh {user}@{ip}" and user == LOGIN_USER
+        assert ip and ip == g.outputs["publicIps"][0]
+        script = base64.b64decode(lt["userData"]).decode()
+        for key in keys:  # the key is the user's, installed before the disks are waited for
+            assert f'echo {shlex.quote(" ".join(key.split()))} >> "$FS_HOME/.ssh/authorized_keys"' in script
+        assert script.index("authorized_keys") < script.index("fullserver-disks")
+        assert f"getent passwd {LOGIN_USER}" in script
+        assert nic["associatePublicIpAddress"] == "true"
+        ssh = [r for r in sg["ingress"] if r.get("fromPort") == 22]
+        assert ssh and set(ssh[0]["cidrBlocks"]) == set(config["fullserver:sshSourceRanges"])
+        return "ssh"
+    m = re.fullmatch(rf"aws ssm start-session --region {region} --target (.+)", connect)
+    assert m, connect
+    target = m.group(1)
+    instances = g.of_type("ec2/instance:Instance")
+    if instances:
+        assert target == f"{instances[0].name}-id"  # the mock's id of the first node
+    else:
+        groups = [r.name for r in g.of_type("autoscaling/group:Group")]
+        assert groups
+        names = re.search(r"--auto-scaling-group-names ((?:\S+ )+)--query", target)
+        assert names and sorted(names.group(1).split()) == sorted(groups), target  # every group's nodes
+        assert target.startswith("$(aws autoscaling describe-auto-scaling-groups --region " + region)
+        assert "LifecycleState=='InService'" in target and target.endswith("--output text)")
+    # Session Manager: the agent registers with the role's policy and reaches SSM over 443.
+    policies = [r.inputs["policyArn"] for r in g.of_type("iam/rolePolicyAttachment:RolePolicyAttachment")]
+    assert SSM_POLICY in policies and lt["iamInstanceProfile"]["arn"]
+    assert any(e["cidrBlocks"] == ["0.0.0.0/0"] and e["protocol"] == "-1" for e in sg["egress"])
+    if nic["associatePublicIpAddress"] == "true":
+        assert g.one("ec2/internetGateway:InternetGateway")
+    else:
+        private = next(r for r in g.of_type("ec2/routeTable:RouteTable") if r.name.endswith("-private-rt"))
+        assert private.inputs["routes"][0]["natGatewayId"]
+    return "ssm"
+
+
+def _gcp_node(g: Graph) -> Row:
+    nodes = g.of_type("compute/instance:Instance") or g.of_type("compute/instanceTemplate:InstanceTemplate")
+    return nodes[0]
+
+
+def _check_gcp(g: Graph, connect: str, config: dict[str, Any]) -> str:
+    keys = config.get("fullserver:sshPublicKeys") or []
+    ranges = config.get("fullserver:sshSourceRanges") or []
+    node = _gcp_node(g)
+    nic = node.inputs["networkInterfaces"][0]
+    if connect.startswith("ssh "):
+        user, ip = connect.split()[1].split("@")
+        assert ip == g.outputs["publicIps"][0] and nic.get("accessConfigs")
+        _check_gcp_login(node.inputs["metadata"], user, keys)
+        assert set(ranges) <= _gcp_sources(g, nic["network"], node.inputs.get("tags", []))
+        return "ssh"
+    group = re.fullmatch(
+        r"gcloud compute ssh (?:(\w+)@)?\$\(gcloud compute instance-groups managed list-instances (\S+) (--region|--zone) "
+        r"(\S+) --project (\S+) --limit 1 --format=\"value\(instance\.basename\(\)\)\"\) --zone \$\(gcloud compute "
+        r"instance-groups managed list-instances \2 \3 \4 --project \5 --limit 1 --format=\"value\(instance\.scope\("
+        r"zones\)\.segment\(0\)\)\"\) --project \5( --tunnel-through-iap)?",
+        connect,
+    )
+    if group:
+        user, mig, scope, where, project, iap = group.groups()
+        managers = g.of_type("nstanceGroupManager:RegionInstanceGroupManager") or g.of_type(
+            "instanceGroupManager:InstanceGroupManager"
+        )
+        assert mig.startswith(managers[0].name) and project == config["gcp:project"]
+        assert (scope, where) == ("--region", config["fullserver:region"]) or where == config.get("fullserver:zone")
+    else:
+        m = re.fullmatch(
+            r"gcloud compute ssh (?:(\w+)@)?(\S+) --zone (\S+) --project (\S+)( --tunnel-through-iap)?", connect
+        )
+        assert m, connect
+        user, instance, zone, project, iap = m.groups()
+        assert instance.startswith(node.name) and zone == config["fullserver:zone"]
+        assert project == config["gcp:project"]
+    _check_gcp_login(node.inputs["metadata"], user, keys)
+    sources = _gcp_sources(g, nic["network"], node.inputs.get("tags", []))
+    if iap:
+        assert gce.IAP_SSH_RANGE in sources
+        return "iap"
+    assert nic.get("accessConfigs") and ranges and set(ranges) <= sources
+    return "direct"
+
+
+def _check_tpu(g: Graph, connect: str, config: dict[str, Any]) -> str:
+    keys = config.get("fullserver:sshPublicKeys") or []
+    ranges = config.get("fullserver:sshSourceRanges") or []
+    zone, project = config["fullserver:zone"], config["gcp:project"]
+    network = g.one("compute/network:Network").name + "-id"
+    sources = _gcp_sources(g, network, [])  # TPU rules carry no target tags: every host of the VPC
+    queued = g.of_type("tpu/v2QueuedResource:V2QueuedResource")
+    if queued:
+        m = re.fullmatch(
+            rf"gcloud compute tpus queued-resources ssh (\S+) --zone {zone} --project {project} --node=0 --worker=0"
+            r"( --tunnel-through-iap)?  # SSH keys: OS Login or the project's ssh-keys metadata .*",
+            connect,
+        )
+        assert m, connect
+        assert m.group(1).startswith(queued[0].name)
+        if m.group(2):
+            assert gce.IAP_SSH_RANGE in sources
+        else:
+            assert queued[0].inputs["tpu"]["nodeSpecs"][0]["node"]["networkConfig"]["enableExternalIps"]
+            assert ranges and set(ranges) <= sources
+        # the slice's identity and the cleanup a destroy would run are exported too
+        assert g.outputs["serviceAccount"] == f"{MOCK_GCP_PROJECT_NUMBER}-compute@developer.gserviceaccount.com"
+        assert g.outputs["cleanup"] == (
+            f"gcloud compute tpus queued-resources delete {m.group(1)} --zone {zone} --project {project} --force --quiet"
+        )
+        return "queued"
+    vm = g.one("tpu/v2Vm:V2Vm").inputs
+    if connect.startswith("ssh "):
+        user, ip = connect.split()[1].split("@")
+        assert ip == g.outputs["publicIps"][0] and vm["networkConfig"]["enableExternalIps"] is True
+        _check_gcp_login(vm["metadata"], user, keys)
+        assert ranges and set(ranges) <= sources
+        return "ssh"
+    m = re.fullmatch(
+        rf"gcloud (alpha )?compute tpus tpu-vm ssh (?:(\w+)@)?(\S+) --zone {zone} --project {project} --worker=0"
+        r"( --tunnel-through-iap)?",
+        connect,
+    )
+    assert m, connect
+    alpha, user, node, iap = m.groups()
+    assert node == vm["name"]
+    assert bool(alpha) == bool(iap)  # only the alpha command tunnels through IAP
+    _check_gcp_login(vm["metadata"], user, keys)
+    if iap:
+        assert gce.IAP_SSH_RANGE in sources
+        return "iap"
+    assert vm["networkConfig"]["enableExternalIps"] is True and ranges and set(ranges) <= sources
+    return "direct"
+
+
+CHECKS = {"aws-gpu": _check_aws, "gcp-gpu": _check_gcp, "tpu-vm": _check_tpu}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("stack", CLOUD_STACKS)
+def test_the_exported_connect_command_works_with_what_the_stack_builds(stack: str, variant: str) -> None:
+    g, config = _graph(stack, VARIANTS[variant])
+    platform = g.outputs["platform"]
+    way = CHECKS[platform](g, g.outputs["connect"], config)
+    # With keys and SSH ranges, a node with a public address is reached directly as ubuntu.
+    public = bool(g.outputs["publicIps"]) or any(
+        r.inputs.get("networkConfig", {}).get("enableExternalIps") for r in g.of_type("tpu/v2Vm:V2Vm")
+    )
+    if variant == "keys-and-ranges" and public and not g.of_type("autoscaling/group:Group"):
+        assert way == "ssh", g.outputs["connect"]
+    if variant == "as-is" and platform != "aws-gpu":
+        assert way in ("iap", "queued")  # no example stack sets SSH ranges on GCP
+
+
+@pytest.mark.parametrize("stack", CLOUD_STACKS)
+def test_every_cloud_resource_has_the_stacks_explicit_provider(stack: str) -> None:
+    g, config = _graph(stack, {})
+    providers = [r for r in g.rows if r.type.startswith("pulumi:providers:")]
+    assert len(providers) == 1
+    provider = providers[0]
+    assert provider.inputs["region"] == config["fullserver:region"]
+    cloud = [r for r in g.rows if r.custom and r.type.split(":")[0] in ("aws", "gcp")]
+    assert cloud
+    for row in cloud:
+        assert g.provider_of(row) == provider.inputs, row.name
+    if provider.type == "pulumi:providers:gcp":
+        assert provider.inputs["project"] == config["gcp:project"]
+        assert provider.inputs.get("zone") == (config.get("fullserver:zone") or None)
+    # Who the nodes are, to grant them data: exported as docs/deploying.md says.
+    if provider.type == "pulumi:providers:aws":
+        assert g.outputs["instanceRole"] and g.outputs["instanceRoleArn"].startswith("arn:aws:iam::")
+    else:
+        assert g.outputs["serviceAccount"].endswith(".gserviceaccount.com")
+
+
+def test_an_aws_provider_region_differs_from_aws_region_config() -> None:
+    """``aws:region`` says nothing about where the environment goes: ``fullserver:region`` does."""
+    g, _ = _graph("train-p5-cluster", {})
+    config = {**_declared_defaults(), **stack_config("train-p5-cluster"), "aws:region": "eu-west-1"}
+    other = graph_for_config("train-p5-cluster", config, full=True)
+    assert [r.as_json() for r in other.rows] == [r.as_json() for r in g.rows]
+    subnet = next(r for r in other.rows if r.name == "train-p5-cluster-private-0" and r.type.endswith("Subnet"))
+    assert subnet.inputs["availabilityZone"].startswith("us-east-1")
+
+
+# --- what a real API or a real destroy would reject -----------------------------------------------
+
+
+def test_a_data_volume_detaches_from_a_stopped_instance_and_is_replaced_by_deleting_first(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    """A volume mounted at /data never detaches from a running instance (destroy hangs), and a
+    second attachment of an in-use volume is refused (VolumeInUse)."""
+    g = build(lambda: AwsGpuEnvironment("vol", aws_args(spec_of(plans, "exp-aws-spot"))))
+    attachment = g.one("ec2/volumeAttachment:VolumeAttachment")
+    assert attachment.inputs["stopInstanceBeforeDetaching"] is True
+    assert "forceDetach" not in attachment.inputs  # never: it can lose data
+    assert resource_options[attachment.name].delete_before_replace is True
+
+
+def test_a_spot_group_diversifies_over_balanced_types_and_connect_covers_the_fallback(
+    plans: Plans, build: Build
+) -> None:
+    alternatives = [
+        ShapeOption(offer="g4dn.2xlarge", machine_type="g4dn.2xlarge", usd_hour=0.752),
+        ShapeOption(offer="g4dn.4xlarge", machine_type="g4dn.4xlarge", usd_hour=0.79),
+    ]
+    spec = spec_of(plans, "exp-aws-spot", spot=True, alternative_shapes=alternatives)
+    args = aws_args(spec)
+    assert args["spot_instance_types"] == ["g4dn.2xlarge", "g4dn.4xlarge"]
+    g = build(lambda: AwsGpuEnvironment("sp", args))
+    groups = {r.name: r.inputs for r in g.of_type("autoscaling/group:Group")}
+    policy = groups["sp-spot"]["mixedInstancesPolicy"]
+    assert policy["launchTemplate"]["overrides"] == [
+        {"instanceType": "g4dn.xlarge"},
+        {"instanceType": "g4dn.2xlarge"},
+        {"instanceType": "g4dn.4xlarge"},
+    ]
+    assert policy["instancesDistribution"]["spotAllocationStrategy"] == "price-capacity-optimized"
+    assert groups["sp-spot"]["capacityRebalance"] is True
+    assert "mixedInstancesPolicy" not in groups["sp-ondemand"]  # the fallback runs the planned type
+    connect = g.outputs["connect"]
+    assert "--auto-scaling-group-names sp-spot sp-ondemand --query" in connect  # whichever runs the nodes
+    # without alternatives the group still names its one type
+    plain = build(lambda: AwsGpuEnvironment("one", aws_args(spec_of(plans, "exp-aws-spot", spot=True))))
+    spot = next(r for r in plain.of_type("autoscaling/group:Group") if r.name == "one-spot").inputs
+    assert spot["mixedInstancesPolicy"]["launchTemplate"]["overrides"] == [{"instanceType": "g4dn.xlarge"}]
+
+
+def test_subnets_go_only_to_zones_that_offer_the_instance_type(plans: Plans, build: Build, mocks: GraphMocks) -> None:
+    mocks.zones_without[("p5.48xlarge",)] = ("us-east-1a",)
+    try:
+        g = build(lambda: AwsGpuEnvironment("p5", aws_args(spec_of(plans, "train-p5-cluster"))))
+    finally:
+        mocks.zones_without.clear()
+    zones = {r.name: r.inputs["availabilityZone"] for r in g.of_type("ec2/subnet:Subnet")}
+    assert zones == {"p5-public-0": "us-east-1b", "p5-private-0": "us-east-1b"}
+
+
+def test_no_zone_offering_the_type_stops_the_deployment() -> None:
+    with pytest.raises(ValueError, match=r"no available zone of us-east-1 offers p5\.48xlarge"):
+        offering_zones("us-east-1", "p5.48xlarge", ["us-east-1a", "us-east-1b"], ["us-east-1f"])
+    assert offering_zones(
+        "us-east-1", "t", ["us-east-1a", "us-east-1b", "us-east-1c"], ["us-east-1c", "us-east-1a"]
+    ) == [
+        "us-east-1a",
+        "us-east-1c",
+    ]
+
+
+def test_a_queued_slice_is_force_deleted_before_its_queued_resource(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    g = build(lambda: TpuVmEnvironment("v5p", tpu_args(spec_of(plans, "train-tpu-v5p-slice"), project="proj")))
+    assert g.one("tpu/v2QueuedResource:V2QueuedResource")
+    deletion = g.one("fullserver:QueuedResourceDeletion")
+    assert deletion.inputs["project"] == "proj" and deletion.inputs["zone"] == "us-east5-a"
+    assert deletion.inputs["queued_resource"].startswith("v5p-qr-")  # the queued resource's name
+    qr_opts, del_opts = resource_options["v5p-qr"], resource_options["v5p-qr-deletion"]
+    assert qr_opts.delete_before_replace is True  # a new request would name the same TPU node
+    assert isinstance(del_opts.depends_on, list) and len(del_opts.depends_on) == 1  # the queued resource
+    assert del_opts.protect == qr_opts.protect  # never force-deleted while the slice is protected
+    assert g.outputs["cleanup"] == (
+        f"gcloud compute tpus queued-resources delete {deletion.inputs['queued_resource']} --zone us-east5-a "
+        "--project proj --force --quiet"
+    )
+
+
+def test_the_queued_deletion_runs_the_documented_command(monkeypatch: pytest.MonkeyPatch) -> None:
+
+    calls: list[list[str]] = []
+
+    def run(command: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(command)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr("components.tpu_vm.shutil.which", lambda _: "/usr/bin/gcloud")
+    monkeypatch.setattr("components.tpu_vm.subprocess.run", run)
+    props = {"project": "p", "zone": "us-east5-a", "queued_resource": "qr-1"}
+    provider = QueuedResourceDeletionProvider()
+    assert provider.create(props).id == "p/us-east5-a/qr-1"
+    provider.delete("p/us-east5-a/qr-1", props)
+    assert calls == [
+        ["gcloud", "compute", "tpus", "queued-resources", "delete", "qr-1", "--zone", "us-east5-a", "--project", "p",
+         "--force", "--quiet"]
+    ]  # fmt: skip
+    # already gone: nothing to do; another failure stops the destroy with the command to run
+    monkeypatch.setattr(
+        "components.tpu_vm.subprocess.run",
+        lambda c, **_: subprocess.CompletedProcess(c, 1, "", "ERROR: NOT_FOUND: qr-1"),
+    )
+    provider.delete("p/us-east5-a/qr-1", props)
+    monkeypatch.setattr(
+        "components.tpu_vm.subprocess.run", lambda c, **_: subprocess.CompletedProcess(c, 1, "", "PERMISSION_DENIED")
+    )
+    with pytest.raises(RuntimeError, match=r"--force --quiet` failed: PERMISSION_DENIED"):
+        provider.delete("p/us-east5-a/qr-1", props)
+    monkeypatch.setattr("components.tpu_vm.shutil.which", lambda _: None)
+    with pytest.raises(RuntimeError, match=r"needs gcloud on this machine.*run `gcloud compute tpus queued-resources"):
+        provider.delete("p/us-east5-a/qr-1", props)
+    assert provider.diff("id", props, {**props, "queued_resource": "qr-2"}).replaces == ["queued_resource"]
+
+
+def test_keys_reach_gcp_and_tpu_nodes_as_metadata_and_aws_nodes_through_user_data(plans: Plans, build: Build) -> None:
+    keys = [ED25519_KEY]
+
+    def with_keys(stack: str) -> Any:
+        spec = plans[stack].spec
+        return spec.model_copy(update={"network": spec.network.model_copy(update={"ssh_public_keys": keys})})
+
+    vm = build(lambda: GcpGpuEnvironment("g", gcp_args(with_keys("finetune-gcp-g2")))).one("compute/instance:Instance")
+    assert vm.inputs["metadata"]["ssh-keys"] == f"ubuntu:{ED25519_KEY}"
+    assert vm.inputs["metadata"]["enable-oslogin"] == "FALSE"
+    assert vm.inputs["metadata"]["block-project-ssh-keys"] == "TRUE"
+    tpu = build(lambda: TpuVmEnvironment("t", tpu_args(with_keys("train-tpu-v5e")))).one("tpu/v2Vm:V2Vm")
+    assert tpu.inputs["metadata"]["ssh-keys"] == f"ubuntu:{ED25519_KEY}"
+    template = build(lambda: GcpGpuEnvironment("s", gcp_args(with_keys("serve-gcp-realtime")))).one(
+        "compute/instanceTemplate:InstanceTemplate"
+    )
+    assert template.inputs["metadata"]["ssh-keys"] == f"ubuntu:{ED25519_KEY}"
+    lt = build(lambda: AwsGpuEnvironment("a", aws_args(with_keys("train-p5-cluster")))).one(
+        "ec2/launchTemplate:LaunchTemplate"
+    )
+    script = base64.b64decode(lt.inputs["userData"]).decode()
+    assert f'echo {shlex.quote(ED25519_KEY)} >> "$FS_HOME/.ssh/authorized_keys"' in script
+
+
+def test_components_refuse_a_key_the_core_would_refuse(plans: Plans) -> None:
+    spec = plans["exp-aws-spot"].spec
+    spec = spec.model_copy(
+        update={"network": spec.network.model_copy(update={"ssh_public_keys": ['command="id" ' + ED25519_KEY]})}
+    )
+    with pytest.raises(SpecRefused, match=r"spec\.network\.ssh_public_keys\[0\]: not an OpenSSH public key"):
+        AwsGpuEnvironment("bad", aws_args(spec))

@@ -1,0 +1,124 @@
+"""Staleness: each price's age, and a plan's warnings for the prices it used that are too old."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fullserver.catalog import Catalog, catalog_from_data, load_catalog
+from fullserver.catalog.model import Platform, Source
+from fullserver.catalog.staleness import (
+    DEFAULT_MAX_PRICE_AGE_DAYS,
+    UsedPrice,
+    plan_prices_used,
+    plan_staleness_warnings,
+    price_age_days,
+    source_age_days,
+    source_ages,
+    stale_prices,
+)
+from fullserver.cost import estimate
+from fullserver.errors import InputError
+from fullserver.plan import StackPlan
+from fullserver.profiles import Profile, load_profiles
+from fullserver.sizing import build_spec
+from fullserver.workload import Workload
+
+from ..conftest import MINI, PROFILE, SOURCE, write_catalog, write_profiles
+
+TODAY = dt.date(2026, 11, 23)
+OLD = SOURCE | {"as_of": "2026-01-01"}  # 326 days before TODAY
+FRESH = SOURCE | {"as_of": "2026-11-01", "as_of_kind": "retrieved"}  # 22 days
+
+
+def catalog_with_fresh_storage(tmp_path: Path) -> Catalog:
+    """MINI with its storage prices (and nothing else) from a recent source."""
+    data: dict[str, Any] = copy.deepcopy(MINI)
+    data["sources"] = {"fx": OLD, "fresh": FRESH}
+    for row in data["storage_prices"]:
+        row["source"] = "fresh"
+    return load_catalog(write_catalog(tmp_path / "catalog", data))
+
+
+def plan(catalog: Catalog, profile: Profile, **extra: Any) -> StackPlan:
+    """A plan of one stack, built the way ``plan_workload`` builds it (spec, then estimate)."""
+    work = Workload.model_validate(
+        {"profile": "base", "region": "r-1", "accelerator": "G24", "acceleratorCount": 1, "datasetGib": 80} | extra
+    )
+    spec = build_spec(profile, work, Platform.AWS_GPU, catalog, "dev")
+    cost = estimate(spec, profile, work, catalog)
+    return StackPlan(stack="dev", path="Pulumi.dev.yaml", spec=spec, cost=cost, comparison=[])
+
+
+def profile_with(tmp_path: Path, pricing: str, extra: str = "") -> Profile:
+    text = PROFILE.replace("pricing: on-demand", f"pricing: {pricing}") + extra
+    return load_profiles(write_profiles(tmp_path / "profiles", {"base": text}))["base"]
+
+
+def test_a_price_is_as_old_as_its_source() -> None:
+    source = Source.model_validate(OLD)
+    assert price_age_days(source, TODAY) == 326
+    assert price_age_days(source, dt.date(2026, 1, 1)) == 0
+    assert price_age_days(source, dt.date(2025, 12, 31)) == -1  # a source dated after "today"
+
+
+def test_combined_sources_are_as_old_as_their_oldest_part(tmp_path: Path) -> None:
+    catalog = catalog_with_fresh_storage(tmp_path)
+    assert source_age_days(catalog, "fresh", TODAY) == 22
+    assert source_age_days(catalog, "fresh+fx", TODAY) == 326
+    assert source_age_days(catalog, "fresh+nope", TODAY) is None
+    assert source_ages(catalog, TODAY) == {"fx": 326, "fresh": 22}
+
+
+def test_a_plan_warns_for_each_price_it_used_older_than_the_threshold(tmp_path: Path, base_profile: Profile) -> None:
+    catalog = catalog_with_fresh_storage(tmp_path)
+    stack = plan(catalog, base_profile, egressGbMonth=100)
+    used = plan_prices_used(stack, catalog)
+    assert used == [
+        UsedPrice("on-demand wide.x in r-1", "fx"),
+        UsedPrice("gp3 storage in r-1", "fresh"),
+        UsedPrice("internet egress from r-1", "fx"),
+    ]
+    warnings = plan_staleness_warnings(stack, catalog, TODAY)
+    assert warnings == [
+        "the internet egress from r-1 price is 326 days old (source fx, as of 2026-01-01, published; threshold 90 "
+        "days): run `fullserver catalog refresh`",
+        "the on-demand wide.x in r-1 price is 326 days old (source fx, as of 2026-01-01, published; threshold 90 "
+        "days): run `fullserver catalog refresh`",
+    ]
+    assert DEFAULT_MAX_PRICE_AGE_DAYS == 90
+    assert plan_staleness_warnings(stack, catalog, TODAY, max_age_days=400) == []  # configurable
+    assert plan_staleness_warnings(stack, catalog, dt.date(2026, 2, 1)) == []  # 31 days old then
+
+
+def test_spot_and_commitment_prices_are_the_ones_checked_when_used(tmp_path: Path) -> None:
+    catalog = load_catalog(write_catalog(tmp_path / "catalog", MINI))
+    spot = plan(catalog, profile_with(tmp_path / "s", "spot-with-fallback"))
+    assert plan_prices_used(spot, catalog)[0] == UsedPrice("spot mid.x in r-1", "fx")
+    extra = "topology: {nodes: multi, fabric: efa}\ncost: {commitment_years: 1}\n"
+    reserved = plan(catalog, profile_with(tmp_path / "r", "reserved", extra), acceleratorCount=4, nodes=2)
+    what = [u.what for u in plan_prices_used(reserved, catalog)]
+    assert what[:2] == ["on-demand quad.x in r-1", "1-year commitment discount for quad"]
+
+
+def test_stale_prices_are_listed_oldest_first_once_each(tmp_path: Path) -> None:
+    catalog = catalog_with_fresh_storage(tmp_path)
+    used = [UsedPrice("a", "fresh"), UsedPrice("b", "fx"), UsedPrice("b", "fx"), UsedPrice("c", "fresh+fx")]
+    found = stale_prices(catalog, used, TODAY, max_age_days=10)
+    assert [(s.what, s.age_days) for s in found] == [("b", 326), ("c", 326), ("a", 22)]
+
+
+def test_a_spot_figure_names_its_own_source_and_an_unknown_one_is_refused(tmp_path: Path) -> None:
+    data: dict[str, Any] = copy.deepcopy(MINI)
+    data["sources"] = {"fx": SOURCE, "spot-src": OLD}
+    data["shape_prices"][0]["spot_source"] = "spot-src"
+    catalog = catalog_from_data([("f.yaml", data)])
+    price = next(o for o in catalog.offers if o.name == "small.x").prices["r-1"]
+    assert (price.source, price.spot_source, price.spot_from) == ("fx", "spot-src", "spot-src")
+    data["shape_prices"][0]["spot_source"] = "nope"
+    with pytest.raises(InputError, match=r"shape_prices\[0\] \(small.x in r-1\): unknown source 'nope'"):
+        catalog_from_data([("f.yaml", data)])

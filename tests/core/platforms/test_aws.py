@@ -1,0 +1,116 @@
+"""``fullserver.platforms.aws``: what fullserver knows about AWS accelerator instances."""
+
+from __future__ import annotations
+
+import pytest
+
+from fullserver.platform import AcceleratorKind, Platform, PricingModel
+from fullserver.platforms import DiskLimits, Request, aws, rules_for
+
+RULES = aws.RULES
+
+
+def test_it_is_the_aws_gpu_platform() -> None:
+    assert rules_for(Platform.AWS_GPU) is RULES
+    assert (RULES.provider, RULES.declared_hardware, RULES.slices) == ("aws", False, False)
+    assert RULES.accelerator_kinds == {AcceleratorKind.GPU, AcceleratorKind.TRAINIUM, AcceleratorKind.INFERENTIA}
+    assert PricingModel.DEDICATED_MONTHLY not in RULES.pricing
+    assert set(RULES.options) == {"reservation", "capacityBlock", "image", "sshPublicKeys"}
+    assert (RULES.compact_placement, RULES.hourly_gpus, RULES.boot_disk_sized) == (True, True, True)
+    # Instance store is in the instance's price; an unset zone is left to AWS.
+    assert (RULES.local_ssd_price_kind, RULES.zone_from_catalog, RULES.unset_zone_warning) == (None, False, "")
+
+
+@pytest.mark.parametrize("family", ["p5", "p4d", "g6", "trn1", "inf2"])
+def test_every_family_boots_from_and_attaches_gp3(family: str) -> None:
+    assert RULES.disk_kind(family) == "gp3"
+
+
+def test_gp3_limits() -> None:
+    """Amazon EBS "General Purpose SSD volumes": 3,000-16,000 IOPS (500 per GiB), 125-1,000 MiB/s
+    (0.25 per IOPS), 1-16,384 GiB."""
+    gp3 = RULES.disk_kinds["gp3"]
+    assert gp3.max_gib == 16_384 and gp3.provisioned
+    assert gp3.limits == DiskLimits(3_000, 16_000, 500, 125, 1_000, 0.25)
+
+
+@pytest.mark.parametrize(
+    ("zone", "region", "fits"),
+    [
+        ("us-east-1a", "us-east-1", True),
+        ("eu-west-1c", "eu-west-1", True),
+        ("us-east-1-a", "us-east-1", False),  # Google's form
+        ("us-west-2a", "us-east-1", False),
+        ("us-east-1", "us-east-1", False),
+    ],
+)
+def test_zones_are_the_region_and_a_letter(zone: str, region: str, fits: bool) -> None:
+    assert RULES.zone_in_region(zone, region) is fits
+    if fits:
+        assert RULES.region_of_zone(zone) == region
+
+
+@pytest.mark.parametrize(
+    ("asked", "priced", "nearest"),
+    [
+        ("us-east-1", {"us-east-1"}, "us-east-1"),  # priced here: itself
+        ("us-central1", {"us-east-1"}, "us-east-1"),
+        ("europe-west4", set(), "eu-west-1"),
+        ("asia-northeast1", set(), "ap-northeast-1"),
+        ("mars-north1", set(), "mars-north1"),  # no peer: itself, for sizing to refuse by name
+    ],
+)
+def test_a_google_region_compares_with_the_nearest_aws_region(asked: str, priced: set[str], nearest: str) -> None:
+    assert RULES.nearest_region(asked, priced) == nearest
+
+
+@pytest.mark.parametrize(
+    ("request_", "field", "what"),
+    [
+        (Request("p5.48xlarge", zone="us-east-1a"), None, None),
+        (Request("p5.48xlarge", reservation="cr-1", zone="us-east-1a"), None, None),
+        (
+            Request("p5.48xlarge", spot=True, reservation="cr-1", zone="us-east-1a"),
+            "reservation",
+            "spot capacity cannot consume a capacity reservation",
+        ),
+        (Request("p5.48xlarge", reservation="cr-1"), "zone", "reservation 'cr-1' lives in one zone and no zone is set"),
+        (
+            Request("p5.48xlarge", capacity_block=True),
+            "capacity_block",
+            "a capacity block is an AWS capacity reservation and needs its id",
+        ),
+        (Request("g6.xlarge", data_disk="gp3"), None, None),
+        (Request("g6.xlarge", data_disk="pd-balanced"), "data_disk.kind", "AWS data volumes are gp3, not pd-balanced"),
+    ],
+)
+def test_refusals(request_: Request, field: str | None, what: str | None) -> None:
+    refusal = RULES.refusal(request_)
+    assert (refusal.field, refusal.what) == (field, what) if refusal else (field, what) == (None, None)
+
+
+def test_boot_volumes_are_gp3() -> None:
+    assert aws.boot_disk_refusal("gp3") is None
+    refusal = aws.boot_disk_refusal("pd-balanced")
+    assert refusal is not None and (refusal.field, refusal.what) == (
+        "boot_disk_kind",
+        "AWS boot volumes are gp3, not pd-balanced",
+    )
+
+
+@pytest.mark.parametrize(
+    ("efa", "most", "nodes", "what"),
+    [
+        (0, 0, 1, None),
+        (32, 32, 2, None),
+        (32, None, 2, None),  # a shape whose limit is not known is not refused
+        (4, 0, 2, "4 EFA interfaces requested but g6.xlarge has none"),
+        (33, 32, 2, "33 EFA interfaces requested but g6.xlarge has 32"),
+        (32, 32, 1, "EFA only pays off between nodes; this environment has one"),
+    ],
+)
+def test_one_efa_per_network_card_and_only_between_nodes(
+    efa: int, most: int | None, nodes: int, what: str | None
+) -> None:
+    refusal = aws.efa_refusal(efa, most, nodes, "g6.xlarge")
+    assert (refusal.what if refusal else None) == what

@@ -1,0 +1,119 @@
+"""``fullserver.platforms.tpu``: what fullserver knows about Cloud TPU VMs and slices."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from fullserver.platform import AcceleratorKind, Platform, PricingModel
+from fullserver.platforms import Request, gcp, option_refusal, rules_for, tpu
+
+RULES = tpu.RULES
+
+
+def test_it_is_the_tpu_vm_platform() -> None:
+    assert rules_for(Platform.TPU_VM) is RULES
+    assert (RULES.provider, set(RULES.accelerator_kinds)) == ("gcp", {AcceleratorKind.TPU})
+    assert PricingModel.DEDICATED_MONTHLY not in RULES.pricing
+    assert set(RULES.options) == {"queued", "reservation", "image", "sshPublicKeys"}
+    # A slice is one resource: its hosts are the nodes, its boot disk is part of it, it is not
+    # placed by a policy, and fullserver:image names its runtime version.
+    assert (RULES.slices, RULES.boot_disk_sized, RULES.compact_placement, RULES.image_is_runtime) == (
+        True,
+        False,
+        False,
+        True,
+    )
+    assert RULES.multi_node == tpu.MULTISLICE and RULES.zone_from_catalog and not RULES.hourly_gpus
+    # The same disks, zones and region peers as Compute Engine.
+    assert (RULES.disk_kinds, RULES.zone_form, RULES.region_peers) == (gcp.DISKS, gcp.ZONES, gcp.REGION_PEERS)
+
+
+@pytest.mark.parametrize(
+    ("family", "kind"),
+    [
+        ("v6e", "hyperdisk-balanced"),
+        ("tpu7x", "hyperdisk-balanced"),
+        ("v5p", "pd-balanced"),
+        ("v5e", "pd-balanced"),
+        ("v4", "pd-balanced"),
+    ],
+)
+def test_disk_kind_by_generation(family: str, kind: str) -> None:
+    assert RULES.disk_kind(family) == kind
+
+
+def test_queued_applies_only_here() -> None:
+    assert option_refusal("queued", Platform.TPU_VM) is None
+    assert option_refusal("capacityBlock", Platform.TPU_VM) == (
+        "applies only to aws-gpu (a Capacity Block is an AWS reservation); this stack is tpu-vm"
+    )
+
+
+SLICE = Request("v5p-128", hosts=16, zone="us-east5-a", queued=True)
+
+
+@pytest.mark.parametrize(
+    ("request_", "key", "field", "what"),
+    [
+        (Request("v5litepod-8", zone="us-west4-a"), None, None, None),
+        (SLICE, None, None, None),
+        (Request("v5litepod-8"), "zone", "zone", "Cloud TPUs are zonal and no zone is set"),
+        (
+            Request("v5litepod-8", zone="us-west4-a", local_ssds=2),
+            "platform",
+            "local_nvme_disks",
+            "TPU VMs have no local SSDs (2 requested)",
+        ),
+        (
+            Request("v5litepod-8", zone="us-west4-a", queued=True, queued_asked=True, spot=True),
+            "queued",
+            "spot",
+            "v5litepod-8 is requested as a queued resource, which cannot be spot: "
+            "pulumi-gcp 10.2's V2QueuedResource has no field for it",
+        ),
+        (
+            replace(SLICE, spot=True),
+            "accelerator",  # the multi-host type forced the queue: the type is the key at fault
+            "spot",
+            "v5p-128 is requested as a queued resource (16 hosts), which cannot be spot: "
+            "pulumi-gcp 10.2's V2QueuedResource has no field for it",
+        ),
+        (
+            replace(SLICE, reservation="tpu-res"),
+            "reservation",
+            "reservation",
+            "v5p-128 is requested as a queued resource (16 hosts), which cannot name a reservation: "
+            "pulumi-gcp 10.2's V2QueuedResource has no field for it",
+        ),
+        (
+            replace(SLICE, data_disk="pd-balanced"),
+            "datasetGib",
+            "data_disk",
+            "a read-write data disk cannot attach to the multi-host slice v5p-128 (16 hosts)",
+        ),
+        (
+            replace(SLICE, data_disk="pd-balanced", data_disk_read_only=True),
+            "datasetGib",
+            "data_disk",
+            "v5p-128 is requested as a queued resource (16 hosts), which cannot attach a data disk: "
+            "pulumi-gcp 10.2's V2QueuedResource has no field for it",
+        ),
+        (
+            Request("v5litepod-8", zone="us-west4-a", data_disk="gp3"),
+            "datasetGib",
+            "data_disk.kind",
+            "TPU VMs attach pd-balanced or hyperdisk-balanced, not gp3",
+        ),
+        (
+            Request("v5litepod-8", zone="us-west4-a", spot=True, reservation="r"),
+            "reservation",
+            "reservation",
+            "spot capacity cannot consume a capacity reservation",
+        ),
+    ],
+)
+def test_refusals(request_: Request, key: str | None, field: str | None, what: str | None) -> None:
+    refusal = RULES.refusal(request_)
+    assert ((refusal.key, refusal.field, refusal.what) if refusal else (None, None, None)) == (key, field, what)

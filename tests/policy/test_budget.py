@@ -1,0 +1,139 @@
+"""monthly-budget and the policy-time estimate: over budget or unpriced machines fail."""
+
+from __future__ import annotations
+
+import pytest
+
+from policy.budget import estimate_month
+from policy.offers import catalog
+from policy.resources import AWS_ASG, AWS_LAUNCH_TEMPLATE, AWS_SPOT_FLEET, AWS_SPOT_REQUEST, GCP_INSTANCE, TPU_VM
+from tests.policy.conftest import (
+    NOT_APPLICABLE,
+    CapturedStack,
+    Stacks,
+    made,
+    one_violation,
+    policy_resources,
+    violations,
+)
+
+budget = violations("monthly-budget")
+balance = violations("balance-minimums")
+
+
+def test_over_budget(stacks: Stacks) -> None:
+    msg = one_violation(
+        budget(stacks["train-p5-cluster"], {"maxMonthlyUsd": 10_000}),
+        "policy-time estimate",
+        "exceeds maxMonthlyUsd $10,000",
+        "p5.48xlarge",
+        "raise maxMonthlyUsd",
+    )
+    assert "x 730 h" in msg
+
+
+def test_budget_counts_replicas_and_spot(stacks: Stacks) -> None:
+    serve = estimate_month(policy_resources(stacks["serve-gcp-realtime"]))
+    one = catalog().offer("g2-standard-12")
+    assert one is not None
+    assert serve.usd_month >= 2 * one.prices["us-central1"].on_demand * 730
+    spot = estimate_month(policy_resources(stacks["finetune-gcp-g2"]))
+    assert spot.usd_month < one.prices["us-central1"].on_demand * 730
+
+
+def test_budget_needs_configuring(stacks: Stacks) -> None:
+    assert budget(stacks["exp-aws-spot"]) == [NOT_APPLICABLE]
+    assert budget(stacks["exp-aws-spot"], {"maxMonthlyUsd": 50_000}) == []
+    found = budget(stacks["exp-aws-spot"], {"maxMonthlyUsd": 50, "hoursPerMonth": 100})
+    one_violation(found, "x 100 h")
+
+
+def test_types_missing_from_the_catalog_fail_the_budget_closed(stacks: Stacks) -> None:
+    """20 x p3dn.24xlarge is not $0: a machine the catalog cannot price fails the budget, whatever
+    the priced part adds up to, and the message names it and both ways out."""
+    stack = stacks["exp-aws-spot"]
+    stack.resources.append(
+        made(
+            AWS_ASG,
+            {
+                "desiredCapacity": 20,
+                "mixedInstancesPolicy": {"launchTemplate": {"overrides": [{"instanceType": "p3dn.24xlarge"}]}},
+            },
+            name="big-group",
+        )
+    )
+    est = estimate_month(policy_resources(stack))
+    assert est.unpriced_compute == [
+        "Group 'big-group': 20 x p3dn.24xlarge (p3dn.24xlarge is not in fullserver's catalog)"
+    ]
+    assert est.unpriced_compute[0] in est.unpriced
+    assert est.usd_month < 50_000  # the priced part fits: only the unpriced machines fail it
+    one_violation(
+        budget(stack, {"maxMonthlyUsd": 50_000}),
+        "cannot price 1 compute resource(s)",
+        "20 x p3dn.24xlarge",
+        "fullserver/catalog/data/",
+        "allowUnpriced: true",
+    )
+    assert budget(stack, {"maxMonthlyUsd": 50_000, "allowUnpriced": True}) == []
+    over = one_violation(budget(stack, {"maxMonthlyUsd": 50, "allowUnpriced": True}), "exceeds maxMonthlyUsd $50")
+    assert "Not priced: Group 'big-group'" in over
+
+
+def test_every_kind_of_compute_is_priced_or_named(stacks: Stacks) -> None:
+    """CPU machines, GPU hosts and TPUs the catalog does not list, and spot fleets are named as
+    unpriced; a spot instance request is priced at spot; a template nothing launches costs nothing."""
+    stack = stacks["exp-aws-spot"]
+    stack.resources += [
+        made(GCP_INSTANCE, {"machineType": "e2-medium", "zone": "us-central1-a"}, name="bastion"),
+        made(
+            GCP_INSTANCE,
+            {
+                "machineType": "n1-standard-8",
+                "zone": "us-central1-a",
+                "guestAccelerators": [{"type": "nvidia-tesla-k80", "count": 2}],
+            },
+            name="k80s",
+        ),
+        made(TPU_VM, {"acceleratorType": "v9-8", "zone": "us-central2-b"}, name="future-tpu"),
+        made(
+            AWS_SPOT_FLEET,
+            {"targetCapacity": 4, "launchSpecifications": [{"instanceType": "g5.xlarge"}]},
+            name="fleet",
+        ),
+        made(AWS_LAUNCH_TEMPLATE, {"instanceType": "x9.mega"}, name="spare-template"),
+        made(AWS_SPOT_REQUEST, {"instanceType": "g4dn.xlarge", "region": "eu-central-1"}, name="spot-one"),
+    ]
+    est = estimate_month(policy_resources(stack))
+    assert est.unpriced_compute == [
+        "Instance 'bastion': 1 x e2-medium (e2-medium is not in fullserver's catalog)",
+        "Instance 'k80s': 1 x n1-standard-8 + 2 x nvidia-tesla-k80 (n1-standard-8 + 2 x nvidia-tesla-k80 is not "
+        "in fullserver's catalog)",
+        "V2Vm 'future-tpu': 1 x v9-8 (v9-8 is not in fullserver's catalog)",
+        "SpotFleetRequest 'fleet': 4 x spot fleet of g5.xlarge (a spot fleet's cost depends on the types and "
+        "weights it picks, which this policy does not model)",
+    ]
+    g4dn = catalog().offer("g4dn.xlarge")
+    assert g4dn is not None
+    spot = g4dn.prices["eu-central-1"].spot
+    assert spot is not None
+    [(usd, _)] = [item for item in est.items if item[1].startswith("SpotInstanceRequest 'spot-one'")]
+    assert usd == pytest.approx(spot * 730)
+    assert balance(stack) == []  # nothing in the catalog to hold the unlisted shapes to
+
+
+def test_estimate_covers_compute_and_disks(captured: dict[str, CapturedStack]) -> None:
+    """The policy-time estimate prices every cloud example and is at least the plan's compute at
+    the same hourly rate (the plan counts productive hours; the policy a full 730-hour month)."""
+    for stack in captured.values():
+        if stack.plan.spec.platform.value == "bare-metal":
+            continue
+        est = estimate_month(policy_resources(stack))
+        assert est.unpriced == [], stack.stack
+        assert est.usd_month > 0, stack.stack
+        assert est.usd_month >= 0.5 * stack.plan.cost.usd_month, stack.stack
+    p5 = estimate_month(policy_resources(captured["train-p5-cluster"]))
+    offer = catalog().offer("p5.48xlarge")
+    assert offer is not None
+    compute = 2 * offer.prices["us-east-1"].on_demand * 730
+    assert compute <= p5.usd_month < compute * 1.01
