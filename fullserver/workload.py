@@ -374,8 +374,11 @@ class Workload(Camel):
         return self
 
     def _platform_keys(self) -> list[tuple[str, bool]]:
-        """The keys only some platforms take (``PlatformRules.options``), and whether each is set."""
+        """The keys only some platforms take (``PlatformRules.options``) or some refuse
+        (``PlatformRules.lacks``), and whether each is set."""
         return [
+            ("sshSourceRanges", self.ssh_source_ranges is not None),
+            ("publicIp", self.public_ip is not None),
             ("queued", self.queued),
             ("capacityBlock", self.capacity_block),
             ("dedicated", self.dedicated is not None),
@@ -590,7 +593,8 @@ def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> No
     if not platforms:
         return  # sizing names the accelerator the profile's platforms lack
     for key, is_set in workload._platform_keys():
-        allowed = set(owners(key))
+        # A key no platform owns (sshSourceRanges, publicIp) is allowed wherever it is not lacked.
+        allowed = set(owners(key)) or {p for p in Platform if key not in rules_for(p).lacks}
         if is_set and not platforms & allowed:
             landing = ", ".join(sorted(p.value for p in platforms))
             raise InputError(

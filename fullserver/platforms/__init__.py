@@ -94,11 +94,11 @@ def owners(key: str) -> list[Platform]:
 def option_refusal(key: str, platform: Platform) -> str | None:
     """Why ``platform`` refuses the stack key ``key`` (one message per key), or ``None``."""
     rules = _RULES[platform]
-    if key in rules.options or not owners(key):
-        return None
     own = rules.lacks.get(key)
     if own is not None:
         return own
+    if key in rules.options or not owners(key):
+        return None
     takers = owners(key)
     why = _RULES[takers[0]].options[key]
     return f"applies only to {', '.join(p.value for p in takers)} ({why}); this stack is {platform.value}"

@@ -23,7 +23,12 @@ RULES = PlatformRules(
         "dedicated": "it describes rented servers",
         "sshPrivateKey": "only bare metal is configured over SSH",
     },
-    lacks={"reservation": RUNS_WHAT_IS_INSTALLED, "image": RUNS_WHAT_IS_INSTALLED},
+    lacks={
+        "reservation": RUNS_WHAT_IS_INSTALLED,
+        "image": RUNS_WHAT_IS_INSTALLED,
+        "sshSourceRanges": "does not apply to bare-metal servers (fullserver opens no firewall on them: set it at the provider)",
+        "publicIp": "does not apply to bare-metal servers (their addresses are the provider's: list them in dedicated.hosts)",
+    },
     declared_hardware=True,
     configured_over_ssh=True,
     boot_disk_sized=False,  # the servers' disks are theirs, not provisioned or priced here

@@ -294,6 +294,8 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
         "must be stored encrypted",
     ),
     ("sshPrivateKey", "exp-aws-spot", {"sshPrivateKey": SECURE}, "applies only to bare-metal"),
+    ("sshSourceRanges", "dedicated-h100", {"sshSourceRanges": ["203.0.113.0/24"]}, "opens no firewall"),
+    ("publicIp", "dedicated-h100", {"publicIp": True}, "their addresses are the provider's"),
 ]
 
 
