@@ -154,7 +154,7 @@ class EphemeralRun:
         spec, cost = self.plan.spec, self.plan.cost
         say(
             f"fullserver ephemeral: stack {self.name} from {self.base.name}: {spec.offer} in {spec.region}, "
-            f"~${cost.usd_hour:,.2f}/h, expires {self.expires_at.strftime(EXPIRES_FORMAT)}, backend "
+            f"~${cost.compute_usd_hour:,.2f}/h while it runs, expires {self.expires_at.strftime(EXPIRES_FORMAT)}, backend "
             f"{s.pulumi.describe_backend()}"
         )
         guard.checkpoint()

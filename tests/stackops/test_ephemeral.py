@@ -425,3 +425,12 @@ def test_an_out_of_range_grace_is_one_line_exit_2_before_any_pulumi_call(
     [line] = lines
     assert line.startswith("error: --grace: ") and "out of range (use 0 to 3600 seconds)" in line
     assert fake_pulumi.calls() == []
+
+
+def test_the_announced_price_is_what_an_hour_of_running_costs(fake_pulumi: FakePulumi, project: Path) -> None:
+    """Not the monthly total / 730 (idle hours and storage spread over the month)."""
+    lines: list[str] = []
+    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, say=lines.append)) as env:
+        running = env.plan.cost.compute_usd_hour
+    [announce] = [line for line in lines if line.startswith("fullserver ephemeral: stack ")]
+    assert f"~${running:,.2f}/h while it runs" in announce
