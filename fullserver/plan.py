@@ -208,11 +208,10 @@ def check_budget(plans: list[StackPlan], max_monthly_usd: float | None) -> None:
     max_monthly_usd = check_max_monthly_usd(max_monthly_usd)
     over: list[tuple[str, str]] = []
     for plan in plans:
-        caps = [
-            (max_monthly_usd, "--max-monthly-usd"),
-            (plan.budget_monthly_usd, f"{plan.path}: fullserver:budgetMonthlyUsd"),
+        exceeded = [
+            f"{name if name == CALLER_CAP else f'{plan.path}: {name}'} {cap:,.2f}"
+            for name, cap in budgets_exceeded(plan, max_monthly_usd)
         ]
-        exceeded = [f"{name} {cap:,.2f}" for cap, name in caps if cap is not None and plan.cost.usd_month > cap]
         if exceeded:
             over.append(
                 (
@@ -229,7 +228,15 @@ def check_budget(plans: list[StackPlan], max_monthly_usd: float | None) -> None:
         )
 
 
+CALLER_CAP = "--max-monthly-usd"
+
+
+def budgets_exceeded(plan: StackPlan, max_monthly_usd: float | None) -> list[tuple[str, float]]:
+    """Each budget this stack's estimate is above, by name, with its cap: the caller's and its own."""
+    caps = [(CALLER_CAP, max_monthly_usd), ("fullserver:budgetMonthlyUsd", plan.budget_monthly_usd)]
+    return [(name, cap) for name, cap in caps if cap is not None and plan.cost.usd_month > cap]
+
+
 def budget_breaches(plan: StackPlan, max_monthly_usd: float | None) -> list[str]:
-    """Each budget this stack's estimate is above, by name: the caller's cap and its own."""
-    caps = [(max_monthly_usd, "--max-monthly-usd"), (plan.budget_monthly_usd, "fullserver:budgetMonthlyUsd")]
-    return [name for cap, name in caps if cap is not None and plan.cost.usd_month > cap]
+    """The names of the budgets this stack's estimate is above (the summary table's column)."""
+    return [name for name, _ in budgets_exceeded(plan, max_monthly_usd)]

@@ -16,7 +16,7 @@ import typer
 from fullserver.catalog import load_catalog
 from fullserver.catalog.staleness import DEFAULT_MAX_PRICE_AGE_DAYS, plan_staleness_warnings
 from fullserver.errors import FullserverError
-from fullserver.plan import StackPlan, check_budget, plan_paths
+from fullserver.plan import StackPlan, check_budget, check_max_monthly_usd, plan_paths
 from fullserver.workload import find_stacks
 from fullserver_cli import render
 from fullserver_cli.output import console, emit_json, fail
@@ -41,7 +41,7 @@ def plan(
 ) -> None:
     """Plan stacks offline: shape, balance, cost and warnings for each (no credentials, no Pulumi CLI)."""
     try:
-        check_budget([], max_monthly_usd)  # a cap that is no number is bad input before any work
+        check_max_monthly_usd(max_monthly_usd)  # a cap that is no number is bad input before any work
         catalog = load_catalog()
         plans = plan_paths(find_stacks(stacks_dir, stacks or []), catalog=catalog)
     except FullserverError as exc:
