@@ -260,12 +260,22 @@ def _read_bytes(path: Path) -> bytes:
 
 def read_yaml(path: Path) -> dict[str, Any]:
     """Parse a YAML mapping; every problem is one line naming the file (and the line, if any)."""
-    text = _decode(path, _read_bytes(path))
+    data = load_yaml_text(_decode(path, _read_bytes(path)), str(path))
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InputError(str(path), "expected a mapping at the top level", "see the examples in the repo")
+    return data
+
+
+def load_yaml_text(text: str, where: str) -> Any:
+    """Any YAML value from text (a file's, or a flag's such as ``--config KEY=VALUE``), with the
+    same guards as a file: control characters, depth, duplicate keys, alias expansion."""
     bad = _UNPRINTABLE.search(text)
     if bad is not None:
         line = text.count("\n", 0, bad.start()) + 1
         raise InputError(
-            f"{path}:{line}", f"control character U+{ord(bad.group()):04X} is not allowed in YAML", "remove it"
+            f"{where}:{line}", f"control character U+{ord(bad.group()):04X} is not allowed in YAML", "remove it"
         )
     try:
         _check_depth(text)
@@ -278,20 +288,15 @@ def read_yaml(path: Path) -> dict[str, Any]:
             _check_expanded(data)
     except _DuplicateKey as exc:
         raise InputError(
-            f"{path}:{exc.line}", f"duplicate key '{exc.key}' (first at line {exc.first})", "remove one"
+            f"{where}:{exc.line}", f"duplicate key '{exc.key}' (first at line {exc.first})", "remove one"
         ) from None
     except _Refused as exc:
-        where = f"{path}:{exc.line}" if exc.line else str(path)
-        raise InputError(where, exc.what, exc.hint) from None
+        raise InputError(f"{where}:{exc.line}" if exc.line else where, exc.what, exc.hint) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        at = f"{where}:{mark.line + 1}" if mark is not None else where
         problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise InputError(where, f"malformed YAML: {problem}", "fix the syntax at that line") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise InputError(str(path), "expected a mapping at the top level", "see the examples in the repo")
+        raise InputError(at, f"malformed YAML: {problem}", "fix the syntax at that line") from None
     return data
 
 

@@ -244,9 +244,8 @@ def ephemeral(
     signal N; 2 bad input, 3 over budget, 6 Pulumi failed (nothing left); 7 a stack or its
     resources were left behind.
     """
-    import yaml
-
     from fullserver.plan import check_max_monthly_usd
+    from fullserver.yamlio import load_yaml_text
     from stackops.ephemeral import EphemeralSettings, run_ephemeral
     from stackops.workspace import PulumiOptions
 
@@ -259,7 +258,10 @@ def ephemeral(
         key, eq, value = item.partition("=")
         if not eq or not key:
             raise _fail(FullserverError("--config", f"'{item}' is not KEY=VALUE", "e.g. --config region=us-west-2"))
-        overrides[key] = yaml.safe_load(value) if value else ""
+        try:
+            overrides[key] = load_yaml_text(value, f"--config {key}") if value else ""
+        except FullserverError as exc:
+            raise _fail(exc) from None
     settings = EphemeralSettings(
         profile=profile,
         ttl=ttl,

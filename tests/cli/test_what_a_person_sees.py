@@ -191,3 +191,10 @@ def test_the_sdk_event_loop_is_closed_when_the_command_ends() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.stdout.strip().splitlines()[-1] == "True" and done.stderr == ""
+
+
+def test_a_config_flag_value_gets_the_same_yaml_guards_as_a_file() -> None:
+    """`ephemeral --config KEY=VALUE` parses VALUE as YAML: bounded depth, one line, exit 2."""
+    code, _, err = run("ephemeral", "--stack", "exp-aws-spot", "-c", "region=" + "[" * 5000, "--", "true")
+    assert code == EXIT_INPUT and err.startswith("error: --config region:1: nesting deeper than 64 levels")
+    assert err.count("\n") == 1
