@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pulumi_policy import PolicyResource
 
 from fullserver.platform import Platform
-from fullserver.platforms.aws import ROOT_DEVICES
+from fullserver.platforms.aws import AMI_VOLUME_KIND, ROOT_DEVICES, UNSET_VOLUME_KIND
 from policy.labels import labels_of
 from policy.nodes import Disk, Node, disks_gib, referenced
 from policy.offers import aws_offer
@@ -51,7 +51,7 @@ def _lt_disks(lt: PolicyResource | None) -> tuple[list[Disk], float]:
         disks.append(
             Disk(
                 "aws",
-                str(prop(ebs, "volumeType") or "gp3"),
+                str(prop(ebs, "volumeType") or AMI_VOLUME_KIND),
                 gib,
                 number(prop(ebs, "iops")) or 0.0,
                 number(prop(ebs, "throughput")) or 0.0,
@@ -98,11 +98,11 @@ def aws_node(r: PolicyResource, resources: Sequence[PolicyResource]) -> Node:
         root = prop(r.props, "rootBlockDevice")
         if root is not None:
             node.disks.append(
-                Disk("aws", str(prop(root, "volumeType") or "gp3"), number(prop(root, "volumeSize")) or 0.0)
+                Disk("aws", str(prop(root, "volumeType") or AMI_VOLUME_KIND), number(prop(root, "volumeSize")) or 0.0)
             )
         for ebs in as_list(r.props.get("ebsBlockDevices")):
             gib = number(prop(ebs, "volumeSize")) or 0.0
-            node.disks.append(Disk("aws", str(prop(ebs, "volumeType") or "gp3"), gib))
+            node.disks.append(Disk("aws", str(prop(ebs, "volumeType") or UNSET_VOLUME_KIND), gib))
             node.attached_gib += gib
         for att in resources:
             if att.resource_type == AWS_VOLUME_ATTACHMENT and r in referenced(

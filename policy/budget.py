@@ -22,6 +22,8 @@ from pulumi_policy import (
 )
 
 from fullserver.catalog import Offer
+from fullserver.platforms.aws import UNSET_VOLUME_KIND
+from fullserver.platforms.gcp import UNSET_DISK_KIND
 from fullserver.rules import HOURS_PER_MONTH, MAX_HOURS_PER_MONTH, disk_usd_month
 from policy.aws_nodes import aws_region
 from policy.nodes import Disk, zone_region
@@ -112,7 +114,7 @@ def estimate_month(resources: Sequence[PolicyResource], hours: float = HOURS_PER
         if r.resource_type == AWS_VOLUME:
             disk = Disk(
                 "aws",
-                str(plain(r.props.get("type")) or "gp2"),
+                str(plain(r.props.get("type")) or UNSET_VOLUME_KIND),
                 number(r.props.get("size")) or 0.0,
                 number(r.props.get("iops")) or 0.0,
                 number(r.props.get("throughput")) or 0.0,
@@ -121,7 +123,7 @@ def estimate_month(resources: Sequence[PolicyResource], hours: float = HOURS_PER
         elif r.resource_type in GCP_DISKS:
             disk = Disk(
                 "gcp",
-                last_segment(r.props.get("type") or "pd-standard"),
+                last_segment(r.props.get("type") or UNSET_DISK_KIND),
                 number(r.props.get("size")) or 0.0,
                 number(r.props.get("provisionedIops")) or 0.0,
                 number(r.props.get("provisionedThroughput")) or 0.0,

@@ -9,7 +9,7 @@ from typing import Any
 from pulumi_policy import PolicyResource
 
 from fullserver.platform import Platform
-from fullserver.platforms.gcp import DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB
+from fullserver.platforms.gcp import DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB, UNSET_DISK_KIND
 from policy.labels import labels_of
 from policy.nodes import Disk, Node, disks_gib, referenced, zone_region
 from policy.offers import gcp_offer, tpu_offer
@@ -67,7 +67,7 @@ def gcp_instance_node(r: PolicyResource, resources: Sequence[PolicyResource]) ->
     offer = gcp_offer(machine_type, accelerators)
     boot = prop(p, "bootDisk", "initializeParams")
     scratch = [number(prop(s, "size")) or LOCAL_SSD_GIB for s in as_list(p.get("scratchDisks"))]
-    boot_kind = last_segment(prop(boot, "type") or "pd-standard")
+    boot_kind = last_segment(prop(boot, "type") or UNSET_DISK_KIND)
     disks = [Disk("gcp", boot_kind, number(prop(boot, "size")) or DEFAULT_BOOT_DISK_GIB)]
     if scratch:
         disks.append(Disk("gcp", "local-ssd", sum(scratch)))
@@ -100,7 +100,7 @@ def gcp_template_node(r: PolicyResource, resources: Sequence[PolicyResource]) ->
         if str(prop(d, "type") or "").upper() == "SCRATCH" or prop(d, "diskType") == "local-ssd":
             local += gib or LOCAL_SSD_GIB
             continue
-        kind = last_segment(prop(d, "diskType") or "pd-standard")
+        kind = last_segment(prop(d, "diskType") or UNSET_DISK_KIND)
         disks.append(
             Disk(
                 "gcp",

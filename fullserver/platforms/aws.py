@@ -26,6 +26,13 @@ DISKS = {GP3.name: GP3}
 DISK_LIMITS = {k.name: k.limits for k in DISKS.values() if k.limits is not None}
 
 DATA_DISK_KINDS = ("gp3",)
+
+# What EC2 creates when a volume names no kind (pulumi-aws 7.51 argument docs): an EBS volume and
+# an instance's EBS block device get gp2; an instance's root device and a launch template's
+# volumes get the AMI's own kind, which is unknown until launch, so the policy pack leaves them
+# unpriced rather than guess.
+UNSET_VOLUME_KIND = "gp2"
+AMI_VOLUME_KIND = "the AMI's volume type"
 BOOT_DISK_KINDS = ("gp3",)
 
 ZONES = ZoneForm("[a-z]", "AWS zones are the region and a letter, e.g. {region}a")

@@ -45,6 +45,9 @@ LOCAL_SSD_GIB = 375.0
 """One local SSD partition (NVMe), fixed by Compute Engine."""
 DEFAULT_BOOT_DISK_GIB = 10.0
 """The boot disk an instance gets when its initializeParams name no size."""
+UNSET_DISK_KIND = "pd-standard"
+"""The kind Compute Engine creates when a disk, or an instance's boot disk, names none (the
+Compute API's ``AttachedDiskInitializeParams.diskType`` and ``Disk.type`` defaults)."""
 
 # Stable device names in the guest (/dev/disk/by-id): local SSDs on NVMe, and the data disk
 # attached with device name "data".

@@ -6,7 +6,16 @@ import pytest
 
 from policy.budget import estimate_month
 from policy.offers import catalog
-from policy.resources import AWS_ASG, AWS_LAUNCH_TEMPLATE, AWS_SPOT_FLEET, AWS_SPOT_REQUEST, GCP_INSTANCE, TPU_VM
+from policy.resources import (
+    AWS_ASG,
+    AWS_LAUNCH_TEMPLATE,
+    AWS_SPOT_FLEET,
+    AWS_SPOT_REQUEST,
+    AWS_VOLUME,
+    GCP_DISK,
+    GCP_INSTANCE,
+    TPU_VM,
+)
 from tests.policy.conftest import (
     NOT_APPLICABLE,
     CapturedStack,
@@ -137,3 +146,17 @@ def test_estimate_covers_compute_and_disks(captured: dict[str, CapturedStack]) -
     assert offer is not None
     compute = 2 * offer.prices["us-east-1"].on_demand * 730
     assert compute <= p5.usd_month < compute * 1.01
+
+
+def test_a_volume_without_a_kind_is_judged_as_the_provider_creates_it(stacks: Stacks) -> None:
+    """An EBS volume that names no type is gp2 and a GCP disk that names none is pd-standard (the
+    providers' defaults, from ``fullserver.platforms``), not the gp3 / pd-balanced fullserver
+    would have chosen; the catalog prices neither, so both are named as unpriced, never $0."""
+    stack = stacks["exp-aws-spot"]
+    stack.resources += [
+        made(AWS_VOLUME, {"size": 100, "availabilityZone": "us-east-1a", "region": "us-east-1"}, name="bare-ebs"),
+        made(GCP_DISK, {"size": 100, "zone": "us-central1-a"}, name="bare-pd"),
+    ]
+    assert catalog().storage_price("aws", "gp2", "us-east-1") is None
+    est = estimate_month(policy_resources(stack))
+    assert est.unpriced == ["Volume 'bare-ebs': gp2", "Disk 'bare-pd': pd-standard"]
