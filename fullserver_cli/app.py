@@ -296,9 +296,9 @@ def janitor(
 
     Exit code 7 when any stack could not be read or destroyed, or had to be left alone; each is named.
     """
+    from fullserver_cli.janitor_view import render as render_report
     from stackops.janitor import janitor as sweep
     from stackops.janitor import parse_expiry
-    from stackops.janitor import render as render_report
     from stackops.workspace import PulumiOptions
 
     now = parse_expiry(at) if at else None
