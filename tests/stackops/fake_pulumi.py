@@ -24,8 +24,8 @@ with the flags it passes and the messages its error classifier (``errors.py``) m
   ``pulumi destroy --yes --remove --stack NAME --cwd DIR``
 
 Interrupts, as the real CLI takes them: the first SIGINT during ``up`` cancels it gracefully (the
-create in flight finishes within ``FAKE_PULUMI_CANCEL_SLEEP`` seconds, default 1, and is saved in
-the state; exit 255). A second SIGINT before that terminates at once: the create in flight is
+create in flight finishes within ``FAKE_PULUMI_CANCEL_SLEEP`` seconds, default 1, or once the file
+``FAKE_PULUMI_CANCEL_UNTIL`` names exists (at most 60 s), and is saved in the state; exit 255). A second SIGINT before that terminates at once: the create in flight is
 recorded only as a *pending operation* (``creating``), while the resource exists in the "cloud".
 The cloud is ``<state>/cloud.json`` (per stack, the resources that really exist): ``destroy``
 deletes only what the state lists, so a pending create is leaked, ``refresh`` clears pending
@@ -304,6 +304,18 @@ def pending_create(project: str, name: str, resource: str) -> dict[str, Any]:
     return {"resource": {"urn": urn, "type": resource}, "type": "creating"}
 
 
+def finish_in_flight() -> None:
+    """The create in flight during a graceful cancel: a fixed time, or until the test releases it
+    (so a test can deliver every further signal inside the cancel, however loaded the machine)."""
+    until = os.environ.get("FAKE_PULUMI_CANCEL_UNTIL")
+    if not until:
+        time.sleep(float(os.environ.get("FAKE_PULUMI_CANCEL_SLEEP", "1") or 0))
+        return
+    deadline = time.monotonic() + 60
+    while not os.path.exists(until) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def cmd_up(b: Backend, a: Args) -> int:
     if "--yes" not in a.flags and "-y" not in a.flags:
         raise Fail("error: --yes or --skip-preview must be passed in to proceed when running in non-interactive mode")
@@ -325,7 +337,7 @@ def cmd_up(b: Backend, a: Args) -> int:
     except KeyboardInterrupt:
         print("^C received; cancelling. If you would like to terminate immediately, press ^C again.", flush=True)
         try:
-            time.sleep(float(os.environ.get("FAKE_PULUMI_CANCEL_SLEEP", "1") or 0))  # the create in flight finishes
+            finish_in_flight()  # the create in flight finishes
         except Terminate:
             print("^C received; terminating", flush=True)
             st["resources"] = [STACK_RESOURCE]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -104,38 +106,72 @@ def wait_started(fake: FakePulumi, command: str, proc: subprocess.Popen[str], ti
         time.sleep(0.05)
 
 
+class StderrLines:
+    """A process's stderr read line by line in the background, so a test can wait for a line."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        assert proc.stderr is not None
+        stream = proc.stderr
+        self.reader = threading.Thread(target=lambda: [self.lines.put(line) for line in stream], daemon=True)
+        self.reader.start()
+
+    def wait_for(self, text: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line with {text!r} within {timeout} s; saw {self.seen}") from None
+            self.seen.append(line)
+            if text in line:
+                return line
+
+    def rest(self) -> str:
+        self.reader.join(timeout=60)
+        while not self.lines.empty():
+            self.seen.append(self.lines.get())
+        return "".join(self.seen)
+
+
 @pytest.mark.parametrize("first", [signal.SIGTERM, signal.SIGINT])
 def test_repeated_signals_during_up_reach_pulumi_as_exactly_one_interrupt(
-    fake_pulumi: FakePulumi, project: Path, first: signal.Signals
+    fake_pulumi: FakePulumi, project: Path, tmp_path: Path, first: signal.Signals
 ) -> None:
     """A CI cancel sends SIGTERM more than once, a person presses Ctrl-C twice: the CLI must get one
     SIGINT (a second makes it terminate and leave the create in flight pending, invisible to
-    destroy). ``kill -INT`` on our pid counts as well. Then refresh, destroy, and nothing is left."""
+    destroy). ``kill -INT`` on our pid counts as well. Then refresh, destroy, and nothing is left.
+
+    The stand-in's cancel lasts until the test releases it, and each signal is sent only after
+    the previous one was answered, so every signal lands inside the cancel however loaded the
+    machine is (no timing window)."""
+    release = tmp_path / "release-cancel"
     proc = subprocess.Popen(
         ephemeral_argv(fake_pulumi, project, "true"),
         cwd=ROOT,
-        # The stand-in takes 5 s to cancel, so every later signal lands inside the cancel even on a
-        # loaded machine (the signals are 0.4 s apart).
-        env=fake_pulumi.subprocess_env(FAKE_PULUMI_UP_SLEEP="30", FAKE_PULUMI_CANCEL_SLEEP="5"),
-        stdout=subprocess.PIPE,
+        env=fake_pulumi.subprocess_env(FAKE_PULUMI_UP_SLEEP="60", FAKE_PULUMI_CANCEL_UNTIL=str(release)),
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+    err = StderrLines(proc)
     wait_started(fake_pulumi, "up", proc)
-    started = time.monotonic()
-    for sig in (first, signal.SIGTERM, signal.SIGINT, signal.SIGTERM):
+    proc.send_signal(first)
+    err.wait_for("cancelling the Pulumi operation")
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGTERM):
         proc.send_signal(sig)
-        time.sleep(0.4)  # all within the CLI's cancel: each extra interrupt would terminate it
+        err.wait_for(f"{sig.name} received; the Pulumi operation is already cancelling")
+    release.touch()
     try:
-        _, err = proc.communicate(timeout=25)
+        proc.wait(timeout=60)
     except subprocess.TimeoutExpired:
         proc.kill()
         raise AssertionError("`up` was not cancelled") from None
-    assert proc.returncode == 128 + first, err
-    assert time.monotonic() - started < 20
+    text = err.rest()
+    assert proc.returncode == 128 + first, text
     [up] = [c for c in fake_pulumi.calls() if "up" in c["argv"][:2]]
     assert up["signals"] == ["SIGINT"], up
-    assert "already cancelling" in err
     commands = fake_pulumi.commands()
     assert commands.index("up") < commands.index("refresh") < commands.index("destroy")
     assert fake_pulumi.stacks() == {}
