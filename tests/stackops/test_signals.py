@@ -114,7 +114,12 @@ class StderrLines:
         self.seen: list[str] = []
         assert proc.stderr is not None
         stream = proc.stderr
-        self.reader = threading.Thread(target=lambda: [self.lines.put(line) for line in stream], daemon=True)
+
+        def read() -> None:
+            for line in stream:
+                self.lines.put(line)
+
+        self.reader = threading.Thread(target=read, daemon=True)
         self.reader.start()
 
     def wait_for(self, text: str, timeout: float = 60) -> str:
