@@ -106,7 +106,11 @@ def _accelerator_filter(cat: Catalog, name: str) -> str:
 @catalog_app.command("refresh")
 def refresh(
     provider: Annotated[
-        Optional[list[str]], typer.Option("--provider", help="aws, gcp or tpu (repeatable; default all three)")
+        Optional[list[str]],
+        typer.Option(
+            "--provider",
+            help="aws, aws-spot (EC2 API, AWS credentials), gcp or tpu (repeatable; default aws, gcp, tpu)",
+        ),
     ] = None,
     region: Annotated[
         Optional[list[str]], typer.Option("--region", help="also price this region (with a single --provider)")
@@ -120,17 +124,20 @@ def refresh(
 ) -> None:
     """Rebuild the data files from the providers' published prices and print what changed.
 
-    AWS: the public Price List bulk offer files (no credentials). GCP and TPU: the Cloud Billing
-    Catalog API (an API key, read from the environment so it never lands in shell history).
+    AWS: the public Price List bulk offer files (no credentials). AWS spot (aws-spot): the EC2
+    API's current spot prices (AWS credentials; pip install 'fullserver[refresh]'). GCP and TPU:
+    the Cloud Billing Catalog API (an API key, read from the environment so it never lands in
+    shell history).
     """
+    from fullserver.catalog.refresh import PROVIDER_FILES
     from fullserver.catalog.refresh import refresh as run_refresh
 
     providers = provider or ["aws", "gcp", "tpu"]
     try:
-        unknown = [p for p in providers if p not in ("aws", "gcp", "tpu")]
+        unknown = [p for p in providers if p not in PROVIDER_FILES]
         if unknown:
-            raise FullserverError("--provider", f"unknown provider '{unknown[0]}'", "use aws, gcp or tpu")
-        if region and len(providers) != 1:
+            raise FullserverError("--provider", f"unknown provider '{unknown[0]}'", "use aws, aws-spot, gcp or tpu")
+        if region and len({PROVIDER_FILES[p] for p in providers}) != 1:
             raise FullserverError("--region", "region names differ between clouds", "give exactly one --provider")
         reports = run_refresh(
             providers,

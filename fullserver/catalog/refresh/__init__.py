@@ -15,6 +15,10 @@ What is refreshed, and from where:
   GPUs), pd-balanced / pd-ssd / local-ssd disk prices and premium internet egress, from the Cloud
   Billing Catalog API (an API key); on-demand and spot.
 * TPU (``gcp.py``): per chip-hour prices of v5e, v5p and v6e from the same API.
+* AWS spot (``ec2.py``, ``--provider aws-spot``): the current Linux/UNIX spot price of each shape
+  the file prices, lowest over the region's zones, from EC2 ``DescribeSpotPriceHistory`` (AWS
+  credentials, boto3 from the ``refresh`` extra); written as the row's spot figure and
+  ``spot_source``.
 
 Every refreshed row names the refresh's source, whose entry records the title, URL, date and how
 sure that date is (``published`` for the AWS files' publicationDate, ``retrieved`` for the Cloud
@@ -25,8 +29,6 @@ slot in as further ``Fetched`` producers applied by ``apply.apply_rows``):
 
 * EC2 DescribeInstanceTypes (boto3): vCPUs, memory, GPUs, instance store, network and EFA of the
   shapes, i.e. ``shapes`` rows, and adding the instance types reported as "not in the catalog";
-* EC2 DescribeSpotPriceHistory (boto3): ``spot_usd_hour`` per region (the lowest current price
-  among the region's availability zones, as the catalog documents it);
 * AWS Savings Plans offer files (``savingsPlanVersionIndexUrl`` in the Price List index, public);
 * Compute Engine machineTypes.list / acceleratorTypes.list / zones.list (google-auth): GCP shapes,
   attachable GPU zones and TPU zones; A2 Ultra / A3 / A4 prices (bundled Local SSD, GPU slices);
@@ -45,7 +47,7 @@ from typing import Any
 
 from fullserver.catalog import DATA_DIR, catalog_from_data, load_catalog
 from fullserver.catalog.model import CatalogFile
-from fullserver.catalog.refresh import aws, gcp
+from fullserver.catalog.refresh import aws, ec2, gcp
 from fullserver.catalog.refresh.apply import apply_rows
 from fullserver.catalog.refresh.http import FetchError, Opener, redact, urllib_opener
 from fullserver.catalog.refresh.rows import Fetched, FigureChange, RefreshReport
@@ -63,8 +65,9 @@ __all__ = [
     "refresh",
 ]
 
-PROVIDER_FILES = {"aws": "aws.yaml", "gcp": "gcp.yaml", "tpu": "tpu.yaml"}
-"""The data file each ``--provider`` refreshes."""
+PROVIDER_FILES = {"aws": "aws.yaml", "aws-spot": "aws.yaml", "gcp": "gcp.yaml", "tpu": "tpu.yaml"}
+"""The data file each ``--provider`` refreshes (``aws-spot``: the EC2 API's spot prices, with
+credentials; after ``aws`` when both are asked for, on the file ``aws`` left)."""
 
 _PRICE_SECTIONS = ("shape_prices", "accelerator_prices", "tpu_prices", "storage_prices", "egress_prices")
 
@@ -88,6 +91,8 @@ def refresh(
     regions: Iterable[str] = (),
     prune: bool = False,
     write: bool = False,
+    ec2_client_for: ec2.ClientFor | None = None,
+    now: dt.datetime | None = None,
 ) -> list[RefreshReport]:
     """Refresh the data files of ``providers`` (``aws``, ``gcp``, ``tpu``); see the module docstring.
 
@@ -98,7 +103,7 @@ def refresh(
     wanted = list(dict.fromkeys(providers))
     unknown = [p for p in wanted if p not in PROVIDER_FILES]
     if unknown:
-        raise InputError("--provider", f"unknown provider '{unknown[0]}'", "use aws, gcp or tpu")
+        raise InputError("--provider", f"unknown provider '{unknown[0]}'", "use aws, aws-spot, gcp or tpu")
     opener = opener or urllib_opener()
     extra = list(regions)
     texts = {p.name: p.read_text(encoding="utf-8") for p in sorted(data_dir.glob("*.yaml"))}
@@ -114,6 +119,10 @@ def refresh(
         fetched: Fetched
         if provider == "aws":
             fetched = aws.fetch(data, list(dict.fromkeys([*file_regions(data), *extra])), opener, today)
+        elif provider == "aws-spot":
+            clients = ec2_client_for or ec2.boto3_client_for()
+            when = now or dt.datetime.now(dt.UTC)
+            fetched = ec2.fetch_spot(data, list(dict.fromkeys([*file_regions(data), *extra])), clients, when)
         else:
             if not gcp_api_key:
                 raise InputError(

@@ -59,13 +59,19 @@ def apply_rows(text: str, data: dict[str, Any], fetched: Fetched, report: Refres
         for row in by_section.get(name, []):
             seen.add(row.key)
             found = index.get(row.key)
+            if found is None and fetched.spot_only:
+                report.kept.append(f"{label(row.key)}: not in the file and {key} gives no on-demand price; not added")
+                continue
             if found is None:
                 appended.append(row)
                 continue
             assert seq is not None
             item_node = seq.value[found]
             assert isinstance(item_node, yaml.MappingNode)
-            _update(edits, item_node, items[found], row, key, report)
+            if fetched.spot_only:
+                _update_spot(edits, item_node, items[found], row, key, report)
+            else:
+                _update(edits, item_node, items[found], row, key, report)
         for row in appended:  # after the updates: an edit of the last row goes before a new row
             if seq is None:
                 new_sections.setdefault(name, []).append(row)
@@ -149,6 +155,32 @@ def _update(
         comment = _trailing_comment(edits.text, node)
         if comment:
             report.kept.append(f"{name}: the comment on its line may describe the old figure: {comment}")
+    else:
+        report.unchanged += 1
+
+
+def _update_spot(
+    edits: yamledit.TextEdits,
+    node: yaml.MappingNode,
+    item: dict[str, Any],
+    row: Row,
+    source_key: str,
+    report: RefreshReport,
+) -> None:
+    """Write a row's spot price from a spot-only source: the figure and its ``spot_source``."""
+    spot = SECTIONS[row.section].spot
+    assert spot is not None and set(row.values) == {spot}, row
+    name = label(row.key)
+    new = float(row.values[spot])
+    old = _num(item.get(spot))
+    if old is None:
+        yamledit.add_key(edits, node, spot, row.values[spot], after=SECTIONS[row.section].values[0])
+    elif abs(old - new) > TOLERANCE:
+        yamledit.set_value(edits, node, spot, row.values[spot])
+    if item.get("spot_source") != source_key:
+        yamledit.set_value(edits, node, "spot_source", source_key)
+    if old is None or abs(old - new) > TOLERANCE:
+        report.changes.append(FigureChange(name, spot, old, new))
     else:
         report.unchanged += 1
 

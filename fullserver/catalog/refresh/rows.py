@@ -91,6 +91,10 @@ class Fetched:
     """Catalog shapes the provider prices in none of the regions read."""
     problems: list[str] = field(default_factory=list)
     """Prices found but not used (ambiguous SKUs, unexpected units), each in one line."""
+    spot_only: bool = False
+    """The source gives spot prices only (EC2 spot price history): each is written with this
+    source as the row's ``spot_source``; the row's other figures and ``source`` stay; a row the
+    file lacks is not added, since it would have no on-demand price."""
 
 
 @dataclass(frozen=True)

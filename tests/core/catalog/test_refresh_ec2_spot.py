@@ -1,0 +1,207 @@
+"""`catalog refresh --provider aws-spot`: EC2 spot prices, from DescribeSpotPriceHistory responses that
+botocore's Stubber checks against the EC2 service model (request parameters and response shape)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+from botocore.stub import Stubber
+
+from fullserver.catalog import catalog_from_data, load_catalog
+from fullserver.catalog.refresh import refresh
+from fullserver.catalog.refresh.ec2 import SOURCE_KEY
+from fullserver.errors import InputError
+from fullserver.yamlio import read_yaml
+
+from .conftest import TODAY, data_dir
+
+NOW = dt.datetime(2026, 11, 23, 9, 30, tzinfo=dt.UTC)
+
+
+def price(itype: str, zone: str, usd: str) -> dict[str, Any]:
+    """One entry as the EC2 API returns it (SpotPrice is a string of up to 6 decimals)."""
+    return {
+        "AvailabilityZone": zone,
+        "InstanceType": itype,
+        "ProductDescription": "Linux/UNIX",
+        "SpotPrice": usd,
+        "Timestamp": dt.datetime(2026, 11, 23, 4, 0, tzinfo=dt.UTC),
+    }
+
+
+class StubbedEc2:
+    """One stubbed client per region; each expects exactly the requests listed, in order."""
+
+    def __init__(self) -> None:
+        self.clients: dict[str, Any] = {}
+        self.stubs: dict[str, Stubber] = {}
+
+    def expect(self, region: str, types: list[str], pages: list[list[dict[str, Any]]]) -> None:
+        if region not in self.clients:
+            client = boto3.client(
+                "ec2", region_name=region, aws_access_key_id="testing", aws_secret_access_key="testing"
+            )
+            self.clients[region] = client
+            self.stubs[region] = Stubber(client)
+        stub = self.stubs[region]
+        for i, entries in enumerate(pages):
+            params: dict[str, Any] = {
+                "InstanceTypes": types,
+                "ProductDescriptions": ["Linux/UNIX"],
+                "StartTime": NOW,
+                "EndTime": NOW,
+            }
+            if i:
+                params["NextToken"] = f"token-{i}"
+            response: dict[str, Any] = {"SpotPriceHistory": entries}
+            if i + 1 < len(pages):
+                response["NextToken"] = f"token-{i + 1}"
+            stub.add_response("describe_spot_price_history", response, params)
+
+    def __call__(self, region: str) -> Any:
+        if region not in self.clients:
+            pytest.fail(f"no EC2 client expected for {region}")
+        return self.clients[region]
+
+    @property
+    def active(self) -> Iterator[Stubber]:
+        for stub in self.stubs.values():
+            stub.activate()
+            yield stub
+
+
+def run(tmp_path: Path, ec2: StubbedEc2, write: bool = True) -> tuple[Path, Any]:
+    directory = data_dir(tmp_path, "aws.yaml")
+    stubs = list(ec2.active)
+    [report] = refresh(["aws-spot"], today=TODAY, data_dir=directory, ec2_client_for=ec2, now=NOW, write=write)
+    for stub in stubs:
+        stub.assert_no_pending_responses()
+    return directory, report
+
+
+def shape_rows(directory: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    rows = read_yaml(directory / "aws.yaml")["shape_prices"]
+    return {(r["shape"], r["region"]): r for r in rows}
+
+
+US = ["g5.4xlarge", "g5.xlarge", "g6.12xlarge", "p5.48xlarge"]
+
+
+def test_the_lowest_zone_price_now_becomes_the_spot_figure_with_its_own_source(tmp_path: Path) -> None:
+    ec2 = StubbedEc2()
+    ec2.expect(
+        "us-east-1",
+        US,
+        [
+            [price("g5.xlarge", "us-east-1a", "0.451200"), price("g5.xlarge", "us-east-1b", "0.402100")],
+            [
+                price("g6.12xlarge", "us-east-1c", "1.900000"),
+                price("g6.12xlarge", "us-east-1d", "1.830800"),
+                price("p5.48xlarge", "us-east-1a", "18.100000"),
+            ],
+        ],
+    )
+    ec2.expect("eu-central-1", ["g6.12xlarge"], [[price("g6.12xlarge", "eu-central-1a", "2.250000")]])
+    directory, report = run(tmp_path, ec2)
+
+    rows = shape_rows(directory)
+    g5 = rows[("g5.xlarge", "us-east-1")]
+    assert g5["spot_usd_hour"] == pytest.approx(0.4021)  # the cheaper of two zones
+    assert g5["spot_source"] == SOURCE_KEY
+    assert g5["on_demand_usd_hour"] == pytest.approx(1.006) and g5["source"] == "aws-karpenter-pricing"
+    p5 = rows[("p5.48xlarge", "us-east-1")]
+    assert (p5["spot_usd_hour"], p5["spot_source"], p5["source"]) == (18.1, SOURCE_KEY, "aws-skypilot-vms")
+    assert rows[("g6.12xlarge", "us-east-1")]["spot_usd_hour"] == pytest.approx(1.8308)  # confirmed, not changed
+    assert rows[("g6.12xlarge", "eu-central-1")]["spot_usd_hour"] == pytest.approx(2.25)
+
+    moved = {(c.row, c.direction) for c in report.changes}
+    assert moved == {
+        ("shape_prices g5.xlarge us-east-1", "new"),
+        ("shape_prices p5.48xlarge us-east-1", "up"),
+        ("shape_prices g6.12xlarge eu-central-1", "up"),
+    }
+    assert report.unchanged == 1
+    assert report.problems == ["us-east-1: no spot price for g5.4xlarge (not offered as spot there)"]
+    source = read_yaml(directory / "aws.yaml")["sources"][SOURCE_KEY]
+    assert str(source["as_of"]) == "2026-11-23" and source["as_of_kind"] == "retrieved"
+    assert "DescribeSpotPriceHistory" in source["title"]
+
+    load_catalog.cache_clear()
+    offer = catalog_from_data([(str(p), read_yaml(p)) for p in sorted(directory.glob("*.yaml"))]).offer("g5.xlarge")
+    assert offer is not None
+    assert offer.prices["us-east-1"].spot == pytest.approx(0.4021)
+
+
+def test_a_second_run_with_the_same_prices_changes_nothing(tmp_path: Path) -> None:
+    def stubbed() -> StubbedEc2:
+        ec2 = StubbedEc2()
+        ec2.expect("us-east-1", US, [[price("g5.xlarge", "us-east-1a", "0.402100")]])
+        ec2.expect("eu-central-1", ["g6.12xlarge"], [[price("g6.12xlarge", "eu-central-1a", "2.100000")]])
+        return ec2
+
+    directory, first = run(tmp_path, stubbed())
+    text = (directory / "aws.yaml").read_text()
+    stubs = stubbed()
+    active = list(stubs.active)
+    [second] = refresh(["aws-spot"], today=TODAY, data_dir=directory, ec2_client_for=stubs, now=NOW, write=True)
+    for stub in active:
+        stub.assert_no_pending_responses()
+    assert first.changes and not second.changes
+    assert (directory / "aws.yaml").read_text() == text
+
+
+def test_spot_prices_never_add_a_row_without_an_on_demand_price(tmp_path: Path) -> None:
+    """A type the file prices nowhere on demand is not asked for; a dry run writes nothing."""
+    ec2 = StubbedEc2()
+    ec2.expect("us-east-1", US, [[]])
+    ec2.expect("eu-central-1", ["g6.12xlarge"], [[]])
+    directory = data_dir(tmp_path, "aws.yaml")
+    before = (directory / "aws.yaml").read_text()
+    active = list(ec2.active)
+    [report] = refresh(["aws-spot"], today=TODAY, data_dir=directory, ec2_client_for=ec2, now=NOW, write=False)
+    for stub in active:
+        stub.assert_no_pending_responses()
+    assert not report.changes and not report.added
+    assert (directory / "aws.yaml").read_text() == before
+    assert all(row.get("spot_source") != SOURCE_KEY for row in yaml.safe_load(report.text)["shape_prices"])
+
+
+def test_a_region_the_file_does_not_price_is_not_asked(tmp_path: Path) -> None:
+    ec2 = StubbedEc2()
+    ec2.expect("us-east-1", US, [[]])
+    ec2.expect("eu-central-1", ["g6.12xlarge"], [[]])
+    directory = data_dir(tmp_path, "aws.yaml")
+    active = list(ec2.active)
+    [report] = refresh(
+        ["aws-spot"],
+        today=TODAY,
+        data_dir=directory,
+        ec2_client_for=ec2,
+        now=NOW,
+        regions=["ap-south-1"],
+    )
+    for stub in active:
+        stub.assert_no_pending_responses()
+    assert "ap-south-1: the file prices no shape there on demand; refresh the Price List first" in report.problems
+
+
+def test_without_boto3_the_refresh_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_boto3(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "boto3":
+            raise ImportError("No module named 'boto3'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_boto3)
+    with pytest.raises(InputError) as err:
+        refresh(["aws-spot"], today=TODAY, data_dir=data_dir(tmp_path, "aws.yaml"), now=NOW)
+    assert "pip install 'fullserver[refresh]'" in str(err.value)
