@@ -109,7 +109,7 @@ def refresh(
         Optional[list[str]],
         typer.Option(
             "--provider",
-            help="aws, aws-spot (EC2 API, AWS credentials), gcp or tpu (repeatable; default aws, gcp, tpu)",
+            help="aws, aws-spot / aws-types (EC2 API, AWS credentials), gcp or tpu (repeatable; default aws, gcp, tpu)",
         ),
     ] = None,
     region: Annotated[
@@ -124,8 +124,9 @@ def refresh(
 ) -> None:
     """Rebuild the data files from the providers' published prices and print what changed.
 
-    AWS: the public Price List bulk offer files (no credentials). AWS spot (aws-spot): the EC2
-    API's current spot prices (AWS credentials; pip install 'fullserver[refresh]'). GCP and TPU:
+    AWS: the public Price List bulk offer files (no credentials). aws-spot and aws-types: the EC2
+    API's current spot prices and the shapes' own figures (AWS credentials; pip install
+    'fullserver[refresh]'). GCP and TPU:
     the Cloud Billing Catalog API (an API key, read from the environment so it never lands in
     shell history).
     """
@@ -136,7 +137,7 @@ def refresh(
     try:
         unknown = [p for p in providers if p not in PROVIDER_FILES]
         if unknown:
-            raise FullserverError("--provider", f"unknown provider '{unknown[0]}'", "use aws, aws-spot, gcp or tpu")
+            raise FullserverError("--provider", f"unknown provider '{unknown[0]}'", f"use {', '.join(PROVIDER_FILES)}")
         if region and len({PROVIDER_FILES[p] for p in providers}) != 1:
             raise FullserverError("--region", "region names differ between clouds", "give exactly one --provider")
         reports = run_refresh(

@@ -15,6 +15,10 @@ What is refreshed, and from where:
   GPUs), pd-balanced / pd-ssd / local-ssd disk prices and premium internet egress, from the Cloud
   Billing Catalog API (an API key); on-demand and spot.
 * TPU (``gcp.py``): per chip-hour prices of v5e, v5p and v6e from the same API.
+* AWS shapes (``ec2.py``, ``--provider aws-types``): each shape's vCPUs, memory, accelerators,
+  instance store, baseline network and EFA interfaces from EC2 ``DescribeInstanceTypes`` (AWS
+  credentials), written with the API as the figure's source; sizes of tracked families the catalog
+  lacks are reported.
 * AWS spot (``ec2.py``, ``--provider aws-spot``): the current Linux/UNIX spot price of each shape
   the file prices, lowest over the region's zones, from EC2 ``DescribeSpotPriceHistory`` (AWS
   credentials, boto3 from the ``refresh`` extra); written as the row's spot figure and
@@ -27,8 +31,8 @@ Billing API, which returns "the latest pricing"). Figures the new source does no
 Next steps (they need credentials, so they take client libraries from the ``refresh`` extra and
 slot in as further ``Fetched`` producers applied by ``apply.apply_rows``):
 
-* EC2 DescribeInstanceTypes (boto3): vCPUs, memory, GPUs, instance store, network and EFA of the
-  shapes, i.e. ``shapes`` rows, and adding the instance types reported as "not in the catalog";
+* adding the instance types ``aws-types`` reports as "not in the catalog" (a new shape needs its
+  accelerator model named and its prices);
 * AWS Savings Plans offer files (``savingsPlanVersionIndexUrl`` in the Price List index, public);
 * Compute Engine machineTypes.list / acceleratorTypes.list / zones.list (google-auth): GCP shapes,
   attachable GPU zones and TPU zones; A2 Ultra / A3 / A4 prices (bundled Local SSD, GPU slices);
@@ -65,9 +69,15 @@ __all__ = [
     "refresh",
 ]
 
-PROVIDER_FILES = {"aws": "aws.yaml", "aws-spot": "aws.yaml", "gcp": "gcp.yaml", "tpu": "tpu.yaml"}
-"""The data file each ``--provider`` refreshes (``aws-spot``: the EC2 API's spot prices, with
-credentials; after ``aws`` when both are asked for, on the file ``aws`` left)."""
+PROVIDER_FILES = {
+    "aws": "aws.yaml",
+    "aws-spot": "aws.yaml",
+    "aws-types": "aws.yaml",
+    "gcp": "gcp.yaml",
+    "tpu": "tpu.yaml",
+}
+"""The data file each ``--provider`` refreshes (``aws-spot`` and ``aws-types``: the EC2 API, with
+credentials; each works on the file the previous provider left when several are asked for)."""
 
 _PRICE_SECTIONS = ("shape_prices", "accelerator_prices", "tpu_prices", "storage_prices", "egress_prices")
 
@@ -103,7 +113,7 @@ def refresh(
     wanted = list(dict.fromkeys(providers))
     unknown = [p for p in wanted if p not in PROVIDER_FILES]
     if unknown:
-        raise InputError("--provider", f"unknown provider '{unknown[0]}'", "use aws, aws-spot, gcp or tpu")
+        raise InputError("--provider", f"unknown provider '{unknown[0]}'", f"use {', '.join(PROVIDER_FILES)}")
     opener = opener or urllib_opener()
     extra = list(regions)
     texts = {p.name: p.read_text(encoding="utf-8") for p in sorted(data_dir.glob("*.yaml"))}
@@ -119,6 +129,11 @@ def refresh(
         fetched: Fetched
         if provider == "aws":
             fetched = aws.fetch(data, list(dict.fromkeys([*file_regions(data), *extra])), opener, today)
+        elif provider == "aws-types":
+            clients = ec2_client_for or ec2.boto3_client_for()
+            priced = file_regions(data)
+            region = extra[0] if extra else "us-east-1" if "us-east-1" in priced or not priced else priced[0]
+            fetched = ec2.fetch_types(data, region, clients(region), now or dt.datetime.now(dt.UTC))
         elif provider == "aws-spot":
             clients = ec2_client_for or ec2.boto3_client_for()
             when = now or dt.datetime.now(dt.UTC)

@@ -19,6 +19,9 @@ import yaml
 from fullserver.catalog.refresh import yamledit
 from fullserver.catalog.refresh.rows import SECTIONS, Fetched, FigureChange, RefreshReport, Row, RowKey, label
 
+COUNTS_DEFAULT_ZERO = ("accelerator_count", "local_nvme_disks", "efa_interfaces")
+"""Shape counts a data file may leave out when they are 0 (the model's default)."""
+
 TOLERANCE = 1e-9
 """Figures closer than this are the same figure (the files round to at most 10 decimals)."""
 
@@ -59,6 +62,8 @@ def apply_rows(text: str, data: dict[str, Any], fetched: Fetched, report: Refres
         for row in by_section.get(name, []):
             seen.add(row.key)
             found = index.get(row.key)
+            if found is None and fetched.figures_only:
+                continue  # a shape the file lacks is reported as not in the catalog, never added
             if found is None and fetched.spot_only:
                 report.kept.append(f"{label(row.key)}: not in the file and {key} gives no on-demand price; not added")
                 continue
@@ -68,7 +73,9 @@ def apply_rows(text: str, data: dict[str, Any], fetched: Fetched, report: Refres
             assert seq is not None
             item_node = seq.value[found]
             assert isinstance(item_node, yaml.MappingNode)
-            if fetched.spot_only:
+            if fetched.figures_only:
+                _update_figures(edits, item_node, items[found], row, key, report)
+            elif fetched.spot_only:
                 _update_spot(edits, item_node, items[found], row, key, report)
             else:
                 _update(edits, item_node, items[found], row, key, report)
@@ -181,6 +188,59 @@ def _update_spot(
         yamledit.set_value(edits, node, "spot_source", source_key)
     if old is None or abs(old - new) > TOLERANCE:
         report.changes.append(FigureChange(name, spot, old, new))
+    else:
+        report.unchanged += 1
+
+
+def _update_figures(
+    edits: yamledit.TextEdits,
+    node: yaml.MappingNode,
+    item: dict[str, Any],
+    row: Row,
+    source_key: str,
+    report: RefreshReport,
+) -> None:
+    """Write a shape's own figures and name the source of each in ``figure_sources``. A per-disk
+    split replaces a local NVMe figure known only in total (``local_nvme_total_gb``)."""
+    name = label(row.key)
+    changes: list[FigureChange] = []
+    previous = "family"  # new figures go after the last figure the row has, in the section's order
+    for f in SECTIONS[row.section].values:
+        if f not in row.values:
+            previous = f if f in item else previous
+            continue
+        new = float(row.values[f])
+        value: yamledit.Scalar = int(new) if new == int(new) else row.values[f]  # the files write 16, not 16.0
+        old = _num(item.get(f))
+        if old is None and new == 0 and f in COUNTS_DEFAULT_ZERO:
+            continue  # a count the file leaves at its default of 0, confirmed: nothing to write
+        if old is None:
+            yamledit.add_key(edits, node, f, value, after=previous)
+        elif abs(old - new) > TOLERANCE:
+            yamledit.set_value(edits, node, f, value)
+        if old is None or abs(old - new) > TOLERANCE:
+            changes.append(FigureChange(name, f, old, new))
+        previous = f if f in item else previous
+    if "local_nvme_disks" in row.values and "local_nvme_total_gb" in item:
+        yamledit.remove_key(edits, node, "local_nvme_total_gb")
+        changes.append(FigureChange(name, "local_nvme_total_gb", _num(item["local_nvme_total_gb"]), None))
+    given = [f for f in SECTIONS[row.section].values if f in row.values and (f in item or row.values[f] != 0)]
+    if item.get("source") != source_key:
+        current = dict(item.get("figure_sources") or {})
+        wanted = {f: source_key for f in given}
+        stale = [f for f in current if f == "local_nvme_total_gb" and "local_nvme_disks" in row.values]
+        holder = yamledit.pairs(node).get("figure_sources")
+        if holder is None or not isinstance(holder[1], yaml.MappingNode):
+            yamledit.add_mapping_entry(edits, node, "figure_sources", list(wanted.items()), folded=set())
+        else:
+            for f, src in wanted.items():
+                if current.get(f) != src:
+                    yamledit.set_value(edits, holder[1], f, src)
+            for f in stale:
+                if len(holder[1].value) > 1 and holder[1].value[0][0].value != f:
+                    yamledit.remove_key(edits, holder[1], f)  # (a first key stays: harmless, named field)
+    if changes:
+        report.changes.extend(changes)
     else:
         report.unchanged += 1
 

@@ -118,3 +118,92 @@ def fetch_spot(data: CatalogFile, regions: Iterable[str], client_for: ClientFor,
         if unoffered:
             fetched.problems.append(f"{region}: no spot price for {', '.join(unoffered)} (not offered as spot there)")
     return fetched
+
+
+# --- instance types (DescribeInstanceTypes): the shapes' own figures -------------------------------
+
+TYPES_SOURCE_KEY = "aws-ec2-describe-instance-types"
+TYPES_API_URL = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypes.html"
+MIB_PER_GIB = Decimal(1024)
+
+
+def shape_figures(info: dict[str, Any]) -> tuple[dict[str, Decimal], list[str]]:
+    """The catalog figures of one ``InstanceTypeInfo``, and what could not be read.
+
+    vCPUs: ``VCpuInfo.DefaultVCpus``; memory: ``MemoryInfo.SizeInMiB`` / 1024; accelerators: the
+    GPUs' or Neuron devices' counts; instance store: its disks, when they are NVMe and all one size
+    (count and decimal GB per disk); network: the sum of the network cards' baseline bandwidth (the
+    sustained figure; "Up to" bursts are not counted), as the catalog's bandwidth table gives it;
+    EFA: ``EfaInfo.MaximumEfaInterfaces`` where EFA is supported, else 0."""
+    name = str(info.get("InstanceType", "?"))
+    figures: dict[str, Decimal] = {}
+    problems: list[str] = []
+    vcpus = (info.get("VCpuInfo") or {}).get("DefaultVCpus")
+    if isinstance(vcpus, int) and vcpus > 0:
+        figures["vcpus"] = Decimal(vcpus)
+    mib = (info.get("MemoryInfo") or {}).get("SizeInMiB")
+    if isinstance(mib, int) and mib > 0:
+        figures["memory_gib"] = (Decimal(mib) / MIB_PER_GIB).normalize()
+    devices = [*(info.get("GpuInfo") or {}).get("Gpus", []), *(info.get("NeuronInfo") or {}).get("NeuronDevices", [])]
+    if devices:
+        figures["accelerator_count"] = Decimal(sum(int(d.get("Count", 0)) for d in devices))
+    storage = info.get("InstanceStorageInfo")
+    if storage:
+        disks = storage.get("Disks") or []
+        sizes = {int(d.get("SizeInGB", 0)) for d in disks}
+        if storage.get("NvmeSupport") == "unsupported" or any(d.get("Type") != "ssd" for d in disks):
+            problems.append(f"{name}: instance store is not NVMe SSD; local NVMe left as it is")
+        elif len(sizes) != 1:
+            problems.append(f"{name}: instance store disks of different sizes {sorted(sizes)}; left as it is")
+        else:
+            figures["local_nvme_disks"] = Decimal(sum(int(d.get("Count", 0)) for d in disks))
+            figures["local_nvme_disk_gb"] = Decimal(sizes.pop())
+    cards = (info.get("NetworkInfo") or {}).get("NetworkCards") or []
+    baseline = [c.get("BaselineBandwidthInGbps") for c in cards]
+    if baseline and all(isinstance(b, (int, float)) and b > 0 for b in baseline):
+        figures["network_gbps"] = Decimal(str(sum(baseline))).normalize()
+    else:
+        problems.append(f"{name}: no baseline bandwidth per network card; network left as it is")
+    network = info.get("NetworkInfo") or {}
+    efa = (network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") if network.get("EfaSupported") else 0
+    if isinstance(efa, int):
+        figures["efa_interfaces"] = Decimal(efa)
+    return figures, problems
+
+
+def fetch_types(data: CatalogFile, region: str, client: Any, now: dt.datetime) -> Fetched:
+    """Shape figures of the file's AWS shapes from ``DescribeInstanceTypes`` in ``region``, and the
+    sizes of the families the file tracks that it lacks (reported, never added: a new shape needs
+    its accelerator named and its prices, which this API does not give)."""
+    shapes = sorted(s.name for s in data.shapes if s.platform == "aws-gpu")
+    families = sorted({s.family for s in data.shapes if s.platform == "aws-gpu"})
+    source = Source(
+        title=f"Amazon EC2 API DescribeInstanceTypes ({region})",
+        url=TYPES_API_URL,
+        as_of=now.date(),
+        as_of_kind="retrieved",
+        note=(
+            f"Written by `fullserver catalog refresh --provider aws-types` at {now.strftime('%Y-%m-%dT%H:%MZ')}: "
+            "vcpus = VCpuInfo.DefaultVCpus; memory_gib = MemoryInfo.SizeInMiB / 1024; accelerator_count = GpuInfo "
+            "or NeuronInfo device counts; local_nvme_disks / local_nvme_disk_gb = InstanceStorageInfo.Disks (NVMe "
+            "SSD, decimal GB per disk); network_gbps = sum of NetworkCards[].BaselineBandwidthInGbps; "
+            "efa_interfaces = EfaInfo.MaximumEfaInterfaces (0 without EFA)."
+        ),
+    )
+    fetched = Fetched(TYPES_SOURCE_KEY, source, figures_only=True)
+    # One listing of the tracked families (a filter, not a list of names: naming a type the region
+    # does not offer fails the whole request with InvalidInstanceType).
+    paginator = client.get_paginator("describe_instance_types")
+    pattern = [f"{family}.*" for family in families]
+    offered: dict[str, dict[str, Any]] = {}
+    for page in paginator.paginate(Filters=[{"Name": "instance-type", "Values": pattern}]):
+        offered |= {str(i["InstanceType"]): i for i in page.get("InstanceTypes", []) if "InstanceType" in i}
+    for name in shapes:
+        if name not in offered:
+            fetched.problems.append(f"{name}: not offered in {region} (DescribeInstanceTypes does not list it)")
+            continue
+        figures, problems = shape_figures(offered[name])
+        fetched.problems += problems
+        fetched.rows.append(Row("shapes", (name,), figures))
+    fetched.not_in_catalog = sorted(set(offered) - set(shapes))
+    return fetched

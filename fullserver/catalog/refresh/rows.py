@@ -50,6 +50,19 @@ SECTIONS: dict[str, Section] = {
         ),
         Section("egress_prices", ("provider", "region"), ("usd_per_gb",)),
         Section("commitment_discounts", ("provider", "applies_to", "term_years"), ("discount",)),
+        Section(
+            "shapes",
+            ("name",),
+            (
+                "accelerator_count",
+                "vcpus",
+                "memory_gib",
+                "local_nvme_disks",
+                "local_nvme_disk_gb",
+                "network_gbps",
+                "efa_interfaces",
+            ),
+        ),
     )
 }
 
@@ -91,6 +104,9 @@ class Fetched:
     """Catalog shapes the provider prices in none of the regions read."""
     problems: list[str] = field(default_factory=list)
     """Prices found but not used (ambiguous SKUs, unexpected units), each in one line."""
+    figures_only: bool = False
+    """The source gives shapes' own figures (EC2 DescribeInstanceTypes), not prices: each figure is
+    written with this source in the row's ``figure_sources``; rows are never added or called gone."""
     spot_only: bool = False
     """The source gives spot prices only (EC2 spot price history): each is written with this
     source as the row's ``spot_source``; the row's other figures and ``source`` stay; a row the

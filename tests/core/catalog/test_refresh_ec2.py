@@ -1,4 +1,4 @@
-"""`catalog refresh --provider aws-spot`: EC2 spot prices, from DescribeSpotPriceHistory responses that
+"""`catalog refresh --provider aws-spot | aws-types`: EC2 spot prices and instance types, from responses that
 botocore's Stubber checks against the EC2 service model (request parameters and response shape)."""
 
 from __future__ import annotations
@@ -205,3 +205,145 @@ def test_without_boto3_the_refresh_says_what_to_install(tmp_path: Path, monkeypa
     with pytest.raises(InputError) as err:
         refresh(["aws-spot"], today=TODAY, data_dir=data_dir(tmp_path, "aws.yaml"), now=NOW)
     assert "pip install 'fullserver[refresh]'" in str(err.value)
+
+
+# --- aws-types: DescribeInstanceTypes --------------------------------------------------------------
+
+
+def instance_type(
+    name: str,
+    vcpus: int,
+    mib: int,
+    gpus: int,
+    cards: list[float],
+    disks: list[tuple[int, int]] | None = None,
+    efa: int | None = None,
+) -> dict[str, Any]:
+    """One InstanceTypeInfo with the members the refresh reads, as the EC2 API returns them."""
+    info: dict[str, Any] = {
+        "InstanceType": name,
+        "VCpuInfo": {"DefaultVCpus": vcpus},
+        "MemoryInfo": {"SizeInMiB": mib},
+        "GpuInfo": {"Gpus": [{"Name": "GPU", "Manufacturer": "NVIDIA", "Count": gpus, "MemoryInfo": {"SizeInMiB": 1}}]},
+        "NetworkInfo": {
+            "NetworkPerformance": "Up to 10 Gigabit",
+            "MaximumNetworkCards": len(cards),
+            "NetworkCards": [
+                {"NetworkCardIndex": i, "BaselineBandwidthInGbps": gbps, "PeakBandwidthInGbps": gbps}
+                for i, gbps in enumerate(cards)
+            ],
+            "EfaSupported": efa is not None,
+        },
+    }
+    if efa is not None:
+        info["NetworkInfo"]["EfaInfo"] = {"MaximumEfaInterfaces": efa}
+    if disks:
+        info["InstanceStorageSupported"] = True
+        info["InstanceStorageInfo"] = {
+            "TotalSizeInGB": sum(c * s for c, s in disks),
+            "Disks": [{"SizeInGB": s, "Count": c, "Type": "ssd"} for c, s in disks],
+            "NvmeSupport": "required",
+        }
+    return info
+
+
+def types_client(pages: list[list[dict[str, Any]]]) -> tuple[Any, Stubber]:
+    client = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+    stub = Stubber(client)
+    for i, infos in enumerate(pages):
+        params: dict[str, Any] = {"Filters": [{"Name": "instance-type", "Values": ["g5.*", "g6.*", "p5.*"]}]}
+        if i:
+            params["NextToken"] = f"t{i}"
+        response: dict[str, Any] = {"InstanceTypes": infos}
+        if i + 1 < len(pages):
+            response["NextToken"] = f"t{i + 1}"
+        stub.add_response("describe_instance_types", response, params)
+    stub.activate()
+    return client, stub
+
+
+def test_shape_figures_come_from_describe_instance_types_each_with_its_source(tmp_path: Path) -> None:
+    """Changed figures are rewritten, missing ones (instance store) added, each named in
+    figure_sources; sizes the catalog lacks are reported and never added."""
+    client, stub = types_client(
+        [
+            [
+                instance_type("g5.xlarge", 4, 16384, 1, [2.5], disks=[(1, 250)]),
+                instance_type("g5.4xlarge", 16, 65536, 1, [8.0], disks=[(1, 600)]),
+                instance_type("g5.2xlarge", 8, 32768, 1, [5.0], disks=[(1, 450)]),
+            ],
+            [
+                instance_type("g6.12xlarge", 48, 196608, 4, [20.0], disks=[(4, 940)]),
+                instance_type("p5.48xlarge", 192, 2097152, 8, [100.0] * 32, disks=[(8, 3800)], efa=32),
+            ],
+        ]
+    )
+    directory = data_dir(tmp_path, "aws.yaml")
+    [report] = refresh(
+        ["aws-types"], today=TODAY, data_dir=directory, ec2_client_for=lambda region: client, now=NOW, write=True
+    )
+    stub.assert_no_pending_responses()
+    shapes = {s["name"]: s for s in read_yaml(directory / "aws.yaml")["shapes"]}
+    g6 = shapes["g6.12xlarge"]
+    assert (g6["local_nvme_disks"], g6["local_nvme_disk_gb"]) == (4, 940)
+    assert g6["figure_sources"]["local_nvme_disk_gb"] == "aws-ec2-describe-instance-types"
+    assert g6["source"] == "aws-karpenter-types"  # name, family, accelerator model: not from this API
+    assert shapes["p5.48xlarge"]["network_gbps"] == 3200 and shapes["p5.48xlarge"]["efa_interfaces"] == 32
+    assert report.not_in_catalog == ["g5.2xlarge"]
+    assert "g5.2xlarge" not in shapes
+    changed = {(c.row, c.field) for c in report.changes}
+    assert ("shapes g6.12xlarge", "local_nvme_disks") in changed
+    assert not any(field in ("vcpus", "memory_gib") for _, field in changed)  # the same figures: confirmed
+
+    load_catalog.cache_clear()
+    cat = catalog_from_data([(str(p), read_yaml(p)) for p in sorted(directory.glob("*.yaml"))])
+    offer = cat.offer("g6.12xlarge")
+    assert offer is not None
+    assert offer.local_nvme_disks * offer.local_nvme_disk_gib == pytest.approx(4 * 940 / 1.073741824)
+
+
+def test_a_figure_the_api_reports_differently_is_rewritten_and_reported(tmp_path: Path) -> None:
+    client, stub = types_client(
+        [
+            [
+                instance_type("g5.xlarge", 4, 16384, 1, [5.0]),
+                instance_type("g5.4xlarge", 16, 65536, 1, [8.0]),
+                instance_type("g6.12xlarge", 48, 196608, 4, [20.0]),
+                instance_type("p5.48xlarge", 192, 2097152, 8, [100.0] * 32, efa=32),
+            ]
+        ]
+    )
+    directory = data_dir(tmp_path, "aws.yaml")
+    [report] = refresh(
+        ["aws-types"], today=TODAY, data_dir=directory, ec2_client_for=lambda region: client, now=NOW, write=True
+    )
+    stub.assert_no_pending_responses()
+    assert [c.line() for c in report.changes] == ["shapes g5.xlarge: network_gbps 2.5 -> 5 (up 100.00%)"]
+    g5 = next(s for s in read_yaml(directory / "aws.yaml")["shapes"] if s["name"] == "g5.xlarge")
+    assert g5["network_gbps"] == 5 and g5["figure_sources"]["network_gbps"] == "aws-ec2-describe-instance-types"
+
+
+def test_a_per_disk_split_replaces_a_total(tmp_path: Path) -> None:
+    """A shape whose instance store was known only in total gets the API's split instead."""
+    client, stub = types_client(
+        [
+            [
+                instance_type("g5.xlarge", 4, 16384, 1, [2.5]),
+                instance_type("g5.4xlarge", 16, 65536, 1, [8.0]),
+                instance_type("g6.12xlarge", 48, 196608, 4, [20.0], disks=[(4, 940)]),
+                instance_type("p5.48xlarge", 192, 2097152, 8, [100.0] * 32, efa=32),
+            ]
+        ]
+    )
+    directory = data_dir(tmp_path, "aws.yaml")
+    path = directory / "aws.yaml"
+    path.write_text(
+        path.read_text().replace("    memory_gib: 192\n", "    memory_gib: 192\n    local_nvme_total_gb: 3760\n")
+    )
+    [report] = refresh(
+        ["aws-types"], today=TODAY, data_dir=directory, ec2_client_for=lambda region: client, now=NOW, write=True
+    )
+    stub.assert_no_pending_responses()
+    g6 = next(s for s in read_yaml(path)["shapes"] if s["name"] == "g6.12xlarge")
+    assert "local_nvme_total_gb" not in g6 and (g6["local_nvme_disks"], g6["local_nvme_disk_gb"]) == (4, 940)
+    assert "shapes g6.12xlarge: local_nvme_total_gb 3760 dropped" in [c.line() for c in report.changes]
