@@ -6,6 +6,10 @@ Pulumi's mock runtime; growth should be linear. The baseline of each table is th
 of its first batch of 50 or more measured in the same run; "vs linear" says how far larger
 batches stray from it.
 Time to the first line of ``fullserver plan`` (issue 14): target under 1 s, against ``--version``.
+Sizing decisions per second (issue 13): every shipped profile x every accelerator and per-node count
+the catalog sells x every priced region, one ``sizing.size`` call each (a chosen shape or a refusal);
+the figure to compare before and after a change to sizing or the catalog. It is measured in CPU
+time of this process (best of 5), so other work on a shared machine does not move it much.
 Run: ``.venv/bin/python bench/plan.py [--sizes 1,50,100,250,500] [--graph-sizes 50,100,200]``.
 """
 
@@ -26,9 +30,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fullserver.catalog import load_catalog  # noqa: E402
+from fullserver.catalog import Catalog, load_catalog  # noqa: E402
+from fullserver.errors import InputError, NothingFits  # noqa: E402
 from fullserver.plan import plan_paths  # noqa: E402
-from fullserver.profiles import load_profiles  # noqa: E402
+from fullserver.profiles import Profile, load_profiles  # noqa: E402
+from fullserver.sizing import size  # noqa: E402
+from fullserver.workload import Workload  # noqa: E402
 
 VARIANTS = [
     # (profile, platform, region, accelerator, count, nodes)
@@ -110,6 +117,57 @@ def table(title: str, results: list[tuple[int, float, int]]) -> None:
         print(f"{n:>7} {t:>9.3f} {1000 * t / n:>9.3f} {t / (per_stack * n):>9.2f}x {peak / 2**20:>9.1f}")
 
 
+def decision_grid(profiles: dict[str, Profile], catalog: Catalog) -> list[tuple[Profile, Workload]]:
+    """Every (profile, workload) the catalog can be asked: each profile's platforms, each accelerator
+    and per-node count sold there (TPU types by name), each region priced there; multi-node profiles
+    with two nodes."""
+    grid: list[tuple[Profile, Workload]] = []
+    for profile in profiles.values():
+        nodes = 2 if profile.topology.nodes == "multi" else 1
+        for platform in profile.platforms:
+            offers = [o for o in catalog.offers if o.platform is platform and o.accelerator]
+            asks = sorted(
+                {
+                    (o.name, None) if o.hosts > 1 or o.topology else (str(o.accelerator), o.host.accelerator_count)
+                    for o in offers
+                },
+                key=str,
+            )
+            for region in sorted(catalog.regions(platform)):
+                for acc, count in asks:
+                    workload = Workload.model_validate(
+                        {
+                            "profile": profile.name,
+                            "platform": platform.value,
+                            "region": region,
+                            "accelerator": acc,
+                            "acceleratorCount": count,
+                            "nodes": 1 if count is None else nodes,
+                        }
+                    )
+                    grid.append((profile, workload))
+    return grid
+
+
+def decisions_per_second(runs: int = 5) -> tuple[int, int, float]:
+    """Sizing decisions over ``decision_grid`` (best of ``runs``, CPU time): count, how many chose a
+    shape, and decisions per second."""
+    profiles, catalog = load_profiles(), load_catalog()
+    grid = decision_grid(profiles, catalog)
+    best, chosen = float("inf"), 0
+    for _ in range(runs):
+        chosen = 0
+        start = time.process_time()
+        for profile, workload in grid:
+            try:
+                size(profile, workload, catalog, "bench")
+                chosen += 1
+            except (InputError, NothingFits):
+                pass
+        best = min(best, time.process_time() - start)
+    return len(grid), chosen, len(grid) / best
+
+
 def first_line(args: list[str], runs: int = 3) -> tuple[float, float]:
     """Best-of-``runs`` seconds until ``fullserver <args>`` prints its first line, and until it ends."""
     exe = Path(sys.executable).with_name("fullserver")
@@ -153,6 +211,9 @@ def main() -> None:
     load_catalog()
     load_profiles()
     print(f"catalog + profiles load (cold): {time.perf_counter() - cold:.3f} s")
+
+    asked, chosen, rate = decisions_per_second()
+    print(f"sizing decisions: {rate:,.0f} per second of CPU ({asked} asked, {chosen} chose a shape, best of 5)")
 
     with tempfile.TemporaryDirectory() as tmp:
         paths = generate(Path(tmp), max(sizes))

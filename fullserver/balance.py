@@ -26,7 +26,9 @@ class Host(BaseModel):
     memory_gib: float
     local_nvme_gib: float
     attached_storage_gib: float = 0.0
-    network_gbps: float
+    network_gbps: float | None
+    """``None``: no source publishes it. A minimum on it is then not met ("not published"), never
+    compared as 0 Gbps and never waived."""
 
 
 class BalanceLine(BaseModel):
@@ -40,8 +42,13 @@ class BalanceLine(BaseModel):
     reason: str
     note: str = ""
 
+    known: bool = True
+    """False when the host's figure is not published: the line is short, and says so."""
+
     @property
     def shortfall(self) -> str:
+        if not self.known:
+            return f"{self.dimension} not published (needs {_fmt(self.required)} {self.unit})"
         return f"{self.dimension} {_fmt(self.provided)} {self.unit} < {_fmt(self.required)} {self.unit}"
 
 
@@ -88,8 +95,19 @@ def required_attached_gib(balance: Balance, host: Host) -> float:
     return float(max(0, math.ceil(need - host.local_nvme_gib)))
 
 
-def evaluate(balance: Balance, host: Host) -> BalanceReport:
-    """Compare one node with the minimums; accelerator-less hosts count as one accelerator."""
+def _network_line(dimension: str, minimum: Minimum, n: int, gbps: float | None, note: str = "") -> BalanceLine:
+    if gbps is None:
+        line = _line(dimension, "Gbps", minimum, minimum.value * n, 0.0, "no source publishes the host's bandwidth")
+        return line.model_copy(update={"ok": False, "known": False})
+    return _line(dimension, "Gbps", minimum, minimum.value * n, gbps, note)
+
+
+def evaluate(balance: Balance, host: Host, nodes: int = 1) -> BalanceReport:
+    """Compare one node with the minimums; accelerator-less hosts count as one accelerator.
+
+    ``nodes`` is how many nodes the environment has (a multi-host TPU slice counts as one: its
+    hosts talk over ICI); minimums between nodes apply only when there is more than one.
+    """
     n = max(host.accelerator_count, 1)
     lines: list[BalanceLine] = []
 
@@ -122,5 +140,8 @@ def evaluate(balance: Balance, host: Host) -> BalanceReport:
 
     net = balance.network_gbps_per_accelerator
     if net is not None:
-        lines.append(_line("network", "Gbps", net, net.value * n, host.network_gbps))
+        lines.append(_network_line("network", net, n, host.network_gbps))
+    between = balance.internode_network_gbps_per_accelerator
+    if between is not None and nodes > 1:
+        lines.append(_network_line("internode network", between, n, host.network_gbps, f"{nodes} nodes"))
     return BalanceReport(lines=lines)

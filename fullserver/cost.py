@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
+from fullserver.hourly import hourly_rate
 from fullserver.platforms import rules_for
 from fullserver.profiles import PricingModel, Profile
 from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
@@ -42,9 +43,19 @@ class CostEstimate(BaseModel):
     productive_hours: float
     lines: list[CostLine]
     warnings: list[str] = []
+    unpriced: list[str] = []
+    """Items the environment pays for that the catalog has no price for (e.g. "boot disk
+    (1200 GiB hyperdisk-balanced)"). They are not in ``lines`` and never count as $0: the total is
+    then a lower bound (``complete`` is False), and a comparison must not rank it as a price."""
+
+    @property
+    def complete(self) -> bool:
+        """Every billed item is priced, so ``usd_month`` is the total, not a lower bound."""
+        return not self.unpriced
 
     @property
     def usd_month(self) -> float:
+        """The sum of the priced lines: the whole cost only when ``complete``."""
         return round(sum(line.usd_month for line in self.lines), 2)
 
     @property
@@ -68,28 +79,23 @@ def _hours(profile: Profile, workload: Workload) -> tuple[float, float]:
 def _compute_hourly(
     spec: EnvironmentSpec, profile: Profile, catalog: Catalog, warnings: list[str]
 ) -> tuple[float, str]:
+    """The compute rate of the whole environment: the rate sizing ranked the shape by
+    (``fullserver.hourly``), times the nodes and replicas it runs (a slice is priced whole)."""
     offer = catalog.offer(spec.offer)
     assert offer is not None, spec.offer
-    price = offer.prices[spec.region]
     replicas = spec.serving.min_replicas if spec.serving else 1
-    units = (1 if rules_for(spec.platform).slices else spec.nodes) * replicas  # a slice is priced whole
-    if spec.spot and price.spot is not None:
-        return price.spot * units, f"spot {price.spot:.2f}/h x {units} (on-demand fallback {price.on_demand:.2f}/h)"
-    if profile.pricing is PricingModel.RESERVED:
-        years = profile.cost.commitment_years or 1
-        family = offer.family
-        disc = catalog.commitment(spec.provider, family, years)
-        if disc is None:
-            warnings.append(
-                f"no published {years}-year commitment discount for {family} in the catalog: priced at on-demand"
-            )
-            return price.on_demand * units, f"on-demand {price.on_demand:.2f}/h x {units} (no commitment price found)"
-        rate = price.on_demand * (1 - disc.discount)
-        return rate * units, f"{years}-year commitment: {disc.discount:.0%} off {price.on_demand:.2f}/h x {units}"
-    return price.on_demand * units, f"on-demand {price.on_demand:.2f}/h x {units}"
+    units = (1 if rules_for(spec.platform).slices else spec.nodes) * replicas
+    rate = hourly_rate(offer, spec.region, profile, catalog)
+    if rate.warning:
+        warnings.append(rate.warning)
+    return rate.usd * units, f"{rate.note} x {units}"
 
 
-def _storage_lines(spec: EnvironmentSpec, catalog: Catalog, share: float, warnings: list[str]) -> list[CostLine]:
+def _storage_lines(
+    spec: EnvironmentSpec, catalog: Catalog, share: float, warnings: list[str], unpriced: list[str] | None = None
+) -> list[CostLine]:
+    """Boot, data and local disks; a kind without a price is named in ``unpriced`` and warned
+    about, never priced at $0."""
     lines: list[CostLine] = []
     provider = spec.provider
     machines = spec.nodes * (spec.serving.min_replicas if spec.serving else 1)
@@ -108,7 +114,12 @@ def _storage_lines(spec: EnvironmentSpec, catalog: Catalog, share: float, warnin
     for item, kind, gib, iops, mbps in disks:
         price = catalog.storage_price(provider, kind, spec.region)
         if price is None:
-            warnings.append(f"no {kind} price for {spec.region} in the catalog: {item} not priced")
+            warnings.append(
+                f"no {kind} price for {spec.region} in the catalog: {item} ({gib:.0f} GiB) not priced; "
+                "the total leaves it out and is a lower bound"
+            )
+            if unpriced is not None:
+                unpriced.append(f"{item} ({gib:.0f} GiB {kind})")
             continue
         usd = disk_usd_month(price, gib, iops, mbps, disks=machines)
         lines.append(CostLine(item=item, usd_month=round(usd * share, 2), note=f"{gib:.0f} GiB {kind}"))
@@ -118,6 +129,7 @@ def _storage_lines(spec: EnvironmentSpec, catalog: Catalog, share: float, warnin
 def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
     """The monthly and hourly cost of one environment spec."""
     warnings: list[str] = []
+    unpriced: list[str] = []
     productive, paid = _hours(profile, workload)
     lines: list[CostLine] = []
     if rules_for(spec.platform).declared_hardware:  # priced by the contract, not the catalog
@@ -148,7 +160,10 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
         lines.append(CostLine(item="compute", usd_month=round(compute_hour * productive, 2), note=note))
         # Ephemeral disks live as long as the machine; persistent ones are billed all month.
         share = paid / HOURS_PER_MONTH if spec.lifecycle.mode == "ephemeral" else 1.0
-        lines.extend(_storage_lines(spec, catalog, share, warnings))
+        lines.extend(_storage_lines(spec, catalog, share, warnings, unpriced))
+        from fullserver.billables import network_lines  # it builds on CostLine, defined here
+
+        lines.extend(network_lines(spec, workload, share, warnings))
         if workload.egress_gb_month:
             egress = catalog.egress_price(spec.provider, spec.region)
             if egress is None:
@@ -181,4 +196,5 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
         productive_hours=round(productive, 1),
         lines=lines,
         warnings=warnings,
+        unpriced=unpriced,
     )

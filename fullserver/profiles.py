@@ -87,7 +87,12 @@ class CpuMinimum(Minimum):
 
 
 class Balance(Strict):
-    """Minimums per accelerator (per TPU chip, per GPU); ``None`` means not required."""
+    """Minimums per accelerator (per TPU chip, per GPU); ``None`` means not required.
+
+    ``network_gbps_per_accelerator`` is the host network every node needs (datasets, checkpoints,
+    model downloads); ``internode_network_gbps_per_accelerator`` is traffic between nodes (gradient
+    all-reduce) and applies only when the environment has more than one node.
+    """
 
     cpu_per_accelerator: CpuMinimum
     ram_per_accelerator_memory: Minimum
@@ -97,6 +102,9 @@ class Balance(Strict):
         default=False, description="block storage may make up local NVMe the shape lacks"
     )
     network_gbps_per_accelerator: Minimum | None = None
+    internode_network_gbps_per_accelerator: Minimum | None = Field(
+        default=None, description="host network between nodes; checked only with more than one node"
+    )
 
 
 class BalanceOverride(Strict):
@@ -108,6 +116,7 @@ class BalanceOverride(Strict):
     nvme_gib_per_accelerator: Minimum | None = None
     nvme_may_be_attached: bool | None = None
     network_gbps_per_accelerator: Minimum | None = None
+    internode_network_gbps_per_accelerator: Minimum | None = None
 
 
 class Lifecycle(Strict):
@@ -146,7 +155,18 @@ class Serving(Strict):
     min_replicas: Annotated[int, Field(ge=1)] = 1
     max_replicas: Annotated[int, Field(ge=1)] = 1
     target_utilisation: Annotated[float, Field(gt=0, le=1)] = 0.6
+    """Share of a replica's request capacity (``replica_requests_per_second``) the autoscaler holds."""
     spread_zones: bool = False
+    load_balancer: Literal["internal", "external"] = "internal"
+    """Who reaches the endpoint: the environment's network and networks peered with it (internal),
+    or the internet (external)."""
+    replica_requests_per_second: Annotated[float, Field(gt=0, le=10_000)] = 4
+    """Requests per second one replica serves at full load: the load balancer's capacity per
+    replica and, times ``target_utilisation``, what the autoscaler holds. A request count works on
+    any number of GPUs per replica, where a GPU-utilisation metric reports one series per GPU."""
+    model_load_minutes: Annotated[int, Field(ge=1, le=120)] = 20
+    """Boot to healthy: drivers, the server image, the weights from the model hub into GPU memory.
+    Health checks leave a new replica alone this long (autohealing delay, ASG grace period)."""
 
     @model_validator(mode="after")
     def _min_le_max(self) -> Serving:
@@ -170,6 +190,23 @@ class CostAssumptions(Strict):
     hours_per_month: Annotated[float, Field(gt=0, le=MAX_HOURS_PER_MONTH)] = HOURS_PER_MONTH
     idle_share: Annotated[float, Field(ge=0, lt=1)] = 0.0
     commitment_years: Annotated[int, Field(ge=0, le=3)] = 0
+    spot_share: Annotated[float, Field(ge=0, le=1)] = 0.8
+    """Spot-with-fallback: the share of running hours expected on spot capacity; the rest runs on
+    the on-demand fallback. Shapes are ranked and priced at this mix (the expected cost), so a
+    shape is never preferred only because its spot price is known. The default assumes one hour in
+    five falls back (spot capacity out at launch, or an interruption until capacity returns)."""
+
+
+class VerifyPolicy(Strict):
+    """``fullserver verify`` as the last step of ``pulumi up`` on bare metal (opt-in): each host's
+    delivered balance (GPU links, NVLink, memory health, scratch throughput) is measured after it is
+    configured, and a host that does not deliver is reported while it is still cheap to replace."""
+
+    on_up: bool = False
+    fio_seconds: Annotated[int, Field(ge=1, le=600)] = 10
+    """Seconds per fio run (three runs: sequential write, sequential read, 4 KiB random read)."""
+    fio_size_mib: Annotated[int, Field(ge=1, le=65536)] = 1024
+    """The size of fio's file in the scratch filesystem (removed afterwards)."""
 
 
 class Profile(Strict):
@@ -189,6 +226,7 @@ class Profile(Strict):
     serving: Serving | None = None
     storage: StoragePolicy = StoragePolicy()
     cost: CostAssumptions = CostAssumptions()
+    verify: VerifyPolicy = VerifyPolicy()
 
     @model_validator(mode="after")
     def _coherent(self) -> Profile:

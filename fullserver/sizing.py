@@ -1,9 +1,14 @@
 """Sizing: (profile, workload) -> the cheapest catalog shape that meets every balance minimum.
 
 The search is exhaustive over the catalog's offers for the requested accelerator, so it is
-deterministic and explainable: the winner is the lowest hourly compute price under the
-profile's pricing model (ties broken by more vCPUs, more RAM, then name), and every rejected
-shape is kept as a near-miss with the minimum it missed.
+deterministic and explainable: the winner is the lowest hourly compute rate under the
+profile's pricing model (``fullserver.hourly``: the expected rate for spot with fallback, the
+committed rate for reserved; ties broken by more vCPUs, more RAM, then name), and every rejected
+shape is kept as a near-miss with the minimum it missed; every one cheaper than the winner is
+shown, so nothing cheaper is passed over unexplained.
+
+Minimums follow the topology: what only traffic between nodes needs (a scale-out fabric, the
+internode network minimum) applies only when the environment has more than one node.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from fullserver.balance import BalanceReport, Host, evaluate, required_attached_
 from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import AcceleratorKind, Interconnect, Platform
 from fullserver.errors import InputError, NothingFits
+from fullserver.hourly import hourly_rate
+from fullserver.nearmiss import near_misses, nothing_fits_hint
 from fullserver.platforms import DiskLimits, Refusal, Request, option_refusal, rules_for
 from fullserver.profiles import Fabric, Lifecycle, PricingModel, Profile, StoragePolicy, Topology
 from fullserver.rules import environment_labels
@@ -43,12 +50,11 @@ class Candidate:
     spot: bool
 
 
-def compute_price(offer: Offer, region: str, pricing: PricingModel) -> tuple[float, bool]:
-    """Hourly price of one offer in a region under a pricing model, and whether it is spot."""
-    price = offer.prices[region]
-    if pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:
-        return price.spot, True
-    return price.on_demand, False
+def compute_price(offer: Offer, region: str, profile: Profile, catalog: Catalog) -> tuple[float, bool]:
+    """Hourly rate of one node of an offer in a region under the profile's pricing, and whether
+    it is requested as spot (``fullserver.hourly``: the rate the cost estimate charges)."""
+    rate = hourly_rate(offer, region, profile, catalog)
+    return rate.usd, rate.spot
 
 
 def _suggest(value: str, choices: set[str] | list[str]) -> str:
@@ -66,14 +72,14 @@ def _tpu_requested(workload: Workload, offer: Offer, accelerator_name: str | Non
 def _resolve_accelerator(workload: Workload, catalog: Catalog) -> tuple[str | None, bool]:
     """The accelerator model named by the workload, and whether it names a TPU type (slice)."""
     assert workload.accelerator is not None
-    if any(rules_for(o.platform).slices and o.name == workload.accelerator for o in catalog.offers):
+    if workload.accelerator in catalog.slice_types:
         return None, True
     return catalog.accelerator(workload.accelerator).name, False
 
 
 def _candidates(profile: Profile, workload: Workload, platform: Platform, catalog: Catalog) -> list[Offer]:
     acc_name, is_tpu_type = _resolve_accelerator(workload, catalog)
-    offers = [o for o in catalog.offers if o.platform is platform]
+    offers = catalog.offers_on(platform)
     if rules_for(platform).slices:
         matching = [o for o in offers if _tpu_requested(workload, o, acc_name)]
         if not matching:
@@ -88,7 +94,7 @@ def _candidates(profile: Profile, workload: Workload, platform: Platform, catalo
     if is_tpu_type:
         raise InputError("fullserver:accelerator", f"'{workload.accelerator}' is a TPU type", "use platform tpu-vm")
     count = workload.accelerator_count or 1
-    same_model = [o for o in offers if o.accelerator == acc_name]
+    same_model = catalog.offers_on(platform, acc_name)
     if not same_model:
         raise InputError(
             "fullserver:accelerator",
@@ -111,8 +117,9 @@ def _fabric_name(fabric: Fabric) -> str:
     return "scale-out fabric" if fabric is Fabric.ANY else f"{fabric.value} fabric"
 
 
-def _fabric_ok(topology: Topology, offer: Offer) -> bool:
-    if topology.nodes == "single" or topology.fabric is Fabric.NONE:
+def _fabric_ok(topology: Topology, offer: Offer, nodes: int) -> bool:
+    """A scale-out fabric carries traffic between nodes: one node needs none."""
+    if topology.nodes == "single" or topology.fabric is Fabric.NONE or nodes <= 1:
         return True
     return offer.interconnect in _FABRIC_INTERCONNECTS[topology.fabric]
 
@@ -124,10 +131,12 @@ def _evaluate(
     balance = profile.balance_for(platform)
     attach = required_attached_gib(balance, offer.host)
     host = offer.host.model_copy(update={"attached_storage_gib": attach}) if attach else offer.host
-    report = evaluate(balance, host)
+    # A slice's hosts talk over ICI; an environment of one slice is one node to the balance.
+    nodes = 1 if rules_for(platform).slices else workload.nodes
+    report = evaluate(balance, host, nodes)
     if attach and offer.hosts > 1:
         return host, report, "needs an attached read-write disk, which cannot attach to a multi-host TPU slice"
-    if not _fabric_ok(profile.topology, offer):
+    if not _fabric_ok(profile.topology, offer, nodes):
         return host, report, f"no {_fabric_name(profile.topology.fabric)} (has {offer.interconnect.value})"
     return host, report, ""
 
@@ -182,7 +191,7 @@ def rank(
             zone = workload.zone or workload.region
             misses.append((98, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not offered in {zone}")))
             continue
-        usd, spot = compute_price(offer, workload.region, profile.pricing)
+        usd, spot = compute_price(offer, workload.region, profile, catalog)
         host, report, reason = _evaluate(profile, workload, offer, platform)
         if reason or not report.ok:
             why = reason or report.summary()
@@ -198,7 +207,7 @@ def rank(
         raise NothingFits(
             f"profile '{profile.name}' on {platform.value} in {workload.region}",
             f"no shape meets every minimum; closest: {closest}",
-            "lower the accelerator count, pick another region or platform, or relax the profile",
+            nothing_fits_hint(workload, platform, catalog),
         )
     feasible.sort(key=lambda c: (c.usd_hour, -c.host.vcpus, -c.host.memory_gib, c.offer.name))
     return feasible, near
@@ -382,6 +391,13 @@ def build_spec(
     cand = feasible[0]
     offer = cand.offer
     warnings: list[str] = []
+    if offer.local_nvme_disks == 0 and offer.host.local_nvme_gib > 0:
+        warnings.append(
+            f"{offer.name} has {offer.host.local_nvme_gib:,.0f} GiB of local NVMe whose per-disk split is not "
+            "published: the balance counts it, but no RAID0 scratch is assembled from it"
+        )
+    if offer.host.network_gbps is None:
+        warnings.append(f"no source publishes the host network bandwidth of {offer.name}")
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and not cand.spot:
         warnings.append(f"no published spot price for {offer.name} in {workload.region}: priced and run on-demand")
     if cand.spot and rules.no_spot_fallback:
@@ -445,7 +461,7 @@ def build_spec(
             public_ip=public_ip,
             ssh_source_ranges=list(ranges),
             ssh_public_keys=list(workload.ssh_public_keys or []),
-            gbps_per_node=offer.host.network_gbps,
+            gbps_per_node=offer.host.network_gbps or 0,  # unknown: warned above
         ),
         tpu=_tpu_spec(offer, workload) if rules.slices else None,
         serving=profile.serving,
@@ -453,7 +469,7 @@ def build_spec(
         reservation=workload.reservation,
         capacity_block=workload.capacity_block,
         balance=cand.report,
-        near_misses=near[:5],
+        near_misses=near_misses(near, cand.usd_hour),
         alternative_shapes=alternative_shapes(cand, feasible, efa) if cand.spot else [],
         warnings=warnings,
     )
@@ -503,7 +519,7 @@ def dedicated_spec(profile: Profile, workload: Workload, catalog: Catalog, envir
         raise InputError("fullserver:dedicated", "missing", "add monthlyUsd and host for a bare-metal stack")
     hw = ded.host
     host = declared_host(hw, catalog)
-    report = evaluate(profile.balance_for(Platform.BARE_METAL), host)
+    report = evaluate(profile.balance_for(Platform.BARE_METAL), host, len(ded.hosts) or workload.nodes)
     warnings = [] if report.ok else [f"declared host is {report.summary()}"]
     public_ip, ranges = _access(profile, workload)
     return EnvironmentSpec(
@@ -598,7 +614,12 @@ def _none_fits(
     )
     where = f"profile '{profile.name}' in {workload.region}"
     what = f"no platform the profile allows fits: {reasons}"
-    hint = "lower the accelerator count, pick another region, or relax the profile"
+    fewer = [exc.hint for _, exc in errors if isinstance(exc, NothingFits) and exc.hint.startswith("lower")]
+    hint = (
+        "lower the accelerator count, pick another region, or relax the profile"
+        if fewer
+        else "pick another region, or relax the profile"
+    )
     if any(isinstance(exc, NothingFits) for _, exc in errors):
         return NothingFits(where, what, hint)
     return InputError(where, what, hint)

@@ -26,8 +26,9 @@ from fullserver.catalog.model import (
     StoragePrice,
     TpuPrice,
 )
+from fullserver.catalog.network import NETWORK_FILE
 from fullserver.errors import InputError
-from fullserver.platforms import tpu
+from fullserver.platforms import rules_for, tpu
 from fullserver.yamlio import parse, read_yaml
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -104,11 +105,46 @@ class Catalog:
             raise InputError(where, f"unknown accelerator '{name}'", f"known accelerators: {known}")
         return self.accelerators[key]
 
+    # Indexes built once per catalog (the catalog is read-only): sizing asks them for every
+    # decision, and scanning every offer each time was most of a decision's cost.
+    @functools.cached_property
+    def _by_platform(self) -> dict[Platform, list[Offer]]:
+        out: dict[Platform, list[Offer]] = {}
+        for o in self.offers:
+            out.setdefault(o.platform, []).append(o)
+        return out
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, Offer]:
+        return {o.name: o for o in reversed(self.offers)}  # the first of a name wins, as before
+
+    @functools.cached_property
+    def _regions(self) -> dict[Platform, frozenset[str]]:
+        return {p: frozenset(r for o in offers for r in o.prices) for p, offers in self._by_platform.items()}
+
+    @functools.cached_property
+    def slice_types(self) -> frozenset[str]:
+        """Names of the offers sold as slices by type (TPU types)."""
+        return frozenset(o.name for o in self.offers if rules_for(o.platform).slices)
+
+    @functools.cached_property
+    def _by_model(self) -> dict[tuple[Platform, str | None], list[Offer]]:
+        out: dict[tuple[Platform, str | None], list[Offer]] = {}
+        for o in self.offers:
+            out.setdefault((o.platform, o.host.accelerator), []).append(o)
+        return out
+
+    def offers_on(self, platform: Platform, accelerator: str | None = None) -> list[Offer]:
+        """The offers of one platform (of one accelerator model when given), in catalog order."""
+        if accelerator is None:
+            return self._by_platform.get(platform, [])
+        return self._by_model.get((platform, accelerator), [])
+
     def regions(self, platform: Platform) -> set[str]:
-        return {r for o in self.offers if o.platform is platform for r in o.prices}
+        return set(self._regions.get(platform, ()))
 
     def offer(self, name: str) -> Offer | None:
-        return next((o for o in self.offers if o.name == name), None)
+        return self._by_name.get(name)
 
     def storage_price(self, provider: str, kind: str, region: str) -> StoragePrice | None:
         return next(
@@ -118,16 +154,20 @@ class Catalog:
     def egress_price(self, provider: str, region: str) -> EgressPrice | None:
         return next((p for p in self.egress_prices if (p.provider, p.region) == (provider, region)), None)
 
-    def commitment(self, provider: str, family: str, years: int) -> CommitmentDiscount | None:
-        """The published discount for a shape family (exact match: p5 is not p5en)."""
-        return next(
-            (
-                c
-                for c in self.commitment_discounts
-                if (c.provider, c.applies_to, c.term_years) == (provider, family, years)
-            ),
-            None,
-        )
+    def commitment(self, provider: str, family: str, years: int, shape: str | None = None) -> CommitmentDiscount | None:
+        """The published discount for ``shape`` of ``family``: an entry naming that exact shape,
+        else a family-wide entry (exact family: p5 is not p5en). An entry that names its shapes
+        never reaches a shape it does not name (a3-ultragpu-8g is not a3-highgpu-8g)."""
+        found: CommitmentDiscount | None = None
+        for c in self.commitment_discounts:
+            if (c.provider, c.term_years) != (provider, years):
+                continue
+            if c.shapes:
+                if shape is not None and shape in c.shapes:
+                    return c
+            elif c.applies_to == family and found is None:
+                found = c
+        return found
 
 
 def _shape_host(shape: Shape, acc: Accelerator | None) -> Host:
@@ -150,6 +190,7 @@ def _shape_figures(shape: Shape) -> dict[str, Figure]:
         "local_nvme_disks": "disks",
         "local_nvme_disk_gb": "GB",
         "local_nvme_disk_gib": "GiB",
+        "local_nvme_total_gb": "GB in total (per-disk split not published)",
         "network_gbps": "Gbps",
         "efa_interfaces": "interfaces",
         "interconnect": "",
@@ -277,6 +318,7 @@ class _Loader:
         storage = [p for _, f in self.files for p in f.storage_prices]
         egress = [p for _, f in self.files for p in f.egress_prices]
         commitments = [c for _, f in self.files for c in f.commitment_discounts]
+        self._check_commitments(shapes, offers)
         for where, f in self.files:
             sourced: list[StoragePrice | EgressPrice | CommitmentDiscount | Accelerator] = [
                 *f.storage_prices,
@@ -288,6 +330,31 @@ class _Loader:
                 check_source(where, f"{type(entry).__name__} entry", entry.source)
         offers.sort(key=lambda o: (o.platform.value, o.name))
         return Catalog(sources, accelerators, offers, storage, egress, commitments, aliases)
+
+    def _check_commitments(self, shapes: dict[str, tuple[str, Shape]], offers: list[Offer]) -> None:
+        """A discount must reach something, and only what its source names: every shape it lists
+        exists, a family-wide one names a family that exists, and no two entries claim the same
+        shape and term (the one applied would depend on file order)."""
+        families = {o.family for o in offers}
+        claimed: dict[tuple[str, str, int], str] = {}
+        for where, f in self.files:
+            for i, c in enumerate(f.commitment_discounts):
+                item = f"commitment_discounts[{i}] ({c.applies_to}, {c.term_years} years)"
+                for name in c.shapes:
+                    if name not in shapes:
+                        raise InputError(where, f"{item}: unknown shape '{name}'", "list shapes the catalog defines")
+                    key = (c.provider, name, c.term_years)
+                    if key in claimed:
+                        raise InputError(
+                            where, f"{item}: {name} already has a discount ({claimed[key]})", "give one per shape"
+                        )
+                    claimed[key] = c.applies_to
+                if not c.shapes and c.applies_to not in families:
+                    raise InputError(
+                        where,
+                        f"{item}: no offer of family '{c.applies_to}'",
+                        "name an existing family, or list the exact shapes under shapes:",
+                    )
 
     def _attached(
         self,
@@ -414,7 +481,7 @@ class _Loader:
                             vcpus=t.host_vcpus,
                             memory_gib=t.host_memory_gib,
                             local_nvme_gib=0.0,
-                            network_gbps=t.host_network_gbps or 0.0,
+                            network_gbps=t.host_network_gbps,  # None: not published, never 0
                         ),
                         hosts=t.hosts,
                         interconnect=Interconnect.ICI,
@@ -445,7 +512,8 @@ class _Loader:
 @functools.lru_cache(maxsize=8)
 def load_catalog(directory: Path = DATA_DIR) -> Catalog:
     """Load and validate every ``*.yaml`` under ``directory`` (cached: the data is read-only)."""
-    paths = sorted(directory.glob("*.yaml"))
+    # network.yaml prices load balancers, NAT and addresses: fullserver.catalog.network reads it
+    paths = sorted(p for p in directory.glob("*.yaml") if p.name != NETWORK_FILE)
     if not paths:
         raise InputError(str(directory), "no catalog data files", "add data/*.yaml files")
     return _Loader([(str(p), read_yaml(p)) for p in paths]).build()

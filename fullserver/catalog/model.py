@@ -74,6 +74,9 @@ class Shape(Strict):
     local_nvme_disk_gb: Positive | None = None
     local_nvme_disk_gib: Positive | None = None
     local_nvme_selectable_counts: list[int] | None = None
+    local_nvme_total_gb: Positive | None = None
+    """Local NVMe known only in total (decimal GB) where no source splits it per disk: carried as
+    a total, so the balance counts it, instead of being left out (which read as 0 GiB)."""
     network_gbps: Positive
     efa_interfaces: Count = 0
     interconnect: Interconnect = Interconnect.NONE
@@ -86,12 +89,16 @@ class Shape(Strict):
             raise ValueError("accelerator and accelerator_count must be set together")
         if self.local_nvme_disks and (self.local_nvme_disk_gb is None) == (self.local_nvme_disk_gib is None):
             raise ValueError("local_nvme_disks needs exactly one of local_nvme_disk_gb or local_nvme_disk_gib")
+        if self.local_nvme_total_gb is not None and (self.local_nvme_disks or self.local_nvme_disk_gb):
+            raise ValueError("local_nvme_total_gb is for a total without a per-disk split: drop it or the split")
         if self.efa_interfaces and self.interconnect is not Interconnect.EFA:
             raise ValueError("efa_interfaces needs interconnect: efa")
         return self
 
     @property
     def local_nvme_gib(self) -> float:
+        if self.local_nvme_total_gb is not None:
+            return self.local_nvme_total_gb / GB_PER_GIB
         size = self.local_nvme_disk_gib or (self.local_nvme_disk_gb or 0) / GB_PER_GIB
         return self.local_nvme_disks * size
 
@@ -208,12 +215,19 @@ class EgressPrice(Strict):
 
 
 class CommitmentDiscount(Strict):
-    """A published commitment discount, as a fraction off on-demand (e.g. 0.37 for 37%)."""
+    """A published commitment discount, as a fraction off on-demand (e.g. 0.37 for 37%).
+
+    It applies only where its source says: to the exact ``shapes`` the source prices (a GCP
+    machine type, an AWS instance type), or, when ``shapes`` is empty, to every offer of the family
+    ``applies_to`` names (a TPU generation priced per chip-hour; an AWS family whose every size the
+    refresh read). With ``shapes`` set, ``applies_to`` only labels the entry.
+    """
 
     provider: Literal["aws", "gcp"]
     applies_to: str
     term_years: Annotated[int, Field(gt=0)]
     discount: Annotated[float, Field(gt=0, lt=1)]
+    shapes: list[str] = []
     source: str
 
 

@@ -131,7 +131,7 @@ def plan_prices_used(plan: StackPlan, catalog: Catalog) -> list[UsedPrice]:
             match = _COMMITMENT.search(compute.note) if compute else None
             if match:
                 years = int(match.group(1))
-                disc = catalog.commitment(spec.provider, offer.family, years)
+                disc = catalog.commitment(spec.provider, offer.family, years, offer.name)
                 if disc is not None:
                     used.append(UsedPrice(f"{years}-year commitment discount for {offer.family}", disc.source))
     kinds = {

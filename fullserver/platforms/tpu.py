@@ -100,6 +100,9 @@ MULTISLICE = Refusal("nodes", "nodes", "multislice TPU environments are not supp
 """An environment is one slice: more nodes means a larger type, not more slices."""
 
 
+COMPONENT = "tpu"
+"""Which args of the ``Environment`` component build this platform (``components.args``)."""
+
 RULES = PlatformRules(
     platform=Platform.TPU_VM,
     provider="gcp",

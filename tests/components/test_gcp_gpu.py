@@ -164,7 +164,13 @@ def test_every_gpudirect_shape_in_the_catalog_has_a_nic_plan(catalog: Catalog) -
 
 
 def test_a3_mega_cluster_gets_8_gpudirect_tcpxo_nics_each_on_its_own_network(catalog: Catalog, build: Build) -> None:
-    spec = cluster(catalog, "H100-80GB")
+    sized = cluster(catalog, "H100-80GB")
+    # Issue 13: a3-highgpu-8g is priced in us-central1 now and costs less, so sizing takes it (it
+    # took A3 Mega only because A3 High had no price there); the Mega NIC plan is built from the
+    # same spec on a3-megagpu-8g.
+    assert (sized.machine_type, sized.nodes) == ("a3-highgpu-8g", 2)
+    net = sized.network.model_copy(update={"interconnect": Interconnect.GPUDIRECT_TCPXO})
+    spec = sized.model_copy(update={"offer": "a3-megagpu-8g", "machine_type": "a3-megagpu-8g", "network": net})
     assert (spec.machine_type, spec.nodes, spec.network.interconnect) == (
         "a3-megagpu-8g",
         2,

@@ -136,6 +136,34 @@ def _broken(mutate: Any) -> dict[str, Any]:
             "alias 'g24-alias' is already used by G24",
         ),
         (lambda d: d["shapes"][0].update(price=3), "unknown key 'shapes[0].price'"),
+        (
+            lambda d: d["shapes"][0].update(local_nvme_total_gb=500),
+            "local_nvme_total_gb is for a total without a per-disk split",
+        ),
+        (
+            lambda d: d["commitment_discounts"][0].update(shapes=["quad.x", "ghost.x"]),
+            "commitment_discounts[0] (quad, 1 years): unknown shape 'ghost.x'",
+        ),
+        (
+            lambda d: d["commitment_discounts"].append(
+                {"provider": "aws", "applies_to": "nofamily", "term_years": 3, "discount": 0.5, "source": "fx"}
+            ),
+            "no offer of family 'nofamily'",
+        ),
+        (
+            lambda d: d["commitment_discounts"].extend(
+                {
+                    "provider": "aws",
+                    "applies_to": a,
+                    "term_years": 3,
+                    "discount": 0.5,
+                    "shapes": ["quad.x"],
+                    "source": "fx",
+                }
+                for a in ("one", "two")
+            ),
+            "quad.x already has a discount (one)",
+        ),
     ],
 )
 def test_the_loader_refuses_impossible_data_naming_file_and_entry(tmp_path: Path, mutate: Any, message: str) -> None:
@@ -143,3 +171,44 @@ def test_the_loader_refuses_impossible_data_naming_file_and_entry(tmp_path: Path
         load_catalog(write_catalog(tmp_path / "c", _broken(mutate)))
     assert message in str(err.value)
     assert "fixture.yaml" in str(err.value)
+
+
+# --- Issue 13: no figure silently zero, no discount where its source does not reach.
+
+
+def test_local_nvme_known_only_in_total_counts_as_that_total(tmp_path: Path) -> None:
+    data = copy.deepcopy(MINI)
+    data["shapes"].append(shape("total.x", "G24", 1, 8, 64, local_nvme_total_gb=7600))
+    catalog = load_catalog(write_catalog(tmp_path / "c", data))
+    offer = catalog.offer("total.x")
+    assert offer is not None
+    assert offer.host.local_nvme_gib == pytest.approx(7600 / GB_PER_GIB)
+    assert (offer.local_nvme_disks, offer.figures["local_nvme_total_gb"].value) == (0, 7600)
+
+
+def test_shipped_shapes_with_instance_store_never_read_as_zero(shipped: Catalog) -> None:
+    # g6/g6e/trn1n/trn2 were once left without local NVMe (per-disk split unsourced): 0 GiB.
+    for name, gb in {"g6.4xlarge": 600, "g6e.48xlarge": 7600, "trn1n.32xlarge": 7600, "trn2.48xlarge": 7600}.items():
+        offer = shipped.offer(name)
+        assert offer is not None and offer.host.local_nvme_gib == pytest.approx(gb / GB_PER_GIB), name
+
+
+def test_a_discount_naming_its_shapes_reaches_no_other_shape_of_the_family(shipped: Catalog) -> None:
+    high = shipped.commitment("gcp", "a3", 1, "a3-highgpu-8g")
+    assert high is not None and high.discount == 0.3063
+    assert shipped.commitment("gcp", "a3", 1, "a3-ultragpu-8g") is None
+    assert shipped.commitment("gcp", "a2", 1, "a2-ultragpu-8g") is None
+    mega = shipped.commitment("gcp", "a3", 3, "a3-megagpu-8g")
+    assert mega is not None and mega.discount == 0.5643
+    # A family-wide entry (a TPU generation priced per chip-hour) still reaches every type of it.
+    v6e = shipped.commitment("gcp", "v6e", 1, "v6e-16")
+    assert v6e is not None and v6e.discount == 0.30
+
+
+def test_tpu_host_network_follows_the_hosts_google_builds(shipped: Catalog) -> None:
+    per_chip = {"v5p-8": 50, "v5litepod-8": 25, "v5litepod-16": 25, "v6e-8": 100, "v6e-4": 100}
+    for name, gbps in per_chip.items():
+        offer = shipped.offer(name)
+        assert offer is not None and offer.host.network_gbps == gbps * offer.host.accelerator_count, name
+    v4 = shipped.offer("v4-8")
+    assert v4 is not None and v4.host.network_gbps is None  # not published: unknown, never 0

@@ -44,8 +44,11 @@ def test_on_demand_persistent_pays_every_hour_plus_disks_and_egress(
         "boot disk": 200 * 0.08,  # 200 GiB gp3, persistent: billed all month
         "data disk": 100 * 0.08,  # 80 GiB dataset x 1.25 headroom
         "data transfer": 100 * 0.09,
+        # private nodes egress through a NAT gateway whose Elastic IP is billed in every region
+        # (the gateway itself has no price for the made-up r-1: fullserver.billables warns)
+        "public IPv4 addresses": round(0.005 * HOURS_PER_MONTH, 2),
     }
-    assert cost.usd_month == pytest.approx(1460 + 16 + 8 + 9)
+    assert cost.usd_month == pytest.approx(1460 + 16 + 8 + 9 + 3.65)
     assert cost.usd_hour == pytest.approx(cost.usd_month / HOURS_PER_MONTH, abs=1e-4)
 
 
@@ -80,12 +83,16 @@ def test_provisioned_iops_and_throughput_above_the_free_baseline_are_priced(
     assert lines(cost)["data disk"] == pytest.approx(10 + 10 + 8)
 
 
-def test_spot_is_priced_at_spot_with_the_fallback_named(tmp_path: Path, mini_catalog: Catalog) -> None:
-    profile = profile_with(tmp_path, "", pricing="spot-with-fallback")
+def test_spot_with_fallback_is_priced_at_the_expected_mix_with_the_fallback_named(
+    tmp_path: Path, mini_catalog: Catalog
+) -> None:
+    # Issue 13: spot with fallback costs the profile's spot share at spot and the rest on-demand
+    # (it used to cost the bare spot price, 0.80, as if capacity never ran out).
+    profile = profile_with(tmp_path, "cost: {spot_share: 0.75}\n", pricing="spot-with-fallback")
     spec = build_spec(profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
     cost = estimate(spec, profile, wl(), mini_catalog)
-    assert spec.spot and cost.compute_usd_hour == 0.8
-    assert "on-demand fallback 2.00/h" in cost.lines[0].note
+    assert spec.spot and cost.compute_usd_hour == pytest.approx(0.75 * 0.8 + 0.25 * 2.0)
+    assert "75% of hours spot 0.80/h, 25% on-demand fallback 2.00/h" in cost.lines[0].note
 
 
 def test_reserved_capacity_applies_the_published_commitment_discount(tmp_path: Path, mini_catalog: Catalog) -> None:
@@ -96,7 +103,8 @@ def test_reserved_capacity_applies_the_published_commitment_discount(tmp_path: P
     cost = estimate(spec, profile, work, mini_catalog)
     assert cost.compute_usd_hour == pytest.approx(2 * 10.0 * 0.6)
     assert lines(cost)["compute"] == pytest.approx(12.0 * HOURS_PER_MONTH)
-    assert cost.warnings == []
+    # the made-up region r-1 has no network prices (NAT): tests/core/test_billables.py prices those
+    assert [w for w in cost.warnings if "network catalog" not in w] == []
 
 
 def test_reserved_without_a_published_discount_warns_and_prices_on_demand(
@@ -162,4 +170,68 @@ def test_the_same_job_elsewhere_holds_as_many_accelerators() -> None:
     by_platform = {c.platform: c for c in plan.comparison}
     # Two 8-GPU dedicated servers for the 16 GPUs of two p5 nodes, not one.
     assert by_platform[Platform.BARE_METAL].usd_month == 2 * 14500
-    assert "16 x H100-80GB on 2 node(s)" in by_platform[Platform.GCP_GPU].note
+    assert by_platform[Platform.GCP_GPU].capacity == "16 x H100-80GB, 1280 GiB"
+    assert "2 node(s)" in by_platform[Platform.GCP_GPU].note
+
+
+# --- Issue 13: a discount only where its source names the shape; nothing unpriced counts as $0.
+
+
+def shipped_plan(**kw: Any) -> tuple[Any, Any]:
+    from fullserver.catalog import load_catalog
+    from fullserver.sizing import size
+
+    profile = load_profiles()[kw["profile"]]
+    work = Workload.model_validate(kw)
+    spec = size(profile, work, load_catalog(), "env")
+    return spec, estimate(spec, profile, work, load_catalog())
+
+
+def test_8_h100_on_gcp_takes_a3_highgpu_8g_with_its_own_commitment_discount() -> None:
+    spec, cost = shipped_plan(
+        profile="scale-training",
+        platform="gcp-gpu",
+        region="us-central1",
+        accelerator="H100",
+        acceleratorCount=8,
+        nodes=2,
+    )
+    # a3-highgpu-8g is now priced in us-central1 (87.83/h, below a3-megagpu-8g's 92.21/h).
+    assert spec.offer == "a3-highgpu-8g"
+    assert cost.compute_usd_hour == pytest.approx(2 * 87.83247 * (1 - 0.3063), abs=1e-3)
+    assert "1-year commitment: 31% off 87.83/h x 2" in cost.lines[0].note
+
+
+def test_a3_ultragpu_gets_no_a3_high_discount() -> None:
+    spec, cost = shipped_plan(
+        profile="scale-training",
+        platform="gcp-gpu",
+        region="us-central1",
+        accelerator="H200",
+        acceleratorCount=8,
+        nodes=2,
+    )
+    assert spec.offer == "a3-ultragpu-8g"
+    assert cost.compute_usd_hour == pytest.approx(2 * 86.75992)  # on-demand: no discount is published for it
+    assert any("no published 1-year commitment discount for a3-ultragpu-8g" in w for w in cost.warnings)
+
+
+def test_an_unpriced_disk_is_named_and_never_counted_as_zero() -> None:
+    _, cost = shipped_plan(
+        profile="scale-training",
+        platform="gcp-gpu",
+        region="us-central1",
+        accelerator="H100",
+        acceleratorCount=8,
+        nodes=2,
+    )
+    # A3 boots from Hyperdisk Balanced, for which no sourced price exists.
+    assert cost.unpriced == ["boot disk (600 GiB hyperdisk-balanced)"] and not cost.complete
+    assert "boot disk" not in {line.item for line in cost.lines}
+    assert any("the total leaves it out and is a lower bound" in w for w in cost.warnings)
+
+
+def test_a_fully_priced_estimate_is_complete(mini_catalog: Catalog, base_profile: Profile) -> None:
+    spec = build_spec(base_profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    cost = estimate(spec, base_profile, wl(), mini_catalog)
+    assert cost.complete and cost.unpriced == []

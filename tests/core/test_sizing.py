@@ -209,7 +209,8 @@ def test_when_no_platform_fits_the_error_names_each_platforms_reason(tmp_path: P
         "[aws-gpu] no shape meets every minimum; closest: big.x: short: cpu 32 vCPUs < 64 vCPUs; "
         "wide.x: short: cpu 16 vCPUs < 64 vCPUs; mid.x: short: cpu 8 vCPUs < 64 vCPUs "
         "[gcp-gpu] no shape meets every minimum; closest: gbig.x: short: cpu 48 vCPUs < 64 vCPUs "
-        "(lower the accelerator count, pick another region, or relax the profile)"
+        # One G24 per node is the fewest any platform sells: lowering the count is no way out.
+        "(pick another region, or relax the profile)"
     )
 
 
@@ -294,8 +295,8 @@ def test_property_chosen_shape_is_feasible_and_nothing_cheaper_is(
     assert spec.vcpus >= cpu and spec.memory_gib >= need_ram
     chosen = catalog.offer(spec.offer)
     assert chosen is not None
-    cheapest = min(compute_price(o, "r-1", profile.pricing)[0] for o in feasible)
-    assert compute_price(chosen, "r-1", profile.pricing)[0] == cheapest
+    cheapest = min(compute_price(o, "r-1", profile, catalog)[0] for o in feasible)
+    assert compute_price(chosen, "r-1", profile, catalog)[0] == cheapest
 
 
 def test_a_tpu_zone_comes_from_the_catalog_when_none_is_asked(mini_catalog: Catalog, base_profile: Profile) -> None:
@@ -354,3 +355,187 @@ def test_ssh_source_ranges_must_be_narrow_cidr_networks(ranges: list[str], messa
         "203.0.113.0/24",
         "2001:db8::/48",
     ]
+
+
+# --- Issue 13: expected cost for spot with fallback, every cheaper shape explained, minimums that
+# follow the topology.
+
+
+def spot_profile(tmp_path: Path, share: float, extra: str = "") -> Profile:
+    text = PROFILE.replace("pricing: on-demand", "pricing: spot-with-fallback").replace(
+        "lifecycle: {mode: persistent}", "lifecycle: {mode: ephemeral, ttl_hours: 4}"
+    )
+    return load_profiles(write_profiles(tmp_path, {"base": text + f"cost: {{spot_share: {share}}}\n" + extra}))["base"]
+
+
+def spot_catalog() -> Catalog:
+    """A balanced shape with no spot price (1.32/h) beside a bigger one whose spot price is known
+    (1.24/h spot, 3.40/h when it falls back): the g6.4xlarge / g6.16xlarge case of issue 13."""
+    return catalog_from_data(
+        [
+            (
+                "spot.yaml",
+                {
+                    "sources": {"fx": SOURCE},
+                    "accelerators": MINI["accelerators"][:1],
+                    "shapes": [shape("bal.x", "G24", 1, 16, 64), shape("huge.x", "G24", 1, 64, 256)],
+                    "shape_prices": [
+                        {"shape": "bal.x", "region": "r-1", "on_demand_usd_hour": 1.32, "source": "fx"},
+                        {
+                            "shape": "huge.x",
+                            "region": "r-1",
+                            "on_demand_usd_hour": 3.40,
+                            "spot_usd_hour": 1.24,
+                            "source": "fx",
+                        },
+                    ],
+                },
+            )
+        ]
+    )
+
+
+def test_a_known_spot_price_alone_does_not_win_against_a_cheaper_expected_cost(tmp_path: Path) -> None:
+    profile = spot_profile(tmp_path, 0.8)
+    spec = build_spec(profile, wl(), Platform.AWS_GPU, spot_catalog(), "env")
+    # huge.x is expected to cost 0.8 x 1.24 + 0.2 x 3.40 = 1.672/h; bal.x runs on-demand at 1.32/h.
+    assert (spec.offer, spec.spot) == ("bal.x", False)
+    huge = spot_catalog().offer("huge.x")
+    assert huge is not None
+    rate, spot = compute_price(huge, "r-1", profile, spot_catalog())
+    assert spot and rate == pytest.approx(1.672)
+
+
+def test_every_cheaper_shape_passed_over_is_a_near_miss_with_its_reason(tmp_path: Path) -> None:
+    cheap = [shape(f"tiny{i}.x", "G24", 1, 2, 8) for i in range(7)]
+    data = {
+        "sources": {"fx": SOURCE},
+        "accelerators": MINI["accelerators"][:1],
+        "shapes": [*cheap, shape("ok.x", "G24", 1, 16, 64), shape("far.x", "G24", 1, 1, 2)],
+        "shape_prices": [
+            *(
+                {"shape": s["name"], "region": "r-1", "on_demand_usd_hour": 0.1 + i / 100, "source": "fx"}
+                for i, s in enumerate(cheap)
+            ),
+            {"shape": "ok.x", "region": "r-1", "on_demand_usd_hour": 1.0, "source": "fx"},
+            {"shape": "far.x", "region": "r-1", "on_demand_usd_hour": 5.0, "source": "fx"},
+        ],
+    }
+    catalog = catalog_from_data([("cheap.yaml", data)])
+    profile = load_profiles(write_profiles(tmp_path, {"base": PROFILE}))["base"]
+    spec = build_spec(profile, wl(), Platform.AWS_GPU, catalog, "env")
+    assert spec.offer == "ok.x"
+    cheaper = [m for m in spec.near_misses if m.usd_hour is not None and m.usd_hour < 1.0]
+    assert [m.offer for m in cheaper] == [f"tiny{i}.x" for i in range(7)]  # all seven, cheapest first
+    assert all(m.reason.startswith("short: cpu 2 vCPUs < 8 vCPUs") for m in cheaper)
+
+
+def test_the_spot_shape_wins_once_its_expected_cost_is_the_lower(tmp_path: Path) -> None:
+    # 0.96 x 1.24 + 0.04 x 3.40 = 1.3264 > 1.32; 0.97 x 1.24 + 0.03 x 3.40 = 1.3048 < 1.32.
+    assert build_spec(spot_profile(tmp_path / "a", 0.96), wl(), Platform.AWS_GPU, spot_catalog(), "e").offer == "bal.x"
+    assert build_spec(spot_profile(tmp_path / "b", 0.97), wl(), Platform.AWS_GPU, spot_catalog(), "e").offer == "huge.x"
+
+
+def internode_profile(tmp_path: Path) -> Profile:
+    text = PROFILE.rstrip() + (
+        "\n  network_gbps_per_accelerator: {value: 5, reason: datasets and checkpoints over the host network}"
+        "\n  internode_network_gbps_per_accelerator: {value: 50, reason: gradient all-reduce between nodes}\n"
+        "topology: {nodes: multi, fabric: efa}\n"
+    )
+    return load_profiles(write_profiles(tmp_path, {"base": text}))["base"]
+
+
+def test_internode_minimums_and_the_fabric_apply_only_with_more_than_one_node(tmp_path: Path) -> None:
+    profile = internode_profile(tmp_path)
+    one = build_spec(profile, wl(acceleratorCount=4), Platform.AWS_GPU, mini(), "env")
+    # One node: quadne.x (no EFA, 100 Gbps < 4 x 50) is the cheaper and is balanced.
+    assert one.offer == "quadne.x" and one.balance.ok
+    assert "internode network" not in [line.dimension for line in one.balance.lines]
+    with pytest.raises(NothingFits, match=r"internode network 100 Gbps < 200 Gbps"):
+        build_spec(profile, wl(acceleratorCount=4, nodes=2), Platform.AWS_GPU, mini(), "env")
+
+
+def mini() -> Catalog:
+    return catalog_from_data([("mini.yaml", {"sources": {"fx": SOURCE}, **MINI})])
+
+
+def test_a_network_figure_no_source_publishes_is_short_not_zero(tmp_path: Path, mini_catalog: Catalog) -> None:
+    text = PROFILE.rstrip() + "\n  network_gbps_per_accelerator: {value: 5, reason: datasets over the host network}\n"
+    profile = load_profiles(write_profiles(tmp_path, {"base": text}))["base"]
+    with pytest.raises(NothingFits, match=r"tx-4: short: network not published \(needs 20 Gbps\)"):
+        build_spec(profile, wl(accelerator="tx-4"), Platform.TPU_VM, mini_catalog, "env")
+
+
+def test_the_hint_offers_fewer_accelerators_only_where_fewer_are_sold(tmp_path: Path, mini_catalog: Catalog) -> None:
+    greedy = load_profiles(write_profiles(tmp_path, {"base": PROFILE.replace("value: 8,", "value: 64,")}))["base"]
+    with pytest.raises(NothingFits) as four:
+        build_spec(greedy, wl(acceleratorCount=4), Platform.AWS_GPU, mini_catalog, "env")
+    assert "(lower the accelerator count (aws-gpu sells 1 per node), pick another region" in str(four.value)
+    with pytest.raises(NothingFits) as one:
+        build_spec(greedy, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    assert "lower the accelerator count" not in str(one.value)
+
+
+# --- the shipped catalog and profiles: the cases issue 13 names.
+
+
+def real(**kw: Any) -> tuple[Profile, Workload]:
+    return load_profiles()[kw["profile"]], Workload.model_validate(kw)
+
+
+def test_fine_tuning_one_l4_on_aws_takes_the_balanced_g6_4xlarge() -> None:
+    from fullserver.catalog import load_catalog
+
+    profile, work = real(profile="fine-tuning", platform="aws-gpu", region="us-east-1", accelerator="L4")
+    spec = size(profile, work, load_catalog(), "env")
+    assert (spec.offer, spec.spot) == ("g6.4xlarge", True)
+    assert "g6.16xlarge" not in [m.offer for m in spec.near_misses]  # dearer: not passed over
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "platform", "region", "offer"),
+    [
+        ("A100-80GB", "aws-gpu", "us-east-1", "p4de.24xlarge"),
+        ("H200-141GB", "aws-gpu", "us-east-1", "p5en.48xlarge"),
+        ("B200", "aws-gpu", "us-east-1", "p6-b200.48xlarge"),
+        ("v5p-8", "tpu-vm", "us-east5", "v5p-8"),
+    ],
+)
+def test_fine_tuning_has_a_shape_for_the_eight_gpu_reference_servers_and_v5p_8(
+    accelerator: str, platform: str, region: str, offer: str
+) -> None:
+    from fullserver.catalog import load_catalog
+
+    kw: dict[str, Any] = {"profile": "fine-tuning", "platform": platform, "region": region, "accelerator": accelerator}
+    if platform != "tpu-vm":
+        kw["acceleratorCount"] = 8
+    profile, work = real(**kw)
+    assert size(profile, work, load_catalog(), "env").offer == offer
+
+
+def test_scale_training_single_node_is_not_held_to_the_internode_minimum() -> None:
+    from fullserver.catalog import load_catalog
+
+    kw = {"profile": "scale-training", "platform": "aws-gpu", "region": "us-east-1", "accelerator": "A10G"}
+    profile, work = real(**kw, acceleratorCount=4)
+    assert size(profile, work, load_catalog(), "env").offer == "g5.12xlarge"
+    profile, two = real(**kw, acceleratorCount=4, nodes=2)
+    with pytest.raises(NothingFits, match=r"g5\.12xlarge: short: internode network 40 Gbps < 200 Gbps"):
+        size(profile, two, load_catalog(), "env")
+
+
+def test_g6e_48xlarge_local_nvme_counts_for_scale_training() -> None:
+    from fullserver.catalog import load_catalog
+
+    profile, work = real(
+        profile="scale-training",
+        platform="aws-gpu",
+        region="us-east-1",
+        accelerator="L40S",
+        acceleratorCount=8,
+        nodes=2,
+    )
+    spec = size(profile, work, load_catalog(), "env")
+    nvme = next(line for line in spec.balance.lines if line.dimension == "nvme")
+    assert spec.offer == "g6e.48xlarge" and nvme.ok and nvme.provided == pytest.approx(7600 / 1.073741824)
+    assert (spec.local_nvme_disks, spec.scratch_raid0) == (4, True)

@@ -1,0 +1,43 @@
+"""What a plan says about the shapes it did not choose: every cheaper one passed over, with
+why, and only the ways out of "nothing fits" that exist."""
+
+from __future__ import annotations
+
+from fullserver.catalog import Catalog
+from fullserver.catalog.model import Platform
+from fullserver.platforms import rules_for
+from fullserver.spec import NearMiss
+from fullserver.workload import Workload
+
+
+def nothing_fits_hint(workload: Workload, platform: Platform, catalog: Catalog) -> str:
+    """Only the ways out that exist: fewer accelerators only where the platform sells fewer per node."""
+    ways = ["pick another region or platform", "relax the profile"]
+    count = workload.accelerator_count or 1
+    acc = workload.accelerator
+    if not rules_for(platform).slices and acc is not None:
+        name = catalog.aliases.get(acc.lower())
+        fewer = sorted(
+            {o.host.accelerator_count for o in catalog.offers_on(platform, name) if o.host.accelerator_count < count}
+        )
+        if fewer:
+            ways.insert(
+                0, f"lower the accelerator count ({platform.value} sells {', '.join(map(str, fewer))} per node)"
+            )
+    return ", or ".join([", ".join(ways[:-1]), ways[-1]])
+
+
+MAX_NEAR_MISSES = 5
+"""Near-misses shown beyond those cheaper than the chosen shape (all of which are shown)."""
+
+
+def near_misses(near: list[NearMiss], chosen_usd: float) -> list[NearMiss]:
+    """Every rejected shape cheaper than the chosen one (cheapest first, each with why), then the
+    closest others up to ``MAX_NEAR_MISSES``."""
+    cheaper = sorted(
+        (m for m in near if m.usd_hour is not None and m.usd_hour < chosen_usd - 1e-9),
+        key=lambda m: (m.usd_hour or 0.0, m.offer),
+    )
+    shown = {id(m) for m in cheaper}
+    rest = [m for m in near if id(m) not in shown][: max(0, MAX_NEAR_MISSES - len(cheaper))]
+    return cheaper + rest

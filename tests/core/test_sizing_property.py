@@ -1,0 +1,227 @@
+"""Property (issue 13): for any workload the catalog can be asked, the chosen shape never costs more
+than the cheapest balanced shape in the catalog, at the expected cost for spot profiles.
+
+The brute force below is a separate, plain reading of the rules over the catalog's offers (the
+balance minimums, the fabric between nodes, the price by pricing model); it calls nothing in
+``fullserver.sizing``, ``fullserver.balance`` or ``fullserver.hourly``, so a mistake there cannot
+hide behind the same mistake here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from fullserver.catalog import Catalog, Offer, Price, catalog_from_data, load_catalog
+from fullserver.catalog.model import Interconnect, Platform
+from fullserver.errors import InputError, NothingFits
+from fullserver.profiles import Fabric, PricingModel, Profile, load_profiles
+from fullserver.sizing import build_spec
+from fullserver.workload import Workload
+
+from .conftest import MINI, PROFILE, SOURCE, shape
+
+FABRICS = {
+    Fabric.EFA: {Interconnect.EFA},
+    Fabric.GPUDIRECT: {Interconnect.GPUDIRECT_TCPX, Interconnect.GPUDIRECT_TCPXO, Interconnect.GPUDIRECT_RDMA},
+    Fabric.ICI: {Interconnect.ICI},
+    Fabric.ANY: set(Interconnect) - {Interconnect.NONE},
+}
+
+
+def _need(value: float) -> int:
+    """A minimum as it can be bought: whole vCPUs, whole GiB, whole Gbps."""
+    return math.ceil(value - 1e-9)
+
+
+def _meets(provided: float | None, value: float) -> bool:
+    return provided is not None and provided + 1e-9 >= _need(value)
+
+
+def balanced(profile: Profile, platform: Platform, offer: Offer, nodes: int) -> bool:
+    bal = profile.balance_for(platform)
+    host = offer.host
+    n = max(host.accelerator_count, 1)
+    cpu = host.vcpus // 2 if bal.cpu_per_accelerator.unit == "core" else host.vcpus
+    if not _meets(cpu, bal.cpu_per_accelerator.value * n):
+        return False
+    ram = max(bal.ram_per_accelerator_memory.value * n * host.accelerator_memory_gib, bal.ram_floor_gib.value)
+    if not _meets(host.memory_gib, ram):
+        return False
+    nvme = bal.nvme_gib_per_accelerator
+    # Block storage may make up missing local NVMe, except on a multi-host slice (read-only disks).
+    attachable = bal.nvme_may_be_attached and offer.hosts == 1
+    if nvme is not None and not _meets(host.local_nvme_gib, nvme.value * n) and not attachable:
+        return False
+    minimums = [bal.network_gbps_per_accelerator]
+    if nodes > 1:
+        minimums.append(bal.internode_network_gbps_per_accelerator)
+    for net in minimums:
+        if net is not None and not _meets(host.network_gbps, net.value * n):
+            return False
+    topo = profile.topology
+    return not (nodes > 1 and topo.nodes == "multi" and topo.fabric is not Fabric.NONE) or (
+        offer.interconnect in FABRICS[topo.fabric]
+    )
+
+
+def expected_usd_hour(profile: Profile, offer: Offer, price: Price, catalog: Catalog) -> float:
+    if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:
+        share = profile.cost.spot_share
+        return share * price.spot + (1 - share) * price.on_demand
+    if profile.pricing is PricingModel.RESERVED:
+        years = profile.cost.commitment_years or 1
+        provider = "aws" if offer.platform is Platform.AWS_GPU else "gcp"
+        terms = [c for c in catalog.commitment_discounts if (c.provider, c.term_years) == (provider, years)]
+        exact = [c for c in terms if offer.name in c.shapes]
+        family = [c for c in terms if not c.shapes and c.applies_to == offer.family]
+        found = exact or family
+        return price.on_demand * (1 - found[0].discount) if found else price.on_demand
+    return price.on_demand
+
+
+def brute_force(profile: Profile, work: Workload, platform: Platform, catalog: Catalog) -> dict[str, float]:
+    """Every balanced offer the workload can use, with its expected hourly cost."""
+    slices = platform is Platform.TPU_VM
+    nodes = 1 if slices else work.nodes
+    model = catalog.aliases.get((work.accelerator or "").lower())
+    out: dict[str, float] = {}
+    for offer in catalog.offers:
+        if offer.platform is not platform:
+            continue
+        if slices and offer.name != work.accelerator:
+            continue
+        if not slices and (offer.accelerator != model or offer.host.accelerator_count != (work.accelerator_count or 1)):
+            continue
+        price = offer.prices.get(work.region)
+        if price is None:
+            continue
+        if offer.zones and not any(z.startswith(f"{work.region}-") for z in offer.zones):
+            continue
+        if balanced(profile, platform, offer, nodes):
+            out[offer.name] = expected_usd_hour(profile, offer, price, catalog)
+    return out
+
+
+def check(profile: Profile, work: Workload, platform: Platform, catalog: Catalog) -> None:
+    feasible = brute_force(profile, work, platform, catalog)
+    try:
+        spec = build_spec(profile, work, platform, catalog, "prop")
+    except NothingFits:
+        assert feasible == {}, f"sizing found nothing; balanced: {sorted(feasible)}"
+        return
+    except InputError as exc:
+        # A platform rule on what the request asks (a queued TPU slice cannot be spot): not a price.
+        assume("queued resource" not in str(exc))
+        raise
+    assert spec.offer in feasible, (spec.offer, sorted(feasible))
+    assert feasible[spec.offer] <= min(feasible.values()) + 1e-9, (spec.offer, feasible)
+
+
+SHIPPED = load_catalog()
+PROFILES = {name: p for name, p in load_profiles().items() if Platform.BARE_METAL not in p.platforms}
+
+
+def _asks() -> list[tuple[str, Platform, str, str, int | None]]:
+    """(profile, platform, region, accelerator, count): everything the shipped catalog sells."""
+    out = []
+    for name, profile in sorted(PROFILES.items()):
+        for platform in profile.platforms:
+            offers = [o for o in SHIPPED.offers if o.platform is platform and o.accelerator]
+            asks = {
+                (o.name, None) if platform is Platform.TPU_VM else (str(o.accelerator), o.host.accelerator_count)
+                for o in offers
+            }
+            for region in sorted(SHIPPED.regions(platform)):
+                out += [(name, platform, region, acc, count) for acc, count in sorted(asks, key=str)]
+    return out
+
+
+ASKS = _asks()
+
+
+@settings(max_examples=300, deadline=None)
+@given(ask=st.sampled_from(ASKS), two_nodes=st.booleans(), dataset=st.integers(0, 4000))
+def test_property_the_chosen_shipped_shape_is_the_cheapest_balanced_one(
+    ask: tuple[str, Platform, str, str, int | None], two_nodes: bool, dataset: int
+) -> None:
+    name, platform, region, accelerator, count = ask
+    profile = PROFILES[name]
+    multi = profile.topology.nodes == "multi" and platform is not Platform.TPU_VM
+    config: dict[str, Any] = {
+        "profile": name,
+        "platform": platform.value,
+        "region": region,
+        "accelerator": accelerator,
+        "nodes": 2 if two_nodes and multi else 1,
+        "datasetGib": dataset,
+    }
+    if count is not None:
+        config["acceleratorCount"] = count
+    check(profile, Workload.model_validate(config), platform, SHIPPED)
+
+
+def test_the_shipped_property_covers_every_pricing_model() -> None:
+    assert {PROFILES[a[0]].pricing for a in ASKS} >= {
+        PricingModel.SPOT_WITH_FALLBACK,
+        PricingModel.ON_DEMAND,
+        PricingModel.RESERVED,
+    }
+
+
+# Generated catalogs: random shapes with and without spot prices, any spot share.
+priced_shape = st.builds(
+    lambda i, vcpus, per_vcpu, od, spot: (shape(f"s{i}.x", "G24", 1, vcpus, vcpus * per_vcpu), od, spot),
+    st.integers(0, 10_000),
+    st.integers(1, 96),
+    st.integers(1, 16),
+    st.integers(10, 5000).map(lambda c: c / 100),
+    st.one_of(st.none(), st.floats(0.05, 1.0)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shapes=st.lists(priced_shape, min_size=1, max_size=10, unique_by=lambda s: s[0]["name"]),
+    cpu=st.integers(1, 48),
+    share=st.floats(0.0, 1.0),
+)
+def test_property_spot_profiles_take_the_lowest_expected_cost(
+    shapes: list[tuple[dict[str, Any], float, float | None]], cpu: int, share: float
+) -> None:
+    prices = []
+    for s, od, spot in shapes:
+        row: dict[str, Any] = {"shape": s["name"], "region": "r-1", "on_demand_usd_hour": od, "source": "fx"}
+        if spot is not None:
+            row["spot_usd_hour"] = round(od * spot, 4)
+        prices.append(row)
+    data = {"sources": {"fx": SOURCE}, "accelerators": MINI["accelerators"][:1], "shapes": [s for s, _, _ in shapes]}
+    catalog = catalog_from_data([("generated.yaml", {**data, "shape_prices": prices})])
+    text = PROFILE.replace("pricing: on-demand", "pricing: spot-with-fallback").replace(
+        "lifecycle: {mode: persistent}", "lifecycle: {mode: ephemeral, ttl_hours: 4}"
+    )
+    raw: dict[str, Any] = yaml.safe_load(text) | {"name": "base", "cost": {"spot_share": share}}
+    raw["balance"]["cpu_per_accelerator"]["value"] = cpu
+    profile = Profile.model_validate(raw)
+    work = Workload.model_validate({"profile": "base", "region": "r-1", "accelerator": "G24", "acceleratorCount": 1})
+    check(profile, work, Platform.AWS_GPU, catalog)
+
+
+@pytest.mark.parametrize(("share", "usd"), [(0.0, 2.0), (1.0, 0.8), (0.5, 1.4)])
+def test_the_spot_share_moves_the_rate_from_on_demand_to_spot(share: float, usd: float) -> None:
+    from fullserver.sizing import compute_price
+
+    raw: dict[str, Any] = yaml.safe_load(PROFILE) | {"name": "base", "cost": {"spot_share": share}}
+    raw["pricing"] = "spot-with-fallback"
+    raw["lifecycle"] = {"mode": "ephemeral", "ttl_hours": 4}
+    profile = Profile.model_validate(raw)
+    catalog = catalog_from_data([("mini.yaml", {"sources": {"fx": SOURCE}, **MINI})])
+    mid = catalog.offer("mid.x")  # 2.00/h on-demand, 0.80/h spot
+    assert mid is not None
+    rate, spot = compute_price(mid, "r-1", profile, catalog)
+    assert spot and rate == pytest.approx(usd)
