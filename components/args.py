@@ -15,6 +15,7 @@ has, EFA where it has none) even when the args were written by hand.
 """
 
 import math
+from collections.abc import Callable
 from typing import Any, NotRequired, TypedDict, cast
 
 import pulumi
@@ -24,7 +25,7 @@ from fullserver.catalog import Catalog, load_catalog
 from fullserver.errors import FullserverError
 from fullserver.netcheck import check_ssh_ranges
 from fullserver.platform import Platform
-from fullserver.platforms import disk_limits, gcp, rules_for
+from fullserver.platforms import component, disk_limits, gcp
 from fullserver.spec import EnvironmentSpec
 
 IAP_SSH_RANGE = gcp.IAP_SSH_RANGE
@@ -60,6 +61,9 @@ class AccessArgs(TypedDict):
     """CIDRs allowed to SSH; never 0.0.0.0/0. Empty means IAP (GCP) or SSM only (AWS)."""
     public_ip: bool
     """Give nodes an external address (only where the profile allows it)."""
+    nat: NotRequired[bool]
+    """Nodes reach the internet through a NAT gateway / Cloud NAT (the core's ``billables.nat``);
+    default: when they have no public address."""
     ssh_public_keys: NotRequired[list[str]]
     """OpenSSH public key lines installed for the nodes' login user (``components.startup.LOGIN_USER``):
     AWS through the boot script, GCP GPU VMs and single-host TPU VMs through ``ssh-keys`` metadata
@@ -67,21 +71,43 @@ class AccessArgs(TypedDict):
 
 
 class ServingArgs(TypedDict):
-    """A managed group of identical balanced nodes for inference whose traffic varies."""
+    """A managed group of identical balanced nodes behind a load balancer, each running the model
+    server (``fullserver.serving.ServingSpec``: the core decided every value)."""
 
     min_replicas: int
     max_replicas: int
     target_utilisation: float
-    """Average GPU utilisation (0-1] the autoscaler holds."""
+    """Share of ``requests_per_second`` per replica the autoscaler holds."""
+    requests_per_second: float
+    """One replica's request capacity (GCP ``max_rate_per_instance``; AWS: times 60 and the target,
+    the ``ALBRequestCountPerTarget`` target)."""
     spread_zones: bool
     """Spread replicas across the region's zones."""
     zones: NotRequired[list[str]]
     """The zones to spread over (GCP: the regional group's ``distribution_policy_zones``), from the
     catalog where it lists the zones offering the shape; without them Compute Engine picks the zones."""
-    port: NotRequired[int]
-    """The inference server's HTTP port (health checks); default 8000 (vLLM, Triton)."""
-    health_path: NotRequired[str]
-    """HTTP health path; default /health (vLLM, TGI)."""
+    image: str
+    """The model server's container image (default ``vllm/vllm-openai``)."""
+    server_args: list[str]
+    """The server's arguments (model, port, tensor parallel size, the stack's own)."""
+    model: str
+    port: int
+    """The model server's HTTP port: health checks and the load balancer's backends."""
+    health_path: str
+    """HTTP path answering 200 once the model is loaded (vLLM: /health)."""
+    load_balancer: str
+    """internal or external."""
+    lb_port: int
+    initial_delay_seconds: int
+    """No health verdict before this: autohealing's initial delay, the ASG's grace period."""
+    health_interval_seconds: int
+    healthy_threshold: int
+    unhealthy_threshold: int
+    request_timeout_seconds: int
+    drain_seconds: int
+    token_secret: NotRequired[str]
+    """Name of the cloud secret holding a Hugging Face token (AWS SSM parameter, GCP Secret Manager
+    secret): the nodes are allowed to read it, and each server start fetches it."""
 
 
 class ShapeLimitArgs(TypedDict):
@@ -146,6 +172,9 @@ class AwsGpuArgs(CommonArgs):
     """Other balanced instance types the spot group may launch (its ``overrides``, after
     ``machine_type``): the core's ``alternative_shapes``."""
     serving: NotRequired[ServingArgs]
+    zones: NotRequired[int]
+    """Zones the subnets span (the core's ``billables.zones``: three for a spread serving group, two
+    for any other, since an ALB needs two); default 1."""
 
 
 class GcpGpuArgs(CommonArgs):
@@ -182,6 +211,8 @@ def _access(spec: EnvironmentSpec) -> AccessArgs:
         "ssh_source_ranges": list(spec.network.ssh_source_ranges),
         "public_ip": spec.network.public_ip,
     }
+    if spec.billables is not None:
+        access["nat"] = spec.billables.nat
     if spec.network.ssh_public_keys:
         access["ssh_public_keys"] = list(spec.network.ssh_public_keys)
     return access
@@ -226,21 +257,36 @@ def _common(spec: EnvironmentSpec, catalog: Catalog) -> CommonArgs:
     return args
 
 
-def _serving(spec: EnvironmentSpec, catalog: Catalog) -> ServingArgs | None:
+def _serving(spec: EnvironmentSpec) -> ServingArgs | None:
     if spec.serving is None:
         return None
-    s = spec.serving
+    if spec.endpoint is None:
+        raise refuse("endpoint", "a serving spec without its serving path", "plan it with the core (complete_spec)")
+    s = spec.endpoint
     args: ServingArgs = {
         "min_replicas": s.min_replicas,
         "max_replicas": s.max_replicas,
         "target_utilisation": s.target_utilisation,
+        "requests_per_second": s.replica_requests_per_second,
         "spread_zones": s.spread_zones,
+        "image": s.server.image,
+        "server_args": list(s.server.args),
+        "model": s.server.model,
+        "port": s.server.port,
+        "health_path": s.server.health_path,
+        "load_balancer": s.load_balancer,
+        "lb_port": s.lb_port,
+        "initial_delay_seconds": s.health_initial_delay_seconds,
+        "health_interval_seconds": s.health_interval_seconds,
+        "healthy_threshold": s.healthy_threshold,
+        "unhealthy_threshold": s.unhealthy_threshold,
+        "request_timeout_seconds": s.request_timeout_seconds,
+        "drain_seconds": s.drain_seconds,
     }
-    offer = catalog.offer(spec.offer)
-    in_region = rules_for(spec.platform).zone_in_region
-    zones = sorted(z for z in (offer.zones if offer else ()) if in_region(z, spec.region))
-    if s.spread_zones and zones:
-        args["zones"] = zones
+    if s.server.token_secret:
+        args["token_secret"] = s.server.token_secret
+    if s.zones:
+        args["zones"] = list(s.zones)
     return args
 
 
@@ -276,9 +322,11 @@ def aws_args(spec: EnvironmentSpec, catalog: Catalog | None = None) -> AwsGpuArg
     args = cast(AwsGpuArgs, {**common, **extra})
     if spec.spot and spec.alternative_shapes:
         args["spot_instance_types"] = [s.machine_type for s in spec.alternative_shapes]
-    serving = _serving(spec, cat)
+    serving = _serving(spec)
     if serving is not None:
         args["serving"] = serving
+    if spec.billables is not None:
+        args["zones"] = spec.billables.zones
     return args
 
 
@@ -290,10 +338,8 @@ def gcp_args(
     extra = {
         "accelerator_count": spec.accelerator_count,
         "compact_placement": spec.network.compact_placement,
-        # Per-VM Tier_1 only where Compute Engine accepts it (the GCP platform module says which
-        # machine types), and only for multi-node environments, where node-to-node bandwidth is
-        # what the profile pays for.
-        "tier1_networking": spec.nodes > 1 and gcp.tier1_eligible(spec.machine_type, spec.vcpus),
+        # Per-VM Tier_1: the core's decision (fullserver.billables), which the plan prices.
+        "tier1_networking": spec.billables.tier1 if spec.billables is not None else False,
     }
     args = cast(GcpGpuArgs, {**common, **extra})
     if spec.accelerator:
@@ -308,7 +354,7 @@ def gcp_args(
                 "choose a GCP GPU machine type",
             )
         args["accelerator_type"] = gpu_type
-    serving = _serving(spec, cat)
+    serving = _serving(spec)
     if serving is not None:
         args["serving"] = serving
     if project is not None:
@@ -319,17 +365,17 @@ def gcp_args(
 def environment_args(
     spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None
 ) -> EnvironmentArgs:
-    """The Environment's args for a spec: the platform and that platform's args."""
-    args: EnvironmentArgs = {"platform": spec.platform.value}
-    if spec.platform is Platform.TPU_VM:
-        args["tpu"] = tpu_args(spec, catalog, project)
-    elif spec.platform is Platform.AWS_GPU:
-        args["aws"] = aws_args(spec, catalog)
-    elif spec.platform is Platform.GCP_GPU:
-        args["gcp"] = gcp_args(spec, catalog, project)
-    elif spec.platform is Platform.BARE_METAL:
-        args["bare_metal"] = bare_metal_args(spec)
-    return args
+    """The Environment's args for a spec: the platform and that platform's args, under the key the
+    platform module names (``fullserver.platforms.component``)."""
+    key = component(spec.platform)
+    builders: dict[str, Callable[[], Any]] = {
+        "tpu": lambda: tpu_args(spec, catalog, project),
+        "aws": lambda: aws_args(spec, catalog),
+        "gcp": lambda: gcp_args(spec, catalog, project),
+        "bare_metal": lambda: bare_metal_args(spec),
+    }
+    args: dict[str, Any] = {"platform": spec.platform.value, key: builders[key]()}
+    return cast(EnvironmentArgs, args)
 
 
 def bare_metal_args(spec: EnvironmentSpec) -> dict[str, Any]:

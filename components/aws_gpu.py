@@ -32,8 +32,9 @@ scratch, data volume) and capacity options. How nodes are launched from it depen
   billing) until someone releases them (``aws autoscaling set-instance-protection
   --no-protected-from-scale-in``, or terminate the instance); the group then removes them.
   Meanwhile the spot group is back at full size too: for a while you pay for both.
-* serving (inference with ``serving``): an Auto Scaling group across zones with GPU
-  target tracking (see ``components.serving``).
+* serving (inference with ``serving``): an Auto Scaling group across zones (the core's
+  ``billables.zones``: an ALB needs two or more) behind an Application Load Balancer, each replica
+  running the model server, target tracking on requests per replica (see ``components.serving``).
 
 EFA rule (AWS "Maximize network bandwidth ... with multiple network cards"): one EFA per network
 card, interface *i* on network card *i*. Card 0 carries the primary interface (device index 0,
@@ -42,6 +43,7 @@ type ``efa``: EFA with ENA, so it also carries the instance's IP traffic); cards
 32 EFA devices on its 32 network cards.
 """
 
+import json
 from typing import Any, Optional
 
 import pulumi
@@ -52,15 +54,16 @@ from components.identity import aws_instance_profile
 from components.images import aws_image_id
 from components.labels import aws_tags
 from components.network import aws_network, direct_ssh
-from components.serving import DEFAULT_PORT, aws_serving_group
+from components.serving import aws_serving_group
 from components.startup import (
     AWS_EBS,
     AWS_INSTANCE_STORE,
     LOGIN_USER,
     DiskPlan,
     authorized_keys_script,
-    aws_gpu_metrics,
+    aws_token_command,
     boot_script,
+    model_server_script,
     user_data_base64,
 )
 from fullserver.platforms import Request
@@ -109,6 +112,37 @@ def validate_aws(args: AwsGpuArgs) -> None:
     serving = args.get("serving")
     if serving is not None and args["nodes"] != 1:
         raise refuse("nodes", "a serving group scales replicas of one node; nodes must be 1")
+    if serving is not None and args.get("zone") and args.get("zones", 1) > 1:
+        raise refuse(
+            "zone",
+            f"the serving load balancer spans {args.get('zones')} zones, and a pinned zone gives its subnets one",
+            "remove fullserver:zone: the group's subnets go to the zones offering the instance type",
+        )
+    if serving is not None and args.get("zones", 1) < ec2.LB_MIN_ZONES:
+        raise refuse(
+            "zones",
+            f"an Application Load Balancer needs subnets in {ec2.LB_MIN_ZONES} zones or more, not {args.get('zones', 1)}",
+            "re-plan with the core, which sets the zones",
+        )
+
+
+def token_reader(name: str, parent: pulumi.Resource, region: str, role: aws.iam.Role, parameter: str) -> None:
+    """Let the nodes read the one SSM parameter holding the Hugging Face token (and nothing else).
+
+    A SecureString under the AWS managed key ``aws/ssm`` needs no KMS grant: that key's policy lets
+    the account's principals use it through Systems Manager. A customer managed key needs
+    ``kms:Decrypt`` for the role, granted where the key is managed.
+    """
+    path = parameter if parameter.startswith("/") else f"/{parameter}"
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "ssm:GetParameter", "Resource": f"arn:aws:ssm:{region}:*:parameter{path}"}
+        ],
+    }
+    aws.iam.RolePolicy(
+        f"{name}-model-token", role=role.id, policy=json.dumps(policy), opts=pulumi.ResourceOptions(parent=parent)
+    )
 
 
 def ssm_command(region: str, target: str) -> str:
@@ -168,6 +202,8 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
     instance_role: pulumi.Output[str]
     """The nodes' IAM role name: grant it access to your buckets."""
     instance_role_arn: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    """The serving load balancer's URL (empty without serving)."""
     connect: pulumi.Output[str]
     """``ssh ubuntu@<ip>`` where keys are installed and SSH is open to the configured ranges on a
     public address; else the Session Manager command (for groups, with the lookup of an in-service
@@ -183,8 +219,9 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
         serving = args.get("serving")
         tags = args["labels"]
         group_launched = serving is not None or args["spot"]
-        zones = 3 if serving is not None and serving["spread_zones"] else 1
-        port = (serving or {}).get("port", DEFAULT_PORT) if serving is not None else None
+        self.endpoint = pulumi.Output.from_input("")
+        zones = args.get("zones", 1)
+        port = serving["port"] if serving is not None else None
         net = aws_network(
             name,
             self,
@@ -196,8 +233,12 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             efa=efa > 0,
             serving_port=port,
             instance_type=args["machine_type"],
+            lb_scheme=serving["load_balancer"] if serving is not None else None,
+            lb_port=serving["lb_port"] if serving is not None else 80,
         )
-        ident = aws_instance_profile(name, self, tags, cloudwatch_agent=serving is not None)
+        ident = aws_instance_profile(name, self, tags, cloudwatch_agent=False)
+        if serving is not None and "token_secret" in serving:
+            token_reader(name, self, region, ident.role, serving["token_secret"])
         opts_child = pulumi.ResourceOptions(parent=self)
 
         placement: Any = None
@@ -232,7 +273,14 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                 data_glob=AWS_EBS,
                 data_disk=disk is not None,
             ),
-            extra=aws_gpu_metrics() if serving is not None else "",
+            extra=model_server_script(
+                serving["image"],
+                serving["server_args"],
+                serving["port"],
+                aws_token_command(region, serving["token_secret"]) if "token_secret" in serving else None,
+            )
+            if serving is not None
+            else "",
             before=authorized_keys_script(list(access.get("ssh_public_keys", []))),
         )
         # Instances launched by this component sit in the first subnet (one zone: the placement
@@ -266,10 +314,22 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
         stateful = pulumi.ResourceOptions(parent=self, protect=args["protect"])
 
         if serving is not None:
-            group = aws_serving_group(
-                name, self, region=region, launch_template=lt, subnet_ids=subnet_ids, serving=serving, tags=tags
+            assert net.lb_security_group is not None
+            lb_subnets = subnet_ids if serving["load_balancer"] == "internal" else [s.id for s in net.public_subnets]
+            served = aws_serving_group(
+                name,
+                self,
+                region=region,
+                launch_template=lt,
+                vpc_id=net.vpc.id,
+                subnet_ids=subnet_ids,
+                lb_subnet_ids=lb_subnets,
+                lb_security_group_id=net.lb_security_group.id,
+                serving=serving,
+                tags=tags,
             )
-            groups = [group.name]
+            self.endpoint = served.endpoint
+            groups = [served.group.name]
             instances: list[aws.ec2.Instance] = []
         elif args["spot"]:
             overrides = [args["machine_type"], *args.get("spot_instance_types", [])]
@@ -345,6 +405,7 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                 "instance_role": self.instance_role,
                 "instance_role_arn": self.instance_role_arn,
                 "connect": self.connect,
+                "endpoint": self.endpoint,
             }
         )
 

@@ -45,6 +45,8 @@ class Environment(pulumi.ComponentResource):
     """AWS: the nodes' IAM role name (empty elsewhere)."""
     instance_role_arn: pulumi.Output[str]
     """AWS: the nodes' IAM role ARN (empty elsewhere)."""
+    endpoint: pulumi.Output[str]
+    """Serving environments: the load balancer's URL (empty elsewhere)."""
 
     def __init__(self, name: str, args: EnvironmentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TOKEN, name, {}, opts)
@@ -80,6 +82,7 @@ class Environment(pulumi.ComponentResource):
         self.service_account = getattr(inner, "service_account", pulumi.Output.from_input(""))
         self.instance_role = getattr(inner, "instance_role", pulumi.Output.from_input(""))
         self.instance_role_arn = getattr(inner, "instance_role_arn", pulumi.Output.from_input(""))
+        self.endpoint = getattr(inner, "endpoint", pulumi.Output.from_input(""))
         self.register_outputs(
             {
                 "platform": self.platform,
@@ -89,5 +92,6 @@ class Environment(pulumi.ComponentResource):
                 "service_account": self.service_account,
                 "instance_role": self.instance_role,
                 "instance_role_arn": self.instance_role_arn,
+                "endpoint": self.endpoint,
             }
         )

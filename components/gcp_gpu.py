@@ -8,7 +8,8 @@ Each node is a ``compute.Instance``:
 * local NVMe SSDs, as many as the spec says, listed explicitly (A3/A2-ultra/G2 bundle theirs and
   the API expects the full set), assembled into RAID0 ``/scratch`` by the startup script.
 * gVNIC on every node (required by A3/A4, supported by every DLVM image); per-VM Tier_1 egress only
-  where the args ask for it and the machine type takes it (``fullserver.platforms.gcp.tier1_eligible``:
+  where the args ask for it (the core's ``billables.tier1``) and the machine type takes it
+  (``fullserver.platforms.gcp.tier1_eligible``:
   N2/N2D/C2/C2D/C3 with 30+ vCPUs; never a GPU series, whose bandwidth comes with the machine type).
 * multi-node A3/A4: the GPU NICs the shape's bandwidth comes from
   (``fullserver.platforms.gcp.GPU_NIC_PLANS``), each on the networks Google's A3/A4 guides describe.
@@ -29,7 +30,8 @@ Each node is a ``compute.Instance``:
   configured ranges; else ``gcloud compute ssh`` (through IAP unless the nodes are reached directly:
   the firewall then admits IAP's range, ``components.network.gcp_ssh_ranges``).
 
-Inference profiles with ``serving`` get a managed instance group instead (``components.serving``).
+Inference profiles with ``serving`` get a managed instance group behind Google's global external
+Application Load Balancer instead, each replica running the model server (``components.serving``).
 """
 
 from typing import Any, Optional
@@ -43,15 +45,16 @@ from components.identity import GCP_SCOPES, gcp_service_account
 from components.images import gcp_image
 from components.labels import field, gcp_labels
 from components.network import direct_ssh, gcp_network
-from components.serving import DEFAULT_PORT, gcp_serving_group
+from components.serving import gcp_serving_group
 from components.startup import (
     GCP_DATA,
     GCP_LOCAL_SSD,
     LOGIN_USER,
     DiskPlan,
     boot_script,
-    gcp_gpu_metrics,
     gcp_login_metadata,
+    gcp_token_command,
+    model_server_script,
 )
 from fullserver.platforms import Request
 from fullserver.platforms import gcp as gce
@@ -136,6 +139,8 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
     instance_group: pulumi.Output[str]
     """The serving group's instance group URL (empty without serving)."""
     service_account: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    """The serving load balancer's URL (empty without serving)."""
     connect: pulumi.Output[str]
     """SSH through IAP (or directly to a public IP when SSH ranges are configured)."""
 
@@ -147,9 +152,19 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
         zone = args.get("zone")
         access = args["access"]
         serving = args.get("serving")
-        port = serving.get("port", DEFAULT_PORT) if serving is not None else None
+        port = serving["port"] if serving is not None else None
         net = gcp_network(name, self, region=region, access=access, project=project, serving_port=port)
         sa = gcp_service_account(name, self, project)
+        if serving is not None and "token_secret" in serving:
+            # the nodes may read the one secret holding the Hugging Face token (docs/deploying.md)
+            gcp.secretmanager.SecretIamMember(
+                f"{name}-model-token",
+                project=project,
+                secret_id=serving["token_secret"],
+                role="roles/secretmanager.secretAccessor",
+                member=sa.email.apply(lambda email: f"serviceAccount:{email}"),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
         labels = gcp_labels(args["labels"])
         disk = args.get("data_disk")
         script = boot_script(
@@ -159,7 +174,14 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 data_glob=GCP_DATA,
                 data_disk=disk is not None,
             ),
-            extra=gcp_gpu_metrics() if serving is not None else "",
+            extra=model_server_script(
+                serving["image"],
+                serving["server_args"],
+                serving["port"],
+                gcp_token_command(serving["token_secret"]) if "token_secret" in serving else None,
+            )
+            if serving is not None
+            else "",
         )
         keys = list(access.get("ssh_public_keys", []))
         metadata = {"startup-script": script, **gcp_login_metadata(keys)}
@@ -226,9 +248,11 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 "tags": net.tags,
                 "network_performance_config": perf,
             }
-            self.instance_group = gcp_serving_group(
+            served = gcp_serving_group(
                 name, self, project=project, region=region, zone=zone, template=template, serving=serving
             )
+            self.instance_group = served.instance_group
+            self.endpoint = served.endpoint
             instances: list[gcp.compute.Instance] = []
         else:
             # Without a zone the provider's default zone (gcp:zone) takes the disks and the VM alike.
@@ -286,6 +310,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 )
                 instances.append(inst)
             self.instance_group = pulumi.Output.from_input("")
+            self.endpoint = pulumi.Output.from_input("")
 
         self.instance_names = pulumi.Output.all(*[i.name for i in instances]).apply(
             lambda names: [str(n) for n in names]
@@ -318,6 +343,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 "instance_group": self.instance_group,
                 "service_account": self.service_account,
                 "connect": self.connect,
+                "endpoint": self.endpoint,
             }
         )
 

@@ -9,8 +9,11 @@ every instance a public address. Secure defaults, in one place for every compone
   the exported ``connect`` command then uses (``gcloud ... --tunnel-through-iap``); on AWS nothing
   without ranges (Session Manager needs no inbound port).
 * No external address unless the spec allows one; nodes without one reach the internet (package
-  mirrors, model hubs) through Cloud NAT or a NAT gateway, and Google APIs through Private Google
-  Access.
+  mirrors, model hubs) through Cloud NAT or a NAT gateway (the core's ``billables.nat``, which the
+  plan prices with its address), and Google APIs through Private Google Access.
+* Serving: on GCP the firewall admits Google's proxies and health checks (``HEALTH_CHECK_RANGES``)
+  to the model server's port; on AWS the load balancer gets its own security group (clients in on
+  its port, out only to the server port) and the nodes take the server port from it alone.
 * Node-to-node traffic is open inside the environment only (NCCL, JAX multi-host, EFA need it).
 
 GCP firewall rules either target the nodes' network tag or, where nodes cannot carry tags, every
@@ -66,6 +69,12 @@ def direct_ssh(access: AccessArgs) -> bool:
 def iap_ssh(access: AccessArgs) -> bool:
     """GCP nodes are reached through IAP TCP forwarding, so SSH must be open to IAP's range."""
     return not direct_ssh(access)
+
+
+def nat_egress(access: AccessArgs) -> bool:
+    """Nodes reach the internet through NAT: the core's decision (``billables.nat``, priced in the
+    plan), or, for args written by hand, whenever nodes have no public address."""
+    return access.get("nat", not access["public_ip"])
 
 
 def gcp_ssh_ranges(access: AccessArgs) -> list[str]:
@@ -144,10 +153,10 @@ def gcp_network(
             source_ranges=GCP_HEALTH_CHECK_RANGES,
             allows=[{"protocol": "tcp", "ports": [str(serving_port)]}],
             target_tags=targets,
-            description="health checks of the serving group",
+            description="load-balancer proxies and health checks to the model server",
             opts=opts,
         )
-    if not access["public_ip"]:
+    if nat_egress(access):
         router = gcp.compute.Router(f"{name}-router", project=project, network=net.id, region=region, opts=opts)
         gcp.compute.RouterNat(
             f"{name}-nat",
@@ -184,6 +193,10 @@ class AwsNetwork:
     subnets: list[aws.ec2.Subnet]
     """Where nodes go: private subnets without public IPs, public ones with; one per zone."""
     security_group: aws.ec2.SecurityGroup
+    public_subnets: list[aws.ec2.Subnet]
+    """One per zone, routed to the internet gateway: an internet-facing load balancer's."""
+    lb_security_group: aws.ec2.SecurityGroup | None = None
+    """The serving load balancer's: clients in on its port, out only to the nodes' server port."""
 
 
 def aws_network(
@@ -198,6 +211,8 @@ def aws_network(
     efa: bool,
     serving_port: int | None = None,
     instance_type: str | None = None,
+    lb_scheme: str | None = None,
+    lb_port: int = 80,
 ) -> AwsNetwork:
     """VPC, subnets in ``zones`` zones, internet/NAT gateway and the nodes' security group.
 
@@ -268,7 +283,7 @@ def aws_network(
 
     public = subnets_for("public", 0, public_rt)
     subnets = public
-    if not access["public_ip"]:
+    if nat_egress(access):
         eip = aws.ec2.Eip(f"{name}-nat-ip", region=region, domain="vpc", tags=aws_tags(tags, f"{name}-nat"), opts=opts)
         nat = aws.ec2.NatGateway(
             f"{name}-nat",
@@ -302,7 +317,47 @@ def aws_network(
     # EFA needs all traffic to and from the security group itself (AWS "Get started with EFA",
     # security group step); ordinary multi-node traffic (NCCL over TCP) is covered by the same rule.
     ingress.append({"protocol": "-1", "from_port": 0, "to_port": 0, "self": True, "description": "node to node"})
-    if serving_port is not None:
+    lb_sg = None
+    if serving_port is not None and lb_scheme is not None:
+        # Clients: anyone for an internet-facing load balancer, the VPC (and what is routed into
+        # it) for an internal one; out: the nodes' server port only (requests and health checks).
+        clients = ["0.0.0.0/0"] if lb_scheme == "external" else [AWS_VPC_CIDR]
+        lb_sg = aws.ec2.SecurityGroup(
+            f"{name}-lb-sg",
+            region=region,
+            vpc_id=vpc.id,
+            description=f"fullserver {name}: the serving load balancer ({lb_scheme})",
+            ingress=[
+                {
+                    "protocol": "tcp",
+                    "from_port": lb_port,
+                    "to_port": lb_port,
+                    "cidr_blocks": clients,
+                    "description": "clients",
+                }
+            ],
+            egress=[
+                {
+                    "protocol": "tcp",
+                    "from_port": serving_port,
+                    "to_port": serving_port,
+                    "cidr_blocks": [AWS_VPC_CIDR],
+                    "description": "to the model servers",
+                }
+            ],
+            tags=aws_tags(tags, f"{name}-lb-sg"),
+            opts=opts,
+        )
+        ingress.append(
+            {
+                "protocol": "tcp",
+                "from_port": serving_port,
+                "to_port": serving_port,
+                "security_groups": [lb_sg.id],
+                "description": "model server, from the load balancer only",
+            }
+        )
+    elif serving_port is not None:
         ingress.append(
             {
                 "protocol": "tcp",
@@ -327,4 +382,4 @@ def aws_network(
         tags=aws_tags(tags, f"{name}-sg"),
         opts=opts,
     )
-    return AwsNetwork(vpc=vpc, subnets=subnets, security_group=sg)
+    return AwsNetwork(vpc=vpc, subnets=subnets, security_group=sg, public_subnets=public, lb_security_group=lb_sg)

@@ -127,6 +127,10 @@ def deploy(plan: StackPlan) -> Environment:
     pulumi.export("privateIps", env.private_ips)
     pulumi.export("publicIps", env.public_ips)
     pulumi.export("connect", env.connect)
+    if spec.endpoint is not None:
+        # The OpenAI-compatible API of the serving group (docs/deploying.md, "Serving").
+        pulumi.export("endpoint", env.endpoint)
+        pulumi.export("model", spec.endpoint.server.model)
     # Who the nodes are, to grant them access to data (docs/deploying.md, "Credentials").
     if spec.provider == "gcp":
         pulumi.export("serviceAccount", env.service_account)

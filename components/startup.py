@@ -23,7 +23,6 @@ order, which changes between boots.
 from __future__ import annotations
 
 import base64
-import json
 import shlex
 from dataclasses import dataclass
 
@@ -222,40 +221,135 @@ def _heredoc(path: str, content: str, mode: str) -> str:
     return f"install -d -m 0755 {shlex.quote(path.rsplit('/', 1)[0])}\ncat > {shlex.quote(path)} <<'{marker}'\n{content}{marker}\nchmod {mode} {shlex.quote(path)}\n"
 
 
-def gcp_gpu_metrics() -> str:
-    """Ops Agent: reports agent.googleapis.com/gpu/utilization, which the serving autoscaler holds.
+MODEL_UNIT = "fullserver-model.service"
+MODEL_CONTAINER = "fullserver-model"
+MODEL_ENV_FILE = "/etc/fullserver/model-server.env"
+"""Optional ``KEY=value`` lines handed to the server container (e.g. ``HF_TOKEN`` for gated
+models): written by whoever operates the nodes, never by the boot script, so no secret sits in
+user data or instance metadata."""
+GPU_WAIT_SECONDS = 900
+"""The Deep Learning VM images build and load the NVIDIA driver on first boot; the server waits
+(bounded) until ``nvidia-smi`` sees the GPUs."""
 
-    The install script is Google's documented one ("Install the Ops Agent"), fetched over HTTPS to a
-    file and run, and only when the agent is missing.
+_MODEL = r"""#!/bin/bash
+# fullserver: the model server container, run in the foreground by fullserver-model.service.
+set -euo pipefail
+waited=0
+until nvidia-smi -L >/dev/null 2>&1; do
+  if [ "$waited" -ge __GPU_WAIT__ ]; then echo "fullserver-model: no GPU after __GPU_WAIT__s" >&2; exit 1; fi
+  waited=$((waited + 5)); sleep 5
+done
+# FULLSERVER_* variables override paths (tests run this with stand-in docker and nvidia-smi);
+# the systemd unit sets none of them.
+SCRATCH_DIR="${FULLSERVER_SCRATCH_DIR:-/scratch}"
+ENV_FILE="${FULLSERVER_MODEL_ENV:-__ENV_FILE__}"
+# Weights cached on the local NVMe scratch where there is one (fast re-loads after a restart).
+CACHE="${FULLSERVER_MODEL_CACHE:-/var/lib/fullserver/model-cache}"
+if mountpoint -q "$SCRATCH_DIR" || [ -L "$SCRATCH_DIR" ]; then CACHE="$SCRATCH_DIR/model-cache"; fi
+mkdir -p "$CACHE"
+# The Hugging Face token, fetched from the cloud's secret store at every start (rotation needs a
+# restart only) into a file only root reads; docker hands it to the container as HF_TOKEN.
+TOKEN_CMD=(__TOKEN_CMD__)
+if [ "${#TOKEN_CMD[@]}" -gt 0 ]; then
+  mkdir -p "$(dirname "$ENV_FILE")"
+  token="$("${TOKEN_CMD[@]}")"
+  (umask 077 && printf 'HF_TOKEN=%s\n' "$token" > "$ENV_FILE.tmp" && mv "$ENV_FILE.tmp" "$ENV_FILE")
+  unset token
+fi
+ENV_ARGS=()
+if [ -s "$ENV_FILE" ]; then ENV_ARGS=(--env-file "$ENV_FILE"); fi
+docker rm -f __CONTAINER__ >/dev/null 2>&1 || true
+exec docker run --rm --name __CONTAINER__ --gpus all --ipc=host \
+  -p __PORT__:__PORT__ -v "$CACHE":/root/.cache/huggingface "${ENV_ARGS[@]}" \
+  __IMAGE__ __ARGS__
+"""
+
+_MODEL_UNIT = """[Unit]
+Description=fullserver model server (__IMAGE__, port __PORT__)
+After=docker.service fullserver-disks.service network-online.target
+Requires=docker.service
+Wants=network-online.target fullserver-disks.service
+
+[Service]
+ExecStartPre=/usr/bin/docker pull __IMAGE__
+ExecStart=/usr/local/sbin/fullserver-model
+ExecStop=/usr/bin/docker stop -t 30 __CONTAINER__
+# restarted whenever it exits: the load balancer's health check sees it down meanwhile
+Restart=always
+RestartSec=15
+# the image pull (~10 GB) and the GPU wait happen before the server starts
+TimeoutStartSec=45min
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+# NVIDIA Container Toolkit install guide (apt): the repository key, the signed source list, the
+# package, then `nvidia-ctk runtime configure --runtime=docker`. The AWS Deep Learning AMIs ship
+# Docker and the toolkit; a GCP Deep Learning VM image or a custom image may lack either, so each is
+# installed only when missing.
+_CONTAINER_RUNTIME = """if ! command -v docker >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io
+fi
+if ! command -v nvidia-ctk >/dev/null 2>&1; then
+  curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey \
+    | gpg --dearmor --yes -o /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg
+  curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list \
+    | sed 's#deb https://#deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] https://#g' \
+    > /etc/apt/sources.list.d/nvidia-container-toolkit.list
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nvidia-container-toolkit
+fi
+nvidia-ctk runtime configure --runtime=docker >/dev/null
+systemctl enable --now docker
+systemctl restart docker
+"""
+
+
+def aws_token_command(region: str, parameter: str) -> list[str]:
+    """Read an SSM SecureString parameter (the AWS CLI ships on the Deep Learning AMIs)."""
+    name = parameter if parameter.startswith("/") else f"/{parameter}"
+    query = ["--query", "Parameter.Value", "--output", "text"]
+    return ["aws", "ssm", "get-parameter", "--region", region, "--name", name, "--with-decryption", *query]
+
+
+def gcp_token_command(secret: str) -> list[str]:
+    """Read a Secret Manager secret's latest version (gcloud ships on the Deep Learning VM images;
+    the project is the instance's own)."""
+    return ["gcloud", "secrets", "versions", "access", "latest", f"--secret={secret}"]
+
+
+def model_server_script(image: str, args: list[str], port: int, token_command: list[str] | None = None) -> str:
+    """Boot-script lines that install the container runtime where missing and start the model
+    server as a systemd unit (restarted when it exits, started on every boot).
+
+    ``image``, every argument and the token command are shell-quoted into the server's wrapper
+    script; the core already refused anything with line breaks or shell characters in them
+    (``fullserver.workload.ServingConfig``), and the unit itself names only the image.
+    ``token_command`` prints the Hugging Face token (``aws_token_command``, ``gcp_token_command``).
     """
-    return (
-        "if ! systemctl list-unit-files google-cloud-ops-agent.service >/dev/null 2>&1; then\n"
-        "  curl -fsSL -o /tmp/add-ops-agent-repo.sh https://dl.google.com/cloudagents/add-google-cloud-ops-agent-repo.sh\n"
-        "  bash /tmp/add-ops-agent-repo.sh --also-install\n"
-        "fi\n"
-    )
-
-
-def aws_gpu_metrics() -> str:
-    """CloudWatch agent (shipped on the DLAMI): GPU utilisation per Auto Scaling group.
-
-    ``nvidia_gpu`` publishes ``CWAgent/nvidia_smi_utilization_gpu``; aggregating by
-    ``AutoScalingGroupName`` gives the group average the target-tracking policy holds.
-    """
-    config = {
-        "metrics": {
-            "namespace": "CWAgent",
-            "append_dimensions": {"AutoScalingGroupName": "${aws:AutoScalingGroupName}"},
-            "aggregation_dimensions": [["AutoScalingGroupName"]],
-            "metrics_collected": {
-                "nvidia_gpu": {"measurement": ["utilization_gpu"], "metrics_collection_interval": 60}
-            },
-        }
+    if not 1 <= port <= 65535:
+        raise ValueError(f"{port} is not a TCP port")
+    values = {
+        "__GPU_WAIT__": str(GPU_WAIT_SECONDS),
+        "__ENV_FILE__": MODEL_ENV_FILE,
+        "__CONTAINER__": MODEL_CONTAINER,
+        "__PORT__": str(port),
+        "__IMAGE__": shlex.quote(image),
+        "__ARGS__": " ".join(shlex.quote(a) for a in args),
+        "__TOKEN_CMD__": " ".join(shlex.quote(a) for a in token_command or []),
     }
-    path = "/opt/aws/amazon-cloudwatch-agent/etc/fullserver-gpu.json"
-    return _heredoc(path, json.dumps(config, indent=2) + "\n", "0644") + (
-        "/opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl -a fetch-config -m ec2 "
-        f"-c file:{path} -s || echo 'fullserver: CloudWatch agent not available' >&2\n"
+    wrapper, unit = _MODEL, _MODEL_UNIT
+    for key, value in values.items():
+        wrapper = wrapper.replace(key, value)
+        unit = unit.replace(key, value)
+    return (
+        "# fullserver: the model server\n"
+        + _CONTAINER_RUNTIME
+        + _heredoc("/usr/local/sbin/fullserver-model", wrapper, "0755")
+        + _heredoc(f"/etc/systemd/system/{MODEL_UNIT}", unit, "0644")
+        + "systemctl daemon-reload\n"
+        + f"systemctl enable {MODEL_UNIT}\n"
+        + f"systemctl restart --no-block {MODEL_UNIT}\n"
     )
 
 

@@ -13,6 +13,7 @@ from fullserver.catalog.model import Interconnect, Platform
 from fullserver.errors import InputError
 from fullserver.platforms import disk
 from fullserver.profiles import Lifecycle, PricingModel, Purpose, Serving, Stage
+from fullserver.serving import ServingSpec
 from fullserver.workload import Dedicated
 
 
@@ -69,6 +70,35 @@ class NetworkSpec(Frozen):
     gbps_per_node: float = 0
 
 
+class Billables(Frozen):
+    """The network resources billed beside the machines (``fullserver.billables`` decides them):
+    the components build exactly these and the plan prices each one."""
+
+    machines: int = 0
+    """Machines the estimate runs (nodes, times the serving group's minimum replicas)."""
+    nat: bool = False
+    """Nodes without public addresses reach the internet through a NAT gateway (AWS: one, with an
+    Elastic IP) or Cloud NAT (GCP, priced per VM using it)."""
+    node_public_ips: int = 0
+    """Machines holding a public IPv4 address (billed per address-hour)."""
+    nat_public_ips: int = 0
+    """The NAT gateway's Elastic IP (AWS) or Cloud NAT's automatically allocated address (GCP)."""
+    load_balancer: str = ""
+    """"alb" (AWS Application Load Balancer), "gcp-global-external" (Google's global external
+    Application Load Balancer: one global forwarding rule), or "" (none)."""
+    lb_public_ips: int = 0
+    """An internet-facing ALB holds one public IPv4 address per zone it spans."""
+    health_checks: int = 0
+    tier1: bool = False
+    """Per-VM Tier_1 egress (GCP): multi-node environments on machine types that take it
+    (``fullserver.platforms.gcp.tier1_eligible``; never a GPU series). Billed per VM-hour."""
+    alarms: int = 0
+    """CloudWatch alarms: two per target-tracking policy (Auto Scaling creates them), one for the
+    spot group's on-demand fallback."""
+    zones: int = 1
+    """Zones the environment's AWS subnets span: an ALB needs two or more."""
+
+
 class NearMiss(Frozen):
     offer: str
     usd_hour: float | None
@@ -115,6 +145,10 @@ class EnvironmentSpec(Frozen):
     network: NetworkSpec = NetworkSpec()
     tpu: TpuSpec | None = None
     serving: Serving | None = None
+    endpoint: ServingSpec | None = None
+    """The serving path the components build for ``serving`` (``fullserver.serving``)."""
+    billables: Billables | None = None
+    """Network resources billed beside the machines (``fullserver.billables``)."""
     image: str | None = None
     reservation: str | None = None
     capacity_block: bool = False

@@ -194,6 +194,39 @@ class Alternative(Camel):
     dedicated: Dedicated | None = None
 
 
+# Container image references (registry/name:tag@digest) and model ids (hub repo ids or paths):
+# no spaces or shell characters, since both end up on a systemd ExecStart line.
+_IMAGE_REF = r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$"
+_MODEL_REF = r"^[A-Za-z0-9_./-]+$"
+# A model server's own flags: printable, no line breaks (each becomes one quoted argument).
+_ARG = r"^[^\x00-\x1f\x7f]*$"
+MAX_SERVER_ARGS = 64
+# SSM parameter names (letters, digits, _.-/) and Secret Manager secret ids (letters, digits, _-).
+_SECRET_NAME = r"^[A-Za-z0-9_./-]+$"
+
+
+class ServingConfig(Camel):
+    """``fullserver:serving``: what each replica of a serving group runs (profiles with ``serving`` only).
+
+    Every field is optional: the default is vLLM's OpenAI-compatible server (``fullserver.serving``).
+    """
+
+    model: Annotated[StrictStr, Field(min_length=1, max_length=MAX_IMAGE, pattern=_MODEL_REF)] | None = None
+    image: Annotated[StrictStr, Field(min_length=1, max_length=MAX_IMAGE, pattern=_IMAGE_REF)] | None = None
+    args: Annotated[
+        list[Annotated[StrictStr, Field(max_length=MAX_IMAGE, pattern=_ARG)]], Field(max_length=MAX_SERVER_ARGS)
+    ] = []
+    port: Annotated[StrictInt, Field(ge=1024, le=65535)] | None = None
+    health_path: Annotated[StrictStr, Field(max_length=MAX_PATH, pattern=r"^/[A-Za-z0-9._~/-]*$")] | None = None
+    requests_per_second: Annotated[float, _finite(10_000, positive=True)] | None = None
+    load_minutes: Annotated[Count, Field(le=120)] | None = None
+    token_secret: Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME * 4, pattern=_SECRET_NAME)] | None = None
+    """The name of a secret you keep in the cloud's own store holding a Hugging Face token (gated
+    models): an SSM SecureString parameter on AWS, a Secret Manager secret on GCP. The nodes may
+    read it and each server start fetches it; the token itself never passes through fullserver,
+    the stack or Pulumi's state."""
+
+
 class KeyProblem(ValueError):
     """A check across keys that names the key at fault (a model validator has no field of its own)."""
 
@@ -286,6 +319,10 @@ class Workload(Camel):
     dedicated: Annotated[Dedicated | None, _unset({})] = Field(
         default=None,
         description="Bare metal: the rented or owned servers (monthlyUsd, host hardware, hosts to reach over SSH).",
+    )
+    serving: Annotated[ServingConfig | None, _unset({})] = Field(
+        default=None,
+        description="Serving profiles: the model server of each replica (model, image, args, port, healthPath, requestsPerSecond, loadMinutes, tokenSecret); empty: vLLM's OpenAI server with a small default model.",
     )
     alternatives: Annotated[list[Alternative], Field(max_length=MAX_ALTERNATIVES)] = Field(
         default=[],
@@ -386,6 +423,7 @@ class Workload(Camel):
             ("reservation", self.reservation is not None),
             ("image", self.image is not None),
             ("sshPublicKeys", self.ssh_public_keys is not None),
+            ("serving", self.serving is not None),
         ]
 
     def _check_bare_metal(self) -> None:
@@ -589,6 +627,12 @@ def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> No
                 f"{workload.ttl_hours} h is above the {life.ttl_hours:g} h TTL of profile '{profile.name}'",
                 f"ask for at most {life.ttl_hours:g}",
             )
+    if workload.serving is not None and profile.serving is None:
+        raise InputError(
+            "fullserver:serving",
+            f"profile '{profile.name}' runs no serving group",
+            "remove fullserver:serving or use a profile with serving, e.g. realtime-inference",
+        )
     platforms = set(platforms_for(profile, workload, catalog))
     if not platforms:
         return  # sizing names the accelerator the profile's platforms lack

@@ -33,6 +33,7 @@ __all__ = [
     "ZoneForm",
     "aws",
     "bare_metal",
+    "component",
     "disk",
     "disk_limits",
     "gcp",
@@ -49,6 +50,14 @@ _RULES: dict[Platform, PlatformRules] = {r.platform: r for r in (aws.RULES, gcp.
 def rules_for(platform: Platform) -> PlatformRules:
     """Everything fullserver knows about ``platform``."""
     return _RULES[platform]
+
+
+_COMPONENTS: dict[Platform, str] = {m.RULES.platform: m.COMPONENT for m in (aws, gcp, tpu, bare_metal)}
+
+
+def component(platform: Platform) -> str:
+    """The ``Environment`` component's args key that builds ``platform`` (components ask, not branch)."""
+    return _COMPONENTS[platform]
 
 
 def disk(kind: str) -> DiskKind | None:

@@ -35,6 +35,15 @@ UNSET_VOLUME_KIND = "gp2"
 AMI_VOLUME_KIND = "the AMI's volume type"
 BOOT_DISK_KINDS = ("gp3",)
 
+LOAD_BALANCER_SCHEMES = ("internal", "external")
+"""Serving load balancers built here: an Application Load Balancer, internet-facing or internal."""
+LOAD_BALANCER = "alb"
+LB_MIN_ZONES = 2
+"""An Application Load Balancer needs subnets in at least two Availability Zones (ELB "Application
+Load Balancers", subnets)."""
+SERVING_ZONES = 3
+"""A serving group that spreads across zones spans three (most regions have three or more)."""
+
 ZONES = ZoneForm("[a-z]", "AWS zones are the region and a letter, e.g. {region}a")
 
 REGION_PEERS = {
@@ -98,6 +107,9 @@ def efa_refusal(efa: int, most: int | None, nodes: int, machine_type: str) -> Re
     return None
 
 
+COMPONENT = "aws"
+"""Which args of the ``Environment`` component build this platform (``components.args``)."""
+
 RULES = PlatformRules(
     platform=Platform.AWS_GPU,
     provider="aws",
@@ -108,6 +120,7 @@ RULES = PlatformRules(
         "capacityBlock": "a Capacity Block is an AWS reservation",
         "image": "an AMI id or SSM parameter path",
         "sshPublicKeys": "cloud nodes get them for their login user",
+        "serving": "serving groups of GPU replicas behind a load balancer are built there",
     },
     compact_placement=True,  # a cluster placement group
     hourly_gpus=True,

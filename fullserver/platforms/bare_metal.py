@@ -13,6 +13,9 @@ from fullserver.platforms.base import PlatformRules
 
 RUNS_WHAT_IS_INSTALLED = "does not apply to bare-metal servers (they run what is installed on them)"
 
+COMPONENT = "bare_metal"
+"""Which args of the ``Environment`` component build this platform (``components.args``)."""
+
 RULES = PlatformRules(
     platform=Platform.BARE_METAL,
     provider="dedicated",

@@ -143,6 +143,11 @@ IAP_SSH_RANGE = "35.235.240.0/20"
 HEALTH_CHECK_RANGES = ("130.211.0.0/22", "35.191.0.0/16")
 """Google front ends that send load-balancer and autohealing health checks."""
 SERVING_ZONES = 3
+LOAD_BALANCER_SCHEMES = ("external",)
+"""Serving load balancers built here: Google's global external Application Load Balancer
+(``EXTERNAL_MANAGED``; no proxy-only subnet, no proxy-instance charge). Internal Application Load
+Balancers bill proxy instances, whose price the network catalog does not hold yet."""
+LOAD_BALANCER = "gcp-global-external"
 """A regional managed instance group spreads over three zones unless told which."""
 RESERVATION_LABEL = "compute.googleapis.com/reservation-name"
 """The key a specific reservation affinity names a reservation by."""
@@ -167,6 +172,9 @@ def data_disk_kind(req: Request) -> Refusal | None:
     return disk_kind_refusal(req.data_disk, DATA_DISK_KINDS, "{kind} is not a GCE disk type fullserver attaches")
 
 
+COMPONENT = "gcp"
+"""Which args of the ``Environment`` component build this platform (``components.args``)."""
+
 RULES = PlatformRules(
     platform=Platform.GCP_GPU,
     provider="gcp",
@@ -176,6 +184,7 @@ RULES = PlatformRules(
         "reservation": "a Compute Engine reservation name",
         "image": "a Compute Engine image",
         "sshPublicKeys": "cloud nodes get them for their login user",
+        "serving": "serving groups of GPU replicas behind a load balancer are built there",
     },
     compact_placement=True,  # a COLLOCATED resource policy
     hourly_gpus=True,

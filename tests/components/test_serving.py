@@ -1,8 +1,11 @@
-"""Serving groups: GCP template + regional MIG + autoscaler + health check; AWS ASG + GPU target tracking."""
+"""Serving groups: model server on every replica, health on its real endpoint, a load balancer in front,
+autoscaling on requests per replica (GCP regional MIG + global external ALB; AWS ASG + ALB)."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import json
 from typing import Any, cast
 
 import pytest
@@ -11,8 +14,10 @@ from components.args import SpecRefused, aws_args, gcp_args
 from components.aws_gpu import AwsGpuEnvironment
 from components.gcp_gpu import GcpGpuEnvironment
 from components.graph import graph_for_plan
+from components.serving import endpoint_url, resource_label
+from fullserver.billables import complete_spec
 from fullserver.catalog import Catalog, Offer
-from fullserver.platform import Platform
+from fullserver.workload import Workload
 from tests.components.conftest import Build, Plans, spec_of
 
 
@@ -32,7 +37,7 @@ class ZonedCatalog:
         return getattr(self._catalog, name)
 
 
-def test_gcp_realtime_serving_is_a_regional_group_spread_over_zones(plans: Plans, build: Build) -> None:
+def test_gcp_realtime_serving_is_a_regional_group_behind_a_global_load_balancer(plans: Plans, build: Build) -> None:
     g = build(lambda: GcpGpuEnvironment("srv", gcp_args(spec_of(plans, "serve-gcp-realtime"))))
     tmpl = g.one("compute/instanceTemplate:InstanceTemplate").inputs
     assert tmpl["machineType"] == "g2-standard-12"
@@ -40,46 +45,196 @@ def test_gcp_realtime_serving_is_a_regional_group_spread_over_zones(plans: Plans
     assert [d.get("type") for d in tmpl["disks"]] == [None, "SCRATCH"]
     assert tmpl["disks"][1]["interface"] == "NVME"
     assert tmpl["networkInterfaces"][0].get("accessConfigs") in (None, [])
+    script = tmpl["metadata"]["startup-script"]
+    # every replica starts the model server: vLLM's image, sharded over its one GPU, on port 8000
+    assert "systemctl enable fullserver-model.service" in script
+    assert "vllm/vllm-openai:v0.8.5 --model Qwen/Qwen2.5-1.5B-Instruct --host 0.0.0.0 --port 8000" in script
+    assert "--tensor-parallel-size 1" in script and "-p 8000:8000" in script
     mig = g.one("compute/regionInstanceGroupManager:RegionInstanceGroupManager").inputs
     assert mig["distributionPolicyTargetShape"] == "BALANCED" and mig["region"] == "us-central1"
-    assert mig["autoHealingPolicies"]["initialDelaySec"] == 900
-    policy = g.one("compute/regionAutoscaler:RegionAutoscaler").inputs["autoscalingPolicy"]
-    assert (policy["minReplicas"], policy["maxReplicas"]) == (2, 8)
-    assert policy["metrics"] == [{"name": "agent.googleapis.com/gpu/utilization", "target": 60, "type": "GAUGE"}]
+    assert mig["namedPorts"] == [{"name": "http", "port": 8000}]
+    # autohealing waits the profile's 20 minutes of model load before judging a replica
+    assert mig["autoHealingPolicies"] == {"healthCheck": "srv-health-id", "initialDelaySec": 1200}
     hc = g.one("compute/healthCheck:HealthCheck").inputs
     assert hc["httpHealthCheck"] == {"port": 8000, "requestPath": "/health"}
+    assert (hc["checkIntervalSec"], hc["healthyThreshold"], hc["unhealthyThreshold"]) == (10, 2, 3)
     health_fw = next(r for r in g.of_type("compute/firewall:Firewall") if r.name == "srv-health").inputs
     assert health_fw["sourceRanges"] == ["130.211.0.0/22", "35.191.0.0/16"]
+    assert health_fw["allows"] == [{"protocol": "tcp", "ports": ["8000"]}]
+    backend = g.one("compute/backendService:BackendService").inputs
+    assert backend["loadBalancingScheme"] == "EXTERNAL_MANAGED" and backend["protocol"] == "HTTP"
+    assert backend["portName"] == "http" and backend["healthChecks"] == "srv-health-id"
+    assert backend["timeoutSec"] == 600 and backend["connectionDrainingTimeoutSec"] == 120
+    (be,) = backend["backends"]
+    assert "/srv-mig-" in be["group"]  # the managed group's instance group URL
+    assert (be["balancingMode"], be["maxRatePerInstance"], be["capacityScaler"]) == ("RATE", 4, 1)
+    assert g.one("compute/uRLMap:URLMap").inputs["defaultService"] == "srv-backend-id"
+    assert g.one("compute/targetHttpProxy:TargetHttpProxy").inputs["urlMap"] == "srv-urls-id"
+    rule = g.one("compute/globalForwardingRule:GlobalForwardingRule").inputs
+    assert {k: rule[k] for k in ("target", "loadBalancingScheme", "ipProtocol", "portRange")} == {
+        "target": "srv-proxy-id",
+        "loadBalancingScheme": "EXTERNAL_MANAGED",
+        "ipProtocol": "TCP",
+        "portRange": "80",
+    }
+    # scaled on the load balancer's utilisation: requests per replica, whatever its GPU count
+    policy = g.one("compute/regionAutoscaler:RegionAutoscaler").inputs["autoscalingPolicy"]
+    assert (policy["minReplicas"], policy["maxReplicas"], policy["cooldownPeriod"]) == (2, 8, 1200)
+    assert policy["loadBalancingUtilization"] == {"target": 0.6} and "metrics" not in policy
     assert g.of_type("compute/instance:Instance") == []
+    # no proxy-only subnet: the global external load balancer needs none
+    assert [r.name for r in g.of_type("compute/subnetwork:Subnetwork")] == ["srv-subnet"]
 
 
-def test_aws_serving_is_an_auto_scaling_group_across_three_zones(plans: Plans, build: Build) -> None:
-    spec = spec_of(
-        plans,
-        "serve-gcp-realtime",
-        platform=Platform.AWS_GPU,
-        offer="g6.xlarge",
-        machine_type="g6.xlarge",
-        zone=None,
-        region="us-east-1",
-        local_nvme_disks=0,
-        boot_disk_kind="gp3",
-    )
-    g = build(lambda: AwsGpuEnvironment("asg", aws_args(spec)))
+def _aws_serving_spec(plans: Plans, **changes: Any) -> Any:
+    return spec_of(plans, "serve-aws-realtime", **changes)
+
+
+def test_aws_serving_is_a_group_behind_an_application_load_balancer(plans: Plans, build: Build) -> None:
+    g = build(lambda: AwsGpuEnvironment("asg", aws_args(_aws_serving_spec(plans))))
     group = g.one("autoscaling/group:Group").inputs
     assert (group["minSize"], group["maxSize"]) == (2, 8)
     assert len(group["vpcZoneIdentifiers"]) == 3
+    assert all("private" in s for s in group["vpcZoneIdentifiers"])
+    assert group["targetGroupArns"] == ["arn:aws:lb::123456789012:asg-tg"]
+    assert (group["healthCheckType"], group["healthCheckGracePeriod"], group["defaultInstanceWarmup"]) == (
+        "ELB",
+        1200,
+        1200,
+    )
     subnets = {r.inputs["availabilityZone"] for r in g.of_type("ec2/subnet:Subnet") if "private" in r.name}
     assert subnets == {"us-east-1a", "us-east-1b", "us-east-1c"}
+    alb = g.one("lb/loadBalancer:LoadBalancer").inputs
+    assert alb["loadBalancerType"] == "application" and alb["internal"] is False
+    assert sorted(alb["subnets"]) == ["asg-public-0-id", "asg-public-1-id", "asg-public-2-id"]
+    assert alb["securityGroups"] == ["asg-lb-sg-id"] and alb["idleTimeout"] == 600
+    tg = g.one("lb/targetGroup:TargetGroup").inputs
+    assert (tg["port"], tg["protocol"], tg["targetType"], tg["vpcId"]) == (8000, "HTTP", "instance", "asg-vpc-id")
+    assert tg["deregistrationDelay"] == 120
+    assert tg["healthCheck"] == {
+        "enabled": True,
+        "protocol": "HTTP",
+        "port": "traffic-port",
+        "path": "/health",
+        "matcher": "200",
+        "interval": 10,
+        "timeout": 5,
+        "healthyThreshold": 2,
+        "unhealthyThreshold": 3,
+    }
+    listener = g.one("lb/listener:Listener").inputs
+    assert (listener["port"], listener["protocol"], listener["loadBalancerArn"]) == (
+        80,
+        "HTTP",
+        "arn:aws:lb::123456789012:asg-alb",
+    )
+    assert listener["defaultActions"] == [{"type": "forward", "targetGroupArn": "arn:aws:lb::123456789012:asg-tg"}]
+    # target tracking on requests per target: 4 requests/s x 60 s x 60 % = 144 a minute
     tracking = g.one("autoscaling/policy:Policy").inputs["targetTrackingConfiguration"]
-    assert tracking["targetValue"] == 60
-    assert tracking["customizedMetricSpecification"]["metricName"] == "nvidia_smi_utilization_gpu"
-    assert "networkInterfaces" in g.one("ec2/launchTemplate:LaunchTemplate").inputs
-    assert "subnetId" not in g.one("ec2/launchTemplate:LaunchTemplate").inputs["networkInterfaces"][0]
+    assert tracking["targetValue"] == 144
+    assert tracking["predefinedMetricSpecification"]["predefinedMetricType"] == "ALBRequestCountPerTarget"
+    assert "resourceLabel" in tracking["predefinedMetricSpecification"]
+    # clients reach the load balancer on port 80 only; the nodes take the server port from it only
+    sgs = {r.name: r.inputs for r in g.of_type("ec2/securityGroup:SecurityGroup")}
+    assert sgs["asg-lb-sg"]["ingress"] == [
+        {"protocol": "tcp", "fromPort": 80, "toPort": 80, "cidrBlocks": ["0.0.0.0/0"], "description": "clients"}
+    ]
+    assert sgs["asg-lb-sg"]["egress"][0] | {"description": ""} == {
+        "protocol": "tcp",
+        "fromPort": 8000,
+        "toPort": 8000,
+        "cidrBlocks": ["10.80.0.0/16"],
+        "description": "",
+    }
+    server = [r for r in sgs["asg-sg"]["ingress"] if r.get("fromPort") == 8000]
+    assert server == [
+        {
+            "protocol": "tcp",
+            "fromPort": 8000,
+            "toPort": 8000,
+            "securityGroups": ["asg-lb-sg-id"],
+            "description": "model server, from the load balancer only",
+        }
+    ]
+    lt = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    assert "subnetId" not in lt["networkInterfaces"][0]
+    script = base64.b64decode(lt["userData"]).decode()
+    assert "--model Qwen/Qwen2.5-7B-Instruct" in script and "--max-model-len 16384" in script
     policies = {
         r.inputs["policyArn"].rsplit("/", 1)[-1] for r in g.of_type("iam/rolePolicyAttachment:RolePolicyAttachment")
     }
-    assert policies == {"AmazonSSMManagedInstanceCore", "CloudWatchAgentServerPolicy"}
+    assert policies == {"AmazonSSMManagedInstanceCore"}
+
+
+def test_an_internal_aws_load_balancer_sits_in_the_nodes_subnets_and_takes_only_the_vpc(
+    plans: Plans, build: Build
+) -> None:
+    spec = _aws_serving_spec(plans)
+    assert spec.endpoint is not None
+    spec = spec.model_copy(update={"endpoint": spec.endpoint.model_copy(update={"load_balancer": "internal"})})
+    g = build(lambda: AwsGpuEnvironment("inr", aws_args(spec)))
+    alb = g.one("lb/loadBalancer:LoadBalancer").inputs
+    assert alb["internal"] is True
+    assert sorted(alb["subnets"]) == ["inr-private-0-id", "inr-private-1-id", "inr-private-2-id"]
+    lb_sg = next(r for r in g.of_type("ec2/securityGroup:SecurityGroup") if r.name == "inr-lb-sg").inputs
+    assert lb_sg["ingress"][0]["cidrBlocks"] == ["10.80.0.0/16"]
+
+
+def test_an_aws_serving_group_with_a_pinned_zone_is_refused(plans: Plans) -> None:
+    args = aws_args(_aws_serving_spec(plans))
+    args["zone"] = "us-east-1a"
+    with pytest.raises(SpecRefused, match=r"spec\.zone: the serving load balancer spans 3 zones"):
+        AwsGpuEnvironment("bad", args)
+
+
+def test_an_aws_serving_group_in_one_zone_is_refused(plans: Plans) -> None:
+    args = aws_args(_aws_serving_spec(plans))
+    args["zones"] = 1
+    with pytest.raises(SpecRefused, match=r"spec\.zones: an Application Load Balancer needs subnets in 2 zones"):
+        AwsGpuEnvironment("bad", args)
+
+
+def _with_token_secret(spec: Any, name: str) -> Any:
+    assert spec.endpoint is not None
+    server = spec.endpoint.server.model_copy(update={"token_secret": name})
+    return spec.model_copy(update={"endpoint": spec.endpoint.model_copy(update={"server": server})})
+
+
+def test_a_token_secret_is_readable_by_the_nodes_and_fetched_by_the_server_only(plans: Plans, build: Build) -> None:
+    g = build(lambda: AwsGpuEnvironment("tok", aws_args(_with_token_secret(_aws_serving_spec(plans), "hf/token"))))
+    (policy,) = g.of_type("iam/rolePolicy:RolePolicy")
+    assert json.loads(policy.inputs["policy"])["Statement"] == [
+        {"Effect": "Allow", "Action": "ssm:GetParameter", "Resource": "arn:aws:ssm:us-east-1:*:parameter/hf/token"}
+    ]
+    script = base64.b64decode(g.one("ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
+    assert "TOKEN_CMD=(aws ssm get-parameter --region us-east-1 --name /hf/token --with-decryption" in script
+    spec = _with_token_secret(spec_of(plans, "serve-gcp-realtime"), "hf-token")
+    g = build(lambda: GcpGpuEnvironment("tok", gcp_args(spec)))
+    member = g.one("secretmanager/secretIamMember:SecretIamMember").inputs
+    assert (member["secretId"], member["role"]) == ("hf-token", "roles/secretmanager.secretAccessor")
+    assert member["member"] == "serviceAccount:fs-tok@mock-project.iam.gserviceaccount.com"
+    tmpl = g.one("compute/instanceTemplate:InstanceTemplate").inputs
+    assert "TOKEN_CMD=(gcloud secrets versions access latest --secret=hf-token)" in tmpl["metadata"]["startup-script"]
+
+
+def test_without_a_token_secret_nothing_can_read_secrets(plans: Plans, build: Build) -> None:
+    g = build(lambda: AwsGpuEnvironment("nt", aws_args(_aws_serving_spec(plans))))
+    assert g.of_type("iam/rolePolicy:RolePolicy") == []
+    assert "TOKEN_CMD=()" in base64.b64decode(g.one("ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
+
+
+def test_both_serving_stacks_export_their_endpoint(plans: Plans) -> None:
+    for stack in ("serve-gcp-realtime", "serve-aws-realtime"):
+        g = graph_for_plan(plans[stack])
+        # the mock runtime assigns no address: the plan says when it will be known
+        assert g.outputs["endpoint"] == "http://<load balancer address, known after pulumi up>", stack
+    assert graph_for_plan(plans["serve-aws-realtime"]).outputs["model"] == "Qwen/Qwen2.5-7B-Instruct"
+
+
+def test_the_endpoint_url_names_the_port_only_when_it_is_not_80() -> None:
+    assert endpoint_url("34.1.2.3", 80) == "http://34.1.2.3"
+    assert endpoint_url("lb.example", 8080) == "http://lb.example:8080"
+    assert resource_label(["app/a/1", "targetgroup/t/2"]) == "app/a/1/targetgroup/t/2"
 
 
 def test_gcp_serving_group_spreads_over_the_catalogs_zones_of_the_region(
@@ -87,7 +242,9 @@ def test_gcp_serving_group_spreads_over_the_catalogs_zones_of_the_region(
 ) -> None:
     zones = ("us-central1-a", "us-central1-b", "us-central1-c", "europe-west4-a")
     zoned = cast(Catalog, ZonedCatalog(catalog, "g2-standard-12", zones))
-    args = gcp_args(spec_of(plans, "serve-gcp-realtime"), zoned)
+    work = Workload.model_validate({"profile": "realtime-inference", "region": "us-central1"})
+    spec = complete_spec(spec_of(plans, "serve-gcp-realtime"), work, zoned)  # the core picks the zones
+    args = gcp_args(spec, zoned)
     assert args.get("serving", {}).get("zones") == ["us-central1-a", "us-central1-b", "us-central1-c"]
     mig = build(lambda: GcpGpuEnvironment("srv", args)).one(
         "compute/regionInstanceGroupManager:RegionInstanceGroupManager"

@@ -10,7 +10,16 @@ import pytest
 
 from components.images import aws_image_id, gcp_image
 from components.labels import gcp_labels, gcp_name
-from components.startup import AWS_INSTANCE_STORE, GCP_DATA, DiskPlan, boot_script, disks_script
+from components.startup import (
+    AWS_INSTANCE_STORE,
+    GCP_DATA,
+    DiskPlan,
+    aws_token_command,
+    boot_script,
+    disks_script,
+    gcp_token_command,
+    model_server_script,
+)
 
 
 def test_script_guards_and_stable_device_names() -> None:
@@ -40,6 +49,93 @@ def test_scripts_are_valid_bash(tmp_path: Path) -> None:
         )
     )
     subprocess.run(["bash", "-n", str(inner)], check=True)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash needed")
+def test_the_model_server_runs_the_image_with_every_argument_intact(tmp_path: Path) -> None:
+    """The wrapper the unit runs, executed with stand-in ``docker`` and ``nvidia-smi``: the container
+    gets the GPUs, the port, the cache on scratch, and each argument as one word (spaces, quotes and
+    ``$`` reach the server as written, never the shell)."""
+    script = model_server_script(
+        "vllm/vllm-openai:v0.8.5", ["--model", "org/m", "--chat-template", "a b'$HOME\""], 8000
+    )
+    subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+    assert "systemctl enable fullserver-model.service" in script and "Restart=always" in script
+    assert "ExecStartPre=/usr/bin/docker pull vllm/vllm-openai:v0.8.5" in script
+    wrapper = script.split("cat > /usr/local/sbin/fullserver-model <<'FULLSERVER_EOF'\n", 1)[1].split(
+        "FULLSERVER_EOF", 1
+    )[0]
+    bin_dir, scratch, argv = tmp_path / "bin", tmp_path / "scratch", tmp_path / "argv"
+    bin_dir.mkdir()
+    scratch.mkdir()
+    (bin_dir / "nvidia-smi").write_text("#!/bin/bash\nexit 0\n")
+    (bin_dir / "docker").write_text(f'#!/bin/bash\n[ "$1" = run ] && printf "%s\\n" "$@" > {argv}\nexit 0\n')
+    for tool in ("nvidia-smi", "docker"):
+        (bin_dir / tool).chmod(0o755)
+    (scratch / "model-cache").mkdir()
+    link = tmp_path / "scratch-link"
+    link.symlink_to(scratch)  # the DLAMI's /scratch is a link to its NVMe mount
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "FULLSERVER_SCRATCH_DIR": str(link),
+        "FULLSERVER_MODEL_ENV": str(tmp_path / "absent.env"),
+        "FULLSERVER_MODEL_CACHE": str(tmp_path / "fallback"),
+    }
+    subprocess.run(["bash", "-c", wrapper], env=env, check=True)
+    assert argv.read_text().splitlines() == [
+        "run",
+        "--rm",
+        "--name",
+        "fullserver-model",
+        "--gpus",
+        "all",
+        "--ipc=host",
+        "-p",
+        "8000:8000",
+        "-v",
+        f"{link}/model-cache:/root/.cache/huggingface",
+        "vllm/vllm-openai:v0.8.5",
+        "--model",
+        "org/m",
+        "--chat-template",
+        "a b'$HOME\"",
+    ]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash needed")
+def test_the_token_is_fetched_at_start_into_a_root_only_file_never_into_the_script(tmp_path: Path) -> None:
+    script = model_server_script("img:1", ["--model", "org/gated"], 8000, aws_token_command("us-east-1", "hf/token"))
+    assert "hf_secret_value" not in script
+    wrapper = script.split("cat > /usr/local/sbin/fullserver-model <<'FULLSERVER_EOF'\n", 1)[1].split(
+        "FULLSERVER_EOF", 1
+    )[0]
+    bin_dir, calls, argv = tmp_path / "bin", tmp_path / "aws-calls", tmp_path / "argv"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text("#!/bin/bash\nexit 0\n")
+    (bin_dir / "aws").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {calls}\necho hf_secret_value\n')
+    (bin_dir / "docker").write_text(f'#!/bin/bash\n[ "$1" = run ] && printf "%s\\n" "$@" > {argv}\nexit 0\n')
+    for tool in ("nvidia-smi", "aws", "docker"):
+        (bin_dir / tool).chmod(0o755)
+    env_file = tmp_path / "etc" / "model-server.env"
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "FULLSERVER_SCRATCH_DIR": str(tmp_path / "no-scratch"),
+        "FULLSERVER_MODEL_ENV": str(env_file),
+        "FULLSERVER_MODEL_CACHE": str(tmp_path / "cache"),
+    }
+    subprocess.run(["bash", "-c", wrapper], env=env, check=True)
+    assert calls.read_text().split() == aws_token_command("us-east-1", "hf/token")[1:]
+    assert "--name" in calls.read_text() and "/hf/token" in calls.read_text().split()
+    assert env_file.read_text() == "HF_TOKEN=hf_secret_value\n"
+    assert env_file.stat().st_mode & 0o777 == 0o600
+    got = argv.read_text().splitlines()
+    assert got[got.index("--env-file") + 1] == str(env_file) and got.index("--env-file") < got.index("img:1")
+    assert gcp_token_command("hf-token") == ["gcloud", "secrets", "versions", "access", "latest", "--secret=hf-token"]
+
+
+def test_the_model_server_refuses_a_port_that_is_not_one() -> None:
+    with pytest.raises(ValueError, match="not a TCP port"):
+        model_server_script("img", [], 70000)
 
 
 def test_labels_fit_gcp_rules() -> None:

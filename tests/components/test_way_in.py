@@ -81,7 +81,8 @@ def _check_aws(g: Graph, connect: str, config: dict[str, Any]) -> str:
     keys = config.get("fullserver:sshPublicKeys") or []
     lt = g.one("ec2/launchTemplate:LaunchTemplate").inputs
     nic = lt["networkInterfaces"][0]
-    sg = g.one("ec2/securityGroup:SecurityGroup").inputs
+    # the nodes' security group (a serving stack adds its load balancer's, "-lb-sg")
+    sg = next(r for r in g.of_type("ec2/securityGroup:SecurityGroup") if not r.name.endswith("-lb-sg")).inputs
     if connect.startswith("ssh "):
         user, ip = connect.split()[1].split("@")
         assert connect == f"ssh {user}@{ip}" and user == LOGIN_USER

