@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from fullserver.billables import complete_spec
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
+from fullserver.comparable import (
+    DEDICATED,
+    ON_DEMAND,
+    Capacity,
+    as_on_demand,
+    of_spec,
+    pricing_basis,
+    units_covering,
+)
 from fullserver.cost import CostEstimate, estimate
 from fullserver.errors import BudgetExceeded, FullserverError, InputError
 from fullserver.platforms import rules_for
@@ -20,7 +31,12 @@ from fullserver.yamlio import read_yaml
 
 
 class Comparison(BaseModel):
-    """The same workload priced on another platform the profile allows (or why it cannot be)."""
+    """The same workload priced on another platform the profile allows (or why it cannot be).
+
+    ``pricing`` names the pricing model of ``usd_month``, the same for every cloud row of one
+    plan; ``capacity`` is what the row holds and ``capacity_ratio`` its accelerator memory over
+    the chosen environment's (``fullserver.comparable``): 1.0 is the same job.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -30,6 +46,9 @@ class Comparison(BaseModel):
     usd_month: float | None
     usd_per_productive_hour: float | None
     note: str
+    pricing: str | None = None
+    capacity: str | None = None
+    capacity_ratio: float | None = None
 
 
 class StackPlan(BaseModel):
@@ -41,6 +60,8 @@ class StackPlan(BaseModel):
     cost: CostEstimate
     comparison: list[Comparison]
     budget_monthly_usd: float | None = None
+    baseline: Comparison | None = None
+    """The chosen environment as a comparison row: its price on the comparison's pricing model."""
 
     @property
     def warnings(self) -> list[str]:
@@ -58,8 +79,10 @@ def _alternatives(profile: Profile, workload: Workload, chosen: Platform) -> lis
     return [Alternative(platform=p) for p in profile.platforms if rules_for(p).hourly_gpus and p is not chosen]
 
 
-def _nodes_for(alt: Alternative, workload: Workload, total: int) -> int:
-    """Nodes of the alternative that hold as many accelerators as the chosen environment."""
+def _nodes_for(alt: Alternative, workload: Workload, reference: Capacity | None, catalog: Catalog) -> int:
+    """Nodes of the alternative whose accelerator memory holds the chosen environment's (the
+    capacity measure of ``fullserver.comparable``): a v5p-128 slice, 64 chips of 95 GiB, is
+    matched by 10 nodes of 8 H100s (6,400 GiB), not by 8 nodes (5,120 GiB) as chip for chip."""
     rules = rules_for(alt.platform)
     if rules.slices:
         return 1  # a slice is one TPU resource, whatever its host count
@@ -68,59 +91,130 @@ def _nodes_for(alt: Alternative, workload: Workload, total: int) -> int:
     if rules.declared_hardware:
         dedicated = alt.dedicated or workload.dedicated
         per_node = dedicated.host.accelerator_count if dedicated else 0
+        accelerator = dedicated.host.accelerator if dedicated else None
     else:
         per_node = alt.accelerator_count or workload.accelerator_count or 1
-    return max(1, math.ceil(total / per_node)) if per_node else workload.nodes
+        accelerator = alt.accelerator or workload.accelerator
+    if not per_node or accelerator is None or reference is None:
+        return workload.nodes
+    return units_covering(reference, per_node * catalog.accelerator(accelerator).memory_gib)
 
 
-def _compare(
+@dataclass(frozen=True)
+class _Row:
+    """One row of the comparison before it is priced: the environment it would be, or why not."""
+
+    platform: Platform
+    region: str
+    profile: Profile
+    workload: Workload
+    spec: EnvironmentSpec | None
+    why_not: str = ""
+    other_profile: str | None = None
+
+
+def _variant(
     profile: Profile,
     workload: Workload,
     alt: Alternative,
     catalog: Catalog,
     env: str,
     profiles: dict[str, Profile],
-    total: int,
-) -> Comparison:
+    reference: Capacity | None,
+) -> _Row:
     region = alt.region or default_region(alt.platform, workload.region, catalog)
-    nodes = _nodes_for(alt, workload, total)
-    changes: dict[str, object] = {
-        "platform": alt.platform,
-        "region": region,
-        "zone": None,
-        "image": None,
-        "nodes": nodes,
-    }
-    if alt.accelerator:
-        changes["accelerator"] = alt.accelerator
-        changes["accelerator_count"] = alt.accelerator_count
-    if alt.dedicated:
-        changes["dedicated"] = alt.dedicated
-    variant = workload.model_copy(update=changes)
     try:
+        changes: dict[str, object] = {
+            "platform": alt.platform,
+            "region": region,
+            "zone": None,
+            "image": None,
+            "nodes": _nodes_for(alt, workload, reference, catalog),
+        }
+        if alt.accelerator:
+            changes["accelerator"] = alt.accelerator
+            changes["accelerator_count"] = alt.accelerator_count
+        if alt.dedicated:
+            changes["dedicated"] = alt.dedicated
+        variant = workload.model_copy(update=changes)
         if alt.profile:
             profile = get_profile(alt.profile, profiles, where="fullserver:alternatives.profile")
         spec = spec_for(profile, variant, alt.platform, catalog, env)
-        cost = estimate(spec, profile, variant, catalog)
     except FullserverError as exc:
+        return _Row(alt.platform, region, profile, workload, None, exc.what)
+    return _Row(alt.platform, region, profile, variant, spec, other_profile=alt.profile)
+
+
+def _compare(row: _Row, catalog: Catalog, reference: Capacity | None, on_demand: bool, why: str = "") -> Comparison:
+    """Price one row; ``on_demand`` reprices spot and reserved rows on demand so that every
+    cloud row of the plan shares one pricing model."""
+    if row.spec is None:
         return Comparison(
-            platform=alt.platform,
+            platform=row.platform,
             offer=None,
-            region=region,
+            region=row.region,
             usd_month=None,
             usd_per_productive_hour=None,
-            note=exc.what,
+            note=row.why_not,
         )
+    spec, profile = row.spec, row.profile
+    basis = pricing_basis(spec, profile, catalog)
+    repriced = on_demand and basis not in (ON_DEMAND, DEDICATED)
+    if repriced:
+        spec, profile = as_on_demand(spec, profile)
+    cost = estimate(spec, profile, row.workload, catalog)
+    held = of_spec(spec)
     note = "balanced" if spec.balance.ok else spec.balance.summary()
-    note += f", {spec.accelerator_count * spec.nodes} x {spec.accelerator} on {spec.nodes} node(s)"
-    note += f" (profile {alt.profile})" if alt.profile else ""
+    note += f", {spec.nodes} node(s)"
+    note += f" (profile {row.other_profile})" if row.other_profile else ""
+    note += f"; {why}" if why else ""
+    note += "" if cost.complete else f"; a lower bound: {', '.join(cost.unpriced)} not priced"
     return Comparison(
-        platform=alt.platform,
+        platform=row.platform,
         offer=spec.offer,
-        region=region,
+        region=row.region,
         usd_month=cost.usd_month,
         usd_per_productive_hour=cost.usd_per_productive_hour,
         note=note,
+        pricing=ON_DEMAND if repriced else basis,
+        capacity=held.describe() if held else None,
+        capacity_ratio=held.ratio_to(reference) if held and reference else None,
+    )
+
+
+def compare(
+    profile: Profile,
+    workload: Workload,
+    spec: EnvironmentSpec,
+    catalog: Catalog,
+    env: str,
+    profiles: dict[str, Profile],
+) -> tuple[list[Comparison], Comparison]:
+    """The same job elsewhere, and the chosen environment as the row they are compared with.
+
+    Alternatives are sized to hold at least the chosen environment's accelerator memory where
+    the stack leaves their size open; an explicit size is kept and its ratio stated. Every cloud
+    row is priced on one pricing model: the plan's own where every row has it, else on demand
+    (a spot price beside an on-demand one is no comparison). A dedicated server keeps its
+    monthly contract, labelled as such.
+    """
+    reference = of_spec(spec)
+    rows = [
+        _variant(profile, workload, a, catalog, env, profiles, reference)
+        for a in _alternatives(profile, workload, spec.platform)
+    ]
+    chosen = _Row(spec.platform, spec.region, profile, workload, spec)
+    by_basis: dict[str, list[str]] = {}
+    for r in (chosen, *rows):
+        if r.spec is not None:
+            by_basis.setdefault(pricing_basis(r.spec, r.profile, catalog), []).append(r.platform.value)
+    by_basis.pop(DEDICATED, None)
+    on_demand = len(by_basis) > 1
+    found = "; ".join(f"{basis} for {', '.join(names)}" for basis, names in sorted(by_basis.items()))
+    why = f"every row compared on demand, the one pricing model all have (their own: {found})" if on_demand else ""
+    return (
+        [_compare(r, catalog, reference, on_demand) for r in rows],
+        _compare(chosen, catalog, reference, on_demand, why),
     )
 
 
@@ -135,13 +229,9 @@ def plan_workload(
 ) -> StackPlan:
     profile = get_profile(workload.profile, profiles)
     check_workload(workload, profile, catalog)
-    spec = size(profile, workload, catalog, stack)
+    spec = complete_spec(size(profile, workload, catalog, stack), workload, catalog)
     cost = estimate(spec, profile, workload, catalog)
-    total = spec.accelerator_count * spec.nodes
-    comparison = [
-        _compare(profile, workload, alt, catalog, stack, profiles, total)
-        for alt in _alternatives(profile, workload, spec.platform)
-    ]
+    comparison, baseline = compare(profile, workload, spec, catalog, stack, profiles)
     return StackPlan(
         stack=stack,
         path=path,
@@ -149,6 +239,7 @@ def plan_workload(
         cost=cost,
         comparison=comparison,
         budget_monthly_usd=workload.budget_monthly_usd,
+        baseline=baseline,
     )
 
 

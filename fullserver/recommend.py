@@ -3,7 +3,8 @@
 The rules are a table, not a decision tree: each rule says which answers it applies to, which
 profile or platform it favours (or disfavours) by how much, and why, in the words of practice.
 Every (profile, platform) pair the profiles allow is scored by the rules that match; the
-ranking shows each pair's reasons and what the same job costs there.
+ranking shows each pair's reasons and what the same job costs there: every platform is priced
+for the same accelerator capacity (``fullserver.comparable``), labelled with its pricing model.
 """
 
 from __future__ import annotations
@@ -16,6 +17,16 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from fullserver.catalog import Catalog
+from fullserver.comparable import (
+    DEDICATED,
+    ON_DEMAND,
+    Capacity,
+    as_on_demand,
+    capacity,
+    of_spec,
+    pricing_basis,
+    slice_covering,
+)
 from fullserver.cost import estimate
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import default_region
@@ -42,7 +53,8 @@ class Needs(BaseModel):
 
     framework: Literal["pytorch", "jax", "tensorflow", "other"] = "pytorch"
     purpose: Purpose = Purpose.TRAINING
-    maturity: Maturity = "exploring"
+    maturity: Maturity | None = None
+    """``None``: not said. Training then starts at experimentation; inference is planned by traffic."""
     scale: Literal["single", "multi-node"] = "single"
     portability: bool = False
     cloud: Literal["aws", "gcp", "any"] = "any"
@@ -57,12 +69,19 @@ class Needs(BaseModel):
 
 @dataclass(frozen=True)
 class Rule:
-    """When every ``when`` answer matches, favour ``target`` (a profile or platform) by ``weight``."""
+    """When every ``when`` answer matches, favour ``target`` (a profile or platform) by ``weight``.
+
+    ``when`` holds every condition the ``reason`` states, so a reason is shown only where it is
+    true of the answers: "at scale" needs ``scale: multi-node``, "on Google Cloud" a cloud that
+    allows it. A ``never_first`` rule ranks its target after every choice no such rule matches,
+    whatever the scores: a requirement, not a preference.
+    """
 
     when: dict[str, tuple[object, ...]]
     target: str
     weight: int
     reason: str
+    never_first: bool = False
 
     def matches(self, needs: Needs) -> bool:
         return all(getattr(needs, key) in values for key, values in self.when.items())
@@ -70,6 +89,12 @@ class Rule:
 
 JAX_TF = ("jax", "tensorflow")
 GPU = ("aws-gpu", "gcp-gpu")
+TRAINING = (Purpose.TRAINING,)
+INFERENCE = (Purpose.INFERENCE,)
+SETTLED = ("stable", "production")
+CHANGING = ("exploring", "adapting")
+GOOGLE = ("gcp", "any")
+"""Clouds on which a TPU can be had: the team's own, or any."""
 
 
 def _rules(targets: tuple[str, ...], when: dict[str, tuple[object, ...]], weight: int, reason: str) -> list[Rule]:
@@ -77,45 +102,52 @@ def _rules(targets: tuple[str, ...], when: dict[str, tuple[object, ...]], weight
 
 
 RULES: list[Rule] = [
-    # Workload maturity -> profile.
+    # Workload maturity -> training profile.
     Rule(
-        {"maturity": ("exploring",)},
+        {"purpose": TRAINING, "maturity": ("exploring",)},
         "experimentation",
         4,
         "changing, exploratory work wants short-lived, cheap, flexible capacity",
     ),
     Rule(
-        {"maturity": ("adapting",)},
+        {"purpose": TRAINING, "maturity": (None,)},
+        "experimentation",
+        4,
+        "no maturity given: training starts with short-lived, cheap experiments",
+    ),
+    Rule(
+        {"purpose": TRAINING, "maturity": ("adapting",)},
         "fine-tuning",
         4,
         "adapting a validated model: longer single-node runs with real checkpoints",
     ),
     Rule(
-        {"maturity": ("stable", "production"), "purpose": (Purpose.TRAINING,), "scale": ("multi-node",)},
+        {"maturity": SETTLED, "purpose": TRAINING, "scale": ("multi-node",)},
         "scale-training",
         4,
         "stable, repeatable training at scale justifies committed capacity and a fast fabric",
     ),
     Rule(
-        {"maturity": ("stable",), "scale": ("single",), "purpose": (Purpose.TRAINING,)},
+        {"maturity": ("stable",), "scale": ("single",), "purpose": TRAINING},
         "fine-tuning",
         2,
         "stable single-node training",
     ),
+    # Traffic shape -> inference profile: serving is planned by traffic, whatever the maturity.
     Rule(
-        {"purpose": (Purpose.INFERENCE,), "traffic": ("realtime-variable",), "maturity": ("stable", "production")},
+        {"purpose": INFERENCE, "traffic": ("realtime-variable",)},
         "realtime-inference",
         4,
         "real-time serving with variable traffic: on-demand replicas behind a managed group",
     ),
     Rule(
-        {"purpose": (Purpose.INFERENCE,), "traffic": ("steady-batch",), "maturity": ("stable", "production")},
+        {"purpose": INFERENCE, "traffic": ("steady-batch",)},
         "batch-inference",
         4,
         "steady, high-volume batches: throughput per dollar, preemption tolerated",
     ),
     Rule(
-        {"demand": ("steady",), "maturity": ("stable", "production")},
+        {"demand": ("steady",), "maturity": SETTLED},
         "dedicated-steady",
         4,
         "steady, predictable demand can justify dedicated servers paid monthly",
@@ -125,12 +157,12 @@ RULES: list[Rule] = [
         {"demand": ("variable",)}, "dedicated-steady", -4, "variable demand leaves dedicated capacity idle but paid for"
     ),
     Rule(
-        {"maturity": ("exploring", "adapting")},
+        {"maturity": CHANGING, "purpose": TRAINING},
         "scale-training",
         -3,
         "committed multi-node capacity is premature for changing work",
     ),
-    # Framework, traffic and cloud -> platform.
+    # Framework, maturity, traffic and cloud -> platform.
     *_rules(
         GPU, {"framework": ("pytorch",)}, 2, "PyTorch-first work favours GPUs (CUDA kernels and libraries come first)"
     ),
@@ -141,32 +173,27 @@ RULES: list[Rule] = [
         "PyTorch on TPU runs through PyTorch/XLA, which lags the CUDA ecosystem",
     ),
     Rule(
-        {
-            "framework": JAX_TF,
-            "maturity": ("stable", "production"),
-            "cloud": ("gcp", "any"),
-            "purpose": (Purpose.TRAINING,),
-        },
+        {"framework": JAX_TF, "maturity": SETTLED, "purpose": TRAINING, "scale": ("multi-node",), "cloud": GOOGLE},
         "tpu-vm",
         3,
-        "stable JAX/TensorFlow training at scale on Google Cloud can favour TPUs",
+        "stable JAX/TensorFlow training at scale can favour TPUs",
     ),
-    *_rules(GPU, {"maturity": ("exploring", "adapting")}, 1, "changing work favours flexible GPUs"),
+    *_rules(GPU, {"maturity": CHANGING}, 1, "changing work favours flexible GPUs"),
     Rule({"maturity": ("exploring",)}, "tpu-vm", -1, "experiment on GPUs first; move validated models to TPUs later"),
     *_rules(
         GPU,
-        {"purpose": (Purpose.INFERENCE,), "traffic": ("realtime-variable",)},
+        {"purpose": INFERENCE, "traffic": ("realtime-variable",)},
         2,
         "real-time, variable-batch inference favours GPUs",
     ),
     Rule(
-        {"purpose": (Purpose.INFERENCE,), "traffic": ("steady-batch",)},
+        {"purpose": INFERENCE, "traffic": ("steady-batch",), "cloud": GOOGLE},
         "tpu-vm",
         2,
         "high-volume, steady-batch inference can favour TPUs",
     ),
     Rule(
-        {"maturity": ("production",), "framework": JAX_TF},
+        {"maturity": ("production",), "framework": JAX_TF, "cloud": GOOGLE},
         "tpu-vm",
         1,
         "production of validated JAX/TensorFlow models may move to TPUs",
@@ -177,18 +204,34 @@ RULES: list[Rule] = [
     Rule({"cloud": ("gcp",)}, "gcp-gpu", 3, "the team's cloud is Google Cloud"),
     Rule({"cloud": ("gcp",)}, "tpu-vm", 1, "the team's cloud is Google Cloud"),
     Rule({"cloud": ("gcp",)}, "aws-gpu", -3, "the team's cloud is Google Cloud"),
-    Rule({"portability": (True,)}, "tpu-vm", -2, "TPUs tie the workload to Google Cloud and XLA"),
+    Rule(
+        {"portability": (True,)},
+        "tpu-vm",
+        -2,
+        "portability is required and TPUs tie the workload to Google Cloud and XLA: never first",
+        never_first=True,
+    ),
     Rule({"portability": (True,)}, "bare-metal", 1, "the same server image runs at any provider"),
 ]
 
 
 class Priced(BaseModel):
+    """What one choice costs, and what that price is of: ``capacity`` (accelerator memory) held,
+    its ratio to the question's ``reference`` job, and the ``pricing`` model of ``usd_month``.
+    ``on_demand_usd_month`` prices the same shape on demand, the one model every cloud shape has:
+    ties are broken on it, per unit of the reference capacity."""
+
     model_config = ConfigDict(frozen=True)
 
     offer: str | None
     region: str
     usd_month: float | None
     note: str
+    pricing: str | None = None
+    capacity: str | None = None
+    reference: str | None = None
+    capacity_ratio: float | None = None
+    on_demand_usd_month: float | None = None
 
 
 class Choice(BaseModel):
@@ -206,6 +249,15 @@ def _region(needs: Needs, platform: Platform, catalog: Catalog) -> str:
     return default_region(platform, needs.region or ("us-east-1" if needs.cloud == "aws" else "us-central1"), catalog)
 
 
+def reference_job(needs: Needs, profile: Profile, catalog: Catalog) -> Capacity:
+    """The job every platform of a profile is priced to hold: the GPUs asked for (else one L4,
+    or 8 H100s per node at scale) on the nodes the profile runs. A TPU is sized to it."""
+    multi = needs.scale == "multi-node"
+    count = needs.gpu_count or (8 if multi else 1)
+    nodes = 2 if multi and profile.topology.nodes == "multi" else 1
+    return capacity(needs.gpu or ("H100-80GB" if multi else "L4"), count * nodes, catalog)
+
+
 def _workload(needs: Needs, profile: Profile, platform: Platform, catalog: Catalog) -> Workload:
     multi = needs.scale == "multi-node"
     data: dict[str, object] = {
@@ -216,7 +268,8 @@ def _workload(needs: Needs, profile: Profile, platform: Platform, catalog: Catal
     }
     rules = rules_for(platform)
     if rules.slices:
-        data["accelerator"] = needs.tpu or ("v5p-128" if multi else "v5litepod-8")
+        fits = slice_covering(reference_job(needs, profile, catalog), "TPU-v5p" if multi else "TPU-v5e", catalog)
+        data["accelerator"] = needs.tpu or (fits.name if fits else None)
         offer = catalog.offer(str(data["accelerator"]))
         if offer and data["region"] not in offer.prices and offer.prices:
             data["region"] = sorted(offer.prices)[0]  # TPU generations live in few regions
@@ -252,10 +305,15 @@ def _dedicated(needs: Needs, profile: Profile, accelerator: str, count: int, cat
 
 
 def _price(needs: Needs, profile: Profile, platform: Platform, catalog: Catalog) -> Priced:
+    reference = reference_job(needs, profile, catalog)
     declared = rules_for(platform).declared_hardware
     if declared and needs.dedicated_monthly_usd is None:
         return Priced(
-            offer=None, region="-", usd_month=None, note="give --dedicated-monthly-usd to price a dedicated server"
+            offer=None,
+            region="-",
+            usd_month=None,
+            note="give --dedicated-monthly-usd to price a dedicated server",
+            reference=reference.describe(),
         )
     try:
         work = _workload(needs, profile, platform, catalog)
@@ -266,9 +324,38 @@ def _price(needs: Needs, profile: Profile, platform: Platform, catalog: Catalog)
             shape = spec.tpu.accelerator_type if spec.tpu else f"{spec.accelerator_count} x {spec.accelerator}"
             note = f"{shape} x {spec.nodes} node(s)"
         cost = estimate(spec, profile, work, catalog)
+        basis = pricing_basis(spec, profile, catalog)
+        on_demand = cost.usd_month if basis == ON_DEMAND and cost.complete else None
+        if basis not in (ON_DEMAND, DEDICATED):
+            od_cost = estimate(*as_on_demand(spec, profile), work, catalog)
+            on_demand = od_cost.usd_month if od_cost.complete else None  # a lower bound breaks no tie
+        if not cost.complete:
+            note += f"; a lower bound: {', '.join(cost.unpriced)} not priced"
     except FullserverError as exc:
-        return Priced(offer=None, region=needs.region or "-", usd_month=None, note=exc.what)
-    return Priced(offer=spec.offer, region=spec.region, usd_month=cost.usd_month, note=note)
+        return Priced(
+            offer=None, region=needs.region or "-", usd_month=None, note=exc.what, reference=reference.describe()
+        )
+    held = of_spec(spec)
+    return Priced(
+        offer=spec.offer,
+        region=spec.region,
+        usd_month=cost.usd_month,
+        note=note,
+        pricing=basis,
+        capacity=held.describe() if held else None,
+        reference=reference.describe(),
+        capacity_ratio=held.ratio_to(reference) if held else None,
+        on_demand_usd_month=on_demand,
+    )
+
+
+def _tie_price(choice: Choice) -> tuple[bool, float]:
+    """What breaks a tie: the on-demand price per month of the reference capacity. One pricing
+    model and equal capacity, so a smaller shape or a spot price never wins by being cheaper."""
+    od, ratio = choice.cost.on_demand_usd_month, choice.cost.capacity_ratio
+    if od is None or not ratio:
+        return True, 0.0
+    return False, od / ratio
 
 
 def _close(value: str, names: dict[str, str]) -> str:
@@ -319,41 +406,41 @@ def check_needs(needs: Needs, catalog: Catalog, top: int) -> None:
 
 
 def recommend(needs: Needs, profiles: dict[str, Profile], catalog: Catalog, top: int = 5) -> list[Choice]:
-    """Rank (profile, platform) pairs by the rules that favour them, cheapest first among equals.
+    """Rank (profile, platform) pairs by the rules that favour them; among equals, the cheapest
+    per unit of the same capacity on the same pricing model (``_tie_price``).
 
-    Only profiles some rule favours are ranked (when any is): a platform's merits cannot make a
-    profile for the wrong maturity stage the right one. Bad answers (``check_needs``) are refused
-    in one line before anything is ranked.
+    Only profiles for the question's purpose are ranked, and of those only the ones some rule
+    favours (when any is): a platform's merits cannot make a profile for the wrong maturity
+    stage the right one. A choice a ``never_first`` rule matches ranks after every other.
+    Bad answers (``check_needs``) are refused in one line before anything is ranked.
     """
     check_needs(needs, catalog, top)
     scored: list[tuple[int, Profile, Platform, list[Rule]]] = []
     for profile in profiles.values():
-        exploring_inference = (
-            needs.purpose is Purpose.INFERENCE and profile.name == "experimentation" and needs.maturity == "exploring"
-        )
-        if profile.purpose is not needs.purpose and not exploring_inference:
-            continue
+        if profile.purpose is not needs.purpose:
+            continue  # inference questions get inference profiles, training ones training profiles
         profile_score = sum(r.weight for r in RULES if r.target == profile.name and r.matches(needs))
         for platform in profile.platforms:
             matched = [r for r in RULES if r.target in (profile.name, platform.value) and r.matches(needs)]
             scored.append((profile_score, profile, platform, matched))
     if any(ps > 0 for ps, *_ in scored):
         scored = [s for s in scored if s[0] > 0]
-    choices = [
-        Choice(
-            profile=profile.name,
-            platform=platform,
-            score=sum(r.weight for r in matched),
-            reasons=list(
-                dict.fromkeys(
-                    f"{'+' if r.weight > 0 else '-'} {r.reason}" for r in sorted(matched, key=lambda r: -r.weight)
-                )
+    ranked = [
+        (
+            any(r.never_first for r in matched),
+            Choice(
+                profile=profile.name,
+                platform=platform,
+                score=sum(r.weight for r in matched),
+                reasons=list(
+                    dict.fromkeys(
+                        f"{'+' if r.weight > 0 else '-'} {r.reason}" for r in sorted(matched, key=lambda r: -r.weight)
+                    )
+                ),
+                cost=_price(needs, profile, platform, catalog),
             ),
-            cost=_price(needs, profile, platform, catalog),
         )
         for _, profile, platform, matched in scored
     ]
-    choices.sort(
-        key=lambda c: (-c.score, c.cost.usd_month is None, c.cost.usd_month or 0.0, c.profile, c.platform.value)
-    )
-    return choices[:top]
+    ranked.sort(key=lambda t: (t[0], -t[1].score, *_tie_price(t[1]), t[1].profile, t[1].platform.value))
+    return [choice for _, choice in ranked[:top]]

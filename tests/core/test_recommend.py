@@ -16,8 +16,9 @@ from pydantic import ValidationError
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.errors import EXIT_INPUT, BudgetExceeded, InputError
 from fullserver.plan import check_budget, check_max_monthly_usd, plan_paths
-from fullserver.profiles import Profile, load_profiles
-from fullserver.recommend import MAX_TOP, Needs, recommend
+from fullserver.platform import Platform
+from fullserver.profiles import Profile, Purpose, load_profiles
+from fullserver.recommend import GPU_PLATFORMS, MAX_TOP, RULES, Needs, recommend
 from fullserver.workload import find_stacks
 from fullserver.yamlio import validation_error
 
@@ -159,3 +160,147 @@ def test_over_budget_names_every_stack_over_and_each_budget_it_is_over() -> None
     with pytest.raises(BudgetExceeded) as both:
         check_budget([own], 2.0)
     assert f"exceeds --max-monthly-usd 2.00 and {own.path}: fullserver:budgetMonthlyUsd 1.00" in str(both.value)
+
+
+# --- recommend follows the seeds' rules ---------------------------------------------------------
+
+
+def test_when_portability_is_required_a_tpu_is_never_first(shipped: tuple[dict[str, Profile], Catalog]) -> None:
+    """TensorFlow, stable, portable, any cloud ranked tpu-vm first; portability is a requirement,
+    so every TPU choice now ranks after every portable one, whatever its score."""
+    for needs in (
+        Needs(framework="tensorflow", maturity="stable", portability=True),
+        Needs(framework="jax", maturity="stable", scale="multi-node", cloud="gcp", portability=True),
+        Needs(purpose=Purpose.INFERENCE, traffic="steady-batch", portability=True),
+    ):
+        platforms = [c.platform for c in recommend(needs, *shipped, top=MAX_TOP)]
+        assert platforms[0] is not Platform.TPU_VM, needs
+        assert Platform.TPU_VM in platforms
+        first_tpu = platforms.index(Platform.TPU_VM)
+        assert all(p is Platform.TPU_VM for p in platforms[first_tpu:]), platforms
+
+
+def test_a_reason_is_shown_only_when_its_conditions_hold(shipped: tuple[dict[str, Profile], Catalog]) -> None:
+    """Neither scale nor Google Cloud was asked, yet "training at scale on Google Cloud" was the
+    first choice's reason."""
+    single = recommend(Needs(framework="tensorflow", maturity="stable"), *shipped, top=MAX_TOP)
+    shown = [r for c in single for r in c.reasons]
+    assert shown and not [r for r in shown if "at scale" in r or "Google Cloud" in r]
+    at_scale = recommend(
+        Needs(framework="tensorflow", maturity="stable", scale="multi-node", cloud="gcp"), *shipped, top=1
+    )[0]
+    assert at_scale.platform is Platform.TPU_VM
+    assert "+ stable JAX/TensorFlow training at scale can favour TPUs" in at_scale.reasons
+    assert "+ the team's cloud is Google Cloud" in at_scale.reasons
+
+
+def test_every_rule_states_only_what_it_checks() -> None:
+    """A reason naming scale, a cloud, a framework or a maturity stage is guarded by that answer."""
+    words = {
+        "at scale": "scale",
+        "Google Cloud": "cloud",
+        "AWS": "cloud",
+        "JAX/TensorFlow": "framework",
+        "PyTorch": "framework",
+        "stable": "maturity",
+        "production": "maturity",
+        "inference": "purpose",
+    }
+    for rule in RULES:
+        for word, answer in words.items():
+            # The portability rule names Google Cloud as the tie it avoids, not as the team's cloud.
+            if word in rule.reason and not rule.never_first:
+                assert answer in rule.when, (rule.reason, answer)
+
+
+@pytest.mark.parametrize(
+    ("traffic", "profile"), [("realtime-variable", "realtime-inference"), ("steady-batch", "batch-inference")]
+)
+def test_an_inference_question_without_maturity_gets_inference_profiles(
+    shipped: tuple[dict[str, Profile], Catalog], traffic: str, profile: str
+) -> None:
+    """It fell to experimentation, a training profile with an 8-hour TTL."""
+    profiles, _ = shipped
+    choices = recommend(Needs(purpose=Purpose.INFERENCE, traffic=traffic), *shipped, top=MAX_TOP)
+    assert choices[0].profile == profile
+    assert {profiles[c.profile].purpose for c in choices} == {Purpose.INFERENCE}
+    for maturity in ("exploring", "adapting", "stable", "production"):
+        asked = Needs(purpose=Purpose.INFERENCE, traffic=traffic, maturity=maturity)
+        assert {profiles[c.profile].purpose for c in recommend(asked, *shipped, top=MAX_TOP)} == {Purpose.INFERENCE}
+
+
+def test_a_training_question_without_maturity_starts_with_experimentation(
+    shipped: tuple[dict[str, Profile], Catalog],
+) -> None:
+    first = recommend(Needs(), *shipped, top=1)[0]
+    assert first.profile == "experimentation"
+    assert "+ no maturity given: training starts with short-lived, cheap experiments" in first.reasons
+
+
+# --- comparisons compare like with like ---------------------------------------------------------
+
+
+def _memory(catalog: Catalog, offer: str) -> float:
+    o = catalog.offer(offer)
+    assert o is not None and o.accelerator
+    return o.total_accelerators * catalog.accelerator(o.accelerator).memory_gib
+
+
+@pytest.mark.parametrize(
+    ("needs", "gpu", "per_profile"),
+    [
+        (Needs(), "L4", {"experimentation": 1}),
+        (Needs(gpu="H100-80GB"), "H100-80GB", {"experimentation": 1}),
+        (Needs(framework="jax", maturity="stable", scale="multi-node"), "H100-80GB", {"scale-training": 16}),
+    ],
+)
+def test_a_tpu_is_priced_for_the_accelerator_memory_of_the_gpus_asked_for(
+    shipped: tuple[dict[str, Profile], Catalog], needs: Needs, gpu: str, per_profile: dict[str, int]
+) -> None:
+    """A v5litepod-8 (8 chips) was priced against one L4 and a v5p-128 (64 chips) against 2 x 8
+    H100: now each TPU is the smallest slice of its generation holding the GPUs of the same
+    profile (one node, or two of 8 at scale), and every row states its ratio to them."""
+    _, catalog = shipped
+    choices = recommend(needs, *shipped, top=MAX_TOP)
+    tpus = [c for c in choices if c.platform is Platform.TPU_VM]
+    assert tpus and {c.profile for c in tpus} == set(per_profile)
+    for c in tpus:
+        reference = catalog.accelerator(gpu).memory_gib * per_profile[c.profile]
+        offer = catalog.offer(c.cost.offer or "")
+        assert offer is not None
+        held = _memory(catalog, offer.name)
+        assert held >= reference
+        smaller = [
+            o
+            for o in catalog.offers
+            if o.accelerator == offer.accelerator and o.total_accelerators < offer.total_accelerators
+        ]
+        assert smaller and all(_memory(catalog, o.name) < reference for o in smaller)
+        assert c.cost.capacity_ratio == round(held / reference, 2)
+    for g in choices:
+        if g.platform in GPU_PLATFORMS and g.cost.offer:
+            assert g.cost.capacity_ratio == 1.0
+
+
+def test_every_price_names_its_pricing_model_and_capacity(shipped: tuple[dict[str, Profile], Catalog]) -> None:
+    for c in recommend(Needs(framework="jax", maturity="stable"), *shipped, top=MAX_TOP):
+        assert c.cost.usd_month is not None
+        assert c.cost.pricing in ("spot", "on-demand", "reserved 1-year", "reserved 3-year")
+        assert c.cost.capacity and c.cost.reference and c.cost.capacity_ratio
+        assert c.cost.on_demand_usd_month is not None
+        if c.cost.pricing == "on-demand":
+            assert c.cost.on_demand_usd_month == c.cost.usd_month
+
+
+def test_ties_are_broken_by_the_on_demand_price_of_equal_capacity(shipped: tuple[dict[str, Profile], Catalog]) -> None:
+    """Equal scores were ordered by the raw monthly price: a smaller shape, or a spot price beside
+    an on-demand one, won by being cheaper. Now by on-demand USD per reference capacity."""
+    choices = recommend(Needs(framework="tensorflow", maturity="stable"), *shipped, top=MAX_TOP)
+    by_score: dict[int, list[float]] = {}
+    for c in choices:
+        assert c.cost.on_demand_usd_month is not None and c.cost.capacity_ratio
+        by_score.setdefault(c.score, []).append(c.cost.on_demand_usd_month / c.cost.capacity_ratio)
+    tied = [prices for prices in by_score.values() if len(prices) > 1]
+    assert tied, "the question should produce a tie"
+    for prices in tied:
+        assert prices == sorted(prices)
