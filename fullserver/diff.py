@@ -1,0 +1,453 @@
+"""What a change does to each stack: two plan documents in, one typed diff out.
+
+A plan document is what ``fullserver plan --json`` prints (a list, one entry per stack), and the
+same entries ``fullserver diff`` builds for both sides of a change, with the guardrail results
+added. The comparison is keyed by names, never by position or by today's figures: stacks by
+name, balance lines by dimension, cost lines by item, resources by logical name, warnings and
+guardrail findings by their text. A cost line, balance dimension or resource that appears on one
+side only is shown as added or removed, so new kinds of line need no change here.
+
+Pure: no git, no Pulumi, no printing. ``fullserver_cli.diff`` makes the documents and renders
+the result.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fullserver.errors import BudgetExceeded, InputError
+
+Status = Literal["added", "removed", "changed", "unchanged"]
+ResourceStatus = Literal["added", "removed", "replaced", "changed"]
+
+# The spec fields that say what a stack *is*: where it runs, on which shape, with which accelerators.
+SHAPE_FIELDS = (
+    "profile",
+    "platform",
+    "region",
+    "zone",
+    "offer",
+    "machine_type",
+    "accelerator",
+    "accelerator_count",
+    "accelerator_memory_gib",
+    "vcpus",
+    "memory_gib",
+    "nodes",
+    "pricing",
+    "spot",
+    "local_nvme_disks",
+)
+
+
+class _Read(BaseModel):
+    """A part of a plan document: unknown fields are ignored (documents gain fields over time)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PlanBalanceLine(_Read):
+    dimension: str
+    unit: str = ""
+    required: float
+    provided: float
+    ok: bool
+
+
+class PlanCostLine(_Read):
+    item: str
+    usd_month: float
+    note: str = ""
+
+
+class PlanResource(_Read):
+    type: str
+    name: str
+    inputs: dict[str, Any] = {}
+
+
+class Guardrail(_Read):
+    """One guardrail finding: the policy that reported it, its enforcement level, the message."""
+
+    policy: str
+    level: str = ""
+    message: str
+
+
+class StackDoc(BaseModel):
+    """What the diff reads of one stack's plan document."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stack: str
+    shape: dict[str, str]
+    balance: list[PlanBalanceLine]
+    cost: list[PlanCostLine]
+    usd_month: float
+    warnings: list[str]
+    resources: list[PlanResource]
+    guardrails: list[Guardrail] | None
+    """``None`` when the document carries no guardrail results (a saved ``plan --json``)."""
+
+
+def _shape_value(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def describe_shape(shape: Mapping[str, str]) -> str:
+    """``p5.48xlarge, 8 x H100-80GB, 2 nodes, aws-gpu us-east-1``: what a stack is, in one phrase."""
+    parts = [shape.get("offer", "-")]
+    if shape.get("accelerator", "-") != "-":
+        parts.append(f"{shape.get('accelerator_count', '?')} x {shape['accelerator']}")
+    if shape.get("nodes", "1") != "1":
+        parts.append(f"{shape['nodes']} nodes")
+    parts.append(f"{shape.get('platform', '-')} {shape.get('region', '')}".strip())
+    return ", ".join(parts)
+
+
+def read_document(data: Any, where: str) -> list[StackDoc]:
+    """A plan document (``plan --json``'s list), read into ``StackDoc``s; one line naming the
+    entry and field that is wrong otherwise."""
+    if not isinstance(data, list):
+        raise InputError(
+            where,
+            "is not a plan document (a JSON list, one entry per stack)",
+            "save one with `fullserver plan --json > plan.json`",
+        )
+    out: list[StackDoc] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(data):
+        at = f"{where}: entry {i}"
+        if not isinstance(entry, Mapping):
+            raise InputError(at, "is not an object", "save the plan with `fullserver plan --json`")
+        spec = entry.get("spec")
+        cost = entry.get("cost")
+        if not isinstance(entry.get("stack"), str) or not isinstance(spec, Mapping) or not isinstance(cost, Mapping):
+            raise InputError(at, "needs 'stack', 'spec' and 'cost'", "save the plan with `fullserver plan --json`")
+        name = entry["stack"]
+        if name in seen:
+            raise InputError(at, f"stack '{name}' appears twice", "save the plan with `fullserver plan --json`")
+        seen.add(name)
+        try:
+            balance = [PlanBalanceLine.model_validate(x) for x in (spec.get("balance") or {}).get("lines", [])]
+            lines = [PlanCostLine.model_validate(x) for x in cost.get("lines", [])]
+            resources = [PlanResource.model_validate(x) for x in entry.get("resources", [])]
+            raw_guards = entry.get("guardrails")
+            guards = None if raw_guards is None else [Guardrail.model_validate(x) for x in raw_guards]
+            warnings = [str(w) for w in entry.get("warnings", [])]
+        except (ValidationError, AttributeError, TypeError) as exc:
+            first = exc.errors()[0] if isinstance(exc, ValidationError) else None
+            what = f"field '{'.'.join(str(p) for p in first['loc'])}': {first['msg']}" if first else str(exc)
+            raise InputError(f"{at} (stack '{name}')", what, "save the plan with `fullserver plan --json`") from None
+        total = entry.get("usd_month")
+        usd = float(total) if isinstance(total, (int, float)) else round(sum(line.usd_month for line in lines), 2)
+        out.append(
+            StackDoc(
+                stack=name,
+                shape={k: _shape_value(spec.get(k)) for k in SHAPE_FIELDS if k in spec},
+                balance=balance,
+                cost=lines,
+                usd_month=usd,
+                warnings=warnings,
+                resources=resources,
+                guardrails=guards,
+            )
+        )
+    return out
+
+
+# --- the diff model -------------------------------------------------------------------------
+
+
+class FieldChange(_Frozen):
+    field: str
+    before: str
+    after: str
+
+
+class BalanceChange(_Frozen):
+    """One balance dimension whose requirement, provision or verdict changed (``None``: absent)."""
+
+    dimension: str
+    unit: str
+    before: PlanBalanceLine | None
+    after: PlanBalanceLine | None
+
+
+class CostChange(_Frozen):
+    item: str
+    before_usd: float | None
+    after_usd: float | None
+
+    @property
+    def delta_usd(self) -> float:
+        return round((self.after_usd or 0.0) - (self.before_usd or 0.0), 2)
+
+
+class ResourceChange(_Frozen):
+    """A resource added, removed, replaced (the same logical name, another type) or changed (some
+    inputs differ: the provider decides at ``pulumi preview`` whether that updates or replaces)."""
+
+    name: str
+    type: str
+    status: ResourceStatus
+    before_type: str | None = None
+    inputs: list[str] = []
+    """The inputs that differ (dotted paths, at most two levels deep)."""
+
+
+class StackDiff(_Frozen):
+    stack: str
+    status: Status
+    was: str = ""
+    now: str = ""
+    """The shape in one phrase on each side (``describe_shape``); empty where the stack is absent."""
+    shape: list[FieldChange] = []
+    balance: list[BalanceChange] = []
+    cost: list[CostChange] = []
+    usd_before: float = 0.0
+    usd_after: float = 0.0
+    resources: list[ResourceChange] = []
+    resources_before: int = 0
+    resources_after: int = 0
+    warnings_added: list[str] = []
+    warnings_removed: list[str] = []
+    guardrails_added: list[Guardrail] = []
+    guardrails_removed: list[Guardrail] = []
+    guardrails_now: list[Guardrail] | None = None
+    """Findings on the working tree; set when the base side has no guardrail results to compare."""
+    note: str = ""
+    """Why a side is missing, when it is not simply absent (a base stack the current code cannot plan)."""
+
+    @property
+    def delta_usd(self) -> float:
+        return round(self.usd_after - self.usd_before, 2)
+
+
+class PlanDiff(_Frozen):
+    stacks: list[StackDiff] = Field(description="every stack on either side, in name order")
+    usd_before: float
+    usd_after: float
+
+    @property
+    def delta_usd(self) -> float:
+        return round(self.usd_after - self.usd_before, 2)
+
+    @property
+    def delta_pct(self) -> float | None:
+        """The total's change in percent of the base; ``None`` when the base costs nothing."""
+        if self.usd_before == 0:
+            return None if self.delta_usd else 0.0
+        return 100 * self.delta_usd / self.usd_before
+
+    @property
+    def changed(self) -> list[StackDiff]:
+        return [s for s in self.stacks if s.status != "unchanged"]
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        data["delta_usd"] = self.delta_usd
+        data["delta_pct"] = None if self.delta_pct is None else round(self.delta_pct, 2)
+        for stack, out in zip(self.stacks, data["stacks"], strict=True):
+            out["delta_usd"] = stack.delta_usd
+            for line, line_out in zip(stack.cost, out["cost"], strict=True):
+                line_out["delta_usd"] = line.delta_usd
+        return data
+
+
+# --- comparing ------------------------------------------------------------------------------
+
+
+def _keyed(names: Iterable[str]) -> list[str]:
+    """Names made unique by occurrence (``data disk``, ``data disk #2``): lines keep their own key."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return out
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=0, abs_tol=0.005)
+
+
+def _input_paths(before: Any, after: Any, prefix: str = "", depth: int = 2) -> list[str]:
+    if before == after:
+        return []
+    if depth > 0 and isinstance(before, Mapping) and isinstance(after, Mapping):
+        out: list[str] = []
+        for key in sorted(set(before) | set(after), key=str):
+            out += _input_paths(before.get(key), after.get(key), f"{prefix}{key}.", depth - 1)
+        return out
+    return [prefix.rstrip(".") or "(inputs)"]
+
+
+def _balance(before: list[PlanBalanceLine], after: list[PlanBalanceLine]) -> list[BalanceChange]:
+    b = dict(zip(_keyed(x.dimension for x in before), before, strict=True))
+    a = dict(zip(_keyed(x.dimension for x in after), after, strict=True))
+    out = []
+    for key in [*b, *(k for k in a if k not in b)]:
+        x, y = b.get(key), a.get(key)
+        if (
+            x is not None
+            and y is not None
+            and (x.ok, x.unit) == (y.ok, y.unit)
+            and _close(x.required, y.required)
+            and _close(x.provided, y.provided)
+        ):
+            continue
+        unit = y.unit if y is not None else x.unit if x is not None else ""
+        out.append(BalanceChange(dimension=key, unit=unit, before=x, after=y))
+    return out
+
+
+def _cost(before: list[PlanCostLine], after: list[PlanCostLine]) -> list[CostChange]:
+    b = dict(zip(_keyed(x.item for x in before), before, strict=True))
+    a = dict(zip(_keyed(x.item for x in after), after, strict=True))
+    out = []
+    for key in [*b, *(k for k in a if k not in b)]:
+        x, y = b.get(key), a.get(key)
+        if x is not None and y is not None and _close(x.usd_month, y.usd_month):
+            continue
+        out.append(CostChange(item=key, before_usd=x.usd_month if x else None, after_usd=y.usd_month if y else None))
+    return out
+
+
+def _resources(before: list[PlanResource], after: list[PlanResource]) -> list[ResourceChange]:
+    """By (type, logical name): Pulumi's own identity of a resource within a stack. A name that
+    leaves with one type and returns with another (once on each side) is a replacement."""
+    b = {(r.type, r.name): r for r in before}
+    a = {(r.type, r.name): r for r in after}
+    gone = [k for k in b if k not in a]
+    new = [k for k in a if k not in b]
+    gone_names = [n for _, n in gone]
+    new_names = [n for _, n in new]
+    out: list[ResourceChange] = []
+    for key in sorted(set(b) | set(a), key=lambda k: (k[1], k[0])):
+        typ, name = key
+        x, y = b.get(key), a.get(key)
+        swapped = gone_names.count(name) == 1 and new_names.count(name) == 1
+        if x is None and y is not None:
+            if swapped:
+                was = next(t for t, n in gone if n == name)
+                out.append(ResourceChange(name=name, type=typ, status="replaced", before_type=was))
+            else:
+                out.append(ResourceChange(name=name, type=typ, status="added"))
+        elif y is None and x is not None:
+            if not swapped:
+                out.append(ResourceChange(name=name, type=typ, status="removed"))
+        elif x is not None and y is not None and x.inputs != y.inputs:
+            out.append(ResourceChange(name=name, type=typ, status="changed", inputs=_input_paths(x.inputs, y.inputs)))
+    return out
+
+
+def _guard_key(g: Guardrail) -> tuple[str, str]:
+    return (g.policy, g.message)
+
+
+def compare_stack(before: StackDoc | None, after: StackDoc | None, note: str = "") -> StackDiff:
+    """One stack's change; ``before``/``after`` is ``None`` where the stack is absent on that side."""
+    side = after if after is not None else before
+    if side is None:
+        raise ValueError("compare_stack needs the stack on at least one side")
+    name = side.stack
+    empty = StackDoc(stack=name, shape={}, balance=[], cost=[], usd_month=0.0, warnings=[], resources=[], guardrails=[])
+    x, y = before or empty, after or empty
+    shape = [
+        FieldChange(field=k, before=x.shape.get(k, "-"), after=y.shape.get(k, "-"))
+        for k in SHAPE_FIELDS
+        if (k in x.shape or k in y.shape) and x.shape.get(k, "-") != y.shape.get(k, "-")
+    ]
+    guards_added: list[Guardrail] = []
+    guards_removed: list[Guardrail] = []
+    guards_now: list[Guardrail] | None = None
+    if x.guardrails is not None and y.guardrails is not None:
+        was = {_guard_key(g) for g in x.guardrails}
+        now = {_guard_key(g) for g in y.guardrails}
+        guards_added = [g for g in y.guardrails if _guard_key(g) not in was]
+        guards_removed = [g for g in x.guardrails if _guard_key(g) not in now]
+    elif after is not None:
+        guards_now = y.guardrails
+    diff = StackDiff(
+        stack=name,
+        status="added" if before is None else "removed" if after is None else "changed",
+        was=describe_shape(before.shape) if before else "",
+        now=describe_shape(after.shape) if after else "",
+        shape=shape,
+        balance=_balance(x.balance, y.balance),
+        cost=_cost(x.cost, y.cost),
+        usd_before=x.usd_month,
+        usd_after=y.usd_month,
+        resources=_resources(x.resources, y.resources),
+        resources_before=len(x.resources),
+        resources_after=len(y.resources),
+        warnings_added=[w for w in dict.fromkeys(y.warnings) if w not in x.warnings],
+        warnings_removed=[w for w in dict.fromkeys(x.warnings) if w not in y.warnings],
+        guardrails_added=guards_added,
+        guardrails_removed=guards_removed,
+        guardrails_now=guards_now,
+        note=note,
+    )
+    moved = (
+        diff.shape
+        or diff.balance
+        or diff.cost
+        or diff.resources
+        or diff.warnings_added
+        or diff.warnings_removed
+        or diff.guardrails_added
+        or diff.guardrails_removed
+        or not _close(diff.usd_before, diff.usd_after)
+    )
+    if diff.status == "changed" and not moved:
+        return diff.model_copy(update={"status": "unchanged"})
+    return diff
+
+
+def compare(before: list[StackDoc], after: list[StackDoc], notes: Mapping[str, str] | None = None) -> PlanDiff:
+    """Every stack on either side, by name: added, removed, changed or unchanged."""
+    b = {s.stack: s for s in before}
+    a = {s.stack: s for s in after}
+    stacks = [compare_stack(b.get(n), a.get(n), (notes or {}).get(n, "")) for n in sorted(set(b) | set(a))]
+    return PlanDiff(
+        stacks=stacks,
+        usd_before=round(sum(s.usd_month for s in before), 2),
+        usd_after=round(sum(s.usd_month for s in after), 2),
+    )
+
+
+def check_increase(diff: PlanDiff, max_increase_usd: float | None, max_increase_pct: float | None) -> None:
+    """Exit 3 (``BudgetExceeded``) when the total monthly estimate rises by more than either cap;
+    the line names the rise, the cap and the stacks that rose most."""
+    over: list[str] = []
+    rise = diff.delta_usd
+    if max_increase_usd is not None and rise > max_increase_usd:
+        over.append(f"--max-increase-usd {max_increase_usd:,.2f}")
+    pct = diff.delta_pct
+    if max_increase_pct is not None and rise > 0 and (pct is None or pct > max_increase_pct):
+        over.append(f"--max-increase-pct {max_increase_pct:g}")
+    if not over:
+        return
+    risers = sorted((s for s in diff.stacks if s.delta_usd > 0), key=lambda s: -s.delta_usd)[:3]
+    by = ", ".join(f"{s.stack} +{s.delta_usd:,.2f}" for s in risers)
+    pct_text = "from nothing" if pct is None else f"{pct:+.1f}%"
+    raise BudgetExceeded(
+        "fullserver diff",
+        f"the monthly estimate rises by {rise:,.2f} USD ({pct_text}), above {' and '.join(over)} ({by})",
+        "choose smaller shapes or cheaper pricing, or raise the cap in CI",
+    )

@@ -1,0 +1,179 @@
+"""``fullserver diff`` as a person reads it: tables in the terminal, or one pull-request comment.
+
+The Markdown starts with a hidden marker (``COMMENT_MARKER``) so a CI job can find and update its
+own comment instead of adding one per push; then a summary line with the total monthly delta, a
+table of the stacks that changed, and a collapsible ``<details>`` section per stack.
+"""
+
+from __future__ import annotations
+
+import html
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from fullserver.diff import BalanceChange, PlanDiff, StackDiff
+from fullserver_cli.guardrails import NOT_INSTALLED
+from fullserver_cli.render import _whole_words
+
+COMMENT_MARKER = "<!-- fullserver-diff -->"
+
+
+def usd(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.2f}"
+
+
+def delta(value: float) -> str:
+    if abs(value) < 0.005:
+        return "$0.00"
+    return f"{'+' if value > 0 else '-'}${abs(value):,.2f}"
+
+
+def pct(value: float | None) -> str:
+    return "new" if value is None else f"{value:+.1f}%"
+
+
+def headline(result: PlanDiff, base: str) -> str:
+    """The summary line: the total's change and how many stacks moved."""
+    changed = result.changed
+    counts = {k: sum(s.status == k for s in changed) for k in ("added", "removed", "changed")}
+    moved = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no stack changed"
+    return (
+        f"{delta(result.delta_usd)} / month ({pct(result.delta_pct)}): {usd(result.usd_before)} -> "
+        f"{usd(result.usd_after)}; {moved} of {len(result.stacks)} stack(s); base: {base}"
+    )
+
+
+def _balance_cell(line: BalanceChange, side: str) -> str:
+    got = line.before if side == "before" else line.after
+    if got is None:
+        return "-"
+    verdict = "ok" if got.ok else "SHORT"
+    return f"{round(got.provided, 1):g} of {round(got.required, 1):g} {got.unit} {verdict}"
+
+
+def _stack_details(s: StackDiff) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The sections of one stack's change as (title, header, rows); renderers lay them out."""
+    out: list[tuple[str, list[str], list[list[str]]]] = []
+    if s.shape:
+        out.append(("shape", ["field", "before", "after"], [[f.field, f.before, f.after] for f in s.shape]))
+    if s.balance:
+        rows = [[b.dimension, _balance_cell(b, "before"), _balance_cell(b, "after")] for b in s.balance]
+        out.append(("balance", ["dimension", "before", "after"], rows))
+    if s.cost:
+        rows = [[c.item, usd(c.before_usd), usd(c.after_usd), delta(c.delta_usd)] for c in s.cost]
+        rows.append(["total", usd(s.usd_before), usd(s.usd_after), delta(s.delta_usd)])
+        out.append(("cost per month", ["item", "before", "after", "delta"], rows))
+    if s.resources:
+        rows = []
+        for r in s.resources:
+            what: str = r.status
+            if r.status == "replaced":
+                what = f"replaced (was {r.before_type})"
+            elif r.status == "changed":
+                what = "changed: " + ", ".join(r.inputs)
+            rows.append([r.type, r.name, what])
+        title = f"resources ({s.resources_before} -> {s.resources_after})"
+        out.append((title, ["type", "name", "change"], rows))
+    guards = [["new", g.policy, g.level, g.message] for g in s.guardrails_added]
+    guards += [["gone", g.policy, g.level, g.message] for g in s.guardrails_removed]
+    guards += [["now", g.policy, g.level, g.message] for g in s.guardrails_now or []]
+    if guards:
+        out.append(("guardrails", ["", "policy", "level", "finding"], guards))
+    warns = [["new", w] for w in s.warnings_added] + [["gone", w] for w in s.warnings_removed]
+    if warns:
+        out.append(("warnings", ["", "warning"], warns))
+    return out
+
+
+def _guardrail_note(s: StackDiff) -> str:
+    if s.guardrails_now is None:
+        return ""
+    if not s.guardrails_now:
+        return "guardrails: no finding (the base has no guardrail results to compare)"
+    return "guardrails: findings below are the working tree's (the base has no guardrail results to compare)"
+
+
+# --- terminal -------------------------------------------------------------------------------
+
+
+def _table(*columns: str, title: str | None = None) -> Table:
+    t = Table(title=title, title_justify="left", show_edge=False, box=box.SIMPLE_HEAD)
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    return t
+
+
+def terminal(result: PlanDiff, base: str, width: int, guardrails_run: bool = True) -> Group:
+    parts: list[RenderableType] = [Text(headline(result, base), style="bold")]
+    if not guardrails_run:
+        parts.append(Text(NOT_INSTALLED, style="yellow"))
+    changed = result.changed
+    if changed:
+        wide = width >= 110
+        t = _table("stack", "change", "before", "after", "$/month delta") if wide else _table("stack", "shape", "delta")
+        for s in changed:
+            if wide:
+                t.add_row(s.stack, s.status, s.was or "-", s.now or "-", delta(s.delta_usd))
+            else:
+                t.add_row(f"{s.stack}\n{s.status}", f"{s.was or '-'}\n-> {s.now or '-'}", delta(s.delta_usd))
+        parts.append(_whole_words(t, "stack", "change", "$/month delta", "delta"))
+    for s in changed:
+        parts.append(Text(f"\n{s.stack}: {s.status}, {delta(s.delta_usd)} / month", style="bold"))
+        for note in (s.note, _guardrail_note(s)):
+            if note:
+                parts.append(Text(note, style="yellow"))
+        for title, header, rows in _stack_details(s):
+            t = _table(*header, title=title)
+            for row in rows:
+                t.add_row(*row)
+            parts.append(t)
+    unchanged = len(result.stacks) - len(changed)
+    if unchanged:
+        parts.append(Text(f"\n{unchanged} stack(s) unchanged"))
+    return Group(*parts)
+
+
+# --- markdown -------------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    """Text safe in a Markdown table cell: HTML escaped, pipes escaped, one line."""
+    return html.escape(" ".join(text.split()), quote=False).replace("|", "\\|")
+
+
+def _md_table(header: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
+    align = ["---:" if right and i in right else "---" for i in range(len(header))]
+    lines = ["| " + " | ".join(_cell(h) or " " for h in header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def markdown(result: PlanDiff, base: str, guardrails_run: bool = True) -> str:
+    """One pull-request comment: marker, summary line, a table of changed stacks, and a
+    ``<details>`` section per changed stack (closed, so a long diff stays one screen)."""
+    lines = [COMMENT_MARKER, f"**fullserver diff**: {_cell(headline(result, base))}", ""]
+    if not guardrails_run:
+        lines += [f"_{_cell(NOT_INSTALLED)}_", ""]
+    changed = result.changed
+    if not changed:
+        lines.append("No stack's shape, balance, cost, resources, guardrails or warnings change.")
+        return "\n".join(lines) + "\n"
+    rows = [[s.stack, s.status, s.was or "-", s.now or "-", delta(s.delta_usd)] for s in changed]
+    lines += _md_table(["stack", "change", "before", "after", "$/month delta"], rows, right={4})
+    for s in changed:
+        summary = f"<b>{html.escape(s.stack)}</b>: {s.status}, {html.escape(delta(s.delta_usd))} / month"
+        lines += ["", "<details>", f"<summary>{summary}</summary>", ""]
+        for note in (s.note, _guardrail_note(s)):
+            if note:
+                lines += [f"_{_cell(note)}_", ""]
+        for title, header, body in _stack_details(s):
+            right = {1, 2, 3} if title.startswith("cost") else None
+            lines += [f"**{_cell(title)}**", "", *_md_table(header, body, right), ""]
+        lines += ["</details>"]
+    unchanged = len(result.stacks) - len(changed)
+    if unchanged:
+        lines += ["", f"{unchanged} stack(s) unchanged."]
+    return "\n".join(lines) + "\n"
