@@ -75,9 +75,11 @@ from fullserver.baremetal.config import JOURNAL, HostConfig
 from fullserver.baremetal.engine import StepPlan, converge, plan, revert
 from fullserver.baremetal.errors import BareMetalError, HostUnreachable
 from fullserver.baremetal.inventory import Inventory, InventoryEntry, inventory_from_data
+from fullserver.baremetal.measure import Caps
 from fullserver.baremetal.operations import Step, build_steps
 from fullserver.baremetal.probe import HostFacts, probe
 from fullserver.baremetal.transport import Runner
+from fullserver.baremetal.verify import Promise, verify_host
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.errors import FullserverError
 from fullserver.profiles import load_profiles
@@ -235,6 +237,7 @@ def _apply(fleet: _Fleet, old: _Fleet | None, configured: set[str] | None = None
             "changed": outcome.changed,
             "writes": outcome.writes,
             **({"notes": outcome.notes} if outcome.notes else {}),  # e.g. a stale journal lock broken
+            **({"verify": _verify(fleet, entry, s, catalog)} if fleet.profile.verify.on_up else {}),
         }
 
     hosts, failed = fleet.each(work)
@@ -250,6 +253,35 @@ def _apply(fleet: _Fleet, old: _Fleet | None, configured: set[str] | None = None
             "fix the hosts and run pulumi up again",
         )
     return {"host_status": hosts, "failed_hosts": failed}
+
+
+def _verify(fleet: _Fleet, entry: InventoryEntry, s: Runner, catalog: Catalog) -> dict[str, Any]:
+    """The profile's ``verify: {on_up: true}``: measure the configured host's delivered balance
+    (``fullserver.baremetal.verify``; no peer here, so no iperf3: ``fullserver verify`` on the
+    inventory measures between hosts). A host that does not deliver is reported, not failed:
+    the configuration is in place, and replacing the server is a person's call."""
+    scratch = fleet.config.scratch.mountpoint if fleet.config.scratch else "/mnt/scratch"
+    promise = Promise(fleet.profile, catalog, entry.expect or fleet.expected, scratch)
+    caps = Caps(fio_seconds=fleet.profile.verify.fio_seconds, fio_size_mib=fleet.profile.verify.fio_size_mib)
+    try:
+        v = verify_host(s, promise, caps, entry.name, f"{entry.address}:{entry.port}")
+    except FullserverError as exc:
+        return {"status": "error", "summary": f"{entry.name}: {exc.line()}"}
+    return {
+        "status": v.status,
+        "summary": v.summary(),
+        "lines": {x.dimension: {"promised": x.promised, "delivered": x.delivered, "ratio": x.ratio} for x in v.lines},
+    }
+
+
+def verify_warnings(host_status: dict[str, Any] | None) -> list[str]:
+    """One warning per host whose ``verify`` (profile ``verify: {on_up: true}``) did not deliver."""
+    out = []
+    for host in (host_status or {}).values():
+        v = host.get("verify") if isinstance(host, dict) else None
+        if isinstance(v, dict) and v.get("status") != "delivers":
+            out.append(f"verify: {v.get('status')}: {v.get('summary')}")
+    return out
 
 
 def _show_plan(pending: dict[str, dict[str, StepPlan]]) -> None:
@@ -434,6 +466,12 @@ class BareMetalEnvironment(pulumi.ComponentResource):
                 pulumi.log.warn(f"bare metal: {line}", self)
 
         fleet.failed_hosts.apply(warn)
+
+        def warn_verify(status: dict[str, Any] | None) -> None:
+            for line in verify_warnings(status):
+                pulumi.log.warn(line, self)
+
+        fleet.host_status.apply(warn_verify)
         self.register_outputs({"host_status": self.host_status, "failed_hosts": self.failed_hosts})
 
 

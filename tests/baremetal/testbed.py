@@ -54,9 +54,18 @@ case "$1" in
         { m = split(f, want, ","); out = ""; for (i = 1; i <= m; i++) out = out (i > 1 ? ", " : "") $(pos[want[i]]); print out }'
       n=$((n+1)); done < "$here/gpu.csv"
     exit 0 ;;
+  -q)
+    # `-q -x`: this host's canned XML report (real nvidia_smi_log layout; see set_gpu_report)
+    [ "$2" = -x ] && [ -f "$here/gpu-q.xml" ] && { cat "$here/gpu-q.xml"; exit 0; } ;;
+  topo)
+    [ "$2" = -m ] && [ -f "$here/gpu-topo.txt" ] && { cat "$here/gpu-topo.txt"; exit 0; } ;;
 esac
 echo "stand-in nvidia-smi: unsupported arguments: $*" >&2; exit 2
 """
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
 def free_port() -> int:
@@ -107,6 +116,10 @@ class SshdHost:
     user_pub: str
     proc: subprocess.Popen[bytes] | None = None
     extra_users: list[str] = field(default_factory=list)
+    address: str = LOOPBACK
+    """Where sshd listens: loopback, or the host's own address inside its network namespace."""
+    netns: str | None = None
+    """The host's own network namespace (``Testbed.add_netns_host``), None on loopback."""
 
     @property
     def root(self) -> Path:
@@ -123,7 +136,7 @@ class SshdHost:
         keys = tuple(parse_key_line(k, self.name) for k in (host_keys or [self.host_key_line]))
         return Target(
             self.name,
-            LOOPBACK,
+            self.address,
             self.port,
             user,
             keys,
@@ -155,6 +168,21 @@ class SshdHost:
         )
         tool.write_text(NVIDIA_SMI_STANDIN)
         tool.chmod(0o755)
+
+    def set_gpu_report(self, xml: str | None, topo: str | None = None) -> None:
+        """What the stand-in answers to ``nvidia-smi -q -x`` and ``nvidia-smi topo -m`` (None removes)."""
+        for fname, text in (("gpu-q.xml", xml), ("gpu-topo.txt", topo)):
+            if text is None:
+                (self.dir / fname).unlink(missing_ok=True)
+            else:
+                (self.dir / fname).write_text(text)
+
+    def mount(self, device: str, path: Path) -> None:
+        """Mount ``device`` at ``path`` where this host's sessions see it: a namespace host's sshd
+        runs in a mount namespace of its own (``ip netns exec`` unshares one), so the mount is made
+        inside it (``nsenter``); it goes away with the host, the loop device with the bed."""
+        enter = ["nsenter", "-t", str(self.proc.pid), "-m"] if self.netns and self.proc else []
+        subprocess.run([*enter, "mount", device, str(path)], check=True, capture_output=True)
 
     def stand_in(self, tool: str, script: str | None) -> None:
         """Put a stand-in ``tool`` (a shell script) first on this host's PATH; None removes it."""
@@ -212,6 +240,8 @@ class Testbed:
         self.users: list[str] = []
         self.loops: list[str] = []
         self.mounts: list[Path] = []
+        self.namespaces: list[str] = []
+        self.bridge: str | None = None
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         self._tag = f"fst{os.getpid() % 100000}"
 
@@ -221,7 +251,36 @@ class Testbed:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def add_host(self, name: str, gpus: list[str] | None = None) -> SshdHost:
+    NETNS_SUBNET = "10.231.{}.{}"
+    """The test bed's own private /24 for namespace hosts (the bridge is .1, hosts from .10)."""
+
+    def add_netns_host(self, name: str, gpus: list[str] | None = None) -> SshdHost:
+        """A host in a network namespace of its own, on a veth pair whose root end sits on the test
+        bed's bridge: namespace hosts reach each other (iperf3) and the tests reach their sshd on
+        port 22 of the host's own address. Only these namespaces and loopback are ever targeted."""
+        third = os.getpid() % 200 + 20
+        if self.bridge is None:
+            self.bridge = f"fsb{os.getpid() % 100000}"
+            _ip("link", "add", self.bridge, "type", "bridge")
+            _ip("addr", "add", f"{self.NETNS_SUBNET.format(third, 1)}/24", "dev", self.bridge)
+            _ip("link", "set", self.bridge, "up")
+        i = len(self.namespaces)
+        ns = f"{self._tag}-{name}"[:40]
+        _ip("netns", "add", ns)
+        self.namespaces.append(ns)
+        outer, inner = f"{self._tag}v{i}a"[:15], f"{self._tag}v{i}b"[:15]
+        _ip("link", "add", outer, "type", "veth", "peer", "name", inner)
+        _ip("link", "set", inner, "netns", ns)
+        _ip("link", "set", outer, "master", self.bridge, "up")
+        address = self.NETNS_SUBNET.format(third, 10 + i)
+        _ip("-n", ns, "addr", "add", f"{address}/24", "dev", inner)
+        _ip("-n", ns, "link", "set", inner, "up")
+        _ip("-n", ns, "link", "set", "lo", "up")
+        return self.add_host(name, gpus, address=address, netns=ns)
+
+    def add_host(
+        self, name: str, gpus: list[str] | None = None, *, address: str = LOOPBACK, netns: str | None = None
+    ) -> SshdHost:
         d = self.base / name
         for sub in ("bin", "root", "authorized_keys", "keys"):
             (d / sub).mkdir(parents=True, exist_ok=True)
@@ -229,7 +288,7 @@ class Testbed:
         d.chmod(0o755)
         _, host_pub = _keygen(d / "keys" / "ssh_host_ed25519_key")
         user_key, user_pub = _keygen(d / "keys" / "user_key")
-        host = SshdHost(name, 0, d, " ".join(host_pub.split()[:2]), user_key, user_pub)
+        host = SshdHost(name, 0, d, " ".join(host_pub.split()[:2]), user_key, user_pub, address=address, netns=netns)
         host.authorize("root")
         for user in self.users:
             host.authorize(user)
@@ -241,13 +300,13 @@ class Testbed:
     def start(self, host: SshdHost) -> None:
         last = ""
         for _ in range(5):
-            host.port = free_port()
+            host.port = free_port() if host.netns is None else 22
             config = host.dir / "sshd_config"
             config.write_text(
                 "\n".join(
                     [
                         f"Port {host.port}",
-                        f"ListenAddress {LOOPBACK}",
+                        f"ListenAddress {host.address}",
                         f"HostKey {host.dir / 'keys' / 'ssh_host_ed25519_key'}",
                         f"PidFile {host.dir / 'sshd.pid'}",
                         f"AuthorizedKeysFile {host.dir / 'authorized_keys'}/%u",
@@ -270,8 +329,9 @@ class Testbed:
                 )
             )
             log = (host.dir / "sshd.log").open("ab")
+            netns = ["ip", "netns", "exec", host.netns] if host.netns else []
             host.proc = subprocess.Popen(
-                [str(SSHD), "-D", "-e", "-f", str(config)],
+                [*netns, str(SSHD), "-D", "-e", "-f", str(config)],
                 stdout=subprocess.DEVNULL,
                 stderr=log,
                 stdin=subprocess.DEVNULL,
@@ -290,7 +350,7 @@ class Testbed:
             if host.proc is None or host.proc.poll() is not None:
                 return False
             try:
-                with socket.create_connection((LOOPBACK, host.port), timeout=1) as s:
+                with socket.create_connection((host.address, host.port), timeout=1) as s:
                     if s.recv(64).startswith(b"SSH-2.0"):
                         return True
             except OSError:
@@ -341,6 +401,11 @@ class Testbed:
             subprocess.run(["umount", "-l", target], capture_output=True)
         for dev in self.loops:
             subprocess.run(["losetup", "-d", dev], capture_output=True)
+        for ns in self.namespaces:  # deleting a namespace deletes its veth end, and so the pair
+            subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+        if self.bridge is not None:
+            subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True)
+        self.namespaces, self.bridge = [], None
         for user in self.users:
             subprocess.run(["userdel", "-f", user], capture_output=True)
             Path(f"/etc/sudoers.d/{user}").unlink(missing_ok=True)

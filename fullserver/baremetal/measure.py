@@ -1,0 +1,393 @@
+"""What ``fullserver verify`` measures on a host: commands out, pure parsers in.
+
+The probe (``fullserver.baremetal.probe``) reads what a host *has*; these read what it *delivers*:
+each GPU's PCIe link against its maximum, NVLink and NUMA placement, ECC and retired memory
+(``nvidia-smi -q -x`` and ``nvidia-smi topo -m``); sequential and 4 KiB random throughput of the
+mounted scratch filesystem (``fio --output-format=json``); TCP throughput between two hosts
+(``iperf3 -J``). Only machine-readable output is parsed, except ``topo -m``, whose tab-separated
+matrix has no other form.
+
+Safety, in the commands themselves: every tool runs under its own ``timeout -k``; fio runs only
+in a fresh ``mktemp -d`` directory under the scratch mountpoint after ``findmnt --mountpoint``
+confirmed a filesystem is mounted *there* (never on a bare device, never on the root filesystem
+by accident), capped by ``--size`` and ``--runtime`` and only when that file fits with a quarter
+to spare, and the directory is removed on every exit path (``trap``); the iperf3 server serves
+one test (``-1``) under a deadline and is killed after.
+
+Parsed examples::
+
+    parse_nvidia_xml(...)  -> [GpuLink(index=3, name='NVIDIA H100 80GB HBM3', width=8, width_max=16,
+                               gen_max=5, gen_device_max=5, ecc='Enabled', retired_sbe=0, ...)]
+    parse_topology(...)    -> Topology(nvlinks={(0, 1): 18, ...}, gpu_numa={0: 0, ...},
+                               gpu_nic={0: 'PIX', ...}, nics={'NIC0': 'mlx5_0', ...})
+    parse_fio(...)         -> FioJob(read_mb_s=847.6, write_mb_s=0.0, read_iops=206939.5)
+    parse_iperf(...)       -> 21.16 (Gbit/s received)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+from fullserver.baremetal.errors import ProbeError
+from fullserver.baremetal.shell import q
+
+SCRATCH_PREFIX = ".fullserver-verify."
+"""The scratch directory's name prefix (``mktemp -d``): a leftover one is recognisably ours."""
+
+
+@dataclass(frozen=True)
+class Caps:
+    """The bounds of every measurement (the bench and the tests shrink them)."""
+
+    fio_seconds: int = 10
+    fio_size_mib: int = 1024
+    iperf_seconds: int = 5
+    iperf_streams: int = 4
+    iperf_port: int = 5201
+    gpu_seconds: int = 30
+
+    @property
+    def disk_deadline(self) -> float:
+        """Three fio runs, each bounded, plus setup and cleanup."""
+        return 3 * (self.fio_seconds + 15) + 30.0
+
+    @property
+    def net_deadline(self) -> float:
+        return self.iperf_seconds + 30.0
+
+
+# --- sections -----------------------------------------------------------------------------------
+
+_SECTION = re.compile(r"^@@fullserver:section (\w+)$")
+_END = re.compile(r"^@@fullserver:end (\w+) (-?\d+)$")
+
+
+def sections(text: str) -> dict[str, tuple[int, str]]:
+    """``@@fullserver:section NAME`` … ``@@fullserver:end NAME RC`` → ``{name: (rc, text)}``."""
+    out: dict[str, tuple[int, str]] = {}
+    current: str | None = None
+    lines: list[str] = []
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        start, end = _SECTION.match(line), _END.match(line)
+        if start:
+            current, lines = start.group(1), []
+        elif end and current == end.group(1):
+            out[end.group(1)] = (int(end.group(2)), "\n".join(lines))
+            current = None
+        elif current is not None:
+            lines.append(line)
+    return out
+
+
+_S = (
+    's() { printf \'\\n@@fullserver:section %s\\n\' "$1"; }; e() { printf \'\\n@@fullserver:end %s %s\\n\' "$1" "$2"; }'
+)
+
+
+# --- GPUs ---------------------------------------------------------------------------------------
+
+
+def gpu_script(caps: Caps) -> str:
+    """``nvidia-smi -q -x`` and ``nvidia-smi topo -m``, each under its own deadline (a wedged
+    driver hangs nvidia-smi); 127 when nvidia-smi is not installed."""
+    t = caps.gpu_seconds
+    return (
+        f"{_S}\n"
+        "if ! command -v nvidia-smi >/dev/null 2>&1; then s xml; e xml 127; s topo; e topo 127; exit 0; fi\n"
+        f"s xml; timeout -k 2 {t} nvidia-smi -q -x 2>&1; e xml $?\n"
+        f"s topo; timeout -k 2 {t} nvidia-smi topo -m 2>&1; e topo $?\n"
+    )
+
+
+@dataclass(frozen=True)
+class GpuLink:
+    """One GPU as ``nvidia-smi -q -x`` shows it. ``gen_max`` is the fastest generation both the GPU
+    and its slot support (``max_link_gen``); ``gen_device_max`` the GPU's own; the *current*
+    generation is informational only, since an idle GPU down-clocks its link to save power (the
+    width does not change at idle, so it is judged)."""
+
+    index: int
+    name: str
+    bus_id: str
+    memory_mib: int | None
+    gen: int | None
+    gen_max: int | None
+    gen_device_max: int | None
+    width: int | None
+    width_max: int | None
+    ecc: str | None
+    retired_sbe: int = 0
+    retired_dbe: int = 0
+    retired_pending: bool = False
+    remap_failure: bool = False
+    remap_pending: bool = False
+    remap_unc: int = 0
+
+
+def _num(text: str | None) -> int | None:
+    """``'16x'``, ``'81559 MiB'``, ``'5'`` → int; ``'N/A'``, ``'[Not Supported]'`` → None."""
+    m = re.match(r"\s*(\d+)", text or "")
+    return int(m.group(1)) if m else None
+
+
+def _text(node: ET.Element | None, path: str) -> str | None:
+    found = node.find(path) if node is not None else None
+    return found.text.strip() if found is not None and found.text is not None else None
+
+
+def _yes(text: str | None) -> bool:
+    return (text or "").strip().lower() == "yes"
+
+
+def parse_nvidia_xml(host: str, text: str) -> tuple[str, list[GpuLink]]:
+    """``nvidia-smi -q -x`` → (driver version, GPUs in index order)."""
+    start = text.find("<?xml")
+    try:
+        root = ET.fromstring(text[start:] if start >= 0 else text)
+    except ET.ParseError as exc:
+        raise ProbeError(
+            host, f"nvidia-smi -q -x printed no XML ({exc}): {text[:80]!r}", "run `nvidia-smi -q -x` on the host"
+        ) from None
+    driver = _text(root, "driver_version") or "unknown"
+    gpus = []
+    for i, g in enumerate(root.findall("gpu")):
+        link = g.find("pci/pci_gpu_link_info")
+        minor = _num(_text(g, "minor_number"))
+        retired = g.find("retired_pages")
+        gpus.append(
+            GpuLink(
+                index=minor if minor is not None else i,
+                name=_text(g, "product_name") or "unknown",
+                bus_id=g.get("id") or _text(g, "pci/pci_bus_id") or "",
+                memory_mib=_num(_text(g, "fb_memory_usage/total")),
+                gen=_num(_text(link, "pcie_gen/current_link_gen")),
+                gen_max=_num(_text(link, "pcie_gen/max_link_gen")),
+                gen_device_max=_num(_text(link, "pcie_gen/max_device_link_gen"))
+                or _num(_text(link, "pcie_gen/max_link_gen")),
+                width=_num(_text(link, "link_widths/current_link_width")),
+                width_max=_num(_text(link, "link_widths/max_link_width")),
+                ecc=_text(g, "ecc_mode/current_ecc"),
+                retired_sbe=_num(_text(retired, "multiple_single_bit_retirement/retired_count")) or 0,
+                retired_dbe=_num(_text(retired, "double_bit_retirement/retired_count")) or 0,
+                retired_pending=_yes(_text(retired, "pending_retirement")) or _yes(_text(retired, "pending_blacklist")),
+                remap_failure=_yes(_text(g, "remapped_rows/remapped_row_failure")),
+                remap_pending=_yes(_text(g, "remapped_rows/remapped_row_pending")),
+                remap_unc=_num(_text(g, "remapped_rows/remapped_row_unc")) or 0,
+            )
+        )
+    return driver, sorted(gpus, key=lambda x: x.index)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """``nvidia-smi topo -m``: NVLink count per GPU pair (0: none), each GPU's NUMA node, and each
+    GPU's nearest NIC relation (``PIX`` … ``SYS``; ``SYS`` crosses the socket interconnect)."""
+
+    gpus: list[int] = field(default_factory=list)
+    nvlinks: dict[tuple[int, int], int] = field(default_factory=dict)
+    gpu_numa: dict[int, int | None] = field(default_factory=dict)
+    gpu_nic: dict[int, str] = field(default_factory=dict)
+    nics: dict[str, str] = field(default_factory=dict)
+
+
+# Nearest first (nvidia-smi topo -m legend).
+NIC_RELATIONS = ("PIX", "PXB", "PHB", "NODE", "SYS")
+_NV = re.compile(r"^NV(\d+)$")
+
+
+def parse_topology(text: str) -> Topology:
+    """The tab-separated matrix → ``Topology``; the NIC legend (``NIC0: mlx5_0``) names the NICs."""
+    lines = [x for x in text.splitlines() if x.strip()]
+    header_at = next((i for i, x in enumerate(lines) if x.startswith("\t") and "GPU0" in x), None)
+    if header_at is None:
+        return Topology()
+    cols = [c.strip() for c in lines[header_at].split("\t")[1:]]
+    topo = Topology()
+    for line in lines[header_at + 1 :]:
+        cells = [c.strip() for c in line.split("\t")]
+        row = cells[0]
+        if not re.fullmatch(r"GPU\d+", row):
+            if row.startswith("NIC") or not cells[1:]:
+                continue
+            break
+        gi = int(row[3:])
+        topo.gpus.append(gi)
+        values = dict(zip(cols, cells[1:], strict=False))
+        relations = []
+        for col, val in values.items():
+            if re.fullmatch(r"GPU\d+", col) and int(col[3:]) != gi:
+                m = _NV.match(val)
+                a, b = sorted((gi, int(col[3:])))
+                topo.nvlinks[(a, b)] = int(m.group(1)) if m else 0
+            elif re.fullmatch(r"NIC\d+", col) and val in NIC_RELATIONS:
+                relations.append(val)
+        numa = values.get("NUMA Affinity", "")
+        topo.gpu_numa[gi] = int(numa) if numa.isdigit() else None
+        if relations:
+            topo.gpu_nic[gi] = min(relations, key=NIC_RELATIONS.index)
+    for line in lines:
+        m = re.match(r"^\s*(NIC\d+):\s*(\S+)\s*$", line)
+        if m:
+            topo.nics[m.group(1)] = m.group(2)
+    return topo
+
+
+# --- local scratch (fio) ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FioJob:
+    read_mb_s: float
+    write_mb_s: float
+    read_iops: float
+
+
+FIO_JOBS = {
+    # name: (rw, block size, queue depth)
+    "seqwrite": ("write", "1M", 16),
+    "seqread": ("read", "1M", 16),
+    "randread": ("randread", "4k", 32),
+}
+
+
+def fio_args(job: str, caps: Caps) -> list[str]:
+    """One capped fio run on ``fio.dat`` inside the current directory (the scratch dir)."""
+    rw, bs, depth = FIO_JOBS[job]
+    return [
+        "fio",
+        f"--name={job}",
+        "--filename=fio.dat",
+        f"--rw={rw}",
+        f"--bs={bs}",
+        f"--size={caps.fio_size_mib}M",
+        f"--runtime={caps.fio_seconds}",
+        "--time_based",
+        "--ioengine=libaio",
+        f"--iodepth={depth}",
+        "--direct=1",
+        "--output-format=json",
+    ]
+
+
+def disk_script(mountpoint: str, caps: Caps) -> str:
+    """Check the scratch mountpoint is a mounted filesystem, make a private directory in it, run
+    the three fio jobs there (write first: it lays out the file the reads use), remove it.
+
+    ``findmnt --mountpoint`` answers for that exact path only (a plain directory on ``/`` is not
+    a scratch filesystem); the ``trap`` removes the directory on every exit, a killed fio too.
+    Only a SIGKILL (the deadline's last resort) skips the trap: a directory of ours older than
+    any run can last is removed by the next run (``find -mmin``), never one a run may still use."""
+    m = q(mountpoint)
+    t = caps.fio_seconds + 10
+    stale = int(caps.disk_deadline // 60) + 1
+    runs = "\n".join(
+        f"s {job}; timeout -k 2 {t} {' '.join(q(a) for a in fio_args(job, caps))} 2>&1; e {job} $?" for job in FIO_JOBS
+    )
+    return (
+        f"{_S}\n"
+        f"s mount; findmnt -n -r -o SOURCE,FSTYPE --mountpoint {m}; e mount $?\n"
+        f"findmnt -n --mountpoint {m} >/dev/null 2>&1 || exit 0\n"
+        "command -v fio >/dev/null 2>&1 || { s fio; e fio 127; exit 0; }\n"
+        f"find {m} -mindepth 1 -maxdepth 1 -type d -name '{SCRATCH_PREFIX}*' -mmin +{stale} -exec rm -rf -- {{}} + 2>/dev/null\n"
+        # fio's file must fit with room to spare: a full scratch is reported, never filled up
+        # (statfs of the mounted scratch itself: available blocks x block size, in KiB)
+        f"a=$(stat -f -c '%a %S' {m} | awk '{{print int($1 * $2 / 1024)}}'); s avail; echo \"$a\"; e avail 0\n"
+        f'[ "${{a:-0}}" -ge {caps.fio_size_mib * 1024 * 5 // 4} ] 2>/dev/null || exit 0\n'
+        f"d=$(mktemp -d {m}/{SCRATCH_PREFIX}XXXXXX) || {{ s mktemp; e mktemp 1; exit 0; }}\n"
+        "trap 'cd /; rm -rf \"$d\"' EXIT INT TERM HUP\n"
+        'cd "$d" || exit 0\n'
+        f"{runs}\n"
+    )
+
+
+def parse_fio(text: str) -> FioJob:
+    """fio's JSON (``jobs[0]``): bytes/s → MB/s (10^6), and IOPS; fio's own error is raised."""
+    start = text.find("{")
+    data = json.loads(text[start:]) if start >= 0 else {}
+    jobs = data.get("jobs") or []
+    if not jobs:
+        raise ValueError(f"no fio job in output: {text.strip()[:120]!r}")
+    job = jobs[0]
+    if job.get("error"):
+        raise ValueError(f"fio job {job.get('jobname')} failed with error {job['error']}")
+
+    def rate(kind: str) -> float:
+        side = job.get(kind) or {}
+        bw = side.get("bw_bytes")
+        return float(bw if bw is not None else side.get("bw", 0) * 1024) / 1e6
+
+    return FioJob(
+        read_mb_s=round(rate("read"), 1),
+        write_mb_s=round(rate("write"), 1),
+        read_iops=round(float((job.get("read") or {}).get("iops", 0.0)), 1),
+    )
+
+
+# --- network (iperf3) ---------------------------------------------------------------------------
+
+
+def iperf_server_script(caps: Caps) -> str:
+    """One test (``-1``) under a deadline, detached from the session; prints its pid."""
+    t = caps.iperf_seconds + 25
+    return (
+        "command -v iperf3 >/dev/null 2>&1 || exit 127\n"
+        f"setsid timeout -k 2 {t} iperf3 -s -1 -p {caps.iperf_port} </dev/null >/dev/null 2>&1 &\n"
+        "echo $!"
+    )
+
+
+def iperf_client_script(address: str, caps: Caps) -> str:
+    """Multi-stream TCP to the peer; retries for up to 5 s while the peer's server starts."""
+    t = caps.iperf_seconds + 15
+    client = (
+        f"timeout -k 2 {t} iperf3 -c {q(address)} -p {caps.iperf_port} "
+        f"-P {caps.iperf_streams} -t {caps.iperf_seconds} -J --connect-timeout 3000"
+    )
+    return (
+        "command -v iperf3 >/dev/null 2>&1 || exit 127\n"
+        f'n=0; while :; do o=$({client} 2>&1); rc=$?; case "$o" in *"Connection refused"*) '
+        "[ $n -lt 10 ] && { n=$((n+1)); sleep 0.5; continue; };; esac; break; done; printf '%s\\n' \"$o\"; exit $rc"
+    )
+
+
+def iperf_stop_script(pid: str) -> str:
+    """Kill the server if it is still there and still iperf3's ``timeout`` (a pid can be reused)."""
+    p = q(pid)
+    return f"grep -q timeout /proc/{p}/cmdline 2>/dev/null && kill {p} 2>/dev/null; exit 0"
+
+
+def parse_iperf(text: str) -> float:
+    """``iperf3 -J`` → Gbit/s the receiver got (``end.sum_received``); iperf3's error is raised."""
+    start = text.find("{")
+    try:
+        data = json.loads(text[start:]) if start >= 0 else {}
+    except ValueError:
+        raise ValueError(f"iperf3 printed no JSON: {text.strip()[:120]!r}") from None
+    if data.get("error"):
+        raise ValueError(f"iperf3: {data['error']}")
+    bps = ((data.get("end") or {}).get("sum_received") or {}).get("bits_per_second")
+    if bps is None:
+        raise ValueError("iperf3 JSON has no end.sum_received")
+    return round(float(bps) / 1e9, 2)
+
+
+# --- NIC placement ------------------------------------------------------------------------------
+
+NIC_NUMA_SCRIPT = (
+    'for n in /sys/class/net/*; do [ -e "$n/device" ] || continue; '
+    'printf \'%s|%s\\n\' "${n##*/}" "$(cat "$n/device/numa_node" 2>/dev/null)"; done; exit 0'
+)
+
+
+def parse_nic_numa(text: str) -> dict[str, int | None]:
+    """``name|numa_node`` lines → ``{nic: node}`` (-1 or empty, a single-node box: None)."""
+    out: dict[str, int | None] = {}
+    for line in text.splitlines():
+        name, sep, node = line.partition("|")
+        if sep:
+            out[name] = int(node) if node.strip().isdigit() else None
+    return out

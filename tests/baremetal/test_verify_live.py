@@ -1,0 +1,191 @@
+"""``fullserver verify`` on the test bed: real sshd hosts, real fio on a loop-device ext4 mounted as
+the scratch filesystem, real iperf3 between two network namespaces, a stand-in nvidia-smi that
+prints an 8 x H100 report with GPU 3 trained at x8."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fullserver.baremetal.measure import SCRATCH_PREFIX, Caps
+from fullserver.baremetal.verify import HostVerify, Line, Promise, verify_fleet
+from fullserver.catalog import load_catalog
+from fullserver.errors import EXIT_INPUT, EXIT_SHORT
+from fullserver.profiles import get_profile, load_profiles
+from tests.baremetal.testbed import H100_SXM, SshdHost, Testbed
+
+GOLDEN = Path(__file__).parent / "golden" / "verify"
+CAPS = Caps(fio_seconds=1, fio_size_mib=16, iperf_seconds=1, iperf_streams=2, gpu_seconds=10)
+ROOT = Path(__file__).parents[2]
+
+
+def _promise(scratch: Path) -> Promise:
+    return Promise(profile=get_profile("fine-tuning", load_profiles()), catalog=load_catalog(), scratch=str(scratch))
+
+
+def _line(r: HostVerify, name: str) -> Line:
+    return next(x for x in r.lines if x.dimension == name)
+
+
+def _iperf3_processes() -> list[str]:
+    out = []
+    for p in Path("/proc").iterdir():
+        try:
+            cmd = (p / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(c.endswith(b"iperf3") for c in cmd):
+            out.append(b" ".join(cmd).decode())
+    return out
+
+
+def _scratch(bed: Testbed, host: SshdHost) -> Path:
+    """A real ext4 on a loop device, mounted where the host's scratch lives (the bed unmounts it)."""
+    mnt = host.dir / "scratch"
+    mnt.mkdir()
+    dev = bed.loop_device(f"{host.name}-scratch", 96)
+    subprocess.run(["mkfs.ext4", "-q", dev], check=True, capture_output=True)
+    subprocess.run(["mount", dev, str(mnt)], check=True, capture_output=True)
+    return mnt
+
+
+_hosts = itertools.count(1)
+
+
+@pytest.fixture
+def gpu_host(bed: Testbed) -> Iterator[SshdHost]:
+    """An 8 x H100 host whose GPU 3 trained at x8 (a fresh one per test: the bed lives for the session)."""
+    h = bed.add_host(f"verify-gpu{next(_hosts)}", [H100_SXM] * 8)
+    h.set_gpu_report((GOLDEN / "dgx-h100.xml").read_text(), (GOLDEN / "dgx-h100-topo.txt").read_text())
+    try:
+        yield h
+    finally:
+        h.stop()
+
+
+def test_measures_scratch_with_fio_and_names_the_gpu_below_its_pcie_width(bed: Testbed, gpu_host: SshdHost) -> None:
+    mnt = _scratch(bed, gpu_host)
+    stale, fresh = mnt / f"{SCRATCH_PREFIX}killed", mnt / f"{SCRATCH_PREFIX}running"
+    stale.mkdir()
+    fresh.mkdir()
+    old = time.time() - 3600  # a run SIGKILLed an hour ago (its trap never ran); the other is running
+    os.utime(stale, (old, old))
+    [r] = verify_fleet([(gpu_host.target(), gpu_host.user_key)], _promise(mnt), CAPS)
+
+    assert r.status == "short", r
+    width = _line(r, "gpu pcie width")
+    assert (width.promised, width.delivered, width.ratio) == (16, 8, 0.5)
+    assert "GPU 3 (00000000:5D:00.0) at x8 of x16" in r.summary()
+    assert _line(r, "nvlink").detail == "GPU 2-5 NV17"
+    read, write, rand = (_line(r, d) for d in ("scratch seq read", "scratch seq write", "scratch 4k read"))
+    assert read.promised == write.promised == 250 * 8  # fine-tuning: 250 MB/s per GPU
+    assert rand.promised == 3000 * 8
+    assert read.delivered and read.delivered > 0 and write.delivered and write.delivered > 0
+    assert rand.delivered and rand.delivered > 0
+    assert read.detail.startswith(f"{mnt} (/dev/loop")
+    # its own directory is gone, so is a killed run's; one a run may still use is left alone
+    assert sorted(p.name for p in mnt.iterdir()) == [fresh.name, "lost+found"]
+    assert "network throughput not measured: no other reachable host in this inventory" in r.problems
+
+
+def test_iperf3_between_two_namespaces_and_an_unmounted_scratch_is_left_alone(bed: Testbed) -> None:
+    a, b = bed.add_netns_host("verify-a"), bed.add_netns_host("verify-b")
+    plain = bed.base / "not-a-mount"
+    plain.mkdir()
+    try:
+        results = verify_fleet([(h.target(), h.user_key) for h in (a, b)], _promise(plain), CAPS)
+    finally:
+        a.stop()
+        b.stop()
+    by = {r.name: r for r in results}
+    for src, dst in (("verify-a", "verify-b"), ("verify-b", "verify-a")):
+        net = _line(by[src], "network iperf3")
+        assert net.promised == 5 and net.delivered is not None and net.delivered > 0, by[src]
+        assert net.detail.startswith(f"to {dst}, 2 streams")
+        assert not by[src].ok  # scratch not measured: never judged as delivering
+        assert any(p.startswith(f"no filesystem mounted at {plain}: ") for p in by[src].problems)
+        assert not [x for x in by[src].lines if x.dimension.startswith("scratch")]
+    assert list(plain.iterdir()) == []
+    assert not [p for p in _iperf3_processes() if f"-p {CAPS.iperf_port}" in p]
+
+
+def _inventory(tmp_path: Path, hosts: list[SshdHost]) -> Path:
+    entries = []
+    for h in hosts:
+        key = tmp_path / f"{h.name}.key"
+        key.write_text(h.user_key)
+        key.chmod(0o600)
+        entries.append(
+            {
+                "name": h.name,
+                "address": h.address,
+                "port": h.port,
+                "hostKeys": [h.host_key_line],
+                "privateKeyFile": str(key),
+            }
+        )
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump({"hosts": entries}))
+    return path
+
+
+def _verify(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from fullserver_cli.app import main; main()", "verify", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
+def test_cli_json_and_exit_code_name_the_short_host(bed: Testbed, gpu_host: SshdHost, tmp_path: Path) -> None:
+    mnt = _scratch(bed, gpu_host)
+    inv = _inventory(tmp_path, [gpu_host])
+    r = _verify(
+        str(inv),
+        "--profile",
+        "fine-tuning",
+        "--scratch",
+        str(mnt),
+        "--fio-seconds",
+        "1",
+        "--fio-size-mib",
+        "16",
+        "--json",
+    )
+    assert r.returncode == EXIT_SHORT, r.stderr
+    [host] = json.loads(r.stdout)
+    assert host["status"] == "short" and host["name"] == gpu_host.name
+    width = next(x for x in host["lines"] if x["dimension"] == "gpu pcie width")
+    assert (width["promised"], width["delivered"], width["ratio"], width["ok"]) == (16, 8, 0.5, False)
+    assert f"short: {gpu_host.name}: " in r.stderr and "GPU 3 (00000000:5D:00.0) at x8 of x16" in r.stderr
+    assert not any(p.name.startswith(SCRATCH_PREFIX) for p in mnt.iterdir())
+
+
+def test_cli_stack_without_outputs_is_one_line_exit_2() -> None:
+    r = _verify("dev", "--profile", "fine-tuning")
+    assert r.returncode == EXIT_INPUT
+    assert r.stderr.strip().splitlines() == [
+        "error: stack 'dev': no such inventory file, and no stack outputs on this machine to reach a stack's nodes "
+        "(pass an inventory file, or run `pulumi up` for the stack first (verify reads the connect hints it exports))"
+    ]
+
+
+def test_a_scratch_too_small_for_fios_file_is_reported_and_left_as_it_was(bed: Testbed, gpu_host: SshdHost) -> None:
+    mnt = _scratch(bed, gpu_host)  # 96 MiB
+    caps = Caps(fio_seconds=1, fio_size_mib=200, gpu_seconds=10)
+    [r] = verify_fleet([(gpu_host.target(), gpu_host.user_key)], _promise(mnt), caps)
+    [problem] = [p for p in r.problems if p.startswith(f"{mnt}: ")]
+    assert problem.endswith("MiB free, fio needs 200 MiB and a quarter more: scratch throughput not measured")
+    assert not [x for x in r.lines if x.dimension.startswith("scratch")]
+    assert sorted(p.name for p in mnt.iterdir()) == ["lost+found"]
