@@ -1,6 +1,9 @@
-"""The ``fullserver`` command: profiles, catalog, plan, recommend, audit, ephemeral, janitor.
+"""The ``fullserver`` command: profiles, catalog, plan, diff, recommend, audit, verify, ephemeral,
+janitor.
 
-Every command but ``ephemeral`` and ``janitor`` works offline: no credentials and no Pulumi CLI.
+Every command but ``ephemeral`` and ``janitor`` works without the Pulumi CLI, and every one but
+those two, ``audit`` and ``verify`` (which reach hosts over SSH) and ``catalog refresh`` (which
+reads the providers' price sources) works offline, without credentials.
 Bad input, a misused flag included, ends with one line on stderr (``error: where: what (hint)``)
 and the exit code of the one table in ``fullserver.errors``; never a traceback or a framed box.
 """
@@ -22,6 +25,7 @@ from fullserver.errors import EXIT_INPUT, FullserverError
 from fullserver.profiles import get_profile, load_profiles
 from fullserver_cli import render
 from fullserver_cli.catalog import catalog_app
+from fullserver_cli.diff import diff as _diff_command
 from fullserver_cli.output import console, emit_json, fail
 from fullserver_cli.plan import STACKS_DIR, plan
 
@@ -98,6 +102,7 @@ def _root(
 
 
 app.command()(plan)
+app.command()(_diff_command)
 app.add_typer(catalog_app, name="catalog")
 
 
@@ -143,7 +148,13 @@ def profiles_schema() -> None:
 def recommend(
     framework: Annotated[str, typer.Option(help="pytorch, jax, tensorflow or other")] = "pytorch",
     purpose: Annotated[str, typer.Option(help="training or inference")] = "training",
-    maturity: Annotated[str, typer.Option(help="exploring, adapting, stable or production")] = "exploring",
+    maturity: Annotated[
+        Optional[str],
+        typer.Option(
+            help="exploring, adapting, stable or production; unset: training starts at experimentation,"
+            " inference is planned by --traffic"
+        ),
+    ] = None,
     scale: Annotated[str, typer.Option(help="single or multi-node")] = "single",
     portability: Annotated[
         bool, typer.Option("--portable/--not-portable", help="must the workload move between providers?")
@@ -161,7 +172,12 @@ def recommend(
     top: Annotated[int, typer.Option(help="how many choices to show")] = 5,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Rank profile + platform choices for a workload, with reasons and the cost of each."""
+    """Rank profile + platform choices for a workload, with reasons and the cost of each.
+
+    Every platform is priced for the same accelerator memory (a TPU slice sized to the GPUs
+    asked for, the ratio shown) and each price names its pricing model; ties are broken on the
+    on-demand price of that capacity. With --portable a TPU is never first.
+    """
     from pydantic import ValidationError
 
     from fullserver.recommend import Needs
@@ -200,6 +216,10 @@ def recommend(
 from fullserver_cli.audit import audit  # noqa: E402  (bare metal over SSH; paramiko loads only when audit runs)
 
 app.command()(audit)
+
+from fullserver_cli.verify import verify  # noqa: E402  (measures what hosts deliver; same SSH layer)
+
+app.command()(verify)
 
 
 # --- stackops: ephemeral CI stacks and the janitor (Pulumi Automation API, imported lazily) ---

@@ -175,6 +175,21 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
         net += ", compact placement"
     net += ", public IP" if n.public_ip else ", no public IP"
     rows.append(("network", net))
+    if s.endpoint is not None:
+        e, srv = s.endpoint, s.endpoint.server
+        rows.append(
+            (
+                "serving",
+                escape(
+                    f"{srv.model} on {srv.image} (tensor parallel {srv.tensor_parallel_size}, port {srv.port}, "
+                    f"health {srv.health_path}); {e.load_balancer} load balancer on port {e.lb_port}, "
+                    f"OpenAI API at <endpoint>/v1 (`pulumi stack output endpoint` after up); "
+                    f"{e.min_replicas}-{e.max_replicas} replicas holding {e.target_utilisation:.0%} of "
+                    f"{e.replica_requests_per_second:g} requests/s each; health checks wait "
+                    f"{e.health_initial_delay_seconds // 60} min for the model to load"
+                ),
+            )
+        )
     for k, v in rows:
         head.add_row(k, v)
 
@@ -184,11 +199,7 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
 
     parts: list[Table | Text | _WholeWords] = [head, balance_table(s.balance), cost]
     if plan.comparison:
-        cmp = _table("platform", "shape", "region", "USD/month", "note", title="the same job elsewhere")
-        cmp.add_row(s.platform.value + " (chosen)", s.offer, s.region, money(c.usd_month), "")
-        for alt in plan.comparison:
-            cmp.add_row(alt.platform.value, alt.offer or "-", alt.region, money(alt.usd_month), alt.note)
-        parts.append(cmp)
+        parts.append(comparison_table(plan))
     if s.near_misses:
         nm = _table("shape", "USD/hour", "why", title="rejected near-misses")
         for m in s.near_misses:
@@ -197,6 +208,23 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
     for w in warnings:
         parts.append(Text(f"warning: {w}", style="yellow"))
     return Group(*parts)
+
+
+def comparison_table(plan: StackPlan) -> _WholeWords:
+    """The same job elsewhere: each row's accelerator memory against the chosen environment's
+    (``x 1`` is the same job) and the pricing model of its price, one model for every cloud row."""
+    title = "the same job elsewhere (capacity: accelerator memory; x 1 is the same job)"
+    cmp = _table("platform", "shape, capacity", "region", "USD/month, pricing", "note", title=title)
+    named = [(a.platform.value, a) for a in plan.comparison]
+    if plan.baseline:
+        named.insert(0, (f"{plan.spec.platform.value} (chosen)", plan.baseline))
+    for name, row in named:
+        shape = row.offer or "-"
+        if row.capacity and row.capacity_ratio:
+            shape += f"\n{row.capacity} (x {row.capacity_ratio:g})"
+        price = money(row.usd_month) + (f"\n{row.pricing}" if row.pricing else "")
+        cmp.add_row(name, shape, row.region, price, row.note)
+    return _whole_words(cmp, "platform", "region", "USD/month, pricing")
 
 
 def profiles_table(profiles: dict[str, Profile]) -> _WholeWords:
@@ -250,9 +278,18 @@ def catalog_table(catalog: Catalog, offers: list[Offer]) -> _WholeWords:
 
 
 def recommendations(choices: list[Choice]) -> _WholeWords:
-    t = _table("#", "profile, platform", "score", "shape priced", "USD/month", "why", lines=True)
+    """The ranking; each price with the capacity it buys against the question's reference job
+    (``x 1`` is the same job) and its pricing model."""
+    references = {c.cost.reference for c in choices if c.cost.reference}
+    one = references.pop() if len(references) == 1 else None
+    title = f"priced for the accelerator memory of {one}" if one else None
+    t = _table("#", "profile, platform", "score", "shape priced", "USD/month", "why", lines=True, title=title)
     for i, c in enumerate(choices, 1):
         shape = f"{c.cost.offer} in {c.cost.region}" if c.cost.offer else c.cost.note
+        if c.cost.capacity and c.cost.capacity_ratio:
+            shape += f"\n{c.cost.capacity} (x {c.cost.capacity_ratio:g}"
+            shape += ")" if one else f" of {c.cost.reference})"
+        price = money(c.cost.usd_month) + (f"\n{c.cost.pricing}" if c.cost.pricing else "")
         why = "\n".join(c.reasons) or "no rule applies"
-        t.add_row(str(i), f"{c.profile}\n{c.platform.value}", str(c.score), shape, money(c.cost.usd_month), why)
+        t.add_row(str(i), f"{c.profile}\n{c.platform.value}", str(c.score), shape, price, why)
     return _whole_words(t, "#", "profile, platform", "score", "USD/month")

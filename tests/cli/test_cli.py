@@ -154,3 +154,23 @@ def test_recommend_ranks_with_reasons_and_costs() -> None:
     assert first["cost"]["usd_month"] > 0
     code, _, err = run("recommend", "--maturity", "sometimes")
     assert code == EXIT_INPUT and "--maturity" in err
+
+
+def test_recommend_and_plan_json_say_what_each_price_buys_and_on_which_pricing_model() -> None:
+    code, out, _ = run("recommend", "--purpose", "inference", "--json")
+    assert code == 0
+    choices = json.loads(out)
+    assert choices[0]["profile"] == "realtime-inference"  # not experimentation, a training profile
+    for c in choices:
+        cost = c["cost"]
+        assert {"pricing", "capacity", "reference", "capacity_ratio", "on_demand_usd_month"} <= cost.keys()
+        assert cost["pricing"] == "on-demand" and cost["capacity_ratio"] == 1.0
+    code, out, _ = run("plan", "--stacks-dir", str(STACKS), "--json", "train-tpu-v5e")
+    assert code == 0
+    [plan] = json.loads(out)
+    rows = [plan["baseline"], *plan["comparison"]]
+    assert plan["baseline"]["capacity_ratio"] == 1.0
+    assert len({r["pricing"] for r in rows}) == 1
+    assert all(r["capacity"] and r["capacity_ratio"] for r in rows)
+    code, out, _ = run("plan", "--stacks-dir", str(STACKS), "train-tpu-v5e")
+    assert "the same job elsewhere (capacity: accelerator memory" in out and "pricing" in out

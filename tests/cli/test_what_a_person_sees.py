@@ -49,13 +49,20 @@ def test_summary_only_prints_just_the_table_and_the_total() -> None:
     code, out, _ = run("plan", "--stacks-dir", str(STACKS), "--summary")
     assert code == 0
     assert "cost per month" not in out and "resources pulumi up creates" not in out
-    assert out.rstrip().splitlines()[-1].startswith("9 stack(s), $")
+    assert out.rstrip().splitlines()[-1].startswith("10 stack(s), $")
 
 
 def test_over_budget_names_every_stack_over_not_only_the_first() -> None:
     code, out, err = run("plan", "--stacks-dir", str(STACKS), "--summary", "--max-monthly-usd", "1000")
     assert code == EXIT_BUDGET
-    over = ["dedicated-h100", "serve-gcp-realtime", "train-p5-cluster", "train-tpu-v5p-slice"]
+    over = [
+        "dedicated-h100",
+        "serve-aws-realtime",
+        "serve-gcp-realtime",
+        "train-p5-cluster",
+        "train-tpu-v5e",  # spot at its expected cost (80% spot, 20% on-demand): $1,350
+        "train-tpu-v5p-slice",
+    ]
     for stack in over:
         assert f"stack '{stack}'" in err
     assert "stack 'exp-aws-spot'" not in err

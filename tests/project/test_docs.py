@@ -16,7 +16,7 @@ What the docs need that this machine does not have is stood in for, never skippe
 * ``ephemeral`` and ``janitor`` talk to the stand-in ``pulumi`` of tests/stackops/fake_pulumi.py,
   first on ``PATH`` (any backend URL the command names, ``s3://...`` included, is served from a
   temporary state directory); afterwards nothing may be left in its "cloud" or in the temp dir.
-* ``audit`` reaches real ``sshd`` servers of the loopback test bed (tests/baremetal/testbed.py):
+* ``audit`` and ``verify`` reach real ``sshd`` servers of the loopback test bed (tests/baremetal/testbed.py):
   the inventory the command names is rewritten to test-bed hosts first, and checked to hold only
   127.0.0.1 before anything runs. The sample inventory's documentation addresses (192.0.2.x,
   2001:db8::) are never contacted.
@@ -67,6 +67,8 @@ EXPECTED_HERE = {
     # The test bed's hosts are this machine (its cores and RAM, no data NVMe) with a stand-in
     # nvidia-smi showing 8 x H100: short of dedicated-steady and of the sample's `expect` contract.
     "audit examples/fleet.yaml": EXIT_SHORT,
+    # The same hosts measured: short of fine-tuning too (no /mnt/scratch mounted here, either).
+    "verify examples/fleet.yaml": EXIT_SHORT,
 }
 # Doc commands that cannot run here, with the reason (none today: keep this list short).
 EXCLUDED: dict[str, str] = {}
@@ -280,6 +282,9 @@ def fleet_on_testbed(bed: Testbed, place: Place, inventory: Path) -> dict[str, s
         gpus = None if entry["name"] == "bastion" else [H100_SXM] * 8
         host = bed.add_host(entry["name"], gpus)
         host.authorize("root", pub)
+        if gpus:  # what `nvidia-smi -q -x` and `topo -m` print there (verify reads them)
+            golden = ROOT / "tests" / "baremetal" / "golden" / "verify"
+            host.set_gpu_report((golden / "dgx-h100.xml").read_text(), (golden / "dgx-h100-topo.txt").read_text())
         entry.update(address="127.0.0.1", port=host.port, hostKeys=[host.host_key_line])
     inventory.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     ssh = place.tmp / "home" / ".ssh"
@@ -303,6 +308,8 @@ def transcript_testbed(bed: Testbed, place: Place, inventory: Path) -> dict[str,
     inventory.write_text(yaml.safe_dump({"defaults": defaults, "hosts": hosts}, sort_keys=False), encoding="utf-8")
     return {}
 
+
+SSH_COMMANDS = ("audit", "verify")  # commands that reach hosts: run against the test bed
 
 AUDIT_BEDS: dict[str, Callable[[Testbed, Place, Path], dict[str, str]]] = {
     "examples/fleet.yaml": fleet_on_testbed,
@@ -331,6 +338,7 @@ def test_the_docs_show_the_commands_this_test_runs() -> None:
         ("README.md", "catalog"),
         ("README.md", "recommend"),
         ("README.md", "audit"),
+        ("README.md", "verify"),
         ("README.md", "plan"),
         ("README.md", "ephemeral"),
         ("README.md", "janitor"),
@@ -345,7 +353,7 @@ def test_the_docs_show_the_commands_this_test_runs() -> None:
 
 
 COMMAND_PARAMS = [
-    pytest.param(c, id=c.where, marks=[pytest.mark.sshd] if _subcommand(c) == "audit" else []) for c in COMMANDS
+    pytest.param(c, id=c.where, marks=[pytest.mark.sshd] if _subcommand(c) in SSH_COMMANDS else []) for c in COMMANDS
 ]
 
 
@@ -367,7 +375,7 @@ def test_doc_command_runs_as_written(command: DocCommand, tmp_path: Path) -> Non
     bed: Testbed | None = None
     extra: dict[str, str] = {}
     try:
-        if _subcommand(command) == "audit":
+        if _subcommand(command) in SSH_COMMANDS:
             inventory = command.words[2]
             assert inventory in AUDIT_BEDS, f"{command.where}: no loopback test bed for {inventory}: add one"
             assert ":" not in str(tmp_path), tmp_path  # the hosts' bin/ goes on a PATH
