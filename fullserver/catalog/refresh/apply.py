@@ -114,6 +114,28 @@ def _fields(row: Row, source_key: str) -> list[tuple[str, yamledit.Scalar]]:
     return out
 
 
+def _write_figure(
+    edits: yamledit.TextEdits,
+    node: yaml.MappingNode,
+    item: dict[str, Any],
+    field: str,
+    value: yamledit.Scalar,
+    after: str | None,
+    name: str,
+) -> FigureChange | None:
+    """Set one figure of a row: added after ``after`` where the row lacks it, replaced where it
+    differs. The change, or None when the figure is confirmed as it was."""
+    new = float(value)  # type: ignore[arg-type]  # figures are numbers
+    old = _num(item.get(field))
+    if old is None:
+        yamledit.add_key(edits, node, field, value, after=after)
+    elif abs(old - new) > TOLERANCE:
+        yamledit.set_value(edits, node, field, value)
+    else:
+        return None
+    return FigureChange(name, field, old, new)
+
+
 def _update(
     edits: yamledit.TextEdits,
     node: yaml.MappingNode,
@@ -138,14 +160,8 @@ def _update(
         if f not in row.values:
             previous = f if f in item else previous
             continue
-        new = float(row.values[f])
-        old = _num(item.get(f))
-        if old is None:
-            yamledit.add_key(edits, node, f, row.values[f], after=previous)
-        elif abs(old - new) > TOLERANCE:
-            yamledit.set_value(edits, node, f, row.values[f])
-        if old is None or abs(old - new) > TOLERANCE:
-            changes.append(FigureChange(name, f, old, new))
+        change = _write_figure(edits, node, item, f, row.values[f], previous, name)
+        changes += [change] if change else []
         previous = f
     spot = section.spot
     if spot and spot in item and spot not in row.values:
@@ -177,17 +193,11 @@ def _update_spot(
     """Write a row's spot price from a spot-only source: the figure and its ``spot_source``."""
     spot = SECTIONS[row.section].spot
     assert spot is not None and set(row.values) == {spot}, row
-    name = label(row.key)
-    new = float(row.values[spot])
-    old = _num(item.get(spot))
-    if old is None:
-        yamledit.add_key(edits, node, spot, row.values[spot], after=SECTIONS[row.section].values[0])
-    elif abs(old - new) > TOLERANCE:
-        yamledit.set_value(edits, node, spot, row.values[spot])
+    change = _write_figure(edits, node, item, spot, row.values[spot], SECTIONS[row.section].values[0], label(row.key))
     if item.get("spot_source") != source_key:
         yamledit.set_value(edits, node, "spot_source", source_key)
-    if old is None or abs(old - new) > TOLERANCE:
-        report.changes.append(FigureChange(name, spot, old, new))
+    if change:
+        report.changes.append(change)
     else:
         report.unchanged += 1
 
@@ -211,15 +221,10 @@ def _update_figures(
             continue
         new = float(row.values[f])
         value: yamledit.Scalar = int(new) if new == int(new) else row.values[f]  # the files write 16, not 16.0
-        old = _num(item.get(f))
-        if old is None and new == 0 and f in COUNTS_DEFAULT_ZERO:
+        if f not in item and new == 0 and f in COUNTS_DEFAULT_ZERO:
             continue  # a count the file leaves at its default of 0, confirmed: nothing to write
-        if old is None:
-            yamledit.add_key(edits, node, f, value, after=previous)
-        elif abs(old - new) > TOLERANCE:
-            yamledit.set_value(edits, node, f, value)
-        if old is None or abs(old - new) > TOLERANCE:
-            changes.append(FigureChange(name, f, old, new))
+        change = _write_figure(edits, node, item, f, value, previous, name)
+        changes += [change] if change else []
         previous = f if f in item else previous
     if "local_nvme_disks" in row.values and "local_nvme_total_gb" in item:
         yamledit.remove_key(edits, node, "local_nvme_total_gb")
