@@ -43,8 +43,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         import setuptools
 
-        if tuple(int(x) for x in setuptools.__version__.split(".")[:2]) >= (70, 1):
-            cmd[5:5] = ["--no-build-isolation", "--no-index"]  # bdist_wheel is built in since 70.1
+        if tuple(int(x) for x in setuptools.__version__.split(".")[:2]) >= (77, 0):
+            cmd[5:5] = ["--no-build-isolation", "--no-index"]  # bdist_wheel built in since 70.1, SPDX license since 77
     except ImportError:
         pass
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
