@@ -40,7 +40,7 @@ from pulumi.runtime.sync_await import _sync_await  # private: drives the SDK's e
 
 from fullserver.errors import FullserverError
 from fullserver.plan import StackPlan
-from fullserver.workload import SECRET_KEYS
+from fullserver.stacks import SECRET_KEYS
 
 SDK_INTERNALS = (pulumi_mocks.set_mocks, set_all_config, run_pulumi_func, _sync_await)
 

@@ -25,7 +25,8 @@ from fullserver.plan import StackPlan, check_budget, plan_workload
 from fullserver.platforms import rules_for
 from fullserver.profiles import get_profile, load_profiles
 from fullserver.rules import stack_file
-from fullserver.workload import CONFIG_NAMESPACE, SECRET_KEYS, check_workload, workload_from_config
+from fullserver.stacks import SECRET_KEYS, workload_from_config
+from fullserver.workload import CONFIG_NAMESPACE, check_workload
 
 # What stands for a secret's value: the model only learns that it is set (as from a stack file's
 # ``secure:`` ciphertext); the decrypted value stays with Pulumi's config, read where it is used.

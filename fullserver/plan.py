@@ -26,7 +26,8 @@ from fullserver.platforms import rules_for
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.sizing import size, spec_for
 from fullserver.spec import EnvironmentSpec
-from fullserver.workload import CONFIG_NAMESPACE, Alternative, Stack, Workload, check_workload, load_stack
+from fullserver.stacks import Stack, load_stack
+from fullserver.workload import CONFIG_NAMESPACE, Alternative, Workload, check_workload
 from fullserver.yamlio import read_yaml
 
 

@@ -1,29 +1,16 @@
 """A workload: what one environment needs, as written in one stack's config.
 
-Stack files are Pulumi's own (``stacks/Pulumi.<env>.yaml``, keys ``fullserver:<key>``), so the
-same file drives ``pulumi up`` and the offline ``fullserver plan``. Keys are camelCase as Pulumi
-config keys usually are.
-
-``Workload`` is the one list of config keys: ``Pulumi.yaml`` declares exactly its fields (a test
-keeps them equal, see ``config_keys``), ``fullserver plan`` validates a stack file through it and
-the Pulumi program (``components/program.py``) validates every ``fullserver:`` key Pulumi hands it
-through it too, so a key one of them refuses the other refuses with the same line.
-
-Both read values the way Pulumi hands them to a program: a scalar is text (``8``, ``true``) that
-is decoded by the key's declared type, so ``acceleratorCount: true`` is refused rather than read as
-1, and a value set with ``pulumi config set --secret`` is only known to be set: fullserver never
-decrypts, keeps or prints it.
+``Workload`` is the one list of config keys (camelCase, as Pulumi config keys usually are):
+``Pulumi.yaml`` declares exactly its fields, and ``fullserver plan`` and the Pulumi program
+(``components/program.py``) both validate every ``fullserver:`` key through it, so a key one of
+them refuses the other refuses with the same line. Each key is checked alone and against an
+explicit platform here; ``check_workload`` adds what needs the profile and the catalog. How a stack
+file and Pulumi's config become a ``Workload`` is ``fullserver.stacks``.
 """
 
 from __future__ import annotations
 
-import difflib
-import functools
-import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
@@ -34,7 +21,6 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -47,13 +33,8 @@ from fullserver.errors import InputError
 from fullserver.platforms import option_refusal, owners, rules_for, zone_problem
 from fullserver.rules import (
     MAX_HOURS_PER_MONTH,
-    STACK_FILE_GLOB,
     check_ssh_ranges,
-    stack_file,
-    stack_name_problem,
-    stack_of_file,
 )
-from fullserver.yamlio import read_yaml, validation_error
 
 if TYPE_CHECKING:
     from fullserver.catalog import Catalog
@@ -447,163 +428,6 @@ class Workload(Camel):
             )
 
 
-@dataclass(frozen=True)
-class ConfigKey:
-    """One ``fullserver:`` key as Pulumi.yaml declares it, derived from ``Workload``."""
-
-    name: str
-    type: str | None  # Pulumi's declared type; None for UNTYPED_KEYS
-    items: str | None  # an array's item type
-    default: Any  # the declared default; None when the key is required
-    secret: bool
-    description: str
-
-    @property
-    def required(self) -> bool:
-        return self.default is None
-
-
-# Keys Pulumi.yaml declares without a ``type``, and why: Pulumi type-checks only typed keys.
-UNTYPED_KEYS = {
-    # three states (the profile's, true, false), and a typed boolean's default must be one of two
-    "publicIp": "boolean",
-    # a typed secret key must hold an encrypted value in every stack (a default is not encrypted),
-    # so cloud stacks, which have no SSH key, would fail; the model checks it instead
-    "sshPrivateKey": "boolean",
-}
-# Keys set with `pulumi config set --secret`: known to be set, never read.
-SECRET_KEYS = frozenset({"sshPrivateKey"})
-_PULUMI_TYPES = {"string": "string", "integer": "integer", "boolean": "boolean", "array": "array", "object": "object"}
-
-
-def _schema_type(schema: dict[str, Any], defs: dict[str, Any]) -> tuple[str, str | None]:
-    """Pulumi's type (and array item type) of one JSON-schema property of the model."""
-    options = [s for s in schema.get("anyOf", [schema]) if s.get("type") != "null"]
-    first = options[0]
-    if "$ref" in first:
-        target = defs[first["$ref"].rsplit("/", 1)[-1]]
-        return ("string", None) if "enum" in target else ("object", None)
-    kind = _PULUMI_TYPES[first["type"]]
-    if kind != "array":
-        return kind, None
-    return kind, _schema_type(first["items"], defs)[0]
-
-
-_EMPTY: dict[str | None, Any] = {"string": "", "integer": 0, "array": [], "object": {}, None: ""}
-
-
-@functools.cache
-def config_keys() -> dict[str, ConfigKey]:
-    """Every key Pulumi.yaml declares, by name: the model's fields, their types and descriptions,
-    and as default the model's own default (or, for optional keys, the value meaning "not set")."""
-    schema = Workload.model_json_schema(by_alias=True)
-    defs = schema.get("$defs", {})
-    out: dict[str, ConfigKey] = {}
-    for field in Workload.model_fields.values():
-        name = str(field.alias)
-        kind, items = _schema_type(schema["properties"][name], defs)
-        typed = None if name in UNTYPED_KEYS else kind
-        if field.is_required():
-            default: Any = None
-        elif field.default is None:
-            default = _EMPTY[typed]
-        elif name in SECRET_KEYS:
-            default = ""
-        else:
-            default = field.default.value if isinstance(field.default, Platform) else field.default
-        out[name] = ConfigKey(
-            name=name,
-            type=typed,
-            items=items if typed == "array" else None,
-            default=default,
-            secret=name in SECRET_KEYS,
-            description=str(field.description),
-        )
-    return out
-
-
-def _as_text(value: object) -> str:
-    """A stack file's scalar as Pulumi stores it and hands it to the program: text (``.inf`` and
-    ``1.5`` stay text no integer key accepts)."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _decode(key: ConfigKey, value: object) -> object:
-    """A value as its declared type reads it; anything else is left for the model to refuse."""
-    kind = key.type or UNTYPED_KEYS.get(key.name)
-    if kind in ("array", "object"):
-        if isinstance(value, str):
-            try:
-                return json.loads(value)
-            except json.JSONDecodeError:
-                return value
-        return value
-    if isinstance(value, (list, dict)):
-        return value
-    text = _as_text(value)
-    if kind == "integer" and re.fullmatch(r"[+-]?\d{1,18}", text):
-        return int(text)
-    if kind == "boolean" and text in ("true", "false"):
-        return text == "true"
-    return text
-
-
-def _is_encrypted(value: object) -> bool:
-    return isinstance(value, dict) and set(value) == {"secure"}
-
-
-def _unknown_key(where: str, name: str, known: dict[str, ConfigKey]) -> InputError:
-    by_case = {k.lower(): k for k in known}
-    close = [by_case[name.lower()]] if name.lower() in by_case else difflib.get_close_matches(name, list(known), n=1)
-    hint = (
-        f"did you mean '{CONFIG_NAMESPACE}:{close[0]}'?"
-        if close
-        else "remove it or check its spelling against Pulumi.yaml"
-    )
-    return InputError(where, f"unknown key '{CONFIG_NAMESPACE}:{name}'", hint)
-
-
-def workload_from_config(config: Mapping[str, Any], where: str) -> Workload:
-    """Validate a stack's ``fullserver:`` keys; other namespaces (``gcp:project``...) pass by.
-
-    ``config`` is a stack file's ``config:`` section or what Pulumi hands the program (text, with
-    each secret as ``{"secure": ...}``); scalars are read as Pulumi's text either way, so both
-    accept and refuse the same values.
-    """
-    known = config_keys()
-    ours: dict[str, Any] = {}
-    for raw_key, value in config.items():
-        ns, _, name = str(raw_key).rpartition(":")
-        if ns != CONFIG_NAMESPACE:
-            continue
-        key = known.get(name)
-        if key is None:
-            raise _unknown_key(where, name, known)
-        if _is_encrypted(value) and not key.secret:
-            raise InputError(
-                where,
-                f"field '{CONFIG_NAMESPACE}:{name}' is encrypted (set with --secret), but fullserver plans it offline and reads it in plain text",
-                f"pulumi config set {CONFIG_NAMESPACE}:{name} <value> (without --secret)",
-            )
-        ours[name] = value if key.secret else _decode(key, value)
-    try:
-        return Workload.model_validate(ours)
-    except ValidationError as exc:
-        raise _config_error(where, exc) from None
-
-
-def _config_error(where: str, exc: ValidationError) -> InputError:
-    err = exc.errors()[0]
-    problem = (err.get("ctx") or {}).get("error")
-    if isinstance(problem, KeyProblem):
-        return InputError(where, f"field '{CONFIG_NAMESPACE}:{problem.key}': {problem.what}", problem.hint)
-    return validation_error(where, exc, prefix=f"{CONFIG_NAMESPACE}:")
-
-
 def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> None:
     """What the stack's keys mean for its profile and the catalog, before any sizing.
 
@@ -688,50 +512,3 @@ def _check_dedicated_accelerator(workload: Workload, catalog: Catalog) -> None:
             f"is {wanted}, but the dedicated host has {have or 'no accelerator'}",
             "make them agree: fullserver:dedicated.host is what was rented",
         )
-
-
-class Stack(BaseModel):
-    """A stack config file: its environment name, path and validated workload."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    path: str
-    workload: Workload
-
-
-def stack_name(path: Path) -> str:
-    """The stack a ``Pulumi.<stack>.yaml`` file configures; a name Pulumi refuses is refused here."""
-    stack = stack_of_file(path.name)
-    if stack is None:
-        raise InputError(str(path), "not a stack config file", "name it stacks/Pulumi.<env>.yaml")
-    problem = stack_name_problem(stack)
-    if problem is not None:
-        raise InputError(str(path), problem, "use 1-100 letters, digits, '-', '_' or '.' between 'Pulumi.' and '.yaml'")
-    return stack
-
-
-def load_stack(path: Path) -> Stack:
-    data = read_yaml(path)
-    name = stack_name(path)
-    config = data.get("config", {})
-    if not isinstance(config, dict):
-        raise InputError(f"{path}: field 'config'", "expected a mapping of keys to values", "see stacks/ examples")
-    return Stack(name=name, path=str(path), workload=workload_from_config(config, str(path)))
-
-
-def find_stacks(directory: Path, names: list[str]) -> list[Path]:
-    """The named stacks (all of them when none is named), in name order."""
-    if not names:
-        found = sorted(directory.glob(STACK_FILE_GLOB))
-        if not found:
-            raise InputError(str(directory), "no stack configs found", "add stacks/Pulumi.<env>.yaml")
-        return found
-    paths = []
-    for name in names:
-        path = Path(name) if name.endswith(".yaml") else directory / stack_file(name)
-        if not path.is_file():
-            known = ", ".join(str(stack_of_file(p.name)) for p in sorted(directory.glob(STACK_FILE_GLOB)))
-            raise InputError(f"stack '{name}'", f"no file {path}", f"known stacks: {known}")
-        paths.append(path)
-    return paths

@@ -17,7 +17,7 @@ from fullserver.catalog import load_catalog
 from fullserver.catalog.staleness import DEFAULT_MAX_PRICE_AGE_DAYS, plan_staleness_warnings
 from fullserver.errors import FullserverError
 from fullserver.plan import StackPlan, check_budget, check_max_monthly_usd, plan_paths
-from fullserver.workload import find_stacks
+from fullserver.stacks import find_stacks
 from fullserver_cli import render
 from fullserver_cli.output import console, emit_json, fail
 

@@ -20,7 +20,8 @@ from fullserver.errors import InputError
 from fullserver.plan import StackPlan, check_budget, plan_workload
 from fullserver.profiles import get_profile, load_profiles
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
-from fullserver.workload import CONFIG_NAMESPACE, workload_from_config
+from fullserver.stacks import workload_from_config
+from fullserver.workload import CONFIG_NAMESPACE
 from fullserver.yamlio import read_yaml
 
 

@@ -22,7 +22,7 @@ pulumi.runtime.set_mocks(MOCKS, project="fullserver", stack="test", preview=Fals
 from fullserver.catalog import load_catalog  # noqa: E402  (after set_mocks, per the Pulumi docs)
 from fullserver.plan import StackPlan, plan_paths  # noqa: E402
 from fullserver.spec import EnvironmentSpec  # noqa: E402
-from fullserver.workload import find_stacks  # noqa: E402
+from fullserver.stacks import find_stacks  # noqa: E402
 
 STACKS = Path(__file__).resolve().parents[2] / "stacks"
 

@@ -13,7 +13,7 @@ from fullserver.plan import StackPlan, plan_workload
 from fullserver.platforms.gcp import GPU_NIC_PLANS
 from fullserver.profiles import load_profiles
 from fullserver.spec import DataDisk, EnvironmentSpec
-from fullserver.workload import workload_from_config
+from fullserver.stacks import workload_from_config
 from fullserver_cli.graph_view import summary
 from tests.components.conftest import Build, Plans, spec_of
 

@@ -14,7 +14,7 @@ import yaml
 
 from components.graph import GraphError, graph_for_config
 from components.program import HIDDEN, read_config
-from fullserver.workload import config_keys
+from fullserver.stacks import config_keys
 from tests.components.conftest import STACKS
 from tests.core.test_stack_config import REFUSED, SECURE, stack_config
 
@@ -108,7 +108,7 @@ def test_the_program_reads_the_whole_namespace_and_hides_secrets() -> None:
 
 
 def test_an_encrypted_key_the_plan_cannot_read_stops_the_program_too() -> None:
-    from fullserver.workload import workload_from_config
+    from fullserver.stacks import workload_from_config
 
     config = {k: v if isinstance(v, str) else json.dumps(v) for k, v in stack_config("exp-aws-spot").items()}
     with pytest.raises(Exception, match=r"field 'fullserver:owner' is encrypted") as program:

@@ -19,7 +19,8 @@ from fullserver.plan import StackPlan, plan_paths, plan_workload
 from fullserver.profiles import Serving, load_profiles
 from fullserver.rules import HOURS_PER_MONTH
 from fullserver.serving import DEFAULT_MODEL, VLLM_IMAGE, model_server, serving_spec
-from fullserver.workload import Workload, find_stacks
+from fullserver.stacks import find_stacks
+from fullserver.workload import Workload
 
 STACKS = Path(__file__).resolve().parents[2] / "stacks"
 H = HOURS_PER_MONTH

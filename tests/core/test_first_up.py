@@ -11,7 +11,7 @@ from fullserver.platform import Platform
 from fullserver.platforms import rules_for
 from fullserver.profiles import get_profile, load_profiles
 from fullserver.sizing import ALTERNATIVE_PRICE_RATIO, MAX_ALTERNATIVE_SHAPES, alternative_shapes, rank
-from fullserver.workload import workload_from_config
+from fullserver.stacks import workload_from_config
 from tests.core.test_stack_config import ED25519_KEY, plan_offline, stack_config, write_stack
 
 

@@ -12,7 +12,7 @@ from fullserver.comparable import DEDICATED
 from fullserver.errors import InputError
 from fullserver.plan import StackPlan, plan_paths
 from fullserver.platform import Platform
-from fullserver.workload import find_stacks
+from fullserver.stacks import find_stacks
 
 KNOWN = "batch-inference, dedicated-steady, experimentation, fine-tuning, realtime-inference, scale-training"
 

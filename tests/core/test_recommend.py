@@ -19,7 +19,7 @@ from fullserver.plan import check_budget, check_max_monthly_usd, plan_paths
 from fullserver.platform import Platform
 from fullserver.profiles import Profile, Purpose, load_profiles
 from fullserver.recommend import GPU_PLATFORMS, MAX_TOP, RULES, Needs, recommend
-from fullserver.workload import find_stacks
+from fullserver.stacks import find_stacks
 from fullserver.yamlio import validation_error
 
 

@@ -239,7 +239,7 @@ def test_one_reason_shared_by_every_platform_is_said_once(tmp_path: Path) -> Non
 
 def test_every_example_stack_sizes_to_a_balanced_shape() -> None:
     from fullserver.plan import plan_paths
-    from fullserver.workload import find_stacks
+    from fullserver.stacks import find_stacks
 
     plans = plan_paths(find_stacks(Path(__file__).parents[2] / "stacks", []))
     assert len(plans) >= 9

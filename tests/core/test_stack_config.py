@@ -16,17 +16,8 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import StackPlan, plan_paths, plan_stack
 from fullserver.profiles import get_profile, load_profiles
-from fullserver.workload import (
-    CONFIG_NAMESPACE,
-    MAX_NODES,
-    Workload,
-    check_workload,
-    config_keys,
-    find_stacks,
-    load_stack,
-    stack_name,
-    workload_from_config,
-)
+from fullserver.stacks import config_keys, find_stacks, load_stack, stack_name, workload_from_config
+from fullserver.workload import CONFIG_NAMESPACE, MAX_NODES, Workload, check_workload
 from fullserver.yamlio import read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -70,7 +70,7 @@ def test_duplicate_keys_are_refused_in_stacks_profiles_and_catalog_data(tmp_path
     """Every reader goes through read_yaml, so each kind of file gets the check."""
     from fullserver.catalog import load_catalog
     from fullserver.profiles import load_profiles
-    from fullserver.workload import load_stack
+    from fullserver.stacks import load_stack
 
     from .conftest import PROFILE, write_profiles
 

@@ -32,7 +32,7 @@ from pulumi_policy.policy import _NotApplicableError
 
 from components.graph import GraphMocks, Row, plan_with_graphs
 from fullserver.plan import StackPlan, plan_paths
-from fullserver.workload import find_stacks
+from fullserver.stacks import find_stacks
 from policy import guardrails
 
 STACKS = Path(__file__).resolve().parents[2] / "stacks"

@@ -49,7 +49,8 @@ from fullserver.errors import EXIT_SHORT
 from fullserver.platform import Platform
 from fullserver.platforms import option_refusal
 from fullserver.profiles import load_profiles, profile_file_schema
-from fullserver.workload import UNTYPED_KEYS, Workload, config_keys
+from fullserver.stacks import UNTYPED_KEYS, config_keys
+from fullserver.workload import Workload
 from tests.baremetal.testbed import A100_SXM, H100_SXM, Testbed
 from tests.templates.test_templates import pulumi_new
 

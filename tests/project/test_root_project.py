@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fullserver.workload import workload_from_config
+from fullserver.stacks import workload_from_config
 
 from .projectfile import missing_keys, project_errors, stack_errors
 

@@ -17,7 +17,8 @@ from packaging.requirements import Requirement
 import fullserver
 from components.graph import evaluate
 from fullserver.plan import plan_paths
-from fullserver.workload import Workload, find_stacks
+from fullserver.workload import Workload
+from fullserver.stacks import find_stacks
 from tests.project.projectfile import missing_keys, project_errors, stack_errors
 
 ROOT = Path(__file__).resolve().parents[2]
