@@ -109,7 +109,8 @@ def refresh(
         Optional[list[str]],
         typer.Option(
             "--provider",
-            help="aws, aws-spot / aws-types (EC2 API, AWS credentials), gcp or tpu (repeatable; default aws, gcp, tpu)",
+            help="aws, aws-savings-plans (public files), aws-spot / aws-types (EC2 API, AWS credentials), gcp or "
+            "tpu (repeatable; default aws, gcp, tpu)",
         ),
     ] = None,
     region: Annotated[
@@ -124,10 +125,10 @@ def refresh(
 ) -> None:
     """Rebuild the data files from the providers' published prices and print what changed.
 
-    AWS: the public Price List bulk offer files (no credentials). aws-spot and aws-types: the EC2
-    API's current spot prices and the shapes' own figures (AWS credentials; pip install
-    'fullserver[refresh]'). GCP and TPU:
-    the Cloud Billing Catalog API (an API key, read from the environment so it never lands in
+    AWS: the public Price List bulk offer files (no credentials); aws-savings-plans: the public
+    Savings Plans files, a No Upfront Compute Savings Plan discount per shape. aws-spot and
+    aws-types: the EC2 API's current spot prices and the shapes' own figures (AWS credentials; pip
+    install 'fullserver[refresh]'). GCP and TPU: the Cloud Billing Catalog API (an API key, read from the environment so it never lands in
     shell history).
     """
     from fullserver.catalog.refresh import PROVIDER_FILES

@@ -19,6 +19,12 @@ What is refreshed, and from where:
   instance store, baseline network and EFA interfaces from EC2 ``DescribeInstanceTypes`` (AWS
   credentials), written with the API as the figure's source; sizes of tracked families the catalog
   lacks are reported.
+* AWS Savings Plans (``savings_plans.py``, ``--provider aws-savings-plans``): the No Upfront
+  Compute Savings Plan discount, 1 and 3 years, of each shape the file prices on demand in one
+  region (us-east-1 unless ``--region`` names another), from the public Savings Plans price list
+  files (no credentials): 1 - plan rate / on-demand (Linux, shared tenancy), written per shape
+  (``applies_to`` and ``shapes`` the shape), so it takes precedence over the reserved discount per
+  family for that shape; missing or ambiguous rates are reported, never guessed.
 * AWS spot (``ec2.py``, ``--provider aws-spot``): the current Linux/UNIX spot price of each shape
   the file prices, lowest over the region's zones, from EC2 ``DescribeSpotPriceHistory`` (AWS
   credentials, boto3 from the ``refresh`` extra); written as the row's spot figure and
@@ -33,7 +39,6 @@ slot in as further ``Fetched`` producers applied by ``apply.apply_rows``):
 
 * adding the instance types ``aws-types`` reports as "not in the catalog" (a new shape needs its
   accelerator model named and its prices);
-* AWS Savings Plans offer files (``savingsPlanVersionIndexUrl`` in the Price List index, public);
 * Compute Engine machineTypes.list / acceleratorTypes.list / zones.list (google-auth): GCP shapes,
   attachable GPU zones and TPU zones; A2 Ultra / A3 / A4 prices (bundled Local SSD, GPU slices);
 * the Cloud TPU service (``E000-3F24-B8AA``) for TPU v4 prices, once its per-device unit is mapped;
@@ -52,7 +57,7 @@ from typing import Any
 from fullserver.catalog import DATA_DIR, catalog_from_data, load_catalog
 from fullserver.catalog.model import CatalogFile
 from fullserver.catalog.network import NETWORK_FILE
-from fullserver.catalog.refresh import aws, ec2, gcp
+from fullserver.catalog.refresh import aws, ec2, gcp, savings_plans
 from fullserver.catalog.refresh.apply import apply_rows
 from fullserver.catalog.refresh.http import FetchError, Opener, redact, urllib_opener
 from fullserver.catalog.refresh.rows import Fetched, FigureChange, RefreshReport
@@ -74,11 +79,13 @@ PROVIDER_FILES = {
     "aws": "aws.yaml",
     "aws-spot": "aws.yaml",
     "aws-types": "aws.yaml",
+    "aws-savings-plans": "aws.yaml",
     "gcp": "gcp.yaml",
     "tpu": "tpu.yaml",
 }
 """The data file each ``--provider`` refreshes (``aws-spot`` and ``aws-types``: the EC2 API, with
-credentials; each works on the file the previous provider left when several are asked for)."""
+credentials; ``aws-savings-plans``: the public Savings Plans files; each works on the file the
+previous provider left when several are asked for)."""
 
 _PRICE_SECTIONS = ("shape_prices", "accelerator_prices", "tpu_prices", "storage_prices", "egress_prices")
 
@@ -136,6 +143,10 @@ def refresh(
             priced = file_regions(data)
             region = extra[0] if extra else "us-east-1" if "us-east-1" in priced or not priced else priced[0]
             fetched = ec2.fetch_types(data, region, clients(region), now or dt.datetime.now(dt.UTC))
+        elif provider == "aws-savings-plans":
+            priced = file_regions(data)
+            region = extra[0] if extra else "us-east-1" if "us-east-1" in priced or not priced else priced[0]
+            fetched = savings_plans.fetch(data, region, opener, today)
         elif provider == "aws-spot":
             clients = ec2_client_for or ec2.boto3_client_for()
             when = now or dt.datetime.now(dt.UTC)

@@ -110,6 +110,7 @@ def _fields(row: Row, source_key: str) -> list[tuple[str, yamledit.Scalar]]:
     section = SECTIONS[row.section]
     out: list[tuple[str, yamledit.Scalar]] = list(zip(section.ident, row.ident, strict=True))
     out += [(f, row.values[f]) for f in section.values if f in row.values]
+    out += [(f, list(v)) for f, v in row.lists.items()]
     out.append(("source", source_key))
     return out
 
@@ -148,6 +149,11 @@ def _update(
     section = SECTIONS[row.section]
     name = label(row.key)
     old_source = str(item.get("source", ""))
+    differ = [f for f, v in row.lists.items() if item.get(f) != list(v)]
+    if differ:
+        shown = "; ".join(f"{f} {item.get(f)} in the file, {row.lists[f]} from {source_key}" for f in differ)
+        report.kept.append(f"{name}: {shown}; the row keeps its figures and source {old_source}")
+        return
     missing = [f for f in section.values if f in item and f not in row.values and f != section.spot]
     if missing:
         report.kept.append(

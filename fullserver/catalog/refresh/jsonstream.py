@@ -30,8 +30,8 @@ class JsonStream:
     """A cursor over a JSON text read from ``stream`` in chunks.
 
     ``members()`` walks an object lazily; inside it, the caller decodes a member's value with
-    ``value()``, walks it with ``members()``, or leaves it: a value left alone is skipped when the
-    walk moves on, so a consumer reads only the parts it needs.
+    ``value()``, walks it with ``members()`` (an array: ``elements()``), or leaves it: a value left
+    alone is skipped when the walk moves on, so a consumer reads only the parts it needs.
     """
 
     def __init__(self, stream: BinaryIO, where: str, chunk_chars: int = CHUNK_CHARS) -> None:
@@ -125,3 +125,26 @@ class JsonStream:
             if nxt != ",":
                 self._pos -= 1
                 self._fail(f"expected ',' or '}}', found {nxt!r}" if nxt else "the object is not closed")
+
+    def elements(self) -> Iterator[int]:
+        """Walk the array that comes next: yields each element's index; an element left unread is
+        skipped (the Savings Plans files hold their products and terms in arrays, not objects)."""
+        self._expect("[")
+        if self._peek() == "]":
+            self._pos += 1
+            return
+        index = 0
+        while True:
+            self._peek()
+            mark = self._base + self._pos
+            yield index
+            if self._base + self._pos == mark:
+                self.value()  # the consumer left the element alone: skip it
+            index += 1
+            nxt = self._peek()
+            self._pos += 1
+            if nxt == "]":
+                return
+            if nxt != ",":
+                self._pos -= 1
+                self._fail(f"expected ',' or ']', found {nxt!r}" if nxt else "the array is not closed")

@@ -77,6 +77,9 @@ class Row:
     section: str
     ident: tuple[str | int, ...]
     values: dict[str, Decimal]
+    lists: dict[str, list[str]] = field(default_factory=dict)
+    """Lists the row is written with and must already hold to be updated (a commitment discount's
+    ``shapes``): a file row whose list differs is left as it is and reported, never re-pointed."""
 
     @property
     def key(self) -> RowKey:

@@ -22,7 +22,8 @@ import yaml
 
 from fullserver.errors import InputError
 
-Scalar = str | int | float | Decimal | dt.date
+Scalar = str | int | float | Decimal | dt.date | list[str]
+"""A value written in place; a list of names is written as a flow sequence (``[p5.48xlarge]``)."""
 
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+()=?&%~:-]*(?: [A-Za-z0-9._/+()-][A-Za-z0-9._/+()=?&%~:-]*)*")
 WRAP = 100
@@ -32,6 +33,8 @@ WRAP = 100
 def render(value: Scalar, flow: bool = True) -> str:
     """A YAML scalar that reads back as ``value`` (numbers without exponents, dates ISO); ``flow``
     when it goes inside a flow mapping, where plain text may not hold ':' (URLs are quoted)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(render(item) for item in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dt.date):

@@ -26,6 +26,12 @@ AWS_URLS = {
     f"{PRICING}/20261120180411/us-east-1/index.json": DATA / "aws" / "ec2-us-east-1.json",
     f"{PRICING}/20261119100000/eu-central-1/index.json": DATA / "aws" / "ec2-eu-central-1.json",
 }
+SAVINGS = "https://pricing.us-east-1.amazonaws.com/savingsPlan/v1.0/aws/AWSComputeSavingsPlan"
+SP_URLS = {
+    "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/index.json": DATA / "aws" / "offer-index.json",
+    f"{SAVINGS}/current/region_index.json": DATA / "aws" / "savings-plans-region-index.json",
+    f"{SAVINGS}/20261121091502/us-east-1/index.json": DATA / "aws" / "savings-plans-us-east-1.json",
+}
 SKUS = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus"
 API_KEY = "test-api-key-123"
 GCP_URLS = {
@@ -57,7 +63,7 @@ class RecordedOpener:
 
 @pytest.fixture
 def opener() -> RecordedOpener:
-    return RecordedOpener(AWS_URLS | GCP_URLS)
+    return RecordedOpener(AWS_URLS | SP_URLS | GCP_URLS)
 
 
 def data_dir(tmp_path: Path, *names: str) -> Path:

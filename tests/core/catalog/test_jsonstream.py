@@ -72,3 +72,30 @@ def test_a_missing_comma_is_reported() -> None:
     with pytest.raises(InputError, match="expected ','"):
         for _ in doc.members():
             doc.value()
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 64, 1 << 20])
+def test_an_array_is_walked_element_by_element_in_any_chunking(chunk: int) -> None:
+    doc = {"products": [{"sku": "A"}, {"sku": "B", "x": [1, 2]}, [], "s"], "terms": {"savingsPlan": []}, "n": 3}
+    stream = JsonStream(io.BytesIO(json.dumps(doc).encode()), "sp.json", chunk_chars=chunk)
+    out: dict[str, Any] = {}
+    for key in stream.members():
+        if key == "products":
+            out[key] = [(i, stream.value()) for i in stream.elements() if i != 2]  # element 2 left unread: skipped
+        elif key == "terms":
+            out[key] = {kind: list(stream.elements()) for kind in stream.members()}
+        else:
+            out[key] = stream.value()
+    assert out == {
+        "products": [(0, {"sku": "A"}), (1, {"sku": "B", "x": [1, 2]}), (3, "s")],
+        "terms": {"savingsPlan": []},
+        "n": 3,
+    }
+
+
+def test_an_unclosed_array_is_refused() -> None:
+    stream = JsonStream(io.BytesIO(b'{"a": [1, 2 3]}'), "bad.json")
+    with pytest.raises(InputError, match="expected ',' or ']'"):
+        for _ in stream.members():
+            for _ in stream.elements():
+                stream.value()
