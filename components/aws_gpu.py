@@ -53,8 +53,8 @@ from components.args import AwsGpuArgs, check_access, check_boot_disk, check_dat
 from components.identity import aws_instance_profile
 from components.images import aws_image_id
 from components.labels import aws_tags
-from components.network import aws_network, direct_ssh
-from components.serving import aws_serving_group
+from components.network import aws_network, direct_ssh, one_subnet_per_zone
+from components.serving import aws_serving_group, server_keep_alive
 from components.startup import (
     AWS_EBS,
     AWS_INSTANCE_STORE,
@@ -112,6 +112,13 @@ def validate_aws(args: AwsGpuArgs) -> None:
     serving = args.get("serving")
     if serving is not None and args["nodes"] != 1:
         raise refuse("nodes", "a serving group scales replicas of one node; nodes must be 1")
+    if serving is not None and args["spot"]:
+        # the plan would price spot replicas the group never asks for (no spot market in its template)
+        raise refuse(
+            "spot",
+            "an AWS serving group launches on-demand replicas from its launch template, not spot",
+            "serve on AWS from an on-demand profile (realtime-inference)",
+        )
     if serving is not None and args.get("zone") and args.get("zones", 1) > 1:
         raise refuse(
             "zone",
@@ -278,6 +285,7 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                 serving["server_args"],
                 serving["port"],
                 aws_token_command(region, serving["token_secret"]) if "token_secret" in serving else None,
+                server_keep_alive(serving["request_timeout_seconds"]),
             )
             if serving is not None
             else "",
@@ -315,7 +323,9 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
 
         if serving is not None:
             assert net.lb_security_group is not None
-            lb_subnets = subnet_ids if serving["load_balancer"] == "internal" else [s.id for s in net.public_subnets]
+            lb_subnets = one_subnet_per_zone(
+                net.subnets if serving["load_balancer"] == "internal" else net.public_subnets
+            )
             served = aws_serving_group(
                 name,
                 self,
@@ -327,6 +337,8 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                 lb_security_group_id=net.lb_security_group.id,
                 serving=serving,
                 tags=tags,
+                internet_gateway=net.internet_gateway,
+                egress=net.egress,
             )
             self.endpoint = served.endpoint
             groups = [served.group.name]

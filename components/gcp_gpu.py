@@ -45,7 +45,7 @@ from components.identity import GCP_SCOPES, gcp_service_account
 from components.images import gcp_image
 from components.labels import field, gcp_labels
 from components.network import direct_ssh, gcp_network
-from components.serving import gcp_serving_group
+from components.serving import gcp_serving_group, server_keep_alive
 from components.startup import (
     GCP_DATA,
     GCP_LOCAL_SSD,
@@ -179,6 +179,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 serving["server_args"],
                 serving["port"],
                 gcp_token_command(serving["token_secret"]) if "token_secret" in serving else None,
+                server_keep_alive(serving["request_timeout_seconds"]),
             )
             if serving is not None
             else "",
@@ -249,7 +250,14 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 "network_performance_config": perf,
             }
             served = gcp_serving_group(
-                name, self, project=project, region=region, zone=zone, template=template, serving=serving
+                name,
+                self,
+                project=project,
+                region=region,
+                zone=zone,
+                template=template,
+                serving=serving,
+                egress=net.egress,
             )
             self.instance_group = served.instance_group
             self.endpoint = served.endpoint

@@ -6,8 +6,9 @@ by its owner to the identity this exports, never by a broad project role here.
 * GCP: ``roles/logging.logWriter`` and ``roles/monitoring.metricWriter`` (what the Ops Agent and
   the TPU runtime write), with the ``cloud-platform`` scope so IAM alone decides access (Compute
   Engine "Service accounts" best practice: scopes are legacy, use IAM).
-* AWS: ``AmazonSSMManagedInstanceCore`` so Session Manager replaces inbound SSH; serving groups
-  add ``CloudWatchAgentServerPolicy`` for the GPU metric the autoscaler holds.
+* AWS: ``AmazonSSMManagedInstanceCore`` so Session Manager replaces inbound SSH (serving groups
+  scale on the ALB's request count, which needs nothing from the nodes; ``cloudwatch_agent`` adds
+  ``CloudWatchAgentServerPolicy`` where an agent publishes metrics).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -34,6 +35,7 @@ import pulumi_gcp as gcp
 
 from components.args import AccessArgs
 from components.labels import aws_tags, gcp_name
+from fullserver.platforms import aws as ec2
 from fullserver.platforms import gcp as gce
 
 GCP_SUBNET_CIDR = "10.64.0.0/20"
@@ -52,6 +54,9 @@ class GcpNetwork:
     tag: str | None
     """Network tag the firewall rules target (every node carries it), or None: the rules apply to
     every instance of the environment's own network (nodes that cannot carry tags, e.g. TPU slices)."""
+    egress: tuple[pulumi.Resource, ...] = ()
+    """Cloud NAT, where the nodes have no external address: serving groups wait for it, so a
+    replica's first boot can install the container runtime and pull the server image."""
 
     @property
     def tags(self) -> list[str]:
@@ -156,9 +161,10 @@ def gcp_network(
             description="load-balancer proxies and health checks to the model server",
             opts=opts,
         )
+    egress: tuple[pulumi.Resource, ...] = ()
     if nat_egress(access):
         router = gcp.compute.Router(f"{name}-router", project=project, network=net.id, region=region, opts=opts)
-        gcp.compute.RouterNat(
+        nat = gcp.compute.RouterNat(
             f"{name}-nat",
             project=project,
             router=router.name,
@@ -167,19 +173,44 @@ def gcp_network(
             source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
             opts=opts,
         )
-    return GcpNetwork(network=net, subnet=subnet, tag=tag)
+        egress = (nat,)
+    return GcpNetwork(network=net, subnet=subnet, tag=tag, egress=egress)
 
 
-def offering_zones(region: str, instance_type: str, available: list[str], offered: list[str]) -> list[str]:
+def offering_zones(
+    region: str, instance_type: str, available: list[str], offered: list[str], at_least: int = 1
+) -> list[str]:
     """The region's available zones (in AWS's order) that offer ``instance_type``; none is an
-    error that stops ``pulumi up`` before a subnet lands where the nodes could never launch."""
+    error that stops ``pulumi up`` before a subnet lands where the nodes could never launch.
+
+    ``at_least``: a load balancer in front of the nodes needs subnets in that many zones (an ALB:
+    two, one subnet per zone, ELBv2 CreateLoadBalancer), each holding nodes it can send traffic
+    to; fewer offering zones stop ``pulumi up`` here rather than at the load balancer."""
     zones = [z for z in available if z in set(offered)]
     if not zones:
         raise ValueError(
             f"no available zone of {region} offers {instance_type} "
             "(aws ec2 describe-instance-type-offerings --location-type availability-zone); pick another region"
         )
+    if len(zones) < at_least:
+        raise ValueError(
+            f"only {', '.join(zones)} of {region} offer {instance_type}, and the serving load balancer needs "
+            f"{at_least} zones with nodes; pick another region or instance type"
+        )
     return zones
+
+
+def one_subnet_per_zone(subnets: list[aws.ec2.Subnet]) -> pulumi.Output[list[str]]:
+    """The first subnet of each zone: where fewer zones offer the instance type than subnets are
+    made, zones repeat (``_nth``), and an ALB takes one subnet per zone (ELBv2 CreateLoadBalancer)."""
+
+    def first_per_zone(pairs: list[Any]) -> list[str]:
+        chosen: dict[str, str] = {}
+        for subnet_id, az in pairs:
+            chosen.setdefault(str(az), str(subnet_id))
+        return list(chosen.values())
+
+    return pulumi.Output.all(*[pulumi.Output.all(s.id, s.availability_zone) for s in subnets]).apply(first_per_zone)
 
 
 def _nth(i: int) -> Callable[[list[str]], str]:
@@ -197,6 +228,13 @@ class AwsNetwork:
     """One per zone, routed to the internet gateway: an internet-facing load balancer's."""
     lb_security_group: aws.ec2.SecurityGroup | None = None
     """The serving load balancer's: clients in on its port, out only to the nodes' server port."""
+    internet_gateway: aws.ec2.InternetGateway | None = None
+    """An internet-facing load balancer waits for it: EC2 refuses one in a VPC without an attached
+    internet gateway (``InvalidSubnet: VPC ... has no internet gateway``), and on destroy the
+    gateway cannot detach while the load balancer's public addresses are mapped."""
+    egress: tuple[pulumi.Resource, ...] = ()
+    """The nodes' subnets' routes to the internet (through the NAT gateway or the internet
+    gateway): groups wait for them, so a node's first boot can pull the server image."""
 
 
 def aws_network(
@@ -234,8 +272,9 @@ def aws_network(
                 region=region,
                 opts=invoke,
             )
+            least = ec2.LB_MIN_ZONES if lb_scheme is not None else 1
             usable = pulumi.Output.all(azs.names, offers.locations).apply(
-                lambda found: offering_zones(region, instance_type, list(found[0]), list(found[1]))
+                lambda found: offering_zones(region, instance_type, list(found[0]), list(found[1]), least)
             )
         else:
             usable = azs.names.apply(list)
@@ -275,15 +314,19 @@ def aws_network(
                 tags=aws_tags(tags, f"{name}-{kind}-{i}"),
                 opts=opts,
             )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-{kind}-{i}", region=region, subnet_id=subnet.id, route_table_id=route_table.id, opts=opts
+            routes.append(
+                aws.ec2.RouteTableAssociation(
+                    f"{name}-{kind}-{i}", region=region, subnet_id=subnet.id, route_table_id=route_table.id, opts=opts
+                )
             )
             out.append(subnet)
         return out
 
+    routes: list[aws.ec2.RouteTableAssociation] = []
     public = subnets_for("public", 0, public_rt)
     subnets = public
     if nat_egress(access):
+        routes.clear()  # the nodes' subnets are the private ones below
         eip = aws.ec2.Eip(f"{name}-nat-ip", region=region, domain="vpc", tags=aws_tags(tags, f"{name}-nat"), opts=opts)
         nat = aws.ec2.NatGateway(
             f"{name}-nat",
@@ -382,4 +425,12 @@ def aws_network(
         tags=aws_tags(tags, f"{name}-sg"),
         opts=opts,
     )
-    return AwsNetwork(vpc=vpc, subnets=subnets, security_group=sg, public_subnets=public, lb_security_group=lb_sg)
+    return AwsNetwork(
+        vpc=vpc,
+        subnets=subnets,
+        security_group=sg,
+        public_subnets=public,
+        lb_security_group=lb_sg,
+        internet_gateway=igw,
+        egress=tuple(routes),
+    )

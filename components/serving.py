@@ -55,6 +55,23 @@ def endpoint_url(address: str | None, port: int) -> str:
     return f"http://{address}" if port == 80 else f"http://{address}:{port}"
 
 
+GCP_BACKEND_KEEPALIVE_SECONDS = 600
+"""How long Google's global external Application Load Balancer keeps an idle connection to a
+backend open (its backend HTTP keepalive timeout); the backend should keep it open longer."""
+KEEP_ALIVE_MARGIN_SECONDS = 20
+
+
+def server_keep_alive(request_timeout_seconds: int) -> int:
+    """How long the model server keeps an idle connection open: longer than the load balancer
+    does (the ALB's idle timeout is the request timeout; Google's backend keepalive is 600 s), so
+    the load balancer, never the server, closes it. A server that closes first races the load
+    balancer's next request on that connection, which answers 502 (ELB "Connection idle timeout":
+    "configure the idle timeout of your application to be larger than the idle timeout configured
+    for the load balancer"). vLLM reads it from ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` (vLLM PR #18472,
+    June 2025; older images keep uvicorn's 5 s whatever it says)."""
+    return max(min(request_timeout_seconds, 4000), GCP_BACKEND_KEEPALIVE_SECONDS) + KEEP_ALIVE_MARGIN_SECONDS
+
+
 def resource_label(suffixes: list[str | None]) -> str:
     """``app/<alb>/<id>/targetgroup/<tg>/<id>``: the ALB's and the target group's ARN suffixes,
     which ``ALBRequestCountPerTarget`` names its target group by (known once both exist)."""
@@ -76,12 +93,19 @@ def aws_serving_group(
     launch_template: aws.ec2.LaunchTemplate,
     vpc_id: pulumi.Input[str],
     subnet_ids: list[pulumi.Output[str]],
-    lb_subnet_ids: list[pulumi.Output[str]],
+    lb_subnet_ids: pulumi.Input[list[str]],
     lb_security_group_id: pulumi.Input[str],
     serving: ServingArgs,
     tags: dict[str, str],
+    internet_gateway: pulumi.Resource | None = None,
+    egress: tuple[pulumi.Resource, ...] = (),
 ) -> AwsServing:
-    """ALB, target group, listener, Auto Scaling group and its request-count target tracking."""
+    """ALB, target group, listener, Auto Scaling group and its request-count target tracking.
+
+    An internet-facing ALB waits for ``internet_gateway`` (EC2 refuses one in a VPC without it,
+    and on destroy the gateway detaches only once the ALB's public addresses are gone); the group
+    waits for the nodes' routes to the internet (``egress``): a replica's first boot pulls the
+    server image, and AWS runs user data on the first boot only."""
     opts = pulumi.ResourceOptions(parent=parent)
     delay = serving["initial_delay_seconds"]
     internal = serving["load_balancer"] == "internal"
@@ -96,7 +120,9 @@ def aws_serving_group(
         idle_timeout=min(serving["request_timeout_seconds"], 4000),
         drop_invalid_header_fields=True,
         tags=aws_tags(tags, f"{name}-alb"),
-        opts=opts,
+        opts=pulumi.ResourceOptions(
+            parent=parent, depends_on=[internet_gateway] if internet_gateway is not None and not internal else []
+        ),
     )
     target_group = aws.lb.TargetGroup(
         f"{name}-tg",
@@ -149,7 +175,7 @@ def aws_serving_group(
         },
         tags=[{"key": k, "value": v, "propagate_at_launch": True} for k, v in sorted(tags.items())],
         # The target-tracking policy owns the desired capacity once the group exists.
-        opts=pulumi.ResourceOptions(parent=parent, ignore_changes=["desired_capacity"]),
+        opts=pulumi.ResourceOptions(parent=parent, ignore_changes=["desired_capacity"], depends_on=list(egress)),
     )
     target = round(serving["requests_per_second"] * 60 * serving["target_utilisation"], 1)
     aws.autoscaling.Policy(
@@ -232,9 +258,15 @@ def gcp_serving_group(
     zone: str | None,
     template: dict[str, Any],
     serving: ServingArgs,
+    egress: tuple[pulumi.Resource, ...] = (),
 ) -> GcpServing:
-    """Instance template, health check, managed group, load balancer and autoscaler."""
+    """Instance template, health check, managed group, load balancer and autoscaler.
+
+    The group waits for the nodes' way out (``egress``: Cloud NAT for replicas without an
+    external address): a replica's startup script installs the container runtime where missing
+    and pulls the server image."""
     opts = pulumi.ResourceOptions(parent=parent)
+    group_opts = pulumi.ResourceOptions(parent=parent, depends_on=list(egress))
     port = serving["port"]
     delay = serving["initial_delay_seconds"]
     tmpl = gcp.compute.InstanceTemplate(f"{name}-template", project=project, region=region, opts=opts, **template)
@@ -289,7 +321,7 @@ def gcp_serving_group(
                 },
             ),
             wait_for_instances=False,
-            opts=opts,
+            opts=group_opts,
         )
         gcp.compute.RegionAutoscaler(
             f"{name}-autoscaler", project=project, region=region, target=mig.id, autoscaling_policy=policy, opts=opts
@@ -309,7 +341,7 @@ def gcp_serving_group(
                 {"type": "PROACTIVE", "minimal_action": "REPLACE", "max_surge_fixed": 1, "max_unavailable_fixed": 0},
             ),
             wait_for_instances=False,
-            opts=opts,
+            opts=group_opts,
         )
         gcp.compute.Autoscaler(
             f"{name}-autoscaler", project=project, zone=zone, target=zmig.id, autoscaling_policy=policy, opts=opts

@@ -256,8 +256,8 @@ if [ "${#TOKEN_CMD[@]}" -gt 0 ]; then
   (umask 077 && printf 'HF_TOKEN=%s\n' "$token" > "$ENV_FILE.tmp" && mv "$ENV_FILE.tmp" "$ENV_FILE")
   unset token
 fi
-ENV_ARGS=()
-if [ -s "$ENV_FILE" ]; then ENV_ARGS=(--env-file "$ENV_FILE"); fi
+ENV_ARGS=(__KEEP_ALIVE__)
+if [ -s "$ENV_FILE" ]; then ENV_ARGS+=(--env-file "$ENV_FILE"); fi
 docker rm -f __CONTAINER__ >/dev/null 2>&1 || true
 exec docker run --rm --name __CONTAINER__ --gpus all --ipc=host \
   -p __PORT__:__PORT__ -v "$CACHE":/root/.cache/huggingface "${ENV_ARGS[@]}" \
@@ -306,8 +306,13 @@ systemctl restart docker
 
 
 def aws_token_command(region: str, parameter: str) -> list[str]:
-    """Read an SSM SecureString parameter (the AWS CLI ships on the Deep Learning AMIs)."""
-    name = parameter if parameter.startswith("/") else f"/{parameter}"
+    """Read an SSM SecureString parameter (the AWS CLI ships on the Deep Learning AMIs).
+
+    A parameter is referenced by its fully qualified name: a name in a hierarchy starts with ``/``
+    (SSM PutParameter, "Name"), so ``hf/token`` can only mean ``/hf/token``; a name outside any
+    hierarchy (``hf-token``) is referenced as it is.
+    """
+    name = parameter if parameter.startswith("/") or "/" not in parameter else f"/{parameter}"
     query = ["--query", "Parameter.Value", "--output", "text"]
     return ["aws", "ssm", "get-parameter", "--region", region, "--name", name, "--with-decryption", *query]
 
@@ -318,7 +323,13 @@ def gcp_token_command(secret: str) -> list[str]:
     return ["gcloud", "secrets", "versions", "access", "latest", f"--secret={secret}"]
 
 
-def model_server_script(image: str, args: list[str], port: int, token_command: list[str] | None = None) -> str:
+def model_server_script(
+    image: str,
+    args: list[str],
+    port: int,
+    token_command: list[str] | None = None,
+    keep_alive_seconds: int | None = None,
+) -> str:
     """Boot-script lines that install the container runtime where missing and start the model
     server as a systemd unit (restarted when it exits, started on every boot).
 
@@ -326,6 +337,8 @@ def model_server_script(image: str, args: list[str], port: int, token_command: l
     script; the core already refused anything with line breaks or shell characters in them
     (``fullserver.workload.ServingConfig``), and the unit itself names only the image.
     ``token_command`` prints the Hugging Face token (``aws_token_command``, ``gcp_token_command``).
+    ``keep_alive_seconds`` becomes vLLM's ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` (``components.serving.
+    server_keep_alive``): idle connections stay open longer than the load balancer keeps them.
     """
     if not 1 <= port <= 65535:
         raise ValueError(f"{port} is not a TCP port")
@@ -337,6 +350,7 @@ def model_server_script(image: str, args: list[str], port: int, token_command: l
         "__IMAGE__": shlex.quote(image),
         "__ARGS__": " ".join(shlex.quote(a) for a in args),
         "__TOKEN_CMD__": " ".join(shlex.quote(a) for a in token_command or []),
+        "__KEEP_ALIVE__": f"--env VLLM_HTTP_TIMEOUT_KEEP_ALIVE={int(keep_alive_seconds)}" if keep_alive_seconds else "",
     }
     wrapper, unit = _MODEL, _MODEL_UNIT
     for key, value in values.items():

@@ -27,13 +27,14 @@ from fullserver.catalog import Catalog
 from fullserver.catalog.network import Item, NetworkPrices, load_network_prices
 from fullserver.cost import CostLine
 from fullserver.errors import InputError
+from fullserver.platform import AcceleratorKind
 from fullserver.platforms import aws as aws_platform
 from fullserver.platforms import gcp as gcp_platform
 from fullserver.platforms import rules_for
 from fullserver.rules import HOURS_PER_MONTH
-from fullserver.serving import DEFAULT_MODEL, model_server, serving_spec
+from fullserver.serving import DEFAULT_MODEL, MAX_INITIAL_DELAY_SECONDS, model_server, serving_spec
 from fullserver.spec import Billables, EnvironmentSpec
-from fullserver.workload import ServingConfig, Workload
+from fullserver.workload import CONFIG_NAMESPACE, ServingConfig, Workload
 
 CLOUDS: dict[str, ModuleType] = {"aws": aws_platform, "gcp": gcp_platform}
 """The platform module that answers, per cloud provider, which load balancers it builds."""
@@ -97,7 +98,29 @@ def complete_spec(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -
                 f"(it builds: {', '.join(schemes) or 'none'})",
                 "use a profile whose serving.load_balancer the platform builds, or another platform",
             )
+        accelerator = catalog.accelerators.get(spec.accelerator) if spec.accelerator else None
+        if accelerator is not None and accelerator.kind is not AcceleratorKind.GPU:
+            # the replicas run a CUDA container (``docker run --gpus all``) once ``nvidia-smi`` sees the GPUs
+            raise InputError(
+                f"{CONFIG_NAMESPACE}:accelerator",
+                f"{spec.accelerator} ({accelerator.kind.value}) is no GPU, and a serving group's model server "
+                "runs on NVIDIA GPUs (vLLM's CUDA image with the NVIDIA container toolkit)",
+                "serve on a GPU (e.g. L4), or use a profile without serving",
+            )
         cfg = workload.serving or ServingConfig()
+        load_minutes = cfg.load_minutes or spec.serving.model_load_minutes
+        if load_minutes * 60 > MAX_INITIAL_DELAY_SECONDS:
+            where = (
+                "fullserver:serving.loadMinutes"
+                if cfg.load_minutes
+                else f"profiles/{spec.profile}.yaml: serving.model_load_minutes"
+            )
+            raise InputError(
+                where,
+                f"{load_minutes} minutes is longer than the clouds wait before judging a new replica "
+                f"({MAX_INITIAL_DELAY_SECONDS // 60} minutes: GCP autohealing, the AWS instance warmup)",
+                f"at most {MAX_INITIAL_DELAY_SECONDS // 60}: cache the weights (a larger local disk) or serve a smaller model",
+            )
         server = model_server(
             model=cfg.model,
             image=cfg.image,

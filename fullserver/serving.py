@@ -27,9 +27,11 @@ from pydantic import BaseModel, ConfigDict
 
 from fullserver.profiles import Serving
 
-VLLM_IMAGE = "vllm/vllm-openai:v0.8.5"
+VLLM_IMAGE = "vllm/vllm-openai:v0.10.2"
 """vLLM's OpenAI-compatible server image on Docker Hub, pinned so replicas started a month apart
-run the same server (override with ``fullserver:serving.image``)."""
+run the same server (override with ``fullserver:serving.image``). A release after June 2025, so
+the server reads ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` (vLLM PR #18472) and keeps idle connections
+open longer than the load balancer does (``components.serving.server_keep_alive``)."""
 DEFAULT_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
 """An ungated model small enough for every GPU in the catalog (about 3 GiB in bf16): a smoke test
 of the serving path, not a production choice; the plan warns while it is in use."""
@@ -44,6 +46,12 @@ REQUEST_TIMEOUT_SECONDS = 600
 """Generations stream for minutes; the load balancer's backend timeout must outlast the longest."""
 DRAIN_SECONDS = 120
 """How long a replica being removed keeps serving the requests it has (connection draining)."""
+MAX_INITIAL_DELAY_SECONDS = 3600
+"""The longest either cloud waits before judging a new replica: Compute Engine's autohealing
+``initialDelaySec`` "must be from range [0, 3600]" (instanceGroupManagers API), and an Auto Scaling
+group's default instance warmup takes "0 to 3600" seconds (EC2 Auto Scaling user guide, "Enable
+the default instance warmup"). A longer model load is refused at plan time, not by the API at
+``pulumi up``."""
 
 
 class Frozen(BaseModel):

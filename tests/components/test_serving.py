@@ -13,12 +13,13 @@ import pytest
 from components.args import SpecRefused, aws_args, gcp_args
 from components.aws_gpu import AwsGpuEnvironment
 from components.gcp_gpu import GcpGpuEnvironment
-from components.graph import graph_for_plan
-from components.serving import endpoint_url, resource_label
+from components.graph import GraphMocks, graph_for_plan
+from components.network import offering_zones
+from components.serving import endpoint_url, resource_label, server_keep_alive
 from fullserver.billables import complete_spec
 from fullserver.catalog import Catalog, Offer
 from fullserver.workload import Workload
-from tests.components.conftest import Build, Plans, spec_of
+from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
 
 
 class ZonedCatalog:
@@ -48,8 +49,10 @@ def test_gcp_realtime_serving_is_a_regional_group_behind_a_global_load_balancer(
     script = tmpl["metadata"]["startup-script"]
     # every replica starts the model server: vLLM's image, sharded over its one GPU, on port 8000
     assert "systemctl enable fullserver-model.service" in script
-    assert "vllm/vllm-openai:v0.8.5 --model Qwen/Qwen2.5-1.5B-Instruct --host 0.0.0.0 --port 8000" in script
+    assert "vllm/vllm-openai:v0.10.2 --model Qwen/Qwen2.5-1.5B-Instruct --host 0.0.0.0 --port 8000" in script
     assert "--tensor-parallel-size 1" in script and "-p 8000:8000" in script
+    # idle connections outlive Google's 600 s backend keepalive: the load balancer closes them, never vLLM
+    assert "ENV_ARGS=(--env VLLM_HTTP_TIMEOUT_KEEP_ALIVE=620)" in script
     mig = g.one("compute/regionInstanceGroupManager:RegionInstanceGroupManager").inputs
     assert mig["distributionPolicyTargetShape"] == "BALANCED" and mig["region"] == "us-central1"
     assert mig["namedPorts"] == [{"name": "http", "port": 8000}]
@@ -160,6 +163,7 @@ def test_aws_serving_is_a_group_behind_an_application_load_balancer(plans: Plans
     assert "subnetId" not in lt["networkInterfaces"][0]
     script = base64.b64decode(lt["userData"]).decode()
     assert "--model Qwen/Qwen2.5-7B-Instruct" in script and "--max-model-len 16384" in script
+    assert "ENV_ARGS=(--env VLLM_HTTP_TIMEOUT_KEEP_ALIVE=620)" in script  # beyond the ALB's 600 s idle timeout
     policies = {
         r.inputs["policyArn"].rsplit("/", 1)[-1] for r in g.of_type("iam/rolePolicyAttachment:RolePolicyAttachment")
     }
@@ -180,6 +184,28 @@ def test_an_internal_aws_load_balancer_sits_in_the_nodes_subnets_and_takes_only_
     assert lb_sg["ingress"][0]["cidrBlocks"] == ["10.80.0.0/16"]
 
 
+def _after(opts: Any) -> list[str]:
+    """The logical names of the resources ``opts`` makes a resource wait for."""
+    return sorted(d._name for d in (opts.depends_on or []))
+
+
+def test_the_load_balancer_waits_for_the_internet_gateway_and_the_group_for_the_nodes_way_out(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    # EC2 refuses an internet-facing ALB in a VPC whose gateway is not attached yet ("InvalidSubnet:
+    # VPC ... has no internet gateway"); a replica's only user-data run needs the NAT route
+    build(lambda: AwsGpuEnvironment("asg", aws_args(_aws_serving_spec(plans))))
+    assert _after(resource_options["asg-alb"]) == ["asg-igw"]
+    assert _after(resource_options["asg-serving"]) == ["asg-private-0", "asg-private-1", "asg-private-2"]
+    spec = _aws_serving_spec(plans)
+    spec = spec.model_copy(update={"endpoint": spec.endpoint.model_copy(update={"load_balancer": "internal"})})
+    build(lambda: AwsGpuEnvironment("inr", aws_args(spec)))
+    assert _after(resource_options["inr-alb"]) == []
+    # GCP: replicas without an external address install and pull through Cloud NAT
+    build(lambda: GcpGpuEnvironment("srv", gcp_args(spec_of(plans, "serve-gcp-realtime"))))
+    assert _after(resource_options["srv-mig"]) == ["srv-nat"]
+
+
 def test_an_aws_serving_group_with_a_pinned_zone_is_refused(plans: Plans) -> None:
     args = aws_args(_aws_serving_spec(plans))
     args["zone"] = "us-east-1a"
@@ -191,6 +217,14 @@ def test_an_aws_serving_group_in_one_zone_is_refused(plans: Plans) -> None:
     args = aws_args(_aws_serving_spec(plans))
     args["zones"] = 1
     with pytest.raises(SpecRefused, match=r"spec\.zones: an Application Load Balancer needs subnets in 2 zones"):
+        AwsGpuEnvironment("bad", args)
+
+
+def test_an_aws_serving_group_priced_as_spot_is_refused(plans: Plans) -> None:
+    # its launch template asks for no spot capacity: the group would run (and bill) on-demand replicas
+    args = aws_args(_aws_serving_spec(plans))
+    args["spot"] = True
+    with pytest.raises(SpecRefused, match=r"spec\.spot: an AWS serving group launches on-demand replicas"):
         AwsGpuEnvironment("bad", args)
 
 
@@ -208,6 +242,14 @@ def test_a_token_secret_is_readable_by_the_nodes_and_fetched_by_the_server_only(
     ]
     script = base64.b64decode(g.one("ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
     assert "TOKEN_CMD=(aws ssm get-parameter --region us-east-1 --name /hf/token --with-decryption" in script
+    # a name outside any hierarchy is referenced as created; its ARN is parameter/<name> all the same
+    g = build(lambda: AwsGpuEnvironment("tok", aws_args(_with_token_secret(_aws_serving_spec(plans), "hf-token"))))
+    (policy,) = g.of_type("iam/rolePolicy:RolePolicy")
+    assert (
+        json.loads(policy.inputs["policy"])["Statement"][0]["Resource"] == "arn:aws:ssm:us-east-1:*:parameter/hf-token"
+    )
+    script = base64.b64decode(g.one("ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
+    assert "--name hf-token --with-decryption" in script
     spec = _with_token_secret(spec_of(plans, "serve-gcp-realtime"), "hf-token")
     g = build(lambda: GcpGpuEnvironment("tok", gcp_args(spec)))
     member = g.one("secretmanager/secretIamMember:SecretIamMember").inputs
@@ -266,3 +308,39 @@ def test_gcp_serving_zones_outside_the_region_are_refused(plans: Plans) -> None:
     args["serving"]["zones"] = ["us-central1-a", "us-east1-b"]
     with pytest.raises(SpecRefused, match=r"spec\.serving\.zones: zone us-east1-b is not in the region us-central1"):
         GcpGpuEnvironment("bad", args)
+
+
+def test_the_alb_takes_one_subnet_per_zone_when_fewer_zones_offer_the_type(
+    plans: Plans, build: Build, mocks: GraphMocks
+) -> None:
+    # three subnets, two offering zones: the third subnet repeats us-east-1a, and an ALB takes one subnet per zone
+    mocks.zones_without[("g6.4xlarge",)] = ("us-east-1c",)
+    try:
+        g = build(lambda: AwsGpuEnvironment("two", aws_args(_aws_serving_spec(plans))))
+    finally:
+        mocks.zones_without.clear()
+    zones = {r.name: r.inputs["availabilityZone"] for r in g.of_type("ec2/subnet:Subnet") if "public" in r.name}
+    assert zones == {"two-public-0": "us-east-1a", "two-public-1": "us-east-1b", "two-public-2": "us-east-1a"}
+    assert g.one("lb/loadBalancer:LoadBalancer").inputs["subnets"] == ["two-public-0-id", "two-public-1-id"]
+    assert len(g.one("autoscaling/group:Group").inputs["vpcZoneIdentifiers"]) == 3
+
+
+def test_a_serving_region_with_one_zone_offering_the_type_stops_the_deployment(
+    plans: Plans, build: Build, mocks: GraphMocks
+) -> None:
+    mocks.zones_without[("g6.4xlarge",)] = ("us-east-1a", "us-east-1c")
+    try:
+        with pytest.raises(Exception, match=r"only us-east-1b of us-east-1 offer g6\.4xlarge"):
+            build(lambda: AwsGpuEnvironment("one", aws_args(_aws_serving_spec(plans))))
+    finally:
+        mocks.zones_without.clear()
+    with pytest.raises(ValueError, match=r"only us-east-1b of us-east-1 offer g6\.4xlarge, and the serving load"):
+        offering_zones("us-east-1", "g6.4xlarge", ["us-east-1a", "us-east-1b"], ["us-east-1b"], at_least=2)
+    assert offering_zones("us-east-1", "g6.4xlarge", ["us-east-1a", "us-east-1b"], ["us-east-1b"]) == ["us-east-1b"]
+
+
+def test_the_server_keeps_idle_connections_open_longer_than_either_load_balancer() -> None:
+    assert server_keep_alive(600) == 620  # ALB idle timeout 600 s, Google's backend keepalive 600 s
+    assert server_keep_alive(60) == 620  # Google's 600 s still rules
+    assert server_keep_alive(1800) == 1820  # the ALB's idle timeout follows the request timeout
+    assert server_keep_alive(9000) == 4020  # which the ALB caps at 4,000 s

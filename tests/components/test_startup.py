@@ -57,11 +57,11 @@ def test_the_model_server_runs_the_image_with_every_argument_intact(tmp_path: Pa
     gets the GPUs, the port, the cache on scratch, and each argument as one word (spaces, quotes and
     ``$`` reach the server as written, never the shell)."""
     script = model_server_script(
-        "vllm/vllm-openai:v0.8.5", ["--model", "org/m", "--chat-template", "a b'$HOME\""], 8000
+        "vllm/vllm-openai:v0.10.2", ["--model", "org/m", "--chat-template", "a b'$HOME\""], 8000
     )
     subprocess.run(["bash", "-n"], input=script, text=True, check=True)
     assert "systemctl enable fullserver-model.service" in script and "Restart=always" in script
-    assert "ExecStartPre=/usr/bin/docker pull vllm/vllm-openai:v0.8.5" in script
+    assert "ExecStartPre=/usr/bin/docker pull vllm/vllm-openai:v0.10.2" in script
     wrapper = script.split("cat > /usr/local/sbin/fullserver-model <<'FULLSERVER_EOF'\n", 1)[1].split(
         "FULLSERVER_EOF", 1
     )[0]
@@ -94,7 +94,7 @@ def test_the_model_server_runs_the_image_with_every_argument_intact(tmp_path: Pa
         "8000:8000",
         "-v",
         f"{link}/model-cache:/root/.cache/huggingface",
-        "vllm/vllm-openai:v0.8.5",
+        "vllm/vllm-openai:v0.10.2",
         "--model",
         "org/m",
         "--chat-template",
@@ -104,7 +104,8 @@ def test_the_model_server_runs_the_image_with_every_argument_intact(tmp_path: Pa
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash needed")
 def test_the_token_is_fetched_at_start_into_a_root_only_file_never_into_the_script(tmp_path: Path) -> None:
-    script = model_server_script("img:1", ["--model", "org/gated"], 8000, aws_token_command("us-east-1", "hf/token"))
+    token = aws_token_command("us-east-1", "hf/token")
+    script = model_server_script("img:1", ["--model", "org/gated"], 8000, token, keep_alive_seconds=620)
     assert "hf_secret_value" not in script
     wrapper = script.split("cat > /usr/local/sbin/fullserver-model <<'FULLSERVER_EOF'\n", 1)[1].split(
         "FULLSERVER_EOF", 1
@@ -130,6 +131,8 @@ def test_the_token_is_fetched_at_start_into_a_root_only_file_never_into_the_scri
     assert env_file.stat().st_mode & 0o777 == 0o600
     got = argv.read_text().splitlines()
     assert got[got.index("--env-file") + 1] == str(env_file) and got.index("--env-file") < got.index("img:1")
+    # the keep-alive reaches the server beside the token file (the token alone does not drop it)
+    assert got[got.index("--env") + 1] == "VLLM_HTTP_TIMEOUT_KEEP_ALIVE=620" and got.index("--env") < got.index("img:1")
     assert gcp_token_command("hf-token") == ["gcloud", "secrets", "versions", "access", "latest", "--secret=hf-token"]
 
 

@@ -269,3 +269,26 @@ def test_the_serving_profile_block_refuses_nonsense() -> None:
         Serving.model_validate({"load_balancer": "public"})
     with pytest.raises(ValueError, match="model_load_minutes"):
         Serving.model_validate({"model_load_minutes": 0})
+
+
+def test_a_model_load_longer_than_the_clouds_wait_before_judging_a_replica_is_refused(
+    plans: dict[str, StackPlan],
+) -> None:
+    # GCP autohealing initialDelaySec and the AWS default instance warmup both stop at 3600 s
+    with pytest.raises(InputError, match=r"^fullserver:serving.loadMinutes: 61 minutes is longer"):
+        serve(serving={"loadMinutes": 61})
+    assert serve(serving={"loadMinutes": 60}).spec.endpoint is not None
+    spec = plans["serve-gcp-realtime"].spec
+    assert spec.serving is not None
+    slow = spec.model_copy(update={"serving": spec.serving.model_copy(update={"model_load_minutes": 90})})
+    work = Workload.model_validate({"profile": "realtime-inference", "region": "us-central1"})
+    with pytest.raises(InputError) as info:
+        complete_spec(slow, work, load_catalog())
+    assert info.value.line().startswith("profiles/realtime-inference.yaml: serving.model_load_minutes: 90 minutes")
+
+
+def test_a_serving_group_on_a_neuron_accelerator_is_refused_naming_the_accelerator() -> None:
+    # inf2 replicas would wait for nvidia-smi forever and fail every health check: no GPU to run vLLM's CUDA image
+    with pytest.raises(InputError, match=r"^fullserver:accelerator: Inferentia2 \(inferentia\) is no GPU"):
+        serve(accelerator="Inferentia2")
+    assert serve(accelerator="L4").spec.endpoint is not None
