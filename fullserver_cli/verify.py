@@ -7,8 +7,12 @@ with iperf3. One table per host: promised, delivered, ratio. Exit 0 when every h
 4 when any host is short or could not be verified (each named, with what it misses); 5 when the
 rest deliver but some host could not be reached.
 
-``verify STACK``: a stack's nodes are reached through the connect hints its ``pulumi up``
-exported; without those outputs on this machine it says so in one line (exit 2).
+``verify STACK`` (a name in ``stacks/``, or its ``Pulumi.<env>.yaml``): for a bare-metal stack,
+offline from the stack file: the hosts and their pinned host keys from ``fullserver:dedicated.hosts``,
+the promise from the stack's plan (its profile, and ``dedicated.host`` as every host's contract),
+the private key from ``--identity FILE`` (the stack's ``sshPrivateKey`` is a Pulumi secret this
+tool does not decrypt; the key text is read into memory only, never printed or written). A cloud
+stack's nodes are not in its file: one line says to list them in an inventory (exit 2).
 """
 
 from __future__ import annotations
@@ -26,20 +30,38 @@ from rich.text import Text
 
 from fullserver.baremetal import liblog
 from fullserver.baremetal.config import check_path
-from fullserver.baremetal.inventory import load_inventory
+from fullserver.baremetal.inventory import Inventory, inventory_from_data, load_inventory
 from fullserver.baremetal.measure import Caps
 from fullserver.baremetal.verify import HostVerify, Promise, verify_fleet
 from fullserver.catalog import load_catalog
 from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE, FullserverError, InputError
-from fullserver.profiles import get_profile, load_profiles
+from fullserver.plan import plan_paths
+from fullserver.platform import Platform
+from fullserver.profiles import Profile, get_profile, load_profiles
+from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
+from fullserver.workload import DedicatedHost
 from fullserver_cli.audit import check_keys
+from fullserver_cli.plan import STACKS_DIR
 
 
 def verify(
     target: Annotated[
-        str, typer.Argument(help="inventory YAML (hosts, pinned host keys, key source), or a stack name")
+        str,
+        typer.Argument(help="inventory YAML (hosts, pinned host keys, key source), or a bare-metal stack's name"),
     ],
-    profile: Annotated[str, typer.Option("--profile", "-p", help="profile whose promises apply")],
+    profile: Annotated[
+        Optional[str],
+        typer.Option("--profile", "-p", help="profile whose promises apply (an inventory; a stack's is its plan's)"),
+    ] = None,
+    identity: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--identity",
+            "-i",
+            help="a stack's SSH private key file (its sshPrivateKey is a Pulumi secret verify does not decrypt)",
+        ),
+    ] = None,
+    stacks_dir: Annotated[Path, typer.Option("--stacks-dir", help="where the stack configs live")] = STACKS_DIR,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     scratch: Annotated[str, typer.Option(help="mountpoint of the scratch filesystem fio measures")] = "/mnt/scratch",
     fio_seconds: Annotated[int, typer.Option(min=1, max=600, help="seconds per fio run (3 runs)")] = 10,
@@ -54,25 +76,31 @@ def verify(
     err = Console(stderr=True)
     try:
         profiles = load_profiles(profiles_dir) if profiles_dir else load_profiles()
-        prof = get_profile(profile, profiles, where="--profile")
         try:
             check_path(scratch, "--scratch", mountpoint=True)
         except ValueError as exc:
             raise InputError(
                 "--scratch", str(exc).split(": ", 1)[1], "name the scratch filesystem's mountpoint"
             ) from None
-        path = Path(target)
-        if not path.is_file():
-            raise InputError(
-                f"stack '{target}'" if not path.suffix else target,
-                "no such inventory file, and no stack outputs on this machine to reach a stack's nodes",
-                "pass an inventory file, or run `pulumi up` for the stack first (verify reads the connect hints it exports)",
-            )
-        inv = load_inventory(path)
+        stack = stack_path(target, stacks_dir)
+        contract: DedicatedHost | None = None
+        if stack is not None:
+            inv, prof, contract = stack_inventory(stack, profiles, profile, identity)
+        else:
+            if identity is not None:
+                raise InputError(
+                    "--identity", "applies to a stack only", "name each host's key in the inventory (privateKeyFile)"
+                )
+            if profile is None:
+                raise InputError(
+                    "--profile", "an inventory needs the profile whose promises apply", "e.g. --profile fine-tuning"
+                )
+            prof = get_profile(profile, profiles, where="--profile")
+            inv = load_inventory(Path(target))
+            check_keys(inv, [*inv.hosts, *(hop for e in inv.hosts for hop in inv.hops(e))])
         hosts = [(inv.target(e), inv.private_key(e)) for e in inv.hosts]
         jump_keys = {name: key for e in inv.hosts for name, key in inv.jump_keys(e).items()}
         expected = {e.name: e.expect for e in inv.hosts if e.expect is not None}
-        check_keys(inv, [*inv.hosts, *(hop for e in inv.hosts for hop in inv.hops(e))])
     except FullserverError as exc:
         sys.stderr.write(f"error: {exc.line()}\n")
         raise typer.Exit(exc.exit_code) from None
@@ -84,7 +112,7 @@ def verify(
         iperf_streams=iperf_streams,
         iperf_port=iperf_port,
     )
-    promise = Promise(profile=prof, catalog=load_catalog(), scratch=scratch)
+    promise = Promise(profile=prof, catalog=load_catalog(), expect=contract, scratch=scratch)
     with (
         liblog.output(lambda line: err.print(f"warning: {line}", markup=False, highlight=False)),
         Progress(
@@ -121,6 +149,77 @@ def verify(
                 soft_wrap=True,
             )
     raise typer.Exit(exit_code(results))
+
+
+def stack_path(target: str, stacks_dir: Path) -> Path | None:
+    """The stack file ``target`` names (``NAME`` in ``stacks_dir``, or a ``Pulumi.<env>.yaml``
+    path), None for an inventory file; neither is one line naming both and the known stacks."""
+    path = Path(target)
+    if path.is_file():
+        return path if stack_of_file(path.name) is not None else None
+    named = stacks_dir / stack_file(target) if "/" not in target and not path.suffix else None
+    if named is not None and named.is_file():
+        return named
+    known = ", ".join(sorted(str(stack_of_file(p.name)) for p in stacks_dir.glob(STACK_FILE_GLOB)))
+    raise InputError(
+        target,
+        f"no such inventory file, and no stack {stacks_dir / stack_file(path.stem if path.suffix else target)}",
+        "pass an inventory file, or a bare-metal stack's name" + (f" (known stacks: {known})" if known else ""),
+    )
+
+
+def stack_inventory(
+    path: Path, profiles: dict[str, Profile], profile: str | None, identity: Path | None
+) -> tuple[Inventory, Profile, DedicatedHost | None]:
+    """A bare-metal stack's hosts (``fullserver:dedicated.hosts``, pinned host keys), its plan's
+    profile and contract (``dedicated.host``), and the key read from ``--identity``.
+
+    Offline: the stack file and the catalog only. The key's text stays in memory; every message
+    names the file, never its content."""
+    plan = plan_paths([path], profiles)[0]
+    spec, name = plan.spec, plan.stack
+    if spec.platform != Platform.BARE_METAL:
+        raise InputError(
+            f"stack '{name}'",
+            f"runs on {spec.platform.value}: verify measures bare-metal hosts over SSH, and a cloud stack's nodes "
+            "are not in its file",
+            f"list them in an inventory file (addresses: `pulumi stack output connect --stack {name}`, the "
+            f"connect hint its pulumi up exported; host keys read out of band) and run "
+            f"`fullserver verify INVENTORY --profile {spec.profile}`",
+        )
+    if profile is not None and profile != spec.profile:
+        raise InputError(
+            "--profile",
+            f"stack '{name}' plans profile '{spec.profile}', not '{profile}'",
+            "drop --profile: a stack's promise is its plan's",
+        )
+    dedicated = spec.dedicated
+    if dedicated is None or not dedicated.hosts:
+        raise InputError(
+            f"{path}: field 'fullserver:dedicated.hosts'",
+            "no hosts listed",
+            "list the servers with their pinned hostKeys (see docs/bare-metal.md)",
+        )
+    if identity is None:
+        raise InputError(
+            "--identity",
+            f"stack '{name}' logs in with fullserver:sshPrivateKey, a Pulumi secret verify does not decrypt",
+            "pass the private key's file: --identity ~/.ssh/KEY",
+        )
+    where = f"--identity {identity}"
+    try:
+        key = identity.expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(where, f"cannot read the private key: {exc.strerror}", "name a readable key file") from None
+    except UnicodeDecodeError:
+        raise InputError(where, "not a text file", "name an OpenSSH/PEM private key file") from None
+    from fullserver.baremetal.ssh import load_private_key  # paramiko loads only when verify runs
+
+    load_private_key(key, where)
+    hosts = [h.model_dump(by_alias=True, exclude_none=True) for h in dedicated.hosts]
+    # relative knownHostsFile paths as the stack's program reads them: from the project directory
+    inv = inventory_from_data(hosts, Path.cwd(), f"{path}: fullserver:dedicated.hosts", default_key=key)
+    return inv, get_profile(spec.profile, profiles), dedicated.host
 
 
 def exit_code(results: list[HostVerify]) -> int:

@@ -9,10 +9,13 @@ matrix has no other form.
 
 Safety, in the commands themselves: every tool runs under its own ``timeout -k``; fio runs only
 in a fresh ``mktemp -d`` directory under the scratch mountpoint after ``findmnt --mountpoint``
-confirmed a filesystem is mounted *there* (never on a bare device, never on the root filesystem
-by accident), capped by ``--size`` and ``--runtime`` and only when that file fits with a quarter
-to spare, and the directory is removed on every exit path (``trap``); the iperf3 server serves
-one test (``-1``) under a deadline and is killed after.
+confirmed a filesystem is mounted *there* and, from inside the new directory, that it sits on
+that very filesystem (``stat -c %m``: findmnt follows symlinks, and a scratch unmounted meanwhile
+would leave the directory on the filesystem below; never on a bare device, never on the root
+filesystem by accident), capped by ``--size`` and ``--runtime`` and only when that file fits with
+a quarter to spare, and the directory is removed on every exit path (``trap``; a signal ends the
+script); the iperf3 server serves one test (``-1``) under a deadline and is killed after. A GPU's
+PCIe width is judged against its own capability from sysfs, not NVML's slot-limited maximum.
 
 Parsed examples::
 
@@ -31,6 +34,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from fullserver.baremetal.config import check_path
 from fullserver.baremetal.errors import ProbeError
 from fullserver.baremetal.shell import q
 
@@ -100,7 +104,47 @@ def gpu_script(caps: Caps) -> str:
         "if ! command -v nvidia-smi >/dev/null 2>&1; then s xml; e xml 127; s topo; e topo 127; exit 0; fi\n"
         f"s xml; timeout -k 2 {t} nvidia-smi -q -x 2>&1; e xml $?\n"
         f"s topo; timeout -k 2 {t} nvidia-smi topo -m 2>&1; e topo $?\n"
+        f"s pcie; {PCIE_SYSFS_SCRIPT}; e pcie 0\n"
     )
+
+
+PCIE_SYSFS_SCRIPT = (
+    "for d in /sys/bus/pci/devices/*; do "
+    '[ "$(cat "$d/vendor" 2>/dev/null)" = 0x10de ] || continue; '
+    'case "$(cat "$d/class" 2>/dev/null)" in 0x0300*|0x0302*) ;; *) continue;; esac; '
+    'printf \'%s|%s|%s\\n\' "${d##*/}" "$(cat "$d/max_link_width" 2>/dev/null)" '
+    '"$(cat "$d/current_link_width" 2>/dev/null)"; done'
+)
+"""Each NVIDIA GPU's own PCIe capability from sysfs (``bdf|max_link_width|current_link_width``).
+
+NVML's ``max_link_width`` (what ``nvidia-smi -q -x`` shows) is the widest link "possible with
+this device *and system*": an x16 GPU in an x8 slot reports max x8, current x8, and would read as
+delivering. sysfs ``max_link_width`` is the device's own Link Capabilities register, slot or not."""
+
+
+def _bdf(bus_id: str) -> str:
+    """``00000000:5D:00.0`` (NVML) or ``0000:5d:00.0`` (sysfs) → ``0000:5d:00.0``."""
+    domain, _, rest = bus_id.strip().lower().partition(":")
+    try:
+        return f"{int(domain, 16):04x}:{rest}"
+    except ValueError:
+        return bus_id.strip().lower()
+
+
+def parse_pcie_sysfs(text: str) -> dict[str, int]:
+    """``bdf|max|current`` lines → ``{bdf: the device's own maximum width}`` (unknown: left out)."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit() and int(parts[1]) > 0:
+            out[_bdf(parts[0])] = int(parts[1])
+    return out
+
+
+def device_width(gpu: GpuLink, sysfs: dict[str, int]) -> int | None:
+    """The widest link this GPU itself supports: its sysfs capability, else NVML's (slot-limited) max."""
+    own = sysfs.get(_bdf(gpu.bus_id)) if gpu.bus_id else None
+    return max(x for x in (own, gpu.width_max) if x) if (own or gpu.width_max) else None
 
 
 @dataclass(frozen=True)
@@ -281,6 +325,7 @@ def disk_script(mountpoint: str, caps: Caps) -> str:
     a scratch filesystem); the ``trap`` removes the directory on every exit, a killed fio too.
     Only a SIGKILL (the deadline's last resort) skips the trap: a directory of ours older than
     any run can last is removed by the next run (``find -mmin``), never one a run may still use."""
+    check_path(mountpoint, "scratch", mountpoint=True)  # never /, /var...: raises ValueError
     m = q(mountpoint)
     t = caps.fio_seconds + 10
     stale = int(caps.disk_deadline // 60) + 1
@@ -292,14 +337,22 @@ def disk_script(mountpoint: str, caps: Caps) -> str:
         f"s mount; findmnt -n -r -o SOURCE,FSTYPE --mountpoint {m}; e mount $?\n"
         f"findmnt -n --mountpoint {m} >/dev/null 2>&1 || exit 0\n"
         "command -v fio >/dev/null 2>&1 || { s fio; e fio 127; exit 0; }\n"
-        f"find {m} -mindepth 1 -maxdepth 1 -type d -name '{SCRATCH_PREFIX}*' -mmin +{stale} -exec rm -rf -- {{}} + 2>/dev/null\n"
         # fio's file must fit with room to spare: a full scratch is reported, never filled up
         # (statfs of the mounted scratch itself: available blocks x block size, in KiB)
         f"a=$(stat -f -c '%a %S' {m} | awk '{{print int($1 * $2 / 1024)}}'); s avail; echo \"$a\"; e avail 0\n"
         f'[ "${{a:-0}}" -ge {caps.fio_size_mib * 1024 * 5 // 4} ] 2>/dev/null || exit 0\n'
         f"d=$(mktemp -d {m}/{SCRATCH_PREFIX}XXXXXX) || {{ s mktemp; e mktemp 1; exit 0; }}\n"
-        "trap 'cd /; rm -rf \"$d\"' EXIT INT TERM HUP\n"
+        # a signal ends the script (the EXIT trap then removes the directory): a trap that only
+        # cleaned up would let the shell go on to start the next fio after its deadline
+        "trap 'cd /; rm -rf \"$d\"' EXIT; trap 'exit 143' INT TERM HUP\n"
         'cd "$d" || exit 0\n'
+        # the directory must sit on the filesystem mounted at the scratch path itself: findmnt
+        # follows symlinks (a scratch path linking to / passes it), and the scratch may have been
+        # unmounted since (mktemp then made the directory on the filesystem below). Once we are
+        # inside it, that filesystem cannot be unmounted from under fio (EBUSY).
+        f'w=$(stat -c %m .); [ "$w" = {m} ] || {{ s where; printf \'%s\\n\' "$w"; e where 1; exit 0; }}\n'
+        # killed runs' directories, on the verified filesystem only (its mount is pinned by our cwd)
+        f"find {m} -mindepth 1 -maxdepth 1 -type d -name '{SCRATCH_PREFIX}*' -mmin +{stale} -exec rm -rf -- {{}} + 2>/dev/null\n"
         f"{runs}\n"
     )
 

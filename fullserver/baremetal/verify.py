@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fullserver.baremetal import measure
 from fullserver.baremetal.audit import HostAudit, audit_facts, run_fleet
-from fullserver.baremetal.errors import ProbeError
+from fullserver.baremetal.errors import AuthFailed, HostKeyMismatch, HostUnreachable, ProbeError
 from fullserver.baremetal.inventory import Target
 from fullserver.baremetal.probe import HostFacts, probe
 from fullserver.baremetal.transport import Runner
@@ -138,13 +138,22 @@ def balance_lines(audit: HostAudit) -> list[Line]:
     return out
 
 
-def gpu_lines(gpus: list[measure.GpuLink], topo: measure.Topology, nic_numa: Mapping[str, int | None]) -> list[Line]:
-    """PCIe width and generation, NVLink, memory health and NUMA placement of the GPUs."""
+def gpu_lines(
+    gpus: list[measure.GpuLink],
+    topo: measure.Topology,
+    nic_numa: Mapping[str, int | None],
+    sysfs_width: Mapping[str, int] | None = None,
+) -> list[Line]:
+    """PCIe width and generation, NVLink, memory health and NUMA placement of the GPUs.
+
+    The width promised is each GPU's own (``measure.device_width``: sysfs, else NVML's maximum,
+    which an x8 slot lowers to x8). A GPU whose width is not known is left to ``gpu_problems``."""
     if not gpus:
         return []
     n = len(gpus)
     out = []
-    widths = [(g, g.width, g.width_max) for g in gpus if g.width is not None and g.width_max]
+    sysfs = dict(sysfs_width or {})
+    widths = [(g, g.width, m) for g in gpus if g.width and (m := measure.device_width(g, sysfs))]
     if widths:
         worst = min(widths, key=lambda w: (w[1] or 0) / (w[2] or 1))
         narrow = [f"GPU {g.index} ({g.bus_id}) at x{w} of x{m}" for g, w, m in widths if (w or 0) < (m or 0)]
@@ -202,6 +211,28 @@ def gpu_lines(gpus: list[measure.GpuLink], topo: measure.Topology, nic_numa: Map
     if placed is not None:
         near, detail = placed
         out.append(Line(dimension="gpu-nic numa", unit="GPUs", promised=n, delivered=near, detail=detail))
+    return out
+
+
+def gpu_problems(gpus: list[measure.GpuLink], sysfs_width: Mapping[str, int] | None = None) -> list[str]:
+    """GPUs whose link width or generation could not be read: not measured, so the host is not
+    judged as delivering (an unknown link is never read as a full one)."""
+    sysfs = dict(sysfs_width or {})
+    out = []
+    for g in gpus:
+        missing = [
+            what
+            for what, known in (
+                ("width", g.width and measure.device_width(g, sysfs)),
+                ("generation", g.gen_max and g.gen_device_max),
+            )
+            if not known
+        ]
+        if missing:
+            out.append(
+                f"GPU {g.index} ({g.bus_id or 'no bus id'}): PCIe link {' and '.join(missing)} not reported "
+                "by nvidia-smi: not measured"
+            )
     return out
 
 
@@ -270,6 +301,12 @@ def disk_lines(
         ]
     if "mktemp" in out:
         return [], [f"cannot create a directory under {promise.scratch}: scratch throughput not measured"]
+    if "where" in out:
+        on = out["where"][1].strip() or "unknown"
+        return [], [
+            f"{promise.scratch} resolves to the filesystem at {on}, not the one mounted at {promise.scratch} "
+            "(a symlink, or unmounted meanwhile): scratch throughput not measured"
+        ]
     source = mount.split()[0]
     results: dict[str, measure.FioJob | None] = {}
     problems = []
@@ -311,9 +348,19 @@ def measure_host(runner: Runner, promise: Promise, caps: measure.Caps, address: 
             problems.append(f"nvidia-smi -q -x failed (exit {rc}): {xml.strip()[:120]}")
         else:
             driver, links = measure.parse_nvidia_xml(runner.host, xml)
-            topo = measure.parse_topology(sec.get("topo", (1, ""))[1])
+            topo_rc, topo_text = sec.get("topo", (-1, ""))
+            topo = measure.parse_topology(topo_text) if topo_rc == 0 else measure.Topology()
+            if not topo.gpus:  # nothing judged is not "no NVLink missing"
+                problems.append(
+                    f"nvidia-smi topo -m failed (exit {topo_rc}): NVLink and GPU-NIC NUMA placement not measured"
+                    + (f": {topo_text.strip()[:120]}" if topo_text.strip() else "")
+                )
+            if len(links) < len(facts.gpus):
+                problems.append(f"nvidia-smi -q -x lists {len(links)} of the {len(facts.gpus)} GPUs the host has")
             nic = runner.run(measure.NIC_NUMA_SCRIPT, timeout=15, label="verify nic numa", check=False)
-            lines += gpu_lines(links, topo, measure.parse_nic_numa(nic.stdout))
+            pcie = measure.parse_pcie_sysfs(sec.get("pcie", (0, ""))[1])
+            lines += gpu_lines(links, topo, measure.parse_nic_numa(nic.stdout), pcie)
+            problems += gpu_problems(links, pcie)
             mem = {g.memory_mib for g in links if g.memory_mib}
             gpus += f" (driver {driver}" + (f", {max(mem)} MiB each" if mem else "") + ")"
     lines += link_lines(facts, promise.expect)
@@ -328,13 +375,13 @@ def measure_host(runner: Runner, promise: Promise, caps: measure.Caps, address: 
                 detail=", ".join(f"{p.device}/{p.port} {p.state} {p.rate_gbps or 0:g} Gb/s" for p in facts.rdma),
             )
         )
-    res = runner.run(
-        measure.disk_script(promise.scratch, caps),
-        timeout=caps.disk_deadline,
-        sudo=True,
-        label="verify scratch",
-        check=False,
-    )
+    try:
+        script = measure.disk_script(promise.scratch, caps)
+    except ValueError as exc:  # /, /var, a relative path: fio never runs there
+        return Measured(
+            audit, facts, lines, [*problems, f"{exc}: scratch throughput not measured"], gpus, time.monotonic() - start
+        )
+    res = runner.run(script, timeout=caps.disk_deadline, sudo=True, label="verify scratch", check=False)
     d_lines, d_problems = disk_lines(measure.sections(res.stdout), promise, len(facts.gpus), caps)
     return Measured(audit, facts, lines + d_lines, problems + d_problems, gpus, time.monotonic() - start)
 
@@ -400,6 +447,20 @@ def measure_pair(server: Runner, client: Runner, server_address: str, caps: meas
 # --- the fleet ----------------------------------------------------------------------------------
 
 
+UNREACHABLE = (HostUnreachable, HostKeyMismatch, AuthFailed)
+"""Failures before anything ran: the host could not be reached or logged into (exit 5)."""
+
+
+def failed_host(name: str, address: str, err: FullserverError) -> HostVerify:
+    """A host whose measuring stopped with an error. Only a connect-phase failure makes it
+    unreachable (``error``, exit 5); a host that answered and then failed a measurement (a
+    timeout, unparseable nvidia-smi output, no sudo) is reachable but ``unverified`` (exit 4)."""
+    text = err.what + (f" ({err.hint})" if err.hint else "")
+    if isinstance(err, UNREACHABLE):
+        return HostVerify(name=name, address=address, status="error", error=text)
+    return HostVerify(name=name, address=address, status="unverified", problems=[f"not verified: {text}"])
+
+
 def _status(lines: list[Line], problems: list[str]) -> Literal["delivers", "short", "unverified"]:
     if any(x.ok is False for x in lines):
         return "short"
@@ -454,12 +515,7 @@ def verify_fleet(
         t, _ = targets[name]
         address = f"{t.address}:{t.port}"
         if not isinstance(r, Measured):
-            err: FullserverError = r
-            out.append(
-                HostVerify(
-                    name=name, address=address, status="error", error=err.what + (f" ({err.hint})" if err.hint else "")
-                )
-            )
+            out.append(failed_host(name, address, r))
             continue
         lines: list[Line] = []
         problems: list[str] = []

@@ -19,8 +19,9 @@ import yaml
 from fullserver.baremetal.measure import SCRATCH_PREFIX, Caps
 from fullserver.baremetal.verify import HostVerify, Line, Promise, verify_fleet
 from fullserver.catalog import load_catalog
-from fullserver.errors import EXIT_INPUT, EXIT_SHORT
+from fullserver.errors import EXIT_INPUT, EXIT_SHORT, EXIT_UNREACHABLE
 from fullserver.profiles import get_profile, load_profiles
+from fullserver_cli.verify import exit_code
 from tests.baremetal.testbed import H100_SXM, SshdHost, Testbed
 
 GOLDEN = Path(__file__).parent / "golden" / "verify"
@@ -172,13 +173,144 @@ def test_cli_json_and_exit_code_name_the_short_host(bed: Testbed, gpu_host: Sshd
     assert not any(p.name.startswith(SCRATCH_PREFIX) for p in mnt.iterdir())
 
 
-def test_cli_stack_without_outputs_is_one_line_exit_2() -> None:
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["train-p5-cluster"],
+            "error: stack 'train-p5-cluster': runs on aws-gpu: verify measures bare-metal hosts over SSH, and a cloud "
+            "stack's nodes are not in its file (list them in an inventory file (addresses: `pulumi stack output "
+            "connect --stack train-p5-cluster`, the connect hint its pulumi up exported; host keys read out of band) "
+            "and run `fullserver verify INVENTORY --profile scale-training`)",
+        ),
+        (
+            ["dedicated-h100"],
+            "error: --identity: stack 'dedicated-h100' logs in with fullserver:sshPrivateKey, a Pulumi secret verify "
+            "does not decrypt (pass the private key's file: --identity ~/.ssh/KEY)",
+        ),
+        (
+            ["dedicated-h100", "--profile", "fine-tuning"],
+            "error: --profile: stack 'dedicated-h100' plans profile 'dedicated-steady', not 'fine-tuning' "
+            "(drop --profile: a stack's promise is its plan's)",
+        ),
+        (
+            ["dedicated-h100", "--identity", "/nonexistent/key"],
+            "error: --identity /nonexistent/key: cannot read the private key: No such file or directory "
+            "(name a readable key file)",
+        ),
+        (
+            ["stacks/Pulumi.dedicated-h100.yaml", "--identity", "README.md"],
+            "error: --identity README.md: the private key is not an OpenSSH/PEM ed25519, ecdsa or rsa key (give the "
+            "whole private key text (-----BEGIN ... PRIVATE KEY----- to -----END ...), not a path or a public key)",
+        ),
+        (
+            ["examples/fleet.yaml"],
+            "error: --profile: an inventory needs the profile whose promises apply (e.g. --profile fine-tuning)",
+        ),
+    ],
+)
+def test_cli_stack_mistakes_are_one_line_exit_2(args: list[str], line: str) -> None:
+    """Checked before any connection: a cloud stack says what to do instead, a bare-metal one
+    needs the key file (never the stack's secret) and keeps its plan's profile."""
+    r = _verify(*args)
+    assert r.returncode == EXIT_INPUT, r.stderr
+    assert r.stderr.strip().splitlines() == [line]
+
+
+def test_cli_unknown_target_names_the_inventory_and_the_stack_it_looked_for() -> None:
     r = _verify("dev", "--profile", "fine-tuning")
     assert r.returncode == EXIT_INPUT
-    assert r.stderr.strip().splitlines() == [
-        "error: stack 'dev': no such inventory file, and no stack outputs on this machine to reach a stack's nodes "
-        "(pass an inventory file, or run `pulumi up` for the stack first (verify reads the connect hints it exports))"
-    ]
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith("error: dev: no such inventory file, and no stack stacks/Pulumi.dev.yaml (")
+    assert "known stacks: " in line and "dedicated-h100" in line
+
+
+def _stack(tmp_path: Path, hosts: list[dict[str, object]]) -> Path:
+    """stacks/Pulumi.dedicated-h100.yaml as shipped, its hosts replaced by test-bed ones."""
+    data = yaml.safe_load((ROOT / "stacks" / "Pulumi.dedicated-h100.yaml").read_text())
+    data["config"]["fullserver:dedicated"]["hosts"] = hosts
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    (stacks / "Pulumi.bed-h100.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return stacks
+
+
+def _shared_key(tmp_path: Path, hosts: list[SshdHost]) -> tuple[Path, str]:
+    key = tmp_path / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "verify", "-f", str(key)], check=True)
+    pub = key.with_suffix(".pub").read_text().strip()
+    for h in hosts:
+        h.authorize("root", pub)
+    return key, key.read_text()
+
+
+def test_cli_verifies_a_bare_metal_stack_from_its_file(bed: Testbed, gpu_host: SshdHost, tmp_path: Path) -> None:
+    """Hosts and pinned keys from fullserver:dedicated.hosts, the promise from the stack's plan
+    (profile dedicated-steady; dedicated.host, 400 Gb/s, as the contract), the key from --identity."""
+    mnt = _scratch(bed, gpu_host)
+    key, text = _shared_key(tmp_path, [gpu_host])
+    stacks = _stack(
+        tmp_path,
+        [
+            {
+                "name": gpu_host.name,
+                "address": gpu_host.address,
+                "port": gpu_host.port,
+                "user": "root",
+                "hostKeys": [gpu_host.host_key_line],
+            }
+        ],
+    )
+    r = _verify(
+        "bed-h100",
+        "--stacks-dir",
+        str(stacks),
+        "--identity",
+        str(key),
+        "--scratch",
+        str(mnt),
+        "--fio-seconds",
+        "1",
+        "--fio-size-mib",
+        "16",
+        "--json",
+    )
+    assert r.returncode == EXIT_SHORT, r.stderr
+    [host] = json.loads(r.stdout)
+    assert host["name"] == gpu_host.name and host["status"] == "short"
+    lines = {x["dimension"]: x for x in host["lines"]}
+    assert lines["network link (contract)"]["promised"] == 400  # the stack's dedicated.host
+    assert lines["cpu"]["unit"] == "cores"  # dedicated-steady counts physical cores (fine-tuning: vCPUs)
+    assert lines["nvme capacity"]["promised"] == 1000 * 8  # dedicated-steady: 1 TB of NVMe per GPU
+    assert (lines["gpu pcie width"]["promised"], lines["gpu pcie width"]["delivered"]) == (16, 8)
+    assert lines["scratch seq write"]["delivered"] > 0
+    for secret in text.strip().splitlines()[1:-1]:  # the key's body never appears
+        assert secret not in r.stdout and secret not in r.stderr
+    assert not any(p.name.startswith(SCRATCH_PREFIX) for p in mnt.iterdir())
+
+
+def test_cli_stack_host_keys_are_pinned_from_the_stack_file(bed: Testbed, gpu_host: SshdHost, tmp_path: Path) -> None:
+    """A stack whose pinned key is not the server's: refused before login, the host unreachable (5)."""
+    other = bed.add_host(f"verify-other{next(_hosts)}")
+    try:
+        key, _ = _shared_key(tmp_path, [gpu_host])
+        stacks = _stack(
+            tmp_path,
+            [
+                {
+                    "name": gpu_host.name,
+                    "address": gpu_host.address,
+                    "port": gpu_host.port,
+                    "user": "root",
+                    "hostKeys": [other.host_key_line],
+                }
+            ],
+        )
+        r = _verify("bed-h100", "--stacks-dir", str(stacks), "--identity", str(key))
+    finally:
+        other.stop()
+    assert r.returncode == EXIT_UNREACHABLE, r.stderr
+    assert f"unreachable: {gpu_host.name}: host key refused: offered ssh-ed25519" in r.stderr
 
 
 def test_a_scratch_too_small_for_fios_file_is_reported_and_left_as_it_was(bed: Testbed, gpu_host: SshdHost) -> None:
@@ -189,3 +321,13 @@ def test_a_scratch_too_small_for_fios_file_is_reported_and_left_as_it_was(bed: T
     assert problem.endswith("MiB free, fio needs 200 MiB and a quarter more: scratch throughput not measured")
     assert not [x for x in r.lines if x.dimension.startswith("scratch")]
     assert sorted(p.name for p in mnt.iterdir()) == ["lost+found"]
+
+
+def test_a_login_without_sudo_is_unverified_not_unreachable(bed: Testbed, host: SshdHost, nosudo: str) -> None:
+    """The host answered and the probe ran; only fio (as root) was refused: exit 4 naming the
+    sudo rule to add, never "unreachable" (exit 5), which sends a person after the network."""
+    [r] = verify_fleet([(host.target(nosudo), host.user_key)], _promise(bed.base / "not-mounted"), CAPS)
+    assert r.status == "unverified" and r.error is None, r
+    [problem] = r.problems
+    assert problem.startswith(f"not verified: user '{nosudo}' may not run `verify scratch` through sudo -n")
+    assert exit_code([r]) == EXIT_SHORT

@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from fullserver.baremetal import measure
+from fullserver.baremetal.errors import AuthFailed, CommandTimeout, HostUnreachable, ProbeError
 from fullserver.baremetal.transport import Result
-from fullserver.baremetal.verify import Line, Promise, disk_lines, gpu_lines, numa_placement, verify_host
+from fullserver.baremetal.verify import (
+    Line,
+    Promise,
+    disk_lines,
+    failed_host,
+    gpu_lines,
+    gpu_problems,
+    numa_placement,
+    verify_host,
+)
 from fullserver.catalog import load_catalog
+from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE, FullserverError
 from fullserver.profiles import get_profile, load_profiles
 from fullserver.workload import DedicatedHost
+from fullserver_cli.verify import exit_code
 from tests.baremetal.fakehost import FakeHost
 
 GOLDEN = Path(__file__).parent / "golden" / "verify"
@@ -203,3 +217,147 @@ def test_a_dgx_with_a_port_trained_at_half_rate_and_no_scratch_mounted() -> None
     assert "network link (contract) 3201 < 3400 Gbps (mlx5_3/1 at 200 of 400 Gb/s)" in r.summary()
     assert [c.label for c in host.calls] == ["probe", "verify gpus", "verify nic numa", "verify scratch"]
     assert not any(c.write for c in host.calls)  # verify changes nothing on the host
+
+
+# --- review fixes: each case below was read wrongly or run unsafely before ----------------------
+
+
+def test_a_gpu_in_an_x8_slot_is_short_though_nvml_says_x8_of_x8() -> None:
+    """NVML's maximum is the slot's: an x16 H100 in an x8 slot shows ``max_link_width 8x`` and
+    ``current 8x``. sysfs ``max_link_width`` is the GPU's own, so the promise stays x16."""
+    _, gpus = measure.parse_nvidia_xml("gpu-01", read("dgx-h100.xml"))
+    in_x8_slot = [replace(gpus[0], width=8, width_max=8), *gpus[1:3]]
+    sysfs = measure.parse_pcie_sysfs("0000:18:00.0|16|8\n0000:2a:00.0|16|16\n0000:3a:00.0||\n")
+    assert sysfs == {"0000:18:00.0": 16, "0000:2a:00.0": 16}
+    width = lines_by_name(gpu_lines(in_x8_slot, measure.Topology(), {}, sysfs))["gpu pcie width"]
+    assert (width.promised, width.delivered, width.ok) == (16, 8, False)
+    assert width.detail == "GPU 0 (00000000:18:00.0) at x8 of x16"
+
+
+def test_a_gpu_whose_link_width_is_not_reported_is_not_verified() -> None:
+    _, gpus = measure.parse_nvidia_xml("gpu-01", read("dgx-h100.xml"))
+    unknown = [replace(gpus[0], width=None), replace(gpus[1], gen_max=None, width=None), gpus[2]]
+    assert "gpu pcie width" in lines_by_name(gpu_lines(unknown, measure.Topology(), {}))  # GPU 2 still judged
+    assert gpu_problems(unknown) == [
+        "GPU 0 (00000000:18:00.0): PCIe link width not reported by nvidia-smi: not measured",
+        "GPU 1 (00000000:2A:00.0): PCIe link width and generation not reported by nvidia-smi: not measured",
+    ]
+    assert gpu_problems(gpus) == []
+
+
+def _gpu_host(topo: tuple[int, str], pcie: str = "", scratch: Result | None = None) -> FakeHost:
+    probe_text = (GOLDEN.parent / "probe" / "dgx-h100.txt").read_text()
+    gpus = _section("xml", 0, read("dgx-h100.xml")) + _section("topo", topo[0], topo[1]) + _section("pcie", 0, pcie)
+    return FakeHost(
+        answers={
+            "probe": [Result(0, probe_text, "")],
+            "verify gpus": [Result(0, gpus, "")],
+            "verify scratch": [scratch or Result(0, _section("mount", 1, ""), "")],
+        },
+        host="gpu-07",
+    )
+
+
+def test_measure_host_reads_each_gpus_own_width_from_sysfs() -> None:
+    xml = read("dgx-h100.xml")
+    first_gpu_x8 = xml.replace("<max_link_width>16x</max_link_width>", "<max_link_width>8x</max_link_width>", 1)
+    first_gpu_x8 = first_gpu_x8.replace(
+        "<current_link_width>16x</current_link_width>", "<current_link_width>8x</current_link_width>", 1
+    )
+    host = _gpu_host((0, read("dgx-h100-topo.txt")), "0000:18:00.0|16|8\n")
+    host.answers["verify gpus"] = [
+        Result(
+            0,
+            _section("xml", 0, first_gpu_x8)
+            + _section("topo", 0, read("dgx-h100-topo.txt"))
+            + _section("pcie", 0, "0000:18:00.0|16|8\n"),
+            "",
+        )
+    ]
+    r = verify_host(host, _promise("fine-tuning"), measure.Caps(), "gpu-07", "192.0.2.17:22")
+    assert "GPU 0 (00000000:18:00.0) at x8 of x16" in lines_by_name(r.lines)["gpu pcie width"].detail
+
+
+def test_a_failed_topology_is_a_problem_not_a_pass() -> None:
+    host = _gpu_host((124, "timeout"))
+    r = verify_host(host, _promise("fine-tuning"), measure.Caps(), "gpu-07", "192.0.2.17:22")
+    assert "nvlink" not in lines_by_name(r.lines)
+    assert "nvidia-smi topo -m failed (exit 124): NVLink and GPU-NIC NUMA placement not measured: timeout" in r.problems
+
+
+@pytest.mark.parametrize("scratch", ["/", "/var", "/mnt/scratch/../.."])
+def test_a_scratch_that_is_a_system_directory_never_reaches_fio(scratch: str) -> None:
+    """The CLI and the config refuse these too; the core refuses them again before any command."""
+    host = _gpu_host((0, read("dgx-h100-topo.txt")))
+    r = verify_host(host, _promise("fine-tuning", scratch), measure.Caps(), "gpu-07", "192.0.2.17:22")
+    assert "verify scratch" not in [c.label for c in host.calls]
+    assert any(p.startswith("scratch: ") and p.endswith("scratch throughput not measured") for p in r.problems)
+    with pytest.raises(ValueError):
+        measure.disk_script(scratch, measure.Caps())
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (HostUnreachable("h", "connection refused"), "error", EXIT_UNREACHABLE),
+        (AuthFailed("h", "key refused"), "error", EXIT_UNREACHABLE),
+        (CommandTimeout("h", "`verify scratch` passed its deadline"), "unverified", EXIT_SHORT),
+        (ProbeError("h", "nvidia-smi -q -x printed no XML"), "unverified", EXIT_SHORT),
+    ],
+)
+def test_only_a_host_that_could_not_be_reached_is_unreachable(error: FullserverError, status: str, code: int) -> None:
+    r = failed_host("h", "192.0.2.1:22", error)
+    assert r.status == status and exit_code([r]) == code
+    assert error.what in r.summary()
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs")
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    mnt = tmp_path / "scratch"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@needs_root
+def test_a_scratch_path_that_is_a_symlink_to_a_mounted_filesystem_is_not_measured(tmp_path: Path, tmpfs: Path) -> None:
+    """findmnt --mountpoint follows symlinks (a link to / passes it): the script checks the
+    directory it made is on the filesystem mounted at the scratch path itself, before any fio."""
+    link = tmp_path / "link"
+    link.symlink_to(tmpfs)
+    script = measure.disk_script(str(link), measure.Caps(fio_seconds=1, fio_size_mib=1))
+    res = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
+    sec = measure.sections(res.stdout)
+    assert sec["mount"][0] == 0  # findmnt alone would have let it through
+    assert (sec["where"][0], sec["where"][1].strip()) == (1, str(tmpfs)) and "seqwrite" not in sec
+    assert list(tmpfs.iterdir()) == []
+    _, problems = disk_lines(sec, _promise("fine-tuning", str(link)), 1, measure.Caps(fio_size_mib=1))
+    assert problems == [
+        f"{link} resolves to the filesystem at {tmpfs}, not the one mounted at {link} "
+        "(a symlink, or unmounted meanwhile): scratch throughput not measured"
+    ]
+
+
+@needs_root
+def test_a_terminated_disk_script_starts_no_further_fio_and_leaves_nothing(tmp_path: Path, tmpfs: Path) -> None:
+    """The transport's deadline sends TERM: the script must stop there, not clean up and go on."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fio = bin_dir / "fio"
+    fio.write_text('#!/bin/sh\nsleep 2\necho "{\\"jobs\\": []}"\n')
+    fio.chmod(0o755)
+    script = measure.disk_script(str(tmpfs), measure.Caps(fio_seconds=1, fio_size_mib=1))
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    res = subprocess.run(
+        ["timeout", "-k", "20", "1", "sh", "-c", script], capture_output=True, text=True, timeout=60, env=env
+    )
+    sec = measure.sections(res.stdout)
+    assert "seqwrite" not in sec or sec["seqwrite"][1].strip()  # the running one may finish
+    assert "seqread" not in sec and "randread" not in sec
+    assert list(tmpfs.iterdir()) == []
