@@ -410,7 +410,9 @@ def build_spec(
         )
     if offer.hosts > 1 and workload.dataset_gib:
         warnings.append("multi-host TPU slice: stream the dataset from Cloud Storage (no read-write disk can attach)")
-    zone = _zone(platform, offer, workload)
+    # A serving group is regional and spreads over the shape's zones (fullserver.serving): it
+    # takes a single zone only when the stack names one.
+    zone = workload.zone if profile.serving else _zone(platform, offer, workload)
     if zone is None and rules.unset_zone_warning and profile.serving is None:
         warnings.append(rules.unset_zone_warning.format(accelerator=offer.accelerator))
     balance = profile.balance_for(platform)

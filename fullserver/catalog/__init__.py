@@ -28,7 +28,8 @@ from fullserver.catalog.model import (
 )
 from fullserver.catalog.network import NETWORK_FILE
 from fullserver.errors import InputError
-from fullserver.platforms import rules_for, tpu
+from fullserver.platforms import gcp, rules_for, tpu
+from fullserver.platforms.gcp import machine_series
 from fullserver.yamlio import parse, read_yaml
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -271,6 +272,7 @@ class _Loader:
                     )
                 shapes[shape.name] = (where, shape)
 
+        zones = self._machine_zones(shapes, check_source)
         offers: list[Offer] = []
         shape_prices: dict[str, dict[str, Price]] = {name: {} for name in shapes}
         for where, f in self.files:
@@ -308,6 +310,7 @@ class _Loader:
                     if shape.local_nvme_selectable_counts
                     else None,
                     machine_type=name,
+                    zones=zones.get(machine_series(name), ()),
                     prices=shape_prices[name],
                     figures=_shape_figures(shape),
                 )
@@ -430,6 +433,37 @@ class _Loader:
                             )
                         )
         return offers
+
+    def _machine_zones(self, shapes: dict[str, tuple[str, Shape]], check_source: Any) -> dict[str, tuple[str, ...]]:
+        """Zones per machine series; every series names shapes the catalog has, each zone is a GCP
+        zone, and every region a shape of the series is priced in has one of them (else the shape
+        could be chosen there but never built)."""
+        out: dict[str, tuple[str, ...]] = {}
+        for where, f in self.files:
+            for i, mz in enumerate(f.machine_zones):
+                item = f"machine_zones[{i}] ({mz.series})"
+                check_source(where, item, mz.source)
+                if mz.series in out:
+                    raise InputError(where, f"{item}: duplicate series", "list each series once")
+                members = [name for name in shapes if machine_series(name) == mz.series]
+                if not members:
+                    raise InputError(where, f"{item}: no shape of this series", "fix the series or add its shapes")
+                regions = set()
+                for zone in mz.zones:
+                    region = gcp.RULES.region_of_zone(zone)
+                    if region is None:
+                        raise InputError(where, f"{item}: '{zone}' is not a zone", "write zones as us-central1-a")
+                    regions.add(region)
+                for name in members:
+                    for p in (p for _, g in self.files for p in g.shape_prices if p.shape == name):
+                        if p.region not in regions:
+                            raise InputError(
+                                where,
+                                f"{item}: {name} is priced in {p.region} but no zone there is listed",
+                                f"add the {p.region} zones that sell {mz.series}, or drop the price",
+                            )
+                out[mz.series] = tuple(sorted(set(mz.zones)))
+        return out
 
     def _tpus(self, check_acc: Any, check_source: Any) -> list[Offer]:
         """TPU slices: price = chips x per-chip price; a region qualifies when a zone of it offers the type."""

@@ -134,6 +134,16 @@ class AttachableGpu(Strict):
     source: str
 
 
+class MachineZones(Strict):
+    """The zones a machine series is offered in (``a3-highgpu``: every ``a3-highgpu-*`` size),
+    across the regions the catalog prices it in. Capacity is zonal: a node or a serving group's
+    replicas go only where the series is sold, not to the first zone a region lists."""
+
+    series: str
+    zones: list[str]
+    source: str
+
+
 class AcceleratorPrice(Strict):
     """Per-device hourly price of an attachable GPU (added to the host VM's price)."""
 
@@ -239,6 +249,7 @@ class CatalogFile(Strict):
     shapes: list[Shape] = []
     shape_prices: list[ShapePrice] = []
     attachable_gpus: list[AttachableGpu] = []
+    machine_zones: list[MachineZones] = []
     accelerator_prices: list[AcceleratorPrice] = []
     tpu_types: list[TpuType] = []
     tpu_prices: list[TpuPrice] = []

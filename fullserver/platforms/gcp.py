@@ -45,6 +45,14 @@ LOCAL_SSD_GIB = 375.0
 """One local SSD partition (NVMe), fixed by Compute Engine."""
 DEFAULT_BOOT_DISK_GIB = 10.0
 """The boot disk an instance gets when its initializeParams name no size."""
+
+
+def machine_series(machine_type: str) -> str:
+    """A machine type's series, its name without the size (``a3-highgpu-8g`` -> ``a3-highgpu``,
+    ``g2-standard-12`` -> ``g2-standard``): Compute Engine offers a series' sizes in the same zones."""
+    return machine_type.rsplit("-", 1)[0]
+
+
 UNSET_DISK_KIND = "pd-standard"
 """The kind Compute Engine creates when a disk, or an instance's boot disk, names none (the
 Compute API's ``AttachedDiskInitializeParams.diskType`` and ``Disk.type`` defaults)."""

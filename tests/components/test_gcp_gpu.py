@@ -21,12 +21,12 @@ GPUDIRECT = {Interconnect.GPUDIRECT_TCPX, Interconnect.GPUDIRECT_TCPXO, Intercon
 
 
 def cluster(catalog: Catalog, accelerator: str, nodes: int = 2) -> EnvironmentSpec:
-    """What the core sizes for a multi-node GCP GPU training cluster (scale-training)."""
+    """What the core sizes for a multi-node GCP GPU training cluster (scale-training), in the first
+    zone of us-central1 that sells the shape (H100 series: us-central1-a; H200 and B200: -b)."""
     config = {
         "fullserver:profile": "scale-training",
         "fullserver:platform": "gcp-gpu",
         "fullserver:region": "us-central1",
-        "fullserver:zone": "us-central1-a",
         "fullserver:accelerator": accelerator,
         "fullserver:acceleratorCount": 8,
         "fullserver:nodes": nodes,
@@ -222,7 +222,7 @@ def test_rdma_cluster_gets_8_mrdma_nics_on_one_roce_network(catalog: Catalog, bu
         assert {n["network"] for n in nics[2:]} == {"rdma-roce-net-id"}
         assert [n["subnetwork"] for n in nics[2:]] == [f"rdma-roce{i}-subnet-id" for i in range(8)]
     roce = next(r.inputs for r in g.of_type("compute/network:Network") if r.name == "rdma-roce-net")
-    assert roce["networkProfile"] == "projects/proj/global/networkProfiles/us-central1-a-vpc-roce"
+    assert roce["networkProfile"] == "projects/proj/global/networkProfiles/us-central1-b-vpc-roce"
     assert roce["mtu"] == 8896
     rules = [r.inputs["network"] for r in g.of_type("compute/firewall:Firewall")]
     assert "rdma-roce-net-id" not in rules  # RoCE networks allow ingress implicitly and take no rules

@@ -295,12 +295,13 @@ def test_gcp_serving_group_spreads_over_the_catalogs_zones_of_the_region(
     assert mig.inputs["updatePolicy"]["maxSurgeFixed"] == 3
 
 
-def test_gcp_serving_group_without_known_zones_says_so(plans: Plans) -> None:
-    """The shipped catalog does not source GCP GPU zones: Compute Engine picks them, and the plan warns."""
+def test_gcp_serving_group_spreads_over_the_zones_that_sell_the_shape(plans: Plans) -> None:
+    """The catalog lists the zones each series is sold in (machine_zones): the regional group
+    spans exactly those of its region, so no replica waits in a zone without L4s."""
     g = graph_for_plan(plans["serve-gcp-realtime"])
     mig = g.one("compute/regionInstanceGroupManager:RegionInstanceGroupManager").inputs
-    assert "distributionPolicyZones" not in mig and mig["updatePolicy"]["maxSurgeFixed"] == 3
-    assert any("no zones are known for this shape in us-central1" in w for w in g.warnings), g.warnings
+    assert mig["distributionPolicyZones"] == ["us-central1-a", "us-central1-b", "us-central1-c"]
+    assert not any("no zones are known" in w for w in g.warnings), g.warnings
 
 
 def test_gcp_serving_zones_outside_the_region_are_refused(plans: Plans) -> None:

@@ -164,6 +164,20 @@ def _broken(mutate: Any) -> dict[str, Any]:
             ),
             "quad.x already has a discount (one)",
         ),
+        (
+            lambda d: d.setdefault("machine_zones", []).append({"series": "ghost", "zones": ["r-1-a"], "source": "fx"}),
+            "machine_zones[0] (ghost): no shape of this series",
+        ),
+        (
+            lambda d: d.setdefault("machine_zones", []).append(
+                {"series": "big.x", "zones": ["nowhere"], "source": "fx"}
+            ),
+            "machine_zones[0] (big.x): 'nowhere' is not a zone",
+        ),
+        (
+            lambda d: d.setdefault("machine_zones", []).append({"series": "big.x", "zones": ["r-1-a"], "source": "fx"}),
+            "machine_zones[0] (big.x): big.x is priced in r-2 but no zone there is listed",
+        ),
     ],
 )
 def test_the_loader_refuses_impossible_data_naming_file_and_entry(tmp_path: Path, mutate: Any, message: str) -> None:

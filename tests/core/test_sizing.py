@@ -12,9 +12,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fullserver.catalog import Catalog, catalog_from_data
+from fullserver.catalog import Catalog, catalog_from_data, load_catalog
 from fullserver.catalog.model import Platform
-from fullserver.errors import InputError, NothingFits
+from fullserver.errors import FullserverError, InputError, NothingFits
+from fullserver.plan import plan_workload
 from fullserver.profiles import Profile, load_profiles
 from fullserver.sizing import build_spec, compute_price, size
 from fullserver.workload import Workload
@@ -539,3 +540,26 @@ def test_g6e_48xlarge_local_nvme_counts_for_scale_training() -> None:
     nvme = next(line for line in spec.balance.lines if line.dimension == "nvme")
     assert spec.offer == "g6e.48xlarge" and nvme.ok and nvme.provided == pytest.approx(7600 / 1.073741824)
     assert (spec.local_nvme_disks, spec.scratch_raid0) == (4, True)
+
+
+# --- GCP machine series are sold in some zones only (catalog machine_zones).
+
+
+def test_a_gcp_node_goes_to_a_zone_that_sells_its_shape() -> None:
+    """An H200 cluster in us-central1 lands in us-central1-b, the one zone there selling
+    a3-ultragpu-8g (not us-central1-a, the region's first zone); naming another zone is refused."""
+    profiles = load_profiles()
+    catalog = load_catalog()
+    config = {
+        "profile": "scale-training",
+        "platform": "gcp-gpu",
+        "region": "us-central1",
+        "accelerator": "H200-141GB",
+        "acceleratorCount": 8,
+        "nodes": 2,
+        "owner": "t",
+    }
+    spec = plan_workload("h200", "h200", Workload.model_validate(config), profiles, catalog).spec
+    assert (spec.offer, spec.zone) == ("a3-ultragpu-8g", "us-central1-b")
+    with pytest.raises(FullserverError, match="not offered in us-central1-a"):
+        plan_workload("h200", "h200", Workload.model_validate({**config, "zone": "us-central1-a"}), profiles, catalog)
