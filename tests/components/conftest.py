@@ -7,6 +7,7 @@ with its own mocks; the stack tests use it beside these mocks to prove the two c
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,24 @@ OUTPUTS = (
 Build = Callable[[Callable[[], Any]], Graph]
 
 
+def _drain_pending_rpcs() -> None:
+    """Let a failed program's other resource registrations finish before the next test runs.
+
+    When one output raises, ``pulumi.runtime.test`` returns with that error while registrations
+    depending on the same value are still pending in the shared event loop; left alone, they fail
+    during the next test (which then reports this test's error). SDK internals (pulumi 3.272:
+    ``SETTINGS.rpc_manager.rpcs``, ``_sync_await``), as ``components.graph`` uses them."""
+    from pulumi.runtime.settings import SETTINGS
+    from pulumi.runtime.sync_await import _sync_await
+
+    for _ in range(100):
+        pending = [rpc for rpc in SETTINGS.rpc_manager.rpcs if not rpc.done()]
+        if not pending:
+            break
+        _sync_await(asyncio.gather(*pending, return_exceptions=True))
+    SETTINGS.rpc_manager.clear()
+
+
 @pytest.fixture
 def build(mocks: GraphMocks) -> Build:
     """Construct a component under the conftest mocks and return what it registered."""
@@ -84,7 +103,11 @@ def build(mocks: GraphMocks) -> Build:
                 lambda values: built.update(zip(names, values, strict=True))
             )
 
-        program()
+        try:
+            program()
+        except BaseException:
+            _drain_pending_rpcs()
+            raise
         # Raw inputs (numbers as the engine sends them, scripts in full) so tests can read everything.
         rows = [
             Row(type=t, name=n, inputs=i, custom=c)
