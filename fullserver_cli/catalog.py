@@ -109,8 +109,8 @@ def refresh(
         Optional[list[str]],
         typer.Option(
             "--provider",
-            help="aws, aws-savings-plans (public files), aws-spot / aws-types (EC2 API, AWS credentials), gcp or "
-            "tpu (repeatable; default aws, gcp, tpu)",
+            help="aws, aws-savings-plans (public files), aws-spot / aws-types (EC2 API, AWS credentials), gcp, "
+            "tpu, gcp-zones (Compute Engine API, a project and a token) (repeatable; default aws, gcp, tpu)",
         ),
     ] = None,
     region: Annotated[
@@ -119,6 +119,10 @@ def refresh(
     gcp_api_key_env: Annotated[
         str, typer.Option(help="environment variable holding the Cloud Billing API key (gcp, tpu)")
     ] = "FULLSERVER_GCP_API_KEY",
+    gcp_project: Annotated[Optional[str], typer.Option(help="project whose machine types are read (gcp-zones)")] = None,
+    gcp_token_env: Annotated[
+        str, typer.Option(help="environment variable holding an OAuth access token (gcp-zones)")
+    ] = "FULLSERVER_GCP_ACCESS_TOKEN",
     prune: Annotated[bool, typer.Option("--prune", help="remove rows the provider no longer prices")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show what would change; write nothing")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
@@ -128,8 +132,10 @@ def refresh(
     AWS: the public Price List bulk offer files (no credentials); aws-savings-plans: the public
     Savings Plans files, a No Upfront Compute Savings Plan discount per shape. aws-spot and
     aws-types: the EC2 API's current spot prices and the shapes' own figures (AWS credentials; pip
-    install 'fullserver[refresh]'). GCP and TPU: the Cloud Billing Catalog API (an API key, read from the environment so it never lands in
-    shell history).
+    install 'fullserver[refresh]'). GCP and TPU: the Cloud Billing Catalog API (an API key, read from
+    the environment so it never lands in shell history). gcp-zones: where each GCP machine series is
+    sold, from the Compute Engine API (--gcp-project, and a token such as gcloud auth
+    print-access-token in the environment).
     """
     from fullserver.catalog.refresh import PROVIDER_FILES
     from fullserver.catalog.refresh import refresh as run_refresh
@@ -145,6 +151,8 @@ def refresh(
             providers,
             today=dt.date.today(),
             gcp_api_key=os.environ.get(gcp_api_key_env) or None,
+            gcp_project=gcp_project,
+            gcp_access_token=os.environ.get(gcp_token_env) or None,
             regions=region or (),
             prune=prune,
             write=not dry_run,

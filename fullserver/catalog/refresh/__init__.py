@@ -25,6 +25,9 @@ What is refreshed, and from where:
   files (no credentials): 1 - plan rate / on-demand (Linux, shared tenancy), written per shape
   (``applies_to`` and ``shapes`` the shape), so it takes precedence over the reserved discount per
   family for that shape; missing or ambiguous rates are reported, never guessed.
+* GCP zones (``compute.py``, ``--provider gcp-zones``): the zones each machine series is sold in
+  (``machine_zones``), from Compute Engine ``machineTypes.aggregatedList`` (a project and an OAuth
+  access token), kept to the regions the file prices.
 * AWS spot (``ec2.py``, ``--provider aws-spot``): the current Linux/UNIX spot price of each shape
   the file prices, lowest over the region's zones, from EC2 ``DescribeSpotPriceHistory`` (AWS
   credentials, boto3 from the ``refresh`` extra); written as the row's spot figure and
@@ -39,8 +42,8 @@ slot in as further ``Fetched`` producers applied by ``apply.apply_rows``):
 
 * adding the instance types ``aws-types`` reports as "not in the catalog" (a new shape needs its
   accelerator model named and its prices);
-* Compute Engine machineTypes.list / acceleratorTypes.list / zones.list (google-auth): GCP shapes,
-  attachable GPU zones and TPU zones; A2 Ultra / A3 / A4 prices (bundled Local SSD, GPU slices);
+* Compute Engine machine types' own figures (vCPUs, memory, GPUs), acceleratorTypes for the
+  attachable GPUs' zones, TPU zones; A2 Ultra / A3 / A4 prices (bundled Local SSD, GPU slices);
 * the Cloud TPU service (``E000-3F24-B8AA``) for TPU v4 prices, once its per-device unit is mapped;
 * AWS gp3 and data-transfer prices (the EC2 offer's Storage products and the AWSDataTransfer offer).
 """
@@ -57,7 +60,7 @@ from typing import Any
 from fullserver.catalog import DATA_DIR, catalog_from_data, load_catalog
 from fullserver.catalog.model import CatalogFile
 from fullserver.catalog.network import NETWORK_FILE
-from fullserver.catalog.refresh import aws, ec2, gcp, savings_plans
+from fullserver.catalog.refresh import aws, compute, ec2, gcp, savings_plans
 from fullserver.catalog.refresh.apply import apply_rows
 from fullserver.catalog.refresh.http import FetchError, Opener, redact, urllib_opener
 from fullserver.catalog.refresh.rows import Fetched, FigureChange, RefreshReport
@@ -81,6 +84,7 @@ PROVIDER_FILES = {
     "aws-types": "aws.yaml",
     "aws-savings-plans": "aws.yaml",
     "gcp": "gcp.yaml",
+    "gcp-zones": "gcp.yaml",
     "tpu": "tpu.yaml",
 }
 """The data file each ``--provider`` refreshes (``aws-spot`` and ``aws-types``: the EC2 API, with
@@ -111,6 +115,8 @@ def refresh(
     write: bool = False,
     ec2_client_for: ec2.ClientFor | None = None,
     now: dt.datetime | None = None,
+    gcp_project: str | None = None,
+    gcp_access_token: str | None = None,
 ) -> list[RefreshReport]:
     """Refresh the data files of ``providers`` (``aws``, ``gcp``, ``tpu``); see the module docstring.
 
@@ -122,6 +128,7 @@ def refresh(
     unknown = [p for p in wanted if p not in PROVIDER_FILES]
     if unknown:
         raise InputError("--provider", f"unknown provider '{unknown[0]}'", f"use {', '.join(PROVIDER_FILES)}")
+    given_opener = opener
     opener = opener or urllib_opener()
     extra = list(regions)
     # network.yaml (load balancer, NAT and address prices) is not a shape file: fullserver.catalog.network
@@ -147,6 +154,17 @@ def refresh(
             priced = file_regions(data)
             region = extra[0] if extra else "us-east-1" if "us-east-1" in priced or not priced else priced[0]
             fetched = savings_plans.fetch(data, region, opener, today)
+        elif provider == "gcp-zones":
+            if not gcp_project or not gcp_access_token:
+                raise InputError(
+                    "--gcp-project" if not gcp_project else "--gcp-token-env",
+                    "the Compute Engine API needs a project and an OAuth access token",
+                    "pass --gcp-project and export the token (gcloud auth print-access-token) in the variable "
+                    "--gcp-token-env names",
+                )
+            api = given_opener or urllib_opener(headers=compute.bearer_headers(gcp_access_token))
+            where = list(dict.fromkeys([*file_regions(data), *extra]))
+            fetched = compute.fetch_zones(data, api, gcp_project, today, where)
         elif provider == "aws-spot":
             clients = ec2_client_for or ec2.boto3_client_for()
             when = now or dt.datetime.now(dt.UTC)

@@ -149,7 +149,15 @@ def _update(
     section = SECTIONS[row.section]
     name = label(row.key)
     old_source = str(item.get("source", ""))
-    differ = [f for f, v in row.lists.items() if item.get(f) != list(v)]
+    moved = 0
+    for f in section.replace_lists:
+        if f in row.lists and item.get(f) != row.lists[f]:
+            old, new = set(item.get(f) or []), set(row.lists[f])
+            yamledit.set_value(edits, node, f, list(row.lists[f]))
+            delta = [f"+{z}" for z in sorted(new - old)] + [f"-{z}" for z in sorted(old - new)]
+            report.moved.append(f"{name}: {f} {' '.join(delta) or 'put in order'}")
+            moved += 1
+    differ = [f for f, v in row.lists.items() if f not in section.replace_lists and item.get(f) != list(v)]
     if differ:
         shown = "; ".join(f"{f} {item.get(f)} in the file, {row.lists[f]} from {source_key}" for f in differ)
         report.kept.append(f"{name}: {shown}; the row keeps its figures and source {old_source}")
@@ -184,7 +192,7 @@ def _update(
         comment = _trailing_comment(edits.text, node)
         if comment:
             report.kept.append(f"{name}: the comment on its line may describe the old figure: {comment}")
-    else:
+    elif not moved:
         report.unchanged += 1
 
 

@@ -40,11 +40,13 @@ def redact(url: str) -> str:
     return _SECRET_PARAM.sub(r"\1REDACTED", url)
 
 
-def urllib_opener(timeout_s: float = 120.0) -> Opener:
-    """The default opener: HTTPS GET with a timeout; HTTP errors become one ``FetchError`` line."""
+def urllib_opener(timeout_s: float = 120.0, headers: dict[str, str] | None = None) -> Opener:
+    """The default opener: HTTPS GET with a timeout; HTTP errors become one ``FetchError`` line.
+    ``headers`` (an ``Authorization`` bearer token) go with every request and into no message."""
 
     def open_url(url: str) -> AbstractContextManager[BinaryIO]:
-        request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "application/json"})
+        sent = {"User-Agent": USER_AGENT, "Accept": "application/json", **(headers or {})}
+        request = urllib.request.Request(url, headers=sent)
         try:
             response = urllib.request.urlopen(request, timeout=timeout_s)
         except urllib.error.HTTPError as exc:

@@ -28,6 +28,9 @@ class Section:
     ident: tuple[str, ...]
     values: tuple[str, ...]
     spot: str | None = None
+    replace_lists: tuple[str, ...] = ()
+    """Lists a refresh rewrites when its source says otherwise (a series' zones); any other list
+    that differs leaves the row as it is (a discount's shapes)."""
 
 
 SECTIONS: dict[str, Section] = {
@@ -50,6 +53,7 @@ SECTIONS: dict[str, Section] = {
         ),
         Section("egress_prices", ("provider", "region"), ("usd_per_gb",)),
         Section("commitment_discounts", ("provider", "applies_to", "term_years"), ("discount",)),
+        Section("machine_zones", ("series",), (), replace_lists=("zones",)),
         Section(
             "shapes",
             ("name",),
@@ -163,6 +167,8 @@ class RefreshReport:
     added: list[str] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)
     pruned: bool = False
+    moved: list[str] = field(default_factory=list)
+    """Lists rewritten, each with what came and went (a series' zones: ``+us-central1-f``)."""
     kept: list[str] = field(default_factory=list)
     """Rows in scope left as they were, and why (e.g. a figure the new source does not give)."""
     not_in_catalog: list[str] = field(default_factory=list)
@@ -193,13 +199,15 @@ class RefreshReport:
     def lines(self) -> list[str]:
         """The report as lines a person reads (the command line prints them)."""
         out = [
-            f"{self.path}: {len(self.changes)} figure(s) changed, {self.unchanged} row(s) confirmed, "
+            f"{self.path}: {len(self.changes)} figure(s) changed, {len(self.moved)} list(s) moved, "
+            f"{self.unchanged} row(s) confirmed, "
             f"{len(self.added)} added, {len(self.gone)} gone{' (removed)' if self.pruned and self.gone else ''}"
             f" - source {self.source_key}, as of {self.source.as_of} ({self.source.as_of_kind})"
         ]
         out += [f"  {c.line()}" for c in self.changes]
         out += [f"  added: {a}" for a in self.added]
         out += [f"  gone: {g}{'' if self.pruned else ' (kept; --prune removes it)'}" for g in self.gone]
+        out += [f"  moved: {m}" for m in self.moved]
         out += [f"  kept: {k}" for k in self.kept]
         out += [f"  shape added by the provider (not in the catalog): {n}" for n in self.not_in_catalog]
         out += [f"  shape gone (priced in no region read): {n}" for n in self.shapes_gone]
@@ -228,6 +236,7 @@ class RefreshReport:
             "added": self.added,
             "gone": self.gone,
             "pruned": self.pruned,
+            "moved": self.moved,
             "kept": self.kept,
             "not_in_catalog": self.not_in_catalog,
             "shapes_gone": self.shapes_gone,
