@@ -15,23 +15,21 @@ line through this command's console (``liblog``), never as a traceback.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from fullserver.baremetal import liblog
 from fullserver.baremetal.audit import HostAudit, audit_fleet
 from fullserver.baremetal.inventory import Inventory, InventoryEntry, load_inventory
 from fullserver.catalog import load_catalog
 from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE, FullserverError
 from fullserver.profiles import get_profile, load_profiles
+from fullserver_cli.fleet_view import fleet_progress, show_fleet
 
 
 def audit(
@@ -58,42 +56,13 @@ def audit(
         sys.stderr.write(f"error: {exc.line()}\n")
         raise typer.Exit(exc.exit_code) from None
 
-    with (
-        liblog.output(lambda line: err.print(f"warning: {line}", markup=False, highlight=False)),
-        Progress(
-            TextColumn("probing"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as bar,
-    ):
-        task = bar.add_task("", total=len(hosts))
-
-        def done(name: str, _: object) -> None:
-            bar.update(task, advance=1, description=name)
-
+    with fleet_progress(err, "probing", len(hosts)) as done:
         audits = audit_fleet(
             hosts, prof, catalog, max_workers=workers, on_done=done, expected=expected, jump_keys=jump_keys
         )
 
-    if as_json:
-        sys.stdout.write(json.dumps([_json(a) for a in audits], indent=2) + "\n")
-    else:
-        out = Console(width=160, soft_wrap=False)
-        for a in audits:
-            out.print(host_table(a))
+    show_fleet(audits, err, as_json=as_json, to_json=_json, table=host_table)
     code = exit_code(audits)
-    for a in audits:
-        if not a.ok:
-            err.print(
-                f"{'unreachable' if a.status == 'error' else a.status}: {a.summary()}",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
     raise typer.Exit(code)
 
 

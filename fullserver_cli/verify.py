@@ -17,18 +17,15 @@ stack's nodes are not in its file: one line says to list them in an inventory (e
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from fullserver.baremetal import liblog
 from fullserver.baremetal.config import check_path
 from fullserver.baremetal.inventory import Inventory, inventory_from_data, load_inventory
 from fullserver.baremetal.measure import Caps
@@ -41,6 +38,7 @@ from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
 from fullserver.workload import DedicatedHost
 from fullserver_cli.audit import check_keys
+from fullserver_cli.fleet_view import fleet_progress, show_fleet
 from fullserver_cli.plan import STACKS_DIR
 
 
@@ -113,41 +111,12 @@ def verify(
         iperf_port=iperf_port,
     )
     promise = Promise(profile=prof, catalog=load_catalog(), expect=contract, scratch=scratch)
-    with (
-        liblog.output(lambda line: err.print(f"warning: {line}", markup=False, highlight=False)),
-        Progress(
-            TextColumn("measuring"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as bar,
-    ):
-        task = bar.add_task("", total=len(hosts))
-
-        def done(name: str, _: object) -> None:
-            bar.update(task, advance=1, description=name)
-
+    with fleet_progress(err, "measuring", len(hosts)) as done:
         results = verify_fleet(
             hosts, promise, caps, expected=expected, jump_keys=jump_keys, max_workers=workers, on_done=done
         )
 
-    if as_json:
-        sys.stdout.write(json.dumps([to_json(r) for r in results], indent=2) + "\n")
-    else:
-        out = Console(width=160, soft_wrap=False)
-        for r in results:
-            out.print(host_table(r))
-    for r in results:
-        if not r.ok:
-            err.print(
-                f"{'unreachable' if r.status == 'error' else r.status}: {r.summary()}",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
+    show_fleet(results, err, as_json=as_json, to_json=to_json, table=host_table)
     raise typer.Exit(exit_code(results))
 
 
