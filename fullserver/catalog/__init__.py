@@ -386,6 +386,8 @@ class _Loader:
                 item = f"attachable_gpus[{i}] ({att.accelerator})"
                 acc = check_acc(where, item, att.accelerator)
                 check_source(where, item, att.source)
+                if att.zones_source:
+                    check_source(where, item, att.zones_source)
                 hosts = [s for _, s in shapes.values() if s.family == att.machine_family and s.accelerator is None]
                 if not hosts:
                     raise InputError(

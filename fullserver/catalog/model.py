@@ -132,6 +132,8 @@ class AttachableGpu(Strict):
     limits: list[AttachLimit]
     zones: list[str] = []
     source: str
+    zones_source: str | None = None
+    """Where the zones come from when not from ``source`` (the limits' table)."""
 
 
 class MachineZones(Strict):

@@ -185,7 +185,10 @@ def _update(
             yamledit.add_key(edits, node, "spot_source", carried)
     elif spot and spot in row.values and "spot_source" in item:
         yamledit.remove_key(edits, node, "spot_source")
-    if old_source != source_key:
+    if section.list_source != "source":
+        if item.get(section.list_source) != source_key:
+            yamledit.set_value(edits, node, section.list_source, source_key)
+    elif old_source != source_key:
         yamledit.set_value(edits, node, "source", source_key)
     if changes:
         report.changes.extend(changes)

@@ -1,4 +1,4 @@
-"""Where Compute Engine sells each machine series, from the Compute Engine API itself.
+"""Where Compute Engine sells each machine series and each attachable GPU, from its own API.
 
 ``machine_zones`` in ``gcp.yaml`` decides where a node is built and which zones a serving group
 spreads over (``fullserver.sizing``, ``fullserver.serving``); a zone that stops selling a series
@@ -9,6 +9,9 @@ the project can create there: ``{"items": {"zones/us-central1-a": {"machineTypes
 "g2-standard-12", "zone": "us-central1-a", ...}]}, "zones/x": {"warning": {...}}}, "nextPageToken":
 ...}``. The request filters on the series' names (``filter=name eq "(a3-highgpu|g2-standard)-.*"``,
 the API's regular-expression ``eq`` form) so the answer stays small.
+
+The attachable GPUs' zones (``attachable_gpus[].zones``) come the same way from
+``acceleratorTypes.aggregatedList`` (``items`` keyed by zone, each an ``acceleratorTypes`` list).
 
 It needs credentials (``compute.machineTypes.list`` on the project): an OAuth access token, e.g.
 ``gcloud auth print-access-token``, read from an environment variable so it never lands in shell
@@ -29,7 +32,7 @@ from fullserver.platforms import gcp as gce
 
 API = "https://compute.googleapis.com/compute/v1"
 DOCS_URL = "https://cloud.google.com/compute/docs/reference/rest/v1/machineTypes/aggregatedList"
-SOURCE_KEY = "gcp-compute-machine-types"
+SOURCE_KEY = "gcp-compute-zones"
 MAX_PAGES = 50
 
 
@@ -70,17 +73,28 @@ def fetch_zones(data: CatalogFile, opener: Opener, project: str, today: dt.date,
     series = {row.series for row in data.machine_zones}
     wanted = set(regions)
     source = Source(
-        title="Compute Engine API machineTypes.aggregatedList (zones per machine series)",
+        title="Compute Engine API machineTypes and acceleratorTypes aggregatedList (zones per machine series and "
+        "per attachable GPU)",
         url=DOCS_URL,
         as_of=today,
         as_of_kind="retrieved",
         note=(
             f"Written by `fullserver catalog refresh --provider gcp-zones` on {today.isoformat()} for the "
             f"regions {', '.join(sorted(wanted))}: the zones in which the project could create any size of "
-            "each series. A zone without capacity at the moment still lists its machine types."
+            "each series, and in which each attachable GPU could be attached. A zone without capacity at the "
+            "moment still lists them."
         ),
     )
     fetched = Fetched(SOURCE_KEY, source)
+    attachable = {(a.accelerator, a.machine_family) for a in data.attachable_gpus}
+    if attachable:
+        by_gpu = zones_by_accelerator(opener, project)
+        for acc, family in sorted(attachable):
+            kept = sorted(z for z in by_gpu.get(acc, set()) if gce.RULES.region_of_zone(z) in wanted)
+            if kept:
+                fetched.rows.append(Row("attachable_gpus", (acc, family), {}, lists={"zones": kept}))
+            else:
+                fetched.problems.append(f"{acc}: attachable in none of {', '.join(sorted(wanted))}; its zones are kept")
     for name, zones in sorted(zones_by_series(opener, project, series).items()):
         kept = sorted(z for z in zones if gce.RULES.region_of_zone(z) in wanted)
         if kept:
@@ -90,8 +104,57 @@ def fetch_zones(data: CatalogFile, opener: Opener, project: str, today: dt.date,
     return fetched
 
 
+ACCELERATOR_TYPES = {
+    # Compute Engine accelerator type -> the catalog's attachable GPU (gcp.yaml attachable_gpus)
+    "nvidia-tesla-t4": "T4",
+    "nvidia-tesla-p4": "P4",
+    "nvidia-tesla-v100": "V100-16GB",
+    "nvidia-tesla-p100": "P100",
+}
+"""The GPUs attached to N1 hosts, by the names acceleratorTypes.aggregatedList gives them."""
+
+
+def accelerator_types_url(project: str, page_token: str = "") -> str:
+    names = "|".join(sorted(ACCELERATOR_TYPES))
+    query = {"filter": f'name eq "({names})"', "maxResults": "500", "returnPartialSuccess": "true"}
+    if page_token:
+        query["pageToken"] = page_token
+    return f"{API}/projects/{urllib.parse.quote(project)}/aggregated/acceleratorTypes?{urllib.parse.urlencode(query)}"
+
+
+def zones_by_accelerator(opener: Opener, project: str) -> dict[str, set[str]]:
+    """Every zone offering each attachable GPU (``items`` keyed by zone, ``acceleratorTypes`` lists)."""
+    found: dict[str, set[str]] = {acc: set() for acc in ACCELERATOR_TYPES.values()}
+    token = ""
+    for _ in range(MAX_PAGES):
+        url = accelerator_types_url(project, token)
+        page = get_json(opener, url)
+        items = page.get("items") if isinstance(page, dict) else None
+        if not isinstance(items, dict):
+            raise FetchError(url.split("?")[0], "no 'items' map in the response", "not acceleratorTypes.aggregatedList")
+        for listing in items.values():
+            for acc in (listing or {}).get("acceleratorTypes", []) if isinstance(listing, dict) else []:
+                ours = ACCELERATOR_TYPES.get(str(acc.get("name", "")))
+                zone = str(acc.get("zone", "")).rsplit("/", 1)[-1]
+                if ours and gce.RULES.region_of_zone(zone):
+                    found[ours].add(zone)
+        token = str(page.get("nextPageToken") or "")
+        if not token:
+            return found
+    raise FetchError(f"{API}/projects/{project}/aggregated/acceleratorTypes", f"more than {MAX_PAGES} pages", "retry")
+
+
 def bearer_headers(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-__all__ = ["SOURCE_KEY", "bearer_headers", "fetch_zones", "machine_types_url", "zones_by_series"]
+__all__ = [
+    "ACCELERATOR_TYPES",
+    "SOURCE_KEY",
+    "accelerator_types_url",
+    "bearer_headers",
+    "fetch_zones",
+    "machine_types_url",
+    "zones_by_accelerator",
+    "zones_by_series",
+]

@@ -31,6 +31,9 @@ class Section:
     replace_lists: tuple[str, ...] = ()
     """Lists a refresh rewrites when its source says otherwise (a series' zones); any other list
     that differs leaves the row as it is (a discount's shapes)."""
+    list_source: str = "source"
+    """The field naming where the row's lists come from (``zones_source`` on an attachable GPU,
+    whose ``source`` is its limits' table)."""
 
 
 SECTIONS: dict[str, Section] = {
@@ -54,6 +57,13 @@ SECTIONS: dict[str, Section] = {
         Section("egress_prices", ("provider", "region"), ("usd_per_gb",)),
         Section("commitment_discounts", ("provider", "applies_to", "term_years"), ("discount",)),
         Section("machine_zones", ("series",), (), replace_lists=("zones",)),
+        Section(
+            "attachable_gpus",
+            ("accelerator", "machine_family"),
+            (),
+            replace_lists=("zones",),
+            list_source="zones_source",
+        ),
         Section(
             "shapes",
             ("name",),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fullserver.catalog.refresh import RefreshReport, refresh
-from fullserver.catalog.refresh.compute import SOURCE_KEY, machine_types_url
+from fullserver.catalog.refresh.compute import SOURCE_KEY, accelerator_types_url, machine_types_url
 from fullserver.errors import InputError
 from fullserver.yamlio import read_yaml
 
@@ -17,6 +17,7 @@ from .conftest import DATA, TODAY, RecordedOpener, data_dir
 PROJECT = "my-ml-project"
 SERIES = {"a2-highgpu", "a3-highgpu", "g2-standard"}
 URLS = {
+    accelerator_types_url(PROJECT): DATA / "gcp" / "accelerator-types.json",
     machine_types_url(PROJECT, SERIES): DATA / "gcp" / "machine-types-page-1.json",
     machine_types_url(PROJECT, SERIES, "CkQ5OTk5OTk5OTk5"): DATA / "gcp" / "machine-types-page-2.json",
 }
@@ -60,10 +61,19 @@ def test_each_series_gets_the_zones_the_api_lists_in_the_regions_the_file_prices
         "g2-standard": ["asia-southeast1-c", "us-central1-a", "us-central1-b"],
     }
     assert report.moved == [
+        "attachable_gpus P4 n1: zones +europe-west4-b",
+        "attachable_gpus T4 n1: zones +europe-west4-b +us-central1-a +us-central1-b",
+        "attachable_gpus V100-16GB n1: zones +us-central1-a",
         "machine_zones a2-highgpu: zones -us-central1-c",
         "machine_zones a3-highgpu: zones +europe-west4-c",
         "machine_zones g2-standard: zones +asia-southeast1-c +us-central1-b",
     ]
+    attachable = {a["accelerator"]: a for a in read_yaml(directory / "gcp.yaml")["attachable_gpus"]}
+    assert attachable["T4"]["zones"] == ["europe-west4-b", "us-central1-a", "us-central1-b"]  # not us-west1
+    assert attachable["V100-16GB"]["zones"] == ["us-central1-a"]
+    assert attachable["P4"]["zones"] == ["europe-west4-b"]
+    # the limits keep their own source; the zones name theirs
+    assert {(a["source"], a["zones_source"]) for a in attachable.values()} == {("gcp-gpu-machine-types", SOURCE_KEY)}
     rows = {row["series"]: row for row in read_yaml(directory / "gcp.yaml")["machine_zones"]}
     assert {row["source"] for row in rows.values()} == {SOURCE_KEY}
     assert read_yaml(directory / "gcp.yaml")["sources"][SOURCE_KEY]["as_of_kind"] == "retrieved"
@@ -82,7 +92,7 @@ def test_a_second_run_changes_nothing(tmp_path: Path) -> None:
     text = (directory / "gcp.yaml").read_text()
     _, report = run(directory)
     assert (directory / "gcp.yaml").read_text() == text
-    assert report.moved == [] and report.unchanged == 3
+    assert report.moved == [] and report.unchanged == 6
 
 
 @pytest.mark.parametrize(
