@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -125,20 +126,25 @@ def _screen(command: str, width: int, height: int = 40) -> list[str]:
     # The markers print differently from how they are typed, so the echoed command never matches.
     start_mark, done = f"start1-{session}", f"done1-{session}"
     shell = f"cd {shlex.quote(str(ROOT))} && exec bash --norc --noprofile"
+    # A server of its own (-S, a socket in a temporary dir removed afterwards): a server shared
+    # between tests exits when its last session is killed, and a new session asked of it
+    # meanwhile fails ("server exited unexpectedly").
+    sockets = tempfile.mkdtemp(prefix="fs-tmux-")
+    tmux = ["tmux", "-S", os.path.join(sockets, "socket"), "-f", "/dev/null"]
     try:
         subprocess.run(
-            ["tmux", "-f", "/dev/null", "new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), shell],
+            [*tmux, "new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), shell],
             check=True,
             env=env,
         )
-        subprocess.run(["tmux", "set-option", "-t", session, "history-limit", "10000"], check=True)
+        subprocess.run([*tmux, "set-option", "-t", session, "history-limit", "10000"], check=True)
         line = f"echo; echo start$((1))-{session}; {shlex.quote(str(FULLSERVER))} {command} 2>&1; echo done$((1))-{session}"
-        subprocess.run(["tmux", "send-keys", "-t", session, line, "Enter"], check=True)
+        subprocess.run([*tmux, "send-keys", "-t", session, line, "Enter"], check=True)
         deadline = time.monotonic() + 180
         joined = ""
         while time.monotonic() < deadline:
             joined = subprocess.run(
-                ["tmux", "capture-pane", "-p", "-J", "-S", "-", "-t", session],
+                [*tmux, "capture-pane", "-p", "-J", "-S", "-", "-t", session],
                 capture_output=True,
                 text=True,
                 check=True,
@@ -149,7 +155,8 @@ def _screen(command: str, width: int, height: int = 40) -> list[str]:
         else:
             pytest.fail(f"{command!r} did not finish on the tmux screen within 180 s")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+        shutil.rmtree(sockets, ignore_errors=True)
     lines = joined.splitlines()
     assert start_mark in lines, joined
     start = lines.index(start_mark) + 1
