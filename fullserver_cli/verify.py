@@ -18,6 +18,7 @@ stack's nodes are not in its file: one line says to list them in an inventory (e
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -59,6 +60,14 @@ def verify(
             help="a stack's SSH private key file (its sshPrivateKey is a Pulumi secret verify does not decrypt)",
         ),
     ] = None,
+    known_hosts: Annotated[
+        Optional[Path],
+        typer.Option("--known-hosts", help="a cloud stack's nodes' host keys (OpenSSH known_hosts), pinned"),
+    ] = None,
+    user: Annotated[str, typer.Option(help="login user on a cloud stack's nodes")] = "ubuntu",
+    backend: Annotated[Optional[str], typer.Option(help="a cloud stack's state backend (PULUMI_BACKEND_URL)")] = None,
+    project_dir: Annotated[Path, typer.Option("--project-dir", help="directory holding Pulumi.yaml")] = Path("."),
+    pulumi_root: Annotated[Optional[Path], typer.Option(help="use <root>/bin/pulumi instead of PATH")] = None,
     stacks_dir: Annotated[Path, typer.Option("--stacks-dir", help="where the stack configs live")] = STACKS_DIR,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     scratch: Annotated[str, typer.Option(help="mountpoint of the scratch filesystem fio measures")] = "/mnt/scratch",
@@ -83,7 +92,8 @@ def verify(
         stack = stack_path(target, stacks_dir)
         contract: DedicatedHost | None = None
         if stack is not None:
-            inv, prof, contract = stack_inventory(stack, profiles, profile, identity)
+            cloud = CloudAccess(known_hosts, user, project_dir, backend, pulumi_root)
+            inv, prof, contract = stack_inventory(stack, profiles, profile, identity, cloud)
         else:
             if identity is not None:
                 raise InputError(
@@ -137,8 +147,24 @@ def stack_path(target: str, stacks_dir: Path) -> Path | None:
     )
 
 
+@dataclass(frozen=True)
+class CloudAccess:
+    """How verify reaches a cloud stack's nodes: the addresses its ``pulumi up`` exported
+    (``publicIps``, read from the backend), host keys pinned from a known_hosts file."""
+
+    known_hosts: Path | None
+    user: str
+    project_dir: Path
+    backend: str | None
+    pulumi_root: Path | None
+
+
 def stack_inventory(
-    path: Path, profiles: dict[str, Profile], profile: str | None, identity: Path | None
+    path: Path,
+    profiles: dict[str, Profile],
+    profile: str | None,
+    identity: Path | None,
+    cloud: CloudAccess | None = None,
 ) -> tuple[Inventory, Profile, DedicatedHost | None]:
     """A bare-metal stack's hosts (``fullserver:dedicated.hosts``, pinned host keys), its plan's
     profile and contract (``dedicated.host``), and the key read from ``--identity``.
@@ -147,21 +173,15 @@ def stack_inventory(
     names the file, never its content."""
     plan = plan_paths([path], profiles)[0]
     spec, name = plan.spec, plan.stack
-    if spec.platform != Platform.BARE_METAL:
-        raise InputError(
-            f"stack '{name}'",
-            f"runs on {spec.platform.value}: verify measures bare-metal hosts over SSH, and a cloud stack's nodes "
-            "are not in its file",
-            f"list them in an inventory file (addresses: `pulumi stack output connect --stack {name}`, the "
-            f"connect hint its pulumi up exported; host keys read out of band) and run "
-            f"`fullserver verify INVENTORY --profile {spec.profile}`",
-        )
     if profile is not None and profile != spec.profile:
         raise InputError(
             "--profile",
             f"stack '{name}' plans profile '{spec.profile}', not '{profile}'",
             "drop --profile: a stack's promise is its plan's",
         )
+    if spec.platform != Platform.BARE_METAL:
+        key = _identity(identity, name)
+        return cloud_inventory(name, spec.profile, key, cloud), get_profile(spec.profile, profiles), None
     dedicated = spec.dedicated
     if dedicated is None or not dedicated.hosts:
         raise InputError(
@@ -169,10 +189,20 @@ def stack_inventory(
             "no hosts listed",
             "list the servers with their pinned hostKeys (see docs/bare-metal.md)",
         )
+    key = _identity(identity, name)
+    hosts = [h.model_dump(by_alias=True, exclude_none=True) for h in dedicated.hosts]
+    # relative knownHostsFile paths as the stack's program reads them: from the project directory
+    inv = inventory_from_data(hosts, Path.cwd(), f"{path}: fullserver:dedicated.hosts", default_key=key)
+    return inv, get_profile(spec.profile, profiles), dedicated.host
+
+
+def _identity(identity: Path | None, stack: str) -> str:
+    """The private key's text from ``--identity`` (kept in memory; messages name the file only)."""
     if identity is None:
         raise InputError(
             "--identity",
-            f"stack '{name}' logs in with fullserver:sshPrivateKey, a Pulumi secret verify does not decrypt",
+            f"stack '{stack}' logs in with a key verify cannot read from the stack (a Pulumi secret, or one"
+            " installed from fullserver:sshPublicKeys)",
             "pass the private key's file: --identity ~/.ssh/KEY",
         )
     where = f"--identity {identity}"
@@ -185,10 +215,41 @@ def stack_inventory(
     from fullserver.baremetal.ssh import load_private_key  # paramiko loads only when verify runs
 
     load_private_key(key, where)
-    hosts = [h.model_dump(by_alias=True, exclude_none=True) for h in dedicated.hosts]
-    # relative knownHostsFile paths as the stack's program reads them: from the project directory
-    inv = inventory_from_data(hosts, Path.cwd(), f"{path}: fullserver:dedicated.hosts", default_key=key)
-    return inv, get_profile(spec.profile, profiles), dedicated.host
+    return key
+
+
+def cloud_inventory(stack: str, profile: str, key: str, cloud: CloudAccess | None) -> Inventory:
+    """A cloud stack's nodes as an inventory: the public addresses its ``pulumi up`` exported,
+    logged into as ``--user`` with the ``--identity`` key, host keys pinned from ``--known-hosts``
+    (never trusted on first use). Nodes reached only through IAP or Session Manager have no public
+    address: verify them from a host inside the network, with an inventory of their private ones."""
+    if cloud is None or cloud.known_hosts is None:
+        raise InputError(
+            "--known-hosts",
+            f"stack '{stack}' is a cloud stack: its nodes' host keys must be pinned",
+            "pass a known_hosts file holding them (from the console's serial output or a first login you checked)",
+        )
+    if not cloud.known_hosts.is_file():
+        raise InputError(f"--known-hosts {cloud.known_hosts}", "no such file", "name the known_hosts file")
+    from stackops.outputs import read_stack_outputs  # Pulumi's Automation API loads only here
+    from stackops.workspace import PulumiOptions
+
+    outputs = read_stack_outputs(
+        cloud.project_dir, stack, PulumiOptions(backend=cloud.backend, pulumi_root=cloud.pulumi_root)
+    )
+    addresses = outputs.get("publicIps")
+    if not isinstance(addresses, list) or not addresses:
+        raise InputError(
+            f"stack '{stack}'",
+            f"its nodes have no public address (its way in: {outputs.get('connect') or 'none exported'})",
+            f"from a host inside its network, list the private addresses (privateIps) in an inventory and run "
+            f"`fullserver verify INVENTORY --profile {profile}`",
+        )
+    hosts = [
+        {"name": f"{stack}-{i}", "address": str(ip), "user": cloud.user, "knownHostsFile": str(cloud.known_hosts)}
+        for i, ip in enumerate(addresses)
+    ]
+    return inventory_from_data(hosts, Path.cwd(), f"stack '{stack}' outputs", default_key=key)
 
 
 def exit_code(results: list[HostVerify]) -> int:

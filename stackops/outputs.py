@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,6 +27,7 @@ from pulumi import automation as auto
 from fullserver.errors import InputError
 from fullserver.plan import StackPlan
 from stackops.naming import EXPIRES_FORMAT
+from stackops.workspace import PulumiOptions, StackOpsError, error_line, make_workspace, run_cli
 
 SECRET_MARK = "[secret]"
 """Stands for a secret output's value wherever the value itself must not go (as Pulumi prints it)."""
@@ -97,3 +99,25 @@ class EphemeralEnv:
                 continue
             env[output_env_name(key)] = env_text(value)
         return env
+
+
+def read_stack_outputs(project_dir: Path, stack: str, opts: PulumiOptions) -> dict[str, Any]:
+    """A stack's outputs as ``pulumi stack output --json`` prints them: a secret output shows as
+    ``[secret]`` (``--show-secrets`` is never passed), so nothing secret is read."""
+    with tempfile.TemporaryDirectory(prefix="fullserver-outputs-") as tmp:
+        ws = make_workspace(project_dir, Path(tmp), opts)
+        try:
+            result = run_cli(ws, ["stack", "output", "--json", "--stack", stack])
+        except auto.errors.CommandError as exc:
+            raise StackOpsError(
+                f"stack '{stack}'",
+                f"cannot read its outputs: {error_line(exc)}",
+                "check the backend (--backend or PULUMI_BACKEND_URL) and that `pulumi up` ran for this stack",
+            ) from None
+    try:
+        data = json.loads(result.stdout or "{}")
+    except ValueError:
+        raise StackOpsError(f"stack '{stack}'", "its outputs are not JSON", "run `pulumi stack output --json`") from None
+    if not isinstance(data, dict):
+        raise StackOpsError(f"stack '{stack}'", "its outputs are not a JSON object", "run `pulumi stack output --json`")
+    return data

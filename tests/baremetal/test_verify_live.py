@@ -178,15 +178,15 @@ def test_cli_json_and_exit_code_name_the_short_host(bed: Testbed, gpu_host: Sshd
     [
         (
             ["train-p5-cluster"],
-            "error: stack 'train-p5-cluster': runs on aws-gpu: verify measures bare-metal hosts over SSH, and a cloud "
-            "stack's nodes are not in its file (list them in an inventory file (addresses: `pulumi stack output "
-            "connect --stack train-p5-cluster`, the connect hint its pulumi up exported; host keys read out of band) "
-            "and run `fullserver verify INVENTORY --profile scale-training`)",
+            "error: --identity: stack 'train-p5-cluster' logs in with a key verify cannot read from the stack (a "
+            "Pulumi secret, or one installed from fullserver:sshPublicKeys) (pass the private key's file: --identity "
+            "~/.ssh/KEY)",
         ),
         (
             ["dedicated-h100"],
-            "error: --identity: stack 'dedicated-h100' logs in with fullserver:sshPrivateKey, a Pulumi secret verify "
-            "does not decrypt (pass the private key's file: --identity ~/.ssh/KEY)",
+            "error: --identity: stack 'dedicated-h100' logs in with a key verify cannot read from the stack (a Pulumi "
+            "secret, or one installed from fullserver:sshPublicKeys) (pass the private key's file: --identity "
+            "~/.ssh/KEY)",
         ),
         (
             ["dedicated-h100", "--profile", "fine-tuning"],
@@ -331,3 +331,85 @@ def test_a_login_without_sudo_is_unverified_not_unreachable(bed: Testbed, host: 
     [problem] = r.problems
     assert problem.startswith(f"not verified: user '{nosudo}' may not run `verify scratch` through sudo -n")
     assert exit_code([r]) == EXIT_SHORT
+
+
+def test_cli_cloud_stack_needs_its_nodes_host_keys_pinned(tmp_path: Path) -> None:
+    key = tmp_path / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    r = _verify("train-p5-cluster", "--identity", str(key))
+    assert r.returncode == EXIT_INPUT, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "error: --known-hosts: stack 'train-p5-cluster' is a cloud stack: its nodes' host keys must be pinned "
+        "(pass a known_hosts file holding them (from the console's serial output or a first login you checked))"
+    ]
+
+
+STAND_IN_PULUMI = """#!{python}
+import json, sys
+args = [a for a in sys.argv[1:] if a != "--non-interactive"]
+if args[:1] == ["version"]:
+    print("v3.272.0")
+elif args[:3] == ["stack", "output", "--json"] and "--show-secrets" not in args:
+    print(json.dumps({outputs}))
+else:
+    sys.exit("stand-in pulumi: unexpected " + " ".join(args))
+"""
+
+
+def test_cli_verifies_a_cloud_stacks_nodes_at_the_addresses_its_up_exported(bed: Testbed, tmp_path: Path) -> None:
+    """A cloud stack: the nodes are where `pulumi stack output` says (publicIps, read through a
+    stand-in Pulumi CLI, never with --show-secrets), logged into with --identity as --user, their
+    host keys pinned from --known-hosts; the promise is the stack's plan (fine-tuning)."""
+    node = bed.add_netns_host("verify-cloud")
+    try:
+        key, _ = _shared_key(tmp_path, [node])
+        known = tmp_path / "known_hosts"
+        known.write_text(f"{node.address} {node.host_key_line}\n")
+        root = tmp_path / "pulumi"
+        (root / "bin").mkdir(parents=True)
+        outputs = {"platform": "aws-gpu", "publicIps": [node.address], "connect": f"ssh ubuntu@{node.address}"}
+        cli = root / "bin" / "pulumi"
+        cli.write_text(STAND_IN_PULUMI.format(python=sys.executable, outputs=json.dumps(outputs)))
+        cli.chmod(0o755)
+        r = _verify(
+            "exp-aws-spot",
+            "--identity",
+            str(key),
+            "--known-hosts",
+            str(known),
+            "--user",
+            "root",
+            "--pulumi-root",
+            str(root),
+            "--backend",
+            f"file://{tmp_path}",
+            "--scratch",
+            "/mnt/none",
+            "--fio-seconds",
+            "1",
+            "--json",
+        )
+        assert r.returncode in (0, EXIT_SHORT), r.stderr
+        [host] = json.loads(r.stdout)
+        assert (host["name"], host["address"]) == ("exp-aws-spot-0", f"{node.address}:22")
+        assert host["status"] != "error"  # logged in with the pinned key and measured
+        assert {x["dimension"] for x in host["lines"]} >= {"cpu", "ram"}
+
+        known.write_text(f"{node.address} {bed.add_host('verify-stranger').host_key_line}\n")
+        refused = _verify(
+            "exp-aws-spot",
+            "--identity",
+            str(key),
+            "--known-hosts",
+            str(known),
+            "--user",
+            "root",
+            "--pulumi-root",
+            str(root),
+            "--backend",
+            f"file://{tmp_path}",
+            "--json",
+        )
+        assert refused.returncode == EXIT_UNREACHABLE, refused.stderr  # a key not pinned is never trusted
+    finally:
+        node.stop()
