@@ -371,24 +371,9 @@ def test_cli_verifies_a_cloud_stacks_nodes_at_the_addresses_its_up_exported(bed:
         cli = root / "bin" / "pulumi"
         cli.write_text(STAND_IN_PULUMI.format(python=sys.executable, outputs=json.dumps(outputs)))
         cli.chmod(0o755)
-        r = _verify(
-            "exp-aws-spot",
-            "--identity",
-            str(key),
-            "--known-hosts",
-            str(known),
-            "--user",
-            "root",
-            "--pulumi-root",
-            str(root),
-            "--backend",
-            f"file://{tmp_path}",
-            "--scratch",
-            "/mnt/none",
-            "--fio-seconds",
-            "1",
-            "--json",
-        )
+        reach = ["exp-aws-spot", "--identity", str(key), "--known-hosts", str(known), "--user", "root"]
+        reach += ["--pulumi-root", str(root), "--backend", f"file://{tmp_path}", "--json"]
+        r = _verify(*reach, "--scratch", "/mnt/none", "--fio-seconds", "1")
         assert r.returncode in (0, EXIT_SHORT), r.stderr
         [host] = json.loads(r.stdout)
         assert (host["name"], host["address"]) == ("exp-aws-spot-0", f"{node.address}:22")
@@ -396,20 +381,7 @@ def test_cli_verifies_a_cloud_stacks_nodes_at_the_addresses_its_up_exported(bed:
         assert {x["dimension"] for x in host["lines"]} >= {"cpu", "ram"}
 
         known.write_text(f"{node.address} {bed.add_host('verify-stranger').host_key_line}\n")
-        refused = _verify(
-            "exp-aws-spot",
-            "--identity",
-            str(key),
-            "--known-hosts",
-            str(known),
-            "--user",
-            "root",
-            "--pulumi-root",
-            str(root),
-            "--backend",
-            f"file://{tmp_path}",
-            "--json",
-        )
+        refused = _verify(*reach)
         assert refused.returncode == EXIT_UNREACHABLE, refused.stderr  # a key not pinned is never trusted
     finally:
         node.stop()
