@@ -117,7 +117,9 @@ def read_stack_outputs(project_dir: Path, stack: str, opts: PulumiOptions) -> di
     try:
         data = json.loads(result.stdout or "{}")
     except ValueError:
-        raise StackOpsError(f"stack '{stack}'", "its outputs are not JSON", "run `pulumi stack output --json`") from None
+        raise StackOpsError(
+            f"stack '{stack}'", "its outputs are not JSON", "run `pulumi stack output --json`"
+        ) from None
     if not isinstance(data, dict):
         raise StackOpsError(f"stack '{stack}'", "its outputs are not a JSON object", "run `pulumi stack output --json`")
     return data
