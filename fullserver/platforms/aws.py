@@ -10,6 +10,8 @@ from __future__ import annotations
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms.base import (
     CAPACITY_RULES,
+    CLOUD_LOGIN,
+    GPU_SERVING,
     DiskKind,
     DiskLimits,
     PlatformRules,
@@ -119,8 +121,8 @@ RULES = PlatformRules(
         "reservation": "an EC2 capacity reservation (cr-...)",
         "capacityBlock": "a Capacity Block is an AWS reservation",
         "image": "an AMI id or SSM parameter path",
-        "sshPublicKeys": "cloud nodes get them for their login user",
-        "serving": "serving groups of GPU replicas behind a load balancer are built there",
+        **CLOUD_LOGIN,
+        **GPU_SERVING,
     },
     compact_placement=True,  # a cluster placement group
     hourly_gpus=True,

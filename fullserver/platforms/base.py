@@ -119,6 +119,11 @@ def reservation_needs_zone(req: Request) -> Refusal | None:
 
 
 CAPACITY_RULES: tuple[Rule, ...] = (spot_with_reservation, reservation_needs_zone)
+
+CLOUD_LOGIN = {"sshPublicKeys": "cloud nodes get them for their login user"}
+"""The option every cloud platform takes (``PlatformRules.options``), said once."""
+GPU_SERVING = {"serving": "serving groups of GPU replicas behind a load balancer are built there"}
+"""The option of the platforms that build serving groups."""
 """Rules of every platform that rents capacity by the hour."""
 
 

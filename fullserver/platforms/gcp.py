@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms.base import (
     CAPACITY_RULES,
+    CLOUD_LOGIN,
+    GPU_SERVING,
     DiskKind,
     DiskLimits,
     PlatformRules,
@@ -191,8 +193,8 @@ RULES = PlatformRules(
     options={
         "reservation": "a Compute Engine reservation name",
         "image": "a Compute Engine image",
-        "sshPublicKeys": "cloud nodes get them for their login user",
-        "serving": "serving groups of GPU replicas behind a load balancer are built there",
+        **CLOUD_LOGIN,
+        **GPU_SERVING,
     },
     compact_placement=True,  # a COLLOCATED resource policy
     hourly_gpus=True,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import gcp
-from fullserver.platforms.base import CAPACITY_RULES, PlatformRules, Refusal, Request, disk_kind_refusal
+from fullserver.platforms.base import CAPACITY_RULES, CLOUD_LOGIN, PlatformRules, Refusal, Request, disk_kind_refusal
 
 DATA_DISK_KINDS = ("pd-balanced", "hyperdisk-balanced")
 HYPERDISK_ONLY = (r"^(v6e|tpu7x)", "hyperdisk-balanced")
@@ -112,7 +112,7 @@ RULES = PlatformRules(
         "queued": "a queued resource is a Cloud TPU request",
         "reservation": "a Cloud TPU reservation name",
         "image": "a TPU runtime version",
-        "sshPublicKeys": "cloud nodes get them for their login user",
+        **CLOUD_LOGIN,
     },
     slices=True,
     image_is_runtime=True,
