@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from fullserver.catalog.model import CatalogFile, Source
 from fullserver.catalog.refresh.http import FetchError, Opener, get_json
@@ -36,36 +36,47 @@ SOURCE_KEY = "gcp-compute-zones"
 MAX_PAGES = 50
 
 
-def machine_types_url(project: str, series: Iterable[str], page_token: str = "") -> str:
-    names = "|".join(sorted(series))
-    query = {"filter": f'name eq "({names})-.*"', "maxResults": "500", "returnPartialSuccess": "true"}
+def _aggregated_url(project: str, collection: str, names: str, page_token: str) -> str:
+    """One page of ``{collection}.aggregatedList`` filtered on a name pattern (RE2, whole name)."""
+    query = {"filter": f'name eq "{names}"', "maxResults": "500", "returnPartialSuccess": "true"}
     if page_token:
         query["pageToken"] = page_token
-    return f"{API}/projects/{urllib.parse.quote(project)}/aggregated/machineTypes?{urllib.parse.urlencode(query)}"
+    return f"{API}/projects/{urllib.parse.quote(project)}/aggregated/{collection}?{urllib.parse.urlencode(query)}"
+
+
+def _listed(opener: Opener, project: str, collection: str, url: Callable[[str], str]) -> Iterator[tuple[str, str]]:
+    """(name, zone) of every entry of an aggregated list, following ``nextPageToken``; entries sit
+    under ``items["zones/<zone>"][collection]`` (a zone with nothing on a page holds a warning)."""
+    token = ""
+    for _ in range(MAX_PAGES):
+        page = get_json(opener, url(token))
+        items = page.get("items") if isinstance(page, dict) else None
+        if not isinstance(items, dict):
+            raise FetchError(
+                url("").split("?")[0], "no 'items' map in the response", f"not {collection}.aggregatedList"
+            )
+        for scope, listing in items.items():
+            for entry in (listing or {}).get(collection, []) if isinstance(listing, dict) else []:
+                zone = str(entry.get("zone", "")).rsplit("/", 1)[-1] or scope.removeprefix("zones/")
+                yield str(entry.get("name", "")), zone
+        token = str(page.get("nextPageToken") or "")
+        if not token:
+            return
+    raise FetchError(f"{API}/projects/{project}/aggregated/{collection}", f"more than {MAX_PAGES} pages", "retry")
+
+
+def machine_types_url(project: str, series: Iterable[str], page_token: str = "") -> str:
+    return _aggregated_url(project, "machineTypes", f"({'|'.join(sorted(series))})-.*", page_token)
 
 
 def zones_by_series(opener: Opener, project: str, series: set[str]) -> dict[str, set[str]]:
     """Every zone offering each series (a series is a machine type's name without its size)."""
     found: dict[str, set[str]] = {s: set() for s in series}
-    token = ""
-    for _ in range(MAX_PAGES):
-        url = machine_types_url(project, series, token)
-        page = get_json(opener, url)
-        items = page.get("items") if isinstance(page, dict) else None
-        if not isinstance(items, dict):
-            raise FetchError(url.split("?")[0], "no 'items' map in the response", "not machineTypes.aggregatedList")
-        for scope, listing in items.items():
-            for machine in (listing or {}).get("machineTypes", []) if isinstance(listing, dict) else []:
-                name, zone = str(machine.get("name", "")), str(machine.get("zone", "")).rsplit("/", 1)[-1]
-                if not zone and scope.startswith("zones/"):
-                    zone = scope.removeprefix("zones/")
-                s = gce.machine_series(name)
-                if s in found and gce.RULES.region_of_zone(zone):
-                    found[s].add(zone)
-        token = str(page.get("nextPageToken") or "")
-        if not token:
-            return found
-    raise FetchError(f"{API}/projects/{project}/aggregated/machineTypes", f"more than {MAX_PAGES} pages", "retry")
+    for name, zone in _listed(opener, project, "machineTypes", lambda t: machine_types_url(project, series, t)):
+        s = gce.machine_series(name)
+        if s in found and gce.RULES.region_of_zone(zone):
+            found[s].add(zone)
+    return found
 
 
 def fetch_zones(data: CatalogFile, opener: Opener, project: str, today: dt.date, regions: Iterable[str]) -> Fetched:
@@ -115,33 +126,17 @@ ACCELERATOR_TYPES = {
 
 
 def accelerator_types_url(project: str, page_token: str = "") -> str:
-    names = "|".join(sorted(ACCELERATOR_TYPES))
-    query = {"filter": f'name eq "({names})"', "maxResults": "500", "returnPartialSuccess": "true"}
-    if page_token:
-        query["pageToken"] = page_token
-    return f"{API}/projects/{urllib.parse.quote(project)}/aggregated/acceleratorTypes?{urllib.parse.urlencode(query)}"
+    return _aggregated_url(project, "acceleratorTypes", f"({'|'.join(sorted(ACCELERATOR_TYPES))})", page_token)
 
 
 def zones_by_accelerator(opener: Opener, project: str) -> dict[str, set[str]]:
-    """Every zone offering each attachable GPU (``items`` keyed by zone, ``acceleratorTypes`` lists)."""
+    """Every zone offering each attachable GPU."""
     found: dict[str, set[str]] = {acc: set() for acc in ACCELERATOR_TYPES.values()}
-    token = ""
-    for _ in range(MAX_PAGES):
-        url = accelerator_types_url(project, token)
-        page = get_json(opener, url)
-        items = page.get("items") if isinstance(page, dict) else None
-        if not isinstance(items, dict):
-            raise FetchError(url.split("?")[0], "no 'items' map in the response", "not acceleratorTypes.aggregatedList")
-        for listing in items.values():
-            for acc in (listing or {}).get("acceleratorTypes", []) if isinstance(listing, dict) else []:
-                ours = ACCELERATOR_TYPES.get(str(acc.get("name", "")))
-                zone = str(acc.get("zone", "")).rsplit("/", 1)[-1]
-                if ours and gce.RULES.region_of_zone(zone):
-                    found[ours].add(zone)
-        token = str(page.get("nextPageToken") or "")
-        if not token:
-            return found
-    raise FetchError(f"{API}/projects/{project}/aggregated/acceleratorTypes", f"more than {MAX_PAGES} pages", "retry")
+    for name, zone in _listed(opener, project, "acceleratorTypes", lambda t: accelerator_types_url(project, t)):
+        ours = ACCELERATOR_TYPES.get(name)
+        if ours and gce.RULES.region_of_zone(zone):
+            found[ours].add(zone)
+    return found
 
 
 def bearer_headers(token: str) -> dict[str, str]:
