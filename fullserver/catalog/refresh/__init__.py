@@ -143,17 +143,15 @@ def refresh(
             raise InputError(str(path), "no such data file", "run the refresh against the catalog's data directory")
         data = parse(CatalogFile, parsed[name], str(path))
         fetched: Fetched
+        where = list(dict.fromkeys([*file_regions(data), *extra]))  # the file's regions and those asked for
+        home = aws.home_region(file_regions(data), extra[0] if extra else None)
         if provider == "aws":
-            fetched = aws.fetch(data, list(dict.fromkeys([*file_regions(data), *extra])), opener, today)
+            fetched = aws.fetch(data, where, opener, today)
         elif provider == "aws-types":
             clients = ec2_client_for or ec2.boto3_client_for()
-            priced = file_regions(data)
-            region = extra[0] if extra else "us-east-1" if "us-east-1" in priced or not priced else priced[0]
-            fetched = ec2.fetch_types(data, region, clients(region), now or dt.datetime.now(dt.UTC))
+            fetched = ec2.fetch_types(data, home, clients(home), now or dt.datetime.now(dt.UTC))
         elif provider == "aws-savings-plans":
-            priced = file_regions(data)
-            region = extra[0] if extra else "us-east-1" if "us-east-1" in priced or not priced else priced[0]
-            fetched = savings_plans.fetch(data, region, opener, today)
+            fetched = savings_plans.fetch(data, home, opener, today)
         elif provider == "gcp-zones":
             if not gcp_project or not gcp_access_token:
                 raise InputError(
@@ -163,12 +161,11 @@ def refresh(
                     "--gcp-token-env names",
                 )
             api = given_opener or urllib_opener(headers=compute.bearer_headers(gcp_access_token))
-            where = list(dict.fromkeys([*file_regions(data), *extra]))
             fetched = compute.fetch_zones(data, api, gcp_project, today, where)
         elif provider == "aws-spot":
             clients = ec2_client_for or ec2.boto3_client_for()
             when = now or dt.datetime.now(dt.UTC)
-            fetched = ec2.fetch_spot(data, list(dict.fromkeys([*file_regions(data), *extra])), clients, when)
+            fetched = ec2.fetch_spot(data, where, clients, when)
         else:
             if not gcp_api_key:
                 raise InputError(

@@ -225,7 +225,7 @@ def fetch(
             "preInstalledSw NA, capacitystatus Used (licenseModel No License required, marketoption OnDemand, "
             "operation RunInstances where present), terms.OnDemand priceDimensions unit Hrs, pricePerUnit USD. "
             "Commitment discounts: 1 - reserved (standard, No Upfront) / on-demand hourly, the smallest over "
-            f"the family's catalog sizes in {_commitment_region(regions, commitment_region)}, rounded down. "
+            f"the family's catalog sizes in {home_region(regions, commitment_region)}, rounded down. "
             "Spot prices are not in the Price List: rows keep the spot figure with its own spot_source."
         ),
     )
@@ -244,11 +244,13 @@ def fetch(
     fetched.not_in_catalog = sorted(offered - names)
     if offers:
         fetched.shapes_gone = sorted(names - offered)
-    fetched.rows += _commitments(shapes, offers, _commitment_region(regions, commitment_region), fetched)
+    fetched.rows += _commitments(shapes, offers, home_region(regions, commitment_region), fetched)
     return fetched
 
 
-def _commitment_region(regions: list[str], chosen: str | None) -> str:
+def home_region(regions: list[str], chosen: str | None) -> str:
+    """The one region a per-region source is read in: the one asked for, else us-east-1 when the
+    file prices it (or prices nothing), else the file's first."""
     if chosen:
         return chosen
     return "us-east-1" if "us-east-1" in regions or not regions else regions[0]

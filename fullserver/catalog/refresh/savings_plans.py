@@ -44,7 +44,7 @@ from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any, BinaryIO
 
 from fullserver.catalog.model import CatalogFile, ShapePrice, Source
-from fullserver.catalog.refresh.aws import PRICING_HOST
+from fullserver.catalog.refresh.aws import LEASE_YEARS, PRICING_HOST
 from fullserver.catalog.refresh.http import FetchError, Opener, get_json
 from fullserver.catalog.refresh.jsonstream import JsonStream
 from fullserver.catalog.refresh.rows import Fetched, Row, date_of
@@ -55,7 +55,7 @@ PLAN_FAMILY = "ComputeSavingsPlans"
 PURCHASE_OPTION = "No Upfront"
 LINUX_OPERATION = "RunInstances"
 SERVICE = "AmazonEC2"
-TERMS = {"1yr": 1, "3yr": 3}
+TERMS = LEASE_YEARS  # "1yr" / "3yr", as the Price List's reserved terms spell them
 
 _BOX_USAGE = re.compile(r"(?:[A-Z0-9]+-)?BoxUsage:(?P<type>[a-z0-9][a-z0-9.-]*)")
 """``USE1-BoxUsage:p5.48xlarge``: a shared-tenancy instance hour (the prefix names the region)."""
