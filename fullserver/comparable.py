@@ -22,8 +22,6 @@ from fullserver.platforms import rules_for
 from fullserver.profiles import PricingModel, Profile
 from fullserver.spec import EnvironmentSpec
 
-CAPACITY_MEASURE = "accelerator memory"
-
 SPOT = "spot"
 ON_DEMAND = "on-demand"
 DEDICATED = "dedicated monthly"

@@ -88,7 +88,7 @@ class Rule:
 
 
 JAX_TF = ("jax", "tensorflow")
-GPU = ("aws-gpu", "gcp-gpu")
+GPU = tuple(p.value for p in GPU_PLATFORMS)
 TRAINING = (Purpose.TRAINING,)
 INFERENCE = (Purpose.INFERENCE,)
 SETTLED = ("stable", "production")

@@ -24,7 +24,7 @@ from fullserver.catalog.model import AcceleratorKind, Interconnect, Platform
 from fullserver.errors import InputError, NothingFits
 from fullserver.hourly import hourly_rate
 from fullserver.nearmiss import near_misses, nothing_fits_hint
-from fullserver.platforms import DiskLimits, Refusal, Request, option_refusal, rules_for
+from fullserver.platforms import DiskLimits, Refusal, Request, disk_limits, option_refusal, rules_for
 from fullserver.profiles import Fabric, Lifecycle, PricingModel, Profile, StoragePolicy, Topology
 from fullserver.rules import environment_labels
 from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, ShapeOption, TpuSpec
@@ -165,14 +165,6 @@ def _distance(report: BalanceReport) -> float:
     return sum(1 - line.provided / line.required for line in report.short if line.required)
 
 
-def choose(
-    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog
-) -> tuple[Candidate, list[NearMiss]]:
-    """The cheapest feasible offer on one platform, and the rejected near-misses with their reasons."""
-    feasible, near = rank(profile, workload, platform, catalog)
-    return feasible[0], near
-
-
 def rank(
     profile: Profile, workload: Workload, platform: Platform, catalog: Catalog
 ) -> tuple[list[Candidate], list[NearMiss]]:
@@ -252,8 +244,7 @@ def _data_disk(profile: Profile, workload: Workload, cand: Candidate, platform: 
         return None
     kind = rules_for(platform).disk_kind(cand.offer.family)
     n = max(cand.offer.host.accelerator_count, 1)
-    known = rules_for(platform).disk_kinds.get(kind)
-    limits = known.limits if known is not None else None
+    limits = disk_limits(kind)
     pol = profile.storage
     if limits is None or (pol.iops_per_accelerator is None and pol.throughput_mbps_per_accelerator is None):
         return DataDisk(kind=kind, size_gib=size)

@@ -25,7 +25,6 @@ from fullserver.platforms.base import (
 # per GiB; 125-1,000 MiB/s, at most 0.25 MiB/s per IOPS; 1-16,384 GiB.
 GP3 = DiskKind("gp3", 16_384, DiskLimits(3_000, 16_000, 500, 125, 1_000, 0.25))
 DISKS = {GP3.name: GP3}
-DISK_LIMITS = {k.name: k.limits for k in DISKS.values() if k.limits is not None}
 
 DATA_DISK_KINDS = ("gp3",)
 

@@ -181,10 +181,10 @@ class PlatformRules:
     zone_from_catalog: bool = False
     """An unset zone is the first zone the catalog lists for the shape in the region."""
     unset_zone_warning: str = ""
+    """What the plan says when no zone is set and none came from the catalog (``{accelerator}``)."""
     no_spot_fallback: str = ""
     """What the plan says when a spot-with-fallback profile runs on spot here and the platform
     builds no on-demand fallback: what happens when spot capacity is out ("": it builds one)."""
-    """What the plan says when no zone is set and none came from the catalog (``{accelerator}``)."""
     region_peers: Mapping[str, str] = field(default_factory=dict)
     """Another cloud's region -> this platform's nearest, so a comparison stays on one continent."""
     # --- refusals

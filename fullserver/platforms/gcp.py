@@ -37,7 +37,6 @@ PD_SSD = DiskKind("pd-ssd", 65_536)
 HYPERDISK_BALANCED = DiskKind("hyperdisk-balanced", 65_536, DiskLimits(3_000, 160_000, 500, 140, 2_400, None))
 DISKS = {k.name: k for k in (PD_BALANCED, PD_SSD, HYPERDISK_BALANCED)}
 """Compute Engine disk kinds; TPU VMs attach the same ones (``fullserver.platforms.tpu``)."""
-DISK_LIMITS = {k.name: k.limits for k in DISKS.values() if k.limits is not None}
 
 DATA_DISK_KINDS = ("pd-balanced", "pd-ssd", "hyperdisk-balanced")
 HYPERDISK_ONLY = (r"^(a3|a4)", "hyperdisk-balanced")
@@ -153,12 +152,12 @@ IAP_SSH_RANGE = "35.235.240.0/20"
 HEALTH_CHECK_RANGES = ("130.211.0.0/22", "35.191.0.0/16")
 """Google front ends that send load-balancer and autohealing health checks."""
 SERVING_ZONES = 3
+"""A regional managed instance group spreads over three zones unless told which."""
 LOAD_BALANCER_SCHEMES = ("external",)
 """Serving load balancers built here: Google's global external Application Load Balancer
 (``EXTERNAL_MANAGED``; no proxy-only subnet, no proxy-instance charge). Internal Application Load
 Balancers bill proxy instances, whose price the network catalog does not hold yet."""
 LOAD_BALANCER = "gcp-global-external"
-"""A regional managed instance group spreads over three zones unless told which."""
 RESERVATION_LABEL = "compute.googleapis.com/reservation-name"
 """The key a specific reservation affinity names a reservation by."""
 
