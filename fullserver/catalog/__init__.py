@@ -546,13 +546,30 @@ class _Loader:
 
 
 @functools.lru_cache(maxsize=8)
-def load_catalog(directory: Path = DATA_DIR) -> Catalog:
-    """Load and validate every ``*.yaml`` under ``directory`` (cached: the data is read-only)."""
+def _load_directory(directory: Path) -> Catalog:
     # network.yaml prices load balancers, NAT and addresses: fullserver.catalog.network reads it
     paths = sorted(p for p in directory.glob("*.yaml") if p.name != NETWORK_FILE)
     if not paths:
         raise InputError(str(directory), "no catalog data files", "add data/*.yaml files")
     return _Loader([(str(p), read_yaml(p)) for p in paths]).build()
+
+
+class _CatalogLoader:
+    """``load_catalog(directory)``: load and validate every ``*.yaml`` under ``directory`` (the
+    shipped data by default), cached once per directory however it is named (``load_catalog()``
+    and ``load_catalog(DATA_DIR)`` are one load, not two); the data is read-only."""
+
+    def __call__(self, directory: Path = DATA_DIR) -> Catalog:
+        return _load_directory(directory.resolve())
+
+    def cache_clear(self) -> None:
+        _load_directory.cache_clear()
+
+    def cache_info(self) -> Any:
+        return _load_directory.cache_info()
+
+
+load_catalog = _CatalogLoader()
 
 
 def catalog_from_data(files: list[tuple[str, dict[str, Any]]]) -> Catalog:
