@@ -27,9 +27,9 @@ from rich.text import Text
 from fullserver.baremetal.audit import HostAudit, audit_fleet
 from fullserver.baremetal.inventory import Inventory, InventoryEntry, load_inventory
 from fullserver.catalog import load_catalog
-from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE, FullserverError
+from fullserver.errors import FullserverError
 from fullserver.profiles import get_profile, load_profiles
-from fullserver_cli.fleet_view import fleet_progress, show_fleet
+from fullserver_cli.fleet_view import exit_code, fleet_progress, show_fleet
 
 
 def audit(
@@ -73,14 +73,6 @@ def check_keys(inv: Inventory, entries: list[InventoryEntry]) -> None:
 
     for e in {e.name: e for e in entries}.values():
         load_private_key(inv.private_key(e), inv.key_source(e))
-
-
-def exit_code(audits: list[HostAudit]) -> int:
-    if any(a.status in ("short", "unverified") for a in audits):
-        return EXIT_SHORT
-    if any(a.status == "error" for a in audits):
-        return EXIT_UNREACHABLE
-    return 0
 
 
 def _json(a: HostAudit) -> dict[str, object]:

@@ -17,6 +17,7 @@ from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from fullserver.baremetal import liblog
+from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE
 
 
 @contextmanager
@@ -65,3 +66,12 @@ def show_fleet(
                 highlight=False,
                 soft_wrap=True,
             )
+
+
+def exit_code(results: Sequence[Any]) -> int:
+    """4 when a host is short or could not be verified, else 5 when one could not be reached."""
+    if any(r.status in ("short", "unverified") for r in results):
+        return EXIT_SHORT
+    if any(r.status == "error" for r in results):
+        return EXIT_UNREACHABLE
+    return 0

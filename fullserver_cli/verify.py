@@ -32,14 +32,14 @@ from fullserver.baremetal.inventory import Inventory, inventory_from_data, load_
 from fullserver.baremetal.measure import Caps
 from fullserver.baremetal.verify import HostVerify, Promise, verify_fleet
 from fullserver.catalog import load_catalog
-from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE, FullserverError, InputError
+from fullserver.errors import FullserverError, InputError
 from fullserver.plan import plan_paths
 from fullserver.platform import Platform
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
 from fullserver.workload import DedicatedHost
 from fullserver_cli.audit import check_keys
-from fullserver_cli.fleet_view import fleet_progress, show_fleet
+from fullserver_cli.fleet_view import exit_code, fleet_progress, show_fleet
 from fullserver_cli.plan import STACKS_DIR
 
 
@@ -250,14 +250,6 @@ def cloud_inventory(stack: str, profile: str, key: str, cloud: CloudAccess | Non
         for i, ip in enumerate(addresses)
     ]
     return inventory_from_data(hosts, Path.cwd(), f"stack '{stack}' outputs", default_key=key)
-
-
-def exit_code(results: list[HostVerify]) -> int:
-    if any(r.status in ("short", "unverified") for r in results):
-        return EXIT_SHORT
-    if any(r.status == "error" for r in results):
-        return EXIT_UNREACHABLE
-    return 0
 
 
 def to_json(r: HostVerify) -> dict[str, object]:

@@ -23,7 +23,7 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE, InputError
 from fullserver.profiles import load_profiles
 from fullserver.workload import DedicatedHost
-from fullserver_cli.audit import exit_code
+from fullserver_cli.fleet_view import exit_code
 
 GOLDEN = Path(__file__).parent / "golden" / "probe"
 

@@ -21,7 +21,7 @@ from fullserver.baremetal.verify import HostVerify, Line, Promise, verify_fleet
 from fullserver.catalog import load_catalog
 from fullserver.errors import EXIT_INPUT, EXIT_SHORT, EXIT_UNREACHABLE
 from fullserver.profiles import get_profile, load_profiles
-from fullserver_cli.verify import exit_code
+from fullserver_cli.fleet_view import exit_code
 from tests.baremetal.testbed import H100_SXM, SshdHost, Testbed
 
 GOLDEN = Path(__file__).parent / "golden" / "verify"

@@ -27,7 +27,7 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE, FullserverError
 from fullserver.profiles import get_profile, load_profiles
 from fullserver.workload import DedicatedHost
-from fullserver_cli.verify import exit_code
+from fullserver_cli.fleet_view import exit_code
 from tests.baremetal.fakehost import FakeHost
 
 GOLDEN = Path(__file__).parent / "golden" / "verify"
