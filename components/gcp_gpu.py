@@ -44,7 +44,7 @@ from components.disks import gcp_data_disk
 from components.identity import GCP_SCOPES, gcp_service_account
 from components.images import gcp_image
 from components.labels import field, gcp_labels
-from components.network import direct_ssh, gcp_network
+from components.network import direct_ssh, gcp_network, gcp_project
 from components.serving import gcp_serving_group, server_keep_alive
 from components.startup import (
     GCP_DATA,
@@ -328,7 +328,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
         )
         self.public_ips = pulumi.Output.all(*[i.network_interfaces for i in instances]).apply(_public_ips)
         self.service_account = sa.email
-        proj = _project(self, project)
+        proj = gcp_project(self, project)
         direct = direct_ssh(access)
         if instances and keys and direct:
             self.connect = self.public_ips.apply(lambda ips: f"ssh {LOGIN_USER}@{ips[0]}")
@@ -401,11 +401,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
             for i in range(plan.gpu_nics):
                 own_network(f"{name}-gpu{i}", GPU_SUBNET.format(i), plan.nic_type, plan.mtu)
             return nics
-        proj: pulumi.Input[str] = (
-            project
-            if project is not None
-            else gcp.organizations.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self)).project
-        )
+        proj = gcp_project(self, project)
         roce = gcp.compute.Network(
             f"{name}-roce-net",
             project=project,
@@ -419,13 +415,6 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
             subnet = subnetted(f"{name}-roce{i}", GPU_SUBNET.format(i), roce)
             nics.append({"network": roce.id, "subnetwork": subnet.id, "nic_type": plan.nic_type})
         return nics
-
-
-def _project(parent: pulumi.Resource, project: pulumi.Input[str] | None) -> pulumi.Output[str]:
-    """The project the nodes live in: the args', else the provider's (what it creates them in)."""
-    if project is not None:
-        return pulumi.Output.from_input(project)
-    return gcp.organizations.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=parent)).project
 
 
 def gcloud_ssh(instance: str, zone: str, project: str, *, keys: bool, iap: bool) -> str:

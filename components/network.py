@@ -434,3 +434,10 @@ def aws_network(
         internet_gateway=igw,
         egress=tuple(routes),
     )
+
+
+def gcp_project(parent: pulumi.Resource, project: pulumi.Input[str] | None) -> pulumi.Output[str]:
+    """The project the nodes live in: the args', else the provider's (what it creates them in)."""
+    if project is not None:
+        return pulumi.Output.from_input(project)
+    return gcp.organizations.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=parent)).project

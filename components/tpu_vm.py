@@ -49,7 +49,7 @@ from components.args import TpuVmArgs, check_access, check_data_disk, refuse
 from components.disks import gcp_data_disk
 from components.identity import GCP_SCOPES, gcp_service_account
 from components.labels import field, gcp_labels, gcp_name
-from components.network import direct_ssh, gcp_network
+from components.network import direct_ssh, gcp_network, gcp_project
 from components.startup import LOGIN_USER, TPU_DATA, DiskPlan, boot_script, gcp_login_metadata
 from fullserver.platforms import Request, tpu
 
@@ -206,11 +206,7 @@ class TpuVmEnvironment(pulumi.ComponentResource):
         node_id = gcp_name(f"{name}-tpu")
         keys = list(access.get("ssh_public_keys", []))
         direct = direct_ssh(access)
-        proj: pulumi.Input[str] = (
-            project
-            if project is not None
-            else gcp.organizations.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self)).project
-        )
+        proj = gcp_project(self, project)
         if args["queued"]:
             pulumi.log.warn(
                 f"{name}: a queued TPU slice runs as the project's default compute service account and carries no labels "
