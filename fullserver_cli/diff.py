@@ -33,7 +33,7 @@ from fullserver_cli import gitbase
 from fullserver_cli.diff_render import markdown, terminal
 from fullserver_cli.guardrails import available as guardrails_available
 from fullserver_cli.output import console, emit_json, fail
-from fullserver_cli.plan import STACKS_DIR
+from fullserver_cli.plan import STACKS_DIR, plan_document
 
 CATALOG_DIR = DATA_DIR
 """The catalog the working tree plans with; its base version is read from the base commit when
@@ -222,11 +222,7 @@ def plan_documents(
         staleness = plan_staleness_warnings(plan, catalog, today, max_price_age_days)
         docs.append(
             {
-                **plan.model_dump(mode="json"),
-                "usd_month": plan.cost.usd_month,
-                "usd_hour": plan.cost.usd_hour,
-                "warnings": [*plan.warnings, *staleness, *done.warnings],
-                "resources": done.resources,
+                **plan_document(plan, [*plan.warnings, *staleness, *done.warnings], done.resources),
                 "guardrails": None if done.guardrails is None else [g.model_dump(mode="json") for g in done.guardrails],
             }
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -55,6 +55,17 @@ def plan(
         raise fail(exc) from None
 
 
+def plan_document(plan: StackPlan, warnings: list[str], resources: list[dict[str, Any]]) -> dict[str, Any]:
+    """One stack as ``plan --json`` writes it, and as ``diff --base-plan`` reads it back."""
+    return {
+        **plan.model_dump(mode="json"),
+        "usd_month": plan.cost.usd_month,
+        "usd_hour": plan.cost.usd_hour,
+        "warnings": warnings,
+        "resources": resources,
+    }
+
+
 def _print(
     plans: list[StackPlan],
     warnings: dict[str, list[str]],
@@ -73,13 +84,7 @@ def _print(
             raise fail(exc) from None
         emit_json(
             [
-                {
-                    **p.model_dump(mode="json"),
-                    "usd_month": p.cost.usd_month,
-                    "usd_hour": p.cost.usd_hour,
-                    "warnings": [*warnings[p.stack], *g.warnings],
-                    "resources": rows_json(g),
-                }
+                plan_document(p, [*warnings[p.stack], *g.warnings], rows_json(g))
                 for p, g in zip(plans, graphs, strict=True)
             ]
         )
