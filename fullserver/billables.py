@@ -40,17 +40,12 @@ CLOUDS: dict[str, ModuleType] = {"aws": aws_platform, "gcp": gcp_platform}
 """The platform module that answers, per cloud provider, which load balancers it builds."""
 
 
-def machines(spec: EnvironmentSpec) -> int:
-    """Machines the estimate runs: every node, times the serving group's minimum replicas."""
-    return spec.nodes * (spec.serving.min_replicas if spec.serving else 1)
-
-
 def decide(spec: EnvironmentSpec) -> Billables:
     """The billed network resources of a spec (module docstring); none for bare metal."""
     cloud = CLOUDS.get(spec.provider)
     if cloud is None:
         return Billables()
-    n = machines(spec)
+    n = spec.machines
     public = spec.network.public_ip
     lb, lb_ips, checks, zones = "", 0, 0, 1
     # the spot group's fallback alarm (components.aws_gpu), two per target-tracking policy

@@ -83,8 +83,7 @@ def _compute_hourly(
     (``fullserver.hourly``), times the nodes and replicas it runs (a slice is priced whole)."""
     offer = catalog.offer(spec.offer)
     assert offer is not None, spec.offer
-    replicas = spec.serving.min_replicas if spec.serving else 1
-    units = (1 if rules_for(spec.platform).slices else spec.nodes) * replicas
+    units = (1 if rules_for(spec.platform).slices else spec.nodes) * spec.replicas
     rate = hourly_rate(offer, spec.region, profile, catalog)
     if rate.warning:
         warnings.append(rate.warning)
@@ -98,7 +97,7 @@ def _storage_lines(
     about, never priced at $0."""
     lines: list[CostLine] = []
     provider = spec.provider
-    machines = spec.nodes * (spec.serving.min_replicas if spec.serving else 1)
+    machines = spec.machines
     rules = rules_for(spec.platform)
     disks: list[tuple[str, str, float, int, int]] = []
     if rules.boot_disk_sized:

@@ -163,3 +163,13 @@ class EnvironmentSpec(Frozen):
     @property
     def provider(self) -> str:
         return self.platform.provider
+
+    @property
+    def replicas(self) -> int:
+        """Copies of the environment that run: a serving group's minimum, else one."""
+        return self.serving.min_replicas if self.serving else 1
+
+    @property
+    def machines(self) -> int:
+        """Machines billed: every node of every replica (disks, addresses and NAT count them)."""
+        return self.nodes * self.replicas
