@@ -30,7 +30,6 @@ from fullserver.errors import InputError
 from fullserver.platform import AcceleratorKind
 from fullserver.platforms import aws as aws_platform
 from fullserver.platforms import gcp as gcp_platform
-from fullserver.platforms import rules_for
 from fullserver.rules import HOURS_PER_MONTH
 from fullserver.serving import DEFAULT_MODEL, MAX_INITIAL_DELAY_SECONDS, model_server, serving_spec
 from fullserver.spec import Billables, EnvironmentSpec
@@ -126,8 +125,7 @@ def complete_spec(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -
             token_secret=cfg.token_secret,
         )
         offer = catalog.offer(spec.offer)
-        in_region = rules_for(spec.platform).zone_in_region
-        zones = [z for z in (offer.zones if offer else ()) if in_region(z, spec.region)]
+        zones = offer.zones_in(spec.region) if offer else []
         endpoint = serving_spec(
             spec.serving,
             server,

@@ -156,8 +156,7 @@ def _zone_ok(offer: Offer, workload: Workload) -> bool:
         return True
     if workload.zone:
         return workload.zone in offer.zones
-    rules = rules_for(offer.platform)
-    return any(rules.zone_in_region(z, workload.region) for z in offer.zones)
+    return bool(offer.zones_in(workload.region))
 
 
 def _distance(report: BalanceReport) -> float:
@@ -291,7 +290,7 @@ def _zone(platform: Platform, offer: Offer, workload: Workload) -> str | None:
     rules = rules_for(platform)
     if workload.zone or not rules.zone_from_catalog:
         return workload.zone
-    in_region = sorted(z for z in offer.zones if rules.zone_in_region(z, workload.region))
+    in_region = offer.zones_in(workload.region)
     return in_region[0] if in_region else None
 
 

@@ -87,6 +87,11 @@ class Offer:
     def total_accelerators(self) -> int:
         return self.host.accelerator_count * self.hosts
 
+    def zones_in(self, region: str) -> list[str]:
+        """The zones of ``region`` the catalog lists for this offer, in order (none listed: [])."""
+        rules = rules_for(self.platform)
+        return sorted(z for z in self.zones if rules.zone_in_region(z, region))
+
 
 @dataclass(frozen=True)
 class Catalog:
