@@ -445,6 +445,10 @@ class _Loader:
         """Zones per machine series; every series names shapes the catalog has, each zone is a GCP
         zone, and every region a shape of the series is priced in has one of them (else the shape
         could be chosen there but never built)."""
+        priced: dict[str, list[str]] = {}  # shape -> the regions it is priced in, read once
+        for _, f in self.files:
+            for price in f.shape_prices:
+                priced.setdefault(price.shape, []).append(price.region)
         out: dict[str, tuple[str, ...]] = {}
         for where, f in self.files:
             for i, mz in enumerate(f.machine_zones):
@@ -462,12 +466,12 @@ class _Loader:
                         raise InputError(where, f"{item}: '{zone}' is not a zone", "write zones as us-central1-a")
                     regions.add(region)
                 for name in members:
-                    for p in (p for _, g in self.files for p in g.shape_prices if p.shape == name):
-                        if p.region not in regions:
+                    for region in priced.get(name, []):
+                        if region not in regions:
                             raise InputError(
                                 where,
-                                f"{item}: {name} is priced in {p.region} but no zone there is listed",
-                                f"add the {p.region} zones that sell {mz.series}, or drop the price",
+                                f"{item}: {name} is priced in {region} but no zone there is listed",
+                                f"add the {region} zones that sell {mz.series}, or drop the price",
                             )
                 out[mz.series] = tuple(sorted(set(mz.zones)))
         return out
