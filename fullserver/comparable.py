@@ -17,11 +17,13 @@ import math
 from dataclasses import dataclass
 
 from fullserver.catalog import Catalog, Offer
-from fullserver.hourly import hourly_rate
 from fullserver.platforms import rules_for
 from fullserver.profiles import PricingModel, Profile
 from fullserver.spec import EnvironmentSpec
 
+# The pricing model a price is on, as comparisons label it (``CostEstimate.basis``): an hourly
+# rate's (``fullserver.hourly.Rate.basis``: these two or ``reserved N-year``), or the monthly
+# contract of a dedicated server.
 SPOT = "spot"
 ON_DEMAND = "on-demand"
 DEDICATED = "dedicated monthly"
@@ -70,17 +72,6 @@ def slice_covering(reference: Capacity, generation: str, catalog: Catalog) -> Of
     )
     covering = [o for o in slices if o.total_accelerators * acc.memory_gib >= reference.gib]
     return covering[0] if covering else (slices[-1] if slices else None)
-
-
-def pricing_basis(spec: EnvironmentSpec, profile: Profile, catalog: Catalog) -> str:
-    """The pricing model the estimate of ``spec`` under ``profile`` is on: the hourly rate's own
-    answer (``fullserver.hourly``), or the monthly contract of a dedicated server."""
-    if rules_for(spec.platform).declared_hardware:
-        return DEDICATED
-    offer = catalog.offer(spec.offer)
-    if offer is None or spec.region not in offer.prices:
-        return ON_DEMAND
-    return hourly_rate(offer, spec.region, profile, catalog).basis
 
 
 def as_on_demand(spec: EnvironmentSpec, profile: Profile) -> tuple[EnvironmentSpec, Profile]:

@@ -9,10 +9,11 @@ month whether used or not. The difference shows as its own "idle" line.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
+from fullserver.comparable import DEDICATED
 from fullserver.hourly import hourly_rate
 from fullserver.platforms import rules_for
 from fullserver.profiles import PricingModel, Profile
@@ -38,6 +39,9 @@ class CostEstimate(BaseModel):
     offer: str
     region: str
     pricing: PricingModel
+    basis: str = Field(exclude=True)
+    """The pricing model the compute is priced on, as comparisons label it: the hourly rate's
+    (``Rate.basis``), or ``dedicated monthly`` for a contract. Not dumped: plan output is unchanged."""
     compute_usd_hour: float
     paid_hours: float
     productive_hours: float
@@ -78,16 +82,17 @@ def _hours(profile: Profile, workload: Workload) -> tuple[float, float]:
 
 def _compute_hourly(
     spec: EnvironmentSpec, profile: Profile, catalog: Catalog, warnings: list[str]
-) -> tuple[float, str]:
+) -> tuple[float, str, str]:
     """The compute rate of the whole environment: the rate sizing ranked the shape by
-    (``fullserver.hourly``), times the nodes and replicas it runs (a slice is priced whole)."""
+    (``fullserver.hourly``), times the nodes and replicas it runs (a slice is priced whole), its
+    note and its pricing basis."""
     offer = catalog.offer(spec.offer)
     assert offer is not None, spec.offer
     units = (1 if rules_for(spec.platform).slices else spec.nodes) * spec.replicas
     rate = hourly_rate(offer, spec.region, profile, catalog)
     if rate.warning:
         warnings.append(rate.warning)
-    return rate.usd * units, f"{rate.note} x {units}"
+    return rate.usd * units, f"{rate.note} x {units}", rate.basis
 
 
 def _storage_lines(
@@ -135,6 +140,7 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
         ded = spec.dedicated
         assert ded is not None
         servers = spec.nodes
+        basis = DEDICATED
         compute_hour = ded.monthly_usd * servers / HOURS_PER_MONTH
         lines.append(
             CostLine(
@@ -155,7 +161,7 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
         if ded.setup_usd:
             lines.append(CostLine(item="setup fee (over 12 months)", usd_month=round(ded.setup_usd / 12, 2)))
     else:
-        compute_hour, note = _compute_hourly(spec, profile, catalog, warnings)
+        compute_hour, note, basis = _compute_hourly(spec, profile, catalog, warnings)
         lines.append(CostLine(item="compute", usd_month=round(compute_hour * productive, 2), note=note))
         # Ephemeral disks live as long as the machine; persistent ones are billed all month.
         share = paid / HOURS_PER_MONTH if spec.lifecycle.mode == "ephemeral" else 1.0
@@ -190,6 +196,7 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
         offer=spec.offer,
         region=spec.region,
         pricing=spec.pricing,
+        basis=basis,
         compute_usd_hour=round(compute_hour, 4),
         paid_hours=round(paid, 1),
         productive_hours=round(productive, 1),

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fullserver.catalog import Catalog, Offer
+from fullserver.comparable import ON_DEMAND, SPOT
 from fullserver.platforms import rules_for
 from fullserver.profiles import PricingModel, Profile
 
@@ -31,9 +32,9 @@ class Rate:
     """Requested as spot capacity."""
     note: str
     warning: str = ""
-    basis: str = "on-demand"
+    basis: str = ON_DEMAND
     """The pricing model the rate is on, as comparisons label it: ``spot``, ``reserved N-year``
-    or ``on-demand`` (one answer, so a comparison never re-derives it)."""
+    or ``on-demand``; the cost estimate carries it (``CostEstimate.basis``)."""
 
 
 def hourly_rate(offer: Offer, region: str, profile: Profile, catalog: Catalog) -> Rate:
@@ -49,7 +50,7 @@ def hourly_rate(offer: Offer, region: str, profile: Profile, catalog: Catalog) -
             True,
             f"expected {usd:.2f}/h: {share:.0%} of hours spot {price.spot:.2f}/h, "
             f"{1 - share:.0%} on-demand fallback {od:.2f}/h",
-            basis="spot",
+            basis=SPOT,
         )
     if profile.pricing is PricingModel.RESERVED:
         years = profile.cost.commitment_years or 1

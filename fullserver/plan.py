@@ -17,7 +17,6 @@ from fullserver.comparable import (
     Capacity,
     as_on_demand,
     of_spec,
-    pricing_basis,
     units_covering,
 )
 from fullserver.cost import CostEstimate, estimate
@@ -146,10 +145,17 @@ def _variant(
     return _Row(alt.platform, region, profile, variant, spec, other_profile=alt.profile)
 
 
-def _compare(row: _Row, catalog: Catalog, reference: Capacity | None, on_demand: bool, why: str = "") -> Comparison:
-    """Price one row; ``on_demand`` reprices spot and reserved rows on demand so that every
-    cloud row of the plan shares one pricing model."""
-    if row.spec is None:
+def _compare(
+    row: _Row,
+    cost: CostEstimate | None,
+    catalog: Catalog,
+    reference: Capacity | None,
+    on_demand: bool,
+    why: str = "",
+) -> Comparison:
+    """One row and its estimate (``None`` where the row has no spec); ``on_demand`` reprices
+    spot and reserved rows on demand so that every cloud row of the plan shares one pricing model."""
+    if row.spec is None or cost is None:
         return Comparison(
             platform=row.platform,
             offer=None,
@@ -158,12 +164,10 @@ def _compare(row: _Row, catalog: Catalog, reference: Capacity | None, on_demand:
             usd_per_productive_hour=None,
             note=row.why_not,
         )
-    spec, profile = row.spec, row.profile
-    basis = pricing_basis(spec, profile, catalog)
-    repriced = on_demand and basis not in (ON_DEMAND, DEDICATED)
-    if repriced:
-        spec, profile = as_on_demand(spec, profile)
-    cost = estimate(spec, profile, row.workload, catalog)
+    spec = row.spec
+    if on_demand and cost.basis not in (ON_DEMAND, DEDICATED):
+        spec, profile = as_on_demand(spec, row.profile)
+        cost = estimate(spec, profile, row.workload, catalog)
     held = of_spec(spec)
     note = "balanced" if spec.balance.ok else spec.balance.summary()
     note += f", {spec.nodes} node(s)"
@@ -177,7 +181,7 @@ def _compare(row: _Row, catalog: Catalog, reference: Capacity | None, on_demand:
         usd_month=cost.usd_month,
         usd_per_productive_hour=cost.usd_per_productive_hour,
         note=note,
-        pricing=ON_DEMAND if repriced else basis,
+        pricing=cost.basis,
         capacity=held.describe() if held else None,
         capacity_ratio=held.ratio_to(reference) if held and reference else None,
     )
@@ -205,17 +209,20 @@ def compare(
         for a in _alternatives(profile, workload, spec.platform)
     ]
     chosen = _Row(spec.platform, spec.region, profile, workload, spec)
+    priced = [
+        (r, None if r.spec is None else estimate(r.spec, r.profile, r.workload, catalog)) for r in (chosen, *rows)
+    ]
     by_basis: dict[str, list[str]] = {}
-    for r in (chosen, *rows):
-        if r.spec is not None:
-            by_basis.setdefault(pricing_basis(r.spec, r.profile, catalog), []).append(r.platform.value)
+    for r, cost in priced:
+        if cost is not None:
+            by_basis.setdefault(cost.basis, []).append(r.platform.value)
     by_basis.pop(DEDICATED, None)
     on_demand = len(by_basis) > 1
     found = "; ".join(f"{basis} for {', '.join(names)}" for basis, names in sorted(by_basis.items()))
     why = f"every row compared on demand, the one pricing model all have (their own: {found})" if on_demand else ""
     return (
-        [_compare(r, catalog, reference, on_demand) for r in rows],
-        _compare(chosen, catalog, reference, on_demand, why),
+        [_compare(r, cost, catalog, reference, on_demand) for r, cost in priced[1:]],
+        _compare(*priced[0], catalog, reference, on_demand, why),
     )
 
 

@@ -24,7 +24,6 @@ from fullserver.comparable import (
     as_on_demand,
     capacity,
     of_spec,
-    pricing_basis,
     slice_covering,
 )
 from fullserver.cost import estimate
@@ -249,17 +248,25 @@ def _region(needs: Needs, platform: Platform, catalog: Catalog) -> str:
     return default_region(platform, needs.region or ("us-east-1" if needs.cloud == "aws" else "us-central1"), catalog)
 
 
-def reference_job(needs: Needs, profile: Profile, catalog: Catalog) -> Capacity:
-    """The job every platform of a profile is priced to hold: the GPUs asked for (else one L4,
-    or 8 H100s per node at scale) on the nodes the profile runs. A TPU is sized to it."""
+def _reference_gpus(needs: Needs, profile: Profile) -> tuple[str, int, int]:
+    """(GPU model, GPUs per node, nodes): the GPUs asked for (else one L4, or 8 H100s per node at
+    scale) on the nodes the profile runs."""
     multi = needs.scale == "multi-node"
-    count = needs.gpu_count or (8 if multi else 1)
-    nodes = 2 if multi and profile.topology.nodes == "multi" else 1
-    return capacity(needs.gpu or ("H100-80GB" if multi else "L4"), count * nodes, catalog)
+    return (
+        needs.gpu or ("H100-80GB" if multi else "L4"),
+        needs.gpu_count or (8 if multi else 1),
+        2 if multi and profile.topology.nodes == "multi" else 1,
+    )
+
+
+def reference_job(needs: Needs, profile: Profile, catalog: Catalog) -> Capacity:
+    """The job every platform of a profile is priced to hold (``_reference_gpus``); a GPU platform
+    runs exactly it and a TPU is sized to it."""
+    accelerator, per_node, nodes = _reference_gpus(needs, profile)
+    return capacity(accelerator, per_node * nodes, catalog)
 
 
 def _workload(needs: Needs, profile: Profile, platform: Platform, catalog: Catalog) -> Workload:
-    multi = needs.scale == "multi-node"
     data: dict[str, object] = {
         "profile": profile.name,
         "platform": platform,
@@ -268,15 +275,14 @@ def _workload(needs: Needs, profile: Profile, platform: Platform, catalog: Catal
     }
     rules = rules_for(platform)
     if rules.slices:
-        fits = slice_covering(reference_job(needs, profile, catalog), "TPU-v5p" if multi else "TPU-v5e", catalog)
+        generation = "TPU-v5p" if needs.scale == "multi-node" else "TPU-v5e"
+        fits = slice_covering(reference_job(needs, profile, catalog), generation, catalog)
         data["accelerator"] = needs.tpu or (fits.name if fits else None)
         offer = catalog.offer(str(data["accelerator"]))
         if offer and data["region"] not in offer.prices and offer.prices:
             data["region"] = sorted(offer.prices)[0]  # TPU generations live in few regions
     else:
-        data["accelerator"] = needs.gpu or ("H100-80GB" if multi else "L4")
-        data["accelerator_count"] = needs.gpu_count or (8 if multi else 1)
-        data["nodes"] = 2 if multi and profile.topology.nodes == "multi" else 1
+        data["accelerator"], data["accelerator_count"], data["nodes"] = _reference_gpus(needs, profile)
     if rules.declared_hardware:
         data["dedicated"] = _dedicated(
             needs, profile, str(data["accelerator"]), int(str(data["accelerator_count"])), catalog
@@ -324,9 +330,8 @@ def _price(needs: Needs, profile: Profile, platform: Platform, catalog: Catalog)
             shape = spec.tpu.accelerator_type if spec.tpu else f"{spec.accelerator_count} x {spec.accelerator}"
             note = f"{shape} x {spec.nodes} node(s)"
         cost = estimate(spec, profile, work, catalog)
-        basis = pricing_basis(spec, profile, catalog)
-        on_demand = cost.usd_month if basis == ON_DEMAND and cost.complete else None
-        if basis not in (ON_DEMAND, DEDICATED):
+        on_demand = cost.usd_month if cost.basis == ON_DEMAND and cost.complete else None
+        if cost.basis not in (ON_DEMAND, DEDICATED):
             od_cost = estimate(*as_on_demand(spec, profile), work, catalog)
             on_demand = od_cost.usd_month if od_cost.complete else None  # a lower bound breaks no tie
         if not cost.complete:
@@ -341,7 +346,7 @@ def _price(needs: Needs, profile: Profile, platform: Platform, catalog: Catalog)
         region=spec.region,
         usd_month=cost.usd_month,
         note=note,
-        pricing=basis,
+        pricing=cost.basis,
         capacity=held.describe() if held else None,
         reference=reference.describe(),
         capacity_ratio=held.ratio_to(reference) if held else None,

@@ -294,7 +294,7 @@ def _zone(platform: Platform, offer: Offer, workload: Workload) -> str | None:
     return in_region[0] if in_region else None
 
 
-def _tpu_spec(offer: Offer, workload: Workload) -> TpuSpec:
+def _tpu_spec(offer: Offer, workload: Workload, queued: bool) -> TpuSpec:
     # The generic base image works with every framework (the framework is pip-installed on it);
     # it is listed first in the catalog for that reason.
     runtime = workload.image or offer.runtime_versions[0]
@@ -309,7 +309,7 @@ def _tpu_spec(offer: Offer, workload: Workload) -> TpuSpec:
         topology=offer.topology,
         runtime_version=runtime,
         hosts=offer.hosts,
-        queued=workload.queued or offer.hosts > 1,
+        queued=queued,
     )
 
 
@@ -333,7 +333,13 @@ def refused(refusal: Refusal) -> InputError:
 
 
 def _check_capacity(
-    profile: Profile, workload: Workload, offer: Offer, platform: Platform, zone: str | None, disk: DataDisk | None
+    profile: Profile,
+    workload: Workload,
+    offer: Offer,
+    platform: Platform,
+    zone: str | None,
+    disk: DataDisk | None,
+    queued: bool,
 ) -> None:
     """The platform's rules for what the environment asks (spot with a reservation, a queued TPU
     request that cannot be spot, a capacity block without its id, ...): the same rules, in the
@@ -348,7 +354,7 @@ def _check_capacity(
         spot=profile.pricing is PricingModel.SPOT_WITH_FALLBACK,
         reservation=workload.reservation,
         zone=workload.zone if workload.reservation else zone,
-        queued=rules_for(platform).slices and (workload.queued or offer.hosts > 1),
+        queued=queued,
         queued_asked=workload.queued,
         capacity_block=workload.capacity_block,
         data_disk=disk.kind if disk is not None else None,
@@ -392,6 +398,7 @@ def build_spec(
         warnings.append(f"no published spot price for {offer.name} in {workload.region}: priced and run on-demand")
     if cand.spot and rules.no_spot_fallback:
         warnings.append(rules.no_spot_fallback)
+    # A slice is requested through a queued resource when the stack asks, or it spans hosts.
     queued = rules.slices and (workload.queued or offer.hosts > 1)
     if queued and workload.ssh_public_keys:
         warnings.append(
@@ -414,7 +421,7 @@ def build_spec(
     local = _local_nvme(offer, nvme_need)
     public_ip, ranges = _access(profile, workload)
     disk = _data_disk(profile, workload, cand, platform)
-    _check_capacity(profile, workload, offer, platform, zone, disk)
+    _check_capacity(profile, workload, offer, platform, zone, disk, queued)
     lifecycle = profile.lifecycle
     if workload.ttl_hours is not None:
         if lifecycle.mode != "ephemeral":
@@ -455,7 +462,7 @@ def build_spec(
             ssh_public_keys=list(workload.ssh_public_keys or []),
             gbps_per_node=offer.host.network_gbps or 0,  # unknown: warned above
         ),
-        tpu=_tpu_spec(offer, workload) if rules.slices else None,
+        tpu=_tpu_spec(offer, workload, queued) if rules.slices else None,
         serving=profile.serving,
         image=None if rules.image_is_runtime else workload.image,
         reservation=workload.reservation,

@@ -37,24 +37,27 @@ class Base:
         return self.commit[:10]
 
 
-def _git(top: Path | None, *args: str, what: str) -> str:
+def _run(top: Path | None, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``git args`` in ``top``, bounded in time; git missing or too slow is one line."""
     try:
-        done = subprocess.run(
-            ["git", *args],
-            cwd=top,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
+        return subprocess.run(["git", *args], cwd=top, capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
     except FileNotFoundError:
         raise InputError("--base", "git is not installed", "install git, or give --base-plan plan.json") from None
     except subprocess.TimeoutExpired:
         raise InputError("--base", f"git {args[0]} took over {GIT_TIMEOUT_S} s", "try again") from None
+
+
+def _text(out: bytes) -> str:
+    return out.decode(errors="replace")
+
+
+def _git(top: Path | None, *args: str, what: str) -> str:
+    """Its output; a failure is one line saying ``what`` could not be done, in git's words."""
+    done = _run(top, *args)
     if done.returncode != 0:
-        err = " ".join(done.stderr.split()) or f"git {args[0]} exited {done.returncode}"
+        err = " ".join(_text(done.stderr).split()) or f"git {args[0]} exited {done.returncode}"
         raise InputError("--base", f"{what}: {err}", "give --base REF or --base-plan plan.json")
-    return done.stdout
+    return _text(done.stdout)
 
 
 def toplevel(cwd: Path) -> Path:
@@ -71,29 +74,16 @@ def toplevel(cwd: Path) -> Path:
 
 
 def _commit(top: Path, ref: str) -> str | None:
-    done = subprocess.run(
-        ["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-        cwd=top,
-        capture_output=True,
-        text=True,
-        timeout=GIT_TIMEOUT_S,
-        check=False,
-    )
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+    done = _run(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    commit = _text(done.stdout).strip()
+    return commit if done.returncode == 0 and commit else None
 
 
 def default_branch(top: Path) -> str | None:
     """The default branch: ``origin/HEAD`` where the clone recorded it, else the first of
     ``origin/main``, ``origin/master``, ``main``, ``master`` that exists."""
-    head = subprocess.run(
-        ["git", "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"],
-        cwd=top,
-        capture_output=True,
-        text=True,
-        timeout=GIT_TIMEOUT_S,
-        check=False,
-    )
-    names = [head.stdout.strip().removeprefix("refs/remotes/")] if head.returncode == 0 else []
+    head = _run(top, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD")
+    names = [_text(head.stdout).strip().removeprefix("refs/remotes/")] if head.returncode == 0 else []
     return next((n for n in [*names, *DEFAULT_BRANCHES] if n and _commit(top, n)), None)
 
 
@@ -138,15 +128,9 @@ def snapshot(base: Base, paths: list[Path]) -> Iterator[Path]:
         root = Path(tmp)
         present = _existing(base.top, base.commit, rel)
         if present:
-            done = subprocess.run(
-                ["git", "archive", "--format=tar", base.commit, "--", *present],
-                cwd=base.top,
-                capture_output=True,
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-            )
+            done = _run(base.top, "archive", "--format=tar", base.commit, "--", *present)
             if done.returncode != 0:
-                err = " ".join(done.stderr.decode(errors="replace").split())
+                err = " ".join(_text(done.stderr).split())
                 raise InputError("--base", f"git archive {base.short}: {err}", "check the ref")
             with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
                 tar.extractall(root, filter="data")

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from fullserver.baremetal.config import check_path
 from fullserver.baremetal.errors import ProbeError
+from fullserver.baremetal.probe import SECTION_FUNCTIONS, read_sections
 from fullserver.baremetal.shell import q
 
 SCRATCH_PREFIX = ".fullserver-verify."
@@ -65,31 +66,11 @@ class Caps:
 
 # --- sections -----------------------------------------------------------------------------------
 
-_SECTION = re.compile(r"^@@fullserver:section (\w+)$")
-_END = re.compile(r"^@@fullserver:end (\w+) (-?\d+)$")
-
 
 def sections(text: str) -> dict[str, tuple[int, str]]:
-    """``@@fullserver:section NAME`` … ``@@fullserver:end NAME RC`` → ``{name: (rc, text)}``."""
-    out: dict[str, tuple[int, str]] = {}
-    current: str | None = None
-    lines: list[str] = []
-    for raw in text.splitlines():
-        line = raw.rstrip("\r")
-        start, end = _SECTION.match(line), _END.match(line)
-        if start:
-            current, lines = start.group(1), []
-        elif end and current == end.group(1):
-            out[end.group(1)] = (int(end.group(2)), "\n".join(lines))
-            current = None
-        elif current is not None:
-            lines.append(line)
-    return out
-
-
-_S = (
-    's() { printf \'\\n@@fullserver:section %s\\n\' "$1"; }; e() { printf \'\\n@@fullserver:end %s %s\\n\' "$1" "$2"; }'
-)
+    """``@@fullserver:section NAME`` … ``@@fullserver:end NAME RC`` → ``{name: (rc, text)}``
+    (``probe.read_sections``, each section's lines joined back into its text)."""
+    return {name: (rc, "\n".join(lines)) for name, (rc, lines) in read_sections(text).items()}
 
 
 # --- GPUs ---------------------------------------------------------------------------------------
@@ -100,7 +81,7 @@ def gpu_script(caps: Caps) -> str:
     driver hangs nvidia-smi); 127 when nvidia-smi is not installed."""
     t = caps.gpu_seconds
     return (
-        f"{_S}\n"
+        f"{SECTION_FUNCTIONS}\n"
         "if ! command -v nvidia-smi >/dev/null 2>&1; then s xml; e xml 127; s topo; e topo 127; exit 0; fi\n"
         f"s xml; timeout -k 2 {t} nvidia-smi -q -x 2>&1; e xml $?\n"
         f"s topo; timeout -k 2 {t} nvidia-smi topo -m 2>&1; e topo $?\n"
@@ -333,7 +314,7 @@ def disk_script(mountpoint: str, caps: Caps) -> str:
         f"s {job}; timeout -k 2 {t} {' '.join(q(a) for a in fio_args(job, caps))} 2>&1; e {job} $?" for job in FIO_JOBS
     )
     return (
-        f"{_S}\n"
+        f"{SECTION_FUNCTIONS}\n"
         f"s mount; findmnt -n -r -o SOURCE,FSTYPE --mountpoint {m}; e mount $?\n"
         f"findmnt -n --mountpoint {m} >/dev/null 2>&1 || exit 0\n"
         "command -v fio >/dev/null 2>&1 || { s fio; e fio 127; exit 0; }\n"

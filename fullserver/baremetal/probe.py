@@ -36,11 +36,16 @@ GPU_FIELDS = ("index", "name", "uuid", "pci.bus_id", "memory.total", "driver_ver
 LSBLK_COLUMNS = "NAME,PATH,TYPE,SIZE,MODEL,SERIAL,TRAN,ROTA,FSTYPE,MOUNTPOINTS"
 PROBE_TIMEOUT = 60.0
 
+SECTION_FUNCTIONS = (
+    's() { printf \'\\n@@fullserver:section %s\\n\' "$1"; }\ne() { printf \'\\n@@fullserver:end %s %s\\n\' "$1" "$2"; }'
+)
+"""The shell functions a script printing sections starts with (here and ``measure``): ``s NAME``
+opens a section, ``e NAME RC`` closes it with the exit status (``read_sections`` reads them)."""
+
 # CPU topology is read by one grep + awk for all CPUs: a loop of `cat`s would fork twice per
 # hardware thread (448 processes on a 224-thread host) on every probe and every refresh.
 PROBE_SCRIPT = f"""
-s() {{ printf '\\n@@fullserver:section %s\\n' "$1"; }}
-e() {{ printf '\\n@@fullserver:end %s %s\\n' "$1" "$2"; }}
+{SECTION_FUNCTIONS}
 s os; cat /etc/os-release; e os $?
 s kernel; uname -r -m; e kernel $?
 s cpuinfo; grep -m1 -E '^(model name|Model|cpu model)[[:space:]]*:' /proc/cpuinfo; e cpuinfo $?
@@ -194,22 +199,28 @@ _END = re.compile(r"^@@fullserver:end (\w+) (-?\d+)$")
 REQUIRED_SECTIONS = ("os", "kernel", "cpuinfo", "cpus", "numa", "meminfo", "lsblk", "nics", "rdma", "gpus")
 
 
-def split_sections(host: str, text: str) -> Sections:
-    """Sentinel-delimited sections → ``{name: (exit status, lines)}``; noise outside them is ignored."""
+def read_sections(text: str) -> Sections:
+    """Sentinel-delimited sections (``SECTION_FUNCTIONS``) → ``{name: (exit status, lines)}``,
+    every line kept; noise outside them is ignored."""
     out: Sections = {}
     current: str | None = None
     lines: list[str] = []
     for raw in text.splitlines():
         line = raw.rstrip("\r")
-        start = _SECTION.match(line)
-        end = _END.match(line)
+        start, end = _SECTION.match(line), _END.match(line)
         if start:
             current, lines = start.group(1), []
         elif end and current == end.group(1):
-            out[end.group(1)] = (int(end.group(2)), [x for x in lines if x.strip()])
+            out[end.group(1)] = (int(end.group(2)), lines)
             current = None
         elif current is not None:
             lines.append(line)
+    return out
+
+
+def split_sections(host: str, text: str) -> Sections:
+    """The probe's sections without blank lines; every one the parsers need must be there."""
+    out = {name: (rc, [x for x in lines if x.strip()]) for name, (rc, lines) in read_sections(text).items()}
     missing = [s for s in REQUIRED_SECTIONS if s not in out]
     if missing:
         raise ProbeError(

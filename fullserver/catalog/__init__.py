@@ -236,9 +236,12 @@ class _Loader:
                     raise InputError(where, f"accelerators[{i}]: duplicate accelerator '{acc.name}'", "define it once")
                 accelerators[acc.name] = acc
 
-        def check_source(where: str, item: str, key: str) -> None:
-            if key not in sources:
-                raise InputError(where, f"{item}: unknown source '{key}'", "add it under sources:")
+        def check_source(where: str, item: str, *keys: str | None) -> None:
+            """Every source ``item`` names is under ``sources:``; an optional one (``spot_source``,
+            ``zones_source``: ``None`` when unset) only when set."""
+            for key in keys:
+                if key is not None and key not in sources:
+                    raise InputError(where, f"{item}: unknown source '{key}'", "add it under sources:")
 
         def check_acc(where: str, item: str, name: str) -> Accelerator:
             if name not in accelerators:
@@ -253,8 +256,7 @@ class _Loader:
                 item = f"shapes[{i}] ({shape.name})"
                 if shape.name in shapes:
                     raise InputError(where, f"{item}: duplicate shape", "define each shape once")
-                for key in (shape.source, *shape.figure_sources.values()):
-                    check_source(where, item, key)
+                check_source(where, item, shape.source, *shape.figure_sources.values())
                 for fig in shape.figure_sources:
                     if fig not in Shape.model_fields:
                         raise InputError(
@@ -283,15 +285,13 @@ class _Loader:
         for where, f in self.files:
             for i, p in enumerate(f.shape_prices):
                 item = f"shape_prices[{i}] ({p.shape} in {p.region})"
-                check_source(where, item, p.source)
+                check_source(where, item, p.source, p.spot_source)
                 if p.shape not in shapes:
                     raise InputError(where, f"{item}: unknown shape '{p.shape}'", "add the shape or fix the name")
                 if p.region in shape_prices[p.shape]:
                     raise InputError(where, f"{item}: duplicate price", "give one price per shape and region")
                 if p.spot_usd_hour is not None and p.spot_usd_hour > p.on_demand_usd_hour:
                     raise InputError(where, f"{item}: spot price above on-demand", "check the figures")
-                if p.spot_source:
-                    check_source(where, item, p.spot_source)
                 shape_prices[p.shape][p.region] = Price(
                     p.region, p.on_demand_usd_hour, p.spot_usd_hour, p.source, p.spot_source
                 )
@@ -377,9 +377,7 @@ class _Loader:
             for i, p in enumerate(f.accelerator_prices):
                 item = f"accelerator_prices[{i}] ({p.accelerator} in {p.region})"
                 check_acc(where, item, p.accelerator)
-                check_source(where, item, p.source)
-                if p.spot_source:
-                    check_source(where, item, p.spot_source)
+                check_source(where, item, p.source, p.spot_source)
                 if (p.accelerator, p.region) in gpu_prices:
                     raise InputError(where, f"{item}: duplicate price", "give one price per accelerator and region")
                 gpu_prices[(p.accelerator, p.region)] = Price(
@@ -390,9 +388,7 @@ class _Loader:
             for i, att in enumerate(f.attachable_gpus):
                 item = f"attachable_gpus[{i}] ({att.accelerator})"
                 acc = check_acc(where, item, att.accelerator)
-                check_source(where, item, att.source)
-                if att.zones_source:
-                    check_source(where, item, att.zones_source)
+                check_source(where, item, att.source, att.zones_source)
                 hosts = [s for _, s in shapes.values() if s.family == att.machine_family and s.accelerator is None]
                 if not hosts:
                     raise InputError(
@@ -482,9 +478,7 @@ class _Loader:
         for where, f in self.files:
             for i, p in enumerate(f.tpu_prices):
                 item = f"tpu_prices[{i}] ({p.generation} in {p.region})"
-                check_source(where, item, p.source)
-                if p.spot_source:
-                    check_source(where, item, p.spot_source)
+                check_source(where, item, p.source, p.spot_source)
                 if (p.generation, p.region) in chip_prices:
                     raise InputError(where, f"{item}: duplicate price", "give one price per generation and region")
                 chip_prices[(p.generation, p.region)] = p
@@ -497,8 +491,7 @@ class _Loader:
                     raise InputError(where, f"{item}: duplicate TPU type", "define each type once")
                 seen.add(t.name)
                 acc = check_acc(where, item, t.accelerator)
-                for key in (t.source, *t.figure_sources.values()):
-                    check_source(where, item, key)
+                check_source(where, item, t.source, *t.figure_sources.values())
                 per_host = t.chips // t.hosts
                 regions = sorted({r for z in t.zones if (r := tpu.RULES.region_of_zone(z))})
                 prices: dict[str, Price] = {}

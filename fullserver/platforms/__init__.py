@@ -17,14 +17,11 @@ which limits, is this a zone of that region) are the functions below.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-
 from fullserver.platform import Platform
 from fullserver.platforms import aws, bare_metal, gcp, tpu
 from fullserver.platforms.base import DiskKind, DiskLimits, PlatformRules, Refusal, Request, ZoneForm
 
 __all__ = [
-    "DISK_LIMITS",
     "DiskKind",
     "DiskLimits",
     "PlatformRules",
@@ -73,26 +70,6 @@ def disk_limits(kind: str) -> DiskLimits | None:
     """The provisioning limits of a disk kind; ``None`` where nothing is provisioned."""
     found = disk(kind)
     return found.limits if found is not None else None
-
-
-class _DiskLimitsByKind(Mapping[str, DiskLimits]):
-    """Every provisioned disk kind's limits, read from the platform modules at each lookup (so
-    the modules stay the one place); for callers that look limits up by kind in a mapping."""
-
-    def _all(self) -> dict[str, DiskLimits]:
-        return {k: d.limits for r in _RULES.values() for k, d in r.disk_kinds.items() if d.limits is not None}
-
-    def __getitem__(self, kind: str) -> DiskLimits:
-        return self._all()[kind]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
-
-    def __len__(self) -> int:
-        return len(self._all())
-
-
-DISK_LIMITS: Mapping[str, DiskLimits] = _DiskLimitsByKind()
 
 
 def owners(key: str) -> list[Platform]:

@@ -117,6 +117,26 @@ def test_reserved_without_a_published_discount_warns_and_prices_on_demand(
     assert "no published 1-year commitment discount for wide" in cost.warnings[0]
 
 
+@pytest.mark.parametrize(
+    ("pricing", "extra", "nodes", "basis"),
+    [
+        ("spot-with-fallback", "", 1, "spot"),
+        ("reserved", "topology: {nodes: multi, fabric: efa}\ncost: {commitment_years: 1}\n", 2, "reserved 1-year"),
+        ("reserved", "", 1, "on-demand"),  # no published discount: priced, and labelled, on demand
+        ("on-demand", "", 1, "on-demand"),
+    ],
+)
+def test_the_estimate_names_the_pricing_model_its_rate_is_on(
+    tmp_path: Path, mini_catalog: Catalog, pricing: str, extra: str, nodes: int, basis: str
+) -> None:
+    """Comparisons read the label off the estimate (``CostEstimate.basis``), never re-derive it;
+    it stays out of the plan document, which is unchanged by it."""
+    profile = profile_with(tmp_path, extra, pricing=pricing)
+    work = wl(acceleratorCount=4 if nodes > 1 else 1, nodes=nodes)
+    cost = estimate(build_spec(profile, work, Platform.AWS_GPU, mini_catalog, "env"), profile, work, mini_catalog)
+    assert cost.basis == basis and "basis" not in cost.model_dump()
+
+
 def test_a_tpu_slice_costs_chips_times_chip_price_and_misses_no_price_silently(
     mini_catalog: Catalog, base_profile: Profile
 ) -> None:
@@ -156,6 +176,7 @@ def test_dedicated_servers_cost_their_monthly_price_setup_and_extra_egress() -> 
     spec = dedicated_spec(profiles["dedicated-steady"], work, load_catalog(), "env")
     cost = estimate(spec, profiles["dedicated-steady"], work, load_catalog())
     assert lines(cost) == {"dedicated servers": 9000.0, "data transfer": 20.0, "setup fee (over 12 months)": 100.0}
+    assert cost.basis == "dedicated monthly"
     assert spec.balance.ok
 
 

@@ -65,7 +65,7 @@ from fullserver.catalog.refresh.apply import apply_rows
 from fullserver.catalog.refresh.http import FetchError, Opener, redact, urllib_opener
 from fullserver.catalog.refresh.rows import Fetched, FigureChange, RefreshReport
 from fullserver.errors import FullserverError, InputError
-from fullserver.yamlio import parse, read_yaml
+from fullserver.yamlio import load_yaml_text, parse, read_yaml
 
 __all__ = [
     "PROVIDER_FILES",
@@ -202,16 +202,14 @@ def refresh(
 
 
 def _validate(path: Path, text: str) -> dict[str, Any]:
-    """The edited text parsed and checked against the file schema (read as ``read_yaml`` reads)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        probe = Path(tmp) / path.name
-        probe.write_text(text, encoding="utf-8")
-        try:
-            data = read_yaml(probe)
-        except FullserverError as exc:
-            raise InputError(
-                str(path), f"the refreshed file would not parse: {exc.what}", "nothing was written"
-            ) from None
+    """The edited text parsed with a file's guards (``load_yaml_text``) and checked against the
+    file schema."""
+    try:
+        data = load_yaml_text(text, str(path))
+    except FullserverError as exc:
+        raise InputError(str(path), f"the refreshed file would not parse: {exc.what}", "nothing was written") from None
+    if not isinstance(data, dict):  # an edited mapping stays one
+        raise InputError(str(path), "the refreshed file is not a mapping", "nothing was written")
     parse(CatalogFile, data, f"{path} (refreshed)")
     return data
 

@@ -55,13 +55,36 @@ LEASE_YEARS = {"1yr": 1, "3yr": 3}
 
 
 @dataclass
-class RegionOffers:
-    """The figures one region's offer file gives for the instance families asked for."""
+class PriceListFile:
+    """One region's Price List file (EC2 offers or Savings Plans) and its header members."""
 
     region: str
     url: str
     version: str = ""
     published: dt.date | None = None
+
+
+HEADER = ("publicationDate", "version")
+
+
+def read_header(doc: JsonStream, key: str, out: PriceListFile) -> None:
+    """A header member (``HEADER``): ``publicationDate`` as a date (None when not one), ``version``."""
+    value = doc.value()
+    if key == "publicationDate":
+        out.published = date_of(value) if isinstance(value, str) else None
+    else:
+        out.version = str(value)
+
+
+def floor_discount(value: Decimal) -> Decimal:
+    """A discount rounded down to four places: never more than the source gives."""
+    return value.quantize(Decimal("0.0001"), rounding=ROUND_FLOOR)
+
+
+@dataclass
+class RegionOffers(PriceListFile):
+    """The figures one region's offer file gives for the instance families asked for."""
+
     on_demand: dict[str, Decimal] = field(default_factory=dict)
     """Instance type -> USD per hour (Linux, shared tenancy)."""
     reserved: dict[tuple[str, int], Decimal] = field(default_factory=dict)
@@ -103,11 +126,8 @@ def read_region_offers(stream: BinaryIO, where: str, region: str, families: set[
     products_seen = False
     doc = JsonStream(stream, where)
     for key in doc.members():
-        if key == "publicationDate":
-            published = doc.value()
-            out.published = date_of(published) if isinstance(published, str) else None
-        elif key == "version":
-            out.version = str(doc.value())
+        if key in HEADER:
+            read_header(doc, key, out)
         elif key == "products":
             products_seen = True
             for sku in doc.members():
@@ -271,7 +291,7 @@ def _commitments(shapes: list[Any], offers: list[RegionOffers], region: str, fet
             ]
             if not ratios:
                 continue
-            discount = min(ratios).quantize(Decimal("0.0001"), rounding=ROUND_FLOOR)
+            discount = floor_discount(min(ratios))
             if 0 < discount < 1:
                 rows.append(Row("commitment_discounts", ("aws", family, years), {"discount": discount}))
     return rows

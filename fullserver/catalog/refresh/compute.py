@@ -26,7 +26,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 
 from fullserver.catalog.model import CatalogFile, Source
-from fullserver.catalog.refresh.http import FetchError, Opener, get_json
+from fullserver.catalog.refresh.http import FetchError, Opener, pages
 from fullserver.catalog.refresh.rows import Fetched, Row
 from fullserver.platforms import gcp as gce
 
@@ -47,9 +47,7 @@ def _aggregated_url(project: str, collection: str, names: str, page_token: str) 
 def _listed(opener: Opener, project: str, collection: str, url: Callable[[str], str]) -> Iterator[tuple[str, str]]:
     """(name, zone) of every entry of an aggregated list, following ``nextPageToken``; entries sit
     under ``items["zones/<zone>"][collection]`` (a zone with nothing on a page holds a warning)."""
-    token = ""
-    for _ in range(MAX_PAGES):
-        page = get_json(opener, url(token))
+    for page in pages(opener, url, MAX_PAGES):
         items = page.get("items") if isinstance(page, dict) else None
         if not isinstance(items, dict):
             raise FetchError(
@@ -59,10 +57,6 @@ def _listed(opener: Opener, project: str, collection: str, url: Callable[[str], 
             for entry in (listing or {}).get(collection, []) if isinstance(listing, dict) else []:
                 zone = str(entry.get("zone", "")).rsplit("/", 1)[-1] or scope.removeprefix("zones/")
                 yield str(entry.get("name", "")), zone
-        token = str(page.get("nextPageToken") or "")
-        if not token:
-            return
-    raise FetchError(f"{API}/projects/{project}/aggregated/{collection}", f"more than {MAX_PAGES} pages", "retry")
 
 
 def machine_types_url(project: str, series: Iterable[str], page_token: str = "") -> str:

@@ -30,7 +30,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from fullserver.catalog.model import CatalogFile, Source
-from fullserver.catalog.refresh.http import FetchError, Opener, get_json
+from fullserver.catalog.refresh.http import FetchError, Opener, pages
 from fullserver.catalog.refresh.rows import Fetched, Row, date_of
 
 COMPUTE_SERVICE_ID = "6F81-5844-456A"
@@ -105,17 +105,11 @@ def skus_url(service: str, api_key: str, page_token: str = "", page_size: int = 
 def list_skus(opener: Opener, api_key: str, service: str = COMPUTE_SERVICE_ID) -> list[dict[str, Any]]:
     """Every public SKU of ``service``, following ``nextPageToken`` to the last page."""
     skus: list[dict[str, Any]] = []
-    token = ""
-    for _ in range(MAX_PAGES):
-        url = skus_url(service, api_key, token)
-        page = get_json(opener, url)
+    for page in pages(opener, lambda token: skus_url(service, api_key, token), MAX_PAGES):
         if not isinstance(page, dict) or not isinstance(page.get("skus", []), list):
             raise FetchError(f"{API}/services/{service}/skus", "no 'skus' list in the response", "not the SKU API")
         skus.extend(s for s in page.get("skus", []) if isinstance(s, dict))
-        token = str(page.get("nextPageToken") or "")
-        if not token:
-            return skus
-    raise FetchError(f"{API}/services/{service}/skus", f"more than {MAX_PAGES} pages", "the API kept paging")
+    return skus
 
 
 def _money(price: Any) -> Decimal | None:

@@ -14,7 +14,7 @@ import json
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, BinaryIO, cast
 
@@ -79,3 +79,17 @@ def get_json(opener: Opener, url: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
         return json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise FetchError(redact(url), f"not JSON: {exc}", "this is not the expected API response") from None
+
+
+def pages(opener: Opener, url: Callable[[str], str], max_pages: int) -> Iterator[Any]:
+    """Each page of a Google API listing (``url(token)`` addresses one), following ``nextPageToken``
+    until a page has none; the caller checks a page's shape before the next is fetched. More than
+    ``max_pages`` pages is an error, never an endless loop."""
+    token = ""
+    for _ in range(max_pages):
+        page = get_json(opener, url(token))
+        yield page
+        token = str(page.get("nextPageToken") or "") if isinstance(page, dict) else ""
+        if not token:
+            return
+    raise FetchError(redact(url("").split("?")[0]), f"more than {max_pages} pages", "the API kept paging; retry")

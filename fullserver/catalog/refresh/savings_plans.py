@@ -40,14 +40,14 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
-from decimal import ROUND_FLOOR, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
 from typing import Any, BinaryIO
 
 from fullserver.catalog.model import CatalogFile, ShapePrice, Source
-from fullserver.catalog.refresh.aws import LEASE_YEARS, PRICING_HOST
+from fullserver.catalog.refresh.aws import HEADER, LEASE_YEARS, PRICING_HOST, PriceListFile, floor_discount, read_header
 from fullserver.catalog.refresh.http import FetchError, Opener, get_json
 from fullserver.catalog.refresh.jsonstream import JsonStream
-from fullserver.catalog.refresh.rows import Fetched, Row, date_of
+from fullserver.catalog.refresh.rows import Fetched, Row
 
 OFFER_INDEX_URL = f"{PRICING_HOST}/offers/v1.0/aws/index.json"
 SOURCE_KEY = "aws-price-list-savings-plans"
@@ -62,13 +62,9 @@ _BOX_USAGE = re.compile(r"(?:[A-Z0-9]+-)?BoxUsage:(?P<type>[a-z0-9][a-z0-9.-]*)"
 
 
 @dataclass
-class RegionPlans:
+class RegionPlans(PriceListFile):
     """What one region's Savings Plans file gives for the instance types asked for."""
 
-    region: str
-    url: str
-    version: str = ""
-    published: dt.date | None = None
     products: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     """Plan SKU -> (productFamily, purchaseOption, purchaseTerm)."""
     terms: dict[str, int] = field(default_factory=dict)
@@ -132,11 +128,8 @@ def read_region_plans(stream: BinaryIO, where: str, region: str, instance_types:
     doc = JsonStream(stream, where)
     seen_products = seen_terms = False
     for key in doc.members():
-        if key == "publicationDate":
-            published = doc.value()
-            out.published = date_of(published) if isinstance(published, str) else None
-        elif key == "version":
-            out.version = str(doc.value())
+        if key in HEADER:
+            read_header(doc, key, out)
         elif key == "regionCode":
             code = doc.value()
             if code != region:
@@ -283,7 +276,7 @@ def _discounts(
                 problems.append(f"{what}: {len(rates)} different Compute Savings Plan rates ({shown}); not used")
                 continue
             (rate,) = rates
-            discount = (1 - rate / od).quantize(Decimal("0.0001"), rounding=ROUND_FLOOR)
+            discount = floor_discount(1 - rate / od)
             if not 0 < discount < 1:
                 problems.append(f"{what}: rate {rate}/h is not below on-demand {od}/h; not used")
             elif (name, years) in claimed:
