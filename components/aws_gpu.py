@@ -66,6 +66,7 @@ from components.startup import (
     model_server_script,
     user_data_base64,
 )
+from fullserver.nodes import NodeAccess, NodeAccessOutput, NodeGroupAccess, NodeGroupAccessOutput, Via
 from fullserver.platforms import Request
 from fullserver.platforms import aws as ec2
 
@@ -167,6 +168,36 @@ def group_instance(region: str, groups: list[str]) -> str:
     )
 
 
+def instance_access(
+    instance_id: str, private_ip: str | None, public_ip: str | None, *, region: str, keys: bool, via: Via
+) -> NodeAccess:
+    """One instance's row of the ``nodes`` output: Session Manager carries SSH to it by its id
+    unless it is reached directly (``fullserver.platforms.aws.ssm_proxy``)."""
+    return NodeAccess(
+        name=instance_id,
+        private_ip=private_ip or "",
+        public_ip=public_ip or "",
+        user=LOGIN_USER,
+        keys=keys,
+        via=via,
+        proxy_command=ec2.ssm_proxy(instance_id, region) if via == "ssm" else [],
+    )
+
+
+def asg_access(groups: list[str], region: str, *, keys: bool, via: Via) -> NodeGroupAccess:
+    """The groups' row of the ``nodeGroups`` output: one listing covers the spot group and its
+    on-demand fallback, whichever runs the nodes now (``fullserver.platforms.aws.group_list_command``)."""
+    return NodeGroupAccess(
+        provider="aws",
+        groups=groups,
+        region=region,
+        user=LOGIN_USER,
+        keys=keys,
+        via=via,
+        list_command=ec2.group_list_command(groups, region),
+    )
+
+
 def _ebs(size: int, iops: int | None = None, mbps: int | None = None) -> Any:
     ebs: Any = {"volume_type": "gp3", "volume_size": size, "encrypted": "true", "delete_on_termination": "true"}
     if iops is not None:
@@ -215,6 +246,11 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
     """``ssh ubuntu@<ip>`` where keys are installed and SSH is open to the configured ranges on a
     public address; else the Session Manager command (for groups, with the lookup of an in-service
     node of any of them)."""
+    nodes: pulumi.Output[list[NodeAccessOutput]]
+    """Each instance and the way into it (``fullserver.nodes.NodeAccess``); empty when groups launch the nodes."""
+    node_groups: pulumi.Output[list[NodeGroupAccessOutput]]
+    """The Auto Scaling groups and the command that lists their running instances
+    (``fullserver.nodes.NodeGroupAccess``); empty when this component launches the nodes."""
 
     def __init__(self, name: str, args: AwsGpuArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         validate_aws(args)  # before super().__init__: a refused spec registers nothing
@@ -407,6 +443,13 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             self.connect = instances[0].id.apply(lambda iid: ssm_command(region, iid))
         else:
             self.connect = self.group_names.apply(lambda names: ssm_command(region, group_instance(region, names)))
+        via: Via = "ssh" if direct_ssh(access) else "ssm"
+        self.nodes = pulumi.Output.all(*[pulumi.Output.all(i.id, i.private_ip, i.public_ip) for i in instances]).apply(
+            lambda rows: [instance_access(*row, region=region, keys=keys, via=via).exported() for row in rows]
+        )
+        self.node_groups = self.group_names.apply(
+            lambda names: [asg_access(names, region, keys=keys, via=via).exported()] if names else []
+        )
         self.register_outputs(
             {
                 "instance_ids": self.instance_ids,
@@ -418,6 +461,8 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                 "instance_role_arn": self.instance_role_arn,
                 "connect": self.connect,
                 "endpoint": self.endpoint,
+                "nodes": self.nodes,
+                "node_groups": self.node_groups,
             }
         )
 

@@ -11,6 +11,7 @@ from typing import Any, Optional
 import pulumi
 
 from components.args import EnvironmentArgs, refuse
+from fullserver.nodes import NodeAccessOutput, NodeGroupAccessOutput
 
 TOKEN = "fullserver:index:Environment"
 
@@ -47,6 +48,12 @@ class Environment(pulumi.ComponentResource):
     """AWS: the nodes' IAM role ARN (empty elsewhere)."""
     endpoint: pulumi.Output[str]
     """Serving environments: the load balancer's URL (empty elsewhere)."""
+    nodes: pulumi.Output[list[NodeAccessOutput]]
+    """Cloud nodes and the way into each (``fullserver.nodes.NodeAccess``); empty for bare metal,
+    whose hosts the stack file lists."""
+    node_groups: pulumi.Output[list[NodeGroupAccessOutput]]
+    """Groups that start and replace their nodes, with the command that lists them
+    (``fullserver.nodes.NodeGroupAccess``)."""
 
     def __init__(self, name: str, args: EnvironmentArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__(TOKEN, name, {}, opts)
@@ -83,6 +90,8 @@ class Environment(pulumi.ComponentResource):
         self.instance_role = getattr(inner, "instance_role", pulumi.Output.from_input(""))
         self.instance_role_arn = getattr(inner, "instance_role_arn", pulumi.Output.from_input(""))
         self.endpoint = getattr(inner, "endpoint", pulumi.Output.from_input(""))
+        self.nodes = getattr(inner, "nodes", pulumi.Output.from_input([]))
+        self.node_groups = getattr(inner, "node_groups", pulumi.Output.from_input([]))
         self.register_outputs(
             {
                 "platform": self.platform,
@@ -93,5 +102,7 @@ class Environment(pulumi.ComponentResource):
                 "instance_role": self.instance_role,
                 "instance_role_arn": self.instance_role_arn,
                 "endpoint": self.endpoint,
+                "nodes": self.nodes,
+                "node_groups": self.node_groups,
             }
         )

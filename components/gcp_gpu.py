@@ -45,7 +45,7 @@ from components.identity import GCP_SCOPES, gcp_service_account
 from components.images import gcp_image
 from components.labels import field, gcp_labels
 from components.network import direct_ssh, gcp_network, gcp_project
-from components.serving import gcp_serving_group, server_keep_alive
+from components.serving import GcpServing, gcp_serving_group, server_keep_alive
 from components.startup import (
     GCP_DATA,
     GCP_LOCAL_SSD,
@@ -56,6 +56,7 @@ from components.startup import (
     gcp_token_command,
     model_server_script,
 )
+from fullserver.nodes import NodeAccess, NodeAccessOutput, NodeGroupAccess, NodeGroupAccessOutput, Via
 from fullserver.platforms import Request
 from fullserver.platforms import gcp as gce
 from fullserver.platforms.gcp import GPU_NIC_PLANS, GpuNicPlan
@@ -143,6 +144,10 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
     """The serving load balancer's URL (empty without serving)."""
     connect: pulumi.Output[str]
     """SSH through IAP (or directly to a public IP when SSH ranges are configured)."""
+    nodes: pulumi.Output[list[NodeAccessOutput]]
+    """Each VM and the way into it (``fullserver.nodes.NodeAccess``); empty for a serving group."""
+    node_groups: pulumi.Output[list[NodeGroupAccessOutput]]
+    """The serving group and the command that lists its replicas (``fullserver.nodes.NodeGroupAccess``)."""
 
     def __init__(self, name: str, args: GcpGpuArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         validate_gcp(args)  # before super().__init__: a refused spec registers nothing
@@ -262,6 +267,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
             self.instance_group = served.instance_group
             self.endpoint = served.endpoint
             instances: list[gcp.compute.Instance] = []
+            group: GcpServing | None = served
         else:
             # Without a zone the provider's default zone (gcp:zone) takes the disks and the VM alike.
             placement_policy: pulumi.Output[str] | None = None
@@ -319,6 +325,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 instances.append(inst)
             self.instance_group = pulumi.Output.from_input("")
             self.endpoint = pulumi.Output.from_input("")
+            group = None
 
         self.instance_names = pulumi.Output.all(*[i.name for i in instances]).apply(
             lambda names: [str(n) for n in names]
@@ -337,12 +344,29 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 lambda nzp: gcloud_ssh(nzp[0], nzp[1] or zone or "", nzp[2], keys=bool(keys), iap=not direct)
             )
         else:
-            assert serving is not None
+            assert group is not None
             # The group is regional unless it stays in one configured zone (components.serving).
-            where = f"--region {region}" if serving["spread_zones"] or not zone else f"--zone {zone}"
+            where = f"--zone {group.zone}" if group.zone else f"--region {region}"
             self.connect = pulumi.Output.all(self.instance_group, proj).apply(
                 lambda gp: group_ssh(gp[0].rsplit("/", 1)[-1], where, gp[1], keys=bool(keys), iap=not direct)
             )
+        via: Via = "ssh" if direct else "iap"
+        # An instance's zone output is the configured one, or the provider's default zone.
+        self.nodes = pulumi.Output.all(
+            proj, *[pulumi.Output.all(i.name, i.zone, i.network_interfaces) for i in instances]
+        ).apply(
+            lambda pv: [
+                vm_access(str(n), str(z or zone or ""), str(pv[0]), nics, keys=bool(keys), via=via).exported()
+                for n, z, nics in pv[1:]
+            ]
+        )
+        if group is not None:
+            served_group = group
+            self.node_groups = pulumi.Output.all(self.instance_group, proj).apply(
+                lambda gp: [mig_access(gp[0], served_group, region, gp[1], keys=bool(keys), via=via).exported()]
+            )
+        else:
+            self.node_groups = pulumi.Output.from_input([])
         self.register_outputs(
             {
                 "instance_names": self.instance_names,
@@ -352,6 +376,8 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 "service_account": self.service_account,
                 "connect": self.connect,
                 "endpoint": self.endpoint,
+                "nodes": self.nodes,
+                "node_groups": self.node_groups,
             }
         )
 
@@ -436,6 +462,41 @@ def group_ssh(group: str, where: str, project: str, *, keys: bool, iap: bool) ->
     instance = f'$({listing}"value(instance.basename())")'
     zone = f'$({listing}"value(instance.scope(zones).segment(0))")'
     return gcloud_ssh(instance, zone, project, keys=keys, iap=iap)
+
+
+def vm_access(name: str, zone: str, project: str, nics: list[Any], *, keys: bool, via: Via) -> NodeAccess:
+    """One VM's row of the ``nodes`` output: its primary NIC's addresses, and the IAP tunnel to it
+    by name when it is not reached directly (``fullserver.platforms.gcp.iap_proxy``)."""
+    nic = nics[0] if nics else None
+    configs: Any = (field(nic, "access_configs") or []) if nic is not None else []
+    return NodeAccess(
+        name=name,
+        private_ip=str(field(nic, "network_ip") or "") if nic is not None else "",
+        public_ip=next((str(field(ac, "nat_ip")) for ac in configs if field(ac, "nat_ip")), ""),
+        user=LOGIN_USER,
+        keys=keys,
+        via=via,
+        proxy_command=gce.iap_proxy(name, zone, project) if via == "iap" else [],
+    )
+
+
+def mig_access(
+    instance_group: str, group: GcpServing, region: str, project: str, *, keys: bool, via: Via
+) -> NodeGroupAccess:
+    """The serving group's row of the ``nodeGroups`` output: its replicas are listed when needed,
+    by the name the group gives them (``fullserver.platforms.gcp.group_list_command``). The group is
+    named by the last segment of its URL."""
+    return NodeGroupAccess(
+        provider="gcp",
+        groups=[instance_group.rsplit("/", 1)[-1]],
+        region=region,
+        zone=group.zone or "",
+        project=project,
+        user=LOGIN_USER,
+        keys=keys,
+        via=via,
+        list_command=gce.group_list_command(group.base_instance_name, region, project),
+    )
 
 
 def _public_ips(nics: list[Any]) -> list[str]:

@@ -128,6 +128,9 @@ def deploy(plan: StackPlan) -> Environment:
     pulumi.export("privateIps", env.private_ips)
     pulumi.export("publicIps", env.public_ips)
     pulumi.export("connect", env.connect)
+    # Each node and the way in, for `fullserver verify` and ~/.ssh/config (docs/deploying.md, "Reaching the nodes").
+    pulumi.export("nodes", env.nodes)
+    pulumi.export("nodeGroups", env.node_groups)
     if spec.endpoint is not None:
         # The OpenAI-compatible API of the serving group (docs/deploying.md, "Serving").
         pulumi.export("endpoint", env.endpoint)

@@ -202,6 +202,10 @@ def aws_serving_group(
 class GcpServing:
     instance_group: pulumi.Output[str]
     endpoint: pulumi.Output[str]
+    base_instance_name: str
+    """What the group names its replicas after (``<base>-`` and four random characters)."""
+    zone: str | None
+    """A zonal group's zone; ``None`` for a regional group."""
 
 
 def _gcp_load_balancer(
@@ -291,7 +295,9 @@ def gcp_serving_group(
         "mode": "ON",
         "load_balancing_utilization": {"target": serving["target_utilisation"]},
     }
-    if serving["spread_zones"] or not zone:
+    base = name
+    regional = serving["spread_zones"] or not zone
+    if regional:
         zones = list(serving.get("zones", []))
         if not zones:
             pulumi.log.warn(
@@ -303,7 +309,7 @@ def gcp_serving_group(
             f"{name}-mig",
             project=project,
             region=region,
-            base_instance_name=f"{name}",
+            base_instance_name=base,
             versions=versions,
             named_ports=named_ports,
             auto_healing_policies=healing,
@@ -332,7 +338,7 @@ def gcp_serving_group(
             f"{name}-mig",
             project=project,
             zone=zone,
-            base_instance_name=f"{name}",
+            base_instance_name=base,
             versions=versions,
             named_ports=named_ports,
             auto_healing_policies=healing,
@@ -348,4 +354,4 @@ def gcp_serving_group(
         )
         group = zmig.instance_group
     endpoint = _gcp_load_balancer(name, opts, project=project, instance_group=group, health_check=hc, serving=serving)
-    return GcpServing(instance_group=group, endpoint=endpoint)
+    return GcpServing(instance_group=group, endpoint=endpoint, base_instance_name=base, zone=None if regional else zone)

@@ -25,6 +25,15 @@ tpu-vm ssh``; otherwise through IAP, which only the *alpha* ``tpu-vm ssh`` takes
 its hint is ``gcloud compute tpus queued-resources ssh`` (GA, IAP included), and keys come from OS
 Login or the project's ``ssh-keys`` metadata.
 
+The ``nodes`` output names each worker of a TPU VM ``<node>-w<i>`` (the API's ``networkEndpoints``,
+one per host, in worker order). Reached directly, a worker is ``via: ssh`` at its external address.
+Otherwise it is ``via: iap`` with *no* proxy command: an IAP tunnel targets the worker's Compute
+Engine instance, whose name the TPU API gives only as the worker's ``hostname`` guest attribute
+(``nodes.getGuestAttributes``, which ``gcloud alpha compute tpus tpu-vm ssh --tunnel-through-iap``
+reads at connect time), not in the node the provider returns. So ``pulumi up`` cannot know it, and
+``fullserver verify`` says to verify from inside the network (or use ``connect``). A queued slice's
+workers are not known at deploy time: its ``nodes`` are empty.
+
 Destroying a queued slice: the provider deletes a ``V2QueuedResource`` without ``force``, which
 Cloud TPU refuses while the queued resource holds a running TPU (ACTIVE): "the queued resource
 will only be deleted if its nodes have already been deleted or it is ACCEPTED, FAILED or
@@ -51,6 +60,7 @@ from components.identity import GCP_SCOPES, gcp_service_account
 from components.labels import field, gcp_labels, gcp_name
 from components.network import direct_ssh, gcp_network, gcp_project
 from components.startup import LOGIN_USER, TPU_DATA, DiskPlan, boot_script, gcp_login_metadata
+from fullserver.nodes import NodeAccess, NodeAccessOutput, NodeGroupAccessOutput
 from fullserver.platforms import Request, tpu
 
 TOKEN = "fullserver:index:TpuVmEnvironment"
@@ -89,6 +99,25 @@ def _public_ips(endpoints: object) -> list[str]:
             if field(ac, "external_ip"):
                 out.append(str(field(ac, "external_ip")))
     return out
+
+
+def tpu_workers(node: str, endpoints: list[Any] | None, *, keys: bool, direct: bool) -> list[NodeAccess]:
+    """The ``nodes`` rows of a TPU VM's workers (module docstring: why a worker behind IAP has no
+    proxy command)."""
+    rows = []
+    for i, endpoint in enumerate(endpoints or []):
+        public = next(iter(_public_ips([endpoint])), "")
+        rows.append(
+            NodeAccess(
+                name=f"{node}-w{i}",
+                private_ip=str(field(endpoint, "ip_address") or ""),
+                public_ip=public,
+                user=LOGIN_USER,
+                keys=keys,
+                via="ssh" if direct and public else "iap",
+            )
+        )
+    return rows
 
 
 def _sa(email: pulumi.Output[str]) -> Any:
@@ -187,6 +216,11 @@ class TpuVmEnvironment(pulumi.ComponentResource):
     project's default compute service account, ``<project number>-compute@developer.gserviceaccount.com``)."""
     cleanup: pulumi.Output[str]
     """What deletes a queued slice by hand if a destroy cannot (empty for a TPU VM)."""
+    nodes: pulumi.Output[list[NodeAccessOutput]]
+    """Each worker and the way into it (``fullserver.nodes.NodeAccess``; module docstring); empty
+    for a queued slice."""
+    node_groups: pulumi.Output[list[NodeGroupAccessOutput]]
+    """Always empty: a TPU has no group that replaces its hosts."""
 
     def __init__(self, name: str, args: TpuVmArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         validate_tpu(args)  # before super().__init__: a refused spec registers nothing
@@ -253,6 +287,7 @@ class TpuVmEnvironment(pulumi.ComponentResource):
             self.node_name = qr.name.apply(lambda _: node_id)
             self.private_ips = pulumi.Output.from_input([])
             self.public_ips = pulumi.Output.from_input([])
+            self.nodes = pulumi.Output.from_input([])
             number = gcp.organizations.get_project_output(
                 project_id=proj, opts=pulumi.InvokeOutputOptions(parent=self)
             ).number
@@ -303,6 +338,9 @@ class TpuVmEnvironment(pulumi.ComponentResource):
             self.node_name = vm.name
             self.private_ips = vm.network_endpoints.apply(_private_ips)
             self.public_ips = vm.network_endpoints.apply(_public_ips)
+            self.nodes = pulumi.Output.all(vm.name, vm.network_endpoints).apply(
+                lambda ne: [w.exported() for w in tpu_workers(ne[0], ne[1], keys=bool(keys), direct=direct)]
+            )
             self.service_account = sa.email
             self.cleanup = pulumi.Output.from_input("")
             if keys and direct:
@@ -311,8 +349,11 @@ class TpuVmEnvironment(pulumi.ComponentResource):
                 self.connect = pulumi.Output.all(vm.name, proj).apply(
                     lambda np: tpu_vm_ssh(np[0], zone, np[1], keys=bool(keys), iap=not direct)
                 )
+        self.node_groups = pulumi.Output.from_input([])
         self.register_outputs(
             {
+                "nodes": self.nodes,
+                "node_groups": self.node_groups,
                 "node_name": self.node_name,
                 "private_ips": self.private_ips,
                 "public_ips": self.public_ips,

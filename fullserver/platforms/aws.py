@@ -7,6 +7,7 @@ cards" (EFA), EC2 "Regions and Zones" (zone names).
 
 from __future__ import annotations
 
+from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms.base import (
     CAPACITY_RULES,
@@ -63,6 +64,67 @@ ROOT_DEVICES = ("/dev/sda1", "/dev/xvda")
 # Stable device names in the guest (NVMe driver, /dev/disk/by-id).
 INSTANCE_STORE_DEVICES = "/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_*"
 EBS_DEVICES = "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_*"
+
+
+def ssm_proxy(instance_id: str, region: str, port: int = 22) -> list[str]:
+    """Session Manager as an SSH ``ProxyCommand`` (AWS Systems Manager, "Allow and control
+    permissions for SSH connections through Session Manager"): the ``AWS-StartSSHSession``
+    document forwards the node's sshd over the agent's channel, so no inbound port is open. Needs
+    the AWS CLI with the Session Manager plugin and ``ssm:StartSession`` on the instance and the
+    document."""
+    return [
+        "aws",
+        "ssm",
+        "start-session",
+        "--target",
+        instance_id,
+        "--document-name",
+        "AWS-StartSSHSession",
+        "--parameters",
+        f"portNumber={port}",
+        f"--region={region}",
+    ]
+
+
+def group_list_command(groups: list[str], region: str) -> list[str]:
+    """The running members of the auto scaling groups, with their addresses, in one call: EC2
+    tags every instance a group launches ``aws:autoscaling:groupName`` (Amazon EC2 Auto Scaling,
+    "Tag Auto Scaling groups and instances")."""
+    return [
+        "aws",
+        "ec2",
+        "describe-instances",
+        f"--region={region}",
+        "--filters",
+        f"Name=tag:aws:autoscaling:groupName,Values={','.join(groups)}",
+        "Name=instance-state-name,Values=running",
+        "--output=json",
+    ]
+
+
+def group_members(data: object, group: NodeGroupAccess) -> list[NodeAccess]:
+    """``aws ec2 describe-instances --output json`` -> one ``NodeAccess`` per instance
+    (``Reservations[].Instances[]``: ``InstanceId``, ``PrivateIpAddress``, ``PublicIpAddress``)."""
+    if not isinstance(data, dict) or not isinstance(data.get("Reservations"), list):
+        raise ValueError("expected a JSON object with Reservations")
+    nodes = []
+    for reservation in data["Reservations"]:
+        for item in reservation.get("Instances", []) if isinstance(reservation, dict) else []:
+            if not isinstance(item, dict) or not item.get("InstanceId"):
+                raise ValueError("an instance without an InstanceId")
+            iid = str(item["InstanceId"])
+            nodes.append(
+                NodeAccess(
+                    name=iid,
+                    private_ip=str(item.get("PrivateIpAddress", "")),
+                    public_ip=str(item.get("PublicIpAddress", "")),
+                    user=group.user,
+                    keys=group.keys,
+                    via=group.via,
+                    proxy_command=ssm_proxy(iid, group.region) if group.via == "ssm" else [],
+                )
+            )
+    return nodes
 
 
 def capacity_block_needs_reservation(req: Request) -> Refusal | None:

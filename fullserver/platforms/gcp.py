@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms.base import (
     CAPACITY_RULES,
@@ -151,6 +152,69 @@ IAP_SSH_RANGE = "35.235.240.0/20"
 """Where Identity-Aware Proxy TCP forwarding connects from."""
 HEALTH_CHECK_RANGES = ("130.211.0.0/22", "35.191.0.0/16")
 """Google front ends that send load-balancer and autohealing health checks."""
+
+
+def iap_proxy(instance: str, zone: str, project: str, port: int = 22) -> list[str]:
+    """IAP TCP forwarding as an SSH ``ProxyCommand``: the tunnel on stdin/stdout. It is what
+    ``gcloud compute ssh --tunnel-through-iap`` itself runs as its proxy (``--dry-run`` shows it);
+    the node's firewall must admit ``IAP_SSH_RANGE`` and the caller needs
+    ``iap.tunnelInstances.accessViaIAP`` (Google Cloud "Using IAP for TCP forwarding")."""
+    return [
+        "gcloud",
+        "compute",
+        "start-iap-tunnel",
+        instance,
+        str(port),
+        "--listen-on-stdin",
+        f"--zone={zone}",
+        f"--project={project}",
+        "--verbosity=warning",
+    ]
+
+
+def group_list_command(base_name: str, region: str, project: str) -> list[str]:
+    """The running members of a managed instance group, with their addresses, in one call: a
+    group names its instances ``<baseInstanceName>-`` and four random characters (Compute Engine,
+    "Basic scenarios for creating managed instance groups"), and ``instances list`` carries the
+    network interfaces that ``list-instances`` leaves out."""
+    return [
+        "gcloud",
+        "compute",
+        "instances",
+        "list",
+        f"--project={project}",
+        f"--filter=name ~ ^{base_name}-[a-z0-9]{{4}}$ AND status=RUNNING AND zone ~ /zones/{region}-[a-z]$",
+        "--format=json",
+    ]
+
+
+def group_members(data: object, group: NodeGroupAccess) -> list[NodeAccess]:
+    """``gcloud compute instances list --format=json`` -> one ``NodeAccess`` per instance
+    (``networkInterfaces[0].networkIP``; ``accessConfigs[0].natIP`` when it has a public address)."""
+    if not isinstance(data, list):
+        raise ValueError("expected a JSON list of instances")
+    nodes = []
+    for item in data:
+        if not isinstance(item, dict) or not item.get("name") or not item.get("zone"):
+            raise ValueError("an instance without a name or zone")
+        nics = item.get("networkInterfaces") or [{}]
+        configs = nics[0].get("accessConfigs") or [{}]
+        zone = str(item["zone"]).rsplit("/", 1)[-1]
+        name = str(item["name"])
+        nodes.append(
+            NodeAccess(
+                name=name,
+                private_ip=str(nics[0].get("networkIP", "")),
+                public_ip=str(configs[0].get("natIP", "")),
+                user=group.user,
+                keys=group.keys,
+                via=group.via,
+                proxy_command=iap_proxy(name, zone, group.project) if group.via == "iap" else [],
+            )
+        )
+    return nodes
+
+
 SERVING_ZONES = 3
 """A regional managed instance group spreads over three zones unless told which."""
 LOAD_BALANCER_SCHEMES = ("external",)

@@ -64,6 +64,9 @@ OUTPUTS = (
     "cleanup",
     "instance_role",
     "instance_role_arn",
+    "nodes",
+    "node_groups",
+    "instance_names",
 )
 
 Build = Callable[[Callable[[], Any]], Graph]

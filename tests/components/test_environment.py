@@ -61,5 +61,8 @@ def test_the_component_analyzer_accepts_every_public_component() -> None:
     assert {"platform", "tpu", "aws", "gcp"} <= set(defs["Environment"].inputs)
     assert {"efaInterfaces", "dataDisk", "access", "serving"} <= set(defs["AwsGpuEnvironment"].inputs)
     assert {"connect", "privateIps", "launchTemplateId"} <= set(defs["AwsGpuEnvironment"].outputs)
+    # the way into each node (fullserver.nodes), from every public component
+    for component in ("Environment", "TpuVmEnvironment", "AwsGpuEnvironment", "GcpGpuEnvironment"):
+        assert {"nodes", "nodeGroups"} <= set(defs[component].outputs), component
     assert {"runtimeVersion", "acceleratorType", "queued"} <= set(defs["TpuVmEnvironment"].inputs)
     assert {"DataDiskArgs", "AccessArgs", "ServingArgs"} <= set(result["type_definitions"])

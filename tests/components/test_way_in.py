@@ -5,7 +5,8 @@ in the stack's own region (and project, and zone).
 
 Each stack runs through the whole program (``components.program.main``) under the mock runtime,
 as it is, with ``fullserver:sshPublicKeys``, and with keys and SSH ranges; the exported command is
-parsed and checked against the inputs of the resources the stack registers.
+parsed and checked against the inputs of the resources the stack registers, and so are the
+``nodes`` / ``nodeGroups`` it exports (every node or group, with the way into it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from components.graph import MOCK_GCP_PROJECT_NUMBER, Graph, GraphMocks, Row, gr
 from components.network import offering_zones
 from components.startup import LOGIN_USER
 from components.tpu_vm import QueuedResourceDeletionProvider, TpuVmEnvironment
+from fullserver.platforms import aws as ec2
 from fullserver.platforms import gcp as gce
 from fullserver.spec import ShapeOption
 from tests.components.conftest import STACKS, Build, Plans, ResourceOpts, spec_of
@@ -221,12 +223,58 @@ def _check_tpu(g: Graph, connect: str, config: dict[str, Any]) -> str:
 CHECKS = {"aws-gpu": _check_aws, "gcp-gpu": _check_gcp, "tpu-vm": _check_tpu}
 
 
+def _check_nodes(g: Graph, config: dict[str, Any]) -> None:
+    """The ``nodes`` / ``nodeGroups`` exports agree with what the stack builds: every node or group
+    of it, the addresses of ``privateIps``, direct SSH exactly where a public address is open to the
+    configured ranges, and otherwise the platform's tunnel to that node (fullserver.nodes)."""
+    nodes, groups = g.outputs["nodes"], g.outputs["nodeGroups"]
+    platform, region = g.outputs["platform"], config["fullserver:region"]
+    keys = bool(config.get("fullserver:sshPublicKeys"))
+    ranges = bool(config.get("fullserver:sshSourceRanges"))
+    tunnel = "ssm" if platform == "aws-gpu" else "iap"
+    if g.of_type("tpu/v2QueuedResource:V2QueuedResource"):
+        assert nodes == [] and groups == []  # its workers are not known at deploy time
+        return
+    assert bool(nodes) != bool(groups)  # nodes this stack creates, or groups that create them
+    assert [n["privateIp"] for n in nodes] == g.outputs["privateIps"]
+    for node in nodes:
+        assert node["user"] == LOGIN_USER and node["keys"] == keys
+        assert node["via"] == ("ssh" if ranges and node["publicIp"] else tunnel), node
+        if node["via"] == "ssh" or platform == "tpu-vm":  # a TPU worker's IAP name is not known (components.tpu_vm)
+            assert node["proxyCommand"] == []
+        elif platform == "aws-gpu":
+            assert node["proxyCommand"] == ec2.ssm_proxy(node["name"], region)
+        else:
+            assert node["proxyCommand"] == gce.iap_proxy(node["name"], config["fullserver:zone"], config["gcp:project"])
+    if platform == "aws-gpu":
+        assert sorted(n["name"] for n in nodes) == sorted(f"{r.name}-id" for r in g.of_type("ec2/instance:Instance"))
+    elif platform == "gcp-gpu":
+        vms = g.of_type("compute/instance:Instance")
+        assert len(nodes) == len(vms) and all(any(n["name"].startswith(vm.name) for vm in vms) for n in nodes)
+    for group in groups:
+        assert group["user"] == LOGIN_USER and group["keys"] == keys and group["via"] == tunnel
+        if platform == "aws-gpu":
+            asgs = g.of_type("autoscaling/group:Group")
+            assert len(group["groups"]) == len(asgs)  # the spot group and its fallback, or the serving group
+            assert all(any(n.startswith(r.name) for r in asgs) for n in group["groups"])
+            assert group["listCommand"] == ec2.group_list_command(group["groups"], region)
+        else:
+            [mig] = g.of_type("nstanceGroupManager:RegionInstanceGroupManager") or g.of_type(
+                "instanceGroupManager:InstanceGroupManager"
+            )
+            assert group["groups"][0].startswith(mig.name) and group["project"] == config["gcp:project"]
+            assert group["listCommand"] == gce.group_list_command(
+                mig.inputs["baseInstanceName"], region, config["gcp:project"]
+            )
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("stack", CLOUD_STACKS)
 def test_the_exported_connect_command_works_with_what_the_stack_builds(stack: str, variant: str) -> None:
     g, config = _graph(stack, VARIANTS[variant])
     platform = g.outputs["platform"]
     way = CHECKS[platform](g, g.outputs["connect"], config)
+    _check_nodes(g, config)
     # With keys and SSH ranges, a node with a public address is reached directly as ubuntu.
     public = bool(g.outputs["publicIps"]) or any(
         r.inputs.get("networkConfig", {}).get("enableExternalIps") for r in g.of_type("tpu/v2Vm:V2Vm")

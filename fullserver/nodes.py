@@ -1,0 +1,107 @@
+"""The way into each node of a cloud environment: the stack's ``nodes`` and ``nodeGroups`` outputs.
+
+``pulumi up`` is the only moment that knows every node's name, addresses and the way in its access
+settings chose (direct SSH to a public address, IAP TCP forwarding on GCP, Session Manager on AWS).
+So the components export it per node, in this shape, and nothing downstream re-derives it:
+``fullserver verify STACK`` connects through it, and a person can paste a node's ``proxyCommand``
+into ``~/.ssh/config``. A serving group's replicas are not known until they run: the group is
+exported with the command that lists its members (``NodeGroupAccess``), whose answer the
+platform module turns into ``NodeAccess`` rows.
+
+The proxy commands and listing commands themselves are platform facts and live in
+``fullserver.platforms.gcp`` and ``fullserver.platforms.aws``.
+"""
+
+from typing import Literal, TypedDict, cast
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+Via = Literal["ssh", "iap", "ssm"]
+"""``ssh``: straight to the public address; ``iap``: GCP Identity-Aware Proxy TCP forwarding;
+``ssm``: AWS Systems Manager Session Manager (``AWS-StartSSHSession``)."""
+
+
+class NodeAccessOutput(TypedDict):
+    """A ``NodeAccess`` as the ``nodes`` output holds it. The component package's schema is read
+    from these types, so other languages get a typed output; the keys are the output's own
+    (camelCase), since Pulumi passes list items through unrenamed."""
+
+    name: str
+    privateIp: str
+    publicIp: str
+    user: str
+    keys: bool
+    via: str
+    proxyCommand: list[str]
+
+
+class NodeGroupAccessOutput(TypedDict):
+    """A ``NodeGroupAccess`` as the ``nodeGroups`` output holds it (see ``NodeAccessOutput``)."""
+
+    provider: str
+    groups: list[str]
+    region: str
+    zone: str
+    project: str
+    user: str
+    keys: bool
+    via: str
+    listCommand: list[str]
+
+
+class _Exported(BaseModel):
+    """camelCase in the stack outputs (Pulumi's convention), snake_case in Python."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class NodeAccess(_Exported):
+    """One node and how to reach it over SSH."""
+
+    name: str
+    """GCP: the instance name; AWS: the instance id. Through a proxy there is no address to pin a
+    host key under, so the known_hosts line names the node by this (OpenSSH's ``HostKeyAlias``)."""
+    private_ip: str
+    """The address other nodes of the environment reach it at (verify's iperf3 ring uses it)."""
+    public_ip: str = ""
+    user: str
+    """The login user that ``fullserver:sshPublicKeys`` are installed for."""
+    keys: bool
+    """Whether the stack installed SSH keys for ``user``; without them only the cloud's own login
+    (OS Login, Session Manager's shell) works, and verify says so instead of failing to log in."""
+    via: Via
+    proxy_command: list[str] = []
+    """The argv that carries SSH over stdin/stdout (``ProxyCommand``); empty for ``via: ssh``."""
+
+    def exported(self) -> NodeAccessOutput:
+        return cast(NodeAccessOutput, self.model_dump(by_alias=True, mode="json"))
+
+    @property
+    def address(self) -> str:
+        """What SSH connects to and the host key is pinned under: the public address when direct,
+        the node's name when a proxy carries the connection."""
+        return self.public_ip if self.via == "ssh" else self.name
+
+
+class NodeGroupAccess(_Exported):
+    """A group whose members a manager starts and replaces (an auto scaling group, a managed
+    instance group): listed when someone needs them, with ``list_command``."""
+
+    provider: Literal["aws", "gcp"]
+    groups: list[str]
+    """AWS: the auto scaling groups (the spot group and its on-demand fallback); GCP: the managed
+    instance group."""
+    region: str
+    zone: str = ""
+    """GCP: a zonal group's zone (empty: the group is regional)."""
+    project: str = ""
+    user: str
+    keys: bool
+    via: Via
+    list_command: list[str]
+    """The argv whose JSON answer names the running members (``platforms.<provider>.group_members``
+    reads it)."""
+
+    def exported(self) -> NodeGroupAccessOutput:
+        return cast(NodeGroupAccessOutput, self.model_dump(by_alias=True, mode="json"))
