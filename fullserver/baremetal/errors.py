@@ -20,6 +20,7 @@ __all__ = [
     "JournalLocked",
     "NoSudo",
     "ProbeError",
+    "ProxyNotStarted",
     "Refusal",
     "StepFailed",
     "StepRefused",
@@ -36,6 +37,11 @@ class BareMetalError(FullserverError):
 
 class HostUnreachable(BareMetalError):
     """TCP connect, banner or key exchange failed, or the connection died (a connect-phase error)."""
+
+
+class ProxyNotStarted(HostUnreachable):
+    """A host's ``proxyCommand`` could not be started (not found, not executable). Never retried:
+    unlike a proxy that exits (an IAP tunnel refused while the node boots), it stays missing."""
 
 
 class HostKeyMismatch(BareMetalError):

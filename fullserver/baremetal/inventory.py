@@ -27,11 +27,22 @@ hosts older inventories used is refused; the provider's ``hosts`` input is still
       - name: bastion                        # only a jump target: never audited or configured
         address: 203.0.113.1
         privateKeyFile: ~/.ssh/bastion_ed25519  # each hop uses its own key source
+      - name: node-a                         # a cloud node with no public address
+        address: node-a                      # what %h gives the proxy, and the key's name
+        proxyCommand: [gcloud, compute, start-iap-tunnel, "%h", "%p", --listen-on-stdin, --zone=us-central1-a]
+        peerAddress: 10.128.0.7              # where the other hosts reach it (verify's iperf3)
 
 An entry is a *jump host* when another entry's ``jump`` names it (or it says ``role: jump``); jump
 hosts are only passed through, never probed, audited or configured (``role: gpu`` overrides).
 ``expect`` is the rented-hardware contract (a stack's ``dedicated.host``): the audit reports
 where the real host falls short of it.
+
+``proxyCommand`` is an argv (no shell) whose stdin/stdout carry the SSH stream, as OpenSSH's
+``ProxyCommand``: ``%h`` (the address), ``%p`` (the port), ``%r`` (the user), ``%n`` (the name) and
+``%%`` are substituted in each word. The host key is still looked up under ``address`` — with a
+proxy that is a node name (OpenSSH's ``HostKeyAlias``), never where the proxy goes. A host is
+reached through a proxy or a jump host, not both. ``peerAddress`` is where the inventory's other
+hosts reach this one (verify's iperf3 ring); without it, ``address``.
 """
 
 from __future__ import annotations
@@ -41,16 +52,17 @@ import binascii
 import hashlib
 import hmac
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictStr, field_validator, model_validator
 
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, PinnedKey, check_host_keys, fingerprint, parse_key_line
 from fullserver.errors import InputError
-from fullserver.workload import DedicatedHost, InventoryHost
+from fullserver.workload import MAX_HOSTNAME, MAX_PATH, DedicatedHost, InventoryHost
 from fullserver.yamlio import parse, read_yaml
 
 __all__ = [  # the key helpers live in keys.py (no workload import); re-exported where they always were
@@ -60,6 +72,7 @@ __all__ = [  # the key helpers live in keys.py (no workload import); re-exported
     "PinnedKey",
     "Target",
     "Timeouts",
+    "expand_proxy",
     "fingerprint",
     "inventory_from_data",
     "keys_from_known_hosts",
@@ -138,7 +151,9 @@ class Timeouts:
 
 @dataclass(frozen=True)
 class Target:
-    """One host as the SSH layer sees it. ``address`` is used both to connect and to match keys."""
+    """One host as the SSH layer sees it. ``address`` is used both to connect and to match keys;
+    with a ``proxy`` (an argv, tokens already substituted) only to match keys: the proxy reaches
+    the host. ``peer_address`` is where other hosts reach it (empty: ``address``; see ``peer``)."""
 
     name: str
     address: str
@@ -147,6 +162,20 @@ class Target:
     host_keys: tuple[PinnedKey, ...] = ()
     jump: Target | None = None
     timeouts: Timeouts = field(default_factory=Timeouts)
+    proxy: tuple[str, ...] | None = None
+    peer_address: str = ""
+
+    def __post_init__(self) -> None:
+        if self.proxy is not None and self.jump is not None:
+            raise ValueError(f"{self.name}: a host is reached through a proxy command or a jump host, not both")
+        if self.proxy is not None and not self.proxy:
+            raise ValueError(f"{self.name}: an empty proxy command")
+
+    @property
+    def peer(self) -> str:
+        """The address the other hosts reach this one at (iperf3): ``peer_address``, else ``address``.
+        With a proxy, ``address`` is usually a node name only the proxy understands."""
+        return self.peer_address or self.address
 
     @property
     def lookup(self) -> str:
@@ -158,12 +187,36 @@ class Target:
         return [f"{k.key_type} {k.fingerprint}" for k in self.host_keys]
 
 
+_PROXY_TOKENS = "hprn%"
+"""``%h`` address, ``%p`` port, ``%r`` user, ``%n`` name, ``%%`` a percent sign (OpenSSH's subset)."""
+
+
+def _check_proxy_word(word: str) -> str:
+    i = 0
+    while (i := word.find("%", i)) >= 0:
+        token = word[i : i + 2]
+        if len(token) < 2 or token[1] not in _PROXY_TOKENS:
+            raise ValueError(f"unknown token '{token}' in '{word}': use %h, %p, %r, %n or %%")
+        i += 2
+    return word
+
+
+def expand_proxy(argv: list[str], *, address: str, port: int, user: str, name: str) -> tuple[str, ...]:
+    """Substitute ``%h %p %r %n %%`` in each word of a proxy command, as OpenSSH does (one pass:
+    a ``%`` a substitution brings in is not read again)."""
+    values = {"h": address, "p": str(port), "r": user, "n": name, "%": "%"}
+    return tuple(re.sub(r"%(.)", lambda m: values[m.group(1)], _check_proxy_word(word)) for word in argv)
+
+
 class InventoryEntry(InventoryHost):
-    """An inventory host: the stack config's ``InventoryHost`` plus where its private key comes from."""
+    """An inventory host: the stack config's ``InventoryHost`` plus where its private key comes
+    from and how it is reached (a jump host or a proxy command)."""
 
     private_key_file: str | None = None
     private_key_env: str | None = None
     jump: str | None = None
+    proxy_command: Annotated[list[Annotated[StrictStr, Field(max_length=MAX_PATH)]], Field(max_length=64)] | None = None
+    peer_address: Annotated[StrictStr, Field(min_length=1, max_length=MAX_HOSTNAME)] | None = None
     role: Literal["gpu", "jump"] | None = None
     expect: DedicatedHost | None = None
     connect_timeout: Annotated[float, Field(gt=0, le=300)] = 10.0
@@ -175,6 +228,19 @@ class InventoryEntry(InventoryHost):
         """A malformed key is refused when the inventory is read (the plan, the provider's check and
         the audit then agree), not first when a connection is made."""
         return check_host_keys(v)
+
+    @field_validator("proxy_command")
+    @classmethod
+    def _proxy_command(cls, v: list[str] | None) -> list[str] | None:
+        """A proxy's program must be named, and every ``%`` be a token ssh_config knows."""
+        if v is not None:
+            if not v:
+                raise ValueError("empty: give the proxy's argv, e.g. [gcloud, compute, start-iap-tunnel, '%h', '%p']")
+            if not v[0].strip():
+                raise ValueError("the first word must name the proxy's program (e.g. gcloud)")
+            for word in v:
+                _check_proxy_word(word)
+        return v
 
     @model_validator(mode="after")
     def _one_key_source(self) -> InventoryEntry:
@@ -214,6 +280,12 @@ class Inventory:
             raise InputError(where, f"host names repeat: {', '.join(dupes)}", "give every host a unique name")
         by_name = {e.name: e for e in entries}
         for e in entries:
+            if e.jump is not None and e.proxy_command is not None:
+                raise InputError(
+                    f"{where}: host '{e.name}' field 'proxyCommand'",
+                    "cannot be combined with jump",
+                    "reach the host through the proxy command or the jump host, not both",
+                )
             if e.jump is not None and e.jump not in by_name:
                 raise InputError(
                     f"{where}: host '{e.name}' field 'jump'", f"no host named '{e.jump}'", f"known: {', '.join(names)}"
@@ -281,7 +353,14 @@ class Inventory:
             connect=entry.connect_timeout, banner=entry.connect_timeout, command=entry.command_timeout
         )
         unique = tuple(dict.fromkeys(keys))
-        return Target(entry.name, entry.address, entry.port, entry.user, unique, jump, t)
+        proxy = None
+        if entry.proxy_command is not None:
+            proxy = expand_proxy(
+                entry.proxy_command, address=entry.address, port=entry.port, user=entry.user, name=entry.name
+            )
+        return Target(
+            entry.name, entry.address, entry.port, entry.user, unique, jump, t, proxy, entry.peer_address or ""
+        )
 
     @staticmethod
     def has_key_source(entry: InventoryEntry) -> bool:

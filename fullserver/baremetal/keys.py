@@ -1,4 +1,5 @@
-"""Pinned public host keys: parsing and checking one ``"<type> <base64>"`` line.
+"""SSH key texts: pinned public host keys (parsing and checking one ``"<type> <base64>"`` line),
+and whether a private key is passphrase-protected.
 
 Its own module, free of the inventory and of ``fullserver.workload``, so that every model that
 holds host keys (the inventory entry here, the stack config's ``dedicated.hosts`` in
@@ -143,3 +144,21 @@ def check_public_key(value: str) -> str:
 
 PublicKeyLine = Annotated[StrictStr, AfterValidator(check_public_key)]
 """A person's public key line, checked (and normalised) at validation time."""
+
+
+def passphrase_protected(text: str) -> bool:
+    """Whether a private key's text is passphrase-protected (PEM headers, or an OpenSSH key whose
+    cipher is not ``none``): told without paramiko, so the command line can ask for the passphrase
+    before any connection starts."""
+    if "ENCRYPTED" in text:
+        return True
+    body = "".join(line for line in text.strip().splitlines() if not line.startswith("-----"))
+    try:
+        raw = base64.b64decode(body, validate=False)
+    except (ValueError, binascii.Error):
+        return False
+    magic = b"openssh-key-v1\0"
+    if not raw.startswith(magic) or len(raw) < len(magic) + 4:
+        return False
+    n = int.from_bytes(raw[len(magic) : len(magic) + 4], "big")
+    return raw[len(magic) + 4 : len(magic) + 4 + n] != b"none"

@@ -11,7 +11,11 @@ The only module that imports paramiko. What it guarantees (see ../shared/referen
   one. Nothing is ever written back.
 * **Auth** with an in-memory private key only: ``allow_agent=False, look_for_keys=False``, no
   agent forwarding (never requested). A jump host is a ``direct-tcpip`` channel through a
-  pinned bastion — never agent forwarding.
+  pinned bastion — never agent forwarding. A ``proxyCommand`` (``gcloud compute
+  start-iap-tunnel``, ``aws ssm start-session``) is a process carrying the stream on its
+  stdin/stdout (``fullserver.baremetal.proxy``); the key is still pinned under the target's
+  address (with a proxy, a node name: OpenSSH's ``HostKeyAlias``), and the process is ended and
+  reaped on every path out, its stderr's last words named when it fails.
 * **Waits**: TCP connect, banner, auth and channel-open timeouts are explicit. Each command has a
   remote ``timeout -k`` *and* a local monotonic deadline; stdout and stderr are drained together
   (no 2 MiB window deadlock, paramiko#1778) and captured up to a cap. A silent command triggers
@@ -35,8 +39,6 @@ The only module that imports paramiko. What it guarantees (see ../shared/referen
 
 from __future__ import annotations
 
-import base64
-import binascii
 import io
 import random
 import socket
@@ -58,8 +60,11 @@ from fullserver.baremetal.errors import (
     HostKeyMismatch,
     HostUnreachable,
     NoSudo,
+    ProxyNotStarted,
 )
 from fullserver.baremetal.inventory import Target, fingerprint
+from fullserver.baremetal.keys import passphrase_protected
+from fullserver.baremetal.proxy import ProxySocket
 from fullserver.baremetal.transport import Result, as_script, remote_command
 from fullserver.errors import InputError
 
@@ -116,23 +121,6 @@ class PinnedKeyPolicy(paramiko.RejectPolicy):
         )
 
 
-def _encrypted(text: str) -> bool:
-    """Whether a private key's text is passphrase-protected (PEM headers, or an OpenSSH key whose
-    cipher is not ``none``)."""
-    if "ENCRYPTED" in text:
-        return True
-    body = "".join(line for line in text.strip().splitlines() if not line.startswith("-----"))
-    try:
-        raw = base64.b64decode(body, validate=False)
-    except (ValueError, binascii.Error):
-        return False
-    magic = b"openssh-key-v1\0"
-    if not raw.startswith(magic) or len(raw) < len(magic) + 4:
-        return False
-    n = int.from_bytes(raw[len(magic) : len(magic) + 4], "big")
-    return raw[len(magic) + 4 : len(magic) + 4 + n] != b"none"
-
-
 def load_private_key(text: str, where: str, passphrase: str | None = None) -> paramiko.PKey:
     """A private key from its text (a Pulumi secret, an env var); never touches disk, never echoed."""
     for cls in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
@@ -145,7 +133,7 @@ def load_private_key(text: str, where: str, passphrase: str | None = None) -> pa
             ) from None
         except (paramiko.SSHException, ValueError, IndexError, TypeError):
             continue
-    if passphrase is not None and _encrypted(text):
+    if passphrase is not None and passphrase_protected(text):
         raise InputError(
             where, "wrong passphrase for the private key", "pass the passphrase the key was encrypted with"
         )
@@ -171,6 +159,12 @@ def _socket(target: Target) -> socket.socket:
     return sock
 
 
+def _at(target: Target) -> str:
+    """Where a connect-phase message says it tried: ``(addr:port)``, and the proxy it went through."""
+    via = f" through proxy command '{target.proxy[0]}'" if target.proxy else ""
+    return f"({target.address}:{target.port}{via})"
+
+
 def _unreachable(target: Target, exc: BaseException) -> HostUnreachable:
     text = str(exc) or type(exc).__name__
     if isinstance(exc, ConnectionRefusedError):
@@ -183,10 +177,12 @@ def _unreachable(target: Target, exc: BaseException) -> HostUnreachable:
         what, hint = f"no SSH banner: {text}", "sshd may be overloaded (MaxStartups) or hung"
     else:
         what, hint = f"connection failed: {text}", "check that sshd answers on that port"
-    return HostUnreachable(target.name, f"{what} ({target.address}:{target.port})", hint)
+    return HostUnreachable(target.name, f"{what} {_at(target)}", hint)
 
 
-def _handshake_failure(target: Target, client: paramiko.SSHClient, exc: BaseException) -> HostUnreachable:
+def _handshake_failure(
+    target: Target, client: paramiko.SSHClient, exc: BaseException, sock: object, banner: float
+) -> HostUnreachable:
     """Name the phase an SSH handshake stopped in, from the transport's state, not from the error.
 
     paramiko's own error depends on which of its waits ran out first: the transport thread's
@@ -195,7 +191,12 @@ def _handshake_failure(target: Target, client: paramiko.SSHClient, exc: BaseExce
     session". What the transport got tells the phases apart either way."""
     t = target.timeouts
     transport = client.get_transport()
-    at = f"({target.address}:{target.port})"
+    at = _at(target)
+    if isinstance(sock, ProxySocket):
+        stage = "before the SSH banner" if transport is None or not transport.remote_version else "during the handshake"
+        ended = sock.failure(stage)
+        if ended is not None:
+            return ended
     if transport is not None and not transport.remote_version:  # no banner ever arrived
         cause = exc.__context__ if exc.__context__ is not None else exc
         if isinstance(cause, EOFError | ConnectionError):
@@ -204,15 +205,22 @@ def _handshake_failure(target: Target, client: paramiko.SSHClient, exc: BaseExce
                 f"the server closed the connection before its SSH banner {at}",
                 "sshd refused it (MaxStartups, a firewall or TCP wrapper), or that port is not sshd",
             )
+        if isinstance(sock, ProxySocket):
+            said = sock.stderr_tail()
+            return HostUnreachable(
+                target.name,
+                f"no SSH banner within {banner:g} s {at}" + (f": the proxy said: {said}" if said else ""),
+                "the proxy or sshd stalled; run the proxy command by hand to check it connects",
+            )
         return HostUnreachable(
             target.name,
-            f"no SSH banner within {t.banner:g} s {at}",
+            f"no SSH banner within {banner:g} s {at}",
             "sshd stalled or overloaded; check the host's console and load",
         )
     if transport is not None and not transport.initial_kex_done:
         return HostUnreachable(
             target.name,
-            f"key exchange did not finish within {t.banner + t.connect:g} s {at}",
+            f"key exchange did not finish within {banner + t.connect:g} s {at}",
             "sshd stalled or overloaded after its banner; check the host's console and load",
         )
     return _unreachable(target, exc)
@@ -221,10 +229,17 @@ def _handshake_failure(target: Target, client: paramiko.SSHClient, exc: BaseExce
 class SshSession:
     """One authenticated connection to one host, used by one thread for all that host's commands."""
 
-    def __init__(self, target: Target, client: paramiko.SSHClient, jump: SshSession | None = None) -> None:
+    def __init__(
+        self,
+        target: Target,
+        client: paramiko.SSHClient,
+        jump: SshSession | None = None,
+        proxy: ProxySocket | None = None,
+    ) -> None:
         self.target = target
         self._client = client
         self._jump = jump
+        self._proxy = proxy
         self._owner = threading.get_ident()
         self._last_activity = time.monotonic()
         self.writes = 0
@@ -250,6 +265,8 @@ class SshSession:
 
     def close(self) -> None:
         self._client.close()
+        if self._proxy is not None:  # paramiko closes it with the transport; a transport-less client does not
+            self._proxy.close()
         if self._jump is not None:
             self._jump.close()
 
@@ -482,12 +499,17 @@ def _sudo_refused(stderr: str) -> bool:
 
 
 def _connect_once(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, paramiko.PKey]) -> SshSession:
-    """One attempt along the whole path (jump hosts first, each with its own key); no retries."""
+    """One attempt along the whole path (jump hosts first, each with its own key, or the proxy
+    command); no retries."""
     t = target.timeouts
     jump: SshSession | None = None
     sock: Any
+    # A proxy's own connecting (gcloud's start-up, the tunnel's) happens before the banner can.
+    banner = t.banner + (t.connect if target.proxy else 0.0)
     try:
-        if target.jump is not None:
+        if target.proxy:
+            sock = ProxySocket(target.proxy, target.name, t.kill_grace)
+        elif target.jump is not None:
             jump = _connect_once(target.jump, hop_keys.get(target.jump.name, pkey), hop_keys)
             try:
                 sock = jump._transport().open_channel(
@@ -522,8 +544,8 @@ def _connect_once(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, pa
             # With our own socket, paramiko uses ``timeout`` only as start_client's wait (banner +
             # key exchange): longer than the banner timeout, so a silent server is always named
             # by the banner's wait, never by start_client's.
-            timeout=t.banner + t.connect,
-            banner_timeout=t.banner,
+            timeout=banner + t.connect,
+            banner_timeout=banner,
             auth_timeout=t.auth,
             channel_timeout=t.channel,
             allow_agent=False,
@@ -563,10 +585,13 @@ def _connect_once(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, pa
             target.name, f"no common algorithms: {exc}", "the server's sshd is too old or too restricted"
         ) from None
     except (paramiko.SSHException, EOFError, OSError) as exc:
-        error = _handshake_failure(target, client, exc)
+        error = _handshake_failure(target, client, exc, sock, banner)
         _close(client, sock, jump)
         raise error from None
-    return SshSession(target, client, jump)
+    except BaseException:  # an interrupt or an unexpected error: never leave a proxy behind
+        _close(client, sock, jump)
+        raise
+    return SshSession(target, client, jump, sock if isinstance(sock, ProxySocket) else None)
 
 
 def _close(client: paramiko.SSHClient, sock: Any, jump: SshSession | None) -> None:
@@ -581,12 +606,15 @@ def connect(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, paramiko
     """Open a session, retrying connect-phase errors (with exponential backoff and jitter) only.
 
     ``hop_keys`` maps jump hosts' names to their own keys (``pkey`` when absent). A failure
-    anywhere on the path retries the whole path, ``connect_attempts`` times in all."""
+    anywhere on the path retries the whole path, ``connect_attempts`` times in all; a proxy
+    command that cannot be started (``ProxyNotStarted``) is not retried."""
     t = target.timeouts
     attempts = max(1, t.connect_attempts)
     for attempt in range(attempts):
         try:
             return _connect_once(target, pkey, hop_keys or {})
+        except ProxyNotStarted:
+            raise
         except HostUnreachable:
             if attempt + 1 >= attempts:
                 raise

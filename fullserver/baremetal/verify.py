@@ -5,7 +5,7 @@ also measures what it *delivers*: each GPU's PCIe link against the GPU's maximum
 every GPU pair, ECC and retired or remapped memory, whether each GPU shares a NUMA node with a
 NIC, the scratch filesystem's sequential and 4 KiB random throughput (fio), and TCP throughput
 from each host to the next one of the same inventory (iperf3, a ring: every host sends once and
-receives once). Every line is ``promised | delivered | ratio``; a promise the plan does not make
+receives once, to the receiver's ``peerAddress``, else its address). Every line is ``promised | delivered | ratio``; a promise the plan does not make
 (no profile figure, no catalog rating) is shown as ``n/a``, never invented.
 
 Where promises come from:
@@ -447,6 +447,35 @@ def measure_pair(server: Runner, client: Runner, server_address: str, caps: meas
 # --- the fleet ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Leg:
+    """One iperf3 run of the ring: ``src`` sends to ``dst``'s server at ``address``:``port``."""
+
+    src: str
+    dst: str
+    address: str
+    port: int
+
+
+def ring(targets: Sequence[Target], up: Sequence[str], caps: measure.Caps) -> list[Leg]:
+    """Host i of ``up`` sends to host i+1 (a ring: every host sends once and receives once).
+
+    The client goes to the server's *peer* address (``Target.peer``): a host reached through a
+    proxy has a node name as ``address``, which only the proxy understands. Hosts of ``targets``
+    sharing a peer address (the test bed's loopback hosts, ports forwarded to one machine) get
+    distinct iperf3 ports, one per leg, so their servers never collide."""
+    if len(up) < 2:
+        return []
+    by_name = {t.name: t for t in targets}
+    peers = [t.peer for t in targets]
+    legs = []
+    for i, src in enumerate(up):
+        dst = by_name[up[(i + 1) % len(up)]]
+        port = caps.iperf_port + i if peers.count(dst.peer) > 1 else caps.iperf_port
+        legs.append(Leg(src, dst.name, dst.peer, port))
+    return legs
+
+
 UNREACHABLE = (HostUnreachable, HostKeyMismatch, AuthFailed)
 """Failures before anything ran: the host could not be reached or logged into (exit 5)."""
 
@@ -477,11 +506,13 @@ def verify_fleet(
     scratch: Mapping[str, str] | None = None,
     max_workers: int = 64,
     on_done: Callable[[str, object], None] | None = None,
+    passphrase: str | None = None,
 ) -> list[HostVerify]:
     """Phase one on every host at once; then the network ring (host i sends to host i+1).
 
     ``expected`` and ``scratch`` are per-host contracts and scratch mountpoints by name (else the
-    promise's)."""
+    promise's); ``passphrase`` opens the hosts' private key when it is protected (it is only held
+    in memory)."""
     from fullserver.baremetal.ssh import session
 
     targets = {t.name: (t, key) for t, key in hosts}
@@ -494,22 +525,22 @@ def verify_fleet(
             expect=contracts.get(t.name, promise.expect),
             scratch=(scratch or {}).get(t.name, promise.scratch),
         )
-        with session(t, key, jump_keys=jump_keys) as s:
+        with session(t, key, passphrase, jump_keys=jump_keys) as s:
             return measure_host(s, p, caps, address=f"{t.address}:{t.port}")
 
     first = run_fleet(hosts, lambda h: h[0].name, one, max_workers=max_workers, on_done=on_done)
     up = [name for name, r in first.items() if isinstance(r, Measured)]
-    shared = {t.address for t, _ in hosts if sum(1 for u, _ in hosts if u.address == t.address) > 1}
-    pairs = [(up[i], up[(i + 1) % len(up)], i) for i in range(len(up))] if len(up) > 1 else []
+    legs = ring([t for t, _ in hosts], up, caps)
 
-    def pair(item: tuple[str, str, int]) -> float:
-        src, dst, i = item
-        (ts, ks), (td, kd) = targets[src], targets[dst]
-        c = replace(caps, iperf_port=caps.iperf_port + i) if td.address in shared else caps
-        with session(td, kd, jump_keys=jump_keys) as server, session(ts, ks, jump_keys=jump_keys) as client:
-            return measure_pair(server, client, td.address, c)
+    def pair(leg: Leg) -> float:
+        (ts, ks), (td, kd) = targets[leg.src], targets[leg.dst]
+        with (
+            session(td, kd, passphrase, jump_keys=jump_keys) as server,
+            session(ts, ks, passphrase, jump_keys=jump_keys) as client,
+        ):
+            return measure_pair(server, client, leg.address, replace(caps, iperf_port=leg.port))
 
-    net = run_fleet(pairs, lambda p: p[0], pair, max_workers=max_workers)
+    net = run_fleet(legs, lambda leg: leg.src, pair, max_workers=max_workers)
     out: list[HostVerify] = []
     for name, r in first.items():
         t, _ = targets[name]
@@ -519,7 +550,7 @@ def verify_fleet(
             continue
         lines: list[Line] = []
         problems: list[str] = []
-        peer = next((d for s, d, _ in pairs if s == name), None)
+        peer = next((leg.dst for leg in legs if leg.src == name), None)
         promised = network_promise(promise, len(r.facts.gpus))
         if peer is None:
             problems.append("network throughput not measured: no other reachable host in this inventory")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import paramiko
@@ -19,9 +22,11 @@ from fullserver.baremetal.errors import (
     HostKeyMismatch,
     HostUnreachable,
     NoSudo,
+    ProxyNotStarted,
 )
-from fullserver.baremetal.inventory import Target, Timeouts, keys_from_known_hosts
+from fullserver.baremetal.inventory import Target, Timeouts, inventory_from_data, keys_from_known_hosts
 from fullserver.baremetal.ssh import session
+from fullserver.errors import InputError
 from tests.baremetal.testbed import SshdHost, Testbed, free_port
 
 FAST = Timeouts(
@@ -301,6 +306,167 @@ def test_jump_host_direct_tcpip(bed: Testbed, host: SshdHost) -> None:
         t = Target(inner.name, inner.address, inner.port, "root", inner.host_keys, bastion.target(), inner.timeouts)
         with session(t, host.user_key) as s:
             assert s.run("echo via-bastion").stdout == "via-bastion\n"
+        assert "Accepted publickey for root" in (bastion.dir / "sshd.log").read_text()
+    finally:
+        bastion.stop()
+
+
+# --- proxyCommand (issue 12: IAP / Session Manager) -----------------------------------------------
+
+
+def _proxied(host: SshdHost, kh: Path, proxy: list[str], timeouts: Timeouts = FAST) -> Target:
+    """``gpu-a`` at the node name ``node-a`` (resolvable nowhere), reached through ``proxy``, its
+    key pinned by a known_hosts file keyed by that name, as ``inv.target`` builds it."""
+    inv = inventory_from_data(
+        {"hosts": [{"name": "gpu-a", "address": "node-a", "knownHostsFile": str(kh), "proxyCommand": proxy}]},
+        kh.parent,
+        "inv.yaml",
+    )
+    return inv.target(inv.entries[0], timeouts)
+
+
+def _runs(log: Path) -> list[dict[str, Any]]:
+    """What the stand-in proxy logged, one record per start."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is still a process (a zombie, dead but not reaped, is not running)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_proxy_command_carries_the_session_and_the_key_is_pinned_under_the_node_name(
+    host: SshdHost, tmp_path: Path
+) -> None:
+    kh, log = tmp_path / "known_hosts", tmp_path / "proxy.log"
+    kh.write_text(f"node-a {host.host_key_line}\n")  # the node's name, as OpenSSH's HostKeyAlias
+    t = _proxied(host, kh, host.proxy_command(log))
+    assert t.lookup == "node-a" and t.peer == "node-a"
+    with session(t, host.user_key) as s:
+        assert s.run("echo via-proxy").stdout == "via-proxy\n"
+        assert s.run("echo again").ok  # one proxy, one connection, many commands
+        big = s.run("head -c 3000000 /dev/zero | tr '\\0' a", timeout=30)  # back-pressure through the pipe
+        assert len(big.stdout) == 3000000
+        [run] = _runs(log)
+        assert _running(run["pid"])
+    # %h %p %r %n: the entry's address, port, user and name, each its own word
+    assert run["argv"][-4:] == ["node-a", "22", "root", "gpu-a"]
+    assert not Path(f"/proc/{run['pid']}").exists()  # ended and reaped on close
+    assert "Accepted publickey for root" in (host.dir / "sshd.log").read_text()
+
+
+def test_proxy_host_with_another_key_is_refused_and_the_proxy_ended(
+    bed: Testbed, host: SshdHost, tmp_path: Path
+) -> None:
+    other = bed.add_host("impostor-proxy")
+    other.stop()
+    kh, log = tmp_path / "known_hosts", tmp_path / "proxy.log"
+    kh.write_text(f"node-a {other.host_key_line}\n")
+    with pytest.raises(HostKeyMismatch) as exc:
+        session(_proxied(host, kh, host.proxy_command(log)), host.user_key).__enter__()
+    assert exc.value.line().startswith("gpu-a: host key refused: offered ssh-ed25519 SHA256:")
+    assert "Accepted publickey" not in (host.dir / "sshd.log").read_text()
+    [run] = _runs(log)  # a wrong key is never retried
+    assert not Path(f"/proc/{run['pid']}").exists()
+
+
+def test_proxy_host_key_is_not_looked_up_where_the_proxy_goes(host: SshdHost, tmp_path: Path) -> None:
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"[127.0.0.1]:{host.port} {host.host_key_line}\n")  # the real socket's name: not the host's
+    with pytest.raises(InputError, match="host 'gpu-a': no host key pinned"):
+        _proxied(host, kh, host.proxy_command(tmp_path / "proxy.log"))
+
+
+def test_missing_proxy_program_is_one_line_and_not_retried(host: SshdHost, tmp_path: Path) -> None:
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"node-a {host.host_key_line}\n")
+    t = _proxied(host, kh, ["fullserver-no-such-proxy", "compute", "start-iap-tunnel", "%h", "%p"])
+    start = time.monotonic()
+    with pytest.raises(ProxyNotStarted) as exc:
+        session(t, host.user_key).__enter__()
+    assert exc.value.line() == (
+        "gpu-a: proxy command 'fullserver-no-such-proxy' not found (install it or put it on PATH)"
+    )
+    assert isinstance(exc.value, HostUnreachable)  # unreachable (exit 5), like any connect failure
+    assert time.monotonic() - start < FAST.retry_base  # no retry, no backoff
+
+
+def test_proxy_that_exits_is_named_with_its_stderr_retried_and_reaped(host: SshdHost, tmp_path: Path) -> None:
+    kh, log = tmp_path / "known_hosts", tmp_path / "proxy.log"
+    kh.write_text(f"node-a {host.host_key_line}\n")
+    start = time.monotonic()
+    with pytest.raises(HostUnreachable) as exc:
+        session(_proxied(host, kh, host.proxy_command(log, "fail")), host.user_key).__enter__()
+    assert exc.value.line() == (
+        f"gpu-a: proxy command '{sys.executable}' exited 1 before the SSH banner: WARNING: noise first | "
+        "ERROR: (gcloud.compute.start-iap-tunnel) Error while connecting [4033: 'not authorized']. "
+        "(its message says why (its login, its permissions, the node's name); run it by hand to check)"
+    )
+    assert time.monotonic() - start < FAST.banner  # known at its exit, not at the banner timeout
+    runs = _runs(log)
+    assert len(runs) == FAST.connect_attempts  # the whole path is retried, as through a jump host
+    assert not any(Path(f"/proc/{r['pid']}").exists() for r in runs)
+
+
+def test_silent_proxy_costs_the_connect_and_banner_timeouts_and_is_ended(host: SshdHost, tmp_path: Path) -> None:
+    kh, log = tmp_path / "known_hosts", tmp_path / "proxy.log"
+    kh.write_text(f"node-a {host.host_key_line}\n")
+    quick = Timeouts(connect=1, banner=1, auth=3, channel=3, kill_grace=1, connect_attempts=1)
+    proxy = host.proxy_command(log, "silent")
+    start = time.monotonic()
+    with pytest.raises(HostUnreachable) as exc:
+        session(_proxied(host, kh, proxy, quick), host.user_key).__enter__()
+    elapsed = time.monotonic() - start
+    assert exc.value.line() == (
+        f"gpu-a: no SSH banner within 2 s (node-a:22 through proxy command '{sys.executable}') "
+        "(the proxy or sshd stalled; run the proxy command by hand to check it connects)"
+    )
+    assert 2 <= elapsed < 2 + quick.kill_grace + 1.5, elapsed
+    [run] = _runs(log)
+    assert not Path(f"/proc/{run['pid']}").exists()
+
+
+def test_proxy_ignoring_sigterm_and_its_helpers_are_killed_on_close(host: SshdHost, tmp_path: Path) -> None:
+    """Like ``aws ssm start-session``, which runs ``session-manager-plugin``: the whole group goes."""
+    kh, log = tmp_path / "known_hosts", tmp_path / "proxy.log"
+    kh.write_text(f"node-a {host.host_key_line}\n")
+    with session(_proxied(host, kh, host.proxy_command(log, "stubborn")), host.user_key) as s:
+        assert s.run("echo ok").ok
+        [run] = _runs(log)
+        assert _running(run["pid"]) and _running(run["helper"])
+        start = time.monotonic()
+    assert time.monotonic() - start < FAST.kill_grace + 1.5  # SIGTERM ignored: SIGKILL after the grace
+    assert not Path(f"/proc/{run['pid']}").exists()
+    # SIGKILLed with the group (its exit is asynchronous; reaping it is init's business, not ours)
+    deadline = time.monotonic() + 2
+    while _running(run["helper"]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _running(run["helper"])
+
+
+def test_a_bastion_reached_through_a_proxy_carries_the_jump(bed: Testbed, host: SshdHost, tmp_path: Path) -> None:
+    """A jump host may itself have a proxyCommand (a bastion reached through IAP)."""
+    bastion = bed.add_host("proxied-bastion")
+    try:
+        bastion.authorize("root", host.user_pub)
+        kh, log = tmp_path / "known_hosts", tmp_path / "proxy.log"
+        kh.write_text(f"bastion-node {bastion.host_key_line}\n[127.0.0.1]:{host.port} {host.host_key_line}\n")
+        entries = [
+            {"name": "gpu", "address": "127.0.0.1", "port": host.port, "jump": "bastion"},
+            {"name": "bastion", "address": "bastion-node", "proxyCommand": bastion.proxy_command(log)},
+        ]
+        inv = inventory_from_data({"defaults": {"knownHostsFile": str(kh)}, "hosts": entries}, tmp_path, "inv.yaml")
+        t = inv.target(inv.entry("gpu"), FAST)
+        assert t.proxy is None and t.jump is not None and t.jump.proxy is not None
+        with session(t, host.user_key) as s:
+            assert s.run("echo via-proxied-bastion").stdout == "via-proxied-bastion\n"
+        [run] = _runs(log)
+        assert run["argv"][-4:] == ["bastion-node", "22", "root", "bastion"]
+        assert not Path(f"/proc/{run['pid']}").exists()
         assert "Accepted publickey for root" in (bastion.dir / "sshd.log").read_text()
     finally:
         bastion.stop()

@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -61,6 +62,49 @@ case "$1" in
     [ "$2" = -m ] && [ -f "$here/gpu-topo.txt" ] && { cat "$here/gpu-topo.txt"; exit 0; } ;;
 esac
 echo "stand-in nvidia-smi: unsupported arguments: $*" >&2; exit 2
+"""
+
+
+PROXY_STANDIN = r"""
+# Stand-in for a ProxyCommand (gcloud compute start-iap-tunnel ... --listen-on-stdin): connects to
+# HOST:PORT and pumps bytes between its stdin/stdout and the socket. Appends one JSON line per run
+# to LOG: its argv (the substituted tokens), its pid, and the pid of a helper it started (stubborn).
+# MODE: pump; fail (a gcloud-like refusal on stderr, exit 1); silent (never connects); stubborn
+# (ignores SIGTERM and starts a helper process in its group, as aws ssm starts its plugin).
+import json, os, select, signal, socket, subprocess, sys, time
+
+mode, log, host, port = sys.argv[1:5]
+record = {"argv": sys.argv[1:], "pid": os.getpid()}
+if mode == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    helper = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    record["helper"] = helper.pid
+with open(log, "a") as f:
+    f.write(json.dumps(record) + "\n")
+if mode == "fail":
+    sys.stderr.write("WARNING: noise first\n")
+    sys.stderr.write("ERROR: (gcloud.compute.start-iap-tunnel) Error while connecting [4033: 'not authorized'].\n")
+    sys.exit(1)
+if mode == "silent":
+    time.sleep(300)
+    sys.exit(0)
+s = socket.create_connection((host, int(port)))
+reading = True
+while True:
+    ready, _, _ = select.select([0, s] if reading else [s], [], [])
+    if 0 in ready:
+        data = os.read(0, 65536)
+        if data:
+            s.sendall(data)
+        else:
+            s.shutdown(socket.SHUT_WR)
+            reading = False
+    if s in ready:
+        data = s.recv(65536)
+        if not data:
+            break
+        while data:
+            data = data[os.write(1, data):]
 """
 
 
@@ -143,6 +187,14 @@ class SshdHost:
             None,
             timeouts or Timeouts(connect=5, banner=5, auth=5, channel=5, command=30, retry_base=0.2),
         )
+
+    def proxy_command(self, log: Path, mode: str = "pump") -> list[str]:
+        """A ``proxyCommand`` argv reaching this host through the stand-in proxy (``PROXY_STANDIN``),
+        which logs to ``log``; its last words are the ssh_config tokens, to be substituted."""
+        script = self.dir / "proxy-standin.py"
+        if not script.exists():
+            script.write_text(PROXY_STANDIN)
+        return [sys.executable, str(script), mode, str(log), self.address, str(self.port), "%h", "%p", "%r", "%n"]
 
     def authorize(self, user: str, pub: str | None = None) -> None:
         path = self.dir / "authorized_keys" / user
