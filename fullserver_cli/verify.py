@@ -11,14 +11,17 @@ rest deliver but some host could not be reached.
 offline from the stack file: the hosts and their pinned host keys from ``fullserver:dedicated.hosts``,
 the promise from the stack's plan (its profile, and ``dedicated.host`` as every host's contract),
 the private key from ``--identity FILE`` (the stack's ``sshPrivateKey`` is a Pulumi secret this
-tool does not decrypt; the key text is read into memory only, never printed or written). A cloud
-stack's nodes are not in its file: one line says to list them in an inventory (exit 2).
+tool does not decrypt; the key text and its passphrase are held in memory only, never printed or
+written). A cloud stack's nodes come from its outputs (``fullserver_cli.cloud_nodes``): each
+node's way in, direct or through IAP / Session Manager, and a serving group's members listed now.
 """
 
 from __future__ import annotations
 
+import getpass
+import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -29,6 +32,7 @@ from rich.text import Text
 
 from fullserver.baremetal.config import check_path
 from fullserver.baremetal.inventory import Inventory, inventory_from_data, load_inventory
+from fullserver.baremetal.keys import passphrase_protected
 from fullserver.baremetal.measure import Caps
 from fullserver.baremetal.verify import HostVerify, Promise, verify_fleet
 from fullserver.catalog import load_catalog
@@ -39,6 +43,7 @@ from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
 from fullserver.workload import DedicatedHost
 from fullserver_cli.audit import check_keys
+from fullserver_cli.cloud_nodes import inventory_hosts, stack_nodes
 from fullserver_cli.fleet_view import exit_code, fleet_progress, show_fleet
 from fullserver_cli.plan import STACKS_DIR
 
@@ -60,11 +65,20 @@ def verify(
             help="a stack's SSH private key file (its sshPrivateKey is a Pulumi secret verify does not decrypt)",
         ),
     ] = None,
+    passphrase_env: Annotated[
+        Optional[str],
+        typer.Option(
+            "--identity-passphrase-env",
+            help="environment variable holding --identity's passphrase (else it is asked for on a terminal)",
+        ),
+    ] = None,
     known_hosts: Annotated[
         Optional[Path],
         typer.Option("--known-hosts", help="a cloud stack's nodes' host keys (OpenSSH known_hosts), pinned"),
     ] = None,
-    user: Annotated[str, typer.Option(help="login user on a cloud stack's nodes")] = "ubuntu",
+    user: Annotated[
+        Optional[str], typer.Option(help="login user on a cloud stack's nodes (default: the one its outputs name)")
+    ] = None,
     backend: Annotated[Optional[str], typer.Option(help="a cloud stack's state backend (PULUMI_BACKEND_URL)")] = None,
     project_dir: Annotated[Path, typer.Option("--project-dir", help="directory holding Pulumi.yaml")] = Path("."),
     pulumi_root: Annotated[Optional[Path], typer.Option(help="use <root>/bin/pulumi instead of PATH")] = None,
@@ -91,9 +105,11 @@ def verify(
             ) from None
         stack = stack_path(target, stacks_dir)
         contract: DedicatedHost | None = None
+        key: Identity | None = None
         if stack is not None:
             cloud = CloudAccess(known_hosts, user, project_dir, backend, pulumi_root)
-            inv, prof, contract = stack_inventory(stack, profiles, profile, identity, cloud)
+            key = read_identity(identity, passphrase_env) if identity is not None else None
+            inv, prof, contract = stack_inventory(stack, profiles, profile, key, cloud)
         else:
             if identity is not None:
                 raise InputError(
@@ -123,7 +139,14 @@ def verify(
     promise = Promise(profile=prof, catalog=load_catalog(), expect=contract, scratch=scratch)
     with fleet_progress(err, "measuring", len(hosts)) as done:
         results = verify_fleet(
-            hosts, promise, caps, expected=expected, jump_keys=jump_keys, max_workers=workers, on_done=done
+            hosts,
+            promise,
+            caps,
+            expected=expected,
+            jump_keys=jump_keys,
+            max_workers=workers,
+            on_done=done,
+            passphrase=key.passphrase if key is not None else None,
         )
 
     show_fleet(results, err, as_json=as_json, to_json=to_json, table=host_table)
@@ -149,11 +172,11 @@ def stack_path(target: str, stacks_dir: Path) -> Path | None:
 
 @dataclass(frozen=True)
 class CloudAccess:
-    """How verify reaches a cloud stack's nodes: the addresses its ``pulumi up`` exported
-    (``publicIps``, read from the backend), host keys pinned from a known_hosts file."""
+    """How verify reaches a cloud stack's nodes: the ways in its ``pulumi up`` exported (read from
+    the backend), host keys pinned from a known_hosts file, ``user`` replacing the exported login."""
 
     known_hosts: Path | None
-    user: str
+    user: str | None
     project_dir: Path
     backend: str | None
     pulumi_root: Path | None
@@ -163,7 +186,7 @@ def stack_inventory(
     path: Path,
     profiles: dict[str, Profile],
     profile: str | None,
-    identity: Path | None,
+    identity: Identity | None,
     cloud: CloudAccess | None = None,
 ) -> tuple[Inventory, Profile, DedicatedHost | None]:
     """A bare-metal stack's hosts (``fullserver:dedicated.hosts``, pinned host keys), its plan's
@@ -181,7 +204,7 @@ def stack_inventory(
         )
     if spec.platform != Platform.BARE_METAL:
         key = _identity(identity, name)
-        return cloud_inventory(name, spec.profile, key, cloud), get_profile(spec.profile, profiles), None
+        return cloud_inventory(name, spec.profile, key.text, cloud), get_profile(spec.profile, profiles), None
     dedicated = spec.dedicated
     if dedicated is None or not dedicated.hosts:
         raise InputError(
@@ -192,12 +215,55 @@ def stack_inventory(
     key = _identity(identity, name)
     hosts = [h.model_dump(by_alias=True, exclude_none=True) for h in dedicated.hosts]
     # relative knownHostsFile paths as the stack's program reads them: from the project directory
-    inv = inventory_from_data(hosts, Path.cwd(), f"{path}: fullserver:dedicated.hosts", default_key=key)
+    inv = inventory_from_data(hosts, Path.cwd(), f"{path}: fullserver:dedicated.hosts", default_key=key.text)
     return inv, get_profile(spec.profile, profiles), dedicated.host
 
 
-def _identity(identity: Path | None, stack: str) -> str:
-    """The private key's text from ``--identity`` (kept in memory; messages name the file only)."""
+@dataclass(frozen=True)
+class Identity:
+    """``--identity``: the private key's text and its passphrase, held in memory only (the repr,
+    which a traceback or a log may print, names neither)."""
+
+    path: Path
+    text: str = field(repr=False)
+    passphrase: str | None = field(default=None, repr=False)
+
+
+def read_identity(path: Path, passphrase_env: str | None) -> Identity:
+    """The key from ``--identity``; a protected key's passphrase from ``--identity-passphrase-env``
+    or, on a terminal, asked for (never echoed). Checked here, before anything connects: a wrong
+    passphrase is one line, not one failure per host."""
+    where = f"--identity {path}"
+    try:
+        text = path.expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(where, f"cannot read the private key: {exc.strerror}", "name a readable key file") from None
+    except UnicodeDecodeError:
+        raise InputError(where, "not a text file", "name an OpenSSH/PEM private key file") from None
+    passphrase = None
+    if passphrase_protected(text):
+        if passphrase_env is not None:
+            passphrase = os.environ.get(passphrase_env)
+            if passphrase is None:
+                raise InputError(
+                    f"--identity-passphrase-env {passphrase_env}", "no such environment variable", "export it first"
+                )
+        elif sys.stdin.isatty():
+            passphrase = getpass.getpass(f"passphrase for {path}: ")
+        else:
+            raise InputError(
+                where,
+                "the key is passphrase-protected and there is no terminal to ask on",
+                "put the passphrase in an environment variable and name it: --identity-passphrase-env VAR",
+            )
+    from fullserver.baremetal.ssh import load_private_key  # paramiko loads only when verify runs
+
+    load_private_key(text, where, passphrase)
+    return Identity(path, text, passphrase)
+
+
+def _identity(identity: Identity | None, stack: str) -> Identity:
+    """The stack's login key: only ``--identity`` can give it."""
     if identity is None:
         raise InputError(
             "--identity",
@@ -205,24 +271,14 @@ def _identity(identity: Path | None, stack: str) -> str:
             " installed from fullserver:sshPublicKeys)",
             "pass the private key's file: --identity ~/.ssh/KEY",
         )
-    where = f"--identity {identity}"
-    try:
-        key = identity.expanduser().read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(where, f"cannot read the private key: {exc.strerror}", "name a readable key file") from None
-    except UnicodeDecodeError:
-        raise InputError(where, "not a text file", "name an OpenSSH/PEM private key file") from None
-    from fullserver.baremetal.ssh import load_private_key  # paramiko loads only when verify runs
-
-    load_private_key(key, where)
-    return key
+    return identity
 
 
 def cloud_inventory(stack: str, profile: str, key: str, cloud: CloudAccess | None) -> Inventory:
-    """A cloud stack's nodes as an inventory: the public addresses its ``pulumi up`` exported,
-    logged into as ``--user`` with the ``--identity`` key, host keys pinned from ``--known-hosts``
-    (never trusted on first use). Nodes reached only through IAP or Session Manager have no public
-    address: verify them from a host inside the network, with an inventory of their private ones."""
+    """A cloud stack's nodes as an inventory, from its ``pulumi up`` outputs (``nodes``, the
+    members of ``nodeGroups``; ``publicIps`` for stacks deployed before those existed): direct
+    nodes at their public address, private ones through IAP or Session Manager, each logged into
+    with the ``--identity`` key, host keys pinned from ``--known-hosts`` (never trusted on first use)."""
     if cloud is None or cloud.known_hosts is None:
         raise InputError(
             "--known-hosts",
@@ -237,18 +293,15 @@ def cloud_inventory(stack: str, profile: str, key: str, cloud: CloudAccess | Non
     outputs = read_stack_outputs(
         cloud.project_dir, stack, PulumiOptions(backend=cloud.backend, pulumi_root=cloud.pulumi_root)
     )
-    addresses = outputs.get("publicIps")
-    if not isinstance(addresses, list) or not addresses:
+    nodes = stack_nodes(stack, outputs, cloud.user)
+    if not nodes:
         raise InputError(
             f"stack '{stack}'",
-            f"its nodes have no public address (its way in: {outputs.get('connect') or 'none exported'})",
-            f"from a host inside its network, list the private addresses (privateIps) in an inventory and run "
-            f"`fullserver verify INVENTORY --profile {profile}`",
+            f"its outputs name no nodes (its way in: {outputs.get('connect') or 'none exported'})",
+            "run `pulumi up` for it; a queued TPU slice lists its nodes once it is provisioned"
+            f" (then `fullserver verify INVENTORY --profile {profile}` with their addresses)",
         )
-    hosts = [
-        {"name": f"{stack}-{i}", "address": str(ip), "user": cloud.user, "knownHostsFile": str(cloud.known_hosts)}
-        for i, ip in enumerate(addresses)
-    ]
+    hosts = inventory_hosts(stack, nodes, str(cloud.known_hosts))
     return inventory_from_data(hosts, Path.cwd(), f"stack '{stack}' outputs", default_key=key)
 
 
