@@ -40,6 +40,7 @@ import pulumi_gcp as gcp
 
 from components.args import ServingArgs
 from components.labels import aws_tags
+from fullserver.platforms import aws as ec2
 from fullserver.platforms import gcp as gce
 
 GCP_ZONES_PER_REGION = gce.SERVING_ZONES  # a regional MIG spreads over three zones by default
@@ -110,7 +111,7 @@ def aws_serving_group(
     delay = serving["initial_delay_seconds"]
     internal = serving["load_balancer"] == "internal"
     alb = aws.lb.LoadBalancer(
-        f"{name}-alb",
+        ec2.elb_logical_name(f"{name}-alb", autoname_truncates=False),
         region=region,
         load_balancer_type="application",
         internal=internal,
@@ -121,11 +122,12 @@ def aws_serving_group(
         drop_invalid_header_fields=True,
         tags=aws_tags(tags, f"{name}-alb"),
         opts=pulumi.ResourceOptions(
-            parent=parent, depends_on=[internet_gateway] if internet_gateway is not None and not internal else []
+            parent=parent,
+            depends_on=[internet_gateway] if internet_gateway is not None and not internal else [],
         ),
     )
     target_group = aws.lb.TargetGroup(
-        f"{name}-tg",
+        ec2.elb_logical_name(f"{name}-tg", autoname_truncates=True),
         region=region,
         vpc_id=vpc_id,
         port=serving["port"],

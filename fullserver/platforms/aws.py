@@ -7,6 +7,9 @@ cards" (EFA), EC2 "Regions and Zones" (zone names).
 
 from __future__ import annotations
 
+import hashlib
+import re
+
 from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms.base import (
@@ -64,6 +67,36 @@ ROOT_DEVICES = ("/dev/sda1", "/dev/xvda")
 # Stable device names in the guest (NVMe driver, /dev/disk/by-id).
 INSTANCE_STORE_DEVICES = "/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_*"
 EBS_DEVICES = "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_*"
+
+
+ELB_NAME_MAX = 32
+"""Elastic Load Balancing names (load balancers, target groups): at most 32 letters, digits and
+hyphens, neither starting nor ending with a hyphen (ELBv2 API, CreateLoadBalancer and
+CreateTargetGroup ``Name``)."""
+AUTONAME_SUFFIX = 8
+"""Pulumi's autonaming appends ``-`` and seven random characters to a resource's logical name."""
+_ELB_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
+
+
+def elb_logical_name(logical: str, *, autoname_truncates: bool) -> str:
+    """The logical name to give a load balancer or target group so that Pulumi's autoname of it
+    (the logical name, ``-`` and seven random characters) is a name ELB accepts.
+
+    pulumi-aws autonames a target group within 32 characters but a load balancer only within the
+    provider-wide 255 (``provider/resources.go``), so a logical name over 24 characters gives an
+    ALB name CreateLoadBalancer refuses; and a stack name may hold ``_`` or ``.``, which neither
+    takes. Such a name becomes ELB's alphabet, cut, plus six hex characters of a hash of the
+    original (stable across runs, distinct for distinct names). A valid name is kept as it is, so
+    existing stacks keep their resources; a stack whose name broke the rule never created one.
+    Autonaming (rather than a fixed name) keeps replacements create-before-delete: the new load
+    balancer or target group exists before the old one goes."""
+    fits = autoname_truncates or len(logical) + AUTONAME_SUFFIX <= ELB_NAME_MAX
+    if fits and _ELB_NAME.fullmatch(logical) and not logical.startswith("internal-"):
+        return logical
+    digest = hashlib.sha256(logical.encode()).hexdigest()[:6]
+    room = ELB_NAME_MAX - AUTONAME_SUFFIX - len(digest) - 1
+    base = re.sub(r"[^A-Za-z0-9]+", "-", logical).strip("-").removeprefix("internal-")[:room].rstrip("-")
+    return f"{base or 'lb'}-{digest}"
 
 
 def ssm_proxy(instance_id: str, region: str, port: int = 22) -> list[str]:

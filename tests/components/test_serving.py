@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
 from typing import Any, cast
 
 import pytest
@@ -345,3 +346,19 @@ def test_the_server_keeps_idle_connections_open_longer_than_either_load_balancer
     assert server_keep_alive(60) == 620  # Google's 600 s still rules
     assert server_keep_alive(1800) == 1820  # the ALB's idle timeout follows the request timeout
     assert server_keep_alive(9000) == 4020  # which the ALB caps at 4,000 s
+
+
+def test_a_long_or_dotted_stack_name_still_gives_load_balancer_names_elb_accepts(plans: Plans, build: Build) -> None:
+    """pulumi-aws autonames an ALB within 255 characters, not ELB's 32: the logical names are cut
+    so that ``<logical>-<7 random>`` fits, and made of ELB's alphabet."""
+    stack = "serve_llama.70b-production-eu"
+    g = build(lambda: AwsGpuEnvironment(stack, aws_args(_aws_serving_spec(plans))))
+    alb, tg = g.one("lb/loadBalancer:LoadBalancer"), g.one("lb/targetGroup:TargetGroup")
+    for row in (alb, tg):
+        assert len(row.name) + 8 <= 32 and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]", row.name), row.name
+    assert alb.name.startswith("serve-llama-70b-p") and tg.name.startswith("serve-llama-70b-p")
+    assert alb.name != tg.name
+    short = build(lambda: AwsGpuEnvironment("serve-aws", aws_args(_aws_serving_spec(plans))))
+    # a name that fits keeps its logical name: a running stack's load balancer is not replaced
+    assert short.one("lb/loadBalancer:LoadBalancer").name == "serve-aws-alb"
+    assert short.one("lb/targetGroup:TargetGroup").name == "serve-aws-tg"
