@@ -6,20 +6,28 @@ one at x8) and a real ext4 on a loop device mounted as its scratch. Each run mea
 (probe, GPUs, fio: three 1 s runs on a 16 MiB file) and then the iperf3 ring (1 s, 2 streams per
 pair, all pairs at once). Prints the wall time of each run and per host. All hosts share this
 machine's CPUs, so the figures bound the tool's own overhead, not a fleet's hardware.
+
+Each size runs twice: direct, and with every connection through a proxy command (the test bed's
+stand-in, a process pumping the SSH stream as ``gcloud compute start-iap-tunnel --listen-on-stdin``
+does; iperf3 still goes to the hosts' own addresses, as to cloud nodes' private ones). The ratio
+is the cost of starting and pumping one proxy process per connection, measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from fullserver.baremetal.inventory import Target, expand_proxy
 from fullserver.baremetal.measure import Caps
-from fullserver.baremetal.verify import Promise, verify_fleet
+from fullserver.baremetal.verify import HostVerify, Promise, verify_fleet
 from fullserver.catalog import load_catalog
 from fullserver.profiles import get_profile, load_profiles
 from tests.baremetal.testbed import H100_SXM, SshdHost, Testbed
@@ -39,6 +47,13 @@ def host_with_scratch(bed: Testbed, name: str) -> SshdHost:
     return h
 
 
+def proxied(h: SshdHost, log: Path) -> Target:
+    """The host reached through the stand-in proxy, as verify reaches a node behind IAP."""
+    t = h.target()
+    argv = expand_proxy(h.proxy_command(log), address=t.address, port=t.port, user=t.user, name=t.name)
+    return dataclasses.replace(t, proxy=argv, peer_address=t.address)
+
+
 def med(values: list[float]) -> str:
     return f"{values[len(values) // 2]:.0f}" if values else "-"
 
@@ -56,33 +71,39 @@ def main() -> None:
             f"x {CAPS.iperf_streams} streams; hosts in their own netns"
         )
         print(
-            f"{'hosts':>5} {'wall s':>8} {'per host s':>11} {'delivers/short/unverified/error':>32} "
+            f"{'hosts':>5} {'via':>6} {'wall s':>8} {'per host s':>11} {'delivers/short/unverified/error':>32} "
             f"{'median fio read MB/s':>21} {'median iperf3 Gbps':>19}"
         )
+        log = Path(tempfile.mkdtemp(prefix="verify-bench-")) / "proxy.log"
         for n in sizes:
             group = hosts[:n]
-            start = time.monotonic()
-            results = verify_fleet(
-                [(h.target(), h.user_key) for h in group],
-                Promise(profile=profile, catalog=catalog),
-                CAPS,
-                scratch={h.name: str(h.dir / "scratch") for h in group},  # mounted in each host's namespace
-            )
-            wall = time.monotonic() - start
-            counts = [sum(1 for r in results if r.status == s) for s in ("delivers", "short", "unverified", "error")]
-            reads = sorted(
-                x.delivered for r in results for x in r.lines if x.dimension == "scratch seq read" and x.delivered
-            )
-            nets = sorted(
-                x.delivered for r in results for x in r.lines if x.dimension == "network iperf3" and x.delivered
-            )
-            print(
-                f"{n:>5} {wall:>8.1f} {wall / n:>11.2f} {'/'.join(map(str, counts)):>32} {med(reads):>21} {med(nets):>19}"
-            )
-            for r in results:  # what kept a host from a full measurement, by name
-                missing = [p for p in r.problems if "not measured" in p and "no other reachable" not in p]
-                if r.error or missing:
-                    print(f"      {r.name}: {r.error or '; '.join(missing)}")
+            walls = {}
+            for via in ("direct", "proxy"):
+                targets = [h.target() if via == "direct" else proxied(h, log) for h in group]
+                start = time.monotonic()
+                results = verify_fleet(
+                    [(t, h.user_key) for t, h in zip(targets, group, strict=True)],
+                    Promise(profile=profile, catalog=catalog),
+                    CAPS,
+                    scratch={h.name: str(h.dir / "scratch") for h in group},  # mounted in each host's namespace
+                )
+                walls[via] = wall = time.monotonic() - start
+                report(n, via, wall, results)
+            print(f"{n:>5} {'ratio':>6} {walls['proxy'] / walls['direct']:>8.2f}  (proxy / direct wall time)")
+
+
+def report(n: int, via: str, wall: float, results: list[HostVerify]) -> None:
+    counts = [sum(1 for r in results if r.status == s) for s in ("delivers", "short", "unverified", "error")]
+    reads = sorted(x.delivered for r in results for x in r.lines if x.dimension == "scratch seq read" and x.delivered)
+    nets = sorted(x.delivered for r in results for x in r.lines if x.dimension == "network iperf3" and x.delivered)
+    print(
+        f"{n:>5} {via:>6} {wall:>8.1f} {wall / n:>11.2f} {'/'.join(map(str, counts)):>32} "
+        f"{med(reads):>21} {med(nets):>19}"
+    )
+    for r in results:  # what kept a host from a full measurement, by name
+        missing = [p for p in r.problems if "not measured" in p and "no other reachable" not in p]
+        if r.error or missing:
+            print(f"      {r.name}: {r.error or '; '.join(missing)}")
 
 
 if __name__ == "__main__":
