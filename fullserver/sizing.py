@@ -344,10 +344,6 @@ def _check_capacity(
     """The platform's rules for what the environment asks (spot with a reservation, a queued TPU
     request that cannot be spot, a capacity block without its id, ...): the same rules, in the
     same words, as the components refuse at build time (``fullserver.platforms``)."""
-    if workload.capacity_block:
-        why = option_refusal("capacityBlock", platform)
-        if why is not None:
-            raise InputError("fullserver:capacityBlock", why, "set fullserver:platform to aws-gpu, or remove it")
     request = Request(
         shape=offer.name,
         hosts=offer.hosts,
@@ -546,7 +542,8 @@ def dedicated_spec(profile: Profile, workload: Workload, catalog: Catalog, envir
 
 
 def platforms_for(profile: Profile, workload: Workload, catalog: Catalog) -> list[Platform]:
-    """The profile's platforms, in its order, that can serve the workload's accelerator."""
+    """The profile's platforms, in its order, that can serve the workload's accelerator (whether
+    they take the stack's platform-specific keys is ``Workload.takes_keys``, asked by ``size``)."""
     if workload.platform is not None:
         return [workload.platform]
     if workload.accelerator is None:
@@ -584,8 +581,20 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
             f"profile '{profile.name}' allows {', '.join(p.value for p in profile.platforms)}, none of which offers {workload.accelerator}",
             "pick an accelerator those platforms offer, or set fullserver:platform",
         )
+    # A key only some platforms take (capacityBlock, queued, serving, ...) is a choice of platform:
+    # sizing never lands the stack where the key would be ignored.
+    taking = [p for p in platforms if workload.takes_keys(p)]
+    if not taking:
+        refused = {p: [k for k in workload.platform_keys() if option_refusal(k, p)] for p in platforms}
+        keys = dict.fromkeys(k for ks in refused.values() for k in ks)
+        raise InputError(
+            ", ".join(f"fullserver:{k}" for k in keys),
+            "no platform the profile allows takes them all: "
+            + "; ".join(f"{p.value} refuses {', '.join(ks)}" for p, ks in refused.items()),
+            "remove the keys of the platform you do not want, or set fullserver:platform",
+        )
     errors: list[tuple[Platform, InputError | NothingFits]] = []
-    for platform in platforms:
+    for platform in taking:
         try:
             return spec_for(profile, workload, platform, catalog, environment)
         except (InputError, NothingFits) as exc:

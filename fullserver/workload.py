@@ -30,7 +30,7 @@ from pydantic.alias_generators import to_camel
 from fullserver.baremetal.keys import HostKeyLine, PublicKeyLine
 from fullserver.catalog.model import Platform
 from fullserver.errors import InputError
-from fullserver.platforms import option_refusal, owners, rules_for, zone_problem
+from fullserver.platforms import option_refusal, rules_for, zone_problem
 from fullserver.rules import (
     MAX_HOURS_PER_MONTH,
     check_ssh_ranges,
@@ -383,18 +383,18 @@ class Workload(Camel):
                 f"platform {platform.value} needs an accelerator",
                 "name a GPU model like H100-80GB, or a TPU type like v5litepod-8",
             )
-        for key, is_set in self._platform_keys():
-            why = option_refusal(key, platform) if is_set else None
+        for key in self.platform_keys():
+            why = option_refusal(key, platform)
             if why is not None:
                 raise KeyProblem(key, why, f"remove fullserver:{key}")
         if declared:
             self._check_bare_metal()
         return self
 
-    def _platform_keys(self) -> list[tuple[str, bool]]:
-        """The keys only some platforms take (``PlatformRules.options``) or some refuse
-        (``PlatformRules.lacks``), and whether each is set."""
-        return [
+    def platform_keys(self) -> list[str]:
+        """The keys set here that only some platforms take (``PlatformRules.options``) or some
+        refuse (``PlatformRules.lacks``): they narrow where the stack can land."""
+        keys = [
             ("sshSourceRanges", self.ssh_source_ranges is not None),
             ("publicIp", self.public_ip is not None),
             ("queued", self.queued),
@@ -406,6 +406,11 @@ class Workload(Camel):
             ("sshPublicKeys", self.ssh_public_keys is not None),
             ("serving", self.serving is not None),
         ]
+        return [key for key, is_set in keys if is_set]
+
+    def takes_keys(self, platform: Platform) -> bool:
+        """Whether ``platform`` takes every platform-specific key set here (``option_refusal``)."""
+        return all(option_refusal(key, platform) is None for key in self.platform_keys())
 
     def _check_bare_metal(self) -> None:
         assert self.dedicated is not None
@@ -460,10 +465,10 @@ def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> No
     platforms = set(platforms_for(profile, workload, catalog))
     if not platforms:
         return  # sizing names the accelerator the profile's platforms lack
-    for key, is_set in workload._platform_keys():
+    for key in workload.platform_keys():
         # A key no platform owns (sshSourceRanges, publicIp) is allowed wherever it is not lacked.
-        allowed = set(owners(key)) or {p for p in Platform if key not in rules_for(p).lacks}
-        if is_set and not platforms & allowed:
+        allowed = {p for p in Platform if option_refusal(key, p) is None}
+        if not platforms & allowed:
             landing = ", ".join(sorted(p.value for p in platforms))
             raise InputError(
                 f"fullserver:{key}",

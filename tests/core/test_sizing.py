@@ -20,7 +20,7 @@ from fullserver.profiles import Profile, load_profiles
 from fullserver.sizing import build_spec, compute_price, size
 from fullserver.workload import Workload
 
-from .conftest import MINI, PROFILE, SOURCE, shape, write_profiles
+from .conftest import MINI, PROFILE, SOURCE, shape, write_catalog, write_profiles
 
 
 def wl(**kw: Any) -> Workload:
@@ -563,3 +563,41 @@ def test_a_gcp_node_goes_to_a_zone_that_sells_its_shape() -> None:
     assert (spec.offer, spec.zone) == ("a3-ultragpu-8g", "us-central1-b")
     with pytest.raises(FullserverError, match="not offered in us-central1-a"):
         plan_workload("h200", "h200", Workload.model_validate({**config, "zone": "us-central1-a"}), profiles, catalog)
+
+
+def _two_clouds(tmp_path: Path) -> tuple[Profile, Catalog]:
+    """G24 on both clouds in r-1, Google's cheaper and first in the profile's order."""
+    data = {
+        **MINI,
+        "shapes": [*MINI["shapes"], shape("g.x", "G24", 1, 16, 96, platform="gcp-gpu")],
+        "shape_prices": [
+            *MINI["shape_prices"],
+            {"shape": "g.x", "region": "r-1", "on_demand_usd_hour": 1.5, "source": "fx"},
+        ],
+    }
+    catalog = load_catalog(write_catalog(tmp_path / "two", data))
+    text = PROFILE.replace("platforms: [aws-gpu, tpu-vm]", "platforms: [gcp-gpu, aws-gpu]")
+    return load_profiles(write_profiles(tmp_path / "p2", {"base": text}))["base"], catalog
+
+
+def test_a_key_only_one_platform_takes_is_a_choice_of_that_platform(tmp_path: Path) -> None:
+    """capacityBlock is an AWS reservation: sizing lands the stack on AWS, never on the cheaper
+    Google shape that would ignore it."""
+    profile, catalog = _two_clouds(tmp_path)
+    assert size(profile, wl(), catalog, "env").offer == "g.x"
+    block = wl(capacityBlock=True, reservation="cr-0123456789abcdef0", zone="r-1a")
+    assert block.takes_keys(Platform.AWS_GPU) and not block.takes_keys(Platform.GCP_GPU)
+    spec = size(profile, block, catalog, "env")
+    assert (spec.platform, spec.offer, spec.capacity_block) == (Platform.AWS_GPU, "wide.x", True)
+
+
+def test_keys_no_single_platform_takes_are_refused_naming_them(tmp_path: Path) -> None:
+    profile, catalog = _two_clouds(tmp_path)
+    both = wl(capacityBlock=True, reservation="cr-0123456789abcdef0", zone="r-1a", sshPrivateKey={"secure": "x"})
+    with pytest.raises(InputError) as err:
+        size(profile, both, catalog, "env")
+    assert err.value.line() == (
+        "fullserver:capacityBlock, fullserver:sshPrivateKey: no platform the profile allows takes them all: "
+        "gcp-gpu refuses capacityBlock, sshPrivateKey; aws-gpu refuses sshPrivateKey "
+        "(remove the keys of the platform you do not want, or set fullserver:platform)"
+    )
