@@ -34,6 +34,7 @@ from fullserver.baremetal.config import check_path
 from fullserver.baremetal.inventory import Inventory, inventory_from_data, load_inventory
 from fullserver.baremetal.keys import passphrase_protected
 from fullserver.baremetal.measure import Caps
+from fullserver.baremetal.proxy import withhold_from_children
 from fullserver.baremetal.verify import HostVerify, Promise, verify_fleet
 from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
@@ -243,6 +244,7 @@ def read_identity(path: Path, passphrase_env: str | None) -> Identity:
     passphrase = None
     if passphrase_protected(text):
         if passphrase_env is not None:
+            withhold_from_children(passphrase_env)  # not for the proxy commands and cloud CLIs verify starts
             passphrase = os.environ.get(passphrase_env)
             if passphrase is None:
                 raise InputError(

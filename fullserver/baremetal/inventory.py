@@ -61,6 +61,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictStr, field_validator, model_validator
 
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, PinnedKey, check_host_keys, fingerprint, parse_key_line
+from fullserver.baremetal.proxy import withhold_from_children
 from fullserver.errors import InputError
 from fullserver.workload import MAX_HOSTNAME, MAX_PATH, DedicatedHost, InventoryHost
 from fullserver.yamlio import parse, read_yaml
@@ -400,6 +401,7 @@ class Inventory:
     def _read_key(self, entry: InventoryEntry) -> str:
         where = f"{self.where}: host '{entry.name}'"
         if entry.private_key_env:
+            withhold_from_children(entry.private_key_env)  # a key's text: not for gcloud, aws or their helpers
             value = os.environ.get(entry.private_key_env)
             if not value:
                 raise InputError(

@@ -2,9 +2,23 @@
 
 What ``gcloud compute start-iap-tunnel %h %p --listen-on-stdin`` or ``aws ssm start-session
 --document-name AWS-StartSSHSession`` are to OpenSSH's ``ProxyCommand``. The process is started
-from an argv (no shell) with both ends on one side of a socket pair, and ``ProxySocket`` is the
-other side: a real socket to paramiko, so its timeouts, its ``recv() == b""`` end of stream and
-its ``send`` back-pressure behave as over TCP.
+from an argv (no shell) with its stdin on one socket pair and its stdout on another, and
+``ProxySocket`` holds our ends: real sockets to paramiko, so its timeouts, its ``recv() == b""``
+end of stream and its ``send`` back-pressure behave as over TCP. Two pairs, not one end for
+both: gcloud sets O_NONBLOCK on its stdin (``_StdinSocket``), a flag of the open file, and on a
+shared end its stdout would turn non-blocking too and drop what we are slow to read.
+
+Before the server's identification line (``SSH-2.0-...``) the proxy may print lines of its own:
+Session Manager's plugin prints "Starting session with SessionId: ..." first. paramiko gives the
+first line its banner timeout but each later line only 2 s, so a greeting slower than that after
+the plugin's line failed where OpenSSH waits. ``recv`` drops whole lines before the ``SSH-``
+line (kept for the error message), so paramiko's first line is the server's, within its full
+budget; after it, bytes pass untouched.
+
+The proxy and its helpers get our environment minus the names ``withhold_from_children``
+registered (a private key's text in ``privateKeyEnv``, a passphrase's variable): gcloud, aws and
+session-manager-plugin have no use for them, and a process's environment is readable in
+``/proc/PID/environ`` by its user.
 
 paramiko's own ``ProxyCommand`` is not used: its stderr is a pipe nobody reads (the user never
 sees why gcloud refused, and a chatty proxy stalls once 64 KiB are buffered), its ``recv`` spins
@@ -20,11 +34,14 @@ SIGKILL after the grace period, and reaps. No paramiko here; ``fullserver.bareme
 
 from __future__ import annotations
 
+import errno
 import os
+import select
 import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Sequence
 from contextlib import suppress
 from typing import IO
@@ -32,14 +49,57 @@ from typing import IO
 from fullserver.baremetal.errors import HostUnreachable, ProxyNotStarted
 
 STDERR_KEEP = 4096
-"""Bytes of the proxy's stderr kept (its last words are what explains a failure)."""
+"""Bytes of the proxy's stderr kept (its last words are what explains a failure); as many of
+what it printed on stdout before the SSH banner."""
+
+_withheld: set[str] = set()
+_withheld_lock = threading.Lock()
+
+
+def withhold_from_children(name: str) -> None:
+    """Keep the environment variable ``name`` (a secret we read) from every process started
+    with ``child_environ()``: proxy commands, their helpers, cloud CLIs."""
+    with _withheld_lock:
+        _withheld.add(name)
+
+
+def child_environ() -> dict[str, str]:
+    """Our environment minus the withheld names: what a child process is started with."""
+    with _withheld_lock:
+        hidden = set(_withheld)
+    return {k: v for k, v in os.environ.items() if k not in hidden}
+
+
+def run_captured(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` to completion, its output captured as text, with ``child_environ()``, in a
+    session of its own; past ``timeout`` its whole process group is killed (a CLI's helpers go
+    too, where ``subprocess.run`` kills only the child and then waits on the helpers' pipes) and
+    ``subprocess.TimeoutExpired`` is raised."""
+    with subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_environ(),
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
 class ProxySocket:
-    """Our end of the proxy's stdin/stdout, and the owner of the proxy process.
+    """Our ends of the proxy's stdin and stdout, and the owner of the proxy process.
 
-    ``where`` names the host in errors. Socket methods paramiko calls (``send``, ``recv``,
-    ``settimeout``, ``close``, ``_closed``) are those of the socket pair's end."""
+    ``where`` names the host in errors. paramiko calls ``send``, ``recv``, ``settimeout`` and
+    ``close`` and reads ``_closed``: ``send`` writes to the proxy's stdin pair, ``recv`` reads its
+    stdout pair (past anything printed before the SSH banner), ``settimeout`` applies to both."""
 
     def __init__(self, argv: Sequence[str], where: str, kill_grace: float = 5.0) -> None:
         self.argv = tuple(argv)
@@ -50,30 +110,38 @@ class ProxySocket:
         self._signalled = False
         self._finished = threading.Event()  # close() is done: the exit status is final
         self._stderr = bytearray()
-        ours, theirs = socket.socketpair()
+        self._timeout: float | None = None
+        self._banner = False  # the server's SSH- line has started: bytes pass untouched
+        self._dropping = False  # inside a line before the banner that is not the SSH- line
+        self._held = b""  # the start of a line too short to tell yet (b"SS")
+        self._ready = bytearray()  # sifted bytes not yet returned by recv
+        self._printed = bytearray()  # the lines dropped before the banner, for the error message
+        self._in, their_in = socket.socketpair()
+        self._out, their_out = socket.socketpair()
         try:
             self.process: subprocess.Popen[bytes] = subprocess.Popen(
                 self.argv,
-                stdin=theirs.fileno(),
-                stdout=theirs.fileno(),
+                stdin=their_in.fileno(),
+                stdout=their_out.fileno(),
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                env=child_environ(),
             )
         except FileNotFoundError:
-            ours.close()
+            self._close_ends()
             raise ProxyNotStarted(
                 where, f"proxy command '{self.name}' not found", "install it or put it on PATH"
             ) from None
         except OSError as exc:
-            ours.close()
+            self._close_ends()
             raise ProxyNotStarted(
                 where,
                 f"proxy command '{self.name}' cannot be started: {exc.strerror or exc}",
                 "check proxyCommand's first word is an executable program",
             ) from None
         finally:
-            theirs.close()
-        self._sock = ours
+            their_in.close()
+            their_out.close()
         stream = self.process.stderr
         assert stream is not None  # stderr=PIPE
         self._reader = threading.Thread(target=self._read_stderr, args=(stream,), daemon=True, name="proxy-stderr")
@@ -103,22 +171,82 @@ class ProxySocket:
     # --- what paramiko's Transport and Packetizer call -------------------------------------------
 
     def send(self, data: bytes) -> int:
-        return self._sock.send(data)
+        return self._in.send(data)
 
     def sendall(self, data: bytes) -> None:
-        self._sock.sendall(data)
+        self._in.sendall(data)
 
     def recv(self, size: int) -> bytes:
-        return self._sock.recv(size)
+        """Up to ``size`` bytes of the SSH stream; b"" at its end; ``socket.timeout`` when nothing
+        of the stream came within the timeout (lines before the banner are not the stream)."""
+        if not self._ready:
+            if self._banner:
+                return self._out.recv(size)
+            self._sift_until_banner()
+        data = bytes(self._ready[:size])
+        del self._ready[:size]
+        return data
 
     def settimeout(self, timeout: float | None) -> None:
-        self._sock.settimeout(timeout)
+        self._timeout = timeout
+        self._in.settimeout(timeout)
+        self._out.settimeout(timeout)
 
     def gettimeout(self) -> float | None:
-        return self._sock.gettimeout()
+        return self._timeout
 
     def fileno(self) -> int:
-        return self._sock.fileno()
+        """The end we read (what a ``select`` on this socket waits for)."""
+        return self._out.fileno()
+
+    # --- before the banner -----------------------------------------------------------------------
+
+    def _sift_until_banner(self) -> None:
+        """Read until some of the SSH stream is ready, the stream ends, or the timeout passes."""
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        while not self._ready and not self._banner:
+            if deadline is not None and not self._readable(deadline - time.monotonic()):
+                raise TimeoutError("timed out")  # socket.timeout, as paramiko expects
+            data = self._out.recv(65536)
+            if not data:
+                return  # end of stream: recv returns b""
+            self._sift(data)
+
+    def _readable(self, wait: float) -> bool:
+        fd = self._out.fileno()
+        if fd < 0:  # closed by close(): what recv on a closed socket raises
+            raise OSError(errno.EBADF, "the proxy's socket is closed")
+        poll = select.poll()
+        poll.register(fd, select.POLLIN)
+        return bool(poll.poll(max(0, int(wait * 1000) + 1)))
+
+    def _sift(self, data: bytes) -> None:
+        """Drop whole lines that do not start with ``SSH-``; from the one that does, keep all."""
+        buf = self._held + data
+        self._held = b""
+        while buf:
+            if self._dropping:
+                end = buf.find(b"\n")
+                line, buf = (buf, b"") if end < 0 else (buf[: end + 1], buf[end + 1 :])
+                self._dropping = end < 0
+                with self._lock:
+                    self._printed += line
+                    del self._printed[:-STDERR_KEEP]
+            elif buf.startswith(b"SSH-"):
+                self._banner = True
+                self._ready += buf
+                return
+            elif b"SSH-".startswith(buf):
+                self._held = buf  # b"SS": the next bytes tell
+                return
+            else:
+                self._dropping = True
+
+    def printed(self, limit: int = 300) -> str:
+        """What the proxy printed on its stdout before the SSH banner, on one line."""
+        with self._lock:
+            text = self._printed.decode("utf-8", "replace")
+        return _one_line(text, limit)
 
     def close(self) -> None:
         """End the proxy: EOF on its input, SIGTERM to its group, SIGKILL after the grace; reaped."""
@@ -129,8 +257,7 @@ class ProxySocket:
             return
         try:
             self._settle()
-            with suppress(OSError):
-                self._sock.close()
+            self._close_ends()  # our end of its stdin first: the proxy sees end of input
             if self.process.poll() is None:
                 self._signalled = True  # before the signal: an exit from here on is ours, not the proxy's
             self._signal(signal.SIGTERM)
@@ -146,6 +273,11 @@ class ProxySocket:
         if not self._reader.is_alive() and self.process.stderr is not None:
             self.process.stderr.close()
 
+    def _close_ends(self) -> None:
+        for end in (self._in, self._out):
+            with suppress(OSError):
+                end.close()
+
     def _signal(self, sig: int) -> None:
         # The group outlives its leader while a member lives; Linux never reuses a live group's id.
         with suppress(ProcessLookupError, PermissionError):
@@ -155,7 +287,7 @@ class ProxySocket:
         """A proxy that closed its output is exiting (its stdout is gone before it is a zombie):
         give it ``wait`` seconds to end, so its own exit status is the one recorded."""
         try:
-            closed = self._sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+            closed = self._out.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
         except OSError:  # nothing to read yet, or our end is already closed
             closed = False
         if closed:
@@ -168,9 +300,7 @@ class ProxySocket:
         """The proxy's last stderr lines, on one line (its own error message, e.g. gcloud's)."""
         with self._lock:
             text = self._stderr.decode("utf-8", "replace")
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        tail = " | ".join(lines[-3:])
-        return tail if len(tail) <= limit else "..." + tail[-limit:]
+        return _one_line(text, limit)
 
     def ended(self) -> str | None:
         """``"exited 1"`` (or ``"was killed by signal 9"``) when the proxy ended on its own, else
@@ -193,9 +323,16 @@ class ProxySocket:
         ended = self.ended()
         if ended is None:
             return None
-        tail = self.stderr_tail()
+        tail = self.stderr_tail() or self.printed()
         return HostUnreachable(
             self.where,
             f"proxy command '{self.name}' {ended} {stage}" + (f": {tail}" if tail else " (nothing on its stderr)"),
             "its message says why (its login, its permissions, the node's name); run it by hand to check",
         )
+
+
+def _one_line(text: str, limit: int) -> str:
+    """The last three non-empty lines of ``text``, joined, at most ``limit`` characters."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    tail = " | ".join(lines[-3:])
+    return tail if len(tail) <= limit else "..." + tail[-limit:]

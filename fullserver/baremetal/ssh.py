@@ -54,7 +54,6 @@ from paramiko.ssh_exception import IncompatiblePeer
 from fullserver.baremetal import liblog
 from fullserver.baremetal.errors import (
     AuthFailed,
-    BareMetalError,
     CommandFailed,
     CommandTimeout,
     HostKeyMismatch,
@@ -206,10 +205,12 @@ def _handshake_failure(
                 "sshd refused it (MaxStartups, a firewall or TCP wrapper), or that port is not sshd",
             )
         if isinstance(sock, ProxySocket):
-            said = sock.stderr_tail()
+            printed, said = sock.printed(), sock.stderr_tail()
             return HostUnreachable(
                 target.name,
-                f"no SSH banner within {banner:g} s {at}" + (f": the proxy said: {said}" if said else ""),
+                f"no SSH banner within {banner:g} s {at}"
+                + (f": the proxy printed: {printed}" if printed else "")
+                + (f": the proxy said: {said}" if said else ""),
                 "the proxy or sshd stalled; run the proxy command by hand to check it connects",
             )
         return HostUnreachable(
@@ -506,6 +507,11 @@ def _connect_once(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, pa
     sock: Any
     # A proxy's own connecting (gcloud's start-up, the tunnel's) happens before the banner can.
     banner = t.banner + (t.connect if target.proxy else 0.0)
+    # Everything that can fail before connect() comes before the socket: from the proxy's start
+    # on, every path out is inside the try that ends it.
+    client = paramiko.SSHClient()  # an empty key store: no load_system_host_keys(), on purpose
+    client.set_missing_host_key_policy(PinnedKeyPolicy(target))
+    allowed = _allowed_algorithms(target)
     try:
         if target.proxy:
             sock = ProxySocket(target.proxy, target.name, t.kill_grace)
@@ -527,13 +533,10 @@ def _connect_once(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, pa
         if jump is not None:
             jump.close()
         raise _unreachable(target, exc) from None
-    except BareMetalError:
+    except BaseException:  # BareMetalError, or an interrupt while the jump host opens the channel
         if jump is not None:
             jump.close()
         raise
-    client = paramiko.SSHClient()  # an empty key store: no load_system_host_keys(), on purpose
-    client.set_missing_host_key_policy(PinnedKeyPolicy(target))
-    allowed = _allowed_algorithms(target)
     try:
         client.connect(
             target.address,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -25,8 +28,10 @@ from fullserver.baremetal.errors import (
     ProxyNotStarted,
 )
 from fullserver.baremetal.inventory import Target, Timeouts, inventory_from_data, keys_from_known_hosts
+from fullserver.baremetal.proxy import ProxySocket
 from fullserver.baremetal.ssh import session
 from fullserver.errors import InputError
+from fullserver_cli.verify import read_identity
 from tests.baremetal.testbed import SshdHost, Testbed, free_port
 
 FAST = Timeouts(
@@ -470,3 +475,94 @@ def test_a_bastion_reached_through_a_proxy_carries_the_jump(bed: Testbed, host: 
         assert "Accepted publickey for root" in (bastion.dir / "sshd.log").read_text()
     finally:
         bastion.stop()
+
+
+def test_lines_a_proxy_prints_before_the_banner_do_not_cut_the_banner_wait(host: SshdHost, tmp_path: Path) -> None:
+    """session-manager-plugin prints "Starting session with SessionId: ..." before the stream;
+    paramiko waits only 2 s for each line after its first, so a greeting 3 s later used to fail."""
+    kh, log = tmp_path / "known_hosts", tmp_path / "proxy.log"
+    kh.write_text(f"node-a {host.host_key_line}\n")
+    patient = Timeouts(connect=2, banner=5, auth=3, channel=3, command=10, kill_grace=1, connect_attempts=1)
+    with session(_proxied(host, kh, host.proxy_command(log, "ssm"), patient), host.user_key) as s:
+        assert s.run("echo after-the-plugin").stdout == "after-the-plugin\n"
+
+
+def test_what_a_proxy_printed_before_a_banner_that_never_came_is_in_the_error(host: SshdHost, tmp_path: Path) -> None:
+    kh, log = tmp_path / "known_hosts", tmp_path / "proxy.log"
+    kh.write_text(f"node-a {host.host_key_line}\n")
+    quick = Timeouts(connect=1, banner=1, auth=3, channel=3, kill_grace=1, connect_attempts=1)  # 2 s < the 3 s
+    with pytest.raises(HostUnreachable) as exc:
+        session(_proxied(host, kh, host.proxy_command(log, "ssm"), quick), host.user_key).__enter__()
+    assert exc.value.line() == (
+        f"gpu-a: no SSH banner within 2 s (node-a:22 through proxy command '{sys.executable}'): "
+        "the proxy printed: Starting session with SessionId: name-0123abcd "
+        "(the proxy or sshd stalled; run the proxy command by hand to check it connects)"
+    )
+
+
+def test_a_proxy_making_its_stdin_non_blocking_loses_nothing_to_a_slow_reader(
+    host: SshdHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gcloud --listen-on-stdin sets O_NONBLOCK on its stdin; on a stdout that shared the open file
+    (one socket for both) writes that would block were lost once we fell behind."""
+    kh, log = tmp_path / "known_hosts", tmp_path / "proxy.log"
+    kh.write_text(f"node-a {host.host_key_line}\n")
+    real_recv = ProxySocket.recv
+
+    def slow_recv(self: ProxySocket, size: int) -> bytes:
+        time.sleep(0.003)  # a reader behind the proxy: its stdout's buffer fills
+        return real_recv(self, size)
+
+    monkeypatch.setattr(ProxySocket, "recv", slow_recv)
+    with session(_proxied(host, kh, host.proxy_command(log, "nonblock")), host.user_key) as s:
+        r = s.run("head -c 3000000 /dev/zero | base64", timeout=60)
+    assert r.stdout == base64.encodebytes(bytes(3000000)).decode()  # byte-exact, coreutils' 76-column lines
+    assert not r.truncated
+
+
+@pytest.mark.parametrize("source", ["privateKeyEnv", "--identity-passphrase-env"])
+def test_secrets_read_from_the_environment_never_reach_the_proxy(
+    host: SshdHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """A key's text or its passphrase would be readable in the proxy's /proc/PID/environ (and in
+    its helpers', gcloud's and session-manager-plugin's)."""
+    kh, log = tmp_path / "known_hosts", tmp_path / "proxy.log"
+    kh.write_text(f"node-a {host.host_key_line}\n")
+    entry = {"name": "gpu-a", "address": "node-a", "knownHostsFile": str(kh)}
+    entry["proxyCommand"] = host.proxy_command(log, "environ")  # type: ignore[assignment]
+    if source == "privateKeyEnv":
+        variable, secret = "FULLSERVER_TEST_PROXY_KEY", host.user_key
+        monkeypatch.setenv(variable, secret)
+        inv = inventory_from_data({"hosts": [{**entry, "privateKeyEnv": variable}]}, tmp_path, "inv.yaml")
+        key, passphrase = inv.private_key(inv.entries[0]), None
+    else:
+        variable, secret = "FULLSERVER_TEST_KEY_PASS", "correct horse battery"
+        monkeypatch.setenv(variable, secret)
+        path = tmp_path / "id_ed25519"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", secret, "-f", str(path)], check=True)
+        host.authorize("root", path.with_suffix(".pub").read_text().strip())
+        identity = read_identity(path, variable)
+        key, passphrase = identity.text, identity.passphrase
+        inv = inventory_from_data({"hosts": [entry]}, tmp_path, "inv.yaml")
+    with session(inv.target(inv.entries[0], FAST), key, passphrase) as s:
+        assert s.run("echo ok").ok
+    [run] = _runs(log)
+    assert variable not in run["environ"] and "PATH" in run["environ"]
+    assert not [name for name, value in run["environ"].items() if secret.strip() in value]
+    assert os.environ[variable] == secret  # withheld from children, not taken from us
+
+
+def test_an_interrupt_before_the_handshake_leaves_no_proxy_running(
+    host: SshdHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kh, log = tmp_path / "known_hosts", tmp_path / "proxy.log"
+    kh.write_text(f"node-a {host.host_key_line}\n")
+
+    def interrupted(target: Target) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ssh, "PinnedKeyPolicy", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        session(_proxied(host, kh, host.proxy_command(log)), host.user_key).__enter__()
+    time.sleep(0.3)  # a proxy started and left behind has logged its start by now
+    assert not [r for r in _runs(log) if _running(r["pid"])]

@@ -70,11 +70,17 @@ PROXY_STANDIN = r"""
 # HOST:PORT and pumps bytes between its stdin/stdout and the socket. Appends one JSON line per run
 # to LOG: its argv (the substituted tokens), its pid, and the pid of a helper it started (stubborn).
 # MODE: pump; fail (a gcloud-like refusal on stderr, exit 1); silent (never connects); stubborn
-# (ignores SIGTERM and starts a helper process in its group, as aws ssm starts its plugin).
-import json, os, select, signal, socket, subprocess, sys, time
+# (ignores SIGTERM and starts a helper process in its group, as aws ssm starts its plugin); ssm
+# (prints session-manager-plugin's "Starting session" line on stdout, then connects 3 s later);
+# nonblock (sets O_NONBLOCK on its stdin as gcloud's --listen-on-stdin does, and writes its stdout
+# as gcloud's _StdinSocket.send does: what a non-blocking stdout refuses is lost); environ (also
+# logs its environment).
+import fcntl, json, os, select, signal, socket, subprocess, sys, time
 
 mode, log, host, port = sys.argv[1:5]
 record = {"argv": sys.argv[1:], "pid": os.getpid()}
+if mode == "environ":
+    record["environ"] = dict(os.environ)
 if mode == "stubborn":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     helper = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
@@ -88,6 +94,25 @@ if mode == "fail":
 if mode == "silent":
     time.sleep(300)
     sys.exit(0)
+if mode == "ssm":
+    os.write(1, b"\nStarting session with SessionId: name-0123abcd\n")
+    time.sleep(3)
+if mode == "nonblock":
+    fcntl.fcntl(0, fcntl.F_SETFL, fcntl.fcntl(0, fcntl.F_GETFL) | os.O_NONBLOCK)
+
+
+def emit(data):
+    if mode == "nonblock":
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        except BlockingIOError as exc:
+            sys.stderr.write(f"stdout would block: {exc}\n")
+        return
+    while data:
+        data = data[os.write(1, data):]
+
+
 s = socket.create_connection((host, int(port)))
 reading = True
 while True:
@@ -103,8 +128,7 @@ while True:
         data = s.recv(65536)
         if not data:
             break
-        while data:
-            data = data[os.write(1, data):]
+        emit(data)
 """
 
 
