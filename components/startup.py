@@ -411,13 +411,23 @@ def gcp_ssh_keys(keys: list[str], user: str = LOGIN_USER) -> str:
     return "\n".join(f"{user}:{key}" for key in keys)
 
 
-def gcp_login_metadata(keys: list[str]) -> dict[str, str]:
+def gcp_login_metadata(keys: list[str], *, guest_attributes: bool = True) -> dict[str, str]:
     """How people log in to a GCP node: OS Login (IAM decides) without keys; with keys, the
     ``ssh-keys`` metadata, which Compute Engine ignores while OS Login is on, so OS Login is off on
-    that node. Project-wide keys stay blocked either way: only the keys named here, or IAM."""
-    if not keys:
-        return {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
-    return {"enable-oslogin": "FALSE", "block-project-ssh-keys": "TRUE", "ssh-keys": gcp_ssh_keys(keys)}
+    that node. Project-wide keys stay blocked either way: only the keys named here, or IAM.
+
+    ``guest_attributes``: ``enable-guest-attributes: TRUE`` (Compute Engine "Set and query guest
+    attributes"), so the guest environment publishes the VM's SSH host keys under ``hostkeys/``
+    at first boot, where a person reads them to pin them (docs/deploying.md "Pinning the nodes'
+    host keys"); set at creation, since the keys are published at boot. TPU VMs pass ``False``:
+    their workers publish guest attributes without it (``gcloud compute tpus tpu-vm ssh`` reads
+    every worker's hostname and ``ssh-ed25519`` host key from them on any TPU)."""
+    login = {"enable-oslogin": "TRUE" if not keys else "FALSE", "block-project-ssh-keys": "TRUE"}
+    if keys:
+        login["ssh-keys"] = gcp_ssh_keys(keys)
+    if guest_attributes:
+        login["enable-guest-attributes"] = "TRUE"
+    return login
 
 
 def boot_script(plan: DiskPlan, extra: str = "", before: str = "") -> str:

@@ -25,14 +25,17 @@ tpu-vm ssh``; otherwise through IAP, which only the *alpha* ``tpu-vm ssh`` takes
 its hint is ``gcloud compute tpus queued-resources ssh`` (GA, IAP included), and keys come from OS
 Login or the project's ``ssh-keys`` metadata.
 
-The ``nodes`` output names each worker of a TPU VM ``<node>-w<i>`` (the API's ``networkEndpoints``,
-one per host, in worker order). Reached directly, a worker is ``via: ssh`` at its external address.
-Otherwise it is ``via: iap`` with *no* proxy command: an IAP tunnel targets the worker's Compute
+The way into the workers (``fullserver.nodes``). Reached directly, each worker of a TPU VM is a
+``nodes`` row ``<node>-w<i>`` (the API's ``networkEndpoints``, one per host, in worker order),
+``via: ssh`` at its external address. Otherwise an IAP tunnel must target the worker's Compute
 Engine instance, whose name the TPU API gives only as the worker's ``hostname`` guest attribute
 (``nodes.getGuestAttributes``, which ``gcloud alpha compute tpus tpu-vm ssh --tunnel-through-iap``
-reads at connect time), not in the node the provider returns. So ``pulumi up`` cannot know it, and
-``fullserver verify`` says to verify from inside the network (or use ``connect``). A queued slice's
-workers are not known at deploy time: its ``nodes`` are empty.
+reads at connect time), not in the node the provider returns; so ``pulumi up`` cannot know it, and
+the TPU VM is exported as a ``nodeGroups`` row instead (provider ``tpu``): its ``listCommand`` is
+``gcloud compute tpus tpu-vm get-guest-attributes``, which ``fullserver.platforms.tpu`` turns into
+one IAP-tunnelled node per worker when ``fullserver verify`` runs, with the worker's internal
+address from the row's ``privateIps``. A queued slice exports neither: its TPU node is created by
+the queued resource when capacity arrives, after ``pulumi up`` (``connect`` reaches it).
 
 Destroying a queued slice: the provider deletes a ``V2QueuedResource`` without ``force``, which
 Cloud TPU refuses while the queued resource holds a running TPU (ACTIVE): "the queued resource
@@ -60,7 +63,7 @@ from components.identity import GCP_SCOPES, gcp_service_account
 from components.labels import field, gcp_labels, gcp_name
 from components.network import direct_ssh, gcp_network, gcp_project
 from components.startup import LOGIN_USER, TPU_DATA, DiskPlan, boot_script, gcp_login_metadata
-from fullserver.nodes import NodeAccess, NodeAccessOutput, NodeGroupAccessOutput
+from fullserver.nodes import NodeAccess, NodeAccessOutput, NodeGroupAccess, NodeGroupAccessOutput
 from fullserver.platforms import Request, tpu
 
 TOKEN = "fullserver:index:TpuVmEnvironment"
@@ -102,8 +105,8 @@ def _public_ips(endpoints: object) -> list[str]:
 
 
 def tpu_workers(node: str, endpoints: list[Any] | None, *, keys: bool, direct: bool) -> list[NodeAccess]:
-    """The ``nodes`` rows of a TPU VM's workers (module docstring: why a worker behind IAP has no
-    proxy command)."""
+    """The ``nodes`` rows of a TPU VM's workers reached directly (module docstring: why a worker
+    behind IAP is listed through ``tpu_worker_group`` instead)."""
     rows = []
     for i, endpoint in enumerate(endpoints or []):
         public = next(iter(_public_ips([endpoint])), "")
@@ -118,6 +121,25 @@ def tpu_workers(node: str, endpoints: list[Any] | None, *, keys: bool, direct: b
             )
         )
     return rows
+
+
+def tpu_worker_group(
+    node: str, endpoints: list[Any] | None, *, region: str, zone: str, project: str, keys: bool
+) -> NodeGroupAccess:
+    """The ``nodeGroups`` row of a TPU VM whose workers are reached through IAP: listed with their
+    guest attributes at connect time, addressed by ``privateIps`` in worker order."""
+    return NodeGroupAccess(
+        provider="tpu",
+        groups=[node],
+        region=region,
+        zone=zone,
+        project=project,
+        user=LOGIN_USER,
+        keys=keys,
+        via="iap",
+        list_command=tpu.group_list_command(node, zone, project),
+        private_ips=_private_ips(endpoints),
+    )
 
 
 def _sa(email: pulumi.Output[str]) -> Any:
@@ -217,10 +239,12 @@ class TpuVmEnvironment(pulumi.ComponentResource):
     cleanup: pulumi.Output[str]
     """What deletes a queued slice by hand if a destroy cannot (empty for a TPU VM)."""
     nodes: pulumi.Output[list[NodeAccessOutput]]
-    """Each worker and the way into it (``fullserver.nodes.NodeAccess``; module docstring); empty
-    for a queued slice."""
+    """Each worker reached directly and the way into it (``fullserver.nodes.NodeAccess``; module
+    docstring); empty behind IAP and for a queued slice."""
     node_groups: pulumi.Output[list[NodeGroupAccessOutput]]
-    """Always empty: a TPU has no group that replaces its hosts."""
+    """Behind IAP, the TPU VM and the command that names its workers' instances
+    (``fullserver.nodes.NodeGroupAccess``, provider ``tpu``); empty when reached directly and for a
+    queued slice."""
 
     def __init__(self, name: str, args: TpuVmArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         validate_tpu(args)  # before super().__init__: a refused spec registers nothing
@@ -288,6 +312,7 @@ class TpuVmEnvironment(pulumi.ComponentResource):
             self.private_ips = pulumi.Output.from_input([])
             self.public_ips = pulumi.Output.from_input([])
             self.nodes = pulumi.Output.from_input([])
+            self.node_groups = pulumi.Output.from_input([])
             number = gcp.organizations.get_project_output(
                 project_id=proj, opts=pulumi.InvokeOutputOptions(parent=self)
             ).number
@@ -330,7 +355,7 @@ class TpuVmEnvironment(pulumi.ComponentResource):
                 scheduling_config={"spot": args["spot"], "reserved": bool(args.get("reservation"))},
                 service_account=_sa(sa.email),
                 data_disks=data_disks,
-                metadata={"startup-script": script, **gcp_login_metadata(keys)},
+                metadata={"startup-script": script, **gcp_login_metadata(keys, guest_attributes=False)},
                 labels=labels,
                 tags=net.tags or None,
                 opts=stateful,
@@ -338,9 +363,20 @@ class TpuVmEnvironment(pulumi.ComponentResource):
             self.node_name = vm.name
             self.private_ips = vm.network_endpoints.apply(_private_ips)
             self.public_ips = vm.network_endpoints.apply(_public_ips)
-            self.nodes = pulumi.Output.all(vm.name, vm.network_endpoints).apply(
-                lambda ne: [w.exported() for w in tpu_workers(ne[0], ne[1], keys=bool(keys), direct=direct)]
-            )
+            if direct:
+                self.nodes = pulumi.Output.all(vm.name, vm.network_endpoints).apply(
+                    lambda ne: [w.exported() for w in tpu_workers(ne[0], ne[1], keys=bool(keys), direct=True)]
+                )
+                self.node_groups = pulumi.Output.from_input([])
+            else:
+                self.nodes = pulumi.Output.from_input([])
+                self.node_groups = pulumi.Output.all(vm.name, vm.network_endpoints, proj).apply(
+                    lambda nep: [
+                        tpu_worker_group(
+                            nep[0], nep[1], region=args["region"], zone=zone, project=nep[2], keys=bool(keys)
+                        ).exported()
+                    ]
+                )
             self.service_account = sa.email
             self.cleanup = pulumi.Output.from_input("")
             if keys and direct:
@@ -349,7 +385,6 @@ class TpuVmEnvironment(pulumi.ComponentResource):
                 self.connect = pulumi.Output.all(vm.name, proj).apply(
                     lambda np: tpu_vm_ssh(np[0], zone, np[1], keys=bool(keys), iap=not direct)
                 )
-        self.node_groups = pulumi.Output.from_input([])
         self.register_outputs(
             {
                 "nodes": self.nodes,

@@ -6,10 +6,12 @@ So the components export it per node, in this shape, and nothing downstream re-d
 ``fullserver verify STACK`` connects through it, and a person can paste a node's ``proxyCommand``
 into ``~/.ssh/config``. A serving group's replicas are not known until they run: the group is
 exported with the command that lists its members (``NodeGroupAccess``), whose answer the
-platform module turns into ``NodeAccess`` rows.
+platform module turns into ``NodeAccess`` rows. So is a TPU VM reached through IAP: its workers
+are known at deploy time, but the Compute Engine instance name an IAP tunnel needs is only in each
+worker's guest attributes, read when someone connects (``fullserver.platforms.tpu``).
 
 The proxy commands and listing commands themselves are platform facts and live in
-``fullserver.platforms.gcp`` and ``fullserver.platforms.aws``.
+``fullserver.platforms.gcp``, ``fullserver.platforms.aws`` and ``fullserver.platforms.tpu``.
 """
 
 from typing import Literal, TypedDict, cast
@@ -48,6 +50,7 @@ class NodeGroupAccessOutput(TypedDict):
     keys: bool
     via: str
     listCommand: list[str]
+    privateIps: list[str]
 
 
 class _Exported(BaseModel):
@@ -86,12 +89,13 @@ class NodeAccess(_Exported):
 
 class NodeGroupAccess(_Exported):
     """A group whose members a manager starts and replaces (an auto scaling group, a managed
-    instance group): listed when someone needs them, with ``list_command``."""
+    instance group), or whose way in is only known at connect time (a TPU VM's workers behind
+    IAP): listed when someone needs them, with ``list_command``."""
 
-    provider: Literal["aws", "gcp"]
+    provider: Literal["aws", "gcp", "tpu"]
     groups: list[str]
     """AWS: the auto scaling groups (the spot group and its on-demand fallback); GCP: the managed
-    instance group."""
+    instance group; TPU: the TPU node."""
     region: str
     zone: str = ""
     """GCP: a zonal group's zone (empty: the group is regional)."""
@@ -102,6 +106,10 @@ class NodeGroupAccess(_Exported):
     list_command: list[str]
     """The argv whose JSON answer names the running members (``platforms.<provider>.group_members``
     reads it)."""
+    private_ips: list[str] = []
+    """TPU: each worker's internal address, in worker order (the node's ``networkEndpoints`` at
+    deploy time), because the guest attributes that name the workers carry no address. Empty for
+    the other groups, whose listing carries each member's address."""
 
     def exported(self) -> NodeGroupAccessOutput:
         return cast(NodeGroupAccessOutput, self.model_dump(by_alias=True, mode="json"))

@@ -15,9 +15,10 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from fullserver.baremetal.proxy import run_captured
 from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
-from fullserver.platforms import aws, gcp
+from fullserver.platforms import aws, gcp, tpu
 
 LIST_TIMEOUT = 120.0
 """Seconds a group listing may take (one API call, plus the CLI's own start-up and auth)."""
@@ -72,7 +73,7 @@ def group_members(group: NodeGroupAccess, stack: str) -> list[NodeAccess]:
     if shutil.which(argv[0]) is None:
         raise InputError(where, f"'{argv[0]}' is not installed", _INSTALL.get(argv[0], f"put {argv[0]} on PATH"))
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=LIST_TIMEOUT, check=False)
+        done = run_captured(argv, LIST_TIMEOUT)  # our secrets withheld; on timeout its whole group killed
     except subprocess.TimeoutExpired:
         raise InputError(
             where, f"listing its members took over {LIST_TIMEOUT:.0f}s", f"check that `{' '.join(argv[:3])}` works"
@@ -81,7 +82,8 @@ def group_members(group: NodeGroupAccess, stack: str) -> list[NodeAccess]:
         said = " ".join((done.stderr.strip() or done.stdout.strip()).split())[-300:]
         raise InputError(where, f"listing its members failed: {said}", f"check `{' '.join(argv)}` works for you")
     try:
-        return {"aws": aws.group_members, "gcp": gcp.group_members}[group.provider](json.loads(done.stdout), group)
+        members = {"aws": aws.group_members, "gcp": gcp.group_members, "tpu": tpu.group_members}[group.provider]
+        return members(json.loads(done.stdout), group)
     except ValueError as exc:
         raise InputError(where, f"the member list is not what {argv[0]} prints: {exc}", "update the CLI") from None
 

@@ -4,11 +4,15 @@ A TPU is bought as a slice of a type (``v5litepod-8``, ``v5p-128``): one resourc
 whole, whose hosts are the environment's nodes. Sources (Google Cloud documentation): Cloud TPU
 "TPU regions and zones", "Attach durable block storage" (Hyperdisk on v6e/TPU7x, read-only disks
 on multi-host slices), "Queued resources"; pulumi-gcp 10.2's ``tpu.V2QueuedResource`` (no
-scheduling, data disks, service account, labels, metadata or tags).
+scheduling, data disks, service account, labels, metadata or tags); the TPU API v2
+``nodes.getGuestAttributes`` reference and the Google Cloud CLI 578.0.0 source (the way into the
+workers, below).
 """
 
 from __future__ import annotations
 
+from fullserver.errors import InputError
+from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import gcp
 from fullserver.platforms.base import CAPACITY_RULES, CLOUD_LOGIN, PlatformRules, Refusal, Request, disk_kind_refusal
@@ -98,6 +102,85 @@ def data_disk_kind(req: Request) -> Refusal | None:
 
 MULTISLICE = Refusal("nodes", "nodes", "multislice TPU environments are not supported", "use one larger slice")
 """An environment is one slice: more nodes means a larger type, not more slices."""
+
+
+# --- the way into the workers ------------------------------------------------------------------
+
+HOSTNAME_KEY = "hostname"
+"""The guest attribute that names a worker's Compute Engine instance (namespace ``deviceInfo``,
+value like ``t1v-n-cca1e90f-w-0``). ``gcloud alpha compute tpus tpu-vm ssh --tunnel-through-iap``
+reads it as the IAP tunnel's instance (``GetFromGuestAttributes(..., worker, 'hostname')`` in
+googlecloudsdk/command_lib/compute/tpus/tpu_vm/ssh.py, which matches the key in any namespace, as
+``group_members`` does)."""
+
+
+def group_list_command(node: str, zone: str, project: str) -> list[str]:
+    """Every worker's guest attributes, hostname and SSH host keys among them, in one call
+    (``gcloud compute tpus tpu-vm get-guest-attributes``, GA since gcloud 382.0.0, over the TPU
+    API v2 ``nodes.getGuestAttributes``, where no ``workerIds`` means every worker). No
+    ``--query-path``: the
+    answer stays small (a few entries per worker), and the host keys in it are what a person pins
+    (docs/deploying.md "Pinning the nodes' host keys")."""
+    return [
+        "gcloud",
+        "compute",
+        "tpus",
+        "tpu-vm",
+        "get-guest-attributes",
+        node,
+        f"--zone={zone}",
+        f"--project={project}",
+        "--format=json",
+    ]
+
+
+def group_members(data: object, group: NodeGroupAccess) -> list[NodeAccess]:
+    """``gcloud compute tpus tpu-vm get-guest-attributes --format=json`` -> one ``NodeAccess`` per
+    worker, reached through IAP at the instance its ``hostname`` guest attribute names.
+
+    The answer is not the API's ``GetGuestAttributesResponse`` (``guestAttributes[]``, one per
+    worker in worker order, each ``{queryPath, queryValue: {items: [{namespace, key, value}]}}``,
+    with no worker id of its own: cloud.google.com/tpu/docs/reference/rest/v2/
+    projects.locations.nodes/getGuestAttributes):
+    gcloud flattens it (``TransformGuestAttributes`` in
+    googlecloudsdk/command_lib/compute/tpus/tpu_vm/util.py) into one object per attribute,
+    ``{"key", "namespace", "value", "worker_id"}``, ``worker_id`` being the worker's index in that
+    list, and its JSON printer sorts the keys. The attributes carry no address, so a worker's
+    ``private_ip`` is ``group.private_ips`` at its index (the node's ``networkEndpoints``, exported
+    at deploy time in the same worker order). A worker that has not published its hostname yet
+    (still booting) stops the listing: verifying without it would measure a smaller slice."""
+    if not isinstance(data, list):
+        raise ValueError("expected a JSON list of guest attributes")
+    hostnames: dict[int, str] = {}
+    for item in data:
+        if not isinstance(item, dict) or not isinstance(item.get("key"), str):
+            raise ValueError("a guest attribute without a key")
+        worker = item.get("worker_id")
+        if not isinstance(worker, int) or isinstance(worker, bool) or worker < 0:
+            raise ValueError(f"guest attribute '{item['key']}' without a worker_id")
+        if item["key"] == HOSTNAME_KEY and item.get("value"):
+            hostnames[worker] = str(item["value"])
+    node = ", ".join(group.groups)
+    nodes = []
+    for worker in sorted(set(range(len(group.private_ips))) | set(hostnames)):
+        if worker not in hostnames:
+            raise InputError(
+                f"TPU {node} worker {worker}",
+                "has published no hostname guest attribute, which names the instance an IAP tunnel reaches",
+                "wait until the TPU is READY and its workers have booted, then run verify again",
+            )
+        name = hostnames[worker]
+        nodes.append(
+            NodeAccess(
+                name=name,
+                private_ip=group.private_ips[worker] if worker < len(group.private_ips) else "",
+                user=group.user,
+                keys=group.keys,
+                via="iap",
+                proxy_command=gcp.iap_proxy(name, group.zone, group.project),
+            )
+        )
+    return nodes
 
 
 COMPONENT = "tpu"

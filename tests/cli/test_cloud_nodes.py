@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from fullserver.baremetal.proxy import withhold_from_children
 from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platforms import aws, gcp
+from fullserver_cli import cloud_nodes
 from fullserver_cli.cloud_nodes import inventory_hosts, stack_nodes
 
 IAP_NODE = NodeAccess(
@@ -144,3 +148,82 @@ def test_inventory_entries_pin_proxied_nodes_by_name_and_peer_at_their_private_a
 def test_nodes_verify_cannot_reach_are_refused_by_name(node: NodeAccess, said: str) -> None:
     with pytest.raises(InputError, match=f"^stack 's' node {node.name}: {said}"):
         inventory_hosts("s", [node], "/k")
+
+
+def test_tpu_workers_behind_iap_are_named_by_their_guest_attributes_when_verify_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TPU VM's IAP instance names are only known to its workers' guest attributes: the group row
+    lists them with gcloud, and the exported addresses stay each worker's peer address."""
+    from fullserver.platforms import tpu
+    from tests.core.platforms.test_ways_in import GUEST_ATTRIBUTES
+
+    command = tpu.group_list_command("batch-tpu", "us-central1-a", "ml-prod")
+    group = _group(
+        provider="tpu", groups=["batch-tpu"], zone="us-central1-a", list_command=command,
+        private_ips=["10.64.0.2", "10.64.0.3"],
+    )  # fmt: skip
+    _stand_in(tmp_path, monkeypatch, "gcloud", f"assert sys.argv[1:] == {command[1:]!r}\nprint({GUEST_ATTRIBUTES!r})")
+    nodes = stack_nodes("batch", {"nodes": [], "nodeGroups": [group.exported()]}, None)
+    assert [(n.name, n.private_ip, n.via) for n in nodes] == [
+        ("t1v-n-cca1e90f-w-0", "10.64.0.2", "iap"),
+        ("t1v-n-cca1e90f-w-1", "10.64.0.3", "iap"),
+    ]
+    [first, _] = inventory_hosts("batch", nodes, "/k")
+    assert first["address"] == "t1v-n-cca1e90f-w-0" and first["peerAddress"] == "10.64.0.2"
+    assert first["proxyCommand"] == gcp.iap_proxy("t1v-n-cca1e90f-w-0", "us-central1-a", "ml-prod")
+    # a worker still booting is named, not mistaken for a listing gcloud did not print
+    booting = [a for a in json.loads(GUEST_ATTRIBUTES) if a["value"] != "t1v-n-cca1e90f-w-1"]
+    _stand_in(tmp_path, monkeypatch, "gcloud", f"print({json.dumps(booting)!r})")
+    with pytest.raises(InputError, match=r"^TPU batch-tpu worker 1: has published no hostname guest attribute"):
+        stack_nodes("batch", {"nodeGroups": [group.exported()]}, None)
+
+
+def test_a_group_listing_never_sees_a_withheld_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key's text or a passphrase read from our environment is not the cloud CLI's to read."""
+    seen = tmp_path / "environ.json"
+    monkeypatch.setenv("FULLSERVER_TEST_LIST_SECRET", "s3cret words")
+    withhold_from_children("FULLSERVER_TEST_LIST_SECRET")
+    _stand_in(
+        tmp_path,
+        monkeypatch,
+        "gcloud",
+        f"import json, os\nopen({str(seen)!r}, 'w').write(json.dumps(dict(os.environ)))\nprint('[]')",
+    )
+    assert stack_nodes("serve", {"nodes": [], "nodeGroups": [_group().exported()]}, None) == []
+    environ = json.loads(seen.read_text())
+    assert "FULLSERVER_TEST_LIST_SECRET" not in environ and environ["PATH"] == str(tmp_path)
+    assert "s3cret words" not in environ.values()
+
+
+def test_a_hung_group_listing_is_ended_with_its_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CLI past the listing timeout goes with every process it started (its process group)."""
+    helper = tmp_path / "helper.pid"
+    monkeypatch.setattr(cloud_nodes, "LIST_TIMEOUT", 1.0)
+    _stand_in(
+        tmp_path,
+        monkeypatch,
+        "gcloud",
+        "import subprocess, time\n"
+        "h = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        f"open({str(helper)!r}, 'w').write(str(h.pid))\n"
+        "time.sleep(300)",
+    )
+    start = time.monotonic()
+    with pytest.raises(InputError, match=r"^stack 'serve' group serve-g: listing its members took over 1s"):
+        stack_nodes("serve", {"nodeGroups": [_group().exported()]}, None)
+    assert time.monotonic() - start < 5
+    pid = int(helper.read_text())
+    deadline = time.monotonic() + 2
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _running(pid)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is still a process (a zombie, dead but not yet reaped, is not running)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -68,6 +68,8 @@ def test_g2_fine_tuning_vm(plans: Plans, build: Build) -> None:
         "type": "pd-balanced",
     }
     assert vm["metadata"]["block-project-ssh-keys"] == "TRUE" and vm["metadata"]["enable-oslogin"] == "TRUE"
+    # the guest environment publishes the VM's SSH host keys to guest attributes, for pinning
+    assert vm["metadata"]["enable-guest-attributes"] == "TRUE"
     assert 'SCRATCH_EXPECTED="${FULLSERVER_SCRATCH_EXPECTED:-1}"' in vm["metadata"]["startup-script"]
     assert vm["attachedDisks"][0]["deviceName"] == "data"
     assert g.one("compute/disk:Disk").inputs["size"] == 250

@@ -12,7 +12,7 @@ from components.aws_gpu import AwsGpuEnvironment
 from components.environment import Environment
 from components.gcp_gpu import GcpGpuEnvironment
 from components.startup import LOGIN_USER
-from components.tpu_vm import TpuVmEnvironment, tpu_workers
+from components.tpu_vm import TpuVmEnvironment, tpu_worker_group, tpu_workers
 from fullserver.catalog import Catalog
 from fullserver.spec import EnvironmentSpec
 from tests.components.conftest import Build, Plans, spec_of
@@ -108,6 +108,7 @@ def test_a_gcp_serving_group_exports_the_command_that_lists_its_replicas(plans: 
             "AND zone ~ /zones/us-central1-[a-z]$",
             "--format=json",
         ],
+        "privateIps": [],  # the listing carries each replica's address
     }  # fmt: skip
     assert mig.inputs["baseInstanceName"] == "srv"
     assert group["groups"][0].startswith("srv-mig-")  # the manager's name, the last part of its group's URL
@@ -178,6 +179,7 @@ def test_an_aws_serving_group_exports_the_command_that_lists_its_replicas(plans:
                 f"Name=tag:aws:autoscaling:groupName,Values={asg}", "Name=instance-state-name,Values=running",
                 "--output=json",
             ],
+            "privateIps": [],
         }
     ]  # fmt: skip
 
@@ -195,23 +197,31 @@ def test_a_spot_group_and_its_on_demand_fallback_are_listed_together(plans: Plan
 # --- TPU VMs --------------------------------------------------------------------------------------
 
 
-def test_tpu_workers_behind_iap_carry_no_proxy_command(plans: Plans, build: Build) -> None:
-    """The IAP tunnel needs a worker's instance name, which only its guest attributes give
-    (components.tpu_vm): the worker is exported as IAP-only, for verify to say so."""
+def test_a_tpu_vm_behind_iap_is_a_group_listed_by_its_workers_guest_attributes(plans: Plans, build: Build) -> None:
+    """The IAP tunnel needs each worker's instance name, which only its guest attributes give
+    (components.tpu_vm): the TPU VM is exported with the command that reads them, and the workers'
+    internal addresses, which the guest attributes do not carry."""
     g = build(lambda: TpuVmEnvironment("batch", tpu_args(spec_of(plans, "batch-tpu-v5e"), project="proj")))
     node = g.outputs["node_name"]
-    assert g.outputs["nodes"] == [
+    assert g.outputs["nodes"] == []
+    assert g.outputs["node_groups"] == [
         {
-            "name": f"{node}-w0",
-            "privateIp": g.outputs["private_ips"][0],
-            "publicIp": "",
+            "provider": "tpu",
+            "groups": [node],
+            "region": "us-central1",
+            "zone": "us-central1-a",
+            "project": "proj",
             "user": LOGIN_USER,
             "keys": False,
             "via": "iap",
-            "proxyCommand": [],
+            "listCommand": [
+                "gcloud", "compute", "tpus", "tpu-vm", "get-guest-attributes", node,
+                "--zone=us-central1-a", "--project=proj", "--format=json",
+            ],
+            "privateIps": g.outputs["private_ips"],
         }
-    ]
-    assert g.outputs["node_groups"] == []
+    ]  # fmt: skip
+    assert len(g.outputs["private_ips"]) == 1 and g.outputs["private_ips"][0]
 
 
 def test_tpu_workers_open_to_ssh_ranges_are_reached_at_their_external_addresses(plans: Plans, build: Build) -> None:
@@ -235,8 +245,11 @@ def test_every_worker_of_a_multi_host_tpu_vm_is_a_node_in_worker_order() -> None
         ("slice-w0", "10.64.0.2", "203.0.113.2", "ssh"),
         ("slice-w1", "10.64.0.3", "203.0.113.3", "ssh"),
     ]
-    tunnelled = tpu_workers("slice", endpoints, keys=False, direct=False)
-    assert [(w.via, w.proxy_command, w.keys) for w in tunnelled] == [("iap", [], False)] * 2
+    tunnelled = tpu_worker_group(
+        "slice", endpoints, region="us-central2", zone="us-central2-b", project="p", keys=False
+    )
+    assert tunnelled.private_ips == ["10.64.0.2", "10.64.0.3"] and tunnelled.groups == ["slice"]
+    assert (tunnelled.provider, tunnelled.via, tunnelled.keys) == ("tpu", "iap", False)
     # a worker that has no external address cannot be reached directly, whatever the ranges say
     private = tpu_workers("slice", [{"ip_address": "10.64.0.4", "access_configs": []}], keys=True, direct=True)
     assert private[0].via == "iap" and private[0].public_ip == ""
@@ -244,6 +257,7 @@ def test_every_worker_of_a_multi_host_tpu_vm_is_a_node_in_worker_order() -> None
 
 
 def test_a_queued_slice_has_no_nodes_known_at_deploy_time(plans: Plans, build: Build) -> None:
+    """The queued resource creates the TPU node when capacity arrives, after ``pulumi up``."""
     g = build(lambda: TpuVmEnvironment("v5p", tpu_args(spec_of(plans, "train-tpu-v5p-slice"), project="proj")))
     assert g.outputs["nodes"] == [] and g.outputs["node_groups"] == []
 

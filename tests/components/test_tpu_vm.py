@@ -64,6 +64,8 @@ def test_single_host_v5e_is_a_v2vm_with_data_disk_spot_and_its_own_service_accou
     assert vm["labels"]["fullserver-profile"] == "fine-tuning"
     assert vm["labels"]["fullserver-environment"] == "train-tpu-v5e"
     assert "startup-script" in vm["metadata"] and vm["metadata"]["enable-oslogin"] == "TRUE"
+    # TPU workers publish guest attributes (hostname, host keys) without being asked
+    assert "enable-guest-attributes" not in vm["metadata"]
     disk = g.one("compute/disk:Disk").inputs
     assert disk["type"] == "pd-balanced" and disk["size"] == 800
     roles = sorted(r.inputs["role"] for r in g.of_type("projects/iAMMember:IAMMember"))

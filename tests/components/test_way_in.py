@@ -28,6 +28,7 @@ from components.startup import LOGIN_USER
 from components.tpu_vm import QueuedResourceDeletionProvider, TpuVmEnvironment
 from fullserver.platforms import aws as ec2
 from fullserver.platforms import gcp as gce
+from fullserver.platforms import tpu as cloud_tpu
 from fullserver.spec import ShapeOption
 from tests.components.conftest import STACKS, Build, Plans, ResourceOpts, spec_of
 from tests.components.test_program_config import _declared_defaults
@@ -235,12 +236,13 @@ def _check_nodes(g: Graph, config: dict[str, Any]) -> None:
     if g.of_type("tpu/v2QueuedResource:V2QueuedResource"):
         assert nodes == [] and groups == []  # its workers are not known at deploy time
         return
-    assert bool(nodes) != bool(groups)  # nodes this stack creates, or groups that create them
-    assert [n["privateIp"] for n in nodes] == g.outputs["privateIps"]
+    assert bool(nodes) != bool(groups)  # nodes this stack creates, or groups that create or name them
+    # a TPU VM behind IAP carries its workers' addresses on its group row, in worker order
+    assert [n["privateIp"] for n in nodes] + [ip for gr in groups for ip in gr["privateIps"]] == g.outputs["privateIps"]
     for node in nodes:
         assert node["user"] == LOGIN_USER and node["keys"] == keys
         assert node["via"] == ("ssh" if ranges and node["publicIp"] else tunnel), node
-        if node["via"] == "ssh" or platform == "tpu-vm":  # a TPU worker's IAP name is not known (components.tpu_vm)
+        if node["via"] == "ssh":
             assert node["proxyCommand"] == []
         elif platform == "aws-gpu":
             assert node["proxyCommand"] == ec2.ssm_proxy(node["name"], region)
@@ -258,6 +260,10 @@ def _check_nodes(g: Graph, config: dict[str, Any]) -> None:
             assert len(group["groups"]) == len(asgs)  # the spot group and its fallback, or the serving group
             assert all(any(n.startswith(r.name) for r in asgs) for n in group["groups"])
             assert group["listCommand"] == ec2.group_list_command(group["groups"], region)
+        elif platform == "tpu-vm":  # its workers' IAP instance names come from their guest attributes
+            vm = g.one("tpu/v2Vm:V2Vm").inputs
+            assert group["provider"] == "tpu" and group["groups"] == [vm["name"]] and group["zone"] == vm["zone"]
+            assert group["listCommand"] == cloud_tpu.group_list_command(vm["name"], vm["zone"], config["gcp:project"])
         else:
             [mig] = g.of_type("nstanceGroupManager:RegionInstanceGroupManager") or g.of_type(
                 "instanceGroupManager:InstanceGroupManager"

@@ -1,21 +1,28 @@
-"""The ways into cloud nodes (``fullserver.platforms.aws`` / ``gcp``: proxy commands, the listing
-of a group's members and the reading of its answer), against answers in the clouds' own format.
+"""The ways into cloud nodes (``fullserver.platforms.aws`` / ``gcp`` / ``tpu``: proxy commands, the
+listing of a group's members and the reading of its answer), against answers in the clouds' own
+format.
 
 The answers are shaped as the CLIs print them: ``aws ec2 describe-instances --output json``
 (EC2 API ``DescribeInstances``: ``Reservations[].Instances[]``; ``PublicIpAddress`` is absent for
 an instance without a public address, ``PublicDnsName`` is then empty) and ``gcloud compute
 instances list --format=json`` (Compute Engine API ``instances`` resource: ``zone`` as a URL,
-``networkInterfaces[].networkIP``, ``accessConfigs[].natIP`` only with an external address).
+``networkInterfaces[].networkIP``, ``accessConfigs[].natIP`` only with an external address), and
+``gcloud compute tpus tpu-vm get-guest-attributes --format=json`` (the TPU API's
+``GetGuestAttributesResponse`` flattened by gcloud's ``TransformGuestAttributes`` into one object
+per attribute, keys sorted by its JSON printer; host key values are the base64 part alone, as the
+guest environment writes them under ``hostkeys/``).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
-from fullserver.platforms import aws, gcp
+from fullserver.platforms import aws, gcp, tpu
 
 COMPUTE = "https://www.googleapis.com/compute/v1/projects/ml-prod"
 
@@ -88,6 +95,7 @@ def _group(provider: str, **changes: Any) -> NodeGroupAccess:
         "provider": provider,
         "groups": ["g"],
         "region": "us-east-1" if provider == "aws" else "us-central1",
+        "zone": "us-central1-a" if provider == "tpu" else "",
         "project": "" if provider == "aws" else "ml-prod",
         "user": "ubuntu",
         "keys": True,
@@ -207,3 +215,79 @@ def test_the_exported_shape_is_camel_case_as_stack_outputs_are() -> None:
         "proxyCommand": ["x"],
     }
     assert NodeAccess.model_validate(node.exported()) == node  # verify reads the stack output back
+
+
+# --- TPU VMs --------------------------------------------------------------------------------------
+
+# A two-worker TPU VM as `gcloud compute tpus tpu-vm get-guest-attributes NODE --format=json` prints
+# it: one object per attribute, worker by worker.
+GUEST_ATTRIBUTES = """[
+  {
+    "key": "hostname",
+    "namespace": "deviceInfo",
+    "value": "t1v-n-cca1e90f-w-0",
+    "worker_id": 0
+  },
+  {
+    "key": "ssh-ed25519",
+    "namespace": "hostkeys",
+    "value": "AAAAC3NzaC1lZDI1NTE5AAAAIFSAXvud+8VbF9j9c6Uchf8n9RpbHbh2ztp4bXLm1tk1",
+    "worker_id": 0
+  },
+  {
+    "key": "hostname",
+    "namespace": "deviceInfo",
+    "value": "t1v-n-cca1e90f-w-1",
+    "worker_id": 1
+  },
+  {
+    "key": "ssh-ed25519",
+    "namespace": "hostkeys",
+    "value": "AAAAC3NzaC1lZDI1NTE5AAAAIFDD1fRFVsw+bbNuttWJsPaLkGVRlg66WS0/PyeGXILW",
+    "worker_id": 1
+  }
+]
+"""
+
+
+def test_a_tpu_vms_workers_are_listed_by_their_guest_attributes() -> None:
+    assert tpu.group_list_command("batch-tpu", "us-central1-a", "ml-prod") == [
+        "gcloud", "compute", "tpus", "tpu-vm", "get-guest-attributes", "batch-tpu",
+        "--zone=us-central1-a", "--project=ml-prod", "--format=json",
+    ]  # fmt: skip
+
+
+def test_each_worker_is_reached_through_iap_at_the_instance_its_hostname_attribute_names() -> None:
+    group = _group("tpu", groups=["batch-tpu"], private_ips=["10.64.0.2", "10.64.0.3"])
+    nodes = tpu.group_members(json.loads(GUEST_ATTRIBUTES), group)
+    assert [(n.name, n.private_ip, n.public_ip, n.via) for n in nodes] == [
+        ("t1v-n-cca1e90f-w-0", "10.64.0.2", "", "iap"),  # the address exported for worker 0
+        ("t1v-n-cca1e90f-w-1", "10.64.0.3", "", "iap"),
+    ]
+    assert nodes[1].proxy_command == gcp.iap_proxy("t1v-n-cca1e90f-w-1", "us-central1-a", "ml-prod")
+    assert nodes[1].address == "t1v-n-cca1e90f-w-1"  # the name its host key is pinned under
+    assert all(n.user == "ubuntu" and n.keys for n in nodes)
+    # gcloud lists worker by worker; the workers stay in worker order whatever the order of entries
+    shuffled = list(reversed(json.loads(GUEST_ATTRIBUTES)))
+    assert [n.name for n in tpu.group_members(shuffled, group)] == [n.name for n in nodes]
+
+
+def test_a_worker_that_has_not_published_its_hostname_stops_the_listing() -> None:
+    """Still booting: verifying without it would measure a smaller slice than the stack built."""
+    answer = [a for a in json.loads(GUEST_ATTRIBUTES) if (a["worker_id"], a["key"]) != (1, "hostname")]
+    group = _group("tpu", groups=["batch-tpu"], private_ips=["10.64.0.2", "10.64.0.3"])
+    with pytest.raises(InputError, match=r"TPU batch-tpu worker 1: has published no hostname"):
+        tpu.group_members(answer, group)
+    # a worker the exported addresses do not cover is still reached, without a peer address
+    [only] = tpu.group_members(json.loads(GUEST_ATTRIBUTES)[:2], _group("tpu", groups=["batch-tpu"]))
+    assert (only.name, only.private_ip) == ("t1v-n-cca1e90f-w-0", "")
+
+
+def test_an_answer_not_shaped_as_gcloud_prints_it_is_refused() -> None:
+    group = _group("tpu", groups=["batch-tpu"])
+    with pytest.raises(ValueError, match="list"):  # the REST response, not gcloud's flattened list
+        tpu.group_members({"guestAttributes": [{"queryPath": "", "queryValue": {"items": []}}]}, group)
+    with pytest.raises(ValueError, match="worker_id"):
+        tpu.group_members([{"key": "hostname", "namespace": "deviceInfo", "value": "t1v-n-1-w-0"}], group)
+    with pytest.raises(ValueError, match="key"):
+        tpu.group_members([{"worker_id": 0}], group)
