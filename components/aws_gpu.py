@@ -181,6 +181,7 @@ def instance_access(
         keys=keys,
         via=via,
         proxy_command=ec2.ssm_proxy(instance_id, region) if via == "ssm" else [],
+        host_keys_command=ec2.host_keys_command(instance_id, region),
     )
 
 

@@ -477,6 +477,7 @@ def vm_access(name: str, zone: str, project: str, nics: list[Any], *, keys: bool
         keys=keys,
         via=via,
         proxy_command=gce.iap_proxy(name, zone, project) if via == "iap" else [],
+        host_keys_command=gce.host_keys_command(name, zone, project),
     )
 
 

@@ -19,10 +19,12 @@ from pulumi.runtime import config as pulumi_config
 
 from components.args import environment_args
 from components.environment import Environment
+from components.node_verify import NodeVerify, verify_warnings
 from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import StackPlan, check_budget, plan_workload
-from fullserver.platforms import rules_for
+from fullserver.platform import Platform
+from fullserver.platforms import component, rules_for
 from fullserver.profiles import get_profile, load_profiles
 from fullserver.rules import stack_file
 from fullserver.stacks import SECRET_KEYS, workload_from_config
@@ -111,16 +113,63 @@ def cloud_provider(plan: StackPlan, project: str | None) -> pulumi.ProviderResou
     return None
 
 
+def cloud_private_key(plan: StackPlan) -> str | None:
+    """The text of ``fullserver:sshPrivateKey`` on a cloud stack (None: not set, or bare metal,
+    whose provider takes the key itself). Read from the config Pulumi decrypted for the program,
+    only to derive the public half; it is never logged or exported."""
+    if rules_for(plan.spec.platform).configured_over_ssh:
+        return None
+    text = stack_config().get(f"{CONFIG_NAMESPACE}:sshPrivateKey")
+    return str(text) if text else None
+
+
+def install_public_half(args: Any, private_key: str) -> None:
+    """Install the public half of the stack's private key for the nodes' login user, beside
+    ``fullserver:sshPublicKeys``: the verify ``pulumi up`` runs (and ``fullserver verify STACK
+    --identity``) logs in with it, and the ``nodes`` rows say ``keys: true``."""
+    from fullserver.baremetal.ssh import public_key_line  # paramiko: loaded only when a key is set
+
+    access = args[component(Platform(args["platform"]))]["access"]
+    line = public_key_line(private_key)
+    keys = list(access.get("ssh_public_keys", []))
+    if line.rsplit(" ", 1)[0] not in {" ".join(k.split()[:2]) for k in keys}:
+        access["ssh_public_keys"] = [*keys, line]
+
+
+def profile_verifies_on_up(plan: StackPlan) -> bool:
+    """Whether the plan's profile asks for verify as the last step of ``pulumi up``."""
+    return get_profile(plan.spec.profile, load_profiles()).verify.on_up
+
+
 def deploy(plan: StackPlan) -> Environment:
     """Build the environment for a plan and export what people need to use and judge it."""
     spec = plan.spec
     project = pulumi.Config("gcp").get("project") if spec.provider == "gcp" else None
+    private_key = cloud_private_key(plan)
     try:
         provider = cloud_provider(plan, project)
         opts = pulumi.ResourceOptions(providers=[provider]) if provider is not None else None
-        env = Environment(plan.stack, environment_args(spec, project=project), opts)
+        args = environment_args(spec, project=project)
+        if private_key is not None:
+            install_public_half(args, private_key)
+        env = Environment(plan.stack, args, opts)
     except FullserverError as exc:
         raise pulumi.RunError(exc.line()) from None
+    if private_key is not None and profile_verifies_on_up(plan):
+        verify = NodeVerify(
+            f"{plan.stack}-verify",
+            nodes=env.nodes,
+            private_key=pulumi.Config(CONFIG_NAMESPACE).require_secret("sshPrivateKey"),
+            profile=spec.profile,
+            platform=spec.platform.value,
+            opts=pulumi.ResourceOptions(depends_on=[env]),
+        )
+
+        def warn(status: dict[str, Any] | None) -> None:
+            for line in verify_warnings(status):
+                pulumi.log.warn(line, verify)
+
+        verify.node_status.apply(warn)
     pulumi.export("platform", spec.platform.value)
     pulumi.export(
         "shape", f"{spec.offer}: {spec.accelerator_count} x {spec.accelerator} per node, {spec.nodes} node(s)"

@@ -104,9 +104,12 @@ def _public_ips(endpoints: object) -> list[str]:
     return out
 
 
-def tpu_workers(node: str, endpoints: list[Any] | None, *, keys: bool, direct: bool) -> list[NodeAccess]:
+def tpu_workers(
+    node: str, endpoints: list[Any] | None, *, keys: bool, direct: bool, zone: str = "", project: str = ""
+) -> list[NodeAccess]:
     """The ``nodes`` rows of a TPU VM's workers reached directly (module docstring: why a worker
-    behind IAP is listed through ``tpu_worker_group`` instead)."""
+    behind IAP is listed through ``tpu_worker_group`` instead). With the TPU's zone and project,
+    each row carries the command that reads its host keys (the TPU's guest attributes)."""
     rows = []
     for i, endpoint in enumerate(endpoints or []):
         public = next(iter(_public_ips([endpoint])), "")
@@ -118,6 +121,7 @@ def tpu_workers(node: str, endpoints: list[Any] | None, *, keys: bool, direct: b
                 user=LOGIN_USER,
                 keys=keys,
                 via="ssh" if direct and public else "iap",
+                host_keys_command=tpu.host_keys_command(node, zone, project) if zone and project else [],
             )
         )
     return rows
@@ -364,8 +368,13 @@ class TpuVmEnvironment(pulumi.ComponentResource):
             self.private_ips = vm.network_endpoints.apply(_private_ips)
             self.public_ips = vm.network_endpoints.apply(_public_ips)
             if direct:
-                self.nodes = pulumi.Output.all(vm.name, vm.network_endpoints).apply(
-                    lambda ne: [w.exported() for w in tpu_workers(ne[0], ne[1], keys=bool(keys), direct=True)]
+                self.nodes = pulumi.Output.all(vm.name, vm.network_endpoints, proj).apply(
+                    lambda nep: [
+                        w.exported()
+                        for w in tpu_workers(
+                            nep[0], nep[1], keys=bool(keys), direct=True, zone=zone, project=str(nep[2] or "")
+                        )
+                    ]
                 )
                 self.node_groups = pulumi.Output.from_input([])
             else:

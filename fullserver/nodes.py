@@ -36,6 +36,7 @@ class NodeAccessOutput(TypedDict):
     keys: bool
     via: str
     proxyCommand: list[str]
+    hostKeysCommand: list[str]
 
 
 class NodeGroupAccessOutput(TypedDict):
@@ -76,6 +77,11 @@ class NodeAccess(_Exported):
     via: Via
     proxy_command: list[str] = []
     """The argv that carries SSH over stdin/stdout (``ProxyCommand``); empty for ``via: ssh``."""
+    host_keys_command: list[str] = []
+    """The argv whose answer holds the node's SSH host keys as the cloud heard them from the node
+    at first boot (guest attributes, the console output), so they can be pinned without trusting
+    the network (``platforms.<provider>.parse_host_keys`` reads it); empty where none is known
+    (a group's members listed later)."""
 
     def exported(self) -> NodeAccessOutput:
         return cast(NodeAccessOutput, self.model_dump(by_alias=True, mode="json"))

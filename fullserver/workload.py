@@ -311,7 +311,7 @@ class Workload(Camel):
     )
     ssh_private_key: bool = Field(
         default=False,
-        description="Bare metal: the SSH private key, set with `pulumi config set --secret fullserver:sshPrivateKey < key`; never read by the plan.",
+        description="The SSH private key, set with `pulumi config set --secret fullserver:sshPrivateKey < key`: bare metal is configured with it; cloud nodes get its public half, and a profile with verify.on_up logs in with it; never read by the plan.",
     )
 
     @field_validator("ssh_source_ranges")

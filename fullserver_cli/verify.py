@@ -40,6 +40,7 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import plan_paths
 from fullserver.platform import Platform
+from fullserver.platforms.base import CLOUD_SCRATCH
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
 from fullserver.workload import DedicatedHost
@@ -47,6 +48,9 @@ from fullserver_cli.audit import check_keys
 from fullserver_cli.cloud_nodes import inventory_hosts, stack_nodes
 from fullserver_cli.fleet_view import exit_code, fleet_progress, show_fleet
 from fullserver_cli.plan import STACKS_DIR
+
+BARE_METAL_SCRATCH = "/mnt/scratch"
+"""Where fullserver's bare-metal configuration mounts the scratch array unless told otherwise."""
 
 
 def verify(
@@ -85,7 +89,12 @@ def verify(
     pulumi_root: Annotated[Optional[Path], typer.Option(help="use <root>/bin/pulumi instead of PATH")] = None,
     stacks_dir: Annotated[Path, typer.Option("--stacks-dir", help="where the stack configs live")] = STACKS_DIR,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
-    scratch: Annotated[str, typer.Option(help="mountpoint of the scratch filesystem fio measures")] = "/mnt/scratch",
+    scratch: Annotated[
+        Optional[str],
+        typer.Option(
+            help="mountpoint of the scratch filesystem fio measures (default: /mnt/scratch; /scratch on cloud nodes)"
+        ),
+    ] = None,
     fio_seconds: Annotated[int, typer.Option(min=1, max=600, help="seconds per fio run (3 runs)")] = 10,
     fio_size_mib: Annotated[int, typer.Option(min=1, max=65536, help="size of fio's file, MiB")] = 1024,
     iperf_seconds: Annotated[int, typer.Option(min=1, max=600, help="seconds of iperf3 per host pair")] = 5,
@@ -99,18 +108,19 @@ def verify(
     try:
         profiles = load_profiles(profiles_dir) if profiles_dir else load_profiles()
         try:
-            check_path(scratch, "--scratch", mountpoint=True)
+            check_path(scratch or BARE_METAL_SCRATCH, "--scratch", mountpoint=True)
         except ValueError as exc:
             raise InputError(
                 "--scratch", str(exc).split(": ", 1)[1], "name the scratch filesystem's mountpoint"
             ) from None
         stack = stack_path(target, stacks_dir)
         contract: DedicatedHost | None = None
+        platform = Platform.BARE_METAL
         key: Identity | None = None
         if stack is not None:
             cloud = CloudAccess(known_hosts, user, project_dir, backend, pulumi_root)
             key = read_identity(identity, passphrase_env) if identity is not None else None
-            inv, prof, contract = stack_inventory(stack, profiles, profile, key, cloud)
+            inv, prof, contract, platform = stack_inventory(stack, profiles, profile, key, cloud)
         else:
             if identity is not None:
                 raise InputError(
@@ -137,7 +147,10 @@ def verify(
         iperf_streams=iperf_streams,
         iperf_port=iperf_port,
     )
-    promise = Promise(profile=prof, catalog=load_catalog(), expect=contract, scratch=scratch)
+    default_scratch = BARE_METAL_SCRATCH if platform == Platform.BARE_METAL else CLOUD_SCRATCH
+    promise = Promise(
+        profile=prof, catalog=load_catalog(), expect=contract, scratch=scratch or default_scratch, platform=platform
+    )
     with fleet_progress(err, "measuring", len(hosts)) as done:
         results = verify_fleet(
             hosts,
@@ -189,9 +202,10 @@ def stack_inventory(
     profile: str | None,
     identity: Identity | None,
     cloud: CloudAccess | None = None,
-) -> tuple[Inventory, Profile, DedicatedHost | None]:
+) -> tuple[Inventory, Profile, DedicatedHost | None, Platform]:
     """A bare-metal stack's hosts (``fullserver:dedicated.hosts``, pinned host keys), its plan's
-    profile and contract (``dedicated.host``), and the key read from ``--identity``.
+    profile and contract (``dedicated.host``), and the key read from ``--identity``; a cloud
+    stack's nodes from its outputs (``cloud_inventory``); and the platform whose minimums apply.
 
     Offline: the stack file and the catalog only. The key's text stays in memory; every message
     names the file, never its content."""
@@ -205,7 +219,8 @@ def stack_inventory(
         )
     if spec.platform != Platform.BARE_METAL:
         key = _identity(identity, name)
-        return cloud_inventory(name, spec.profile, key.text, cloud), get_profile(spec.profile, profiles), None
+        inv = cloud_inventory(name, spec.profile, key.text, cloud)
+        return inv, get_profile(spec.profile, profiles), None, spec.platform
     dedicated = spec.dedicated
     if dedicated is None or not dedicated.hosts:
         raise InputError(
@@ -217,7 +232,7 @@ def stack_inventory(
     hosts = [h.model_dump(by_alias=True, exclude_none=True) for h in dedicated.hosts]
     # relative knownHostsFile paths as the stack's program reads them: from the project directory
     inv = inventory_from_data(hosts, Path.cwd(), f"{path}: fullserver:dedicated.hosts", default_key=key.text)
-    return inv, get_profile(spec.profile, profiles), dedicated.host
+    return inv, get_profile(spec.profile, profiles), dedicated.host, spec.platform
 
 
 @dataclass(frozen=True)

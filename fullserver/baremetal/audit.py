@@ -143,12 +143,20 @@ def contract_problems(host: Host, expected: DedicatedHost) -> list[str]:
 
 
 def audit_facts(
-    facts: HostFacts, profile: Profile, catalog: Catalog, *, address: str = "", expected: DedicatedHost | None = None
+    facts: HostFacts,
+    profile: Profile,
+    catalog: Catalog,
+    *,
+    address: str = "",
+    expected: DedicatedHost | None = None,
+    platform: Platform = Platform.BARE_METAL,
 ) -> HostAudit:
+    """The host's facts against the profile's minimums for ``platform`` (a cloud node verified
+    after ``pulumi up`` is held to its own platform's balance, as its plan was)."""
     host, accelerator, problems = facts_to_host(facts, catalog)
     if expected is not None:
         problems += contract_problems(host, expected)
-    report = evaluate(profile.balance_for(Platform.BARE_METAL), host)
+    report = evaluate(profile.balance_for(platform), host)
     status: Literal["balanced", "short", "unverified"] = (
         "short" if not report.ok else ("unverified" if problems else "balanced")
     )

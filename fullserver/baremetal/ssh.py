@@ -645,3 +645,12 @@ def session(
         yield s
     finally:
         s.close()
+
+
+def public_key_line(private_text: str, comment: str = "fullserver-verify") -> str:
+    """The ``"<type> <base64> <comment>"`` line of a private key's public half: what a cloud stack
+    installs for its login user when ``fullserver:sshPrivateKey`` is set, so the verify that
+    ``pulumi up`` runs (profile ``verify: {on_up: true}``) can log in with the private half. The
+    public half is no secret; the private text stays in memory."""
+    key = load_private_key(private_text, "fullserver:sshPrivateKey")
+    return f"{key.get_name()} {key.get_base64()} {comment}"

@@ -105,13 +105,15 @@ def _f(v: float | None) -> str:
 
 @dataclass(frozen=True)
 class Promise:
-    """What the plan promises a host: the profile (bare-metal minimums and storage), its contract,
-    and where its scratch filesystem is mounted."""
+    """What the plan promises a host: the profile (its platform's balance minimums, its storage),
+    the host's contract, and where its scratch filesystem is mounted."""
 
     profile: Profile
     catalog: Catalog
     expect: DedicatedHost | None = None
     scratch: str = "/mnt/scratch"
+    platform: Platform = Platform.BARE_METAL
+    """Whose balance minimums apply: a cloud node is held to its own platform's, as its plan was."""
 
 
 @dataclass
@@ -336,7 +338,9 @@ def measure_host(runner: Runner, promise: Promise, caps: measure.Caps, address: 
     """Phase one on one host: probe, GPUs, NIC placement, scratch throughput (one session)."""
     start = time.monotonic()
     facts = probe(runner)
-    audit = audit_facts(facts, promise.profile, promise.catalog, address=address, expected=promise.expect)
+    audit = audit_facts(
+        facts, promise.profile, promise.catalog, address=address, expected=promise.expect, platform=promise.platform
+    )
     lines = balance_lines(audit)
     problems = list(audit.problems)
     gpus = ", ".join(f"{c} x {m}" for m, c in facts.gpu_models.items()) or "no GPU"
@@ -389,7 +393,7 @@ def measure_host(runner: Runner, promise: Promise, caps: measure.Caps, address: 
 def network_promise(promise: Promise, accelerators: int) -> float | None:
     """What the profile promises between nodes for this many accelerators: its inter-node minimum
     where it has one, else its host network minimum (None: no promise)."""
-    balance = promise.profile.balance_for(Platform.BARE_METAL)
+    balance = promise.profile.balance_for(promise.platform)
     minimum = getattr(balance, "internode_network_gbps_per_accelerator", None) or balance.network_gbps_per_accelerator
     return minimum.value * max(accelerators, 1) if minimum else None
 

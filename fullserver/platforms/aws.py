@@ -8,8 +8,11 @@ cards" (EFA), EC2 "Regions and Zones" (zone names).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 
+from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
+from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms.base import (
@@ -117,6 +120,65 @@ def ssm_proxy(instance_id: str, region: str, port: int = 22) -> list[str]:
         f"portNumber={port}",
         f"--region={region}",
     ]
+
+
+HOST_KEYS_BEGIN = "-----BEGIN SSH HOST KEY KEYS-----"
+HOST_KEYS_END = "-----END SSH HOST KEY KEYS-----"
+"""cloud-init prints the host keys to the console between these lines at first boot (its
+``write-ssh-key-fingerprints`` helper, on Ubuntu AMIs)."""
+
+
+def host_keys_command(instance_id: str, region: str) -> list[str]:
+    """The instance's console output, where cloud-init printed its SSH host keys (EC2 keeps the
+    last 64 KB; ``--latest``: the output now, on Nitro instances). Needs ``ec2:GetConsoleOutput``."""
+    return [
+        "aws",
+        "ec2",
+        "get-console-output",
+        "--instance-id",
+        instance_id,
+        "--latest",
+        f"--region={region}",
+        "--output=json",
+    ]
+
+
+def console_host_keys(text: str) -> list[str]:
+    """``"<type> <base64>"`` lines of the last host-key block in console text (the node's latest
+    boot; comments such as ``root@ip-10-0-1-4`` dropped). Lines between the markers that are not
+    keys (a kernel message that interleaved) are skipped; a line naming a key type whose blob is
+    not that key is refused."""
+    block: list[str] | None = None
+    current: list[str] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line == HOST_KEYS_BEGIN:
+            current = []
+        elif line == HOST_KEYS_END and current is not None:
+            block, current = current, None
+        elif current is not None:
+            current.append(line)
+    keys = []
+    for line in block or []:
+        words = line.split()
+        if len(words) >= 2 and words[0] in KNOWN_KEY_TYPES:
+            try:
+                keys.append(parse_key_line(line, "console output").line())
+            except InputError as exc:
+                raise ValueError(f"host key {words[0]}: {exc.what}") from None
+    return keys
+
+
+def parse_host_keys(stdout: str, node: NodeAccess) -> list[str]:
+    """``host_keys_command``'s JSON (``{InstanceId, Output, Timestamp}``; no ``Output`` while the
+    instance has printed nothing yet) -> the node's host key lines."""
+    data = json.loads(stdout or "{}")
+    if not isinstance(data, dict):
+        raise ValueError(f"{node.name}: expected a JSON object with Output")
+    output = data.get("Output") or ""
+    if not isinstance(output, str):
+        raise ValueError(f"{node.name}: Output is not text")
+    return console_host_keys(output)
 
 
 def group_list_command(groups: list[str], region: str) -> list[str]:

@@ -24,7 +24,7 @@ RULES = PlatformRules(
     pricing=frozenset(PricingModel),
     options={
         "dedicated": "it describes rented servers",
-        "sshPrivateKey": "only bare metal is configured over SSH",
+        "sshPrivateKey": "bare metal is configured over SSH with it",
     },
     lacks={
         "reservation": RUNS_WHAT_IS_INSTALLED,

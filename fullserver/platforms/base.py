@@ -120,7 +120,14 @@ def reservation_needs_zone(req: Request) -> Refusal | None:
 
 CAPACITY_RULES: tuple[Rule, ...] = (spot_with_reservation, reservation_needs_zone)
 
-CLOUD_LOGIN = {"sshPublicKeys": "cloud nodes get them for their login user"}
+CLOUD_SCRATCH = "/scratch"
+"""Where a cloud node's boot script mounts its scratch (RAID0 over the local NVMe disks, or the
+DLAMI's instance-store array linked there): what verify measures with fio on cloud nodes."""
+
+CLOUD_LOGIN = {
+    "sshPublicKeys": "cloud nodes get them for their login user",
+    "sshPrivateKey": "cloud nodes get its public half for their login user, for the verify pulumi up runs",
+}
 """The option every cloud platform takes (``PlatformRules.options``), said once."""
 GPU_SERVING = {"serving": "serving groups of GPU replicas behind a load balancer are built there"}
 """The option of the platforms that build serving groups."""

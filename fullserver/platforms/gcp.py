@@ -10,9 +10,12 @@ Balancing "Health checks overview", "Regions and zones".
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
+from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
+from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms.base import (
@@ -170,6 +173,55 @@ def iap_proxy(instance: str, zone: str, project: str, port: int = 22) -> list[st
         f"--project={project}",
         "--verbosity=warning",
     ]
+
+
+HOST_KEYS_NAMESPACE = "hostkeys"
+"""The guest-attribute namespace the guest environment publishes a VM's SSH host keys under at
+first boot (``key``: the key type, ``value``: its base64), when the instance has
+``enable-guest-attributes: TRUE`` (Compute Engine "Set and query guest attributes"). TPU workers
+publish theirs there too, without being asked."""
+
+
+def host_keys_command(instance: str, zone: str, project: str) -> list[str]:
+    """The VM's SSH host keys as the guest environment published them (needs
+    ``compute.instances.getGuestAttributes``); until they are published gcloud fails (not found)."""
+    return [
+        "gcloud",
+        "compute",
+        "instances",
+        "get-guest-attributes",
+        instance,
+        f"--zone={zone}",
+        f"--project={project}",
+        f"--query-path={HOST_KEYS_NAMESPACE}/",
+        "--format=json",
+    ]
+
+
+def guest_host_keys(items: list[object]) -> list[str]:
+    """``"<type> <base64>"`` lines from guest attributes as gcloud prints them (``{namespace, key,
+    value}`` objects; other namespaces skipped). A key type SSH does not know is skipped too, and
+    a value that is not that type's key is refused: it would pin nothing the node presents."""
+    lines = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise ValueError("a guest attribute that is not an object")
+        if item.get("namespace") != HOST_KEYS_NAMESPACE or item.get("key") not in KNOWN_KEY_TYPES:
+            continue
+        line = f"{item['key']} {item.get('value', '')}"
+        try:
+            lines.append(parse_key_line(line, "guest attribute").line())
+        except InputError as exc:
+            raise ValueError(f"host key {item['key']}: {exc.what}") from None
+    return lines
+
+
+def parse_host_keys(stdout: str, node: NodeAccess) -> list[str]:
+    """``host_keys_command``'s JSON (a list of guest attributes) -> the node's host key lines."""
+    data = json.loads(stdout or "[]")
+    if not isinstance(data, list):
+        raise ValueError(f"{node.name}: expected a JSON list of guest attributes")
+    return guest_host_keys(data)
 
 
 def group_list_command(base_name: str, region: str, project: str) -> list[str]:

@@ -11,6 +11,8 @@ workers, below).
 
 from __future__ import annotations
 
+import json
+
 from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
@@ -181,6 +183,30 @@ def group_members(data: object, group: NodeGroupAccess) -> list[NodeAccess]:
             )
         )
     return nodes
+
+
+def host_keys_command(node: str, zone: str, project: str) -> list[str]:
+    """A worker's SSH host keys: the TPU's guest attributes (every worker's, one call: the same
+    as ``group_list_command``), which ``parse_host_keys`` narrows to the worker."""
+    return group_list_command(node, zone, project)
+
+
+def worker_index(name: str) -> int:
+    """Worker ``i`` of a TPU reached directly is the ``nodes`` row ``<node>-w<i>``."""
+    head, sep, index = name.rpartition("-w")
+    if not sep or not head or not index.isdigit():
+        raise ValueError(f"'{name}' is not a TPU worker row (<node>-w<i>)")
+    return int(index)
+
+
+def parse_host_keys(stdout: str, node: NodeAccess) -> list[str]:
+    """``host_keys_command``'s JSON (gcloud's flattened guest attributes, ``worker_id`` each; see
+    ``group_members``) -> the host key lines of ``node``'s worker only."""
+    data = json.loads(stdout or "[]")
+    if not isinstance(data, list):
+        raise ValueError(f"{node.name}: expected a JSON list of guest attributes")
+    worker = worker_index(node.name)
+    return gcp.guest_host_keys([x for x in data if isinstance(x, dict) and x.get("worker_id") == worker])
 
 
 COMPONENT = "tpu"

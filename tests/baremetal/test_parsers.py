@@ -21,6 +21,7 @@ from fullserver.baremetal.probe import HostFacts, parse_gpus, parse_lsblk, parse
 from fullserver.baremetal.ssh import _sudo_refused, load_private_key
 from fullserver.catalog import load_catalog
 from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE, InputError
+from fullserver.platform import Platform
 from fullserver.profiles import load_profiles
 from fullserver.workload import DedicatedHost
 from fullserver_cli.fleet_view import exit_code
@@ -331,3 +332,17 @@ def test_inventory_file_goes_through_read_yaml(tmp_path: Path) -> None:
 def test_exit_codes_come_from_the_one_table() -> None:
     assert baremetal_errors.EXIT_UNREACHABLE is EXIT_UNREACHABLE == 5
     assert "EXIT_UNREACHABLE" in baremetal_errors.__all__
+
+
+def test_a_cloud_node_is_held_to_its_own_platforms_minimums() -> None:
+    """verify after `pulumi up` measures a TPU host against the TPU balance its plan used (RAM 1.1x
+    accelerator memory, 100 GiB NVMe per chip), not the bare-metal one (1.4x, 500 GiB)."""
+    f = parse_probe("gpu-01", (GOLDEN / "dgx-h100.txt").read_text())
+    profile = load_profiles()["fine-tuning"]
+    ram = {}
+    for p in (Platform.BARE_METAL, Platform.TPU_VM):
+        report = audit_facts(f, profile, load_catalog(), platform=p).report
+        assert report is not None
+        ram[p] = next(x for x in report.lines if x.dimension == "ram")
+    assert ram[Platform.BARE_METAL].required == round(1.4 * 8 * 80, 1)
+    assert ram[Platform.TPU_VM].required == round(1.1 * 8 * 80, 1)

@@ -59,6 +59,17 @@ def test_a_private_gcp_cluster_exports_each_vm_behind_iap(catalog: Catalog, buil
             "keys": False,
             "via": "iap",
             "proxyCommand": iap(name, "us-central1-a", "proj"),
+            "hostKeysCommand": [
+                "gcloud",
+                "compute",
+                "instances",
+                "get-guest-attributes",
+                name,
+                "--zone=us-central1-a",
+                "--project=proj",
+                "--query-path=hostkeys/",
+                "--format=json",
+            ],
         }
         for name, ip in zip(names, g.outputs["private_ips"], strict=True)
     ]
@@ -143,6 +154,16 @@ def test_a_private_aws_cluster_exports_each_instance_behind_session_manager(plan
             "keys": False,
             "via": "ssm",
             "proxyCommand": ssm(iid, "us-east-1"),
+            "hostKeysCommand": [
+                "aws",
+                "ec2",
+                "get-console-output",
+                "--instance-id",
+                iid,
+                "--latest",
+                "--region=us-east-1",
+                "--output=json",
+            ],
         }
         for iid, ip in zip(ids, g.outputs["private_ips"], strict=True)
     ]
@@ -231,6 +252,14 @@ def test_tpu_workers_open_to_ssh_ranges_are_reached_at_their_external_addresses(
     assert worker["name"] == f"{g.outputs['node_name']}-w0" and worker["via"] == "ssh"
     assert worker["publicIp"] == g.outputs["public_ips"][0] and worker["keys"] is True
     assert g.outputs["connect"] == f"ssh {LOGIN_USER}@{worker['publicIp']}"
+    # its host keys are read from the TPU's guest attributes (parse_host_keys keeps worker 0's)
+    assert worker["hostKeysCommand"][:5] == ["gcloud", "compute", "tpus", "tpu-vm", "get-guest-attributes"]
+    assert worker["hostKeysCommand"][5:] == [
+        g.outputs["node_name"],
+        f"--zone={spec.zone}",
+        "--project=proj",
+        "--format=json",
+    ]
 
 
 def test_every_worker_of_a_multi_host_tpu_vm_is_a_node_in_worker_order() -> None:

@@ -593,11 +593,11 @@ def test_a_key_only_one_platform_takes_is_a_choice_of_that_platform(tmp_path: Pa
 
 def test_keys_no_single_platform_takes_are_refused_naming_them(tmp_path: Path) -> None:
     profile, catalog = _two_clouds(tmp_path)
-    both = wl(capacityBlock=True, reservation="cr-0123456789abcdef0", zone="r-1a", sshPrivateKey={"secure": "x"})
+    both = wl(capacityBlock=True, reservation="cr-0123456789abcdef0", zone="r-1a", queued=True)
     with pytest.raises(InputError) as err:
         size(profile, both, catalog, "env")
     assert err.value.line() == (
-        "fullserver:capacityBlock, fullserver:sshPrivateKey: no platform the profile allows takes them all: "
-        "gcp-gpu refuses capacityBlock, sshPrivateKey; aws-gpu refuses sshPrivateKey "
+        "fullserver:queued, fullserver:capacityBlock: no platform the profile allows takes them all: "
+        "gcp-gpu refuses queued, capacityBlock; aws-gpu refuses queued "
         "(remove the keys of the platform you do not want, or set fullserver:platform)"
     )

@@ -284,7 +284,6 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
         {"sshPrivateKey": "-----BEGIN OPENSSH PRIVATE KEY-----"},
         "must be stored encrypted",
     ),
-    ("sshPrivateKey", "exp-aws-spot", {"sshPrivateKey": SECURE}, "applies only to bare-metal"),
     ("sshSourceRanges", "dedicated-h100", {"sshSourceRanges": ["203.0.113.0/24"]}, "opens no firewall"),
     ("publicIp", "dedicated-h100", {"publicIp": True}, "their addresses are the provider's"),
     ("serving", "exp-aws-spot", {"serving": {"model": "Qwen/Qwen2.5-7B-Instruct"}}, "runs no serving group"),

@@ -22,7 +22,7 @@ def test_every_platform_has_its_rules(platform: Platform) -> None:
         ("queued", [Platform.TPU_VM]),
         ("capacityBlock", [Platform.AWS_GPU]),
         ("dedicated", [Platform.BARE_METAL]),
-        ("sshPrivateKey", [Platform.BARE_METAL]),
+        ("sshPrivateKey", [Platform.AWS_GPU, Platform.GCP_GPU, Platform.TPU_VM, Platform.BARE_METAL]),
         ("reservation", [Platform.AWS_GPU, Platform.GCP_GPU, Platform.TPU_VM]),
         ("image", [Platform.AWS_GPU, Platform.GCP_GPU, Platform.TPU_VM]),
         ("region", []),  # every platform's key: not platform-specific

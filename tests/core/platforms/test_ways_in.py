@@ -213,6 +213,7 @@ def test_the_exported_shape_is_camel_case_as_stack_outputs_are() -> None:
         "keys": False,
         "via": "ssm",
         "proxyCommand": ["x"],
+        "hostKeysCommand": [],
     }
     assert NodeAccess.model_validate(node.exported()) == node  # verify reads the stack output back
 
