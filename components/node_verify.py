@@ -155,20 +155,31 @@ def verify_nodes(props: dict[str, Any], wait: float | None = None, retry: float 
         except FullserverError as exc:
             status[node.name] = {"status": "unverified", "summary": f"{node.name}: {exc.line()}"}
     if hosts:
-        profile = load_profiles()[str(props["profile"])]
-        caps = Caps(
-            fio_seconds=int(props.get("fio_seconds") or 10), fio_size_mib=int(props.get("fio_size_mib") or 1024)
-        )
-        promise = Promise(
-            profile,
-            load_catalog(),
-            scratch=str(props.get("scratch") or CLOUD_SCRATCH),
-            platform=Platform(str(props["platform"])),
-        )
-        for v in verify_fleet(hosts, promise, caps):
-            lines = {x.dimension: {"promised": x.promised, "delivered": x.delivered, "ratio": x.ratio} for x in v.lines}
-            status[v.name] = {"status": v.status, "summary": v.summary(), **({"lines": lines} if lines else {})}
+        try:
+            status.update(_measure(props, hosts))
+        except Exception as exc:  # a report, never a failed `up`: the nodes exist either way
+            why = exc.line() if isinstance(exc, FullserverError) else f"{type(exc).__name__}: {exc}"
+            for t, _ in hosts:
+                status[t.name] = {"status": "error", "summary": f"{t.name}: verify could not run: {why}"}
     return {name: status[name] for name in sorted(status)}
+
+
+def _measure(props: dict[str, Any], hosts: list[tuple[Target, str]]) -> dict[str, Any]:
+    """``verify_fleet`` over the nodes whose keys were pinned, against the plan's profile on its
+    platform; each node's ``{status, summary, lines}``."""
+    profile = load_profiles()[str(props["profile"])]
+    caps = Caps(fio_seconds=int(props.get("fio_seconds") or 10), fio_size_mib=int(props.get("fio_size_mib") or 1024))
+    promise = Promise(
+        profile,
+        load_catalog(),
+        scratch=str(props.get("scratch") or CLOUD_SCRATCH),
+        platform=Platform(str(props["platform"])),
+    )
+    out: dict[str, Any] = {}
+    for v in verify_fleet(hosts, promise, caps):
+        lines = {x.dimension: {"promised": x.promised, "delivered": x.delivered, "ratio": x.ratio} for x in v.lines}
+        out[v.name] = {"status": v.status, "summary": v.summary(), **({"lines": lines} if lines else {})}
+    return out
 
 
 def verify_warnings(node_status: dict[str, Any] | None) -> list[str]:

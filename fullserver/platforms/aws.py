@@ -145,27 +145,30 @@ def host_keys_command(instance_id: str, region: str) -> list[str]:
 
 def console_host_keys(text: str) -> list[str]:
     """``"<type> <base64>"`` lines of the last host-key block in console text (the node's latest
-    boot; comments such as ``root@ip-10-0-1-4`` dropped). Lines between the markers that are not
-    keys (a kernel message that interleaved) are skipped; a line naming a key type whose blob is
-    not that key is refused."""
+    boot; comments such as ``root@ip-10-0-1-4`` dropped). A marker or key line may carry a prefix
+    (an image that sends the block through ``logger`` prints ``ec2: ``); lines between the markers
+    that are not whole keys (a kernel message that interleaved or cut one) are skipped: a key left
+    out is never pinned, so it can only make the connection refuse, never trust a wrong key."""
     block: list[str] | None = None
     current: list[str] | None = None
     for raw in text.splitlines():
         line = raw.strip()
-        if line == HOST_KEYS_BEGIN:
+        if line.endswith(HOST_KEYS_BEGIN):
             current = []
-        elif line == HOST_KEYS_END and current is not None:
+        elif line.endswith(HOST_KEYS_END) and current is not None:
             block, current = current, None
         elif current is not None:
             current.append(line)
     keys = []
     for line in block or []:
         words = line.split()
-        if len(words) >= 2 and words[0] in KNOWN_KEY_TYPES:
-            try:
-                keys.append(parse_key_line(line, "console output").line())
-            except InputError as exc:
-                raise ValueError(f"host key {words[0]}: {exc.what}") from None
+        start = next((i for i, w in enumerate(words) if w in KNOWN_KEY_TYPES), None)
+        if start is None or len(words) < start + 2:
+            continue
+        try:
+            keys.append(parse_key_line(" ".join(words[start : start + 2]), "console output").line())
+        except InputError:
+            continue
     return keys
 
 

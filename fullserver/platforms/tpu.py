@@ -157,8 +157,8 @@ def group_members(data: object, group: NodeGroupAccess) -> list[NodeAccess]:
     for item in data:
         if not isinstance(item, dict) or not isinstance(item.get("key"), str):
             raise ValueError("a guest attribute without a key")
-        worker = item.get("worker_id")
-        if not isinstance(worker, int) or isinstance(worker, bool) or worker < 0:
+        worker = worker_of(item)
+        if worker is None:
             raise ValueError(f"guest attribute '{item['key']}' without a worker_id")
         if item["key"] == HOSTNAME_KEY and item.get("value"):
             hostnames[worker] = str(item["value"])
@@ -191,6 +191,17 @@ def host_keys_command(node: str, zone: str, project: str) -> list[str]:
     return group_list_command(node, zone, project)
 
 
+def worker_of(item: dict[str, object]) -> int | None:
+    """A flattened guest attribute's ``worker_id``: gcloud prints the index as a number; a digit
+    string is read the same, so a printer that quotes it does not hide every worker."""
+    worker = item.get("worker_id")
+    if isinstance(worker, str) and worker.isdigit():
+        return int(worker)
+    if isinstance(worker, int) and not isinstance(worker, bool) and worker >= 0:
+        return worker
+    return None
+
+
 def worker_index(name: str) -> int:
     """Worker ``i`` of a TPU reached directly is the ``nodes`` row ``<node>-w<i>``."""
     head, sep, index = name.rpartition("-w")
@@ -206,7 +217,7 @@ def parse_host_keys(stdout: str, node: NodeAccess) -> list[str]:
     if not isinstance(data, list):
         raise ValueError(f"{node.name}: expected a JSON list of guest attributes")
     worker = worker_index(node.name)
-    return gcp.guest_host_keys([x for x in data if isinstance(x, dict) and x.get("worker_id") == worker])
+    return gcp.guest_host_keys([x for x in data if isinstance(x, dict) and worker_of(x) == worker])
 
 
 COMPONENT = "tpu"

@@ -129,3 +129,26 @@ def test_a_row_without_a_host_keys_command_is_reported_not_trusted() -> None:
         "status": "unverified",
         "summary": "n: host keys not pinned: no command reads its host keys from the cloud",
     }
+
+
+def test_a_verify_that_cannot_run_reports_every_node_instead_of_failing_the_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    import components.node_verify as nv
+    from fullserver.nodes import NodeAccess
+    from fullserver.platforms import gcp
+
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+    row = NodeAccess(
+        name="train-0",
+        private_ip="10.0.0.2",
+        user="ubuntu",
+        keys=True,
+        via="iap",
+        proxy_command=gcp.iap_proxy("train-0", "us-central1-a", "p"),
+        host_keys_command=gcp.host_keys_command("train-0", "us-central1-a", "p"),
+    )
+    monkeypatch.setattr(nv, "fetch_host_keys", lambda node, wait, retry: [key])
+    props = {"nodes": [row.exported()], "private_key": "k", "profile": "no-such-profile", "platform": "gcp-gpu"}
+    status = nv.verify_nodes(props)
+    assert status == {
+        "train-0": {"status": "error", "summary": "train-0: verify could not run: KeyError: 'no-such-profile'"}
+    }

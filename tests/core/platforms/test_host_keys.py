@@ -107,3 +107,18 @@ def test_a_tpu_worker_keeps_only_its_own_workers_host_keys() -> None:
     assert tpu.parse_host_keys(answer, node("slice-w2")) == []
     with pytest.raises(ValueError, match="not a TPU worker row"):
         tpu.parse_host_keys(answer, node("slice"))
+
+
+def test_a_block_sent_through_logger_is_read_and_a_cut_key_line_is_skipped_not_pinned() -> None:
+    logged = (
+        "ec2: -----BEGIN SSH HOST KEY KEYS-----\n"
+        f"ec2: ecdsa-sha2-nistp256 {ECDSA} root@ip-10-0-1-4\n"
+        "ec2: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA[   21.7] nvme nvme1: I/O timeout\n"
+        "ec2: -----END SSH HOST KEY KEYS-----\n"
+    )
+    assert aws.console_host_keys(logged) == [f"ecdsa-sha2-nistp256 {ECDSA}"]
+
+
+def test_a_worker_id_printed_as_a_string_still_finds_the_worker() -> None:
+    answer = json.dumps([{"key": "ssh-ed25519", "namespace": "hostkeys", "value": ED, "worker_id": "1"}])
+    assert tpu.parse_host_keys(answer, node("slice-w1")) == [f"ssh-ed25519 {ED}"]
