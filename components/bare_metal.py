@@ -70,6 +70,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
+from components.node_verify import verify_warnings as node_warnings
 from fullserver.baremetal.audit import audit_facts, run_fleet
 from fullserver.baremetal.config import JOURNAL, HostConfig
 from fullserver.baremetal.engine import StepPlan, converge, plan, revert
@@ -275,13 +276,11 @@ def _verify(fleet: _Fleet, entry: InventoryEntry, s: Runner, catalog: Catalog) -
 
 
 def verify_warnings(host_status: dict[str, Any] | None) -> list[str]:
-    """One warning per host whose ``verify`` (profile ``verify: {on_up: true}``) did not deliver."""
-    out = []
-    for host in (host_status or {}).values():
-        v = host.get("verify") if isinstance(host, dict) else None
-        if isinstance(v, dict) and v.get("status") != "delivers":
-            out.append(f"verify: {v.get('status')}: {v.get('summary')}")
-    return out
+    """One warning per host whose ``verify`` (profile ``verify: {on_up: true}``) did not deliver,
+    in the words the cloud nodes' verify uses (``components.node_verify.verify_warnings``)."""
+    return node_warnings(
+        {name: host.get("verify") for name, host in (host_status or {}).items() if isinstance(host, dict)}
+    )
 
 
 def _show_plan(pending: dict[str, dict[str, StepPlan]]) -> None:

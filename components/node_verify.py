@@ -118,17 +118,6 @@ def target(node: NodeAccess, keys: list[str]) -> Target:
     )
 
 
-def unreachable(node: NodeAccess) -> str | None:
-    """Why nothing could carry SSH to the node, before any command runs."""
-    if not node.keys:
-        return f"no SSH key is installed for its login user '{node.user}'"
-    if node.via == "ssh" and not node.public_ip:
-        return "it has no public address and no proxy command"
-    if node.via != "ssh" and not node.proxy_command:
-        return f"it is reached through {node.via.upper()} and no proxy command can carry SSH to it"
-    return None
-
-
 def verify_nodes(props: dict[str, Any], wait: float | None = None, retry: float | None = None) -> dict[str, Any]:
     """Every node's ``{status, summary}``, and ``lines`` (each dimension's promised, delivered and
     ratio) for a node that was measured (module docstring); nothing here raises for a node."""
@@ -138,9 +127,9 @@ def verify_nodes(props: dict[str, Any], wait: float | None = None, retry: float 
     status: dict[str, Any] = {}
     ready = []
     for node in nodes:
-        why = unreachable(node)
-        if why is not None:
-            status[node.name] = {"status": "error", "summary": f"{node.name}: {why}"}
+        refusal = node.unreachable(node.name)
+        if refusal is not None:
+            status[node.name] = {"status": "error", "summary": f"{node.name}: {refusal.what}"}
         else:
             ready.append(node)
     with ThreadPoolExecutor(max_workers=max(1, min(32, len(ready)))) as pool:
@@ -183,7 +172,7 @@ def _measure(props: dict[str, Any], hosts: list[tuple[Target, str]]) -> dict[str
 
 
 def verify_warnings(node_status: dict[str, Any] | None) -> list[str]:
-    """One warning per node that did not deliver (the words of bare metal's ``verify_warnings``)."""
+    """One warning per node (or bare-metal host) whose verify did not deliver."""
     out = []
     for v in (node_status or {}).values():
         if isinstance(v, dict) and v.get("status") != "delivers":

@@ -19,6 +19,8 @@ from typing import Literal, TypedDict, cast
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from fullserver.errors import InputError
+
 Via = Literal["ssh", "iap", "ssm"]
 """``ssh``: straight to the public address; ``iap``: GCP Identity-Aware Proxy TCP forwarding;
 ``ssm``: AWS Systems Manager Session Manager (``AWS-StartSSHSession``)."""
@@ -85,6 +87,27 @@ class NodeAccess(_Exported):
 
     def exported(self) -> NodeAccessOutput:
         return cast(NodeAccessOutput, self.model_dump(by_alias=True, mode="json"))
+
+    def unreachable(self, where: str) -> InputError | None:
+        """Why SSH cannot reach this node at all (``where`` names it), before anything connects:
+        ``fullserver verify STACK`` refuses with it, the verify ``pulumi up`` runs reports it."""
+        if not self.keys:
+            return InputError(
+                where,
+                f"no SSH key is installed for its login user '{self.user}'",
+                "add your public key to fullserver:sshPublicKeys and run `pulumi up`",
+            )
+        if self.via != "ssh" and not self.proxy_command:
+            return InputError(
+                where,
+                f"it is reached through {self.via.upper()} and no proxy command can carry SSH to it",
+                "verify from a host inside its network: list its privateIps in an inventory",
+            )
+        if self.via == "ssh" and not self.public_ip:
+            return InputError(
+                where, "it has no public address and no proxy command", "verify from a host inside its network"
+            )
+        return None
 
     @property
     def address(self) -> str:

@@ -94,21 +94,9 @@ def inventory_hosts(stack: str, nodes: Sequence[NodeAccess], known_hosts: str) -
     where the other nodes reach them (verify's iperf3 ring)."""
     hosts: list[dict[str, object]] = []
     for node in nodes:
-        where = f"stack '{stack}' node {node.name}"
-        if not node.keys:
-            raise InputError(
-                where,
-                f"no SSH key is installed for its login user '{node.user}'",
-                "add your public key to fullserver:sshPublicKeys and run `pulumi up`",
-            )
-        if node.via != "ssh" and not node.proxy_command:
-            raise InputError(
-                where,
-                f"it is reached through {node.via.upper()} and no proxy command can carry SSH to it",
-                "verify from a host inside its network: list its privateIps in an inventory",
-            )
-        if node.via == "ssh" and not node.public_ip:
-            raise InputError(where, "it has no public address", "verify from a host inside its network")
+        refusal = node.unreachable(f"stack '{stack}' node {node.name}")
+        if refusal is not None:
+            raise refusal
         entry: dict[str, object] = {
             "name": node.name,
             "address": node.address,

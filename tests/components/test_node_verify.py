@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from components.graph import Graph, graph_for_config
-from components.node_verify import host_keys_parser, unreachable, verify_nodes, verify_warnings
+from components.node_verify import host_keys_parser, verify_nodes, verify_warnings
 from fullserver.nodes import NodeAccess
 from fullserver.platforms import aws, gcp, tpu
 from tests.core.test_stack_config import SECURE, stack_config
@@ -112,8 +112,11 @@ def test_each_host_keys_command_is_read_by_its_platform() -> None:
 def test_a_node_nothing_can_reach_is_an_error_before_any_command_runs() -> None:
     base = {"name": "i-0abc", "private_ip": "10.0.0.4", "user": "ubuntu"}
     no_keys = NodeAccess(**base, keys=False, via="ssm", proxy_command=aws.ssm_proxy("i-0abc", "us-east-1"))
-    assert unreachable(no_keys) == "no SSH key is installed for its login user 'ubuntu'"
-    assert unreachable(NodeAccess(**base, keys=True, via="ssh")) == "it has no public address and no proxy command"
+    assert (refusal := no_keys.unreachable("i-0abc")) and refusal.what == (
+        "no SSH key is installed for its login user 'ubuntu'"
+    )
+    no_address = NodeAccess(**base, keys=True, via="ssh").unreachable("i-0abc")
+    assert no_address and no_address.what == "it has no public address and no proxy command"
     status = verify_nodes({"nodes": [no_keys.exported()], "private_key": "unused", "profile": "fine-tuning"})
     assert status == {
         "i-0abc": {"status": "error", "summary": "i-0abc: no SSH key is installed for its login user 'ubuntu'"}
