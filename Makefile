@@ -3,15 +3,23 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup plan test lint bench clean system-packages
+.PHONY: setup plan test lint lock bench clean system-packages
 
-$(BIN)/fullserver: pyproject.toml
+# Exactly uv.lock, hashes checked: pip installs uv itself from its hash-pinned bootstrap file, then
+# uv makes the virtualenv equal to the lock (runtime, dev and refresh; anything else is removed).
+# --locked refuses a lock that pyproject.toml has moved away from instead of re-resolving it.
+$(BIN)/fullserver: pyproject.toml uv.lock scripts/uv-bootstrap.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r scripts/uv-bootstrap.txt
+	UV_PYTHON_DOWNLOADS=never $(BIN)/uv sync --quiet --locked --extra dev --extra refresh
 	touch $@
 
 setup: $(BIN)/fullserver
+
+# Moves the pinned versions on purpose (see scripts/lock), then installs the new lock.
+lock: setup
+	UV=$(BIN)/uv scripts/lock
+	$(MAKE) setup
 
 plan: setup
 	$(BIN)/fullserver plan

@@ -163,8 +163,21 @@ def _check_depth(text: str) -> None:
     bound = _depth_bound(text)
     if bound is not None and bound <= MAX_DEPTH:
         return
+    try:
+        _count_depth(text, _BaseLoader)
+    except _Refused:
+        raise
+    except yaml.YAMLError:
+        # Some libyaml builds (PyYAML 6.0.4's) stop deep nesting with a limit and wording of their
+        # own before our count reaches ours. The pure-Python parser has no such limit: counting
+        # again with it gives our refusal, or the same syntax error with its line.
+        _count_depth(text, yaml.SafeLoader)
+
+
+def _count_depth(text: str, loader: Any) -> None:
+    """Count the parser's collection events (its own stack, never recursion), refusing at depth."""
     depth = 0
-    for event in yaml.parse(text, Loader=_BaseLoader):
+    for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:

@@ -20,12 +20,12 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fullserver.baremetal.inventory import Target, Timeouts, parse_key_line
+from tests import leftovers
 
 SSHD = Path("/usr/sbin/sshd")
 LOOPBACK = "127.0.0.1"
@@ -309,7 +309,8 @@ class Testbed:
         if os.geteuid() != 0:
             raise RuntimeError("the sshd test bed needs root (sshd switches users; loop devices need root)")
         # Its own world-traversable directory: sshd reads authorized keys as the login user.
-        self.base = base or Path(tempfile.mkdtemp(prefix="fullserver-testbed-"))
+        # Named for this process (tests/leftovers.py): a run killed before close() is swept by the next.
+        self.base = base or leftovers.temp_dir("testbed")
         self.base.mkdir(parents=True, exist_ok=True)
         self.base.chmod(0o755)
         self.hosts: list[SshdHost] = []
@@ -319,7 +320,7 @@ class Testbed:
         self.namespaces: list[str] = []
         self.bridge: str | None = None
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-        self._tag = f"fst{os.getpid() % 100000}"
+        self._tag = leftovers.tag()
 
     def __enter__(self) -> Testbed:
         return self
@@ -336,7 +337,7 @@ class Testbed:
         port 22 of the host's own address. Only these namespaces and loopback are ever targeted."""
         third = os.getpid() % 200 + 20
         if self.bridge is None:
-            self.bridge = f"fsb{os.getpid() % 100000}"
+            self.bridge = f"fsb{os.getpid()}"
             _ip("link", "add", self.bridge, "type", "bridge")
             _ip("addr", "add", f"{self.NETNS_SUBNET.format(third, 1)}/24", "dev", self.bridge)
             _ip("link", "set", self.bridge, "up")

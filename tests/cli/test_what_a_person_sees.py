@@ -13,7 +13,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -23,6 +22,7 @@ from typer.testing import CliRunner
 
 from fullserver.errors import EXIT_BUDGET, EXIT_CODES, EXIT_INPUT
 from fullserver_cli.app import app
+from tests import leftovers
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
@@ -129,7 +129,7 @@ def _screen(command: str, width: int, height: int = 40) -> list[str]:
     # A server of its own (-S, a socket in a temporary dir removed afterwards): a server shared
     # between tests exits when its last session is killed, and a new session asked of it
     # meanwhile fails ("server exited unexpectedly").
-    sockets = tempfile.mkdtemp(prefix="fs-tmux-")
+    sockets = leftovers.temp_dir("tmux")  # a killed run's tmux server is swept by the next run
     tmux = ["tmux", "-S", os.path.join(sockets, "socket"), "-f", "/dev/null"]
     try:
         subprocess.run(

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from components.startup import DiskPlan, disks_script
+from tests import leftovers
 
 TOOLS = ("losetup", "mkfs.ext4", "blkid", "lsblk", "mountpoint", "findmnt", "mount", "umount", "bash")
 NOWHERE = "/nonexistent-fullserver-test/*"
@@ -124,12 +125,14 @@ class Rig:
 
 
 @pytest.fixture
-def rig(tmp_path: Path) -> Iterator[Rig]:
-    r = Rig(tmp_path)
+def rig() -> Iterator[Rig]:
+    # Named for this process (tests/leftovers.py), so a run killed mid-test is swept by the next.
+    r = Rig(leftovers.temp_dir("disks"))
     try:
         yield r
     finally:
         r.cleanup()
+        shutil.rmtree(r.root, ignore_errors=True)
 
 
 def _marker(directory: Path) -> None:
@@ -185,25 +188,38 @@ def test_a_data_disk_with_a_filesystem_is_never_reformatted(rig: Rig) -> None:
     assert (rig.data_dir / "marker").read_text() == "keep me"
 
 
+def _counted_sleeps(rig: Rig) -> tuple[dict[str, str], Path]:
+    """PATH with a ``sleep`` that logs each call first: the script's polls as events a test can
+    wait on and count, instead of timing them."""
+    bin_dir, polls = rig.root / "bin", rig.root / "polls"
+    bin_dir.mkdir(exist_ok=True)
+    stand_in = bin_dir / "sleep"
+    stand_in.write_text(f'#!/bin/sh\necho "$1" >> {polls}\nexec {shutil.which("sleep")} "$@"\n')
+    stand_in.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}, polls
+
+
 def test_a_late_data_disk_is_waited_for_then_mounted(rig: Rig) -> None:
     """AWS on-demand nodes: the EBS volume is attached after the instance runs."""
     image = rig.image("late")
     rig.by_id.mkdir()
+    path, polls = _counted_sleeps(rig)
     proc = subprocess.Popen(
         ["bash", str(rig.script(scratch=0, data=True))],
-        env=rig.env(FULLSERVER_DATA_WAIT="60"),
+        env=rig.env(FULLSERVER_DATA_WAIT="60", **path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     attached: list[str] = []
 
-    def attach_later() -> None:
-        time.sleep(4)
+    def attach_once_it_waits() -> None:
+        deadline = time.monotonic() + 60  # a hang guard; the event is the script's first poll
+        while not polls.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         attached.append(rig.attach(image, "data-late"))
 
-    late = threading.Thread(target=attach_later)
-    started = time.monotonic()
+    late = threading.Thread(target=attach_once_it_waits)
     late.start()
     try:
         _, err = proc.communicate(timeout=90)
@@ -212,16 +228,16 @@ def test_a_late_data_disk_is_waited_for_then_mounted(rig: Rig) -> None:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    assert time.monotonic() - started >= 4  # it waited for the disk instead of giving up
+    assert polls.exists()  # it looked, found no disk, and waited instead of giving up
     assert attached and _mounted_at(rig.data_dir) == attached[0]
     assert _blkid(attached[0], "TYPE") == "ext4"
 
 
 def test_a_missing_data_disk_ends_the_wait_without_failing_the_boot(rig: Rig) -> None:
-    started = time.monotonic()
-    done = rig.run(scratch=0, data=True, FULLSERVER_DATA_WAIT="4")
+    path, polls = _counted_sleeps(rig)
+    done = rig.run(scratch=0, data=True, FULLSERVER_DATA_WAIT="4", **path)
     assert done.returncode == 0, done.stderr
-    assert 4 <= time.monotonic() - started < 30
+    assert polls.read_text().split() == ["2", "2"]  # polled every 2 s until its 4 s were spent, no longer
     assert "data disk not attached after 4s" in done.stderr
     assert not _mounted_at(rig.data_dir)
 

@@ -11,10 +11,12 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from fullserver import yamlio
 from fullserver.catalog import DATA_DIR
 from fullserver.errors import EXIT_INPUT, InputError
 from fullserver.yamlio import MAX_BYTES, MAX_DEPTH, _depth_bound, read_yaml
@@ -161,6 +163,28 @@ def test_fifty_thousand_nested_brackets_are_refused_before_libyaml_sees_them(tmp
 )
 def test_every_kind_of_deep_nesting_is_refused(tmp_path: Path, text: str) -> None:
     assert f"nesting deeper than {MAX_DEPTH} levels (flatten the structure)" in refusal(write(tmp_path, text))
+
+
+def test_a_parser_with_a_depth_limit_of_its_own_changes_nothing_a_person_sees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyYAML 6.0.4's libyaml stops deep nesting itself, with its own limit and wording, before our
+    count reaches ours. Whichever parser stops first, the refusal is our one line at the line."""
+
+    class StopsAtTwo(yaml.SafeLoader):
+        depth = 0
+
+        def get_event(self) -> Any:
+            event = super().get_event()  # type: ignore[no-untyped-call]
+            if isinstance(event, yaml.CollectionStartEvent):
+                self.depth += 1
+                if self.depth > 2:
+                    raise yaml.parser.ParserError(None, None, "a limit of its own")
+            return event
+
+    monkeypatch.setattr(yamlio, "_BaseLoader", StopsAtTwo)
+    path = write(tmp_path, "ok: 1\na: " + "[\n" * 5_000 + "]" * 5_000 + "\n")
+    assert refusal(path) == f"{path}:65: nesting deeper than {MAX_DEPTH} levels (flatten the structure)"
 
 
 def test_nesting_at_the_bound_is_read(tmp_path: Path) -> None:

@@ -26,13 +26,14 @@ def test_the_project_names_the_pip_toolchain_and_its_virtualenv() -> None:
 
 def test_requirements_install_this_checkout_with_its_pinned_sdks(tmp_path: Path) -> None:
     """pip, run as Pulumi runs it (in the project directory), resolves requirements.txt to this
-    project; the project's dependencies are the pinned provider SDKs the program is written for."""
+    project at uv.lock's versions (tests/project/test_lock.py); the project's dependencies are the
+    pinned provider SDKs the program is written for."""
     lines = [
         line.strip()
         for line in (ROOT / "requirements.txt").read_text().splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
-    assert lines == ["-e ."]
+    assert lines[-1] == "-e ."
     report = tmp_path / "report.json"
     subprocess.run(
         [
@@ -42,6 +43,7 @@ def test_requirements_install_this_checkout_with_its_pinned_sdks(tmp_path: Path)
             "install",
             "--dry-run",
             "--quiet",
+            "--ignore-installed",  # resolve every package, as in Pulumi's new virtualenv
             "--report",
             str(report),
             "-r",
@@ -55,6 +57,11 @@ def test_requirements_install_this_checkout_with_its_pinned_sdks(tmp_path: Path)
     [this] = [i for i in json.loads(report.read_text())["install"] if i["metadata"]["name"] == "fullserver"]
     assert this["is_direct"] and this["download_info"]["dir_info"].get("editable") is True
     assert Path(this["download_info"]["url"].removeprefix("file://")) == ROOT
+    lock = {p["name"]: p["version"] for p in tomllib.loads((ROOT / "uv.lock").read_text())["package"]}
+    for item in json.loads(report.read_text())["install"]:
+        name = item["metadata"]["name"].lower().replace("_", "-").replace(".", "-")
+        if name != "fullserver":
+            assert item["metadata"]["version"] == lock[name], name
     wanted = set(this["metadata"]["requires_dist"])
     pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     for sdk in ("pulumi", "pulumi-aws", "pulumi-gcp"):

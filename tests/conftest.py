@@ -1,0 +1,35 @@
+"""The whole suite: it starts by sweeping what killed runs left, and never leaves anything itself.
+
+A run killed outright (SIGKILL, a CI time limit) leaves its loop devices, mounts, namespaces and
+servers behind; the next run removes them before its first test (tests/leftovers.py). SIGTERM
+is turned into the interrupt pytest already handles (Ctrl-C), so fixtures tear down as usual;
+whatever a torn-down fixture still missed is swept at the session's end.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from types import FrameType
+
+import pytest
+
+from tests import leftovers
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    # Once: a second signal while fixtures tear down must not cut the teardown short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    removed = leftovers.sweep()
+    if removed:
+        print(f"removed {len(removed)} leftovers of earlier test runs: {', '.join(removed[:6])}", file=sys.stderr)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    leftovers.sweep(mine=True)
