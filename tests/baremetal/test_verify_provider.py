@@ -49,7 +49,7 @@ def test_up_reports_a_host_whose_gpu_runs_below_its_pcie_width(host: SshdHost, t
     status = outs["host_status"][host.name]
     assert status["changed"] == ["sysctl"]
     v = status["verify"]
-    assert v["status"] == "short"
+    assert v["status"] == "short", v
     assert "GPU 3 (00000000:5D:00.0) at x8 of x16" in v["summary"]
     assert v["lines"]["gpu pcie width"] == {"promised": 16.0, "delivered": 8.0, "ratio": 0.5}
     [warning] = verify_warnings(outs["host_status"])  # what the component logs with pulumi.log.warn
