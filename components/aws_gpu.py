@@ -52,7 +52,7 @@ import pulumi_aws as aws
 from components.args import AwsGpuArgs, check_access, check_boot_disk, check_data_disk, check_local_ssds, refuse
 from components.identity import aws_instance_profile
 from components.images import aws_image_id
-from components.labels import aws_tags
+from components.labels import aws_tags, logical
 from components.network import aws_network, direct_ssh, one_subnet_per_zone
 from components.serving import aws_serving_group, server_keep_alive
 from components.startup import (
@@ -149,7 +149,10 @@ def token_reader(name: str, parent: pulumi.Resource, region: str, role: aws.iam.
         ],
     }
     aws.iam.RolePolicy(
-        f"{name}-model-token", role=role.id, policy=json.dumps(policy), opts=pulumi.ResourceOptions(parent=parent)
+        logical(aws.iam.RolePolicy, f"{name}-model-token"),
+        role=role.id,
+        policy=json.dumps(policy),
+        opts=pulumi.ResourceOptions(parent=parent),
     )
 
 
@@ -288,7 +291,11 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
         placement: Any = None
         if args["compact_placement"] and nodes > 1:
             pg = aws.ec2.PlacementGroup(
-                f"{name}-pg", region=region, strategy="cluster", tags=aws_tags(tags, f"{name}-pg"), opts=opts_child
+                logical(aws.ec2.PlacementGroup, f"{name}-pg"),
+                region=region,
+                strategy="cluster",
+                tags=aws_tags(tags, f"{name}-pg"),
+                opts=opts_child,
             )
             placement = {"group_name": pg.name}
 
@@ -328,6 +335,13 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             else "",
             before=authorized_keys_script(list(access.get("ssh_public_keys", []))),
         )
+        too_big = ec2.user_data_problem(script)
+        if too_big is not None:
+            raise refuse(
+                "network.ssh_public_keys",
+                too_big,
+                "install fewer keys (ed25519 keys are ~100 bytes, RSA-4096 ~740), or give people access through IAM",
+            )
         # Instances launched by this component sit in the first subnet (one zone: the placement
         # group's); groups choose among the subnets themselves, so the template names none.
         lt_subnet = None if group_launched else net.subnets[0].id
@@ -336,7 +350,7 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             for kind in ("instance", "volume", "network-interface")
         ]
         lt = aws.ec2.LaunchTemplate(
-            f"{name}-lt",
+            logical(aws.ec2.LaunchTemplate, f"{name}-lt"),
             region=region,
             description=f"fullserver {name}: {args['machine_type']}",
             image_id=aws_image_id(args.get("image"), args["accelerator_kind"]),
@@ -500,7 +514,7 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
         }
         template_ref: Any = {"id": lt.id, "version": version}
         spot = aws.autoscaling.Group(
-            f"{name}-spot",
+            logical(aws.autoscaling.Group, f"{name}-spot"),
             region=region,
             min_size=nodes,
             max_size=nodes,
@@ -517,7 +531,7 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             opts=opts,
         )
         fallback = aws.autoscaling.Group(
-            f"{name}-ondemand",
+            logical(aws.autoscaling.Group, f"{name}-ondemand"),
             region=region,
             min_size=0,
             max_size=nodes,
@@ -531,7 +545,7 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["desired_capacity"]),
         )
         scale_out = aws.autoscaling.Policy(
-            f"{name}-fallback-on",
+            logical(aws.autoscaling.Policy, f"{name}-fallback-on"),
             region=region,
             autoscaling_group_name=fallback.name,
             policy_type="SimpleScaling",
@@ -541,7 +555,7 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             opts=opts,
         )
         scale_in = aws.autoscaling.Policy(
-            f"{name}-fallback-off",
+            logical(aws.autoscaling.Policy, f"{name}-fallback-off"),
             region=region,
             autoscaling_group_name=fallback.name,
             policy_type="SimpleScaling",
@@ -551,7 +565,7 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             opts=opts,
         )
         aws.cloudwatch.MetricAlarm(
-            f"{name}-spot-short",
+            logical(aws.cloudwatch.MetricAlarm, f"{name}-spot-short"),
             region=region,
             alarm_description=f"spot nodes of {name} below {nodes} for {FALLBACK_AFTER_MINUTES} minutes: run them on-demand",
             namespace="AWS/AutoScaling",

@@ -5,6 +5,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
+from components.labels import logical
 from fullserver import platforms
 
 
@@ -16,7 +17,7 @@ def gcp_data_disk(
     kind = platforms.disk(disk["kind"])
     provisioned = kind is not None and kind.provisioned
     return gcp.compute.Disk(
-        resource_name,
+        logical(gcp.compute.Disk, resource_name),
         project=project,
         zone=zone,
         type=disk["kind"],

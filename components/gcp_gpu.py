@@ -43,7 +43,7 @@ from components.args import GcpGpuArgs, check_access, check_boot_disk, check_dat
 from components.disks import gcp_data_disk
 from components.identity import GCP_SCOPES, gcp_service_account
 from components.images import gcp_image
-from components.labels import field, gcp_labels
+from components.labels import field, gcp_labels, logical
 from components.network import direct_ssh, gcp_network, gcp_project
 from components.serving import GcpServing, gcp_serving_group, server_keep_alive
 from components.startup import (
@@ -273,7 +273,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
             placement_policy: pulumi.Output[str] | None = None
             if args["compact_placement"] and args["nodes"] > 1:
                 policy = gcp.compute.ResourcePolicy(
-                    f"{name}-compact",
+                    logical(gcp.compute.ResourcePolicy, f"{name}-compact"),
                     project=project,
                     region=region,
                     group_placement_policy={"collocation": "COLLOCATED", "vm_count": args["nodes"]},
@@ -300,7 +300,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                     {"interface": "NVME", "size": args["local_ssd_gib"]} for _ in range(args["local_ssd_count"])
                 ]
                 inst = gcp.compute.Instance(
-                    f"{name}-node-{i}",
+                    logical(gcp.compute.Instance, f"{name}-node-{i}"),
                     project=project,
                     zone=zone,
                     machine_type=args["machine_type"],
@@ -396,12 +396,17 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
 
         def subnetted(prefix: str, cidr: str, network: gcp.compute.Network) -> gcp.compute.Subnetwork:
             return gcp.compute.Subnetwork(
-                f"{prefix}-subnet", project=project, network=network.id, region=region, ip_cidr_range=cidr, opts=opts
+                logical(gcp.compute.Subnetwork, f"{prefix}-subnet"),
+                project=project,
+                network=network.id,
+                region=region,
+                ip_cidr_range=cidr,
+                opts=opts,
             )
 
         def own_network(prefix: str, cidr: str, nic_type: str, mtu: int) -> None:
             network = gcp.compute.Network(
-                f"{prefix}-net",
+                logical(gcp.compute.Network, f"{prefix}-net"),
                 project=project,
                 auto_create_subnetworks=False,
                 mtu=mtu,
@@ -410,7 +415,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
             )
             subnet = subnetted(prefix, cidr, network)
             gcp.compute.Firewall(
-                f"{prefix}-internal",
+                logical(gcp.compute.Firewall, f"{prefix}-internal"),
                 project=project,
                 network=network.id,
                 direction="INGRESS",
@@ -429,7 +434,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
             return nics
         proj = gcp_project(self, project)
         roce = gcp.compute.Network(
-            f"{name}-roce-net",
+            logical(gcp.compute.Network, f"{name}-roce-net"),
             project=project,
             auto_create_subnetworks=False,
             mtu=plan.mtu,

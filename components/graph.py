@@ -38,6 +38,7 @@ from pulumi.runtime.config import set_all_config  # private module: the engine's
 from pulumi.runtime.stack import run_pulumi_func  # private: runs a program body as the engine would
 from pulumi.runtime.sync_await import _sync_await  # private: drives the SDK's event loop to completion
 
+from fullserver import naming
 from fullserver.errors import FullserverError
 from fullserver.plan import StackPlan
 from fullserver.stacks import SECRET_KEYS
@@ -317,6 +318,11 @@ def evaluate(
         raise GraphError(f"stack '{stack}'", str(exc)) from None
     # Registration order depends on async scheduling; name order is stable and groups a node's parts.
     registered = sorted(mocks.registered, key=lambda r: (r[1], r[0]))
+    # What the providers would refuse at create time, refused here first (fullserver.naming).
+    refused = naming.graph_problems((typ, name, inputs) for typ, name, inputs, custom in registered if custom)
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise GraphError(f"stack '{stack}'", f"{refused[0]}{more}")
     rows = [
         Row(type=typ, name=name, inputs=inputs, custom=custom) if full else _row(typ, name, inputs, custom)
         for typ, name, inputs, custom in registered

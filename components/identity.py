@@ -20,7 +20,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_gcp as gcp
 
-from components.labels import aws_tags, gcp_name
+from components.labels import aws_tags, logical, physical
 
 GCP_NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 GCP_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
@@ -29,16 +29,16 @@ GCP_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
 def gcp_service_account(
     name: str, parent: pulumi.Resource, project: pulumi.Input[str] | None
 ) -> gcp.serviceaccount.Account:
-    # account_id: 6-30 characters, [a-z]([-a-z0-9]*[a-z0-9]) (IAM "Creating service accounts").
-    account_id = gcp_name(f"fs-{name}", limit=30)
-    if len(account_id) < 6:
-        account_id = (account_id + "-node")[:30]
+    # account_id: 6-30 characters, [a-z]([-a-z0-9]*[a-z0-9]), unique in the project (IAM
+    # "Creating service accounts"): a long stack name is cut and a hash of it added, so two
+    # stacks sharing their first 27 characters never ask for the same id.
+    account_id = physical(gcp.serviceaccount.Account, f"fs-{name}", "accountId")
     opts = pulumi.ResourceOptions(parent=parent)
     sa = gcp.serviceaccount.Account(
         f"{name}-sa",
         project=project,
         account_id=account_id,
-        display_name=f"fullserver {name} nodes",
+        display_name=f"fullserver {name} nodes"[:100],  # at most 100 characters
         description="least privilege: write logs and metrics; data access is granted per bucket",
         opts=opts,
     )
@@ -64,7 +64,7 @@ def aws_instance_profile(
 ) -> AwsIdentity:
     opts = pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(
-        f"{name}-role",
+        logical(aws.iam.Role, f"{name}-role"),
         assume_role_policy=json.dumps(
             {
                 "Version": "2012-10-17",
@@ -85,6 +85,9 @@ def aws_instance_profile(
             f"{name}-{arn.rsplit('/', 1)[-1].lower()}", role=role.name, policy_arn=arn, opts=opts
         )
     profile = aws.iam.InstanceProfile(
-        f"{name}-profile", role=role.name, tags=aws_tags(tags, f"{name}-profile"), opts=opts
+        logical(aws.iam.InstanceProfile, f"{name}-profile"),
+        role=role.name,
+        tags=aws_tags(tags, f"{name}-profile"),
+        opts=opts,
     )
     return AwsIdentity(role=role, profile=profile)

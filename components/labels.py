@@ -8,10 +8,23 @@ the console shows.
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from fullserver import naming
 from fullserver.rules import gcp_labels
 
-__all__ = ["aws_tags", "field", "gcp_labels", "gcp_name"]
+__all__ = ["aws_tags", "field", "gcp_labels", "gcp_name", "logical", "physical"]
+
+
+def logical(resource: Any, name: str) -> str:
+    """The logical name to give a resource of class ``resource`` so that the name its provider
+    makes of it (autonaming) is one its API accepts, for any stack name (``fullserver.naming``)."""
+    return naming.fit(resource.pulumi_type, name)
+
+
+def physical(resource: Any, text: str, field: str = "name") -> str:
+    """A name the program sets itself (``field`` of ``resource``), made one its API accepts."""
+    return naming.fit_name(resource.pulumi_type, text, field)
 
 
 def aws_tags(labels: dict[str, str], name: str) -> dict[str, str]:

@@ -34,7 +34,7 @@ import pulumi_aws as aws
 import pulumi_gcp as gcp
 
 from components.args import AccessArgs
-from components.labels import aws_tags, gcp_name
+from components.labels import aws_tags, gcp_name, logical
 from fullserver.platforms import aws as ec2
 from fullserver.platforms import gcp as gce
 
@@ -110,7 +110,7 @@ def gcp_network(
     tag = gcp_name(f"{name}-node") if tagged else None
     targets = [tag] if tag else None
     net = gcp.compute.Network(
-        f"{name}-net",
+        logical(gcp.compute.Network, f"{name}-net"),
         project=project,
         auto_create_subnetworks=False,
         mtu=GCP_MTU,
@@ -118,7 +118,7 @@ def gcp_network(
         opts=opts,
     )
     subnet = gcp.compute.Subnetwork(
-        f"{name}-subnet",
+        logical(gcp.compute.Subnetwork, f"{name}-subnet"),
         project=project,
         network=net.id,
         region=region,
@@ -128,7 +128,7 @@ def gcp_network(
     )
     ssh_ranges = gcp_ssh_ranges(access)
     gcp.compute.Firewall(
-        f"{name}-ssh",
+        logical(gcp.compute.Firewall, f"{name}-ssh"),
         project=project,
         network=net.id,
         direction="INGRESS",
@@ -139,7 +139,7 @@ def gcp_network(
         opts=opts,
     )
     gcp.compute.Firewall(
-        f"{name}-internal",
+        logical(gcp.compute.Firewall, f"{name}-internal"),
         project=project,
         network=net.id,
         direction="INGRESS",
@@ -151,7 +151,7 @@ def gcp_network(
     )
     if serving_port is not None:
         gcp.compute.Firewall(
-            f"{name}-health",
+            logical(gcp.compute.Firewall, f"{name}-health"),
             project=project,
             network=net.id,
             direction="INGRESS",
@@ -163,9 +163,11 @@ def gcp_network(
         )
     egress: tuple[pulumi.Resource, ...] = ()
     if nat_egress(access):
-        router = gcp.compute.Router(f"{name}-router", project=project, network=net.id, region=region, opts=opts)
+        router = gcp.compute.Router(
+            logical(gcp.compute.Router, f"{name}-router"), project=project, network=net.id, region=region, opts=opts
+        )
         nat = gcp.compute.RouterNat(
-            f"{name}-nat",
+            logical(gcp.compute.RouterNat, f"{name}-nat"),
             project=project,
             router=router.name,
             region=region,
@@ -366,7 +368,7 @@ def aws_network(
         # it) for an internal one; out: the nodes' server port only (requests and health checks).
         clients = ["0.0.0.0/0"] if lb_scheme == "external" else [AWS_VPC_CIDR]
         lb_sg = aws.ec2.SecurityGroup(
-            f"{name}-lb-sg",
+            logical(aws.ec2.SecurityGroup, f"{name}-lb-sg"),
             region=region,
             vpc_id=vpc.id,
             description=f"fullserver {name}: the serving load balancer ({lb_scheme})",
@@ -416,7 +418,7 @@ def aws_network(
     if efa:
         egress.append({"protocol": "-1", "from_port": 0, "to_port": 0, "self": True, "description": "EFA to the group"})
     sg = aws.ec2.SecurityGroup(
-        f"{name}-sg",
+        logical(aws.ec2.SecurityGroup, f"{name}-sg"),
         region=region,
         vpc_id=vpc.id,
         description=f"fullserver {name}: SSH from configured ranges only; node-to-node inside the group",

@@ -39,8 +39,7 @@ import pulumi_aws as aws
 import pulumi_gcp as gcp
 
 from components.args import ServingArgs
-from components.labels import aws_tags
-from fullserver.platforms import aws as ec2
+from components.labels import aws_tags, logical, physical
 from fullserver.platforms import gcp as gce
 
 GCP_ZONES_PER_REGION = gce.SERVING_ZONES  # a regional MIG spreads over three zones by default
@@ -111,7 +110,7 @@ def aws_serving_group(
     delay = serving["initial_delay_seconds"]
     internal = serving["load_balancer"] == "internal"
     alb = aws.lb.LoadBalancer(
-        ec2.elb_logical_name(f"{name}-alb", autoname_truncates=False),
+        logical(aws.lb.LoadBalancer, f"{name}-alb"),
         region=region,
         load_balancer_type="application",
         internal=internal,
@@ -127,7 +126,7 @@ def aws_serving_group(
         ),
     )
     target_group = aws.lb.TargetGroup(
-        ec2.elb_logical_name(f"{name}-tg", autoname_truncates=True),
+        logical(aws.lb.TargetGroup, f"{name}-tg"),
         region=region,
         vpc_id=vpc_id,
         port=serving["port"],
@@ -159,7 +158,7 @@ def aws_serving_group(
         opts=opts,
     )
     group = aws.autoscaling.Group(
-        f"{name}-serving",
+        logical(aws.autoscaling.Group, f"{name}-serving"),
         region=region,
         min_size=serving["min_replicas"],
         max_size=serving["max_replicas"],
@@ -181,7 +180,7 @@ def aws_serving_group(
     )
     target = round(serving["requests_per_second"] * 60 * serving["target_utilisation"], 1)
     aws.autoscaling.Policy(
-        f"{name}-requests-target",
+        logical(aws.autoscaling.Policy, f"{name}-requests-target"),
         region=region,
         autoscaling_group_name=group.name,
         policy_type="TargetTrackingScaling",
@@ -221,7 +220,7 @@ def _gcp_load_balancer(
 ) -> pulumi.Output[str]:
     """The global external Application Load Balancer in front of the group; returns the endpoint."""
     backend = gcp.compute.BackendService(
-        f"{name}-backend",
+        logical(gcp.compute.BackendService, f"{name}-backend"),
         project=project,
         load_balancing_scheme="EXTERNAL_MANAGED",
         protocol="HTTP",
@@ -239,10 +238,14 @@ def _gcp_load_balancer(
         ],
         opts=opts,
     )
-    url_map = gcp.compute.URLMap(f"{name}-urls", project=project, default_service=backend.id, opts=opts)
-    proxy = gcp.compute.TargetHttpProxy(f"{name}-proxy", project=project, url_map=url_map.id, opts=opts)
+    url_map = gcp.compute.URLMap(
+        logical(gcp.compute.URLMap, f"{name}-urls"), project=project, default_service=backend.id, opts=opts
+    )
+    proxy = gcp.compute.TargetHttpProxy(
+        logical(gcp.compute.TargetHttpProxy, f"{name}-proxy"), project=project, url_map=url_map.id, opts=opts
+    )
     rule = gcp.compute.GlobalForwardingRule(
-        f"{name}-lb",
+        logical(gcp.compute.GlobalForwardingRule, f"{name}-lb"),
         project=project,
         target=proxy.id,
         load_balancing_scheme="EXTERNAL_MANAGED",
@@ -275,9 +278,11 @@ def gcp_serving_group(
     group_opts = pulumi.ResourceOptions(parent=parent, depends_on=list(egress))
     port = serving["port"]
     delay = serving["initial_delay_seconds"]
-    tmpl = gcp.compute.InstanceTemplate(f"{name}-template", project=project, region=region, opts=opts, **template)
+    tmpl = gcp.compute.InstanceTemplate(
+        logical(gcp.compute.InstanceTemplate, f"{name}-template"), project=project, region=region, opts=opts, **template
+    )
     hc = gcp.compute.HealthCheck(
-        f"{name}-health",
+        logical(gcp.compute.HealthCheck, f"{name}-health"),
         project=project,
         check_interval_sec=serving["health_interval_seconds"],
         timeout_sec=HEALTH_TIMEOUT_SECONDS,
@@ -297,7 +302,8 @@ def gcp_serving_group(
         "mode": "ON",
         "load_balancing_utilization": {"target": serving["target_utilisation"]},
     }
-    base = name
+    # The group names its instances base + "-" + 4 characters, in the project's zones.
+    base = physical(gcp.compute.RegionInstanceGroupManager, name, "baseInstanceName")
     regional = serving["spread_zones"] or not zone
     if regional:
         zones = list(serving.get("zones", []))
@@ -308,7 +314,7 @@ def gcp_serving_group(
                 resource=parent,
             )
         mig = gcp.compute.RegionInstanceGroupManager(
-            f"{name}-mig",
+            logical(gcp.compute.RegionInstanceGroupManager, f"{name}-mig"),
             project=project,
             region=region,
             base_instance_name=base,
@@ -332,12 +338,17 @@ def gcp_serving_group(
             opts=group_opts,
         )
         gcp.compute.RegionAutoscaler(
-            f"{name}-autoscaler", project=project, region=region, target=mig.id, autoscaling_policy=policy, opts=opts
+            logical(gcp.compute.RegionAutoscaler, f"{name}-autoscaler"),
+            project=project,
+            region=region,
+            target=mig.id,
+            autoscaling_policy=policy,
+            opts=opts,
         )
         group: pulumi.Output[str] = mig.instance_group
     else:
         zmig = gcp.compute.InstanceGroupManager(
-            f"{name}-mig",
+            logical(gcp.compute.InstanceGroupManager, f"{name}-mig"),
             project=project,
             zone=zone,
             base_instance_name=base,
@@ -352,7 +363,12 @@ def gcp_serving_group(
             opts=group_opts,
         )
         gcp.compute.Autoscaler(
-            f"{name}-autoscaler", project=project, zone=zone, target=zmig.id, autoscaling_policy=policy, opts=opts
+            logical(gcp.compute.Autoscaler, f"{name}-autoscaler"),
+            project=project,
+            zone=zone,
+            target=zmig.id,
+            autoscaling_policy=policy,
+            opts=opts,
         )
         group = zmig.instance_group
     endpoint = _gcp_load_balancer(name, opts, project=project, instance_group=group, health_check=hc, serving=serving)

@@ -396,9 +396,15 @@ def authorized_keys_script(keys: list[str], user: str = LOGIN_USER) -> str:
         "install -d -m 0700 -o " + u + ' -g "$(id -gn ' + u + ')" "$FS_HOME/.ssh"',
         'touch "$FS_HOME/.ssh/authorized_keys"',
     ]
-    for key in keys:
-        k = shlex.quote(key)
-        lines.append(f'grep -qxF {k} "$FS_HOME/.ssh/authorized_keys" || echo {k} >> "$FS_HOME/.ssh/authorized_keys"')
+    # Each key is written once (EC2 takes 16 KiB of user data; an RSA-4096 key is ~740 bytes).
+    lines += [
+        "while IFS= read -r key; do",
+        '  [ -n "$key" ] || continue',
+        '  grep -qxF -- "$key" "$FS_HOME/.ssh/authorized_keys" || printf \'%s\\n\' "$key" >> "$FS_HOME/.ssh/authorized_keys"',
+        "done <<'FULLSERVER_KEYS'",
+        *dict.fromkeys(keys),  # a key given twice is written once
+        "FULLSERVER_KEYS",
+    ]
     lines += [
         'chmod 0600 "$FS_HOME/.ssh/authorized_keys"',
         "chown " + u + ':"$(id -gn ' + u + ')" "$FS_HOME/.ssh/authorized_keys"',

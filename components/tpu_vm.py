@@ -60,7 +60,7 @@ from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 from components.args import TpuVmArgs, check_access, check_data_disk, refuse
 from components.disks import gcp_data_disk
 from components.identity import GCP_SCOPES, gcp_service_account
-from components.labels import field, gcp_labels, gcp_name
+from components.labels import field, gcp_labels, logical, physical
 from components.network import direct_ssh, gcp_network, gcp_project
 from components.startup import LOGIN_USER, TPU_DATA, DiskPlan, boot_script, gcp_login_metadata
 from fullserver.nodes import NodeAccess, NodeAccessOutput, NodeGroupAccess, NodeGroupAccessOutput
@@ -265,7 +265,7 @@ class TpuVmEnvironment(pulumi.ComponentResource):
         }
         labels = gcp_labels(args["labels"])
         stateful = pulumi.ResourceOptions(parent=self, protect=args["protect"])
-        node_id = gcp_name(f"{name}-tpu")
+        node_id = physical(gcp.tpu.V2Vm, f"{name}-tpu")
         keys = list(access.get("ssh_public_keys", []))
         direct = direct_ssh(access)
         proj = gcp_project(self, project)
@@ -297,7 +297,7 @@ class TpuVmEnvironment(pulumi.ComponentResource):
             }
             # Replaced by deleting first: the new request would name the same TPU node (node_id).
             qr = gcp.tpu.V2QueuedResource(
-                f"{name}-qr",
+                logical(gcp.tpu.V2QueuedResource, f"{name}-qr"),
                 project=project,
                 zone=zone,
                 tpu=tpu_spec,

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from fullserver.platform import Platform
 from fullserver.platforms import aws, bare_metal, gcp, tpu
-from fullserver.platforms.base import DiskKind, DiskLimits, PlatformRules, Refusal, Request, ZoneForm
+from fullserver.platforms.base import DiskKind, DiskLimits, NameRule, PlatformRules, Refusal, Request, ZoneForm
 
 __all__ = [
     "DiskKind",
     "DiskLimits",
+    "NameRule",
     "PlatformRules",
     "Refusal",
     "Request",
@@ -34,6 +35,7 @@ __all__ = [
     "disk",
     "disk_limits",
     "gcp",
+    "name_rules",
     "option_refusal",
     "owners",
     "rules_for",
@@ -99,3 +101,11 @@ def zone_problem(zone: str, region: str, platform: Platform | None) -> str | Non
         return None
     rules = "; ".join(form.rule.format(region=region) for form in forms)
     return f"'{zone}' is not a zone of region {region} ({rules})"
+
+
+_NAMES: dict[str, tuple[NameRule, ...]] = {**aws.NAME_RULES, **gcp.NAME_RULES, **tpu.NAME_RULES}
+
+
+def name_rules(type_token: str) -> tuple[NameRule, ...]:
+    """What the provider accepts as each physical name of a resource type (``fullserver.naming``)."""
+    return _NAMES.get(type_token, ())

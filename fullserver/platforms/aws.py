@@ -7,9 +7,7 @@ cards" (EFA), EC2 "Regions and Zones" (zone names).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
 from fullserver.errors import InputError
@@ -21,6 +19,7 @@ from fullserver.platforms.base import (
     GPU_SERVING,
     DiskKind,
     DiskLimits,
+    NameRule,
     PlatformRules,
     Refusal,
     Request,
@@ -72,34 +71,56 @@ INSTANCE_STORE_DEVICES = "/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_
 EBS_DEVICES = "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_*"
 
 
-ELB_NAME_MAX = 32
-"""Elastic Load Balancing names (load balancers, target groups): at most 32 letters, digits and
-hyphens, neither starting nor ending with a hyphen (ELBv2 API, CreateLoadBalancer and
-CreateTargetGroup ``Name``)."""
-AUTONAME_SUFFIX = 8
-"""Pulumi's autonaming appends ``-`` and seven random characters to a resource's logical name."""
-_ELB_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
+# --- names ---------------------------------------------------------------------------------------
+# What each API accepts as a name (fullserver.naming fits names to these and checks the graph).
+# pulumi-aws autonames every one of these (logical name, "-", seven hex characters) and leaves
+# the length to the API, so a load balancer or target group named after a stack over about 20
+# characters, or one holding "_" or ".", is refused at create time.
+_ELB = "A-Za-z0-9-", "A-Za-z0-9", "A-Za-z0-9"
+_IAM = r"\w+=,.@-", r"\w+=,.@-", r"\w+=,.@-"
+_ASCII = r"\x20-\x7e", r"\x21-\x7e", r"\x21-\x7e"
+NAME_RULES: dict[str, tuple[NameRule, ...]] = {
+    "aws:lb/loadBalancer:LoadBalancer": (
+        NameRule("load balancer name", 32, *_ELB, "ELBv2 CreateLoadBalancer", reserved_prefix="internal-"),
+    ),
+    "aws:lb/targetGroup:TargetGroup": (NameRule("target group name", 32, *_ELB, "ELBv2 CreateTargetGroup"),),
+    "aws:iam/role:Role": (NameRule("IAM role name", 64, *_IAM, "IAM CreateRole"),),
+    "aws:iam/instanceProfile:InstanceProfile": (
+        NameRule("IAM instance profile name", 128, *_IAM, "IAM CreateInstanceProfile"),
+    ),
+    "aws:iam/rolePolicy:RolePolicy": (NameRule("IAM inline policy name", 128, *_IAM, "IAM PutRolePolicy"),),
+    "aws:ec2/launchTemplate:LaunchTemplate": (
+        NameRule("launch template name", 128, *(r"A-Za-z0-9().\-/_",) * 3, "EC2 CreateLaunchTemplate", min_len=3),
+    ),
+    "aws:ec2/securityGroup:SecurityGroup": (
+        NameRule(
+            "security group name",
+            255,
+            *(r"A-Za-z0-9 ._\-:/()#,@\[\]+=&;{}!$*",) * 3,
+            "EC2 CreateSecurityGroup",
+            reserved_prefix="sg-",
+        ),
+    ),
+    "aws:ec2/placementGroup:PlacementGroup": (
+        NameRule("placement group name", 255, *_ASCII, "EC2 CreatePlacementGroup"),
+    ),
+    "aws:autoscaling/group:Group": (NameRule("Auto Scaling group name", 255, *_ASCII, "CreateAutoScalingGroup"),),
+    "aws:autoscaling/policy:Policy": (NameRule("scaling policy name", 255, *_ASCII, "PutScalingPolicy"),),
+    "aws:cloudwatch/metricAlarm:MetricAlarm": (NameRule("alarm name", 255, *_ASCII, "CloudWatch PutMetricAlarm"),),
+}
 
 
-def elb_logical_name(logical: str, *, autoname_truncates: bool) -> str:
-    """The logical name to give a load balancer or target group so that Pulumi's autoname of it
-    (the logical name, ``-`` and seven random characters) is a name ELB accepts.
+USER_DATA_MAX = 16_384
+"""EC2 takes at most 16 KB of user data, counted before base64 encoding (EC2 "Run commands when
+you launch an EC2 instance with user data"); RunInstances refuses more."""
 
-    pulumi-aws autonames a target group within 32 characters but a load balancer only within the
-    provider-wide 255 (``provider/resources.go``), so a logical name over 24 characters gives an
-    ALB name CreateLoadBalancer refuses; and a stack name may hold ``_`` or ``.``, which neither
-    takes. Such a name becomes ELB's alphabet, cut, plus six hex characters of a hash of the
-    original (stable across runs, distinct for distinct names). A valid name is kept as it is, so
-    existing stacks keep their resources; a stack whose name broke the rule never created one.
-    Autonaming (rather than a fixed name) keeps replacements create-before-delete: the new load
-    balancer or target group exists before the old one goes."""
-    fits = autoname_truncates or len(logical) + AUTONAME_SUFFIX <= ELB_NAME_MAX
-    if fits and _ELB_NAME.fullmatch(logical) and not logical.startswith("internal-"):
-        return logical
-    digest = hashlib.sha256(logical.encode()).hexdigest()[:6]
-    room = ELB_NAME_MAX - AUTONAME_SUFFIX - len(digest) - 1
-    base = re.sub(r"[^A-Za-z0-9]+", "-", logical).strip("-").removeprefix("internal-")[:room].rstrip("-")
-    return f"{base or 'lb'}-{digest}"
+
+def user_data_problem(script: str) -> str | None:
+    """Why EC2 refuses ``script`` as user data, or ``None`` (the component and the plan ask this)."""
+    size = len(script.encode())
+    if size <= USER_DATA_MAX:
+        return None
+    return f"the boot script is {size:,} bytes of user data; EC2 takes at most {USER_DATA_MAX:,}"
 
 
 def ssm_proxy(instance_id: str, region: str, port: int = 22) -> list[str]:

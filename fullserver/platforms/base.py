@@ -45,6 +45,48 @@ class DiskKind:
 
 
 @dataclass(frozen=True)
+class NameRule:
+    """What a provider's API accepts as one resource's physical name (``fullserver.naming`` fits
+    names to it and checks the resource graph against it).
+
+    ``autoname``: when the program sets no ``field``, the Pulumi provider names the resource
+    itself, as the logical name, ``-`` and seven random hex characters, and neither shortens nor
+    lowercases that (pulumi-aws and pulumi-gcp, tfbridge's default autonaming)."""
+
+    what: str
+    """The name as the provider's documentation calls it (in refusals): "ELB target group name"."""
+    max_len: int
+    alphabet: str
+    """The characters allowed, as a regular-expression class body: ``a-z0-9-``."""
+    first: str
+    """The characters allowed first, likewise."""
+    last: str
+    """The characters allowed last, likewise."""
+    source: str
+    min_len: int = 1
+    field: str = "name"
+    autoname: bool = True
+    reserved_prefix: str = ""
+    """A prefix the API keeps for itself (ELB: ``internal-``)."""
+
+    def problem(self, name: str) -> str | None:
+        """Why the provider refuses ``name``, or ``None``."""
+        if not self.min_len <= len(name) <= self.max_len:
+            return f"{self.what} '{name}' is {len(name)} characters; {self.source} takes {self.min_len}-{self.max_len}"
+        if not re.fullmatch(f"[{self.first}]([{self.alphabet}]*[{self.last}])?", name):
+            return (
+                f"{self.what} '{name}' does not match [{self.first}]([{self.alphabet}]*[{self.last}])? ({self.source})"
+            )
+        if self.reserved_prefix and name.startswith(self.reserved_prefix):
+            return f"{self.what} '{name}' starts with '{self.reserved_prefix}', which {self.source} reserves"
+        return None
+
+
+RFC1035 = "a-z0-9-", "a-z", "a-z0-9"
+"""Compute Engine and Cloud TPU names: ``[a-z]([-a-z0-9]*[a-z0-9])?`` (RFC 1035 labels)."""
+
+
+@dataclass(frozen=True)
 class Refusal:
     """One rule's one message. ``key`` is the stack config key at fault (the core says
     ``fullserver:<key>``); ``field`` the spec field (a component says ``spec.<field>``)."""

@@ -22,14 +22,58 @@ from fullserver.platforms.base import (
     CAPACITY_RULES,
     CLOUD_LOGIN,
     GPU_SERVING,
+    RFC1035,
     DiskKind,
     DiskLimits,
+    NameRule,
     PlatformRules,
     Refusal,
     Request,
     ZoneForm,
     disk_kind_refusal,
 )
+
+# --- names ---------------------------------------------------------------------------------------
+# Compute Engine names are lowercase RFC 1035 labels of at most 63 characters ("Resource naming
+# convention"); pulumi-gcp autonames them (logical name, "-", seven hex characters) without
+# lowercasing or shortening, so a stack named "Team_ML.v2", or one over about 45 characters,
+# fails at create time. A managed instance group's baseInstanceName leaves room for the "-xxxx"
+# it appends (58); a service account id is 6-30 characters (IAM "Creating service accounts").
+_COMPUTE = (
+    "network", "subnetwork", "firewall", "router", "routerNat", "address", "globalAddress", "instance",
+    "instanceTemplate", "regionInstanceTemplate", "instanceGroupManager", "regionInstanceGroupManager",
+    "autoscaler", "regionAutoscaler", "healthCheck", "regionHealthCheck", "backendService",
+    "regionBackendService", "forwardingRule", "globalForwardingRule", "targetHttpProxy",
+    "targetHttpsProxy", "uRLMap", "disk", "regionDisk", "resourcePolicy", "managedSslCertificate",
+    "securityPolicy",
+)  # fmt: skip
+
+
+def _token(resource: str) -> str:
+    return f"gcp:compute/{resource}:{resource[0].upper()}{resource[1:]}"
+
+
+def compute_name(what: str, max_len: int = 63, field: str = "name", autoname: bool = True) -> NameRule:
+    """A Compute Engine (or Cloud TPU) resource name's rule."""
+    return NameRule(what, max_len, *RFC1035, "Compute Engine naming", field=field, autoname=autoname)
+
+
+NAME_RULES: dict[str, tuple[NameRule, ...]] = {
+    **{_token(r): (compute_name(f"{r} name"),) for r in _COMPUTE},
+    _token("instanceGroupManager"): (
+        compute_name("instanceGroupManager name"),
+        compute_name("baseInstanceName", 58, "baseInstanceName", autoname=False),
+    ),
+    _token("regionInstanceGroupManager"): (
+        compute_name("regionInstanceGroupManager name"),
+        compute_name("baseInstanceName", 58, "baseInstanceName", autoname=False),
+    ),
+    "gcp:serviceaccount/account:Account": (
+        NameRule(
+            "service account id", 30, *RFC1035, "IAM service accounts", min_len=6, field="accountId", autoname=False
+        ),
+    ),
+}
 
 # --- disks -------------------------------------------------------------------------------------
 

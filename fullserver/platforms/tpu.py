@@ -19,6 +19,12 @@ from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import gcp
 from fullserver.platforms.base import CAPACITY_RULES, CLOUD_LOGIN, PlatformRules, Refusal, Request, disk_kind_refusal
 
+NAME_RULES = {
+    "gcp:tpu/v2Vm:V2Vm": (gcp.compute_name("TPU node id"),),
+    "gcp:tpu/v2QueuedResource:V2QueuedResource": (gcp.compute_name("queued resource id"),),
+}
+"""Cloud TPU node and queued resource ids follow Compute Engine's naming (RFC 1035, 63)."""
+
 DATA_DISK_KINDS = ("pd-balanced", "hyperdisk-balanced")
 HYPERDISK_ONLY = (r"^(v6e|tpu7x)", "hyperdisk-balanced")
 """TPU v6e and TPU7x attach Hyperdisk only; v4, v5e and v5p use pd-balanced."""

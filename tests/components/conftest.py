@@ -8,6 +8,8 @@ with its own mocks; the stack tests use it beside these mocks to prove the two c
 from __future__ import annotations
 
 import asyncio
+import base64
+import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -144,3 +146,13 @@ def resource_options(monkeypatch: pytest.MonkeyPatch) -> ResourceOpts:
 
     monkeypatch.setattr(pulumi.CustomResource, "__init__", record)
     return seen
+
+
+def rsa_4096_line(i: int) -> str:
+    """An RSA-4096 public key line of real size (a 4096-bit modulus is ~716 characters of base64)."""
+
+    def part(data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + data
+
+    blob = part(b"ssh-rsa") + part(b"\x01\x00\x01") + part(b"\x00" + bytes([i % 255 + 1]) * 512)
+    return f"ssh-rsa {base64.b64encode(blob).decode()} person{i}@laptop"

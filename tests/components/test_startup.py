@@ -14,12 +14,14 @@ from components.startup import (
     AWS_INSTANCE_STORE,
     GCP_DATA,
     DiskPlan,
+    authorized_keys_script,
     aws_token_command,
     boot_script,
     disks_script,
     gcp_token_command,
     model_server_script,
 )
+from tests.components.conftest import rsa_4096_line
 
 
 def test_script_guards_and_stable_device_names() -> None:
@@ -154,3 +156,43 @@ def test_images_default_to_deep_learning_images_and_can_be_pinned() -> None:
     assert aws_image_id("ami-0abc", "gpu") == "ami-0abc"
     assert gcp_image(None, "jax").endswith("/family/common-cu128-ubuntu-2204-nvidia-570")
     assert gcp_image("my-family", "pytorch") == "projects/deeplearning-platform-release/global/images/family/my-family"
+
+
+def test_keys_are_installed_once_each_keeping_those_already_there(tmp_path: Path) -> None:
+    """The key part of the AWS user data, run by bash with the user's home in a temporary
+    directory (id/getent/chown/install stand-ins: no user is created on this machine)."""
+    home, bin_dir = tmp_path / "home", tmp_path / "bin"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "authorized_keys").write_text("ssh-ed25519 AAAAkeypair instance-key-pair\n")
+    bin_dir.mkdir()
+    stand_ins = {
+        "id": '#!/bin/sh\n[ "$1" = -gn ] && echo ubuntu\nexit 0\n',
+        "getent": f"#!/bin/sh\necho 'ubuntu:x:1000:1000::{home}:/bin/bash'\n",
+        "install": "#!/bin/sh\nexit 0\n",
+        "chown": "#!/bin/sh\nexit 0\n",
+    }
+    for name, body in stand_ins.items():
+        (bin_dir / name).write_text(body)
+        (bin_dir / name).chmod(0o755)
+    keys = [rsa_4096_line(1), "ssh-ed25519 AAAAC3Nza 'quoted' $HOME `cmd` \\back", rsa_4096_line(1)]
+    script = tmp_path / "keys.sh"
+    script.write_text("set -euo pipefail\n" + authorized_keys_script(keys))
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    for _ in range(2):  # a second boot adds nothing
+        subprocess.run(["bash", str(script)], check=True, env=env, capture_output=True)
+    lines = (home / ".ssh" / "authorized_keys").read_text().splitlines()
+    assert lines == ["ssh-ed25519 AAAAkeypair instance-key-pair", keys[0], keys[1]]
+    assert script.read_text().count(keys[0]) == 1  # given twice, written once
+
+
+def test_eight_rsa_4096_keys_fit_ec2s_user_data_and_too_many_are_refused_in_one_line() -> None:
+    from fullserver.platforms import aws
+
+    keys = [rsa_4096_line(i) for i in range(8)]
+    eight = authorized_keys_script(keys)
+    assert aws.user_data_problem(eight) is None
+    assert len(eight.encode()) < sum(len(k) + 1 for k in keys) + 1_000  # each key once, not twice
+    many = authorized_keys_script([rsa_4096_line(i) for i in range(32)])
+    assert aws.user_data_problem(many) == (
+        f"the boot script is {len(many.encode()):,} bytes of user data; EC2 takes at most 16,384"
+    )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import re
-import shlex
 import subprocess
 from typing import Any
 
@@ -30,7 +29,7 @@ from fullserver.platforms import aws as ec2
 from fullserver.platforms import gcp as gce
 from fullserver.platforms import tpu as cloud_tpu
 from fullserver.spec import ShapeOption
-from tests.components.conftest import STACKS, Build, Plans, ResourceOpts, spec_of
+from tests.components.conftest import STACKS, Build, Plans, ResourceOpts, rsa_4096_line, spec_of
 from tests.components.test_program_config import _declared_defaults
 from tests.core.test_stack_config import ED25519_KEY, stack_config
 
@@ -44,6 +43,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "keys-and-ranges": {"sshPublicKeys": [ED25519_KEY], "sshSourceRanges": [OFFICE]},
 }
 SSM_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
+
+
+def installed_keys(script: str) -> list[str]:
+    """The keys a boot script adds to authorized_keys (each once: tests/components/test_startup.py
+    runs that part of the script)."""
+    body = script.split("<<'FULLSERVER_KEYS'\n", 1)[1]
+    return body.split("\nFULLSERVER_KEYS\n", 1)[0].splitlines()
 
 
 def _graph(stack: str, changes: dict[str, Any]) -> tuple[Graph, dict[str, Any]]:
@@ -92,7 +98,7 @@ def _check_aws(g: Graph, connect: str, config: dict[str, Any]) -> str:
         assert ip and ip == g.outputs["publicIps"][0]
         script = base64.b64decode(lt["userData"]).decode()
         for key in keys:  # the key is the user's, installed before the disks are waited for
-            assert f'echo {shlex.quote(" ".join(key.split()))} >> "$FS_HOME/.ssh/authorized_keys"' in script
+            assert " ".join(key.split()) in installed_keys(script)
         assert script.index("authorized_keys") < script.index("fullserver-disks")
         assert f"getent passwd {LOGIN_USER}" in script
         assert nic["associatePublicIpAddress"] == "true"
@@ -461,7 +467,7 @@ def test_keys_reach_gcp_and_tpu_nodes_as_metadata_and_aws_nodes_through_user_dat
         "ec2/launchTemplate:LaunchTemplate"
     )
     script = base64.b64decode(lt.inputs["userData"]).decode()
-    assert f'echo {shlex.quote(ED25519_KEY)} >> "$FS_HOME/.ssh/authorized_keys"' in script
+    assert installed_keys(script) == [ED25519_KEY]
 
 
 def test_components_refuse_a_key_the_core_would_refuse(plans: Plans) -> None:
@@ -471,3 +477,14 @@ def test_components_refuse_a_key_the_core_would_refuse(plans: Plans) -> None:
     )
     with pytest.raises(SpecRefused, match=r"spec\.network\.ssh_public_keys\[0\]: not an OpenSSH public key"):
         AwsGpuEnvironment("bad", aws_args(spec))
+
+
+def test_an_aws_stack_whose_keys_overflow_ec2s_user_data_is_refused_before_anything_is_created(plans: Plans) -> None:
+    """32 RSA-4096 keys (the most a stack may name) make ~27 KB of user data; EC2 takes 16 KiB."""
+    spec = plans["serve-aws-realtime"].spec
+    keys = [rsa_4096_line(i) for i in range(32)]
+    spec = spec.model_copy(update={"network": spec.network.model_copy(update={"ssh_public_keys": keys})})
+    with pytest.raises(
+        SpecRefused, match=r"spec\.network\.ssh_public_keys: the boot script is [\d,]+ bytes of user data"
+    ):
+        AwsGpuEnvironment("many-keys", aws_args(spec))
