@@ -80,8 +80,9 @@ NODE_IGNORE_CHANGES = ["launch_template"]
 IMDS_V2: Any = {
     "http_endpoint": "enabled",
     "http_tokens": "required",
-    # 2 hops so containers on the node (one extra hop) can still reach IMDSv2.
-    "http_put_response_hop_limit": 2,
+    # 1 hop: the node itself reads its role; a container (one hop further, through Docker's
+    # bridge) cannot, so the model server never holds the node's credentials.
+    "http_put_response_hop_limit": 1,
     "instance_metadata_tags": "enabled",
 }
 
@@ -521,6 +522,9 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             desired_capacity=nodes,
             vpc_zone_identifiers=subnet_ids,
             capacity_rebalance=True,
+            # `up` never waits for accelerator capacity (the default waits 10 minutes, then fails
+            # the update before the fallback below exists): a shortage is the alarm's to handle.
+            wait_for_capacity_timeout="0",
             enabled_metrics=[
                 aws.autoscaling.Metric.GROUP_IN_SERVICE_INSTANCES,
                 aws.autoscaling.Metric.GROUP_DESIRED_CAPACITY,
@@ -538,6 +542,7 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             desired_capacity=0,
             vpc_zone_identifiers=subnet_ids,
             launch_template=template_ref,
+            wait_for_capacity_timeout="0",
             # A return to zero must not kill running jobs (module docstring).
             protect_from_scale_in=True,
             tags=group_tags,

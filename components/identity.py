@@ -6,9 +6,11 @@ by its owner to the identity this exports, never by a broad project role here.
 * GCP: ``roles/logging.logWriter`` and ``roles/monitoring.metricWriter`` (what the Ops Agent and
   the TPU runtime write), with the ``cloud-platform`` scope so IAM alone decides access (Compute
   Engine "Service accounts" best practice: scopes are legacy, use IAM).
-* AWS: ``AmazonSSMManagedInstanceCore`` so Session Manager replaces inbound SSH (serving groups
+* AWS: Session Manager's own actions (``fullserver.platforms.aws.SESSION_MANAGER_ACTIONS``), so
+  it replaces inbound SSH, and not ``AmazonSSMManagedInstanceCore``, which lets a node read every
+  SSM parameter; a serving node reads its one token parameter (``token_reader``). Serving groups
   scale on the ALB's request count, which needs nothing from the nodes; ``cloudwatch_agent`` adds
-  ``CloudWatchAgentServerPolicy`` where an agent publishes metrics).
+  ``CloudWatchAgentServerPolicy`` where an agent publishes metrics.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pulumi_aws as aws
 import pulumi_gcp as gcp
 
 from components.labels import aws_tags, logical, physical
+from fullserver.platforms import aws as ec2
 
 GCP_NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 GCP_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
@@ -77,13 +80,19 @@ def aws_instance_profile(
         tags=aws_tags(tags, f"{name}-role"),
         opts=opts,
     )
-    policies = ["arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"]
+    session_manager = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": list(ec2.SESSION_MANAGER_ACTIONS), "Resource": "*"}],
+    }
+    aws.iam.RolePolicy(
+        logical(aws.iam.RolePolicy, f"{name}-session-manager"),
+        role=role.id,
+        policy=json.dumps(session_manager),
+        opts=opts,
+    )
     if cloudwatch_agent:
-        policies.append("arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy")
-    for arn in policies:
-        aws.iam.RolePolicyAttachment(
-            f"{name}-{arn.rsplit('/', 1)[-1].lower()}", role=role.name, policy_arn=arn, opts=opts
-        )
+        arn = "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"
+        aws.iam.RolePolicyAttachment(f"{name}-cloudwatchagentserverpolicy", role=role.name, policy_arn=arn, opts=opts)
     profile = aws.iam.InstanceProfile(
         logical(aws.iam.InstanceProfile, f"{name}-profile"),
         role=role.name,

@@ -166,6 +166,9 @@ def aws_serving_group(
         vpc_zone_identifiers=subnet_ids,
         launch_template={"id": launch_template.id, "version": launch_template.latest_version.apply(str)},
         target_group_arns=[target_group.arn],
+        # `up` never waits for GPU capacity or for the model to load (the default waits 10 minutes
+        # for min_size instances, and fails the update when a zone is short of the type).
+        wait_for_capacity_timeout="0",
         # a replica that stops answering the health path is replaced, after its model had time to load
         health_check_type="ELB",
         health_check_grace_period=delay,

@@ -259,6 +259,9 @@ fi
 ENV_ARGS=(__KEEP_ALIVE__)
 if [ -s "$ENV_FILE" ]; then ENV_ARGS+=(--env-file "$ENV_FILE"); fi
 docker rm -f __CONTAINER__ >/dev/null 2>&1 || true
+# Pulled only when missing: a restart with the image cached needs no registry (an outage there
+# must not stop a replica from coming back).
+docker image inspect __IMAGE__ >/dev/null 2>&1 || docker pull __IMAGE__
 exec docker run --rm --name __CONTAINER__ --gpus all --ipc=host \
   -p __PORT__:__PORT__ -v "$CACHE":/root/.cache/huggingface "${ENV_ARGS[@]}" \
   __IMAGE__ __ARGS__
@@ -271,7 +274,6 @@ Requires=docker.service
 Wants=network-online.target fullserver-disks.service
 
 [Service]
-ExecStartPre=/usr/bin/docker pull __IMAGE__
 ExecStart=/usr/local/sbin/fullserver-model
 ExecStop=/usr/bin/docker stop -t 30 __CONTAINER__
 # restarted whenever it exits: the load balancer's health check sees it down meanwhile

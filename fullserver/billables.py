@@ -56,6 +56,10 @@ def decide(spec: EnvironmentSpec) -> Billables:
             zones = aws_platform.SERVING_ZONES if spec.serving.spread_zones else aws_platform.LB_MIN_ZONES
             lb_ips = zones if scheme == "external" else 0
             alarms += 2
+    elif cloud is aws_platform and spec.spot and not spec.network.compact_placement:
+        # A spot group launches in whichever zone has spare capacity: subnets in every zone that
+        # offers the type (up to SERVING_ZONES) widen its pools (a cluster placement group keeps one).
+        zones = aws_platform.SERVING_ZONES
     # Tier_1 only where Compute Engine accepts it, and only for multi-node environments, where
     # node-to-node bandwidth is what the profile pays for.
     tier1 = cloud is gcp_platform and spec.nodes > 1 and gcp_platform.tier1_eligible(spec.machine_type, spec.vcpus)

@@ -3,9 +3,10 @@
 A stack name may be 100 characters of letters, digits, ``-``, ``_`` and ``.``; the resources a
 stack creates are named after it, by the program (a TPU node id, a service account id) or by the
 Pulumi provider's autonaming (the logical name, ``-`` and seven random hex characters, never
-shortened or lowercased). Each API has its own rule (``NameRule``, kept by each platform's
-module: ELB allows 32 characters, IAM roles 64, Compute Engine lowercase RFC 1035 labels of 63),
-and a name that breaks it fails at create time, after the network already exists.
+shortened; lowercased for a few GCP types). Each API has its own rule (``NameRule``, kept by
+each platform's module: ELB allows 32 characters, IAM roles 64, Compute Engine lowercase RFC
+1035 labels of 63), and a name that breaks it fails the update: at preview where the provider
+knows the limit, at create time (after the network already exists) where only the API does.
 
 So every name is fitted here before Pulumi sees it, and the offline graph is judged by the same
 rules (``graph_problems``), so ``fullserver plan`` refuses what a provider would. A name that
@@ -32,16 +33,17 @@ AUTONAME_SUFFIX = "-0a1b2c3"
 _DIGEST = 6
 
 
-def autoname(logical: str) -> str:
+def autoname(logical: str, rule: NameRule | None = None) -> str:
     """The name a provider's autonaming gives ``logical`` (its random part stood in for)."""
-    return logical + AUTONAME_SUFFIX
+    name = logical + AUTONAME_SUFFIX
+    return name.lower() if rule is not None and rule.lowercases else name
 
 
 def fit(type_token: str, logical: str) -> str:
     """The logical name to give a resource of ``type_token`` so that its autoname is valid."""
     for rule in name_rules(type_token):
         if rule.autoname and rule.field == "name":
-            return _fit(rule, logical, room_for=len(AUTONAME_SUFFIX))
+            return _fit(rule, logical, autonamed=True)
     return logical
 
 
@@ -49,12 +51,13 @@ def fit_name(type_token: str, text: str, field: str = "name") -> str:
     """A physical name set by the program (``field`` of ``type_token``) that its API accepts."""
     for rule in name_rules(type_token):
         if rule.field == field:
-            return _fit(rule, text, room_for=0)
+            return _fit(rule, text, autonamed=False)
     raise KeyError(f"no naming rule for {type_token}.{field}")
 
 
-def _fit(rule: NameRule, text: str, room_for: int) -> str:
-    if rule.problem(text + AUTONAME_SUFFIX[:room_for]) is None:
+def _fit(rule: NameRule, text: str, autonamed: bool) -> str:
+    room_for = len(AUTONAME_SUFFIX) if autonamed else 0
+    if rule.problem(autoname(text, rule) if autonamed else text) is None:
         return text
     digest = hashlib.sha256(text.encode()).hexdigest()[:_DIGEST]
     base = text if re.fullmatch(f"[{rule.alphabet}]", "A") else text.lower()
@@ -72,7 +75,7 @@ def _fit(rule: NameRule, text: str, room_for: int) -> str:
     if not base:
         base = "fs"
     name = f"{base}-{digest}{kind}"
-    assert rule.problem(name + AUTONAME_SUFFIX[:room_for]) is None, (rule, name)
+    assert rule.problem(autoname(name, rule) if autonamed else name) is None, (rule, name)
     return name
 
 
@@ -85,7 +88,7 @@ def physical_names(type_token: str, logical: str, inputs: Mapping[str, Any]) -> 
         if isinstance(value, str):
             found.append((rule, value))
         elif value is None and rule.autoname:
-            found.append((rule, autoname(logical)))
+            found.append((rule, autoname(logical, rule)))
     return found
 
 

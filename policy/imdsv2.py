@@ -30,8 +30,8 @@ def check_imdsv2(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if str(tokens or "").lower() != "required":
         report(
             f"{describe(args.resource_type, args.name)} allows IMDSv1 (metadataOptions.httpTokens is "
-            f'{tokens or "unset"}): set metadataOptions.httpTokens to "required" (with httpPutResponseHopLimit 2 '
-            "for containers), as fullserver's launch templates do.",
+            f'{tokens or "unset"}): set metadataOptions.httpTokens to "required" (with httpPutResponseHopLimit 1, '
+            "so containers cannot take the node's role), as fullserver's launch templates do.",
             None,
         )
 

@@ -73,9 +73,10 @@ EBS_DEVICES = "/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_*"
 
 # --- names ---------------------------------------------------------------------------------------
 # What each API accepts as a name (fullserver.naming fits names to these and checks the graph).
-# pulumi-aws autonames every one of these (logical name, "-", seven hex characters) and leaves
-# the length to the API, so a load balancer or target group named after a stack over about 20
-# characters, or one holding "_" or ".", is refused at create time.
+# pulumi-aws autonames every one of these (logical name, "-", seven hex characters), never
+# shortened: over its own limit (target groups 32, IAM roles 64) it refuses at preview, and the
+# API refuses the rest at create time, so a load balancer or target group named after a stack
+# over about 20 characters, or one holding "_" or ".", never gets built.
 _ELB = "A-Za-z0-9-", "A-Za-z0-9", "A-Za-z0-9"
 _IAM = r"\w+=,.@-", r"\w+=,.@-", r"\w+=,.@-"
 _ASCII = r"\x20-\x7e", r"\x21-\x7e", r"\x21-\x7e"
@@ -110,9 +111,23 @@ NAME_RULES: dict[str, tuple[NameRule, ...]] = {
 }
 
 
+SESSION_MANAGER_ACTIONS = (
+    "ssm:UpdateInstanceInformation",
+    "ssmmessages:CreateControlChannel",
+    "ssmmessages:CreateDataChannel",
+    "ssmmessages:OpenControlChannel",
+    "ssmmessages:OpenDataChannel",
+)
+"""What a node's SSM Agent needs for Session Manager and nothing more (AWS Systems Manager
+"Create a custom IAM role for Session Manager"; the AWS managed policy
+AWSCloud9SSMInstanceProfile is exactly these). AmazonSSMManagedInstanceCore also grants
+``ssm:GetParameter(s)`` on every parameter: with the ``aws/ssm`` key, any node would read every
+SecureString in the region."""
+
 USER_DATA_MAX = 16_384
 """EC2 takes at most 16 KB of user data, counted before base64 encoding (EC2 "Run commands when
-you launch an EC2 instance with user data"); RunInstances refuses more."""
+you launch an EC2 instance with user data"); CreateLaunchTemplate(Version) and RunInstances
+refuse more ("InvalidUserData.Malformed: User data is limited to 16384 bytes")."""
 
 
 def user_data_problem(script: str) -> str | None:

@@ -50,8 +50,11 @@ class NameRule:
     names to it and checks the resource graph against it).
 
     ``autoname``: when the program sets no ``field``, the Pulumi provider names the resource
-    itself, as the logical name, ``-`` and seven random hex characters, and neither shortens nor
-    lowercases that (pulumi-aws and pulumi-gcp, tfbridge's default autonaming)."""
+    itself, as the logical name, ``-`` and seven random hex characters (tfbridge's ``AutoName``),
+    never shortened: over the bridge's own limit it refuses at preview, over the API's the API
+    refuses at create time. ``lowercases``: the provider lowercases that name first (pulumi-gcp's
+    ``lowercaseAutoName`` for networks, subnetworks, routers, Cloud NAT, backend services, URL
+    maps, target proxies and security policies)."""
 
     what: str
     """The name as the provider's documentation calls it (in refusals): "ELB target group name"."""
@@ -66,6 +69,7 @@ class NameRule:
     min_len: int = 1
     field: str = "name"
     autoname: bool = True
+    lowercases: bool = False
     reserved_prefix: str = ""
     """A prefix the API keeps for itself (ELB: ``internal-``)."""
 

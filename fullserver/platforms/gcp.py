@@ -36,8 +36,8 @@ from fullserver.platforms.base import (
 # --- names ---------------------------------------------------------------------------------------
 # Compute Engine names are lowercase RFC 1035 labels of at most 63 characters ("Resource naming
 # convention"); pulumi-gcp autonames them (logical name, "-", seven hex characters) without
-# lowercasing or shortening, so a stack named "Team_ML.v2", or one over about 45 characters,
-# fails at create time. A managed instance group's baseInstanceName leaves room for the "-xxxx"
+# shortening, and lowercases only the names of _LOWERCASED types (provider/resources.go,
+# lowercaseAutoName), so a stack named "Team_ML.v2", or one over about 45 characters, fails. A managed instance group's baseInstanceName leaves room for the "-xxxx"
 # it appends (58); a service account id is 6-30 characters (IAM "Creating service accounts").
 _COMPUTE = (
     "network", "subnetwork", "firewall", "router", "routerNat", "address", "globalAddress", "instance",
@@ -53,13 +53,23 @@ def _token(resource: str) -> str:
     return f"gcp:compute/{resource}:{resource[0].upper()}{resource[1:]}"
 
 
-def compute_name(what: str, max_len: int = 63, field: str = "name", autoname: bool = True) -> NameRule:
+_LOWERCASED = (
+    "network", "subnetwork", "router", "routerNat", "backendService", "targetHttpProxy", "targetHttpsProxy",
+    "uRLMap", "securityPolicy",
+)  # fmt: skip
+
+
+def compute_name(
+    what: str, max_len: int = 63, field: str = "name", autoname: bool = True, lowercases: bool = False
+) -> NameRule:
     """A Compute Engine (or Cloud TPU) resource name's rule."""
-    return NameRule(what, max_len, *RFC1035, "Compute Engine naming", field=field, autoname=autoname)
+    return NameRule(
+        what, max_len, *RFC1035, "Compute Engine naming", field=field, autoname=autoname, lowercases=lowercases
+    )
 
 
 NAME_RULES: dict[str, tuple[NameRule, ...]] = {
-    **{_token(r): (compute_name(f"{r} name"),) for r in _COMPUTE},
+    **{_token(r): (compute_name(f"{r} name", lowercases=r in _LOWERCASED),) for r in _COMPUTE},
     _token("instanceGroupManager"): (
         compute_name("instanceGroupManager name"),
         compute_name("baseInstanceName", 58, "baseInstanceName", autoname=False),

@@ -8,6 +8,7 @@ import pytest
 
 from components.args import SpecRefused, aws_args
 from components.aws_gpu import AwsGpuEnvironment
+from fullserver import billables
 from fullserver.platforms import DiskKind, DiskLimits, aws
 from fullserver.profiles import PricingModel
 from fullserver.spec import DataDisk
@@ -87,6 +88,28 @@ def test_spot_runs_a_spot_group_with_an_on_demand_fallback(plans: Plans, build: 
     assert lt["capacityReservationSpecification"] == {"capacityReservationPreference": "none"}
     assert [m["deviceName"] for m in lt["blockDeviceMappings"]] == ["/dev/sda1", "/dev/sdf"]
     assert g.of_type("ec2/instance:Instance") == []
+
+
+def test_spot_groups_spread_over_the_zones_offering_the_type_and_never_hold_up_up(plans: Plans, build: Build) -> None:
+    """A spot shortage must not fail `up` (an ASG waits 10 minutes for capacity by default, then
+    fails the update before the fallback's alarm exists), and spot capacity is looked for in every
+    zone that offers the type, not one."""
+    spec = spec_of(plans, "exp-aws-spot", spot=True)
+    spec = spec.model_copy(update={"billables": billables.decide(spec)})
+    assert spec.billables.zones == 3
+    g = build(lambda: AwsGpuEnvironment("sp", aws_args(spec)))
+    groups = {r.name: r.inputs for r in g.of_type("autoscaling/group:Group")}
+    assert {name: group["waitForCapacityTimeout"] for name, group in groups.items()} == {
+        "sp-spot": "0",
+        "sp-ondemand": "0",
+    }
+    assert len(groups["sp-spot"]["vpcZoneIdentifiers"]) == len(groups["sp-ondemand"]["vpcZoneIdentifiers"]) == 3
+    assert len(g.of_type("ec2/subnet:Subnet")) == 3
+
+
+def test_a_spot_group_in_a_cluster_placement_group_stays_in_its_one_zone(plans: Plans) -> None:
+    spec = spec_of(plans, "train-p5-cluster", spot=True)
+    assert spec.network.compact_placement and billables.decide(spec).zones == 1
 
 
 def test_reserved_pricing_targets_a_configured_capacity_block(plans: Plans, build: Build) -> None:

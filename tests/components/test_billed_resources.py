@@ -48,6 +48,7 @@ FREE = {
     "aws:iam/role:Role": "IAM is free",
     "aws:iam/instanceProfile:InstanceProfile": "IAM is free",
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": "IAM is free",
+    "aws:iam/rolePolicy:RolePolicy": "IAM is free",
     "gcp:serviceaccount/account:Account": "no charge for service accounts",
     "gcp:projects/iAMMember:IAMMember": "IAM is free",
     # configuration of priced resources

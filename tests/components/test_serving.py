@@ -101,6 +101,7 @@ def test_aws_serving_is_a_group_behind_an_application_load_balancer(plans: Plans
     assert len(group["vpcZoneIdentifiers"]) == 3
     assert all("private" in s for s in group["vpcZoneIdentifiers"])
     assert group["targetGroupArns"] == ["arn:aws:lb::123456789012:asg-tg"]
+    assert group["waitForCapacityTimeout"] == "0"  # `up` never blocks on GPU capacity in a zone
     assert (group["healthCheckType"], group["healthCheckGracePeriod"], group["defaultInstanceWarmup"]) == (
         "ELB",
         1200,
@@ -165,10 +166,9 @@ def test_aws_serving_is_a_group_behind_an_application_load_balancer(plans: Plans
     script = base64.b64decode(lt["userData"]).decode()
     assert "--model Qwen/Qwen2.5-7B-Instruct" in script and "--max-model-len 16384" in script
     assert "ENV_ARGS=(--env VLLM_HTTP_TIMEOUT_KEEP_ALIVE=620)" in script  # beyond the ALB's 600 s idle timeout
-    policies = {
-        r.inputs["policyArn"].rsplit("/", 1)[-1] for r in g.of_type("iam/rolePolicyAttachment:RolePolicyAttachment")
-    }
-    assert policies == {"AmazonSSMManagedInstanceCore"}
+    # least privilege: Session Manager's actions, and the one token parameter; no managed policy
+    assert g.of_type("iam/rolePolicyAttachment:RolePolicyAttachment") == []
+    assert lt["metadataOptions"]["httpPutResponseHopLimit"] == 1  # the container cannot take the role
 
 
 def test_an_internal_aws_load_balancer_sits_in_the_nodes_subnets_and_takes_only_the_vpc(
@@ -237,7 +237,7 @@ def _with_token_secret(spec: Any, name: str) -> Any:
 
 def test_a_token_secret_is_readable_by_the_nodes_and_fetched_by_the_server_only(plans: Plans, build: Build) -> None:
     g = build(lambda: AwsGpuEnvironment("tok", aws_args(_with_token_secret(_aws_serving_spec(plans), "hf/token"))))
-    (policy,) = g.of_type("iam/rolePolicy:RolePolicy")
+    [policy] = [r for r in g.of_type("iam/rolePolicy:RolePolicy") if r.name == "tok-model-token"]
     assert json.loads(policy.inputs["policy"])["Statement"] == [
         {"Effect": "Allow", "Action": "ssm:GetParameter", "Resource": "arn:aws:ssm:us-east-1:*:parameter/hf/token"}
     ]
@@ -245,7 +245,7 @@ def test_a_token_secret_is_readable_by_the_nodes_and_fetched_by_the_server_only(
     assert "TOKEN_CMD=(aws ssm get-parameter --region us-east-1 --name /hf/token --with-decryption" in script
     # a name outside any hierarchy is referenced as created; its ARN is parameter/<name> all the same
     g = build(lambda: AwsGpuEnvironment("tok", aws_args(_with_token_secret(_aws_serving_spec(plans), "hf-token"))))
-    (policy,) = g.of_type("iam/rolePolicy:RolePolicy")
+    [policy] = [r for r in g.of_type("iam/rolePolicy:RolePolicy") if r.name == "tok-model-token"]
     assert (
         json.loads(policy.inputs["policy"])["Statement"][0]["Resource"] == "arn:aws:ssm:us-east-1:*:parameter/hf-token"
     )
@@ -262,7 +262,12 @@ def test_a_token_secret_is_readable_by_the_nodes_and_fetched_by_the_server_only(
 
 def test_without_a_token_secret_nothing_can_read_secrets(plans: Plans, build: Build) -> None:
     g = build(lambda: AwsGpuEnvironment("nt", aws_args(_aws_serving_spec(plans))))
-    assert g.of_type("iam/rolePolicy:RolePolicy") == []
+    statements = [
+        st for r in g.of_type("iam/rolePolicy:RolePolicy") for st in json.loads(r.inputs["policy"])["Statement"]
+    ]
+    assert not any(
+        "ssm:GetParameter" in str(st["Action"]) or "secretsmanager" in str(st["Action"]) for st in statements
+    )
     assert "TOKEN_CMD=()" in base64.b64decode(g.one("ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
 
 

@@ -63,7 +63,7 @@ def test_the_model_server_runs_the_image_with_every_argument_intact(tmp_path: Pa
     )
     subprocess.run(["bash", "-n"], input=script, text=True, check=True)
     assert "systemctl enable fullserver-model.service" in script and "Restart=always" in script
-    assert "ExecStartPre=/usr/bin/docker pull vllm/vllm-openai:v0.10.2" in script
+    assert "docker pull" not in script.split("[Service]", 1)[1].split("[Install]", 1)[0]  # not before every start
     wrapper = script.split("cat > /usr/local/sbin/fullserver-model <<'FULLSERVER_EOF'\n", 1)[1].split(
         "FULLSERVER_EOF", 1
     )[0]
@@ -71,7 +71,11 @@ def test_the_model_server_runs_the_image_with_every_argument_intact(tmp_path: Pa
     bin_dir.mkdir()
     scratch.mkdir()
     (bin_dir / "nvidia-smi").write_text("#!/bin/bash\nexit 0\n")
-    (bin_dir / "docker").write_text(f'#!/bin/bash\n[ "$1" = run ] && printf "%s\\n" "$@" > {argv}\nexit 0\n')
+    calls = tmp_path / "calls"
+    (bin_dir / "docker").write_text(
+        f'#!/bin/bash\necho "$1 $2" >> {calls}\n[ "$1" = run ] && printf "%s\\n" "$@" > {argv}\n'
+        f'[ "$1 $2" = "image inspect" ] && exit "$(cat {tmp_path}/cached 2>/dev/null || echo 1)"\nexit 0\n'
+    )
     for tool in ("nvidia-smi", "docker"):
         (bin_dir / tool).chmod(0o755)
     (scratch / "model-cache").mkdir()
@@ -84,6 +88,11 @@ def test_the_model_server_runs_the_image_with_every_argument_intact(tmp_path: Pa
         "FULLSERVER_MODEL_CACHE": str(tmp_path / "fallback"),
     }
     subprocess.run(["bash", "-c", wrapper], env=env, check=True)
+    assert "pull vllm/vllm-openai:v0.10.2" in calls.read_text()  # not cached yet: pulled first
+    (tmp_path / "cached").write_text("0")
+    calls.unlink()
+    subprocess.run(["bash", "-c", wrapper], env=env, check=True)  # a restart with the image cached
+    assert "pull" not in calls.read_text()  # needs no registry
     assert argv.read_text().splitlines() == [
         "run",
         "--rm",

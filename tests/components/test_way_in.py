@@ -12,6 +12,7 @@ parsed and checked against the inputs of the resources the stack registers, and 
 from __future__ import annotations
 
 import base64
+import json
 import re
 import subprocess
 from typing import Any
@@ -42,7 +43,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "keys": {"sshPublicKeys": [ED25519_KEY, SECOND_KEY]},
     "keys-and-ranges": {"sshPublicKeys": [ED25519_KEY], "sshSourceRanges": [OFFICE]},
 }
-SSM_POLICY = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 
 
 def installed_keys(script: str) -> list[str]:
@@ -119,8 +119,19 @@ def _check_aws(g: Graph, connect: str, config: dict[str, Any]) -> str:
         assert target.startswith("$(aws autoscaling describe-auto-scaling-groups --region " + region)
         assert "LifecycleState=='InService'" in target and target.endswith("--output text)")
     # Session Manager: the agent registers with the role's policy and reaches SSM over 443.
-    policies = [r.inputs["policyArn"] for r in g.of_type("iam/rolePolicyAttachment:RolePolicyAttachment")]
-    assert SSM_POLICY in policies and lt["iamInstanceProfile"]["arn"]
+    statements = [
+        st for r in g.of_type("iam/rolePolicy:RolePolicy") for st in json.loads(r.inputs["policy"])["Statement"]
+    ]
+    assert {"Effect": "Allow", "Action": list(ec2.SESSION_MANAGER_ACTIONS), "Resource": "*"} in statements
+    assert lt["iamInstanceProfile"]["arn"]
+    # no node reads every parameter (AmazonSSMManagedInstanceCore's ssm:GetParameter on *)
+    assert not any(
+        a.startswith("ssm:GetParameter") and st["Resource"] == "*"
+        for st in statements
+        for a in st["Action"]
+        if isinstance(st["Action"], list)
+    )
+    assert all(not (st["Action"] == "ssm:GetParameter" and st["Resource"] == "*") for st in statements)
     assert any(e["cidrBlocks"] == ["0.0.0.0/0"] and e["protocol"] == "-1" for e in sg["egress"])
     if nic["associatePublicIpAddress"] == "true":
         assert g.one("ec2/internetGateway:InternetGateway")

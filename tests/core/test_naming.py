@@ -74,7 +74,7 @@ def test_every_rule_takes_every_stack_name_fitted_and_says_the_same_on_every_run
             text = f"fs-{stack}" if rule.field == "accountId" else f"{stack}-x"
             if rule.autoname and rule.field == "name":
                 name = naming.fit(type_token, text)
-                assert rule.problem(naming.autoname(name)) is None, (rule, name)
+                assert rule.problem(naming.autoname(name, rule)) is None, (rule, name)
                 assert naming.fit(type_token, text) == name
             else:
                 name = naming.fit_name(type_token, text, rule.field)
@@ -94,3 +94,12 @@ def test_the_graph_check_names_the_resource_and_the_limit() -> None:
         "s-sa (gcp:serviceaccount/account:Account): service account id 'fs-Team' does not match "
         "[a-z]([a-z0-9-]*[a-z0-9])? (IAM service accounts)",
     ]
+
+
+def test_a_name_the_provider_lowercases_itself_is_kept_where_lowercase_fits() -> None:
+    """pulumi-gcp lowercases a network's autoname (lowercaseAutoName), not a firewall's: a stack
+    named "Team" built its network as team-net-xxxxxxx, which keeps its logical name (and URN)."""
+    assert naming.fit(NET, "Team-net") == "Team-net"
+    assert naming.autoname("Team-net", name_rules(NET)[0]) == "team-net" + naming.AUTONAME_SUFFIX
+    firewall = naming.fit("gcp:compute/firewall:Firewall", "Team-ssh")
+    assert firewall != "Team-ssh" and RFC1035.fullmatch(naming.autoname(firewall))
