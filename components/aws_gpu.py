@@ -53,7 +53,7 @@ from components.args import AwsGpuArgs, check_access, check_boot_disk, check_dat
 from components.identity import aws_instance_profile
 from components.images import aws_image_id
 from components.labels import aws_tags, logical
-from components.network import aws_network, direct_ssh, one_subnet_per_zone
+from components.network import aws_direct_ssh, aws_network, one_subnet_per_zone
 from components.serving import aws_serving_group, server_keep_alive
 from components.startup import (
     AWS_EBS,
@@ -453,13 +453,13 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
         self.instance_role = ident.role.name
         self.instance_role_arn = ident.role.arn
         keys = bool(access.get("ssh_public_keys"))
-        if instances and keys and direct_ssh(access):
+        if instances and aws_direct_ssh(access):
             self.connect = instances[0].public_ip.apply(lambda ip: f"ssh {LOGIN_USER}@{ip}")
         elif instances:
             self.connect = instances[0].id.apply(lambda iid: ssm_command(region, iid))
         else:
             self.connect = self.group_names.apply(lambda names: ssm_command(region, group_instance(region, names)))
-        via: Via = "ssh" if direct_ssh(access) else "ssm"
+        via: Via = "ssh" if aws_direct_ssh(access) else "ssm"
         self.nodes = pulumi.Output.all(*[pulumi.Output.all(i.id, i.private_ip, i.public_ip) for i in instances]).apply(
             lambda rows: [instance_access(*row, region=region, keys=keys, via=via).exported() for row in rows]
         )

@@ -71,6 +71,12 @@ def direct_ssh(access: AccessArgs) -> bool:
     return access["public_ip"] and bool(access["ssh_source_ranges"])
 
 
+def aws_direct_ssh(access: AccessArgs) -> bool:
+    """AWS nodes are reached directly only with keys to log in with (fullserver sets no EC2 key
+    pair): without them port 22 stays closed and Session Manager is the way in."""
+    return direct_ssh(access) and bool(access.get("ssh_public_keys"))
+
+
 def iap_ssh(access: AccessArgs) -> bool:
     """GCP nodes are reached through IAP TCP forwarding, so SSH must be open to IAP's range."""
     return not direct_ssh(access)
@@ -349,7 +355,7 @@ def aws_network(
         subnets = subnets_for("private", 128, private_rt)
 
     ingress: list[aws.ec2.SecurityGroupIngressArgsDict] = []
-    if access["ssh_source_ranges"]:
+    if access["ssh_source_ranges"] and access.get("ssh_public_keys"):
         ingress.append(
             {
                 "protocol": "tcp",

@@ -13,6 +13,7 @@ from fullserver.platforms import DiskKind, DiskLimits, aws
 from fullserver.profiles import PricingModel
 from fullserver.spec import DataDisk
 from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
+from tests.core.test_stack_config import ED25519_KEY
 
 
 def test_p5_cluster_has_32_efa_on_32_cards_placement_and_imdsv2(plans: Plans, build: Build) -> None:
@@ -64,8 +65,15 @@ def test_single_gpu_has_public_ssh_from_ranges_and_an_encrypted_gp3_volume(plans
     vol = g.one("ebs/volume:Volume").inputs
     assert vol == {**vol, "type": "gp3", "size": 63, "encrypted": True}
     assert g.one("ec2/volumeAttachment:VolumeAttachment").inputs["deviceName"] == "/dev/sdf"
+    # ranges but no keys: nothing logs in over SSH, so port 22 stays closed (Session Manager)
     ssh = [r for r in g.one("ec2/securityGroup:SecurityGroup").inputs["ingress"] if r.get("fromPort") == 22]
-    assert ssh[0]["cidrBlocks"] == ["203.0.113.0/24"]
+    assert ssh == [] and g.outputs["nodes"][0]["via"] == "ssm"
+    assert g.outputs["connect"].startswith("aws ssm start-session")
+    keyed = spec_of(plans, "exp-aws-spot")
+    keyed = keyed.model_copy(update={"network": keyed.network.model_copy(update={"ssh_public_keys": [ED25519_KEY]})})
+    g_keys = build(lambda: AwsGpuEnvironment("exp", aws_args(keyed)))
+    ssh = [r for r in g_keys.one("ec2/securityGroup:SecurityGroup").inputs["ingress"] if r.get("fromPort") == 22]
+    assert ssh[0]["cidrBlocks"] == ["203.0.113.0/24"] and g_keys.outputs["nodes"][0]["via"] == "ssh"
     assert g.of_type("ec2/natGateway:NatGateway") == []
     assert g.of_type("autoscaling/group:Group") == []  # no spot price published: on-demand
 

@@ -258,7 +258,9 @@ def _check_nodes(g: Graph, config: dict[str, Any]) -> None:
     assert [n["privateIp"] for n in nodes] + [ip for gr in groups for ip in gr["privateIps"]] == g.outputs["privateIps"]
     for node in nodes:
         assert node["user"] == LOGIN_USER and node["keys"] == keys
-        assert node["via"] == ("ssh" if ranges and node["publicIp"] else tunnel), node
+        # AWS nodes are logged into over SSH only with keys (fullserver sets no EC2 key pair)
+        direct = ranges and node["publicIp"] and (keys or platform != "aws-gpu")
+        assert node["via"] == ("ssh" if direct else tunnel), node
         if node["via"] == "ssh":
             assert node["proxyCommand"] == []
         elif platform == "aws-gpu":

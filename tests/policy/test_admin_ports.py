@@ -100,7 +100,7 @@ def _core_says(ranges: list[str], opens: str = "SSH") -> str:
 def test_ssh_from_the_internet_in_two_halves(stacks: Stacks) -> None:
     """0.0.0.0/1 + 128.0.0.0/1 is the whole IPv4 internet: refused with the core's own message."""
     sg = stacks["exp-aws-spot"].one(AWS_SECURITY_GROUP)
-    sg.inputs["ingress"][0]["cidrBlocks"] = SPLIT_INTERNET
+    sg.inputs["ingress"].insert(0, {"protocol": "tcp", "fromPort": 22, "toPort": 22, "cidrBlocks": SPLIT_INTERNET})
     one_violation(admin_ports(sg), "22 (SSH)", "0.0.0.0/1, 128.0.0.0/1", _core_says(SPLIT_INTERNET), "Session Manager")
 
 
