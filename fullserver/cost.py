@@ -47,6 +47,11 @@ class CostEstimate(BaseModel):
     productive_hours: float
     lines: list[CostLine]
     warnings: list[str] = []
+    usd_month_peak: float | None = None
+    """A serving group that can grow past its minimum: the month with every replica up to its
+    maximum (the lines price the minimum). Budgets are held to this, the most the stack can
+    spend, not to the quiet month."""
+    peak_replicas: int | None = None
     unpriced: list[str] = []
     """Items the environment pays for that the catalog has no price for (e.g. "boot disk
     (1200 GiB hyperdisk-balanced)"). They are not in ``lines`` and never count as $0: the total is
@@ -61,6 +66,11 @@ class CostEstimate(BaseModel):
     def usd_month(self) -> float:
         """The sum of the priced lines: the whole cost only when ``complete``."""
         return round(sum(line.usd_month for line in self.lines), 2)
+
+    @property
+    def usd_month_at_most(self) -> float:
+        """The most a month can cost: the peak where the group scales, else the total."""
+        return self.usd_month_peak if self.usd_month_peak is not None else self.usd_month
 
     @property
     def usd_hour(self) -> float:
@@ -131,7 +141,18 @@ def _storage_lines(
 
 
 def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
-    """The monthly and hourly cost of one environment spec."""
+    """The monthly and hourly cost of one environment spec; a serving group that scales is also
+    priced at its maximum replicas (``usd_month_peak``)."""
+    cost = _estimate(spec, profile, workload, catalog)
+    serving = spec.serving
+    if serving is None or serving.max_replicas <= serving.min_replicas:
+        return cost
+    at_max = spec.model_copy(update={"serving": serving.model_copy(update={"min_replicas": serving.max_replicas})})
+    peak = _estimate(at_max, profile, workload, catalog)
+    return cost.model_copy(update={"usd_month_peak": peak.usd_month, "peak_replicas": serving.max_replicas})
+
+
+def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
     warnings: list[str] = []
     unpriced: list[str] = []
     productive, paid = _hours(profile, workload)

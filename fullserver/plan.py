@@ -315,7 +315,7 @@ def check_budget(plans: list[StackPlan], max_monthly_usd: float | None) -> None:
             over.append(
                 (
                     f"stack '{plan.stack}'",
-                    f"estimated {plan.cost.usd_month:,.2f} USD/month exceeds {' and '.join(exceeded)}",
+                    f"estimated {_most(plan)} exceeds {' and '.join(exceeded)}",
                 )
             )
     if over:
@@ -330,10 +330,18 @@ def check_budget(plans: list[StackPlan], max_monthly_usd: float | None) -> None:
 CALLER_CAP = "--max-monthly-usd"
 
 
+def _most(plan: StackPlan) -> str:
+    """The estimate a budget is held to, in words."""
+    c = plan.cost
+    if c.usd_month_peak is None:
+        return f"{c.usd_month:,.2f} USD/month"
+    return f"{c.usd_month_peak:,.2f} USD/month at {c.peak_replicas} replicas ({c.usd_month:,.2f} at the minimum)"
+
+
 def budgets_exceeded(plan: StackPlan, max_monthly_usd: float | None) -> list[tuple[str, float]]:
     """Each budget this stack's estimate is above, by name, with its cap: the caller's and its own."""
     caps = [(CALLER_CAP, max_monthly_usd), ("fullserver:budgetMonthlyUsd", plan.budget_monthly_usd)]
-    return [(name, cap) for name, cap in caps if cap is not None and plan.cost.usd_month > cap]
+    return [(name, cap) for name, cap in caps if cap is not None and plan.cost.usd_month_at_most > cap]
 
 
 def budget_breaches(plan: StackPlan, max_monthly_usd: float | None) -> list[str]:

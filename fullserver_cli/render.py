@@ -98,6 +98,8 @@ def summary_table(
         balance = _shortfall(p)
         balance_text = Text(balance, style="green" if balance == "ok" else "bold red")
         cost = f"${p.cost.usd_month:,.0f}"
+        if p.cost.usd_month_peak is not None:  # a serving group: its minimum to its maximum
+            cost += f"\nto ${p.cost.usd_month_peak:,.0f}"
         warned = warnings.get(p.stack, p.warnings)
         shape = s.offer + (f"\n{s.nodes} nodes" if s.nodes > 1 else "")
         if wide:
@@ -118,7 +120,9 @@ def summary_table(
 
 def total_line(plans: list[StackPlan]) -> str:
     total = sum(p.cost.usd_month for p in plans)
-    return f"{len(plans)} stack(s), {money(total)} / month in all"
+    most = sum(p.cost.usd_month_at_most for p in plans)
+    peak = f" (at most {money(most)})" if most > total else ""
+    return f"{len(plans)} stack(s), {money(total)} / month in all{peak}"
 
 
 def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
@@ -144,7 +148,13 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
         ),
         (
             "cost",
-            f"{money(c.usd_month)} / month; compute {money(c.compute_usd_hour)} / hour while running;"
+            f"{money(c.usd_month)} / month"
+            + (
+                f" at {s.replicas} replicas, {money(c.usd_month_peak)} at {c.peak_replicas} (budgets hold to this)"
+                if c.usd_month_peak is not None
+                else ""
+            )
+            + f"; compute {money(c.compute_usd_hour)} / hour while running;"
             + f" {money(c.usd_per_productive_hour)} per productive hour with every cost included",
         ),
     ]

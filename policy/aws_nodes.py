@@ -112,6 +112,10 @@ def aws_node(r: PolicyResource, resources: Sequence[PolicyResource]) -> Node:
         return node
     desired = number(r.props.get("desiredCapacity"))
     node.count = desired if desired is not None else (number(r.props.get("minSize")) or 0.0)
+    if prop(r.props, "targetGroupArns"):
+        # A serving group scales with its load up to maxSize: budgets hold to the most it can run,
+        # as fullserver plan does (CostEstimate.usd_month_peak).
+        node.count = max(node.count, number(r.props.get("maxSize")) or 0.0)
     mixed = prop(r.props, "mixedInstancesPolicy")
     if mixed is not None:
         dist = prop(mixed, "instancesDistribution")

@@ -36,7 +36,8 @@ def _gcp_spot(scheduling: Any) -> bool:
 
 
 def _template_count(template: PolicyResource, resources: Sequence[PolicyResource]) -> float:
-    """Machines a managed group runs from a template: the autoscaler's minimum, else its target size."""
+    """Machines a managed group runs from a template: the autoscaler's maximum (budgets hold to the
+    most a serving group can run, as fullserver plan does), else its target size."""
     count = 0.0
     for mig in resources:
         if mig.resource_type not in (GCP_MIG, GCP_REGION_MIG) or template not in referenced(
@@ -48,7 +49,7 @@ def _template_count(template: PolicyResource, resources: Sequence[PolicyResource
             if scaler.resource_type in (GCP_AUTOSCALER, GCP_REGION_AUTOSCALER) and mig in referenced(
                 scaler, "target", (GCP_MIG, GCP_REGION_MIG), resources
             ):
-                size = number(prop(scaler.props, "autoscalingPolicy", "minReplicas")) or size
+                size = number(prop(scaler.props, "autoscalingPolicy", "maxReplicas")) or size
         count += size if size is not None else 1.0
     return count
 

@@ -54,7 +54,7 @@ def test_a_stack_budget_in_config_is_enforced(tmp_path: Path) -> None:
     text = (
         (STACKS / "Pulumi.serve-gcp-realtime.yaml")
         .read_text()
-        .replace("budgetMonthlyUsd: 5000", "budgetMonthlyUsd: 100")
+        .replace("budgetMonthlyUsd: 9000", "budgetMonthlyUsd: 100")
     )
     (tmp_path / "Pulumi.tight.yaml").write_text(text)
     code, _, err = run("plan", "--stacks-dir", str(tmp_path))

@@ -103,8 +103,9 @@ def test_spot_groups_spread_over_the_zones_offering_the_type_and_never_hold_up_u
     fails the update before the fallback's alarm exists), and spot capacity is looked for in every
     zone that offers the type, not one."""
     spec = spec_of(plans, "exp-aws-spot", spot=True)
-    spec = spec.model_copy(update={"billables": billables.decide(spec)})
-    assert spec.billables.zones == 3
+    decided = billables.decide(spec)
+    assert decided.zones == 3
+    spec = spec.model_copy(update={"billables": decided})
     g = build(lambda: AwsGpuEnvironment("sp", aws_args(spec)))
     groups = {r.name: r.inputs for r in g.of_type("autoscaling/group:Group")}
     assert {name: group["waitForCapacityTimeout"] for name, group in groups.items()} == {

@@ -256,3 +256,29 @@ def test_a_fully_priced_estimate_is_complete(mini_catalog: Catalog, base_profile
     spec = build_spec(base_profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
     cost = estimate(spec, base_profile, wl(), mini_catalog)
     assert cost.complete and cost.unpriced == []
+
+
+def test_a_serving_group_is_priced_at_its_minimum_and_its_maximum_and_budgets_hold_to_the_maximum() -> None:
+    """serve-aws-realtime planned at $2,216 (2 replicas) and passed a $5,000 budget while 8
+    replicas cost about four times that: budgets now hold to the most the stack can spend."""
+    from fullserver.plan import budgets_exceeded, plan_paths
+    from fullserver.stacks import find_stacks
+
+    [plan] = plan_paths(find_stacks(Path(__file__).parents[2] / "stacks", ["serve-aws-realtime"]))
+    serving = plan.spec.serving
+    assert serving is not None and (serving.min_replicas, serving.max_replicas) == (2, 8)
+    cost = plan.cost
+    assert cost.peak_replicas == 8 and cost.usd_month_peak is not None
+    # compute and per-machine lines scale with replicas; the load balancer and NAT do not
+    per_replica = cost.lines[0].usd_month / 2
+    assert cost.usd_month + 6 * per_replica <= cost.usd_month_peak < 4 * cost.usd_month
+    assert cost.usd_month_at_most == cost.usd_month_peak
+    between = plan.model_copy(update={"budget_monthly_usd": (cost.usd_month + cost.usd_month_peak) / 2})
+    assert [name for name, _ in budgets_exceeded(between, None)] == ["fullserver:budgetMonthlyUsd"]
+    assert budgets_exceeded(plan, cost.usd_month_peak) == []  # the shipped stack's budget covers its peak
+
+
+def test_an_environment_that_does_not_scale_has_no_peak(mini_catalog: Catalog, base_profile: Profile) -> None:
+    spec = build_spec(base_profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    cost = estimate(spec, base_profile, wl(), mini_catalog)
+    assert cost.usd_month_peak is None and cost.usd_month_at_most == cost.usd_month
