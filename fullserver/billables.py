@@ -174,6 +174,13 @@ def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warni
             if rate is not None:
                 per_gb = f"; {data.usd_per_gb}/GB processed (image and model pulls) not estimated" if data else ""
                 add("NAT gateway", rate * hours, f"1 x {rate}/h{per_gb}")
+                if b.zones > 1:
+                    # One gateway lives in one zone: its outage cuts every other zone's egress.
+                    warnings.append(
+                        f"one NAT gateway serves subnets in {b.zones} zones: if its zone fails, nodes in the others "
+                        f"lose internet egress (image pulls, Session Manager); a gateway per zone would cost "
+                        f"{rate * hours * (b.zones - 1):,.2f} USD/month more"
+                    )
         else:
             rate = _hourly(prices, spec, "cloud-nat-vm", "Cloud NAT", warnings)
             limit = prices.price("gcp", "cloud-nat-vm", spec.region)

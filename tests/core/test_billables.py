@@ -292,3 +292,16 @@ def test_a_serving_group_on_a_neuron_accelerator_is_refused_naming_the_accelerat
     with pytest.raises(InputError, match=r"^fullserver:accelerator: Inferentia2 \(inferentia\) is no GPU"):
         serve(accelerator="Inferentia2")
     assert serve(accelerator="L4").spec.endpoint is not None
+
+
+def test_one_nat_gateway_for_several_zones_is_named_as_a_trade_off_with_its_price(plans: dict[str, StackPlan]) -> None:
+    """A NAT gateway lives in one zone: the plan says what a zone outage costs the others and what
+    a gateway per zone would cost instead (the component builds one)."""
+    plan = plans["serve-aws-realtime"]
+    assert plan.spec.billables is not None and plan.spec.billables.zones == 3
+    [warning] = [w for w in plan.cost.warnings if "NAT gateway serves" in w]
+    nat = lines(plan)["NAT gateway"]
+    assert warning.startswith("one NAT gateway serves subnets in 3 zones: if its zone fails")
+    assert warning.endswith(f"would cost {2 * nat:,.2f} USD/month more")
+    single = plans["train-p5-cluster"]  # one zone (a cluster placement group): nothing to say
+    assert not [w for w in single.cost.warnings if "NAT gateway serves" in w]
