@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fullserver.catalog import Catalog
 from fullserver.comparable import (
@@ -33,7 +33,7 @@ from fullserver.platform import AcceleratorKind, Platform
 from fullserver.platforms import rules_for
 from fullserver.profiles import Profile, Purpose
 from fullserver.sizing import spec_for
-from fullserver.workload import Dedicated, DedicatedHost, Workload
+from fullserver.workload import Dedicated, DedicatedHost, Workload, check_region_name
 
 Maturity = Literal["exploring", "adapting", "stable", "production"]
 GPU_PLATFORMS = tuple(p for p in Platform if rules_for(p).hourly_gpus)
@@ -64,6 +64,11 @@ class Needs(BaseModel):
     gpu_count: int | None = Field(default=None, gt=0, le=MAX_GPUS_PER_NODE)
     tpu: str | None = None
     dedicated_monthly_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+    @field_validator("region")
+    @classmethod
+    def _region_name(cls, region: str | None) -> str | None:
+        return None if region is None else check_region_name(region)
 
 
 @dataclass(frozen=True)

@@ -217,6 +217,9 @@ def load_stack(path: Path) -> Stack:
     return Stack(name=name, path=str(path), workload=workload_from_config(config, str(path)))
 
 
+_STACK_NAME_HINT = "a stack name is 1-100 letters, digits, '-', '_' and '.'"
+
+
 def find_stacks(directory: Path, names: list[str]) -> list[Path]:
     """The named stacks (all of them when none is named), in name order."""
     if not names:
@@ -226,8 +229,15 @@ def find_stacks(directory: Path, names: list[str]) -> list[Path]:
         return found
     paths = []
     for name in names:
+        if not name.endswith(".yaml") and (problem := stack_name_problem(name)) is not None:
+            shown = name if len(name) <= 40 else f"{name[:40]}... ({len(name)} characters)"
+            raise InputError(f"stack {shown!r}", problem.replace(f"'{name}'", "it"), _STACK_NAME_HINT)
         path = Path(name) if name.endswith(".yaml") else directory / stack_file(name)
-        if not path.is_file():
+        try:
+            exists = path.is_file()
+        except OSError:  # a name the file system refuses (too long) names no file
+            exists = False
+        if not exists:
             known = ", ".join(str(stack_of_file(p.name)) for p in sorted(directory.glob(STACK_FILE_GLOB)))
             raise InputError(f"stack '{name}'", f"no file {path}", f"known stacks: {known}")
         paths.append(path)

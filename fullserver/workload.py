@@ -124,6 +124,16 @@ def _unset(empty: object) -> BeforeValidator:
     return BeforeValidator(check)
 
 
+def check_region_name(region: str) -> str:
+    """Region names are lowercase words and digits joined by '-' (us-east-1, us-central1), on
+    every platform: zones, labels and catalog prices are keyed by them. (A stack's region and
+    ``recommend --region`` are held to this one rule.)"""
+    if not _LABEL.fullmatch(region):
+        shown = region if len(region) <= 40 else region[:40] + "..."
+        raise ValueError(f"{shown!r} is not a region name (lowercase letters, digits and '-', e.g. us-east-1)")
+    return region
+
+
 class Camel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
 
@@ -322,11 +332,7 @@ class Workload(Camel):
     @field_validator("region")
     @classmethod
     def _region_name(cls, region: str) -> str:
-        """Region names are lowercase words and digits joined by '-' (us-east-1, us-central1), on
-        every platform: zones, labels and catalog prices are keyed by them."""
-        if not _LABEL.fullmatch(region):
-            raise ValueError(f"'{region}' is not a region name (lowercase letters, digits and '-', e.g. us-east-1)")
-        return region
+        return check_region_name(region)
 
     @field_validator("owner")
     @classmethod

@@ -23,6 +23,7 @@ line instead of a traceback or a crash:
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -257,18 +258,29 @@ def _decode(path: Path, data: bytes) -> str:
         ) from None
 
 
-def _read_bytes(path: Path) -> bytes:
-    """At most ``MAX_BYTES`` + 1 bytes: enough to tell the file is too large, and no more."""
+def _read_bytes(path: Path, max_bytes: int = MAX_BYTES, kind: str = "a YAML file") -> bytes:
+    """At most ``max_bytes`` + 1 bytes: enough to tell the file is too large, and no more. A named
+    pipe or a device is refused before it is opened (opening a pipe waits for a writer; /dev/zero
+    never ends)."""
     try:
+        mode = path.stat().st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # a directory fails below, naming itself
+            raise InputError(str(path), "not a regular file (a pipe, socket or device)", "give the path of a file")
         with path.open("rb") as stream:
-            data = stream.read(MAX_BYTES + 1)
+            data = stream.read(max_bytes + 1)
     except OSError as exc:
         raise InputError(str(path), f"cannot read file: {exc.strerror or exc}", "check the path") from None
-    if len(data) > MAX_BYTES:
+    if len(data) > max_bytes:
         raise InputError(
-            str(path), f"larger than {MAX_BYTES >> 20} MiB, the most a YAML file may be", "is this the right file?"
+            str(path), f"larger than {max_bytes >> 20} MiB, the most {kind} may be", "is this the right file?"
         )
     return data
+
+
+def read_text(path: Path, max_bytes: int = MAX_BYTES, kind: str = "a YAML file") -> str:
+    """A file's UTF-8 text with the guards every reader gets: a regular file, at most ``max_bytes``,
+    UTF-8 (one line naming the file and the byte otherwise)."""
+    return _decode(path, _read_bytes(path, max_bytes, kind))
 
 
 def read_yaml(path: Path) -> dict[str, Any]:

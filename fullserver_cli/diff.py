@@ -29,6 +29,7 @@ from fullserver.errors import FullserverError, InputError
 from fullserver.plan import check_max_monthly_usd, plan_paths
 from fullserver.profiles import Profile, load_profiles, project_profiles_dir, shipped_profiles_dir
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
+from fullserver.yamlio import read_text
 from fullserver_cli import gitbase
 from fullserver_cli.diff_render import markdown, terminal
 from fullserver_cli.guardrails import available as guardrails_available
@@ -147,13 +148,12 @@ def _wanted(names: list[str], before: set[str], after: set[str], stacks_dir: Pat
     return set(names)
 
 
+SAVED_PLAN_MAX_BYTES = 64 << 20
+"""A saved plan of hundreds of stacks with their resources is a few MiB; more is not a plan."""
+
+
 def _saved_plan(path: Path) -> list[StackDoc]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            str(path), f"cannot be read ({exc.strerror or exc})", "save one with `fullserver plan --json > plan.json`"
-        ) from None
+    text = read_text(path, SAVED_PLAN_MAX_BYTES, "a saved plan")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -252,7 +252,7 @@ def test_a_fall_never_trips_the_caps(repo: Repo) -> None:
     [
         (["--base", "no-such-ref"], "--base: 'no-such-ref' is not a commit"),
         (["--base", "HEAD", "--base-plan", "x.json"], "--base-plan: cannot be given with --base"),
-        (["--base-plan", "missing.json"], "missing.json: cannot be read"),
+        (["--base-plan", "missing.json"], "missing.json: cannot read file"),
         (["--base", "HEAD", "--max-increase-usd", "nan"], "--max-increase-usd: 'nan' is not a budget"),
         (["--base", "HEAD", "--max-increase-pct", "-5"], "--max-increase-pct: -5 USD is negative"),
         (["--base", "HEAD", "nosuch"], "stack 'nosuch': is on neither side"),

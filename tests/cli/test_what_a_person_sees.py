@@ -212,3 +212,42 @@ def test_a_config_flag_value_gets_the_same_yaml_guards_as_a_file() -> None:
     code, _, err = run("ephemeral", "--stack", "exp-aws-spot", "-c", "region=" + "[" * 5000, "--", "true")
     assert code == EXIT_INPUT and err.startswith("error: --config region:1: nesting deeper than 64 levels")
     assert err.count("\n") == 1
+
+
+def _one_refusal(code: int, err: str, *expected: str) -> None:
+    """Exit 2 and one line naming what is wrong: never a traceback."""
+    assert code == EXIT_INPUT, err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err, err
+    for part in expected:
+        assert part in err, err
+
+
+@pytest.mark.parametrize("region", ["US EAST", "us-east-1 ", "\x1b[31mus-east-1"])
+def test_recommend_refuses_a_region_that_is_no_region_name_as_plan_does(region: str) -> None:
+    _one_refusal(*run("recommend", "--region", region)[::2], "field '--region'", "is not a region name")
+
+
+def test_a_stack_name_longer_than_pulumi_takes_is_refused_before_the_file_system_sees_it() -> None:
+    code, _, err = run("plan", "--stacks-dir", str(STACKS), "a" * 5000)
+    _one_refusal(code, err, "(5000 characters)", "not a stack name Pulumi accepts")
+    assert len(err) < 300
+
+
+def test_a_base_plan_that_is_not_text_a_pipe_or_a_device_is_refused_in_one_line(tmp_path: Path) -> None:
+    binary = tmp_path / "plan.json"
+    binary.write_bytes(b"\x00\x8c\xff" * 10)
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    for path, says in [
+        (binary, "not UTF-8 text"),
+        (pipe, "not a regular file"),
+        (Path("/dev/zero"), "not a regular file"),
+    ]:
+        code, _, err = run("diff", "--stacks-dir", str(STACKS), "--base-plan", str(path))
+        _one_refusal(code, err, str(path), says)
+
+
+def test_a_named_pipe_given_as_a_stack_file_is_refused_not_waited_on(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "Pulumi.piped.yaml")
+    code, _, err = run("plan", "--stacks-dir", str(tmp_path))
+    _one_refusal(code, err, "Pulumi.piped.yaml", "not a regular file")
