@@ -11,6 +11,7 @@ file and Pulumi's config become a ``Workload`` is ``fullserver.stacks``.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
@@ -340,6 +341,11 @@ class Workload(Camel):
         """Every resource is labelled with its owner: an empty label says nobody owns it."""
         if not owner.strip():
             raise ValueError("must name who owns the environment (a team or a person)")
+        control = next((c for c in owner if unicodedata.category(c) == "Cc"), None)
+        if control is not None:  # it would reach every tag and label, and every terminal showing them
+            raise ValueError(
+                f"holds the control character U+{ord(control):04X} (a name, without escapes or line breaks)"
+            )
         return owner
 
     @field_validator("ssh_private_key", mode="before")
