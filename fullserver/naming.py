@@ -56,9 +56,12 @@ def fit_name(type_token: str, text: str, field: str = "name") -> str:
 
 
 def _fit(rule: NameRule, text: str, autonamed: bool) -> str:
-    room_for = len(AUTONAME_SUFFIX) if autonamed else 0
-    if rule.problem(autoname(text, rule) if autonamed else text) is None:
+    def refused(name: str) -> str | None:  # what the API sees: the autoname, or the name itself
+        return rule.problem(autoname(name, rule) if autonamed else name)
+
+    if refused(text) is None:
         return text
+    room_for = len(AUTONAME_SUFFIX) if autonamed else 0
     digest = hashlib.sha256(text.encode()).hexdigest()[:_DIGEST]
     base = text if re.fullmatch(f"[{rule.alphabet}]", "A") else text.lower()
     base = re.sub(f"[^{rule.alphabet}]+", "-", base)
@@ -75,7 +78,7 @@ def _fit(rule: NameRule, text: str, autonamed: bool) -> str:
     if not base:
         base = "fs"
     name = f"{base}-{digest}{kind}"
-    assert rule.problem(autoname(name, rule) if autonamed else name) is None, (rule, name)
+    assert refused(name) is None, (rule, name)
     return name
 
 

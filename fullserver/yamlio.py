@@ -285,7 +285,7 @@ def read_text(path: Path, max_bytes: int = MAX_BYTES, kind: str = "a YAML file")
 
 def read_yaml(path: Path) -> dict[str, Any]:
     """Parse a YAML mapping; every problem is one line naming the file (and the line, if any)."""
-    data = load_yaml_text(_decode(path, _read_bytes(path)), str(path))
+    data = load_yaml_text(read_text(path), str(path))
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -37,8 +37,9 @@ from fullserver.platforms.base import (
 # Compute Engine names are lowercase RFC 1035 labels of at most 63 characters ("Resource naming
 # convention"); pulumi-gcp autonames them (logical name, "-", seven hex characters) without
 # shortening, and lowercases only the names of _LOWERCASED types (provider/resources.go,
-# lowercaseAutoName), so a stack named "Team_ML.v2", or one over about 45 characters, fails. A managed instance group's baseInstanceName leaves room for the "-xxxx"
-# it appends (58); a service account id is 6-30 characters (IAM "Creating service accounts").
+# lowercaseAutoName), so a stack named "Team_ML.v2", or one over about 45 characters, fails. A
+# managed instance group's baseInstanceName leaves room for the "-xxxx" it appends (58); a service
+# account id is 6-30 characters (IAM "Creating service accounts").
 _COMPUTE = (
     "network", "subnetwork", "firewall", "router", "routerNat", "address", "globalAddress", "instance",
     "instanceTemplate", "regionInstanceTemplate", "instanceGroupManager", "regionInstanceGroupManager",
@@ -68,16 +69,17 @@ def compute_name(
     )
 
 
+_MIGS = ("instanceGroupManager", "regionInstanceGroupManager")
+_BASE_INSTANCE_NAME = compute_name("baseInstanceName", 58, "baseInstanceName", autoname=False)
+
 NAME_RULES: dict[str, tuple[NameRule, ...]] = {
-    **{_token(r): (compute_name(f"{r} name", lowercases=r in _LOWERCASED),) for r in _COMPUTE},
-    _token("instanceGroupManager"): (
-        compute_name("instanceGroupManager name"),
-        compute_name("baseInstanceName", 58, "baseInstanceName", autoname=False),
-    ),
-    _token("regionInstanceGroupManager"): (
-        compute_name("regionInstanceGroupManager name"),
-        compute_name("baseInstanceName", 58, "baseInstanceName", autoname=False),
-    ),
+    **{
+        _token(r): (
+            compute_name(f"{r} name", lowercases=r in _LOWERCASED),
+            *((_BASE_INSTANCE_NAME,) if r in _MIGS else ()),
+        )
+        for r in _COMPUTE
+    },
     "gcp:serviceaccount/account:Account": (
         NameRule(
             "service account id", 30, *RFC1035, "IAM service accounts", min_len=6, field="accountId", autoname=False
