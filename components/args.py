@@ -26,6 +26,7 @@ from fullserver.errors import FullserverError
 from fullserver.netcheck import check_ssh_ranges
 from fullserver.platform import Platform
 from fullserver.platforms import component, disk_limits, gcp
+from fullserver.serving import endpoint_problem
 from fullserver.spec import EnvironmentSpec
 
 IAP_SSH_RANGE = gcp.IAP_SSH_RANGE
@@ -105,9 +106,10 @@ class ServingArgs(TypedDict):
     unhealthy_threshold: int
     request_timeout_seconds: int
     drain_seconds: int
-    token_secret: NotRequired[str]
-    """Name of the cloud secret holding a Hugging Face token (AWS SSM parameter, GCP Secret Manager
-    secret): the nodes are allowed to read it, and each server start fetches it."""
+    secrets: dict[str, str]
+    """The cloud secrets (AWS SSM parameters, GCP Secret Manager secrets) the model server reads,
+    by what they are: ``token`` (Hugging Face) and ``api_key`` (the endpoint's). The nodes may read
+    exactly these, and each server start fetches them."""
 
 
 class ShapeLimitArgs(TypedDict):
@@ -282,9 +284,8 @@ def _serving(spec: EnvironmentSpec) -> ServingArgs | None:
         "unhealthy_threshold": s.unhealthy_threshold,
         "request_timeout_seconds": s.request_timeout_seconds,
         "drain_seconds": s.drain_seconds,
+        "secrets": s.server.secrets,
     }
-    if s.server.token_secret:
-        args["token_secret"] = s.server.token_secret
     if s.zones:
         args["zones"] = list(s.zones)
     return args
@@ -413,6 +414,16 @@ def check_access(access: AccessArgs) -> None:
             check_public_key(key)
         except ValueError as exc:
             raise refuse(f"network.ssh_public_keys[{i}]", str(exc)) from None
+
+
+def check_serving(serving: ServingArgs | None) -> None:
+    """An endpoint on the internet answers only with its API key: the core's rule
+    (``fullserver.serving.endpoint_problem``), for args that never passed through the core."""
+    if serving is None:
+        return
+    problem = endpoint_problem(serving["load_balancer"], serving["secrets"].get("api_key"))
+    if problem is not None:
+        raise refuse("serving.server.api_key_secret", *problem)
 
 
 def check_boot_disk(args: CommonArgs) -> None:

@@ -49,7 +49,15 @@ from typing import Any, Optional
 import pulumi
 import pulumi_aws as aws
 
-from components.args import AwsGpuArgs, check_access, check_boot_disk, check_data_disk, check_local_ssds, refuse
+from components.args import (
+    AwsGpuArgs,
+    check_access,
+    check_boot_disk,
+    check_data_disk,
+    check_local_ssds,
+    check_serving,
+    refuse,
+)
 from components.identity import aws_instance_profile
 from components.images import aws_image_id
 from components.labels import aws_tags, logical
@@ -61,7 +69,7 @@ from components.startup import (
     LOGIN_USER,
     DiskPlan,
     authorized_keys_script,
-    aws_token_command,
+    aws_secret_command,
     boot_script,
     model_server_script,
     user_data_base64,
@@ -90,6 +98,7 @@ IMDS_V2: Any = {
 def validate_aws(args: AwsGpuArgs) -> None:
     """Refuse, before any resource exists, what this shape or this cloud cannot do."""
     check_access(args["access"])
+    check_serving(args.get("serving"))
     check_boot_disk(args)
     check_data_disk(args)  # gp3 IOPS/throughput limits: fullserver.platforms.aws
     check_local_ssds(args)
@@ -104,7 +113,11 @@ def validate_aws(args: AwsGpuArgs) -> None:
     )
     refusal = (
         ec2.efa_refusal(
-            args["efa_interfaces"], args["shape"].get("max_efa_interfaces"), args["nodes"], args["machine_type"]
+            args["efa_interfaces"],
+            args["shape"].get("max_efa_interfaces"),
+            args["nodes"],
+            args["machine_type"],
+            args["access"]["public_ip"],
         )
         or ec2.RULES.refusal(request)
         or ec2.boot_disk_refusal(args["boot_disk_kind"])
@@ -135,24 +148,36 @@ def validate_aws(args: AwsGpuArgs) -> None:
         )
 
 
-def token_reader(name: str, parent: pulumi.Resource, region: str, role: aws.iam.Role, parameter: str) -> None:
-    """Let the nodes read the one SSM parameter holding the Hugging Face token (and nothing else).
+def secret_reader(name: str, parent: pulumi.Resource, region: str, role: aws.iam.Role, parameters: list[str]) -> None:
+    """Let the nodes read the SSM parameters the model server needs (the Hugging Face token, the
+    endpoint's API key), and no other.
 
     A SecureString under the AWS managed key ``aws/ssm`` needs no KMS grant: that key's policy lets
     the account's principals use it through Systems Manager. A customer managed key needs
-    ``kms:Decrypt`` for the role, granted where the key is managed.
+    ``kms:Decrypt`` for the role, granted where the key is managed. The ARN's partition and
+    account are the caller's own (``aws:`` in China and GovCloud differs).
     """
-    path = parameter if parameter.startswith("/") else f"/{parameter}"
-    policy = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Effect": "Allow", "Action": "ssm:GetParameter", "Resource": f"arn:aws:ssm:{region}:*:parameter{path}"}
-        ],
-    }
+    partition = aws.get_partition_output().partition
+    account = aws.get_caller_identity_output().account_id
+    paths = [p if p.startswith("/") else f"/{p}" for p in parameters]
+    policy = pulumi.Output.all(partition, account).apply(
+        lambda pa: json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Action": "ssm:GetParameter",
+                        "Resource": [f"arn:{pa[0]}:ssm:{region}:{pa[1]}:parameter{path}" for path in paths],
+                    }
+                ],
+            }
+        )
+    )
     aws.iam.RolePolicy(
-        logical(aws.iam.RolePolicy, f"{name}-model-token"),
+        logical(aws.iam.RolePolicy, f"{name}-model-secrets"),
         role=role.id,
-        policy=json.dumps(policy),
+        policy=policy,
         opts=pulumi.ResourceOptions(parent=parent),
     )
 
@@ -285,12 +310,16 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
             lb_port=serving["lb_port"] if serving is not None else 80,
         )
         ident = aws_instance_profile(name, self, tags, cloudwatch_agent=False)
-        if serving is not None and "token_secret" in serving:
-            token_reader(name, self, region, ident.role, serving["token_secret"])
+        if serving is not None and serving["secrets"]:
+            secret_reader(name, self, region, ident.role, list(serving["secrets"].values()))
         opts_child = pulumi.ResourceOptions(parent=self)
 
         placement: Any = None
-        if args["compact_placement"] and nodes > 1:
+        # A reservation or Capacity Block already places its capacity (AWS: Capacity Blocks are
+        # colocated, "no need to use a cluster placement group"), and a new group's placement
+        # could refuse the reserved slots it lies outside of.
+        reserved = args.get("reservation") is not None or args["capacity_block"]
+        if args["compact_placement"] and nodes > 1 and not reserved:
             pg = aws.ec2.PlacementGroup(
                 logical(aws.ec2.PlacementGroup, f"{name}-pg"),
                 region=region,
@@ -329,7 +358,7 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                 serving["image"],
                 serving["server_args"],
                 serving["port"],
-                aws_token_command(region, serving["token_secret"]) if "token_secret" in serving else None,
+                {kind: aws_secret_command(region, secret) for kind, secret in serving["secrets"].items()},
                 server_keep_alive(serving["request_timeout_seconds"]),
             )
             if serving is not None
@@ -409,8 +438,13 @@ class AwsGpuEnvironment(pulumi.ComponentResource):
                     # The version at launch; later versions are ignored (module docstring).
                     launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
                     tags=aws_tags(tags, f"{name}-node-{i}"),
+                    # A replacement in reserved capacity must free its slot first: the
+                    # reservation is sized to the nodes, so a new one beside the old is refused.
                     opts=pulumi.ResourceOptions(
-                        parent=self, protect=args["protect"], ignore_changes=NODE_IGNORE_CHANGES
+                        parent=self,
+                        protect=args["protect"],
+                        ignore_changes=NODE_IGNORE_CHANGES,
+                        delete_before_replace=reserved,
                     ),
                 )
                 instances.append(inst)

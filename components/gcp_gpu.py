@@ -39,7 +39,15 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
-from components.args import GcpGpuArgs, check_access, check_boot_disk, check_data_disk, check_local_ssds, refuse
+from components.args import (
+    GcpGpuArgs,
+    check_access,
+    check_boot_disk,
+    check_data_disk,
+    check_local_ssds,
+    check_serving,
+    refuse,
+)
 from components.disks import gcp_data_disk
 from components.identity import GCP_SCOPES, gcp_service_account
 from components.images import gcp_image
@@ -53,7 +61,7 @@ from components.startup import (
     DiskPlan,
     boot_script,
     gcp_login_metadata,
-    gcp_token_command,
+    gcp_secret_command,
     model_server_script,
 )
 from fullserver.nodes import NodeAccess, NodeAccessOutput, NodeGroupAccess, NodeGroupAccessOutput, Via
@@ -80,6 +88,7 @@ def gpu_nic_plan(args: GcpGpuArgs) -> GpuNicPlan | None:
 def validate_gcp(args: GcpGpuArgs) -> None:
     """Refuse, before any resource exists, what this shape or this cloud cannot do."""
     check_access(args["access"])
+    check_serving(args.get("serving"))
     check_boot_disk(args)
     check_data_disk(args)
     check_local_ssds(args)
@@ -160,12 +169,12 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
         port = serving["port"] if serving is not None else None
         net = gcp_network(name, self, region=region, access=access, project=project, serving_port=port)
         sa = gcp_service_account(name, self, project)
-        if serving is not None and "token_secret" in serving:
-            # the nodes may read the one secret holding the Hugging Face token (docs/deploying.md)
+        for kind, secret in (serving["secrets"] if serving is not None else {}).items():
+            # the nodes may read the secrets the model server needs, and no other (docs/deploying.md)
             gcp.secretmanager.SecretIamMember(
-                f"{name}-model-token",
+                f"{name}-model-{kind.replace('_', '-')}",
                 project=project,
-                secret_id=serving["token_secret"],
+                secret_id=secret,
                 role="roles/secretmanager.secretAccessor",
                 member=sa.email.apply(lambda email: f"serviceAccount:{email}"),
                 opts=pulumi.ResourceOptions(parent=self),
@@ -183,7 +192,7 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                 serving["image"],
                 serving["server_args"],
                 serving["port"],
-                gcp_token_command(serving["token_secret"]) if "token_secret" in serving else None,
+                {kind: gcp_secret_command(secret) for kind, secret in serving["secrets"].items()},
                 server_keep_alive(serving["request_timeout_seconds"]),
             )
             if serving is not None
@@ -276,7 +285,10 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                     logical(gcp.compute.ResourcePolicy, f"{name}-compact"),
                     project=project,
                     region=region,
-                    group_placement_policy={"collocation": "COLLOCATED", "vm_count": args["nodes"]},
+                    # No vm_count: with it the API takes exactly that many VMs, so adding a node
+                    # (or replacing one, which briefly needs one more) would replace the policy
+                    # and with it every node; Google does not recommend it.
+                    group_placement_policy={"collocation": "COLLOCATED"},
                     opts=pulumi.ResourceOptions(parent=self),
                 )
                 placement_policy = policy.self_link
@@ -320,7 +332,9 @@ class GcpGpuEnvironment(pulumi.ComponentResource):
                     labels=labels,
                     tags=net.tags,
                     allow_stopping_for_update=True,
-                    opts=stateful,
+                    # Its data disk is attached read-write, to one VM at a time: a replacement
+                    # can start only once the old VM has let the disk go.
+                    opts=pulumi.ResourceOptions.merge(stateful, pulumi.ResourceOptions(delete_before_replace=True)),
                 )
                 instances.append(inst)
             self.instance_group = pulumi.Output.from_input("")

@@ -47,6 +47,8 @@ SDK_INTERNALS = (pulumi_mocks.set_mocks, set_all_config, run_pulumi_func, _sync_
 
 PROJECT = "fullserver"
 MOCK_GCP_PROJECT = "mock-project"
+MOCK_AWS_ACCOUNT = "123456789012"
+"""The account the offline graph's AWS ARNs name (AWS's documentation example account)."""
 MOCK_GCP_PROJECT_NUMBER = "123456789012"
 
 
@@ -218,6 +220,14 @@ class GraphMocks(pulumi.runtime.Mocks):
                 "locations": offered,
                 "locationTypes": ["availability-zone"] * len(offered),
                 "instanceTypes": [types[0] if types else ""] * len(offered),
+            }
+        if args.token == "aws:index/getPartition:getPartition":
+            return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {
+                "accountId": MOCK_AWS_ACCOUNT,
+                "arn": f"arn:aws:iam::{MOCK_AWS_ACCOUNT}:user/mock",
+                "userId": "mock",
             }
         if args.token == "gcp:organizations/getProject:getProject":
             return {"number": MOCK_GCP_PROJECT_NUMBER, "projectId": args.args.get("projectId") or MOCK_GCP_PROJECT}

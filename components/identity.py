@@ -8,7 +8,7 @@ by its owner to the identity this exports, never by a broad project role here.
   Engine "Service accounts" best practice: scopes are legacy, use IAM).
 * AWS: Session Manager's own actions (``fullserver.platforms.aws.SESSION_MANAGER_ACTIONS``), so
   it replaces inbound SSH, and not ``AmazonSSMManagedInstanceCore``, which lets a node read every
-  SSM parameter; a serving node reads its one token parameter (``token_reader``). Serving groups
+  SSM parameter; a serving node reads its model server's parameters (``secret_reader``). Serving groups
   scale on the ALB's request count, which needs nothing from the nodes; ``cloudwatch_agent`` adds
   ``CloudWatchAgentServerPolicy`` where an agent publishes metrics.
 """

@@ -20,6 +20,8 @@ from pulumi.runtime import config as pulumi_config
 from components.args import environment_args
 from components.environment import Environment
 from components.node_verify import NodeVerify, verify_warnings
+from components.serving import call_command
+from components.startup import aws_secret_command, gcp_secret_command
 from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import StackPlan, check_budget, plan_workload
@@ -184,6 +186,13 @@ def deploy(plan: StackPlan) -> Environment:
         # The OpenAI-compatible API of the serving group (docs/deploying.md, "Serving").
         pulumi.export("endpoint", env.endpoint)
         pulumi.export("model", spec.endpoint.server.model)
+        key = spec.endpoint.server.api_key_secret
+        key_command = None
+        if key and spec.provider == "aws":
+            key_command = aws_secret_command(spec.region, key)
+        elif key:
+            key_command = [*gcp_secret_command(key), f"--project={project}"]
+        pulumi.export("call", env.endpoint.apply(lambda url: call_command(url, key_command)))
     # Who the nodes are, to grant them access to data (docs/deploying.md, "Credentials").
     if spec.provider == "gcp":
         pulumi.export("serviceAccount", env.service_account)

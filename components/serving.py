@@ -31,6 +31,7 @@ model before a health check judges it, the load balancer's scheme, a replica's r
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -53,6 +54,15 @@ def endpoint_url(address: str | None, port: int) -> str:
     if not address:
         return "http://<load balancer address, known after pulumi up>"
     return f"http://{address}" if port == 80 else f"http://{address}:{port}"
+
+
+def call_command(url: str, key_command: list[str] | None) -> str:
+    """How a person calls the endpoint once it is up: the model list, with the API key read from
+    the cloud's secret store by the caller's own credentials (never printed by fullserver)."""
+    if not key_command:
+        return f"curl {url}/v1/models"
+    read = " ".join(shlex.quote(a) for a in key_command)
+    return f'curl -H "Authorization: Bearer $({read})" {url}/v1/models'
 
 
 GCP_BACKEND_KEEPALIVE_SECONDS = 600

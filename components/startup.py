@@ -247,14 +247,15 @@ ENV_FILE="${FULLSERVER_MODEL_ENV:-__ENV_FILE__}"
 CACHE="${FULLSERVER_MODEL_CACHE:-/var/lib/fullserver/model-cache}"
 if mountpoint -q "$SCRATCH_DIR" || [ -L "$SCRATCH_DIR" ]; then CACHE="$SCRATCH_DIR/model-cache"; fi
 mkdir -p "$CACHE"
-# The Hugging Face token, fetched from the cloud's secret store at every start (rotation needs a
-# restart only) into a file only root reads; docker hands it to the container as HF_TOKEN.
-TOKEN_CMD=(__TOKEN_CMD__)
-if [ "${#TOKEN_CMD[@]}" -gt 0 ]; then
-  mkdir -p "$(dirname "$ENV_FILE")"
-  token="$("${TOKEN_CMD[@]}")"
-  (umask 077 && printf 'HF_TOKEN=%s\n' "$token" > "$ENV_FILE.tmp" && mv "$ENV_FILE.tmp" "$ENV_FILE")
-  unset token
+# The secrets (the Hugging Face token as HF_TOKEN, the endpoint's API key as VLLM_API_KEY), fetched
+# from the cloud's secret store at every start (rotation needs a restart only) into a file only
+# root reads; docker hands them to the container as environment variables.
+__SECRETS__
+if [ -s "$ENV_FILE.tmp" ]; then mv "$ENV_FILE.tmp" "$ENV_FILE"; fi
+# The container never reaches the metadata server (the node's credentials): it needs none.
+if command -v iptables >/dev/null 2>&1 && iptables -n -L DOCKER-USER >/dev/null 2>&1; then
+  iptables -C DOCKER-USER -d 169.254.169.254/32 -j DROP 2>/dev/null \
+    || iptables -I DOCKER-USER -d 169.254.169.254/32 -j DROP
 fi
 ENV_ARGS=(__KEEP_ALIVE__)
 if [ -s "$ENV_FILE" ]; then ENV_ARGS+=(--env-file "$ENV_FILE"); fi
@@ -307,7 +308,7 @@ systemctl restart docker
 """
 
 
-def aws_token_command(region: str, parameter: str) -> list[str]:
+def aws_secret_command(region: str, parameter: str) -> list[str]:
     """Read an SSM SecureString parameter (the AWS CLI ships on the Deep Learning AMIs).
 
     A parameter is referenced by its fully qualified name: a name in a hierarchy starts with ``/``
@@ -319,17 +320,36 @@ def aws_token_command(region: str, parameter: str) -> list[str]:
     return ["aws", "ssm", "get-parameter", "--region", region, "--name", name, "--with-decryption", *query]
 
 
-def gcp_token_command(secret: str) -> list[str]:
+def gcp_secret_command(secret: str) -> list[str]:
     """Read a Secret Manager secret's latest version (gcloud ships on the Deep Learning VM images;
     the project is the instance's own)."""
     return ["gcloud", "secrets", "versions", "access", "latest", f"--secret={secret}"]
+
+
+SECRET_VARIABLES = {"token": "HF_TOKEN", "api_key": "VLLM_API_KEY"}
+"""What the server reads each secret as: the Hugging Face hub's token, and vLLM's API key (vLLM's
+OpenAI server then answers ``/v1`` requests only with ``Authorization: Bearer <key>``; ``/health``
+stays open for the load balancer's checks)."""
+
+
+def _fetch_secrets(secrets: dict[str, list[str]]) -> str:
+    """Wrapper lines that write each secret's ``NAME=value`` into the root-only env file."""
+    if not secrets:
+        return ""
+    lines = ['mkdir -p "$(dirname "$ENV_FILE")"', '(umask 077 && : > "$ENV_FILE.tmp")']
+    for kind, command in secrets.items():
+        variable = SECRET_VARIABLES[kind]
+        lines.append(f'value="$({" ".join(shlex.quote(a) for a in command)})"')
+        lines.append(f'printf \'{variable}=%s\\n\' "$value" >> "$ENV_FILE.tmp"')
+    lines.append("unset value")
+    return "\n".join(lines)
 
 
 def model_server_script(
     image: str,
     args: list[str],
     port: int,
-    token_command: list[str] | None = None,
+    secrets: dict[str, list[str]] | None = None,
     keep_alive_seconds: int | None = None,
 ) -> str:
     """Boot-script lines that install the container runtime where missing and start the model
@@ -338,7 +358,8 @@ def model_server_script(
     ``image``, every argument and the token command are shell-quoted into the server's wrapper
     script; the core already refused anything with line breaks or shell characters in them
     (``fullserver.workload.ServingConfig``), and the unit itself names only the image.
-    ``token_command`` prints the Hugging Face token (``aws_token_command``, ``gcp_token_command``).
+    ``secrets`` maps ``token`` / ``api_key`` to the command printing it (``aws_secret_command``,
+    ``gcp_secret_command``); the values never enter the script, the state or user data.
     ``keep_alive_seconds`` becomes vLLM's ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` (``components.serving.
     server_keep_alive``): idle connections stay open longer than the load balancer keeps them.
     """
@@ -351,7 +372,7 @@ def model_server_script(
         "__PORT__": str(port),
         "__IMAGE__": shlex.quote(image),
         "__ARGS__": " ".join(shlex.quote(a) for a in args),
-        "__TOKEN_CMD__": " ".join(shlex.quote(a) for a in token_command or []),
+        "__SECRETS__": _fetch_secrets(secrets or {}),
         "__KEEP_ALIVE__": f"--env VLLM_HTTP_TIMEOUT_KEEP_ALIVE={int(keep_alive_seconds)}" if keep_alive_seconds else "",
     }
     wrapper, unit = _MODEL, _MODEL_UNIT

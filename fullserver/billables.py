@@ -31,7 +31,7 @@ from fullserver.platform import AcceleratorKind
 from fullserver.platforms import aws as aws_platform
 from fullserver.platforms import gcp as gcp_platform
 from fullserver.rules import HOURS_PER_MONTH
-from fullserver.serving import DEFAULT_MODEL, MAX_INITIAL_DELAY_SECONDS, model_server, serving_spec
+from fullserver.serving import DEFAULT_MODEL, MAX_INITIAL_DELAY_SECONDS, endpoint_problem, model_server, serving_spec
 from fullserver.spec import Billables, EnvironmentSpec
 from fullserver.workload import CONFIG_NAMESPACE, ServingConfig, Workload
 
@@ -127,7 +127,11 @@ def complete_spec(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -
             health_path=cfg.health_path,
             gpus=spec.accelerator_count,
             token_secret=cfg.token_secret,
+            api_key_secret=cfg.api_key_secret,
         )
+        problem = endpoint_problem(spec.serving.load_balancer, server.api_key_secret)
+        if problem is not None:
+            raise InputError(f"{CONFIG_NAMESPACE}:serving.apiKeySecret", *problem)
         offer = catalog.offer(spec.offer)
         zones = offer.zones_in(spec.region) if offer else []
         endpoint = serving_spec(

@@ -73,6 +73,15 @@ class ModelServer(Frozen):
     token_secret: str | None = None
     """The cloud secret (AWS SSM SecureString parameter, GCP Secret Manager secret) holding the
     Hugging Face token; fetched by each server start, never stored by fullserver."""
+    api_key_secret: str | None = None
+    """The cloud secret (same store) holding the API key clients must send; fetched by each
+    server start, never stored by fullserver."""
+
+    @property
+    def secrets(self) -> dict[str, str]:
+        """Each secret the nodes read, by what it is (``components.startup.SECRET_VARIABLES``)."""
+        named = {"token": self.token_secret, "api_key": self.api_key_secret}
+        return {kind: name for kind, name in named.items() if name}
 
 
 class ServingSpec(Frozen):
@@ -106,6 +115,22 @@ class ServingSpec(Frozen):
         return round(self.replica_requests_per_second * 60 * self.target_utilisation, 1)
 
 
+def endpoint_problem(load_balancer: str, api_key_secret: str | None) -> tuple[str, str] | None:
+    """Why this endpoint may not be built as asked, and what to do; None when it may.
+
+    An external load balancer answers the whole internet, and vLLM's OpenAI server without a key
+    answers anyone it hears: each prompt would cost the stack's GPUs and could read what the model
+    was given. So an external endpoint is built only with a key; an internal one is reached from
+    the network alone."""
+    if load_balancer == "external" and not api_key_secret:
+        return (
+            "an external endpoint without an API key would serve anyone on the internet",
+            "set fullserver:serving.apiKeySecret to the name of a secret holding the key; "
+            'see docs/deploying.md, "Serving"',
+        )
+    return None
+
+
 def model_server(
     *,
     model: str | None,
@@ -115,6 +140,7 @@ def model_server(
     health_path: str | None,
     gpus: int,
     token_secret: str | None = None,
+    api_key_secret: str | None = None,
 ) -> ModelServer:
     """The server a replica runs: the stack's choices over vLLM's defaults, sharded over ``gpus``."""
     chosen = model or DEFAULT_MODEL
@@ -130,6 +156,7 @@ def model_server(
         tensor_parallel_size=tp,
         default_model=model is None,
         token_secret=token_secret,
+        api_key_secret=api_key_secret,
     )
 
 

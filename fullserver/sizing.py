@@ -25,6 +25,7 @@ from fullserver.errors import InputError, NothingFits
 from fullserver.hourly import hourly_rate
 from fullserver.nearmiss import near_misses, nothing_fits_hint
 from fullserver.platforms import DiskLimits, Refusal, Request, disk_limits, option_refusal, rules_for
+from fullserver.platforms.aws import efa_refusal
 from fullserver.profiles import Fabric, Lifecycle, PricingModel, Profile, StoragePolicy, Topology
 from fullserver.rules import environment_labels
 from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, ShapeOption, TpuSpec
@@ -429,6 +430,9 @@ def build_spec(
         lifecycle = lifecycle.model_copy(update={"ttl_hours": workload.ttl_hours})
     nodes = offer.hosts if rules.slices else workload.nodes
     efa = offer.efa_interfaces if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0
+    fabric_refusal = efa_refusal(efa, offer.efa_interfaces, nodes, offer.machine_type, public_ip) if efa else None
+    if fabric_refusal is not None:
+        raise refused(fabric_refusal)
     return EnvironmentSpec(
         **_identity(profile, workload, environment, lifecycle),
         platform=platform,

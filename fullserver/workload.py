@@ -217,6 +217,12 @@ class ServingConfig(Camel):
     models): an SSM SecureString parameter on AWS, a Secret Manager secret on GCP. The nodes may
     read it and each server start fetches it; the token itself never passes through fullserver,
     the stack or Pulumi's state."""
+    api_key_secret: Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME * 4, pattern=_SECRET_NAME)] | None = (
+        None
+    )
+    """The name of a secret in the same store holding the endpoint's API key: clients send it as
+    ``Authorization: Bearer <key>`` (vLLM's ``--api-key``). An endpoint open to the internet needs
+    one (``fullserver.serving.endpoint_problem``); the key never passes through fullserver either."""
 
 
 class KeyProblem(ValueError):
@@ -314,7 +320,7 @@ class Workload(Camel):
     )
     serving: Annotated[ServingConfig | None, _unset({})] = Field(
         default=None,
-        description="Serving profiles: the model server of each replica (model, image, args, port, healthPath, requestsPerSecond, loadMinutes, tokenSecret); empty: vLLM's OpenAI server with a small default model.",
+        description="Serving profiles: the model server of each replica (model, image, args, port, healthPath, requestsPerSecond, loadMinutes, tokenSecret, apiKeySecret); empty: vLLM's OpenAI server with a small default model.",
     )
     alternatives: Annotated[list[Alternative], Field(max_length=MAX_ALTERNATIVES)] = Field(
         default=[],

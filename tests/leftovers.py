@@ -44,12 +44,21 @@ def temp_dir(kind: str) -> Path:
 
 
 def _running_tests(pid: int) -> bool:
-    """Whether ``pid`` is a live test process (a reused pid of another program does not count)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"pytest" in cmdline or b"bench/" in cmdline
+    """Whether ``pid`` is a live test process (a reused pid of another program does not count).
+
+    A pytest-xdist worker's command line is execnet's bootstrap, not pytest's: a process with a
+    live pytest among its ancestors counts too, so two workers of one run leave each other be.
+    """
+    while pid > 1:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        if b"pytest" in cmdline or b"bench/" in cmdline:
+            return True
+        pid = int(stat.rpartition(")")[2].split()[1])  # the parent: the field after the state
+    return False
 
 
 def _owned(owner: str | None, mine: bool) -> bool:

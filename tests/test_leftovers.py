@@ -160,6 +160,23 @@ def test_a_running_test_process_keeps_its_objects(this_run: Leftovers) -> None:
     assert not any(str(os.getpid()) in item for item in removed)
 
 
+def test_a_worker_of_a_running_test_process_keeps_its_objects() -> None:
+    """A pytest-xdist worker's command line does not say pytest; its ancestry does."""
+    worker = subprocess.Popen(["sleep", "30"])  # a child of this run, named like a worker's
+    made = Leftovers(worker.pid)
+    made.bridge = made.veth = ""
+    try:
+        made.dir.mkdir(exist_ok=True)
+        run("ip", "netns", "add", made.ns)
+        removed = leftovers.sweep()
+        assert made.dir.exists() and made.ns in namespaces()
+        assert not any(str(worker.pid) in item for item in removed)
+    finally:
+        worker.kill()
+        worker.wait()
+        made.remove()
+
+
 def test_names_outside_the_suites_patterns_are_never_touched(tmp_path: Path) -> None:
     ns = f"fullserver-other-{dead_pid()}"  # not fst<pid>: not the suite's
     outside = Path(tempfile.mkdtemp(prefix="fullserver-keep-"))  # no owner pid in its name

@@ -284,8 +284,20 @@ def boot_disk_refusal(kind: str) -> Refusal | None:
     return disk_kind_refusal(kind, BOOT_DISK_KINDS, "AWS boot volumes are gp3, not {kind}", "boot_disk_kind")
 
 
-def efa_refusal(efa: int, most: int | None, nodes: int, machine_type: str) -> Refusal | None:
-    """One EFA device per network card, and only between nodes: one node gains nothing from it."""
+def efa_refusal(efa: int, most: int | None, nodes: int, machine_type: str, public_ip: bool = False) -> Refusal | None:
+    """One EFA device per network card, and only between nodes: one node gains nothing from it.
+
+    EC2 refuses a launch that asks for a public address with more than one network interface
+    ("The associatePublicIPAddress parameter cannot be specified when launching with multiple
+    network interfaces"), so several EFA cards and a public address never go together.
+    """
+    if efa > 1 and public_ip:
+        return Refusal(
+            "publicIp",
+            "security.public_ip",
+            f"EC2 gives no public address at launch to a node with {efa} network interfaces (EFA cards)",
+            "keep the nodes private (reach them through Session Manager) or use one EFA interface",
+        )
     if efa and most is not None and efa > most:
         has = f"has {most}" if most else "has none"
         return Refusal(

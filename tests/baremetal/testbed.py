@@ -399,7 +399,11 @@ class Testbed:
                         "PrintMotd no",
                         "MaxStartups 200:30:400",
                         "MaxSessions 20",
-                        f"SetEnv PATH={host.bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                        # SHLVL=1: bash run by sshd then skips the machine's own ~/.bashrc (bash
+                        # reads it for ssh only at shell level 1). Root's here runs `pyenv init`:
+                        # 180 ms and a shared rehash lock per command, a minute-long wait for
+                        # every session once a killed run leaves that lock behind.
+                        f"SetEnv PATH={host.bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SHLVL=1",
                         "LogLevel VERBOSE",
                         "",
                     ]

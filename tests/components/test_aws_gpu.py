@@ -121,16 +121,40 @@ def test_a_spot_group_in_a_cluster_placement_group_stays_in_its_one_zone(plans: 
     assert spec.network.compact_placement and billables.decide(spec).zones == 1
 
 
-def test_reserved_pricing_targets_a_configured_capacity_block(plans: Plans, build: Build) -> None:
+def test_reserved_pricing_targets_a_configured_capacity_block(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    """The block places its capacity itself (no cluster placement group of ours), and a node is
+    replaced by freeing its reserved slot first: the block has no slot for a second copy."""
     # A reservation lives in one zone (fullserver.platforms.base.reservation_needs_zone).
     spec = spec_of(
         plans, "train-p5-cluster", reservation="cr-0123456789abcdef0", capacity_block=True, zone="us-east-1a"
     )
-    lt = build(lambda: AwsGpuEnvironment("cb", aws_args(spec))).one("ec2/launchTemplate:LaunchTemplate").inputs
+    g = build(lambda: AwsGpuEnvironment("cb", aws_args(spec)))
+    lt = g.one("ec2/launchTemplate:LaunchTemplate").inputs
     assert lt["capacityReservationSpecification"] == {
         "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}
     }
     assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert "placement" not in lt and not g.of_type("ec2/placementGroup:PlacementGroup")
+    nodes = g.of_type("ec2/instance:Instance")
+    assert len(nodes) == spec.nodes == 2
+    assert all(resource_options[n.name].delete_before_replace for n in nodes)
+
+
+def test_on_demand_nodes_outside_a_reservation_keep_pulumis_create_first_replacement(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    g = build(lambda: AwsGpuEnvironment("od", aws_args(spec_of(plans, "train-p5-cluster"))))
+    assert g.of_type("ec2/placementGroup:PlacementGroup")
+    assert not any(resource_options[n.name].delete_before_replace for n in g.of_type("ec2/instance:Instance"))
+
+
+def test_a_public_address_is_refused_beside_several_efa_cards(plans: Plans) -> None:
+    spec = plans["train-p5-cluster"].spec
+    spec = spec.model_copy(update={"network": spec.network.model_copy(update={"public_ip": True})})
+    with pytest.raises(SpecRefused, match=r"spec\.security\.public_ip: EC2 gives no public address at launch"):
+        AwsGpuEnvironment("bad", aws_args(spec))
 
 
 def test_provisioned_gp3_iops_and_throughput(plans: Plans, build: Build) -> None:

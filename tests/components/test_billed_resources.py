@@ -49,6 +49,7 @@ FREE = {
     "aws:iam/instanceProfile:InstanceProfile": "IAM is free",
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": "IAM is free",
     "aws:iam/rolePolicy:RolePolicy": "IAM is free",
+    "gcp:secretmanager/secretIamMember:SecretIamMember": "IAM is free (reading the secret is billed to its own project)",
     "gcp:serviceaccount/account:Account": "no charge for service accounts",
     "gcp:projects/iAMMember:IAMMember": "IAM is free",
     # configuration of priced resources

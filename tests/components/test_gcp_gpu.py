@@ -113,7 +113,8 @@ def test_multi_node_gets_compact_placement_but_no_tier1_on_a_gpu_series(plans: P
     spec = spec.model_copy(update={"nodes": 2, "network": spec.network.model_copy(update={"compact_placement": True})})
     g = build(lambda: GcpGpuEnvironment("mn", gcp_args(spec)))
     policy = g.one("compute/resourcePolicy:ResourcePolicy").inputs
-    assert policy["groupPlacementPolicy"] == {"collocation": "COLLOCATED", "vmCount": 2}
+    # no vmCount: with it adding a node, or replacing one, would replace the policy and every node
+    assert policy["groupPlacementPolicy"] == {"collocation": "COLLOCATED"}
     vms = g.of_type("compute/instance:Instance")
     assert len(vms) == 2 and all(v.inputs["resourcePolicies"].startswith("https://") for v in vms)
     assert all(v.inputs.get("networkPerformanceConfig") is None for v in vms)

@@ -229,46 +229,91 @@ def test_an_aws_serving_group_priced_as_spot_is_refused(plans: Plans) -> None:
         AwsGpuEnvironment("bad", args)
 
 
-def _with_token_secret(spec: Any, name: str) -> Any:
+def _with_secrets(spec: Any, **secrets: str | None) -> Any:
     assert spec.endpoint is not None
-    server = spec.endpoint.server.model_copy(update={"token_secret": name})
+    server = spec.endpoint.server.model_copy(update=secrets)
     return spec.model_copy(update={"endpoint": spec.endpoint.model_copy(update={"server": server})})
 
 
-def test_a_token_secret_is_readable_by_the_nodes_and_fetched_by_the_server_only(plans: Plans, build: Build) -> None:
-    g = build(lambda: AwsGpuEnvironment("tok", aws_args(_with_token_secret(_aws_serving_spec(plans), "hf/token"))))
-    [policy] = [r for r in g.of_type("iam/rolePolicy:RolePolicy") if r.name == "tok-model-token"]
-    assert json.loads(policy.inputs["policy"])["Statement"] == [
-        {"Effect": "Allow", "Action": "ssm:GetParameter", "Resource": "arn:aws:ssm:us-east-1:*:parameter/hf/token"}
+def _secret_policy(g: Any, name: str) -> list[str]:
+    [policy] = [r for r in g.of_type("iam/rolePolicy:RolePolicy") if r.name == f"{name}-model-secrets"]
+    [statement] = json.loads(policy.inputs["policy"])["Statement"]
+    assert (statement["Effect"], statement["Action"]) == ("Allow", "ssm:GetParameter")
+    return list(statement["Resource"])
+
+
+def test_the_servers_secrets_are_readable_by_the_nodes_and_fetched_by_the_server_only(
+    plans: Plans, build: Build
+) -> None:
+    """Exactly the token's and the API key's parameters, in the caller's own partition and account."""
+    spec = _with_secrets(_aws_serving_spec(plans), token_secret="hf/token", api_key_secret="/team/api-key")
+    g = build(lambda: AwsGpuEnvironment("tok", aws_args(spec)))
+    assert _secret_policy(g, "tok") == [
+        "arn:aws:ssm:us-east-1:123456789012:parameter/hf/token",
+        "arn:aws:ssm:us-east-1:123456789012:parameter/team/api-key",
     ]
     script = base64.b64decode(g.one("ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
-    assert "TOKEN_CMD=(aws ssm get-parameter --region us-east-1 --name /hf/token --with-decryption" in script
+    assert 'value="$(aws ssm get-parameter --region us-east-1 --name /hf/token --with-decryption' in script
+    assert "printf 'VLLM_API_KEY=%s\\n'" in script
     # a name outside any hierarchy is referenced as created; its ARN is parameter/<name> all the same
-    g = build(lambda: AwsGpuEnvironment("tok", aws_args(_with_token_secret(_aws_serving_spec(plans), "hf-token"))))
-    [policy] = [r for r in g.of_type("iam/rolePolicy:RolePolicy") if r.name == "tok-model-token"]
-    assert (
-        json.loads(policy.inputs["policy"])["Statement"][0]["Resource"] == "arn:aws:ssm:us-east-1:*:parameter/hf-token"
+    g = build(
+        lambda: AwsGpuEnvironment("tok", aws_args(_with_secrets(_aws_serving_spec(plans), token_secret="hf-token")))
     )
+    assert _secret_policy(g, "tok") == [
+        "arn:aws:ssm:us-east-1:123456789012:parameter/hf-token",
+        "arn:aws:ssm:us-east-1:123456789012:parameter/serving-team/realtime/api-key",
+    ]
     script = base64.b64decode(g.one("ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
     assert "--name hf-token --with-decryption" in script
-    spec = _with_token_secret(spec_of(plans, "serve-gcp-realtime"), "hf-token")
+    spec = _with_secrets(spec_of(plans, "serve-gcp-realtime"), token_secret="hf-token")
     g = build(lambda: GcpGpuEnvironment("tok", gcp_args(spec)))
-    member = g.one("secretmanager/secretIamMember:SecretIamMember").inputs
-    assert (member["secretId"], member["role"]) == ("hf-token", "roles/secretmanager.secretAccessor")
-    assert member["member"] == "serviceAccount:fs-tok@mock-project.iam.gserviceaccount.com"
-    tmpl = g.one("compute/instanceTemplate:InstanceTemplate").inputs
-    assert "TOKEN_CMD=(gcloud secrets versions access latest --secret=hf-token)" in tmpl["metadata"]["startup-script"]
+    members = {m.inputs["secretId"]: m.inputs for m in g.of_type("secretmanager/secretIamMember:SecretIamMember")}
+    assert set(members) == {"hf-token", "serving-realtime-api-key"}
+    for member in members.values():
+        assert member["role"] == "roles/secretmanager.secretAccessor"
+        assert member["member"] == "serviceAccount:fs-tok@mock-project.iam.gserviceaccount.com"
+    script = g.one("compute/instanceTemplate:InstanceTemplate").inputs["metadata"]["startup-script"]
+    assert 'value="$(gcloud secrets versions access latest --secret=hf-token)"' in script
 
 
-def test_without_a_token_secret_nothing_can_read_secrets(plans: Plans, build: Build) -> None:
-    g = build(lambda: AwsGpuEnvironment("nt", aws_args(_aws_serving_spec(plans))))
+def test_an_internal_endpoint_without_secrets_lets_nothing_read_secrets(plans: Plans, build: Build) -> None:
+    spec = _with_secrets(_aws_serving_spec(plans), token_secret=None, api_key_secret=None)
+    assert spec.endpoint is not None
+    spec = spec.model_copy(update={"endpoint": spec.endpoint.model_copy(update={"load_balancer": "internal"})})
+    g = build(lambda: AwsGpuEnvironment("nt", aws_args(spec)))
     statements = [
         st for r in g.of_type("iam/rolePolicy:RolePolicy") for st in json.loads(r.inputs["policy"])["Statement"]
     ]
     assert not any(
         "ssm:GetParameter" in str(st["Action"]) or "secretsmanager" in str(st["Action"]) for st in statements
     )
-    assert "TOKEN_CMD=()" in base64.b64decode(g.one("ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
+    user_data = base64.b64decode(g.one("ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
+    assert "VLLM_API_KEY" not in user_data.split("FULLSERVER_EOF")[1] or "printf 'VLLM_API_KEY" not in user_data
+
+
+@pytest.mark.parametrize("component", ["aws", "gcp"])
+def test_an_external_endpoint_without_an_api_key_is_refused(plans: Plans, component: str) -> None:
+    """The internet reaches an external load balancer: vLLM without a key would answer anyone."""
+    stack = {"aws": "serve-aws-realtime", "gcp": "serve-gcp-realtime"}[component]
+    spec = _with_secrets(spec_of(plans, stack), api_key_secret=None)
+    with pytest.raises(
+        SpecRefused, match=r"spec\.serving\.server\.api_key_secret: an external endpoint without an API key"
+    ):
+        if component == "aws":
+            AwsGpuEnvironment("open", aws_args(spec))
+        else:
+            GcpGpuEnvironment("open", gcp_args(spec))
+
+
+def test_the_export_says_how_to_call_the_endpoint_with_its_key(plans: Plans) -> None:
+    aws_call = graph_for_plan(plans["serve-aws-realtime"]).outputs["call"]
+    assert aws_call == (
+        'curl -H "Authorization: Bearer $(aws ssm get-parameter --region us-east-1 --name '
+        '/serving-team/realtime/api-key --with-decryption --query Parameter.Value --output text)" '
+        "http://<load balancer address, known after pulumi up>/v1/models"
+    )
+    gcp_call = graph_for_plan(plans["serve-gcp-realtime"]).outputs["call"]
+    assert "$(gcloud secrets versions access latest --secret=serving-realtime-api-key --project=" in gcp_call
 
 
 def test_both_serving_stacks_export_their_endpoint(plans: Plans) -> None:
@@ -290,7 +335,9 @@ def test_gcp_serving_group_spreads_over_the_catalogs_zones_of_the_region(
 ) -> None:
     zones = ("us-central1-a", "us-central1-b", "us-central1-c", "europe-west4-a")
     zoned = cast(Catalog, ZonedCatalog(catalog, "g2-standard-12", zones))
-    work = Workload.model_validate({"profile": "realtime-inference", "region": "us-central1"})
+    work = Workload.model_validate(
+        {"profile": "realtime-inference", "region": "us-central1", "serving": {"apiKeySecret": "k"}}
+    )
     spec = complete_spec(spec_of(plans, "serve-gcp-realtime"), work, zoned)  # the core picks the zones
     args = gcp_args(spec, zoned)
     assert args.get("serving", {}).get("zones") == ["us-central1-a", "us-central1-b", "us-central1-c"]

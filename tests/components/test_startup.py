@@ -15,10 +15,10 @@ from components.startup import (
     GCP_DATA,
     DiskPlan,
     authorized_keys_script,
-    aws_token_command,
+    aws_secret_command,
     boot_script,
     disks_script,
-    gcp_token_command,
+    gcp_secret_command,
     model_server_script,
 )
 from tests.components.conftest import rsa_4096_line
@@ -114,9 +114,11 @@ def test_the_model_server_runs_the_image_with_every_argument_intact(tmp_path: Pa
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash needed")
-def test_the_token_is_fetched_at_start_into_a_root_only_file_never_into_the_script(tmp_path: Path) -> None:
-    token = aws_token_command("us-east-1", "hf/token")
-    script = model_server_script("img:1", ["--model", "org/gated"], 8000, token, keep_alive_seconds=620)
+def test_the_secrets_are_fetched_at_start_into_a_root_only_file_never_into_the_script(tmp_path: Path) -> None:
+    """The Hugging Face token and the endpoint's API key reach the container as HF_TOKEN and
+    VLLM_API_KEY (vLLM's OpenAI server then asks every /v1 request for the key)."""
+    secrets = {"token": aws_secret_command("us-east-1", "hf/token"), "api_key": aws_secret_command("us-east-1", "k")}
+    script = model_server_script("img:1", ["--model", "org/gated"], 8000, secrets, keep_alive_seconds=620)
     assert "hf_secret_value" not in script
     wrapper = script.split("cat > /usr/local/sbin/fullserver-model <<'FULLSERVER_EOF'\n", 1)[1].split(
         "FULLSERVER_EOF", 1
@@ -124,7 +126,9 @@ def test_the_token_is_fetched_at_start_into_a_root_only_file_never_into_the_scri
     bin_dir, calls, argv = tmp_path / "bin", tmp_path / "aws-calls", tmp_path / "argv"
     bin_dir.mkdir()
     (bin_dir / "nvidia-smi").write_text("#!/bin/bash\nexit 0\n")
-    (bin_dir / "aws").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {calls}\necho hf_secret_value\n')
+    (bin_dir / "aws").write_text(
+        f'#!/bin/bash\nprintf "%s\\n" "$@" >> {calls}\n[ "$6" = k ] && echo key_value || echo hf_secret_value\n'
+    )
     (bin_dir / "docker").write_text(f'#!/bin/bash\n[ "$1" = run ] && printf "%s\\n" "$@" > {argv}\nexit 0\n')
     for tool in ("nvidia-smi", "aws", "docker"):
         (bin_dir / tool).chmod(0o755)
@@ -136,15 +140,18 @@ def test_the_token_is_fetched_at_start_into_a_root_only_file_never_into_the_scri
         "FULLSERVER_MODEL_CACHE": str(tmp_path / "cache"),
     }
     subprocess.run(["bash", "-c", wrapper], env=env, check=True)
-    assert calls.read_text().split() == aws_token_command("us-east-1", "hf/token")[1:]
-    assert "--name" in calls.read_text() and "/hf/token" in calls.read_text().split()
-    assert env_file.read_text() == "HF_TOKEN=hf_secret_value\n"
+    assert calls.read_text().split() == [
+        *aws_secret_command("us-east-1", "hf/token")[1:],
+        *aws_secret_command("us-east-1", "k")[1:],
+    ]
+    assert "/hf/token" in calls.read_text().split()
+    assert env_file.read_text() == "HF_TOKEN=hf_secret_value\nVLLM_API_KEY=key_value\n"
     assert env_file.stat().st_mode & 0o777 == 0o600
     got = argv.read_text().splitlines()
     assert got[got.index("--env-file") + 1] == str(env_file) and got.index("--env-file") < got.index("img:1")
     # the keep-alive reaches the server beside the token file (the token alone does not drop it)
     assert got[got.index("--env") + 1] == "VLLM_HTTP_TIMEOUT_KEEP_ALIVE=620" and got.index("--env") < got.index("img:1")
-    assert gcp_token_command("hf-token") == ["gcloud", "secrets", "versions", "access", "latest", "--secret=hf-token"]
+    assert gcp_secret_command("hf-token") == ["gcloud", "secrets", "versions", "access", "latest", "--secret=hf-token"]
 
 
 def test_the_model_server_refuses_a_port_that_is_not_one() -> None:

@@ -35,7 +35,12 @@ def lines(plan: StackPlan) -> dict[str, float]:
     return {line.item: line.usd_month for line in plan.cost.lines}
 
 
+KEYED = {"apiKeySecret": "team/api-key"}
+"""An external endpoint's API key (the realtime-inference profile's load balancer is external)."""
+
+
 def serve(**config: Any) -> StackPlan:
+    config["serving"] = KEYED | config.get("serving", {})
     work = Workload.model_validate(
         {"profile": "realtime-inference", "platform": "aws-gpu", "region": "us-east-1", "accelerator": "L4"} | config
     )
@@ -115,7 +120,7 @@ def test_a_load_balancer_scheme_the_platform_does_not_build_is_refused_naming_th
     spec = plans["serve-gcp-realtime"].spec
     assert spec.serving is not None
     internal = spec.model_copy(update={"serving": spec.serving.model_copy(update={"load_balancer": "internal"})})
-    work = Workload.model_validate({"profile": "realtime-inference", "region": "us-central1"})
+    work = Workload.model_validate({"profile": "realtime-inference", "region": "us-central1", "serving": KEYED})
     with pytest.raises(FullserverError) as info:
         complete_spec(internal, work, load_catalog())
     assert info.value.line().startswith(
@@ -202,7 +207,7 @@ def test_the_aws_serving_stack_prices_nat_addresses_alb_and_alarms(plans: dict[s
 def test_a_region_without_a_network_price_warns_instead_of_pricing_zero(plans: dict[str, StackPlan]) -> None:
     spec = plans["serve-aws-realtime"].spec.model_copy(update={"region": "eu-central-1"})
     warnings: list[str] = []
-    work = Workload.model_validate({"profile": "realtime-inference", "region": "eu-central-1"})
+    work = Workload.model_validate({"profile": "realtime-inference", "region": "eu-central-1", "serving": KEYED})
     got = {li.item: li for li in network_lines(spec, work, 1.0, warnings)}
     assert "NAT gateway" not in got and "load balancer" not in got
     assert "no NAT gateway price for eu-central-1 in the network catalog: NAT gateway not priced" in warnings
@@ -214,14 +219,14 @@ def test_cloud_nat_past_the_sourced_32_vms_warns(plans: dict[str, StackPlan]) ->
     assert spec.billables is not None
     big = spec.model_copy(update={"billables": spec.billables.model_copy(update={"machines": 40})})
     warnings: list[str] = []
-    work = Workload.model_validate({"profile": "realtime-inference", "region": "us-central1"})
+    work = Workload.model_validate({"profile": "realtime-inference", "region": "us-central1", "serving": KEYED})
     assert "Cloud NAT" not in {li.item for li in network_lines(big, work, 1.0, warnings)}
     assert warnings == ["Cloud NAT for 40 VMs: the network catalog prices gateways of up to 32"]
 
 
 def test_ephemeral_environments_pay_network_hours_only_while_they_run(plans: dict[str, StackPlan]) -> None:
     spec = plans["serve-aws-realtime"].spec
-    work = Workload.model_validate({"profile": "realtime-inference", "region": "us-east-1"})
+    work = Workload.model_validate({"profile": "realtime-inference", "region": "us-east-1", "serving": KEYED})
     half = {li.item: li.usd_month for li in network_lines(spec, work, 0.5, [])}
     assert half["NAT gateway"] == round(0.045 * H * 0.5, 2)
 
@@ -281,10 +286,18 @@ def test_a_model_load_longer_than_the_clouds_wait_before_judging_a_replica_is_re
     spec = plans["serve-gcp-realtime"].spec
     assert spec.serving is not None
     slow = spec.model_copy(update={"serving": spec.serving.model_copy(update={"model_load_minutes": 90})})
-    work = Workload.model_validate({"profile": "realtime-inference", "region": "us-central1"})
+    work = Workload.model_validate({"profile": "realtime-inference", "region": "us-central1", "serving": KEYED})
     with pytest.raises(InputError) as info:
         complete_spec(slow, work, load_catalog())
     assert info.value.line().startswith("profiles/realtime-inference.yaml: serving.model_load_minutes: 90 minutes")
+
+
+def test_an_external_endpoint_is_built_only_with_an_api_key() -> None:
+    """The profile's external load balancer answers the internet; vLLM without a key answers anyone."""
+    with pytest.raises(InputError, match=r"^fullserver:serving.apiKeySecret: an external endpoint without an API key"):
+        serve(serving={"apiKeySecret": None, "model": "m"})
+    server = serve().spec.endpoint
+    assert server is not None and server.server.secrets == {"api_key": "team/api-key"}
 
 
 def test_a_serving_group_on_a_neuron_accelerator_is_refused_naming_the_accelerator() -> None:

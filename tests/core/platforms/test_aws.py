@@ -122,3 +122,10 @@ def test_one_efa_per_network_card_and_only_between_nodes(
 ) -> None:
     refusal = aws.efa_refusal(efa, most, nodes, "g6.xlarge")
     assert (refusal.what if refusal else None) == what
+
+
+@pytest.mark.parametrize(("efa", "refused"), [(0, False), (1, False), (2, True), (32, True)])
+def test_a_public_address_goes_only_with_one_network_interface(efa: int, refused: bool) -> None:
+    """EC2 refuses associatePublicIPAddress when a launch has more than one network interface."""
+    refusal = aws.efa_refusal(efa, 32, 2, "p5.48xlarge", public_ip=True)
+    assert (refusal is not None and refusal.field == "security.public_ip") == refused
