@@ -12,7 +12,7 @@ from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import GB_PER_GIB, Platform
 from fullserver.errors import InputError
 
-from .conftest import MINI, shape, write_catalog
+from .conftest import MINI, SOURCE, shape, write_catalog
 
 REQUIRED_AWS_FAMILIES = {
     "g4dn",
@@ -177,6 +177,14 @@ def _broken(mutate: Any) -> dict[str, Any]:
         (
             lambda d: d.setdefault("machine_zones", []).append({"series": "big.x", "zones": ["r-1-a"], "source": "fx"}),
             "machine_zones[0] (big.x): big.x is priced in r-2 but no zone there is listed",
+        ),
+        (
+            lambda d: d.update(
+                sources={
+                    "fx": SOURCE | {"url": f"https://github.com/o/r/blob/{'a1' * 20}/p.csv", "as_of_kind": "retrieved"}
+                }
+            ),
+            "the url pins commit a1a1a1a1a1a1: date the source by that snapshot",
         ),
     ],
 )

@@ -122,3 +122,46 @@ def test_a_spot_figure_names_its_own_source_and_an_unknown_one_is_refused(tmp_pa
     data["shape_prices"][0]["spot_source"] = "nope"
     with pytest.raises(InputError, match=r"shape_prices\[0\] \(small.x in r-1\): unknown source 'nope'"):
         catalog_from_data([("f.yaml", data)])
+
+
+# --- Issue 21: a snapshot pinned to a commit is as old as that snapshot, never as old as the day it was read.
+
+
+@pytest.mark.parametrize("kind", ["published", "generated", "approximate"])
+def test_a_commit_pinned_source_dated_by_its_snapshot_loads(tmp_path: Path, kind: str) -> None:
+    data: dict[str, Any] = copy.deepcopy(MINI)
+    data["sources"] = {"fx": SOURCE | {"url": f"https://github.com/o/r/blob/{'b2' * 20}/vms.csv", "as_of_kind": kind}}
+    assert load_catalog(write_catalog(tmp_path / "catalog", data)).sources["fx"].as_of_kind == kind
+
+
+def test_a_moving_url_may_be_dated_by_the_day_it_was_read(tmp_path: Path) -> None:
+    """A branch URL or a web page states no date of its own: the read date is all there is."""
+    data: dict[str, Any] = copy.deepcopy(MINI)
+    data["sources"] = {"fx": SOURCE | {"url": "https://github.com/o/r/blob/main/vms.csv", "as_of_kind": "retrieved"}}
+    assert load_catalog(write_catalog(tmp_path / "catalog", data)).sources["fx"].as_of_kind == "retrieved"
+
+
+def test_a_commit_pinned_snapshot_read_today_still_warns_with_its_own_age(tmp_path: Path) -> None:
+    """The bug of issue 21: January data read in November said "retrieved" in November and never warned."""
+    data: dict[str, Any] = copy.deepcopy(MINI)
+    pinned = f"https://github.com/o/r/blob/{'c3' * 20}/vms.csv"
+    data["sources"] = {"fx": SOURCE | {"url": pinned, "as_of": TODAY.isoformat(), "as_of_kind": "retrieved"}}
+    with pytest.raises(InputError, match="not by the day it was read"):
+        load_catalog(write_catalog(tmp_path / "refused", data))
+    data["sources"] = {"fx": SOURCE | {"url": pinned, "as_of": "2026-01-19", "as_of_kind": "approximate"}}
+    catalog = load_catalog(write_catalog(tmp_path / "dated", data))
+    used = [UsedPrice("on-demand wide.x in r-9", "fx")]
+    (stale,) = stale_prices(catalog, used, TODAY, max_age_days=180)
+    assert (stale.as_of, stale.age_days) == (dt.date(2026, 1, 19), 308)
+
+
+def test_no_shipped_commit_pinned_source_is_dated_by_its_read_day() -> None:
+    from fullserver.catalog.model import commit_pin
+    from fullserver.catalog.network import load_network_prices
+
+    shipped = load_catalog()
+    pinned = {key: src for key, src in shipped.sources.items() if commit_pin(src.url)}
+    assert len(pinned) >= 10  # karpenter, skypilot, infracost, Cyclenerd, xpk, cluster-autoscaler, vantage
+    assert {key: src.as_of_kind for key, src in pinned.items() if src.as_of_kind == "retrieved"} == {}
+    network = load_network_prices()
+    assert all(src.as_of_kind != "retrieved" for src in network.sources.values() if commit_pin(src.url))
