@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from fullserver.catalog.model import check_snapshot_date
 from fullserver.errors import InputError
 from fullserver.yamlio import read_yaml, validation_error
 
@@ -44,11 +45,18 @@ class _Strict(BaseModel):
 
 
 class NetworkSource(_Strict):
+    """A network price's source: dated like the catalog's (``model.Source``), a commit pin by its snapshot."""
+
     title: str
     url: str
     as_of: dt.date
     as_of_kind: Literal["published", "generated", "approximate", "retrieved"] = "published"
     note: str = ""
+
+    @model_validator(mode="after")
+    def _dated_by_its_snapshot(self) -> NetworkSource:
+        check_snapshot_date(self.url, self.as_of_kind)
+        return self
 
 
 class NetworkPrice(_Strict):

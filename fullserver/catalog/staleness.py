@@ -7,6 +7,11 @@ the figure, its source, its date and how sure that date is. ``today`` is always 
 read from the clock here, so the answer is reproducible (and testable).
 
 Combined sources (``a+b``: an N1 host plus its attached GPUs) are as old as their oldest part.
+
+Each warning says what brings the figure up to date: ``fullserver catalog refresh --provider X`` where
+a refresh provider prices that very figure, and otherwise the source to update from a newer snapshot
+(``catalog refresh`` cannot update A2 Ultra / A3 / A4 machine prices, TPU v4, AWS gp3 and egress, or
+GCP commitment discounts, so telling the reader to run it would send them nowhere).
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fullserver.catalog import Catalog
+from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import Source
+from fullserver.platform import Platform
 from fullserver.platforms import rules_for
 
 if TYPE_CHECKING:
@@ -46,10 +52,12 @@ def source_ages(catalog: Catalog, today: dt.date) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class UsedPrice:
-    """One price a plan used: what it priced and the catalog source it came from."""
+    """One price a plan used: what it priced, the catalog source it came from, and the refresh provider
+    that prices this figure (``--provider``), or "" when none does."""
 
     what: str
     source: str
+    refresh: str = ""
 
 
 @dataclass(frozen=True)
@@ -61,12 +69,24 @@ class StalePrice:
     as_of: dt.date
     as_of_kind: str
     age_days: int
+    remedy: str = "run `fullserver catalog refresh`"
 
     def warning(self, max_age_days: int) -> str:
         return (
             f"the {self.what} price is {self.age_days} days old (source {self.source}, as of {self.as_of}, "
-            f"{self.as_of_kind}; threshold {max_age_days} days): run `fullserver catalog refresh`"
+            f"{self.as_of_kind}; threshold {max_age_days} days): {self.remedy}"
         )
+
+
+def remedy(catalog: Catalog, source: str, refresh: str) -> str:
+    """What brings a stale figure up to date: the refresh provider that prices it, else its snapshot."""
+    if refresh:
+        return f"run `fullserver catalog refresh --provider {refresh}`"
+    oldest = min(
+        (k for k in source.split("+") if k in catalog.sources), key=lambda k: catalog.sources[k].as_of, default=source
+    )
+    title = catalog.sources[oldest].title if oldest in catalog.sources else oldest
+    return f"no refresh provider prices it: update source {oldest} from a newer snapshot of {title}"
 
 
 def stale_prices(
@@ -88,7 +108,8 @@ def stale_prices(
         oldest = min(parts, key=lambda s: s.as_of)
         age = price_age_days(oldest, today)
         if age > max_age_days:
-            out.append(StalePrice(price.what, price.source, oldest.as_of, oldest.as_of_kind, age))
+            fix = remedy(catalog, price.source, price.refresh)
+            out.append(StalePrice(price.what, price.source, oldest.as_of, oldest.as_of_kind, age, fix))
     return sorted(out, key=lambda s: (-s.age_days, s.what))
 
 
@@ -125,15 +146,16 @@ def plan_prices_used(plan: StackPlan, catalog: Catalog) -> list[UsedPrice]:
     if offer is not None and price is not None:
         where = f"{spec.offer} in {spec.region}"
         if spec.spot and price.spot is not None:
-            used.append(UsedPrice(f"spot {where}", price.spot_from))
+            used.append(UsedPrice(f"spot {where}", price.spot_from, _offer_refresh(offer, spot=True)))
         else:
-            used.append(UsedPrice(f"on-demand {where}", price.source))
+            used.append(UsedPrice(f"on-demand {where}", price.source, _offer_refresh(offer, spot=False)))
             match = _COMMITMENT.search(compute.note) if compute else None
             if match:
                 years = int(match.group(1))
                 disc = catalog.commitment(spec.provider, offer.family, years, offer.name)
                 if disc is not None:
-                    used.append(UsedPrice(f"{years}-year commitment discount for {offer.family}", disc.source))
+                    what = f"{years}-year commitment discount for {offer.family}"
+                    used.append(UsedPrice(what, disc.source, _commitment_refresh(spec.provider, disc.source)))
     kinds = {
         "boot disk": spec.boot_disk_kind,
         "data disk": spec.data_disk.kind if spec.data_disk else "",
@@ -143,11 +165,13 @@ def plan_prices_used(plan: StackPlan, catalog: Catalog) -> list[UsedPrice]:
         if item in items and kinds[item]:
             storage = catalog.storage_price(spec.provider, kinds[item], spec.region)
             if storage is not None:
-                used.append(UsedPrice(f"{kinds[item]} storage in {spec.region}", storage.source))
+                what = f"{kinds[item]} storage in {spec.region}"
+                used.append(UsedPrice(what, storage.source, _storage_refresh(spec.provider, kinds[item])))
     if "data transfer" in items:
         egress = catalog.egress_price(spec.provider, spec.region)
         if egress is not None:
-            used.append(UsedPrice(f"internet egress from {spec.region}", egress.source))
+            refresh = "gcp" if spec.provider == "gcp" else ""  # the AWSDataTransfer offer is not mapped
+            used.append(UsedPrice(f"internet egress from {spec.region}", egress.source, refresh))
     return list(dict.fromkeys(used))  # a boot and a data disk of one kind use one price
 
 
@@ -160,3 +184,33 @@ def plan_staleness_warnings(
     """Warnings for the prices ``plan`` used that are older than ``max_age_days`` (the plan command
     adds them to the plan's warnings)."""
     return stale_price_warnings(catalog, plan_prices_used(plan, catalog), today, max_age_days)
+
+
+def _offer_refresh(offer: Offer, spot: bool) -> str:
+    """The ``--provider`` whose refresh prices this offer (see ``fullserver.catalog.refresh``), or ""."""
+    from fullserver.catalog.refresh import gcp as gcp_skus  # the SKU mapping is the refresh's own table
+
+    if offer.platform is Platform.AWS_GPU:
+        return "aws-spot" if spot else "aws"
+    if offer.platform is Platform.TPU_VM:
+        return "tpu" if offer.family in gcp_skus.TPU_SKU_TOKENS else ""
+    if offer.platform is Platform.GCP_GPU:
+        count = offer.host.accelerator_count
+        covered = gcp_skus.refreshes_shape(offer.machine_type or offer.name, offer.family, offer.accelerator, count)
+        return "gcp" if covered or offer.family == "n1" else ""
+    return ""
+
+
+def _storage_refresh(provider: str, kind: str) -> str:
+    from fullserver.catalog.refresh import gcp as gcp_skus
+
+    return "gcp" if provider == "gcp" and kind in gcp_skus.DISK_SKU_PREFIXES else ""  # AWS EBS is not mapped
+
+
+def _commitment_refresh(provider: str, source: str) -> str:
+    """AWS reserved and Savings Plans discounts are refreshed; GCP commitment prices are not mapped."""
+    from fullserver.catalog.refresh import savings_plans
+
+    if provider != "aws":
+        return ""
+    return "aws-savings-plans" if source == savings_plans.SOURCE_KEY else "aws"

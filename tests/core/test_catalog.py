@@ -12,7 +12,7 @@ from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import GB_PER_GIB, Platform
 from fullserver.errors import InputError
 
-from .conftest import MINI, shape, write_catalog
+from .conftest import MINI, SOURCE, shape, write_catalog
 
 REQUIRED_AWS_FAMILIES = {
     "g4dn",
@@ -178,6 +178,14 @@ def _broken(mutate: Any) -> dict[str, Any]:
             lambda d: d.setdefault("machine_zones", []).append({"series": "big.x", "zones": ["r-1-a"], "source": "fx"}),
             "machine_zones[0] (big.x): big.x is priced in r-2 but no zone there is listed",
         ),
+        (
+            lambda d: d.update(
+                sources={
+                    "fx": SOURCE | {"url": f"https://github.com/o/r/blob/{'a1' * 20}/p.csv", "as_of_kind": "retrieved"}
+                }
+            ),
+            "the url pins commit a1a1a1a1a1a1: date the source by that snapshot",
+        ),
     ],
 )
 def test_the_loader_refuses_impossible_data_naming_file_and_entry(tmp_path: Path, mutate: Any, message: str) -> None:
@@ -213,7 +221,7 @@ def test_a_discount_naming_its_shapes_reaches_no_other_shape_of_the_family(shipp
     assert shipped.commitment("gcp", "a3", 1, "a3-ultragpu-8g") is None
     assert shipped.commitment("gcp", "a2", 1, "a2-ultragpu-8g") is None
     mega = shipped.commitment("gcp", "a3", 3, "a3-megagpu-8g")
-    assert mega is not None and mega.discount == 0.5643
+    assert mega is not None and mega.discount == 0.5645
     # A family-wide entry (a TPU generation priced per chip-hour) still reaches every type of it.
     v6e = shipped.commitment("gcp", "v6e", 1, "v6e-16")
     assert v6e is not None and v6e.discount == 0.30

@@ -378,6 +378,11 @@ def _od_spot(index: PriceIndex, component: Component, region: str, od: str, spot
     return values
 
 
+def refreshes_shape(name: str, family: str, accelerator: str | None, count: int) -> bool:
+    """Whether ``fetch_gcp`` prices this machine type (the staleness warning says so, or names the snapshot)."""
+    return _shape_parts(name, family, accelerator, count) is not None
+
+
 def _shape_parts(name: str, family: str, accelerator: str | None, count: int) -> tuple[str, str | None] | None:
     """(series, GPU) whose SKUs add up to the machine's price, or None when not mapped."""
     if family == "n1" and accelerator is None:

@@ -184,3 +184,30 @@ def test_egress_to_china_and_australia_is_not_the_regions_rate() -> None:
     assert index.highest(("egress", ""), "us-central1") == Decimal("0.14")  # not China's 0.23
     assert index.count == len(raw) - 1  # the zero-priced ingress SKU gives no price
     assert min(index.effective) == dt.date(2026, 11, 23)
+
+
+# --- Issue 21, item 12: the SKU parser against a response Google's API really returned, not one written here.
+
+RECORDED = DATA / "gcp" / "recorded-skus-list-response.json"
+
+
+def test_a_recorded_public_skus_list_response_is_read_as_the_api_wrote_it() -> None:
+    """units as a JSON string, nanos as a number, three tiers from startUsageAmount 0, the base-unit fields
+    and effectiveTime after the expression: the first non-zero tier of the last pricingInfo is the price."""
+    from fullserver.catalog.refresh.gcp import COMPUTE_SERVICE_ID, list_skus, skus_url
+
+    opener = RecordedOpener({skus_url(COMPUTE_SERVICE_ID, API_KEY): RECORDED})
+    raw = list_skus(opener, API_KEY)
+    assert len(raw) == 1 and opener.requested == [skus_url(COMPUTE_SERVICE_ID, API_KEY)]
+    sku = parse_sku(raw[0])
+    assert sku is not None
+    assert (sku.sku_id, sku.unit, sku.price, sku.usage) == ("02EE-77CE-ACCD", "GiBy", Decimal("0.12"), "OnDemand")
+    assert (sku.group, sku.regions, sku.effective) == (
+        "VPNInternetEgress",
+        ("us-central1", "us-east1", "us-west1"),
+        "2021-11-26T10:50:40.206Z",
+    )
+    # VPN egress is not the premium-tier internet egress the catalog prices: a look-alike is never taken.
+    assert classify(sku) is None
+    index = PriceIndex(raw)
+    assert (index.count, index.prices) == (1, {})

@@ -79,16 +79,16 @@ def test_a_plan_warns_for_each_price_it_used_older_than_the_threshold(tmp_path: 
     stack = plan(catalog, base_profile, egressGbMonth=100)
     used = plan_prices_used(stack, catalog)
     assert used == [
-        UsedPrice("on-demand wide.x in r-1", "fx"),
-        UsedPrice("gp3 storage in r-1", "fresh"),
-        UsedPrice("internet egress from r-1", "fx"),
+        UsedPrice("on-demand wide.x in r-1", "fx", refresh="aws"),
+        UsedPrice("gp3 storage in r-1", "fresh"),  # no refresh provider prices EBS
+        UsedPrice("internet egress from r-1", "fx"),  # nor AWS data transfer
     ]
     warnings = plan_staleness_warnings(stack, catalog, TODAY)
     assert warnings == [
         "the internet egress from r-1 price is 326 days old (source fx, as of 2026-01-01, published; threshold 90 "
-        "days): run `fullserver catalog refresh`",
+        "days): no refresh provider prices it: update source fx from a newer snapshot of test fixture",
         "the on-demand wide.x in r-1 price is 326 days old (source fx, as of 2026-01-01, published; threshold 90 "
-        "days): run `fullserver catalog refresh`",
+        "days): run `fullserver catalog refresh --provider aws`",
     ]
     assert DEFAULT_MAX_PRICE_AGE_DAYS == 90
     assert plan_staleness_warnings(stack, catalog, TODAY, max_age_days=400) == []  # configurable
@@ -98,7 +98,7 @@ def test_a_plan_warns_for_each_price_it_used_older_than_the_threshold(tmp_path: 
 def test_spot_and_commitment_prices_are_the_ones_checked_when_used(tmp_path: Path) -> None:
     catalog = load_catalog(write_catalog(tmp_path / "catalog", MINI))
     spot = plan(catalog, profile_with(tmp_path / "s", "spot-with-fallback"))
-    assert plan_prices_used(spot, catalog)[0] == UsedPrice("spot mid.x in r-1", "fx")
+    assert plan_prices_used(spot, catalog)[0] == UsedPrice("spot mid.x in r-1", "fx", refresh="aws-spot")
     extra = "topology: {nodes: multi, fabric: efa}\ncost: {commitment_years: 1}\n"
     reserved = plan(catalog, profile_with(tmp_path / "r", "reserved", extra), acceleratorCount=4, nodes=2)
     what = [u.what for u in plan_prices_used(reserved, catalog)]
@@ -122,3 +122,75 @@ def test_a_spot_figure_names_its_own_source_and_an_unknown_one_is_refused(tmp_pa
     data["shape_prices"][0]["spot_source"] = "nope"
     with pytest.raises(InputError, match=r"shape_prices\[0\] \(small.x in r-1\): unknown source 'nope'"):
         catalog_from_data([("f.yaml", data)])
+
+
+# --- Issue 21: a snapshot pinned to a commit is as old as that snapshot, never as old as the day it was read.
+
+
+@pytest.mark.parametrize("kind", ["published", "generated", "approximate"])
+def test_a_commit_pinned_source_dated_by_its_snapshot_loads(tmp_path: Path, kind: str) -> None:
+    data: dict[str, Any] = copy.deepcopy(MINI)
+    data["sources"] = {"fx": SOURCE | {"url": f"https://github.com/o/r/blob/{'b2' * 20}/vms.csv", "as_of_kind": kind}}
+    assert load_catalog(write_catalog(tmp_path / "catalog", data)).sources["fx"].as_of_kind == kind
+
+
+def test_a_moving_url_may_be_dated_by_the_day_it_was_read(tmp_path: Path) -> None:
+    """A branch URL or a web page states no date of its own: the read date is all there is."""
+    data: dict[str, Any] = copy.deepcopy(MINI)
+    data["sources"] = {"fx": SOURCE | {"url": "https://github.com/o/r/blob/main/vms.csv", "as_of_kind": "retrieved"}}
+    assert load_catalog(write_catalog(tmp_path / "catalog", data)).sources["fx"].as_of_kind == "retrieved"
+
+
+def test_a_commit_pinned_snapshot_read_today_still_warns_with_its_own_age(tmp_path: Path) -> None:
+    """The bug of issue 21: January data read in November said "retrieved" in November and never warned."""
+    data: dict[str, Any] = copy.deepcopy(MINI)
+    pinned = f"https://github.com/o/r/blob/{'c3' * 20}/vms.csv"
+    data["sources"] = {"fx": SOURCE | {"url": pinned, "as_of": TODAY.isoformat(), "as_of_kind": "retrieved"}}
+    with pytest.raises(InputError, match="not by the day it was read"):
+        load_catalog(write_catalog(tmp_path / "refused", data))
+    data["sources"] = {"fx": SOURCE | {"url": pinned, "as_of": "2026-01-19", "as_of_kind": "approximate"}}
+    catalog = load_catalog(write_catalog(tmp_path / "dated", data))
+    used = [UsedPrice("on-demand wide.x in r-9", "fx")]
+    (stale,) = stale_prices(catalog, used, TODAY, max_age_days=180)
+    assert (stale.as_of, stale.age_days) == (dt.date(2026, 1, 19), 308)
+
+
+def test_no_shipped_commit_pinned_source_is_dated_by_its_read_day() -> None:
+    from fullserver.catalog.model import commit_pin
+    from fullserver.catalog.network import load_network_prices
+
+    shipped = load_catalog()
+    pinned = {key: src for key, src in shipped.sources.items() if commit_pin(src.url)}
+    assert len(pinned) >= 10  # karpenter, skypilot, infracost, Cyclenerd, xpk, cluster-autoscaler, vantage
+    assert {key: src.as_of_kind for key, src in pinned.items() if src.as_of_kind == "retrieved"} == {}
+    network = load_network_prices()
+    assert all(src.as_of_kind != "retrieved" for src in network.sources.values() if commit_pin(src.url))
+
+
+def test_each_shipped_stale_price_names_the_refresh_that_updates_it_or_the_snapshot() -> None:
+    """Issue 21, item 12: "run `fullserver catalog refresh`" under a figure no refresh updates sends the
+    reader nowhere. A3 High, TPU v5e and GCP disks are priced by a refresh provider; TPU v4, A3 Ultra,
+    AWS gp3 and egress and GCP commitments are not, so their warning names the source to update."""
+    from fullserver.catalog.staleness import _commitment_refresh, _offer_refresh, _storage_refresh
+
+    shipped = load_catalog()
+
+    def offer(name: str) -> Any:
+        found = shipped.offer(name)
+        assert found is not None
+        return found
+
+    assert _offer_refresh(offer("g6.4xlarge"), spot=False) == "aws"
+    assert _offer_refresh(offer("g6.4xlarge"), spot=True) == "aws-spot"
+    assert _offer_refresh(offer("v5litepod-4"), spot=True) == "tpu"
+    assert _offer_refresh(offer("v4-8"), spot=False) == ""  # TPU v4: the Cloud TPU service, not mapped
+    assert _offer_refresh(offer("a2-highgpu-1g"), spot=True) == "gcp"
+    assert _offer_refresh(offer("a3-ultragpu-8g"), spot=False) == ""
+    assert (_storage_refresh("gcp", "pd-balanced"), _storage_refresh("aws", "gp3")) == ("gcp", "")
+    assert (_commitment_refresh("gcp", "gcp-cyclenerd-cud"), _commitment_refresh("aws", "x")) == ("", "aws")
+    used = [UsedPrice("gp3 storage in us-east-1", "aws-infracost-ebs-golden")]
+    (stale,) = stale_prices(shipped, used, dt.date(2026, 11, 26), max_age_days=180)
+    assert stale.warning(180).endswith(
+        "no refresh provider prices it: update source aws-infracost-ebs-golden from a newer snapshot of "
+        + shipped.sources["aws-infracost-ebs-golden"].title
+    )
