@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
+from fullserver.balance import BalanceLine, BalanceReport, Host, evaluate, required_attached_gib
 from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import AcceleratorKind, Interconnect, Platform
 from fullserver.errors import InputError, NothingFits
@@ -124,15 +124,15 @@ def _fabric_ok(topology: Topology, offer: Offer, nodes: int) -> bool:
     return offer.interconnect in _FABRIC_INTERCONNECTS[topology.fabric]
 
 
-def _evaluate(
-    profile: Profile, workload: Workload, offer: Offer, platform: Platform
-) -> tuple[Host, BalanceReport, str]:
-    """Balance of one offer with attachable storage added; a non-empty reason rejects it outright."""
+def assess(profile: Profile, offer: Offer, platform: Platform, nodes: int = 1) -> tuple[Host, BalanceReport, str]:
+    """Balance of ``nodes`` nodes of one offer under a profile, with attachable storage added; a
+    non-empty reason rejects it outright (what no balance line says: a disk a multi-host slice
+    cannot take, a missing scale-out fabric). Sizing and the reference-design table both ask this."""
     balance = profile.balance_for(platform)
     attach = required_attached_gib(balance, offer.host)
     host = offer.host.model_copy(update={"attached_storage_gib": attach}) if attach else offer.host
     # A slice's hosts talk over ICI; an environment of one slice is one node to the balance.
-    nodes = 1 if rules_for(platform).slices else workload.nodes
+    nodes = 1 if rules_for(platform).slices else nodes
     report = evaluate(balance, host, nodes)
     if attach and offer.hosts > 1:
         return host, report, "needs an attached read-write disk, which cannot attach to a multi-host TPU slice"
@@ -183,7 +183,7 @@ def rank(
             misses.append((98, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not offered in {zone}")))
             continue
         usd, spot = compute_price(offer, workload.region, profile, catalog)
-        host, report, reason = _evaluate(profile, workload, offer, platform)
+        host, report, reason = assess(profile, offer, platform, workload.nodes)
         if reason or not report.ok:
             why = reason or report.summary()
             misses.append(
@@ -388,7 +388,8 @@ def build_spec(
             f"{offer.name} has {offer.host.local_nvme_gib:,.0f} GiB of local NVMe whose per-disk split is not "
             "published: the balance counts it, but no RAID0 scratch is assembled from it"
         )
-    if offer.host.network_gbps is None:
+    warnings.extend(gap_warning(offer.name, line) for line in cand.report.gaps)
+    if offer.host.network_gbps is None and not cand.report.gaps:
         warnings.append(f"no source publishes the host network bandwidth of {offer.name}")
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and not cand.spot:
         warnings.append(f"no published spot price for {offer.name} in {workload.region}: priced and run on-demand")
@@ -467,6 +468,14 @@ def build_spec(
         near_misses=near_misses(near, cand.usd_hour),
         alternative_shapes=alternative_shapes(cand, feasible, efa) if cand.spot else [],
         warnings=warnings,
+    )
+
+
+def gap_warning(offer: str, line: BalanceLine) -> str:
+    """What the plan says of a minimum it could not check: a gap in the sources, not a refusal."""
+    return (
+        f"{offer}: {line.shortfall}, so this minimum is unchecked: give the figure (with its source) in the "
+        f"catalog, or measure it on the host ({line.reason})"
     )
 
 

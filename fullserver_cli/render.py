@@ -26,6 +26,15 @@ def money(usd: float | None) -> str:
 def balance_table(report: BalanceReport, title: str = "balance") -> _WholeWords:
     t = _table("dimension", "required", "provided", "", "reason", title=title)
     for line in report.lines:
+        if not line.known:  # a gap in the sources: unchecked, not short (the plan's warnings ask for it)
+            t.add_row(
+                line.dimension,
+                f"{line.required:g} {line.unit}",
+                "not published",
+                Text("GAP", style="bold yellow"),
+                line.reason,
+            )
+            continue
         mark = Text("ok", style="green") if line.ok else Text("SHORT", style="bold red")
         provided = f"{round(line.provided, 1):g} {line.unit}" + (
             f" ({line.note})" if line.note and line.dimension == "nvme" else ""

@@ -58,12 +58,14 @@ def balanced(profile: Profile, platform: Platform, offer: Offer, nodes: int) -> 
     attachable = bal.nvme_may_be_attached and offer.hosts == 1
     if nvme is not None and not _meets(host.local_nvme_gib, nvme.value * n) and not attachable:
         return False
-    minimums = [bal.network_gbps_per_accelerator]
+    # A bandwidth no source publishes is a gap (issue 21): unchecked, never a refusal.
+    needs = [bal.network_gbps_per_accelerator.value * n if bal.network_gbps_per_accelerator else 0.0]
     if nodes > 1:
-        minimums.append(bal.internode_network_gbps_per_accelerator)
-    for net in minimums:
-        if net is not None and not _meets(host.network_gbps, net.value * n):
-            return False
+        per = bal.internode_network_gbps_per_accelerator
+        floor = bal.internode_network_gbps_floor
+        needs.append(max(per.value * n if per else 0.0, floor.value if floor else 0.0))
+    if host.network_gbps is not None and not all(_meets(host.network_gbps, need) for need in needs):
+        return False
     topo = profile.topology
     return not (nodes > 1 and topo.nodes == "multi" and topo.fabric is not Fabric.NONE) or (
         offer.interconnect in FABRICS[topo.fabric]
