@@ -241,6 +241,11 @@ class Profile(Strict):
     stage: Stage
     purpose: Purpose
     platforms: Annotated[list[Platform], Field(min_length=1)]
+    platform_order: Literal["preference", "requirement"] = "preference"
+    """With the stack's platform left open: ``preference`` sizes on every platform listed and takes
+    the cheapest balanced option by expected hourly cost (the order breaks ties); ``requirement``
+    takes the first platform where a shape fits, and the plan says what that costs over the
+    cheapest."""
     pricing: PricingModel
     lifecycle: Lifecycle
     balance: Balance
