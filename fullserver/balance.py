@@ -27,8 +27,8 @@ class Host(BaseModel):
     local_nvme_gib: float
     attached_storage_gib: float = 0.0
     network_gbps: float | None
-    """``None``: no source publishes it. A minimum on it is then not met ("not published"), never
-    compared as 0 Gbps and never waived."""
+    """``None``: no source publishes it. A minimum on it is then a gap ("not published"): never
+    compared as 0 Gbps, never a refusal, and the plan asks for the figure."""
 
 
 class BalanceLine(BaseModel):
@@ -43,7 +43,8 @@ class BalanceLine(BaseModel):
     note: str = ""
 
     known: bool = True
-    """False when the host's figure is not published: the line is short, and says so."""
+    """False when the host's figure is not published: a gap, not a shortfall. The line does not
+    refuse the host (a missing figure is not a failed rule); the plan warns and asks for it."""
 
     @property
     def shortfall(self) -> str:
@@ -65,8 +66,17 @@ class BalanceReport(BaseModel):
     def short(self) -> list[BalanceLine]:
         return [line for line in self.lines if not line.ok]
 
+    @property
+    def gaps(self) -> list[BalanceLine]:
+        """Minimums that could not be checked because no source publishes the host's figure."""
+        return [line for line in self.lines if not line.known]
+
     def summary(self) -> str:
-        return "balanced" if self.ok else "short: " + "; ".join(line.shortfall for line in self.short)
+        if not self.ok:
+            return "short: " + "; ".join(line.shortfall for line in self.short)
+        if self.gaps:
+            return "balanced where published; unchecked: " + "; ".join(line.shortfall for line in self.gaps)
+        return "balanced"
 
 
 def _fmt(value: float) -> str:
@@ -95,11 +105,13 @@ def required_attached_gib(balance: Balance, host: Host) -> float:
     return float(max(0, math.ceil(need - host.local_nvme_gib)))
 
 
-def _network_line(dimension: str, minimum: Minimum, n: int, gbps: float | None, note: str = "") -> BalanceLine:
+def _network_line(dimension: str, minimum: Minimum, required: float, gbps: float | None, note: str = "") -> BalanceLine:
+    """A host network minimum; an unpublished bandwidth is a gap (``known`` False), never 0 Gbps
+    and never a refusal: the rule cannot be checked, so the plan asks for the figure instead."""
     if gbps is None:
-        line = _line(dimension, "Gbps", minimum, minimum.value * n, 0.0, "no source publishes the host's bandwidth")
-        return line.model_copy(update={"ok": False, "known": False})
-    return _line(dimension, "Gbps", minimum, minimum.value * n, gbps, note)
+        line = _line(dimension, "Gbps", minimum, required, 0.0, "no source publishes the host's bandwidth")
+        return line.model_copy(update={"ok": True, "known": False})
+    return _line(dimension, "Gbps", minimum, required, gbps, note)
 
 
 def evaluate(balance: Balance, host: Host, nodes: int = 1) -> BalanceReport:
@@ -140,8 +152,26 @@ def evaluate(balance: Balance, host: Host, nodes: int = 1) -> BalanceReport:
 
     net = balance.network_gbps_per_accelerator
     if net is not None:
-        lines.append(_network_line("network", net, n, host.network_gbps))
-    between = balance.internode_network_gbps_per_accelerator
-    if between is not None and nodes > 1:
-        lines.append(_network_line("internode network", between, n, host.network_gbps, f"{nodes} nodes"))
+        lines.append(_network_line("network", net, net.value * n, host.network_gbps))
+    if nodes > 1:
+        line = _internode_line(balance, n, host.network_gbps, nodes)
+        if line is not None:
+            lines.append(line)
     return BalanceReport(lines=lines)
+
+
+def _internode_line(balance: Balance, n: int, gbps: float | None, nodes: int) -> BalanceLine | None:
+    """Traffic between nodes: the per-accelerator minimum, or the per-node floor where that is more.
+
+    The floor exists because a node's share of a gradient all-reduce is the whole gradient whatever
+    its accelerator count: a one-GPU node needs as much bandwidth as an eight-GPU one, which a
+    per-accelerator minimum alone lets it skip.
+    """
+    per = balance.internode_network_gbps_per_accelerator
+    floor = balance.internode_network_gbps_floor
+    by_count = per.value * n if per is not None else 0.0
+    if floor is not None and floor.value > by_count:
+        return _network_line("internode network", floor, floor.value, gbps, f"{nodes} nodes; per-node floor")
+    if per is not None:
+        return _network_line("internode network", per, by_count, gbps, f"{nodes} nodes")
+    return None

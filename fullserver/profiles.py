@@ -105,10 +105,25 @@ class Balance(Strict):
     internode_network_gbps_per_accelerator: Minimum | None = Field(
         default=None, description="host network between nodes; checked only with more than one node"
     )
+    internode_network_gbps_floor: Minimum | None = Field(
+        default=None, description="host network between nodes per node, whatever its accelerator count"
+    )
+
+
+WaivableMinimum = Literal[
+    "cpu_per_accelerator",
+    "ram_per_accelerator_memory",
+    "ram_floor_gib",
+    "nvme_gib_per_accelerator",
+    "network_gbps_per_accelerator",
+    "internode_network_gbps_per_accelerator",
+    "internode_network_gbps_floor",
+]
 
 
 class BalanceOverride(Strict):
-    """A platform's changes to the balance; a field set to null drops that minimum there."""
+    """A platform's changes to the balance. ``waived`` drops a minimum there and says why (the
+    reason its own rule gives does not apply on that platform); a field set to null drops it too."""
 
     cpu_per_accelerator: CpuMinimum | None = None
     ram_per_accelerator_memory: Minimum | None = None
@@ -117,6 +132,17 @@ class BalanceOverride(Strict):
     nvme_may_be_attached: bool | None = None
     network_gbps_per_accelerator: Minimum | None = None
     internode_network_gbps_per_accelerator: Minimum | None = None
+    internode_network_gbps_floor: Minimum | None = None
+    waived: dict[WaivableMinimum, Annotated[str, Field(min_length=10)]] = Field(
+        default={}, description="minimums this platform drops, each with the reason it does not apply there"
+    )
+
+    @model_validator(mode="after")
+    def _waived_not_set(self) -> BalanceOverride:
+        both = sorted(k for k in self.waived if getattr(self, k) is not None)
+        if both:
+            raise ValueError(f"{', '.join(both)} both set and waived: keep one")
+        return self
 
 
 class Lifecycle(Strict):
@@ -215,6 +241,11 @@ class Profile(Strict):
     stage: Stage
     purpose: Purpose
     platforms: Annotated[list[Platform], Field(min_length=1)]
+    platform_order: Literal["preference", "requirement"] = "preference"
+    """With the stack's platform left open: ``preference`` sizes on every platform listed and takes
+    the cheapest balanced option by expected hourly cost (the order breaks ties); ``requirement``
+    takes the first platform where a shape fits, and the plan says what that costs over the
+    cheapest."""
     pricing: PricingModel
     lifecycle: Lifecycle
     balance: Balance
@@ -247,7 +278,8 @@ class Profile(Strict):
         override = self.platform_balance.get(platform)
         if override is None:
             return self.balance
-        changes = {key: getattr(override, key) for key in override.model_fields_set}
+        changes = {key: getattr(override, key) for key in override.model_fields_set if key != "waived"}
+        changes.update(dict.fromkeys(override.waived))
         return Balance.model_validate({**dict(self.balance), **changes})
 
 

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
+from fullserver.balance import BalanceLine, BalanceReport, Host, evaluate, required_attached_gib
 from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import AcceleratorKind, Interconnect, Platform
 from fullserver.errors import InputError, NothingFits
@@ -125,15 +125,15 @@ def _fabric_ok(topology: Topology, offer: Offer, nodes: int) -> bool:
     return offer.interconnect in _FABRIC_INTERCONNECTS[topology.fabric]
 
 
-def _evaluate(
-    profile: Profile, workload: Workload, offer: Offer, platform: Platform
-) -> tuple[Host, BalanceReport, str]:
-    """Balance of one offer with attachable storage added; a non-empty reason rejects it outright."""
+def assess(profile: Profile, offer: Offer, platform: Platform, nodes: int = 1) -> tuple[Host, BalanceReport, str]:
+    """Balance of ``nodes`` nodes of one offer under a profile, with attachable storage added; a
+    non-empty reason rejects it outright (what no balance line says: a disk a multi-host slice
+    cannot take, a missing scale-out fabric). Sizing and the reference-design table both ask this."""
     balance = profile.balance_for(platform)
     attach = required_attached_gib(balance, offer.host)
     host = offer.host.model_copy(update={"attached_storage_gib": attach}) if attach else offer.host
     # A slice's hosts talk over ICI; an environment of one slice is one node to the balance.
-    nodes = 1 if rules_for(platform).slices else workload.nodes
+    nodes = 1 if rules_for(platform).slices else nodes
     report = evaluate(balance, host, nodes)
     if attach and offer.hosts > 1:
         return host, report, "needs an attached read-write disk, which cannot attach to a multi-host TPU slice"
@@ -184,7 +184,7 @@ def rank(
             misses.append((98, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not offered in {zone}")))
             continue
         usd, spot = compute_price(offer, workload.region, profile, catalog)
-        host, report, reason = _evaluate(profile, workload, offer, platform)
+        host, report, reason = assess(profile, offer, platform, workload.nodes)
         if reason or not report.ok:
             why = reason or report.summary()
             misses.append(
@@ -389,7 +389,8 @@ def build_spec(
             f"{offer.name} has {offer.host.local_nvme_gib:,.0f} GiB of local NVMe whose per-disk split is not "
             "published: the balance counts it, but no RAID0 scratch is assembled from it"
         )
-    if offer.host.network_gbps is None:
+    warnings.extend(gap_warning(offer.name, line) for line in cand.report.gaps)
+    if offer.host.network_gbps is None and not cand.report.gaps:
         warnings.append(f"no source publishes the host network bandwidth of {offer.name}")
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and not cand.spot:
         warnings.append(f"no published spot price for {offer.name} in {workload.region}: priced and run on-demand")
@@ -471,6 +472,14 @@ def build_spec(
         near_misses=near_misses(near, cand.usd_hour),
         alternative_shapes=alternative_shapes(cand, feasible, efa) if cand.spot else [],
         warnings=warnings,
+    )
+
+
+def gap_warning(offer: str, line: BalanceLine) -> str:
+    """What the plan says of a minimum it could not check: a gap in the sources, not a refusal."""
+    return (
+        f"{offer}: {line.shortfall}, so this minimum is unchecked: give the figure (with its source) in the "
+        f"catalog, or measure it on the host ({line.reason})"
     )
 
 
@@ -571,12 +580,15 @@ def spec_for(
 
 
 def size(profile: Profile, workload: Workload, catalog: Catalog, environment: str) -> EnvironmentSpec:
-    """Size on the first of the profile's platforms (in its order) where a shape fits.
+    """Size on the profile's platforms: the cheapest balanced option across them by expected
+    hourly cost (the profile's order breaks ties), or, when the profile declares its order a
+    requirement (``platform_order``), the first platform where a shape fits.
 
     A platform that cannot take the workload, for bad input (no prices in the region) or because
-    no shape meets the minimums (``NothingFits``), passes it to the next one the profile allows:
-    the profile's order is a preference, not a requirement. When none can, the error names each
-    platform's reason, so the person sees every way out rather than the first dead end.
+    no shape meets the minimums (``NothingFits``), gives way to the others. When none can, the
+    error names each platform's reason, so the person sees every way out rather than the first
+    dead end. When the option taken is not the cheapest balanced one, the plan says what the
+    choice costs.
     """
     platforms = platforms_for(profile, workload, catalog)
     if not platforms:
@@ -598,12 +610,63 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
             "remove the keys of the platform you do not want, or set fullserver:platform",
         )
     errors: list[tuple[Platform, InputError | NothingFits]] = []
+    fits: list[tuple[EnvironmentSpec, float | None]] = []
     for platform in taking:
         try:
-            return spec_for(profile, workload, platform, catalog, environment)
+            spec = spec_for(profile, workload, platform, catalog, environment)
         except (InputError, NothingFits) as exc:
             errors.append((platform, exc))
-    raise _none_fits(profile, workload, errors)
+            continue
+        fits.append((spec, expected_usd_hour(spec, profile, workload, catalog)))
+    if not fits:
+        raise _none_fits(profile, workload, errors)
+    if len(fits) == 1:
+        return fits[0][0]
+    priced = [(spec, usd) for spec, usd in fits if usd is not None]
+    cheapest = min(priced, key=lambda f: f[1]) if priced else fits[0]  # min keeps the first of equals
+    chosen = fits[0] if profile.platform_order == "requirement" else cheapest
+    return _with_choice_note(profile, chosen, cheapest, fits)
+
+
+def expected_usd_hour(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> float | None:
+    """The expected compute cost of an environment an hour, as sizing ranks it
+    (``fullserver.hourly``: the expected rate under the profile's pricing), every node included;
+    ``None`` for declared servers, which are priced by their contract, not the catalog."""
+    offer = catalog.offer(spec.offer)
+    if offer is None:
+        return None
+    per_offer = hourly_rate(offer, workload.region, profile, catalog).usd
+    return per_offer * (1 if rules_for(spec.platform).slices else spec.nodes)
+
+
+def _with_choice_note(
+    profile: Profile,
+    chosen: tuple[EnvironmentSpec, float | None],
+    cheapest: tuple[EnvironmentSpec, float | None],
+    fits: list[tuple[EnvironmentSpec, float | None]],
+) -> EnvironmentSpec:
+    """The chosen spec, with a warning saying why it is not on the profile's first platform, or
+    what the profile's required order costs over the cheapest balanced option."""
+    spec, usd = chosen
+    other, other_usd = cheapest
+    first, first_usd = fits[0]
+    if spec is other and spec is first:
+        return spec
+    if spec is other and first_usd is not None and usd is not None:
+        note = (
+            f"platform left open: {spec.platform.value} ({spec.offer}, ${usd:,.2f}/h expected) is the cheapest "
+            f"balanced option; the profile's first platform, {first.platform.value} ({first.offer}), "
+            f"would cost ${first_usd:,.2f}/h (+{first_usd / usd - 1:.0%})"
+        )
+    elif usd is not None and other_usd is not None:
+        note = (
+            f"profile '{profile.name}' requires its platform order: {spec.platform.value} ({spec.offer}) "
+            f"costs ${usd:,.2f}/h expected, ${usd - other_usd:,.2f}/h (+{usd / other_usd - 1:.0%}) more than "
+            f"the cheapest balanced option, {other.platform.value} ({other.offer}) at ${other_usd:,.2f}/h"
+        )
+    else:
+        return spec
+    return spec.model_copy(update={"warnings": [*spec.warnings, note]})
 
 
 def _none_fits(

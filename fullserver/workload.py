@@ -246,7 +246,7 @@ class Workload(Camel):
     )
     platform: Annotated[Platform | None, _unset("")] = Field(
         default=None,
-        description="tpu-vm, aws-gpu, gcp-gpu or bare-metal; empty: the first of the profile's platforms that offers the accelerator.",
+        description="tpu-vm, aws-gpu, gcp-gpu or bare-metal; empty: the cheapest balanced option across the profile's platforms that offer the accelerator (the profile's order breaks ties, or is kept when it says platform_order: requirement).",
     )
     region: Annotated[StrictStr, Field(max_length=MAX_NAME)] = Field(
         description="Cloud region, e.g. us-east-1 or us-central1 (bare metal: a label for where the servers are)."

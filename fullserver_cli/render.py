@@ -26,6 +26,15 @@ def money(usd: float | None) -> str:
 def balance_table(report: BalanceReport, title: str = "balance") -> _WholeWords:
     t = _table("dimension", "required", "provided", "", "reason", title=title)
     for line in report.lines:
+        if not line.known:  # a gap in the sources: unchecked, not short (the plan's warnings ask for it)
+            t.add_row(
+                line.dimension,
+                f"{line.required:g} {line.unit}",
+                "not published",
+                Text("GAP", style="bold yellow"),
+                line.reason,
+            )
+            continue
         mark = Text("ok", style="green") if line.ok else Text("SHORT", style="bold red")
         provided = f"{round(line.provided, 1):g} {line.unit}" + (
             f" ({line.note})" if line.note and line.dimension == "nvme" else ""
@@ -293,13 +302,18 @@ def recommendations(choices: list[Choice]) -> _WholeWords:
     references = {c.cost.reference for c in choices if c.cost.reference}
     one = references.pop() if len(references) == 1 else None
     title = f"priced for the accelerator memory of {one}" if one else None
-    t = _table("#", "profile, platform", "score", "shape priced", "USD/month", "why", lines=True, title=title)
+    # Rows on different pricing models (spot, reserved, on-demand) are not comparable in one
+    # column: every cloud shape has an on-demand price, so a second column shows them all on it.
+    mixed = len({c.cost.pricing for c in choices if c.cost.pricing}) > 1
+    both = ("USD/month", "on demand USD/month") if mixed else ("USD/month",)
+    t = _table("#", "profile, platform", "score", "shape priced", *both, "why", lines=True, title=title)
     for i, c in enumerate(choices, 1):
         shape = f"{c.cost.offer} in {c.cost.region}" if c.cost.offer else c.cost.note
         if c.cost.capacity and c.cost.capacity_ratio:
             shape += f"\n{c.cost.capacity} (x {c.cost.capacity_ratio:g}"
             shape += ")" if one else f" of {c.cost.reference})"
         price = money(c.cost.usd_month) + (f"\n{c.cost.pricing}" if c.cost.pricing else "")
+        on_demand = [money(c.cost.on_demand_usd_month)] if mixed else []
         why = "\n".join(c.reasons) or "no rule applies"
-        t.add_row(str(i), f"{c.profile}\n{c.platform.value}", str(c.score), shape, price, why)
-    return _whole_words(t, "#", "profile, platform", "score", "USD/month")
+        t.add_row(str(i), f"{c.profile}\n{c.platform.value}", str(c.score), shape, price, *on_demand, why)
+    return _whole_words(t, "#", "profile, platform", "score", *both)

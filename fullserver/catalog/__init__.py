@@ -388,7 +388,7 @@ class _Loader:
             for i, att in enumerate(f.attachable_gpus):
                 item = f"attachable_gpus[{i}] ({att.accelerator})"
                 acc = check_acc(where, item, att.accelerator)
-                check_source(where, item, att.source, att.zones_source)
+                check_source(where, item, att.source, att.zones_source, att.network_source)
                 hosts = [s for _, s in shapes.values() if s.family == att.machine_family and s.accelerator is None]
                 if not hosts:
                     raise InputError(
@@ -419,10 +419,15 @@ class _Loader:
                                 "accelerator": acc.name,
                                 "accelerator_count": limit.count,
                                 "accelerator_memory_gib": acc.memory_gib,
+                                "network_gbps": host.network_gbps if att.network_source is None else None,
                             }
                         )
                         figures = _shape_figures(host)
                         figures["accelerator_count"] = Figure(limit.count, "devices (attached)", att.source)
+                        if att.network_source is not None:
+                            figures["network_gbps"] = Figure(
+                                None, "Gbps (not published for this combination)", att.network_source
+                            )
                         offers.append(
                             Offer(
                                 name=f"{host.name}+{limit.count}x{acc.name}",

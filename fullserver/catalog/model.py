@@ -162,6 +162,11 @@ class AttachableGpu(Strict):
     source: str
     zones_source: str | None = None
     """Where the zones come from when not from ``source`` (the limits' table)."""
+    network_source: str | None = None
+    """Set when the host's own network figure does not hold with this GPU attached: the source
+    saying so. Google gives N1 hosts with T4 or V100 GPUs "up to 100 Gbps, based on the
+    combination of GPU and vCPU count" instead of the N1 per-vCPU rule; with no per-combination
+    figure read, the offer's bandwidth is unpublished (a gap the plan asks for), not the host's."""
 
 
 class MachineZones(Strict):
@@ -188,7 +193,9 @@ class AcceleratorPrice(Strict):
 class TpuType(Strict):
     """A Cloud TPU accelerator type (slice), e.g. ``v5litepod-8`` or ``v5p-128``.
 
-    Host figures are per TPU VM host; a slice has ``hosts`` of them.
+    Host figures are per TPU VM host; a slice has ``hosts`` of them. ``host_memory_gib`` is the
+    TPU VM's memory (the machine type's, what the VM's OS gets), not the physical host's DRAM:
+    v6e-8 has 1,440 GiB of the 1,536 GiB Google gives as "DRAM per host".
     """
 
     name: str

@@ -174,3 +174,22 @@ def test_recommend_and_plan_json_say_what_each_price_buys_and_on_which_pricing_m
     assert all(r["capacity"] and r["capacity_ratio"] for r in rows)
     code, out, _ = run("plan", "--stacks-dir", str(STACKS), "train-tpu-v5e")
     assert "the same job elsewhere (capacity: accelerator memory" in out and "pricing" in out
+
+
+def test_recommend_shows_rows_on_different_pricing_models_on_demand_too() -> None:
+    """Issue 21 item 13: v5p on demand, a3-highgpu-8g reserved and p5 on demand are not comparable
+    in one USD/month column; the table adds every row's on-demand price beside its own."""
+    code, raw, _ = run("recommend", "--framework", "jax", "--maturity", "stable", "--scale", "multi-node", "--json")
+    assert code == 0
+    choices = json.loads(raw)
+    assert len({c["cost"]["pricing"] for c in choices if c["cost"]["pricing"]}) > 1
+    result = runner.invoke(
+        app,
+        ["recommend", "--framework", "jax", "--maturity", "stable", "--scale", "multi-node"],
+        env={"COLUMNS": "300"},
+    )
+    out = result.stdout
+    assert "on demand USD/month" in out
+    for c in choices:
+        if c["cost"]["on_demand_usd_month"] is not None:
+            assert f"${c['cost']['on_demand_usd_month']:,.2f}" in out

@@ -238,6 +238,7 @@ BALANCE_FIELDS = (
     "nvme_gib_per_accelerator",
     "network_gbps_per_accelerator",
     "internode_network_gbps_per_accelerator",
+    "internode_network_gbps_floor",
 )
 
 
@@ -254,6 +255,8 @@ def _needed_and_given(field: str, minimum: Any, host: Any) -> tuple[float, float
         return minimum.value, host.memory_gib
     if field == "nvme_gib_per_accelerator":
         return minimum.value * n, host.local_nvme_gib
+    if field == "internode_network_gbps_floor":
+        return minimum.value, host.network_gbps
     return minimum.value * n, host.network_gbps
 
 

@@ -460,11 +460,21 @@ def mini() -> Catalog:
     return catalog_from_data([("mini.yaml", {"sources": {"fx": SOURCE}, **MINI})])
 
 
-def test_a_network_figure_no_source_publishes_is_short_not_zero(tmp_path: Path, mini_catalog: Catalog) -> None:
+def test_a_network_figure_no_source_publishes_is_a_gap_the_plan_asks_for_not_a_refusal(
+    tmp_path: Path, mini_catalog: Catalog
+) -> None:
+    """Issue 21: a missing figure is a gap. The shape is not refused as if a rule failed (nor
+    compared as 0 Gbps): the plan warns that the minimum is unchecked and asks for the figure."""
     text = PROFILE.rstrip() + "\n  network_gbps_per_accelerator: {value: 5, reason: datasets over the host network}\n"
     profile = load_profiles(write_profiles(tmp_path, {"base": text}))["base"]
-    with pytest.raises(NothingFits, match=r"tx-4: short: network not published \(needs 20 Gbps\)"):
-        build_spec(profile, wl(accelerator="tx-4"), Platform.TPU_VM, mini_catalog, "env")
+    spec = build_spec(profile, wl(accelerator="tx-4"), Platform.TPU_VM, mini_catalog, "env")
+    network = next(line for line in spec.balance.lines if line.dimension == "network")
+    assert spec.offer == "tx-4" and spec.balance.ok and (network.known, network.provided) == (False, 0.0)
+    assert spec.balance.summary() == "balanced where published; unchecked: network not published (needs 20 Gbps)"
+    assert any(
+        w.startswith("tx-4: network not published (needs 20 Gbps), so this minimum is unchecked: give the figure")
+        for w in spec.warnings
+    )
 
 
 def test_the_hint_offers_fewer_accelerators_only_where_fewer_are_sold(tmp_path: Path, mini_catalog: Catalog) -> None:
@@ -521,7 +531,7 @@ def test_scale_training_single_node_is_not_held_to_the_internode_minimum() -> No
     profile, work = real(**kw, acceleratorCount=4)
     assert size(profile, work, load_catalog(), "env").offer == "g5.12xlarge"
     profile, two = real(**kw, acceleratorCount=4, nodes=2)
-    with pytest.raises(NothingFits, match=r"g5\.12xlarge: short: internode network 40 Gbps < 200 Gbps"):
+    with pytest.raises(NothingFits, match=r"g5\.12xlarge: short: internode network 40 Gbps < 400 Gbps"):
         size(profile, two, load_catalog(), "env")
 
 
