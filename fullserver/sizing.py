@@ -354,6 +354,7 @@ def _check_capacity(
         queued_asked=workload.queued,
         capacity_block=workload.capacity_block,
         data_disk=disk.kind if disk is not None else None,
+        image=workload.image,
     )
     refusal = rules_for(platform).refusal(request)
     if refusal is not None:
