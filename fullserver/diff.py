@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError
 
 from fullserver.errors import BudgetExceeded, InputError
 
@@ -57,14 +57,15 @@ class _Frozen(BaseModel):
 class PlanBalanceLine(_Read):
     dimension: str
     unit: str = ""
-    required: float
-    provided: float
+    required: FiniteFloat
+    provided: FiniteFloat
     ok: bool
 
 
 class PlanCostLine(_Read):
     item: str
-    usd_month: float
+    usd_month: FiniteFloat
+    """NaN or infinity would make every sum NaN, and every cap compared with it false."""
     note: str = ""
 
 
@@ -153,8 +154,7 @@ def read_document(data: Any, where: str) -> list[StackDoc]:
             first = exc.errors()[0] if isinstance(exc, ValidationError) else None
             what = f"field '{'.'.join(str(p) for p in first['loc'])}': {first['msg']}" if first else str(exc)
             raise InputError(f"{at} (stack '{name}')", what, "save the plan with `fullserver plan --json`") from None
-        total = entry.get("usd_month")
-        usd = float(total) if isinstance(total, (int, float)) else round(sum(line.usd_month for line in lines), 2)
+        usd = _usd_month(entry.get("usd_month"), lines, f"{at} (stack '{name}')")
         out.append(
             StackDoc(
                 stack=name,
@@ -168,6 +168,22 @@ def read_document(data: Any, where: str) -> list[StackDoc]:
             )
         )
     return out
+
+
+def _usd_month(total: Any, lines: list[PlanCostLine], where: str) -> float:
+    """The stack's monthly total: the document's own, or the sum of its lines when it has none.
+
+    Why: a NaN total (which JSON readers accept) printed "-$nan" and made every comparison with
+    a cap false, so ``--max-increase-usd 0`` passed a rise; it is refused like any bad field."""
+    if total is None:
+        return round(sum(line.usd_month for line in lines), 2)
+    if isinstance(total, bool) or not isinstance(total, int | float) or not math.isfinite(total):
+        raise InputError(
+            where,
+            f"field 'usd_month': {total!r} is not a finite number of USD",
+            "save the plan again with `fullserver plan --json`",
+        )
+    return float(total)
 
 
 # --- the diff model -------------------------------------------------------------------------
@@ -419,11 +435,21 @@ def compare_stack(before: StackDoc | None, after: StackDoc | None, note: str = "
     return diff
 
 
+def unplanned_removal(stack: str, note: str) -> StackDiff:
+    """A base stack the current code cannot plan, whose file is gone now: removed, at a cost
+    nobody can say (``was`` stays empty). Why: left out, the diff said "no stack changed"."""
+    return StackDiff(stack=stack, status="removed", note=f"{note}; it is deleted now")
+
+
 def compare(before: list[StackDoc], after: list[StackDoc], notes: Mapping[str, str] | None = None) -> PlanDiff:
     """Every stack on either side, by name: added, removed, changed or unchanged."""
     b = {s.stack: s for s in before}
     a = {s.stack: s for s in after}
-    stacks = [compare_stack(b.get(n), a.get(n), (notes or {}).get(n, "")) for n in sorted(set(b) | set(a))]
+    notes = notes or {}
+    stacks = [
+        compare_stack(b.get(n), a.get(n), notes.get(n, "")) if n in a or n in b else unplanned_removal(n, notes[n])
+        for n in sorted(set(b) | set(a) | set(notes))
+    ]
     return PlanDiff(
         stacks=stacks,
         usd_before=round(sum(s.usd_month for s in before), 2),

@@ -77,7 +77,7 @@ def diff(
     """
     try:
         check_max_monthly_usd(max_increase_usd, "--max-increase-usd")
-        check_max_monthly_usd(max_increase_pct, "--max-increase-pct")
+        check_max_monthly_usd(max_increase_pct, "--max-increase-pct", unit="%")
         if base is not None and base_plan is not None:
             raise InputError("--base-plan", "cannot be given with --base", "compare with a git ref or a saved plan")
         result, label = run_diff(stacks or [], stacks_dir, base, base_plan, max_price_age_days)
@@ -118,7 +118,7 @@ def run_diff(
         resolved = gitbase.resolve(cwd, base)
         label = f"{resolved.label} ({resolved.short})" if resolved.label != resolved.short else resolved.short
         before, notes = _base_documents(resolved, cwd, stacks_dir, names, max_price_age_days, graphs)
-    if _wanted(names, {s.stack for s in before}, set(head_paths), stacks_dir) is not None:
+    if _wanted(names, {s.stack for s in before} | set(notes), set(head_paths), stacks_dir) is not None:
         before = [s for s in before if s.stack in names]
     return compare(before, after, notes), label
 

@@ -254,7 +254,11 @@ def test_a_fall_never_trips_the_caps(repo: Repo) -> None:
         (["--base", "HEAD", "--base-plan", "x.json"], "--base-plan: cannot be given with --base"),
         (["--base-plan", "missing.json"], "missing.json: cannot read file"),
         (["--base", "HEAD", "--max-increase-usd", "nan"], "--max-increase-usd: 'nan' is not a budget"),
-        (["--base", "HEAD", "--max-increase-pct", "-5"], "--max-increase-pct: -5 USD is negative"),
+        (
+            ["--base", "HEAD", "--max-increase-pct", "-5"],
+            "--max-increase-pct: -5% is negative (give a cap of 0% or more)",
+        ),
+        (["--base", "HEAD", "--max-increase-pct", "nan"], "'nan' is not a cap (give a finite percentage, such as 10)"),
         (["--base", "HEAD", "nosuch"], "stack 'nosuch': is on neither side"),
         (["--format", "yaml"], "'yaml' is not one of"),
     ],
@@ -273,6 +277,32 @@ def test_a_saved_plan_that_is_not_a_plan_names_the_entry(repo: Repo) -> None:
     (repo.path / "bad.json").write_text("{not json")
     result = runner.invoke(app, ["diff", "--base-plan", "bad.json"])
     assert result.exit_code == EXIT_INPUT and "is not JSON (line 1" in result.stderr
+
+
+def test_a_saved_plan_with_a_nan_total_is_refused_in_one_line_instead_of_passing_every_cap(repo: Repo) -> None:
+    saved = runner.invoke(app, ["plan", "--json"])
+    assert saved.exit_code == 0, saved.stderr
+    data = json.loads(saved.stdout)
+    data[0]["usd_month"] = float("nan")
+    (repo.path / "nan.json").write_text(json.dumps(data))  # json writes NaN, and reads it back
+    repo.edit_stack("exp", acceleratorCount=4)
+    result = runner.invoke(app, ["diff", "--base-plan", "nan.json", "--max-increase-usd", "0"])
+    assert result.exit_code == EXIT_INPUT and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: nan.json: entry 0 (stack 'exp'): field 'usd_month': nan is not a finite")
+
+
+def test_a_base_stack_the_code_cannot_plan_that_is_deleted_now_shows_as_removed(repo: Repo) -> None:
+    repo.stack("old", source="exp-aws-spot", accelerator="Z999")  # no such accelerator today
+    repo.commit("a stack the current code refuses")
+    repo.remove_stack("old")
+    result = runner.invoke(app, ["diff", "--base", "HEAD"])
+    assert result.exit_code == 0, result.stderr
+    assert "no stack changed" not in result.stdout and "1 removed" in result.stdout
+    code, data, err = run_json("--base", "HEAD", "old")
+    assert code == 0, err
+    [old] = data["stacks"]
+    assert old["status"] == "removed" and old["note"].startswith("the base does not plan with the current code:")
+    assert old["note"].endswith("it is deleted now")
 
 
 def test_named_stacks_limit_the_diff(repo: Repo) -> None:
