@@ -397,7 +397,9 @@ def check_needs(needs: Needs, catalog: Catalog, top: int) -> None:
         raise InputError("--top", f"{top} is not a number of choices to show", f"give 1 to {MAX_TOP}")
     if needs.traffic is not None and needs.purpose is not Purpose.INFERENCE:
         raise InputError(
-            "--traffic", f"describes inference traffic, not {needs.purpose.value}", "drop it, or ask --purpose inference"
+            "--traffic",
+            f"describes inference traffic, not {needs.purpose.value}",
+            "drop it, or ask --purpose inference",
         )
     check_region(needs.region, catalog)
     if needs.gpu is not None:

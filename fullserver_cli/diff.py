@@ -162,6 +162,10 @@ def _saved_plan(path: Path) -> list[StackDoc]:
             f"is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
             "save one with `fullserver plan --json > plan.json`",
         ) from None
+    except ValueError:  # json raises it for an integer past Python's 4,300 digits
+        raise InputError(
+            str(path), "is not a plan: it holds a number of over 4,300 digits", "save one with `fullserver plan --json`"
+        ) from None
     return read_document(data, str(path))
 
 

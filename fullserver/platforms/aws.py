@@ -338,8 +338,7 @@ def image_form(req: Request) -> Refusal | None:
     found = re.fullmatch(_SSM_PARAMETER, parameter) if parameter != image or image.startswith("/") else None
     if found and len(found["name"]) <= _SSM_MAX_NAME and found["name"].strip("/").count("/") < _SSM_MAX_LEVELS:
         return None
-    shown = image.encode("unicode_escape").decode("ascii")
-    return Refusal("image", "image", f"'{shown}' is not an AMI id or a Systems Manager parameter", f"use {IMAGE_FORMS}")
+    return Refusal("image", "image", f"'{image}' is not an AMI id or a Systems Manager parameter", f"use {IMAGE_FORMS}")
 
 
 COMPONENT = "aws"

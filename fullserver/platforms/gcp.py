@@ -353,9 +353,8 @@ def image_form(req: Request) -> Refusal | None:
     it is, so anything else would surface only when Compute Engine refuses the VM."""
     if req.image is None or re.fullmatch(_GCP_IMAGE, req.image):
         return None
-    shown = req.image.encode("unicode_escape").decode("ascii")
     forms = "a Deep Learning VM family, family/NAME, PROJECT/NAME, projects/P/global/images/[family/]NAME or its URL"
-    return Refusal("image", "image", f"'{shown}' is not a Compute Engine image reference", f"use {forms}")
+    return Refusal("image", "image", f"'{req.image}' is not a Compute Engine image reference", f"use {forms}")
 
 
 COMPONENT = "gcp"

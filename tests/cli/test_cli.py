@@ -174,3 +174,11 @@ def test_recommend_and_plan_json_say_what_each_price_buys_and_on_which_pricing_m
     assert all(r["capacity"] and r["capacity_ratio"] for r in rows)
     code, out, _ = run("plan", "--stacks-dir", str(STACKS), "train-tpu-v5e")
     assert "the same job elsewhere (capacity: accelerator memory" in out and "pricing" in out
+
+
+def test_a_stack_file_name_with_an_escape_sequence_is_reported_escaped(tmp_path: Path) -> None:
+    """Printed raw, the terminal showed a red "exp": a name that does not exist."""
+    (tmp_path / "Pulumi.ex\x1b[31mp.yaml").write_text((ROOT / "stacks" / "Pulumi.exp-aws-spot.yaml").read_text())
+    code, _, err = run("plan", "--stacks-dir", str(tmp_path))
+    assert code == EXIT_INPUT and "\x1b" not in err
+    assert err.startswith(f"error: {tmp_path}/Pulumi.ex\\x1b[31mp.yaml: 'ex\\x1b[31mp' is not a stack name Pulumi")

@@ -291,6 +291,13 @@ def test_a_saved_plan_with_a_nan_total_is_refused_in_one_line_instead_of_passing
     assert result.stderr.startswith("error: nan.json: entry 0 (stack 'exp'): field 'usd_month': nan is not a finite")
 
 
+def test_a_saved_plan_holding_a_number_longer_than_python_reads_is_one_line(repo: Repo) -> None:
+    (repo.path / "big.json").write_text('[{"stack": "exp", "usd_month": ' + "9" * 5_000 + "}]")
+    result = runner.invoke(app, ["diff", "--base-plan", "big.json"])
+    assert result.exit_code == EXIT_INPUT and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: big.json: is not a plan: it holds a number of over 4,300 digits")
+
+
 def test_a_base_stack_the_code_cannot_plan_that_is_deleted_now_shows_as_removed(repo: Repo) -> None:
     repo.stack("old", source="exp-aws-spot", accelerator="Z999")  # no such accelerator today
     repo.commit("a stack the current code refuses")

@@ -214,6 +214,8 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ),
     ("acceleratorCount", "dedicated-h100", {"acceleratorCount": 4}, "the dedicated host has 8"),
     ("nodes", "train-p5-cluster", {"nodes": 100_000}, "less than or equal to 512"),
+    ("nodes", "train-p5-cluster", {"nodes": 10**18}, "less than or equal to 512"),  # 19 digits: no "valid integer"
+    ("nodes", "train-p5-cluster", {"nodes": -(10**40)}, "greater than or equal to 1"),
     ("nodes", "train-p5-cluster", {"nodes": True}, "valid integer"),
     ("nodes", "train-p5-cluster", {"nodes": 0}, "greater than or equal to 1"),
     ("nodes", "dedicated-h100", {"nodes": 3}, "one node per server"),
