@@ -46,6 +46,19 @@ def headline(result: PlanDiff, base: str) -> str:
     )
 
 
+def guardrails_line(result: PlanDiff, guardrails_run: bool) -> str:
+    """Whether the guardrail policy pack ran, and on which sides: said on every diff.
+
+    Why: against a git base nothing said so, and "no finding" could not be told from "not run"."""
+    if not guardrails_run:
+        return NOT_INSTALLED
+    if any(s.guardrails_now is not None for s in result.stacks):
+        return "guardrails: run on the working tree only (the base has no guardrail results to compare)"
+    new = sum(len(s.guardrails_added) for s in result.stacks)
+    gone = sum(len(s.guardrails_removed) for s in result.stacks)
+    return f"guardrails: run on both sides; {new} new finding(s), {gone} gone"
+
+
 def _balance_cell(line: BalanceChange, side: str) -> str:
     got = line.before if side == "before" else line.after
     if got is None:
@@ -108,8 +121,7 @@ def _table(*columns: str, title: str | None = None) -> Table:
 
 def terminal(result: PlanDiff, base: str, width: int, guardrails_run: bool = True) -> Group:
     parts: list[RenderableType] = [Text(headline(result, base), style="bold")]
-    if not guardrails_run:
-        parts.append(Text(NOT_INSTALLED, style="yellow"))
+    parts.append(Text(guardrails_line(result, guardrails_run), style="" if guardrails_run else "yellow"))
     changed = result.changed
     if changed:
         wide = width >= 110
@@ -155,8 +167,7 @@ def markdown(result: PlanDiff, base: str, guardrails_run: bool = True) -> str:
     """One pull-request comment: marker, summary line, a table of changed stacks, and a
     ``<details>`` section per changed stack (closed, so a long diff stays one screen)."""
     lines = [COMMENT_MARKER, f"**fullserver diff**: {_cell(headline(result, base))}", ""]
-    if not guardrails_run:
-        lines += [f"_{_cell(NOT_INSTALLED)}_", ""]
+    lines += [f"_{_cell(guardrails_line(result, guardrails_run))}_", ""]
     changed = result.changed
     if not changed:
         lines.append("No stack's shape, balance, cost, resources, guardrails or warnings change.")

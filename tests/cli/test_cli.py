@@ -182,3 +182,8 @@ def test_a_stack_file_name_with_an_escape_sequence_is_reported_escaped(tmp_path:
     code, _, err = run("plan", "--stacks-dir", str(tmp_path))
     assert code == EXIT_INPUT and "\x1b" not in err
     assert err.startswith(f"error: {tmp_path}/Pulumi.ex\\x1b[31mp.yaml: 'ex\\x1b[31mp' is not a stack name Pulumi")
+
+
+def test_verify_help_says_it_verifies_cloud_stacks_too() -> None:
+    code, out, _ = run("verify", "--help")
+    assert code == 0 and "cloud stack" in " ".join(out.split()) and "aws-gpu, gcp-gpu, tpu-vm" in " ".join(out.split())

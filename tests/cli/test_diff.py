@@ -291,6 +291,19 @@ def test_a_saved_plan_with_a_nan_total_is_refused_in_one_line_instead_of_passing
     assert result.stderr.startswith("error: nan.json: entry 0 (stack 'exp'): field 'usd_month': nan is not a finite")
 
 
+def test_every_diff_says_whether_the_guardrails_ran_and_on_which_sides(repo: Repo) -> None:
+    repo.edit_stack("exp", acceleratorCount=4)
+    git_base = runner.invoke(app, ["diff", "--base", "HEAD"])
+    assert git_base.exit_code == 0, git_base.stderr
+    assert "guardrails: run on both sides; " in git_base.stdout
+    comment = runner.invoke(app, ["diff", "--base", "HEAD", "--format", "markdown"]).stdout
+    assert "_guardrails: run on both sides; " in comment
+    saved = runner.invoke(app, ["plan", "--json"]).stdout
+    (repo.path / "base.json").write_text(saved)
+    from_plan = runner.invoke(app, ["diff", "--base-plan", "base.json"])
+    assert "guardrails: run on the working tree only (the base has no guardrail results" in from_plan.stdout
+
+
 def test_a_saved_plan_holding_a_number_longer_than_python_reads_is_one_line(repo: Repo) -> None:
     (repo.path / "big.json").write_text('[{"stack": "exp", "usd_month": ' + "9" * 5_000 + "}]")
     result = runner.invoke(app, ["diff", "--base-plan", "big.json"])
