@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup plan test lint lock bench clean system-packages
+.PHONY: setup plan test lint lock bench clean system-packages readme-examples
 
 # Exactly uv.lock, hashes checked: pip installs uv itself from its hash-pinned bootstrap file, then
 # uv makes the virtualenv equal to the lock (runtime, dev and refresh; anything else is removed).
@@ -37,6 +37,11 @@ system-packages:
 
 test: system-packages lint
 	$(BIN)/pytest
+
+# The README's generated transcripts (<!-- generated: NAME -->), rewritten from their commands'
+# output; tests/project/test_readme_examples.py fails when one is out of date.
+readme-examples: setup
+	$(BIN)/python -m tests.project.readme_examples
 
 bench: setup
 	$(BIN)/python bench/plan.py

@@ -110,6 +110,7 @@ def validate_aws(args: AwsGpuArgs) -> None:
         zone=args.get("zone"),
         capacity_block=args["capacity_block"],
         data_disk=disk["kind"] if disk is not None else None,
+        image=args.get("image"),
     )
     refusal = (
         ec2.efa_refusal(

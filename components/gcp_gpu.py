@@ -100,6 +100,7 @@ def validate_gcp(args: GcpGpuArgs) -> None:
         reservation=args.get("reservation"),
         zone=args.get("zone"),
         data_disk=disk["kind"] if disk is not None else None,
+        image=args.get("image"),
     )
     refusal = gce.RULES.refusal(request) or gce.gpu_nic_refusal(args["machine_type"], args["nodes"], args.get("zone"))
     if refusal is not None:

@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError
 
 from fullserver.errors import BudgetExceeded, InputError
 
@@ -57,14 +57,15 @@ class _Frozen(BaseModel):
 class PlanBalanceLine(_Read):
     dimension: str
     unit: str = ""
-    required: float
-    provided: float
+    required: FiniteFloat
+    provided: FiniteFloat
     ok: bool
 
 
 class PlanCostLine(_Read):
     item: str
-    usd_month: float
+    usd_month: FiniteFloat
+    """NaN or infinity would make every sum NaN, and every cap compared with it false."""
     note: str = ""
 
 
@@ -96,6 +97,8 @@ class StackDoc(BaseModel):
     resources: list[PlanResource]
     guardrails: list[Guardrail] | None
     """``None`` when the document carries no guardrail results (a saved ``plan --json``)."""
+    budget_usd: float | None = None
+    """The stack's own ``budgetMonthlyUsd``, when it sets one."""
 
 
 def _shape_value(value: Any) -> str:
@@ -153,8 +156,9 @@ def read_document(data: Any, where: str) -> list[StackDoc]:
             first = exc.errors()[0] if isinstance(exc, ValidationError) else None
             what = f"field '{'.'.join(str(p) for p in first['loc'])}': {first['msg']}" if first else str(exc)
             raise InputError(f"{at} (stack '{name}')", what, "save the plan with `fullserver plan --json`") from None
-        total = entry.get("usd_month")
-        usd = float(total) if isinstance(total, (int, float)) else round(sum(line.usd_month for line in lines), 2)
+        usd = _usd_month(entry.get("usd_month"), lines, f"{at} (stack '{name}')")
+        budget = entry.get("budget_monthly_usd")
+        budget_usd = None if budget is None else _finite_usd(budget, "budget_monthly_usd", f"{at} (stack '{name}')")
         out.append(
             StackDoc(
                 stack=name,
@@ -165,9 +169,31 @@ def read_document(data: Any, where: str) -> list[StackDoc]:
                 warnings=warnings,
                 resources=resources,
                 guardrails=guards,
+                budget_usd=budget_usd,
             )
         )
     return out
+
+
+def _usd_month(total: Any, lines: list[PlanCostLine], where: str) -> float:
+    """The stack's monthly total: the document's own, or the sum of its lines when it has none.
+
+    Why: a NaN total (which JSON readers accept) printed "-$nan" and made every comparison with
+    a cap false, so ``--max-increase-usd 0`` passed a rise; it is refused like any bad field."""
+    if total is None:
+        return round(sum(line.usd_month for line in lines), 2)
+    return _finite_usd(total, "usd_month", where)
+
+
+def _finite_usd(value: Any, field: str, where: str) -> float:
+    """A number of USD from a plan document, refused in one line unless finite."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InputError(
+            where,
+            f"field '{field}': {value!r} is not a finite number of USD",
+            "save the plan again with `fullserver plan --json`",
+        )
+    return float(value)
 
 
 # --- the diff model -------------------------------------------------------------------------
@@ -232,10 +258,17 @@ class StackDiff(_Frozen):
     """Findings on the working tree; set when the base side has no guardrail results to compare."""
     note: str = ""
     """Why a side is missing, when it is not simply absent (a base stack the current code cannot plan)."""
+    budget_usd: float | None = None
+    """The working tree's ``budgetMonthlyUsd`` of the stack, when it sets one."""
 
     @property
     def delta_usd(self) -> float:
         return round(self.usd_after - self.usd_before, 2)
+
+    @property
+    def over_budget(self) -> bool:
+        """The working tree's estimate is above the stack's own budget (``plan`` exits 3 on it)."""
+        return bool(self.now) and self.budget_usd is not None and self.usd_after > self.budget_usd
 
 
 class PlanDiff(_Frozen):
@@ -264,6 +297,7 @@ class PlanDiff(_Frozen):
         data["delta_pct"] = None if self.delta_pct is None else round(self.delta_pct, 2)
         for stack, out in zip(self.stacks, data["stacks"], strict=True):
             out["delta_usd"] = stack.delta_usd
+            out["over_budget"] = stack.over_budget
             for line, line_out in zip(stack.cost, out["cost"], strict=True):
                 line_out["delta_usd"] = line.delta_usd
         return data
@@ -402,6 +436,7 @@ def compare_stack(before: StackDoc | None, after: StackDoc | None, note: str = "
         guardrails_removed=guards_removed,
         guardrails_now=guards_now,
         note=note,
+        budget_usd=after.budget_usd if after is not None else None,
     )
     moved = (
         diff.shape
@@ -419,11 +454,21 @@ def compare_stack(before: StackDoc | None, after: StackDoc | None, note: str = "
     return diff
 
 
+def unplanned_removal(stack: str, note: str) -> StackDiff:
+    """A base stack the current code cannot plan, whose file is gone now: removed, at a cost
+    nobody can say (``was`` stays empty). Why: left out, the diff said "no stack changed"."""
+    return StackDiff(stack=stack, status="removed", note=f"{note}; it is deleted now")
+
+
 def compare(before: list[StackDoc], after: list[StackDoc], notes: Mapping[str, str] | None = None) -> PlanDiff:
     """Every stack on either side, by name: added, removed, changed or unchanged."""
     b = {s.stack: s for s in before}
     a = {s.stack: s for s in after}
-    stacks = [compare_stack(b.get(n), a.get(n), (notes or {}).get(n, "")) for n in sorted(set(b) | set(a))]
+    notes = notes or {}
+    stacks = [
+        compare_stack(b.get(n), a.get(n), notes.get(n, "")) if n in a or n in b else unplanned_removal(n, notes[n])
+        for n in sorted(set(b) | set(a) | set(notes))
+    ]
     return PlanDiff(
         stacks=stacks,
         usd_before=round(sum(s.usd_month for s in before), 2),

@@ -42,7 +42,16 @@ class FullserverError(Exception):
         text = f"{self.where}: {self.what}" if self.where else self.what
         if self.hint:
             text += f" ({self.hint})"
-        return " ".join(text.split())
+        return shown(" ".join(text.split()))
+
+
+def shown(text: str) -> str:
+    """``text`` with every character a terminal would act on written as its escape (``\\x1b``).
+
+    Why: a file, stack or host name holding an escape sequence was printed raw, so the terminal
+    showed a name that does not exist (``Pulumi.ex\\x1b[31mp.yaml`` as a red ``exp``); the escaped
+    form is the name to type. Every error line passes through here."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class InputError(FullserverError):

@@ -283,8 +283,11 @@ def _load_stack(path: Path, profiles: dict[str, Profile]) -> Stack:
         raise
 
 
-def check_max_monthly_usd(max_monthly_usd: float | None, flag: str = "--max-monthly-usd") -> float | None:
-    """The caller's monthly cap, refused in one line unless a finite number of USD at or above 0.
+def check_max_monthly_usd(
+    max_monthly_usd: float | None, flag: str = "--max-monthly-usd", unit: str = "USD"
+) -> float | None:
+    """The caller's cap, refused in one line unless a finite number at or above 0; ``unit`` is
+    ``USD`` (a budget) or ``%`` (``diff --max-increase-pct``), named as such in the message.
 
     ``nan`` compares false with every estimate, so it switched the guard off without a word; a
     negative cap failed every plan with a message blaming the plan. Commands taking the flag
@@ -292,12 +295,16 @@ def check_max_monthly_usd(max_monthly_usd: float | None, flag: str = "--max-mont
     """
     if max_monthly_usd is None:
         return None
+    usd = unit == "USD"
+    noun, quantity, example, suffix = (
+        ("budget", "number of USD", "5000", " USD") if usd else ("cap", "percentage", "10", "%")
+    )
     if isinstance(max_monthly_usd, bool) or not isinstance(max_monthly_usd, (int, float)):
-        raise InputError(flag, f"'{max_monthly_usd}' is not a number of USD", "give a monthly budget such as 5000")
+        raise InputError(flag, f"'{max_monthly_usd}' is not a {quantity}", f"give a {noun} such as {example}")
     if math.isnan(max_monthly_usd) or math.isinf(max_monthly_usd):
-        raise InputError(flag, f"'{max_monthly_usd}' is not a budget", "give a finite number of USD, such as 5000")
+        raise InputError(flag, f"'{max_monthly_usd}' is not a {noun}", f"give a finite {quantity}, such as {example}")
     if max_monthly_usd < 0:
-        raise InputError(flag, f"{max_monthly_usd:g} USD is negative", "give a budget of 0 USD or more")
+        raise InputError(flag, f"{max_monthly_usd:g}{suffix} is negative", f"give a {noun} of 0{suffix} or more")
     return float(max_monthly_usd)
 
 

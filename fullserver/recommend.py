@@ -32,7 +32,7 @@ from fullserver.plan import default_region
 from fullserver.platform import AcceleratorKind, Platform
 from fullserver.platforms import rules_for
 from fullserver.profiles import Profile, Purpose
-from fullserver.sizing import spec_for
+from fullserver.sizing import spec_for, suggest
 from fullserver.workload import Dedicated, DedicatedHost, Workload, check_region_name
 
 Maturity = Literal["exploring", "adapting", "stable", "production"]
@@ -57,7 +57,8 @@ class Needs(BaseModel):
     scale: Literal["single", "multi-node"] = "single"
     portability: bool = False
     cloud: Literal["aws", "gcp", "any"] = "any"
-    traffic: Literal["realtime-variable", "steady-batch"] = "realtime-variable"
+    traffic: Literal["realtime-variable", "steady-batch"] | None = None
+    """Inference only (``check_needs``); ``None``: not said, which plans for real-time traffic."""
     demand: Literal["variable", "steady"] = "variable"
     region: str | None = None
     gpu: str | None = None
@@ -97,6 +98,8 @@ TRAINING = (Purpose.TRAINING,)
 INFERENCE = (Purpose.INFERENCE,)
 SETTLED = ("stable", "production")
 CHANGING = ("exploring", "adapting")
+REALTIME = ("realtime-variable", None)
+"""Inference traffic when said or not: real-time with variable load is what serving plans for."""
 GOOGLE = ("gcp", "any")
 """Clouds on which a TPU can be had: the team's own, or any."""
 
@@ -139,7 +142,7 @@ RULES: list[Rule] = [
     ),
     # Traffic shape -> inference profile: serving is planned by traffic, whatever the maturity.
     Rule(
-        {"purpose": INFERENCE, "traffic": ("realtime-variable",)},
+        {"purpose": INFERENCE, "traffic": REALTIME},
         "realtime-inference",
         4,
         "real-time serving with variable traffic: on-demand replicas behind a managed group",
@@ -186,7 +189,7 @@ RULES: list[Rule] = [
     Rule({"maturity": ("exploring",)}, "tpu-vm", -1, "experiment on GPUs first; move validated models to TPUs later"),
     *_rules(
         GPU,
-        {"purpose": INFERENCE, "traffic": ("realtime-variable",)},
+        {"purpose": INFERENCE, "traffic": REALTIME},
         2,
         "real-time, variable-batch inference favours GPUs",
     ),
@@ -374,12 +377,31 @@ def _close(value: str, names: dict[str, str]) -> str:
     return ", ".join(dict.fromkeys(names[h] for h in hits))
 
 
+def check_region(region: str | None, catalog: Catalog) -> None:
+    """A region some cloud platform prices, or one whose nearest peer it prices: the regions
+    ``plan`` accepts, refused in its words. Why: an unknown region ranked unpriced rows and
+    exited 0 where ``plan`` refuses it with "did you mean"."""
+    if region is None:
+        return
+    clouds = [rules_for(p) for p in Platform if not rules_for(p).declared_hardware]
+    known = {r for rules in clouds for r in (*catalog.regions(rules.platform), *rules.region_peers)}
+    if region not in known:
+        raise InputError("--region", f"no cloud prices in region '{region}'", suggest(region, known))
+
+
 def check_needs(needs: Needs, catalog: Catalog, top: int) -> None:
     """What the questionnaire's model cannot check alone: the GPU and TPU named exist in the
     catalog, and ``top`` is a number of choices. An unknown model used to rank every choice
     with a note instead of failing, so ``--gpu H9000`` exited 0."""
     if not 1 <= top <= MAX_TOP:
         raise InputError("--top", f"{top} is not a number of choices to show", f"give 1 to {MAX_TOP}")
+    if needs.traffic is not None and needs.purpose is not Purpose.INFERENCE:
+        raise InputError(
+            "--traffic",
+            f"describes inference traffic, not {needs.purpose.value}",
+            "drop it, or ask --purpose inference",
+        )
+    check_region(needs.region, catalog)
     if needs.gpu is not None:
         gpus = {
             alias: acc.name

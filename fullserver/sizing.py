@@ -58,7 +58,8 @@ def compute_price(offer: Offer, region: str, profile: Profile, catalog: Catalog)
     return rate.usd, rate.spot
 
 
-def _suggest(value: str, choices: set[str] | list[str]) -> str:
+def suggest(value: str, choices: set[str] | list[str]) -> str:
+    """The "did you mean" of every name refused against a known set (regions, accelerators)."""
     close = sorted(difflib.get_close_matches(value, sorted(choices), n=3))
     listed = ", ".join(sorted(choices)) or "none"
     return f"did you mean {', '.join(close)}?" if close else f"choose one of: {listed}"
@@ -89,7 +90,7 @@ def _candidates(profile: Profile, workload: Workload, platform: Platform, catalo
                 "fullserver:accelerator",
                 f"no TPU type matches '{workload.accelerator}'"
                 + (f" with {workload.accelerator_count} chips" if workload.accelerator_count else ""),
-                _suggest(workload.accelerator or "", types),
+                suggest(workload.accelerator or "", types),
             )
         return matching
     if is_tpu_type:
@@ -148,7 +149,7 @@ def _check_region(workload: Workload, platform: Platform, catalog: Catalog) -> N
         raise InputError(
             "fullserver:region",
             f"no {platform.value} prices in region '{workload.region}'",
-            _suggest(workload.region, regions),
+            suggest(workload.region, regions),
         )
 
 
@@ -355,6 +356,7 @@ def _check_capacity(
         queued_asked=workload.queued,
         capacity_block=workload.capacity_block,
         data_disk=disk.kind if disk is not None else None,
+        image=workload.image,
     )
     refusal = rules_for(platform).refusal(request)
     if refusal is not None:

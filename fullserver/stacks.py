@@ -16,6 +16,7 @@ import difflib
 import functools
 import json
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,13 +123,16 @@ def _decode(key: ConfigKey, value: object) -> object:
         if isinstance(value, str):
             try:
                 return json.loads(value)
-            except json.JSONDecodeError:
+            except ValueError:  # not JSON, or an integer past Python's 4,300 digits
                 return value
         return value
     if isinstance(value, (list, dict)):
         return value
     text = _as_text(value)
-    if kind == "integer" and re.fullmatch(r"[+-]?\d{1,18}", text):
+    if kind == "integer" and re.fullmatch(rf"[+-]?\d{{1,{sys.int_info.default_max_str_digits}}}", text):
+        # Every integer key is bounded: a count of 19 digits or more reads as the number it is,
+        # so the model says "at most 512" rather than "not a valid integer". Python's own limit
+        # on int(str) bounds the work.
         return int(text)
     if kind == "boolean" and text in ("true", "false"):
         return text == "true"

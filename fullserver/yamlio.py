@@ -98,6 +98,23 @@ class _Loader(_BaseLoader):
             seen[key] = line
         return super().construct_mapping(node, deep)
 
+    def construct_bounded_int(self, node: yaml.ScalarNode) -> int:
+        """An integer, or one line when it has more digits than Python converts (4,300).
+
+        Why: PyYAML's int() raised a ValueError past that limit, a traceback; no key's bound is
+        anywhere near it, so the value is refused as what it is."""
+        try:
+            return int(super().construct_yaml_int(node))
+        except ValueError:
+            raise _Refused(
+                node.start_mark.line + 1,
+                f"an integer of {len(node.value):,} characters is far above any value fullserver takes",
+                "give a number within the key's bounds",
+            ) from None
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_bounded_int)
+
 
 # The cheap depth bound, a few string operations a line (a fifth of the cost of counting the
 # parser's events). Block collections nest by indentation: each starts at a column no further

@@ -161,8 +161,9 @@ def recommend(
     ] = False,
     cloud: Annotated[str, typer.Option(help="aws, gcp or any")] = "any",
     traffic: Annotated[
-        str, typer.Option(help="inference traffic: realtime-variable or steady-batch")
-    ] = "realtime-variable",
+        Optional[str],
+        typer.Option(help="inference traffic: realtime-variable or steady-batch (unset: realtime-variable)"),
+    ] = None,
     demand: Annotated[str, typer.Option(help="variable or steady")] = "variable",
     region: Annotated[Optional[str], typer.Option(help="preferred region")] = None,
     gpu: Annotated[Optional[str], typer.Option(help="GPU model to price, e.g. H100-80GB")] = None,

@@ -77,7 +77,7 @@ def diff(
     """
     try:
         check_max_monthly_usd(max_increase_usd, "--max-increase-usd")
-        check_max_monthly_usd(max_increase_pct, "--max-increase-pct")
+        check_max_monthly_usd(max_increase_pct, "--max-increase-pct", unit="%")
         if base is not None and base_plan is not None:
             raise InputError("--base-plan", "cannot be given with --base", "compare with a git ref or a saved plan")
         result, label = run_diff(stacks or [], stacks_dir, base, base_plan, max_price_age_days)
@@ -102,23 +102,26 @@ def run_diff(
     names: list[str], stacks_dir: Path, base: str | None, base_plan: Path | None, max_price_age_days: int
 ) -> tuple[PlanDiff, str]:
     """The diff of the working tree against ``base_plan`` or the git ``base``, and how the base is
-    named. The working tree is planned first: its errors are bad input before any base work, and
-    the base reuses the resource graph of every stack whose plan did not change."""
+    named. The git base is resolved first (a mistyped ref answers in well under a second), then the
+    working tree is planned: its errors are bad input before any base work, and the base reuses the
+    resource graph of every stack whose plan did not change."""
+    # The base is resolved first: a mistyped --base answers at once, not after the planning.
+    cwd = Path.cwd().resolve()
+    resolved = gitbase.resolve(cwd, base) if base_plan is None else None
     head_paths = _stack_paths(stacks_dir)
     head = [head_paths[n] for n in sorted(head_paths) if not names or n in names]
     graphs: dict[str, Evaluated] = {}
     after_docs, _ = plan_documents(head, load_profiles(), load_catalog(CATALOG_DIR), max_price_age_days, graphs=graphs)
     after = read_document(after_docs, "working tree")
     notes: dict[str, str] = {}
-    if base_plan is not None:
+    if resolved is None:
+        assert base_plan is not None
         before = _saved_plan(base_plan)
         label = f"saved plan {base_plan}"
     else:
-        cwd = Path.cwd().resolve()
-        resolved = gitbase.resolve(cwd, base)
         label = f"{resolved.label} ({resolved.short})" if resolved.label != resolved.short else resolved.short
         before, notes = _base_documents(resolved, cwd, stacks_dir, names, max_price_age_days, graphs)
-    if _wanted(names, {s.stack for s in before}, set(head_paths), stacks_dir) is not None:
+    if _wanted(names, {s.stack for s in before} | set(notes), set(head_paths), stacks_dir) is not None:
         before = [s for s in before if s.stack in names]
     return compare(before, after, notes), label
 
@@ -161,6 +164,10 @@ def _saved_plan(path: Path) -> list[StackDoc]:
             str(path),
             f"is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
             "save one with `fullserver plan --json > plan.json`",
+        ) from None
+    except ValueError:  # json raises it for an integer past Python's 4,300 digits
+        raise InputError(
+            str(path), "is not a plan: it holds a number of over 4,300 digits", "save one with `fullserver plan --json`"
         ) from None
     return read_document(data, str(path))
 

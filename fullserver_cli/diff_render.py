@@ -7,8 +7,6 @@ table of the stacks that changed, and a collapsible ``<details>`` section per st
 
 from __future__ import annotations
 
-import html
-
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -19,6 +17,8 @@ from fullserver_cli.guardrails import NOT_INSTALLED
 from fullserver_cli.render import _whole_words
 
 COMMENT_MARKER = "<!-- fullserver-diff -->"
+STACK_COLUMNS = ("stack", "change", "before", "after", "$/month before", "$/month after", "delta")
+"""The changed stacks' table, in the PR comment and a wide terminal alike."""
 
 
 def usd(value: float | None) -> str:
@@ -29,6 +29,16 @@ def delta(value: float) -> str:
     if abs(value) < 0.005:
         return "$0.00"
     return f"{'+' if value > 0 else '-'}${abs(value):,.2f}"
+
+
+def stack_usd(s: StackDiff) -> tuple[str, str]:
+    """A stack's $/month before and after: ``-`` on a side it is absent from (not ``$0.00``)."""
+    return (usd(s.usd_before) if s.was else "-", usd(s.usd_after) if s.now else "-")
+
+
+def change(s: StackDiff) -> str:
+    """The stack's status, flagged when the working tree puts it over its own budget."""
+    return f"{s.status}, OVER its budget {usd(s.budget_usd)}" if s.over_budget else s.status
 
 
 def pct(value: float | None) -> str:
@@ -44,6 +54,19 @@ def headline(result: PlanDiff, base: str) -> str:
         f"{delta(result.delta_usd)} / month ({pct(result.delta_pct)}): {usd(result.usd_before)} -> "
         f"{usd(result.usd_after)}; {moved} of {len(result.stacks)} stack(s); base: {base}"
     )
+
+
+def guardrails_line(result: PlanDiff, guardrails_run: bool) -> str:
+    """Whether the guardrail policy pack ran, and on which sides: said on every diff.
+
+    Why: against a git base nothing said so, and "no finding" could not be told from "not run"."""
+    if not guardrails_run:
+        return NOT_INSTALLED
+    if any(s.guardrails_now is not None for s in result.stacks):
+        return "guardrails: run on the working tree only (the base has no guardrail results to compare)"
+    new = sum(len(s.guardrails_added) for s in result.stacks)
+    gone = sum(len(s.guardrails_removed) for s in result.stacks)
+    return f"guardrails: run on both sides; {new} new finding(s), {gone} gone"
 
 
 def _balance_cell(line: BalanceChange, side: str) -> str:
@@ -108,20 +131,24 @@ def _table(*columns: str, title: str | None = None) -> Table:
 
 def terminal(result: PlanDiff, base: str, width: int, guardrails_run: bool = True) -> Group:
     parts: list[RenderableType] = [Text(headline(result, base), style="bold")]
-    if not guardrails_run:
-        parts.append(Text(NOT_INSTALLED, style="yellow"))
+    parts.append(Text(guardrails_line(result, guardrails_run), style="" if guardrails_run else "yellow"))
     changed = result.changed
     if changed:
         wide = width >= 110
-        t = _table("stack", "change", "before", "after", "$/month delta") if wide else _table("stack", "shape", "delta")
+        t = _table(*STACK_COLUMNS) if wide else _table("stack", "shape", "$/month")
         for s in changed:
+            was, now = stack_usd(s)
             if wide:
-                t.add_row(s.stack, s.status, s.was or "-", s.now or "-", delta(s.delta_usd))
+                t.add_row(s.stack, change(s), s.was or "-", s.now or "-", was, now, delta(s.delta_usd))
             else:
-                t.add_row(f"{s.stack}\n{s.status}", f"{s.was or '-'}\n-> {s.now or '-'}", delta(s.delta_usd))
-        parts.append(_whole_words(t, "stack", "change", "$/month delta", "delta"))
+                t.add_row(
+                    f"{s.stack}\n{change(s)}",
+                    f"{s.was or '-'}\n-> {s.now or '-'}",
+                    f"{was} -> {now}\n{delta(s.delta_usd)}",
+                )
+        parts.append(_whole_words(t, "stack", "change", "$/month", "delta"))
     for s in changed:
-        parts.append(Text(f"\n{s.stack}: {s.status}, {delta(s.delta_usd)} / month", style="bold"))
+        parts.append(Text(f"\n{s.stack}: {change(s)}, {delta(s.delta_usd)} / month", style="bold"))
         for note in (s.note, _guardrail_note(s)):
             if note:
                 parts.append(Text(note, style="yellow"))
@@ -140,8 +167,9 @@ def terminal(result: PlanDiff, base: str, width: int, guardrails_run: bool = Tru
 
 
 def _cell(text: str) -> str:
-    """Text safe in a Markdown table cell: HTML escaped, pipes escaped, one line."""
-    return html.escape(" ".join(text.split()), quote=False).replace("|", "\\|")
+    """Text safe in a Markdown table cell: one line, ``&`` and ``<`` escaped (no tag or entity can
+    start), pipes escaped. ``>`` alone starts nothing inside a line, so ``->`` stays ``->``."""
+    return " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
 
 
 def _md_table(header: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
@@ -155,16 +183,15 @@ def markdown(result: PlanDiff, base: str, guardrails_run: bool = True) -> str:
     """One pull-request comment: marker, summary line, a table of changed stacks, and a
     ``<details>`` section per changed stack (closed, so a long diff stays one screen)."""
     lines = [COMMENT_MARKER, f"**fullserver diff**: {_cell(headline(result, base))}", ""]
-    if not guardrails_run:
-        lines += [f"_{_cell(NOT_INSTALLED)}_", ""]
+    lines += [f"_{_cell(guardrails_line(result, guardrails_run))}_", ""]
     changed = result.changed
     if not changed:
         lines.append("No stack's shape, balance, cost, resources, guardrails or warnings change.")
         return "\n".join(lines) + "\n"
-    rows = [[s.stack, s.status, s.was or "-", s.now or "-", delta(s.delta_usd)] for s in changed]
-    lines += _md_table(["stack", "change", "before", "after", "$/month delta"], rows, right={4})
+    rows = [[s.stack, change(s), s.was or "-", s.now or "-", *stack_usd(s), delta(s.delta_usd)] for s in changed]
+    lines += _md_table(list(STACK_COLUMNS), rows, right={4, 5, 6})
     for s in changed:
-        summary = f"<b>{html.escape(s.stack)}</b>: {s.status}, {html.escape(delta(s.delta_usd))} / month"
+        summary = f"<b>{_cell(s.stack)}</b>: {_cell(change(s))}, {_cell(delta(s.delta_usd))} / month"
         lines += ["", "<details>", f"<summary>{summary}</summary>", ""]
         for note in (s.note, _guardrail_note(s)):
             if note:

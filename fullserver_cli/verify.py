@@ -56,7 +56,9 @@ BARE_METAL_SCRATCH = "/mnt/scratch"
 def verify(
     target: Annotated[
         str,
-        typer.Argument(help="inventory YAML (hosts, pinned host keys, key source), or a bare-metal stack's name"),
+        typer.Argument(
+            help="inventory YAML (hosts, pinned host keys, key source), or a bare-metal or cloud stack's name"
+        ),
     ],
     profile: Annotated[
         Optional[str],
@@ -103,7 +105,12 @@ def verify(
     profiles_dir: Annotated[Optional[Path], typer.Option("--profiles-dir", help="profiles directory")] = None,
     workers: Annotated[int, typer.Option(min=1, help="hosts measured at once (one connection each)")] = 64,
 ) -> None:
-    """Measure what bare-metal hosts deliver (PCIe, NVLink, NUMA, scratch fio, iperf3) against the plan's promise."""
+    """Measure what hosts deliver (PCIe, NVLink, NUMA, scratch fio, iperf3) against the plan's promise.
+
+    TARGET is an inventory of bare-metal hosts, a bare-metal stack, or a cloud stack (aws-gpu,
+    gcp-gpu, tpu-vm) that is up: its nodes are found from the stack's outputs and reached over SSH,
+    IAP or SSM as the stack allows (--known-hosts, --user, --backend, --identity).
+    """
     err = Console(stderr=True)
     try:
         profiles = load_profiles(profiles_dir) if profiles_dir else load_profiles()

@@ -55,7 +55,7 @@ from stackops.limits import (
     parse_ttl,
 )
 from stackops.naming import EXPIRES_FORMAT, TAG_BASE_STACK, TAG_EPHEMERAL, TAG_EXPIRES_AT, TAG_PROFILE, stack_name
-from stackops.outputs import EphemeralEnv, shared_outputs, write_outputs_file
+from stackops.outputs import EphemeralEnv, check_output_names, shared_outputs, write_outputs_file
 from stackops.signals import Interrupted, SignalGuard
 from stackops.stackconfig import check_plan, choose_base, config_key, ephemeral_config
 from stackops.workspace import (
@@ -114,6 +114,7 @@ def check_settings(s: EphemeralSettings) -> timedelta:
     check_count("--retries", s.retries, 1, MAX_RETRIES, "attempts")
     check_seconds("--backoff", s.backoff_s, 0.0, MAX_BACKOFF_S)
     check_seconds("max_backoff_s", s.max_backoff_s, 0.0, MAX_BACKOFF_S)
+    check_output_names(s.pass_secret_outputs)
     if s.max_monthly_usd is not None and not s.max_monthly_usd >= 0:  # nan would pass every budget
         raise InputError("--max-monthly-usd", f"{s.max_monthly_usd:g} is not a budget", "use an amount of USD >= 0")
     return ttl

@@ -44,6 +44,24 @@ def env_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
+OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+"""A stack output's name as the programs here export them (``privateIps``, ``connect``)."""
+
+
+def check_output_names(names: Collection[str]) -> None:
+    """Every ``--secret-output`` is an output name by its form, before anything starts.
+
+    Why: an empty or malformed name was refused only by ``shared_outputs``, after stack init,
+    ``up``, destroy and rm had run for nothing."""
+    for name in names:
+        if not OUTPUT_NAME.fullmatch(name):
+            raise InputError(
+                f"--secret-output '{name}'",
+                "is not a stack output name",
+                "name an output such as apiToken (letters, digits and '_'), as `pulumi stack output` lists them",
+            )
+
+
 def shared_outputs(raw: Mapping[str, auto.OutputValue], wanted: Collection[str], where: str) -> dict[str, Any]:
     """The outputs with every secret the run did not name replaced by ``SECRET_MARK``.
 

@@ -174,7 +174,7 @@ def audit_facts(
 def audit_error(target: Target, exc: FullserverError) -> HostAudit:
     return HostAudit(
         name=target.name,
-        address=f"{target.address}:{target.port}",
+        address=target.endpoint,
         status="error",
         error=exc.what + (f" ({exc.hint})" if exc.hint else ""),
     )
@@ -235,7 +235,7 @@ def audit_host(
 
     with session(target, private_key, jump_keys=jump_keys) as s:
         facts = probe(s)
-    return audit_facts(facts, profile, catalog, address=f"{target.address}:{target.port}", expected=expected)
+    return audit_facts(facts, profile, catalog, address=target.endpoint, expected=expected)
 
 
 def audit_fleet(

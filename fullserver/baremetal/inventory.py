@@ -99,6 +99,12 @@ def lookup_name(address: str, port: int) -> str:
     return address if port == 22 else f"[{address}]:{port}"
 
 
+def endpoint(address: str, port: int) -> str:
+    """``address:port`` as people write it: an IPv6 address in brackets (``[2001:db8::12]:2222``),
+    else ``2001:db8::12:2222`` reads as one longer address."""
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
 def keys_from_known_hosts(path: Path, address: str, port: int) -> list[PinnedKey]:
     """Keys for ``address:port`` in a known_hosts file we were given; ``@revoked`` lines excluded.
 
@@ -181,6 +187,11 @@ class Target:
     @property
     def lookup(self) -> str:
         return lookup_name(self.address, self.port)
+
+    @property
+    def endpoint(self) -> str:
+        """Where it is reached, as messages and reports show it (``endpoint``)."""
+        return endpoint(self.address, self.port)
 
     @property
     def expected_fingerprints(self) -> list[str]:

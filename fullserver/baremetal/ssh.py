@@ -54,6 +54,7 @@ from paramiko.ssh_exception import IncompatiblePeer
 from fullserver.baremetal import liblog
 from fullserver.baremetal.errors import (
     AuthFailed,
+    BareMetalError,
     CommandFailed,
     CommandTimeout,
     HostKeyMismatch,
@@ -161,7 +162,7 @@ def _socket(target: Target) -> socket.socket:
 def _at(target: Target) -> str:
     """Where a connect-phase message says it tried: ``(addr:port)``, and the proxy it went through."""
     via = f" through proxy command '{target.proxy[0]}'" if target.proxy else ""
-    return f"({target.address}:{target.port}{via})"
+    return f"({target.endpoint}{via})"
 
 
 def _unreachable(target: Target, exc: BaseException) -> HostUnreachable:
@@ -516,7 +517,10 @@ def _connect_once(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, pa
         if target.proxy:
             sock = ProxySocket(target.proxy, target.name, t.kill_grace)
         elif target.jump is not None:
-            jump = _connect_once(target.jump, hop_keys.get(target.jump.name, pkey), hop_keys)
+            try:
+                jump = _connect_once(target.jump, hop_keys.get(target.jump.name, pkey), hop_keys)
+            except BareMetalError as exc:
+                raise _jump_failed(target, exc) from None
             try:
                 sock = jump._transport().open_channel(
                     "direct-tcpip", (target.address, target.port), ("127.0.0.1", 0), timeout=t.connect
@@ -524,7 +528,7 @@ def _connect_once(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, pa
             except (paramiko.SSHException, EOFError, OSError) as exc:
                 raise HostUnreachable(
                     target.name,
-                    f"jump host {target.jump.name} could not reach {target.address}:{target.port}: {exc}",
+                    f"jump host {target.jump.name} could not reach {target.endpoint}: {exc}",
                     "check the address from the bastion and its AllowTcpForwarding",
                 ) from None
         else:
@@ -595,6 +599,19 @@ def _connect_once(target: Target, pkey: paramiko.PKey, hop_keys: Mapping[str, pa
         _close(client, sock, jump)
         raise
     return SshSession(target, client, jump, sock if isinstance(sock, ProxySocket) else None)
+
+
+def _jump_failed(target: Target, exc: BareMetalError) -> BareMetalError:
+    """The jump host's own failure, reported on the host it leads to and saying it is the jump host.
+
+    Why: it was reported under the jump host's name and address alone, as if that were the host
+    asked for. The error keeps its kind (unreachable, key refused, ...), so retries and exit codes
+    are the jump host's."""
+    assert target.jump is not None
+    exc.where = target.name
+    exc.what = f"its jump host {target.jump.name} ({target.jump.endpoint}): {exc.what}"
+    exc.args = (exc.line(),)
+    return exc
 
 
 def _close(client: paramiko.SSHClient, sock: Any, jump: SshSession | None) -> None:

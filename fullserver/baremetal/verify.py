@@ -530,7 +530,7 @@ def verify_fleet(
             scratch=(scratch or {}).get(t.name, promise.scratch),
         )
         with session(t, key, passphrase, jump_keys=jump_keys) as s:
-            return measure_host(s, p, caps, address=f"{t.address}:{t.port}")
+            return measure_host(s, p, caps, address=t.endpoint)
 
     first = run_fleet(hosts, lambda h: h[0].name, one, max_workers=max_workers, on_done=on_done)
     up = [name for name, r in first.items() if isinstance(r, Measured)]
@@ -548,7 +548,7 @@ def verify_fleet(
     out: list[HostVerify] = []
     for name, r in first.items():
         t, _ = targets[name]
-        address = f"{t.address}:{t.port}"
+        address = t.endpoint
         if not isinstance(r, Measured):
             out.append(failed_host(name, address, r))
             continue

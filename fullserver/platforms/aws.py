@@ -8,6 +8,7 @@ cards" (EFA), EC2 "Regions and Zones" (zone names).
 from __future__ import annotations
 
 import json
+import re
 
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
 from fullserver.errors import InputError
@@ -316,6 +317,42 @@ def efa_refusal(efa: int, most: int | None, nodes: int, machine_type: str, publi
     return None
 
 
+# --- images --------------------------------------------------------------------------------------
+# An AMI id is "ami-" and 8 or 17 hexadecimal digits (EC2 API ImageId; 17 since 2016). Instead of an
+# id, a launch template's ImageId takes "resolve:ssm:" and a Systems Manager parameter, resolved at
+# launch (EC2 "Use a Systems Manager parameter instead of an AMI ID"): a parameter name (letters,
+# digits, "_.-", "/" between the levels of a hierarchy, which starts with "/", at most 15 levels
+# and 1,011 characters: SSM PutParameter "Naming Constraints") or its ARN, optionally followed by
+# ":version" or ":label" (letters, digits, "_.-", at most 100 characters). A bare hierarchical
+# path ("/aws/service/...") is taken as that parameter.
+_AMI_ID = r"ami-(?:[0-9a-f]{8}|[0-9a-f]{17})"
+_SSM_PARAMETER = (
+    r"(?:arn:aws[a-z-]*:ssm:[a-z0-9-]+:[0-9]{12}:parameter)?"  # a parameter shared from another account
+    r"(?P<name>/?[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*)"
+    r"(?::[A-Za-z0-9_.-]{1,100})?"  # :version or :label
+)
+_SSM_MAX_NAME = 1_011
+_SSM_MAX_LEVELS = 15
+SSM_PREFIX = "resolve:ssm:"
+IMAGE_FORMS = "an AMI id (ami- and 8 or 17 hex digits), resolve:ssm:<parameter>[:version] or an SSM path /..."
+
+
+def image_form(req: Request) -> Refusal | None:
+    """``fullserver:image`` is an AMI id or a Systems Manager parameter, by form.
+
+    Why: the value becomes the launch template's ``ImageId`` as it is, so a typo (``not-an-ami``)
+    or anything else (``ami-123; rm -rf /``) would otherwise surface only when EC2 refuses the
+    launch, long after the plan said yes."""
+    image = req.image
+    if image is None or re.fullmatch(_AMI_ID, image):
+        return None
+    parameter = image.removeprefix(SSM_PREFIX)
+    found = re.fullmatch(_SSM_PARAMETER, parameter) if parameter != image or image.startswith("/") else None
+    if found and len(found["name"]) <= _SSM_MAX_NAME and found["name"].strip("/").count("/") < _SSM_MAX_LEVELS:
+        return None
+    return Refusal("image", "image", f"'{image}' is not an AMI id or a Systems Manager parameter", f"use {IMAGE_FORMS}")
+
+
 COMPONENT = "aws"
 """Which args of the ``Environment`` component build this platform (``components.args``)."""
 
@@ -338,5 +375,5 @@ RULES = PlatformRules(
     zone_form=ZONES,
     # An unset zone is left to AWS (the subnet's zone); nothing to warn about.
     region_peers=REGION_PEERS,
-    rules=(*CAPACITY_RULES, capacity_block_needs_reservation, data_disk_kind),
+    rules=(*CAPACITY_RULES, capacity_block_needs_reservation, data_disk_kind, image_form),
 )

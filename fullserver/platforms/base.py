@@ -122,6 +122,8 @@ class Request:
     """The data disk's kind, when there is one."""
     data_disk_read_only: bool = False
     local_ssds: int = 0
+    image: str | None = None
+    """``fullserver:image`` as the stack gives it (checked by its form on the platforms that boot it)."""
 
 
 Rule = Callable[[Request], Refusal | None]

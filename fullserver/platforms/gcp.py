@@ -218,17 +218,8 @@ def iap_proxy(instance: str, zone: str, project: str, port: int = 22) -> list[st
     ``gcloud compute ssh --tunnel-through-iap`` itself runs as its proxy (``--dry-run`` shows it);
     the node's firewall must admit ``IAP_SSH_RANGE`` and the caller needs
     ``iap.tunnelInstances.accessViaIAP`` (Google Cloud "Using IAP for TCP forwarding")."""
-    return [
-        "gcloud",
-        "compute",
-        "start-iap-tunnel",
-        instance,
-        str(port),
-        "--listen-on-stdin",
-        f"--zone={zone}",
-        f"--project={project}",
-        "--verbosity=warning",
-    ]
+    tunnel = ["gcloud", "compute", "start-iap-tunnel", instance, str(port), "--listen-on-stdin"]
+    return [*tunnel, f"--zone={zone}", f"--project={project}", "--verbosity=warning"]
 
 
 HOST_KEYS_NAMESPACE = "hostkeys"
@@ -241,17 +232,9 @@ publish theirs there too, without being asked."""
 def host_keys_command(instance: str, zone: str, project: str) -> list[str]:
     """The VM's SSH host keys as the guest environment published them (needs
     ``compute.instances.getGuestAttributes``); until they are published gcloud fails (not found)."""
-    return [
-        "gcloud",
-        "compute",
-        "instances",
-        "get-guest-attributes",
-        instance,
-        f"--zone={zone}",
-        f"--project={project}",
-        f"--query-path={HOST_KEYS_NAMESPACE}/",
-        "--format=json",
-    ]
+    where = [f"--zone={zone}", f"--project={project}"]
+    query = [f"--query-path={HOST_KEYS_NAMESPACE}/", "--format=json"]
+    return ["gcloud", "compute", "instances", "get-guest-attributes", instance, *where, *query]
 
 
 def guest_host_keys(items: list[object]) -> list[str]:
@@ -353,6 +336,27 @@ def data_disk_kind(req: Request) -> Refusal | None:
     return disk_kind_refusal(req.data_disk, DATA_DISK_KINDS, "{kind} is not a GCE disk type fullserver attaches")
 
 
+# --- images: the forms of a boot image (pulumi-gcp bootDisk.initializeParams.image): a self link,
+# projects/P/global/images/[family/]NAME, global/images/[family/]NAME, family/NAME, P/NAME, or a bare
+# name (a Deep Learning VM family here, components.images). Names are RFC 1035 labels of at most 63;
+# a project id is 6-30 characters, optionally behind "domain:" ("Resource naming convention").
+_IMAGE = r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
+_PROJECT = r"(?:[a-z0-9][-a-z0-9.]*[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]"
+_LINK = r"(?:https://(?:www|compute)\.googleapis\.com/compute/(?:v1|beta)/)?"
+_GCP_IMAGE = (
+    rf"(?:{_LINK}projects/{_PROJECT}/)?global/images/(?:family/)?{_IMAGE}|(?:family|{_PROJECT})/{_IMAGE}|{_IMAGE}"
+)
+
+
+def image_form(req: Request) -> Refusal | None:
+    """``fullserver:image`` is a Compute Engine image reference by form: it reaches the boot disk as
+    it is, so anything else would surface only when Compute Engine refuses the VM."""
+    if req.image is None or re.fullmatch(_GCP_IMAGE, req.image):
+        return None
+    forms = "a Deep Learning VM family, family/NAME, PROJECT/NAME, projects/P/global/images/[family/]NAME or its URL"
+    return Refusal("image", "image", f"'{req.image}' is not a Compute Engine image reference", f"use {forms}")
+
+
 COMPONENT = "gcp"
 """Which args of the ``Environment`` component build this platform (``components.args``)."""
 
@@ -386,5 +390,5 @@ RULES = PlatformRules(
         "capacity is out, pulumi up fails to create the VM, and a preempted VM stays stopped until capacity "
         "returns and it is started again (gcloud compute instances start) or the stack moves to an on-demand profile"
     ),
-    rules=(*CAPACITY_RULES, data_disk_kind),
+    rules=(*CAPACITY_RULES, data_disk_kind, image_form),
 )

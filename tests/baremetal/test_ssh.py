@@ -318,6 +318,26 @@ def test_jump_host_direct_tcpip(bed: Testbed, host: SshdHost) -> None:
         bastion.stop()
 
 
+def test_a_jump_host_that_fails_is_named_as_the_jump_host_on_the_host_it_leads_to(bed: Testbed, host: SshdHost) -> None:
+    bastion = bed.add_host("dead-bastion")
+    bastion.stop()  # nothing listens where the jump host should be
+    inner = host.target()
+    jump = bastion.target(timeouts=Timeouts(connect=1, banner=1, auth=2, channel=1, connect_attempts=1))
+    t = Target(inner.name, inner.address, inner.port, "root", inner.host_keys, jump, jump.timeouts)
+    with pytest.raises(HostUnreachable) as err:
+        session(t, host.user_key).__enter__()
+    assert err.value.host == inner.name
+    assert str(err.value).startswith(f"{inner.name}: its jump host {jump.name} ({jump.address}:{jump.port}): ")
+
+
+@pytest.mark.parametrize(
+    ("address", "port", "shown"),
+    [("2001:db8::12", 2222, "[2001:db8::12]:2222"), ("10.0.0.5", 22, "10.0.0.5:22"), ("gpu-a", 2222, "gpu-a:2222")],
+)
+def test_an_ipv6_address_is_shown_in_brackets_before_its_port(address: str, port: int, shown: str) -> None:
+    assert Target("h", address, port).endpoint == shown
+
+
 # --- proxyCommand (issue 12: IAP / Session Manager) -----------------------------------------------
 
 

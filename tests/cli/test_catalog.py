@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from fullserver.errors import EXIT_INPUT
@@ -37,3 +38,38 @@ def test_plan_warns_about_prices_older_than_the_threshold_in_text_and_json() -> 
     stale = json.loads(runner.invoke(app, [*args, "--json", "--max-price-age-days", "1"]).stdout)[0]
     assert not any("days old" in w for w in fresh["warnings"])
     assert any("days old" in w and "catalog refresh" in w for w in stale["warnings"])
+
+
+def _no_aws_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A machine with no AWS credentials anywhere boto3 looks (environment, files, instance role)."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.mark.parametrize(
+    ("provider", "action"), [("aws-spot", "DescribeSpotPriceHistory"), ("aws-types", "DescribeInstanceTypes")]
+)
+def test_ec2_refresh_without_credentials_says_in_one_line_what_credentials_it_needs(
+    provider: str, action: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _no_aws_credentials(monkeypatch, tmp_path)
+    result = runner.invoke(app, ["catalog", "refresh", "--provider", provider, "--dry-run"])
+    assert result.exit_code == EXIT_INPUT
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: --provider {provider}: no usable AWS credentials (NoCredentialsError")
+    assert "AWS_PROFILE" in line and f"ec2:{action}" in line
+
+
+def test_ec2_refresh_offline_says_the_api_could_not_be_reached(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # the discard port: nothing listens
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    result = runner.invoke(app, ["catalog", "refresh", "--provider", "aws-spot", "--dry-run"])
+    assert result.exit_code == EXIT_INPUT
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: --provider aws-spot: the EC2 API could not be reached (EndpointConnectionError")
+    assert "check the network" in line

@@ -193,3 +193,16 @@ def test_recommend_shows_rows_on_different_pricing_models_on_demand_too() -> Non
     for c in choices:
         if c["cost"]["on_demand_usd_month"] is not None:
             assert f"${c['cost']['on_demand_usd_month']:,.2f}" in out
+
+
+def test_a_stack_file_name_with_an_escape_sequence_is_reported_escaped(tmp_path: Path) -> None:
+    """Printed raw, the terminal showed a red "exp": a name that does not exist."""
+    (tmp_path / "Pulumi.ex\x1b[31mp.yaml").write_text((ROOT / "stacks" / "Pulumi.exp-aws-spot.yaml").read_text())
+    code, _, err = run("plan", "--stacks-dir", str(tmp_path))
+    assert code == EXIT_INPUT and "\x1b" not in err
+    assert err.startswith(f"error: {tmp_path}/Pulumi.ex\\x1b[31mp.yaml: 'ex\\x1b[31mp' is not a stack name Pulumi")
+
+
+def test_verify_help_says_it_verifies_cloud_stacks_too() -> None:
+    code, out, _ = run("verify", "--help")
+    assert code == 0 and "cloud stack" in " ".join(out.split()) and "aws-gpu, gcp-gpu, tpu-vm" in " ".join(out.split())

@@ -254,7 +254,11 @@ def test_a_fall_never_trips_the_caps(repo: Repo) -> None:
         (["--base", "HEAD", "--base-plan", "x.json"], "--base-plan: cannot be given with --base"),
         (["--base-plan", "missing.json"], "missing.json: cannot read file"),
         (["--base", "HEAD", "--max-increase-usd", "nan"], "--max-increase-usd: 'nan' is not a budget"),
-        (["--base", "HEAD", "--max-increase-pct", "-5"], "--max-increase-pct: -5 USD is negative"),
+        (
+            ["--base", "HEAD", "--max-increase-pct", "-5"],
+            "--max-increase-pct: -5% is negative (give a cap of 0% or more)",
+        ),
+        (["--base", "HEAD", "--max-increase-pct", "nan"], "'nan' is not a cap (give a finite percentage, such as 10)"),
         (["--base", "HEAD", "nosuch"], "stack 'nosuch': is on neither side"),
         (["--format", "yaml"], "'yaml' is not one of"),
     ],
@@ -273,6 +277,77 @@ def test_a_saved_plan_that_is_not_a_plan_names_the_entry(repo: Repo) -> None:
     (repo.path / "bad.json").write_text("{not json")
     result = runner.invoke(app, ["diff", "--base-plan", "bad.json"])
     assert result.exit_code == EXIT_INPUT and "is not JSON (line 1" in result.stderr
+
+
+def test_a_saved_plan_with_a_nan_total_is_refused_in_one_line_instead_of_passing_every_cap(repo: Repo) -> None:
+    saved = runner.invoke(app, ["plan", "--json"])
+    assert saved.exit_code == 0, saved.stderr
+    data = json.loads(saved.stdout)
+    data[0]["usd_month"] = float("nan")
+    (repo.path / "nan.json").write_text(json.dumps(data))  # json writes NaN, and reads it back
+    repo.edit_stack("exp", acceleratorCount=4)
+    result = runner.invoke(app, ["diff", "--base-plan", "nan.json", "--max-increase-usd", "0"])
+    assert result.exit_code == EXIT_INPUT and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: nan.json: entry 0 (stack 'exp'): field 'usd_month': nan is not a finite")
+
+
+def test_every_diff_says_whether_the_guardrails_ran_and_on_which_sides(repo: Repo) -> None:
+    repo.edit_stack("exp", acceleratorCount=4)
+    git_base = runner.invoke(app, ["diff", "--base", "HEAD"])
+    assert git_base.exit_code == 0, git_base.stderr
+    assert "guardrails: run on both sides; " in git_base.stdout
+    comment = runner.invoke(app, ["diff", "--base", "HEAD", "--format", "markdown"]).stdout
+    assert "_guardrails: run on both sides; " in comment
+    saved = runner.invoke(app, ["plan", "--json"]).stdout
+    (repo.path / "base.json").write_text(saved)
+    from_plan = runner.invoke(app, ["diff", "--base-plan", "base.json"])
+    assert "guardrails: run on the working tree only (the base has no guardrail results" in from_plan.stdout
+
+
+def test_the_pr_comment_shows_each_stacks_bill_before_and_after_and_flags_a_stack_over_its_budget(repo: Repo) -> None:
+    repo.edit_stack("exp", acceleratorCount=4, budgetMonthlyUsd=500)  # the rise takes it past its own budget
+    repo.remove_stack("serve")
+    comment = runner.invoke(app, ["diff", "--base", "HEAD", "--format", "markdown"]).stdout
+    data = by_stack(run_json("--base", "HEAD")[1])
+    rows = {
+        line.split(" | ")[0].strip("| "): line.split(" | ") for line in comment.splitlines() if line.startswith("| ")
+    }
+    assert rows["stack"][4:] == ["$/month before", "$/month after", "delta |"]
+    exp, serve = rows["exp"], rows["serve"]
+    assert exp[1] == "changed, OVER its budget $500.00" and data["exp"]["over_budget"] is True
+    assert exp[4] == f"${data['exp']['usd_before']:,.2f}" and exp[5] == f"${data['exp']['usd_after']:,.2f}"
+    assert serve[1] == "removed" and serve[5] == "-"  # not $0.00: the stack is gone, not free
+    assert "->" in comment and "-&gt;" not in comment
+
+
+def test_a_mistyped_base_answers_before_anything_is_planned(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    def never(*_: Any, **__: Any) -> Any:
+        raise AssertionError("planned before the base was resolved")
+
+    monkeypatch.setattr(diff_cli, "plan_documents", never)
+    result = runner.invoke(app, ["diff", "--base", "no-such-ref"])
+    assert result.exit_code == EXIT_INPUT and "'no-such-ref' is not a commit" in result.stderr
+
+
+def test_a_saved_plan_holding_a_number_longer_than_python_reads_is_one_line(repo: Repo) -> None:
+    (repo.path / "big.json").write_text('[{"stack": "exp", "usd_month": ' + "9" * 5_000 + "}]")
+    result = runner.invoke(app, ["diff", "--base-plan", "big.json"])
+    assert result.exit_code == EXIT_INPUT and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: big.json: is not a plan: it holds a number of over 4,300 digits")
+
+
+def test_a_base_stack_the_code_cannot_plan_that_is_deleted_now_shows_as_removed(repo: Repo) -> None:
+    repo.stack("old", source="exp-aws-spot", accelerator="Z999")  # no such accelerator today
+    repo.commit("a stack the current code refuses")
+    repo.remove_stack("old")
+    result = runner.invoke(app, ["diff", "--base", "HEAD"])
+    assert result.exit_code == 0, result.stderr
+    assert "no stack changed" not in result.stdout and "1 removed" in result.stdout
+    code, data, err = run_json("--base", "HEAD", "old")
+    assert code == 0, err
+    [old] = data["stacks"]
+    assert old["status"] == "removed" and old["note"].startswith("the base does not plan with the current code:")
+    assert old["note"].endswith("it is deleted now")
 
 
 def test_named_stacks_limit_the_diff(repo: Repo) -> None:
@@ -343,7 +418,7 @@ class _Html(HTMLParser):
 
 
 def test_markdown_is_one_comment_with_a_summary_and_a_section_per_stack(repo: Repo) -> None:
-    repo.edit_stack("exp", acceleratorCount=4)
+    repo.edit_stack("exp", acceleratorCount=4, budgetMonthlyUsd=5000)  # within its budget: no flag
     repo.remove_stack("serve")
     result = runner.invoke(app, ["diff", "--base", "HEAD", "--format", "markdown"])
     assert result.exit_code == 0, result.stderr
@@ -362,7 +437,7 @@ def test_markdown_is_one_comment_with_a_summary_and_a_section_per_stack(repo: Re
     tables = [i for i, t in enumerate(tokens) if t.type == "table_open"]
     assert tables, "no table in the comment"
     first_rows = _rows(tokens, tables[0])
-    assert first_rows[0] == ["stack", "change", "before", "after", "$/month delta"]
+    assert first_rows[0] == ["stack", "change", "before", "after", "$/month before", "$/month after", "delta"]
     assert {r[0]: r[1] for r in first_rows[1:]} == {"exp": "changed", "serve": "removed"}
     # One closed <details> per changed stack, its summary naming the stack, holding its tables.
     page = _Html()
@@ -392,7 +467,7 @@ def test_markdown_cells_cannot_break_the_table(repo: Repo) -> None:
     lines = _md_table(["a", "b"], [["x | y", "<details>"]])
     tokens = md.parse("\n".join(lines))
     cells = [t.content for t in tokens if t.type == "inline"]
-    assert cells == ["a", "b", "x | y", "&lt;details&gt;"]  # one row of two cells
+    assert cells == ["a", "b", "x | y", "&lt;details>"]  # one row of two cells; "<" alone opens a tag
     assert "<details>" not in md.render("\n".join(lines))
 
 

@@ -209,6 +209,11 @@ def test_gp3_limits_are_the_cores_disk_limits(plans: Plans, build: Build, monkey
         AwsGpuEnvironment("bad", aws_args(spec_of(plans, "exp-aws-spot", data_disk=disk)))
 
 
+def test_an_image_the_plan_would_refuse_is_refused_by_the_component_in_the_same_words(plans: Plans) -> None:
+    with pytest.raises(SpecRefused, match=r"spec\.image: 'not-an-ami' is not an AMI id or a Systems Manager parameter"):
+        AwsGpuEnvironment("bad", aws_args(spec_of(plans, "exp-aws-spot", image="not-an-ami")))
+
+
 def test_the_boot_volume_kind_comes_from_the_spec(plans: Plans) -> None:
     with pytest.raises(SpecRefused, match=r"spec\.boot_disk_kind: AWS boot volumes are gp3, not pd-balanced"):
         AwsGpuEnvironment("bad", aws_args(spec_of(plans, "exp-aws-spot", boot_disk_kind="pd-balanced")))

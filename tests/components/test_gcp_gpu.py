@@ -259,3 +259,8 @@ def test_hyperdisk_limits_are_the_cores(plans: Plans) -> None:
         SpecRefused, match=r"spec\.data_disk\.iops: hyperdisk-balanced takes 3000-50000 IOPS at 100 GiB"
     ):
         GcpGpuEnvironment("bad", gcp_args(spec_of(plans, "finetune-gcp-g2", data_disk=disk)))
+
+
+def test_an_image_the_plan_would_refuse_is_refused_by_the_component_in_the_same_words(plans: Plans) -> None:
+    with pytest.raises(SpecRefused, match=r"spec\.image: 'family/' is not a Compute Engine image reference"):
+        GcpGpuEnvironment("bad", gcp_args(spec_of(plans, "finetune-gcp-a2", image="family/")))

@@ -197,6 +197,28 @@ def test_a_document_that_is_not_a_plan_is_one_line(data: Any, needle: str) -> No
     assert needle in str(info.value) and "fullserver plan --json" in str(info.value)
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), "320", True])
+def test_a_total_that_is_not_a_finite_number_is_refused_so_the_caps_keep_working(bad: Any) -> None:
+    with pytest.raises(InputError) as info:
+        docs(entry("a", usd_month=bad))
+    assert str(info.value).startswith("test: entry 0 (stack 'a'): field 'usd_month':")
+    assert "is not a finite number of USD" in str(info.value)
+
+
+def test_a_cost_line_that_is_not_a_finite_number_is_refused() -> None:
+    e = entry("a")
+    e["cost"]["lines"][0]["usd_month"] = float("nan")
+    with pytest.raises(InputError, match=r"test: entry 0 \(stack 'a'\): field 'usd_month': Input should be a finite"):
+        docs(e)
+
+
+def test_a_base_stack_that_did_not_plan_and_is_gone_now_is_removed_with_its_reason() -> None:
+    d = compare(docs(entry("a")), docs(entry("a")), {"old": "the base does not plan with the current code: x"})
+    [old] = d.changed
+    assert (old.stack, old.status, old.was, old.usd_before) == ("old", "removed", "", 0.0)
+    assert old.note == "the base does not plan with the current code: x; it is deleted now"
+
+
 def test_caps_on_the_rise() -> None:
     d = compare(docs(entry("a"), entry("b")), docs(entry("a", usd_month=420.0), entry("b")))
     assert d.delta_usd == 100.0 and d.delta_pct == pytest.approx(15.625)

@@ -68,6 +68,34 @@ def test_an_unknown_tpu_type_is_refused_with_the_close_types(shipped: tuple[dict
     assert line.startswith("--tpu: unknown TPU type 'v5litepod-9' (did you mean v5litepod-")
 
 
+def test_a_region_no_cloud_prices_is_refused_like_plan_refuses_it(shipped: tuple[dict[str, Profile], Catalog]) -> None:
+    """It ranked unpriced rows and exited 0, where ``plan`` says "did you mean"."""
+    assert refused({"region": "mars-north-1"}, shipped).startswith(
+        "--region: no cloud prices in region 'mars-north-1' (did you mean ap-northeast-1"
+    )
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "europe-west4", "eu-central-1"])
+def test_a_region_either_cloud_prices_is_accepted_and_priced(
+    shipped: tuple[dict[str, Profile], Catalog], region: str
+) -> None:
+    clouds = [c for c in recommend(Needs(region=region), *shipped, top=MAX_TOP) if c.platform in GPU_PLATFORMS]
+    assert any(c.cost.usd_month is not None for c in clouds)
+
+
+def test_traffic_on_a_training_question_is_refused_not_ignored(shipped: tuple[dict[str, Profile], Catalog]) -> None:
+    assert refused({"purpose": "training", "traffic": "steady-batch"}, shipped) == (
+        "--traffic: describes inference traffic, not training (drop it, or ask --purpose inference)"
+    )
+
+
+def test_an_inference_question_without_traffic_plans_for_realtime_traffic(
+    shipped: tuple[dict[str, Profile], Catalog],
+) -> None:
+    said = recommend(Needs(purpose=Purpose.INFERENCE, traffic="realtime-variable"), *shipped, top=MAX_TOP)
+    assert recommend(Needs(purpose=Purpose.INFERENCE), *shipped, top=MAX_TOP) == said
+
+
 @pytest.mark.parametrize("top", [0, -3, MAX_TOP + 1])
 def test_top_must_be_a_number_of_choices(shipped: tuple[dict[str, Profile], Catalog], top: int) -> None:
     assert refused({}, shipped, top=top) == f"--top: {top} is not a number of choices to show (give 1 to {MAX_TOP})"

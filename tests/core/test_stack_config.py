@@ -214,6 +214,8 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ),
     ("acceleratorCount", "dedicated-h100", {"acceleratorCount": 4}, "the dedicated host has 8"),
     ("nodes", "train-p5-cluster", {"nodes": 100_000}, "less than or equal to 512"),
+    ("nodes", "train-p5-cluster", {"nodes": 10**18}, "less than or equal to 512"),  # 19 digits: no "valid integer"
+    ("nodes", "train-p5-cluster", {"nodes": -(10**40)}, "greater than or equal to 1"),
     ("nodes", "train-p5-cluster", {"nodes": True}, "valid integer"),
     ("nodes", "train-p5-cluster", {"nodes": 0}, "greater than or equal to 1"),
     ("nodes", "dedicated-h100", {"nodes": 3}, "one node per server"),
@@ -252,6 +254,9 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("queued", "exp-aws-spot", {"queued": True}, "applies only to tpu-vm"),
     ("queued", "train-tpu-v5e", {"queued": "yes"}, "valid boolean"),
     ("image", "dedicated-h100", {"image": "ubuntu-22.04"}, "does not apply to bare-metal"),
+    ("image", "exp-aws-spot", {"image": "ami-123; rm -rf /"}, "is not an AMI id or a Systems Manager parameter"),
+    ("image", "exp-aws-spot", {"image": "not-an-ami"}, "is not an AMI id or a Systems Manager parameter"),
+    ("image", "finetune-gcp-a2", {"image": "projects/x/images/y"}, "is not a Compute Engine image reference"),
     ("reservation", "dedicated-h100", {"reservation": "cr-0123456789abcdef0"}, "does not apply to bare-metal"),
     ("reservation", "exp-aws-spot", {"reservation": "cr-0123456789abcdef0"}, "spot capacity"),
     ("capacityBlock", "finetune-gcp-g2", {"capacityBlock": True}, "applies only to aws-gpu"),

@@ -19,7 +19,7 @@ import yaml
 from fullserver import yamlio
 from fullserver.catalog import DATA_DIR
 from fullserver.errors import EXIT_INPUT, InputError
-from fullserver.yamlio import MAX_BYTES, MAX_DEPTH, _depth_bound, read_yaml
+from fullserver.yamlio import MAX_BYTES, MAX_DEPTH, _depth_bound, load_yaml_text, read_yaml
 
 
 def write(tmp_path: Path, data: bytes | str, name: str = "file.yaml") -> Path:
@@ -262,3 +262,13 @@ def test_ordinary_aliases_are_read(tmp_path: Path) -> None:
     )
     data = read_yaml(write(tmp_path, text))
     assert data["a"] == data["b"] == {"ssh": ["10.0.0.0/8"]}
+
+
+def test_an_integer_longer_than_python_converts_is_one_line_not_a_traceback() -> None:
+    with pytest.raises(InputError) as err:
+        load_yaml_text("nodes: " + "9" * 5_000 + "\n", "Pulumi.x.yaml")
+    assert str(err.value) == (
+        "Pulumi.x.yaml:1: an integer of 5,000 characters is far above any value fullserver takes "
+        "(give a number within the key's bounds)"
+    )
+    assert load_yaml_text("nodes: 1_000\nbig: 0x10\n", "x") == {"nodes": 1000, "big": 16}  # YAML 1.1 ints still read

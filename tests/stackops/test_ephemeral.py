@@ -361,6 +361,18 @@ def test_naming_a_secret_output_the_stack_does_not_have_is_refused_and_torn_down
     assert fake_pulumi.stacks() == {}
 
 
+@pytest.mark.parametrize("name", ["", "api token", "apiToken\x1b[2J", "-x"])
+def test_a_secret_output_that_is_no_output_name_is_refused_before_anything_starts(
+    fake_pulumi: FakePulumi, project: Path, name: str
+) -> None:
+    with (
+        pytest.raises(InputError, match=r"^--secret-output '.*': is not a stack output name"),
+        ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, pass_secret_outputs=[name])),
+    ):
+        pytest.fail("must not get here")
+    assert fake_pulumi.calls() == []  # no stack init, no up, nothing to destroy
+
+
 # -- workspaces: under work_root, removed with the stack, kept only when something is left -----
 
 

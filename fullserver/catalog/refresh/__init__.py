@@ -149,7 +149,8 @@ def refresh(
             fetched = aws.fetch(data, where, opener, today)
         elif provider == "aws-types":
             clients = ec2_client_for or ec2.boto3_client_for()
-            fetched = ec2.fetch_types(data, home, clients(home), now or dt.datetime.now(dt.UTC))
+            with ec2.one_line_api_errors(provider, "DescribeInstanceTypes"):
+                fetched = ec2.fetch_types(data, home, clients(home), now or dt.datetime.now(dt.UTC))
         elif provider == "aws-savings-plans":
             fetched = savings_plans.fetch(data, home, opener, today)
         elif provider == "gcp-zones":
@@ -165,7 +166,8 @@ def refresh(
         elif provider == "aws-spot":
             clients = ec2_client_for or ec2.boto3_client_for()
             when = now or dt.datetime.now(dt.UTC)
-            fetched = ec2.fetch_spot(data, where, clients, when)
+            with ec2.one_line_api_errors(provider, "DescribeSpotPriceHistory"):
+                fetched = ec2.fetch_spot(data, where, clients, when)
         else:
             if not gcp_api_key:
                 raise InputError(

@@ -347,3 +347,20 @@ def test_a_per_disk_split_replaces_a_total(tmp_path: Path) -> None:
     g6 = next(s for s in read_yaml(path)["shapes"] if s["name"] == "g6.12xlarge")
     assert "local_nvme_total_gb" not in g6 and (g6["local_nvme_disks"], g6["local_nvme_disk_gb"]) == (4, 940)
     assert "shapes g6.12xlarge: local_nvme_total_gb 3760 dropped" in [c.line() for c in report.changes]
+
+
+def test_credentials_the_ec2_api_refuses_are_named_in_one_line(tmp_path: Path) -> None:
+    client = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+    stub = Stubber(client)
+    stub.add_client_error("describe_instance_types", "AuthFailure", "AWS was not able to validate the credentials.")
+    stub.activate()
+    with pytest.raises(InputError) as err:
+        refresh(
+            ["aws-types"],
+            today=TODAY,
+            data_dir=data_dir(tmp_path, "aws.yaml"),
+            ec2_client_for=lambda _: client,
+            now=NOW,
+        )
+    assert str(err.value).startswith("--provider aws-types: the EC2 API refused the credentials (AuthFailure: AWS was")
+    assert "ec2:DescribeInstanceTypes" in str(err.value)

@@ -129,3 +129,45 @@ def test_a_public_address_goes_only_with_one_network_interface(efa: int, refused
     """EC2 refuses associatePublicIPAddress when a launch has more than one network interface."""
     refusal = aws.efa_refusal(efa, 32, 2, "p5.48xlarge", public_ip=True)
     assert (refusal is not None and refusal.field == "security.public_ip") == refused
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "ami-12345678",  # the older 8-digit id
+        "ami-0abcdef1234567890",  # 17 hex digits
+        "resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+        "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+        "resolve:ssm:golden-ami",  # a parameter outside any hierarchy
+        "resolve:ssm:/golden/ami:3",  # a version
+        "resolve:ssm:/golden/ami:prod",  # a label
+        "resolve:ssm:arn:aws:ssm:us-east-1:123456789012:parameter/golden/ami",  # shared from another account
+    ],
+)
+def test_an_ami_id_or_a_systems_manager_parameter_is_an_image(image: str) -> None:
+    assert aws.image_form(Request("g6.xlarge", image=image)) is None
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "ami-123; rm -rf /",
+        "not-an-ami",  # once read as the SSM parameter "not-an-ami"
+        "ami-1234567",  # 7 digits
+        "ami-ABCDEF12",  # ids are lowercase hex
+        "resolve:ssm:",
+        "resolve:ssm:/a b",
+        "resolve:ssm:/" + "/".join(["l"] * 16),  # 16 levels: SSM allows 15
+        "resolve:ssm:/" + "p" * 1_012,
+        "/aws/service/x\x1b[31m",
+    ],
+)
+def test_anything_else_is_refused_by_its_form_at_plan_time(image: str) -> None:
+    refusal = aws.image_form(Request("g6.xlarge", image=image))
+    assert refusal is not None and (refusal.key, refusal.field) == ("image", "image")
+    assert "is not an AMI id or a Systems Manager parameter" in refusal.what
+
+
+def test_the_image_rule_is_one_of_the_platform_rules() -> None:
+    request = Request("g6.xlarge", image="not-an-ami")
+    assert RULES.refusal(request) == aws.image_form(request) is not None

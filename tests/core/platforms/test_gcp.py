@@ -171,3 +171,39 @@ def test_an_aws_region_compares_with_the_nearest_google_region(asked: str, neare
 def test_refusals(request_: Request, field: str | None, what: str | None) -> None:
     refusal = RULES.refusal(request_)
     assert ((refusal.field, refusal.what) if refusal else (None, None)) == (field, what)
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "pytorch-2-7-cu128-ubuntu-2204-nvidia-570",  # a Deep Learning VM family
+        "family/common-cu128-ubuntu-2204-nvidia-570",
+        "ubuntu-os-cloud/ubuntu-2204-lts",  # project/image or project/family
+        "global/images/my-golden-image",
+        "global/images/family/my-golden",
+        "projects/deeplearning-platform-release/global/images/family/pytorch-2-7-cu128-ubuntu-2204-nvidia-570",
+        "projects/my-project/global/images/my-image-v20250101",
+        "https://www.googleapis.com/compute/v1/projects/my-project/global/images/my-image",
+        "projects/example.com:my-project/global/images/family/golden",  # a domain-scoped project
+    ],
+)
+def test_every_form_compute_engine_takes_for_a_boot_image_is_an_image(image: str) -> None:
+    assert gcp.image_form(Request("a2-highgpu-1g", image=image)) is None
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "ami-0abcdef1234567890; rm -rf /",
+        "Ubuntu-2204",  # names are lowercase
+        "projects/p/global/images/x",  # a project id is 6-30 characters
+        "projects/my-project/images/x",
+        "http://www.googleapis.com/compute/v1/projects/my-project/global/images/x",
+        "family/",
+        "a" * 64,  # names are at most 63 characters
+    ],
+)
+def test_anything_else_is_refused_by_its_form_at_plan_time(image: str) -> None:
+    refusal = gcp.image_form(Request("a2-highgpu-1g", image=image))
+    assert refusal is not None and "is not a Compute Engine image reference" in refusal.what
+    assert RULES.refusal(Request("a2-highgpu-1g", image=image)) == refusal
