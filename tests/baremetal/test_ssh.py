@@ -128,7 +128,7 @@ def test_unreachable_bastion_retries_the_whole_path_not_each_hop(
     bastion = Target("bastion", "127.0.0.1", free_port(), "root", host.target().host_keys, None, FAST)
     inner = host.target(timeouts=FAST)
     t = Target(inner.name, inner.address, inner.port, "root", inner.host_keys, bastion, FAST)
-    with pytest.raises(HostUnreachable, match="bastion: connection refused"):
+    with pytest.raises(HostUnreachable, match=r"its jump host bastion \(127\.0\.0\.1:\d+\): connection refused"):
         session(t, host.user_key).__enter__()
     assert dials == ["bastion"] * FAST.connect_attempts  # not attempts x attempts
 

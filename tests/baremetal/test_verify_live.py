@@ -281,7 +281,7 @@ def test_cli_verifies_a_bare_metal_stack_from_its_file(bed: Testbed, gpu_host: S
     lines = {x["dimension"]: x for x in host["lines"]}
     assert lines["network link (contract)"]["promised"] == 400  # the stack's dedicated.host
     assert lines["cpu"]["unit"] == "cores"  # dedicated-steady counts physical cores (fine-tuning: vCPUs)
-    assert lines["nvme capacity"]["promised"] == 1000 * 8  # dedicated-steady: 1 TB of NVMe per GPU
+    assert lines["nvme capacity"]["promised"] == 894 * 8  # dedicated-steady: a quarter of a 3.84 TB drive per GPU
     assert (lines["gpu pcie width"]["promised"], lines["gpu pcie width"]["delivered"]) == (16, 8)
     assert lines["scratch seq write"]["delivered"] > 0
     for secret in text.strip().splitlines()[1:-1]:  # the key's body never appears

@@ -67,7 +67,9 @@ def test_single_host_v5e_is_a_v2vm_with_data_disk_spot_and_its_own_service_accou
     # TPU workers publish guest attributes (hostname, host keys) without being asked
     assert "enable-guest-attributes" not in vm["metadata"]
     disk = g.one("compute/disk:Disk").inputs
-    assert disk["type"] == "pd-balanced" and disk["size"] == 800
+    assert (
+        disk["type"] == "pd-balanced" and disk["size"] == 125
+    )  # the dataset's disk: no per-chip NVMe minimum on a TPU VM (issue 21)
     roles = sorted(r.inputs["role"] for r in g.of_type("projects/iAMMember:IAMMember"))
     assert roles == ["roles/logging.logWriter", "roles/monitoring.metricWriter"]
     assert g.of_type("tpu/v2QueuedResource:V2QueuedResource") == []

@@ -37,8 +37,8 @@ def test_stack_view_finds_each_examples_shape(captured: dict[str, CapturedStack]
     assert seen["train-p5-cluster"] == [("p5.48xlarge", 1.0, False, 0.0)] * 2
     assert seen["finetune-gcp-g2"] == [("g2-standard-12", 1.0, True, 250.0)]
     assert seen["serve-gcp-realtime"] == [("g2-standard-12", 8.0, False, 0.0)]  # autoscaler maximum: budgets hold to it
-    assert seen["train-tpu-v5e"] == [("v5litepod-8", 1.0, True, 800.0)]
-    assert seen["batch-tpu-v5e"] == [("v5litepod-4", 1.0, True, 400.0)]
+    assert seen["train-tpu-v5e"] == [("v5litepod-8", 1.0, True, 125.0)]
+    assert seen["batch-tpu-v5e"] == [("v5litepod-4", 1.0, True, 188.0)]
     assert seen["train-tpu-v5p-slice"] == [("v5p-128", 1.0, False, 0.0)]
 
 
