@@ -52,6 +52,9 @@ class CostEstimate(BaseModel):
     maximum (the lines price the minimum). Budgets are held to this, the most the stack can
     spend, not to the quiet month."""
     peak_replicas: int | None = None
+    peak_what: str = ""
+    """What the peak month is, in words: "at 8 replicas", or "with the on-demand fallback
+    running beside every spot node" (AWS spot with fallback, ``fullserver.hourly``)."""
     unpriced: list[str] = []
     """Items the environment pays for that the catalog has no price for (e.g. "boot disk
     (1200 GiB hyperdisk-balanced)"). They are not in ``lines`` and never count as $0: the total is
@@ -141,15 +144,33 @@ def _storage_lines(
 
 
 def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
-    """The monthly and hourly cost of one environment spec; a serving group that scales is also
-    priced at its maximum replicas (``usd_month_peak``)."""
+    """The monthly and hourly cost of one environment spec, and the most a month can cost where
+    that is more (``usd_month_peak``): a serving group at its maximum replicas, or spot nodes with
+    their on-demand fallback running beside them for every paid hour."""
     cost = _estimate(spec, profile, workload, catalog)
     serving = spec.serving
-    if serving is None or serving.max_replicas <= serving.min_replicas:
+    if serving is not None and serving.max_replicas > serving.min_replicas:
+        at_max = spec.model_copy(update={"serving": serving.model_copy(update={"min_replicas": serving.max_replicas})})
+        peak = _estimate(at_max, profile, workload, catalog)
+        return cost.model_copy(
+            update={
+                "usd_month_peak": peak.usd_month,
+                "peak_replicas": serving.max_replicas,
+                "peak_what": f"at {serving.max_replicas} replicas",
+            }
+        )
+    offer = catalog.offer(spec.offer)
+    rate = hourly_rate(offer, spec.region, profile, catalog) if offer and spec.region in offer.prices else None
+    if rate is None or rate.peak_usd is None or rules_for(spec.platform).declared_hardware:
         return cost
-    at_max = spec.model_copy(update={"serving": serving.model_copy(update={"min_replicas": serving.max_replicas})})
-    peak = _estimate(at_max, profile, workload, catalog)
-    return cost.model_copy(update={"usd_month_peak": peak.usd_month, "peak_replicas": serving.max_replicas})
+    units = (1 if rules_for(spec.platform).slices else spec.nodes) * spec.replicas
+    more = (rate.peak_usd - rate.usd) * units * cost.paid_hours
+    return cost.model_copy(
+        update={
+            "usd_month_peak": round(cost.usd_month + more, 2),
+            "peak_what": "with the on-demand fallback running beside every spot node",
+        }
+    )
 
 
 def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:

@@ -2,12 +2,18 @@
 (which shape is cheapest) and for the cost estimate (what it costs), so the shape chosen is the
 shape that costs least.
 
-- spot with on-demand fallback: the expected rate, the profile's ``spot_share`` of the hours at
+- spot with on-demand fallback, where the platform builds the fallback (AWS: an on-demand group
+  the spot shortage alarm fills): the expected rate, the profile's ``spot_share`` of the hours at
   the spot price and the rest at on-demand. Ranking at the bare spot price would prefer a shape
   only because its spot price is known (a 64-vCPU g6.16xlarge, $3.40/h when it falls back, over a
-  balanced g6.4xlarge at $1.32/h). Where the platform builds no fallback itself (Compute Engine,
-  Cloud TPU) the rest is the on-demand capacity the work moves to while spot is out (the plan
-  warns how). A shape without a published spot price runs on-demand, at on-demand.
+  balanced g6.4xlarge at $1.32/h). The fallback fills the whole node count while spot nodes may
+  still run, and its nodes are protected from scale-in until their jobs end, so both groups can
+  run at once: ``peak_usd`` (spot and on-demand) is the most an hour can cost, and budgets hold
+  to it.
+- spot where the platform builds no fallback (Compute Engine, Cloud TPU: ``no_spot_fallback``):
+  the spot price, for every hour: nothing on-demand is built, so nothing on-demand is billed; the
+  work waits while spot is out (the plan says so).
+- A shape without a published spot price runs on-demand, at on-demand.
 - reserved: on-demand less the commitment discount published for that exact shape (or its whole
   family where the source prices every size); none found: on-demand, with a warning.
 - otherwise on-demand.
@@ -35,6 +41,9 @@ class Rate:
     basis: str = ON_DEMAND
     """The pricing model the rate is on, as comparisons label it: ``spot``, ``reserved N-year``
     or ``on-demand``; the cost estimate carries it (``CostEstimate.basis``)."""
+    peak_usd: float | None = None
+    """The most one node's hour can cost when that is more than ``usd``: AWS spot with its
+    on-demand fallback running beside it (see the module doc)."""
 
 
 def hourly_rate(offer: Offer, region: str, profile: Profile, catalog: Catalog) -> Rate:
@@ -42,6 +51,8 @@ def hourly_rate(offer: Offer, region: str, profile: Profile, catalog: Catalog) -
     price = offer.prices[region]
     od = price.on_demand
     rules = rules_for(offer.platform)
+    if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None and rules.no_spot_fallback:
+        return Rate(price.spot, True, f"spot {price.spot:.2f}/h (no on-demand fallback is built)", basis=SPOT)
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:
         share = profile.cost.spot_share
         usd = share * price.spot + (1 - share) * od
@@ -51,6 +62,7 @@ def hourly_rate(offer: Offer, region: str, profile: Profile, catalog: Catalog) -
             f"expected {usd:.2f}/h: {share:.0%} of hours spot {price.spot:.2f}/h, "
             f"{1 - share:.0%} on-demand fallback {od:.2f}/h",
             basis=SPOT,
+            peak_usd=price.spot + od,
         )
     if profile.pricing is PricingModel.RESERVED:
         years = profile.cost.commitment_years or 1

@@ -342,7 +342,7 @@ def _most(plan: StackPlan) -> str:
     c = plan.cost
     if c.usd_month_peak is None:
         return f"{c.usd_month:,.2f} USD/month"
-    return f"{c.usd_month_peak:,.2f} USD/month at {c.peak_replicas} replicas ({c.usd_month:,.2f} at the minimum)"
+    return f"{c.usd_month_peak:,.2f} USD/month {c.peak_what} ({c.usd_month:,.2f} expected)"
 
 
 def budgets_exceeded(plan: StackPlan, max_monthly_usd: float | None) -> list[tuple[str, float]]:

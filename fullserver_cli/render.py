@@ -159,7 +159,8 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
             "cost",
             f"{money(c.usd_month)} / month"
             + (
-                f" at {s.replicas} replicas, {money(c.usd_month_peak)} at {c.peak_replicas} (budgets hold to this)"
+                (f" at {s.replicas} replicas" if c.peak_replicas else "")
+                + f", {money(c.usd_month_peak)} {c.peak_what} (budgets hold to this)"
                 if c.usd_month_peak is not None
                 else ""
             )

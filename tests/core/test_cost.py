@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from fullserver.catalog import Catalog
+from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
 from fullserver.cost import HOURS_PER_MONTH, estimate
 from fullserver.profiles import Profile, load_profiles
@@ -93,6 +93,39 @@ def test_spot_with_fallback_is_priced_at_the_expected_mix_with_the_fallback_name
     cost = estimate(spec, profile, wl(), mini_catalog)
     assert spec.spot and cost.compute_usd_hour == pytest.approx(0.75 * 0.8 + 0.25 * 2.0)
     assert "75% of hours spot 0.80/h, 25% on-demand fallback 2.00/h" in cost.lines[0].note
+
+
+def test_aws_spot_with_fallback_holds_budgets_to_both_groups_running_at_once(
+    tmp_path: Path, mini_catalog: Catalog
+) -> None:
+    """The fallback group fills the whole node count while spot nodes may still run, and keeps its
+    nodes (scale-in protection) until their jobs end: the most a month costs is both at once."""
+    profile = profile_with(tmp_path, "cost: {spot_share: 0.75}\n", pricing="spot-with-fallback")
+    spec = build_spec(profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
+    cost = estimate(spec, profile, wl(), mini_catalog)
+    both = (0.8 + 2.0) * cost.paid_hours
+    expected = cost.compute_usd_hour * cost.paid_hours
+    assert cost.usd_month_peak == pytest.approx(cost.usd_month + both - expected, abs=0.02)
+    assert cost.usd_month_at_most == cost.usd_month_peak > cost.usd_month
+    assert cost.peak_what == "with the on-demand fallback running beside every spot node"
+
+
+def test_spot_where_no_fallback_is_built_is_priced_at_spot_only() -> None:
+    """Compute Engine and Cloud TPU build no on-demand fallback: no on-demand hour is billed, and
+    the plan says the work waits while spot is out (it used to add a 20% on-demand share)."""
+    from fullserver.plan import plan_paths
+    from fullserver.stacks import find_stacks
+
+    stacks = Path(__file__).parents[2] / "stacks"
+    for plan in plan_paths(find_stacks(stacks, ["finetune-gcp-g2", "batch-tpu-v5e"])):
+        catalog = load_catalog()
+        offer = catalog.offer(plan.spec.offer)
+        assert offer is not None and plan.spec.spot, plan.stack
+        spot = offer.prices[plan.spec.region].spot
+        assert spot is not None
+        assert plan.cost.lines[0].note.startswith(f"spot {spot:.2f}/h (no on-demand fallback is built)"), plan.stack
+        assert plan.cost.usd_month_peak is None, plan.stack
+        assert any("no on-demand fallback for spot" in w for w in plan.spec.warnings), plan.stack
 
 
 def test_reserved_capacity_applies_the_published_commitment_discount(tmp_path: Path, mini_catalog: Catalog) -> None:

@@ -75,6 +75,8 @@ def balanced(profile: Profile, platform: Platform, offer: Offer, nodes: int) -> 
 
 def expected_usd_hour(profile: Profile, offer: Offer, price: Price, catalog: Catalog) -> float:
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:
+        if offer.platform in (Platform.GCP_GPU, Platform.TPU_VM):  # no on-demand fallback is built there
+            return price.spot
         share = profile.cost.spot_share
         return share * price.spot + (1 - share) * price.on_demand
     if profile.pricing is PricingModel.RESERVED:
