@@ -17,8 +17,8 @@ every instance a public address. Secure defaults, in one place for every compone
 * Node-to-node traffic is open inside the environment only (NCCL, JAX multi-host, EFA need it).
 
 GCP firewall rules either target the nodes' network tag or, where nodes cannot carry tags, every
-instance of the network. TPU environments take the second form: a ``V2QueuedResource`` node has no
-``tags`` in pulumi-gcp 10.2, and a rule with target tags would leave a queued slice's hosts
+instance of the network. TPU environments take the second form: a queued slice's node is given no
+``tags`` (``components.tpu_vm``), and a rule with target tags would leave a queued slice's hosts
 unreachable from each other (JAX multi-host) and from SSH. That is safe because the VPC belongs to
 this environment alone: the only instances in it are its nodes.
 """

@@ -4,14 +4,22 @@ Two resources can create TPU capacity, and the spec picks one:
 
 * ``tpu.V2Vm`` for a single host: it carries everything (spot/reserved scheduling, a data disk,
   the dedicated service account, labels, a startup script).
-* ``tpu.V2QueuedResource`` whenever the spec asks for queued capacity (the core queues every
-  multi-host slice: ``TpuSpec.queued``): Cloud TPU queues the request until the whole slice is
-  free, which is how large slices are obtained. In pulumi-gcp 10.2 the queued node has *no*
-  scheduling, data disks, service account, labels, metadata or network tags, so those requests are
-  refused at plan time rather than silently dropped.
+* a queued resource whenever the spec asks for queued capacity (the core queues every multi-host
+  slice: ``TpuSpec.queued``): Cloud TPU queues the request until the whole slice is free, which is
+  how large slices are obtained. pulumi-gcp 10.2's ``tpu.V2QueuedResource`` (and the Terraform
+  provider's ``google_tpu_v2_queued_resource`` it is built from, still in magic-modules of
+  2026-08) gives the queued node only a runtime, a type, a description and a network: no service
+  account (so the slice would run as the project's default compute service account, often
+  ``roles/editor``), no labels, scheduling, data disks, metadata or tags. So the slice is a
+  ``TpuQueuedResource`` instead: a dynamic resource whose inputs are the Cloud TPU API's
+  ``QueuedResource`` body and which creates it with ``gcloud compute tpus queued-resources create``
+  (GA; ``--service-account``, ``--scopes`` and ``--labels`` set the node's), so the slice runs as the
+  environment's own least-privilege service account (``components.identity``, as a TPU VM does)
+  and carries its labels. Spot, reservations, data disks and metadata stay refused at plan time
+  (``fullserver.platforms.tpu``), as before.
 
 Network: the environment's own VPC, whose firewall rules carry no target tags (a queued node
-cannot carry tags), so they cover every host of the slice: SSH from the configured ranges or IAP,
+is given none), so they cover every host of the slice: SSH from the configured ranges or IAP,
 and all node-to-node traffic from the subnet (JAX multi-host coordination, DCN).
 
 Data disks: a multi-host slice can only attach disks read-only (Cloud TPU "Attach durable
@@ -37,21 +45,18 @@ one IAP-tunnelled node per worker when ``fullserver verify`` runs, with the work
 address from the row's ``privateIps``. A queued slice exports neither: its TPU node is created by
 the queued resource when capacity arrives, after ``pulumi up`` (``connect`` reaches it).
 
-Destroying a queued slice: the provider deletes a ``V2QueuedResource`` without ``force``, which
-Cloud TPU refuses while the queued resource holds a running TPU (ACTIVE): "the queued resource
-will only be deleted if its nodes have already been deleted or it is ACCEPTED, FAILED or
-SUSPENDED" (``queuedResources.delete``). ``deletion_policy`` does not help (it only decides
-whether the provider calls the API at all; ABANDON would leave the slice running and billing).
-So a ``QueuedResourceDeletion`` (a dynamic resource beside the queued resource, depending on it,
-so deleted *first*) runs ``gcloud compute tpus queued-resources delete <qr> --force`` on
-destroy, with the deployer's gcloud credentials; the provider's own delete then finds the queued
-resource gone (404, which it takes as deleted). Without gcloud the destroy stops and names the
-command (also the ``cleanup`` output), and the next ``pulumi destroy`` completes.
+Creating and destroying a queued slice (``TpuQueuedResourceProvider``): created with the
+deployer's gcloud credentials; every input change replaces it, deleting first (the new request
+names the same TPU node; the API has no update for a queued resource, and pulumi-gcp's replaced
+it too). It is deleted with ``--force``, because Cloud TPU refuses to delete a queued resource
+holding a running TPU (ACTIVE): "the queued resource will only be deleted if its nodes have
+already been deleted or it is ACCEPTED, FAILED or SUSPENDED" (``queuedResources.delete``). Without
+gcloud, ``up`` or ``destroy`` stops and names the command (also the ``cleanup`` output).
 """
 
 import shutil
 import subprocess
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 import pulumi
 import pulumi_gcp as gcp
@@ -60,7 +65,7 @@ from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider
 from components.args import TpuVmArgs, check_access, check_data_disk, refuse
 from components.disks import gcp_data_disk
 from components.identity import GCP_SCOPES, gcp_service_account
-from components.labels import field, gcp_labels, logical, physical
+from components.labels import field, gcp_labels, physical
 from components.network import direct_ssh, gcp_network, gcp_project
 from components.startup import LOGIN_USER, TPU_DATA, DiskPlan, boot_script, gcp_login_metadata
 from fullserver.nodes import NodeAccess, NodeAccessOutput, NodeGroupAccess, NodeGroupAccessOutput
@@ -158,53 +163,79 @@ def queued_delete_command(queued_resource: str, zone: str, project: str) -> list
     ]  # fmt: skip
 
 
-# How long a forced delete of a large slice may take before the destroy gives up (gcloud waits
-# for the operation; a v5p slice is normally gone in minutes).
-QUEUED_DELETE_TIMEOUT_SECONDS = 3600
+def queued_create_command(props: dict[str, Any]) -> list[str]:
+    """``gcloud compute tpus queued-resources create`` for a ``TpuQueuedResource``'s inputs (the
+    API's ``QueuedResource`` body): the node's service account, scopes and labels included."""
+    spec = props["tpu"]["nodeSpecs"][0]
+    node = spec["node"]
+    net = node["networkConfig"]
+    labels = ",".join(f"{k}={v}" for k, v in sorted(node["labels"].items()))
+    return [
+        "gcloud", "compute", "tpus", "queued-resources", "create", props["name"],
+        "--zone", props["zone"], "--project", props["project"], "--node-id", spec["nodeId"],
+        "--accelerator-type", node["acceleratorType"], "--runtime-version", node["runtimeVersion"],
+        "--description", node["description"], "--network", net["network"], "--subnetwork", net["subnetwork"],
+        *([] if net["enableExternalIps"] else ["--internal-ips"]),
+        "--service-account", node["serviceAccount"]["email"], "--scopes", ",".join(node["serviceAccount"]["scope"]),
+        *(["--labels", labels] if labels else []), "--quiet",
+    ]  # fmt: skip
 
 
-class QueuedResourceDeletionProvider(ResourceProvider):
-    """Creates nothing; on delete, force-deletes the queued resource and its TPU (module docstring)."""
+# How long gcloud may take: a create returns once the request is queued; a forced delete of a
+# large slice is normally done in minutes.
+GCLOUD_TIMEOUT_SECONDS = 3600
+
+
+def _gcloud(command: list[str], *, gone_is_done: bool) -> None:
+    """Run gcloud, or stop with the command to run by hand."""
+    shown = " ".join(command)
+    if shutil.which("gcloud") is None:
+        raise RuntimeError(
+            f"a queued TPU slice is created and deleted with gcloud (pulumi-gcp 10.2 cannot give it a service "
+            f"account, labels or a forced delete), which is not on this machine: run `{shown}`"
+        )
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=GCLOUD_TIMEOUT_SECONDS, check=False)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"`{shown}` did not finish in {GCLOUD_TIMEOUT_SECONDS} s; run it again") from None
+    gone = "NOT_FOUND" in done.stderr or "not found" in done.stderr.lower()
+    if done.returncode != 0 and not (gone_is_done and gone):
+        raise RuntimeError(f"`{shown}` failed: {done.stderr.strip()[-500:]}")
+
+
+class TpuQueuedResourceProvider(ResourceProvider):
+    """Creates a queued resource with gcloud; force-deletes it and its TPU (module docstring)."""
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult(id_=f"{props['project']}/{props['zone']}/{props['queued_resource']}", outs=props)
+        _gcloud(queued_create_command(props), gone_is_done=False)
+        return CreateResult(id_=f"{props['project']}/{props['zone']}/{props['name']}", outs=props)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = [k for k in ("project", "zone", "queued_resource") if olds.get(k) != news.get(k)]
+        changed = sorted(k for k in set(olds) | set(news) if k != "__provider" and olds.get(k) != news.get(k))
         return DiffResult(changes=bool(changed), replaces=changed, delete_before_replace=True)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        command = queued_delete_command(str(props["queued_resource"]), str(props["zone"]), str(props["project"]))
-        shown = " ".join(command)
-        if shutil.which("gcloud") is None:
-            raise RuntimeError(
-                f"destroying a queued TPU slice needs gcloud on this machine (the provider cannot force the delete): "
-                f"run `{shown}`, then pulumi destroy again"
-            )
-        try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, timeout=QUEUED_DELETE_TIMEOUT_SECONDS, check=False
-            )
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"`{shown}` did not finish in {QUEUED_DELETE_TIMEOUT_SECONDS} s; run it again") from None
-        if done.returncode != 0 and "NOT_FOUND" not in done.stderr and "not found" not in done.stderr.lower():
-            raise RuntimeError(f"`{shown}` failed: {done.stderr.strip()[-500:]}")
+        _gcloud(queued_delete_command(str(props["name"]), str(props["zone"]), str(props["project"])), gone_is_done=True)
 
 
-class QueuedResourceDeletion(Resource, module="fullserver", name="QueuedResourceDeletion"):
-    """Force-deletes a queued TPU resource when it is destroyed (see the module docstring)."""
+class TpuQueuedResource(Resource, module="fullserver", name="TpuQueuedResource"):
+    """A Cloud TPU queued resource whose node has a service account and labels (module docstring)."""
+
+    pulumi_type: ClassVar[str] = tpu.QUEUED_RESOURCE_TYPE
+    name: pulumi.Output[str]
 
     def __init__(
         self,
-        name: str,
+        resource_name: str,
         *,
         project: pulumi.Input[str],
         zone: str,
-        queued_resource: pulumi.Input[str],
+        name: str,
+        tpu: pulumi.Input[dict[str, Any]],
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
-        props = {"project": project, "zone": zone, "queued_resource": queued_resource}
-        super().__init__(QueuedResourceDeletionProvider(), name, props, opts)
+        props = {"project": project, "zone": zone, "name": name, "tpu": tpu}
+        super().__init__(TpuQueuedResourceProvider(), resource_name, props, opts)
 
 
 def tpu_vm_ssh(node: str, zone: str, project: str, *, keys: bool, iap: bool) -> str:
@@ -238,8 +269,8 @@ class TpuVmEnvironment(pulumi.ComponentResource):
     connect: pulumi.Output[str]
     """How to reach worker 0 (IAP when there is no external IP)."""
     service_account: pulumi.Output[str]
-    """The nodes' service account email; grant it access to your buckets (a queued slice runs as the
-    project's default compute service account, ``<project number>-compute@developer.gserviceaccount.com``)."""
+    """The nodes' service account email (a TPU VM's and a queued slice's alike); grant it access to
+    your buckets."""
     cleanup: pulumi.Output[str]
     """What deletes a queued slice by hand if a destroy cannot (empty for a TPU VM)."""
     nodes: pulumi.Output[list[NodeAccessOutput]]
@@ -269,58 +300,50 @@ class TpuVmEnvironment(pulumi.ComponentResource):
         keys = list(access.get("ssh_public_keys", []))
         direct = direct_ssh(access)
         proj = gcp_project(self, project)
+        sa = gcp_service_account(name, self, project)
         if args["queued"]:
-            pulumi.log.warn(
-                f"{name}: a queued TPU slice runs as the project's default compute service account and carries no labels "
-                "(pulumi-gcp 10.2's V2QueuedResource has neither)",
-                resource=self,
-            )
             if keys:
                 pulumi.log.warn(
-                    f"{name}: fullserver:sshPublicKeys is not installed on a queued TPU slice (no metadata in "
-                    "pulumi-gcp 10.2's V2QueuedResource): keys come from OS Login or the project's ssh-keys metadata",
+                    f"{name}: fullserver:sshPublicKeys is not installed on a queued TPU slice (no metadata on a "
+                    "queued node here): keys come from OS Login or the project's ssh-keys metadata",
                     resource=self,
                 )
+            qr_name = physical(TpuQueuedResource, f"{name}-qr")
+            # The Cloud TPU API's QueuedResource body (queuedResources.create), field for field.
             tpu_spec: Any = {
-                "node_specs": [
+                "nodeSpecs": [
                     {
                         "parent": pulumi.Output.concat("projects/", proj, "/locations/", zone),
-                        "node_id": node_id,
+                        "nodeId": node_id,
                         "node": {
-                            "runtime_version": args["runtime_version"],
-                            "accelerator_type": args["accelerator_type"],
+                            "runtimeVersion": args["runtime_version"],
+                            "acceleratorType": args["accelerator_type"],
                             "description": f"fullserver {name}: {args['accelerator_type']} ({args['topology']}), {args['hosts']} hosts",
-                            "network_config": network_config,
+                            "networkConfig": {
+                                "network": net.network.id,
+                                "subnetwork": net.subnet.id,
+                                "enableExternalIps": access["public_ip"],
+                            },
+                            "serviceAccount": {"email": sa.email, "scope": GCP_SCOPES},
+                            "labels": labels,
                         },
                     }
                 ]
             }
-            # Replaced by deleting first: the new request would name the same TPU node (node_id).
-            qr = gcp.tpu.V2QueuedResource(
-                logical(gcp.tpu.V2QueuedResource, f"{name}-qr"),
-                project=project,
-                zone=zone,
-                tpu=tpu_spec,
-                opts=pulumi.ResourceOptions(parent=self, protect=args["protect"], delete_before_replace=True),
-            )
-            # Protected like the slice: otherwise a destroy that stops at the protected queued
-            # resource would already have force-deleted the TPU through this one.
-            QueuedResourceDeletion(
-                f"{name}-qr-deletion",
+            # Protected like a TPU VM; replaced by deleting first (module docstring).
+            qr = TpuQueuedResource(
+                f"{name}-qr",
                 project=proj,
                 zone=zone,
-                queued_resource=qr.name,
-                opts=pulumi.ResourceOptions(parent=self, protect=args["protect"], depends_on=[qr]),
+                name=qr_name,
+                tpu=tpu_spec,
+                opts=pulumi.ResourceOptions(parent=self, protect=args["protect"], delete_before_replace=True),
             )
             self.node_name = qr.name.apply(lambda _: node_id)
             self.private_ips = pulumi.Output.from_input([])
             self.public_ips = pulumi.Output.from_input([])
             self.nodes = pulumi.Output.from_input([])
             self.node_groups = pulumi.Output.from_input([])
-            number = gcp.organizations.get_project_output(
-                project_id=proj, opts=pulumi.InvokeOutputOptions(parent=self)
-            ).number
-            self.service_account = number.apply(lambda n: f"{n}-compute@developer.gserviceaccount.com")
             self.connect = pulumi.Output.all(qr.name, proj).apply(
                 lambda qp: queued_ssh(qp[0], zone, qp[1], iap=not direct)
             )
@@ -328,7 +351,6 @@ class TpuVmEnvironment(pulumi.ComponentResource):
                 lambda qp: " ".join(queued_delete_command(qp[0], zone, qp[1]))
             )
         else:
-            sa = gcp_service_account(name, self, project)
             data_disks: Any = []
             disk = args.get("data_disk")
             if disk is not None:
@@ -386,7 +408,6 @@ class TpuVmEnvironment(pulumi.ComponentResource):
                         ).exported()
                     ]
                 )
-            self.service_account = sa.email
             self.cleanup = pulumi.Output.from_input("")
             if keys and direct:
                 self.connect = self.public_ips.apply(lambda ips: f"ssh {LOGIN_USER}@{ips[0]}")
@@ -394,6 +415,7 @@ class TpuVmEnvironment(pulumi.ComponentResource):
                 self.connect = pulumi.Output.all(vm.name, proj).apply(
                     lambda np: tpu_vm_ssh(np[0], zone, np[1], keys=bool(keys), iap=not direct)
                 )
+        self.service_account = sa.email
         self.register_outputs(
             {
                 "nodes": self.nodes,

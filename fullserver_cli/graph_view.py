@@ -11,6 +11,7 @@ from typing import Any
 from rich.table import Table
 
 from components.graph import Graph, Row
+from fullserver.platforms import tpu
 from fullserver.rules import LABEL_ENVIRONMENT
 
 
@@ -92,9 +93,11 @@ def summary(row: Row) -> str:
             f"external={_fmt(i.get('networkConfig', {}).get('enableExternalIps'))}",
             f"data disks={len(i.get('dataDisks', []))}",
         ]
-    elif t == "gcp:tpu/v2QueuedResource:V2QueuedResource":
+    elif t == tpu.QUEUED_RESOURCE_TYPE:
         node = i.get("tpu", {}).get("nodeSpecs", [{}])[0].get("node", {})
         parts += [node.get("acceleratorType", ""), f"runtime={node.get('runtimeVersion')}", "queued"]
+        if LABEL_ENVIRONMENT in (node.get("labels") or {}):
+            parts.append("labelled")
     elif t in ("gcp:compute/disk:Disk", "aws:ebs/volume:Volume"):
         for k in ("type", "size", "provisionedIops", "provisionedThroughput", "iops", "throughput", "encrypted"):
             if k in i:
@@ -116,8 +119,6 @@ def summary(row: Row) -> str:
     elif t.startswith("pulumi:providers:"):
         # The explicit provider every resource of the environment uses: where they are created.
         parts += [f"{k}={i[k]}" for k in ("project", "region", "zone") if i.get(k)]
-    elif t.endswith(":QueuedResourceDeletion"):
-        parts.append(f"on destroy: force-delete queued resource {i.get('queued_resource', '')}")
     else:
         for k, v in i.items():
             if isinstance(v, (str, int, float, bool)) and k not in ("description", "name", "project", "region", "zone"):

@@ -4,8 +4,8 @@ fullserver's components label (GCP) or tag (AWS) every resource they create with
 identity, under the keys the core defines (``fullserver.rules``: ``fullserver-profile``,
 ``fullserver-environment``, ``fullserver-lifecycle``, ``fullserver-ttl-hours``). The profile named
 there is loaded from ``fullserver.profiles.load_profiles()``, so a policy judges an environment by
-the same profile that sized it. Resources that cannot carry labels (a ``V2QueuedResource`` in
-pulumi-gcp 10.2) fall back to the stack tag ``fullserver:profile`` that ``fullserver ephemeral`` sets.
+the same profile that sized it (a queued TPU slice carries them on its node spec). Resources that
+cannot carry labels fall back to the stack tag ``fullserver:profile`` that ``fullserver ephemeral`` sets.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from policy.resources import as_list, plain, prop
 
 def labels_of(props: Mapping[str, Any]) -> dict[str, str]:
     """The fullserver labels of a resource: GCP ``labels``, AWS ``tags`` (a map, or an Auto Scaling
-    group's list of ``{key, value}``) and, under those, a launch template's ``tagSpecifications``."""
+    group's list of ``{key, value}``) and, under those, a launch template's ``tagSpecifications``
+    and a queued TPU slice's node ``labels``."""
     out: dict[str, str] = {}
-    for spec in as_list(prop(props, "tagSpecifications")):
-        tags = prop(spec, "tags")
+    nested = [prop(s, "tags") for s in as_list(prop(props, "tagSpecifications"))]
+    nested += [prop(s, "node", "labels") for s in as_list(prop(props, "tpu", "nodeSpecs"))]
+    for tags in nested:
         if isinstance(tags, Mapping):
             out.update({str(k): str(plain(v)) for k, v in tags.items()})
     for key in ("tags", "labels"):

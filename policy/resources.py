@@ -15,6 +15,8 @@ from typing import Any
 
 from pulumi_policy.secret import Secret
 
+from fullserver.platforms.tpu import QUEUED_RESOURCE_TYPE
+
 AWS_SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 AWS_SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 AWS_SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
@@ -37,7 +39,7 @@ GCP_REGION_MIG = "gcp:compute/regionInstanceGroupManager:RegionInstanceGroupMana
 GCP_AUTOSCALER = "gcp:compute/autoscaler:Autoscaler"
 GCP_REGION_AUTOSCALER = "gcp:compute/regionAutoscaler:RegionAutoscaler"
 TPU_VM = "gcp:tpu/v2Vm:V2Vm"
-TPU_QUEUED = "gcp:tpu/v2QueuedResource:V2QueuedResource"
+TPU_QUEUED = QUEUED_RESOURCE_TYPE  # a dynamic resource: pulumi-gcp 10.2's queued node takes no service account
 
 GCP_TEMPLATES = (GCP_TEMPLATE, GCP_REGION_TEMPLATE)
 GCP_DISKS = (GCP_DISK, GCP_REGION_DISK)

@@ -4,7 +4,8 @@ A TPU is bought as a slice of a type (``v5litepod-8``, ``v5p-128``): one resourc
 whole, whose hosts are the environment's nodes. Sources (Google Cloud documentation): Cloud TPU
 "TPU regions and zones", "Attach durable block storage" (Hyperdisk on v6e/TPU7x, read-only disks
 on multi-host slices), "Queued resources"; pulumi-gcp 10.2's ``tpu.V2QueuedResource`` (no
-scheduling, data disks, service account, labels, metadata or tags); the TPU API v2
+scheduling, data disks, service account, labels, metadata or tags: a queued slice is created with
+gcloud instead, ``components.tpu_vm``, which gives it a service account and labels); the TPU API v2
 ``nodes.getGuestAttributes`` reference and the Google Cloud CLI 578.0.0 source (the way into the
 workers, below).
 """
@@ -19,9 +20,13 @@ from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import gcp
 from fullserver.platforms.base import CAPACITY_RULES, CLOUD_LOGIN, PlatformRules, Refusal, Request, disk_kind_refusal
 
+QUEUED_RESOURCE_TYPE = "pulumi-python:dynamic/fullserver:TpuQueuedResource"
+"""A queued slice is this dynamic resource, not pulumi-gcp's ``tpu.V2QueuedResource``, whose
+queued node takes no service account or labels (``components.tpu_vm``)."""
+
 NAME_RULES = {
     "gcp:tpu/v2Vm:V2Vm": (gcp.compute_name("TPU node id"),),
-    "gcp:tpu/v2QueuedResource:V2QueuedResource": (gcp.compute_name("queued resource id"),),
+    QUEUED_RESOURCE_TYPE: (gcp.compute_name("queued resource id", autoname=False),),
 }
 """Cloud TPU node and queued resource ids follow Compute Engine's naming (RFC 1035, 63)."""
 

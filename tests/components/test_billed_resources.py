@@ -19,7 +19,7 @@ BILLED = {
     "gcp:compute/instance:Instance": "compute",
     "gcp:compute/instanceTemplate:InstanceTemplate": "compute",
     "gcp:tpu/v2Vm:V2Vm": "compute",
-    "gcp:tpu/v2QueuedResource:V2QueuedResource": "compute",
+    "pulumi-python:dynamic/fullserver:TpuQueuedResource": "compute",
     "aws:ebs/volume:Volume": "data disk",
     "gcp:compute/disk:Disk": "data disk",
     "aws:ec2/natGateway:NatGateway": "NAT gateway",
@@ -67,7 +67,6 @@ FREE = {
     "gcp:compute/regionAutoscaler:RegionAutoscaler": "scales priced instances",
     "gcp:compute/autoscaler:Autoscaler": "scales priced instances",
     # fullserver's own helpers and bare metal (priced by its contract: the dedicated servers line)
-    "pulumi-python:dynamic/fullserver:QueuedResourceDeletion": "a deletion helper, nothing in the cloud",
     "pulumi-python:dynamic/fullserver:BareMetalFleet": "priced by the contract (dedicated servers)",
 }
 

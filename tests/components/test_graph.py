@@ -80,7 +80,7 @@ def test_summaries_show_the_inputs_that_matter(graphs: dict[str, Graph]) -> None
         "g2-standard-12, 1 local SSD, SPOT onHostMaintenance=TERMINATE, nic=GVNIC external=yes, "
         "boot=pytorch-2-7-cu128-ubuntu-2204-nvidia-570, labelled"
     )
-    assert row("train-tpu-v5p-slice", "train-tpu-v5p-slice-qr") == "v5p-128, runtime=v2-alpha-tpuv5, queued"
+    assert row("train-tpu-v5p-slice", "train-tpu-v5p-slice-qr") == "v5p-128, runtime=v2-alpha-tpuv5, queued, labelled"
     assert row("train-tpu-v5p-slice", "train-tpu-v5p-slice-internal") == (
         "from=[10.64.0.0/20] allow=[{protocol=tcp}, {protocol=udp}, {protocol=icmp}], to=every node of its network"
     )
@@ -93,7 +93,7 @@ def test_summaries_show_the_inputs_that_matter(graphs: dict[str, Graph]) -> None
 def test_stack_graph_shapes(graphs: dict[str, Graph]) -> None:
     counts = {name: {r.type.rsplit(":", 1)[-1] for r in g.rows} for name, g in graphs.items()}
     assert "V2Vm" in counts["train-tpu-v5e"] and "V2Vm" in counts["batch-tpu-v5e"]
-    assert "V2QueuedResource" in counts["train-tpu-v5p-slice"]
+    assert "TpuQueuedResource" in counts["train-tpu-v5p-slice"]
     assert {"LaunchTemplate", "PlacementGroup", "Instance"} <= counts["train-p5-cluster"]
     assert {"InstanceTemplate", "RegionInstanceGroupManager", "RegionAutoscaler", "HealthCheck"} <= counts[
         "serve-gcp-realtime"
@@ -105,7 +105,8 @@ def test_stack_graph_shapes(graphs: dict[str, Graph]) -> None:
         {"interface": "NVME", "size": 375}
     ]
     assert graphs["batch-tpu-v5e"].one("tpu/v2Vm:V2Vm").inputs["schedulingConfig"]["spot"] is True
-    assert graphs["train-tpu-v5p-slice"].warnings  # the queued resource's limits are said out loud
+    # the queued slice runs as its own account with its labels: nothing about it to warn of
+    assert graphs["train-tpu-v5p-slice"].warnings == []
 
 
 def test_graph_leaves_the_test_sessions_mocks_alone(plans: Plans) -> None:

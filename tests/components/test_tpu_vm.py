@@ -72,7 +72,7 @@ def test_single_host_v5e_is_a_v2vm_with_data_disk_spot_and_its_own_service_accou
     )  # the dataset's disk: no per-chip NVMe minimum on a TPU VM (issue 21)
     roles = sorted(r.inputs["role"] for r in g.of_type("projects/iAMMember:IAMMember"))
     assert roles == ["roles/logging.logWriter", "roles/monitoring.metricWriter"]
-    assert g.of_type("tpu/v2QueuedResource:V2QueuedResource") == []
+    assert g.of_type("fullserver:TpuQueuedResource") == []
     # an external IP but no SSH ranges to reach it from: IAP, which only the alpha command tunnels
     assert g.outputs["connect"] == (
         "gcloud alpha compute tpus tpu-vm ssh tpu5e-tpu --zone us-central1-a --project p --worker=0 --tunnel-through-iap"
@@ -93,7 +93,7 @@ def test_private_tpu_gets_iap_ssh_and_cloud_nat(plans: Plans, build: Build) -> N
 
 def test_multi_host_slice_is_a_queued_resource(plans: Plans, build: Build) -> None:
     g = build(lambda: TpuVmEnvironment("v5p", tpu_args(spec_of(plans, "train-tpu-v5p-slice"), project="proj")))
-    qr = g.one("tpu/v2QueuedResource:V2QueuedResource").inputs
+    qr = g.one("fullserver:TpuQueuedResource").inputs
     spec = qr["tpu"]["nodeSpecs"][0]
     assert spec["parent"] == "projects/proj/locations/us-east5-a"
     assert spec["node"]["acceleratorType"] == "v5p-128"
@@ -101,6 +101,29 @@ def test_multi_host_slice_is_a_queued_resource(plans: Plans, build: Build) -> No
     assert spec["node"]["networkConfig"]["enableExternalIps"] is False
     assert g.of_type("tpu/v2Vm:V2Vm") == []
     assert g.of_type("compute/disk:Disk") == []
+
+
+def test_a_queued_slice_runs_as_its_own_least_privilege_account_and_carries_the_labels(
+    plans: Plans, build: Build
+) -> None:
+    """Not the project's default compute service account (often roles/editor), which a queued node
+    gets when none is named: the environment's own account, as a TPU VM's, granted only logs and
+    metrics; and the environment's labels, as on every other resource it bills for."""
+    g = build(lambda: TpuVmEnvironment("v5p", tpu_args(spec_of(plans, "train-tpu-v5p-slice"), project="proj")))
+    node = g.one("fullserver:TpuQueuedResource").inputs["tpu"]["nodeSpecs"][0]["node"]
+    account = g.one("serviceaccount/account:Account").inputs
+    assert account["accountId"] == "fs-v5p" and account["project"] == "proj"
+    assert node["serviceAccount"] == {
+        "email": "fs-v5p@mock-project.iam.gserviceaccount.com",
+        "scope": ["https://www.googleapis.com/auth/cloud-platform"],  # IAM alone decides
+    }
+    assert g.outputs["service_account"] == node["serviceAccount"]["email"]
+    grants = {r.inputs["role"]: r.inputs for r in g.of_type("projects/iAMMember:IAMMember")}
+    assert set(grants) == {"roles/logging.logWriter", "roles/monitoring.metricWriter"}
+    assert {m["member"] for m in grants.values()} == {"serviceAccount:fs-v5p@mock-project.iam.gserviceaccount.com"}
+    assert node["labels"]["fullserver-profile"] == "scale-training"
+    assert node["labels"]["fullserver-environment"] == "train-tpu-v5p-slice"
+    assert node["labels"]["fullserver-owner"] == "foundation-models"
 
 
 def test_refuses_a_read_write_disk_on_a_multi_host_slice(plans: Plans) -> None:
@@ -136,7 +159,7 @@ def test_firewall_rules_cover_every_host_of_a_queued_slice(plans: Plans, build: 
     """A V2QueuedResource node carries no network tags (pulumi-gcp 10.2), so rules that target a
     tag would leave the slice's 16 hosts unable to reach each other (JAX multi-host) or be reached."""
     g = build(lambda: TpuVmEnvironment("v5p", tpu_args(spec_of(plans, "train-tpu-v5p-slice"), project="proj")))
-    node = g.one("tpu/v2QueuedResource:V2QueuedResource").inputs["tpu"]["nodeSpecs"][0]["node"]
+    node = g.one("fullserver:TpuQueuedResource").inputs["tpu"]["nodeSpecs"][0]["node"]
     assert "tags" not in node  # what the slice's hosts carry: nothing
     net = node["networkConfig"]["network"]
     subnet = next(r.inputs for r in g.of_type("compute/subnetwork:Subnetwork") if r.name == "v5p-subnet")
@@ -174,4 +197,4 @@ def test_queued_is_the_specs_decision(plans: Plans, build: Build) -> None:
     g = build(lambda: TpuVmEnvironment("direct", args))
     vm = g.one("tpu/v2Vm:V2Vm").inputs
     assert vm["acceleratorType"] == "v5p-128" and vm["schedulingConfig"]["spot"] is True
-    assert g.of_type("tpu/v2QueuedResource:V2QueuedResource") == []
+    assert g.of_type("fullserver:TpuQueuedResource") == []

@@ -22,10 +22,10 @@ import pytest
 from components.args import SpecRefused, aws_args, gcp_args, tpu_args
 from components.aws_gpu import AwsGpuEnvironment
 from components.gcp_gpu import GcpGpuEnvironment
-from components.graph import MOCK_GCP_PROJECT_NUMBER, Graph, GraphMocks, Row, graph_for_config
+from components.graph import MOCK_GCP_PROJECT, Graph, GraphMocks, Row, graph_for_config
 from components.network import offering_zones
 from components.startup import LOGIN_USER
-from components.tpu_vm import QueuedResourceDeletionProvider, TpuVmEnvironment
+from components.tpu_vm import TpuQueuedResourceProvider, TpuVmEnvironment
 from fullserver.platforms import aws as ec2
 from fullserver.platforms import gcp as gce
 from fullserver.platforms import tpu as cloud_tpu
@@ -194,7 +194,7 @@ def _check_tpu(g: Graph, connect: str, config: dict[str, Any]) -> str:
     zone, project = config["fullserver:zone"], config["gcp:project"]
     network = g.one("compute/network:Network").name + "-id"
     sources = _gcp_sources(g, network, [])  # TPU rules carry no target tags: every host of the VPC
-    queued = g.of_type("tpu/v2QueuedResource:V2QueuedResource")
+    queued = g.of_type("fullserver:TpuQueuedResource")
     if queued:
         m = re.fullmatch(
             rf"gcloud compute tpus queued-resources ssh (\S+) --zone {zone} --project {project} --node=0 --worker=0"
@@ -208,8 +208,14 @@ def _check_tpu(g: Graph, connect: str, config: dict[str, Any]) -> str:
         else:
             assert queued[0].inputs["tpu"]["nodeSpecs"][0]["node"]["networkConfig"]["enableExternalIps"]
             assert ranges and set(ranges) <= sources
-        # the slice's identity and the cleanup a destroy would run are exported too
-        assert g.outputs["serviceAccount"] == f"{MOCK_GCP_PROJECT_NUMBER}-compute@developer.gserviceaccount.com"
+        # the slice's own identity and the cleanup a destroy would run are exported too
+        account = g.one("serviceaccount/account:Account").inputs["accountId"]
+        node = queued[0].inputs["tpu"]["nodeSpecs"][0]["node"]
+        assert (
+            g.outputs["serviceAccount"]
+            == node["serviceAccount"]["email"]
+            == f"{account}@{MOCK_GCP_PROJECT}.iam.gserviceaccount.com"
+        )
         assert g.outputs["cleanup"] == (
             f"gcloud compute tpus queued-resources delete {m.group(1)} --zone {zone} --project {project} --force --quiet"
         )
@@ -250,7 +256,7 @@ def _check_nodes(g: Graph, config: dict[str, Any]) -> None:
     keys = bool(config.get("fullserver:sshPublicKeys"))
     ranges = bool(config.get("fullserver:sshSourceRanges"))
     tunnel = "ssm" if platform == "aws-gpu" else "iap"
-    if g.of_type("tpu/v2QueuedResource:V2QueuedResource"):
+    if g.of_type("fullserver:TpuQueuedResource"):
         assert nodes == [] and groups == []  # its workers are not known at deploy time
         return
     assert bool(nodes) != bool(groups)  # nodes this stack creates, or groups that create or name them
@@ -406,26 +412,48 @@ def test_no_zone_offering_the_type_stops_the_deployment() -> None:
     ]
 
 
-def test_a_queued_slice_is_force_deleted_before_its_queued_resource(
+def test_a_queued_slice_is_replaced_by_deleting_first_and_names_its_forced_delete(
     plans: Plans, build: Build, resource_options: ResourceOpts
 ) -> None:
-    g = build(lambda: TpuVmEnvironment("v5p", tpu_args(spec_of(plans, "train-tpu-v5p-slice"), project="proj")))
-    assert g.one("tpu/v2QueuedResource:V2QueuedResource")
-    deletion = g.one("fullserver:QueuedResourceDeletion")
-    assert deletion.inputs["project"] == "proj" and deletion.inputs["zone"] == "us-east5-a"
-    assert deletion.inputs["queued_resource"].startswith("v5p-qr-")  # the queued resource's name
-    qr_opts, del_opts = resource_options["v5p-qr"], resource_options["v5p-qr-deletion"]
-    assert qr_opts.delete_before_replace is True  # a new request would name the same TPU node
-    assert isinstance(del_opts.depends_on, list) and len(del_opts.depends_on) == 1  # the queued resource
-    assert del_opts.protect == qr_opts.protect  # never force-deleted while the slice is protected
+    args = tpu_args(spec_of(plans, "train-tpu-v5p-slice"), project="proj")
+    g = build(lambda: TpuVmEnvironment("v5p", args))
+    qr = g.one("fullserver:TpuQueuedResource")
+    assert qr.inputs["project"] == "proj" and qr.inputs["zone"] == "us-east5-a"
+    assert qr.inputs["name"] == "v5p-qr"
+    opts = resource_options["v5p-qr"]
+    assert opts.delete_before_replace is True  # a new request would name the same TPU node
+    assert opts.protect is args["protect"]
     assert g.outputs["cleanup"] == (
-        f"gcloud compute tpus queued-resources delete {deletion.inputs['queued_resource']} --zone us-east5-a "
-        "--project proj --force --quiet"
+        "gcloud compute tpus queued-resources delete v5p-qr --zone us-east5-a --project proj --force --quiet"
     )
 
 
-def test_the_queued_deletion_runs_the_documented_command(monkeypatch: pytest.MonkeyPatch) -> None:
+QUEUED_PROPS: dict[str, Any] = {
+    "project": "p",
+    "zone": "us-east5-a",
+    "name": "qr-1",
+    "tpu": {
+        "nodeSpecs": [
+            {
+                "parent": "projects/p/locations/us-east5-a",
+                "nodeId": "slice-tpu",
+                "node": {
+                    "runtimeVersion": "v2-alpha-tpuv5",
+                    "acceleratorType": "v5p-128",
+                    "description": "fullserver slice",
+                    "networkConfig": {"network": "net-id", "subnetwork": "subnet-id", "enableExternalIps": False},
+                    "serviceAccount": {"email": "fs-slice@p.iam.gserviceaccount.com", "scope": ["s1", "s2"]},
+                    "labels": {"fullserver-profile": "training", "fullserver-environment": "slice"},
+                },
+            }
+        ]
+    },
+}
 
+
+def test_a_queued_slice_is_created_and_force_deleted_with_the_documented_commands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     calls: list[list[str]] = []
 
     def run(command: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
@@ -434,13 +462,18 @@ def test_the_queued_deletion_runs_the_documented_command(monkeypatch: pytest.Mon
 
     monkeypatch.setattr("components.tpu_vm.shutil.which", lambda _: "/usr/bin/gcloud")
     monkeypatch.setattr("components.tpu_vm.subprocess.run", run)
-    props = {"project": "p", "zone": "us-east5-a", "queued_resource": "qr-1"}
-    provider = QueuedResourceDeletionProvider()
+    props = QUEUED_PROPS
+    provider = TpuQueuedResourceProvider()
     assert provider.create(props).id == "p/us-east5-a/qr-1"
     provider.delete("p/us-east5-a/qr-1", props)
     assert calls == [
+        ["gcloud", "compute", "tpus", "queued-resources", "create", "qr-1", "--zone", "us-east5-a", "--project", "p",
+         "--node-id", "slice-tpu", "--accelerator-type", "v5p-128", "--runtime-version", "v2-alpha-tpuv5",
+         "--description", "fullserver slice", "--network", "net-id", "--subnetwork", "subnet-id", "--internal-ips",
+         "--service-account", "fs-slice@p.iam.gserviceaccount.com", "--scopes", "s1,s2",
+         "--labels", "fullserver-environment=slice,fullserver-profile=training", "--quiet"],
         ["gcloud", "compute", "tpus", "queued-resources", "delete", "qr-1", "--zone", "us-east5-a", "--project", "p",
-         "--force", "--quiet"]
+         "--force", "--quiet"],
     ]  # fmt: skip
     # already gone: nothing to do; another failure stops the destroy with the command to run
     monkeypatch.setattr(
@@ -448,15 +481,21 @@ def test_the_queued_deletion_runs_the_documented_command(monkeypatch: pytest.Mon
         lambda c, **_: subprocess.CompletedProcess(c, 1, "", "ERROR: NOT_FOUND: qr-1"),
     )
     provider.delete("p/us-east5-a/qr-1", props)
+    with pytest.raises(RuntimeError, match=r"--labels .* --quiet` failed: ERROR: NOT_FOUND"):
+        provider.create(props)  # a create that finds no network is a failure, not "done"
     monkeypatch.setattr(
         "components.tpu_vm.subprocess.run", lambda c, **_: subprocess.CompletedProcess(c, 1, "", "PERMISSION_DENIED")
     )
     with pytest.raises(RuntimeError, match=r"--force --quiet` failed: PERMISSION_DENIED"):
         provider.delete("p/us-east5-a/qr-1", props)
     monkeypatch.setattr("components.tpu_vm.shutil.which", lambda _: None)
-    with pytest.raises(RuntimeError, match=r"needs gcloud on this machine.*run `gcloud compute tpus queued-resources"):
+    with pytest.raises(RuntimeError, match=r"not on this machine: run `gcloud compute tpus queued-resources delete"):
         provider.delete("p/us-east5-a/qr-1", props)
-    assert provider.diff("id", props, {**props, "queued_resource": "qr-2"}).replaces == ["queued_resource"]
+    # every change replaces the request (the API has no update for a queued resource), deleting first
+    relabelled = {**props, "tpu": {"nodeSpecs": [{**props["tpu"]["nodeSpecs"][0], "nodeId": "other"}]}}
+    diff = provider.diff("id", props, relabelled)
+    assert diff.replaces == ["tpu"] and diff.delete_before_replace is True
+    assert provider.diff("id", props, dict(props)).changes is False
 
 
 def test_keys_reach_gcp_and_tpu_nodes_as_metadata_and_aws_nodes_through_user_data(plans: Plans, build: Build) -> None:

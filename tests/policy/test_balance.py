@@ -11,7 +11,6 @@ from policy.labels import profile_for, profiles
 from policy.resources import AWS_LAUNCH_TEMPLATE, GCP_DISK, TPU_QUEUED, TPU_VM
 from policy.stack_nodes import accelerator_nodes
 from tests.policy.conftest import (
-    CapturedStack,
     Stacks,
     by_name,
     one_violation,
@@ -47,29 +46,31 @@ def test_tpu_host_short_for_a_stricter_profile(stacks: Stacks) -> None:
     assert found and all("realtime-inference" in f and "tpu-vm" in f for f in found)
 
 
-def test_unlabelled_queued_slice_is_judged_with_the_stack_profile_tag(
-    captured: dict[str, CapturedStack], monkeypatch: pytest.MonkeyPatch
+def test_queued_slice_is_judged_by_its_own_label_and_an_unlabelled_one_by_the_stack_tag(
+    stacks: Stacks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """pulumi-gcp 10.2's queued resource has no labels; ``fullserver ephemeral`` tags the stack with
-    the profile, and then the slice is held to (and meets) scale-training's TPU minimums."""
+    """The queued slice's node carries the environment's labels, so it is held to (and meets)
+    scale-training's TPU minimums without help; a node without labels falls back to the profile
+    tag ``fullserver ephemeral`` sets on the stack, and without either is not judged."""
     policy = by_name("balance-minimums")
     assert isinstance(policy, StackValidationPolicy)
-    resources = policy_resources(captured["train-tpu-v5p-slice"])
+    resources = policy_resources(stacks["train-tpu-v5p-slice"])  # a copy: its labels are removed below
     [node], _ = accelerator_nodes(resources)
     assert node.resource.resource_type == TPU_QUEUED
-    # No label names a profile: without the stack tag there is nothing to judge the slice by.
-    assert LABEL_PROFILE not in node.labels
-    assert profile_for(node.labels, {}) is None
-    tag = {"fullserver:profile": "scale-training"}
     shipped = profiles()
-    assert profile_for(node.labels, tag) is shipped["scale-training"]
-    assert run_stack(policy, resources, stack_tags=tag) == []  # held to the minimums, and meets them
-    # Held, not skipped: with scale-training's CPU minimum out of reach, the tag makes the slice fail
-    # (naming the profile it got from the tag) and, without the tag, the slice is not judged at all.
+    assert node.labels[LABEL_PROFILE] == "scale-training"
+    assert profile_for(node.labels, {}) is shipped["scale-training"]
+    assert run_stack(policy, resources) == []  # held to the minimums, and meets them
+    # Held, not skipped: with scale-training's CPU minimum out of reach, the slice fails by its own label.
     real = shipped["scale-training"]
     cpu = real.balance.cpu_per_accelerator.model_copy(update={"value": 10_000})
     tight = real.model_copy(update={"balance": real.balance.model_copy(update={"cpu_per_accelerator": cpu})})
     monkeypatch.setattr(labels, "profiles", lambda: {**shipped, "scale-training": tight})
-    found = run_stack(policy, resources, stack_tags=tag)
+    found = run_stack(policy, resources)
     assert len(found) == 1 and "short of cpu" in found[0] and "profile 'scale-training' on tpu-vm" in found[0]
+    # Without labels on the node, only the stack tag names the profile.
+    del node.resource.props["tpu"]["nodeSpecs"][0]["node"]["labels"]
+    tag = {"fullserver:profile": "scale-training"}
     assert run_stack(policy, resources) == []
+    found = run_stack(policy, resources, stack_tags=tag)
+    assert len(found) == 1 and "profile 'scale-training' on tpu-vm" in found[0]

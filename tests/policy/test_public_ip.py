@@ -54,6 +54,8 @@ def test_public_ip_allowed_by_the_profile(stacks: Stacks) -> None:
 def test_public_ip_without_a_profile(stacks: Stacks) -> None:
     qr = stacks["train-tpu-v5p-slice"].one(TPU_QUEUED)
     qr.inputs["tpu"]["nodeSpecs"][0]["node"]["networkConfig"]["enableExternalIps"] = True
+    one_violation(public_ip(qr), "scale-training")  # its node's own label names the profile
+    del qr.inputs["tpu"]["nodeSpecs"][0]["node"]["labels"]
     one_violation(public_ip(qr), "no fullserver-profile label", "label it fullserver-profile=<profile>")
     one_violation(public_ip(qr, stack_tags={"fullserver:profile": "scale-training"}), "scale-training")
     assert public_ip(qr, stack_tags={"fullserver:profile": "fine-tuning"}) == []
