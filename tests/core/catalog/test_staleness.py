@@ -189,8 +189,8 @@ def test_each_shipped_stale_price_names_the_refresh_that_updates_it_or_the_snaps
     assert (_storage_refresh("gcp", "pd-balanced"), _storage_refresh("aws", "gp3")) == ("gcp", "")
     assert (_commitment_refresh("gcp", "gcp-cyclenerd-cud"), _commitment_refresh("aws", "x")) == ("", "aws")
     used = [UsedPrice("gp3 storage in us-east-1", "aws-infracost-ebs-golden")]
-    (stale,) = stale_prices(shipped, used, dt.date(2026, 11, 26), max_age_days=180)
-    assert stale.warning(180).endswith(
+    (stale,) = stale_prices(shipped, used, dt.date(2026, 11, 26), max_age_days=90)
+    assert stale.warning(90).endswith(
         "no refresh provider prices it: update source aws-infracost-ebs-golden from a newer snapshot of "
         + shipped.sources["aws-infracost-ebs-golden"].title
     )
