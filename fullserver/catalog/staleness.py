@@ -10,7 +10,7 @@ Combined sources (``a+b``: an N1 host plus its attached GPUs) are as old as thei
 
 Each warning says what brings the figure up to date: ``fullserver catalog refresh --provider X`` where
 a refresh provider prices that very figure, and otherwise the source to update from a newer snapshot
-(``catalog refresh`` cannot update A2 Ultra / A3 / A4 machine prices, TPU v4, AWS gp3 and egress, or
+(``catalog refresh`` cannot update A3 Ultra / A4 machine prices, TPU v4, AWS gp3 and egress, or
 GCP commitment discounts, so telling the reader to run it would send them nowhere).
 """
 

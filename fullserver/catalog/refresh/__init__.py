@@ -43,7 +43,7 @@ slot in as further ``Fetched`` producers applied by ``apply.apply_rows``):
 * adding the instance types ``aws-types`` reports as "not in the catalog" (a new shape needs its
   accelerator model named and its prices);
 * Compute Engine machine types' own figures (vCPUs, memory, GPUs), acceleratorTypes for the
-  attachable GPUs' zones, TPU zones; A2 Ultra / A3 / A4 prices (bundled Local SSD, GPU slices);
+  attachable GPUs' zones, TPU zones; A3 Ultra / A4 prices (their H200 / B200 SKUs are not mapped);
 * the Cloud TPU service (``E000-3F24-B8AA``) for TPU v4 prices, once its per-device unit is mapped;
 * AWS gp3 and data-transfer prices (the EC2 offer's Storage products and the AWSDataTransfer offer).
 """

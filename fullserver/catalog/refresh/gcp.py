@@ -49,8 +49,23 @@ GPU_SKU_NAMES = {
     "A100-40GB": "Nvidia Tesla A100",
     "A100-80GB": "Nvidia Tesla A100 80GB",
     "L4": "Nvidia L4",
+    "H100-80GB": "Nvidia H100 80GB",
+    "H100-80GB-Mega": "Nvidia H100 80GB Mega",  # a3-megagpu's GPUs: their own SKUs, not a catalog accelerator
 }
-SERIES_SKU_NAMES = {"n1": "N1 Predefined Instance", "a2": "A2 Instance", "g2": "G2 Instance"}
+SERIES_SKU_NAMES = {"n1": "N1 Predefined Instance", "a2": "A2 Instance", "g2": "G2 Instance", "a3": "A3 Instance"}
+MACHINE_SKU_PARTS: dict[tuple[str, str], tuple[str, str]] = {
+    # (machine-type prefix, catalog accelerator) -> (series whose core and RAM SKUs it bills, GPU SKU component).
+    # From Cyclenerd/google-cloud-pricing-cost-calculator build/mapping.csv and build/gcp.yml (dac31281,
+    # 2026-08-20): A2 Ultra = "A2 Instance Core/Ram" + "Nvidia Tesla A100 80GB GPU running"; a3-highgpu and
+    # a3-megagpu = "A3 Instance Core/Ram" + "Nvidia H100 80GB [Mega] GPU running". Their bundled Local SSD is a
+    # separate SKU (SSD backed Local Storage) that the catalog prices as local-ssd storage, never in the shape
+    # price, so the sum below is the catalog's figure. A3 Ultra (H200) and A4 (B200) are not in the mapping.
+    ("a2-highgpu-", "A100-40GB"): ("a2", "A100-40GB"),
+    ("a2-megagpu-", "A100-40GB"): ("a2", "A100-40GB"),
+    ("a2-ultragpu-", "A100-80GB"): ("a2", "A100-80GB"),
+    ("a3-highgpu-", "H100-80GB"): ("a3", "H100-80GB"),
+    ("a3-megagpu-", "H100-80GB"): ("a3", "H100-80GB-Mega"),
+}
 TPU_SKU_TOKENS = {"v5e": ("tpuv5e", "tpuv5lite"), "v5p": ("tpuv5p",), "v6e": ("tpuv6e",)}
 DISK_SKU_PREFIXES = {
     "pd-balanced": "balanced pd capacity",
@@ -309,7 +324,7 @@ def fetch_gcp(
             _put(fetched, Row("shape_prices", (shape.name, region), {}), values, index.seen(("core", parts[0]), region))
     if skipped:
         fetched.problems.append(
-            "not refreshed (bundled Local SSD or GPU-slice pricing not mapped): " + ", ".join(skipped)
+            "not refreshed (no core, RAM and GPU SKUs mapped for the machine type): " + ", ".join(skipped)
         )
 
     kinds = sorted({p.kind for p in data.storage_prices if p.provider == "gcp"})
@@ -389,9 +404,10 @@ def _shape_parts(name: str, family: str, accelerator: str | None, count: int) ->
         return ("n1", None)
     if family == "g2" and accelerator == "L4":
         return ("g2", "L4")
-    if name.startswith(("a2-highgpu-", "a2-megagpu-")) and accelerator == "A100-40GB":
-        return ("a2", "A100-40GB")
-    return None
+    return next(
+        (parts for (prefix, acc), parts in MACHINE_SKU_PARTS.items() if name.startswith(prefix) and accelerator == acc),
+        None,
+    )
 
 
 def _sum(

@@ -89,7 +89,7 @@ def test_machine_prices_are_cores_plus_memory_plus_gpus(tmp_path: Path) -> None:
     assert found[("shape_prices a2-highgpu-1g us-central1", "on_demand_usd_hour")] == (3.67339, 3.673385)
     # a new region where the SKUs price the shape
     assert found[("shape_prices n1-highmem-8 europe-west4", "on_demand_usd_hour")] == (None, 0.520976)
-    assert any("a3-highgpu-8g" in p for p in gcp.problems)  # bundled Local SSD: not refreshed, said so
+    assert any("a3-ultragpu-8g" in p for p in gcp.problems)  # H200 SKUs not mapped: not refreshed, said so
 
 
 def test_disks_and_egress(tmp_path: Path) -> None:
@@ -211,3 +211,38 @@ def test_a_recorded_public_skus_list_response_is_read_as_the_api_wrote_it() -> N
     assert classify(sku) is None
     index = PriceIndex(raw)
     assert (index.count, index.prices) == (1, {})
+
+
+# --- Issue 21, item 12: A2 Ultra and A3 machine prices from their core, RAM and per-GPU SKUs (Cyclenerd's mapping).
+
+ACCELERATOR_OPTIMIZED = DATA / "gcp" / "accelerator-optimized-skus.json"
+
+
+def test_a2_ultra_and_a3_are_priced_from_their_core_ram_and_gpu_skus_without_the_bundled_local_ssd() -> None:
+    """A2 Ultra bills A2 cores and RAM plus A100 80GB GPUs, a3-highgpu A3 cores and RAM plus H100 80GB GPUs and
+    a3-megagpu the H100 Mega SKUs (Cyclenerd build/mapping.csv and gcp.yml); their bundled Local SSD is billed
+    as Local SSD, which the catalog prices as storage, so the shape price is the sum of these SKUs alone. A
+    component with no SKU leaves the figure out (no a3-megagpu spot here); A3 Ultra (H200) is not mapped."""
+    from fullserver.catalog import DATA_DIR
+    from fullserver.catalog.model import CatalogFile
+    from fullserver.catalog.refresh.gcp import fetch_gcp, refreshes_shape
+    from fullserver.yamlio import parse, read_yaml
+
+    raw = json.loads(ACCELERATOR_OPTIMIZED.read_text())["skus"]
+    data = parse(CatalogFile, read_yaml(DATA_DIR / "gcp.yaml"), "gcp.yaml")
+    rows = {row.ident: row.values for row in fetch_gcp(data, raw, TODAY, ["us-central1"]).rows}
+    assert rows[("a2-ultragpu-1g", "us-central1")] == {
+        "on_demand_usd_hour": Decimal("0.031611") * 12 + Decimal("0.004237") * 170 + Decimal("3.9")
+    }
+    assert rows[("a3-highgpu-8g", "us-central1")] == {
+        "on_demand_usd_hour": Decimal("0.03") * 208 + Decimal("0.003") * 1872 + Decimal("9.5") * 8,
+        "spot_usd_hour": Decimal("0.012") * 208 + Decimal("0.0012") * 1872 + Decimal("4") * 8,
+    }
+    assert rows[("a3-megagpu-8g", "us-central1")] == {
+        "on_demand_usd_hour": Decimal("0.03") * 208 + Decimal("0.003") * 1872 + Decimal("10.25") * 8
+    }
+    assert ("a3-ultragpu-8g", "us-central1") not in rows
+    assert not refreshes_shape("a3-ultragpu-8g", "a3", "H200-141GB", 8)
+    assert refreshes_shape("a2-ultragpu-8g", "a2", "A100-80GB", 8) and refreshes_shape(
+        "a3-megagpu-8g", "a3", "H100-80GB", 8
+    )

@@ -35,6 +35,12 @@ def cyclenerd() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
+def infracost() -> dict[str, Any]:
+    data: dict[str, Any] = read_yaml(SOURCES / "infracost-aws-goldens-2026-07-01.yaml")
+    return data
+
+
+@pytest.fixture(scope="module")
 def karpenter() -> dict[str, Any]:
     data: dict[str, Any] = read_yaml(SOURCES / "karpenter-pricing-us-east-1-2026-07-20.yaml")
     return data
@@ -69,6 +75,15 @@ def test_the_extracts_are_of_the_commits_the_catalog_cites(
     for key in ("gcp-cyclenerd-pricing", "gcp-cyclenerd-machines", "gcp-cyclenerd-cud"):
         assert commit_pin(shipped.sources[key].url) == cyclenerd["snapshot"]["commit"]
     assert commit_pin(shipped.sources["aws-karpenter-pricing"].url) == karpenter["snapshot"]["commit"]
+
+
+def test_the_aws_gp3_and_egress_extract_is_of_the_commit_the_catalog_cites(
+    shipped: Catalog, infracost: dict[str, Any]
+) -> None:
+    for key in ("aws-infracost-ebs-golden", "aws-infracost-data-transfer-golden"):
+        source = shipped.sources[key]
+        assert commit_pin(source.url) == infracost["snapshot"]["commit"]
+        assert source.as_of.isoformat() == infracost["snapshot"]["committed"][:10]
 
 
 def test_every_gcp_machine_price_the_snapshot_gives_is_in_the_catalog(cyclenerd: dict[str, Any]) -> None:
@@ -137,3 +152,26 @@ def test_every_aws_on_demand_price_the_snapshot_gives_is_in_the_catalog(karpente
         row = rows.get((shape, region))
         assert row is not None and (row.source, row.on_demand_usd_hour) == ("aws-karpenter-pricing", usd_hour), shape
     assert [shape for shape in karpenter["not_priced"] if (shape, region) in rows] == []
+
+
+def test_the_aws_gp3_price_is_the_snapshot_s_per_unit_price(shipped: Catalog, infracost: dict[str, Any]) -> None:
+    """The golden file bills gp3 by line (storage, IOPS and throughput above the free baseline); the catalog's
+    unit prices are those lines divided by their quantities, and the free baseline is what the .tf provisioned
+    beyond the billed amounts."""
+    gp3, lines = infracost["ebs_volume_gp3"], infracost["ebs_volume_gp3"]["lines"]
+    storage = shipped.storage_price("aws", "gp3", "us-east-1")
+    assert storage is not None and storage.source == "aws-infracost-ebs-golden"
+    assert storage.usd_gib_month == pytest.approx(lines["storage"]["monthly_usd"] / lines["storage"]["quantity"])
+    assert storage.usd_iops_month == pytest.approx(lines["iops"]["monthly_usd"] / lines["iops"]["quantity"])
+    assert storage.usd_mbps_month == pytest.approx(lines["throughput"]["monthly_usd"] / lines["throughput"]["quantity"])
+    assert storage.free_iops == gp3["provisioned"]["iops"] - lines["iops"]["quantity"]
+    assert storage.free_mbps == gp3["provisioned"]["throughput_mbps"] - lines["throughput"]["quantity"]
+
+
+def test_every_aws_egress_price_the_snapshot_gives_is_in_the_catalog(
+    shipped: Catalog, infracost: dict[str, Any]
+) -> None:
+    for region, line in infracost["data_transfer_first_10tb"].items():
+        egress = shipped.egress_price("aws", region)
+        assert egress is not None and egress.source == "aws-infracost-data-transfer-golden", region
+        assert egress.usd_per_gb == pytest.approx(line["monthly_usd"] / line["quantity_gb"]), region

@@ -186,11 +186,16 @@ def test_each_shipped_stale_price_names_the_refresh_that_updates_it_or_the_snaps
     assert _offer_refresh(offer("v4-8"), spot=False) == ""  # TPU v4: the Cloud TPU service, not mapped
     assert _offer_refresh(offer("a2-highgpu-1g"), spot=True) == "gcp"
     assert _offer_refresh(offer("a3-ultragpu-8g"), spot=False) == ""
+    assert (
+        _offer_refresh(offer("a3-highgpu-8g"), spot=False)
+        == _offer_refresh(offer("a2-ultragpu-1g"), spot=True)
+        == "gcp"
+    )
     assert (_storage_refresh("gcp", "pd-balanced"), _storage_refresh("aws", "gp3")) == ("gcp", "")
     assert (_commitment_refresh("gcp", "gcp-cyclenerd-cud"), _commitment_refresh("aws", "x")) == ("", "aws")
     used = [UsedPrice("gp3 storage in us-east-1", "aws-infracost-ebs-golden")]
-    (stale,) = stale_prices(shipped, used, dt.date(2026, 11, 26), max_age_days=180)
-    assert stale.warning(180).endswith(
+    (stale,) = stale_prices(shipped, used, dt.date(2026, 11, 26), max_age_days=90)
+    assert stale.warning(90).endswith(
         "no refresh provider prices it: update source aws-infracost-ebs-golden from a newer snapshot of "
         + shipped.sources["aws-infracost-ebs-golden"].title
     )
