@@ -106,7 +106,7 @@ def test_aws_spot_with_fallback_holds_budgets_to_both_groups_running_at_once(
     both = (0.8 + 2.0) * cost.paid_hours
     expected = cost.compute_usd_hour * cost.paid_hours
     assert cost.usd_month_peak == pytest.approx(cost.usd_month + both - expected, abs=0.02)
-    assert cost.usd_month_at_most == cost.usd_month_peak > cost.usd_month
+    assert cost.usd_month_peak is not None and cost.usd_month_at_most == cost.usd_month_peak > cost.usd_month
     assert cost.peak_what == "with the on-demand fallback running beside every spot node"
 
 
