@@ -20,6 +20,7 @@ from tests.components.conftest import MOCKS, STACKS, Plans
 
 CLOUD_STACKS = [
     "batch-tpu-v5e",
+    "exp-aws-l4-spot",
     "exp-aws-spot",
     "finetune-gcp-a2",
     "finetune-gcp-g2",

@@ -279,7 +279,15 @@ def _check_nodes(g: Graph, config: dict[str, Any]) -> None:
         vms = g.of_type("compute/instance:Instance")
         assert len(nodes) == len(vms) and all(any(n["name"].startswith(vm.name) for vm in vms) for n in nodes)
     for group in groups:
-        assert group["user"] == LOGIN_USER and group["keys"] == keys and group["via"] == tunnel
+        # an AWS spot group in public subnets, with keys and SSH ranges, is logged into directly
+        public_members = platform == "aws-gpu" and any(
+            nic.get("associatePublicIpAddress") == "true"
+            for lt in g.of_type("ec2/launchTemplate:LaunchTemplate")
+            for nic in lt.inputs.get("networkInterfaces", [])
+        )
+        direct = public_members and keys and ranges
+        assert group["user"] == LOGIN_USER and group["keys"] == keys
+        assert group["via"] == ("ssh" if direct else tunnel), group
         if platform == "aws-gpu":
             asgs = g.of_type("autoscaling/group:Group")
             assert len(group["groups"]) == len(asgs)  # the spot group and its fallback, or the serving group

@@ -71,17 +71,17 @@ def test_success_creates_tags_ups_exposes_outputs_then_destroys_and_removes(
 ) -> None:
     before = datetime.now(UTC).replace(microsecond=0)
     with ephemeral_stack(profile="experimentation", ttl="90m", **opts(fake_pulumi, project)) as env:
-        # the base stack is the one stack file using the profile
-        assert env.plan.spec.offer == "g4dn.xlarge"
+        # the base stack is the first stack file (by name) using the profile
+        assert env.plan.spec.offer == "g6.2xlarge"
         [state] = fake_pulumi.stacks().values()
         assert state["name"] == env.stack and len(state["resources"]) == 3
         tags = state["tags"]
-        assert tags["fullserver:ephemeral"] == "true" and tags["fullserver:base-stack"] == "exp-aws-spot"
+        assert tags["fullserver:ephemeral"] == "true" and tags["fullserver:base-stack"] == "exp-aws-l4-spot"
         expires = datetime.fromisoformat(tags["fullserver:expires-at"].replace("Z", "+00:00"))
         assert before + timedelta(minutes=90) <= expires <= datetime.now(UTC) + timedelta(minutes=90)
         # the config the program ran with: the base stack's, plus the TTL that labels carry
         assert state["config"]["fullserver:ttlHours"] == 2
-        assert state["config"]["fullserver:sshSourceRanges"] == ["203.0.113.0/24"]
+        assert state["config"]["fullserver:accelerator"] == "L4" and state["config"]["fullserver:datasetGib"] == 50
         assert not list(STACKS.glob(f"*{env.stack}*"))  # never written into stacks/
         # outputs, as values, in the environment and in a private JSON file
         assert env.outputs["connect"] == f"ssh ubuntu@{env.stack}.example.invalid"
