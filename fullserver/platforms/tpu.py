@@ -18,6 +18,7 @@ from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import gcp
 from fullserver.platforms.base import CAPACITY_RULES, CLOUD_LOGIN, PlatformRules, Refusal, Request, disk_kind_refusal
+from fullserver.platforms.quota import tpu as quota
 
 NAME_RULES = {
     "gcp:tpu/v2Vm:V2Vm": (gcp.compute_name("TPU node id"),),
@@ -265,4 +266,5 @@ RULES = PlatformRules(
         queued_data_disk,
     ),
     multi_node=MULTISLICE,
+    quotas=quota.quotas,
 )
