@@ -75,6 +75,21 @@ class PlanResource(_Read):
     inputs: dict[str, Any] = {}
 
 
+class PlanQuota(_Read):
+    """One quota a stack needs (``plan --json``'s ``quotas``): keyed by service, code and scope."""
+
+    service: str
+    code: str
+    name: str = ""
+    scope: str
+    amount: FiniteFloat
+    unit: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.service} {self.code} {self.scope}"
+
+
 class Guardrail(_Read):
     """One guardrail finding: the policy that reported it, its enforcement level, the message."""
 
@@ -99,6 +114,8 @@ class StackDoc(BaseModel):
     """``None`` when the document carries no guardrail results (a saved ``plan --json``)."""
     budget_usd: float | None = None
     """The stack's own ``budgetMonthlyUsd``, when it sets one."""
+    quotas: list[PlanQuota] = []
+    """The quotas the stack needs (none in a document saved before plans named them)."""
 
 
 def _shape_value(value: Any) -> str:
@@ -152,6 +169,7 @@ def read_document(data: Any, where: str) -> list[StackDoc]:
             raw_guards = entry.get("guardrails")
             guards = None if raw_guards is None else [Guardrail.model_validate(x) for x in raw_guards]
             warnings = [str(w) for w in entry.get("warnings", [])]
+            quotas = [PlanQuota.model_validate(x) for x in entry.get("quotas", [])]
         except (ValidationError, AttributeError, TypeError) as exc:
             first = exc.errors()[0] if isinstance(exc, ValidationError) else None
             what = f"field '{'.'.join(str(p) for p in first['loc'])}': {first['msg']}" if first else str(exc)
@@ -170,6 +188,7 @@ def read_document(data: Any, where: str) -> list[StackDoc]:
                 resources=resources,
                 guardrails=guards,
                 budget_usd=budget_usd,
+                quotas=quotas,
             )
         )
     return out
@@ -224,6 +243,18 @@ class CostChange(_Frozen):
         return round((self.after_usd or 0.0) - (self.before_usd or 0.0), 2)
 
 
+class QuotaChange(_Frozen):
+    """A quota the change adds, drops or needs more or less of (``None``: not needed on that side)."""
+
+    service: str
+    code: str
+    name: str
+    scope: str
+    unit: str
+    before: float | None
+    after: float | None
+
+
 class ResourceChange(_Frozen):
     """A resource added, removed, replaced (the same logical name, another type) or changed (some
     inputs differ: the provider decides at ``pulumi preview`` whether that updates or replaces)."""
@@ -247,6 +278,7 @@ class StackDiff(_Frozen):
     cost: list[CostChange] = []
     usd_before: float = 0.0
     usd_after: float = 0.0
+    quotas: list[QuotaChange] = []
     resources: list[ResourceChange] = []
     resources_before: int = 0
     resources_after: int = 0
@@ -362,6 +394,31 @@ def _cost(before: list[PlanCostLine], after: list[PlanCostLine]) -> list[CostCha
     return out
 
 
+def _quotas(before: list[PlanQuota], after: list[PlanQuota]) -> list[QuotaChange]:
+    """Quotas by service, code and scope whose amount changed, appeared or went: what a change
+    asks more (or less) of the account."""
+    b = {q.key: q for q in before}
+    a = {q.key: q for q in after}
+    out = []
+    for key in [*a, *(k for k in b if k not in a)]:
+        x, y = b.get(key), a.get(key)
+        if x is not None and y is not None and _close(x.amount, y.amount):
+            continue
+        q = y if y is not None else b[key]
+        out.append(
+            QuotaChange(
+                service=q.service,
+                code=q.code,
+                name=q.name,
+                scope=q.scope,
+                unit=q.unit,
+                before=x.amount if x else None,
+                after=y.amount if y else None,
+            )
+        )
+    return out
+
+
 def _resources(before: list[PlanResource], after: list[PlanResource]) -> list[ResourceChange]:
     """By (type, logical name): Pulumi's own identity of a resource within a stack. A name that
     leaves with one type and returns with another (once on each side) is a replacement."""
@@ -425,6 +482,7 @@ def compare_stack(before: StackDoc | None, after: StackDoc | None, note: str = "
         shape=shape,
         balance=_balance(x.balance, y.balance),
         cost=_cost(x.cost, y.cost),
+        quotas=_quotas(x.quotas, y.quotas),
         usd_before=x.usd_month,
         usd_after=y.usd_month,
         resources=_resources(x.resources, y.resources),
@@ -442,6 +500,7 @@ def compare_stack(before: StackDoc | None, after: StackDoc | None, note: str = "
         diff.shape
         or diff.balance
         or diff.cost
+        or diff.quotas
         or diff.resources
         or diff.warnings_added
         or diff.warnings_removed

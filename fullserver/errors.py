@@ -11,7 +11,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_INPUT = 2  # bad input: a file, field, flag or host entry; nothing was changed
 EXIT_BUDGET = 3  # a monthly estimate is above the budget given
-EXIT_SHORT = 4  # audit, verify: a host is reachable but short of the profile (or unverified)
+EXIT_SHORT = 4  # audit, verify: a host short of the profile (or unverified); quota, ephemeral: a quota short
 EXIT_UNREACHABLE = 5  # audit, verify: a host could not be reached or logged into
 EXIT_PULUMI = 6  # ephemeral: Pulumi failed, and nothing was left behind
 EXIT_LEFT_BEHIND = 7  # ephemeral, janitor: a stack or its resources were left behind; each is named
@@ -20,7 +20,7 @@ EXIT_CODES: dict[int, str] = {
     1: "an unexpected failure (a bug: please report it)",
     EXIT_INPUT: "bad input (file, field, flag or host entry); nothing was changed",
     EXIT_BUDGET: "a monthly estimate is above --max-monthly-usd",
-    EXIT_SHORT: "audit, verify: a host is short of its profile, or could not be verified",
+    EXIT_SHORT: "audit, verify: a host is short of its profile, or could not be verified; quota, ephemeral: a quota is short",
     EXIT_UNREACHABLE: "audit, verify: a host could not be reached or logged into",
     EXIT_PULUMI: "ephemeral: Pulumi failed; nothing was left behind",
     EXIT_LEFT_BEHIND: "ephemeral, janitor: a stack or its resources were left behind (each is named)",

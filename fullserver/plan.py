@@ -22,7 +22,9 @@ from fullserver.comparable import (
 from fullserver.cost import CostEstimate, estimate
 from fullserver.errors import BudgetExceeded, FullserverError, InputError
 from fullserver.platforms import rules_for
+from fullserver.platforms.quota import QuotaNeed
 from fullserver.profiles import Profile, get_profile, load_profiles
+from fullserver.quotas import quotas_for
 from fullserver.sizing import size, spec_for
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import Stack, load_stack
@@ -62,6 +64,8 @@ class StackPlan(BaseModel):
     budget_monthly_usd: float | None = None
     baseline: Comparison | None = None
     """The chosen environment as a comparison row: its price on the comparison's pricing model."""
+    quotas: list[QuotaNeed] = []
+    """Each quota the stack counts against, at the most it reaches (``fullserver.quotas``)."""
 
     @property
     def warnings(self) -> list[str]:
@@ -248,6 +252,7 @@ def plan_workload(
         comparison=comparison,
         budget_monthly_usd=workload.budget_monthly_usd,
         baseline=baseline,
+        quotas=quotas_for(spec),
     )
 
 

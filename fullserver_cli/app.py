@@ -28,6 +28,7 @@ from fullserver_cli.catalog import catalog_app
 from fullserver_cli.diff import diff as _diff_command
 from fullserver_cli.output import console, emit_json, fail
 from fullserver_cli.plan import STACKS_DIR, plan
+from fullserver_cli.quota import quota
 
 _json = emit_json
 _fail = fail
@@ -96,13 +97,14 @@ def _root(
     """Balanced full-server environments for ML accelerators, from workload-maturity profiles.
 
     Exit codes, the same for every command: 0 success; 2 bad input; 3 over budget;
-    4 a host short of its profile; 5 a host unreachable; 6 Pulumi failed, nothing
+    4 a host short of its profile, or a quota short; 5 a host unreachable; 6 Pulumi failed, nothing
     left; 7 something was left behind.
     """
 
 
 app.command()(plan)
 app.command()(_diff_command)
+app.command()(quota)
 app.add_typer(catalog_app, name="catalog")
 
 

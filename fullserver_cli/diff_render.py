@@ -77,6 +77,10 @@ def _balance_cell(line: BalanceChange, side: str) -> str:
     return f"{round(got.provided, 1):g} of {round(got.required, 1):g} {got.unit} {verdict}"
 
 
+def _amount(amount: float | None, unit: str) -> str:
+    return "-" if amount is None else f"{amount:g} {unit}"
+
+
 def _stack_details(s: StackDiff) -> list[tuple[str, list[str], list[list[str]]]]:
     """The sections of one stack's change as (title, header, rows); renderers lay them out."""
     out: list[tuple[str, list[str], list[list[str]]]] = []
@@ -89,6 +93,11 @@ def _stack_details(s: StackDiff) -> list[tuple[str, list[str], list[list[str]]]]
         rows = [[c.item, usd(c.before_usd), usd(c.after_usd), delta(c.delta_usd)] for c in s.cost]
         rows.append(["total", usd(s.usd_before), usd(s.usd_after), delta(s.delta_usd)])
         out.append(("cost per month", ["item", "before", "after", "delta"], rows))
+    if s.quotas:
+        rows = [
+            [f"{q.code} ({q.service})", q.scope, _amount(q.before, q.unit), _amount(q.after, q.unit)] for q in s.quotas
+        ]
+        out.append(("quotas needed", ["quota", "where", "before", "after"], rows))
     if s.resources:
         rows = []
         for r in s.resources:

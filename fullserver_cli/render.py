@@ -218,6 +218,8 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
         cost.add_row(line.item, money(line.usd_month), line.note)
 
     parts: list[Table | Text | _WholeWords] = [head, balance_table(s.balance), cost]
+    if plan.quotas:
+        parts.append(quota_table(plan))
     if plan.comparison:
         parts.append(comparison_table(plan))
     if s.near_misses:
@@ -228,6 +230,14 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
     for w in warnings:
         parts.append(Text(f"warning: {w}", style="yellow"))
     return Group(*parts)
+
+
+def quota_table(plan: StackPlan) -> _WholeWords:
+    """Each quota the stack needs at the most it reaches: what `fullserver quota` checks."""
+    t = _table("quota", "service", "where", "needs", "how", title="quotas needed (check: fullserver quota STACK)")
+    for q in plan.quotas:
+        t.add_row(f"{q.code}\n{q.name}", q.service, q.scope, f"{q.amount:g} {q.unit}", q.why)
+    return _whole_words(t, "service", "where", "needs")
 
 
 def comparison_table(plan: StackPlan) -> _WholeWords:

@@ -33,7 +33,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -44,6 +44,9 @@ import yaml
 from pulumi import automation as auto
 
 from fullserver.errors import EXIT_INPUT, EXIT_PULUMI, FullserverError, InputError
+from fullserver.platforms.quota import QuotaNeed
+from fullserver.quotacheck import NoCredentials, Reader, check_all, readers_for, short_error
+from fullserver.quotas import load_quota_table
 from stackops.leftover import LeftoverStackError, leftover_report
 from stackops.limits import (
     MAX_BACKOFF_S,
@@ -72,6 +75,14 @@ from stackops.workspace import (
 
 WORK_DIR_PREFIX = "fullserver-ephemeral-"
 """Each run's workspace is ``<work_root>/fullserver-ephemeral-XXXX``."""
+
+
+QuotaReaders = Callable[[list[QuotaNeed], str | None], dict[str, Reader]]
+"""(the quotas a stack needs, its GCP project) -> a reader per cloud, on the caller's credentials."""
+
+
+def account_readers(needs: list[QuotaNeed], gcp_project: str | None) -> dict[str, Reader]:
+    return readers_for(needs, load_quota_table(), gcp_project)
 
 
 class PulumiFailed(StackOpsError):
@@ -106,6 +117,8 @@ class EphemeralSettings:
     on_output: Say | None = say_stderr
     handle_signals: bool = True
     now: datetime | None = None
+    quota_readers: QuotaReaders | None = account_readers
+    """Reads the account's quotas before anything is created; ``None`` skips the check."""
 
 
 def check_settings(s: EphemeralSettings) -> timedelta:
@@ -141,8 +154,27 @@ class EphemeralRun:
 
     # -- create -------------------------------------------------------------------------------
 
+    def check_quotas(self) -> None:
+        """Each quota the stack needs against the account, before anything exists: a short one
+        stops the run in seconds with the quota named (``QuotaShort``, exit 4) instead of failing
+        half-way through ``up``. Without credentials to read them, it says so and goes on."""
+        readers, needs = self.s.quota_readers, self.plan.quotas
+        if readers is None or not needs:
+            return
+        try:
+            found = readers(needs, str(self.config.get("gcp:project") or "") or None)
+        except NoCredentials as exc:
+            self.s.say(f"fullserver ephemeral: quota check skipped: {exc.line()}")
+            return
+        checked = check_all(needs, found)
+        short = short_error(self.where, checked)
+        if short is not None:
+            raise short
+        self.s.say(f"fullserver ephemeral: {len(checked)} quota(s) checked, none short")
+
     def create(self, guard: SignalGuard) -> EphemeralEnv:
         s, say = self.s, self.s.say
+        self.check_quotas()
         guard.mode = "defer"
         if s.work_root is not None:
             s.work_root.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ from fullserver.catalog.model import (
     StoragePrice,
     TpuPrice,
 )
-from fullserver.catalog.network import NETWORK_FILE
+from fullserver.catalog.network import NOT_SHAPES
 from fullserver.errors import InputError
 from fullserver.platforms import gcp, rules_for, tpu
 from fullserver.platforms.gcp import machine_series
@@ -554,8 +554,8 @@ class _Loader:
 
 @functools.lru_cache(maxsize=8)
 def _load_directory(directory: Path) -> Catalog:
-    # network.yaml prices load balancers, NAT and addresses: fullserver.catalog.network reads it
-    paths = sorted(p for p in directory.glob("*.yaml") if p.name != NETWORK_FILE)
+    # network.yaml (prices of load balancers, NAT, addresses) and quotas.yaml are read apart
+    paths = sorted(p for p in directory.glob("*.yaml") if p.name not in NOT_SHAPES)
     if not paths:
         raise InputError(str(directory), "no catalog data files", "add data/*.yaml files")
     return _Loader([(str(p), read_yaml(p)) for p in paths]).build()

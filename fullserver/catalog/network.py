@@ -19,6 +19,10 @@ from fullserver.errors import InputError
 from fullserver.yamlio import read_yaml, validation_error
 
 NETWORK_FILE = "network.yaml"
+QUOTAS_FILE = "quotas.yaml"
+"""The quotas a stack needs (``fullserver.quotas``): not a shape file either."""
+NOT_SHAPES = (NETWORK_FILE, QUOTAS_FILE)
+"""The data files the shape catalog's loader and refresh skip."""
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 Item = Literal[

@@ -27,6 +27,7 @@ from fullserver.platforms.base import (
     ZoneForm,
     disk_kind_refusal,
 )
+from fullserver.platforms.quota import aws as quota
 
 # gp3 provisions IOPS and throughput independently of size: 3,000-16,000 IOPS, at most 500 IOPS
 # per GiB; 125-1,000 MiB/s, at most 0.25 MiB/s per IOPS; 1-16,384 GiB.
@@ -376,4 +377,5 @@ RULES = PlatformRules(
     # An unset zone is left to AWS (the subnet's zone); nothing to warn about.
     region_peers=REGION_PEERS,
     rules=(*CAPACITY_RULES, capacity_block_needs_reservation, data_disk_kind, image_form),
+    quotas=quota.quotas,
 )

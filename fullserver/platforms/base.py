@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
+from fullserver.platforms.quota import QuotaAsk, QuotaNeed, QuotaTable
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,12 @@ class Request:
 
 
 Rule = Callable[[Request], Refusal | None]
+QuotaRule = Callable[[QuotaAsk, QuotaTable], list[QuotaNeed]]
+
+
+def no_quotas(ask: QuotaAsk, table: QuotaTable) -> list[QuotaNeed]:
+    """A platform that rents from no cloud account (bare metal) needs no quota."""
+    return []
 
 
 @dataclass(frozen=True)
@@ -247,6 +254,9 @@ class PlatformRules:
     """What it refuses of a ``Request``, checked in this order."""
     multi_node: Refusal | None = None
     """The refusal of more than one node, where an environment is one (a TPU slice)."""
+    # --- quotas
+    quotas: QuotaRule = no_quotas
+    """The quotas an environment counts against (``fullserver.quotas`` asks; names from the data)."""
 
     def disk_kind(self, family: str) -> str:
         """The disk kind a shape of ``family`` boots from and attaches."""

@@ -32,6 +32,7 @@ from fullserver.platforms.base import (
     ZoneForm,
     disk_kind_refusal,
 )
+from fullserver.platforms.quota import gcp as quota
 
 # --- names ---------------------------------------------------------------------------------------
 # Compute Engine names are lowercase RFC 1035 labels of at most 63 characters ("Resource naming
@@ -391,4 +392,5 @@ RULES = PlatformRules(
         "returns and it is started again (gcloud compute instances start) or the stack moves to an on-demand profile"
     ),
     rules=(*CAPACITY_RULES, data_disk_kind, image_form),
+    quotas=quota.quotas,
 )

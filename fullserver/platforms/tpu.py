@@ -19,6 +19,7 @@ from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import gcp
 from fullserver.platforms.base import CAPACITY_RULES, CLOUD_LOGIN, PlatformRules, Refusal, Request, disk_kind_refusal
+from fullserver.platforms.quota import tpu as quota
 
 QUEUED_RESOURCE_TYPE = "pulumi-python:dynamic/fullserver:TpuQueuedResource"
 """A queued slice is this dynamic resource, not pulumi-gcp's ``tpu.V2QueuedResource``, whose
@@ -270,4 +271,5 @@ RULES = PlatformRules(
         queued_data_disk,
     ),
     multi_node=MULTISLICE,
+    quotas=quota.quotas,
 )

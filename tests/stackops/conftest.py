@@ -45,6 +45,7 @@ def no_workspace_left_in_the_system_temp_dir(tmp_path: Path, monkeypatch: pytest
     private = tmp_path / "tmp"
     private.mkdir()
     monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # the quota check's credential lookup: no IMDS wait
     monkeypatch.setattr(tempfile, "tempdir", str(private))
     yield private
     left = sorted(str(p) for p in our_temp_dirs(system_tmp) - before)

@@ -16,6 +16,8 @@ import pytest
 import yaml
 
 from fullserver.errors import EXIT_LEFT_BEHIND, BudgetExceeded, InputError
+from fullserver.platforms.quota import QuotaNeed
+from fullserver.quotacheck import NoCredentials, QuotaShort, QuotaStatus
 from stackops.ephemeral import (
     EphemeralSettings,
     LeftoverStackError,
@@ -446,3 +448,63 @@ def test_the_announced_price_is_what_an_hour_of_running_costs(fake_pulumi: FakeP
         running = env.plan.cost.compute_usd_hour
     [announce] = [line for line in lines if line.startswith("fullserver ephemeral: stack ")]
     assert f"~${running:,.2f}/h while it runs" in announce
+
+
+# -- the quota check: before anything exists (issue 25) ----------------------------------------
+
+
+class Account:
+    """An account's answers per quota code, as ``fullserver.quotacheck`` readers give them."""
+
+    def __init__(self, limits: dict[str, float]) -> None:
+        self.limits = limits
+
+    def read(self, need: QuotaNeed) -> QuotaStatus:
+        return QuotaStatus(need, self.limits.get(need.code), 0.0)
+
+    def request(self, status: QuotaStatus) -> str:
+        return f"raise {status.need.code} to {status.desired}"
+
+
+def readers(limits: dict[str, float]) -> Any:
+    return lambda needs, project: {"aws": Account(limits)}
+
+
+def test_a_short_quota_stops_the_run_before_stack_init_and_up(fake_pulumi: FakePulumi, project: Path) -> None:
+    short = readers({"L-DB2E81BA": 0, "L-7A658B76": 50, "L-F678F1CE": 5})  # new account: 0 G vCPUs
+    with (
+        pytest.raises(QuotaShort, match=r"L-DB2E81BA .* needs 4 vCPUs, limit 0.*raise L-DB2E81BA to 4") as err,
+        ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=short)),
+    ):
+        pytest.fail("must not get here")
+    assert err.value.exit_code == 4
+    assert fake_pulumi.calls() == []  # no stack, nothing to destroy
+
+
+def test_enough_quota_goes_on_to_up(fake_pulumi: FakePulumi, project: Path) -> None:
+    lines: list[str] = []
+    enough = readers({"L-DB2E81BA": 64, "L-7A658B76": 50, "L-F678F1CE": 5})
+    with ephemeral_stack(
+        base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=enough, say=lines.append)
+    ):
+        assert "up" in fake_pulumi.commands()
+    assert "fullserver ephemeral: 3 quota(s) checked, none short" in lines
+
+
+def test_without_credentials_the_check_says_so_and_the_run_goes_on(fake_pulumi: FakePulumi, project: Path) -> None:
+    def none(needs: Any, project: Any) -> Any:
+        raise NoCredentials("AWS", "no credentials to read Service Quotas and EC2 with", "set AWS_PROFILE")
+
+    lines: list[str] = []
+    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=none, say=lines.append)):
+        pass
+    assert any(ln.startswith("fullserver ephemeral: quota check skipped: AWS: no credentials") for ln in lines)
+    assert "up" in fake_pulumi.commands()
+
+
+def test_run_ephemeral_exits_4_when_a_quota_is_short(fake_pulumi: FakePulumi, project: Path) -> None:
+    settings = EphemeralSettings(
+        base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=readers({"L-DB2E81BA": 0}))
+    )
+    assert run_ephemeral([sys.executable, "-c", "pass"], settings) == 4
+    assert fake_pulumi.calls() == []

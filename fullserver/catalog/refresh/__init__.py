@@ -59,7 +59,7 @@ from typing import Any
 
 from fullserver.catalog import DATA_DIR, catalog_from_data, load_catalog
 from fullserver.catalog.model import CatalogFile
-from fullserver.catalog.network import NETWORK_FILE
+from fullserver.catalog.network import NOT_SHAPES
 from fullserver.catalog.refresh import aws, compute, ec2, gcp, savings_plans
 from fullserver.catalog.refresh.apply import apply_rows
 from fullserver.catalog.refresh.http import FetchError, Opener, redact, urllib_opener
@@ -131,8 +131,8 @@ def refresh(
     given_opener = opener
     opener = opener or urllib_opener()
     extra = list(regions)
-    # network.yaml (load balancer, NAT and address prices) is not a shape file: fullserver.catalog.network
-    texts = {p.name: p.read_text(encoding="utf-8") for p in sorted(data_dir.glob("*.yaml")) if p.name != NETWORK_FILE}
+    # network.yaml (load balancer, NAT and address prices) and quotas.yaml are not shape files
+    texts = {p.name: p.read_text(encoding="utf-8") for p in sorted(data_dir.glob("*.yaml")) if p.name not in NOT_SHAPES}
     parsed = {name: read_yaml(data_dir / name) for name in texts}
     skus: list[dict[str, Any]] | None = None
     reports: list[RefreshReport] = []

@@ -1,0 +1,162 @@
+"""The vocabulary of quotas: what an environment asks of an account, and each quota it needs.
+
+Each platform's rule is a module here (``aws``, ``gcp``, ``tpu``) whose ``quotas(ask, table)`` its
+``PlatformRules.quotas`` names; the names, codes and units come from ``table`` (the sourced data
+file ``fullserver/catalog/data/quotas.yaml``, loaded by ``fullserver.quotas``), never from code.
+The types are here, below the platform modules, so they and the loader share them without a cycle.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Cloud = Literal["aws", "gcp"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class QuotaSource(_Strict):
+    """Where a quota's name, code or rule comes from, dated like a catalog figure."""
+
+    title: str
+    url: str
+    as_of: dt.date
+    as_of_kind: Literal["published", "generated", "approximate", "retrieved"] = "published"
+    note: str = ""
+
+
+class Quota(_Strict):
+    """One quota as the provider names it: ``code`` is what its API is asked for (an AWS quota
+    code, a Compute Engine metric, a Cloud Quotas quota ID)."""
+
+    service: str
+    code: str
+    name: str
+    unit: str
+    scope: Literal["region", "zone", "global"] = "region"
+    source: str
+
+
+class AwsVcpuGroup(_Strict):
+    """An EC2 vCPU quota group: the instance families (letters before the generation digit)
+    whose running vCPUs count against its On-Demand and Spot quotas (keys into ``quotas``)."""
+
+    families: list[str]
+    on_demand: str
+    spot: str | None = None
+    spot_by_family: dict[str, str] = {}
+    """Families whose Spot requests count against another quota (P5 apart from P2-P4)."""
+    capacity_block_by_family: dict[str, str] = {}
+
+
+class GcpGpu(_Strict):
+    """The regional quota metrics (keys into ``quotas``) one GPU model counts against."""
+
+    on_demand: str
+    preemptible: str
+
+
+class TpuGeneration(_Strict):
+    """Cloud TPU quotas of one generation (keys into ``quotas``): zonal and regional, on demand
+    and preemptible; ``prefix`` is how its accelerator types start (``v5litepod-``)."""
+
+    prefix: str
+    zone: str
+    region: str
+    preemptible_zone: str | None = None
+    preemptible_region: str | None = None
+
+
+class QuotaTable(_Strict):
+    """``quotas.yaml``: every quota fullserver names, and the rules that pick them."""
+
+    sources: dict[str, QuotaSource]
+    quotas: dict[str, Quota]
+    aws_vcpu_groups: dict[str, AwsVcpuGroup]
+    aws_storage: dict[str, str]
+    """EBS volume kind -> its storage quota."""
+    aws_load_balancers: dict[str, str]
+    """The load balancer a serving group builds (``Billables.load_balancer``) -> its quota."""
+    aws_other: dict[str, str]
+    """Elastic IPs and VPCs (keys into ``quotas``)."""
+    gcp_gpus: dict[str, GcpGpu]
+    """By the catalog's accelerator name (``L4``, ``A100-40GB``)."""
+    gcp_cpus: dict[str, str]
+    """Machine series prefix (``n1``, ``a2``) -> the CPU quota its vCPUs count against."""
+    gcp_disks: dict[str, str]
+    """Persistent disk kind -> the quota its GB count against."""
+    gcp_other: dict[str, str]
+    tpu_generations: dict[str, TpuGeneration]
+
+    def quota(self, key: str) -> Quota:
+        return self.quotas[key]
+
+
+class QuotaNeed(_Strict):
+    """One quota an environment needs, at the most it can reach (every node of the serving
+    group's maximum replicas): what ``plan --json`` carries and ``fullserver quota`` checks."""
+
+    cloud: Cloud
+    service: str
+    code: str
+    name: str
+    scope: str
+    """Where the quota applies: the region, the zone, or ``global``."""
+    amount: float
+    unit: str
+    why: str
+    """How the amount is made up, in words (``2 x p5.48xlarge x 192 vCPUs``)."""
+    source: str
+
+
+@dataclass(frozen=True)
+class QuotaAsk:
+    """What an environment asks of its account, from the plan's spec (``fullserver.quotas``)."""
+
+    shape: str
+    """Instance type, machine type or TPU accelerator type."""
+    region: str
+    zone: str | None
+    machines: int
+    """Machines at the most: nodes x the serving group's maximum replicas (a TPU slice is one)."""
+    vcpus: int
+    """Per machine."""
+    accelerator: str | None
+    accelerators: int
+    """Per machine."""
+    spot: bool
+    capacity_block: bool = False
+    disk_gib: dict[str, float] = field(default_factory=dict)
+    """Block storage per machine, by disk kind (boot and data disks)."""
+    local_ssds: int = 0
+    local_ssd_gib: float = 0
+    node_public_ips: int = 0
+    """Machines holding an external address of their own (at the most)."""
+    nat_public_ips: int = 0
+    """The NAT's addresses (an AWS Elastic IP; Cloud NAT's automatically allocated address)."""
+    load_balancer: str = ""
+    network: bool = True
+    """The stack builds its own network (VPC)."""
+
+
+def need(table: QuotaTable, key: str, ask: QuotaAsk, amount: float, why: str, cloud: Cloud) -> QuotaNeed:
+    """``amount`` of the quota ``key`` names, placed in the ask's region or zone."""
+    q = table.quota(key)
+    scope = {"region": ask.region, "zone": ask.zone or ask.region, "global": "global"}[q.scope]
+    return QuotaNeed(
+        cloud=cloud,
+        service=q.service,
+        code=q.code,
+        name=q.name,
+        scope=scope,
+        amount=amount,
+        unit=q.unit,
+        why=why,
+        source=q.source,
+    )

@@ -1,0 +1,101 @@
+"""The quotas a planned environment needs: what ``plan`` lists and ``fullserver quota`` checks.
+
+Quota is the usual reason a first ``pulumi up`` of accelerators fails, late (after the network
+and IAM exist) and with a code nobody recognises: a new AWS account has 0 vCPUs of P instances,
+most GCP projects 0 GPUs of most models. The plan already knows every node's shape, count,
+region and pricing, so it names each quota with the amount the stack can reach at the most
+(every node of the serving group's maximum replicas). Which quotas a platform counts against is
+that platform's rule (``PlatformRules.quotas``); their names, codes and units are sourced data
+(``catalog/data/quotas.yaml``).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from fullserver.catalog.network import DATA_DIR, QUOTAS_FILE
+from fullserver.errors import InputError
+from fullserver.platforms import rules_for
+from fullserver.platforms.quota import QuotaAsk, QuotaNeed, QuotaTable
+from fullserver.spec import EnvironmentSpec
+from fullserver.yamlio import read_yaml, validation_error
+
+
+@functools.lru_cache(maxsize=4)
+def load_quota_table(path: Path = DATA_DIR / QUOTAS_FILE) -> QuotaTable:
+    """The quota data file, checked whole: every quota names a known source, every rule a known quota."""
+    try:
+        table = QuotaTable.model_validate(read_yaml(path))
+    except ValidationError as exc:
+        raise validation_error(str(path), exc) from None
+    for key, quota in table.quotas.items():
+        if quota.source not in table.sources:
+            raise InputError(f"{path}: quotas.{key}", f"names unknown source '{quota.source}'", "add it under sources")
+    named = [
+        *(k for g in table.aws_vcpu_groups.values() for k in (g.on_demand, g.spot) if k),
+        *(
+            k
+            for g in table.aws_vcpu_groups.values()
+            for k in [*g.spot_by_family.values(), *g.capacity_block_by_family.values()]
+        ),
+        *table.aws_storage.values(),
+        *table.aws_load_balancers.values(),
+        *table.aws_other.values(),
+        *table.gcp_disks.values(),
+        *(k for g in table.gcp_gpus.values() for k in (g.on_demand, g.preemptible)),
+        *table.gcp_cpus.values(),
+        *table.gcp_other.values(),
+        *(
+            k
+            for g in table.tpu_generations.values()
+            for k in (g.zone, g.region, g.preemptible_zone, g.preemptible_region)
+            if k
+        ),
+    ]
+    unknown = sorted({k for k in named if k not in table.quotas})
+    if unknown:
+        raise InputError(str(path), f"rules name unknown quota(s) {', '.join(unknown)}", "add them under quotas")
+    return table
+
+
+def most_machines(spec: EnvironmentSpec) -> int:
+    """Machines at the most: every node of the serving group's maximum replicas; a TPU slice,
+    whatever its hosts, is one resource."""
+    nodes = 1 if spec.tpu is not None else spec.nodes
+    return nodes * (spec.serving.max_replicas if spec.serving else 1)
+
+
+def ask_of(spec: EnvironmentSpec) -> QuotaAsk:
+    """What the environment asks of its account, from its spec."""
+    disks: dict[str, float] = {}
+    if spec.boot_disk_kind and rules_for(spec.platform).boot_disk_sized:
+        disks[spec.boot_disk_kind] = float(spec.boot_disk_gib)
+    if spec.data_disk is not None:
+        disks[spec.data_disk.kind] = disks.get(spec.data_disk.kind, 0) + spec.data_disk.size_gib
+    machines = most_machines(spec)
+    bill = spec.billables
+    return QuotaAsk(
+        shape=spec.offer if spec.tpu is None else spec.tpu.accelerator_type,
+        region=spec.region,
+        zone=spec.zone,
+        machines=machines,
+        vcpus=spec.vcpus,
+        accelerator=spec.accelerator,
+        accelerators=spec.accelerator_count,
+        spot=spec.spot,
+        capacity_block=spec.capacity_block,
+        disk_gib=disks,
+        local_ssds=spec.local_nvme_disks,
+        local_ssd_gib=spec.local_nvme_disk_gib,
+        node_public_ips=machines if spec.network.public_ip and spec.tpu is None else 0,
+        nat_public_ips=bill.nat_public_ips if bill is not None else 0,
+        load_balancer=bill.load_balancer if bill is not None else "",
+    )
+
+
+def quotas_for(spec: EnvironmentSpec, table: QuotaTable | None = None) -> list[QuotaNeed]:
+    """Each quota the environment needs, with its amount at the most (its platform's rule)."""
+    return rules_for(spec.platform).quotas(ask_of(spec), table or load_quota_table())

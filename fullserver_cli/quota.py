@@ -1,0 +1,68 @@
+"""``fullserver quota STACK...``: each quota the stacks need, against the account's limit and usage.
+
+Reads with the caller's credentials (``fullserver.quotacheck``); prints need / limit / in use /
+short per quota and the request that raises a short one; exits 4 when one is short. Without
+credentials, one line saying what it needs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from fullserver.errors import FullserverError
+from fullserver.plan import plan_paths
+from fullserver.quotacheck import check_all, readers_for, short_error
+from fullserver.quotas import load_quota_table
+from fullserver.stacks import find_stacks
+from fullserver.yamlio import read_yaml
+from fullserver_cli.output import console, fail
+from fullserver_cli.plan import STACKS_DIR
+from fullserver_cli.render import _table, _whole_words
+
+
+def gcp_project(path: Path) -> str | None:
+    """The stack's ``gcp:project`` (the project its resources and quotas are in)."""
+    config = read_yaml(path).get("config")
+    value = config.get("gcp:project") if isinstance(config, dict) else None
+    return str(value) if value else None
+
+
+def quota(
+    stacks: Annotated[Optional[list[str]], typer.Argument(help="stack names (default: every stack)")] = None,
+    stacks_dir: Annotated[Path, typer.Option("--stacks-dir", help="where the stack configs live")] = STACKS_DIR,
+) -> None:
+    """Check each quota the stacks need against the account (exit 4 when one is short)."""
+    table = load_quota_table()
+    con = console()
+    errors = []
+    try:
+        paths = find_stacks(stacks_dir, stacks or [])
+        plans = plan_paths(paths)
+        for path, plan in zip(paths, plans, strict=True):
+            if not plan.quotas:
+                con.print(f"{plan.stack}: needs no cloud quota")
+                continue
+            checked = check_all(plan.quotas, readers_for(plan.quotas, table, gcp_project(path)))
+            t = _table("quota", "where", "needs", "limit", "in use", "short", "request", title=f"{plan.stack}: quotas")
+            for s, reader in checked:
+                n = s.need
+                t.add_row(
+                    f"{n.code} ({n.service})",
+                    n.scope,
+                    f"{n.amount:g} {n.unit}",
+                    "unknown" if s.limit is None else f"{s.limit:g}",
+                    "unknown" if s.in_use is None else f"{s.in_use:g}",
+                    "?" if s.short is None else "SHORT " + f"{s.short:g}" if s.short else "ok",
+                    reader.request(s) if s.short else s.note,
+                )
+            con.print(_whole_words(t, "where", "needs"))
+            short = short_error(f"stack '{plan.stack}'", checked)
+            if short is not None:
+                errors.append(short)
+    except FullserverError as exc:
+        raise fail(exc) from None
+    if errors:
+        raise fail(errors[0])
