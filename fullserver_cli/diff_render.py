@@ -7,14 +7,12 @@ table of the stacks that changed, and a collapsible ``<details>`` section per st
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from fullserver.diff import BalanceChange, PlanDiff, StackDiff
 from fullserver_cli.guardrails import NOT_INSTALLED
-from fullserver_cli.render import _whole_words
+from fullserver_cli.tables import table
 
 COMMENT_MARKER = "<!-- fullserver-diff -->"
 STACK_COLUMNS = ("stack", "change", "before", "after", "$/month before", "$/month after", "delta")
@@ -122,41 +120,27 @@ def _guardrail_note(s: StackDiff) -> str:
 # --- terminal -------------------------------------------------------------------------------
 
 
-def _table(*columns: str, title: str | None = None) -> Table:
-    t = Table(title=title, title_justify="left", show_edge=False, box=box.SIMPLE_HEAD)
-    for col in columns:
-        t.add_column(col, overflow="fold")
-    return t
-
-
-def terminal(result: PlanDiff, base: str, width: int, guardrails_run: bool = True) -> Group:
+def terminal(result: PlanDiff, base: str, guardrails_run: bool = True) -> Group:
     parts: list[RenderableType] = [Text(headline(result, base), style="bold")]
     parts.append(Text(guardrails_line(result, guardrails_run), style="" if guardrails_run else "yellow"))
     changed = result.changed
     if changed:
-        wide = width >= 110
-        t = _table(*STACK_COLUMNS) if wide else _table("stack", "shape", "$/month")
+        before, after = STACK_COLUMNS[2:4]
+        narrow = [STACK_COLUMNS[:2], (before, after), STACK_COLUMNS[4:]]
+        t = table(*STACK_COLUMNS, narrow=narrow)
         for s in changed:
-            was, now = stack_usd(s)
-            if wide:
-                t.add_row(s.stack, change(s), s.was or "-", s.now or "-", was, now, delta(s.delta_usd))
-            else:
-                t.add_row(
-                    f"{s.stack}\n{change(s)}",
-                    f"{s.was or '-'}\n-> {s.now or '-'}",
-                    f"{was} -> {now}\n{delta(s.delta_usd)}",
-                )
-        parts.append(_whole_words(t, "stack", "change", "$/month", "delta"))
+            t.add_row(s.stack, change(s), s.was or "-", s.now or "-", *stack_usd(s), delta(s.delta_usd))
+        parts.append(t)
     for s in changed:
         parts.append(Text(f"\n{s.stack}: {change(s)}, {delta(s.delta_usd)} / month", style="bold"))
         for note in (s.note, _guardrail_note(s)):
             if note:
                 parts.append(Text(note, style="yellow"))
         for title, header, rows in _stack_details(s):
-            t = _table(*header, title=title)
+            details = table(*header, title=title)
             for row in rows:
-                t.add_row(*row)
-            parts.append(t)
+                details.add_row(*row)
+            parts.append(details)
     unchanged = len(result.stacks) - len(changed)
     if unchanged:
         parts.append(Text(f"\n{unchanged} stack(s) unchanged"))
