@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError
 
+from fullserver.catalog.staleness import read_warning
 from fullserver.errors import BudgetExceeded, InputError
 
 Status = Literal["added", "removed", "changed", "unchanged"]
@@ -116,6 +117,8 @@ class StackDoc(BaseModel):
     """The stack's own ``budgetMonthlyUsd``, when it sets one."""
     quotas: list[PlanQuota] = []
     """The quotas the stack needs (none in a document saved before plans named them)."""
+    unit_usd_hour: float | None = None
+    """What its compute costs an hour while running (``cost.compute_usd_hour``): the unit price."""
 
 
 def _shape_value(value: Any) -> str:
@@ -177,6 +180,8 @@ def read_document(data: Any, where: str) -> list[StackDoc]:
         usd = _usd_month(entry.get("usd_month"), lines, f"{at} (stack '{name}')")
         budget = entry.get("budget_monthly_usd")
         budget_usd = None if budget is None else _finite_usd(budget, "budget_monthly_usd", f"{at} (stack '{name}')")
+        unit = cost.get("compute_usd_hour")
+        unit_usd_hour = None if unit is None else _finite_usd(unit, "cost.compute_usd_hour", f"{at} (stack '{name}')")
         out.append(
             StackDoc(
                 stack=name,
@@ -189,6 +194,7 @@ def read_document(data: Any, where: str) -> list[StackDoc]:
                 guardrails=guards,
                 budget_usd=budget_usd,
                 quotas=quotas,
+                unit_usd_hour=unit_usd_hour,
             )
         )
     return out
@@ -292,6 +298,21 @@ class StackDiff(_Frozen):
     """Why a side is missing, when it is not simply absent (a base stack the current code cannot plan)."""
     budget_usd: float | None = None
     """The working tree's ``budgetMonthlyUsd`` of the stack, when it sets one."""
+    unit_usd_hour_before: float | None = None
+    unit_usd_hour_after: float | None = None
+    """The compute's price an hour on each side (``None`` where absent or not in the document)."""
+
+    @property
+    def unit_price_moved(self) -> bool:
+        """The same stack's compute costs another price an hour (a new catalog price, or a new shape)."""
+        x, y = self.unit_usd_hour_before, self.unit_usd_hour_after
+        return x is not None and y is not None and not math.isclose(x, y, rel_tol=0, abs_tol=5e-5)
+
+    @property
+    def price_only(self) -> bool:
+        """Changed on the bill alone: the same shape at a new unit price. Why it matters: the
+        table's before and after read the same, so the price is what the reader needs to see."""
+        return self.status == "changed" and not self.shape and self.unit_price_moved
 
     @property
     def delta_usd(self) -> float:
@@ -301,6 +322,46 @@ class StackDiff(_Frozen):
     def over_budget(self) -> bool:
         """The working tree's estimate is above the stack's own budget (``plan`` exits 3 on it)."""
         return bool(self.now) and self.budget_usd is not None and self.usd_after > self.budget_usd
+
+
+class StaleSource(_Frozen):
+    """One catalog source whose prices are past the age threshold, with every price and stack it
+    is new for: said once, however many stacks it prices."""
+
+    source: str
+    age_days: int
+    when: str
+    prices: list[str]
+    stacks: list[str]
+    remedies: list[str]
+
+
+def stale_sources(stacks: Iterable[StackDiff], gone: bool = False) -> list[StaleSource]:
+    """The stale-price warnings new in these stacks (``gone``: no longer given), one entry per
+    source, oldest first. Why: a catalog source a year old priced every stack, and the comment
+    repeated it for each."""
+    found: dict[str, dict[str, Any]] = {}
+    for s in stacks:
+        for text in s.warnings_removed if gone else s.warnings_added:
+            w = read_warning(text)
+            if w is None:
+                continue
+            entry = found.setdefault(w.source, {"age_days": w.age_days, "when": w.when, "p": {}, "s": {}, "r": {}})
+            entry["p"][w.what] = entry["s"][s.stack] = entry["r"][w.remedy] = None
+    return sorted(
+        (
+            StaleSource(
+                source=source,
+                age_days=e["age_days"],
+                when=e["when"],
+                prices=list(e["p"]),
+                stacks=list(e["s"]),
+                remedies=list(e["r"]),
+            )
+            for source, e in found.items()
+        ),
+        key=lambda x: (-x.age_days, x.source),
+    )
 
 
 class PlanDiff(_Frozen):
@@ -495,6 +556,8 @@ def compare_stack(before: StackDoc | None, after: StackDoc | None, note: str = "
         guardrails_now=guards_now,
         note=note,
         budget_usd=after.budget_usd if after is not None else None,
+        unit_usd_hour_before=before.unit_usd_hour if before else None,
+        unit_usd_hour_after=after.unit_usd_hour if after else None,
     )
     moved = (
         diff.shape

@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from fullserver.baremetal.audit import HostAudit, audit_fleet
@@ -30,6 +28,8 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError
 from fullserver.profiles import get_profile, load_profiles
 from fullserver_cli.fleet_view import exit_code, fleet_progress, show_fleet
+from fullserver_cli.output import console
+from fullserver_cli.tables import FitTable, table
 
 
 def audit(
@@ -42,7 +42,7 @@ def audit(
     workers: Annotated[int, typer.Option(help="hosts probed at once (one connection each)")] = 64,
 ) -> None:
     """Audit bare-metal hosts over SSH against a profile: the same balance report as a cloud shape."""
-    err = Console(stderr=True)
+    err = console(stderr=True)
     try:
         profiles = load_profiles(profiles_dir) if profiles_dir else load_profiles()
         prof = get_profile(profile, profiles, where="--profile")
@@ -82,17 +82,24 @@ def _json(a: HostAudit) -> dict[str, object]:
     return data
 
 
-def host_table(a: HostAudit) -> Table:
+def host_table(a: HostAudit) -> FitTable:
     colour = {"balanced": "green", "short": "bold red", "unverified": "yellow", "error": "bold red"}[a.status]
     title = Text.assemble((a.name, "bold"), f" {a.address}  ", (a.status.upper(), colour))
-    t = Table(title=title, title_justify="left", show_edge=False)
     if a.facts is None:
-        t.add_column("error")
-        t.add_row(a.error or "")
-        return t
+        failed = table("error", title=title)
+        failed.add_row(Text(a.error or ""))
+        return failed
     f = a.facts
-    for col in ("dimension", "required", "provided", "", "host"):
-        t.add_column(col, overflow="fold")
+    t = table(
+        "dimension",
+        "required",
+        "provided",
+        "",
+        "host",
+        title=title,
+        caption=Text(f"{f.os}, kernel {f.kernel} ({f.arch})"),
+        narrow=[("dimension", ""), ("required", "provided"), ("host",)],
+    )
     gpus = ", ".join(f"{n} x {m}" for m, n in f.gpu_models.items()) or "no GPU"
     detail = {
         "cpu": f"{f.cpu.model}: {f.cpu.sockets} socket(s), {f.cpu.physical_cores} cores, {f.cpu.threads} threads, {f.cpu.numa_nodes} NUMA",
@@ -107,12 +114,10 @@ def host_table(a: HostAudit) -> Table:
             f"{line.required:g} {line.unit}",
             f"{round(line.provided, 1):g} {line.unit}",
             mark,
-            detail.get(line.dimension, ""),
+            Text(detail.get(line.dimension, "")),
         )
     for p in a.problems:
-        t.add_row("problem", "", "", Text("!", style="yellow"), p)
+        t.add_row("problem", "", "", Text("!", style="yellow"), Text(p))
     for w in f.warnings:
-        t.add_row("warning", "", "", Text("!", style="yellow"), w)
-    t.caption = f"{f.os}, kernel {f.kernel} ({f.arch})"
-    t.caption_justify = "left"
+        t.add_row("warning", "", "", Text("!", style="yellow"), Text(w))
     return t

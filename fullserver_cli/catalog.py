@@ -8,6 +8,7 @@ import os
 from typing import Annotated, Optional
 
 import typer
+from rich.text import Text
 
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
@@ -81,15 +82,13 @@ def catalog(
         )
         return
     con = console()
-    con.print(render.catalog_table(cat, offers))
-    used = sorted(
-        {f.source for o in offers for f in o.figures.values()}
-        | {s for o in offers for p in o.prices.values() for s in p.source.split("+")}
-    )
-    for key in used:
+    con.print(render.catalog_table(offers))
+    for n, key in enumerate(render.catalog_sources(offers), 1):
         src = cat.sources.get(key)
+        line = Text.assemble(f"{n} ", (key, "bold"))
         if src:
-            con.print(f"[bold]{key}[/]: {src.title}, as of {src.as_of} ({src.as_of_kind}) <{src.url}>", overflow="fold")
+            line.append(f": {src.title}, as of {src.as_of} ({src.as_of_kind}) <{src.url}>")
+        con.print(line, overflow="fold")
 
 
 def _accelerator_filter(cat: Catalog, name: str) -> str:

@@ -91,7 +91,7 @@ def diff(
         typer.echo(markdown(result, label, checked), nl=False)
     else:
         con = console()
-        con.print(terminal(result, label, con.width, checked))
+        con.print(terminal(result, label, checked))
     try:
         check_increase(result, max_increase_usd, max_increase_pct)
     except FullserverError as exc:

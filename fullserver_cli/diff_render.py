@@ -7,14 +7,13 @@ table of the stacks that changed, and a collapsible ``<details>`` section per st
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
-from fullserver.diff import BalanceChange, PlanDiff, StackDiff
+from fullserver.catalog.staleness import read_warning
+from fullserver.diff import BalanceChange, PlanDiff, StackDiff, stale_sources
 from fullserver_cli.guardrails import NOT_INSTALLED
-from fullserver_cli.render import _whole_words
+from fullserver_cli.tables import table
 
 COMMENT_MARKER = "<!-- fullserver-diff -->"
 STACK_COLUMNS = ("stack", "change", "before", "after", "$/month before", "$/month after", "delta")
@@ -36,9 +35,32 @@ def stack_usd(s: StackDiff) -> tuple[str, str]:
     return (usd(s.usd_before) if s.was else "-", usd(s.usd_after) if s.now else "-")
 
 
+def per_hour(value: float | None) -> str:
+    """A unit price to the cent's hundredth, as catalogs publish them (``$0.5260/h``)."""
+    return "-" if value is None else f"${value:,.4f}/h"
+
+
 def change(s: StackDiff) -> str:
-    """The stack's status, flagged when the working tree puts it over its own budget."""
-    return f"{s.status}, OVER its budget {usd(s.budget_usd)}" if s.over_budget else s.status
+    """The stack's status; a price-only change with its unit price before and after; flagged
+    when the working tree puts it over its own budget."""
+    text: str = s.status
+    if s.price_only:
+        text += f", unit price {per_hour(s.unit_usd_hour_before)} -> {per_hour(s.unit_usd_hour_after)}"
+    return f"{text}, OVER its budget {usd(s.budget_usd)}" if s.over_budget else text
+
+
+STALE_TITLES = ("stale prices, each source once", "stale-price warnings gone, each source once")
+
+
+def stale_lines(result: PlanDiff, gone: bool = False) -> list[str]:
+    """Each catalog source past the price-age threshold, once, with the prices and stacks it is
+    new for (``gone``: no longer warned of; ``stale_sources``); their warnings leave the stacks'
+    own warning tables."""
+    return [
+        f"{x.source}: {x.age_days} days old (as of {x.when}); prices {'; '.join(x.prices)} "
+        f"for {', '.join(x.stacks)}: {'; '.join(x.remedies)}"
+        for x in stale_sources(result.changed, gone)
+    ]
 
 
 def pct(value: float | None) -> str:
@@ -114,7 +136,12 @@ def _stack_details(s: StackDiff) -> list[tuple[str, list[str], list[list[str]]]]
     guards += [["now", g.policy, g.level, g.message] for g in s.guardrails_now or []]
     if guards:
         out.append(("guardrails", ["", "policy", "level", "finding"], guards))
-    warns = [["new", w] for w in s.warnings_added] + [["gone", w] for w in s.warnings_removed]
+    if s.unit_price_moved:
+        unit = [["compute, while running", per_hour(s.unit_usd_hour_before), per_hour(s.unit_usd_hour_after)]]
+        out.append(("unit price", ["", "before", "after"], unit))
+    added = [w for w in s.warnings_added if read_warning(w) is None]  # stale prices: once, above
+    removed = [w for w in s.warnings_removed if read_warning(w) is None]
+    warns = [["new", w] for w in added] + [["gone", w] for w in removed]
     if warns:
         out.append(("warnings", ["", "warning"], warns))
     return out
@@ -131,41 +158,32 @@ def _guardrail_note(s: StackDiff) -> str:
 # --- terminal -------------------------------------------------------------------------------
 
 
-def _table(*columns: str, title: str | None = None) -> Table:
-    t = Table(title=title, title_justify="left", show_edge=False, box=box.SIMPLE_HEAD)
-    for col in columns:
-        t.add_column(col, overflow="fold")
-    return t
-
-
-def terminal(result: PlanDiff, base: str, width: int, guardrails_run: bool = True) -> Group:
+def terminal(result: PlanDiff, base: str, guardrails_run: bool = True) -> Group:
     parts: list[RenderableType] = [Text(headline(result, base), style="bold")]
     parts.append(Text(guardrails_line(result, guardrails_run), style="" if guardrails_run else "yellow"))
     changed = result.changed
     if changed:
-        wide = width >= 110
-        t = _table(*STACK_COLUMNS) if wide else _table("stack", "shape", "$/month")
+        before, after = STACK_COLUMNS[2:4]
+        narrow = [STACK_COLUMNS[:2], (before, after), STACK_COLUMNS[4:]]
+        t = table(*STACK_COLUMNS, narrow=narrow)
         for s in changed:
-            was, now = stack_usd(s)
-            if wide:
-                t.add_row(s.stack, change(s), s.was or "-", s.now or "-", was, now, delta(s.delta_usd))
-            else:
-                t.add_row(
-                    f"{s.stack}\n{change(s)}",
-                    f"{s.was or '-'}\n-> {s.now or '-'}",
-                    f"{was} -> {now}\n{delta(s.delta_usd)}",
-                )
-        parts.append(_whole_words(t, "stack", "change", "$/month", "delta"))
+            t.add_row(s.stack, change(s), s.was or "-", s.now or "-", *stack_usd(s), delta(s.delta_usd))
+        parts.append(t)
+    for title, gone in zip(STALE_TITLES, (False, True), strict=True):
+        stale = stale_lines(result, gone)
+        if stale:
+            parts.append(Text(f"\n{title}:", style="bold yellow"))
+            parts += [Text(f"- {line}", style="yellow") for line in stale]
     for s in changed:
         parts.append(Text(f"\n{s.stack}: {change(s)}, {delta(s.delta_usd)} / month", style="bold"))
         for note in (s.note, _guardrail_note(s)):
             if note:
                 parts.append(Text(note, style="yellow"))
         for title, header, rows in _stack_details(s):
-            t = _table(*header, title=title)
+            details = table(*header, title=title)
             for row in rows:
-                t.add_row(*row)
-            parts.append(t)
+                details.add_row(*row)
+            parts.append(details)
     unchanged = len(result.stacks) - len(changed)
     if unchanged:
         parts.append(Text(f"\n{unchanged} stack(s) unchanged"))
@@ -199,6 +217,10 @@ def markdown(result: PlanDiff, base: str, guardrails_run: bool = True) -> str:
         return "\n".join(lines) + "\n"
     rows = [[s.stack, change(s), s.was or "-", s.now or "-", *stack_usd(s), delta(s.delta_usd)] for s in changed]
     lines += _md_table(list(STACK_COLUMNS), rows, right={4, 5, 6})
+    for title, gone in zip(STALE_TITLES, (False, True), strict=True):
+        stale = stale_lines(result, gone)
+        if stale:
+            lines += ["", f"**{title.capitalize()}**:", "", *(f"- {_cell(line)}" for line in stale)]
     for s in changed:
         summary = f"<b>{_cell(s.stack)}</b>: {_cell(change(s))}, {_cell(delta(s.delta_usd))} / month"
         lines += ["", "<details>", f"<summary>{summary}</summary>", ""]

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from fullserver.baremetal import liblog
 from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE
+from fullserver_cli.output import console
 
 
 @contextmanager
@@ -55,7 +56,7 @@ def show_fleet(
     if as_json:
         sys.stdout.write(json.dumps([to_json(r) for r in results], indent=2) + "\n")
     else:
-        out = Console(width=160, soft_wrap=False)
+        out = console()
         for r in results:
             out.print(table(r))
     for r in results:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
+from rich.text import Text
 
 from components.graph import Graph, Row
 from fullserver.platforms import tpu
 from fullserver.rules import LABEL_ENVIRONMENT
+from fullserver_cli.tables import FitTable, table
 
 
 def short_type(typ: str) -> str:
@@ -131,17 +132,16 @@ def summary(row: Row) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def graph_table(graph: Graph) -> Table:
+def graph_table(graph: Graph) -> FitTable:
     """The resources as a table (type, name, what matters), printed after each stack's plan."""
-    table = Table(
+    t = table(
+        "type",
+        "name",
+        "inputs that matter",
         title=f"resources pulumi up creates ({sum(r.custom for r in graph.rows)})",
-        title_justify="left",
-        show_edge=False,
+        narrow=[("type", "name"), ("inputs that matter",)],
     )
-    table.add_column("type", overflow="fold")
-    table.add_column("name", overflow="fold")
-    table.add_column("inputs that matter", overflow="fold")
     for row in graph.rows:
         if row.custom:
-            table.add_row(short_type(row.type), row.name, summary(row))
-    return table
+            t.add_row(Text(short_type(row.type)), Text(row.name), Text(summary(row)))
+    return t

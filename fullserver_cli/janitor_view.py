@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from rich.console import Console
-from rich.table import Table
 
+from fullserver_cli.tables import table
 from stackops.janitor import EphemeralStack, JanitorReport
 from stackops.naming import EXPIRES_FORMAT, TAG_EXPIRES_AT
 from stackops.workspace import PulumiOptions
@@ -24,9 +24,17 @@ def _overdue(s: EphemeralStack, now: datetime) -> str:
 def render(report: JanitorReport, opts: PulumiOptions, destroy: bool, console: Console) -> None:
     """The table a person reads in a scheduled job's log."""
     title = f"expired ephemeral stacks in {opts.describe_backend()} at {report.now.strftime(EXPIRES_FORMAT)}"
-    t = Table(title=title, title_justify="left", show_edge=False)
-    for col in ("stack", "expired at", "overdue", "last update", "resources", "from", "status"):
-        t.add_column(col, overflow="fold")
+    t = table(
+        "stack",
+        "from",
+        "expired at",
+        "overdue",
+        "last update",
+        "resources",
+        "status",
+        title=title,
+        narrow=[("stack", "from"), ("expired at", "overdue"), ("last update", "resources"), ("status",)],
+    )
     rows: list[tuple[EphemeralStack, str]] = []
     for s in report.expired:
         if s.name in report.destroyed:
@@ -44,11 +52,11 @@ def render(report: JanitorReport, opts: PulumiOptions, destroy: bool, console: C
     for s, status in sorted(rows, key=lambda r: (r[0].expires_at or report.now, r[0].name)):
         t.add_row(
             s.name,
+            s.base_stack or "-",
             s.expires_at.strftime(EXPIRES_FORMAT) if s.expires_at else "-",
             _overdue(s, report.now),
             s.last_update or "-",
             "-" if s.resource_count is None else str(s.resource_count),
-            s.base_stack or "-",
             status,
         )
     if rows:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -13,11 +14,16 @@ from fullserver.errors import FullserverError
 
 
 def console(stderr: bool = False) -> Console:
-    """A console as wide as the terminal (``COLUMNS`` wins; 80 when not a terminal).
+    """A console as wide as the terminal it writes to; ``COLUMNS`` wins; 80 when it writes to a
+    pipe or a file.
 
-    Tables fold long cells inside their column instead of wrapping mid-word across the screen.
+    Why 80 for a pipe: rich would otherwise ask whichever of stdin, stdout and stderr is still a
+    terminal, so ``fullserver audit ... | tee log`` came out as wide as the terminal, and a log
+    read elsewhere at 80 columns wrapped every line. Tables fit this width (``tables``).
     """
-    return Console(stderr=stderr, soft_wrap=False, highlight=False)
+    stream = sys.stderr if stderr else sys.stdout
+    piped = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, soft_wrap=False, highlight=False, width=80 if piped else None)
 
 
 def emit_json(data: Any) -> None:

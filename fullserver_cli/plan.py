@@ -90,7 +90,7 @@ def _print(
         )
     else:
         con = console()
-        con.print(render.summary_table(plans, warnings, max_monthly_usd, con.width))
+        con.print(render.summary_table(plans, warnings, max_monthly_usd))
         con.print(render.total_line(plans))
         if not summary:
             from fullserver_cli.graph_view import graph_table

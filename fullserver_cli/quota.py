@@ -20,7 +20,7 @@ from fullserver.stacks import find_stacks
 from fullserver.yamlio import read_yaml
 from fullserver_cli.output import console, fail
 from fullserver_cli.plan import STACKS_DIR
-from fullserver_cli.render import _table, _whole_words
+from fullserver_cli.tables import table as fit_table
 
 
 def gcp_project(path: Path) -> str | None:
@@ -46,7 +46,17 @@ def quota(
                 con.print(f"{plan.stack}: needs no cloud quota")
                 continue
             checked = check_all(plan.quotas, readers_for(plan.quotas, table, gcp_project(path)))
-            t = _table("quota", "where", "needs", "limit", "in use", "short", "request", title=f"{plan.stack}: quotas")
+            t = fit_table(
+                "quota",
+                "where",
+                "needs",
+                "limit",
+                "in use",
+                "short",
+                "request",
+                title=f"{plan.stack}: quotas",
+                narrow=[("quota", "where"), ("needs", "limit", "in use", "short"), ("request",)],
+            )
             for s, reader in checked:
                 n = s.need
                 t.add_row(
@@ -58,7 +68,7 @@ def quota(
                     "?" if s.short is None else "SHORT " + f"{s.short:g}" if s.short else "ok",
                     reader.request(s) if s.short else s.note,
                 )
-            con.print(_whole_words(t, "where", "needs"))
+            con.print(t)
             short = short_error(f"stack '{plan.stack}'", checked)
             if short is not None:
                 errors.append(short)

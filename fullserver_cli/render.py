@@ -1,30 +1,29 @@
 """Human-readable tables for the CLI (rich); JSON output goes through the pydantic models instead.
 
-Every column folds long cells inside itself, so a table fits whatever width the console has.
+Every table is a ``fullserver_cli.tables`` table: it fits the console it is printed on.
 """
 
 from __future__ import annotations
 
-from rich import box
-from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.console import Group
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from fullserver.balance import BalanceReport
-from fullserver.catalog import Catalog, Offer
+from fullserver.catalog import Offer
 from fullserver.plan import StackPlan, budget_breaches
 from fullserver.platform import Platform
 from fullserver.profiles import Profile
 from fullserver.recommend import Choice
+from fullserver_cli.tables import FitTable, grid, table
 
 
 def money(usd: float | None) -> str:
     return "-" if usd is None else f"${usd:,.2f}"
 
 
-def balance_table(report: BalanceReport, title: str = "balance") -> _WholeWords:
-    t = _table("dimension", "required", "provided", "", "reason", title=title)
+def balance_table(report: BalanceReport, title: str = "balance") -> FitTable:
+    t = table("dimension", "required", "provided", "", "reason", title=title)
     for line in report.lines:
         if not line.known:  # a gap in the sources: unchecked, not short (the plan's warnings ask for it)
             t.add_row(
@@ -40,91 +39,43 @@ def balance_table(report: BalanceReport, title: str = "balance") -> _WholeWords:
             f" ({line.note})" if line.note and line.dimension == "nvme" else ""
         )
         t.add_row(line.dimension, f"{line.required:g} {line.unit}", provided, mark, line.reason)
-    return _whole_words(t, "dimension", "required", "provided")
-
-
-def _table(*columns: str, title: str | None = None, lines: bool = False) -> Table:
-    t = Table(title=title, title_justify="left", show_edge=False, show_lines=lines)
-    for col in columns:
-        t.add_column(col, overflow="fold")
     return t
-
-
-class _WholeWords:
-    """A table that keeps whole words in the named columns (all by default) when the console is
-    wide enough: rich then shrinks it by wrapping cells at spaces rather than splitting
-    ``us-central1`` across two lines. Where even whole words cannot fit, cells fold as usual
-    (never cropped)."""
-
-    def __init__(self, table: Table, names: tuple[str, ...]) -> None:
-        self.table = table
-        self.names = names
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        mins: dict[int, int] = {}
-        for i, column in enumerate(self.table.columns):
-            if self.names and column.header not in self.names:
-                continue
-            cells = [c.plain if isinstance(c, Text) else str(c) for c in column.cells] + [str(column.header)]
-            mins[i] = max(len(w) for cell in cells for w in (cell.split() or [""]))
-        others = len(self.table.columns) - len(mins)
-        needed = sum(mins.values()) + 4 * others + 3 * len(self.table.columns)
-        for i, column in enumerate(self.table.columns):
-            column.min_width = mins.get(i) if needed <= options.max_width else None
-        yield self.table
-
-
-def _whole_words(t: Table, *names: str) -> _WholeWords:
-    return _WholeWords(t, names)
 
 
 def _shortfall(plan: StackPlan) -> str:
     short = [line.dimension for line in plan.spec.balance.lines if not line.ok]
-    return "ok" if not short else "short: " + ", ".join(short)
+    return "balanced" if not short else "short: " + ", ".join(short)
 
 
-def summary_table(
-    plans: list[StackPlan], warnings: dict[str, list[str]], max_monthly_usd: float | None, width: int
-) -> _WholeWords:
+def summary_table(plans: list[StackPlan], warnings: dict[str, list[str]], max_monthly_usd: float | None) -> FitTable:
     """One row per stack, the first thing ``plan`` prints: what each stack is, whether it is
-    balanced, what it costs and whether that fits its budget. Below 120 columns the same facts
-    stack inside five columns, so an 80-column terminal never splits a word."""
-    wide = width >= 120
-    if wide:
-        t = _table("stack", "profile", "platform", "region", "shape", "balance", "$/month", "budget", "warn")
-    else:
-        t = _table("stack, profile", "where", "shape", "$/month", "status")
-    t.box = box.SIMPLE_HEAD
-    t.padding = (0, 1, 0, 0)
-    t.pad_edge = False
+    balanced, what it costs and whether that fits its budget (a status line each)."""
+    t = table(
+        "stack",
+        "profile",
+        "platform",
+        "region",
+        "shape",
+        "$/month",
+        "status",
+        narrow=[("stack", "profile"), ("platform", "region"), ("shape",), ("$/month",), ("status",)],
+    )
     for p in plans:
         s = p.spec
-        breaches = budget_breaches(p, max_monthly_usd)
-        has_budget = max_monthly_usd is not None or p.budget_monthly_usd is not None
-        budget = (
-            Text("over " + ", ".join(breaches), style="bold red") if breaches else Text("ok" if has_budget else "-")
-        )
         balance = _shortfall(p)
-        balance_text = Text(balance, style="green" if balance == "ok" else "bold red")
+        status = [Text(balance, style="green" if balance == "balanced" else "bold red")]
+        breaches = budget_breaches(p, max_monthly_usd)
+        if breaches:
+            status.append(Text("over budget: " + ", ".join(breaches), style="bold red"))
+        warned = warnings.get(p.stack, p.warnings)
+        if warned:
+            status.append(Text(f"{len(warned)} warning" + ("s" if len(warned) > 1 else "")))
         cost = f"${p.cost.usd_month:,.0f}"
         if p.cost.usd_month_peak is not None:  # a serving group: its minimum to its maximum
             cost += f"\nto ${p.cost.usd_month_peak:,.0f}"
-        warned = warnings.get(p.stack, p.warnings)
         shape = s.offer + (f"\n{s.nodes} nodes" if s.nodes > 1 else "")
-        if wide:
-            t.add_row(
-                p.stack, s.profile, s.platform.value, s.region, shape, balance_text, cost, budget, str(len(warned))
-            )
-        else:
-            status = [Text("balanced", style="green") if balance == "ok" else balance_text]
-            if breaches:
-                status.append(Text("over budget", style="bold red"))
-            if warned:
-                status.append(Text(f"{len(warned)} warning" + ("s" if len(warned) > 1 else "")))
-            t.add_row(
-                f"{p.stack}\n{s.profile}", f"{s.platform.value}\n{s.region}", shape, cost, Text("\n").join(status)
-            )
-    return _whole_words(t)
+        t.add_row(p.stack, s.profile, s.platform.value, s.region, shape, cost, Text("\n").join(status))
+    return t
 
 
 def total_line(plans: list[StackPlan]) -> str:
@@ -138,9 +89,6 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
     """One stack in full: decision, balance, cost lines, comparisons, near-misses and every warning
     (the same list ``--json`` gives)."""
     s, c = plan.spec, plan.cost
-    head = Table.grid(padding=(0, 2))
-    head.add_column(style="bold", no_wrap=True)
-    head.add_column(overflow="fold")
     accel = f"{s.accelerator_count} x {s.accelerator}" if s.accelerator else "none"
     rows = [
         ("stack", f"{plan.stack}  ({plan.path})"),
@@ -210,20 +158,19 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
                 ),
             )
         )
-    for k, v in rows:
-        head.add_row(k, v)
+    head = grid(rows)
 
-    cost = _table("item", "USD/month", "note", title="cost per month")
+    cost = table("item", "USD/month", "note", title="cost per month")
     for line in c.lines:
         cost.add_row(line.item, money(line.usd_month), line.note)
 
-    parts: list[Table | Text | _WholeWords] = [head, balance_table(s.balance), cost]
+    parts: list[FitTable | Text] = [head, balance_table(s.balance), cost]
     if plan.quotas:
         parts.append(quota_table(plan))
     if plan.comparison:
         parts.append(comparison_table(plan))
     if s.near_misses:
-        nm = _table("shape", "USD/hour", "why", title="rejected near-misses")
+        nm = table("shape", "USD/hour", "why", title="rejected near-misses")
         for m in s.near_misses:
             nm.add_row(m.offer, money(m.usd_hour), m.reason)
         parts.append(nm)
@@ -232,19 +179,35 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
     return Group(*parts)
 
 
-def quota_table(plan: StackPlan) -> _WholeWords:
+def quota_table(plan: StackPlan) -> FitTable:
     """Each quota the stack needs at the most it reaches: what `fullserver quota` checks."""
-    t = _table("quota", "service", "where", "needs", "how", title="quotas needed (check: fullserver quota STACK)")
+    t = table(
+        "quota",
+        "service",
+        "where",
+        "needs",
+        "how",
+        title="quotas needed (check: fullserver quota STACK)",
+        narrow=[("quota",), ("service", "where", "needs"), ("how",)],
+    )
     for q in plan.quotas:
         t.add_row(f"{q.code}\n{q.name}", q.service, q.scope, f"{q.amount:g} {q.unit}", q.why)
-    return _whole_words(t, "service", "where", "needs")
+    return t
 
 
-def comparison_table(plan: StackPlan) -> _WholeWords:
+def comparison_table(plan: StackPlan) -> FitTable:
     """The same job elsewhere: each row's accelerator memory against the chosen environment's
     (``x 1`` is the same job) and the pricing model of its price, one model for every cloud row."""
     title = "the same job elsewhere (capacity: accelerator memory; x 1 is the same job)"
-    cmp = _table("platform", "shape, capacity", "region", "USD/month, pricing", "note", title=title)
+    cmp = table(
+        "platform",
+        "shape, capacity",
+        "region",
+        "USD/month, pricing",
+        "note",
+        title=title,
+        narrow=[("platform", "region"), ("shape, capacity",), ("USD/month, pricing",), ("note",)],
+    )
     named = [(a.platform.value, a) for a in plan.comparison]
     if plan.baseline:
         named.insert(0, (f"{plan.spec.platform.value} (chosen)", plan.baseline))
@@ -254,11 +217,11 @@ def comparison_table(plan: StackPlan) -> _WholeWords:
             shape += f"\n{row.capacity} (x {row.capacity_ratio:g})"
         price = money(row.usd_month) + (f"\n{row.pricing}" if row.pricing else "")
         cmp.add_row(name, shape, row.region, price, row.note)
-    return _whole_words(cmp, "platform", "region", "USD/month, pricing")
+    return cmp
 
 
-def profiles_table(profiles: dict[str, Profile]) -> _WholeWords:
-    t = _table("name, stage, purpose", "platforms", "pricing, lifecycle", "description")
+def profiles_table(profiles: dict[str, Profile]) -> FitTable:
+    t = table("name, stage, purpose", "platforms", "pricing, lifecycle", "description")
     for p in profiles.values():
         life = p.lifecycle.mode + (f" {p.lifecycle.ttl_hours:g}h" if p.lifecycle.ttl_hours else "")
         t.add_row(
@@ -267,11 +230,29 @@ def profiles_table(profiles: dict[str, Profile]) -> _WholeWords:
             f"{p.pricing.value}\n{life}",
             p.description,
         )
-    return _whole_words(t, "name, stage, purpose", "platforms", "pricing, lifecycle")
+    return t
 
 
-def catalog_table(catalog: Catalog, offers: list[Offer]) -> _WholeWords:
-    t = _table(
+def catalog_prices(offer: Offer) -> str:
+    """An offer's prices, a region a line: on-demand, then spot where there is one (USD/hour)."""
+    return "\n".join(
+        f"{r} {p.on_demand:.2f}" + (f" spot {p.spot:.2f}" if p.spot else "") for r, p in sorted(offer.prices.items())
+    )
+
+
+def catalog_sources(offers: list[Offer]) -> list[str]:
+    """The sources behind these offers' figures and prices, in the order the table numbers them."""
+    return sorted(
+        {f.source for o in offers for f in o.figures.values()}
+        | {s for o in offers for p in o.prices.values() for s in p.source.split("+")}
+    )
+
+
+def catalog_table(offers: list[Offer]) -> FitTable:
+    """One row per offer; its sources by number (``catalog_sources``, listed below the table by
+    the command), since their names alone would take a third of an 80-column screen."""
+    number = {key: i for i, key in enumerate(catalog_sources(offers), 1)}
+    t = table(
         "shape",
         "platform",
         "accelerator",
@@ -280,18 +261,22 @@ def catalog_table(catalog: Catalog, offers: list[Offer]) -> _WholeWords:
         "NVMe GiB",
         "net Gbps",
         "fabric",
-        "on-demand $/h by region",
+        "USD/hour by region",
         "sources",
+        narrow=[
+            ("shape", "platform"),
+            ("accelerator", "fabric"),
+            ("vCPU", "RAM GiB", "NVMe GiB", "net Gbps"),
+            ("USD/hour by region",),
+            ("sources",),
+        ],
     )
     for o in offers:
         h = o.host
         accel = f"{o.total_accelerators} x {h.accelerator}" + (
             f" ({h.accelerator_memory_gib:g} GiB)" if h.accelerator_memory_gib else ""
         )
-        prices = " ".join(
-            f"{r}:{p.on_demand:.2f}" + (f"/spot {p.spot:.2f}" if p.spot else "") for r, p in sorted(o.prices.items())
-        )
-        srcs = sorted({f.source for f in o.figures.values()} | {p.source for p in o.prices.values()})
+        srcs = {f.source for f in o.figures.values()} | {s for p in o.prices.values() for s in p.source.split("+")}
         t.add_row(
             o.name,
             o.platform.value,
@@ -301,13 +286,13 @@ def catalog_table(catalog: Catalog, offers: list[Offer]) -> _WholeWords:
             f"{h.local_nvme_gib:.0f}",
             f"{h.network_gbps:g}" if h.network_gbps else "-",
             o.interconnect.value,
-            prices or "-",
-            ", ".join(srcs),
+            catalog_prices(o) or "-",
+            " ".join(str(n) for n in sorted(number[s] for s in srcs)),
         )
-    return _whole_words(t, "shape")
+    return t
 
 
-def recommendations(choices: list[Choice]) -> _WholeWords:
+def recommendations(choices: list[Choice]) -> FitTable:
     """The ranking; each price with the capacity it buys against the question's reference job
     (``x 1`` is the same job) and its pricing model."""
     references = {c.cost.reference for c in choices if c.cost.reference}
@@ -317,7 +302,17 @@ def recommendations(choices: list[Choice]) -> _WholeWords:
     # column: every cloud shape has an on-demand price, so a second column shows them all on it.
     mixed = len({c.cost.pricing for c in choices if c.cost.pricing}) > 1
     both = ("USD/month", "on demand USD/month") if mixed else ("USD/month",)
-    t = _table("#", "profile, platform", "score", "shape priced", *both, "why", lines=True, title=title)
+    t = table(
+        "#",
+        "score",
+        "profile, platform",
+        "shape priced",
+        *both,
+        "why",
+        lines=True,
+        title=title,
+        narrow=[("#", "score"), ("profile, platform",), ("shape priced",), both, ("why",)],
+    )
     for i, c in enumerate(choices, 1):
         shape = f"{c.cost.offer} in {c.cost.region}" if c.cost.offer else c.cost.note
         if c.cost.capacity and c.cost.capacity_ratio:
@@ -326,5 +321,5 @@ def recommendations(choices: list[Choice]) -> _WholeWords:
         price = money(c.cost.usd_month) + (f"\n{c.cost.pricing}" if c.cost.pricing else "")
         on_demand = [money(c.cost.on_demand_usd_month)] if mixed else []
         why = "\n".join(c.reasons) or "no rule applies"
-        t.add_row(str(i), f"{c.profile}\n{c.platform.value}", str(c.score), shape, price, *on_demand, why)
-    return _whole_words(t, "#", "profile, platform", "score", *both)
+        t.add_row(str(i), str(c.score), f"{c.profile}\n{c.platform.value}", shape, price, *on_demand, why)
+    return t

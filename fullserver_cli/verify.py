@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from fullserver.baremetal.config import check_path
@@ -47,7 +45,9 @@ from fullserver.workload import DedicatedHost
 from fullserver_cli.audit import check_keys
 from fullserver_cli.cloud_nodes import inventory_hosts, stack_nodes
 from fullserver_cli.fleet_view import exit_code, fleet_progress, show_fleet
+from fullserver_cli.output import console
 from fullserver_cli.plan import STACKS_DIR
+from fullserver_cli.tables import FitTable, table
 
 BARE_METAL_SCRATCH = "/mnt/scratch"
 """Where fullserver's bare-metal configuration mounts the scratch array unless told otherwise."""
@@ -111,7 +111,7 @@ def verify(
     gcp-gpu, tpu-vm) that is up: its nodes are found from the stack's outputs and reached over SSH,
     IAP or SSM as the stack allows (--known-hosts, --user, --backend, --identity).
     """
-    err = Console(stderr=True)
+    err = console(stderr=True)
     try:
         profiles = load_profiles(profiles_dir) if profiles_dir else load_profiles()
         try:
@@ -340,16 +340,24 @@ def _num(v: float | None, unit: str) -> str:
     return "n/a" if v is None else f"{round(v, 1):g} {unit}"
 
 
-def host_table(r: HostVerify) -> Table:
+def host_table(r: HostVerify) -> FitTable:
     colour = {"delivers": "green", "short": "bold red", "unverified": "yellow", "error": "bold red"}[r.status]
     title = Text.assemble((r.name, "bold"), f" {r.address}  ", (r.status.upper(), colour))
-    t = Table(title=title, title_justify="left", show_edge=False)
     if r.error:
-        t.add_column("error")
-        t.add_row(r.error)
-        return t
-    for col in ("dimension", "promised", "delivered", "ratio", "", "detail"):
-        t.add_column(col, overflow="fold")
+        failed = table("error", title=title)
+        failed.add_row(Text(r.error))
+        return failed
+    t = table(
+        "dimension",
+        "promised",
+        "delivered",
+        "ratio",
+        "",
+        "detail",
+        title=title,
+        caption=Text(f"{r.gpus}; measured in {r.seconds:.1f}s"),
+        narrow=[("dimension", ""), ("promised", "delivered", "ratio"), ("detail",)],
+    )
     for x in r.lines:
         mark = (
             Text("n/a", style="dim")
@@ -364,10 +372,8 @@ def host_table(r: HostVerify) -> Table:
             _num(x.delivered, x.unit),
             "n/a" if x.ratio is None else f"{x.ratio:.2f}",
             mark,
-            x.detail,
+            Text(x.detail),
         )
     for p in r.problems:
-        t.add_row("problem", "", "", "", Text("!", style="yellow"), p)
-    t.caption = f"{r.gpus}; measured in {r.seconds:.1f}s"
-    t.caption_justify = "left"
+        t.add_row("problem", "", "", "", Text("!", style="yellow"), Text(p))
     return t

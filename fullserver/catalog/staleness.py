@@ -78,6 +78,35 @@ class StalePrice:
         )
 
 
+_WARNING = re.compile(
+    r"the (?P<what>.+) price is (?P<age>\d+) days old \(source (?P<source>\S+), "
+    r"as of (?P<when>.+?; threshold \d+ days)\): (?P<remedy>.+)",
+    re.S,
+)
+"""``StalePrice.warning``'s sentence, read back (from a plan document, which carries it as text)."""
+
+
+@dataclass(frozen=True)
+class StaleWarning:
+    """A stale-price warning read back into its parts, so a report naming many stacks can say
+    each source once."""
+
+    what: str
+    source: str
+    age_days: int
+    when: str
+    """``2025-01-02, published; threshold 180 days``: the source's date and the threshold."""
+    remedy: str
+
+
+def read_warning(text: str) -> StaleWarning | None:
+    """The parts of a stale-price warning; ``None`` for any other warning."""
+    m = _WARNING.fullmatch(text)
+    if m is None:
+        return None
+    return StaleWarning(m["what"], m["source"], int(m["age"]), m["when"], m["remedy"])
+
+
 def remedy(catalog: Catalog, source: str, refresh: str) -> str:
     """What brings a stale figure up to date: the refresh provider that prices it, else its snapshot."""
     if refresh:

@@ -383,6 +383,65 @@ def test_a_catalog_price_change_moves_every_stack_priced_from_it(
     assert any(line["item"] == "compute" and line["delta_usd"] > 0 for line in moved[0]["cost"])
 
 
+def _carry_catalog(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The repository carries its catalog (fullserver's own does), committed: the base's prices."""
+    data_dir = repo.path / "catalog"
+    data_dir.mkdir()
+    for source in sorted(diff_cli.CATALOG_DIR.glob("*.yaml")):
+        (data_dir / source.name).write_text(source.read_text())
+    repo.commit("carry the catalog")
+    monkeypatch.setattr(diff_cli, "CATALOG_DIR", data_dir)
+    return data_dir
+
+
+def test_a_price_only_change_shows_the_unit_price_before_and_after(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every AWS shape 10% dearer: the same shape stays the cheapest, so only its price moves, and
+    the comment says by how much an hour, not only by how much a month."""
+    aws = _carry_catalog(repo, monkeypatch) / "aws.yaml"
+    doc = yaml.safe_load(aws.read_text())
+    for price in doc["shape_prices"]:
+        for key in ("on_demand_usd_hour", "spot_usd_hour"):
+            if isinstance(price.get(key), (int, float)):
+                price[key] = round(price[key] * 1.1, 4)
+    aws.write_text(yaml.safe_dump(doc, sort_keys=False))
+    exp = by_stack(run_json("--base", "HEAD")[1])["exp"]
+    before, after = exp["unit_usd_hour_before"], exp["unit_usd_hour_after"]
+    assert exp["was"] == exp["now"] and exp["shape"] == [] and after == pytest.approx(before * 1.1, rel=0.01)
+    comment = runner.invoke(app, ["diff", "--base", "HEAD", "--format", "markdown"]).stdout
+    md = MarkdownIt("commonmark").enable("table")
+    tokens = md.parse(comment)
+    rows = {r[0]: r for r in _rows(tokens, next(i for i, t in enumerate(tokens) if t.type == "table_open"))}
+    assert rows["exp"][1] == f"changed, unit price ${before:,.4f}/h -> ${after:,.4f}/h"
+    assert f"| compute, while running | ${before:,.4f}/h | ${after:,.4f}/h |" in comment  # its own section
+    terminal = runner.invoke(app, ["diff", "--base", "HEAD"], env={"COLUMNS": "200"}).stdout
+    assert f"unit price ${before:,.4f}/h -> ${after:,.4f}/h" in terminal
+
+
+def test_stale_prices_are_said_once_per_source_not_once_per_stack(repo: Repo) -> None:
+    """Against a saved plan, with a threshold every source is past: each source one bullet naming
+    every stack it prices, and no stack's own section repeats it."""
+    (repo.path / "base.json").write_text(runner.invoke(app, ["plan", "--json"]).stdout)
+    args = ["--base-plan", "base.json", "--max-price-age-days", "1"]
+    data = run_json(*args)[1]
+    stale = [(s["stack"], w) for s in data["stacks"] for w in s["warnings_added"] if "days old (source " in w]
+    sources: dict[str, set[str]] = {}
+    for stack, w in stale:
+        sources.setdefault(w.split("(source ")[1].split(",")[0], set()).add(stack)
+    assert len(stale) > len(sources) > 1  # some source prices several stacks: the case at hand
+    comment = runner.invoke(app, ["diff", *args, "--format", "markdown"]).stdout
+    tokens = MarkdownIt("commonmark").enable("table").parse(comment)
+    items = [t.content for t in tokens if t.type == "inline" and t.level == 3]  # list items' text
+    assert "**Stale prices, each source once**:" in comment
+    new = items[: len(sources)]  # then those of the saved plan, at its own threshold: gone now
+    assert sorted(item.split(":")[0] for item in new) == sorted(sources)
+    for item in new:
+        source = item.split(":")[0]
+        named = item.rsplit(" for ", 1)[1].split(":")[0].split(", ")
+        assert set(named) == sources[source], item
+    details = comment.split("<details>", 1)[1]
+    assert "days old" not in details
+
+
 # --- the pull-request comment, read by a Markdown parser ---------------------------------------
 
 

@@ -11,13 +11,17 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from fullserver.errors import EXIT_BUDGET, EXIT_CODES, EXIT_INPUT
@@ -115,11 +119,11 @@ def test_every_exit_code_has_one_meaning_in_one_table() -> None:
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by make test")
 
 
-def _screen(command: str, width: int, height: int = 40) -> list[str]:
+def _screen(command: str, width: int, height: int = 40, stderr: bool = True) -> list[str]:
     """Run ``fullserver <command>`` on a detached tmux screen of ``width`` x ``height`` (no
     COLUMNS in its environment: the program must ask the terminal); return its output lines as
     tmux holds them, wrapped rows joined back (``-J``), so a line that did not fit shows as one
-    longer than the screen."""
+    longer than the screen. ``stderr=False`` leaves out what the command says on stderr."""
     session = f"fs-{uuid.uuid4().hex[:8]}"
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["PS1"] = "$ "
@@ -138,7 +142,7 @@ def _screen(command: str, width: int, height: int = 40) -> list[str]:
             env=env,
         )
         subprocess.run([*tmux, "set-option", "-t", session, "history-limit", "10000"], check=True)
-        line = f"echo; echo start$((1))-{session}; {shlex.quote(str(FULLSERVER))} {command} 2>&1; echo done$((1))-{session}"
+        line = f"echo; echo start$((1))-{session}; {shlex.quote(str(FULLSERVER))} {command} {'2>&1' if stderr else '2>/dev/null'}; echo done$((1))-{session}"
         subprocess.run([*tmux, "send-keys", "-t", session, line, "Enter"], check=True)
         deadline = time.monotonic() + 180
         joined = ""
@@ -164,25 +168,153 @@ def _screen(command: str, width: int, height: int = 40) -> list[str]:
     return [row.rstrip() for row in lines[start:end]]
 
 
+def _words(text: str) -> set[str]:
+    """The words of a text as a reader takes them: split at spaces, without the punctuation a
+    sentence or a list puts around them."""
+    return {w.strip(",;:()[]<>'\"`") for w in text.split()} - {""}
+
+
+def _summary_words(plans: list[dict[str, Any]]) -> set[str]:
+    words: set[str] = set()
+    for p in plans:
+        s = p["spec"]
+        words |= {p["stack"], s["profile"], s["platform"], s["region"], f"${p['usd_month']:,.0f}", *_words(s["offer"])}
+    return words
+
+
+def _plan_words(plans: list[dict[str, Any]]) -> set[str]:
+    """The summary's words and every word of every warning."""
+    return _summary_words(plans) | {w for p in plans for warning in p["warnings"] for w in _words(warning)}
+
+
+def _catalog_words(data: dict[str, Any]) -> set[str]:
+    words: set[str] = set()
+    for o in data["shapes"]:
+        words |= {o["name"], o["platform"], o["accelerator"]}
+        words |= {f["source"] for f in o["figures"].values()}
+        for region, price in o["prices"].items():
+            words |= {region, f"{price['on_demand_usd_hour']:.2f}", *price["source"].split("+")}
+            if price["spot_usd_hour"]:
+                words.add(f"{price['spot_usd_hour']:.2f}")
+    return words
+
+
+def _profile_words(profiles: list[dict[str, Any]]) -> set[str]:
+    words: set[str] = set()
+    for p in profiles:
+        words |= {p["name"], p["stage"], p["purpose"], *p["platforms"], *_words(p["description"])}
+    return words
+
+
+def _recommend_words(choices: list[dict[str, Any]]) -> set[str]:
+    words: set[str] = set()
+    for c in choices:
+        cost = c["cost"]
+        words |= {c["profile"], c["platform"], cost["offer"], cost["region"], f"${cost['usd_month']:,.2f}"}
+        for reason in c["reasons"]:
+            words |= _words(reason)
+    return words
+
+
+def _diff_words(diff: dict[str, Any]) -> set[str]:
+    words: set[str] = set()
+    for s in diff["stacks"]:
+        if s["status"] != "unchanged":
+            words |= {s["stack"], *_words(s["was"] or ""), *_words(s["now"] or "")}
+            words |= {f"${s[side]:,.2f}" for side in ("usd_before", "usd_after") if s[side] is not None}
+    return words
+
+
+def _host_words(hosts: list[dict[str, Any]]) -> set[str]:
+    words: set[str] = set()
+    for h in hosts:
+        words |= {h["name"], *_words(h["error"] or "")}
+    return words
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An inventory whose hosts refuse every connection (a port nobody listens on): ``audit`` and
+    ``verify`` print a table per host all the same, offline and in a second."""
+    folder = tmp_path_factory.mktemp("fleet")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / "key")], check=True)
+    public = " ".join((folder / "key.pub").read_text().split()[:2])
+    with socket.socket() as probe:  # a port that was free a moment ago: connecting to it is refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    hosts = [
+        {"name": "gpu-01", "address": "127.0.0.1"},
+        {"name": "gpu-02-in-the-second-rack-by-the-window", "address": "127.0.0.1"},
+    ]
+    inventory = {
+        "defaults": {"privateKeyFile": str(folder / "key"), "connectTimeout": 1, "port": port, "hostKeys": [public]},
+        "hosts": hosts,
+    }
+    (folder / "fleet.yaml").write_text(yaml.safe_dump(inventory))
+    return folder / "fleet.yaml"
+
+
+@pytest.fixture(scope="module")
+def changed_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A base plan of this repository's stacks and a copy of them with two stacks changed (the
+    README's ``diff`` example): what ``diff --base-plan`` compares."""
+    folder = tmp_path_factory.mktemp("diff")
+    shutil.copytree(STACKS, folder / "stacks")
+    _, base, _ = run("plan", "--stacks-dir", str(STACKS), "--json")
+    (folder / "base.json").write_text(base)
+    for name, old, new in [
+        ("exp-aws-spot", "acceleratorCount: 1", "acceleratorCount: 4"),
+        ("finetune-gcp-g2", "profile: fine-tuning", "profile: experimentation"),
+    ]:
+        path = folder / "stacks" / f"Pulumi.{name}.yaml"
+        path.write_text(path.read_text().replace(old, new))
+    return folder / "base.json", folder / "stacks"
+
+
+TABLES: dict[str, Callable[[Any], set[str]]] = {
+    "plan --summary": _summary_words,
+    "plan exp-aws-spot": _plan_words,
+    "plan train-tpu-v5p-slice": _plan_words,
+    "plan serve-gcp-realtime": _plan_words,
+    "catalog --accelerator L4": _catalog_words,
+    "catalog --accelerator H100-80GB": _catalog_words,
+    "profiles list": _profile_words,
+    "recommend --framework jax --maturity stable": _recommend_words,
+    "recommend --purpose inference --gpu H100-80GB --dedicated-monthly-usd 9000": _recommend_words,
+    "recommend --cloud gcp --tpu v5litepod-8 --portable": _recommend_words,
+    "diff --base-plan {base} --stacks-dir {stacks}": _diff_words,
+    "audit {fleet} --profile dedicated-steady": _host_words,
+    "verify {fleet} --profile dedicated-steady": _host_words,
+}
+"""Every command that prints a table, and the words of its ``--json`` that the table shows."""
+
+
 @needs_tmux
 @pytest.mark.parametrize("width", [80, 120])
-@pytest.mark.parametrize(
-    "command",
-    [
-        "plan --summary",
-        "plan exp-aws-spot",
-        "plan train-tpu-v5p-slice",
-        "catalog --accelerator L4",
-        "profiles list",
-        "recommend --framework jax --maturity stable",
-        "--help",
-    ],
-)
-def test_output_fits_a_real_terminal(command: str, width: int) -> None:
-    lines = _screen(command, width)
+@pytest.mark.parametrize("command", [*TABLES, "--help"])
+def test_output_fits_a_real_terminal(
+    command: str, width: int, fleet: Path, changed_tree: tuple[Path, Path], request: pytest.FixtureRequest
+) -> None:
+    """No line wider than the screen, and no word of what the table shows (its ``--json``: names,
+    shapes, regions, prices as the table formats them) split or cut: each is whole on the screen."""
+    base, stacks = changed_tree
+    command = command.format(fleet=fleet, base=base, stacks=stacks)
+    # audit and verify say on stderr, one line per host, which hosts failed: lines meant for grep
+    # (a terminal wraps them), not tables
+    fleet_command = command.split()[0] in ("audit", "verify")
+    lines = _screen(command, width, stderr=not fleet_command)
     assert len(lines) > 3 and not any("Traceback" in row for row in lines)
     too_long = [row for row in lines if len(row) > width]
     assert too_long == [], f"{len(too_long)} line(s) wider than {width} columns"
+    words = TABLES.get(request.node.callspec.params["command"])
+    if words is not None:
+        done = subprocess.run(
+            [str(FULLSERVER), *shlex.split(command), "--json"], cwd=ROOT, capture_output=True, text=True, check=False
+        )
+        expected = words(json.loads(done.stdout))
+        assert len(expected) > 3
+        missing = sorted(expected - _words("\n".join(lines)))
+        assert missing == [], f"words of --json not whole on the {width}-column screen: {missing}"
 
 
 def test_a_successful_plan_leaves_nothing_on_stderr() -> None:

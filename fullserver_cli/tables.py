@@ -1,0 +1,174 @@
+"""Every table the CLI prints, and the one rule that fits it to the terminal.
+
+A table is declared once, with its columns and, when it has many, how they stack when the screen
+is narrow (``narrow``: groups of columns that share one column, one cell line each). At print
+time the rule picks the first layout whose longest words all fit side by side:
+
+1. the wide layout, every column on its own;
+2. the narrow layout, each group's cells stacked into one column, a line each (so is its header);
+3. as a last resort (a screen narrower than the longest words), the narrow layout with only its
+   longest words folded.
+
+Within the chosen layout every column is at least as wide as its longest word (header words
+included), so cells wrap at spaces and no word loses a letter or splits; the space left over goes
+to the columns in proportion to what they could use (their longest line). The widths are set here rather
+than left to rich, whose own shrinking can split words and, when its minimums do not add up,
+print wider than the screen (where the console crops the last column).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rich import box
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+Cell = str | Text
+"""A cell: rich markup (a ``str``) or styled ``Text``; several lines are separated by ``\\n``."""
+
+_UNBOUNDED = 1_000_000
+
+
+@dataclass
+class FitTable:
+    """A table that fits the console it is printed on (the rule in the module's docstring)."""
+
+    headers: tuple[str, ...]
+    title: Cell | None = None
+    caption: Cell | None = None
+    narrow: tuple[tuple[str, ...], ...] | None = None
+    """Groups of header names, in order, covering every column once: the layout for a narrow screen."""
+    lines: bool = False
+    """A rule between rows (for rows of several lines each)."""
+    show_header: bool = True
+    rows: list[tuple[Cell, ...]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.narrow is not None:
+            grouped = [h for group in self.narrow for h in group]
+            if sorted(grouped) != sorted(self.headers):
+                raise ValueError(f"narrow layout {self.narrow} does not cover the columns {self.headers} once each")
+
+    def add_row(self, *cells: Cell) -> None:
+        if len(cells) != len(self.headers):
+            raise ValueError(f"{len(cells)} cells for {len(self.headers)} columns {self.headers}")
+        self.rows.append(cells)
+
+    def layouts(self) -> list[tuple[tuple[str, ...], list[tuple[Cell, ...]]]]:
+        """The wide layout, then the narrow one when there is one."""
+        out = [(self.headers, self.rows)]
+        if self.narrow is not None:
+            index = {h: i for i, h in enumerate(self.headers)}
+            headers = tuple("\n".join(group) for group in self.narrow)
+            rows = [tuple(_stack([row[index[h]] for h in group]) for group in self.narrow) for row in self.rows]
+            out.append((headers, rows))
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        measuring = options.update_width(_UNBOUNDED)
+        layouts = self.layouts()
+        for headers, rows in layouts:
+            lows, highs = _measure(console, measuring, headers, rows)
+            available = width - _overhead(len(headers))
+            if sum(lows) <= available:
+                yield self._table(headers, rows, _spread(highs, lows, available))
+                return
+        headers, rows = layouts[-1]
+        lows, highs = _measure(console, measuring, headers, rows)
+        available = width - _overhead(len(headers))
+        yield self._table(headers, rows, _spread(highs, _fold_longest(lows, available), available))
+
+    def _table(self, headers: Sequence[str], rows: Sequence[Sequence[Cell]], widths: Sequence[int]) -> Table:
+        t = Table(
+            title=self.title,
+            title_justify="left",
+            caption=self.caption,
+            caption_justify="left",
+            show_header=self.show_header,
+            show_edge=False,
+            show_lines=self.lines,
+            box=box.SIMPLE_HEAD if self.show_header else None,
+            padding=(0, 1),
+            pad_edge=False,
+        )
+        for header, w in zip(headers, widths, strict=True):
+            t.add_column(header, width=max(w, 1), overflow="fold")
+        for row in rows:
+            t.add_row(*row)
+        return t
+
+
+def table(
+    *headers: str,
+    title: Cell | None = None,
+    caption: Cell | None = None,
+    narrow: Sequence[Sequence[str]] | None = None,
+    lines: bool = False,
+) -> FitTable:
+    """A table with these column headers (see the module docstring for ``narrow``)."""
+    groups = tuple(tuple(g) for g in narrow) if narrow is not None else None
+    return FitTable(headers=headers, title=title, caption=caption, narrow=groups, lines=lines)
+
+
+def grid(rows: Sequence[tuple[Cell, Cell]]) -> FitTable:
+    """Name and value pairs without a header (a stack's facts): the value wraps at spaces."""
+    t = FitTable(headers=("name", "value"), show_header=False)
+    for name, value in rows:
+        t.add_row(Text(str(name), style="bold") if isinstance(name, str) else name, value)
+    return t
+
+
+def _stack(cells: Sequence[Cell]) -> Cell:
+    """Cells of one row stacked into one cell, a line each; empty ones leave no blank line."""
+    texts = [Text.from_markup(c) if isinstance(c, str) else c for c in cells]
+    return Text("\n").join(t for t in texts if t.plain)
+
+
+def _overhead(columns: int) -> int:
+    """Columns of the screen a table spends on itself: one padding space each side of every
+    column but the outer edges, and one rule between columns (``show_edge=False``)."""
+    return 3 * (columns - 1)
+
+
+def _measure(
+    console: Console, options: ConsoleOptions, headers: Sequence[str], rows: Sequence[Sequence[Cell]]
+) -> tuple[list[int], list[int]]:
+    """Per column: its longest word and its longest line, header included."""
+    lows, highs = [], []
+    for i, header in enumerate(headers):
+        cells: list[RenderableType] = [header, *(row[i] for row in rows)]
+        sizes = [Measurement.get(console, options, c) for c in cells]
+        lows.append(max(m.minimum for m in sizes))
+        highs.append(max(m.maximum for m in sizes))
+    return lows, highs
+
+
+def _fold_longest(lows: Sequence[int], available: int) -> list[int]:
+    """Minimums that add up to ``available``, taken from the longest words first: only the
+    words too long for any layout fold (the last resort); short columns keep theirs."""
+    widths = list(lows)
+    while sum(widths) > available and max(widths) > 1:
+        widths[widths.index(max(widths))] -= 1
+    return widths
+
+
+def _spread(highs: Sequence[int], lows: Sequence[int], available: int) -> list[int]:
+    """Widths adding up to ``available`` at most: every column its longest word, and each the
+    same share of the rest it could use (up to its longest line), so a column of long sentences
+    keeps its room beside short ones."""
+    wants = [h - low for h, low in zip(highs, lows, strict=True)]
+    spare = available - sum(lows)
+    if spare >= sum(wants):
+        return list(highs)
+    if spare <= 0:
+        return list(lows)
+    widths = [low + spare * want // sum(wants) for low, want in zip(lows, wants, strict=True)]
+    hungriest = sorted(range(len(widths)), key=lambda i: highs[i] - widths[i], reverse=True)
+    for i in hungriest[: available - sum(widths)]:  # what rounding down left over
+        widths[i] += 1
+    return widths
