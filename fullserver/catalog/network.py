@@ -7,15 +7,14 @@ shape catalog's, and a region of ``*`` means the source gives one price for ever
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from fullserver.catalog.model import check_snapshot_date
 from fullserver.errors import InputError
+from fullserver.sources import Source
 from fullserver.yamlio import read_yaml, validation_error
 
 NETWORK_FILE = "network.yaml"
@@ -46,21 +45,6 @@ GIB = 1.073741824
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class NetworkSource(_Strict):
-    """A network price's source: dated like the catalog's (``model.Source``), a commit pin by its snapshot."""
-
-    title: str
-    url: str
-    as_of: dt.date
-    as_of_kind: Literal["published", "generated", "approximate", "retrieved"] = "published"
-    note: str = ""
-
-    @model_validator(mode="after")
-    def _dated_by_its_snapshot(self) -> NetworkSource:
-        check_snapshot_date(self.url, self.as_of_kind)
-        return self
 
 
 class NetworkPrice(_Strict):
@@ -97,7 +81,7 @@ class NetworkPrice(_Strict):
 
 
 class NetworkFile(_Strict):
-    sources: dict[str, NetworkSource]
+    sources: dict[str, Source]
     prices: list[NetworkPrice]
 
     @model_validator(mode="after")

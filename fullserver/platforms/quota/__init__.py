@@ -8,27 +8,18 @@ The types are here, below the platform modules, so they and the loader share the
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from fullserver.sources import Source
 
 Cloud = Literal["aws", "gcp"]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class QuotaSource(_Strict):
-    """Where a quota's name, code or rule comes from, dated like a catalog figure."""
-
-    title: str
-    url: str
-    as_of: dt.date
-    as_of_kind: Literal["published", "generated", "approximate", "retrieved"] = "published"
-    note: str = ""
 
 
 class Quota(_Strict):
@@ -76,7 +67,7 @@ class TpuGeneration(_Strict):
 class QuotaTable(_Strict):
     """``quotas.yaml``: every quota fullserver names, and the rules that pick them."""
 
-    sources: dict[str, QuotaSource]
+    sources: dict[str, Source]
     quotas: dict[str, Quota]
     aws_vcpu_groups: dict[str, AwsVcpuGroup]
     aws_storage: dict[str, str]
