@@ -1,6 +1,6 @@
 """README transcripts that are generated, not typed: each is the output of its own command line.
 
-A block between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->`` in README.md is a
+A block between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->`` in README.md or docs/guide.md is a
 ``console`` transcript: ``$ `` and the command line, then what the command printed at
 ``WIDTH`` columns (trailing blanks dropped), run in a temporary copy of the project (its ``Pulumi.yaml``, ``stacks/`` and
 ``profiles/``), so nothing in the repository changes. ``make readme-examples`` rewrites every block;
@@ -23,10 +23,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+FILES = [README, ROOT / "docs" / "guide.md"]
+"""The documents that hold generated blocks: the README's first screen, and the guide."""
 WIDTH = 100
 """Columns the transcripts are printed at: a README's code block on GitHub shows about 100."""
 
 EXAMPLES = {
+    "plan-summary": "fullserver plan --summary",
     "diff": (
         "fullserver plan --json > base.json"
         " && sed -i 's/acceleratorCount: 1/acceleratorCount: 4/' stacks/Pulumi.exp-aws-spot.yaml"
@@ -62,8 +65,13 @@ def run(command: str) -> str:
 
 
 def blocks(text: str) -> dict[str, str]:
-    """The README's generated blocks by name: their transcripts as written."""
+    """A document's generated blocks by name: their transcripts as written."""
     return {m["name"]: m["body"] for m in _BLOCK.finditer(text)}
+
+
+def all_blocks() -> dict[str, str]:
+    """Every generated block of every document in ``FILES``, by name."""
+    return {name: body for path in FILES for name, body in blocks(path.read_text(encoding="utf-8")).items()}
 
 
 def comparable(transcript: str) -> str:
@@ -77,5 +85,7 @@ def regenerate(text: str) -> str:
 
 
 if __name__ == "__main__":
-    README.write_text(regenerate(README.read_text(encoding="utf-8")), encoding="utf-8")
-    print(f"{README.relative_to(ROOT)}: regenerated {', '.join(EXAMPLES)}")
+    for path in FILES:
+        text = path.read_text(encoding="utf-8")
+        path.write_text(regenerate(text), encoding="utf-8")
+        print(f"{path.relative_to(ROOT)}: regenerated {', '.join(blocks(text))}")

@@ -335,14 +335,14 @@ def test_the_docs_show_the_commands_this_test_runs() -> None:
     """The extractor finds what the docs show (a broken one would pass everything by finding nothing)."""
     found = {(c.doc.name, _subcommand(c)) for c in COMMANDS}
     for doc, sub in [
-        ("README.md", "profiles"),
-        ("README.md", "catalog"),
-        ("README.md", "recommend"),
-        ("README.md", "audit"),
-        ("README.md", "verify"),
-        ("README.md", "plan"),
-        ("README.md", "ephemeral"),
-        ("README.md", "janitor"),
+        ("guide.md", "profiles"),
+        ("guide.md", "catalog"),
+        ("guide.md", "recommend"),
+        ("guide.md", "audit"),
+        ("guide.md", "verify"),
+        ("guide.md", "plan"),
+        ("guide.md", "ephemeral"),
+        ("guide.md", "janitor"),
         ("ci.md", "ephemeral"),
         ("ci.md", "janitor"),
         ("deploying.md", "plan"),
@@ -491,7 +491,7 @@ def _ticked(text: str) -> list[str]:
 
 
 def _readme_keys_paragraph() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
     return readme[readme.index("Config keys, all under") : readme.index("## Deploying for real")]
 
 
