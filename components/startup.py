@@ -76,6 +76,7 @@ DATA_DIR="${FULLSERVER_DATA_DIR:-/data}"
 DATA_WAIT="${FULLSERVER_DATA_WAIT:-__DATA_WAIT__}"
 DLAMI_NVME="${FULLSERVER_DLAMI_NVME:-__DLAMI_NVME__}"
 FSTAB="${FULLSERVER_FSTAB:-/etc/fstab}"
+SYS_BLOCK="${FULLSERVER_SYS_BLOCK:-/sys/class/block}"
 POLL=2
 
 log() { echo "fullserver-disks: $*" >&2; }
@@ -89,7 +90,7 @@ has_signature() {  # a filesystem or a partition table: never format over it
 in_use() {  # mounted (itself or a partition), swap, or held by an array or device mapper: not ours
   [ -n "$(lsblk -nro MOUNTPOINT "$1" 2>/dev/null | tr -d '[:space:]')" ] && return 0
   local holders
-  holders="/sys/class/block/$(basename "$1")/holders"
+  holders="$SYS_BLOCK/$(basename "$1")/holders"
   [ -d "$holders" ] && [ -n "$(ls -A "$holders" 2>/dev/null)" ] && return 0
   return 1
 }
@@ -103,7 +104,17 @@ list_devices() {  # whole devices only, sorted, resolved to /dev/nvmeXnY
   done | sort -u
 }
 
-scratch() {
+held_by() {  # the md array a device already belongs to: a reboot assembles it on its own, often as md127
+  local holder
+  for holder in "$SYS_BLOCK/$(basename "$1")"/holders/md*; do
+    [ -e "$holder" ] || continue
+    echo "/dev/$(basename "$holder")"
+    return 0
+  done
+  return 1
+}
+
+scratch() {  # called in a list (`scratch || log`), so each step that can fail returns itself
   [ "$SCRATCH_EXPECTED" -gt 0 ] || return 0
   mountpoint -q "$SCRATCH_DIR" && return 0
   if mountpoint -q "$DLAMI_NVME"; then
@@ -123,15 +134,19 @@ scratch() {
   else
     command -v mdadm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mdadm; }
     dev=/dev/md/fullserver-scratch
-    if [ ! -e "$dev" ]; then
+    local existing
+    if existing="$(held_by "${devs[0]}")"; then
+      dev="$existing"  # the array, assembled at boot under another name: never assembled or created over
+    elif [ ! -e "$dev" ]; then
       mdadm --assemble "$dev" "${devs[@]}" 2>/dev/null \
-        || mdadm --create "$dev" --level=0 --raid-devices="${#devs[@]}" --run "${devs[@]}"
+        || mdadm --create "$dev" --level=0 --raid-devices="${#devs[@]}" --run "${devs[@]}" \
+        || return 1
     fi
   fi
-  has_signature "$dev" || mkfs.ext4 -q -F -m 0 -E lazy_itable_init=1,lazy_journal_init=1,nodiscard "$dev"
-  [ -L "$SCRATCH_DIR" ] && rm -f "$SCRATCH_DIR"
+  has_signature "$dev" || mkfs.ext4 -q -F -m 0 -E lazy_itable_init=1,lazy_journal_init=1,nodiscard "$dev" || return 1
+  if [ -L "$SCRATCH_DIR" ]; then rm -f "$SCRATCH_DIR"; fi
   mkdir -p "$SCRATCH_DIR"
-  mount -o defaults,noatime,nofail,discard "$dev" "$SCRATCH_DIR"
+  mount -o defaults,noatime,nofail,discard "$dev" "$SCRATCH_DIR" || return 1
   chmod 1777 "$SCRATCH_DIR"
 }
 
@@ -177,7 +192,8 @@ data() {
   grep -q "UUID=$uuid" "$FSTAB" 2>/dev/null || echo "UUID=$uuid $DATA_DIR ext4 defaults,noatime,nofail 0 2" >> "$FSTAB"
 }
 
-scratch
+# /data does not depend on /scratch: a scratch that cannot be set up is logged, and /data still mounts.
+scratch || log "local NVMe scratch not set up; $SCRATCH_DIR is not mounted (see above; re-run: systemctl restart fullserver-disks)"
 data
 """
 

@@ -271,3 +271,40 @@ def test_a_device_in_use_is_skipped_for_the_next_one(rig: Rig) -> None:
     assert done.returncode == 0, done.stderr
     assert _mounted_at(rig.data_dir) == free
     assert _mounted_at(elsewhere) == busy
+
+
+def _stand_in_mdadm(rig: Rig, exit_code: int) -> tuple[dict[str, str], Path]:
+    """A PATH whose mdadm records its arguments and exits ``exit_code``."""
+    bin_dir, calls = rig.root / "bin", rig.root / "mdadm-calls"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "mdadm").write_text(f'#!/bin/bash\necho "$@" >> {calls}\nexit {exit_code}\n')
+    (bin_dir / "mdadm").chmod(0o755)
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}, calls
+
+
+def test_a_scratch_array_that_cannot_be_built_still_leaves_data_mounted(rig: Rig) -> None:
+    """/data never waits on /scratch: mdadm failing (no md driver, devices busy) is logged."""
+    for name in ("a", "b"):
+        rig.attach(rig.image(f"nvme-{name}"), f"local-nvme-{name}")
+    data = rig.attach(rig.image("data"), "data-vol")
+    path, calls = _stand_in_mdadm(rig, 1)
+    done = rig.run(scratch=2, data=True, **path)
+    assert done.returncode == 0, done.stderr
+    assert "--create" in calls.read_text()
+    assert "local NVMe scratch not set up" in done.stderr
+    assert _mounted_at(rig.data_dir) == data
+
+
+def test_an_array_assembled_at_boot_under_another_name_is_used_not_rebuilt(rig: Rig) -> None:
+    """Ubuntu assembles an array missing from mdadm.conf as /dev/md127 at boot: its devices are
+    then busy, and assembling or creating over them would fail. The array found through the
+    devices' holders is the one to mount."""
+    devs = [rig.attach(rig.image(f"nvme-{name}"), f"local-nvme-{name}") for name in ("a", "b")]
+    sys_block = rig.root / "sys-block"
+    for dev in devs:
+        (sys_block / Path(dev).name / "holders" / "md127").mkdir(parents=True)
+    path, calls = _stand_in_mdadm(rig, 0)
+    done = rig.run(scratch=2, data=False, FULLSERVER_SYS_BLOCK=str(sys_block), **path)
+    assert done.returncode == 0, done.stderr
+    assert not calls.exists()  # neither --assemble nor --create
+    assert "/dev/md127" in done.stderr  # mkfs/mount were pointed at the boot-assembled array
