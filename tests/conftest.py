@@ -23,6 +23,16 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests that start real sshd hosts, namespaces and loop devices run on one worker, one
+    after another (pytest-xdist's ``loadgroup``): their time limits are set for a machine that
+    is not also measuring another test bed's fio and iperf3 at the same moment. Everything else
+    shares the other workers."""
+    for item in items:
+        if item.nodeid.startswith("tests/baremetal/") or item.get_closest_marker("sshd"):
+            item.add_marker(pytest.mark.xdist_group("sshd"))
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     removed = leftovers.sweep()
     if removed:
