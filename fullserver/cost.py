@@ -95,17 +95,18 @@ def _hours(profile: Profile, workload: Workload) -> tuple[float, float]:
 
 def _compute_hourly(
     spec: EnvironmentSpec, profile: Profile, catalog: Catalog, warnings: list[str]
-) -> tuple[float, str, str]:
+) -> tuple[float, str, str, float | None]:
     """The compute rate of the whole environment: the rate sizing ranked the shape by
     (``fullserver.hourly``), times the nodes and replicas it runs (a slice is priced whole), its
-    note and its pricing basis."""
+    note, its pricing basis, and the most an hour can cost where that is more (``Rate.peak_usd``)."""
     offer = catalog.offer(spec.offer)
     assert offer is not None, spec.offer
     units = (1 if rules_for(spec.platform).slices else spec.nodes) * spec.replicas
     rate = hourly_rate(offer, spec.region, profile, catalog)
     if rate.warning:
         warnings.append(rate.warning)
-    return rate.usd * units, f"{rate.note} x {units}", rate.basis
+    peak = rate.peak_usd * units if rate.peak_usd is not None else None
+    return rate.usd * units, f"{rate.note} x {units}", rate.basis, peak
 
 
 def _storage_lines(
@@ -159,18 +160,7 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
                 "peak_what": f"at {serving.max_replicas} replicas",
             }
         )
-    offer = catalog.offer(spec.offer)
-    rate = hourly_rate(offer, spec.region, profile, catalog) if offer and spec.region in offer.prices else None
-    if rate is None or rate.peak_usd is None or rules_for(spec.platform).declared_hardware:
-        return cost
-    units = (1 if rules_for(spec.platform).slices else spec.nodes) * spec.replicas
-    more = (rate.peak_usd - rate.usd) * units * cost.paid_hours
-    return cost.model_copy(
-        update={
-            "usd_month_peak": round(cost.usd_month + more, 2),
-            "peak_what": "with the on-demand fallback running beside every spot node",
-        }
-    )
+    return cost
 
 
 def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
@@ -178,6 +168,7 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
     unpriced: list[str] = []
     productive, paid = _hours(profile, workload)
     lines: list[CostLine] = []
+    peak_hour: float | None = None
     if rules_for(spec.platform).declared_hardware:  # priced by the contract, not the catalog
         ded = spec.dedicated
         assert ded is not None
@@ -203,7 +194,7 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
         if ded.setup_usd:
             lines.append(CostLine(item="setup fee (over 12 months)", usd_month=round(ded.setup_usd / 12, 2)))
     else:
-        compute_hour, note, basis = _compute_hourly(spec, profile, catalog, warnings)
+        compute_hour, note, basis, peak_hour = _compute_hourly(spec, profile, catalog, warnings)
         lines.append(CostLine(item="compute", usd_month=round(compute_hour * productive, 2), note=note))
         # Ephemeral disks live as long as the machine; persistent ones are billed all month.
         share = paid / HOURS_PER_MONTH if spec.lifecycle.mode == "ephemeral" else 1.0
@@ -233,7 +224,7 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
                 note=f"{idle_hours:.0f} of {paid:.0f} paid hours unused",
             ),
         )
-    return CostEstimate(
+    cost = CostEstimate(
         platform=spec.platform,
         offer=spec.offer,
         region=spec.region,
@@ -245,4 +236,14 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
         lines=lines,
         warnings=warnings,
         unpriced=unpriced,
+    )
+    if peak_hour is None:
+        return cost
+    # AWS spot with its fallback: both groups running for every paid hour (fullserver.hourly)
+    more = (peak_hour - compute_hour) * cost.paid_hours
+    return cost.model_copy(
+        update={
+            "usd_month_peak": round(cost.usd_month + more, 2),
+            "peak_what": "with the on-demand fallback running beside every spot node",
+        }
     )

@@ -40,22 +40,12 @@ def test_plan_warns_about_prices_older_than_the_threshold_in_text_and_json() -> 
     assert any("days old" in w and "catalog refresh" in w for w in stale["warnings"])
 
 
-def _no_aws_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A machine with no AWS credentials anywhere boto3 looks (environment, files, instance role)."""
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-
-
 @pytest.mark.parametrize(
     ("provider", "action"), [("aws-spot", "DescribeSpotPriceHistory"), ("aws-types", "DescribeInstanceTypes")]
 )
 def test_ec2_refresh_without_credentials_says_in_one_line_what_credentials_it_needs(
-    provider: str, action: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    provider: str, action: str, no_aws_credentials: None
 ) -> None:
-    _no_aws_credentials(monkeypatch, tmp_path)
     result = runner.invoke(app, ["catalog", "refresh", "--provider", provider, "--dry-run"])
     assert result.exit_code == EXIT_INPUT
     [line] = result.stderr.splitlines()

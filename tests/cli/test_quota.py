@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from fullserver.errors import EXIT_INPUT
@@ -15,16 +14,6 @@ from fullserver_cli.app import app
 
 STACKS = Path(__file__).resolve().parents[2] / "stacks"
 runner = CliRunner()
-
-
-@pytest.fixture
-def no_aws_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A caller with no AWS credentials anywhere botocore looks (env, files, instance metadata)."""
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 def test_without_credentials_one_line_says_what_the_check_needs(no_aws_credentials: None) -> None:
