@@ -18,7 +18,8 @@ from fullserver.baremetal.errors import ProbeError
 from fullserver.baremetal.inventory import inventory_from_data, keys_from_known_hosts, load_inventory, parse_key_line
 from fullserver.baremetal.keys import HostKeyLine, check_host_key
 from fullserver.baremetal.probe import HostFacts, parse_gpus, parse_lsblk, parse_probe
-from fullserver.baremetal.ssh import _sudo_refused, load_private_key
+from fullserver.baremetal.ssh import load_private_key
+from fullserver.baremetal.ssh.exit_status import sudo_refused
 from fullserver.catalog import load_catalog
 from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE, InputError
 from fullserver.platform import Platform
@@ -233,7 +234,7 @@ def test_contract_names_where_the_host_falls_short() -> None:
     ],
 )
 def test_only_sudos_own_refusals_mean_no_sudo(stderr: str, refused: bool) -> None:
-    assert _sudo_refused(stderr) is refused
+    assert sudo_refused(stderr) is refused
 
 
 def test_wrong_passphrase_says_so(tmp_path: Path) -> None:

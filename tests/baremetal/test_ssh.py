@@ -18,7 +18,7 @@ from typing import Any
 import paramiko
 import pytest
 
-from fullserver.baremetal import liblog, ssh
+from fullserver.baremetal import liblog
 from fullserver.baremetal.errors import (
     AuthFailed,
     CommandFailed,
@@ -30,7 +30,7 @@ from fullserver.baremetal.errors import (
 )
 from fullserver.baremetal.inventory import Target, Timeouts, inventory_from_data, keys_from_known_hosts
 from fullserver.baremetal.proxy import ProxySocket
-from fullserver.baremetal.ssh import session
+from fullserver.baremetal.ssh import connection, session, tcp
 from fullserver.errors import InputError
 from fullserver_cli.verify import read_identity
 from tests.baremetal.testbed import SshdHost, Testbed, free_port
@@ -96,21 +96,21 @@ def test_known_hosts_file_we_are_given(host: SshdHost, tmp_path: object) -> None
 def _count_dials(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every TCP connect the SSH layer makes, by target name."""
     dials: list[str] = []
-    real = ssh._socket
+    real = tcp.open_socket
 
     def counting(target: Target) -> socket.socket:
         dials.append(target.name)
         return real(target)
 
-    monkeypatch.setattr(ssh, "_socket", counting)
+    monkeypatch.setattr(connection, "open_socket", counting)
     return dials
 
 
 def test_unreachable_is_bounded_and_retried(host: SshdHost, monkeypatch: pytest.MonkeyPatch) -> None:
     dials = _count_dials(monkeypatch)
     waits: list[float] = []
-    # the backoff between attempts, recorded instead of slept (the SSH module's clock only)
-    monkeypatch.setattr(ssh, "time", SimpleNamespace(sleep=waits.append, monotonic=time.monotonic))
+    # the backoff between attempts, recorded instead of slept (the connecting module's clock only)
+    monkeypatch.setattr(connection, "time", SimpleNamespace(sleep=waits.append, monotonic=time.monotonic))
     t = Target("gone", "127.0.0.1", free_port(), "root", host.target().host_keys, None, FAST)
     with pytest.raises(HostUnreachable, match="connection refused"):
         session(t, host.user_key).__enter__()
@@ -583,7 +583,7 @@ def test_an_interrupt_before_the_handshake_leaves_no_proxy_running(
     def interrupted(target: Target) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ssh, "PinnedKeyPolicy", interrupted)
+    monkeypatch.setattr(connection, "PinnedKeyPolicy", interrupted)
     with pytest.raises(KeyboardInterrupt):
         session(_proxied(host, kh, host.proxy_command(log)), host.user_key).__enter__()
     time.sleep(0.3)  # a proxy started and left behind has logged its start by now
