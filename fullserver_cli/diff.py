@@ -24,9 +24,10 @@ import typer
 
 from fullserver.catalog import DATA_DIR, Catalog, load_catalog
 from fullserver.catalog.staleness import DEFAULT_MAX_PRICE_AGE_DAYS, plan_staleness_warnings
-from fullserver.diff import Guardrail, PlanDiff, StackDoc, check_increase, compare, read_document
+from fullserver.diff import PlanDiff, check_increase, compare
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import check_max_monthly_usd, plan_paths
+from fullserver.plan_document import Guardrail, StackDoc, read_document
 from fullserver.profiles import Profile, load_profiles, project_profiles_dir, shipped_profiles_dir
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
 from fullserver.yamlio import read_text

@@ -6,6 +6,7 @@ nothing of terminals.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -42,90 +43,130 @@ def _nics(nics: list[dict[str, Any]]) -> str:
     return f"{len(nics)} NIC"
 
 
+def _aws_launch_template(i: dict[str, Any]) -> list[str]:
+    parts = [i.get("instanceType", ""), f"image={i.get('imageId', '')}", _nics(i.get("networkInterfaces", []))]
+    for m in i.get("blockDeviceMappings", []):
+        e = m.get("ebs", {})
+        extra = "".join(f" {k}={e[k]}" for k in ("iops", "throughput") if k in e)
+        parts.append(
+            f"{m.get('deviceName')} {e.get('volumeType')} {e.get('volumeSize')}GiB{extra} encrypted={e.get('encrypted')}"
+        )
+    parts.append(f"IMDS tokens={i.get('metadataOptions', {}).get('httpTokens')}")
+    if i.get("placement"):
+        parts.append("cluster placement")
+    if i.get("instanceMarketOptions"):
+        parts.append(f"market={i['instanceMarketOptions'].get('marketType')}")
+    crs = i.get("capacityReservationSpecification", {})
+    parts.append(f"reservation={_fmt(crs.get('capacityReservationTarget', crs.get('capacityReservationPreference')))}")
+    return parts
+
+
+def _gcp_instance(i: dict[str, Any]) -> list[str]:
+    s = i.get("scheduling", {})
+    nic = (i.get("networkInterfaces") or [{}])[0]
+    parts = [
+        i.get("machineType", ""),
+        f"{len(i.get('scratchDisks', []))} local SSD",
+        f"{s.get('provisioningModel')} onHostMaintenance={s.get('onHostMaintenance')}",
+        f"nic={nic.get('nicType')} external={'yes' if nic.get('accessConfigs') else 'no'}",
+        f"boot={i.get('bootDisk', {}).get('initializeParams', {}).get('image', '').rsplit('/', 1)[-1]}",
+    ]
+    more: list[dict[str, Any]] = (i.get("networkInterfaces") or [])[1:]
+    if more:
+        kinds = sorted({str(n.get("nicType")) for n in more})
+        parts.append(f"+{len(more)} NICs ({'/'.join(kinds)}) on {len({n.get('network') for n in more})} networks")
+    if i.get("guestAccelerators"):
+        parts.append(_fmt(i["guestAccelerators"]))
+    if i.get("networkPerformanceConfig"):
+        parts.append("TIER_1")
+    if i.get("resourcePolicies"):
+        parts.append("compact placement")
+    return parts
+
+
+def _tpu_vm(i: dict[str, Any]) -> list[str]:
+    return [
+        i.get("acceleratorType", ""),
+        f"runtime={i.get('runtimeVersion')}",
+        f"scheduling={_fmt(i.get('schedulingConfig', {}))}",
+        f"external={_fmt(i.get('networkConfig', {}).get('enableExternalIps'))}",
+        f"data disks={len(i.get('dataDisks', []))}",
+    ]
+
+
+def _queued_tpu(i: dict[str, Any]) -> list[str]:
+    node = i.get("tpu", {}).get("nodeSpecs", [{}])[0].get("node", {})
+    parts = [node.get("acceleratorType", ""), f"runtime={node.get('runtimeVersion')}", "queued"]
+    if LABEL_ENVIRONMENT in (node.get("labels") or {}):
+        parts.append("labelled")
+    return parts
+
+
+def _disk(i: dict[str, Any]) -> list[str]:
+    keys = ("type", "size", "provisionedIops", "provisionedThroughput", "iops", "throughput", "encrypted")
+    return [f"{k}={_fmt(i[k])}" for k in keys if k in i]
+
+
+def _gcp_firewall(i: dict[str, Any]) -> list[str]:
+    return [
+        f"from={_fmt(i.get('sourceRanges') or i.get('sourceTags'))} allow={_fmt(i.get('allows'))}",
+        f"to={_fmt(i['targetTags'])}" if i.get("targetTags") else "to=every node of its network",
+    ]
+
+
+def _aws_security_group(i: dict[str, Any]) -> list[str]:
+    parts = []
+    for rule in i.get("ingress", []):
+        src = rule.get("cidrBlocks") or ("self" if rule.get("self") else "")
+        parts.append(f"in {rule.get('protocol')}:{rule.get('fromPort')} from {_fmt(src)}")
+    return parts
+
+
+def _aws_autoscaling_group(i: dict[str, Any]) -> list[str]:
+    parts = [f"min={i.get('minSize')} max={i.get('maxSize')}"]
+    if i.get("mixedInstancesPolicy"):
+        parts.append("spot (0% on-demand)")
+        overrides = i["mixedInstancesPolicy"].get("launchTemplate", {}).get("overrides") or []
+        if overrides:
+            parts.append("types=" + _fmt([o.get("instanceType") for o in overrides]))
+    return parts
+
+
+def _provider(i: dict[str, Any]) -> list[str]:
+    """The explicit provider every resource of the environment uses: where they are created."""
+    return [f"{k}={i[k]}" for k in ("project", "region", "zone") if i.get(k)]
+
+
+def _any(i: dict[str, Any]) -> list[str]:
+    """A resource with no summary of its own: its first few plain inputs."""
+    parts: list[str] = []
+    for k, v in i.items():
+        if isinstance(v, (str, int, float, bool)) and k not in ("description", "name", "project", "region", "zone"):
+            parts.append(f"{k}={_fmt(v)}")
+        if len(parts) >= 4:
+            break
+    return parts
+
+
+_SUMMARIES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "aws:ec2/launchTemplate:LaunchTemplate": _aws_launch_template,
+    "gcp:compute/instance:Instance": _gcp_instance,
+    "gcp:tpu/v2Vm:V2Vm": _tpu_vm,
+    tpu.QUEUED_RESOURCE_TYPE: _queued_tpu,
+    "gcp:compute/disk:Disk": _disk,
+    "aws:ebs/volume:Volume": _disk,
+    "gcp:compute/firewall:Firewall": _gcp_firewall,
+    "aws:ec2/securityGroup:SecurityGroup": _aws_security_group,
+    "aws:autoscaling/group:Group": _aws_autoscaling_group,
+}
+"""The inputs that matter, by resource type; ``pulumi:providers:*`` and the rest are below."""
+
+
 def summary(row: Row) -> str:
     """The inputs that matter for one resource, on one line."""
-    i = row.inputs
-    t = row.type
-    parts: list[str] = []
-    if t == "aws:ec2/launchTemplate:LaunchTemplate":
-        parts.append(i.get("instanceType", ""))
-        parts.append(f"image={i.get('imageId', '')}")
-        parts.append(_nics(i.get("networkInterfaces", [])))
-        for m in i.get("blockDeviceMappings", []):
-            e = m.get("ebs", {})
-            extra = "".join(f" {k}={e[k]}" for k in ("iops", "throughput") if k in e)
-            parts.append(
-                f"{m.get('deviceName')} {e.get('volumeType')} {e.get('volumeSize')}GiB{extra} encrypted={e.get('encrypted')}"
-            )
-        parts.append(f"IMDS tokens={i.get('metadataOptions', {}).get('httpTokens')}")
-        if i.get("placement"):
-            parts.append("cluster placement")
-        if i.get("instanceMarketOptions"):
-            parts.append(f"market={i['instanceMarketOptions'].get('marketType')}")
-        crs = i.get("capacityReservationSpecification", {})
-        parts.append(
-            f"reservation={_fmt(crs.get('capacityReservationTarget', crs.get('capacityReservationPreference')))}"
-        )
-    elif t == "gcp:compute/instance:Instance":
-        s = i.get("scheduling", {})
-        nic = (i.get("networkInterfaces") or [{}])[0]
-        parts += [
-            i.get("machineType", ""),
-            f"{len(i.get('scratchDisks', []))} local SSD",
-            f"{s.get('provisioningModel')} onHostMaintenance={s.get('onHostMaintenance')}",
-            f"nic={nic.get('nicType')} external={'yes' if nic.get('accessConfigs') else 'no'}",
-            f"boot={i.get('bootDisk', {}).get('initializeParams', {}).get('image', '').rsplit('/', 1)[-1]}",
-        ]
-        more: list[dict[str, Any]] = (i.get("networkInterfaces") or [])[1:]
-        if more:
-            kinds = sorted({str(n.get("nicType")) for n in more})
-            parts.append(f"+{len(more)} NICs ({'/'.join(kinds)}) on {len({n.get('network') for n in more})} networks")
-        if i.get("guestAccelerators"):
-            parts.append(_fmt(i["guestAccelerators"]))
-        if i.get("networkPerformanceConfig"):
-            parts.append("TIER_1")
-        if i.get("resourcePolicies"):
-            parts.append("compact placement")
-    elif t == "gcp:tpu/v2Vm:V2Vm":
-        parts += [
-            i.get("acceleratorType", ""),
-            f"runtime={i.get('runtimeVersion')}",
-            f"scheduling={_fmt(i.get('schedulingConfig', {}))}",
-            f"external={_fmt(i.get('networkConfig', {}).get('enableExternalIps'))}",
-            f"data disks={len(i.get('dataDisks', []))}",
-        ]
-    elif t == tpu.QUEUED_RESOURCE_TYPE:
-        node = i.get("tpu", {}).get("nodeSpecs", [{}])[0].get("node", {})
-        parts += [node.get("acceleratorType", ""), f"runtime={node.get('runtimeVersion')}", "queued"]
-        if LABEL_ENVIRONMENT in (node.get("labels") or {}):
-            parts.append("labelled")
-    elif t in ("gcp:compute/disk:Disk", "aws:ebs/volume:Volume"):
-        for k in ("type", "size", "provisionedIops", "provisionedThroughput", "iops", "throughput", "encrypted"):
-            if k in i:
-                parts.append(f"{k}={_fmt(i[k])}")
-    elif t == "gcp:compute/firewall:Firewall":
-        parts.append(f"from={_fmt(i.get('sourceRanges') or i.get('sourceTags'))} allow={_fmt(i.get('allows'))}")
-        parts.append(f"to={_fmt(i['targetTags'])}" if i.get("targetTags") else "to=every node of its network")
-    elif t == "aws:ec2/securityGroup:SecurityGroup":
-        for rule in i.get("ingress", []):
-            src = rule.get("cidrBlocks") or ("self" if rule.get("self") else "")
-            parts.append(f"in {rule.get('protocol')}:{rule.get('fromPort')} from {_fmt(src)}")
-    elif t == "aws:autoscaling/group:Group":
-        parts.append(f"min={i.get('minSize')} max={i.get('maxSize')}")
-        if i.get("mixedInstancesPolicy"):
-            parts.append("spot (0% on-demand)")
-            overrides = i["mixedInstancesPolicy"].get("launchTemplate", {}).get("overrides") or []
-            if overrides:
-                parts.append("types=" + _fmt([o.get("instanceType") for o in overrides]))
-    elif t.startswith("pulumi:providers:"):
-        # The explicit provider every resource of the environment uses: where they are created.
-        parts += [f"{k}={i[k]}" for k in ("project", "region", "zone") if i.get(k)]
-    else:
-        for k, v in i.items():
-            if isinstance(v, (str, int, float, bool)) and k not in ("description", "name", "project", "region", "zone"):
-                parts.append(f"{k}={_fmt(v)}")
-            if len(parts) >= 4:
-                break
+    i, t = row.inputs, row.type
+    pick = _SUMMARIES.get(t) or (_provider if t.startswith("pulumi:providers:") else _any)
+    parts = pick(i)
     labels = i.get("labels") or i.get("tags")
     if isinstance(labels, dict) and LABEL_ENVIRONMENT in labels and t not in ("aws:ec2/securityGroup:SecurityGroup",):
         parts.append("labelled")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from fullserver.diff import Guardrail
+from fullserver.plan_document import Guardrail
 
 if TYPE_CHECKING:
     from components.graph import Graph

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from fullserver.diff import check_increase, compare, read_document
+from fullserver.diff import check_increase, compare
 from fullserver.errors import EXIT_BUDGET, BudgetExceeded, InputError
+from fullserver.plan_document import read_document
 
 
 def entry(stack: str, **over: Any) -> dict[str, Any]:

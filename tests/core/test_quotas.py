@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from fullserver.diff import compare, read_document
+from fullserver.diff import compare
 from fullserver.plan import StackPlan, plan_paths
+from fullserver.plan_document import read_document
 from fullserver.platforms.quota import QuotaAsk, aws, gcp, tpu
 from fullserver.quotas import load_quota_table
 
