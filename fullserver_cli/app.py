@@ -269,6 +269,7 @@ def ephemeral(
     """
     from fullserver.plan import check_max_monthly_usd
     from fullserver.yamlio import load_yaml_text
+    from fullserver_cli.stackops_view import to_stderr
     from stackops.ephemeral import EphemeralSettings, run_ephemeral
     from stackops.workspace import PulumiOptions
 
@@ -298,6 +299,7 @@ def ephemeral(
         retries=retries,
         backoff_s=backoff,
         pass_secret_outputs=tuple(secret_output or ()),
+        notify=to_stderr,
     )
     raise typer.Exit(run_ephemeral(command or [], settings, grace_s=grace))
 
@@ -320,6 +322,7 @@ def janitor(
     Exit code 7 when any stack could not be read or destroyed, or had to be left alone; each is named.
     """
     from fullserver_cli.janitor_view import render as render_report
+    from fullserver_cli.stackops_view import to_stderr
     from stackops.janitor import janitor as sweep
     from stackops.janitor import parse_expiry
     from stackops.workspace import PulumiOptions
@@ -338,6 +341,7 @@ def janitor(
             prefix=prefix,
             retries=retries,
             backoff_s=backoff,
+            notify=to_stderr,
         )
     except FullserverError as exc:
         raise _fail(exc) from None

@@ -47,6 +47,23 @@ from fullserver.errors import EXIT_INPUT, EXIT_PULUMI, FullserverError, InputErr
 from fullserver.platforms.quota import QuotaNeed
 from fullserver.quotacheck import NoCredentials, Reader, check_all, readers_for, short_error
 from fullserver.quotas import load_quota_table
+from stackops.events import (
+    CommandExited,
+    CommandKilled,
+    CommandNotStarted,
+    CommandStarting,
+    LeftBehind,
+    Notify,
+    QuotaCheckSkipped,
+    QuotasChecked,
+    RunFailed,
+    RunInterrupted,
+    StackCreating,
+    TornDown,
+    Updating,
+    ignore,
+    pulumi_lines,
+)
 from stackops.leftover import LeftoverStackError, leftover_report
 from stackops.limits import (
     MAX_BACKOFF_S,
@@ -61,15 +78,13 @@ from stackops.naming import EXPIRES_FORMAT, TAG_BASE_STACK, TAG_EPHEMERAL, TAG_E
 from stackops.outputs import EphemeralEnv, check_output_names, shared_outputs, write_outputs_file
 from stackops.signals import Interrupted, SignalGuard
 from stackops.stackconfig import check_plan, choose_base, config_key, ephemeral_config
+from stackops.teardown import destroy_and_remove
 from stackops.workspace import (
     PulumiCLI,
     PulumiOptions,
-    Say,
     StackOpsError,
-    destroy_and_remove,
     error_line,
     make_workspace,
-    say_stderr,
     set_secret_config,
 )
 
@@ -113,8 +128,11 @@ class EphemeralSettings:
     the only ones in ``EphemeralEnv.outputs`` and the command's environment. Never on disk."""
     work_root: Path | None = None
     """Where the run's workspace directory goes; ``None`` is the system temp dir (``TMPDIR``)."""
-    say: Say = say_stderr
-    on_output: Say | None = say_stderr
+    notify: Notify = ignore
+    """Where the run's events go as they happen (``stackops.events``); the command line prints
+    them, a Python caller may collect them or log them; dropped by default."""
+    pulumi_output: bool = True
+    """Pass the Pulumi CLI's own lines (``up``, ``refresh``, ``destroy``) on as ``PulumiOutput`` events."""
     handle_signals: bool = True
     now: datetime | None = None
     quota_readers: QuotaReaders | None = account_readers
@@ -164,16 +182,16 @@ class EphemeralRun:
         try:
             found = readers(needs, str(self.config.get("gcp:project") or "") or None)
         except NoCredentials as exc:
-            self.s.say(f"fullserver ephemeral: quota check skipped: {exc.line()}")
+            self.s.notify(QuotaCheckSkipped(exc.line()))
             return
         checked = check_all(needs, found)
         short = short_error(self.where, checked)
         if short is not None:
             raise short
-        self.s.say(f"fullserver ephemeral: {len(checked)} quota(s) checked, none short")
+        self.s.notify(QuotasChecked(len(checked)))
 
     def create(self, guard: SignalGuard) -> EphemeralEnv:
-        s, say = self.s, self.s.say
+        s, notify = self.s, self.s.notify
         self.check_quotas()
         guard.mode = "defer"
         if s.work_root is not None:
@@ -185,10 +203,16 @@ class EphemeralRun:
         stack_file = self.work_dir / f"Pulumi.{self.name}.yaml"
         stack_file.write_text(yaml.safe_dump({"config": self.config}, sort_keys=True))
         spec, cost = self.plan.spec, self.plan.cost
-        say(
-            f"fullserver ephemeral: stack {self.name} from {self.base.name}: {spec.offer} in {spec.region}, "
-            f"~${cost.compute_usd_hour:,.2f}/h while it runs, expires {self.expires_at.strftime(EXPIRES_FORMAT)}, backend "
-            f"{s.pulumi.describe_backend()}"
+        notify(
+            StackCreating(
+                stack=self.name,
+                base=self.base.name,
+                offer=spec.offer,
+                region=spec.region,
+                usd_per_hour=cost.compute_usd_hour,
+                expires_at=self.expires_at,
+                backend=s.pulumi.describe_backend(),
+            )
         )
         guard.checkpoint()
         self.attempted = True  # from here on the stack may exist: teardown must look for it
@@ -207,9 +231,11 @@ class EphemeralRun:
             for key, value in s.secrets.items():
                 set_secret_config(self.ws, self.name, config_key(key), value)
             guard.checkpoint()
-            say(f"fullserver ephemeral: pulumi up {self.name}")
+            notify(Updating(self.name))
             self.up_started = True
-            result = stack.up(on_output=s.on_output, message=f"fullserver ephemeral from {self.base.name}")
+            result = stack.up(
+                on_output=pulumi_lines(notify, s.pulumi_output), message=f"fullserver ephemeral from {self.base.name}"
+            )
             self.up_finished = True
         except auto.errors.CommandError as exc:
             guard.checkpoint()  # a cancelled `up` fails too: report the signal, not the failure
@@ -235,7 +261,7 @@ class EphemeralRun:
 
     def teardown(self) -> None:
         """Destroy then remove, each retried; raise ``LeftoverStackError`` naming what is left."""
-        s, say = self.s, self.s.say
+        s = self.s
         if not self.attempted or self.ws is None:
             self._drop_work_dir()
             return
@@ -245,13 +271,13 @@ class EphemeralRun:
             retries=s.retries,
             backoff_s=s.backoff_s,
             max_backoff_s=s.max_backoff_s,
-            say=say,
-            on_output=s.on_output,
-            who="fullserver ephemeral",
+            notify=s.notify,
+            by="ephemeral",
+            pulumi_output=s.pulumi_output,
             refresh=self.up_started and not self.up_finished,
         )
         if t.removed:
-            say(f"fullserver ephemeral: {self.name} destroyed and removed")
+            s.notify(TornDown(self.name))
             self._drop_work_dir()
             return
         if self.work_dir:  # kept for the cleanup command, which needs only the config files
@@ -289,7 +315,7 @@ def ephemeral_stack(
     ``Interrupted`` after teardown.
     """
     settings = EphemeralSettings(profile=profile, ttl=ttl, base_stack=base_stack, **options)
-    with _ephemeral(settings, SignalGuard(settings.handle_signals, settings.say)) as env:
+    with _ephemeral(settings, SignalGuard(settings.handle_signals, settings.notify)) as env:
         yield env
 
 
@@ -322,7 +348,7 @@ def run_command(argv: Sequence[str], env: Mapping[str, str], guard: SignalGuard,
     try:
         proc = subprocess.Popen(list(argv), env={**os.environ, **env}, stdin=subprocess.DEVNULL, process_group=0)
     except OSError as exc:
-        guard.say(f"fullserver ephemeral: cannot run {argv[0]!r}: {exc.strerror}")
+        guard.notify(CommandNotStarted(argv[0], str(exc.strerror)))
         return 127
     guard.child = proc
     deadline: float | None = None
@@ -335,7 +361,7 @@ def run_command(argv: Sequence[str], env: Mapping[str, str], guard: SignalGuard,
                 if guard.pending is not None and deadline is None:
                     deadline = time.monotonic() + grace_s
                 if deadline is not None and time.monotonic() > deadline:
-                    guard.say(f"fullserver ephemeral: command still running after {grace_s:g} s; killing it")
+                    guard.notify(CommandKilled(grace_s))
                     try:
                         os.killpg(proc.pid, signal.SIGKILL)
                     except OSError:
@@ -349,31 +375,29 @@ def run_command(argv: Sequence[str], env: Mapping[str, str], guard: SignalGuard,
 def run_ephemeral(command: Sequence[str], settings: EphemeralSettings, grace_s: float = 30.0) -> int:
     """``fullserver ephemeral -- <command>``: the exit code is the command's, unless interrupted
     (128 + signal), the stack could not be created (2 input, 3 budget, 6 Pulumi) or something
-    was left behind (``EXIT_LEFT_BEHIND``, 7, with the report on stderr)."""
-    say = settings.say
+    was left behind (``EXIT_LEFT_BEHIND``, 7, with a ``LeftBehind`` event saying what). Every
+    outcome is an event to ``settings.notify``; nothing is raised for them."""
+    notify = settings.notify
     if not command:
-        say("error: ephemeral: no command given (usage: fullserver ephemeral [options] -- <command> [args...])")
+        notify(RunFailed("ephemeral: no command given (usage: fullserver ephemeral [options] -- <command> [args...])"))
         return EXIT_INPUT
     code = 0
-    guard = SignalGuard(settings.handle_signals, say)
+    guard = SignalGuard(settings.handle_signals, notify)
     try:
         check_seconds("--grace", grace_s, 0.0, MAX_GRACE_S)
         with _ephemeral(settings, guard) as env:
-            say(f"fullserver ephemeral: running {' '.join(command)}")
+            notify(CommandStarting(tuple(command)))
             code = run_command(command, env.environ(), guard, grace_s)
-            say(f"fullserver ephemeral: command exited with {code}")
+            notify(CommandExited(code))
             guard.checkpoint()
     except Interrupted as exc:
-        say(f"fullserver ephemeral: {exc}; the stack was torn down")
+        notify(RunInterrupted(signal.Signals(exc.signum).name))
         return exc.exit_code
     except LeftoverStackError as exc:
-        for line in exc.report:
-            say(("error: " if line is exc.report[0] else "") + line)
-        if code:
-            say(f"(the command itself exited with {code})")
+        notify(LeftBehind(tuple(exc.report), code))
         return exc.exit_code
     except FullserverError as exc:
-        say(f"error: {exc.line()}")
+        notify(RunFailed(exc.line()))
         return exc.exit_code
     return code
 

@@ -33,18 +33,11 @@ from typing import Any
 from pulumi import automation as auto
 
 from fullserver.errors import EXIT_LEFT_BEHIND, EXIT_OK
+from stackops.events import Notify, ignore
 from stackops.limits import MAX_BACKOFF_S, MAX_RETRIES, check_count, check_seconds
 from stackops.naming import EXPIRES_FORMAT, TAG_BASE_STACK, TAG_EPHEMERAL, TAG_EXPIRES_AT
-from stackops.workspace import (
-    PulumiOptions,
-    Say,
-    StackOpsError,
-    destroy_and_remove,
-    error_line,
-    make_workspace,
-    run_cli,
-    say_stderr,
-)
+from stackops.teardown import destroy_and_remove
+from stackops.workspace import PulumiOptions, StackOpsError, error_line, make_workspace, run_cli
 
 
 @dataclass(frozen=True)
@@ -191,15 +184,17 @@ def janitor(
     prefix: str | None = None,
     retries: int = 2,
     backoff_s: float = 5.0,
-    say: Say = say_stderr,
-    on_output: Say | None = None,
+    notify: Notify = ignore,
+    pulumi_output: bool = False,
     work_root: Path | None = None,
 ) -> JanitorReport:
     """List ephemeral stacks, sort them by expiry, and (with ``destroy``) destroy the expired ones.
 
     ``prefix`` narrows to stack names starting with it (e.g. one CI run's ``ci-<run id>``), so a
     run's own cleanup step cannot touch other pipelines' stacks. ``work_root`` is where the
-    throwaway workspace goes (the system temp dir by default); it is removed however the sweep ends."""
+    throwaway workspace goes (the system temp dir by default); it is removed however the sweep ends.
+    Each destroy's progress goes to ``notify`` as it happens (``stackops.events``; the CLI's own
+    lines too with ``pulumi_output``); the report is what the sweep found and did."""
     check_count("--retries", retries, 1, MAX_RETRIES, "attempts")
     check_seconds("--backoff", backoff_s, 0.0, MAX_BACKOFF_S)
     report = JanitorReport(now=(now or datetime.now(UTC)).astimezone(UTC))
@@ -233,9 +228,9 @@ def janitor(
                 retries=retries,
                 backoff_s=backoff_s,
                 max_backoff_s=MAX_BACKOFF_S,
-                say=say,
-                on_output=on_output,
-                who="fullserver janitor",
+                notify=notify,
+                by="janitor",
+                pulumi_output=pulumi_output,
                 refresh=True,  # its run ended without a teardown: the state may hold pending operations
             )
             if t.removed:

@@ -17,7 +17,8 @@ from contextlib import suppress
 from types import FrameType
 from typing import Any, Literal
 
-from stackops.workspace import PulumiCLI, Say, say_stderr
+from stackops.events import Notify, SignalReceived, ignore
+from stackops.workspace import PulumiCLI
 
 
 class Interrupted(BaseException):
@@ -51,7 +52,7 @@ class SignalGuard:
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, enabled: bool = True, say: Say = say_stderr) -> None:
+    def __init__(self, enabled: bool = True, notify: Notify = ignore) -> None:
         self.enabled = enabled and threading.current_thread() is threading.main_thread()
         self.mode: Mode = "raise"
         self.pending: int | None = None
@@ -59,7 +60,8 @@ class SignalGuard:
         self.cli: PulumiCLI | None = None
         self.forwarded = False
         """The one SIGINT has gone to a Pulumi CLI: no other will."""
-        self.say = say
+        self.notify = notify
+        """Where each signal's ``SignalReceived`` goes, from the signal handler itself."""
         self._old: dict[int, Any] = {}
 
     def watch(self, cli: PulumiCLI) -> None:
@@ -83,24 +85,21 @@ class SignalGuard:
         if self.pending is None:
             self.pending = signum
         if self.mode == "shield":
-            self.say(f"fullserver ephemeral: {name} received; teardown is running and will finish first")
+            self.notify(SignalReceived(name, "shielded"))
             return
         child = self.child
         if child is not None and child.poll() is None:
-            self.say(f"fullserver ephemeral: {name} received; passing it to the command, then tearing down")
+            self.notify(SignalReceived(name, "to-command"))
             with suppress(OSError):
                 os.killpg(child.pid, signum)
             return
         if self.mode == "defer":
             if self._interrupt_pulumi():
-                self.say(f"fullserver ephemeral: {name} received; cancelling the Pulumi operation, then tearing down")
+                self.notify(SignalReceived(name, "cancelling-pulumi"))
             elif self.forwarded:
-                self.say(
-                    f"fullserver ephemeral: {name} received; the Pulumi operation is already cancelling (another "
-                    "interrupt would abort it and leave pending operations), then tearing down"
-                )
+                self.notify(SignalReceived(name, "already-cancelling"))
             else:
-                self.say(f"fullserver ephemeral: {name} received; cancelling, then tearing down")
+                self.notify(SignalReceived(name, "cancelling"))
             return
         raise Interrupted(signum)
 

@@ -23,13 +23,10 @@ process group, it would get the terminal's interrupts on top of the ones we forw
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
-import sys
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,14 +37,6 @@ from pulumi import automation as auto
 
 from fullserver.errors import FullserverError, InputError
 from fullserver.yamlio import read_yaml
-
-Say = Callable[[str], None]
-
-
-def say_stderr(line: str) -> None:
-    """The default ``say``: one line to stderr, flushed (CI logs interleave it with the CLI's output)."""
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
 
 
 class StackOpsError(FullserverError):
@@ -271,97 +260,3 @@ def set_secret_config(ws: auto.LocalWorkspace, stack: str, key: str, value: str)
     not a terminal, and drops one trailing newline: the value is sent with one, so it arrives exact.
     """
     run_cli(ws, ["config", "set", key, "--secret", "--stack", stack], stdin=value + "\n")
-
-
-def pending_operations(ws: auto.LocalWorkspace, stack: str) -> list[str]:
-    """What the state says was in flight when a CLI stopped without finishing (``stack export``,
-    without ``--show-secrets``): ``creating urn:...`` and the like."""
-    data = json.loads(run_cli(ws, ["stack", "export", "--stack", stack]).stdout or "{}")
-    ops = (data.get("deployment") or {}).get("pending_operations") or []
-    out = []
-    for op in ops:
-        res = op.get("resource") or {}
-        out.append(f"{op.get('type', 'pending')} {res.get('urn', res.get('type', '?'))}")
-    return out
-
-
-@dataclass
-class Teardown:
-    """How far a destroy-and-remove got: both flags true means nothing is left."""
-
-    destroyed: bool = False
-    removed: bool = False
-    attempts: int = 0
-    last_error: str = ""
-    pending: list[str] = field(default_factory=list)
-    """Operations the state still lists as in flight after the destroy: resources that may exist
-    in the cloud with no record Pulumi can destroy. The stack is kept so that record survives."""
-
-
-def destroy_and_remove(
-    ws: auto.LocalWorkspace,
-    name: str,
-    *,
-    retries: int,
-    backoff_s: float,
-    max_backoff_s: float,
-    say: Say,
-    on_output: Say | None,
-    who: str,
-    refresh: bool = False,
-) -> Teardown:
-    """``destroy`` then ``stack rm``, retrying the step that failed with bounded exponential
-    backoff (``backoff_s``, doubling, at most ``max_backoff_s``). A stack that does not exist
-    counts as removed: teardown may run before ``stack init`` finished, or after a janitor.
-
-    ``refresh`` first runs ``pulumi refresh`` once (after an interrupted or failed update): it
-    reads the resources back from the cloud and clears pending updates and deletes, so ``destroy``
-    works from the truth. A failed refresh is reported and the destroy goes ahead. Pending
-    *creates* survive a non-interactive refresh (the CLI cannot know the new resource's id), so
-    after the destroy the state is checked for pending operations: if any remain, the stack is
-    not removed, and ``pending`` names them for a person to resolve.
-    """
-    t = Teardown()
-    refreshed = not refresh
-    for attempt in range(1, retries + 1):
-        t.attempts = attempt
-        try:
-            try:
-                stack = auto.Stack.select(name, ws)
-            except auto.errors.StackNotFoundError:
-                t.destroyed = t.removed = True
-                return t
-            if not refreshed:
-                refreshed = True
-                say(f"{who}: pulumi refresh {name} (reads back what an unfinished update left, before the destroy)")
-                try:
-                    stack.refresh(on_output=on_output, message=f"{who} teardown")
-                except auto.errors.StackNotFoundError:
-                    raise
-                except auto.errors.CommandError as exc:
-                    say(f"{who}: refresh {name} failed: {error_line(exc)}; destroying anyway")
-            if not t.destroyed:
-                say(f"{who}: pulumi destroy {name} (attempt {attempt}/{retries})")
-                stack.destroy(on_output=on_output, message=f"{who} teardown")
-                t.destroyed = True
-            t.pending = pending_operations(ws, name)
-            if t.pending:
-                t.last_error = f"{len(t.pending)} pending operation(s) left in the state: {'; '.join(t.pending)}"
-                say(f"{who}: {name}: {t.last_error}; not removing the stack")
-                return t
-            say(f"{who}: pulumi stack rm {name}")
-            ws.remove_stack(name)
-            t.removed = True
-            return t
-        except auto.errors.StackNotFoundError:
-            t.destroyed = t.removed = True
-            return t
-        except Exception as exc:
-            t.last_error = error_line(exc)
-            step = "stack rm" if t.destroyed else "destroy"
-            say(f"{who}: {step} {name} failed (attempt {attempt}/{retries}): {t.last_error}")
-            if attempt < retries:
-                delay = min(backoff_s * 2 ** (attempt - 1), max_backoff_s)
-                say(f"{who}: retrying in {delay:g} s")
-                time.sleep(delay)
-    return t

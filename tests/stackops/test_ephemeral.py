@@ -25,6 +25,7 @@ from stackops.ephemeral import (
     ephemeral_stack,
     run_ephemeral,
 )
+from stackops.events import Event, QuotaCheckSkipped, QuotasChecked, Retrying, RunFailed, StackCreating
 from stackops.outputs import SECRET_MARK
 from tests.stackops.conftest import ROOT, FakePulumi
 
@@ -38,8 +39,7 @@ def opts(fake: FakePulumi, project: Path, **extra: Any) -> dict[str, Any]:
         "stacks_dir": STACKS,
         "backoff_s": 0.01,
         "handle_signals": False,
-        "on_output": None,
-        "say": lambda line: None,
+        "pulumi_output": False,
     }
     return base | extra
 
@@ -169,15 +169,13 @@ def test_a_failing_destroy_is_retried_with_backoff(
     fake_pulumi: FakePulumi, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_PULUMI_FAIL", "destroy:2")
-    lines: list[str] = []
-    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, retries=3, say=lines.append)):
+    events: list[Event] = []
+    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, retries=3, notify=events.append)):
         pass
     assert fake_pulumi.stacks() == {}
     assert fake_pulumi.commands().count("destroy") == 3
-    assert [ln for ln in lines if "retrying in" in ln] == [
-        "fullserver ephemeral: retrying in 0.01 s",
-        "fullserver ephemeral: retrying in 0.02 s",
-    ]
+    retries = [e for e in events if isinstance(e, Retrying)]
+    assert [(e.by, e.delay_s) for e in retries] == [("ephemeral", 0.01), ("ephemeral", 0.02)]
 
 
 def test_a_destroy_that_keeps_failing_reports_exactly_what_is_left(
@@ -419,13 +417,13 @@ def test_without_work_root_the_workspace_goes_to_the_temp_dir(
 def test_an_out_of_range_setting_is_one_line_exit_2_before_any_pulumi_call(
     fake_pulumi: FakePulumi, project: Path, field: str, value: object, flag: str
 ) -> None:
-    lines: list[str] = []
+    events: list[Event] = []
     settings = EphemeralSettings(
-        base_stack="exp-aws-spot", **opts(fake_pulumi, project, say=lines.append, **{field: value})
+        base_stack="exp-aws-spot", **opts(fake_pulumi, project, notify=events.append, **{field: value})
     )
     assert run_ephemeral(["true"], settings) == 2
-    [line] = lines
-    assert line.startswith(f"error: {flag}: "), line
+    [event] = events
+    assert isinstance(event, RunFailed) and event.error.startswith(f"{flag}: "), event
     assert fake_pulumi.calls() == []
 
 
@@ -433,21 +431,22 @@ def test_an_out_of_range_setting_is_one_line_exit_2_before_any_pulumi_call(
 def test_an_out_of_range_grace_is_one_line_exit_2_before_any_pulumi_call(
     fake_pulumi: FakePulumi, project: Path, grace: float
 ) -> None:
-    lines: list[str] = []
-    settings = EphemeralSettings(base_stack="exp-aws-spot", **opts(fake_pulumi, project, say=lines.append))
+    events: list[Event] = []
+    settings = EphemeralSettings(base_stack="exp-aws-spot", **opts(fake_pulumi, project, notify=events.append))
     assert run_ephemeral(["true"], settings, grace_s=grace) == 2
-    [line] = lines
-    assert line.startswith("error: --grace: ") and "out of range (use 0 to 3600 seconds)" in line
+    [event] = events
+    assert isinstance(event, RunFailed)
+    assert event.error.startswith("--grace: ") and "out of range (use 0 to 3600 seconds)" in event.error
     assert fake_pulumi.calls() == []
 
 
 def test_the_announced_price_is_what_an_hour_of_running_costs(fake_pulumi: FakePulumi, project: Path) -> None:
     """Not the monthly total / 730 (idle hours and storage spread over the month)."""
-    lines: list[str] = []
-    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, say=lines.append)) as env:
+    events: list[Event] = []
+    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, notify=events.append)) as env:
         running = env.plan.cost.compute_usd_hour
-    [announce] = [line for line in lines if line.startswith("fullserver ephemeral: stack ")]
-    assert f"~${running:,.2f}/h while it runs" in announce
+    [announce] = [e for e in events if isinstance(e, StackCreating)]
+    assert announce.usd_per_hour == running and announce.stack == env.stack
 
 
 # -- the quota check: before anything exists (issue 25) ----------------------------------------
@@ -482,23 +481,25 @@ def test_a_short_quota_stops_the_run_before_stack_init_and_up(fake_pulumi: FakeP
 
 
 def test_enough_quota_goes_on_to_up(fake_pulumi: FakePulumi, project: Path) -> None:
-    lines: list[str] = []
+    events: list[Event] = []
     enough = readers({"L-DB2E81BA": 64, "L-7A658B76": 50, "L-F678F1CE": 5})
     with ephemeral_stack(
-        base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=enough, say=lines.append)
+        base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=enough, notify=events.append)
     ):
         assert "up" in fake_pulumi.commands()
-    assert "fullserver ephemeral: 3 quota(s) checked, none short" in lines
+    assert QuotasChecked(3) in events
 
 
 def test_without_credentials_the_check_says_so_and_the_run_goes_on(fake_pulumi: FakePulumi, project: Path) -> None:
     def none(needs: Any, project: Any) -> Any:
         raise NoCredentials("AWS", "no credentials to read Service Quotas and EC2 with", "set AWS_PROFILE")
 
-    lines: list[str] = []
-    with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=none, say=lines.append)):
+    events: list[Event] = []
+    with ephemeral_stack(
+        base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=none, notify=events.append)
+    ):
         pass
-    assert any(ln.startswith("fullserver ephemeral: quota check skipped: AWS: no credentials") for ln in lines)
+    assert any(isinstance(e, QuotaCheckSkipped) and e.reason.startswith("AWS: no credentials") for e in events)
     assert "up" in fake_pulumi.commands()
 
 
