@@ -6,7 +6,7 @@ components run with the same core, catalog and profiles they were written agains
 is inferred from the type annotations of the classes listed below (``pulumi.provider.
 experimental``): ``args`` TypedDicts become inputs, class annotations become outputs.
 
-``BareMetalEnvironment`` in ``components.bare_metal`` takes keyword arguments, which the analyzer
+``BareMetalEnvironment`` in ``components.bare_metal.environment`` takes keyword arguments, which the analyzer
 cannot read (it needs one ``args`` parameter with a TypedDict). The subclass here gives it that
 contract for other languages without changing the Python API stacks use; it keeps the class name
 because the type token (``fullserver:index:BareMetalEnvironment``) must match it.
@@ -21,11 +21,9 @@ import pulumi
 from pulumi.provider.experimental import component_provider_host
 
 import fullserver
-from components import bare_metal
-from components.aws_gpu import AwsGpuEnvironment
+from components import registry
+from components.bare_metal import environment as bare_metal
 from components.environment import Environment
-from components.gcp_gpu import GcpGpuEnvironment
-from components.tpu_vm import TpuVmEnvironment
 
 PACKAGE = "fullserver"
 """The package name: the first part of every type token (``fullserver:index:Environment``)."""
@@ -107,14 +105,15 @@ class BareMetalEnvironment(bare_metal.BareMetalEnvironment):
         )
 
 
-COMPONENTS: list[type[pulumi.ComponentResource]] = [
-    Environment,
-    TpuVmEnvironment,
-    AwsGpuEnvironment,
-    GcpGpuEnvironment,
-    BareMetalEnvironment,
-]
-"""Every component the package serves (the analyzer's schema covers exactly these)."""
+def _served(entry: registry.PlatformEntry) -> type[pulumi.ComponentResource]:
+    """The class other languages get for a platform: its component, or the adapter above for one
+    that takes keyword arguments."""
+    return BareMetalEnvironment if entry.keyword_args else entry.component_class()
+
+
+COMPONENTS: list[type[pulumi.ComponentResource]] = [Environment, *(_served(e) for e in registry.entries())]
+"""Every component the package serves (the analyzer's schema covers exactly these): ``Environment``
+and every registered platform's."""
 
 
 if __name__ == "__main__":

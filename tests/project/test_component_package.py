@@ -49,18 +49,20 @@ def schema() -> dict[str, Any]:
 
 
 def public_components() -> dict[str, type[pulumi.ComponentResource]]:
-    """Every public ComponentResource defined in the ``components`` package, by class name."""
+    """Every public ComponentResource defined in the ``components`` package and its platform
+    packages, by class name (a base that constructs nothing, like the outputs contract, is none)."""
     found: dict[str, type[pulumi.ComponentResource]] = {}
-    for info in pkgutil.iter_modules(components.__path__):
-        if info.name.startswith("_"):
+    for info in pkgutil.walk_packages(components.__path__, "components."):
+        if info.name.rsplit(".", 1)[-1].startswith("_"):
             continue
-        module = importlib.import_module(f"components.{info.name}")
+        module = importlib.import_module(info.name)
         for name, cls in vars(module).items():
             if (
                 inspect.isclass(cls)
                 and issubclass(cls, pulumi.ComponentResource)
                 and cls.__module__ == module.__name__
                 and not name.startswith("_")
+                and "__init__" in vars(cls)
             ):
                 found[name] = cls
     return found

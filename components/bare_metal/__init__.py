@@ -1,0 +1,34 @@
+"""Dedicated servers over SSH (``BareMetalEnvironment``) and their registry entry.
+
+The component takes keyword arguments (``components.__main__`` adapts it for other languages);
+the graph of a bare-metal stack that cannot be evaluated is a warning of ``fullserver plan``,
+not a failure of every other stack's plan.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from components.registry import PlatformEntry
+from fullserver.platform import Platform
+
+if TYPE_CHECKING:
+    from fullserver.spec import EnvironmentSpec
+
+
+def _args(spec: EnvironmentSpec, _catalog: Any, _project: Any) -> Any:
+    from components.bare_metal.environment import bare_metal_args
+
+    return bare_metal_args(spec)
+
+
+ENTRY = PlatformEntry(
+    platform=Platform.BARE_METAL,
+    component="components.bare_metal.environment:BareMetalEnvironment",
+    args_key="bare_metal",
+    args=_args,
+    keyword_args=True,
+    default_args={},
+    mock_config={"fullserver:sshPrivateKey": "mock-private-key"},
+    graph_failure_warns=True,
+)
