@@ -118,25 +118,7 @@ def aws_network(
     subnet in a zone without it would leave an instance or a group unable to launch there.
     """
     opts = pulumi.ResourceOptions(parent=parent)
-    if zone:
-        zone_names: list[pulumi.Input[str]] = [zone] * zones
-    else:
-        invoke = pulumi.InvokeOutputOptions(parent=parent)
-        azs = aws.get_availability_zones_output(state="available", region=region, opts=invoke)
-        if instance_type:
-            offers = aws.ec2.get_instance_type_offerings_output(
-                filters=[{"name": "instance-type", "values": [instance_type]}],
-                location_type="availability-zone",
-                region=region,
-                opts=invoke,
-            )
-            least = ec2.LB_MIN_ZONES if lb_scheme is not None else 1
-            usable = pulumi.Output.all(azs.names, offers.locations).apply(
-                lambda found: offering_zones(region, instance_type, list(found[0]), list(found[1]), least)
-            )
-        else:
-            usable = azs.names.apply(list)
-        zone_names = [usable.apply(_nth(i)) for i in range(zones)]
+    zone_names = _zone_names(parent, region, zone, zones, instance_type, lb_scheme)
     vpc = aws.ec2.Vpc(
         f"{name}-vpc",
         region=region,
@@ -157,19 +139,91 @@ def aws_network(
         tags=aws_tags(tags, f"{name}-public"),
         opts=opts,
     )
+    subnets = _Subnets(parent, name, region, vpc, zone_names, tags)
+    public, routes = subnets.routed("public", 0, public_rt)
+    nodes = public
+    if nat_egress(access):  # the nodes' subnets are private ones, routed through the NAT gateway
+        nodes, routes = subnets.routed("private", 128, _nat_route_table(parent, name, region, vpc, igw, public, tags))
+    lb_sg = None
+    if serving_port is not None and lb_scheme is not None:
+        lb_sg = _lb_security_group(parent, name, region, vpc, tags, lb_scheme, lb_port, serving_port)
+    sg = aws.ec2.SecurityGroup(
+        logical(aws.ec2.SecurityGroup, f"{name}-sg"),
+        region=region,
+        vpc_id=vpc.id,
+        description=f"fullserver {name}: SSH from configured ranges only; node-to-node inside the group",
+        ingress=_node_ingress(access, serving_port, lb_sg),
+        egress=_node_egress(efa),
+        tags=aws_tags(tags, f"{name}-sg"),
+        opts=opts,
+    )
+    return AwsNetwork(
+        vpc=vpc,
+        subnets=nodes,
+        security_group=sg,
+        public_subnets=public,
+        lb_security_group=lb_sg,
+        internet_gateway=igw,
+        egress=tuple(routes),
+    )
 
-    def subnets_for(kind: str, first_block: int, route_table: aws.ec2.RouteTable) -> list[aws.ec2.Subnet]:
+
+def _zone_names(
+    parent: pulumi.Resource,
+    region: str,
+    zone: str | None,
+    zones: int,
+    instance_type: str | None,
+    lb_scheme: str | None,
+) -> list[pulumi.Input[str]]:
+    """The zone of each subnet (``aws_network``): the pinned one, or the offering zones in order."""
+    if zone:
+        return [zone] * zones
+    invoke = pulumi.InvokeOutputOptions(parent=parent)
+    azs = aws.get_availability_zones_output(state="available", region=region, opts=invoke)
+    if instance_type:
+        offers = aws.ec2.get_instance_type_offerings_output(
+            filters=[{"name": "instance-type", "values": [instance_type]}],
+            location_type="availability-zone",
+            region=region,
+            opts=invoke,
+        )
+        least = ec2.LB_MIN_ZONES if lb_scheme is not None else 1
+        usable = pulumi.Output.all(azs.names, offers.locations).apply(
+            lambda found: offering_zones(region, instance_type, list(found[0]), list(found[1]), least)
+        )
+    else:
+        usable = azs.names.apply(list)
+    return [usable.apply(_nth(i)) for i in range(zones)]
+
+
+@dataclass(frozen=True)
+class _Subnets:
+    """Makes an environment's subnets: one per zone, in its VPC."""
+
+    parent: pulumi.Resource
+    name: str
+    region: str
+    vpc: aws.ec2.Vpc
+    zone_names: list[pulumi.Input[str]]
+    tags: dict[str, str]
+
+    def routed(
+        self, kind: str, first_block: int, route_table: aws.ec2.RouteTable
+    ) -> tuple[list[aws.ec2.Subnet], list[aws.ec2.RouteTableAssociation]]:
         """One /20 per zone from 10.80.<first_block>.0 on, each routed through ``route_table``."""
-        out = []
-        for i in range(zones):
+        opts = pulumi.ResourceOptions(parent=self.parent)
+        name, region = self.name, self.region
+        subnets, routes = [], []
+        for i, zone_name in enumerate(self.zone_names):
             subnet = aws.ec2.Subnet(
                 f"{name}-{kind}-{i}",
                 region=region,
-                vpc_id=vpc.id,
+                vpc_id=self.vpc.id,
                 cidr_block=f"10.80.{first_block + 16 * i}.0/20",
-                availability_zone=zone_names[i],
+                availability_zone=zone_name,
                 map_public_ip_on_launch=False,
-                tags=aws_tags(tags, f"{name}-{kind}-{i}"),
+                tags=aws_tags(self.tags, f"{name}-{kind}-{i}"),
                 opts=opts,
             )
             routes.append(
@@ -177,33 +231,86 @@ def aws_network(
                     f"{name}-{kind}-{i}", region=region, subnet_id=subnet.id, route_table_id=route_table.id, opts=opts
                 )
             )
-            out.append(subnet)
-        return out
+            subnets.append(subnet)
+        return subnets, routes
 
-    routes: list[aws.ec2.RouteTableAssociation] = []
-    public = subnets_for("public", 0, public_rt)
-    subnets = public
-    if nat_egress(access):
-        routes.clear()  # the nodes' subnets are the private ones below
-        eip = aws.ec2.Eip(f"{name}-nat-ip", region=region, domain="vpc", tags=aws_tags(tags, f"{name}-nat"), opts=opts)
-        nat = aws.ec2.NatGateway(
-            f"{name}-nat",
-            region=region,
-            subnet_id=public[0].id,
-            allocation_id=eip.id,
-            tags=aws_tags(tags, f"{name}-nat"),
-            opts=pulumi.ResourceOptions(parent=parent, depends_on=[igw]),
-        )
-        private_rt = aws.ec2.RouteTable(
-            f"{name}-private-rt",
-            region=region,
-            vpc_id=vpc.id,
-            routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}],
-            tags=aws_tags(tags, f"{name}-private"),
-            opts=opts,
-        )
-        subnets = subnets_for("private", 128, private_rt)
 
+def _nat_route_table(
+    parent: pulumi.Resource,
+    name: str,
+    region: str,
+    vpc: aws.ec2.Vpc,
+    igw: aws.ec2.InternetGateway,
+    public: list[aws.ec2.Subnet],
+    tags: dict[str, str],
+) -> aws.ec2.RouteTable:
+    """A NAT gateway (with its address) in the first public subnet, and the private route table to it."""
+    opts = pulumi.ResourceOptions(parent=parent)
+    eip = aws.ec2.Eip(f"{name}-nat-ip", region=region, domain="vpc", tags=aws_tags(tags, f"{name}-nat"), opts=opts)
+    nat = aws.ec2.NatGateway(
+        f"{name}-nat",
+        region=region,
+        subnet_id=public[0].id,
+        allocation_id=eip.id,
+        tags=aws_tags(tags, f"{name}-nat"),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[igw]),
+    )
+    return aws.ec2.RouteTable(
+        f"{name}-private-rt",
+        region=region,
+        vpc_id=vpc.id,
+        routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}],
+        tags=aws_tags(tags, f"{name}-private"),
+        opts=opts,
+    )
+
+
+def _lb_security_group(
+    parent: pulumi.Resource,
+    name: str,
+    region: str,
+    vpc: aws.ec2.Vpc,
+    tags: dict[str, str],
+    lb_scheme: str,
+    lb_port: int,
+    serving_port: int,
+) -> aws.ec2.SecurityGroup:
+    """Clients: anyone for an internet-facing load balancer, the VPC (and what is routed into it)
+    for an internal one; out: the nodes' server port only (requests and health checks)."""
+    clients = ["0.0.0.0/0"] if lb_scheme == "external" else [AWS_VPC_CIDR]
+    return aws.ec2.SecurityGroup(
+        logical(aws.ec2.SecurityGroup, f"{name}-lb-sg"),
+        region=region,
+        vpc_id=vpc.id,
+        description=f"fullserver {name}: the serving load balancer ({lb_scheme})",
+        ingress=[
+            {
+                "protocol": "tcp",
+                "from_port": lb_port,
+                "to_port": lb_port,
+                "cidr_blocks": clients,
+                "description": "clients",
+            }
+        ],
+        egress=[
+            {
+                "protocol": "tcp",
+                "from_port": serving_port,
+                "to_port": serving_port,
+                "cidr_blocks": [AWS_VPC_CIDR],
+                "description": "to the model servers",
+            }
+        ],
+        tags=aws_tags(tags, f"{name}-lb-sg"),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def _node_ingress(
+    access: AccessArgs, serving_port: int | None, lb_sg: aws.ec2.SecurityGroup | None
+) -> list[aws.ec2.SecurityGroupIngressArgsDict]:
+    """What the nodes admit: SSH from the ranges (with keys only), each other, and the server port
+    from the load balancer alone (or from the VPC without one)."""
     ingress: list[aws.ec2.SecurityGroupIngressArgsDict] = []
     if access["ssh_source_ranges"] and access.get("ssh_public_keys"):
         ingress.append(
@@ -218,37 +325,7 @@ def aws_network(
     # EFA needs all traffic to and from the security group itself (AWS "Get started with EFA",
     # security group step); ordinary multi-node traffic (NCCL over TCP) is covered by the same rule.
     ingress.append({"protocol": "-1", "from_port": 0, "to_port": 0, "self": True, "description": "node to node"})
-    lb_sg = None
-    if serving_port is not None and lb_scheme is not None:
-        # Clients: anyone for an internet-facing load balancer, the VPC (and what is routed into
-        # it) for an internal one; out: the nodes' server port only (requests and health checks).
-        clients = ["0.0.0.0/0"] if lb_scheme == "external" else [AWS_VPC_CIDR]
-        lb_sg = aws.ec2.SecurityGroup(
-            logical(aws.ec2.SecurityGroup, f"{name}-lb-sg"),
-            region=region,
-            vpc_id=vpc.id,
-            description=f"fullserver {name}: the serving load balancer ({lb_scheme})",
-            ingress=[
-                {
-                    "protocol": "tcp",
-                    "from_port": lb_port,
-                    "to_port": lb_port,
-                    "cidr_blocks": clients,
-                    "description": "clients",
-                }
-            ],
-            egress=[
-                {
-                    "protocol": "tcp",
-                    "from_port": serving_port,
-                    "to_port": serving_port,
-                    "cidr_blocks": [AWS_VPC_CIDR],
-                    "description": "to the model servers",
-                }
-            ],
-            tags=aws_tags(tags, f"{name}-lb-sg"),
-            opts=opts,
-        )
+    if serving_port is not None and lb_sg is not None:
         ingress.append(
             {
                 "protocol": "tcp",
@@ -268,27 +345,13 @@ def aws_network(
                 "description": "inference",
             }
         )
+    return ingress
+
+
+def _node_egress(efa: bool) -> list[aws.ec2.SecurityGroupEgressArgsDict]:
     egress: list[aws.ec2.SecurityGroupEgressArgsDict] = [
         {"protocol": "-1", "from_port": 0, "to_port": 0, "cidr_blocks": ["0.0.0.0/0"], "description": "outbound"},
     ]
     if efa:
         egress.append({"protocol": "-1", "from_port": 0, "to_port": 0, "self": True, "description": "EFA to the group"})
-    sg = aws.ec2.SecurityGroup(
-        logical(aws.ec2.SecurityGroup, f"{name}-sg"),
-        region=region,
-        vpc_id=vpc.id,
-        description=f"fullserver {name}: SSH from configured ranges only; node-to-node inside the group",
-        ingress=ingress,
-        egress=egress,
-        tags=aws_tags(tags, f"{name}-sg"),
-        opts=opts,
-    )
-    return AwsNetwork(
-        vpc=vpc,
-        subnets=subnets,
-        security_group=sg,
-        public_subnets=public,
-        lb_security_group=lb_sg,
-        internet_gateway=igw,
-        egress=tuple(routes),
-    )
+    return egress

@@ -57,8 +57,77 @@ def aws_serving_group(
     and on destroy the gateway detaches only once the ALB's public addresses are gone); the group
     waits for the nodes' routes to the internet (``egress``): a replica's first boot pulls the
     server image, and AWS runs user data on the first boot only."""
-    opts = pulumi.ResourceOptions(parent=parent)
     delay = serving["initial_delay_seconds"]
+    alb, target_group, listener = _load_balancer(
+        name,
+        parent,
+        region=region,
+        vpc_id=vpc_id,
+        lb_subnet_ids=lb_subnet_ids,
+        lb_security_group_id=lb_security_group_id,
+        serving=serving,
+        tags=tags,
+        internet_gateway=internet_gateway,
+    )
+    group = aws.autoscaling.Group(
+        logical(aws.autoscaling.Group, f"{name}-serving"),
+        region=region,
+        min_size=serving["min_replicas"],
+        max_size=serving["max_replicas"],
+        desired_capacity=serving["min_replicas"],
+        vpc_zone_identifiers=subnet_ids,
+        launch_template={"id": launch_template.id, "version": launch_template.latest_version.apply(str)},
+        target_group_arns=[target_group.arn],
+        # `up` never waits for GPU capacity or for the model to load (the default waits 10 minutes
+        # for min_size instances, and fails the update when a zone is short of the type).
+        wait_for_capacity_timeout="0",
+        # a replica that stops answering the health path is replaced, after its model had time to load
+        health_check_type="ELB",
+        health_check_grace_period=delay,
+        default_instance_warmup=delay,
+        instance_refresh={
+            "strategy": "Rolling",
+            "preferences": {"min_healthy_percentage": 100, "max_healthy_percentage": 200},
+        },
+        tags=[{"key": k, "value": v, "propagate_at_launch": True} for k, v in sorted(tags.items())],
+        # The target-tracking policy owns the desired capacity once the group exists.
+        opts=pulumi.ResourceOptions(parent=parent, ignore_changes=["desired_capacity"], depends_on=list(egress)),
+    )
+    target = round(serving["requests_per_second"] * 60 * serving["target_utilisation"], 1)
+    aws.autoscaling.Policy(
+        logical(aws.autoscaling.Policy, f"{name}-requests-target"),
+        region=region,
+        autoscaling_group_name=group.name,
+        policy_type="TargetTrackingScaling",
+        estimated_instance_warmup=delay,
+        target_tracking_configuration={
+            "target_value": target,
+            "predefined_metric_specification": {
+                "predefined_metric_type": "ALBRequestCountPerTarget",
+                "resource_label": pulumi.Output.all(alb.arn_suffix, target_group.arn_suffix).apply(resource_label),
+            },
+        },
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[listener]),
+    )
+    port = serving["lb_port"]
+    endpoint = alb.dns_name.apply(lambda dns: endpoint_url(dns, port))
+    return AwsServing(group=group, load_balancer=alb, endpoint=endpoint)
+
+
+def _load_balancer(
+    name: str,
+    parent: pulumi.Resource,
+    *,
+    region: str,
+    vpc_id: pulumi.Input[str],
+    lb_subnet_ids: pulumi.Input[list[str]],
+    lb_security_group_id: pulumi.Input[str],
+    serving: ServingArgs,
+    tags: dict[str, str],
+    internet_gateway: pulumi.Resource | None,
+) -> tuple[aws.lb.LoadBalancer, aws.lb.TargetGroup, aws.lb.Listener]:
+    """The ALB, its target group health-checking the server's path, and its HTTP listener."""
+    opts = pulumi.ResourceOptions(parent=parent)
     internal = serving["load_balancer"] == "internal"
     alb = aws.lb.LoadBalancer(
         logical(aws.lb.LoadBalancer, f"{name}-alb"),
@@ -108,46 +177,4 @@ def aws_serving_group(
         tags=aws_tags(tags, f"{name}-http"),
         opts=opts,
     )
-    group = aws.autoscaling.Group(
-        logical(aws.autoscaling.Group, f"{name}-serving"),
-        region=region,
-        min_size=serving["min_replicas"],
-        max_size=serving["max_replicas"],
-        desired_capacity=serving["min_replicas"],
-        vpc_zone_identifiers=subnet_ids,
-        launch_template={"id": launch_template.id, "version": launch_template.latest_version.apply(str)},
-        target_group_arns=[target_group.arn],
-        # `up` never waits for GPU capacity or for the model to load (the default waits 10 minutes
-        # for min_size instances, and fails the update when a zone is short of the type).
-        wait_for_capacity_timeout="0",
-        # a replica that stops answering the health path is replaced, after its model had time to load
-        health_check_type="ELB",
-        health_check_grace_period=delay,
-        default_instance_warmup=delay,
-        instance_refresh={
-            "strategy": "Rolling",
-            "preferences": {"min_healthy_percentage": 100, "max_healthy_percentage": 200},
-        },
-        tags=[{"key": k, "value": v, "propagate_at_launch": True} for k, v in sorted(tags.items())],
-        # The target-tracking policy owns the desired capacity once the group exists.
-        opts=pulumi.ResourceOptions(parent=parent, ignore_changes=["desired_capacity"], depends_on=list(egress)),
-    )
-    target = round(serving["requests_per_second"] * 60 * serving["target_utilisation"], 1)
-    aws.autoscaling.Policy(
-        logical(aws.autoscaling.Policy, f"{name}-requests-target"),
-        region=region,
-        autoscaling_group_name=group.name,
-        policy_type="TargetTrackingScaling",
-        estimated_instance_warmup=delay,
-        target_tracking_configuration={
-            "target_value": target,
-            "predefined_metric_specification": {
-                "predefined_metric_type": "ALBRequestCountPerTarget",
-                "resource_label": pulumi.Output.all(alb.arn_suffix, target_group.arn_suffix).apply(resource_label),
-            },
-        },
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[listener]),
-    )
-    port = serving["lb_port"]
-    endpoint = alb.dns_name.apply(lambda dns: endpoint_url(dns, port))
-    return AwsServing(group=group, load_balancer=alb, endpoint=endpoint)
+    return alb, target_group, listener

@@ -142,22 +142,27 @@ def gcp_network(
             description="load-balancer proxies and health checks to the model server",
             opts=opts,
         )
-    egress: tuple[pulumi.Resource, ...] = ()
-    if nat_egress(access):
-        router = gcp.compute.Router(
-            logical(gcp.compute.Router, f"{name}-router"), project=project, network=net.id, region=region, opts=opts
-        )
-        nat = gcp.compute.RouterNat(
-            logical(gcp.compute.RouterNat, f"{name}-nat"),
-            project=project,
-            router=router.name,
-            region=region,
-            nat_ip_allocate_option="AUTO_ONLY",
-            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
-            opts=opts,
-        )
-        egress = (nat,)
+    egress = (_cloud_nat(parent, name, region, project, net),) if nat_egress(access) else ()
     return GcpNetwork(network=net, subnet=subnet, tag=tag, egress=egress)
+
+
+def _cloud_nat(
+    parent: pulumi.Resource, name: str, region: str, project: pulumi.Input[str] | None, net: gcp.compute.Network
+) -> gcp.compute.RouterNat:
+    """Cloud NAT for nodes without an external address: a router and its NAT."""
+    opts = pulumi.ResourceOptions(parent=parent)
+    router = gcp.compute.Router(
+        logical(gcp.compute.Router, f"{name}-router"), project=project, network=net.id, region=region, opts=opts
+    )
+    return gcp.compute.RouterNat(
+        logical(gcp.compute.RouterNat, f"{name}-nat"),
+        project=project,
+        router=router.name,
+        region=region,
+        nat_ip_allocate_option="AUTO_ONLY",
+        source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+        opts=opts,
+    )
 
 
 def gcp_project(parent: pulumi.Resource, project: pulumi.Input[str] | None) -> pulumi.Output[str]:

@@ -139,71 +139,95 @@ def gcp_serving_group(
     # The group names its instances base + "-" + 4 characters, in the project's zones.
     base = physical(gcp.compute.RegionInstanceGroupManager, name, "baseInstanceName")
     regional = serving["spread_zones"] or not zone
+    manager: dict[str, Any] = {
+        "project": project,
+        "base_instance_name": base,
+        "versions": versions,
+        "named_ports": named_ports,
+        "auto_healing_policies": healing,
+    }
     if regional:
-        zones = list(serving.get("zones", []))
-        if not zones:
-            pulumi.log.warn(
-                f"{name}: no zones are known for this shape in {region}; Compute Engine picks the serving group's "
-                "zones, and zones without the GPU hold no replica",
-                resource=parent,
-            )
-        mig = gcp.compute.RegionInstanceGroupManager(
-            logical(gcp.compute.RegionInstanceGroupManager, f"{name}-mig"),
-            project=project,
-            region=region,
-            base_instance_name=base,
-            versions=versions,
-            named_ports=named_ports,
-            auto_healing_policies=healing,
-            distribution_policy_target_shape="BALANCED",
-            distribution_policy_zones=zones or None,
-            update_policy=cast(
-                Any,
-                {
-                    "type": "PROACTIVE",
-                    "minimal_action": "REPLACE",
-                    # a regional group's fixed surge is 0 or at least its zone count
-                    "max_surge_fixed": len(zones) or GCP_ZONES_PER_REGION,
-                    "max_unavailable_fixed": 0,
-                    "instance_redistribution_type": "NONE",
-                },
-            ),
-            wait_for_instances=False,
-            opts=group_opts,
-        )
-        gcp.compute.RegionAutoscaler(
-            logical(gcp.compute.RegionAutoscaler, f"{name}-autoscaler"),
-            project=project,
-            region=region,
-            target=mig.id,
-            autoscaling_policy=policy,
-            opts=opts,
-        )
-        group: pulumi.Output[str] = mig.instance_group
+        group = _regional_group(parent, name, region, serving, manager, policy, group_opts)
     else:
-        zmig = gcp.compute.InstanceGroupManager(
-            logical(gcp.compute.InstanceGroupManager, f"{name}-mig"),
-            project=project,
-            zone=zone,
-            base_instance_name=base,
-            versions=versions,
-            named_ports=named_ports,
-            auto_healing_policies=healing,
-            update_policy=cast(
-                Any,
-                {"type": "PROACTIVE", "minimal_action": "REPLACE", "max_surge_fixed": 1, "max_unavailable_fixed": 0},
-            ),
-            wait_for_instances=False,
-            opts=group_opts,
-        )
-        gcp.compute.Autoscaler(
-            logical(gcp.compute.Autoscaler, f"{name}-autoscaler"),
-            project=project,
-            zone=zone,
-            target=zmig.id,
-            autoscaling_policy=policy,
-            opts=opts,
-        )
-        group = zmig.instance_group
+        group = _zonal_group(parent, name, zone, manager, policy, group_opts)
     endpoint = _gcp_load_balancer(name, opts, project=project, instance_group=group, health_check=hc, serving=serving)
     return GcpServing(instance_group=group, endpoint=endpoint, base_instance_name=base, zone=None if regional else zone)
+
+
+def _regional_group(
+    parent: pulumi.Resource,
+    name: str,
+    region: str,
+    serving: ServingArgs,
+    manager: dict[str, Any],
+    policy: Any,
+    group_opts: pulumi.ResourceOptions,
+) -> pulumi.Output[str]:
+    """A regional group spreading replicas (``BALANCED``) over the catalog's zones, and its autoscaler."""
+    zones = list(serving.get("zones", []))
+    if not zones:
+        pulumi.log.warn(
+            f"{name}: no zones are known for this shape in {region}; Compute Engine picks the serving group's "
+            "zones, and zones without the GPU hold no replica",
+            resource=parent,
+        )
+    mig = gcp.compute.RegionInstanceGroupManager(
+        logical(gcp.compute.RegionInstanceGroupManager, f"{name}-mig"),
+        region=region,
+        distribution_policy_target_shape="BALANCED",
+        distribution_policy_zones=zones or None,
+        update_policy=cast(
+            Any,
+            {
+                "type": "PROACTIVE",
+                "minimal_action": "REPLACE",
+                # a regional group's fixed surge is 0 or at least its zone count
+                "max_surge_fixed": len(zones) or GCP_ZONES_PER_REGION,
+                "max_unavailable_fixed": 0,
+                "instance_redistribution_type": "NONE",
+            },
+        ),
+        wait_for_instances=False,
+        opts=group_opts,
+        **manager,
+    )
+    gcp.compute.RegionAutoscaler(
+        logical(gcp.compute.RegionAutoscaler, f"{name}-autoscaler"),
+        project=manager["project"],
+        region=region,
+        target=mig.id,
+        autoscaling_policy=policy,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    return mig.instance_group
+
+
+def _zonal_group(
+    parent: pulumi.Resource,
+    name: str,
+    zone: str | None,
+    manager: dict[str, Any],
+    policy: Any,
+    group_opts: pulumi.ResourceOptions,
+) -> pulumi.Output[str]:
+    """A zonal group in the one configured zone, and its autoscaler."""
+    zmig = gcp.compute.InstanceGroupManager(
+        logical(gcp.compute.InstanceGroupManager, f"{name}-mig"),
+        zone=zone,
+        update_policy=cast(
+            Any,
+            {"type": "PROACTIVE", "minimal_action": "REPLACE", "max_surge_fixed": 1, "max_unavailable_fixed": 0},
+        ),
+        wait_for_instances=False,
+        opts=group_opts,
+        **manager,
+    )
+    gcp.compute.Autoscaler(
+        logical(gcp.compute.Autoscaler, f"{name}-autoscaler"),
+        project=manager["project"],
+        zone=zone,
+        target=zmig.id,
+        autoscaling_policy=policy,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    return zmig.instance_group

@@ -496,7 +496,8 @@ def test_a_queued_slice_is_created_and_force_deleted_with_the_documented_command
     with pytest.raises(RuntimeError, match=r"--labels .* --quiet` failed: ERROR: NOT_FOUND"):
         provider.create(props)  # a create that finds no network is a failure, not "done"
     monkeypatch.setattr(
-        "components.tpu.queued.subprocess.run", lambda c, **_: subprocess.CompletedProcess(c, 1, "", "PERMISSION_DENIED")
+        "components.tpu.queued.subprocess.run",
+        lambda c, **_: subprocess.CompletedProcess(c, 1, "", "PERMISSION_DENIED"),
     )
     with pytest.raises(RuntimeError, match=r"--force --quiet` failed: PERMISSION_DENIED"):
         provider.delete("p/us-east5-a/qr-1", props)
