@@ -19,7 +19,7 @@ from components.tpu.environment import TpuVmEnvironment
 from fullserver.catalog import Catalog
 from fullserver.spec import EnvironmentSpec
 from tests.components.conftest import Build, Plans, spec_of
-from tests.components.test_gcp_gpu import cluster
+from tests.components.gcp.test_environment import cluster
 from tests.core.test_stack_config import ED25519_KEY
 
 OFFICE = "198.51.100.0/24"
