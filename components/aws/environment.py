@@ -53,10 +53,11 @@ from components.aws.access import asg_access, group_instance, instance_access, s
 from components.aws.args import AwsGpuArgs, validate_aws
 from components.aws.boot import AWS_EBS, AWS_INSTANCE_STORE, aws_image_id, aws_secret_command, user_data_base64
 from components.aws.identity import AwsIdentity, aws_instance_profile, secret_reader
+from components.aws.labels import aws_tags
 from components.aws.network import AwsNetwork, aws_direct_ssh, aws_network, one_subnet_per_zone
 from components.aws.serving import aws_serving_group
 from components.aws.spot import spot_with_fallback
-from components.labels import aws_tags, logical
+from components.names import logical
 from components.outputs import EnvironmentComponent
 from components.serving import server_keep_alive
 from components.startup import (

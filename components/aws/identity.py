@@ -4,7 +4,7 @@ Nodes get only what running and observing them needs; access to datasets (a buck
 by its owner to the role this exports, never by a broad policy here: Session Manager's own
 actions (``fullserver.platforms.aws.SESSION_MANAGER_ACTIONS``), so it replaces inbound SSH, and
 not ``AmazonSSMManagedInstanceCore``, which lets a node read every SSM parameter; a serving node
-reads its model server's parameters (``components.aws.secrets``). Serving groups scale on the
+reads its model server's parameters (``secret_reader``). Serving groups scale on the
 ALB's request count, which needs nothing from the nodes; ``cloudwatch_agent`` adds
 ``CloudWatchAgentServerPolicy`` where an agent publishes metrics.
 """
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.labels import aws_tags, logical
+from components.aws.labels import aws_tags
+from components.names import logical
 from fullserver.platforms import aws as ec2
 
 

@@ -22,7 +22,8 @@ import pulumi
 import pulumi_aws as aws
 
 from components.args import AccessArgs
-from components.labels import aws_tags, logical
+from components.aws.labels import aws_tags
+from components.names import logical
 from components.network import direct_ssh, nat_egress
 from fullserver.platforms import aws as ec2
 

@@ -19,7 +19,8 @@ import pulumi
 import pulumi_aws as aws
 
 from components.args import ServingArgs
-from components.labels import aws_tags, logical
+from components.aws.labels import aws_tags
+from components.names import logical
 from components.serving import HEALTH_TIMEOUT_SECONDS, endpoint_url
 
 

@@ -8,7 +8,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.labels import aws_tags, logical
+from components.aws.labels import aws_tags
+from components.names import logical
 
 FALLBACK_AFTER_MINUTES = 10
 

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import pulumi
 
-from components.bare_metal.provider import BareMetalFleet, _base, verify_warnings
+from components.bare_metal.provider import BareMetalFleet, base_dir, verify_warnings
 from components.outputs import EnvironmentComponent
 from fullserver.baremetal.config import HostConfig
 from fullserver.baremetal.inventory import InventoryEntry, inventory_from_data
@@ -51,7 +51,7 @@ class BareMetalEnvironment(EnvironmentComponent):
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
         super().__init__("fullserver:index:BareMetalEnvironment", name, {}, opts)
-        inv = inventory_from_data(hosts, _base(), f"BareMetalEnvironment {name}: hosts")  # fail fast, before preview
+        inv = inventory_from_data(hosts, base_dir(), f"BareMetalEnvironment {name}: hosts")  # fail fast, before preview
         own_keys = inv.own_keys()  # read once, here; the provider gets the texts as secrets (also for destroy)
         build_steps(parse(HostConfig, config or {}, f"BareMetalEnvironment {name}: config"))
         contract = parse(DedicatedHost, expected, f"BareMetalEnvironment {name}: expected") if expected else None

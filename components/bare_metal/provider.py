@@ -161,7 +161,9 @@ def _host_report(fleet: _Fleet, entry: InventoryEntry, s: Runner, catalog: Catal
     return {"status": audit.status, "audit": audit.summary(), "facts": _facts_summary(facts)}
 
 
-def _base() -> Any:
+def base_dir() -> Any:
+    """Where an inventory's relative paths (key and known_hosts files) are read from: the
+    directory Pulumi runs the program and the provider in (the project's)."""
     from pathlib import Path
 
     return Path.cwd()
@@ -172,7 +174,7 @@ def _inventory(props: dict[str, Any], where: str) -> Inventory:
     key = props.get("private_key")
     return inventory_from_data(
         list(props.get("hosts") or []),
-        _base(),
+        base_dir(),
         where,
         keys={str(k): str(v) for k, v in (props.get("private_keys") or {}).items()},
         default_key=str(key) if isinstance(key, str) else None,

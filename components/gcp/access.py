@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.gcp.serving import GcpServing
-from components.labels import field
+from components.names import field
 from components.startup import LOGIN_USER
 from fullserver.nodes import NodeAccess, NodeGroupAccess, Via
 from fullserver.platforms import gcp as gce

@@ -46,9 +46,10 @@ from components.gcp.boot import GCP_DATA, GCP_LOCAL_SSD, gcp_image, gcp_login_me
 from components.gcp.disks import gcp_data_disk
 from components.gcp.gpu_nics import gpu_nic_plan, gpu_nics
 from components.gcp.identity import GCP_SCOPES, gcp_service_account
+from components.gcp.labels import gcp_labels
 from components.gcp.network import GcpNetwork, gcp_network, gcp_project
 from components.gcp.serving import GcpServing, gcp_serving_group
-from components.labels import field, gcp_labels, logical
+from components.names import field, logical
 from components.network import direct_ssh
 from components.outputs import EnvironmentComponent
 from components.serving import server_keep_alive

@@ -10,7 +10,7 @@ import pulumi_gcp as gcp
 
 from components.gcp.args import GcpGpuArgs
 from components.gcp.network import gcp_project
-from components.labels import logical
+from components.names import logical
 from fullserver.platforms import gcp as gce
 from fullserver.platforms.gcp import GpuNicPlan
 

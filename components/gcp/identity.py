@@ -12,7 +12,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from components.labels import physical
+from components.names import physical
 
 GCP_NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 GCP_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]

@@ -28,7 +28,8 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.args import AccessArgs
-from components.labels import gcp_name, logical
+from components.gcp.labels import gcp_name
+from components.names import logical
 from components.network import direct_ssh, nat_egress
 from fullserver.platforms import gcp as gce
 

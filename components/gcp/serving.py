@@ -26,7 +26,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.args import ServingArgs
-from components.labels import logical, physical
+from components.names import logical, physical
 from components.serving import HEALTH_TIMEOUT_SECONDS, NAMED_PORT, endpoint_url
 from fullserver.platforms import gcp as gce
 

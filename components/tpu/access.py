@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.labels import field
+from components.names import field
 from components.startup import LOGIN_USER
 from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platforms import tpu

@@ -62,8 +62,9 @@ import pulumi_gcp as gcp
 from components.gcp.boot import gcp_login_metadata
 from components.gcp.disks import gcp_data_disk
 from components.gcp.identity import GCP_SCOPES, gcp_service_account
+from components.gcp.labels import gcp_labels
 from components.gcp.network import GcpNetwork, gcp_network, gcp_project
-from components.labels import gcp_labels, physical
+from components.names import physical
 from components.network import direct_ssh
 from components.outputs import EnvironmentComponent
 from components.startup import LOGIN_USER, DiskPlan, boot_script
