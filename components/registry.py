@@ -69,6 +69,9 @@ class PlatformEntry:
     """Builds the component's args from a spec (spec, catalog, cloud project)."""
     keyword_args: bool = False
     """The component takes its args as keywords (bare metal) rather than one ``args`` TypedDict."""
+    served: str | None = None
+    """The class other languages get (``module:Class``) where the component cannot be served
+    itself (keyword args); ``None``: the component."""
     default_args: dict[str, Any] | None = None
     """Args when ``EnvironmentArgs`` carries none for the platform; ``None``: refuse."""
     provider: Callable[[StackPlan, str | None], pulumi.ProviderResource | None] = _no_provider
@@ -93,6 +96,14 @@ class PlatformEntry:
     def component_class(self) -> type[EnvironmentComponent]:
         module, _, name = self.component.partition(":")
         cls: type[EnvironmentComponent] = getattr(importlib.import_module(module), name)
+        return cls
+
+    def served_class(self) -> type[pulumi.ComponentResource]:
+        """What ``components.__main__`` serves for this platform."""
+        if self.served is None:
+            return self.component_class()
+        module, _, name = self.served.partition(":")
+        cls: type[pulumi.ComponentResource] = getattr(importlib.import_module(module), name)
         return cls
 
     def build(self, name: str, args: Any, opts: pulumi.ResourceOptions) -> EnvironmentComponent:

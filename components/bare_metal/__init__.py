@@ -1,6 +1,6 @@
 """Dedicated servers over SSH (``BareMetalEnvironment``) and their registry entry.
 
-The component takes keyword arguments (``components.__main__`` adapts it for other languages);
+The component takes keyword arguments (``components.bare_metal.adapter`` adapts it for other languages);
 the graph of a bare-metal stack that cannot be evaluated is a warning of ``fullserver plan``,
 not a failure of every other stack's plan.
 """
@@ -28,6 +28,7 @@ ENTRY = PlatformEntry(
     args_key="bare_metal",
     args=_args,
     keyword_args=True,
+    served="components.bare_metal.adapter:BareMetalEnvironment",
     default_args={},
     mock_config={"fullserver:sshPrivateKey": "mock-private-key"},
     graph_failure_warns=True,

@@ -91,6 +91,7 @@ def test_a_platform_loads_only_its_own_sdk(platform: Platform, loaded: str, not_
 def test_an_unknown_platform_is_refused_by_name() -> None:
     from components.args import SpecRefused
     from components.environment import Environment
+    from components.graph import evaluate
 
     with pytest.raises(SpecRefused, match="no args for platform 'mainframe'"):
-        Environment("x", {"platform": "mainframe"})
+        evaluate(lambda: Environment("x", {"platform": "mainframe"}), "unknown-platform")

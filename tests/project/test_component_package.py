@@ -174,7 +174,9 @@ def test_bare_metal_adapter_builds_from_wire_inputs() -> None:
     }
     args: Any = provider.map_inputs(wire, provider._component_defs["BareMetalEnvironment"])
     assert args["hosts"][0]["host_keys"] and args["config"]["service_user"]["authorized_keys"]
-    graph = evaluate(lambda: main.BareMetalEnvironment("dedicated", args), "package-test")
+    from components.bare_metal.adapter import BareMetalEnvironment
+
+    graph = evaluate(lambda: BareMetalEnvironment("dedicated", args), "package-test")
     fleet = graph.one("BareMetalFleet")
     assert fleet.inputs["hosts"][0]["address"] == "203.0.113.10"
     assert fleet.inputs["config"]["gpu_persistence"] is True
