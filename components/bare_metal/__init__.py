@@ -22,6 +22,19 @@ def _args(spec: EnvironmentSpec, _catalog: Any, _project: Any) -> Any:
     return bare_metal_args(spec)
 
 
+def __getattr__(name: str) -> Any:
+    """``components.bare_metal.BareMetalProvider``, where stacks deployed before this package
+    find their fleet's provider: a dynamic resource's state holds its provider pickled *by
+    reference*, and ``pulumi destroy`` and ``pulumi refresh`` unpickle the stored one. Resolved
+    lazily, so asking the registry about bare metal imports no provider. Remove once every
+    bare-metal stack has been updated (``pulumi up`` stores ``components.bare_metal.provider``)."""
+    if name == "BareMetalProvider":
+        from components.bare_metal.provider import BareMetalProvider
+
+        return BareMetalProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 ENTRY = PlatformEntry(
     platform=Platform.BARE_METAL,
     component="components.bare_metal.environment:BareMetalEnvironment",

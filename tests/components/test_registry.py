@@ -95,3 +95,25 @@ def test_an_unknown_platform_is_refused_by_name() -> None:
 
     with pytest.raises(SpecRefused, match="no args for platform 'mainframe'"):
         evaluate(lambda: Environment("x", {"platform": "mainframe"}), "unknown-platform")
+
+
+# ``serialize_provider`` of each provider as the code before the per-platform packages wrote it
+# (commit 5beba3b): what the ``__provider`` input of an existing stack's state holds.
+OLD_PICKLES = {
+    "components.tpu_vm": "gASVNgAAAAAAAACMEWNvbXBvbmVudHMudHB1X3ZtlIwZVHB1UXVldWVkUmVzb3VyY2VQcm92aWRlcpSTlCmBlC4=",
+    "components.bare_metal": "gASVMgAAAAAAAACMFWNvbXBvbmVudHMuYmFyZV9tZXRhbJSMEUJhcmVNZXRhbFByb3ZpZGVylJOUKYGULg==",
+}
+
+
+def test_providers_pickled_before_the_packages_still_unpickle() -> None:
+    """State written before the per-platform packages holds dynamic providers pickled by
+    reference to their old modules; ``pulumi destroy`` and ``refresh`` unpickle those."""
+    import base64
+
+    import dill
+
+    from components.bare_metal.provider import BareMetalProvider
+    from components.tpu.queued import TpuQueuedResourceProvider
+
+    assert isinstance(dill.loads(base64.b64decode(OLD_PICKLES["components.tpu_vm"])), TpuQueuedResourceProvider)
+    assert isinstance(dill.loads(base64.b64decode(OLD_PICKLES["components.bare_metal"])), BareMetalProvider)
