@@ -7,6 +7,7 @@ not a failure of every other stack's plan.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from components.registry import PlatformEntry
@@ -22,16 +23,24 @@ def _args(spec: EnvironmentSpec, _catalog: Any, _project: Any) -> Any:
     return bare_metal_args(spec)
 
 
-def __getattr__(name: str) -> Any:
-    """``components.bare_metal.BareMetalProvider``, where stacks deployed before this package
-    find their fleet's provider: a dynamic resource's state holds its provider pickled *by
-    reference*, and ``pulumi destroy`` and ``pulumi refresh`` unpickle the stored one. Resolved
-    lazily, so asking the registry about bare metal imports no provider. Remove once every
-    bare-metal stack has been updated (``pulumi up`` stores ``components.bare_metal.provider``)."""
-    if name == "BareMetalProvider":
-        from components.bare_metal.provider import BareMetalProvider
+_LAZY = {
+    "BareMetalEnvironment": "components.bare_metal.environment",
+    "BareMetalProvider": "components.bare_metal.provider",
+}
 
-        return BareMetalProvider
+
+def __getattr__(name: str) -> Any:
+    """Names that resolve here, lazily (asking the registry about bare metal imports no provider):
+
+    * ``BareMetalEnvironment``: the Python API programs use (docs/bare-metal.md);
+    * ``BareMetalProvider``: where stacks deployed before this package find their fleet's
+      provider. A dynamic resource's state holds its provider pickled *by reference*, and
+      ``pulumi destroy`` and ``pulumi refresh`` unpickle the stored one; every ``pulumi up``
+      stores ``components.bare_metal.provider``, so this one can go once every bare-metal stack
+      has been updated.
+    """
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

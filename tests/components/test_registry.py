@@ -117,3 +117,11 @@ def test_providers_pickled_before_the_packages_still_unpickle() -> None:
 
     assert isinstance(dill.loads(base64.b64decode(OLD_PICKLES["components.tpu_vm"])), TpuQueuedResourceProvider)
     assert isinstance(dill.loads(base64.b64decode(OLD_PICKLES["components.bare_metal"])), BareMetalProvider)
+
+
+def test_the_bare_metal_python_api_keeps_its_documented_path() -> None:
+    """docs/bare-metal.md: ``components.bare_metal.BareMetalEnvironment(name, hosts=..., ...)``."""
+    import components.bare_metal
+    from components.bare_metal.environment import BareMetalEnvironment
+
+    assert components.bare_metal.BareMetalEnvironment is BareMetalEnvironment
