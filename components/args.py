@@ -9,28 +9,23 @@ resource graph (how many NICs, a VM or a queued resource) and the refusals, and 
 known at plan time. An ``Output`` there could only be checked during ``pulumi up``. Fields that
 only flow into a resource property (``project``) are ``Input``s.
 
-The core decided every size; ``spec_to_args`` copies the decisions and adds the shape's limits
+Each platform's own args (``AwsGpuArgs``, ``GcpGpuArgs``, ``TpuVmArgs``) and the builder that
+fills them from a spec live in its package (``components.<platform>.args``); what they share is
+here. The core decided every size; the builders copy the decisions and adds the shape's limits
 from the catalog so a component can refuse what the shape cannot do (more local SSDs than it
 has, EFA where it has none) even when the args were written by hand.
 """
 
 import math
-from collections.abc import Callable
-from typing import Any, NotRequired, TypedDict, cast
-
-import pulumi
+from typing import NotRequired, TypedDict
 
 from fullserver.baremetal.keys import check_public_key
-from fullserver.catalog import Catalog, load_catalog
+from fullserver.catalog import Catalog
 from fullserver.errors import FullserverError
 from fullserver.netcheck import check_ssh_ranges
-from fullserver.platform import Platform
-from fullserver.platforms import component, disk_limits, gcp
+from fullserver.platforms import disk_limits
 from fullserver.serving import endpoint_problem
 from fullserver.spec import EnvironmentSpec
-
-IAP_SSH_RANGE = gcp.IAP_SSH_RANGE
-"""Where Identity-Aware Proxy TCP forwarding connects from (Google Cloud "Using IAP for TCP forwarding")."""
 
 
 class SpecRefused(FullserverError):
@@ -148,67 +143,7 @@ class CommonArgs(TypedDict):
     shape: ShapeLimitArgs
 
 
-class TpuVmArgs(CommonArgs):
-    """A Cloud TPU VM (single host) or slice (multi-host)."""
-
-    accelerator_type: str
-    topology: str
-    runtime_version: str
-    hosts: int
-    queued: bool
-    """Request capacity through a queued resource (always for multi-host slices)."""
-    project: NotRequired[pulumi.Input[str]]
-    """GCP project; default: the provider's project."""
-
-
-class AwsGpuArgs(CommonArgs):
-    """One or more AWS accelerator instances from one launch template."""
-
-    efa_interfaces: int
-    """EFA devices per node (0: none); one per network card."""
-    compact_placement: bool
-    capacity_block: bool
-    accelerator_kind: str
-    """gpu, trainium or inferentia: picks the Deep Learning AMI."""
-    spot_instance_types: NotRequired[list[str]]
-    """Other balanced instance types the spot group may launch (its ``overrides``, after
-    ``machine_type``): the core's ``alternative_shapes``."""
-    serving: NotRequired[ServingArgs]
-    zones: NotRequired[int]
-    """Zones the subnets span (the core's ``billables.zones``: three for a spread serving group, two
-    for any other, since an ALB needs two); default 1."""
-
-
-class GcpGpuArgs(CommonArgs):
-    """One or more Compute Engine GPU VMs, or a managed group of them."""
-
-    accelerator: NotRequired[str]
-    """The GPU model, e.g. L4."""
-    accelerator_type: NotRequired[str]
-    """GCE accelerator type to attach, e.g. nvidia-tesla-t4 (N1 only; A2/A3/A4/G2 carry their GPUs)."""
-    accelerator_count: int
-    compact_placement: bool
-    tier1_networking: bool
-    serving: NotRequired[ServingArgs]
-    project: NotRequired[pulumi.Input[str]]
-
-
-class EnvironmentArgs(TypedDict):
-    """Exactly one of ``tpu``, ``aws``, ``gcp`` and ``bare_metal``, matching ``platform``."""
-
-    platform: str
-    tpu: NotRequired[TpuVmArgs]
-    aws: NotRequired[AwsGpuArgs]
-    gcp: NotRequired[GcpGpuArgs]
-    bare_metal: NotRequired[dict[str, Any]]
-    """Args of ``components.bare_metal.BareMetalEnvironment`` (its own contract)."""
-
-
-# GCP accelerator type names for GPUs attached to N1 hosts: the GCP platform module's table.
-GCP_ATTACHED_GPU_TYPES = gcp.ATTACHED_GPU_TYPES
-
-
-def _access(spec: EnvironmentSpec) -> AccessArgs:
+def access_args(spec: EnvironmentSpec) -> AccessArgs:
     access: AccessArgs = {
         "ssh_source_ranges": list(spec.network.ssh_source_ranges),
         "public_ip": spec.network.public_ip,
@@ -220,13 +155,11 @@ def _access(spec: EnvironmentSpec) -> AccessArgs:
     return access
 
 
-def _common(spec: EnvironmentSpec, catalog: Catalog) -> CommonArgs:
+def common_args(spec: EnvironmentSpec, catalog: Catalog) -> CommonArgs:
     offer = catalog.offer(spec.offer)
     limits: ShapeLimitArgs = {"max_local_ssds": offer.local_nvme_disks if offer else spec.local_nvme_disks}
     if offer and offer.local_nvme_selectable_counts:
         limits["local_ssd_counts"] = list(offer.local_nvme_selectable_counts)
-    if offer is not None and spec.platform is Platform.AWS_GPU:
-        limits["max_efa_interfaces"] = offer.efa_interfaces
     args: CommonArgs = {
         "environment": spec.environment,
         "region": spec.region,
@@ -238,7 +171,7 @@ def _common(spec: EnvironmentSpec, catalog: Catalog) -> CommonArgs:
         "local_ssd_count": spec.local_nvme_disks,
         "local_ssd_gib": math.ceil(spec.local_nvme_disk_gib),
         "framework": spec.framework,
-        "access": _access(spec),
+        "access": access_args(spec),
         "labels": dict(spec.labels),
         "protect": spec.lifecycle.protect,
         "shape": limits,
@@ -259,7 +192,7 @@ def _common(spec: EnvironmentSpec, catalog: Catalog) -> CommonArgs:
     return args
 
 
-def _serving(spec: EnvironmentSpec) -> ServingArgs | None:
+def serving_args(spec: EnvironmentSpec) -> ServingArgs | None:
     if spec.serving is None:
         return None
     if spec.endpoint is None:
@@ -289,116 +222,6 @@ def _serving(spec: EnvironmentSpec) -> ServingArgs | None:
     if s.zones:
         args["zones"] = list(s.zones)
     return args
-
-
-def tpu_args(
-    spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None
-) -> TpuVmArgs:
-    if spec.tpu is None:
-        raise refuse("tpu", "a tpu-vm spec needs its TPU section", "size the workload with the core")
-    common = _common(spec, catalog or load_catalog())
-    extra = {
-        "accelerator_type": spec.tpu.accelerator_type,
-        "topology": spec.tpu.topology,
-        "runtime_version": spec.tpu.runtime_version,
-        "hosts": spec.tpu.hosts,
-        "queued": spec.tpu.queued,
-    }
-    args = cast(TpuVmArgs, {**common, **extra})
-    if project is not None:
-        args["project"] = project
-    return args
-
-
-def aws_args(spec: EnvironmentSpec, catalog: Catalog | None = None) -> AwsGpuArgs:
-    cat = catalog or load_catalog()
-    common = _common(spec, cat)
-    kind = cat.accelerators[spec.accelerator].kind.value if spec.accelerator in cat.accelerators else "gpu"
-    extra = {
-        "efa_interfaces": spec.network.efa_interfaces,
-        "compact_placement": spec.network.compact_placement,
-        "capacity_block": spec.capacity_block,
-        "accelerator_kind": kind,
-    }
-    args = cast(AwsGpuArgs, {**common, **extra})
-    if spec.spot and spec.alternative_shapes:
-        args["spot_instance_types"] = [s.machine_type for s in spec.alternative_shapes]
-    serving = _serving(spec)
-    if serving is not None:
-        args["serving"] = serving
-    if spec.billables is not None:
-        args["zones"] = spec.billables.zones
-    return args
-
-
-def gcp_args(
-    spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None
-) -> GcpGpuArgs:
-    cat = catalog or load_catalog()
-    common = _common(spec, cat)
-    extra = {
-        "accelerator_count": spec.accelerator_count,
-        "compact_placement": spec.network.compact_placement,
-        # Per-VM Tier_1: the core's decision (fullserver.billables), which the plan prices.
-        "tier1_networking": spec.billables.tier1 if spec.billables is not None else False,
-    }
-    args = cast(GcpGpuArgs, {**common, **extra})
-    if spec.accelerator:
-        args["accelerator"] = spec.accelerator
-    # An offer named differently from its machine type is a host with GPUs attached (N1).
-    if spec.offer != spec.machine_type and spec.accelerator:
-        gpu_type = GCP_ATTACHED_GPU_TYPES.get(spec.accelerator)
-        if gpu_type is None:
-            raise refuse(
-                "accelerator",
-                f"{spec.accelerator} cannot be attached to {spec.machine_type}",
-                "choose a GCP GPU machine type",
-            )
-        args["accelerator_type"] = gpu_type
-    serving = _serving(spec)
-    if serving is not None:
-        args["serving"] = serving
-    if project is not None:
-        args["project"] = project
-    return args
-
-
-def environment_args(
-    spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None
-) -> EnvironmentArgs:
-    """The Environment's args for a spec: the platform and that platform's args, under the key the
-    platform module names (``fullserver.platforms.component``)."""
-    key = component(spec.platform)
-    builders: dict[str, Callable[[], Any]] = {
-        "tpu": lambda: tpu_args(spec, catalog, project),
-        "aws": lambda: aws_args(spec, catalog),
-        "gcp": lambda: gcp_args(spec, catalog, project),
-        "bare_metal": lambda: bare_metal_args(spec),
-    }
-    args: dict[str, Any] = {"platform": spec.platform.value, key: builders[key]()}
-    return cast(EnvironmentArgs, args)
-
-
-def bare_metal_args(spec: EnvironmentSpec) -> dict[str, Any]:
-    """Keyword args of ``BareMetalEnvironment``: its module's ``bare_metal_args(spec)`` when it has
-    one, else the inventory and profile from the spec and the SSH key from the secret config
-    ``fullserver:sshPrivateKey`` (``pulumi config set --secret fullserver:sshPrivateKey < key``)."""
-    import importlib
-
-    try:
-        module = importlib.import_module("components.bare_metal")
-    except ModuleNotFoundError:
-        return {}
-    convert = getattr(module, "bare_metal_args", None)
-    if convert is not None:
-        result: dict[str, Any] = convert(spec)
-        return result
-    hosts = [h.model_dump(by_alias=True, exclude_none=True) for h in spec.dedicated.hosts] if spec.dedicated else []
-    return {
-        "hosts": hosts,
-        "profile": spec.profile,
-        "private_key": pulumi.Config("fullserver").require_secret("sshPrivateKey"),
-    }
 
 
 def check_access(access: AccessArgs) -> None:

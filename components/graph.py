@@ -38,6 +38,7 @@ from pulumi.runtime.config import set_all_config  # private module: the engine's
 from pulumi.runtime.stack import run_pulumi_func  # private: runs a program body as the engine would
 from pulumi.runtime.sync_await import _sync_await  # private: drives the SDK's event loop to completion
 
+from components import registry
 from fullserver import naming
 from fullserver.errors import FullserverError
 from fullserver.plan import StackPlan
@@ -352,9 +353,9 @@ def graph_for_plan(plan: StackPlan, config: dict[str, Any] | None = None) -> Gra
     """The graph of ``deploy(plan)``: the program after sizing, for a plan the CLI already made."""
     from components.program import deploy
 
-    gcp = {"gcp:project": MOCK_GCP_PROJECT} if plan.spec.provider == "gcp" else {}
-    region = plan.spec.region if plan.spec.provider == "aws" else None
-    return evaluate(lambda: deploy(plan), plan.stack, {**gcp, **(config or {})}, aws_region=region)
+    entry = registry.entry(plan.spec.platform)
+    region = entry.mock_region(plan)
+    return evaluate(lambda: deploy(plan), plan.stack, {**entry.mock_config, **(config or {})}, aws_region=region)
 
 
 def graph_for_config(stack: str, config: dict[str, Any], *, full: bool = False) -> Graph:
@@ -367,7 +368,9 @@ def graph_for_config(stack: str, config: dict[str, Any], *, full: bool = False) 
 
 def graph_for_stack_plan(plan: StackPlan) -> Graph:
     """The graph ``fullserver plan`` shows for one planned stack."""
-    return _bare_metal_graph(plan) if plan.spec.platform.value == "bare-metal" else graph_for_plan(plan)
+    if registry.entry(plan.spec.platform).graph_failure_warns:
+        return _graph_or_warning(plan)
+    return graph_for_plan(plan)
 
 
 def plan_with_graphs(plans: Iterable[StackPlan]) -> list[tuple[StackPlan, Graph]]:
@@ -375,14 +378,15 @@ def plan_with_graphs(plans: Iterable[StackPlan]) -> list[tuple[StackPlan, Graph]
     return [(plan, graph_for_stack_plan(plan)) for plan in plans]
 
 
-def _bare_metal_graph(plan: StackPlan) -> Graph:
-    """Bare metal is a colleague's component, still landing: its graph is shown when it evaluates,
-    and a failure there becomes a warning instead of stopping the plan of every other stack."""
+def _graph_or_warning(plan: StackPlan) -> Graph:
+    """A platform whose entry says so (bare metal) has its graph shown when it evaluates, and a
+    failure there becomes a warning instead of stopping the plan of every other stack."""
     try:
-        return graph_for_plan(plan, {"fullserver:sshPrivateKey": "mock-private-key"})
+        return graph_for_plan(plan)
     except Exception as exc:  # reported, not swallowed: it becomes the graph's warning
         what = exc.what if isinstance(exc, FullserverError) else f"{type(exc).__name__}: {exc}"
-        return Graph(stack=plan.stack, rows=[], warnings=[f"bare-metal resource graph unavailable: {what}"])
+        warning = f"{plan.spec.platform.value} resource graph unavailable: {what}"
+        return Graph(stack=plan.stack, rows=[], warnings=[warning])
 
 
 # --- what matters per resource ---------------------------------------------------------------

@@ -38,6 +38,7 @@ from typing import Any, Optional
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
+from components import registry
 from fullserver.baremetal.inventory import Target, expand_proxy, parse_key_line
 from fullserver.baremetal.measure import Caps
 from fullserver.baremetal.proxy import run_captured
@@ -46,7 +47,6 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError
 from fullserver.nodes import NodeAccess
 from fullserver.platform import Platform
-from fullserver.platforms import aws, gcp, tpu
 from fullserver.platforms.base import CLOUD_SCRATCH
 from fullserver.profiles import load_profiles
 
@@ -58,25 +58,28 @@ KEY_WAIT_SECONDS = 600.0
 """How long a node's host keys may take to appear (they are published during first boot)."""
 KEY_RETRY_SECONDS = 15.0
 COMMAND_TIMEOUT = 60.0
+_NO_COMMAND = "no command reads its host keys from the cloud"
 """Seconds one host-keys command may take (one API call, plus the CLI's start-up and auth)."""
 
 
-def host_keys_parser(argv: list[str]) -> Callable[[str, NodeAccess], list[str]]:
-    """Which platform reads a ``hostKeysCommand``'s answer (the command names its CLI and API)."""
-    if argv[:1] == ["aws"]:
-        return aws.parse_host_keys
-    if argv[:3] == ["gcloud", "compute", "tpus"]:
-        return tpu.parse_host_keys
-    return gcp.parse_host_keys
+HostKeysParser = Callable[[str, NodeAccess], list[str]]
 
 
-def fetch_host_keys(node: NodeAccess, wait: float, retry: float) -> list[str] | str:
+def host_keys_parser(platform: str) -> HostKeysParser:
+    """What reads a ``hostKeysCommand``'s answer: the nodes' platform's parser (``components.registry``)."""
+    parse = registry.entry(Platform(platform)).host_keys_parser
+    if parse is None:
+        raise ValueError(f"{platform} nodes publish no host keys to read")
+    return parse
+
+
+def fetch_host_keys(node: NodeAccess, parse: HostKeysParser | None, wait: float, retry: float) -> list[str] | str:
     """The node's host key lines, or why there are none: its ``hostKeysCommand`` run until it
-    answers with keys, every ``retry`` seconds within ``wait`` (the last failure is the reason)."""
+    answers with keys, every ``retry`` seconds within ``wait`` (the last failure is the reason),
+    read by ``parse``."""
     argv = list(node.host_keys_command)
-    if not argv:
-        return "no command reads its host keys from the cloud"
-    parse = host_keys_parser(argv)
+    if not argv or parse is None:
+        return _NO_COMMAND
     deadline = time.monotonic() + wait
     reason = "no host keys published"
     while True:
@@ -132,8 +135,9 @@ def verify_nodes(props: dict[str, Any], wait: float | None = None, retry: float 
             status[node.name] = {"status": "error", "summary": f"{node.name}: {refusal.what}"}
         else:
             ready.append(node)
+    parse = host_keys_parser(str(props["platform"])) if any(n.host_keys_command for n in ready) else None
     with ThreadPoolExecutor(max_workers=max(1, min(32, len(ready)))) as pool:
-        fetched = list(pool.map(lambda n: fetch_host_keys(n, wait, retry), ready))
+        fetched = list(pool.map(lambda n: fetch_host_keys(n, parse, wait, retry), ready))
     hosts = []
     for node, keys in zip(ready, fetched, strict=True):
         if isinstance(keys, str):

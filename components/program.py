@@ -17,16 +17,15 @@ from typing import Any
 import pulumi
 from pulumi.runtime import config as pulumi_config
 
-from components.args import environment_args
-from components.environment import Environment
+from components import registry
+from components.environment import Environment, environment_args
 from components.node_verify import NodeVerify, verify_warnings
 from components.serving import call_command
-from components.startup import aws_secret_command, gcp_secret_command
 from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import StackPlan, check_budget, plan_workload
 from fullserver.platform import Platform
-from fullserver.platforms import component, rules_for
+from fullserver.platforms import rules_for
 from fullserver.profiles import get_profile, load_profiles
 from fullserver.rules import stack_file
 from fullserver.stacks import SECRET_KEYS, workload_from_config
@@ -72,6 +71,7 @@ def plan_from_config(stack: str) -> StackPlan:
     try:
         workload = workload_from_config(read_config(), where)
         profiles, catalog = load_profiles(), load_catalog()
+        # The program's own check of the stack's config (the core's plan entry will run it too).
         check_workload(workload, get_profile(workload.profile, profiles), catalog)
         plan = plan_workload(stack, where, workload, profiles, catalog)
         check_budget([plan], None)
@@ -88,31 +88,15 @@ def plan_from_config(stack: str) -> StackPlan:
 
 
 def cloud_provider(plan: StackPlan, project: str | None) -> pulumi.ProviderResource | None:
-    """The environment's explicit provider: its region (and project, and zone) set from the stack's
-    fullserver config, not from whatever ``aws:region`` / ``gcp:region`` or the deployer's
-    environment says. Passed to the ``Environment`` component, it reaches every child resource
-    and invoke through ``parent``. An explicit provider reads no ``aws:*`` / ``gcp:*`` config of
-    its own, so the settings that say *who* deploys are forwarded (``aws:profile``;
-    ``gcp:credentials``, ``gcp:impersonateServiceAccount``); credentials otherwise come from the
-    environment (``AWS_PROFILE``, application default credentials)."""
-    spec = plan.spec
-    if spec.provider == "aws":
-        import pulumi_aws as aws
-
-        return aws.Provider(f"{plan.stack}-aws", region=spec.region, profile=pulumi.Config("aws").get("profile"))
-    if spec.provider == "gcp":
-        import pulumi_gcp as gcp
-
-        config = pulumi.Config("gcp")
-        return gcp.Provider(
-            f"{plan.stack}-gcp",
-            project=project,
-            region=spec.region,
-            zone=spec.zone,
-            credentials=config.get_secret("credentials"),
-            impersonate_service_account=config.get("impersonateServiceAccount"),
-        )
-    return None
+    """The environment's explicit provider (its platform's, ``components.registry``): its region
+    (and project, and zone) set from the stack's fullserver config, not from whatever
+    ``aws:region`` / ``gcp:region`` or the deployer's environment says. Passed to the
+    ``Environment`` component, it reaches every child resource and invoke through ``parent``. An
+    explicit provider reads no ``aws:*`` / ``gcp:*`` config of its own, so the settings that say
+    *who* deploys are forwarded (``aws:profile``; ``gcp:credentials``,
+    ``gcp:impersonateServiceAccount``); credentials otherwise come from the environment
+    (``AWS_PROFILE``, application default credentials)."""
+    return registry.entry(plan.spec.platform).provider(plan, project)
 
 
 def cloud_private_key(plan: StackPlan) -> str | None:
@@ -131,7 +115,7 @@ def install_public_half(args: Any, private_key: str) -> None:
     --identity``) logs in with it, and the ``nodes`` rows say ``keys: true``."""
     from fullserver.baremetal.ssh import public_key_line  # paramiko: loaded only when a key is set
 
-    access = args[component(Platform(args["platform"]))]["access"]
+    access = args[registry.entry(Platform(args["platform"])).args_key]["access"]
     line = public_key_line(private_key)
     keys = list(access.get("ssh_public_keys", []))
     if line.rsplit(" ", 1)[0] not in {" ".join(k.split()[:2]) for k in keys}:
@@ -146,7 +130,8 @@ def profile_verifies_on_up(plan: StackPlan) -> bool:
 def deploy(plan: StackPlan) -> Environment:
     """Build the environment for a plan and export what people need to use and judge it."""
     spec = plan.spec
-    project = pulumi.Config("gcp").get("project") if spec.provider == "gcp" else None
+    entry = registry.entry(spec.platform)
+    project = entry.project()
     private_key = cloud_private_key(plan)
     try:
         provider = cloud_provider(plan, project)
@@ -187,20 +172,13 @@ def deploy(plan: StackPlan) -> Environment:
         pulumi.export("endpoint", env.endpoint)
         pulumi.export("model", spec.endpoint.server.model)
         key = spec.endpoint.server.api_key_secret
-        key_command = None
-        if key and spec.provider == "aws":
-            key_command = aws_secret_command(spec.region, key)
-        elif key:
-            key_command = [*gcp_secret_command(key), f"--project={project}"]
+        key_command = entry.secret_command(spec, key, project) if key and entry.secret_command else None
         pulumi.export("call", env.endpoint.apply(lambda url: call_command(url, key_command)))
     # Who the nodes are, to grant them access to data (docs/deploying.md, "Credentials").
-    if spec.provider == "gcp":
-        pulumi.export("serviceAccount", env.service_account)
-    elif spec.provider == "aws":
-        pulumi.export("instanceRole", env.instance_role)
-        pulumi.export("instanceRoleArn", env.instance_role_arn)
-    if spec.tpu is not None and spec.tpu.queued:
-        pulumi.export("cleanup", getattr(env.inner, "cleanup", ""))
+    for export, output in entry.identity_exports.items():
+        pulumi.export(export, getattr(env, output))
+    for export, value in entry.exports(spec, env.inner).items():
+        pulumi.export(export, value)
     pulumi.export("balance", spec.balance.model_dump(mode="json"))
     pulumi.export(
         "cost",

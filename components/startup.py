@@ -22,20 +22,8 @@ order, which changes between boots.
 
 from __future__ import annotations
 
-import base64
 import shlex
 from dataclasses import dataclass
-
-from fullserver.platforms import aws, gcp, tpu
-
-# Stable device names each platform gives its disks in the guest (``fullserver.platforms``):
-# local NVMe (AWS instance store, GCP local SSD) and data disks (the non-root EBS volume; the GCE
-# disk attached with device name "data"; the first data disk of a TPU VM).
-AWS_INSTANCE_STORE = aws.INSTANCE_STORE_DEVICES
-GCP_LOCAL_SSD = gcp.LOCAL_SSD_DEVICES
-AWS_EBS = aws.EBS_DEVICES
-GCP_DATA = gcp.DATA_DEVICE
-TPU_DATA = tpu.DATA_DEVICE
 
 DLAMI_NVME = "/opt/dlami/nvme"
 # An EBS volume attached by ``ec2.VolumeAttachment`` appears only after the instance is running
@@ -324,24 +312,6 @@ systemctl restart docker
 """
 
 
-def aws_secret_command(region: str, parameter: str) -> list[str]:
-    """Read an SSM SecureString parameter (the AWS CLI ships on the Deep Learning AMIs).
-
-    A parameter is referenced by its fully qualified name: a name in a hierarchy starts with ``/``
-    (SSM PutParameter, "Name"), so ``hf/token`` can only mean ``/hf/token``; a name outside any
-    hierarchy (``hf-token``) is referenced as it is.
-    """
-    name = parameter if parameter.startswith("/") or "/" not in parameter else f"/{parameter}"
-    query = ["--query", "Parameter.Value", "--output", "text"]
-    return ["aws", "ssm", "get-parameter", "--region", region, "--name", name, "--with-decryption", *query]
-
-
-def gcp_secret_command(secret: str) -> list[str]:
-    """Read a Secret Manager secret's latest version (gcloud ships on the Deep Learning VM images;
-    the project is the instance's own)."""
-    return ["gcloud", "secrets", "versions", "access", "latest", f"--secret={secret}"]
-
-
 SECRET_VARIABLES = {"token": "HF_TOKEN", "api_key": "VLLM_API_KEY"}
 """What the server reads each secret as: the Hugging Face hub's token, and vLLM's API key (vLLM's
 OpenAI server then answers ``/v1`` requests only with ``Authorization: Bearer <key>``; ``/health``
@@ -451,30 +421,6 @@ def authorized_keys_script(keys: list[str], user: str = LOGIN_USER) -> str:
     return "\n".join(lines) + "\n"
 
 
-def gcp_ssh_keys(keys: list[str], user: str = LOGIN_USER) -> str:
-    """Compute Engine / Cloud TPU ``ssh-keys`` metadata: one ``user:key`` line per key."""
-    return "\n".join(f"{user}:{key}" for key in keys)
-
-
-def gcp_login_metadata(keys: list[str], *, guest_attributes: bool = True) -> dict[str, str]:
-    """How people log in to a GCP node: OS Login (IAM decides) without keys; with keys, the
-    ``ssh-keys`` metadata, which Compute Engine ignores while OS Login is on, so OS Login is off on
-    that node. Project-wide keys stay blocked either way: only the keys named here, or IAM.
-
-    ``guest_attributes``: ``enable-guest-attributes: TRUE`` (Compute Engine "Set and query guest
-    attributes"), so the guest environment publishes the VM's SSH host keys under ``hostkeys/``
-    at first boot, where a person reads them to pin them (docs/deploying.md "Pinning the nodes'
-    host keys"); set at creation, since the keys are published at boot. TPU VMs pass ``False``:
-    their workers publish guest attributes without it (``gcloud compute tpus tpu-vm ssh`` reads
-    every worker's hostname and ``ssh-ed25519`` host key from them on any TPU)."""
-    login = {"enable-oslogin": "TRUE" if not keys else "FALSE", "block-project-ssh-keys": "TRUE"}
-    if keys:
-        login["ssh-keys"] = gcp_ssh_keys(keys)
-    if guest_attributes:
-        login["enable-guest-attributes"] = "TRUE"
-    return login
-
-
 def boot_script(plan: DiskPlan, extra: str = "", before: str = "") -> str:
     """The full startup script / user data: ``before``, then install the disk unit and start it,
     then ``extra``."""
@@ -489,8 +435,3 @@ def boot_script(plan: DiskPlan, extra: str = "", before: str = "") -> str:
         "systemctl enable fullserver-disks.service\n"
         "systemctl start fullserver-disks.service\n" + extra
     )
-
-
-def user_data_base64(script: str) -> str:
-    """Launch templates take user data base64-encoded (EC2 API)."""
-    return base64.b64encode(script.encode()).decode()

@@ -13,7 +13,7 @@ import pulumi
 import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
-from components.bare_metal import FORGET_ENV, BareMetalProvider
+from components.bare_metal.provider import FORGET_ENV, BareMetalProvider
 from fullserver.baremetal import inventory
 from fullserver.baremetal.errors import BareMetalError
 from fullserver.baremetal.inventory import Timeouts, inventory_from_data

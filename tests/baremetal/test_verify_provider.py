@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from components.bare_metal import BareMetalProvider, verify_warnings
+from components.bare_metal.provider import BareMetalProvider, verify_warnings
 from tests.baremetal.conftest import private_proc_sys
 from tests.baremetal.testbed import H100_SXM, SshdHost
 

@@ -7,11 +7,10 @@ import re
 import pytest
 from pulumi.provider.experimental.analyzer import Analyzer
 
-from components.args import environment_args
-from components.aws_gpu import AwsGpuEnvironment
-from components.environment import Environment
-from components.gcp_gpu import GcpGpuEnvironment
-from components.tpu_vm import TpuVmEnvironment
+from components.aws.environment import AwsGpuEnvironment
+from components.environment import Environment, environment_args
+from components.gcp.environment import GcpGpuEnvironment
+from components.tpu.environment import TpuVmEnvironment
 from tests.components.conftest import Build, Plans
 
 PUBLIC = [Environment, TpuVmEnvironment, AwsGpuEnvironment, GcpGpuEnvironment]

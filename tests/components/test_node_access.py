@@ -7,16 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.args import aws_args, environment_args, gcp_args, tpu_args
-from components.aws_gpu import AwsGpuEnvironment
-from components.environment import Environment
-from components.gcp_gpu import GcpGpuEnvironment
+from components.aws.args import aws_args
+from components.aws.environment import AwsGpuEnvironment
+from components.environment import Environment, environment_args
+from components.gcp.args import gcp_args
+from components.gcp.environment import GcpGpuEnvironment
 from components.startup import LOGIN_USER
-from components.tpu_vm import TpuVmEnvironment, tpu_worker_group, tpu_workers
+from components.tpu.access import tpu_worker_group, tpu_workers
+from components.tpu.args import tpu_args
+from components.tpu.environment import TpuVmEnvironment
 from fullserver.catalog import Catalog
 from fullserver.spec import EnvironmentSpec
 from tests.components.conftest import Build, Plans, spec_of
-from tests.components.test_gcp_gpu import cluster
+from tests.components.gcp.test_environment import cluster
 from tests.core.test_stack_config import ED25519_KEY
 
 OFFICE = "198.51.100.0/24"
@@ -220,7 +223,7 @@ def test_a_spot_group_and_its_on_demand_fallback_are_listed_together(plans: Plan
 
 def test_a_tpu_vm_behind_iap_is_a_group_listed_by_its_workers_guest_attributes(plans: Plans, build: Build) -> None:
     """The IAP tunnel needs each worker's instance name, which only its guest attributes give
-    (components.tpu_vm): the TPU VM is exported with the command that reads them, and the workers'
+    (components.tpu.environment): the TPU VM is exported with the command that reads them, and the workers'
     internal addresses, which the guest attributes do not carry."""
     g = build(lambda: TpuVmEnvironment("batch", tpu_args(spec_of(plans, "batch-tpu-v5e"), project="proj")))
     node = g.outputs["node_name"]

@@ -104,9 +104,11 @@ def test_the_stack_key_is_taken_on_every_cloud_platform_and_still_refused_in_pla
 
 
 def test_each_host_keys_command_is_read_by_its_platform() -> None:
-    assert host_keys_parser(gcp.host_keys_command("vm", "z", "p")) is gcp.parse_host_keys
-    assert host_keys_parser(aws.host_keys_command("i-0abc", "us-east-1")) is aws.parse_host_keys
-    assert host_keys_parser(tpu.host_keys_command("slice", "z", "p")) is tpu.parse_host_keys
+    assert host_keys_parser("gcp-gpu") is gcp.parse_host_keys
+    assert host_keys_parser("aws-gpu") is aws.parse_host_keys
+    assert host_keys_parser("tpu-vm") is tpu.parse_host_keys
+    with pytest.raises(ValueError, match="bare-metal nodes publish no host keys"):
+        host_keys_parser("bare-metal")
 
 
 def test_a_node_nothing_can_reach_is_an_error_before_any_command_runs() -> None:
@@ -149,7 +151,7 @@ def test_a_verify_that_cannot_run_reports_every_node_instead_of_failing_the_up(m
         proxy_command=gcp.iap_proxy("train-0", "us-central1-a", "p"),
         host_keys_command=gcp.host_keys_command("train-0", "us-central1-a", "p"),
     )
-    monkeypatch.setattr(nv, "fetch_host_keys", lambda node, wait, retry: [key])
+    monkeypatch.setattr(nv, "fetch_host_keys", lambda node, parse, wait, retry: [key])
     props = {"nodes": [row.exported()], "private_key": "k", "profile": "no-such-profile", "platform": "gcp-gpu"}
     status = nv.verify_nodes(props)
     assert status == {

@@ -7,10 +7,13 @@ from typing import Any
 
 import pytest
 
-from components.args import SpecRefused, aws_args, gcp_args, tpu_args
-from components.aws_gpu import AwsGpuEnvironment
-from components.gcp_gpu import GcpGpuEnvironment
-from components.tpu_vm import TpuVmEnvironment
+from components.args import SpecRefused
+from components.aws.args import aws_args
+from components.aws.environment import AwsGpuEnvironment
+from components.gcp.args import gcp_args
+from components.gcp.environment import GcpGpuEnvironment
+from components.tpu.args import tpu_args
+from components.tpu.environment import TpuVmEnvironment
 from fullserver.catalog import Catalog
 from fullserver.errors import InputError
 from fullserver.platform import Platform, PricingModel

@@ -11,12 +11,15 @@ from typing import Any, cast
 
 import pytest
 
-from components.args import SpecRefused, aws_args, gcp_args
-from components.aws_gpu import AwsGpuEnvironment
-from components.gcp_gpu import GcpGpuEnvironment
+from components.args import SpecRefused
+from components.aws.args import aws_args
+from components.aws.environment import AwsGpuEnvironment
+from components.aws.network import offering_zones
+from components.aws.serving import resource_label
+from components.gcp.args import gcp_args
+from components.gcp.environment import GcpGpuEnvironment
 from components.graph import GraphMocks, graph_for_plan
-from components.network import offering_zones
-from components.serving import endpoint_url, resource_label, server_keep_alive
+from components.serving import endpoint_url, server_keep_alive
 from fullserver.billables import complete_spec
 from fullserver.catalog import Catalog, Offer
 from fullserver.workload import Workload

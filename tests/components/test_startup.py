@@ -8,19 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from components.images import aws_image_id, gcp_image
-from components.labels import gcp_labels, gcp_name
-from components.startup import (
-    AWS_INSTANCE_STORE,
-    GCP_DATA,
-    DiskPlan,
-    authorized_keys_script,
-    aws_secret_command,
-    boot_script,
-    disks_script,
-    gcp_secret_command,
-    model_server_script,
-)
+from components.aws.boot import AWS_INSTANCE_STORE, aws_image_id, aws_secret_command
+from components.gcp.boot import GCP_DATA, gcp_image, gcp_secret_command
+from components.gcp.labels import gcp_labels, gcp_name
+from components.startup import DiskPlan, authorized_keys_script, boot_script, disks_script, model_server_script
 from tests.components.conftest import rsa_4096_line
 
 

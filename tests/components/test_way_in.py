@@ -19,13 +19,17 @@ from typing import Any
 
 import pytest
 
-from components.args import SpecRefused, aws_args, gcp_args, tpu_args
-from components.aws_gpu import AwsGpuEnvironment
-from components.gcp_gpu import GcpGpuEnvironment
+from components.args import SpecRefused
+from components.aws.args import aws_args
+from components.aws.environment import AwsGpuEnvironment
+from components.aws.network import offering_zones
+from components.gcp.args import gcp_args
+from components.gcp.environment import GcpGpuEnvironment
 from components.graph import MOCK_GCP_PROJECT, Graph, GraphMocks, Row, graph_for_config
-from components.network import offering_zones
 from components.startup import LOGIN_USER
-from components.tpu_vm import TpuQueuedResourceProvider, TpuVmEnvironment
+from components.tpu.args import tpu_args
+from components.tpu.environment import TpuVmEnvironment
+from components.tpu.queued import TpuQueuedResourceProvider
 from fullserver.platforms import aws as ec2
 from fullserver.platforms import gcp as gce
 from fullserver.platforms import tpu as cloud_tpu
@@ -468,8 +472,8 @@ def test_a_queued_slice_is_created_and_force_deleted_with_the_documented_command
         calls.append(command)
         return subprocess.CompletedProcess(command, 0, "", "")
 
-    monkeypatch.setattr("components.tpu_vm.shutil.which", lambda _: "/usr/bin/gcloud")
-    monkeypatch.setattr("components.tpu_vm.subprocess.run", run)
+    monkeypatch.setattr("components.tpu.queued.shutil.which", lambda _: "/usr/bin/gcloud")
+    monkeypatch.setattr("components.tpu.queued.subprocess.run", run)
     props = QUEUED_PROPS
     provider = TpuQueuedResourceProvider()
     assert provider.create(props).id == "p/us-east5-a/qr-1"
@@ -485,18 +489,19 @@ def test_a_queued_slice_is_created_and_force_deleted_with_the_documented_command
     ]  # fmt: skip
     # already gone: nothing to do; another failure stops the destroy with the command to run
     monkeypatch.setattr(
-        "components.tpu_vm.subprocess.run",
+        "components.tpu.queued.subprocess.run",
         lambda c, **_: subprocess.CompletedProcess(c, 1, "", "ERROR: NOT_FOUND: qr-1"),
     )
     provider.delete("p/us-east5-a/qr-1", props)
     with pytest.raises(RuntimeError, match=r"--labels .* --quiet` failed: ERROR: NOT_FOUND"):
         provider.create(props)  # a create that finds no network is a failure, not "done"
     monkeypatch.setattr(
-        "components.tpu_vm.subprocess.run", lambda c, **_: subprocess.CompletedProcess(c, 1, "", "PERMISSION_DENIED")
+        "components.tpu.queued.subprocess.run",
+        lambda c, **_: subprocess.CompletedProcess(c, 1, "", "PERMISSION_DENIED"),
     )
     with pytest.raises(RuntimeError, match=r"--force --quiet` failed: PERMISSION_DENIED"):
         provider.delete("p/us-east5-a/qr-1", props)
-    monkeypatch.setattr("components.tpu_vm.shutil.which", lambda _: None)
+    monkeypatch.setattr("components.tpu.queued.shutil.which", lambda _: None)
     with pytest.raises(RuntimeError, match=r"not on this machine: run `gcloud compute tpus queued-resources delete"):
         provider.delete("p/us-east5-a/qr-1", props)
     # every change replaces the request (the API has no update for a queued resource), deleting first

@@ -29,8 +29,8 @@ PLUGIN = ROOT / "components"
 ANY = "pulumi.json#/Any"
 # Where the schema may say Any, and why (each is a follow-up, not a choice made here).
 ALLOWED_ANY = {
-    "fullserver:index:Environment.bareMetal": "EnvironmentArgs.bare_metal is dict[str, Any] in components/args.py",
-    "fullserver:index:BareMetalEnvironment.hostStatus": "the per-host report of components/bare_metal.py has no declared type",
+    "fullserver:index:Environment.bareMetal": "EnvironmentArgs.bare_metal is dict[str, Any] in components/environment.py",
+    "fullserver:index:BareMetalEnvironment.hostStatus": "the per-host report of components/bare_metal/provider.py has no declared type",
 }
 
 
@@ -49,18 +49,20 @@ def schema() -> dict[str, Any]:
 
 
 def public_components() -> dict[str, type[pulumi.ComponentResource]]:
-    """Every public ComponentResource defined in the ``components`` package, by class name."""
+    """Every public ComponentResource defined in the ``components`` package and its platform
+    packages, by class name (a base that constructs nothing, like the outputs contract, is none)."""
     found: dict[str, type[pulumi.ComponentResource]] = {}
-    for info in pkgutil.iter_modules(components.__path__):
-        if info.name.startswith("_"):
+    for info in pkgutil.walk_packages(components.__path__, "components."):
+        if info.name.rsplit(".", 1)[-1].startswith("_"):
             continue
-        module = importlib.import_module(f"components.{info.name}")
+        module = importlib.import_module(info.name)
         for name, cls in vars(module).items():
             if (
                 inspect.isclass(cls)
                 and issubclass(cls, pulumi.ComponentResource)
                 and cls.__module__ == module.__name__
                 and not name.startswith("_")
+                and "__init__" in vars(cls)
             ):
                 found[name] = cls
     return found
@@ -172,7 +174,9 @@ def test_bare_metal_adapter_builds_from_wire_inputs() -> None:
     }
     args: Any = provider.map_inputs(wire, provider._component_defs["BareMetalEnvironment"])
     assert args["hosts"][0]["host_keys"] and args["config"]["service_user"]["authorized_keys"]
-    graph = evaluate(lambda: main.BareMetalEnvironment("dedicated", args), "package-test")
+    from components.bare_metal.adapter import BareMetalEnvironment
+
+    graph = evaluate(lambda: BareMetalEnvironment("dedicated", args), "package-test")
     fleet = graph.one("BareMetalFleet")
     assert fleet.inputs["hosts"][0]["address"] == "203.0.113.10"
     assert fleet.inputs["config"]["gpu_persistence"] is True

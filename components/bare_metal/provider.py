@@ -1,6 +1,7 @@
-"""``BareMetalEnvironment``: dedicated servers over SSH as one Pulumi component.
+"""The dynamic provider behind ``BareMetalEnvironment`` (``components.bare_metal.environment``):
+dedicated servers over SSH.
 
-A Python dynamic provider does the work with the Pulumi-free core (``fullserver.baremetal``):
+It does the work with the Pulumi-free core (``fullserver.baremetal``):
 
 * ``check`` validates the inventory, the configuration, the profile and the private key
   *before* any host is touched (field-level failures);
@@ -160,7 +161,9 @@ def _host_report(fleet: _Fleet, entry: InventoryEntry, s: Runner, catalog: Catal
     return {"status": audit.status, "audit": audit.summary(), "facts": _facts_summary(facts)}
 
 
-def _base() -> Any:
+def base_dir() -> Any:
+    """Where an inventory's relative paths (key and known_hosts files) are read from: the
+    directory Pulumi runs the program and the provider in (the project's)."""
     from pathlib import Path
 
     return Path.cwd()
@@ -171,7 +174,7 @@ def _inventory(props: dict[str, Any], where: str) -> Inventory:
     key = props.get("private_key")
     return inventory_from_data(
         list(props.get("hosts") or []),
-        _base(),
+        base_dir(),
         where,
         keys={str(k): str(v) for k, v in (props.get("private_keys") or {}).items()},
         default_key=str(key) if isinstance(key, str) else None,
@@ -408,80 +411,3 @@ class BareMetalFleet(Resource, module="fullserver", name="BareMetalFleet"):
             {**props, "host_status": None, "failed_hosts": None},
             pulumi.ResourceOptions.merge(opts, secret),
         )
-
-
-class BareMetalEnvironment(pulumi.ComponentResource):
-    """Dedicated servers from an inventory: audited against a profile, configured, reverted on delete.
-
-    Args:
-        hosts: inventory entries (the inventory file format: name, address, port, user, hostKeys
-            or knownHostsFile, privateKeyFile or privateKeyEnv, jump, ...), as plain dicts. A host's
-            (or jump host's) own key source is read now and passed on as a secret.
-        private_key: the SSH private key text as a secret (``config.require_secret(...)``), for
-            hosts and jump hosts without a key source of their own (optional if all have one).
-        profile: the profile whose bare-metal balance minimums the audit applies.
-        config: what to configure (``HostConfig``: scratch, networkTuning, hugepages, gpuPersistence,
-            serviceUser).
-        expected: the rented-hardware contract (``DedicatedHost`` as a camelCase dict, a stack's
-            ``dedicated.host``); every host is audited against it too (a host's ``expect`` wins).
-    """
-
-    host_status: pulumi.Output[dict[str, Any]]
-    failed_hosts: pulumi.Output[dict[str, str]]
-
-    def __init__(
-        self,
-        name: str,
-        *,
-        hosts: list[dict[str, Any]],
-        private_key: Optional[pulumi.Input[str]] = None,
-        profile: str,
-        config: Optional[dict[str, Any]] = None,
-        expected: Optional[dict[str, Any]] = None,
-        opts: Optional[pulumi.ResourceOptions] = None,
-    ) -> None:
-        super().__init__("fullserver:index:BareMetalEnvironment", name, {}, opts)
-        inv = inventory_from_data(hosts, _base(), f"BareMetalEnvironment {name}: hosts")  # fail fast, before preview
-        own_keys = inv.own_keys()  # read once, here; the provider gets the texts as secrets (also for destroy)
-        build_steps(parse(HostConfig, config or {}, f"BareMetalEnvironment {name}: config"))
-        contract = parse(DedicatedHost, expected, f"BareMetalEnvironment {name}: expected") if expected else None
-        fleet = BareMetalFleet(
-            f"{name}-fleet",
-            {
-                "hosts": [InventoryEntry.model_validate(h).model_dump(by_alias=True, exclude_none=True) for h in hosts],
-                **({"private_key": pulumi.Output.secret(private_key)} if private_key is not None else {}),
-                **({"private_keys": pulumi.Output.secret(own_keys)} if own_keys else {}),
-                "profile": profile,
-                "config": config or {},
-                "expected": contract.model_dump(by_alias=True, exclude_none=True) if contract else None,
-            },
-            pulumi.ResourceOptions(parent=self),
-        )
-        self.host_status = fleet.host_status
-        self.failed_hosts = fleet.failed_hosts
-
-        def warn(failed: dict[str, str] | None) -> None:
-            for line in (failed or {}).values():
-                pulumi.log.warn(f"bare metal: {line}", self)
-
-        fleet.failed_hosts.apply(warn)
-
-        def warn_verify(status: dict[str, Any] | None) -> None:
-            for line in verify_warnings(status):
-                pulumi.log.warn(line, self)
-
-        fleet.host_status.apply(warn_verify)
-        self.register_outputs({"host_status": self.host_status, "failed_hosts": self.failed_hosts})
-
-
-def bare_metal_args(spec: Any) -> dict[str, Any]:
-    """``BareMetalEnvironment``'s keyword args for a stack spec: its inventory, its profile, the
-    SSH key from the secret config ``fullserver:sshPrivateKey``, and the rented hardware
-    (``dedicated.host``) as the contract every host is audited against."""
-    dedicated = spec.dedicated
-    return {
-        "hosts": [h.model_dump(by_alias=True, exclude_none=True) for h in dedicated.hosts] if dedicated else [],
-        "profile": spec.profile,
-        "private_key": pulumi.Config("fullserver").require_secret("sshPrivateKey"),
-        "expected": dedicated.host.model_dump(by_alias=True, exclude_none=True) if dedicated else None,
-    }

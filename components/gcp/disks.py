@@ -5,7 +5,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.labels import logical
+from components.names import logical
 from fullserver import platforms
 
 

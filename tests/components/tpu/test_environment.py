@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-from components.args import IAP_SSH_RANGE, SpecRefused, tpu_args
+from components.args import SpecRefused
+from components.gcp.network import IAP_SSH_RANGE
 from components.graph import Graph
-from components.tpu_vm import TpuVmEnvironment
+from components.tpu.args import tpu_args
+from components.tpu.environment import TpuVmEnvironment
 from fullserver.spec import DataDisk
 from tests.components.conftest import Build, Plans, spec_of
 

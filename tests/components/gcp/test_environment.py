@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from components.args import SpecRefused, gcp_args
-from components.gcp_gpu import GcpGpuEnvironment
+from components.args import SpecRefused
+from components.gcp.args import gcp_args
+from components.gcp.environment import GcpGpuEnvironment
 from components.graph import Graph
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Interconnect

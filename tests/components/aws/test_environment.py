@@ -6,8 +6,9 @@ import base64
 
 import pytest
 
-from components.args import SpecRefused, aws_args
-from components.aws_gpu import AwsGpuEnvironment
+from components.args import SpecRefused
+from components.aws.args import aws_args
+from components.aws.environment import AwsGpuEnvironment
 from fullserver import billables
 from fullserver.platforms import DiskKind, DiskLimits, aws
 from fullserver.profiles import PricingModel

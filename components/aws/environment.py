@@ -1,0 +1,415 @@
+"""``AwsGpuEnvironment``: AWS accelerator instances from one launch template, balanced per the spec.
+
+One launch template carries the whole node: the Deep Learning AMI, instance type, EFA interfaces,
+placement group, encrypted gp3 volumes, IMDSv2, the instance profile, user data (NVMe RAID0
+scratch, data volume) and capacity options. How nodes are launched from it depends on pricing:
+
+* on-demand / reserved: one ``ec2.Instance`` per node, each with its own encrypted gp3 data
+  volume that survives instance replacement. Reserved pricing (Savings Plans, RIs) is billing;
+  capacity is taken from a configured capacity reservation or capacity block, else from any
+  matching open reservation (``capacity_reservation_preference: open``). The volume is attached
+  after the instance runs (it must be in the instance's zone), so the boot script waits for it.
+
+  Template edits and these nodes: the template keeps ``update_default_version``, so every edit is
+  a new default version. An instance's ``launch_template`` is replace-only in the AWS provider
+  (``ForceNew``), so following the new version would replace the node, and a persistent
+  environment's nodes are protected. Each node therefore records the version it was launched
+  from and ignores later ones (``ignore_changes: launch_template``): ``pulumi up`` after a
+  template edit updates the template (new launches and the groups use it) and leaves running
+  nodes alone. To move a node to the new version: ``pulumi state unprotect <urn>``, then
+  ``pulumi up --replace <urn>`` (a new instance; its data volume is re-attached).
+* spot with on-demand fallback: EC2 does not fall back by itself (an Auto Scaling group with a
+  spot allocation keeps retrying spot). So a spot group (``MixedInstancesPolicy`` with 0 %
+  on-demand, ``price-capacity-optimized``, capacity rebalancing, and the instance type plus the
+  core's other balanced types of the same GPUs as ``overrides``: spot capacity is per type and
+  zone, so several types find capacity far more often) runs the nodes, and an on-demand
+  group from the same template waits at zero. A CloudWatch alarm on the spot group's
+  ``GroupInServiceInstances`` below the node count for 10 minutes sets the on-demand group to the
+  node count; when spot capacity is back (alarm OK) the on-demand group returns to zero. Data
+  volumes of group-launched nodes live and die with the instance (stage data from S3).
+  On-demand nodes are launched with scale-in protection, so the return to zero does *not* kill a
+  running job: the group's desired capacity drops, its protected nodes keep running (and
+  billing) until someone releases them (``aws autoscaling set-instance-protection
+  --no-protected-from-scale-in``, or terminate the instance); the group then removes them.
+  Meanwhile the spot group is back at full size too: for a while you pay for both.
+* serving (inference with ``serving``): an Auto Scaling group across zones (the core's
+  ``billables.zones``: an ALB needs two or more) behind an Application Load Balancer, each replica
+  running the model server, target tracking on requests per replica (see ``components.aws.serving``).
+
+EFA rule (AWS "Maximize network bandwidth ... with multiple network cards"): one EFA per network
+card, interface *i* on network card *i*. Card 0 carries the primary interface (device index 0,
+type ``efa``: EFA with ENA, so it also carries the instance's IP traffic); cards 1..N-1 carry
+``efa-only`` interfaces at device index 0, which use no IP addresses. A p5.48xlarge thus gets
+32 EFA devices on its 32 network cards.
+"""
+
+from typing import Any, Optional
+
+import pulumi
+import pulumi_aws as aws
+
+from components.args import refuse
+from components.aws.access import asg_access, group_instance, instance_access, ssm_command
+from components.aws.args import AwsGpuArgs, validate_aws
+from components.aws.boot import AWS_EBS, AWS_INSTANCE_STORE, aws_image_id, aws_secret_command, user_data_base64
+from components.aws.identity import AwsIdentity, aws_instance_profile, secret_reader
+from components.aws.labels import aws_tags
+from components.aws.network import AwsNetwork, aws_direct_ssh, aws_network, one_subnet_per_zone
+from components.aws.serving import aws_serving_group
+from components.aws.spot import spot_with_fallback
+from components.names import logical
+from components.outputs import EnvironmentComponent
+from components.serving import server_keep_alive
+from components.startup import (
+    LOGIN_USER,
+    DiskPlan,
+    authorized_keys_script,
+    boot_script,
+    model_server_script,
+)
+from fullserver.nodes import Via
+from fullserver.platforms import aws as ec2
+
+TOKEN = "fullserver:index:AwsGpuEnvironment"
+
+ROOT_DEVICE = ec2.ROOT_DEVICES[0]  # Ubuntu DLAMIs boot from /dev/sda1
+DATA_DEVICE = "/dev/sdf"
+# Nodes keep the template version they were launched from (module docstring).
+NODE_IGNORE_CHANGES = ["launch_template"]
+IMDS_V2: Any = {
+    "http_endpoint": "enabled",
+    "http_tokens": "required",
+    # 1 hop: the node itself reads its role; a container (one hop further, through Docker's
+    # bridge) cannot, so the model server never holds the node's credentials.
+    "http_put_response_hop_limit": 1,
+    "instance_metadata_tags": "enabled",
+}
+
+
+def _ebs(size: int, iops: int | None = None, mbps: int | None = None) -> Any:
+    ebs: Any = {"volume_type": "gp3", "volume_size": size, "encrypted": "true", "delete_on_termination": "true"}
+    if iops is not None:
+        ebs["iops"] = iops
+    if mbps is not None:
+        ebs["throughput"] = mbps
+    return ebs
+
+
+def network_interfaces(efa: int, subnet_id: pulumi.Input[str] | None, sg_id: pulumi.Input[str], public_ip: bool) -> Any:
+    """The launch template's interfaces: the EFA rule in the module docstring, or one ENA interface."""
+    base: Any = {"security_groups": [sg_id], "delete_on_termination": "true"}
+    if subnet_id is not None:
+        base["subnet_id"] = subnet_id
+    primary = {
+        **base,
+        "device_index": 0,
+        "network_card_index": 0,
+        "associate_public_ip_address": "true" if public_ip else "false",
+    }
+    if not efa:
+        return [primary]
+    nics = [{**primary, "interface_type": "efa"}]
+    nics += [
+        {**base, "device_index": 0, "network_card_index": card, "interface_type": "efa-only"} for card in range(1, efa)
+    ]
+    return nics
+
+
+def _placement(parent: pulumi.Resource, name: str, args: AwsGpuArgs) -> Any:
+    """A cluster placement group for compact multi-node environments, where capacity is not
+    already placed: a reservation or Capacity Block places its capacity (AWS: Capacity Blocks are
+    colocated, "no need to use a cluster placement group"), and a new group's placement could
+    refuse the reserved slots it lies outside of."""
+    if not (args["compact_placement"] and args["nodes"] > 1 and not _reserved(args)):
+        return None
+    pg = aws.ec2.PlacementGroup(
+        logical(aws.ec2.PlacementGroup, f"{name}-pg"),
+        region=args["region"],
+        strategy="cluster",
+        tags=aws_tags(args["labels"], f"{name}-pg"),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    return {"group_name": pg.name}
+
+
+def _reserved(args: AwsGpuArgs) -> bool:
+    return args.get("reservation") is not None or args["capacity_block"]
+
+
+def _group_launched(args: AwsGpuArgs) -> bool:
+    """Auto Scaling groups launch the nodes (serving, spot), not this component."""
+    return args.get("serving") is not None or args["spot"]
+
+
+def _block_devices(args: AwsGpuArgs) -> Any:
+    """The root volume, and the data volume where groups launch the nodes (otherwise each node's
+    own volume is attached after it runs)."""
+    disk = args.get("data_disk")
+    mappings: Any = [{"device_name": ROOT_DEVICE, "ebs": _ebs(args["boot_disk_gib"])}]
+    if disk is not None and _group_launched(args):
+        mappings.append(
+            {
+                "device_name": DATA_DEVICE,
+                "ebs": _ebs(disk["size_gib"], disk.get("iops"), disk.get("throughput_mbps")),
+            }
+        )
+    return mappings
+
+
+def _capacity(args: AwsGpuArgs) -> tuple[Any, Any]:
+    """The template's capacity reservation specification and market options."""
+    capacity: Any = {"capacity_reservation_preference": "none" if args["spot"] else "open"}
+    market: Any = None
+    reservation = args.get("reservation")
+    if reservation:
+        capacity = {"capacity_reservation_target": {"capacity_reservation_id": reservation}}
+        if args["capacity_block"]:
+            market = {"market_type": "capacity-block"}
+    return capacity, market
+
+
+def _user_data(args: AwsGpuArgs) -> str:
+    """The boot script: keys, disks, and the model server where serving; refused when too big."""
+    serving = args.get("serving")
+    region = args["region"]
+    script = boot_script(
+        DiskPlan(
+            scratch_glob=AWS_INSTANCE_STORE,
+            scratch_devices=args["local_ssd_count"],
+            data_glob=AWS_EBS,
+            data_disk=args.get("data_disk") is not None,
+        ),
+        extra=model_server_script(
+            serving["image"],
+            serving["server_args"],
+            serving["port"],
+            {kind: aws_secret_command(region, secret) for kind, secret in serving["secrets"].items()},
+            server_keep_alive(serving["request_timeout_seconds"]),
+        )
+        if serving is not None
+        else "",
+        before=authorized_keys_script(list(args["access"].get("ssh_public_keys", []))),
+    )
+    too_big = ec2.user_data_problem(script)
+    if too_big is not None:
+        raise refuse(
+            "network.ssh_public_keys",
+            too_big,
+            "install fewer keys (ed25519 keys are ~100 bytes, RSA-4096 ~740), or give people access through IAM",
+        )
+    return script
+
+
+def _network(parent: pulumi.Resource, name: str, args: AwsGpuArgs) -> AwsNetwork:
+    serving = args.get("serving")
+    return aws_network(
+        name,
+        parent,
+        region=args["region"],
+        zone=args.get("zone"),
+        zones=args.get("zones", 1),
+        access=args["access"],
+        tags=args["labels"],
+        efa=args["efa_interfaces"] > 0,
+        serving_port=serving["port"] if serving is not None else None,
+        instance_type=args["machine_type"],
+        lb_scheme=serving["load_balancer"] if serving is not None else None,
+        lb_port=serving["lb_port"] if serving is not None else 80,
+    )
+
+
+def _launch_template(
+    parent: pulumi.Resource, name: str, args: AwsGpuArgs, net: AwsNetwork, ident: AwsIdentity
+) -> aws.ec2.LaunchTemplate:
+    """The one launch template every node comes from (module docstring)."""
+    tags = args["labels"]
+    placement = _placement(parent, name, args)
+    script = _user_data(args)
+    capacity, market = _capacity(args)
+    # Instances launched by this component sit in the first subnet (one zone: the placement
+    # group's); groups choose among the subnets themselves, so the template names none.
+    lt_subnet = None if _group_launched(args) else net.subnets[0].id
+    tag_specs: Any = [
+        {"resource_type": kind, "tags": aws_tags(tags, f"{name}-node")}
+        for kind in ("instance", "volume", "network-interface")
+    ]
+    return aws.ec2.LaunchTemplate(
+        logical(aws.ec2.LaunchTemplate, f"{name}-lt"),
+        region=args["region"],
+        description=f"fullserver {name}: {args['machine_type']}",
+        image_id=aws_image_id(args.get("image"), args["accelerator_kind"]),
+        instance_type=args["machine_type"],
+        update_default_version=True,
+        iam_instance_profile={"arn": ident.profile.arn},
+        metadata_options=IMDS_V2,
+        block_device_mappings=_block_devices(args),
+        network_interfaces=network_interfaces(
+            args["efa_interfaces"], lt_subnet, net.security_group.id, args["access"]["public_ip"]
+        ),
+        placement=placement,
+        capacity_reservation_specification=capacity,
+        instance_market_options=market,
+        user_data=user_data_base64(script),
+        tag_specifications=tag_specs,
+        tags=aws_tags(tags, f"{name}-lt"),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def _instances(
+    parent: pulumi.Resource, name: str, args: AwsGpuArgs, lt: aws.ec2.LaunchTemplate
+) -> list[aws.ec2.Instance]:
+    """On-demand or reserved nodes: one instance per node, each with its own data volume."""
+    region = args["region"]
+    tags = args["labels"]
+    disk = args.get("data_disk")
+    stateful = pulumi.ResourceOptions(parent=parent, protect=args["protect"])
+    instances = []
+    for i in range(args["nodes"]):
+        inst = aws.ec2.Instance(
+            f"{name}-node-{i}",
+            region=region,
+            # The version at launch; later versions are ignored (module docstring).
+            launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
+            tags=aws_tags(tags, f"{name}-node-{i}"),
+            # A replacement in reserved capacity must free its slot first: the
+            # reservation is sized to the nodes, so a new one beside the old is refused.
+            opts=pulumi.ResourceOptions(
+                parent=parent,
+                protect=args["protect"],
+                ignore_changes=NODE_IGNORE_CHANGES,
+                delete_before_replace=_reserved(args),
+            ),
+        )
+        instances.append(inst)
+        if disk is None:
+            continue
+        vol = aws.ebs.Volume(
+            f"{name}-data-{i}",
+            region=region,
+            availability_zone=inst.availability_zone,
+            type="gp3",
+            size=disk["size_gib"],
+            iops=disk.get("iops"),
+            throughput=disk.get("throughput_mbps"),
+            encrypted=True,
+            tags=aws_tags(tags, f"{name}-data-{i}"),
+            opts=stateful,
+        )
+        # Detaching a volume mounted at /data hangs until the OS lets go of it (the provider
+        # waits for "available"), so a destroy or a replaced attachment would stall: the
+        # instance is stopped first, which unmounts it cleanly. A replaced attachment must let
+        # go of the volume before the new one takes it (EC2 refuses a second attachment of an
+        # in-use volume: VolumeInUse).
+        aws.ec2.VolumeAttachment(
+            f"{name}-data-{i}",
+            region=region,
+            device_name=DATA_DEVICE,
+            instance_id=inst.id,
+            volume_id=vol.id,
+            stop_instance_before_detaching=True,
+            opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True),
+        )
+    return instances
+
+
+class AwsGpuEnvironment(EnvironmentComponent):
+    """AWS GPU/Trainium nodes (or a serving group) with network, identity and storage per the spec.
+
+    ``connect``: ``ssh ubuntu@<ip>`` where keys are installed and SSH is open to the configured
+    ranges on a public address; else the Session Manager command (for groups, with the lookup of
+    an in-service node of any of them). ``nodes`` is empty when groups launch the nodes, and
+    ``node_groups`` when this component launches them. ``instance_role``: grant it access to your
+    buckets.
+    """
+
+    instance_ids: pulumi.Output[list[str]]
+    """Instance ids (empty when groups launch the nodes: see ``group_names``)."""
+    group_names: pulumi.Output[list[str]]
+    """Auto Scaling groups that launch the nodes (spot + on-demand fallback, or serving)."""
+    launch_template_id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: AwsGpuArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        validate_aws(args)  # before super().__init__: a refused spec registers nothing
+        super().__init__(TOKEN, name, {}, opts)
+        serving = args.get("serving")
+        net = _network(self, name, args)
+        ident = aws_instance_profile(name, self, args["labels"], cloudwatch_agent=False)
+        if serving is not None and serving["secrets"]:
+            secret_reader(name, self, args["region"], ident.role, list(serving["secrets"].values()))
+        lt = _launch_template(self, name, args, net, ident)
+        self.launch_template_id = lt.id
+        instances, groups = self._nodes(name, args, net, lt)
+        self._access(args, instances, groups)
+        self.instance_role = ident.role.name
+        self.instance_role_arn = ident.role.arn
+        self.register(
+            {
+                "instance_ids": self.instance_ids,
+                "group_names": self.group_names,
+                "launch_template_id": self.launch_template_id,
+            }
+        )
+
+    def _nodes(
+        self, name: str, args: AwsGpuArgs, net: AwsNetwork, lt: aws.ec2.LaunchTemplate
+    ) -> tuple[list[aws.ec2.Instance], list[pulumi.Output[str]]]:
+        """Who launches the nodes (module docstring): a serving group, spot with its fallback, or
+        this component; the instances it launched and the groups' names."""
+        serving = args.get("serving")
+        subnet_ids = [s.id for s in net.subnets]
+        self.endpoint = pulumi.Output.from_input("")
+        if serving is not None:
+            assert net.lb_security_group is not None
+            lb_subnets = one_subnet_per_zone(
+                net.subnets if serving["load_balancer"] == "internal" else net.public_subnets
+            )
+            served = aws_serving_group(
+                name,
+                self,
+                region=args["region"],
+                launch_template=lt,
+                vpc_id=net.vpc.id,
+                subnet_ids=subnet_ids,
+                lb_subnet_ids=lb_subnets,
+                lb_security_group_id=net.lb_security_group.id,
+                serving=serving,
+                tags=args["labels"],
+                internet_gateway=net.internet_gateway,
+                egress=net.egress,
+            )
+            self.endpoint = served.endpoint
+            return [], [served.group.name]
+        if args["spot"]:
+            overrides = [args["machine_type"], *args.get("spot_instance_types", [])]
+            return [], spot_with_fallback(
+                self, name, args["region"], lt, subnet_ids, args["nodes"], args["labels"], overrides
+            )
+        return _instances(self, name, args, lt), []
+
+    def _access(self, args: AwsGpuArgs, instances: list[aws.ec2.Instance], groups: list[pulumi.Output[str]]) -> None:
+        """The addresses, ``connect``, ``nodes`` and ``node_groups`` outputs."""
+        region = args["region"]
+        access = args["access"]
+        self.instance_ids = pulumi.Output.all(*[i.id for i in instances]).apply(list)
+        self.private_ips = pulumi.Output.all(*[i.private_ip for i in instances]).apply(
+            lambda ips: [str(ip) for ip in ips]
+        )
+        self.public_ips = pulumi.Output.all(*[i.public_ip for i in instances]).apply(
+            lambda ips: [str(ip) for ip in ips if ip]
+        )
+        self.group_names = pulumi.Output.all(*groups).apply(lambda names: [str(n) for n in names])
+        keys = bool(access.get("ssh_public_keys"))
+        if instances and aws_direct_ssh(access):
+            self.connect = instances[0].public_ip.apply(lambda ip: f"ssh {LOGIN_USER}@{ip}")
+        elif instances:
+            self.connect = instances[0].id.apply(lambda iid: ssm_command(region, iid))
+        else:
+            self.connect = self.group_names.apply(lambda names: ssm_command(region, group_instance(region, names)))
+        via: Via = "ssh" if aws_direct_ssh(access) else "ssm"
+        self.nodes = pulumi.Output.all(*[pulumi.Output.all(i.id, i.private_ip, i.public_ip) for i in instances]).apply(
+            lambda rows: [instance_access(*row, region=region, keys=keys, via=via).exported() for row in rows]
+        )
+        self.node_groups = self.group_names.apply(
+            lambda names: [asg_access(names, region, keys=keys, via=via).exported()] if names else []
+        )

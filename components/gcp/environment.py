@@ -1,0 +1,372 @@
+"""``GcpGpuEnvironment``: Compute Engine GPU VMs (A2/A3/A4/G2, or N1 with attached GPUs), per the spec.
+
+Each node is a ``compute.Instance``:
+
+* ``on_host_maintenance: TERMINATE`` (GPU VMs cannot live-migrate); spot nodes use the ``SPOT``
+  provisioning model and *stop* on preemption, so the boot and data disks survive and the VM can
+  be started again when capacity returns.
+* local NVMe SSDs, as many as the spec says, listed explicitly (A3/A2-ultra/G2 bundle theirs and
+  the API expects the full set), assembled into RAID0 ``/scratch`` by the startup script.
+* gVNIC on every node (required by A3/A4, supported by every DLVM image); per-VM Tier_1 egress only
+  where the args ask for it (the core's ``billables.tier1``) and the machine type takes it
+  (``fullserver.platforms.gcp.tier1_eligible``:
+  N2/N2D/C2/C2D/C3 with 30+ vCPUs; never a GPU series, whose bandwidth comes with the machine type).
+* multi-node A3/A4: the GPU NICs the shape's bandwidth comes from
+  (``fullserver.platforms.gcp.GPU_NIC_PLANS``), each on the networks Google's A3/A4 guides describe.
+  The sizing credits these shapes their full bandwidth (a3-megagpu-8g 1,800 Gbps), which only the
+  GPU NICs carry: the primary gVNIC alone gives a fraction. NCCL needs the matching plugin in the image (GPUDirect-TCPX/TCPXO: Google's
+  NCCL net plugins; RDMA: the gIB NCCL plugin); the NICs are what this component builds.
+* a compact placement policy (``COLLOCATED``) for multi-node environments.
+* the Deep Learning VM image family of the framework (``components.gcp.boot``).
+* Shielded VM with vTPM and integrity monitoring. Secure Boot stays off: the NVIDIA kernel modules
+  the DLVM images build at first boot are not signed for it (Compute Engine "Shielded VM" /
+  "Install GPU drivers": Secure Boot needs signed drivers).
+* the project's SSH keys are blocked. Without ``fullserver:sshPublicKeys`` OS Login is on, so IAM
+  decides who can SSH (``roles/compute.osAdminLogin``, ``roles/iam.serviceAccountUser`` on the
+  nodes' service account, and ``roles/iap.tunnelResourceAccessor`` through IAP); with keys, they
+  are the node's ``ssh-keys`` metadata for the user ``ubuntu`` and OS Login is off on the node
+  (Compute Engine ignores ``ssh-keys`` under OS Login).
+* ``connect``: ``ssh ubuntu@<ip>`` with keys and a public address SSH is open to from the
+  configured ranges; else ``gcloud compute ssh`` (through IAP unless the nodes are reached directly:
+  the firewall then admits IAP's range, ``components.gcp.network.gcp_ssh_ranges``).
+
+Inference profiles with ``serving`` get a managed instance group behind Google's global external
+Application Load Balancer instead, each replica running the model server (``components.gcp.serving``).
+"""
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.gcp.access import gcloud_ssh, group_ssh, mig_access, public_ips, vm_access
+from components.gcp.args import GcpGpuArgs, validate_gcp
+from components.gcp.boot import GCP_DATA, GCP_LOCAL_SSD, gcp_image, gcp_login_metadata, gcp_secret_command
+from components.gcp.disks import gcp_data_disk
+from components.gcp.gpu_nics import gpu_nic_plan, gpu_nics
+from components.gcp.identity import GCP_SCOPES, gcp_service_account
+from components.gcp.labels import gcp_labels
+from components.gcp.network import GcpNetwork, gcp_network, gcp_project
+from components.gcp.serving import GcpServing, gcp_serving_group
+from components.names import field, logical
+from components.network import direct_ssh
+from components.outputs import EnvironmentComponent
+from components.serving import server_keep_alive
+from components.startup import LOGIN_USER, DiskPlan, boot_script, model_server_script
+from fullserver.nodes import Via
+from fullserver.platforms import gcp as gce
+
+TOKEN = "fullserver:index:GcpGpuEnvironment"
+
+
+def _scheduling(spot: bool) -> Any:
+    if spot:
+        return {
+            "on_host_maintenance": "TERMINATE",
+            "provisioning_model": "SPOT",
+            "preemptible": True,
+            "automatic_restart": False,
+            "instance_termination_action": "STOP",
+        }
+    return {
+        "on_host_maintenance": "TERMINATE",
+        "provisioning_model": "STANDARD",
+        "preemptible": False,
+        "automatic_restart": True,
+    }
+
+
+def _reservation_affinity(args: GcpGpuArgs) -> Any:
+    reservation = args.get("reservation")
+    if reservation:
+        return {
+            "type": "SPECIFIC_RESERVATION",
+            "specific_reservation": {"key": gce.RESERVATION_LABEL, "values": [reservation]},
+        }
+    return {"type": "NO_RESERVATION" if args["spot"] else "ANY_RESERVATION"}
+
+
+@dataclass(frozen=True)
+class _Vm:
+    """What every node of the environment is, whether a VM or a serving group's template makes it."""
+
+    nic: Any
+    """The primary NIC (a serving template's only one)."""
+    metadata: dict[str, Any]
+    labels: dict[str, str]
+    accelerators: Any
+    shielded: Any
+    image: str
+    perf: Any
+    service_account: Any
+
+
+def _secret_readers(parent: pulumi.Resource, name: str, args: GcpGpuArgs, sa: gcp.serviceaccount.Account) -> None:
+    """The nodes may read the secrets the model server needs, and no other (docs/deploying.md)."""
+    serving = args.get("serving")
+    for kind, secret in (serving["secrets"] if serving is not None else {}).items():
+        gcp.secretmanager.SecretIamMember(
+            f"{name}-model-{kind.replace('_', '-')}",
+            project=args.get("project"),
+            secret_id=secret,
+            role="roles/secretmanager.secretAccessor",
+            member=sa.email.apply(lambda email: f"serviceAccount:{email}"),
+            opts=pulumi.ResourceOptions(parent=parent),
+        )
+
+
+def _startup_script(args: GcpGpuArgs) -> str:
+    serving = args.get("serving")
+    return boot_script(
+        DiskPlan(
+            scratch_glob=GCP_LOCAL_SSD,
+            scratch_devices=args["local_ssd_count"],
+            data_glob=GCP_DATA,
+            data_disk=args.get("data_disk") is not None,
+        ),
+        extra=model_server_script(
+            serving["image"],
+            serving["server_args"],
+            serving["port"],
+            {kind: gcp_secret_command(secret) for kind, secret in serving["secrets"].items()},
+            server_keep_alive(serving["request_timeout_seconds"]),
+        )
+        if serving is not None
+        else "",
+    )
+
+
+def _vm(args: GcpGpuArgs, net: GcpNetwork, sa: gcp.serviceaccount.Account) -> _Vm:
+    keys = list(args["access"].get("ssh_public_keys", []))
+    nic: Any = {"network": net.network.id, "subnetwork": net.subnet.id, "nic_type": "GVNIC"}
+    if args["access"]["public_ip"]:
+        nic["access_configs"] = [{"network_tier": "PREMIUM"}]
+    accelerators: Any = []
+    if args.get("accelerator_type"):
+        accelerators = [{"type": args["accelerator_type"], "count": args["accelerator_count"]}]
+    # Tier_1 only where the machine type takes it: the API refuses it on every GPU series.
+    tier1 = args["tier1_networking"] and gce.tier1_eligible(args["machine_type"])
+    return _Vm(
+        nic=nic,
+        metadata={"startup-script": _startup_script(args), **gcp_login_metadata(keys)},
+        labels=gcp_labels(args["labels"]),
+        accelerators=accelerators,
+        shielded={"enable_secure_boot": False, "enable_vtpm": True, "enable_integrity_monitoring": True},
+        image=gcp_image(args.get("image"), args["framework"]),
+        perf={"total_egress_bandwidth_tier": "TIER_1"} if tier1 else None,
+        service_account={"email": sa.email, "scopes": GCP_SCOPES},
+    )
+
+
+def _serving_template(name: str, args: GcpGpuArgs, vm: _Vm, net: GcpNetwork) -> dict[str, Any]:
+    """The serving group's instance template: the node, with its disks as template disks."""
+    disk = args.get("data_disk")
+    disks: Any = [
+        {
+            "boot": True,
+            "auto_delete": True,
+            "source_image": vm.image,
+            "disk_size_gb": args["boot_disk_gib"],
+            "disk_type": args["boot_disk_kind"],
+        }
+    ]
+    disks += [
+        {
+            "type": "SCRATCH",
+            "disk_type": "local-ssd",
+            "interface": "NVME",
+            "disk_size_gb": args["local_ssd_gib"],
+        }
+        for _ in range(args["local_ssd_count"])
+    ]
+    if disk is not None:
+        disks.append(
+            {
+                "auto_delete": True,
+                "device_name": "data",
+                "disk_type": disk["kind"],
+                "disk_size_gb": disk["size_gib"],
+                "provisioned_iops": disk.get("iops"),
+                "provisioned_throughput": disk.get("throughput_mbps"),
+            }
+        )
+    return {
+        "machine_type": args["machine_type"],
+        "description": f"fullserver {name}: {args['machine_type']}",
+        "disks": disks,
+        "network_interfaces": [vm.nic],
+        "scheduling": _scheduling(args["spot"]),
+        "reservation_affinity": _reservation_affinity(args),
+        "service_account": vm.service_account,
+        "shielded_instance_config": vm.shielded,
+        "guest_accelerators": vm.accelerators,
+        "metadata": vm.metadata,
+        "labels": vm.labels,
+        "tags": net.tags,
+        "network_performance_config": vm.perf,
+    }
+
+
+def _placement_policy(parent: pulumi.Resource, name: str, args: GcpGpuArgs) -> pulumi.Output[str] | None:
+    """A compact placement policy for multi-node environments."""
+    if not (args["compact_placement"] and args["nodes"] > 1):
+        return None
+    policy = gcp.compute.ResourcePolicy(
+        logical(gcp.compute.ResourcePolicy, f"{name}-compact"),
+        project=args.get("project"),
+        region=args["region"],
+        # No vm_count: with it the API takes exactly that many VMs, so adding a node
+        # (or replacing one, which briefly needs one more) would replace the policy
+        # and with it every node; Google does not recommend it.
+        group_placement_policy={"collocation": "COLLOCATED"},
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    return policy.self_link
+
+
+def _instances(
+    parent: pulumi.Resource, name: str, args: GcpGpuArgs, vm: _Vm, net: GcpNetwork
+) -> list[gcp.compute.Instance]:
+    """One VM per node, each with its data disk. Without a zone the provider's default zone
+    (gcp:zone) takes the disks and the VM alike."""
+    project = args.get("project")
+    zone = args.get("zone")
+    disk = args.get("data_disk")
+    stateful = pulumi.ResourceOptions(parent=parent, protect=args["protect"])
+    nic_plan = gpu_nic_plan(args)
+    nics: Any = [vm.nic] + (
+        gpu_nics(parent, name, nic_plan, region=args["region"], zone=zone or "", project=project) if nic_plan else []
+    )
+    placement_policy = _placement_policy(parent, name, args)
+    instances = []
+    for i in range(args["nodes"]):
+        attached: Any = []
+        if disk is not None:
+            data = gcp_data_disk(
+                f"{name}-data-{i}", project=project, zone=zone, disk=disk, labels=vm.labels, opts=stateful
+            )
+            attached = [{"source": data.id, "device_name": "data", "mode": "READ_WRITE"}]
+        boot_disk: Any = {
+            "auto_delete": True,
+            "initialize_params": {"image": vm.image, "size": args["boot_disk_gib"], "type": args["boot_disk_kind"]},
+        }
+        scratch: Any = [{"interface": "NVME", "size": args["local_ssd_gib"]} for _ in range(args["local_ssd_count"])]
+        inst = gcp.compute.Instance(
+            logical(gcp.compute.Instance, f"{name}-node-{i}"),
+            project=project,
+            zone=zone,
+            machine_type=args["machine_type"],
+            description=f"fullserver {name}: {args['machine_type']}",
+            boot_disk=boot_disk,
+            scratch_disks=scratch,
+            attached_disks=attached,
+            network_interfaces=nics,
+            network_performance_config=vm.perf,
+            guest_accelerators=vm.accelerators,
+            scheduling=_scheduling(args["spot"]),
+            reservation_affinity=_reservation_affinity(args),
+            resource_policies=placement_policy,
+            service_account=vm.service_account,
+            shielded_instance_config=vm.shielded,
+            metadata=vm.metadata,
+            labels=vm.labels,
+            tags=net.tags,
+            allow_stopping_for_update=True,
+            # Its data disk is attached read-write, to one VM at a time: a replacement
+            # can start only once the old VM has let the disk go.
+            opts=pulumi.ResourceOptions.merge(stateful, pulumi.ResourceOptions(delete_before_replace=True)),
+        )
+        instances.append(inst)
+    return instances
+
+
+class GcpGpuEnvironment(EnvironmentComponent):
+    """GCP GPU VMs (or a managed serving group) with network, identity and storage per the spec.
+
+    ``connect``: SSH through IAP (or directly to a public IP when SSH ranges are configured).
+    ``nodes``: each VM and the way into it, empty for a serving group; ``node_groups``: the
+    serving group and the command that lists its replicas.
+    """
+
+    instance_names: pulumi.Output[list[str]]
+    instance_group: pulumi.Output[str]
+    """The serving group's instance group URL (empty without serving)."""
+
+    def __init__(self, name: str, args: GcpGpuArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        validate_gcp(args)  # before super().__init__: a refused spec registers nothing
+        super().__init__(TOKEN, name, {}, opts)
+        project = args.get("project")
+        serving = args.get("serving")
+        port = serving["port"] if serving is not None else None
+        net = gcp_network(name, self, region=args["region"], access=args["access"], project=project, serving_port=port)
+        sa = gcp_service_account(name, self, project)
+        _secret_readers(self, name, args, sa)
+        vm = _vm(args, net, sa)
+        group: GcpServing | None = None
+        if serving is not None:
+            group = gcp_serving_group(
+                name,
+                self,
+                project=project,
+                region=args["region"],
+                zone=args.get("zone"),
+                template=_serving_template(name, args, vm, net),
+                serving=serving,
+                egress=net.egress,
+            )
+            self.instance_group = group.instance_group
+            self.endpoint = group.endpoint
+            instances: list[gcp.compute.Instance] = []
+        else:
+            instances = _instances(self, name, args, vm, net)
+            self.instance_group = pulumi.Output.from_input("")
+            self.endpoint = pulumi.Output.from_input("")
+        self.service_account = sa.email
+        self._access(args, instances, group)
+        self.register({"instance_names": self.instance_names, "instance_group": self.instance_group})
+
+    def _access(self, args: GcpGpuArgs, instances: list[gcp.compute.Instance], group: GcpServing | None) -> None:
+        """The addresses, ``connect``, ``nodes`` and ``node_groups`` outputs."""
+        zone = args.get("zone")
+        region = args["region"]
+        keys = bool(args["access"].get("ssh_public_keys"))
+        self.instance_names = pulumi.Output.all(*[i.name for i in instances]).apply(
+            lambda names: [str(n) for n in names]
+        )
+        self.private_ips = pulumi.Output.all(*[i.network_interfaces for i in instances]).apply(
+            lambda nics: [str(field(n[0], "network_ip") or "") for n in nics if n]
+        )
+        self.public_ips = pulumi.Output.all(*[i.network_interfaces for i in instances]).apply(public_ips)
+        proj = gcp_project(self, args.get("project"))
+        direct = direct_ssh(args["access"])
+        if instances and keys and direct:
+            self.connect = self.public_ips.apply(lambda ips: f"ssh {LOGIN_USER}@{ips[0]}")
+        elif instances:
+            self.connect = pulumi.Output.all(instances[0].name, instances[0].zone, proj).apply(
+                lambda nzp: gcloud_ssh(nzp[0], nzp[1] or zone or "", nzp[2], keys=keys, iap=not direct)
+            )
+        else:
+            assert group is not None
+            # The group is regional unless it stays in one configured zone (components.gcp.serving).
+            where = f"--zone {group.zone}" if group.zone else f"--region {region}"
+            self.connect = pulumi.Output.all(self.instance_group, proj).apply(
+                lambda gp: group_ssh(gp[0].rsplit("/", 1)[-1], where, gp[1], keys=keys, iap=not direct)
+            )
+        via: Via = "ssh" if direct else "iap"
+        # An instance's zone output is the configured one, or the provider's default zone.
+        self.nodes = pulumi.Output.all(
+            proj, *[pulumi.Output.all(i.name, i.zone, i.network_interfaces) for i in instances]
+        ).apply(
+            lambda pv: [
+                vm_access(str(n), str(z or zone or ""), str(pv[0]), nics, keys=keys, via=via).exported()
+                for n, z, nics in pv[1:]
+            ]
+        )
+        if group is not None:
+            served_group = group
+            self.node_groups = pulumi.Output.all(self.instance_group, proj).apply(
+                lambda gp: [mig_access(gp[0], served_group, region, gp[1], keys=keys, via=via).exported()]
+            )
+        else:
+            self.node_groups = pulumi.Output.from_input([])

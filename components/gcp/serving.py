@@ -1,0 +1,233 @@
+"""The GCP serving group: a managed instance group of model-server replicas behind Google's
+global external Application Load Balancer, with an autoscaler (``components.serving``).
+
+An instance template, a managed instance group (regional with the ``BALANCED`` target
+shape when spreading zones, which places replicas only where GPUs are obtainable, else zonal)
+with the named port ``http``, one HTTP health check on the server's health path (autohealing,
+with ``initial_delay_sec`` = the model load time, and the load balancer's backends), and
+Google's global external Application Load Balancer (``EXTERNAL_MANAGED``: backend service in
+``RATE`` mode with ``max_rate_per_instance`` = a replica's capacity, URL map, target HTTP proxy,
+global forwarding rule on port 80). Being global, it needs no proxy-only subnet; its proxies and
+health checks connect from 35.191.0.0/16 and 130.211.0.0/22, which the network's firewall
+admits to the server port (``components.gcp.network``). The autoscaler holds the load balancer's
+utilisation (``load_balancing_utilization``): one number per replica whatever its GPU count.
+Zones of the regional group (``distribution_policy_zones``): the zones the catalog lists for the
+shape in the region (``ServingArgs.zones``); without them (the catalog does not source GPU zones
+for every GCP shape) Compute Engine selects the region's zones and the plan warns. Zones can only
+be chosen when the group is created: adding them later replaces the group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.args import ServingArgs
+from components.names import logical, physical
+from components.serving import HEALTH_TIMEOUT_SECONDS, NAMED_PORT, endpoint_url
+from fullserver.platforms import gcp as gce
+
+GCP_ZONES_PER_REGION = gce.SERVING_ZONES  # a regional MIG spreads over three zones by default
+
+
+@dataclass(frozen=True)
+class GcpServing:
+    instance_group: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    base_instance_name: str
+    """What the group names its replicas after (``<base>-`` and four random characters)."""
+    zone: str | None
+    """A zonal group's zone; ``None`` for a regional group."""
+
+
+def _gcp_load_balancer(
+    name: str,
+    opts: pulumi.ResourceOptions,
+    *,
+    project: pulumi.Input[str] | None,
+    instance_group: pulumi.Input[str],
+    health_check: gcp.compute.HealthCheck,
+    serving: ServingArgs,
+) -> pulumi.Output[str]:
+    """The global external Application Load Balancer in front of the group; returns the endpoint."""
+    backend = gcp.compute.BackendService(
+        logical(gcp.compute.BackendService, f"{name}-backend"),
+        project=project,
+        load_balancing_scheme="EXTERNAL_MANAGED",
+        protocol="HTTP",
+        port_name=NAMED_PORT,
+        timeout_sec=serving["request_timeout_seconds"],
+        connection_draining_timeout_sec=serving["drain_seconds"],
+        health_checks=health_check.id,
+        backends=[
+            {
+                "group": instance_group,
+                "balancing_mode": "RATE",
+                "max_rate_per_instance": serving["requests_per_second"],
+                "capacity_scaler": 1.0,
+            }
+        ],
+        opts=opts,
+    )
+    url_map = gcp.compute.URLMap(
+        logical(gcp.compute.URLMap, f"{name}-urls"), project=project, default_service=backend.id, opts=opts
+    )
+    proxy = gcp.compute.TargetHttpProxy(
+        logical(gcp.compute.TargetHttpProxy, f"{name}-proxy"), project=project, url_map=url_map.id, opts=opts
+    )
+    rule = gcp.compute.GlobalForwardingRule(
+        logical(gcp.compute.GlobalForwardingRule, f"{name}-lb"),
+        project=project,
+        target=proxy.id,
+        load_balancing_scheme="EXTERNAL_MANAGED",
+        ip_protocol="TCP",
+        port_range=str(serving["lb_port"]),
+        opts=opts,
+    )
+    port = serving["lb_port"]
+    endpoint: pulumi.Output[str] = rule.ip_address.apply(lambda ip: endpoint_url(ip, port))
+    return endpoint
+
+
+def gcp_serving_group(
+    name: str,
+    parent: pulumi.Resource,
+    *,
+    project: pulumi.Input[str] | None,
+    region: str,
+    zone: str | None,
+    template: dict[str, Any],
+    serving: ServingArgs,
+    egress: tuple[pulumi.Resource, ...] = (),
+) -> GcpServing:
+    """Instance template, health check, managed group, load balancer and autoscaler.
+
+    The group waits for the nodes' way out (``egress``: Cloud NAT for replicas without an
+    external address): a replica's startup script installs the container runtime where missing
+    and pulls the server image."""
+    opts = pulumi.ResourceOptions(parent=parent)
+    group_opts = pulumi.ResourceOptions(parent=parent, depends_on=list(egress))
+    port = serving["port"]
+    delay = serving["initial_delay_seconds"]
+    tmpl = gcp.compute.InstanceTemplate(
+        logical(gcp.compute.InstanceTemplate, f"{name}-template"), project=project, region=region, opts=opts, **template
+    )
+    hc = gcp.compute.HealthCheck(
+        logical(gcp.compute.HealthCheck, f"{name}-health"),
+        project=project,
+        check_interval_sec=serving["health_interval_seconds"],
+        timeout_sec=HEALTH_TIMEOUT_SECONDS,
+        healthy_threshold=serving["healthy_threshold"],
+        unhealthy_threshold=serving["unhealthy_threshold"],
+        http_health_check={"port": port, "request_path": serving["health_path"]},
+        opts=opts,
+    )
+    versions: Any = [{"name": "primary", "instance_template": tmpl.self_link_unique}]
+    healing: Any = {"health_check": hc.id, "initial_delay_sec": delay}
+    named_ports: Any = [{"name": NAMED_PORT, "port": port}]
+    policy: Any = {
+        "min_replicas": serving["min_replicas"],
+        "max_replicas": serving["max_replicas"],
+        # a new replica serves nothing until its model is loaded
+        "cooldown_period": delay,
+        "mode": "ON",
+        "load_balancing_utilization": {"target": serving["target_utilisation"]},
+    }
+    # The group names its instances base + "-" + 4 characters, in the project's zones.
+    base = physical(gcp.compute.RegionInstanceGroupManager, name, "baseInstanceName")
+    regional = serving["spread_zones"] or not zone
+    manager: dict[str, Any] = {
+        "project": project,
+        "base_instance_name": base,
+        "versions": versions,
+        "named_ports": named_ports,
+        "auto_healing_policies": healing,
+    }
+    if regional:
+        group = _regional_group(parent, name, region, serving, manager, policy, group_opts)
+    else:
+        group = _zonal_group(parent, name, zone, manager, policy, group_opts)
+    endpoint = _gcp_load_balancer(name, opts, project=project, instance_group=group, health_check=hc, serving=serving)
+    return GcpServing(instance_group=group, endpoint=endpoint, base_instance_name=base, zone=None if regional else zone)
+
+
+def _regional_group(
+    parent: pulumi.Resource,
+    name: str,
+    region: str,
+    serving: ServingArgs,
+    manager: dict[str, Any],
+    policy: Any,
+    group_opts: pulumi.ResourceOptions,
+) -> pulumi.Output[str]:
+    """A regional group spreading replicas (``BALANCED``) over the catalog's zones, and its autoscaler."""
+    zones = list(serving.get("zones", []))
+    if not zones:
+        pulumi.log.warn(
+            f"{name}: no zones are known for this shape in {region}; Compute Engine picks the serving group's "
+            "zones, and zones without the GPU hold no replica",
+            resource=parent,
+        )
+    mig = gcp.compute.RegionInstanceGroupManager(
+        logical(gcp.compute.RegionInstanceGroupManager, f"{name}-mig"),
+        region=region,
+        distribution_policy_target_shape="BALANCED",
+        distribution_policy_zones=zones or None,
+        update_policy=cast(
+            Any,
+            {
+                "type": "PROACTIVE",
+                "minimal_action": "REPLACE",
+                # a regional group's fixed surge is 0 or at least its zone count
+                "max_surge_fixed": len(zones) or GCP_ZONES_PER_REGION,
+                "max_unavailable_fixed": 0,
+                "instance_redistribution_type": "NONE",
+            },
+        ),
+        wait_for_instances=False,
+        opts=group_opts,
+        **manager,
+    )
+    gcp.compute.RegionAutoscaler(
+        logical(gcp.compute.RegionAutoscaler, f"{name}-autoscaler"),
+        project=manager["project"],
+        region=region,
+        target=mig.id,
+        autoscaling_policy=policy,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    return mig.instance_group
+
+
+def _zonal_group(
+    parent: pulumi.Resource,
+    name: str,
+    zone: str | None,
+    manager: dict[str, Any],
+    policy: Any,
+    group_opts: pulumi.ResourceOptions,
+) -> pulumi.Output[str]:
+    """A zonal group in the one configured zone, and its autoscaler."""
+    zmig = gcp.compute.InstanceGroupManager(
+        logical(gcp.compute.InstanceGroupManager, f"{name}-mig"),
+        zone=zone,
+        update_policy=cast(
+            Any,
+            {"type": "PROACTIVE", "minimal_action": "REPLACE", "max_surge_fixed": 1, "max_unavailable_fixed": 0},
+        ),
+        wait_for_instances=False,
+        opts=group_opts,
+        **manager,
+    )
+    gcp.compute.Autoscaler(
+        logical(gcp.compute.Autoscaler, f"{name}-autoscaler"),
+        project=manager["project"],
+        zone=zone,
+        target=zmig.id,
+        autoscaling_policy=policy,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    return zmig.instance_group

@@ -1,0 +1,252 @@
+"""``TpuVmEnvironment``: a Cloud TPU VM or a multi-host TPU slice, with its network and identity.
+
+Two resources can create TPU capacity, and the spec picks one:
+
+* ``tpu.V2Vm`` for a single host: it carries everything (spot/reserved scheduling, a data disk,
+  the dedicated service account, labels, a startup script).
+* a queued resource whenever the spec asks for queued capacity (the core queues every multi-host
+  slice: ``TpuSpec.queued``): Cloud TPU queues the request until the whole slice is free, which is
+  how large slices are obtained. pulumi-gcp 10.2's ``tpu.V2QueuedResource`` (and the Terraform
+  provider's ``google_tpu_v2_queued_resource`` it is built from, still in magic-modules of
+  2026-08) gives the queued node only a runtime, a type, a description and a network: no service
+  account (so the slice would run as the project's default compute service account, often
+  ``roles/editor``), no labels, scheduling, data disks, metadata or tags. So the slice is a
+  ``TpuQueuedResource`` instead: a dynamic resource whose inputs are the Cloud TPU API's
+  ``QueuedResource`` body and which creates it with ``gcloud compute tpus queued-resources create``
+  (GA; ``--service-account``, ``--scopes`` and ``--labels`` set the node's), so the slice runs as the
+  environment's own least-privilege service account (``components.gcp.identity``, as a TPU VM does)
+  and carries its labels. Spot, reservations, data disks and metadata stay refused at plan time
+  (``fullserver.platforms.tpu``), as before.
+
+Network: the environment's own VPC, whose firewall rules carry no target tags (a queued node
+is given none), so they cover every host of the slice: SSH from the configured ranges or IAP,
+and all node-to-node traffic from the subnet (JAX multi-host coordination, DCN).
+
+Data disks: a multi-host slice can only attach disks read-only (Cloud TPU "Attach durable
+block storage"), so a read-write data disk on one is refused.
+
+Access (``connect``): a TPU VM takes ``fullserver:sshPublicKeys`` as ``ssh-keys`` metadata for the
+user ``ubuntu`` (OS Login off on it; without keys OS Login decides, as on GCP GPU VMs). Reached
+directly (external IP and SSH ranges): ``ssh ubuntu@<ip>`` with keys, else ``gcloud compute tpus
+tpu-vm ssh``; otherwise through IAP, which only the *alpha* ``tpu-vm ssh`` takes
+(``--tunnel-through-iap``), and the firewall admits IAP's range. A queued slice takes no metadata:
+its hint is ``gcloud compute tpus queued-resources ssh`` (GA, IAP included), and keys come from OS
+Login or the project's ``ssh-keys`` metadata.
+
+The way into the workers (``fullserver.nodes``). Reached directly, each worker of a TPU VM is a
+``nodes`` row ``<node>-w<i>`` (the API's ``networkEndpoints``, one per host, in worker order),
+``via: ssh`` at its external address. Otherwise an IAP tunnel must target the worker's Compute
+Engine instance, whose name the TPU API gives only as the worker's ``hostname`` guest attribute
+(``nodes.getGuestAttributes``, which ``gcloud alpha compute tpus tpu-vm ssh --tunnel-through-iap``
+reads at connect time), not in the node the provider returns; so ``pulumi up`` cannot know it, and
+the TPU VM is exported as a ``nodeGroups`` row instead (provider ``tpu``): its ``listCommand`` is
+``gcloud compute tpus tpu-vm get-guest-attributes``, which ``fullserver.platforms.tpu`` turns into
+one IAP-tunnelled node per worker when ``fullserver verify`` runs, with the worker's internal
+address from the row's ``privateIps``. A queued slice exports neither: its TPU node is created by
+the queued resource when capacity arrives, after ``pulumi up`` (``connect`` reaches it).
+
+Creating and destroying a queued slice (``TpuQueuedResourceProvider``): created with the
+deployer's gcloud credentials; every input change replaces it, deleting first (the new request
+names the same TPU node; the API has no update for a queued resource, and pulumi-gcp's replaced
+it too). It is deleted with ``--force``, because Cloud TPU refuses to delete a queued resource
+holding a running TPU (ACTIVE): "the queued resource will only be deleted if its nodes have
+already been deleted or it is ACCEPTED, FAILED or SUSPENDED" (``queuedResources.delete``). Without
+gcloud, ``up`` or ``destroy`` stops and names the command (also the ``cleanup`` output).
+"""
+
+from typing import Any, Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.gcp.boot import gcp_login_metadata
+from components.gcp.disks import gcp_data_disk
+from components.gcp.identity import GCP_SCOPES, gcp_service_account
+from components.gcp.labels import gcp_labels
+from components.gcp.network import GcpNetwork, gcp_network, gcp_project
+from components.names import physical
+from components.network import direct_ssh
+from components.outputs import EnvironmentComponent
+from components.startup import LOGIN_USER, DiskPlan, boot_script
+from components.tpu.access import private_ips, public_ips, queued_ssh, tpu_vm_ssh, tpu_worker_group, tpu_workers
+from components.tpu.args import TpuVmArgs, validate_tpu
+from components.tpu.queued import TpuQueuedResource, queued_delete_command
+from fullserver.platforms import tpu
+
+TOKEN = "fullserver:index:TpuVmEnvironment"
+TPU_DATA = tpu.DATA_DEVICE
+"""The stable guest name of a TPU VM's first data disk (``fullserver.platforms.tpu``)."""
+
+
+def _sa(email: pulumi.Output[str]) -> Any:
+    return {"email": email, "scopes": GCP_SCOPES}
+
+
+def _queued_body(name: str, args: TpuVmArgs, node_id: str, proj: pulumi.Output[str], net: GcpNetwork, sa: Any) -> Any:
+    """The Cloud TPU API's QueuedResource body (queuedResources.create), field for field."""
+    access = args["access"]
+    return {
+        "nodeSpecs": [
+            {
+                "parent": pulumi.Output.concat("projects/", proj, "/locations/", args.get("zone", "")),
+                "nodeId": node_id,
+                "node": {
+                    "runtimeVersion": args["runtime_version"],
+                    "acceleratorType": args["accelerator_type"],
+                    "description": f"fullserver {name}: {args['accelerator_type']} ({args['topology']}), {args['hosts']} hosts",
+                    "networkConfig": {
+                        "network": net.network.id,
+                        "subnetwork": net.subnet.id,
+                        "enableExternalIps": access["public_ip"],
+                    },
+                    "serviceAccount": {"email": sa.email, "scope": GCP_SCOPES},
+                    "labels": gcp_labels(args["labels"]),
+                },
+            }
+        ]
+    }
+
+
+def _data_disks(name: str, args: TpuVmArgs, labels: dict[str, str], stateful: pulumi.ResourceOptions) -> Any:
+    disk = args.get("data_disk")
+    if disk is None:
+        return []
+    data = gcp_data_disk(
+        f"{name}-data", project=args.get("project"), zone=args.get("zone", ""), disk=disk, labels=labels, opts=stateful
+    )
+    return [{"source_disk": data.id, "mode": "READ_ONLY" if disk.get("read_only") else "READ_WRITE"}]
+
+
+def _startup_script(args: TpuVmArgs) -> str:
+    disk = args.get("data_disk")
+    return boot_script(
+        DiskPlan(
+            scratch_glob="",
+            scratch_devices=0,
+            data_glob=TPU_DATA,
+            data_disk=disk is not None,
+            data_read_only=bool(disk and disk.get("read_only")),
+        )
+    )
+
+
+class TpuVmEnvironment(EnvironmentComponent):
+    """A TPU VM (single host) or slice (multi-host) built exactly as the spec says.
+
+    ``private_ips``: the internal address of each TPU host (empty for a queued slice until it is
+    provisioned). ``connect``: how to reach worker 0 (IAP when there is no external IP).
+    ``service_account``: the nodes' (a TPU VM's and a queued slice's alike); grant it access to
+    your buckets. ``nodes``: each worker reached directly (module docstring); empty behind IAP and
+    for a queued slice. ``node_groups``: behind IAP, the TPU VM and the command that names its
+    workers' instances (provider ``tpu``); empty when reached directly and for a queued slice.
+    """
+
+    node_name: pulumi.Output[str]
+    """The TPU node's name (what ``gcloud compute tpus tpu-vm`` takes)."""
+    cleanup: pulumi.Output[str]
+    """What deletes a queued slice by hand if a destroy cannot (empty for a TPU VM)."""
+
+    def __init__(self, name: str, args: TpuVmArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        validate_tpu(args)  # before super().__init__: a refused spec registers nothing
+        super().__init__(TOKEN, name, {}, opts)
+        project = args.get("project")
+        net = gcp_network(name, self, region=args["region"], access=args["access"], project=project, tagged=False)
+        node_id = physical(gcp.tpu.V2Vm, f"{name}-tpu")
+        proj = gcp_project(self, project)
+        sa = gcp_service_account(name, self, project)
+        if args["queued"]:
+            self._queued(name, args, node_id, proj, net, sa)
+        else:
+            self._vm(name, args, node_id, proj, net, sa)
+        self.service_account = sa.email
+        self.register({"node_name": self.node_name, "cleanup": self.cleanup})
+
+    def _queued(
+        self, name: str, args: TpuVmArgs, node_id: str, proj: pulumi.Output[str], net: GcpNetwork, sa: Any
+    ) -> None:
+        """A queued slice (module docstring): its node appears once capacity does, after ``up``."""
+        zone = args.get("zone", "")
+        direct = direct_ssh(args["access"])
+        if args["access"].get("ssh_public_keys"):
+            pulumi.log.warn(
+                f"{name}: fullserver:sshPublicKeys is not installed on a queued TPU slice (no metadata on a "
+                "queued node here): keys come from OS Login or the project's ssh-keys metadata",
+                resource=self,
+            )
+        qr_name = physical(TpuQueuedResource, f"{name}-qr")
+        # Protected like a TPU VM; replaced by deleting first (module docstring).
+        qr = TpuQueuedResource(
+            f"{name}-qr",
+            project=proj,
+            zone=zone,
+            name=qr_name,
+            tpu=_queued_body(name, args, node_id, proj, net, sa),
+            opts=pulumi.ResourceOptions(parent=self, protect=args["protect"], delete_before_replace=True),
+        )
+        self.node_name = qr.name.apply(lambda _: node_id)
+        self.connect = pulumi.Output.all(qr.name, proj).apply(lambda qp: queued_ssh(qp[0], zone, qp[1], iap=not direct))
+        self.cleanup = pulumi.Output.all(qr.name, proj).apply(
+            lambda qp: " ".join(queued_delete_command(qp[0], zone, qp[1]))
+        )
+
+    def _vm(self, name: str, args: TpuVmArgs, node_id: str, proj: pulumi.Output[str], net: GcpNetwork, sa: Any) -> None:
+        """A TPU VM carrying everything: scheduling, data disk, service account, labels, metadata."""
+        zone = args.get("zone", "")
+        access = args["access"]
+        keys = list(access.get("ssh_public_keys", []))
+        labels = gcp_labels(args["labels"])
+        stateful = pulumi.ResourceOptions(parent=self, protect=args["protect"])
+        data_disks = _data_disks(name, args, labels, stateful)
+        vm = gcp.tpu.V2Vm(
+            f"{name}-tpu",
+            name=node_id,
+            project=args.get("project"),
+            zone=zone,
+            accelerator_type=args["accelerator_type"],
+            runtime_version=args["runtime_version"],
+            description=f"fullserver {name}: {args['accelerator_type']} ({args['topology']})",
+            network_config={
+                "network": net.network.id,
+                "subnetwork": net.subnet.id,
+                "enable_external_ips": access["public_ip"],
+                "can_ip_forward": False,
+            },
+            scheduling_config={"spot": args["spot"], "reserved": bool(args.get("reservation"))},
+            service_account=_sa(sa.email),
+            data_disks=data_disks,
+            metadata={"startup-script": _startup_script(args), **gcp_login_metadata(keys, guest_attributes=False)},
+            labels=labels,
+            tags=net.tags or None,
+            opts=stateful,
+        )
+        self.node_name = vm.name
+        self.private_ips = vm.network_endpoints.apply(private_ips)
+        self.public_ips = vm.network_endpoints.apply(public_ips)
+        self.cleanup = pulumi.Output.from_input("")
+        self._workers(args, vm, proj, keys=bool(keys))
+
+    def _workers(self, args: TpuVmArgs, vm: gcp.tpu.V2Vm, proj: pulumi.Output[str], *, keys: bool) -> None:
+        """``nodes`` (workers reached directly) or ``node_groups`` (behind IAP), and ``connect``."""
+        zone = args.get("zone", "")
+        direct = direct_ssh(args["access"])
+        if direct:
+            self.nodes = pulumi.Output.all(vm.name, vm.network_endpoints, proj).apply(
+                lambda nep: [
+                    w.exported()
+                    for w in tpu_workers(nep[0], nep[1], keys=keys, direct=True, zone=zone, project=str(nep[2] or ""))
+                ]
+            )
+        else:
+            self.node_groups = pulumi.Output.all(vm.name, vm.network_endpoints, proj).apply(
+                lambda nep: [
+                    tpu_worker_group(
+                        nep[0], nep[1], region=args["region"], zone=zone, project=nep[2], keys=keys
+                    ).exported()
+                ]
+            )
+        if keys and direct:
+            self.connect = self.public_ips.apply(lambda ips: f"ssh {LOGIN_USER}@{ips[0]}")
+        else:
+            self.connect = pulumi.Output.all(vm.name, proj).apply(
+                lambda np: tpu_vm_ssh(np[0], zone, np[1], keys=keys, iap=not direct)
+            )
