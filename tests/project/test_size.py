@@ -41,16 +41,6 @@ PENDING: frozenset[tuple[str, str | None]] = frozenset(
         # the command line's plan rendering and verify
         ("fullserver_cli/render.py", "stack_plan"),
         ("fullserver_cli/verify.py", "verify"),
-        # the Pulumi components, becoming per-platform packages
-        ("components/aws_gpu.py", None),
-        ("components/aws_gpu.py", "AwsGpuEnvironment.__init__"),
-        ("components/aws_gpu.py", "AwsGpuEnvironment._spot_with_fallback"),
-        ("components/gcp_gpu.py", "GcpGpuEnvironment.__init__"),
-        ("components/network.py", "aws_network"),
-        ("components/network.py", "gcp_network"),
-        ("components/serving.py", "aws_serving_group"),
-        ("components/serving.py", "gcp_serving_group"),
-        ("components/tpu_vm.py", "TpuVmEnvironment.__init__"),
     }
 )
 
