@@ -70,6 +70,8 @@ def generate(directory: Path, n: int) -> list[Path]:
         }
         if count:
             config["fullserver:acceleratorCount"] = count
+        if profile == "realtime-inference":  # an external endpoint needs its API key (issue 22)
+            config["fullserver:serving"] = {"apiKeySecret": "bench-api-key"}
         path = directory / f"Pulumi.gen-{i:04d}.yaml"
         path.write_text(yaml.safe_dump({"config": config}))
         paths.append(path)
