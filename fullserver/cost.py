@@ -9,10 +9,14 @@ month whether used or not. The difference shows as its own "idle" line.
 
 from __future__ import annotations
 
+from typing import cast
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from fullserver.billables import decide
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
+from fullserver.catalog.network import Item, NetworkPrice, NetworkPrices, load_network_prices
 from fullserver.comparable import DEDICATED
 from fullserver.hourly import hourly_rate
 from fullserver.platforms import rules_for
@@ -21,7 +25,7 @@ from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 from fullserver.spec import EnvironmentSpec
 from fullserver.workload import Workload
 
-__all__ = ["HOURS_PER_MONTH", "CostEstimate", "CostLine", "estimate"]
+__all__ = ["HOURS_PER_MONTH", "CostEstimate", "CostLine", "estimate", "network_lines"]
 
 
 class CostLine(BaseModel):
@@ -199,8 +203,6 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
         # Ephemeral disks live as long as the machine; persistent ones are billed all month.
         share = paid / HOURS_PER_MONTH if spec.lifecycle.mode == "ephemeral" else 1.0
         lines.extend(_storage_lines(spec, catalog, share, warnings, unpriced))
-        from fullserver.billables import network_lines  # it builds on CostLine, defined here
-
         lines.extend(network_lines(spec, workload, share, warnings))
         if workload.egress_gb_month:
             egress = catalog.egress_price(spec.provider, spec.region)
@@ -247,3 +249,71 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
             "peak_what": "with the on-demand fallback running beside every spot node",
         }
     )
+
+
+class _Pricer:
+    """The network catalog as one spec's cloud and region see it (``platforms.base.NetworkPricer``)."""
+
+    def __init__(self, prices: NetworkPrices, spec: EnvironmentSpec, hours: float, warnings: list[str]) -> None:
+        self.prices, self.provider, self.region = prices, spec.provider, spec.region
+        self.hours, self.warnings = hours, warnings
+
+    def price(self, item: str) -> NetworkPrice | None:
+        return self.prices.price(self.provider, cast(Item, item), self.region)
+
+    def hourly(self, item: str, what: str) -> float | None:
+        p = self.price(item)
+        if p is None or p.usd_hour is None:
+            self.warnings.append(f"no {what} price for {self.region} in the network catalog: {what} not priced")
+            return None
+        return p.usd_hour
+
+
+def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warnings: list[str]) -> list[CostLine]:
+    """A cost line per billed network resource of ``spec`` (``fullserver.billables``; ``share``: the
+    part of the month it runs), each priced as its platform prices it (``PlatformRules.network``)."""
+    b = spec.billables or decide(spec)
+    network = rules_for(spec.platform).network
+    if network is None:
+        return []
+    pricer = _Pricer(load_network_prices(), spec, HOURS_PER_MONTH * share, warnings)
+    hours = pricer.hours
+    lines: list[CostLine] = []
+
+    def add(line: tuple[str, float, str] | None) -> None:
+        if line is not None:
+            item, usd, note = line
+            lines.append(CostLine(item=item, usd_month=round(usd, 2), note=note))
+
+    if b.nat:
+        add(network.nat_line(pricer, b.machines, b.zones))
+    if b.node_public_ips + b.nat_public_ips + b.lb_public_ips:
+        usd, parts = 0.0, []
+        node_item = network.spot_node_ip_item if spec.spot else "public-ipv4"
+        addresses = [
+            (b.node_public_ips, node_item, "node"),
+            (b.nat_public_ips, "public-ipv4", "NAT"),
+            (b.lb_public_ips, "public-ipv4", "load balancer"),
+        ]
+        for count, address, what in addresses:
+            rate = pricer.hourly(address, "public IPv4 address") if count else None
+            if rate is not None:
+                usd += rate * count * hours
+                parts.append(f"{count} {what} x {rate}/h")
+        if parts:
+            add(("public IPv4 addresses", usd, ", ".join(parts)))
+    if b.load_balancer:
+        add(network.lb_line(pricer, float(workload.egress_gb_month)))
+    if b.health_checks:
+        p = pricer.price(network.health_check_item)
+        if p is not None:
+            add(("health checks", (p.usd_hour or 0) * b.health_checks * hours, f"{b.health_checks}: {p.free or ''}"))
+    if b.tier1:
+        warnings.append("Tier_1 networking is not in the network catalog: its per-VM hours are not priced")
+    if b.alarms:
+        p = pricer.price("cloudwatch-alarm")
+        if p is None or p.usd_month is None:
+            warnings.append(f"no CloudWatch alarm price for {spec.region} in the network catalog: alarms not priced")
+        else:
+            add(("CloudWatch alarms", p.usd_month * b.alarms * share, f"{b.alarms} x {p.usd_month}/month"))
+    return lines

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from fullserver.billables import complete_spec
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
 from fullserver.comparable import (
@@ -25,7 +24,7 @@ from fullserver.platforms import rules_for
 from fullserver.platforms.quota import QuotaNeed
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.quotas import quotas_for
-from fullserver.sizing import size, spec_for
+from fullserver.sizing import complete_spec, size, spec_for
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import Stack, load_stack
 from fullserver.workload import CONFIG_NAMESPACE, Alternative, Workload, check_workload

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from fullserver.balance import BalanceReport
 from fullserver.catalog.model import Interconnect, Platform
 from fullserver.errors import InputError
-from fullserver.platforms import disk
+from fullserver.platforms import disk, rules_for
 from fullserver.profiles import Lifecycle, PricingModel, Purpose, Serving, Stage
 from fullserver.serving import ServingSpec
 from fullserver.workload import Dedicated
@@ -162,7 +162,8 @@ class EnvironmentSpec(Frozen):
 
     @property
     def provider(self) -> str:
-        return self.platform.provider
+        """The catalog's provider key of the platform (``PlatformRules.provider``)."""
+        return rules_for(self.platform).provider
 
     @property
     def replicas(self) -> int:

@@ -12,7 +12,7 @@ from rich.text import Text
 from fullserver.balance import BalanceReport
 from fullserver.catalog import Offer
 from fullserver.plan import StackPlan, budget_breaches
-from fullserver.platform import Platform
+from fullserver.platforms import rules_for
 from fullserver.profiles import Profile
 from fullserver.recommend import Choice
 from fullserver_cli.tables import FitTable, grid, table
@@ -124,7 +124,9 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
                 + (", queued resource" if s.tpu.queued else ""),
             )
         )
-    storage = [] if s.platform is Platform.TPU_VM else [f"boot {s.boot_disk_gib} GiB {s.boot_disk_kind}".rstrip()]
+    # a boot disk of its own where the platform sizes one (a TPU VM's is part of the TPU)
+    sized = rules_for(s.platform).boot_disk_sized
+    storage = [f"boot {s.boot_disk_gib} GiB {s.boot_disk_kind}".rstrip()] if sized else []
     if s.data_disk:
         d = s.data_disk
         storage.append(

@@ -38,7 +38,7 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import plan_paths
 from fullserver.platform import Platform
-from fullserver.platforms.base import CLOUD_SCRATCH
+from fullserver.platforms import bare_metal, rules_for
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
 from fullserver.workload import DedicatedHost
@@ -49,7 +49,7 @@ from fullserver_cli.output import console
 from fullserver_cli.plan import STACKS_DIR
 from fullserver_cli.tables import FitTable, table
 
-BARE_METAL_SCRATCH = "/mnt/scratch"
+BARE_METAL_SCRATCH = bare_metal.SCRATCH
 """Where fullserver's bare-metal configuration mounts the scratch array unless told otherwise."""
 
 
@@ -154,7 +154,7 @@ def verify(
         iperf_streams=iperf_streams,
         iperf_port=iperf_port,
     )
-    default_scratch = BARE_METAL_SCRATCH if platform == Platform.BARE_METAL else CLOUD_SCRATCH
+    default_scratch = rules_for(platform).scratch
     promise = Promise(
         profile=prof, catalog=load_catalog(), expect=contract, scratch=scratch or default_scratch, platform=platform
     )
@@ -224,7 +224,7 @@ def stack_inventory(
             f"stack '{name}' plans profile '{spec.profile}', not '{profile}'",
             "drop --profile: a stack's promise is its plan's",
         )
-    if spec.platform != Platform.BARE_METAL:
+    if not rules_for(spec.platform).declared_hardware:  # a cloud stack: its nodes are in its outputs
         key = _identity(identity, name)
         inv = cloud_inventory(name, spec.profile, key.text, cloud)
         return inv, get_profile(spec.profile, profiles), None, spec.platform

@@ -177,10 +177,9 @@ class Catalog:
 
 
 def _shape_host(shape: Shape, acc: Accelerator | None) -> Host:
-    return Host(
-        accelerator=acc.name if acc else None,
-        accelerator_count=shape.accelerator_count,
-        accelerator_memory_gib=acc.memory_gib if acc else 0.0,
+    return Host.of(
+        acc,
+        shape.accelerator_count,
         vcpus=shape.vcpus,
         memory_gib=shape.memory_gib,
         local_nvme_gib=shape.local_nvme_gib,
@@ -517,10 +516,9 @@ class _Loader:
                         name=t.name,
                         platform=Platform.TPU_VM,
                         family=t.generation,
-                        host=Host(
-                            accelerator=acc.name,
-                            accelerator_count=per_host,
-                            accelerator_memory_gib=acc.memory_gib,
+                        host=Host.of(
+                            acc,
+                            per_host,
                             vcpus=t.host_vcpus,
                             memory_gib=t.host_memory_gib,
                             local_nvme_gib=0.0,

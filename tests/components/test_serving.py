@@ -17,8 +17,8 @@ from components.gcp_gpu import GcpGpuEnvironment
 from components.graph import GraphMocks, graph_for_plan
 from components.network import offering_zones
 from components.serving import endpoint_url, resource_label, server_keep_alive
-from fullserver.billables import complete_spec
 from fullserver.catalog import Catalog, Offer
+from fullserver.sizing import complete_spec
 from fullserver.workload import Workload
 from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
 

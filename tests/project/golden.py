@@ -59,7 +59,7 @@ def snapshot(stack: str) -> dict[str, Any]:
     if plan.spec.platform.value == "bare-metal":
         config["fullserver:sshPrivateKey"] = "decrypted key"
     program = graph_for_config(stack, config, full=True)
-    return _pin(
+    pinned: dict[str, Any] = _pin(
         {
             "plan": document,
             "program": {
@@ -69,6 +69,7 @@ def snapshot(stack: str) -> dict[str, Any]:
             },
         }
     )
+    return pinned
 
 
 def stacks() -> list[str]:
