@@ -9,6 +9,7 @@ an AWS instance type, a GCP machine type, a GCP N1 host with N attached GPUs, or
 from __future__ import annotations
 
 import functools
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,10 +88,19 @@ class Offer:
     def total_accelerators(self) -> int:
         return self.host.accelerator_count * self.hosts
 
+    @functools.cached_property
+    def _zones_by_region(self) -> dict[str, tuple[str, ...]]:
+        return {}
+
     def zones_in(self, region: str) -> list[str]:
         """The zones of ``region`` the catalog lists for this offer, in order (none listed: [])."""
-        rules = rules_for(self.platform)
-        return sorted(z for z in self.zones if rules.zone_in_region(z, region))
+        found = self._zones_by_region.get(region)
+        if found is None:
+            rules = rules_for(self.platform)
+            found = self._zones_by_region[region] = tuple(
+                sorted(z for z in self.zones if rules.zone_in_region(z, region))
+            )
+        return list(found)
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,12 @@ class Catalog:
         for o in self.offers:
             out.setdefault((o.platform, o.host.accelerator), []).append(o)
         return out
+
+    @functools.cached_property
+    def memo(self) -> dict[Hashable, Any]:
+        """Answers derived from this read-only catalog alone and a request (``fullserver.sizing``
+        keeps a ranking per question here), kept as long as the catalog is."""
+        return {}
 
     def offers_on(self, platform: Platform, accelerator: str | None = None) -> list[Offer]:
         """The offers of one platform (of one accelerator model when given), in catalog order."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
 from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import Interconnect, Platform
-from fullserver.errors import InputError, NothingFits
+from fullserver.errors import FullserverError, InputError, NothingFits
 from fullserver.hourly import hourly_rate
 from fullserver.nearmiss import nothing_fits_hint
 from fullserver.platforms import rules_for
@@ -143,11 +143,49 @@ def _distance(report: BalanceReport) -> float:
     return sum(1 - line.provided / line.required for line in report.short if line.required)
 
 
+MEMO_LIMIT = 10_000
+"""Rankings kept per catalog (``Catalog.memo``) before they are dropped and asked afresh."""
+
+
 def rank(
     profile: Profile, workload: Workload, platform: Platform, catalog: Catalog
 ) -> tuple[list[Candidate], list[NearMiss]]:
     """Every feasible offer on one platform, cheapest first (never empty: ``NothingFits``), and the
-    rejected near-misses with their reasons."""
+    rejected near-misses with their reasons.
+
+    A ranking depends on the profile, the platform and the workload's accelerator, count, nodes,
+    region and zone alone: the same question (the comparison's rows, many stacks of one kind) is
+    answered once per catalog. Callers read the lists, never change them."""
+    key = (
+        "rank",
+        id(profile),
+        platform,
+        workload.region,
+        workload.zone,
+        workload.accelerator,
+        workload.accelerator_count,
+        workload.nodes,
+    )
+    memo = catalog.memo
+    hit = memo.get(key)
+    if hit is None or hit[0] is not profile:  # the id of a live profile is that profile
+        try:
+            hit = (profile, _rank(profile, workload, platform, catalog))
+        except (InputError, NothingFits) as exc:  # a refusal is an answer too, said afresh each time
+            hit = (profile, exc)
+        if len(memo) >= MEMO_LIMIT:
+            memo.clear()
+        memo[key] = hit
+    answer = hit[1]
+    if isinstance(answer, FullserverError):
+        raise type(answer)(answer.where, answer.what, answer.hint)
+    ranked: tuple[list[Candidate], list[NearMiss]] = answer
+    return ranked
+
+
+def _rank(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog
+) -> tuple[list[Candidate], list[NearMiss]]:
     _check_region(workload, platform, catalog)
     feasible: list[Candidate] = []
     misses: list[tuple[float, float, NearMiss]] = []
