@@ -7,11 +7,14 @@ during an audit, so a person reads one table whatever the platform.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from fullserver.catalog.model import Accelerator
 from fullserver.profiles import Balance, Minimum
+
+if TYPE_CHECKING:  # the catalog builds hosts; the balance reads them
+    from fullserver.catalog.model import Accelerator
 
 
 class Host(BaseModel):

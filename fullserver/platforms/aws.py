@@ -384,4 +384,5 @@ RULES = PlatformRules(
     cloud_affinity={"aws": (3, "the team's cloud is AWS"), "gcp": (-3, "the team's cloud is Google Cloud")},
     network=NETWORK,
     group_members=group_members,
+    catalog_forms=("shapes",),
 )

@@ -321,6 +321,11 @@ class PlatformRules:
     """Reads the JSON its ``NodeGroupAccess.list_command`` prints into the running members."""
     scratch: str = CLOUD_SCRATCH
     """Where ``fullserver verify`` measures scratch on its nodes unless told."""
+    catalog_forms: tuple[str, ...] = ()
+    """The catalog sections its offers are built from (``fullserver.catalog.loader``): ``shapes``,
+    ``attachable_gpus``, ``tpu_types``; none: nothing of it is chosen from the catalog."""
+    machine_series: Callable[[str], str] | None = None
+    """The series a machine type belongs to, where the catalog lists zones per series (GCP)."""
 
     def disk_kind(self, family: str) -> str:
         """The disk kind a shape of ``family`` boots from and attaches."""

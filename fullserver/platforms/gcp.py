@@ -380,4 +380,6 @@ RULES = PlatformRules(
     cloud_affinity={"gcp": (3, "the team's cloud is Google Cloud"), "aws": (-3, "the team's cloud is AWS")},
     network=NETWORK,
     group_members=group_members,
+    catalog_forms=("shapes", "attachable_gpus"),
+    machine_series=machine_series,
 )

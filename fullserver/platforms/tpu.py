@@ -277,4 +277,5 @@ RULES = PlatformRules(
     cloud_affinity={"aws": (-4, "TPUs exist only on Google Cloud"), "gcp": (1, "the team's cloud is Google Cloud")},
     network=gcp.NETWORK,  # a TPU VM is billed Google Cloud's network
     group_members=group_members,
+    catalog_forms=("tpu_types",),
 )
