@@ -167,6 +167,34 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
     return cost
 
 
+def _contract_lines(spec: EnvironmentSpec, workload: Workload, productive: float, lines: list[CostLine]) -> float:
+    """Declared servers priced by their contract: the servers, egress over the allowance and the
+    setup fee, added to ``lines``; the compute cost an hour."""
+    ded = spec.dedicated
+    assert ded is not None
+    servers = spec.nodes
+    compute_hour = ded.monthly_usd * servers / HOURS_PER_MONTH
+    lines.append(
+        CostLine(
+            item="dedicated servers",
+            usd_month=round(compute_hour * productive, 2),
+            note=f"{servers} x {ded.monthly_usd:.0f}/month",
+        )
+    )
+    billable = max(0.0, workload.egress_gb_month - ded.included_egress_gb_month)
+    if billable:
+        lines.append(
+            CostLine(
+                item="data transfer",
+                usd_month=round(billable * ded.egress_usd_per_gb, 2),
+                note=f"{billable:.0f} GB over the included allowance",
+            )
+        )
+    if ded.setup_usd:
+        lines.append(CostLine(item="setup fee (over 12 months)", usd_month=round(ded.setup_usd / 12, 2)))
+    return compute_hour
+
+
 def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
     warnings: list[str] = []
     unpriced: list[str] = []
@@ -174,29 +202,8 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
     lines: list[CostLine] = []
     peak_hour: float | None = None
     if rules_for(spec.platform).declared_hardware:  # priced by the contract, not the catalog
-        ded = spec.dedicated
-        assert ded is not None
-        servers = spec.nodes
+        compute_hour = _contract_lines(spec, workload, productive, lines)
         basis = DEDICATED
-        compute_hour = ded.monthly_usd * servers / HOURS_PER_MONTH
-        lines.append(
-            CostLine(
-                item="dedicated servers",
-                usd_month=round(compute_hour * productive, 2),
-                note=f"{servers} x {ded.monthly_usd:.0f}/month",
-            )
-        )
-        billable = max(0.0, workload.egress_gb_month - ded.included_egress_gb_month)
-        if billable:
-            lines.append(
-                CostLine(
-                    item="data transfer",
-                    usd_month=round(billable * ded.egress_usd_per_gb, 2),
-                    note=f"{billable:.0f} GB over the included allowance",
-                )
-            )
-        if ded.setup_usd:
-            lines.append(CostLine(item="setup fee (over 12 months)", usd_month=round(ded.setup_usd / 12, 2)))
     else:
         compute_hour, note, basis, peak_hour = _compute_hourly(spec, profile, catalog, warnings)
         lines.append(CostLine(item="compute", usd_month=round(compute_hour * productive, 2), note=note))
