@@ -294,15 +294,17 @@ def _workload(needs: Needs, profile: Profile, platform: Platform, catalog: Catal
         data["accelerator"], data["accelerator_count"], data["nodes"] = _reference_gpus(needs, profile)
     if rules.declared_hardware:
         data["dedicated"] = _dedicated(
-            needs, profile, str(data["accelerator"]), int(str(data["accelerator_count"])), catalog
+            needs, profile, platform, str(data["accelerator"]), int(str(data["accelerator_count"])), catalog
         )
     return Workload.model_validate(data)
 
 
-def _dedicated(needs: Needs, profile: Profile, accelerator: str, count: int, catalog: Catalog) -> Dedicated:
+def _dedicated(
+    needs: Needs, profile: Profile, platform: Platform, accelerator: str, count: int, catalog: Catalog
+) -> Dedicated:
     """A server exactly at the profile's minimums: what the monthly price must buy."""
     acc = catalog.accelerator(accelerator)
-    bal = profile.balance_for(Platform.BARE_METAL)
+    bal = profile.balance_for(platform)
     cores = math.ceil(bal.cpu_per_accelerator.value * count)
     ram = max(bal.ram_floor_gib.value, bal.ram_per_accelerator_memory.value * count * acc.memory_gib)
     nvme = (bal.nvme_gib_per_accelerator.value * count) if bal.nvme_gib_per_accelerator else 0

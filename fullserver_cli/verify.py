@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
 from rich.text import Text
 
 from fullserver.baremetal.config import check_path
@@ -125,6 +126,11 @@ def verify(
         iperf_streams=iperf_streams,
         iperf_port=iperf_port,
     )
+    _measure(found, caps, scratch, workers, as_json, err)
+
+
+def _measure(found: _Targets, caps: Caps, scratch: str | None, workers: int, as_json: bool, err: Console) -> None:
+    """Measure every host against the promise, show the fleet and exit with its verdict."""
     promise = Promise(
         profile=found.profile,
         catalog=load_catalog(),

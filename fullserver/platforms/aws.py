@@ -385,4 +385,5 @@ RULES = PlatformRules(
     network=NETWORK,
     group_members=group_members,
     catalog_forms=("shapes",),
+    fabric_refusal=efa_refusal,
 )

@@ -243,6 +243,7 @@ class NetworkRules:
 
 
 GroupMembers = Callable[[object, "NodeGroupAccess"], list["NodeAccess"]]
+FabricRule = Callable[[int, int | None, int, str, bool], Refusal | None]
 
 
 @dataclass(frozen=True)
@@ -324,6 +325,9 @@ class PlatformRules:
     catalog_forms: tuple[str, ...] = ()
     """The catalog sections its offers are built from (``fullserver.catalog.loader``): ``shapes``,
     ``attachable_gpus``, ``tpu_types``; none: nothing of it is chosen from the catalog."""
+    fabric_refusal: FabricRule | None = None
+    """Its rule for the scale-out fabric's interfaces (EFA on AWS): (interfaces asked, the most the
+    shape has, nodes, machine type, public address) -> a refusal or ``None``."""
     machine_series: Callable[[str], str] | None = None
     """The series a machine type belongs to, where the catalog lists zones per series (GCP)."""
 

@@ -15,11 +15,10 @@ from fullserver.catalog.model import Platform
 from fullserver.errors import InputError
 from fullserver.nearmiss import near_misses
 from fullserver.platforms import DiskLimits, Refusal, Request, disk_limits, rules_for
-from fullserver.platforms.aws import efa_refusal
 from fullserver.profiles import Fabric, Lifecycle, PricingModel, Profile, StoragePolicy
 from fullserver.rules import environment_labels
 from fullserver.sizing.rank import Candidate, alternative_shapes, rank
-from fullserver.spec import DataDisk, EnvironmentSpec, NetworkSpec, TpuSpec
+from fullserver.spec import DataDisk, EnvironmentSpec, NetworkSpec, ShapeLimits, TpuSpec
 from fullserver.workload import DedicatedHost, Workload, lifecycle_for
 
 
@@ -208,12 +207,14 @@ def _local_disks(profile: Profile, offer: Offer, platform: Platform) -> int:
     return _local_nvme(offer, nvme_need)
 
 
-def _efa(profile: Profile, offer: Offer, nodes: int, public_ip: bool) -> int:
-    """EFA interfaces per node where the profile's fabric is EFA and nodes talk to each other."""
+def _efa(profile: Profile, offer: Offer, platform: Platform, nodes: int, public_ip: bool) -> int:
+    """EFA interfaces per node where the profile's fabric is EFA and nodes talk to each other,
+    within the platform's rule for them (``PlatformRules.fabric_refusal``)."""
     efa = offer.efa_interfaces if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0
-    fabric_refusal = efa_refusal(efa, offer.efa_interfaces, nodes, offer.machine_type, public_ip) if efa else None
-    if fabric_refusal is not None:
-        raise refused(fabric_refusal)
+    rule = rules_for(platform).fabric_refusal
+    found = rule(efa, offer.efa_interfaces, nodes, offer.machine_type, public_ip) if efa and rule else None
+    if found is not None:
+        raise refused(found)
     return efa
 
 
@@ -240,7 +241,7 @@ def build_spec(
     _check_capacity(profile, workload, offer, platform, zone, disk, queued)
     lifecycle = lifecycle_for(profile, workload)
     nodes = offer.hosts if rules.slices else workload.nodes
-    efa = _efa(profile, offer, nodes, public_ip)
+    efa = _efa(profile, offer, platform, nodes, public_ip)
     return EnvironmentSpec(
         **_identity(profile, workload, environment, lifecycle),
         platform=platform,
@@ -279,6 +280,12 @@ def build_spec(
         near_misses=near_misses(near, cand.usd_hour),
         alternative_shapes=alternative_shapes(cand, feasible, efa) if cand.spot else [],
         warnings=warnings,
+        shape_limits=ShapeLimits(
+            max_local_ssds=offer.local_nvme_disks,
+            local_ssd_counts=list(offer.local_nvme_selectable_counts) if offer.local_nvme_selectable_counts else None,
+            efa_interfaces=offer.efa_interfaces,
+        ),
+        accelerator_kind=catalog.accelerators[offer.accelerator].kind if offer.accelerator else None,
     )
 
 
