@@ -7,10 +7,14 @@ during an audit, so a person reads one table whatever the platform.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from fullserver.profiles import Balance, Minimum
+
+if TYPE_CHECKING:  # the catalog builds hosts; the balance reads them
+    from fullserver.catalog.model import Accelerator
 
 
 class Host(BaseModel):
@@ -29,6 +33,31 @@ class Host(BaseModel):
     network_gbps: float | None
     """``None``: no source publishes it. A minimum on it is then a gap ("not published"): never
     compared as 0 Gbps, never a refusal, and the plan asks for the figure."""
+
+    @classmethod
+    def of(
+        cls,
+        accelerator: Accelerator | None,
+        count: int,
+        *,
+        vcpus: int,
+        memory_gib: float,
+        local_nvme_gib: float,
+        network_gbps: float | None,
+        physical_cores: int | None = None,
+    ) -> Host:
+        """One node with ``count`` of ``accelerator`` (the catalog's model, or none): the one
+        builder of a host, whether a catalog shape, a TPU slice's host or a declared server."""
+        return cls(
+            accelerator=accelerator.name if accelerator else None,
+            accelerator_count=count,
+            accelerator_memory_gib=accelerator.memory_gib if accelerator else 0.0,
+            vcpus=vcpus,
+            physical_cores=physical_cores,
+            memory_gib=memory_gib,
+            local_nvme_gib=local_nvme_gib,
+            network_gbps=network_gbps,
+        )
 
 
 class BalanceLine(BaseModel):

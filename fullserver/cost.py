@@ -9,10 +9,14 @@ month whether used or not. The difference shows as its own "idle" line.
 
 from __future__ import annotations
 
+from typing import cast
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from fullserver.billables import decide
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
+from fullserver.catalog.network import Item, NetworkPrice, NetworkPrices, load_network_prices
 from fullserver.comparable import DEDICATED
 from fullserver.hourly import hourly_rate
 from fullserver.platforms import rules_for
@@ -21,10 +25,13 @@ from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 from fullserver.spec import EnvironmentSpec
 from fullserver.workload import Workload
 
-__all__ = ["HOURS_PER_MONTH", "CostEstimate", "CostLine", "estimate"]
+__all__ = ["HOURS_PER_MONTH", "CostEstimate", "CostLine", "estimate", "network_lines"]
 
 
 class CostLine(BaseModel):
+    """One line of the bill. The estimate builds its lines from figures already checked (the
+    catalog's and the spec's), so it makes them with ``model_construct``: no second validation."""
+
     model_config = ConfigDict(frozen=True)
 
     item: str
@@ -140,7 +147,7 @@ def _storage_lines(
                 unpriced.append(f"{item} ({gib:.0f} GiB {kind})")
             continue
         usd = disk_usd_month(price, gib, iops, mbps, disks=machines)
-        lines.append(CostLine(item=item, usd_month=round(usd * share, 2), note=f"{gib:.0f} GiB {kind}"))
+        lines.append(CostLine.model_construct(item=item, usd_month=round(usd * share, 2), note=f"{gib:.0f} GiB {kind}"))
     return lines
 
 
@@ -163,6 +170,36 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
     return cost
 
 
+def _contract_lines(spec: EnvironmentSpec, workload: Workload, productive: float, lines: list[CostLine]) -> float:
+    """Declared servers priced by their contract: the servers, egress over the allowance and the
+    setup fee, added to ``lines``; the compute cost an hour."""
+    ded = spec.dedicated
+    assert ded is not None
+    servers = spec.nodes
+    compute_hour = ded.monthly_usd * servers / HOURS_PER_MONTH
+    lines.append(
+        CostLine.model_construct(
+            item="dedicated servers",
+            usd_month=round(compute_hour * productive, 2),
+            note=f"{servers} x {ded.monthly_usd:.0f}/month",
+        )
+    )
+    billable = max(0.0, workload.egress_gb_month - ded.included_egress_gb_month)
+    if billable:
+        lines.append(
+            CostLine.model_construct(
+                item="data transfer",
+                usd_month=round(billable * ded.egress_usd_per_gb, 2),
+                note=f"{billable:.0f} GB over the included allowance",
+            )
+        )
+    if ded.setup_usd:
+        lines.append(
+            CostLine.model_construct(item="setup fee (over 12 months)", usd_month=round(ded.setup_usd / 12, 2))
+        )
+    return compute_hour
+
+
 def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
     warnings: list[str] = []
     unpriced: list[str] = []
@@ -170,37 +207,14 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
     lines: list[CostLine] = []
     peak_hour: float | None = None
     if rules_for(spec.platform).declared_hardware:  # priced by the contract, not the catalog
-        ded = spec.dedicated
-        assert ded is not None
-        servers = spec.nodes
+        compute_hour = _contract_lines(spec, workload, productive, lines)
         basis = DEDICATED
-        compute_hour = ded.monthly_usd * servers / HOURS_PER_MONTH
-        lines.append(
-            CostLine(
-                item="dedicated servers",
-                usd_month=round(compute_hour * productive, 2),
-                note=f"{servers} x {ded.monthly_usd:.0f}/month",
-            )
-        )
-        billable = max(0.0, workload.egress_gb_month - ded.included_egress_gb_month)
-        if billable:
-            lines.append(
-                CostLine(
-                    item="data transfer",
-                    usd_month=round(billable * ded.egress_usd_per_gb, 2),
-                    note=f"{billable:.0f} GB over the included allowance",
-                )
-            )
-        if ded.setup_usd:
-            lines.append(CostLine(item="setup fee (over 12 months)", usd_month=round(ded.setup_usd / 12, 2)))
     else:
         compute_hour, note, basis, peak_hour = _compute_hourly(spec, profile, catalog, warnings)
-        lines.append(CostLine(item="compute", usd_month=round(compute_hour * productive, 2), note=note))
+        lines.append(CostLine.model_construct(item="compute", usd_month=round(compute_hour * productive, 2), note=note))
         # Ephemeral disks live as long as the machine; persistent ones are billed all month.
         share = paid / HOURS_PER_MONTH if spec.lifecycle.mode == "ephemeral" else 1.0
         lines.extend(_storage_lines(spec, catalog, share, warnings, unpriced))
-        from fullserver.billables import network_lines  # it builds on CostLine, defined here
-
         lines.extend(network_lines(spec, workload, share, warnings))
         if workload.egress_gb_month:
             egress = catalog.egress_price(spec.provider, spec.region)
@@ -208,7 +222,7 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
                 warnings.append(f"no egress price for {spec.region} in the catalog: data transfer not priced")
             else:
                 lines.append(
-                    CostLine(
+                    CostLine.model_construct(
                         item="data transfer",
                         usd_month=round(workload.egress_gb_month * egress.usd_per_gb, 2),
                         note=f"{workload.egress_gb_month:.0f} GB internet egress",
@@ -218,7 +232,7 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
     if idle_hours > 0:
         lines.insert(
             1,
-            CostLine(
+            CostLine.model_construct(
                 item="idle capacity",
                 usd_month=round(compute_hour * idle_hours, 2),
                 note=f"{idle_hours:.0f} of {paid:.0f} paid hours unused",
@@ -247,3 +261,71 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
             "peak_what": "with the on-demand fallback running beside every spot node",
         }
     )
+
+
+class _Pricer:
+    """The network catalog as one spec's cloud and region see it (``platforms.base.NetworkPricer``)."""
+
+    def __init__(self, prices: NetworkPrices, spec: EnvironmentSpec, hours: float, warnings: list[str]) -> None:
+        self.prices, self.provider, self.region = prices, spec.provider, spec.region
+        self.hours, self.warnings = hours, warnings
+
+    def price(self, item: str) -> NetworkPrice | None:
+        return self.prices.price(self.provider, cast(Item, item), self.region)
+
+    def hourly(self, item: str, what: str) -> float | None:
+        p = self.price(item)
+        if p is None or p.usd_hour is None:
+            self.warnings.append(f"no {what} price for {self.region} in the network catalog: {what} not priced")
+            return None
+        return p.usd_hour
+
+
+def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warnings: list[str]) -> list[CostLine]:
+    """A cost line per billed network resource of ``spec`` (``fullserver.billables``; ``share``: the
+    part of the month it runs), each priced as its platform prices it (``PlatformRules.network``)."""
+    b = spec.billables or decide(spec)
+    network = rules_for(spec.platform).network
+    if network is None:
+        return []
+    pricer = _Pricer(load_network_prices(), spec, HOURS_PER_MONTH * share, warnings)
+    hours = pricer.hours
+    lines: list[CostLine] = []
+
+    def add(line: tuple[str, float, str] | None) -> None:
+        if line is not None:
+            item, usd, note = line
+            lines.append(CostLine.model_construct(item=item, usd_month=round(usd, 2), note=note))
+
+    if b.nat:
+        add(network.nat_line(pricer, b.machines, b.zones))
+    if b.node_public_ips + b.nat_public_ips + b.lb_public_ips:
+        usd, parts = 0.0, []
+        node_item = network.spot_node_ip_item if spec.spot else "public-ipv4"
+        addresses = [
+            (b.node_public_ips, node_item, "node"),
+            (b.nat_public_ips, "public-ipv4", "NAT"),
+            (b.lb_public_ips, "public-ipv4", "load balancer"),
+        ]
+        for count, address, what in addresses:
+            rate = pricer.hourly(address, "public IPv4 address") if count else None
+            if rate is not None:
+                usd += rate * count * hours
+                parts.append(f"{count} {what} x {rate}/h")
+        if parts:
+            add(("public IPv4 addresses", usd, ", ".join(parts)))
+    if b.load_balancer:
+        add(network.lb_line(pricer, float(workload.egress_gb_month)))
+    if b.health_checks:
+        p = pricer.price(network.health_check_item)
+        if p is not None:
+            add(("health checks", (p.usd_hour or 0) * b.health_checks * hours, f"{b.health_checks}: {p.free or ''}"))
+    if b.tier1:
+        warnings.append("Tier_1 networking is not in the network catalog: its per-VM hours are not priced")
+    if b.alarms:
+        p = pricer.price("cloudwatch-alarm")
+        if p is None or p.usd_month is None:
+            warnings.append(f"no CloudWatch alarm price for {spec.region} in the network catalog: alarms not priced")
+        else:
+            add(("CloudWatch alarms", p.usd_month * b.alarms * share, f"{b.alarms} x {p.usd_month}/month"))
+    return lines

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from fullserver.billables import complete_spec
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
 from fullserver.comparable import (
@@ -25,7 +24,7 @@ from fullserver.platforms import rules_for
 from fullserver.platforms.quota import QuotaNeed
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.quotas import quotas_for
-from fullserver.sizing import size, spec_for
+from fullserver.sizing import complete_spec, size, spec_for
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import Stack, load_stack
 from fullserver.workload import CONFIG_NAMESPACE, Alternative, Workload, check_workload
@@ -198,8 +197,10 @@ def compare(
     catalog: Catalog,
     env: str,
     profiles: dict[str, Profile],
+    cost: CostEstimate | None = None,
 ) -> tuple[list[Comparison], Comparison]:
-    """The same job elsewhere, and the chosen environment as the row they are compared with.
+    """The same job elsewhere, and the chosen environment as the row they are compared with
+    (``cost``: the chosen spec's estimate where the caller has it, so it is not made twice).
 
     Alternatives are sized to hold at least the chosen environment's accelerator memory where
     the stack leaves their size open; an explicit size is kept and its ratio stated. Every cloud
@@ -214,18 +215,19 @@ def compare(
     ]
     chosen = _Row(spec.platform, spec.region, profile, workload, spec)
     priced = [
-        (r, None if r.spec is None else estimate(r.spec, r.profile, r.workload, catalog)) for r in (chosen, *rows)
+        (chosen, cost or estimate(spec, profile, workload, catalog)),
+        *((r, None if r.spec is None else estimate(r.spec, r.profile, r.workload, catalog)) for r in rows),
     ]
     by_basis: dict[str, list[str]] = {}
-    for r, cost in priced:
-        if cost is not None:
-            by_basis.setdefault(cost.basis, []).append(r.platform.value)
+    for r, row_cost in priced:
+        if row_cost is not None:
+            by_basis.setdefault(row_cost.basis, []).append(r.platform.value)
     by_basis.pop(DEDICATED, None)
     on_demand = len(by_basis) > 1
     found = "; ".join(f"{basis} for {', '.join(names)}" for basis, names in sorted(by_basis.items()))
     why = f"every row compared on demand, the one pricing model all have (their own: {found})" if on_demand else ""
     return (
-        [_compare(r, cost, catalog, reference, on_demand) for r, cost in priced[1:]],
+        [_compare(r, row_cost, catalog, reference, on_demand) for r, row_cost in priced[1:]],
         _compare(*priced[0], catalog, reference, on_demand, why),
     )
 
@@ -243,7 +245,7 @@ def plan_workload(
     check_workload(workload, profile, catalog)
     spec = complete_spec(size(profile, workload, catalog, stack), workload, catalog)
     cost = estimate(spec, profile, workload, catalog)
-    comparison, baseline = compare(profile, workload, spec, catalog, stack, profiles)
+    comparison, baseline = compare(profile, workload, spec, catalog, stack, profiles, cost)
     return StackPlan(
         stack=stack,
         path=path,

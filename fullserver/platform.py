@@ -6,16 +6,13 @@ from enum import StrEnum
 
 
 class Platform(StrEnum):
-    """Where an environment runs; one Pulumi component per platform."""
+    """Where an environment runs; one Pulumi component per platform. What each one is and does
+    (its provider, disks, zones, billables, ...) is its ``fullserver.platforms`` module's."""
 
     TPU_VM = "tpu-vm"
     AWS_GPU = "aws-gpu"
     GCP_GPU = "gcp-gpu"
     BARE_METAL = "bare-metal"
-
-    @property
-    def provider(self) -> str:
-        return {"tpu-vm": "gcp", "aws-gpu": "aws", "gcp-gpu": "gcp", "bare-metal": "dedicated"}[self.value]
 
 
 class PricingModel(StrEnum):

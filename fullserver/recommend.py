@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from fullserver import platforms
 from fullserver.catalog import Catalog
 from fullserver.comparable import (
     DEDICATED,
@@ -205,12 +206,12 @@ RULES: list[Rule] = [
         1,
         "production of validated JAX/TensorFlow models may move to TPUs",
     ),
-    Rule({"cloud": ("aws",)}, "aws-gpu", 3, "the team's cloud is AWS"),
-    Rule({"cloud": ("aws",)}, "gcp-gpu", -3, "the team's cloud is AWS"),
-    Rule({"cloud": ("aws",)}, "tpu-vm", -4, "TPUs exist only on Google Cloud"),
-    Rule({"cloud": ("gcp",)}, "gcp-gpu", 3, "the team's cloud is Google Cloud"),
-    Rule({"cloud": ("gcp",)}, "tpu-vm", 1, "the team's cloud is Google Cloud"),
-    Rule({"cloud": ("gcp",)}, "aws-gpu", -3, "the team's cloud is Google Cloud"),
+    # The team's cloud -> platform: each platform's own (``PlatformRules.cloud_affinity``).
+    *(
+        Rule({"cloud": (cloud,)}, r.platform.value, weight, why)
+        for r in platforms.all_rules()
+        for cloud, (weight, why) in r.cloud_affinity.items()
+    ),
     Rule(
         {"portability": (True,)},
         "tpu-vm",
@@ -253,7 +254,7 @@ class Choice(BaseModel):
 
 def _region(needs: Needs, platform: Platform, catalog: Catalog) -> str:
     """The asked region where the platform has it, else its nearest peer on that platform's cloud."""
-    return default_region(platform, needs.region or ("us-east-1" if needs.cloud == "aws" else "us-central1"), catalog)
+    return default_region(platform, needs.region or platforms.default_region(needs.cloud), catalog)
 
 
 def _reference_gpus(needs: Needs, profile: Profile) -> tuple[str, int, int]:
@@ -293,15 +294,17 @@ def _workload(needs: Needs, profile: Profile, platform: Platform, catalog: Catal
         data["accelerator"], data["accelerator_count"], data["nodes"] = _reference_gpus(needs, profile)
     if rules.declared_hardware:
         data["dedicated"] = _dedicated(
-            needs, profile, str(data["accelerator"]), int(str(data["accelerator_count"])), catalog
+            needs, profile, platform, str(data["accelerator"]), int(str(data["accelerator_count"])), catalog
         )
     return Workload.model_validate(data)
 
 
-def _dedicated(needs: Needs, profile: Profile, accelerator: str, count: int, catalog: Catalog) -> Dedicated:
+def _dedicated(
+    needs: Needs, profile: Profile, platform: Platform, accelerator: str, count: int, catalog: Catalog
+) -> Dedicated:
     """A server exactly at the profile's minimums: what the monthly price must buy."""
     acc = catalog.accelerator(accelerator)
-    bal = profile.balance_for(Platform.BARE_METAL)
+    bal = profile.balance_for(platform)
     cores = math.ceil(bal.cpu_per_accelerator.value * count)
     ram = max(bal.ram_floor_gib.value, bal.ram_per_accelerator_memory.value * count * acc.memory_gib)
     nvme = (bal.nvme_gib_per_accelerator.value * count) if bal.nvme_gib_per_accelerator else 0

@@ -6,12 +6,12 @@ by ``fullserver plan``, compared in tests and passed into components as a serial
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fullserver.balance import BalanceReport
-from fullserver.catalog.model import Interconnect, Platform
+from fullserver.catalog.model import AcceleratorKind, Interconnect, Platform
 from fullserver.errors import InputError
-from fullserver.platforms import disk
+from fullserver.platforms import disk, rules_for
 from fullserver.profiles import Lifecycle, PricingModel, Purpose, Serving, Stage
 from fullserver.serving import ServingSpec
 from fullserver.workload import Dedicated
@@ -115,6 +115,18 @@ class ShapeOption(Frozen):
     usd_hour: float
 
 
+class ShapeLimits(Frozen):
+    """What the chosen shape takes, as the catalog gives it, carried so that the components check
+    their args against it without reading the catalog again."""
+
+    max_local_ssds: int
+    """Local SSDs the shape has (or takes at most)."""
+    local_ssd_counts: list[int] | None = None
+    """The counts of local SSDs it can be built with, where only some are allowed (GCP)."""
+    efa_interfaces: int = 0
+    """EFA interfaces the shape has (AWS; 0 elsewhere)."""
+
+
 class EnvironmentSpec(Frozen):
     environment: str
     profile: str
@@ -159,10 +171,15 @@ class EnvironmentSpec(Frozen):
     alternative_shapes: list[ShapeOption] = []
     """Balanced alternatives to ``offer`` (cheapest first), filled for spot specs only."""
     warnings: list[str] = []
+    shape_limits: ShapeLimits | None = Field(default=None, exclude=True)
+    """The chosen shape's limits (``None``: declared servers); not dumped, so plan output is unchanged."""
+    accelerator_kind: AcceleratorKind | None = Field(default=None, exclude=True)
+    """The accelerator's kind (GPU, TPU, Trainium, Inferentia), as the catalog names it; not dumped."""
 
     @property
     def provider(self) -> str:
-        return self.platform.provider
+        """The catalog's provider key of the platform (``PlatformRules.provider``)."""
+        return rules_for(self.platform).provider
 
     @property
     def replicas(self) -> int:

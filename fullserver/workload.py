@@ -29,7 +29,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from fullserver.baremetal.keys import HostKeyLine, PublicKeyLine
-from fullserver.catalog.model import Platform
+from fullserver.catalog.model import AcceleratorKind, Platform
 from fullserver.errors import InputError
 from fullserver.platforms import option_refusal, rules_for, zone_problem
 from fullserver.rules import (
@@ -39,7 +39,7 @@ from fullserver.rules import (
 
 if TYPE_CHECKING:
     from fullserver.catalog import Catalog
-    from fullserver.profiles import Profile
+    from fullserver.profiles import Lifecycle, Profile
 
 CONFIG_NAMESPACE = "fullserver"
 
@@ -451,29 +451,60 @@ class Workload(Camel):
             )
 
 
+def lifecycle_for(profile: Profile, workload: Workload) -> Lifecycle:
+    """The profile's lifecycle with the stack's ``ttlHours``: a TTL needs an ephemeral profile and
+    stays within its TTL (the one place this rule is said; ``check_workload`` and sizing ask it)."""
+    life = profile.lifecycle
+    if workload.ttl_hours is None:
+        return life
+    if life.mode != "ephemeral" or life.ttl_hours is None:
+        raise InputError(
+            "fullserver:ttlHours",
+            f"profile '{profile.name}' is persistent",
+            "remove ttlHours or use an ephemeral profile",
+        )
+    if workload.ttl_hours > life.ttl_hours:
+        raise InputError(
+            "fullserver:ttlHours",
+            f"{workload.ttl_hours} h is above the {life.ttl_hours:g} h TTL of profile '{profile.name}'",
+            f"ask for at most {life.ttl_hours:g}",
+        )
+    return life.model_copy(update={"ttl_hours": workload.ttl_hours})
+
+
+def resolve_accelerator(workload: Workload, catalog: Catalog) -> tuple[str | None, bool]:
+    """The accelerator model named by the workload, and whether it names a TPU type (slice)."""
+    assert workload.accelerator is not None
+    if workload.accelerator in catalog.slice_types:
+        return None, True
+    return catalog.accelerator(workload.accelerator).name, False
+
+
+def platforms_for(profile: Profile, workload: Workload, catalog: Catalog) -> list[Platform]:
+    """The profile's platforms, in its order, that can serve the workload's accelerator (whether
+    they take the stack's platform-specific keys is ``Workload.takes_keys``, asked by sizing)."""
+    if workload.platform is not None:
+        return [workload.platform]
+    if workload.accelerator is None:
+        return [p for p in profile.platforms if rules_for(p).declared_hardware]
+    acc_name, is_tpu_type = resolve_accelerator(workload, catalog)
+    kind = AcceleratorKind.TPU if is_tpu_type else catalog.accelerators[str(acc_name)].kind
+    return [
+        p
+        for p in profile.platforms
+        if kind in rules_for(p).accelerator_kinds and (not rules_for(p).declared_hardware or workload.dedicated)
+    ]
+
+
 def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> None:
     """What the stack's keys mean for its profile and the catalog, before any sizing.
 
     The model checks each key alone and the keys against an explicit platform; this checks what
     needs the profile (its TTL) and the catalog (TPU chip counts, accelerator aliases), and keys
     that apply to none of the platforms the stack can land on. Errors name the key.
+    ``fullserver.plan.plan_workload`` runs it before sizing: the one place it runs.
     """
-    from fullserver.sizing import platforms_for  # sizing imports this module
-
-    life = profile.lifecycle
-    if workload.ttl_hours is not None:
-        if life.mode != "ephemeral" or life.ttl_hours is None:
-            raise InputError(
-                "fullserver:ttlHours",
-                f"profile '{profile.name}' is persistent",
-                "remove ttlHours or use an ephemeral profile",
-            )
-        if workload.ttl_hours > life.ttl_hours:
-            raise InputError(
-                "fullserver:ttlHours",
-                f"{workload.ttl_hours} h is above the {life.ttl_hours:g} h TTL of profile '{profile.name}'",
-                f"ask for at most {life.ttl_hours:g}",
-            )
+    lifecycle_for(profile, workload)
     if workload.serving is not None and profile.serving is None:
         raise InputError(
             "fullserver:serving",

@@ -10,10 +10,11 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
+from fullserver import platforms
 from fullserver.catalog import Catalog, load_catalog
-from fullserver.catalog.model import Platform
 from fullserver.catalog.staleness import source_age_days, source_ages
 from fullserver.errors import FullserverError
+from fullserver.platforms import rules_for
 from fullserver_cli import render
 from fullserver_cli.output import console, emit_json, fail
 
@@ -35,12 +36,8 @@ def catalog(
         cat = load_catalog()
         offers = cat.offers
         if provider:
-            wanted = {
-                "aws": {Platform.AWS_GPU},
-                "gcp": {Platform.GCP_GPU, Platform.TPU_VM},
-                "tpu": {Platform.TPU_VM},
-            }.get(provider)
-            if wanted is None:
+            wanted = {p for p in platforms.named(provider) if not rules_for(p).declared_hardware}
+            if not wanted:
                 raise FullserverError("--provider", f"unknown provider '{provider}'", "use aws, gcp or tpu")
             offers = [o for o in offers if o.platform in wanted]
         if accelerator:

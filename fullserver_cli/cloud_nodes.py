@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from fullserver import platforms
 from fullserver.baremetal.proxy import run_captured
 from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
-from fullserver.platforms import aws, gcp, tpu
 
 LIST_TIMEOUT = 120.0
 """Seconds a group listing may take (one API call, plus the CLI's own start-up and auth)."""
@@ -82,7 +82,7 @@ def group_members(group: NodeGroupAccess, stack: str) -> list[NodeAccess]:
         said = " ".join((done.stderr.strip() or done.stdout.strip()).split())[-300:]
         raise InputError(where, f"listing its members failed: {said}", f"check `{' '.join(argv)}` works for you")
     try:
-        members = {"aws": aws.group_members, "gcp": gcp.group_members, "tpu": tpu.group_members}[group.provider]
+        members = platforms.group_members(group.provider)  # the platform reads its own listing
         return members(json.loads(done.stdout), group)
     except ValueError as exc:
         raise InputError(where, f"the member list is not what {argv[0]} prints: {exc}", "update the CLI") from None

@@ -12,9 +12,10 @@ from rich.text import Text
 from fullserver.balance import BalanceReport
 from fullserver.catalog import Offer
 from fullserver.plan import StackPlan, budget_breaches
-from fullserver.platform import Platform
+from fullserver.platforms import rules_for
 from fullserver.profiles import Profile
 from fullserver.recommend import Choice
+from fullserver.spec import EnvironmentSpec
 from fullserver_cli.tables import FitTable, grid, table
 
 
@@ -89,6 +90,48 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
     """One stack in full: decision, balance, cost lines, comparisons, near-misses and every warning
     (the same list ``--json`` gives)."""
     s, c = plan.spec, plan.cost
+    head = grid(_head_rows(plan))
+
+    cost = table("item", "USD/month", "note", title="cost per month")
+    for line in c.lines:
+        cost.add_row(line.item, money(line.usd_month), line.note)
+
+    parts: list[FitTable | Text] = [head, balance_table(s.balance), cost]
+    if plan.quotas:
+        parts.append(quota_table(plan))
+    if plan.comparison:
+        parts.append(comparison_table(plan))
+    if s.near_misses:
+        nm = table("shape", "USD/hour", "why", title="rejected near-misses")
+        for m in s.near_misses:
+            nm.add_row(m.offer, money(m.usd_hour), m.reason)
+        parts.append(nm)
+    for w in warnings:
+        parts.append(Text(f"warning: {w}", style="yellow"))
+    return Group(*parts)
+
+
+def _storage(s: EnvironmentSpec) -> str:
+    """The disks of a node: boot (where the platform sizes one, or the declared servers'), data, local NVMe."""
+    rules = rules_for(s.platform)
+    # a TPU VM's boot disk is part of the TPU; declared servers show the boot disk the profile asks of them
+    shown = rules.boot_disk_sized or rules.declared_hardware
+    storage = [f"boot {s.boot_disk_gib} GiB {s.boot_disk_kind}".rstrip()] if shown else []
+    if s.data_disk:
+        d = s.data_disk
+        storage.append(
+            f"data {d.size_gib} GiB {d.kind}"
+            + (f" {d.iops} IOPS" if d.iops else "")
+            + (f" {d.throughput_mbps} MiB/s" if d.throughput_mbps else "")
+        )
+    if s.local_nvme_disks:
+        storage.append(f"{s.local_nvme_disks} x {s.local_nvme_disk_gib:.0f} GiB local NVMe (RAID0 scratch)")
+    return ", ".join(storage) or "none attached (a TPU VM's boot disk is part of the TPU)"
+
+
+def _head_rows(plan: StackPlan) -> list[tuple[str, str]]:
+    """The decision in rows: stack, profile, platform, shape, pricing, cost, TPU, storage, network, serving."""
+    s, c = plan.spec, plan.cost
     accel = f"{s.accelerator_count} x {s.accelerator}" if s.accelerator else "none"
     rows = [
         ("stack", f"{plan.stack}  ({plan.path})"),
@@ -124,17 +167,7 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
                 + (", queued resource" if s.tpu.queued else ""),
             )
         )
-    storage = [] if s.platform is Platform.TPU_VM else [f"boot {s.boot_disk_gib} GiB {s.boot_disk_kind}".rstrip()]
-    if s.data_disk:
-        d = s.data_disk
-        storage.append(
-            f"data {d.size_gib} GiB {d.kind}"
-            + (f" {d.iops} IOPS" if d.iops else "")
-            + (f" {d.throughput_mbps} MiB/s" if d.throughput_mbps else "")
-        )
-    if s.local_nvme_disks:
-        storage.append(f"{s.local_nvme_disks} x {s.local_nvme_disk_gib:.0f} GiB local NVMe (RAID0 scratch)")
-    rows.append(("storage", ", ".join(storage) or "none attached (a TPU VM's boot disk is part of the TPU)"))
+    rows.append(("storage", _storage(s)))
     n = s.network
     net = f"{n.gbps_per_node:g} Gbps/node, fabric {n.interconnect.value}"
     if n.efa_interfaces:
@@ -158,25 +191,7 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
                 ),
             )
         )
-    head = grid(rows)
-
-    cost = table("item", "USD/month", "note", title="cost per month")
-    for line in c.lines:
-        cost.add_row(line.item, money(line.usd_month), line.note)
-
-    parts: list[FitTable | Text] = [head, balance_table(s.balance), cost]
-    if plan.quotas:
-        parts.append(quota_table(plan))
-    if plan.comparison:
-        parts.append(comparison_table(plan))
-    if s.near_misses:
-        nm = table("shape", "USD/hour", "why", title="rejected near-misses")
-        for m in s.near_misses:
-            nm.add_row(m.offer, money(m.usd_hour), m.reason)
-        parts.append(nm)
-    for w in warnings:
-        parts.append(Text(f"warning: {w}", style="yellow"))
-    return Group(*parts)
+    return rows
 
 
 def quota_table(plan: StackPlan) -> FitTable:

@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
 from rich.text import Text
 
 from fullserver.baremetal.config import check_path
-from fullserver.baremetal.inventory import Inventory, inventory_from_data, load_inventory
+from fullserver.baremetal.inventory import Inventory, Target, inventory_from_data, load_inventory
 from fullserver.baremetal.keys import passphrase_protected
 from fullserver.baremetal.measure import Caps
 from fullserver.baremetal.proxy import withhold_from_children
@@ -38,7 +39,7 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import plan_paths
 from fullserver.platform import Platform
-from fullserver.platforms.base import CLOUD_SCRATCH
+from fullserver.platforms import bare_metal, rules_for
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
 from fullserver.workload import DedicatedHost
@@ -49,7 +50,7 @@ from fullserver_cli.output import console
 from fullserver_cli.plan import STACKS_DIR
 from fullserver_cli.tables import FitTable, table
 
-BARE_METAL_SCRATCH = "/mnt/scratch"
+BARE_METAL_SCRATCH = bare_metal.SCRATCH
 """Where fullserver's bare-metal configuration mounts the scratch array unless told otherwise."""
 
 
@@ -113,40 +114,11 @@ def verify(
     """
     err = console(stderr=True)
     try:
-        profiles = load_profiles(profiles_dir) if profiles_dir else load_profiles()
-        try:
-            check_path(scratch or BARE_METAL_SCRATCH, "--scratch", mountpoint=True)
-        except ValueError as exc:
-            raise InputError(
-                "--scratch", str(exc).split(": ", 1)[1], "name the scratch filesystem's mountpoint"
-            ) from None
-        stack = stack_path(target, stacks_dir)
-        contract: DedicatedHost | None = None
-        platform = Platform.BARE_METAL
-        key: Identity | None = None
-        if stack is not None:
-            cloud = CloudAccess(known_hosts, user, project_dir, backend, pulumi_root)
-            key = read_identity(identity, passphrase_env) if identity is not None else None
-            inv, prof, contract, platform = stack_inventory(stack, profiles, profile, key, cloud)
-        else:
-            if identity is not None:
-                raise InputError(
-                    "--identity", "applies to a stack only", "name each host's key in the inventory (privateKeyFile)"
-                )
-            if profile is None:
-                raise InputError(
-                    "--profile", "an inventory needs the profile whose promises apply", "e.g. --profile fine-tuning"
-                )
-            prof = get_profile(profile, profiles, where="--profile")
-            inv = load_inventory(Path(target))
-            check_keys(inv, [*inv.hosts, *(hop for e in inv.hosts for hop in inv.hops(e))])
-        hosts = [(inv.target(e), inv.private_key(e)) for e in inv.hosts]
-        jump_keys = {name: key for e in inv.hosts for name, key in inv.jump_keys(e).items()}
-        expected = {e.name: e.expect for e in inv.hosts if e.expect is not None}
+        cloud = CloudAccess(known_hosts, user, project_dir, backend, pulumi_root)
+        found = _targets(target, profile, identity, passphrase_env, cloud, stacks_dir, scratch, profiles_dir)
     except FullserverError as exc:
         sys.stderr.write(f"error: {exc.line()}\n")
         raise typer.Exit(exc.exit_code) from None
-
     caps = Caps(
         fio_seconds=fio_seconds,
         fio_size_mib=fio_size_mib,
@@ -154,24 +126,90 @@ def verify(
         iperf_streams=iperf_streams,
         iperf_port=iperf_port,
     )
-    default_scratch = BARE_METAL_SCRATCH if platform == Platform.BARE_METAL else CLOUD_SCRATCH
+    _measure(found, caps, scratch, workers, as_json, err)
+
+
+def _measure(found: _Targets, caps: Caps, scratch: str | None, workers: int, as_json: bool, err: Console) -> None:
+    """Measure every host against the promise, show the fleet and exit with its verdict."""
     promise = Promise(
-        profile=prof, catalog=load_catalog(), expect=contract, scratch=scratch or default_scratch, platform=platform
+        profile=found.profile,
+        catalog=load_catalog(),
+        expect=found.contract,
+        scratch=scratch or rules_for(found.platform).scratch,
+        platform=found.platform,
     )
-    with fleet_progress(err, "measuring", len(hosts)) as done:
+    with fleet_progress(err, "measuring", len(found.hosts)) as done:
         results = verify_fleet(
-            hosts,
+            found.hosts,
             promise,
             caps,
-            expected=expected,
-            jump_keys=jump_keys,
+            expected=found.expected,
+            jump_keys=found.jump_keys,
             max_workers=workers,
             on_done=done,
-            passphrase=key.passphrase if key is not None else None,
+            passphrase=found.key.passphrase if found.key is not None else None,
         )
-
     show_fleet(results, err, as_json=as_json, to_json=to_json, table=host_table)
     raise typer.Exit(exit_code(results))
+
+
+@dataclass(frozen=True)
+class _Targets:
+    """What verify measures: the hosts with their keys, the promise's profile, contract and platform."""
+
+    hosts: list[tuple[Target, str]]
+    jump_keys: dict[str, str]
+    expected: dict[str, DedicatedHost]
+    profile: Profile
+    contract: DedicatedHost | None
+    platform: Platform
+    key: Identity | None
+
+
+def _targets(
+    target: str,
+    profile: str | None,
+    identity: Path | None,
+    passphrase_env: str | None,
+    cloud: CloudAccess,
+    stacks_dir: Path,
+    scratch: str | None,
+    profiles_dir: Path | None,
+) -> _Targets:
+    """The hosts of a stack (cloud or bare metal) or of an inventory file, and the promise they keep."""
+    profiles = load_profiles(profiles_dir) if profiles_dir else load_profiles()
+    try:
+        check_path(scratch or BARE_METAL_SCRATCH, "--scratch", mountpoint=True)
+    except ValueError as exc:
+        raise InputError("--scratch", str(exc).split(": ", 1)[1], "name the scratch filesystem's mountpoint") from None
+    stack = stack_path(target, stacks_dir)
+    contract: DedicatedHost | None = None
+    platform = Platform.BARE_METAL  # an inventory lists rented servers
+    key: Identity | None = None
+    if stack is not None:
+        key = read_identity(identity, passphrase_env) if identity is not None else None
+        inv, prof, contract, platform = stack_inventory(stack, profiles, profile, key, cloud)
+    else:
+        if identity is not None:
+            raise InputError(
+                "--identity", "applies to a stack only", "name each host's key in the inventory (privateKeyFile)"
+            )
+        if profile is None:
+            raise InputError(
+                "--profile", "an inventory needs the profile whose promises apply", "e.g. --profile fine-tuning"
+            )
+        prof = get_profile(profile, profiles, where="--profile")
+        inv = load_inventory(Path(target))
+        check_keys(inv, [*inv.hosts, *(hop for e in inv.hosts for hop in inv.hops(e))])
+    return _Targets(
+        hosts=[(inv.target(e), inv.private_key(e)) for e in inv.hosts],
+        jump_keys={name: k for e in inv.hosts for name, k in inv.jump_keys(e).items()},
+        expected={e.name: e.expect for e in inv.hosts if e.expect is not None},
+        profile=prof,
+        contract=contract,
+        platform=platform,
+        key=key,
+    )
 
 
 def stack_path(target: str, stacks_dir: Path) -> Path | None:
@@ -224,7 +262,7 @@ def stack_inventory(
             f"stack '{name}' plans profile '{spec.profile}', not '{profile}'",
             "drop --profile: a stack's promise is its plan's",
         )
-    if spec.platform != Platform.BARE_METAL:
+    if not rules_for(spec.platform).declared_hardware:  # a cloud stack: its nodes are in its outputs
         key = _identity(identity, name)
         inv = cloud_inventory(name, spec.profile, key.text, cloud)
         return inv, get_profile(spec.profile, profiles), None, spec.platform

@@ -11,7 +11,7 @@ from fullserver.platform import Platform
 from fullserver.platforms.aws import AMI_VOLUME_KIND, ROOT_DEVICES, UNSET_VOLUME_KIND
 from policy.labels import labels_of
 from policy.nodes import Disk, Node, disks_gib, referenced
-from policy.offers import aws_offer
+from policy.offers import offer as offer_of
 from policy.resources import (
     AWS_ASG,
     AWS_INSTANCE,
@@ -80,7 +80,7 @@ def aws_node(r: PolicyResource, resources: Sequence[PolicyResource]) -> Node:
     if r.resource_type == AWS_ASG and not itype:
         overrides = as_list(prop(r.props, "mixedInstancesPolicy", "launchTemplate", "overrides"))
         itype = prop(overrides[0], "instanceType") if overrides else None
-    offer = aws_offer(str(itype)) if itype else None
+    offer = offer_of(Platform.AWS_GPU, str(itype)) if itype else None
     disks, attached = _lt_disks(lt)
     labels = {**(labels_of(lt.props) if lt is not None else {}), **labels_of(r.props)}
     region = aws_region(r, *([lt] if lt is not None else []))

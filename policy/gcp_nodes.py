@@ -8,11 +8,12 @@ from typing import Any
 
 from pulumi_policy import PolicyResource
 
+from fullserver.catalog import Offer
 from fullserver.platform import Platform
-from fullserver.platforms.gcp import DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB, UNSET_DISK_KIND
+from fullserver.platforms.gcp import ATTACHED_GPU_TYPES, DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB, UNSET_DISK_KIND
 from policy.labels import labels_of
 from policy.nodes import Disk, Node, disks_gib, referenced, zone_region
-from policy.offers import gcp_offer, tpu_offer
+from policy.offers import offer as offer_of
 from policy.resources import (
     GCP_AUTOSCALER,
     GCP_DISKS,
@@ -28,6 +29,17 @@ from policy.resources import (
     prop,
     truthy,
 )
+
+
+def gcp_offer(machine_type: str, accelerators: list[Any]) -> Offer | None:
+    """A GCP offer: the machine type itself (A2/A3/G2 bundle their GPUs), or an N1 host + N GPUs of
+    a model the core attaches by that accelerator type (``fullserver.platforms.gcp.ATTACHED_GPU_TYPES``)."""
+    count = sum(int(number(prop(a, "count")) or 0) for a in accelerators)
+    if not count:
+        return offer_of(Platform.GCP_GPU, machine_type)
+    gpu_type = last_segment(prop(accelerators[0], "type")).lower()
+    model = next((m for m, t in ATTACHED_GPU_TYPES.items() if t == gpu_type), None)
+    return offer_of(Platform.GCP_GPU, machine_type, (model, count)) if model is not None else None
 
 
 def _gcp_spot(scheduling: Any) -> bool:
@@ -137,7 +149,7 @@ def tpu_nodes(r: PolicyResource, resources: Sequence[PolicyResource]) -> list[No
     p = r.props
     if r.resource_type == TPU_VM:
         accelerator = str(plain(p.get("acceleratorType")) or "")
-        offer = tpu_offer(accelerator)
+        offer = offer_of(Platform.TPU_VM, accelerator)
         attached = disks_gib(referenced(r, "dataDisks", GCP_DISKS, resources))
         shape = offer.name if offer is not None else accelerator or "no acceleratorType"
         node = Node(r, Platform.TPU_VM, shape, offer, zone_region(p.get("zone")), labels_of(p), attached_gib=attached)
@@ -147,7 +159,7 @@ def tpu_nodes(r: PolicyResource, resources: Sequence[PolicyResource]) -> list[No
     nodes = []
     for spec in as_list(prop(p, "tpu", "nodeSpecs")):
         accelerator = str(prop(spec, "node", "acceleratorType") or "")
-        offer = tpu_offer(accelerator)
+        offer = offer_of(Platform.TPU_VM, accelerator)
         zone = p.get("zone") or str(prop(spec, "parent") or "").rsplit("/", 1)[-1]
         shape = offer.name if offer is not None else accelerator or "no acceleratorType"
         node = Node(r, Platform.TPU_VM, shape, offer, zone_region(zone), labels_of(p))

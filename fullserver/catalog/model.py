@@ -8,11 +8,12 @@ local SSD partition is 375 GiB. Figures that cannot be sourced are left out, nev
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from fullserver.platform import AcceleratorKind, Interconnect, Platform
+from fullserver.platforms import all_rules
 from fullserver.sources import Source, check_snapshot_date, commit_pin
 
 __all__ = ["AcceleratorKind", "Interconnect", "Platform", "Source", "check_snapshot_date", "commit_pin"]
@@ -41,6 +42,25 @@ class Accelerator(Strict):
     source: str
 
 
+def _one_of(what: str, known: set[str]) -> AfterValidator:
+    """A name the platform registry knows (``fullserver.platforms``), not a list kept here."""
+
+    def check(value: str) -> str:
+        if value not in known:
+            raise ValueError(f"unknown {what} '{value}' (known: {', '.join(sorted(known))})")
+        return value
+
+    return AfterValidator(check)
+
+
+ShapePlatform = Annotated[
+    str, _one_of("platform", {r.platform.value for r in all_rules() if "shapes" in r.catalog_forms})
+]
+"""A platform whose offers include machine shapes sold as they are (``PlatformRules.catalog_forms``)."""
+CatalogProvider = Annotated[str, _one_of("provider", {r.provider for r in all_rules() if r.catalog_forms})]
+"""A provider some platform's catalog offers come from (storage, egress and commitment prices)."""
+
+
 class Shape(Strict):
     """A machine shape as a provider sells it.
 
@@ -49,7 +69,7 @@ class Shape(Strict):
     """
 
     name: str
-    platform: Literal["aws-gpu", "gcp-gpu"]
+    platform: ShapePlatform
     family: str
     accelerator: str | None = None
     accelerator_count: Count = 0
@@ -198,7 +218,7 @@ class TpuPrice(Strict):
 class StoragePrice(Strict):
     """Block or local storage price in one region; IOPS/throughput above the free baseline."""
 
-    provider: Literal["aws", "gcp"]
+    provider: CatalogProvider
     kind: str
     region: str
     usd_gib_month: NonNegative
@@ -212,7 +232,7 @@ class StoragePrice(Strict):
 class EgressPrice(Strict):
     """Internet egress price per GB (decimal) for the first paid tier, from one region."""
 
-    provider: Literal["aws", "gcp"]
+    provider: CatalogProvider
     region: str
     usd_per_gb: NonNegative
     source: str
@@ -227,7 +247,7 @@ class CommitmentDiscount(Strict):
     refresh read). With ``shapes`` set, ``applies_to`` only labels the entry.
     """
 
-    provider: Literal["aws", "gcp"]
+    provider: CatalogProvider
     applies_to: str
     term_years: Annotated[int, Field(gt=0)]
     discount: Annotated[float, Field(gt=0, lt=1)]

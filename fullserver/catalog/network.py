@@ -11,9 +11,10 @@ import functools
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from fullserver.errors import InputError
+from fullserver.platforms import all_rules
 from fullserver.sources import Source
 from fullserver.yamlio import read_yaml, validation_error
 
@@ -43,6 +44,16 @@ GIB = 1.073741824
 """Decimal GB in a GiB: prices per GiB are stored as the page gives them and converted here."""
 
 
+NETWORK_PROVIDERS = frozenset(r.provider for r in all_rules() if r.network is not None)
+"""The providers whose platforms bill a network (``PlatformRules.network``)."""
+
+
+def _network_provider(value: str) -> str:
+    if value not in NETWORK_PROVIDERS:
+        raise ValueError(f"unknown provider '{value}' (known: {', '.join(sorted(NETWORK_PROVIDERS))})")
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -50,7 +61,7 @@ class _Strict(BaseModel):
 class NetworkPrice(_Strict):
     """One resource's price in one region (or ``*``): per hour, per month, or per unit of data."""
 
-    provider: Literal["aws", "gcp"]
+    provider: Annotated[str, AfterValidator(_network_provider)]
     item: Item
     region: str
     usd_hour: Annotated[float, Field(ge=0)] | None = None

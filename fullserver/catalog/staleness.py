@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import Source
-from fullserver.platform import Platform
 from fullserver.platforms import rules_for
 
 if TYPE_CHECKING:
@@ -199,7 +198,7 @@ def plan_prices_used(plan: StackPlan, catalog: Catalog) -> list[UsedPrice]:
     if "data transfer" in items:
         egress = catalog.egress_price(spec.provider, spec.region)
         if egress is not None:
-            refresh = "gcp" if spec.provider == "gcp" else ""  # the AWSDataTransfer offer is not mapped
+            refresh = _EGRESS_REFRESH.get(spec.provider, "")
             used.append(UsedPrice(f"internet egress from {spec.region}", egress.source, refresh))
     return list(dict.fromkeys(used))  # a boot and a data disk of one kind use one price
 
@@ -217,29 +216,58 @@ def plan_staleness_warnings(
 
 def _offer_refresh(offer: Offer, spot: bool) -> str:
     """The ``--provider`` whose refresh prices this offer (see ``fullserver.catalog.refresh``), or ""."""
+    refresh = _OFFER_REFRESH.get(rules_for(offer.platform).short)
+    return refresh(offer, spot) if refresh is not None else ""
+
+
+def _aws_offer_refresh(offer: Offer, spot: bool) -> str:
+    return "aws-spot" if spot else "aws"
+
+
+def _gcp_offer_refresh(offer: Offer, spot: bool) -> str:
     from fullserver.catalog.refresh import gcp as gcp_skus  # the SKU mapping is the refresh's own table
 
-    if offer.platform is Platform.AWS_GPU:
-        return "aws-spot" if spot else "aws"
-    if offer.platform is Platform.TPU_VM:
-        return "tpu" if offer.family in gcp_skus.TPU_SKU_TOKENS else ""
-    if offer.platform is Platform.GCP_GPU:
-        count = offer.host.accelerator_count
-        covered = gcp_skus.refreshes_shape(offer.machine_type or offer.name, offer.family, offer.accelerator, count)
-        return "gcp" if covered or offer.family == "n1" else ""
-    return ""
+    count = offer.host.accelerator_count
+    covered = gcp_skus.refreshes_shape(offer.machine_type or offer.name, offer.family, offer.accelerator, count)
+    return "gcp" if covered or offer.family == "n1" else ""
+
+
+def _tpu_offer_refresh(offer: Offer, spot: bool) -> str:
+    from fullserver.catalog.refresh import gcp as gcp_skus
+
+    return "tpu" if offer.family in gcp_skus.TPU_SKU_TOKENS else ""
+
+
+_OFFER_REFRESH: dict[str, Callable[[Offer, bool], str]] = {
+    "aws": _aws_offer_refresh,
+    "gcp": _gcp_offer_refresh,
+    "tpu": _tpu_offer_refresh,
+}
+"""The refresh that prices each platform's offers (by ``PlatformRules.short``): the refresh's own
+knowledge of its sources, kept beside the refresh's SKU tables it reads."""
 
 
 def _storage_refresh(provider: str, kind: str) -> str:
     from fullserver.catalog.refresh import gcp as gcp_skus
 
-    return "gcp" if provider == "gcp" and kind in gcp_skus.DISK_SKU_PREFIXES else ""  # AWS EBS is not mapped
+    mapped = _STORAGE_REFRESH.get(provider)
+    return mapped if mapped and kind in gcp_skus.DISK_SKU_PREFIXES else ""  # AWS EBS is not mapped
+
+
+_STORAGE_REFRESH = {"gcp": "gcp"}
+"""The refresh of each provider's disk prices (the Cloud Billing disk SKUs); AWS EBS is not mapped."""
+_EGRESS_REFRESH = {"gcp": "gcp"}
+"""The refresh of each provider's egress price; the AWSDataTransfer offer is not mapped."""
 
 
 def _commitment_refresh(provider: str, source: str) -> str:
     """AWS reserved and Savings Plans discounts are refreshed; GCP commitment prices are not mapped."""
     from fullserver.catalog.refresh import savings_plans
 
-    if provider != "aws":
+    if provider not in _COMMITMENT_REFRESH:
         return ""
-    return "aws-savings-plans" if source == savings_plans.SOURCE_KEY else "aws"
+    return "aws-savings-plans" if source == savings_plans.SOURCE_KEY else _COMMITMENT_REFRESH[provider]
+
+
+_COMMITMENT_REFRESH = {"aws": "aws"}
+"""The refresh of each provider's reserved discounts (the AWS Price List's reserved terms)."""

@@ -17,25 +17,43 @@ which limits, is this a zone of that region) are the functions below.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from fullserver.platform import Platform
 from fullserver.platforms import aws, bare_metal, gcp, tpu
-from fullserver.platforms.base import DiskKind, DiskLimits, NameRule, PlatformRules, Refusal, Request, ZoneForm
+from fullserver.platforms.base import (
+    DiskKind,
+    DiskLimits,
+    GroupMembers,
+    NameRule,
+    NetworkRules,
+    PlatformRules,
+    Refusal,
+    Request,
+    ZoneForm,
+)
 
 __all__ = [
+    "ANY_CLOUD",
     "DiskKind",
     "DiskLimits",
     "NameRule",
+    "NetworkRules",
     "PlatformRules",
     "Refusal",
     "Request",
     "ZoneForm",
+    "all_rules",
     "aws",
     "bare_metal",
     "component",
+    "default_region",
     "disk",
     "disk_limits",
     "gcp",
+    "group_members",
     "name_rules",
+    "named",
     "option_refusal",
     "owners",
     "rules_for",
@@ -49,6 +67,35 @@ _RULES: dict[Platform, PlatformRules] = {r.platform: r for r in (aws.RULES, gcp.
 def rules_for(platform: Platform) -> PlatformRules:
     """Everything fullserver knows about ``platform``."""
     return _RULES[platform]
+
+
+def all_rules() -> Iterator[PlatformRules]:
+    """Every platform's rules, in the registry's order."""
+    return iter(_RULES.values())
+
+
+ANY_CLOUD = gcp.RULES.default_region
+"""Where a question open to any cloud starts (``recommend``'s default region): Google Cloud's,
+so that a TPU comparison starts where TPUs are sold."""
+
+
+def default_region(cloud: str) -> str:
+    """Where a question about ``cloud`` (a provider key, or ``any``) starts when it names no region."""
+    return next((r.default_region for r in _RULES.values() if r.provider == cloud and r.default_region), ANY_CLOUD)
+
+
+def named(name: str) -> set[Platform]:
+    """The platforms a short name or provider key names (``fullserver catalog --provider``): ``gcp``
+    is every platform on Google Cloud, ``tpu`` the TPU VMs."""
+    return {r.platform for r in _RULES.values() if name in (r.short, r.provider)}
+
+
+def group_members(kind: str) -> GroupMembers:
+    """The reader of a node group's member list, by the group's kind (``NodeGroupAccess.provider``)."""
+    for rules in _RULES.values():
+        if rules.short == kind and rules.group_members is not None:
+            return rules.group_members
+    raise KeyError(kind)
 
 
 _COMPONENTS: dict[Platform, str] = {m.RULES.platform: m.COMPONENT for m in (aws, gcp, tpu, bare_metal)}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
 from fullserver.errors import InputError
@@ -27,7 +28,15 @@ from fullserver.platforms.base import (
     ZoneForm,
     disk_kind_refusal,
 )
+from fullserver.platforms.network.aws import LB_MIN_ZONES as LB_MIN_ZONES
+from fullserver.platforms.network.aws import LOAD_BALANCER as LOAD_BALANCER
+from fullserver.platforms.network.aws import LOAD_BALANCER_SCHEMES as LOAD_BALANCER_SCHEMES
+from fullserver.platforms.network.aws import NETWORK
+from fullserver.platforms.network.aws import SERVING_ZONES as SERVING_ZONES
 from fullserver.platforms.quota import aws as quota
+
+if TYPE_CHECKING:
+    pass
 
 # gp3 provisions IOPS and throughput independently of size: 3,000-16,000 IOPS, at most 500 IOPS
 # per GiB; 125-1,000 MiB/s, at most 0.25 MiB/s per IOPS; 1-16,384 GiB.
@@ -44,14 +53,6 @@ UNSET_VOLUME_KIND = "gp2"
 AMI_VOLUME_KIND = "the AMI's volume type"
 BOOT_DISK_KINDS = ("gp3",)
 
-LOAD_BALANCER_SCHEMES = ("internal", "external")
-"""Serving load balancers built here: an Application Load Balancer, internet-facing or internal."""
-LOAD_BALANCER = "alb"
-LB_MIN_ZONES = 2
-"""An Application Load Balancer needs subnets in at least two Availability Zones (ELB "Application
-Load Balancers", subnets)."""
-SERVING_ZONES = 3
-"""A serving group that spreads across zones spans three (most regions have three or more)."""
 
 ZONES = ZoneForm("[a-z]", "AWS zones are the region and a letter, e.g. {region}a")
 
@@ -360,6 +361,7 @@ COMPONENT = "aws"
 RULES = PlatformRules(
     platform=Platform.AWS_GPU,
     provider="aws",
+    short="aws",
     accelerator_kinds=frozenset({AcceleratorKind.GPU, AcceleratorKind.TRAINIUM, AcceleratorKind.INFERENTIA}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
     options={
@@ -378,4 +380,10 @@ RULES = PlatformRules(
     region_peers=REGION_PEERS,
     rules=(*CAPACITY_RULES, capacity_block_needs_reservation, data_disk_kind, image_form),
     quotas=quota.quotas,
+    default_region="us-east-1",
+    cloud_affinity={"aws": (3, "the team's cloud is AWS"), "gcp": (-3, "the team's cloud is Google Cloud")},
+    network=NETWORK,
+    group_members=group_members,
+    catalog_forms=("shapes",),
+    fabric_refusal=efa_refusal,
 )

@@ -13,12 +13,17 @@ from fullserver.platforms.base import PlatformRules
 
 RUNS_WHAT_IS_INSTALLED = "does not apply to bare-metal servers (they run what is installed on them)"
 
+SCRATCH = "/mnt/scratch"
+"""Where a rented server's scratch filesystem is mounted unless the inventory says otherwise
+(what ``fullserver verify`` measures with fio)."""
+
 COMPONENT = "bare_metal"
 """Which args of the ``Environment`` component build this platform (``components.args``)."""
 
 RULES = PlatformRules(
     platform=Platform.BARE_METAL,
     provider="dedicated",
+    short="bare-metal",
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     # The contract sets the price; the profile's pricing model only says how idle hours count.
     pricing=frozenset(PricingModel),
@@ -35,4 +40,5 @@ RULES = PlatformRules(
     declared_hardware=True,
     configured_over_ssh=True,
     boot_disk_sized=False,  # the servers' disks are theirs, not provisioned or priced here
+    scratch=SCRATCH,
 )

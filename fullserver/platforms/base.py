@@ -13,9 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms.quota import QuotaAsk, QuotaNeed, QuotaTable
+
+if TYPE_CHECKING:  # the spec and the node records are built on the platforms, not the other way
+    from fullserver.catalog.network import NetworkPrice
+    from fullserver.nodes import NodeAccess, NodeGroupAccess
+    from fullserver.spec import EnvironmentSpec
 
 
 @dataclass(frozen=True)
@@ -196,13 +202,61 @@ def disk_kind_refusal(kind: str, allowed: tuple[str, ...], said: str, field: str
     return Refusal("datasetGib", field, said.format(kind=kind), "re-plan with the core, which picks the kind")
 
 
+Line = tuple[str, float, str]
+"""One priced line of the bill: (item, USD a month, note); ``fullserver.cost`` makes it a ``CostLine``."""
+
+
+class NetworkPricer(Protocol):
+    """What a cloud's price lines read (``fullserver.cost`` gives it): the network catalog for the
+    spec's cloud and region, the hours billed, and the plan's warnings."""
+
+    region: str
+    hours: float
+    warnings: list[str]
+
+    def price(self, item: str) -> NetworkPrice | None: ...
+
+    def hourly(self, item: str, what: str) -> float | None:
+        """The item's hourly rate, or ``None`` with a warning naming ``what`` is not priced."""
+        ...
+
+
+@dataclass(frozen=True)
+class NetworkRules:
+    """The network resources a cloud bills beside its machines (``fullserver.billables`` decides
+    them once, the components build them, ``fullserver.cost`` prices them) and how it prices them."""
+
+    load_balancer: str
+    """The serving load balancer it builds (``Billables.load_balancer``)."""
+    load_balancer_schemes: tuple[str, ...]
+    """The schemes (internal, external) that load balancer is built with."""
+    health_check_item: str
+    """The network catalog's item for a serving health check."""
+    spot_node_ip_item: str
+    """The network catalog's item for a spot node's public address."""
+    layout: Callable[[EnvironmentSpec], dict[str, Any]]
+    """The cloud's own part of ``Billables`` (zones, load-balancer addresses, alarms, Tier_1)."""
+    nat_line: Callable[[NetworkPricer, int, int], Line | None]
+    """The NAT's line for (pricer, machines, zones), warnings added to the pricer's."""
+    lb_line: Callable[[NetworkPricer, float], Line | None]
+    """The load balancer's line for the GB a month it processes."""
+
+
+GroupMembers = Callable[[object, "NodeGroupAccess"], list["NodeAccess"]]
+FabricRule = Callable[[int, int | None, int, str, bool], Refusal | None]
+
+
 @dataclass(frozen=True)
 class PlatformRules:
     """Everything fullserver needs to know about one platform; nothing else decides it."""
 
     platform: Platform
     provider: str
-    """The catalog's provider key (storage, egress and commitment prices): aws, gcp or dedicated."""
+    """The catalog's provider key (storage, egress and commitment prices): aws, gcp or dedicated;
+    the one source of it (``EnvironmentSpec.provider`` asks here)."""
+    short: str
+    """The platform's short name: ``fullserver catalog --provider``'s and the node-group kind
+    (``NodeGroupAccess.provider``): aws, gcp, tpu, bare-metal."""
     accelerator_kinds: frozenset[AcceleratorKind]
     """Accelerators the platform offers: sizing only tries it for these."""
     pricing: frozenset[PricingModel]
@@ -257,6 +311,25 @@ class PlatformRules:
     # --- quotas
     quotas: QuotaRule = no_quotas
     """The quotas an environment counts against (``fullserver.quotas`` asks; names from the data)."""
+    # --- what it does
+    default_region: str = ""
+    """Where a question that names no region starts on this platform's cloud (``recommend``)."""
+    cloud_affinity: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    """The team's cloud (``recommend``'s ``cloud`` answer) -> (score, why) for this platform."""
+    network: NetworkRules | None = None
+    """The network it bills beside the machines; ``None``: none (bare metal's is the contract's)."""
+    group_members: GroupMembers | None = None
+    """Reads the JSON its ``NodeGroupAccess.list_command`` prints into the running members."""
+    scratch: str = CLOUD_SCRATCH
+    """Where ``fullserver verify`` measures scratch on its nodes unless told."""
+    catalog_forms: tuple[str, ...] = ()
+    """The catalog sections its offers are built from (``fullserver.catalog.loader``): ``shapes``,
+    ``attachable_gpus``, ``tpu_types``; none: nothing of it is chosen from the catalog."""
+    fabric_refusal: FabricRule | None = None
+    """Its rule for the scale-out fabric's interfaces (EFA on AWS): (interfaces asked, the most the
+    shape has, nodes, machine type, public address) -> a refusal or ``None``."""
+    machine_series: Callable[[str], str] | None = None
+    """The series a machine type belongs to, where the catalog lists zones per series (GCP)."""
 
     def disk_kind(self, family: str) -> str:
         """The disk kind a shape of ``family`` boots from and attaches."""

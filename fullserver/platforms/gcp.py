@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
 from fullserver.errors import InputError
@@ -32,7 +33,15 @@ from fullserver.platforms.base import (
     ZoneForm,
     disk_kind_refusal,
 )
+from fullserver.platforms.network.gcp import LOAD_BALANCER as LOAD_BALANCER
+from fullserver.platforms.network.gcp import LOAD_BALANCER_SCHEMES as LOAD_BALANCER_SCHEMES
+from fullserver.platforms.network.gcp import NETWORK as NETWORK
+from fullserver.platforms.network.gcp import machine_vcpus as machine_vcpus
+from fullserver.platforms.network.gcp import tier1_eligible as tier1_eligible
 from fullserver.platforms.quota import gcp as quota
+
+if TYPE_CHECKING:
+    pass
 
 # --- names ---------------------------------------------------------------------------------------
 # Compute Engine names are lowercase RFC 1035 labels of at most 63 characters ("Resource naming
@@ -133,28 +142,6 @@ ATTACHED_GPU_TYPES = {
     "P4": "nvidia-tesla-p4",
     "P100": "nvidia-tesla-p100",
 }
-
-TIER1_FAMILIES = ("n2", "n2d", "c2", "c2d", "c3")
-TIER1_MIN_VCPUS = 30
-"""Per-VM Tier_1 networking is only supported on N2, N2D, C2, C2D or C3 VMs with at least 30
-vCPUs, and needs gVNIC. GPU series do not take it: A2, G2 and N1 with GPUs get up to 100 Gbps
-by machine type over gVNIC, A3 and A4 their full bandwidth through GPU NICs."""
-
-_VCPUS = re.compile(r"^[a-z0-9]+-(?:custom-)?[a-z]*-?(\d+)")
-
-
-def machine_vcpus(machine_type: str) -> int | None:
-    """vCPUs named in a machine type (``n2-standard-32`` -> 32, ``n2-custom-36-73728`` -> 36)."""
-    found = _VCPUS.match(machine_type)
-    return int(found.group(1)) if found else None
-
-
-def tier1_eligible(machine_type: str, vcpus: int | None = None) -> bool:
-    """Whether ``machine_type`` can take ``TIER_1`` egress (``TIER1_FAMILIES``): never a GPU shape."""
-    if machine_type.split("-", 1)[0] not in TIER1_FAMILIES:
-        return False
-    count = vcpus if vcpus is not None else machine_vcpus(machine_type)
-    return count is not None and count >= TIER1_MIN_VCPUS
 
 
 @dataclass(frozen=True)
@@ -309,11 +296,6 @@ def group_members(data: object, group: NodeGroupAccess) -> list[NodeAccess]:
 
 SERVING_ZONES = 3
 """A regional managed instance group spreads over three zones unless told which."""
-LOAD_BALANCER_SCHEMES = ("external",)
-"""Serving load balancers built here: Google's global external Application Load Balancer
-(``EXTERNAL_MANAGED``; no proxy-only subnet, no proxy-instance charge). Internal Application Load
-Balancers bill proxy instances, whose price the network catalog does not hold yet."""
-LOAD_BALANCER = "gcp-global-external"
 RESERVATION_LABEL = "compute.googleapis.com/reservation-name"
 """The key a specific reservation affinity names a reservation by."""
 
@@ -364,6 +346,7 @@ COMPONENT = "gcp"
 RULES = PlatformRules(
     platform=Platform.GCP_GPU,
     provider="gcp",
+    short="gcp",
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
     options={
@@ -393,4 +376,10 @@ RULES = PlatformRules(
     ),
     rules=(*CAPACITY_RULES, data_disk_kind, image_form),
     quotas=quota.quotas,
+    default_region="us-central1",
+    cloud_affinity={"gcp": (3, "the team's cloud is Google Cloud"), "aws": (-3, "the team's cloud is AWS")},
+    network=NETWORK,
+    group_members=group_members,
+    catalog_forms=("shapes", "attachable_gpus"),
+    machine_series=machine_series,
 )

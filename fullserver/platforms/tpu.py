@@ -238,6 +238,7 @@ COMPONENT = "tpu"
 RULES = PlatformRules(
     platform=Platform.TPU_VM,
     provider="gcp",
+    short="tpu",
     accelerator_kinds=frozenset({AcceleratorKind.TPU}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
     options={
@@ -272,4 +273,9 @@ RULES = PlatformRules(
     ),
     multi_node=MULTISLICE,
     quotas=quota.quotas,
+    default_region=gcp.RULES.default_region,
+    cloud_affinity={"aws": (-4, "TPUs exist only on Google Cloud"), "gcp": (1, "the team's cloud is Google Cloud")},
+    network=gcp.NETWORK,  # a TPU VM is billed Google Cloud's network
+    group_members=group_members,
+    catalog_forms=("tpu_types",),
 )

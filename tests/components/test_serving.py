@@ -20,8 +20,8 @@ from components.gcp.args import gcp_args
 from components.gcp.environment import GcpGpuEnvironment
 from components.graph import GraphMocks, graph_for_plan
 from components.serving import endpoint_url, server_keep_alive
-from fullserver.billables import complete_spec
 from fullserver.catalog import Catalog, Offer
+from fullserver.sizing import complete_spec
 from fullserver.workload import Workload
 from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
 

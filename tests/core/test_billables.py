@@ -11,14 +11,16 @@ from typing import Any
 import pytest
 import yaml
 
-from fullserver.billables import complete_spec, decide, network_lines
+from fullserver.billables import decide
 from fullserver.catalog import load_catalog
 from fullserver.catalog.network import GIB, load_network_prices
+from fullserver.cost import network_lines
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import StackPlan, plan_paths, plan_workload
 from fullserver.profiles import Serving, load_profiles
 from fullserver.rules import HOURS_PER_MONTH
 from fullserver.serving import DEFAULT_MODEL, VLLM_IMAGE, model_server, serving_spec
+from fullserver.sizing import complete_spec
 from fullserver.stacks import find_stacks
 from fullserver.workload import Workload
 

@@ -53,7 +53,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -78,15 +79,95 @@ __all__ = [
     "refresh",
 ]
 
-PROVIDER_FILES = {
-    "aws": "aws.yaml",
-    "aws-spot": "aws.yaml",
-    "aws-types": "aws.yaml",
-    "aws-savings-plans": "aws.yaml",
-    "gcp": "gcp.yaml",
-    "gcp-zones": "gcp.yaml",
-    "tpu": "tpu.yaml",
+
+@dataclass
+class _Ask:
+    """What one ``--provider``'s fetcher may need: the data file, its regions and the home region,
+    the clients and credentials the caller gave, and the Cloud Billing SKUs (listed once for both
+    Google Cloud files)."""
+
+    provider: str
+    data: CatalogFile
+    where: list[str]
+    home: str
+    extra: list[str]
+    opener: Opener
+    given_opener: Opener | None
+    today: dt.date
+    now: dt.datetime | None
+    ec2_client_for: ec2.ClientFor | None
+    gcp_api_key: str | None
+    gcp_project: str | None
+    gcp_access_token: str | None
+    skus: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def _aws(ask: _Ask) -> Fetched:
+    return aws.fetch(ask.data, ask.where, ask.opener, ask.today)
+
+
+def _aws_types(ask: _Ask) -> Fetched:
+    clients = ask.ec2_client_for or ec2.boto3_client_for()
+    with ec2.one_line_api_errors(ask.provider, "DescribeInstanceTypes"):
+        return ec2.fetch_types(ask.data, ask.home, clients(ask.home), ask.now or dt.datetime.now(dt.UTC))
+
+
+def _aws_savings_plans(ask: _Ask) -> Fetched:
+    return savings_plans.fetch(ask.data, ask.home, ask.opener, ask.today)
+
+
+def _aws_spot(ask: _Ask) -> Fetched:
+    clients = ask.ec2_client_for or ec2.boto3_client_for()
+    when = ask.now or dt.datetime.now(dt.UTC)
+    with ec2.one_line_api_errors(ask.provider, "DescribeSpotPriceHistory"):
+        return ec2.fetch_spot(ask.data, ask.where, clients, when)
+
+
+def _gcp_zones(ask: _Ask) -> Fetched:
+    if not ask.gcp_project or not ask.gcp_access_token:
+        raise InputError(
+            "--gcp-project" if not ask.gcp_project else "--gcp-token-env",
+            "the Compute Engine API needs a project and an OAuth access token",
+            "pass --gcp-project and export the token (gcloud auth print-access-token) in the variable "
+            "--gcp-token-env names",
+        )
+    api = ask.given_opener or urllib_opener(headers=compute.bearer_headers(ask.gcp_access_token))
+    return compute.fetch_zones(ask.data, api, ask.gcp_project, ask.today, ask.where)
+
+
+def _billing_skus(ask: _Ask) -> list[dict[str, Any]]:
+    """The Cloud Billing Catalog's SKUs, listed once per refresh for every Google Cloud file."""
+    if not ask.gcp_api_key:
+        raise InputError(
+            "--gcp-api-key",
+            "the Cloud Billing Catalog API needs an API key",
+            "create one in the Google Cloud console (APIs & Services > Credentials) with the Cloud Billing API enabled",
+        )
+    if "skus" not in ask.skus:
+        ask.skus["skus"] = gcp.list_skus(ask.opener, ask.gcp_api_key)
+    return ask.skus["skus"]
+
+
+def _gcp(ask: _Ask) -> Fetched:
+    return gcp.fetch_gcp(ask.data, _billing_skus(ask), ask.today, ask.extra)
+
+
+def _tpu(ask: _Ask) -> Fetched:
+    return gcp.fetch_tpu(ask.data, _billing_skus(ask), ask.today, ask.extra)
+
+
+SOURCES: dict[str, tuple[str, Callable[[_Ask], Fetched]]] = {
+    "aws": ("aws.yaml", _aws),
+    "aws-spot": ("aws.yaml", _aws_spot),
+    "aws-types": ("aws.yaml", _aws_types),
+    "aws-savings-plans": ("aws.yaml", _aws_savings_plans),
+    "gcp": ("gcp.yaml", _gcp),
+    "gcp-zones": ("gcp.yaml", _gcp_zones),
+    "tpu": ("tpu.yaml", _tpu),
 }
+"""Each ``--provider``: the data file it refreshes and the fetcher that reads its source."""
+
+PROVIDER_FILES = {provider: name for provider, (name, _) in SOURCES.items()}
 """The data file each ``--provider`` refreshes (``aws-spot`` and ``aws-types``: the EC2 API, with
 credentials; ``aws-savings-plans``: the public Savings Plans files; each works on the file the
 previous provider left when several are asked for)."""
@@ -134,52 +215,31 @@ def refresh(
     # network.yaml (load balancer, NAT and address prices) and quotas.yaml are not shape files
     texts = {p.name: p.read_text(encoding="utf-8") for p in sorted(data_dir.glob("*.yaml")) if p.name not in NOT_SHAPES}
     parsed = {name: read_yaml(data_dir / name) for name in texts}
-    skus: list[dict[str, Any]] | None = None
+    skus: dict[str, list[dict[str, Any]]] = {}
     reports: list[RefreshReport] = []
     for provider in wanted:
-        name = PROVIDER_FILES[provider]
+        name, fetch = SOURCES[provider]
         path = data_dir / name
         if name not in texts:
             raise InputError(str(path), "no such data file", "run the refresh against the catalog's data directory")
         data = parse(CatalogFile, parsed[name], str(path))
-        fetched: Fetched
-        where = list(dict.fromkeys([*file_regions(data), *extra]))  # the file's regions and those asked for
-        home = aws.home_region(file_regions(data), extra[0] if extra else None)
-        if provider == "aws":
-            fetched = aws.fetch(data, where, opener, today)
-        elif provider == "aws-types":
-            clients = ec2_client_for or ec2.boto3_client_for()
-            with ec2.one_line_api_errors(provider, "DescribeInstanceTypes"):
-                fetched = ec2.fetch_types(data, home, clients(home), now or dt.datetime.now(dt.UTC))
-        elif provider == "aws-savings-plans":
-            fetched = savings_plans.fetch(data, home, opener, today)
-        elif provider == "gcp-zones":
-            if not gcp_project or not gcp_access_token:
-                raise InputError(
-                    "--gcp-project" if not gcp_project else "--gcp-token-env",
-                    "the Compute Engine API needs a project and an OAuth access token",
-                    "pass --gcp-project and export the token (gcloud auth print-access-token) in the variable "
-                    "--gcp-token-env names",
-                )
-            api = given_opener or urllib_opener(headers=compute.bearer_headers(gcp_access_token))
-            fetched = compute.fetch_zones(data, api, gcp_project, today, where)
-        elif provider == "aws-spot":
-            clients = ec2_client_for or ec2.boto3_client_for()
-            when = now or dt.datetime.now(dt.UTC)
-            with ec2.one_line_api_errors(provider, "DescribeSpotPriceHistory"):
-                fetched = ec2.fetch_spot(data, where, clients, when)
-        else:
-            if not gcp_api_key:
-                raise InputError(
-                    "--gcp-api-key",
-                    "the Cloud Billing Catalog API needs an API key",
-                    "create one in the Google Cloud console (APIs & Services > Credentials) with the Cloud Billing "
-                    "API enabled",
-                )
-            if skus is None:
-                skus = gcp.list_skus(opener, gcp_api_key)
-            fetch = gcp.fetch_gcp if provider == "gcp" else gcp.fetch_tpu
-            fetched = fetch(data, skus, today, extra)
+        ask = _Ask(
+            provider,
+            data,
+            list(dict.fromkeys([*file_regions(data), *extra])),  # the file's regions and those asked for
+            aws.home_region(file_regions(data), extra[0] if extra else None),
+            extra,
+            opener,
+            given_opener,
+            today,
+            now,
+            ec2_client_for,
+            gcp_api_key,
+            gcp_project,
+            gcp_access_token,
+            skus,
+        )
+        fetched = fetch(ask)
         report = RefreshReport(provider, str(path), fetched.source_key, fetched.source, original=texts[name])
         report.text = apply_rows(texts[name], parsed[name], fetched, report, prune)
         report.not_in_catalog = fetched.not_in_catalog

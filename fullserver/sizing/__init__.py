@@ -1,0 +1,186 @@
+"""Sizing: (profile, workload) -> the cheapest catalog shape that meets every balance minimum.
+
+The search is exhaustive over the catalog's offers for the requested accelerator, so it is
+deterministic and explainable: the winner is the lowest hourly compute rate under the
+profile's pricing model (``fullserver.hourly``: the expected rate for spot with fallback, the
+committed rate for reserved; ties broken by more vCPUs, more RAM, then name), and every rejected
+shape is kept as a near-miss with the minimum it missed; every one cheaper than the winner is
+shown, so nothing cheaper is passed over unexplained.
+
+Minimums follow the topology: what only traffic between nodes needs (a scale-out fabric, the
+internode network minimum) applies only when the environment has more than one node.
+"""
+
+from __future__ import annotations
+
+from fullserver.catalog import Catalog
+from fullserver.catalog.model import Platform
+from fullserver.errors import InputError, NothingFits
+from fullserver.hourly import hourly_rate
+from fullserver.platforms import option_refusal, rules_for
+from fullserver.profiles import Profile
+from fullserver.sizing.build import build_spec, declared_host, dedicated_spec, gap_warning, refused
+from fullserver.sizing.finish import complete_spec
+from fullserver.sizing.rank import (
+    ALTERNATIVE_PRICE_RATIO,
+    MAX_ALTERNATIVE_SHAPES,
+    Candidate,
+    alternative_shapes,
+    assess,
+    compute_price,
+    rank,
+    suggest,
+)
+from fullserver.spec import EnvironmentSpec
+from fullserver.workload import Workload, platforms_for
+
+__all__ = [
+    "ALTERNATIVE_PRICE_RATIO",
+    "MAX_ALTERNATIVE_SHAPES",
+    "Candidate",
+    "alternative_shapes",
+    "assess",
+    "build_spec",
+    "complete_spec",
+    "compute_price",
+    "declared_host",
+    "dedicated_spec",
+    "expected_usd_hour",
+    "gap_warning",
+    "platforms_for",
+    "rank",
+    "refused",
+    "size",
+    "spec_for",
+    "suggest",
+]
+
+
+def spec_for(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, environment: str
+) -> EnvironmentSpec:
+    """The spec on one platform: declared servers as they are, else the shape sizing chooses."""
+    if rules_for(platform).declared_hardware:
+        return dedicated_spec(profile, workload, catalog, environment, platform)
+    return build_spec(profile, workload, platform, catalog, environment)
+
+
+def size(profile: Profile, workload: Workload, catalog: Catalog, environment: str) -> EnvironmentSpec:
+    """Size on the profile's platforms: the cheapest balanced option across them by expected
+    hourly cost (the profile's order breaks ties), or, when the profile declares its order a
+    requirement (``platform_order``), the first platform where a shape fits.
+
+    A platform that cannot take the workload, for bad input (no prices in the region) or because
+    no shape meets the minimums (``NothingFits``), gives way to the others. When none can, the
+    error names each platform's reason, so the person sees every way out rather than the first
+    dead end. When the option taken is not the cheapest balanced one, the plan says what the
+    choice costs.
+    """
+    platforms = platforms_for(profile, workload, catalog)
+    if not platforms:
+        raise InputError(
+            "fullserver:accelerator",
+            f"profile '{profile.name}' allows {', '.join(p.value for p in profile.platforms)}, none of which offers {workload.accelerator}",
+            "pick an accelerator those platforms offer, or set fullserver:platform",
+        )
+    # A key only some platforms take (capacityBlock, queued, serving, ...) is a choice of platform:
+    # sizing never lands the stack where the key would be ignored.
+    taking = [p for p in platforms if workload.takes_keys(p)]
+    if not taking:
+        refused = {p: [k for k in workload.platform_keys() if option_refusal(k, p)] for p in platforms}
+        keys = dict.fromkeys(k for ks in refused.values() for k in ks)
+        raise InputError(
+            ", ".join(f"fullserver:{k}" for k in keys),
+            "no platform the profile allows takes them all: "
+            + "; ".join(f"{p.value} refuses {', '.join(ks)}" for p, ks in refused.items()),
+            "remove the keys of the platform you do not want, or set fullserver:platform",
+        )
+    errors: list[tuple[Platform, InputError | NothingFits]] = []
+    fits: list[tuple[EnvironmentSpec, float | None]] = []
+    for platform in taking:
+        try:
+            spec = spec_for(profile, workload, platform, catalog, environment)
+        except (InputError, NothingFits) as exc:
+            errors.append((platform, exc))
+            continue
+        fits.append((spec, expected_usd_hour(spec, profile, workload, catalog)))
+    if not fits:
+        raise _none_fits(profile, workload, errors)
+    if len(fits) == 1:
+        return fits[0][0]
+    priced = [(spec, usd) for spec, usd in fits if usd is not None]
+    cheapest = min(priced, key=lambda f: f[1]) if priced else fits[0]  # min keeps the first of equals
+    chosen = fits[0] if profile.platform_order == "requirement" else cheapest
+    return _with_choice_note(profile, chosen, cheapest, fits)
+
+
+def expected_usd_hour(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> float | None:
+    """The expected compute cost of an environment an hour, as sizing ranks it
+    (``fullserver.hourly``: the expected rate under the profile's pricing), every node included;
+    ``None`` for declared servers, which are priced by their contract, not the catalog."""
+    offer = catalog.offer(spec.offer)
+    if offer is None:
+        return None
+    per_offer = hourly_rate(offer, workload.region, profile, catalog).usd
+    return per_offer * (1 if rules_for(spec.platform).slices else spec.nodes)
+
+
+def _with_choice_note(
+    profile: Profile,
+    chosen: tuple[EnvironmentSpec, float | None],
+    cheapest: tuple[EnvironmentSpec, float | None],
+    fits: list[tuple[EnvironmentSpec, float | None]],
+) -> EnvironmentSpec:
+    """The chosen spec, with a warning saying why it is not on the profile's first platform, or
+    what the profile's required order costs over the cheapest balanced option."""
+    spec, usd = chosen
+    other, other_usd = cheapest
+    first, first_usd = fits[0]
+    if spec is other and spec is first:
+        return spec
+    if spec is other and first_usd is not None and usd is not None:
+        note = (
+            f"platform left open: {spec.platform.value} ({spec.offer}, ${usd:,.2f}/h expected) is the cheapest "
+            f"balanced option; the profile's first platform, {first.platform.value} ({first.offer}), "
+            f"would cost ${first_usd:,.2f}/h (+{first_usd / usd - 1:.0%})"
+        )
+    elif usd is not None and other_usd is not None:
+        note = (
+            f"profile '{profile.name}' requires its platform order: {spec.platform.value} ({spec.offer}) "
+            f"costs ${usd:,.2f}/h expected, ${usd - other_usd:,.2f}/h (+{usd / other_usd - 1:.0%}) more than "
+            f"the cheapest balanced option, {other.platform.value} ({other.offer}) at ${other_usd:,.2f}/h"
+        )
+    else:
+        return spec
+    return spec.model_copy(update={"warnings": [*spec.warnings, note]})
+
+
+def _none_fits(
+    profile: Profile, workload: Workload, errors: list[tuple[Platform, InputError | NothingFits]]
+) -> InputError | NothingFits:
+    """One error for every platform tried: the only one when all say the same, else each by name.
+
+    It is ``NothingFits`` when some platform got as far as comparing shapes, else ``InputError``.
+    """
+    first = errors[0][1]
+    if len({(exc.where, exc.what) for _, exc in errors}) == 1:
+        return first
+    # Each reason may hold "; " itself (a list of near-misses), so a platform's name in brackets
+    # starts each one.
+    reasons = " ".join(
+        f"[{platform.value}] {exc.what}"
+        if isinstance(exc, NothingFits)
+        else f"[{platform.value}] {exc.where}: {exc.what}"
+        for platform, exc in errors
+    )
+    where = f"profile '{profile.name}' in {workload.region}"
+    what = f"no platform the profile allows fits: {reasons}"
+    fewer = [exc.hint for _, exc in errors if isinstance(exc, NothingFits) and exc.hint.startswith("lower")]
+    hint = (
+        "lower the accelerator count, pick another region, or relax the profile"
+        if fewer
+        else "pick another region, or relax the profile"
+    )
+    if any(isinstance(exc, NothingFits) for _, exc in errors):
+        return NothingFits(where, what, hint)
+    return InputError(where, what, hint)

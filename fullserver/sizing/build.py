@@ -1,0 +1,374 @@
+"""Building the spec: everything attached to the chosen shape (disks provisioned within the
+kind's limits, local SSDs, zone, access, the TPU's runtime), and declared bare-metal servers as
+they are. Which disk kind a shape attaches, and the kinds' limits, are each platform's
+(``fullserver.platforms``); sizing provisions within them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fullserver.balance import BalanceLine, Host, evaluate
+from fullserver.catalog import Catalog, Offer
+from fullserver.catalog.model import Platform
+from fullserver.errors import InputError
+from fullserver.nearmiss import near_misses
+from fullserver.platforms import DiskLimits, Refusal, Request, disk_limits, rules_for
+from fullserver.profiles import Fabric, Lifecycle, PricingModel, Profile, StoragePolicy
+from fullserver.rules import environment_labels
+from fullserver.sizing.rank import Candidate, alternative_shapes, rank
+from fullserver.spec import DataDisk, EnvironmentSpec, NetworkSpec, ShapeLimits, TpuSpec
+from fullserver.workload import DedicatedHost, Workload, lifecycle_for
+
+
+def _data_disk(profile: Profile, workload: Workload, cand: Candidate, platform: Platform) -> DataDisk | None:
+    attach = math.ceil(cand.host.attached_storage_gib)
+    dataset = math.ceil(workload.dataset_gib * profile.storage.dataset_headroom)
+    size = max(attach, dataset)
+    if size == 0 or cand.offer.hosts > 1:
+        return None
+    kind = rules_for(platform).disk_kind(cand.offer.family)
+    n = max(cand.offer.host.accelerator_count, 1)
+    limits = disk_limits(kind)
+    pol = profile.storage
+    if limits is None or (pol.iops_per_accelerator is None and pol.throughput_mbps_per_accelerator is None):
+        return DataDisk(kind=kind, size_gib=size)
+    return _provisioned(kind, size, limits, pol, n)
+
+
+def _provisioned(kind: str, size: int, limits: DiskLimits, pol: StoragePolicy, n: int) -> DataDisk:
+    """IOPS and throughput per accelerator, within the kind's limits; grow the disk if they need it.
+
+    Growing a disk a few GiB costs less than missing the throughput the profile asks for, and the
+    limits tie IOPS to size (IOPS per GiB) and throughput to IOPS (MiB/s per IOPS).
+    """
+    iops = math.ceil(pol.iops_per_accelerator.value * n) if pol.iops_per_accelerator else limits.min_iops
+    mbps = (
+        math.ceil(pol.throughput_mbps_per_accelerator.value * n)
+        if pol.throughput_mbps_per_accelerator
+        else limits.min_mbps
+    )
+    mbps = min(limits.max_mbps, max(limits.min_mbps, mbps))
+    if limits.mbps_per_iops:
+        iops = max(iops, math.ceil(mbps / limits.mbps_per_iops))
+    iops = min(limits.max_iops, max(limits.min_iops, iops))
+    size = max(size, math.ceil(iops / limits.iops_per_gib))
+    return DataDisk(kind=kind, size_gib=size, iops=iops, throughput_mbps=mbps)
+
+
+def _local_nvme(offer: Offer, balance_need_gib: float) -> int:
+    """How many local SSDs to use: all of a fixed set, or the fewest selectable that meet the need."""
+    counts = offer.local_nvme_selectable_counts
+    if not counts:
+        return offer.local_nvme_disks
+    for count in counts:
+        if count * offer.local_nvme_disk_gib + 1e-9 >= balance_need_gib:
+            return count
+    return counts[-1]
+
+
+def _zone(platform: Platform, offer: Offer, workload: Workload) -> str | None:
+    """The zone to build in: the asked one, else the first the catalog lists in the region where
+    the platform takes its zone from the catalog (TPU capacity is zonal and the catalog knows the
+    zones); elsewhere an unset zone is left to the provider (AWS picks one; GCP uses the provider's
+    ``gcp:zone`` config) and the plan says so (``PlatformRules.unset_zone_warning``).
+    """
+    rules = rules_for(platform)
+    if workload.zone or not rules.zone_from_catalog:
+        return workload.zone
+    in_region = offer.zones_in(workload.region)
+    return in_region[0] if in_region else None
+
+
+def _tpu_spec(offer: Offer, workload: Workload, queued: bool) -> TpuSpec:
+    # The generic base image works with every framework (the framework is pip-installed on it);
+    # it is listed first in the catalog for that reason.
+    runtime = workload.image or offer.runtime_versions[0]
+    if runtime not in offer.runtime_versions:
+        raise InputError(
+            "fullserver:image",
+            f"runtime '{runtime}' is not valid for {offer.name}",
+            f"choose one of: {', '.join(offer.runtime_versions)}",
+        )
+    return TpuSpec(
+        accelerator_type=offer.name,
+        topology=offer.topology,
+        runtime_version=runtime,
+        hosts=offer.hosts,
+        queued=queued,
+    )
+
+
+def _access(profile: Profile, workload: Workload) -> tuple[bool, list[str]]:
+    """Public IP and SSH source ranges: the stack may narrow the profile's, never widen them."""
+    sec = profile.security
+    ranges = workload.ssh_source_ranges if workload.ssh_source_ranges is not None else sec.ssh_source_ranges
+    public_ip = sec.public_ip if workload.public_ip is None else workload.public_ip
+    if public_ip and not sec.public_ip:
+        raise InputError(
+            "fullserver:publicIp",
+            f"profile '{profile.name}' does not allow a public IP",
+            "reach it through IAP or SSM instead",
+        )
+    return public_ip, list(ranges)
+
+
+def refused(refusal: Refusal) -> InputError:
+    """A platform rule's refusal as the plan says it: the stack key at fault, the rule's words."""
+    return InputError(f"fullserver:{refusal.key}", refusal.what, refusal.hint)
+
+
+def _check_capacity(
+    profile: Profile,
+    workload: Workload,
+    offer: Offer,
+    platform: Platform,
+    zone: str | None,
+    disk: DataDisk | None,
+    queued: bool,
+) -> None:
+    """The platform's rules for what the environment asks (spot with a reservation, a queued TPU
+    request that cannot be spot, a capacity block without its id, ...): the same rules, in the
+    same words, as the components refuse at build time (``fullserver.platforms``)."""
+    request = Request(
+        shape=offer.name,
+        hosts=offer.hosts,
+        spot=profile.pricing is PricingModel.SPOT_WITH_FALLBACK,
+        reservation=workload.reservation,
+        zone=workload.zone if workload.reservation else zone,
+        queued=queued,
+        queued_asked=workload.queued,
+        capacity_block=workload.capacity_block,
+        data_disk=disk.kind if disk is not None else None,
+        image=workload.image,
+    )
+    refusal = rules_for(platform).refusal(request)
+    if refusal is not None:
+        raise refused(refusal)
+
+
+def _check_platform(profile: Profile, workload: Workload, platform: Platform) -> None:
+    """The platform is the profile's, and takes as many nodes as the stack asks."""
+    if platform not in profile.platforms:
+        raise InputError(
+            "fullserver:platform",
+            f"platform {platform.value} is not allowed by profile '{profile.name}'",
+            f"allowed: {', '.join(p.value for p in profile.platforms)}",
+        )
+    if workload.nodes > 1 and profile.topology.nodes == "single":
+        raise InputError(
+            "fullserver:nodes",
+            f"profile '{profile.name}' is single-node",
+            "use a multi-node profile such as scale-training",
+        )
+    multi_node = rules_for(platform).multi_node
+    if workload.nodes > 1 and multi_node is not None:
+        raise refused(multi_node)
+
+
+def _shape_warnings(
+    profile: Profile, workload: Workload, cand: Candidate, platform: Platform, queued: bool
+) -> list[str]:
+    """What the plan says about the chosen shape: figures no source gives, spot it cannot have,
+    and what its platform does not do for it."""
+    offer, rules = cand.offer, rules_for(platform)
+    warnings: list[str] = []
+    if offer.local_nvme_disks == 0 and offer.host.local_nvme_gib > 0:
+        warnings.append(
+            f"{offer.name} has {offer.host.local_nvme_gib:,.0f} GiB of local NVMe whose per-disk split is not "
+            "published: the balance counts it, but no RAID0 scratch is assembled from it"
+        )
+    warnings.extend(gap_warning(offer.name, line) for line in cand.report.gaps)
+    if offer.host.network_gbps is None and not cand.report.gaps:
+        warnings.append(f"no source publishes the host network bandwidth of {offer.name}")
+    if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and not cand.spot:
+        warnings.append(f"no published spot price for {offer.name} in {workload.region}: priced and run on-demand")
+    if cand.spot and rules.no_spot_fallback:
+        warnings.append(rules.no_spot_fallback)
+    if queued and workload.ssh_public_keys:
+        warnings.append(
+            "fullserver:sshPublicKeys is not installed on a queued TPU slice (pulumi-gcp 10.2's queued resource "
+            "takes no metadata): its hosts take SSH keys from OS Login or the project's ssh-keys metadata"
+        )
+    if offer.hosts > 1 and workload.dataset_gib:
+        warnings.append("multi-host TPU slice: stream the dataset from Cloud Storage (no read-write disk can attach)")
+    return warnings
+
+
+def _local_disks(profile: Profile, offer: Offer, platform: Platform) -> int:
+    """Local SSDs to use for the profile's NVMe minimum (``_local_nvme``)."""
+    balance = profile.balance_for(platform)
+    nvme_need = (
+        balance.nvme_gib_per_accelerator.value * max(offer.host.accelerator_count, 1)
+        if balance.nvme_gib_per_accelerator
+        else 0.0
+    )
+    return _local_nvme(offer, nvme_need)
+
+
+def _efa(profile: Profile, offer: Offer, platform: Platform, nodes: int, public_ip: bool) -> int:
+    """EFA interfaces per node where the profile's fabric is EFA and nodes talk to each other,
+    within the platform's rule for them (``PlatformRules.fabric_refusal``)."""
+    efa = offer.efa_interfaces if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0
+    rule = rules_for(platform).fabric_refusal
+    found = rule(efa, offer.efa_interfaces, nodes, offer.machine_type, public_ip) if efa and rule else None
+    if found is not None:
+        raise refused(found)
+    return efa
+
+
+def build_spec(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, environment: str
+) -> EnvironmentSpec:
+    """Choose the shape and everything attached to it; the spec the components will build."""
+    _check_platform(profile, workload, platform)
+    rules = rules_for(platform)
+    feasible, near = rank(profile, workload, platform, catalog)
+    cand = feasible[0]
+    offer = cand.offer
+    # A slice is requested through a queued resource when the stack asks, or it spans hosts.
+    queued = rules.slices and (workload.queued or offer.hosts > 1)
+    warnings = _shape_warnings(profile, workload, cand, platform, queued)
+    # A serving group is regional and spreads over the shape's zones (fullserver.serving): it
+    # takes a single zone only when the stack names one.
+    zone = workload.zone if profile.serving else _zone(platform, offer, workload)
+    if zone is None and rules.unset_zone_warning and profile.serving is None:
+        warnings.append(rules.unset_zone_warning.format(accelerator=offer.accelerator))
+    local = _local_disks(profile, offer, platform)
+    public_ip, ranges = _access(profile, workload)
+    disk = _data_disk(profile, workload, cand, platform)
+    _check_capacity(profile, workload, offer, platform, zone, disk, queued)
+    lifecycle = lifecycle_for(profile, workload)
+    nodes = offer.hosts if rules.slices else workload.nodes
+    efa = _efa(profile, offer, platform, nodes, public_ip)
+    return EnvironmentSpec(
+        **_identity(profile, workload, environment, lifecycle),
+        platform=platform,
+        zone=zone,
+        offer=offer.name,
+        machine_type=offer.machine_type,
+        accelerator=offer.accelerator,
+        accelerator_count=offer.host.accelerator_count,
+        accelerator_memory_gib=offer.host.accelerator_memory_gib,
+        vcpus=offer.host.vcpus,
+        memory_gib=offer.host.memory_gib,
+        nodes=nodes,
+        pricing=profile.pricing,
+        spot=cand.spot,
+        boot_disk_gib=profile.storage.boot_disk_gib,
+        boot_disk_kind=rules.disk_kind(offer.family),
+        data_disk=disk,
+        local_nvme_disks=local,
+        local_nvme_disk_gib=offer.local_nvme_disk_gib,
+        scratch_raid0=local > 0,
+        network=NetworkSpec(
+            interconnect=offer.interconnect,
+            efa_interfaces=efa,
+            compact_placement=profile.topology.compact_placement and nodes > 1 and rules.compact_placement,
+            public_ip=public_ip,
+            ssh_source_ranges=list(ranges),
+            ssh_public_keys=list(workload.ssh_public_keys or []),
+            gbps_per_node=offer.host.network_gbps or 0,  # unknown: warned above
+        ),
+        tpu=_tpu_spec(offer, workload, queued) if rules.slices else None,
+        serving=profile.serving,
+        image=None if rules.image_is_runtime else workload.image,
+        reservation=workload.reservation,
+        capacity_block=workload.capacity_block,
+        balance=cand.report,
+        near_misses=near_misses(near, cand.usd_hour),
+        alternative_shapes=alternative_shapes(cand, feasible, efa) if cand.spot else [],
+        warnings=warnings,
+        shape_limits=ShapeLimits(
+            max_local_ssds=offer.local_nvme_disks,
+            local_ssd_counts=list(offer.local_nvme_selectable_counts) if offer.local_nvme_selectable_counts else None,
+            efa_interfaces=offer.efa_interfaces,
+        ),
+        accelerator_kind=catalog.accelerators[offer.accelerator].kind if offer.accelerator else None,
+    )
+
+
+def gap_warning(offer: str, line: BalanceLine) -> str:
+    """What the plan says of a minimum it could not check: a gap in the sources, not a refusal."""
+    return (
+        f"{offer}: {line.shortfall}, so this minimum is unchecked: give the figure (with its source) in the "
+        f"catalog, or measure it on the host ({line.reason})"
+    )
+
+
+def _identity(profile: Profile, workload: Workload, environment: str, lifecycle: Lifecycle) -> dict[str, Any]:
+    """What every spec says about who it is for; the labels policies and the janitor read."""
+    labels = environment_labels(
+        profile=profile.name,
+        environment=environment,
+        owner=workload.owner,
+        lifecycle=lifecycle.mode,
+        ttl_hours=lifecycle.ttl_hours,
+    )
+    return {
+        "environment": environment,
+        "profile": profile.name,
+        "stage": profile.stage,
+        "purpose": profile.purpose,
+        "framework": workload.framework,
+        "owner": workload.owner,
+        "region": workload.region,
+        "lifecycle": lifecycle,
+        "labels": labels,
+    }
+
+
+def declared_host(hw: DedicatedHost, catalog: Catalog) -> Host:
+    """A declared dedicated server as the balance check sees it."""
+    acc = catalog.accelerator(hw.accelerator) if hw.accelerator else None
+    return Host.of(
+        acc,
+        hw.accelerator_count,
+        vcpus=hw.vcpus,
+        physical_cores=hw.physical_cores,
+        memory_gib=hw.memory_gib,
+        local_nvme_gib=hw.local_nvme_gib,
+        network_gbps=hw.network_gbps,
+    )
+
+
+def dedicated_spec(
+    profile: Profile,
+    workload: Workload,
+    catalog: Catalog,
+    environment: str,
+    platform: Platform = Platform.BARE_METAL,
+) -> EnvironmentSpec:
+    """An environment of declared servers (bare metal): the hardware is declared (and audited
+    later), not chosen."""
+    ded = workload.dedicated
+    if ded is None:
+        raise InputError("fullserver:dedicated", "missing", "add monthlyUsd and host for a bare-metal stack")
+    hw = ded.host
+    host = declared_host(hw, catalog)
+    report = evaluate(profile.balance_for(platform), host, len(ded.hosts) or workload.nodes)
+    warnings = [] if report.ok else [f"declared host is {report.summary()}"]
+    public_ip, ranges = _access(profile, workload)
+    return EnvironmentSpec(
+        **_identity(profile, workload, environment, profile.lifecycle),
+        platform=platform,
+        zone=workload.zone,
+        offer=f"dedicated ({ded.provider or 'own'})",
+        machine_type="dedicated",
+        accelerator=host.accelerator,
+        accelerator_count=host.accelerator_count,
+        accelerator_memory_gib=host.accelerator_memory_gib,
+        vcpus=host.vcpus,
+        memory_gib=host.memory_gib,
+        nodes=len(ded.hosts) or workload.nodes,
+        pricing=profile.pricing,
+        spot=False,
+        boot_disk_gib=profile.storage.boot_disk_gib,
+        local_nvme_disks=0,
+        scratch_raid0=hw.local_nvme_gib > 0,
+        network=NetworkSpec(public_ip=public_ip, ssh_source_ranges=ranges, gbps_per_node=hw.network_gbps),
+        dedicated=ded,
+        balance=report,
+        warnings=warnings,
+    )

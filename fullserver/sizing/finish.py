@@ -1,0 +1,108 @@
+"""Finishing the sized spec: its serving path (profile + ``fullserver:serving``, zones from the
+catalog) and the network it is billed for (``fullserver.billables``). ``fullserver.plan`` asks
+``complete_spec`` once per stack; the spec is then what the components build.
+"""
+
+from __future__ import annotations
+
+from fullserver.billables import decide
+from fullserver.catalog import Catalog
+from fullserver.errors import InputError
+from fullserver.platform import AcceleratorKind
+from fullserver.platforms import rules_for
+from fullserver.serving import (
+    DEFAULT_MODEL,
+    MAX_INITIAL_DELAY_SECONDS,
+    ModelServer,
+    ServingSpec,
+    endpoint_problem,
+    model_server,
+    serving_spec,
+)
+from fullserver.spec import EnvironmentSpec
+from fullserver.workload import CONFIG_NAMESPACE, ServingConfig, Workload
+
+
+def complete_spec(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -> EnvironmentSpec:
+    """The sized spec with its serving path and its billables.
+
+    A load-balancer scheme the platform does not build is refused here, at plan time, naming the
+    profile field.
+    """
+    endpoint = None
+    warnings = list(spec.warnings)
+    if spec.serving is not None:
+        endpoint, server = _endpoint(spec, workload, catalog)
+        if server.default_model:
+            warnings.append(
+                f"serving the default model {DEFAULT_MODEL} (a smoke test): set fullserver:serving.model "
+                "to the model to serve"
+            )
+    with_endpoint = spec.model_copy(update={"endpoint": endpoint, "warnings": warnings})
+    return with_endpoint.model_copy(update={"billables": decide(with_endpoint)})
+
+
+def _check_serving(spec: EnvironmentSpec, catalog: Catalog) -> None:
+    """A serving group needs a load balancer its platform builds and a GPU for its model server."""
+    assert spec.serving is not None
+    network = rules_for(spec.platform).network
+    schemes: tuple[str, ...] = network.load_balancer_schemes if network is not None else ()
+    if spec.serving.load_balancer not in schemes:
+        raise InputError(
+            f"profiles/{spec.profile}.yaml: serving.load_balancer",
+            f"{spec.platform.value} builds no {spec.serving.load_balancer} load balancer "
+            f"(it builds: {', '.join(schemes) or 'none'})",
+            "use a profile whose serving.load_balancer the platform builds, or another platform",
+        )
+    accelerator = catalog.accelerators.get(spec.accelerator) if spec.accelerator else None
+    if accelerator is not None and accelerator.kind is not AcceleratorKind.GPU:
+        # the replicas run a CUDA container (``docker run --gpus all``) once ``nvidia-smi`` sees the GPUs
+        raise InputError(
+            f"{CONFIG_NAMESPACE}:accelerator",
+            f"{spec.accelerator} ({accelerator.kind.value}) is no GPU, and a serving group's model server "
+            "runs on NVIDIA GPUs (vLLM's CUDA image with the NVIDIA container toolkit)",
+            "serve on a GPU (e.g. L4), or use a profile without serving",
+        )
+
+
+def _endpoint(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -> tuple[ServingSpec, ModelServer]:
+    """The serving path of a spec with a serving group, and the model server it runs."""
+    assert spec.serving is not None
+    _check_serving(spec, catalog)
+    cfg = workload.serving or ServingConfig()
+    load_minutes = cfg.load_minutes or spec.serving.model_load_minutes
+    if load_minutes * 60 > MAX_INITIAL_DELAY_SECONDS:
+        where = (
+            "fullserver:serving.loadMinutes"
+            if cfg.load_minutes
+            else f"profiles/{spec.profile}.yaml: serving.model_load_minutes"
+        )
+        raise InputError(
+            where,
+            f"{load_minutes} minutes is longer than the clouds wait before judging a new replica "
+            f"({MAX_INITIAL_DELAY_SECONDS // 60} minutes: GCP autohealing, the AWS instance warmup)",
+            f"at most {MAX_INITIAL_DELAY_SECONDS // 60}: cache the weights (a larger local disk) or serve a smaller model",
+        )
+    server = model_server(
+        model=cfg.model,
+        image=cfg.image,
+        extra_args=list(cfg.args),
+        port=cfg.port,
+        health_path=cfg.health_path,
+        gpus=spec.accelerator_count,
+        token_secret=cfg.token_secret,
+        api_key_secret=cfg.api_key_secret,
+    )
+    problem = endpoint_problem(spec.serving.load_balancer, server.api_key_secret)
+    if problem is not None:
+        raise InputError(f"{CONFIG_NAMESPACE}:serving.apiKeySecret", *problem)
+    offer = catalog.offer(spec.offer)
+    zones = offer.zones_in(spec.region) if offer else []
+    endpoint = serving_spec(
+        spec.serving,
+        server,
+        requests_per_second=cfg.requests_per_second,
+        load_minutes=cfg.load_minutes,
+        zones=zones,
+    )
+    return endpoint, server

@@ -1,0 +1,252 @@
+"""Ranking: every offer of the requested accelerator on one platform, feasible ones cheapest first,
+the others kept as near-misses with the minimum they missed (``fullserver.sizing``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+
+from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
+from fullserver.catalog import Catalog, Offer
+from fullserver.catalog.model import Interconnect, Platform
+from fullserver.errors import FullserverError, InputError, NothingFits
+from fullserver.hourly import hourly_rate
+from fullserver.nearmiss import nothing_fits_hint
+from fullserver.platforms import rules_for
+from fullserver.profiles import Fabric, Profile, Topology
+from fullserver.spec import NearMiss, ShapeOption
+from fullserver.workload import Workload, resolve_accelerator
+
+_FABRIC_INTERCONNECTS: dict[Fabric, set[Interconnect]] = {
+    Fabric.EFA: {Interconnect.EFA},
+    Fabric.GPUDIRECT: {Interconnect.GPUDIRECT_TCPX, Interconnect.GPUDIRECT_TCPXO, Interconnect.GPUDIRECT_RDMA},
+    Fabric.ICI: {Interconnect.ICI},
+    Fabric.ANY: {i for i in Interconnect if i is not Interconnect.NONE},
+}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    offer: Offer
+    host: Host
+    report: BalanceReport
+    usd_hour: float
+    spot: bool
+
+
+def compute_price(offer: Offer, region: str, profile: Profile, catalog: Catalog) -> tuple[float, bool]:
+    """Hourly rate of one node of an offer in a region under the profile's pricing, and whether
+    it is requested as spot (``fullserver.hourly``: the rate the cost estimate charges)."""
+    rate = hourly_rate(offer, region, profile, catalog)
+    return rate.usd, rate.spot
+
+
+def suggest(value: str, choices: set[str] | list[str]) -> str:
+    """The "did you mean" of every name refused against a known set (regions, accelerators)."""
+    close = sorted(difflib.get_close_matches(value, sorted(choices), n=3))
+    listed = ", ".join(sorted(choices)) or "none"
+    return f"did you mean {', '.join(close)}?" if close else f"choose one of: {listed}"
+
+
+def _tpu_requested(workload: Workload, offer: Offer, accelerator_name: str | None) -> bool:
+    if workload.accelerator == offer.name:
+        return True
+    return accelerator_name == offer.accelerator and workload.accelerator_count == offer.total_accelerators
+
+
+def _candidates(profile: Profile, workload: Workload, platform: Platform, catalog: Catalog) -> list[Offer]:
+    acc_name, is_tpu_type = resolve_accelerator(workload, catalog)
+    offers = catalog.offers_on(platform)
+    if rules_for(platform).slices:
+        matching = [o for o in offers if _tpu_requested(workload, o, acc_name)]
+        if not matching:
+            types = sorted(o.name for o in offers if acc_name in (None, o.accelerator))
+            raise InputError(
+                "fullserver:accelerator",
+                f"no TPU type matches '{workload.accelerator}'"
+                + (f" with {workload.accelerator_count} chips" if workload.accelerator_count else ""),
+                suggest(workload.accelerator or "", types),
+            )
+        return matching
+    if is_tpu_type:
+        raise InputError("fullserver:accelerator", f"'{workload.accelerator}' is a TPU type", "use platform tpu-vm")
+    count = workload.accelerator_count or 1
+    same_model = catalog.offers_on(platform, acc_name)
+    if not same_model:
+        raise InputError(
+            "fullserver:accelerator",
+            f"no {platform.value} shape offers {acc_name}",
+            f"offered there: {', '.join(sorted({str(o.accelerator) for o in offers}))}",
+        )
+    matching = [o for o in same_model if o.host.accelerator_count == count]
+    if not matching:
+        counts = ", ".join(str(c) for c in sorted({o.host.accelerator_count for o in same_model}))
+        raise InputError(
+            "fullserver:acceleratorCount",
+            f"no {platform.value} shape offers {count} x {acc_name} per node",
+            f"offered counts: {counts}",
+        )
+    return matching
+
+
+def _fabric_name(fabric: Fabric) -> str:
+    """The fabric a near-miss lacks, in words: ``any`` means any scale-out fabric at all."""
+    return "scale-out fabric" if fabric is Fabric.ANY else f"{fabric.value} fabric"
+
+
+def _fabric_ok(topology: Topology, offer: Offer, nodes: int) -> bool:
+    """A scale-out fabric carries traffic between nodes: one node needs none."""
+    if topology.nodes == "single" or topology.fabric is Fabric.NONE or nodes <= 1:
+        return True
+    return offer.interconnect in _FABRIC_INTERCONNECTS[topology.fabric]
+
+
+def assess(profile: Profile, offer: Offer, platform: Platform, nodes: int = 1) -> tuple[Host, BalanceReport, str]:
+    """Balance of ``nodes`` nodes of one offer under a profile, with attachable storage added; a
+    non-empty reason rejects it outright (what no balance line says: a disk a multi-host slice
+    cannot take, a missing scale-out fabric). Sizing and the reference-design table both ask this."""
+    balance = profile.balance_for(platform)
+    attach = required_attached_gib(balance, offer.host)
+    host = offer.host.model_copy(update={"attached_storage_gib": attach}) if attach else offer.host
+    # A slice's hosts talk over ICI; an environment of one slice is one node to the balance.
+    nodes = 1 if rules_for(platform).slices else nodes
+    report = evaluate(balance, host, nodes)
+    if attach and offer.hosts > 1:
+        return host, report, "needs an attached read-write disk, which cannot attach to a multi-host TPU slice"
+    if not _fabric_ok(profile.topology, offer, nodes):
+        return host, report, f"no {_fabric_name(profile.topology.fabric)} (has {offer.interconnect.value})"
+    return host, report, ""
+
+
+def _check_region(workload: Workload, platform: Platform, catalog: Catalog) -> None:
+    regions = catalog.regions(platform)
+    if workload.region not in regions:
+        raise InputError(
+            "fullserver:region",
+            f"no {platform.value} prices in region '{workload.region}'",
+            suggest(workload.region, regions),
+        )
+
+
+def _zone_ok(offer: Offer, workload: Workload) -> bool:
+    if not offer.zones:
+        return True
+    if workload.zone:
+        return workload.zone in offer.zones
+    return bool(offer.zones_in(workload.region))
+
+
+def _distance(report: BalanceReport) -> float:
+    """How far a shape is from feasible: the summed relative shortfall of its short dimensions."""
+    return sum(1 - line.provided / line.required for line in report.short if line.required)
+
+
+MEMO_LIMIT = 10_000
+"""Rankings kept per catalog (``Catalog.memo``) before they are dropped and asked afresh."""
+
+
+def rank(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog
+) -> tuple[list[Candidate], list[NearMiss]]:
+    """Every feasible offer on one platform, cheapest first (never empty: ``NothingFits``), and the
+    rejected near-misses with their reasons.
+
+    A ranking depends on the profile, the platform and the workload's accelerator, count, nodes,
+    region and zone alone: the same question (the comparison's rows, many stacks of one kind) is
+    answered once per catalog. Callers read the lists, never change them."""
+    key = (
+        "rank",
+        id(profile),
+        platform,
+        workload.region,
+        workload.zone,
+        workload.accelerator,
+        workload.accelerator_count,
+        workload.nodes,
+    )
+    memo = catalog.memo
+    hit = memo.get(key)
+    if hit is None or hit[0] is not profile:  # the id of a live profile is that profile
+        try:
+            hit = (profile, _rank(profile, workload, platform, catalog))
+        except (InputError, NothingFits) as exc:  # a refusal is an answer too, said afresh each time
+            hit = (profile, exc)
+        if len(memo) >= MEMO_LIMIT:
+            memo.clear()
+        memo[key] = hit
+    answer = hit[1]
+    if isinstance(answer, FullserverError):
+        raise type(answer)(answer.where, answer.what, answer.hint)
+    ranked: tuple[list[Candidate], list[NearMiss]] = answer
+    return ranked
+
+
+def _rank(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog
+) -> tuple[list[Candidate], list[NearMiss]]:
+    _check_region(workload, platform, catalog)
+    feasible: list[Candidate] = []
+    misses: list[tuple[float, float, NearMiss]] = []
+    for offer in _candidates(profile, workload, platform, catalog):
+        if workload.region not in offer.prices:
+            misses.append(
+                (99, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not priced in {workload.region}"))
+            )
+            continue
+        if not _zone_ok(offer, workload):
+            zone = workload.zone or workload.region
+            misses.append((98, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not offered in {zone}")))
+            continue
+        usd, spot = compute_price(offer, workload.region, profile, catalog)
+        host, report, reason = assess(profile, offer, platform, workload.nodes)
+        if reason or not report.ok:
+            why = reason or report.summary()
+            misses.append(
+                (_distance(report) + (10 if reason else 0), usd, NearMiss(offer=offer.name, usd_hour=usd, reason=why))
+            )
+            continue
+        feasible.append(Candidate(offer, host, report, usd, spot))
+    misses.sort(key=lambda m: (m[0], m[1], m[2].offer))
+    near = [m[2] for m in misses]
+    if not feasible:
+        closest = "; ".join(f"{m.offer}: {m.reason}" for m in near[:3])
+        raise NothingFits(
+            f"profile '{profile.name}' on {platform.value} in {workload.region}",
+            f"no shape meets every minimum; closest: {closest}",
+            nothing_fits_hint(workload, platform, catalog),
+        )
+    feasible.sort(key=lambda c: (c.usd_hour, -c.host.vcpus, -c.host.memory_gib, c.offer.name))
+    return feasible, near
+
+
+# Spot alternatives: at most this many other shapes, each at most this many times the chosen
+# shape's price, so that a spot request diversified over them cannot cost much more than planned.
+MAX_ALTERNATIVE_SHAPES = 4
+ALTERNATIVE_PRICE_RATIO = 1.5
+
+
+def alternative_shapes(chosen: Candidate, feasible: list[Candidate], efa_interfaces: int) -> list[ShapeOption]:
+    """Other balanced shapes a spot request may run on instead of ``chosen`` (cheapest first).
+
+    Spot capacity is per shape and zone; a request that may use several balanced shapes finds
+    capacity far more often (AWS: "be flexible across instance types"). Only shapes that take the
+    same launch template qualify: the same accelerator and count per node (same image, same
+    balance) and, with EFA, the same number of EFA interfaces (one per network card); and only
+    within ``ALTERNATIVE_PRICE_RATIO`` of the chosen shape's price.
+    """
+    out: list[ShapeOption] = []
+    base = chosen.offer
+    for cand in feasible:
+        offer = cand.offer
+        if offer.machine_type == base.machine_type or offer.hosts != base.hosts:
+            continue
+        if offer.accelerator != base.accelerator or offer.host.accelerator_count != base.host.accelerator_count:
+            continue
+        if efa_interfaces and offer.efa_interfaces != efa_interfaces:
+            continue
+        if cand.usd_hour > chosen.usd_hour * ALTERNATIVE_PRICE_RATIO:
+            continue
+        out.append(ShapeOption(offer=offer.name, machine_type=offer.machine_type, usd_hour=cand.usd_hour))
+    return out[:MAX_ALTERNATIVE_SHAPES]
