@@ -12,10 +12,21 @@ class Platform(StrEnum):
     AWS_GPU = "aws-gpu"
     GCP_GPU = "gcp-gpu"
     BARE_METAL = "bare-metal"
+    GKE_GPU = "gke-gpu"
+    GKE_TPU = "gke-tpu"
+    EKS_GPU = "eks-gpu"
 
     @property
     def provider(self) -> str:
-        return {"tpu-vm": "gcp", "aws-gpu": "aws", "gcp-gpu": "gcp", "bare-metal": "dedicated"}[self.value]
+        return {
+            "tpu-vm": "gcp",
+            "aws-gpu": "aws",
+            "gcp-gpu": "gcp",
+            "bare-metal": "dedicated",
+            "gke-gpu": "gcp",
+            "gke-tpu": "gcp",
+            "eks-gpu": "aws",
+        }[self.value]
 
 
 class PricingModel(StrEnum):

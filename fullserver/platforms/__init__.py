@@ -10,6 +10,8 @@ platform only (GCP's GPU NIC plans and Tier_1 eligibility, AWS's EFA rule) are i
 * ``gcp`` - Compute Engine GPU VMs
 * ``tpu`` - Cloud TPU VMs and slices
 * ``bare_metal`` - rented servers reached over SSH
+* ``gke`` - GKE GPU and TPU node pools (sized as ``gcp`` and ``tpu``)
+* ``eks`` - EKS GPU managed node groups (sized as ``aws``)
 
 The questions asked across platforms (which platforms take a stack key, which disk kind has
 which limits, is this a zone of that region) are the functions below.
@@ -18,7 +20,7 @@ which limits, is this a zone of that region) are the functions below.
 from __future__ import annotations
 
 from fullserver.platform import Platform
-from fullserver.platforms import aws, bare_metal, gcp, tpu
+from fullserver.platforms import aws, bare_metal, eks, gcp, gke, tpu
 from fullserver.platforms.base import DiskKind, DiskLimits, NameRule, PlatformRules, Refusal, Request, ZoneForm
 
 __all__ = [
@@ -33,8 +35,10 @@ __all__ = [
     "bare_metal",
     "component",
     "disk",
+    "eks",
     "disk_limits",
     "gcp",
+    "gke",
     "name_rules",
     "option_refusal",
     "owners",
@@ -43,7 +47,10 @@ __all__ = [
     "zone_problem",
 ]
 
-_RULES: dict[Platform, PlatformRules] = {r.platform: r for r in (aws.RULES, gcp.RULES, tpu.RULES, bare_metal.RULES)}
+_RULES: dict[Platform, PlatformRules] = {
+    r.platform: r
+    for r in (aws.RULES, gcp.RULES, tpu.RULES, bare_metal.RULES, gke.GPU_RULES, gke.TPU_RULES, eks.RULES)
+}
 
 
 def rules_for(platform: Platform) -> PlatformRules:
@@ -103,7 +110,13 @@ def zone_problem(zone: str, region: str, platform: Platform | None) -> str | Non
     return f"'{zone}' is not a zone of region {region} ({rules})"
 
 
-_NAMES: dict[str, tuple[NameRule, ...]] = {**aws.NAME_RULES, **gcp.NAME_RULES, **tpu.NAME_RULES}
+_NAMES: dict[str, tuple[NameRule, ...]] = {
+    **aws.NAME_RULES,
+    **gcp.NAME_RULES,
+    **tpu.NAME_RULES,
+    **gke.NAME_RULES,
+    **eks.NAME_RULES,
+}
 
 
 def name_rules(type_token: str) -> tuple[NameRule, ...]:
