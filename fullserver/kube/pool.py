@@ -208,7 +208,9 @@ def cluster_name(environment: str, provider: Provider) -> str:
 
 def _resources(node: gke.NodeResources) -> Resources:
     return Resources(
-        cpu_m=math.floor(node.cpu_m), memory_mib=math.floor(node.memory_mib), ephemeral_mib=math.floor(node.ephemeral_mib)
+        cpu_m=math.floor(node.cpu_m),
+        memory_mib=math.floor(node.memory_mib),
+        ephemeral_mib=math.floor(node.ephemeral_mib),
     )
 
 
@@ -273,7 +275,12 @@ def kube_plan(
                 f"{spec.tpu.accelerator_type} has no GKE TPU machine type here",
                 "use a v5litepod-, v5p- or v6e- type",
             )
-        machine_type, per_node, resource, hosts = shape.machine_type, shape.chips_per_node, gke.TPU_RESOURCE, shape.nodes
+        machine_type, per_node, resource, hosts = (
+            shape.machine_type,
+            shape.chips_per_node,
+            gke.TPU_RESOURCE,
+            shape.nodes,
+        )
         taints = [Taint(key=gke.TPU_TAINT[0], value=gke.TPU_TAINT[1], effect="NoSchedule")]
         node_selector = {gke.TPU_ACCELERATOR_LABEL: shape.accelerator_label, gke.TPU_TOPOLOGY_LABEL: shape.topology}
         tpu_topology = shape.topology if shape.multi_host else None
@@ -333,7 +340,10 @@ def kube_plan(
 
     if provider == "gke":
         reserved = gke.allocatable(
-            spec.vcpus, spec.memory_gib, spec.local_nvme_disks if platform is Platform.GKE_GPU else 0, spec.boot_disk_gib
+            spec.vcpus,
+            spec.memory_gib,
+            spec.local_nvme_disks if platform is Platform.GKE_GPU else 0,
+            spec.boot_disk_gib,
         )
         kube_reserved: dict[str, str] = {}
     else:
