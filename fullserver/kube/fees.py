@@ -47,7 +47,7 @@ class KubernetesFile(_Strict):
 class ClusterFees:
     def __init__(self, data: KubernetesFile) -> None:
         self.sources = data.sources
-        self._by_key = {(f.provider, f.item): f for f in data.fees}
+        self._by_key: dict[tuple[str, str], ClusterFee] = {(f.provider, f.item): f for f in data.fees}
 
     def fee(self, provider: str, item: str = "cluster") -> ClusterFee | None:
         return self._by_key.get((provider, item))
