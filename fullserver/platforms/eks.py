@@ -17,6 +17,8 @@ digit, then letters, digits, ``-`` and ``_``).
 
 from __future__ import annotations
 
+import json
+
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import aws, gke
 from fullserver.platforms.base import CAPACITY_RULES, NameRule, PlatformRules, Refusal, Request
@@ -114,3 +116,37 @@ RULES = PlatformRules(
     region_peers=aws.REGION_PEERS,
     rules=(*CAPACITY_RULES, gpu_only, aws.data_disk_kind),
 )
+
+
+MIME_BOUNDARY = "==FULLSERVER=="
+
+
+def node_config(*, raid0: bool, max_pods: int, kube_reserved: dict[str, str]) -> dict[str, object]:
+    """The nodeadm ``NodeConfig`` fullserver adds to a managed node group's launch template: the
+    pinned ``maxPods`` and ``kubeReserved`` (so allocatable is known), and the instance store as
+    one RAID0 array for kubelet and containerd (``spec.instance.localStorage.strategy: RAID0``,
+    mounted at ``/mnt/k8s-disks/``). EKS merges it with its own NodeConfig (cluster endpoint,
+    CA), as the template names no AMI."""
+    spec: dict[str, object] = {"kubelet": {"config": {"maxPods": max_pods, "kubeReserved": dict(kube_reserved)}}}
+    if raid0:
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+    return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
+
+
+def user_data(config: dict[str, object]) -> str:
+    """A launch template's user data: MIME multi-part, the NodeConfig as its
+    ``application/node.eks.aws`` part (JSON, which nodeadm's YAML reader takes)."""
+    return "\r\n".join(
+        [
+            "MIME-Version: 1.0",
+            f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"',
+            "",
+            f"--{MIME_BOUNDARY}",
+            f"Content-Type: {NODECONFIG_CONTENT_TYPE}",
+            "",
+            json.dumps(config, indent=2, sort_keys=True),
+            "",
+            f"--{MIME_BOUNDARY}--",
+            "",
+        ]
+    )
