@@ -154,6 +154,10 @@ class KubePlan(Frozen):
     max_replicas: int = 1
     spot_label: str = ""
     """The label spot nodes carry (GKE ``cloud.google.com/gke-spot``, EKS's capacity type)."""
+    warnings: list[str] = []
+    """Where the pod's share, after the node's reservations, falls short of the profile's balance
+    (the VM sizing checked the whole machine): the plan says so; sizing will pick a larger shape
+    for Kubernetes once it plans these platforms itself."""
 
     @property
     def min_nodes(self) -> int:
@@ -361,6 +365,7 @@ def kube_plan(
             "use a larger shape",
         )
     serving = spec.serving
+    warnings = balance_shortfalls(spec, pod.resources, per_node, machine_type)
     return KubePlan(
         platform=platform,
         provider=provider,
@@ -412,4 +417,29 @@ def kube_plan(
         min_replicas=serving.min_replicas if serving else 1,
         max_replicas=serving.max_replicas if serving else 1,
         spot_label=gke.SPOT_LABEL if provider == "gke" else eks.CAPACITY_LABEL,
+        warnings=warnings,
     )
+
+
+def balance_shortfalls(spec: EnvironmentSpec, pod: Resources, accelerators: int, machine_type: str) -> list[str]:
+    """The profile's balance minimums (per host, as the VM sizing checked them) the pod's share
+    of the node misses: vCPUs, RAM and local NVMe (as ephemeral storage), scaled to the pod's
+    accelerators."""
+    share = accelerators / spec.accelerator_count if spec.accelerator_count else 1.0
+    provided = {
+        ("cpu", "vCPUs"): pod.cpu_m / 1000,
+        ("ram", "GiB"): pod.memory_mib / 1024,
+        ("nvme", "GiB"): pod.ephemeral_mib / 1024,
+    }
+    out = []
+    for line in spec.balance.lines:
+        got = provided.get((line.dimension, line.unit))
+        if got is None or not line.known:
+            continue
+        need = line.required * share
+        if got < need:
+            out.append(
+                f"a {machine_type} node's pod gets {got:,.2f} {line.unit} of {line.dimension} after kubelet and "
+                f"system reservations, short of the profile's {need:,.2f}: use a larger shape on Kubernetes"
+            )
+    return out
