@@ -439,7 +439,7 @@ def balance_shortfalls(spec: EnvironmentSpec, pod: Resources, accelerators: int,
         need = line.required * share
         if got < need:
             out.append(
-                f"a {machine_type} node's pod gets {got:,.2f} {line.unit} of {line.dimension} after kubelet and "
+                f"the pod on a {machine_type} node gets {got:,.2f} {line.unit} of {line.dimension} after kubelet and "
                 f"system reservations, short of the profile's {need:,.2f}: use a larger shape on Kubernetes"
             )
     return out

@@ -48,8 +48,7 @@ __all__ = [
 ]
 
 _RULES: dict[Platform, PlatformRules] = {
-    r.platform: r
-    for r in (aws.RULES, gcp.RULES, tpu.RULES, bare_metal.RULES, gke.GPU_RULES, gke.TPU_RULES, eks.RULES)
+    r.platform: r for r in (aws.RULES, gcp.RULES, tpu.RULES, bare_metal.RULES, gke.GPU_RULES, gke.TPU_RULES, eks.RULES)
 }
 
 

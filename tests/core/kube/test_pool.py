@@ -42,7 +42,7 @@ def test_a_small_shape_short_after_reservations_is_named(plans: dict[str, StackP
     as a node its pod gets less, and the plan says so."""
     plan = kube_plan(plans["exp-aws-spot"].spec, Platform.EKS_GPU)
     assert len(plan.warnings) == 2
-    assert plan.warnings[0].startswith("a g4dn.xlarge node's pod gets 3.42 vCPUs of cpu")
+    assert plan.warnings[0].startswith("the pod on a g4dn.xlarge node gets 3.42 vCPUs of cpu")
     assert "GiB of ram" in plan.warnings[1] and "short of the profile's 16.00" in plan.warnings[1]
     assert kube_plan(plans["train-p5-cluster"].spec, Platform.EKS_GPU).warnings == []
 
