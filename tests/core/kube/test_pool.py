@@ -10,7 +10,7 @@ from fullserver.kube.manifest import fits_node
 from fullserver.kube.pool import cluster_name, label_value
 from fullserver.plan import StackPlan
 from fullserver.platform import Platform
-from fullserver.platforms import eks, gke, name_rules, option_refusal, owners, rules_for
+from fullserver.platforms import Request, eks, gke, name_rules, option_refusal, owners, rules_for
 
 TWIN = {vm: kube for kube, vm in SIZED_AS.items() if kube is not Platform.GKE_TPU} | {Platform.TPU_VM: Platform.GKE_TPU}
 
@@ -96,7 +96,7 @@ def test_tpu_machine_types(accelerator_type: str, chips: int, hosts: int, machin
 
 def test_v4_has_no_gke_pool_here() -> None:
     assert gke.tpu_pool_shape("v4-16", 8, 2, "2x2x2") is None
-    refusal = rules_for(Platform.GKE_TPU).refusal(gke.Request(shape="v4-16", hosts=2, zone="us-central2-b"))
+    refusal = rules_for(Platform.GKE_TPU).refusal(Request(shape="v4-16", hosts=2, zone="us-central2-b"))
     assert refusal is not None and refusal.key == "accelerator"
 
 
