@@ -34,8 +34,10 @@ from typing import Any, Literal, Optional, TypedDict
 import pulumi
 import pulumi_aws as aws
 
+from components.kube_workload import apply_workload
 from components.labels import aws_tags, logical
 from fullserver.kube import KubePlan, Pool
+from fullserver.kube.kubeconfig import eks_kubeconfig
 from fullserver.kube.manifest import Manifest
 from fullserver.platforms import eks
 
@@ -64,6 +66,7 @@ class EksArgs(TypedDict):
     identity: Literal["pod-identity", "irsa"]
     kubernetes_version: str | None
     workload: list[Manifest]
+    deploy_workload: bool
 
 
 def eks_args(
@@ -76,6 +79,7 @@ def eks_args(
     identity: Literal["pod-identity", "irsa"] = "pod-identity",
     kubernetes_version: str | None = None,
     workload: list[Manifest] | None = None,
+    deploy_workload: bool = False,
 ) -> EksArgs:
     if plan.provider != "eks":
         raise ValueError(f"{plan.platform.value} is not an EKS plan")
@@ -95,6 +99,7 @@ def eks_args(
         identity=identity,
         kubernetes_version=kubernetes_version,
         workload=list(workload or []),
+        deploy_workload=deploy_workload,
     )
 
 
@@ -171,6 +176,15 @@ def _issuer(identities: Any) -> str:
             return str(identities[0].oidcs[0].issuer)
         except (TypeError, IndexError, AttributeError):
             return ""
+
+
+def _ca(authority: Any) -> str:
+    """``certificate_authority.data`` (a dict or an output type; empty before it exists)."""
+    if authority is None:
+        return ""
+    if isinstance(authority, dict):
+        return str(authority.get("data") or "")
+    return str(getattr(authority, "data", "") or "")
 
 
 def _first_asg(resources: Any) -> str:
@@ -348,6 +362,16 @@ class EksEnvironment(pulumi.ComponentResource):
             cluster = plan.cluster_name  # attached: nothing of the cluster is touched
             self.cluster_name = pulumi.Output.from_input(plan.cluster_name)
         groups = EksNodeGroups(name, plan, args, cluster, security_group, opts=pulumi.ResourceOptions(parent=self))
+        if args["deploy_workload"] and args["workload"]:
+            if plan.create_cluster:
+                endpoint, ca = created.cluster.endpoint, created.cluster.certificate_authority.apply(_ca)
+            else:
+                found = aws.eks.get_cluster_output(name=plan.cluster_name)
+                endpoint, ca = found.endpoint, found.certificate_authorities.apply(lambda c: _ca((c or [None])[0]))
+            config = pulumi.Output.all(endpoint, ca).apply(
+                lambda v: eks_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""), plan.region)
+            )
+            apply_workload(name, args["workload"], config, self, [groups])
         self.node_groups = pulumi.Output.all(*[g.node_group_name for g in groups.groups]).apply(list)
         self.node_role_arn = groups.role.arn
         self.workload = pulumi.Output.from_input(args["workload"])

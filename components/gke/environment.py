@@ -30,8 +30,10 @@ from typing import Any, Optional, TypedDict
 import pulumi
 import pulumi_gcp as gcp
 
+from components.kube_workload import apply_workload
 from components.labels import logical, physical
 from fullserver.kube import KubePlan, Pool
+from fullserver.kube.kubeconfig import gke_kubeconfig
 from fullserver.kube.manifest import Manifest
 from fullserver.platforms import gke
 from fullserver.rules import gcp_labels
@@ -64,6 +66,8 @@ class GkeArgs(TypedDict):
     """Created clusters: the control plane only on its private address."""
     workload: list[Manifest]
     """The workload's manifests (``fullserver.kube.manifest``), exported for ``kubectl apply``."""
+    deploy_workload: bool
+    """Apply them to the cluster with pulumi-kubernetes (``components.kube_workload``)."""
 
 
 def gke_args(
@@ -73,6 +77,7 @@ def gke_args(
     cluster_location: str | None = None,
     private_endpoint: bool = False,
     workload: list[Manifest] | None = None,
+    deploy_workload: bool = False,
 ) -> GkeArgs:
     if plan.provider != "gke":
         raise ValueError(f"{plan.platform.value} is not a GKE plan")
@@ -82,6 +87,7 @@ def gke_args(
         cluster_location=cluster_location or plan.region,
         private_endpoint=private_endpoint,
         workload=list(workload or []),
+        deploy_workload=deploy_workload,
     )
 
 
@@ -261,6 +267,15 @@ class GkeNodePools(pulumi.ComponentResource):
         self.register_outputs({"pools": [p.name for p in self.pools]})
 
 
+def _ca(auth: Any) -> str:
+    """``master_auth.cluster_ca_certificate`` (a dict or an output type; empty before it exists)."""
+    if auth is None:
+        return ""
+    if isinstance(auth, dict):
+        return str(auth.get("cluster_ca_certificate") or auth.get("clusterCaCertificate") or "")
+    return str(getattr(auth, "cluster_ca_certificate", "") or "")
+
+
 def gcp_account_id(name: str) -> str:
     """A 6-30 character service account id for ``name`` (``fullserver.naming``)."""
     return physical(gcp.serviceaccount.Account, f"fs-{name}-gke", "accountId")
@@ -291,6 +306,18 @@ class GkeEnvironment(pulumi.ComponentResource):
         pools = GkeNodePools(
             f"{name}", plan, args, cluster, opts=pulumi.ResourceOptions(parent=self, depends_on=depends)
         )
+        if args["deploy_workload"] and args["workload"]:
+            if plan.create_cluster:
+                endpoint, ca = created.cluster.endpoint, created.cluster.master_auth.apply(_ca)
+            else:
+                found = gcp.container.get_cluster_output(
+                    name=plan.cluster_name, location=args["cluster_location"], project=args["project"]
+                )
+                endpoint, ca = found.endpoint, found.master_auths.apply(lambda auths: _ca((auths or [None])[0]))
+            config = pulumi.Output.all(endpoint, ca).apply(
+                lambda v: gke_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""))
+            )
+            apply_workload(name, args["workload"], config, self, [pools])
         self.node_pools = pulumi.Output.all(*[p.name for p in pools.pools]).apply(list)
         self.service_account = pools.service_account.email
         self.workload = pulumi.Output.from_input(args["workload"])

@@ -160,3 +160,17 @@ def test_flex_start_is_gke_only(plans: Plans) -> None:
 
     with pytest.raises(InputError, match="flex-start"):
         kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU, flex_start=True)
+
+
+def test_deploy_workload_on_an_existing_cluster_reads_it(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "serve-aws-realtime")
+    plan = kube_plan(spec, Platform.EKS_GPU, cluster="prod")
+    manifests = workload(plan, spec)
+    g = build(lambda: EksEnvironment("dw", eks_args(plan, SUBNETS, "vpc-1", workload=manifests, deploy_workload=True)))
+    (provider,) = [r for r in g.rows if r.type == "pulumi:providers:kubernetes"]
+    user = json.loads(provider.inputs["kubeconfig"])["users"][0]["user"]["exec"]
+    assert user["command"] == "aws"
+    assert user["args"] == ["eks", "get-token", "--cluster-name", "prod", "--region", "us-east-1", "--output", "json"]
+    (group,) = [r for r in g.rows if r.type == "kubernetes:yaml/v2:ConfigGroup"]
+    assert [o["kind"] for o in group.inputs["objs"]] == ["Deployment", "Service", "HorizontalPodAutoscaler"]
+    assert g.of_type("eks/cluster:Cluster") == []  # still nothing of the cluster is touched

@@ -3,6 +3,7 @@ fallback, a multi-host TPU slice pool on a new private regional cluster, flex-st
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -236,3 +237,23 @@ def test_a_gpu_spec_is_refused_for_other_pool_platforms(plans: Plans, platform: 
 
     with pytest.raises(InputError, match="sized as"):
         kube_plan(spec_of(plans, "serve-gcp-realtime"), platform)
+
+
+def test_deploy_workload_applies_the_manifests_with_pulumi_kubernetes(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "serve-gcp-realtime")
+    plan = kube_plan(spec, Platform.GKE_GPU)
+    manifests = workload(plan, spec)
+    g = build(lambda: GkeEnvironment("dw", gke_args(plan, "proj", workload=manifests, deploy_workload=True)))
+    (provider,) = [r for r in g.rows if r.type == "pulumi:providers:kubernetes"]
+    config = json.loads(provider.inputs["kubeconfig"])
+    assert config["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
+    assert config["current-context"] == "serve-gcp-realtime"
+    (group,) = [r for r in g.rows if r.type == "kubernetes:yaml/v2:ConfigGroup"]
+    assert group.inputs["objs"] == manifests
+
+
+def test_the_workload_is_not_applied_unless_asked(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "serve-gcp-realtime")
+    plan = kube_plan(spec, Platform.GKE_GPU, cluster="c")
+    g = build(lambda: GkeEnvironment("nodw", gke_args(plan, "proj", workload=workload(plan, spec))))
+    assert not [r for r in g.rows if r.type.startswith(("kubernetes:", "pulumi:providers:kubernetes"))]

@@ -76,3 +76,17 @@ def test_a_job_needs_an_image_and_serving_an_endpoint(plans: dict[str, StackPlan
         workload(plan, spec)
     with pytest.raises(ValueError, match="no serving endpoint"):
         serving(plan, spec)
+
+
+def test_kubeconfigs_exec_the_clouds_credential_plugins() -> None:
+    import json
+
+    from fullserver.kube.kubeconfig import eks_kubeconfig, gke_kubeconfig
+
+    gke = json.loads(gke_kubeconfig("c", "34.1.2.3", "Q0E="))
+    assert gke["clusters"][0]["cluster"] == {"server": "https://34.1.2.3", "certificate-authority-data": "Q0E="}
+    assert gke["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
+    eks = json.loads(eks_kubeconfig("e", "https://x.eks.amazonaws.com", "Q0E=", "us-east-1"))
+    assert eks["clusters"][0]["cluster"]["server"] == "https://x.eks.amazonaws.com"
+    assert eks["users"][0]["user"]["exec"]["apiVersion"] == "client.authentication.k8s.io/v1beta1"
+    assert "token" not in json.dumps(eks["users"][0]["user"]).replace("get-token", "")
