@@ -32,7 +32,7 @@ from fullserver.platform import Platform, PricingModel
 from fullserver.platforms import eks, gke, rules_for
 from fullserver.platforms.base import Request
 from fullserver.profiles import Stage
-from fullserver.rules import LABEL_EXPIRES, LABEL_TTL
+from fullserver.rules import LABEL_ENVIRONMENT, LABEL_EXPIRES, LABEL_TTL
 from fullserver.spec import EnvironmentSpec
 
 
@@ -143,6 +143,7 @@ class KubePlan(Frozen):
     """The cloud resources' own labels/tags (the environment's labels)."""
     taints: list[Taint]
     node_selector: dict[str, str]
+    """The accelerator's labels (GKE) and the environment's own label (every pool)."""
     pools: list[Pool]
     node_capacity: Resources
     node_reserved: Resources
@@ -303,9 +304,11 @@ def kube_plan(
             node_selector = {gke.ACCELERATOR_LABEL: accelerator_type}
             driver = gke.GPU_DRIVER
         else:
-            node_selector = {"node.kubernetes.io/instance-type": spec.machine_type}
+            node_selector = {}  # a spot group may run any of its instance types: the labels below select it
             driver = eks.GPU_AMI_TYPE
 
+    # The environment's own nodes, wherever else the cluster runs the same accelerator.
+    node_selector[LABEL_ENVIRONMENT] = labels[LABEL_ENVIRONMENT]
     floor, ceiling, autoscaled = _counts(spec, hosts, flex_start)
     pools: list[Pool]
     if spot_fallback and not flex_start:

@@ -122,7 +122,9 @@ def test_spot_fallback_groups_scale_from_zero_on_an_existing_cluster(plans: Plan
     assert "networkInterfaces" not in template and "placement" not in template
     assert node_config(g)["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}  # g6's NVMe
     pod = workload(plan, spec, image="trainer:1")[0]["spec"]["template"]["spec"]
-    assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "g6.2xlarge"}
+    # Not the instance type: the spot group may run any of its balanced alternatives.
+    assert pod["nodeSelector"] == {"fullserver-environment": "exp-aws-l4-spot"}
+    assert spot["labels"]["fullserver-environment"] == "exp-aws-l4-spot"
     assert pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["preference"] == {
         "matchExpressions": [{"key": "eks.amazonaws.com/capacityType", "operator": "In", "values": ["SPOT"]}]
     }

@@ -157,7 +157,9 @@ def test_multi_host_tpu_slice_pool_on_a_new_private_cluster(catalog: Catalog, bu
     assert pod["nodeSelector"] == {
         "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
         "cloud.google.com/gke-tpu-topology": "4x4",
+        "fullserver-environment": "slice-job",
     }
+    assert pool["nodeConfig"]["labels"]["fullserver-environment"] == "slice-job"
     assert pod["tolerations"] == [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert pod["containers"][0]["resources"]["limits"]["google.com/tpu"] == "4"
     assert service["spec"]["clusterIP"] == "None" and pod["subdomain"] == service["metadata"]["name"]

@@ -71,6 +71,7 @@ def test_a_multi_host_slice_is_one_pool_of_its_hosts(plans: dict[str, StackPlan]
     assert plan.node_selector == {
         "cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
         "cloud.google.com/gke-tpu-topology": "4x4x4",
+        "fullserver-environment": "train-tpu-v5p-slice",
     }
     assert plan.max_pods == 15 and plan.compact_placement and plan.driver == ""
     single = kube_plan(plans["batch-tpu-v5e"].spec, Platform.GKE_TPU)  # v5litepod-4, one host
