@@ -14,8 +14,8 @@ implemented by kubernetes/autoscaler ``cluster-autoscaler/cloudprovider/gce/rese
 predicts GKE's numbers: brackets, kernel reservation, eviction thresholds, local-SSD filesystem
 overhead); AI-Hypercomputer/xpk ``system_characteristics.py`` and ``nodepool.py`` (TPU machine
 types, labels, placement); Cluster Toolkit ``modules/compute/gke-node-pool`` (GPU taint and
-driver); GitLab's GKE integration quoting GKE's cluster-name rule; Terraform users' 40-character
-node-pool limit (thorchain cluster-launcher MR 67).
+driver); the API's name limits as quoted in cloudnative-pg#8714 (clusters) and magic-modules#18477
+(node pools).
 """
 
 from __future__ import annotations
@@ -28,15 +28,18 @@ from fullserver.platforms import gcp, tpu
 from fullserver.platforms.base import RFC1035, NameRule, PlatformRules, Refusal, Request
 
 # --- names ---------------------------------------------------------------------------------------
-# GKE cluster names: "must start with a lowercase letter followed by up to 40 lowercase letters,
-# numbers, or hyphens, and cannot end with a hyphen" (GKE console rule, quoted in GitLab issue
-# 22655); node pool names are limited to 40 characters by the API (terraform users hit it). Both
-# are set by the program (``fit_name``), never autonamed, so the 40 is the whole name.
+# GKE cluster names: lowercase RFC 1035 labels; the API refuses longer ones with "Cluster.name
+# must be less than 40 characters" (quoted in cloudnative-pg/cloudnative-pg#8714, 2025-10-02), so
+# at most 39 here, although the console's wording ("a lowercase letter followed by up to 40 ...",
+# GitLab issue 22655) reads longer. Node pool names: "GKE's 40-character limit for NodePool.name"
+# (GoogleCloudPlatform/magic-modules#18477, 2026-07-30, which shortened the provider's generated
+# suffix to fit it). Both are set by the program (``fit_name``), never autonamed, so the limit is
+# the whole name.
 CLUSTER_TYPE = "gcp:container/cluster:Cluster"
 NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
 NAME_RULES: dict[str, tuple[NameRule, ...]] = {
-    CLUSTER_TYPE: (NameRule("GKE cluster name", 40, *RFC1035, "GKE cluster naming", autoname=False),),
-    NODE_POOL_TYPE: (NameRule("GKE node pool name", 40, *RFC1035, "GKE node pool naming", autoname=False),),
+    CLUSTER_TYPE: (NameRule("GKE cluster name", 39, *RFC1035, "GKE clusters.create", autoname=False),),
+    NODE_POOL_TYPE: (NameRule("GKE node pool name", 40, *RFC1035, "GKE nodePools.create", autoname=False),),
 }
 
 # --- GPUs ------------------------------------------------------------------------------------------

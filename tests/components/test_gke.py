@@ -229,7 +229,7 @@ def test_a_long_stack_name_gives_valid_gke_names(plans: Plans) -> None:
     long = "Team_ML.v2-" + "x" * 80
     spec = spec_of(plans, "serve-gcp-realtime", environment=long)
     plan: KubePlan = kube_plan(spec, Platform.GKE_GPU)
-    assert len(plan.cluster_name) <= 40 and plan.cluster_name[0].isalpha()
+    assert len(plan.cluster_name) <= 39 and plan.cluster_name[0].isalpha()
     assert all(len(p.name) <= 40 and p.name == p.name.lower() for p in plan.pools)
 
 
