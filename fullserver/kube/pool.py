@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from fullserver.errors import InputError
 from fullserver.naming import fit_name
 from fullserver.platform import Platform, PricingModel
-from fullserver.platforms import eks, gke, rules_for
+from fullserver.platforms import eks, gcp, gke, rules_for
 from fullserver.platforms.base import Request
 from fullserver.profiles import Stage
 from fullserver.rules import LABEL_ENVIRONMENT, LABEL_EXPIRES, LABEL_TTL
@@ -369,6 +369,12 @@ def kube_plan(
         )
     serving = spec.serving
     warnings = balance_shortfalls(spec, pod.resources, per_node, machine_type)
+    nics = gcp.gpu_nic_plan(machine_type, spec.nodes) if platform is Platform.GKE_GPU else None
+    if nics is not None:
+        warnings.append(
+            f"{spec.nodes} {machine_type} nodes talk over {nics.fabric} on the VMs; this GKE pool gets no "
+            f"GPU NICs ({nics.gpu_nics} additional networks), so multi-node traffic goes over the primary NIC"
+        )
     return KubePlan(
         platform=platform,
         provider=provider,

@@ -223,6 +223,7 @@ def test_flex_start_pool_is_queued_and_scales_from_zero(catalog: Catalog, build:
     }
     assert pool["nodeConfig"]["diskType"] == "hyperdisk-balanced"  # A3 attaches Hyperdisk only
     assert pool["placementPolicy"] == {"type": "COMPACT"}
+    assert any("GPUDirect-TCPX" in w and "no GPU NICs" in w for w in plan.warnings)
 
 
 def test_a_long_stack_name_gives_valid_gke_names(plans: Plans) -> None:
