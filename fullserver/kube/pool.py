@@ -32,7 +32,7 @@ from fullserver.platform import Platform, PricingModel
 from fullserver.platforms import eks, gcp, gke, rules_for
 from fullserver.platforms.base import Request
 from fullserver.profiles import Stage
-from fullserver.rules import LABEL_ENVIRONMENT, LABEL_EXPIRES, LABEL_TTL
+from fullserver.rules import LABEL_ENVIRONMENT
 from fullserver.spec import EnvironmentSpec
 
 
@@ -258,6 +258,7 @@ def kube_plan(
     if refusal is not None:
         raise InputError(f"fullserver:{refusal.key}", refusal.what, refusal.hint)
 
+    # The environment's labels (profile, environment, owner, lifecycle, TTL or expiry) and its stage.
     labels = {k: label_value(v) for k, v in spec.labels.items()}
     labels["fullserver-stage"] = label_value(spec.stage.value)
     taints: list[Taint]
@@ -341,9 +342,6 @@ def kube_plan(
                 autoscaled=autoscaled,
             )
         ]
-    for key in (LABEL_TTL, LABEL_EXPIRES):
-        if key in spec.labels:
-            labels[key] = label_value(spec.labels[key])
 
     if provider == "gke":
         reserved = gke.allocatable(
