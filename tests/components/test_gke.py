@@ -260,3 +260,22 @@ def test_the_workload_is_not_applied_unless_asked(plans: Plans, build: Build) ->
     plan = kube_plan(spec, Platform.GKE_GPU, cluster="c")
     g = build(lambda: GkeEnvironment("nodw", gke_args(plan, "proj", workload=workload(plan, spec))))
     assert not [r for r in g.rows if r.type.startswith(("kubernetes:", "pulumi:providers:kubernetes"))]
+
+
+def test_created_cluster_is_protected_and_autoscaled_counts_are_left_alone(
+    plans: Plans, build: Build, resource_options: Any
+) -> None:
+    plan = kube_plan(spec_of(plans, "serve-gcp-realtime"), Platform.GKE_GPU)  # persistent, protected
+    build(lambda: GkeEnvironment("prot", gke_args(plan, "proj")))
+    assert resource_options["prot-cluster"].protect is True
+    assert resource_options["prot-accelerators"].ignore_changes == ["initialNodeCount"]
+
+
+def test_spot_tpu_slice_gets_an_on_demand_twin(plans: Plans, build: Build) -> None:
+    plan = kube_plan(spec_of(plans, "batch-tpu-v5e"), Platform.GKE_TPU, cluster="batch")
+    g = build(lambda: GkeEnvironment("batch", gke_args(plan, "proj")))
+    found = pools(g)
+    assert sorted(found) == ["batch-tpu-v5e-ondemand", "batch-tpu-v5e-spot"]
+    assert [found[n]["nodeConfig"]["spot"] for n in sorted(found)] == [False, True]
+    assert {p["nodeConfig"]["machineType"] for p in found.values()} == {"ct5lp-hightpu-4t"}
+    assert all("placementPolicy" not in p for p in found.values())  # one host: no topology
