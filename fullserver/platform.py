@@ -13,6 +13,9 @@ class Platform(StrEnum):
     AWS_GPU = "aws-gpu"
     GCP_GPU = "gcp-gpu"
     BARE_METAL = "bare-metal"
+    GKE_GPU = "gke-gpu"
+    GKE_TPU = "gke-tpu"
+    EKS_GPU = "eks-gpu"
 
 
 class PricingModel(StrEnum):

@@ -10,6 +10,8 @@ platform only (GCP's GPU NIC plans and Tier_1 eligibility, AWS's EFA rule) are i
 * ``gcp`` - Compute Engine GPU VMs
 * ``tpu`` - Cloud TPU VMs and slices
 * ``bare_metal`` - rented servers reached over SSH
+* ``gke`` - GKE GPU and TPU node pools (sized as ``gcp`` and ``tpu``)
+* ``eks`` - EKS GPU managed node groups (sized as ``aws``)
 
 The questions asked across platforms (which platforms take a stack key, which disk kind has
 which limits, is this a zone of that region) are the functions below.
@@ -20,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fullserver.platform import Platform
-from fullserver.platforms import aws, bare_metal, gcp, tpu
+from fullserver.platforms import aws, bare_metal, eks, gcp, gke, tpu
 from fullserver.platforms.base import (
     DiskKind,
     DiskLimits,
@@ -46,11 +48,12 @@ __all__ = [
     "all_rules",
     "aws",
     "bare_metal",
-    "component",
     "default_region",
     "disk",
     "disk_limits",
+    "eks",
     "gcp",
+    "gke",
     "group_members",
     "name_rules",
     "named",
@@ -61,7 +64,9 @@ __all__ = [
     "zone_problem",
 ]
 
-_RULES: dict[Platform, PlatformRules] = {r.platform: r for r in (aws.RULES, gcp.RULES, tpu.RULES, bare_metal.RULES)}
+_RULES: dict[Platform, PlatformRules] = {
+    r.platform: r for r in (aws.RULES, gcp.RULES, tpu.RULES, bare_metal.RULES, gke.GPU_RULES, gke.TPU_RULES, eks.RULES)
+}
 
 
 def rules_for(platform: Platform) -> PlatformRules:
@@ -96,14 +101,6 @@ def group_members(kind: str) -> GroupMembers:
         if rules.short == kind and rules.group_members is not None:
             return rules.group_members
     raise KeyError(kind)
-
-
-_COMPONENTS: dict[Platform, str] = {m.RULES.platform: m.COMPONENT for m in (aws, gcp, tpu, bare_metal)}
-
-
-def component(platform: Platform) -> str:
-    """The ``Environment`` component's args key that builds ``platform`` (components ask, not branch)."""
-    return _COMPONENTS[platform]
 
 
 def disk(kind: str) -> DiskKind | None:
@@ -150,7 +147,13 @@ def zone_problem(zone: str, region: str, platform: Platform | None) -> str | Non
     return f"'{zone}' is not a zone of region {region} ({rules})"
 
 
-_NAMES: dict[str, tuple[NameRule, ...]] = {**aws.NAME_RULES, **gcp.NAME_RULES, **tpu.NAME_RULES}
+_NAMES: dict[str, tuple[NameRule, ...]] = {
+    **aws.NAME_RULES,
+    **gcp.NAME_RULES,
+    **tpu.NAME_RULES,
+    **gke.NAME_RULES,
+    **eks.NAME_RULES,
+}
 
 
 def name_rules(type_token: str) -> tuple[NameRule, ...]:

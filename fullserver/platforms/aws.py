@@ -355,9 +355,6 @@ def image_form(req: Request) -> Refusal | None:
     return Refusal("image", "image", f"'{image}' is not an AMI id or a Systems Manager parameter", f"use {IMAGE_FORMS}")
 
 
-COMPONENT = "aws"
-"""Which args of the ``Environment`` component build this platform (``components.args``)."""
-
 RULES = PlatformRules(
     platform=Platform.AWS_GPU,
     provider="aws",

@@ -17,8 +17,6 @@ SCRATCH = "/mnt/scratch"
 """Where a rented server's scratch filesystem is mounted unless the inventory says otherwise
 (what ``fullserver verify`` measures with fio)."""
 
-COMPONENT = "bare_metal"
-"""Which args of the ``Environment`` component build this platform (``components.args``)."""
 
 RULES = PlatformRules(
     platform=Platform.BARE_METAL,

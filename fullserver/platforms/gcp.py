@@ -340,9 +340,6 @@ def image_form(req: Request) -> Refusal | None:
     return Refusal("image", "image", f"'{req.image}' is not a Compute Engine image reference", f"use {forms}")
 
 
-COMPONENT = "gcp"
-"""Which args of the ``Environment`` component build this platform (``components.args``)."""
-
 RULES = PlatformRules(
     platform=Platform.GCP_GPU,
     provider="gcp",

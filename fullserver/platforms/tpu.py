@@ -232,9 +232,6 @@ def parse_host_keys(stdout: str, node: NodeAccess) -> list[str]:
     return gcp.guest_host_keys([x for x in data if isinstance(x, dict) and worker_of(x) == worker])
 
 
-COMPONENT = "tpu"
-"""Which args of the ``Environment`` component build this platform (``components.args``)."""
-
 RULES = PlatformRules(
     platform=Platform.TPU_VM,
     provider="gcp",

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from fullserver.catalog import Catalog, catalog_from_data, load_catalog
 from fullserver.catalog.model import Platform
 from fullserver.errors import FullserverError, InputError, NothingFits
+from fullserver.kube.pool import SIZED_AS
 from fullserver.plan import plan_workload
 from fullserver.profiles import Profile, load_profiles
 from fullserver.sizing import build_spec, compute_price, size
@@ -247,7 +248,9 @@ def test_every_example_stack_sizes_to_a_balanced_shape() -> None:
     for plan in plans:
         assert plan.spec.balance.ok, (plan.stack, plan.spec.balance.summary())
     assert {p.spec.profile for p in plans} == set(load_profiles())
-    assert {p.spec.platform for p in plans} == set(Platform)
+    # Kubernetes node-pool platforms (issue 24) are planned through their VM platform until sizing
+    # plans them itself; their example stacks come with that integration.
+    assert {p.spec.platform for p in plans} == set(Platform) - set(SIZED_AS)
 
 
 # Property tests: for any catalog and any minimums, the chosen shape meets every minimum and

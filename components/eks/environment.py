@@ -1,0 +1,386 @@
+"""``EksEnvironment``: EKS GPU managed node groups for a ``KubePlan``, on a named cluster or a new one.
+
+Inputs follow pulumi-aws 7.x ``eks.Cluster``/``eks.NodeGroup``/``ec2.LaunchTemplate`` (names
+checked against ``/work/shared/reference/kubernetes.md`` section 6):
+
+* the cluster, created only when the plan names none: its IAM role (``AmazonEKSClusterPolicy``),
+  the given private subnets, the private endpoint always on and the public one off when asked
+  (``private_endpoint``), access entries (``authentication_mode = API``), standard support
+  (``upgrade_policy.support_type = STANDARD``: the API default EXTENDED bills $0.60 per hour once
+  the version leaves standard support), deletion protection for protected profiles, and workload
+  identity: the Pod Identity Agent add-on (default), or an IAM OIDC provider for IRSA;
+* the node role (``AmazonEKSWorkerNodePolicy``, ``AmazonEC2ContainerRegistryReadOnly``,
+  ``AmazonEKS_CNI_Policy``);
+* a launch template per environment: the nodeadm ``NodeConfig`` as MIME multi-part user data
+  (pinned ``maxPods`` and ``kubeReserved``, the instance store as RAID0 for kubelet and
+  containerd), a gp3 root volume of the planned size, IMDSv2, and for EFA shapes the
+  interfaces (card 0 ``efa``, the rest ``efa-only``) in a cluster placement group with a security
+  group that admits all traffic from itself; no AMI (EKS merges its own NodeConfig and picks the
+  accelerated AL2023 NVIDIA AMI from ``ami_type``) and no subnet (the node group's);
+* each node group: the AMI type ``AL2023_x86_64_NVIDIA``, ``SPOT`` or ``ON_DEMAND``, the planned
+  instance type (spot groups: the balanced alternatives too), the plan's labels and taints
+  (``NO_SCHEDULE``), the scaling range with ``desiredSize`` left to the autoscaler after creation
+  (``ignore_changes``: Pulumi would otherwise reset what the autoscaler set, pulumi-eks#321), and
+  for groups that scale from zero the Cluster Autoscaler's node-template tags on their Auto Scaling
+  group (labels, taints, GPUs), which EKS does not propagate (eksctl#7543).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Literal, Optional, TypedDict
+
+import pulumi
+import pulumi_aws as aws
+
+from components.aws.labels import aws_tags
+from components.kube_workload import apply_workload
+from components.names import logical
+from fullserver.kube import KubePlan, Pool
+from fullserver.kube.kubeconfig import eks_kubeconfig
+from fullserver.kube.manifest import Manifest
+from fullserver.platforms import eks
+
+TOKEN = "fullserver:index:EksEnvironment"
+CLUSTER_POLICIES = ("arn:aws:iam::aws:policy/AmazonEKSClusterPolicy",)
+NODE_POLICIES = (
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+)
+POD_IDENTITY_ADDON = "eks-pod-identity-agent"
+CA_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
+
+
+class EksArgs(TypedDict):
+    plan: dict[str, Any]
+    """``KubePlan.model_dump()``."""
+    subnet_ids: list[str]
+    """Private subnets for the nodes (and a created cluster); one zone's for EFA and placement."""
+    vpc_id: str
+    """The subnets' VPC (the EFA security group lives there)."""
+    cluster_security_group_id: str | None
+    """An attached cluster's security group: EFA interfaces name their groups themselves, so the
+    cluster's own must be among them for the nodes to reach the control plane."""
+    private_endpoint: bool
+    identity: Literal["pod-identity", "irsa"]
+    kubernetes_version: str | None
+    workload: list[Manifest]
+    deploy_workload: bool
+
+
+def eks_args(
+    plan: KubePlan,
+    subnet_ids: list[str],
+    vpc_id: str,
+    *,
+    cluster_security_group_id: str | None = None,
+    private_endpoint: bool = False,
+    identity: Literal["pod-identity", "irsa"] = "pod-identity",
+    kubernetes_version: str | None = None,
+    workload: list[Manifest] | None = None,
+    deploy_workload: bool = False,
+) -> EksArgs:
+    if plan.provider != "eks":
+        raise ValueError(f"{plan.platform.value} is not an EKS plan")
+    if not subnet_ids:
+        raise ValueError("EKS node groups need at least one subnet")
+    if plan.efa_interfaces and not plan.create_cluster and not cluster_security_group_id:
+        raise ValueError(
+            f"spec.network.efa_interfaces: EFA nodes joining the existing cluster '{plan.cluster_name}' need its "
+            "security group (cluster_security_group_id)"
+        )
+    return EksArgs(
+        plan=plan.model_dump(mode="json"),
+        subnet_ids=list(subnet_ids),
+        vpc_id=vpc_id,
+        cluster_security_group_id=cluster_security_group_id,
+        private_endpoint=private_endpoint,
+        identity=identity,
+        kubernetes_version=kubernetes_version,
+        workload=list(workload or []),
+        deploy_workload=deploy_workload,
+    )
+
+
+def _trust(service: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}],
+        }
+    )
+
+
+def _role(name: str, service: str, policies: tuple[str, ...], tags: dict[str, str], parent: pulumi.Resource) -> Any:
+    opts = pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(
+        logical(aws.iam.Role, name), assume_role_policy=_trust(service), tags=aws_tags(tags, name), opts=opts
+    )
+    attachments = [
+        aws.iam.RolePolicyAttachment(f"{name}-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn, opts=opts)
+        for arn in policies
+    ]
+    return role, attachments
+
+
+class EksCluster(pulumi.ComponentResource):
+    """A minimal EKS cluster for managed node groups, with Pod Identity or IRSA."""
+
+    def __init__(self, name: str, plan: KubePlan, args: EksArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("fullserver:index:EksCluster", name, {}, opts)
+        tags = dict(plan.cloud_labels)
+        role, attachments = _role(f"{name}-cluster", "eks.amazonaws.com", CLUSTER_POLICIES, tags, self)
+        self.cluster = aws.eks.Cluster(
+            f"{name}-cluster",
+            name=plan.cluster_name,
+            role_arn=role.arn,
+            version=args["kubernetes_version"],
+            vpc_config={
+                "subnet_ids": args["subnet_ids"],
+                "endpoint_private_access": True,
+                "endpoint_public_access": not args["private_endpoint"],
+            },
+            access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
+            upgrade_policy={"support_type": "STANDARD"},
+            deletion_protection=plan.protect,
+            tags=aws_tags(tags, plan.cluster_name),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=attachments, protect=plan.protect),
+        )
+        child = pulumi.ResourceOptions(parent=self)
+        if args["identity"] == "pod-identity":
+            aws.eks.Addon(
+                f"{name}-pod-identity",
+                cluster_name=self.cluster.name,
+                addon_name=POD_IDENTITY_ADDON,
+                tags=aws_tags(tags, POD_IDENTITY_ADDON),
+                opts=child,
+            )
+        else:
+            aws.iam.OpenIdConnectProvider(
+                f"{name}-oidc",
+                url=self.cluster.identities.apply(_issuer),
+                client_id_lists=["sts.amazonaws.com"],
+                tags=aws_tags(tags, f"{name}-oidc"),
+                opts=child,
+            )
+        self.register_outputs({"cluster": self.cluster.name})
+
+
+def _issuer(identities: Any) -> str:
+    """The cluster's OIDC issuer URL (``identities[0].oidcs[0].issuer``; empty before it exists)."""
+    try:
+        return str(identities[0]["oidcs"][0]["issuer"])
+    except (TypeError, IndexError, KeyError):
+        try:
+            return str(identities[0].oidcs[0].issuer)
+        except (TypeError, IndexError, AttributeError):
+            return ""
+
+
+def _ca(authority: Any) -> str:
+    """``certificate_authority.data`` (a dict or an output type; empty before it exists)."""
+    if authority is None:
+        return ""
+    if isinstance(authority, dict):
+        return str(authority.get("data") or "")
+    return str(getattr(authority, "data", "") or "")
+
+
+def _first_asg(resources: Any) -> str:
+    """The node group's Auto Scaling group name (``resources[0].autoscaling_groups[0].name``)."""
+    try:
+        return str(resources[0]["autoscaling_groups"][0]["name"])
+    except (TypeError, IndexError, KeyError):
+        try:
+            return str(resources[0].autoscaling_groups[0].name)
+        except (TypeError, IndexError, AttributeError):
+            return ""
+
+
+def autoscaler_tags(plan: KubePlan) -> dict[str, str]:
+    """The Cluster Autoscaler's node-template tags for a group at zero nodes (autoscaler AWS README)."""
+    tags = {f"{CA_TEMPLATE}/label/{k}": v for k, v in plan.labels.items()}
+    tags |= {f"{CA_TEMPLATE}/taint/{t.key}": f"{t.value}:{t.effect}" for t in plan.taints}
+    tags[f"{CA_TEMPLATE}/resources/{plan.accelerator_resource}"] = str(plan.accelerators_per_node)
+    return tags
+
+
+def launch_template_inputs(
+    plan: KubePlan, security_groups: list[pulumi.Input[str]], placement_group: pulumi.Input[str] | None
+) -> dict[str, Any]:
+    """The launch template's inputs (Python names): see the module doc."""
+    config = eks.node_config(
+        raid0=plan.instance_store_raid0, max_pods=plan.max_pods or eks.MAX_PODS, kube_reserved=plan.kube_reserved
+    )
+    inputs: dict[str, Any] = {
+        "user_data": base64.b64encode(eks.user_data(config).encode()).decode(),
+        "block_device_mappings": [
+            {
+                "device_name": eks.ROOT_DEVICE,
+                "ebs": {"volume_size": plan.boot_disk_gib, "volume_type": "gp3", "encrypted": "true"},
+            }
+        ],
+        "metadata_options": {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 2},
+        "tag_specifications": [{"resource_type": "instance", "tags": aws_tags(plan.cloud_labels, plan.environment)}],
+        "update_default_version": True,
+    }
+    if plan.efa_interfaces:
+        inputs["network_interfaces"] = [
+            {
+                "device_index": 0 if card == 0 else 1,
+                "network_card_index": card,
+                "interface_type": "efa" if card == 0 else "efa-only",
+                "delete_on_termination": "true",
+                "security_groups": security_groups,
+            }
+            for card in range(plan.efa_interfaces)
+        ]
+    if placement_group is not None:
+        inputs["placement"] = {"group_name": placement_group}
+    return inputs
+
+
+class EksNodeGroups(pulumi.ComponentResource):
+    """The plan's managed node groups on ``cluster_name``, their role and launch template."""
+
+    def __init__(
+        self,
+        name: str,
+        plan: KubePlan,
+        args: EksArgs,
+        cluster_name: pulumi.Input[str],
+        cluster_security_group: pulumi.Input[str] | None,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("fullserver:index:EksNodeGroups", name, {}, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(plan.cloud_labels)
+        self.role, attachments = _role(f"{name}-nodes", "ec2.amazonaws.com", NODE_POLICIES, tags, self)
+        security_groups: list[pulumi.Input[str]] = []
+        placement: pulumi.Input[str] | None = None
+        if plan.efa_interfaces:
+            efa = aws.ec2.SecurityGroup(
+                logical(aws.ec2.SecurityGroup, f"{name}-efa"),
+                vpc_id=args["vpc_id"],
+                description="EFA: all traffic between the node group's interfaces",
+                ingress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "self": True}],
+                egress=[
+                    {"protocol": "-1", "from_port": 0, "to_port": 0, "self": True},
+                    {"protocol": "-1", "from_port": 0, "to_port": 0, "cidr_blocks": ["0.0.0.0/0"]},
+                ],
+                tags=aws_tags(tags, f"{name}-efa"),
+                opts=child,
+            )
+            security_groups.append(efa.id)
+            if cluster_security_group is not None:
+                security_groups.append(cluster_security_group)
+        if plan.compact_placement:
+            group = aws.ec2.PlacementGroup(
+                logical(aws.ec2.PlacementGroup, f"{name}-pg"),
+                strategy="cluster",
+                tags=aws_tags(tags, f"{name}-pg"),
+                opts=child,
+            )
+            placement = group.name
+        template = aws.ec2.LaunchTemplate(
+            logical(aws.ec2.LaunchTemplate, f"{name}-lt"),
+            description=f"fullserver {plan.environment}: EKS GPU nodes",
+            tags=aws_tags(tags, f"{name}-lt"),
+            opts=child,
+            **launch_template_inputs(plan, security_groups, placement),
+        )
+        self.groups: list[aws.eks.NodeGroup] = []
+        for pool in plan.pools:
+            self.groups.append(self._group(name, plan, pool, args, cluster_name, template, attachments))
+        self.register_outputs({"groups": [g.node_group_name for g in self.groups]})
+
+    def _group(
+        self,
+        name: str,
+        plan: KubePlan,
+        pool: Pool,
+        args: EksArgs,
+        cluster_name: pulumi.Input[str],
+        template: aws.ec2.LaunchTemplate,
+        attachments: list[Any],
+    ) -> aws.eks.NodeGroup:
+        group = aws.eks.NodeGroup(
+            f"{name}-{pool.role}",
+            cluster_name=cluster_name,
+            node_group_name=pool.name,
+            node_role_arn=self.role.arn,
+            subnet_ids=args["subnet_ids"],
+            ami_type=plan.driver,
+            capacity_type="SPOT" if pool.spot else "ON_DEMAND",
+            instance_types=plan.instance_types if pool.spot else [plan.machine_type],
+            scaling_config={"min_size": pool.min_nodes, "max_size": pool.max_nodes, "desired_size": pool.min_nodes},
+            labels=dict(plan.labels),
+            taints=[{"key": t.key, "value": t.value, "effect": eks.TAINT_EFFECTS[t.effect]} for t in plan.taints],
+            launch_template={"id": template.id, "version": template.latest_version.apply(str)},
+            update_config={"max_unavailable": 1},
+            tags={**aws_tags(plan.cloud_labels, pool.name), **(autoscaler_tags(plan) if pool.min_nodes == 0 else {})},
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=attachments, ignore_changes=["scalingConfig.desiredSize"]
+            ),
+        )
+        if pool.min_nodes == 0:
+            asg = group.resources.apply(_first_asg)
+            for key, value in autoscaler_tags(plan).items():
+                slug = key.removeprefix(f"{CA_TEMPLATE}/").replace("/", "-").replace(".", "-")
+                aws.autoscaling.Tag(
+                    f"{name}-{pool.role}-{slug}",
+                    autoscaling_group_name=asg,
+                    tag={"key": key, "value": value, "propagate_at_launch": False},
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+        return group
+
+
+class EksEnvironment(pulumi.ComponentResource):
+    """The node groups of a ``KubePlan`` on EKS; the cluster too when the plan names none."""
+
+    cluster_name: pulumi.Output[str]
+    node_groups: pulumi.Output[list[str]]
+    node_role_arn: pulumi.Output[str]
+    workload: pulumi.Output[list[Manifest]]
+
+    def __init__(self, name: str, args: EksArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        plan = KubePlan.model_validate(args["plan"])
+        if plan.provider != "eks":
+            raise ValueError(f"spec.platform: {plan.platform.value} is not built by EksEnvironment")
+        super().__init__(TOKEN, name, {}, opts)
+        security_group: pulumi.Input[str] | None = args["cluster_security_group_id"]
+        if plan.create_cluster:
+            created = EksCluster(name, plan, args, opts=pulumi.ResourceOptions(parent=self))
+            cluster: pulumi.Input[str] = created.cluster.name
+            security_group = created.cluster.vpc_config.apply(
+                lambda c: str(getattr(c, "cluster_security_group_id", None) or "")
+            )
+            self.cluster_name = created.cluster.name
+        else:
+            cluster = plan.cluster_name  # attached: nothing of the cluster is touched
+            self.cluster_name = pulumi.Output.from_input(plan.cluster_name)
+        groups = EksNodeGroups(name, plan, args, cluster, security_group, opts=pulumi.ResourceOptions(parent=self))
+        if args["deploy_workload"] and args["workload"]:
+            if plan.create_cluster:
+                endpoint, ca = created.cluster.endpoint, created.cluster.certificate_authority.apply(_ca)
+            else:
+                found = aws.eks.get_cluster_output(name=plan.cluster_name)
+                endpoint, ca = found.endpoint, found.certificate_authorities.apply(lambda c: _ca((c or [None])[0]))
+            config = pulumi.Output.all(endpoint, ca).apply(
+                lambda v: eks_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""), plan.region)
+            )
+            apply_workload(name, args["workload"], config, self, [groups])
+        self.node_groups = pulumi.Output.all(*[g.node_group_name for g in groups.groups]).apply(list)
+        self.node_role_arn = groups.role.arn
+        self.workload = pulumi.Output.from_input(args["workload"])
+        self.register_outputs(
+            {
+                "cluster_name": self.cluster_name,
+                "node_groups": self.node_groups,
+                "node_role_arn": self.node_role_arn,
+                "workload": self.workload,
+            }
+        )

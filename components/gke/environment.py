@@ -1,0 +1,331 @@
+"""``GkeEnvironment``: GKE node pools for a ``KubePlan``, on a named cluster or a new one.
+
+Inputs follow pulumi-gcp 10.2 ``container.Cluster``/``container.NodePool`` (names checked against
+``/work/shared/reference/kubernetes.md`` section 6):
+
+* the cluster, created only when the plan names none: regional (``location`` = the region),
+  Standard, default pool removed, ``workload_identity_config.workload_pool = <project>.svc.id.goog``,
+  private nodes (``private_cluster_config``) on a VPC-native subnet with ``pods``/``services``
+  secondary ranges, Cloud NAT for image pulls, release channel REGULAR, deletion protection when the
+  profile protects the environment;
+* each pool: the planned machine type; GPUs as ``guest_accelerators`` with the driver installed by
+  GKE (``gpu_driver_installation_config.gpu_driver_version``, set explicitly: magic-modules#11152);
+  taints ``nvidia.com/gpu``/``google.com/tpu`` ``NO_SCHEDULE``; the plan's labels on nodes and as
+  resource labels; autoscaling from zero (elastic), to the serving range, or a fixed ``node_count``
+  (steady); spot on the spot pool; local SSDs as ephemeral storage
+  (``ephemeral_storage_local_ssd_config``); a COMPACT placement policy with ``tpu_topology`` for a
+  multi-host TPU slice (never ``tpu_topology`` on a single host: xpk#825), max 15 pods per node
+  there, per-zone ``max_node_count`` covering the slice with ``location_policy = ANY``
+  (ci-infra#545); flex-start with queued provisioning and no auto-repair where asked; Workload
+  Identity's metadata server (``GKE_METADATA``) and shielded nodes.
+
+``initial_node_count`` of an autoscaled pool is ignored after creation: changing it replaces the
+pool (pulumi-gcp node_pool docstring), and the autoscaler moves the count anyway.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, TypedDict
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.kube_workload import apply_workload
+from components.names import logical, physical
+from fullserver.kube import KubePlan, Pool
+from fullserver.kube.kubeconfig import gke_kubeconfig
+from fullserver.kube.manifest import Manifest
+from fullserver.platforms import gke
+from fullserver.rules import gcp_labels
+
+TOKEN = "fullserver:index:GkeEnvironment"
+NODE_ROLES = (
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/monitoring.viewer",
+    "roles/stackdriver.resourceMetadata.writer",
+    "roles/artifactregistry.reader",
+)
+"""The node service account's roles: GKE's hardening guide's least-privilege set (logs, metrics,
+resource metadata, pulling images), instead of the Compute Engine default account's editor."""
+SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
+SUBNET_RANGE = "10.0.0.0/20"
+PODS_RANGE = ("pods", "10.4.0.0/14")
+SERVICES_RANGE = ("services", "10.8.0.0/20")
+MASTER_RANGE = "172.16.0.32/28"
+EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+class GkeArgs(TypedDict):
+    plan: dict[str, Any]
+    """``KubePlan.model_dump()``."""
+    project: str
+    cluster_location: str
+    """Where the cluster lives: the region for a created (regional) cluster; an attached cluster's own."""
+    private_endpoint: bool
+    """Created clusters: the control plane only on its private address."""
+    workload: list[Manifest]
+    """The workload's manifests (``fullserver.kube.manifest``), exported for ``kubectl apply``."""
+    deploy_workload: bool
+    """Apply them to the cluster with pulumi-kubernetes (``components.kube_workload``)."""
+
+
+def gke_args(
+    plan: KubePlan,
+    project: str,
+    *,
+    cluster_location: str | None = None,
+    private_endpoint: bool = False,
+    workload: list[Manifest] | None = None,
+    deploy_workload: bool = False,
+) -> GkeArgs:
+    if plan.provider != "gke":
+        raise ValueError(f"{plan.platform.value} is not a GKE plan")
+    return GkeArgs(
+        plan=plan.model_dump(mode="json"),
+        project=project,
+        cluster_location=cluster_location or plan.region,
+        private_endpoint=private_endpoint,
+        workload=list(workload or []),
+        deploy_workload=deploy_workload,
+    )
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """A minimal private regional GKE Standard cluster with Workload Identity, on its own VPC."""
+
+    def __init__(self, name: str, plan: KubePlan, args: GkeArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("fullserver:index:GkeCluster", name, {}, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        project = args["project"]
+        labels = gcp_labels(plan.cloud_labels)
+        network = gcp.compute.Network(
+            logical(gcp.compute.Network, f"{name}-net"), project=project, auto_create_subnetworks=False, opts=child
+        )
+        subnet = gcp.compute.Subnetwork(
+            logical(gcp.compute.Subnetwork, f"{name}-subnet"),
+            project=project,
+            region=plan.region,
+            network=network.id,
+            ip_cidr_range=SUBNET_RANGE,
+            private_ip_google_access=True,
+            secondary_ip_ranges=[
+                {"range_name": PODS_RANGE[0], "ip_cidr_range": PODS_RANGE[1]},
+                {"range_name": SERVICES_RANGE[0], "ip_cidr_range": SERVICES_RANGE[1]},
+            ],
+            opts=child,
+        )
+        router = gcp.compute.Router(
+            logical(gcp.compute.Router, f"{name}-router"),
+            project=project,
+            region=plan.region,
+            network=network.id,
+            opts=child,
+        )
+        gcp.compute.RouterNat(
+            logical(gcp.compute.RouterNat, f"{name}-nat"),
+            project=project,
+            region=plan.region,
+            router=router.name,
+            nat_ip_allocate_option="AUTO_ONLY",
+            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+            opts=child,
+        )
+        self.cluster = gcp.container.Cluster(
+            f"{name}-cluster",
+            name=plan.cluster_name,
+            project=project,
+            location=args["cluster_location"],
+            network=network.id,
+            subnetwork=subnet.id,
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            deletion_protection=plan.protect,
+            release_channel={"channel": "REGULAR"},
+            workload_identity_config={"workload_pool": f"{project}.svc.id.goog"},
+            networking_mode="VPC_NATIVE",
+            ip_allocation_policy={
+                "cluster_secondary_range_name": PODS_RANGE[0],
+                "services_secondary_range_name": SERVICES_RANGE[0],
+            },
+            private_cluster_config={
+                "enable_private_nodes": True,
+                "enable_private_endpoint": args["private_endpoint"],
+                "master_ipv4_cidr_block": MASTER_RANGE,
+            },
+            resource_labels=labels,
+            opts=pulumi.ResourceOptions(parent=self, protect=plan.protect),
+        )
+        self.register_outputs({"cluster": self.cluster.name})
+
+
+def _autoscaling(plan: KubePlan, pool: Pool) -> Any:
+    if plan.tpu_topology is not None or plan.zone:
+        # One zone: per-zone counts are the totals. A multi-host slice must see its whole size per
+        # zone (ci-infra#545), so never only total_* there.
+        return {"min_node_count": pool.min_nodes, "max_node_count": pool.max_nodes, "location_policy": "ANY"}
+    return {"total_min_node_count": pool.min_nodes, "total_max_node_count": pool.max_nodes, "location_policy": "ANY"}
+
+
+def node_config(plan: KubePlan, pool: Pool, service_account: pulumi.Input[str]) -> Any:
+    """The pool's ``node_config`` (Python input names)."""
+    config: dict[str, Any] = {
+        "machine_type": plan.machine_type,
+        "image_type": gke.IMAGE_TYPE,
+        "disk_size_gb": plan.boot_disk_gib,
+        "spot": pool.spot,
+        "labels": dict(plan.labels),
+        "resource_labels": gcp_labels(plan.cloud_labels),
+        "taints": [{"key": t.key, "value": t.value, "effect": EFFECTS[t.effect]} for t in plan.taints],
+        "service_account": service_account,
+        "oauth_scopes": SCOPES,
+        "workload_metadata_config": {"mode": "GKE_METADATA"},
+        "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
+    }
+    if plan.boot_disk_kind:
+        config["disk_type"] = plan.boot_disk_kind
+    if plan.accelerator_type is not None:
+        config["guest_accelerators"] = [
+            {
+                "type": plan.accelerator_type,
+                "count": plan.accelerators_per_node,
+                "gpu_driver_installation_config": {"gpu_driver_version": plan.driver},
+            }
+        ]
+    if plan.local_ssd_count:
+        config["ephemeral_storage_local_ssd_config"] = {"local_ssd_count": plan.local_ssd_count}
+    if plan.flex_start:
+        config["flex_start"] = True
+        config["reservation_affinity"] = {"consume_reservation_type": "NO_RESERVATION"}
+        if plan.max_run_hours:
+            config["max_run_duration"] = f"{round(plan.max_run_hours * 3600)}s"
+    return config
+
+
+class GkeNodePools(pulumi.ComponentResource):
+    """The plan's node pools on ``cluster`` (an id or a name in ``location``), and their identity."""
+
+    def __init__(
+        self,
+        name: str,
+        plan: KubePlan,
+        args: GkeArgs,
+        cluster: pulumi.Input[str],
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("fullserver:index:GkeNodePools", name, {}, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        project = args["project"]
+        account_id = gcp_account_id(name)
+        self.service_account = gcp.serviceaccount.Account(
+            f"{name}-nodes",
+            project=project,
+            account_id=account_id,
+            display_name=f"fullserver {name} GKE nodes"[:100],
+            description="GKE nodes: logs, metrics, resource metadata and image pulls only",
+            opts=child,
+        )
+        for role in NODE_ROLES:
+            gcp.projects.IAMMember(
+                f"{name}-{role.split('/')[-1].replace('.', '-').lower()}",
+                project=project,
+                role=role,
+                member=self.service_account.email.apply(lambda email: f"serviceAccount:{email}"),
+                opts=child,
+            )
+        self.pools: list[gcp.container.NodePool] = []
+        target: Any = cluster  # an id Output or a name: pulumi-gcp's Input[str | None] is invariant
+        # mypy gives up on NodePool's overloads ("too many unions") for optional nested inputs.
+        node_pool: Any = gcp.container.NodePool
+        for pool in plan.pools:
+            placement: dict[str, Any] | None = None
+            if plan.compact_placement:
+                placement = {"type": "COMPACT"}
+                if plan.tpu_topology is not None:
+                    placement["tpu_topology"] = plan.tpu_topology
+            self.pools.append(
+                node_pool(
+                    f"{name}-{pool.role}",
+                    name=pool.name,
+                    project=project,
+                    cluster=target,
+                    location=args["cluster_location"],
+                    node_locations=[plan.zone] if plan.zone else None,
+                    initial_node_count=pool.min_nodes if pool.autoscaled else None,
+                    autoscaling=_autoscaling(plan, pool) if pool.autoscaled else None,
+                    node_count=None if pool.autoscaled else pool.max_nodes,
+                    placement_policy=placement,
+                    queued_provisioning={"enabled": True} if plan.queued_provisioning else None,
+                    max_pods_per_node=plan.max_pods,
+                    management={"auto_repair": not plan.flex_start, "auto_upgrade": True},
+                    node_config=node_config(plan, pool, self.service_account.email),
+                    opts=pulumi.ResourceOptions(
+                        parent=self, ignore_changes=["initialNodeCount"] if pool.autoscaled else None
+                    ),
+                )
+            )
+        self.register_outputs({"pools": [p.name for p in self.pools]})
+
+
+def _ca(auth: Any) -> str:
+    """``master_auth.cluster_ca_certificate`` (a dict or an output type; empty before it exists)."""
+    if auth is None:
+        return ""
+    if isinstance(auth, dict):
+        return str(auth.get("cluster_ca_certificate") or auth.get("clusterCaCertificate") or "")
+    return str(getattr(auth, "cluster_ca_certificate", "") or "")
+
+
+def gcp_account_id(name: str) -> str:
+    """A 6-30 character service account id for ``name`` (``fullserver.naming``)."""
+    return physical(gcp.serviceaccount.Account, f"fs-{name}-gke", "accountId")
+
+
+class GkeEnvironment(pulumi.ComponentResource):
+    """The node pools of a ``KubePlan`` on GKE; the cluster too when the plan names none."""
+
+    cluster_name: pulumi.Output[str]
+    node_pools: pulumi.Output[list[str]]
+    service_account: pulumi.Output[str]
+    workload: pulumi.Output[list[Manifest]]
+
+    def __init__(self, name: str, args: GkeArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        plan = KubePlan.model_validate(args["plan"])
+        if plan.provider != "gke":
+            raise ValueError(f"spec.platform: {plan.platform.value} is not built by GkeEnvironment")
+        super().__init__(TOKEN, name, {}, opts)
+        depends: list[pulumi.Resource] = []
+        if plan.create_cluster:
+            created = GkeCluster(f"{name}", plan, args, opts=pulumi.ResourceOptions(parent=self))
+            cluster: pulumi.Input[str] = created.cluster.id
+            self.cluster_name = created.cluster.name
+            depends.append(created)
+        else:
+            cluster = plan.cluster_name  # attached: nothing of the cluster is touched
+            self.cluster_name = pulumi.Output.from_input(plan.cluster_name)
+        pools = GkeNodePools(
+            f"{name}", plan, args, cluster, opts=pulumi.ResourceOptions(parent=self, depends_on=depends)
+        )
+        if args["deploy_workload"] and args["workload"]:
+            if plan.create_cluster:
+                endpoint, ca = created.cluster.endpoint, created.cluster.master_auth.apply(_ca)
+            else:
+                found = gcp.container.get_cluster_output(
+                    name=plan.cluster_name, location=args["cluster_location"], project=args["project"]
+                )
+                endpoint, ca = found.endpoint, found.master_auths.apply(lambda auths: _ca((auths or [None])[0]))
+            config = pulumi.Output.all(endpoint, ca).apply(
+                lambda v: gke_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""))
+            )
+            apply_workload(name, args["workload"], config, self, [pools])
+        self.node_pools = pulumi.Output.all(*[p.name for p in pools.pools]).apply(list)
+        self.service_account = pools.service_account.email
+        self.workload = pulumi.Output.from_input(args["workload"])
+        self.register_outputs(
+            {
+                "cluster_name": self.cluster_name,
+                "node_pools": self.node_pools,
+                "service_account": self.service_account,
+                "workload": self.workload,
+            }
+        )

@@ -1,0 +1,123 @@
+"""What a ``KubePlan`` costs per hour and per month: the cluster fee, and the pools at their floor
+and their ceiling.
+
+* Cluster fee (``data/kubernetes.yaml``): GKE and EKS charge per cluster-hour. A pool attached to
+  an existing cluster pays none here (the cluster is billed whoever runs pools on it). GKE's
+  free-tier credit covers zonal and Autopilot clusters only: the regional Standard cluster
+  fullserver creates pays the whole fee, and the estimate says so. EKS clusters are created on
+  standard support (the extended-support rate is in the file, not charged).
+* Pools: each node at the VM platform's price for its capacity (the catalog's offer of the spec):
+  a spot pool at the spot price, its on-demand fallback pool at on-demand, a single pool at the
+  rate sizing ranked the shape by (on-demand, or less a commitment discount for reserved); a TPU
+  pool's node is its share of the slice's price. The floor is what runs while nothing is asked
+  of the pool (0 for an elastic pool); the ceiling is every pool at its maximum together.
+  Disks, local SSD and network stay the VM estimate's lines (``fullserver.cost``).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from fullserver.catalog import Catalog
+from fullserver.hourly import hourly_rate
+from fullserver.kube.fees import ClusterFees, load_cluster_fees
+from fullserver.kube.pool import KubePlan
+from fullserver.profiles import Profile
+from fullserver.spec import EnvironmentSpec
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PoolCost(Frozen):
+    pool: str
+    node_usd_hour: float
+    min_usd_hour: float
+    max_usd_hour: float
+    note: str
+
+
+class KubeCost(Frozen):
+    cluster_usd_hour: float
+    cluster_note: str
+    pools: list[PoolCost]
+    hours_per_month: float
+    sources: list[str]
+
+    @property
+    def min_usd_hour(self) -> float:
+        return self.cluster_usd_hour + sum(p.min_usd_hour for p in self.pools)
+
+    @property
+    def max_usd_hour(self) -> float:
+        return self.cluster_usd_hour + sum(p.max_usd_hour for p in self.pools)
+
+    @property
+    def min_usd_month(self) -> float:
+        return round(self.min_usd_hour * self.hours_per_month, 2)
+
+    @property
+    def max_usd_month(self) -> float:
+        return round(self.max_usd_hour * self.hours_per_month, 2)
+
+
+def cluster_fee(plan: KubePlan, fees: ClusterFees) -> tuple[float, str, list[str]]:
+    """The cluster's hourly fee, what it rests on, and its source keys."""
+    if not plan.create_cluster:
+        return 0.0, f"attached to the existing cluster '{plan.cluster_name}': its fee is not this environment's", []
+    provider = "gcp" if plan.provider == "gke" else "aws"
+    fee = fees.fee(provider)
+    if fee is None:
+        return 0.0, f"no {plan.provider.upper()} cluster fee in the data: unpriced", []
+    if plan.provider == "gke":
+        note = (
+            f"GKE cluster fee {fee.usd_hour:.2f}/h; the free tier's {fee.free_tier_usd_month:.2f}/month credit "
+            f"applies to {' and '.join(fee.free_tier_applies_to)} clusters only, not this regional one"
+        )
+    else:
+        note = f"EKS cluster fee {fee.usd_hour:.2f}/h on standard support"
+    return fee.usd_hour, note, [fee.source]
+
+
+def kube_cost(
+    plan: KubePlan,
+    spec: EnvironmentSpec,
+    profile: Profile,
+    catalog: Catalog,
+    fees: ClusterFees | None = None,
+) -> KubeCost:
+    """The cluster fee and each pool at its floor and ceiling (see the module doc)."""
+    fees = fees or load_cluster_fees()
+    fee, note, sources = cluster_fee(plan, fees)
+    offer = catalog.offer(spec.offer)
+    if offer is None:
+        raise ValueError(f"{spec.offer} is not in the catalog")
+    price = offer.prices[spec.region]
+    per_node = 1 / plan.nodes_per_replica if spec.tpu is not None else 1.0  # a TPU node: its share of the slice
+    pools = []
+    for pool in plan.pools:
+        if pool.role == "spot":
+            usd = (price.spot if price.spot is not None else price.on_demand) * per_node
+            what = "spot" if price.spot is not None else "on-demand (no spot price published)"
+        elif pool.role == "on-demand":
+            usd, what = price.on_demand * per_node, "on-demand fallback"
+        else:
+            rate = hourly_rate(offer, spec.region, profile, catalog)
+            usd, what = rate.usd * per_node, rate.note
+        pools.append(
+            PoolCost(
+                pool=pool.name,
+                node_usd_hour=round(usd, 6),
+                min_usd_hour=round(usd * pool.min_nodes, 6),
+                max_usd_hour=round(usd * pool.max_nodes, 6),
+                note=f"{what}; {pool.min_nodes}-{pool.max_nodes} x {plan.machine_type}",
+            )
+        )
+    return KubeCost(
+        cluster_usd_hour=fee,
+        cluster_note=note,
+        pools=pools,
+        hours_per_month=profile.cost.hours_per_month,
+        sources=sources,
+    )

@@ -1,0 +1,50 @@
+"""The kubeconfig a Pulumi Kubernetes provider uses to apply the workload (``fullserver:deployWorkload``).
+
+No credential is written into it: the client runs the cloud's own credential plugin at each call
+(``client.authentication.k8s.io/v1beta1`` exec), with whatever identity runs ``pulumi up``:
+
+* GKE: ``gke-gcloud-auth-plugin`` (the Google Cloud CLI component kubectl needs since GKE 1.26);
+  the endpoint is the control plane's address (``https://`` + ``Cluster.endpoint``);
+* EKS: ``aws eks get-token --cluster-name <name> --region <region>``; ``Cluster.endpoint`` is
+  already a URL.
+
+JSON is a YAML subset, which is what a kubeconfig is.
+"""
+
+from __future__ import annotations
+
+import json
+
+EXEC_API = "client.authentication.k8s.io/v1beta1"
+
+
+def kubeconfig(name: str, server: str, ca_data: str, command: str, args: list[str]) -> str:
+    """One cluster, one user that execs ``command``, one current context."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority-data": ca_data}}],
+            "users": [
+                {
+                    "name": name,
+                    "user": {
+                        "exec": {"apiVersion": EXEC_API, "command": command, "args": args, "interactiveMode": "Never"}
+                    },
+                }
+            ],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            "current-context": name,
+        },
+        sort_keys=True,
+    )
+
+
+def gke_kubeconfig(name: str, endpoint: str, ca_data: str) -> str:
+    server = endpoint if endpoint.startswith("https://") else f"https://{endpoint}"
+    return kubeconfig(name, server, ca_data, "gke-gcloud-auth-plugin", [])
+
+
+def eks_kubeconfig(name: str, endpoint: str, ca_data: str, region: str) -> str:
+    args = ["eks", "get-token", "--cluster-name", name, "--region", region, "--output", "json"]
+    return kubeconfig(name, endpoint, ca_data, "aws", args)

@@ -1,0 +1,201 @@
+"""The workload a ``KubePlan``'s pools run, as Kubernetes objects (plain dicts, apply-ready).
+
+* Training: a ``Job``. On a multi-host TPU slice (or any pool whose replica spans several
+  nodes) it is an *indexed* Job with ``completions = parallelism =`` the nodes of a replica, a
+  headless ``Service`` so each pod has a stable DNS name (``<job>-<index>.<service>``), and the
+  pool's node selector, so every host of the slice runs one pod (xpk's JobSet does the same for
+  one slice: parallelism = completions = VMs per slice, host networking, toleration on
+  ``google.com/tpu``).
+* Serving: ``Deployment`` + ``Service`` + ``HorizontalPodAutoscaler`` for the model server of
+  ``spec.endpoint`` (vLLM by default): readiness, liveness and startup probes on its health path
+  (``/health`` on port 8000; the startup probe gives the profile's model-load time), a
+  memory-backed ``/dev/shm`` for tensor parallelism (vLLM docs ``deployment/k8s.md``).
+
+Every pod requests exactly ``plan.pod``: its accelerators (limits; requests equal them, as
+Kubernetes requires for extended resources) and its share of the node's allocatable CPU, memory
+and ephemeral storage, with ``limits == requests`` (Guaranteed QoS), the pool's tolerations and
+node selector, and a preference for spot nodes where a spot pool exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fullserver.kube.pool import KubePlan, label_value
+from fullserver.spec import EnvironmentSpec
+
+Manifest = dict[str, Any]
+
+NAMESPACE = "default"
+HPA_CPU_NOTE = (
+    "CPU utilisation is the metric every cluster has; requests per replica (what the VM serving "
+    "groups hold) needs a custom-metrics adapter"
+)
+
+
+def _name(plan: KubePlan) -> str:
+    return label_value(plan.environment.lower())[:52].strip("-.") or "workload"
+
+
+def _labels(plan: KubePlan, app: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": app, "app.kubernetes.io/managed-by": "fullserver", **plan.labels}
+
+
+def resources(plan: KubePlan) -> dict[str, dict[str, str]]:
+    """The pod's requests and limits: equal (Guaranteed QoS), accelerators in both."""
+    quantities = {**plan.pod.resources.quantities, plan.accelerator_resource: str(plan.pod.accelerators)}
+    return {"requests": dict(quantities), "limits": dict(quantities)}
+
+
+def tolerations(plan: KubePlan) -> list[dict[str, str]]:
+    return [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in plan.taints]
+
+
+def _affinity(plan: KubePlan) -> dict[str, Any] | None:
+    if not any(p.spot for p in plan.pools):
+        return None
+    value = "true" if plan.provider == "gke" else "SPOT"
+    term = {"matchExpressions": [{"key": plan.spot_label, "operator": "In", "values": [value]}]}
+    return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": term}]}}
+
+
+def pod_spec(plan: KubePlan, container: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "nodeSelector": dict(plan.node_selector),
+        "tolerations": tolerations(plan),
+        "containers": [{**container, "resources": resources(plan)}],
+        **extra,
+    }
+    affinity = _affinity(plan)
+    if affinity is not None:
+        spec["affinity"] = affinity
+    return spec
+
+
+def training_job(plan: KubePlan, image: str, command: list[str]) -> list[Manifest]:
+    """A Job running ``command`` in ``image`` on every node of one replica."""
+    name = _name(plan)
+    labels = _labels(plan, name)
+    container = {"name": "train", "image": image, "command": command}
+    nodes = plan.nodes_per_replica
+    extra: dict[str, Any] = {"restartPolicy": "Never"}
+    out: list[Manifest] = []
+    job_spec: dict[str, Any] = {"backoffLimit": 0, "completions": nodes, "parallelism": nodes}
+    if nodes > 1:
+        job_spec["completionMode"] = "Indexed"
+        extra["subdomain"] = name
+        if plan.tpu_topology is not None:
+            extra["hostNetwork"] = True
+            extra["dnsPolicy"] = "ClusterFirstWithHostNet"
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+                "spec": {"clusterIP": "None", "selector": {"job-name": name}},
+            }
+        )
+    job_spec["template"] = {"metadata": {"labels": labels}, "spec": pod_spec(plan, container, **extra)}
+    out.insert(
+        0,
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+            "spec": job_spec,
+        },
+    )
+    return out
+
+
+def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
+    """Deployment + Service + HorizontalPodAutoscaler for the spec's model server."""
+    endpoint = spec.endpoint
+    if endpoint is None:
+        raise ValueError(f"{spec.environment} has no serving endpoint")
+    server = endpoint.server
+    name = _name(plan)
+    labels = _labels(plan, name)
+    selector = {"app.kubernetes.io/name": name}
+    probe = {"httpGet": {"path": server.health_path, "port": server.port}, "periodSeconds": 10}
+    container = {
+        "name": "server",
+        "image": server.image,
+        "args": list(server.args),
+        "ports": [{"containerPort": server.port, "name": "http"}],
+        "readinessProbe": {**probe, "failureThreshold": 3},
+        "livenessProbe": {**probe, "failureThreshold": 6},
+        # No liveness verdict while the model loads: the profile's load time, in 10 s periods.
+        "startupProbe": {**probe, "failureThreshold": max(1, endpoint.health_initial_delay_seconds // 10)},
+        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+    }
+    shm = {"name": "shm", "emptyDir": {"medium": "Memory"}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+        "spec": {
+            "replicas": plan.min_replicas,
+            "selector": {"matchLabels": selector},
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec(plan, container, volumes=[shm])},
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+        "spec": {"selector": selector, "ports": [{"name": "http", "port": server.port, "targetPort": "http"}]},
+    }
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": labels,
+            "annotations": {"fullserver/metric": HPA_CPU_NOTE},
+        },
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": plan.min_replicas,
+            "maxReplicas": plan.max_replicas,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": "cpu",
+                        "target": {
+                            "type": "Utilization",
+                            "averageUtilization": round(endpoint.target_utilisation * 100),
+                        },
+                    },
+                }
+            ],
+        },
+    }
+    return [deployment, service, hpa]
+
+
+def workload(
+    plan: KubePlan, spec: EnvironmentSpec, image: str = "", command: list[str] | None = None
+) -> list[Manifest]:
+    """The workload of ``spec`` on ``plan``'s pools: serving objects for a serving spec, else a Job."""
+    if spec.endpoint is not None:
+        return serving(plan, spec)
+    if not image:
+        raise ValueError("a training Job needs its image (fullserver:deployWorkload.image)")
+    return training_job(plan, image, command or [])
+
+
+def fits_node(plan: KubePlan) -> bool:
+    """Every pod a node runs fits its allocatable (the sizing rule's promise)."""
+    pod = plan.pod.resources
+    per_node = plan.pods_per_node
+    total = pod.model_copy(
+        update={
+            "cpu_m": pod.cpu_m * per_node,
+            "memory_mib": pod.memory_mib * per_node,
+            "ephemeral_mib": pod.ephemeral_mib * per_node,
+        }
+    )
+    return total.fits_in(plan.node_allocatable) and plan.pod.accelerators * per_node <= plan.accelerators_per_node

@@ -1,0 +1,452 @@
+"""``KubePlan``: a sized ``EnvironmentSpec`` as Kubernetes node pools on GKE or EKS.
+
+The spec is the VM platform's (``SIZED_AS``): its machine shape, accelerators, zone, local NVMe,
+EFA and placement are what the pool's nodes get; nothing is re-sized here. What Kubernetes adds:
+
+* the cluster: attached (``fullserver:cluster`` names it; nothing of it is touched) or created
+  (GKE Standard, regional, Workload Identity, private nodes; EKS with managed node groups, Pod
+  Identity, a private endpoint when asked);
+* the pools: ``spot-with-fallback`` builds a spot pool and an on-demand fallback pool (pods
+  prefer spot nodes; the autoscaler grows the on-demand pool when spot is out); an elastic
+  profile (ephemeral lifecycle, flex-start) scales from zero; a serving profile holds its minimum
+  replicas and grows to its maximum; a steady one is fixed at its nodes. A multi-host TPU slice
+  is all-or-nothing: 0 or all of its hosts;
+* taints and labels: ``nvidia.com/gpu`` / ``google.com/tpu`` ``NoSchedule``, and the profile,
+  stage, owner, environment and expiry on every node;
+* the node's allocatable after kubelet and system reservations (GKE's and EKS's formulas,
+  ``fullserver.platforms.gke``/``eks``) and each pod's share of it: one pod per node takes all
+  of its accelerators, and the allocatable left after ``DAEMONSET_ALLOWANCE``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from fullserver.errors import InputError
+from fullserver.naming import fit_name
+from fullserver.platform import Platform, PricingModel
+from fullserver.platforms import eks, gcp, gke, rules_for
+from fullserver.platforms.base import Request
+from fullserver.profiles import Stage
+from fullserver.rules import LABEL_ENVIRONMENT
+from fullserver.spec import EnvironmentSpec
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Taint(Frozen):
+    key: str
+    value: str
+    effect: Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
+
+
+class Resources(Frozen):
+    """CPU in millicores, memory and ephemeral storage in MiB."""
+
+    cpu_m: int
+    memory_mib: int
+    ephemeral_mib: int
+
+    @property
+    def quantities(self) -> dict[str, str]:
+        """As a Kubernetes resource list."""
+        return {
+            "cpu": f"{self.cpu_m}m",
+            "memory": f"{self.memory_mib}Mi",
+            "ephemeral-storage": f"{self.ephemeral_mib}Mi",
+        }
+
+    def fits_in(self, other: Resources) -> bool:
+        return (
+            self.cpu_m <= other.cpu_m
+            and self.memory_mib <= other.memory_mib
+            and self.ephemeral_mib <= other.ephemeral_mib
+        )
+
+
+class PodShare(Frozen):
+    """What one pod requests (and is limited to): its accelerators and their share of the host."""
+
+    accelerators: int
+    resources: Resources
+
+
+class Pool(Frozen):
+    """One node pool / managed node group."""
+
+    role: Literal["accelerators", "spot", "on-demand"]
+    name: str
+    """The physical name, valid for the provider (``fullserver.naming.fit_name``)."""
+    spot: bool
+    min_nodes: int
+    max_nodes: int
+    autoscaled: bool
+    """Else fixed at ``max_nodes``."""
+
+
+Provider = Literal["gke", "eks"]
+
+
+class KubePlan(Frozen):
+    platform: Platform
+    provider: Provider
+    environment: str
+    profile: str
+    stage: Stage
+    purpose: str
+    owner: str
+    region: str
+    zone: str | None
+    cluster_name: str
+    """The cluster the pools join: the one ``fullserver:cluster`` names, or the one created."""
+    create_cluster: bool
+    protect: bool
+    """Persistent, protected environments: the created cluster keeps deletion protection."""
+    machine_type: str
+    instance_types: list[str] = []
+    """EKS spot pools: the balanced alternatives too (more spot capacity pools)."""
+    accelerator: str | None
+    accelerator_type: str | None
+    """GKE's guest accelerator type (GPU pools only)."""
+    accelerators_per_node: int
+    accelerator_resource: str
+    driver: str
+    """GKE: ``gpu_driver_version`` (``""`` for TPU pools, which need none); EKS: the AMI type."""
+    boot_disk_gib: int
+    boot_disk_kind: str
+    local_ssd_count: int = 0
+    """GKE: local SSDs as the node's ephemeral storage (``ephemeral_storage_local_ssd_config``)."""
+    instance_store_raid0: bool = False
+    """EKS: the instance store as one RAID0 array for kubelet and containerd (nodeadm)."""
+    efa_interfaces: int = 0
+    compact_placement: bool = False
+    tpu_topology: str | None = None
+    """Multi-host TPU slices only: the API refuses it on single-host pools."""
+    tpu_accelerator_label: str | None = None
+    tpu_slice_topology: str | None = None
+    """The slice's topology label value (every TPU pool, single-host too)."""
+    flex_start: bool = False
+    queued_provisioning: bool = False
+    max_run_hours: float | None = None
+    max_pods: int | None = None
+    kube_reserved: dict[str, str] = {}
+    """EKS: pinned into the NodeConfig so allocatable is what ``node`` says."""
+    labels: dict[str, str]
+    """Kubernetes node labels: profile, stage, owner, environment, lifecycle, expiry."""
+    cloud_labels: dict[str, str]
+    """The cloud resources' own labels/tags (the environment's labels)."""
+    taints: list[Taint]
+    node_selector: dict[str, str]
+    """The accelerator's labels (GKE) and the environment's own label (every pool)."""
+    pools: list[Pool]
+    node_capacity: Resources
+    node_reserved: Resources
+    node_allocatable: Resources
+    pod: PodShare
+    pods_per_node: int = 1
+    nodes_per_replica: int
+    min_replicas: int = 1
+    max_replicas: int = 1
+    spot_label: str = ""
+    """The label spot nodes carry (GKE ``cloud.google.com/gke-spot``, EKS's capacity type)."""
+    warnings: list[str] = []
+    """Where the pod's share, after the node's reservations, falls short of the profile's balance
+    (the VM sizing checked the whole machine): the plan says so; sizing will pick a larger shape
+    for Kubernetes once it plans these platforms itself."""
+
+    @property
+    def min_nodes(self) -> int:
+        return sum(p.min_nodes for p in self.pools)
+
+    @property
+    def max_nodes(self) -> int:
+        return sum(p.max_nodes for p in self.pools)
+
+
+DAEMONSET_ALLOWANCE = gke.NodeResources(cpu_m=500, memory_mib=1024.0, ephemeral_mib=0.0)
+"""Room left on every node for the DaemonSets the platform runs there (device plugin, logging,
+metadata server, CNI, kube-proxy): fullserver's margin, not a sourced figure; the sized rule is
+request = (allocatable - DaemonSet requests) x g / G (reference, section 4)."""
+
+_LABEL_VALUE_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def label_value(text: str) -> str:
+    """A Kubernetes label value: at most 63 of ``[A-Za-z0-9._-]``, alphanumeric at both ends."""
+    value = _LABEL_VALUE_BAD.sub("-", text)[:63]
+    return value.strip("._-")
+
+
+SIZED_AS: dict[Platform, Platform] = {**gke.SIZED_AS, **eks.SIZED_AS}
+"""Each node-pool platform -> the VM platform its nodes are sized as."""
+
+
+def _sized_as(platform: Platform) -> Platform:
+    return SIZED_AS[platform]
+
+
+def _counts(spec: EnvironmentSpec, hosts: int, flex: bool) -> tuple[int, int, bool]:
+    """(floor, ceiling, autoscaled) of the accelerator nodes, from the profile's shape of demand."""
+    if spec.serving is not None:
+        return spec.serving.min_replicas * hosts, spec.serving.max_replicas * hosts, True
+    if flex or spec.lifecycle.mode == "ephemeral":
+        return 0, hosts, True  # elastic: nodes exist while a Job wants them
+    return hosts, hosts, False
+
+
+def _pool_name(environment: str, role: str, provider: Provider) -> str:
+    if provider == "gke":
+        return fit_name(gke.NODE_POOL_TYPE, f"{environment}-{role}")
+    return fit_name(eks.NODE_GROUP_TYPE, f"{environment}-{role}", "nodeGroupName")
+
+
+def cluster_name(environment: str, provider: Provider) -> str:
+    """The physical name of a cluster created for ``environment``."""
+    return fit_name(gke.CLUSTER_TYPE if provider == "gke" else eks.CLUSTER_TYPE, environment)
+
+
+def _resources(node: gke.NodeResources) -> Resources:
+    return Resources(
+        cpu_m=math.floor(node.cpu_m),
+        memory_mib=math.floor(node.memory_mib),
+        ephemeral_mib=math.floor(node.ephemeral_mib),
+    )
+
+
+def kube_plan(
+    spec: EnvironmentSpec,
+    platform: Platform,
+    *,
+    cluster: str | None = None,
+    flex_start: bool = False,
+    max_run_hours: float | None = None,
+) -> KubePlan:
+    """The node pools of ``platform`` (``gke-gpu``, ``gke-tpu``, ``eks-gpu``) for ``spec``, which
+    the core sized for the VM platform the pool's nodes are. ``cluster``: attach to that cluster
+    (``fullserver:cluster``); else one is created. ``flex_start``: GKE flex-start with queued
+    provisioning (``fullserver:flexStart``), at most ``max_run_hours`` per node."""
+    where = "fullserver:platform"
+    if platform not in SIZED_AS:
+        raise InputError(where, f"{platform.value} is not a Kubernetes node-pool platform")
+    if spec.platform is not _sized_as(platform):
+        raise InputError(
+            where,
+            f"{platform.value} pools are sized as {_sized_as(platform).value}, not {spec.platform.value}",
+            "plan the workload for the VM platform first",
+        )
+    provider: Provider = "gke" if platform in gke.SIZED_AS else "eks"
+    if flex_start and provider != "gke":
+        raise InputError("fullserver:flexStart", "flex-start is GKE's (Dynamic Workload Scheduler)", "remove it")
+    spot_fallback = spec.pricing is PricingModel.SPOT_WITH_FALLBACK
+    refusal = rules_for(platform).refusal(
+        Request(
+            shape=spec.tpu.accelerator_type if spec.tpu else spec.machine_type,
+            hosts=spec.tpu.hosts if spec.tpu else 1,
+            spot=spot_fallback or spec.spot,
+            reservation=spec.reservation,
+            zone=spec.zone,
+            queued=flex_start,
+            queued_asked=flex_start,
+        )
+    )
+    if refusal is not None:
+        raise InputError(f"fullserver:{refusal.key}", refusal.what, refusal.hint)
+
+    # The environment's labels (profile, environment, owner, lifecycle, TTL or expiry) and its stage.
+    labels = {k: label_value(v) for k, v in spec.labels.items()}
+    labels["fullserver-stage"] = label_value(spec.stage.value)
+    taints: list[Taint]
+    node_selector: dict[str, str] = {}
+    tpu_topology: str | None = None
+    tpu_label: str | None = None
+    slice_topology: str | None = None
+    compact = spec.network.compact_placement
+    max_pods: int | None = None
+    accelerator_type: str | None = None
+    hosts = spec.nodes
+    if platform is Platform.GKE_TPU:
+        assert spec.tpu is not None
+        shape = gke.tpu_pool_shape(
+            spec.tpu.accelerator_type, spec.accelerator_count * spec.tpu.hosts, spec.tpu.hosts, spec.tpu.topology
+        )
+        if shape is None:
+            raise InputError(
+                "fullserver:accelerator",
+                f"{spec.tpu.accelerator_type} has no GKE TPU machine type here",
+                "use a v5litepod-, v5p- or v6e- type",
+            )
+        machine_type, per_node, resource, hosts = (
+            shape.machine_type,
+            shape.chips_per_node,
+            gke.TPU_RESOURCE,
+            shape.nodes,
+        )
+        taints = [Taint(key=gke.TPU_TAINT[0], value=gke.TPU_TAINT[1], effect="NoSchedule")]
+        node_selector = {gke.TPU_ACCELERATOR_LABEL: shape.accelerator_label, gke.TPU_TOPOLOGY_LABEL: shape.topology}
+        tpu_topology = shape.topology if shape.multi_host else None
+        tpu_label, slice_topology, compact = shape.accelerator_label, shape.topology, shape.multi_host
+        max_pods = gke.MULTI_HOST_MAX_PODS if shape.multi_host else None
+        driver = ""
+    else:
+        machine_type, per_node, resource = spec.machine_type, spec.accelerator_count, gke.GPU_RESOURCE
+        taints = [Taint(key=gke.GPU_TAINT[0], value=gke.GPU_TAINT[1], effect="NoSchedule")]
+        if provider == "gke":
+            accelerator_type = gke.guest_accelerator(spec.machine_type, spec.accelerator)
+            if accelerator_type is None:
+                raise InputError(
+                    "fullserver:accelerator", f"{spec.machine_type} has no GKE accelerator type here", "use gcp-gpu"
+                )
+            node_selector = {gke.ACCELERATOR_LABEL: accelerator_type}
+            driver = gke.GPU_DRIVER
+        else:
+            node_selector = {}  # a spot group may run any of its instance types: the labels below select it
+            driver = eks.GPU_AMI_TYPE
+
+    # The environment's own nodes, wherever else the cluster runs the same accelerator.
+    node_selector[LABEL_ENVIRONMENT] = labels[LABEL_ENVIRONMENT]
+    floor, ceiling, autoscaled = _counts(spec, hosts, flex_start)
+    pools: list[Pool]
+    if spot_fallback and not flex_start:
+        pools = [
+            Pool(
+                role="spot",
+                name=_pool_name(spec.environment, "spot", provider),
+                spot=True,
+                min_nodes=floor,
+                max_nodes=ceiling,
+                autoscaled=True,
+            ),
+            Pool(
+                role="on-demand",
+                name=_pool_name(spec.environment, "ondemand", provider),
+                spot=False,
+                min_nodes=0,
+                max_nodes=ceiling,
+                autoscaled=True,
+            ),
+        ]
+    else:
+        pools = [
+            Pool(
+                role="accelerators",
+                name=_pool_name(spec.environment, "tpu" if spec.tpu else "gpu", provider),
+                spot=False,
+                min_nodes=floor,
+                max_nodes=ceiling,
+                autoscaled=autoscaled,
+            )
+        ]
+
+    if provider == "gke":
+        reserved = gke.allocatable(
+            spec.vcpus,
+            spec.memory_gib,
+            spec.local_nvme_disks if platform is Platform.GKE_GPU else 0,
+            spec.boot_disk_gib,
+        )
+        kube_reserved: dict[str, str] = {}
+    else:
+        store = spec.local_nvme_disks * spec.local_nvme_disk_gib
+        reserved = eks.allocatable(spec.vcpus, spec.memory_gib, store, spec.boot_disk_gib)
+        kube_reserved = eks.kube_reserved(spec.vcpus)
+        max_pods = eks.MAX_PODS
+    node_allocatable = reserved.allocatable
+    share = node_allocatable.minus(DAEMONSET_ALLOWANCE)
+    pod = PodShare(accelerators=per_node, resources=_resources(share))
+    if min(share.cpu_m, share.memory_mib, share.ephemeral_mib) <= 0:
+        raise InputError(
+            "fullserver:accelerator",
+            f"{machine_type} leaves no room for a workload pod after the node's reservations",
+            "use a larger shape",
+        )
+    serving = spec.serving
+    warnings = balance_shortfalls(spec, pod.resources, per_node, machine_type)
+    nics = gcp.gpu_nic_plan(machine_type, spec.nodes) if platform is Platform.GKE_GPU else None
+    if nics is not None:
+        warnings.append(
+            f"{spec.nodes} {machine_type} nodes talk over {nics.fabric} on the VMs; this GKE pool gets no "
+            f"GPU NICs ({nics.gpu_nics} additional networks), so multi-node traffic goes over the primary NIC"
+        )
+    return KubePlan(
+        platform=platform,
+        provider=provider,
+        environment=spec.environment,
+        profile=spec.profile,
+        stage=spec.stage,
+        purpose=spec.purpose.value,
+        owner=spec.owner,
+        region=spec.region,
+        zone=spec.zone,
+        cluster_name=cluster or cluster_name(spec.environment, provider),
+        create_cluster=cluster is None,
+        protect=spec.lifecycle.protect,
+        machine_type=machine_type,
+        instance_types=(
+            [machine_type, *(o.machine_type for o in spec.alternative_shapes)]
+            if provider == "eks" and spot_fallback
+            else [machine_type]
+        ),
+        accelerator=spec.accelerator,
+        accelerator_type=accelerator_type,
+        accelerators_per_node=per_node,
+        accelerator_resource=resource,
+        driver=driver,
+        boot_disk_gib=spec.boot_disk_gib,
+        boot_disk_kind=spec.boot_disk_kind,
+        local_ssd_count=spec.local_nvme_disks if platform is Platform.GKE_GPU else 0,
+        instance_store_raid0=provider == "eks" and spec.local_nvme_disks > 0,
+        efa_interfaces=spec.network.efa_interfaces if provider == "eks" else 0,
+        compact_placement=compact,
+        tpu_topology=tpu_topology,
+        tpu_accelerator_label=tpu_label,
+        tpu_slice_topology=slice_topology,
+        flex_start=flex_start,
+        queued_provisioning=flex_start,
+        max_run_hours=max_run_hours if flex_start else None,
+        max_pods=max_pods,
+        kube_reserved=kube_reserved,
+        labels=labels,
+        cloud_labels=dict(spec.labels),
+        taints=taints,
+        node_selector=node_selector,
+        pools=pools,
+        node_capacity=_resources(reserved.capacity),
+        node_reserved=_resources(reserved.reserved),
+        node_allocatable=_resources(node_allocatable),
+        pod=pod,
+        nodes_per_replica=hosts,
+        min_replicas=serving.min_replicas if serving else 1,
+        max_replicas=serving.max_replicas if serving else 1,
+        spot_label=gke.SPOT_LABEL if provider == "gke" else eks.CAPACITY_LABEL,
+        warnings=warnings,
+    )
+
+
+def balance_shortfalls(spec: EnvironmentSpec, pod: Resources, accelerators: int, machine_type: str) -> list[str]:
+    """The profile's balance minimums (per host, as the VM sizing checked them) the pod's share
+    of the node misses: vCPUs, RAM and local NVMe (as ephemeral storage), scaled to the pod's
+    accelerators."""
+    share = accelerators / spec.accelerator_count if spec.accelerator_count else 1.0
+    provided = {
+        ("cpu", "vCPUs"): pod.cpu_m / 1000,
+        ("ram", "GiB"): pod.memory_mib / 1024,
+        ("nvme", "GiB"): pod.ephemeral_mib / 1024,
+    }
+    out = []
+    for line in spec.balance.lines:
+        got = provided.get((line.dimension, line.unit))
+        if got is None or not line.known:
+            continue
+        need = line.required * share
+        if got < need:
+            out.append(
+                f"the pod on a {machine_type} node gets {got:,.2f} {line.unit} of {line.dimension} after kubelet and "
+                f"system reservations, short of the profile's {need:,.2f}: use a larger shape on Kubernetes"
+            )
+    return out

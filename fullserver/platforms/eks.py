@@ -1,0 +1,152 @@
+"""Amazon EKS GPU managed node groups (``eks-gpu``): everything fullserver knows about them.
+
+An EKS node is an EC2 instance: instance types, prices, zones, EBS and EFA are EC2's
+(``fullserver.platforms.aws``), so a node group is sized as ``aws-gpu`` sizes the same workload
+(``SIZED_AS``) and then turned into a group (``fullserver.kube.pool``). What EKS adds lives here:
+names, AMI types, the nodeadm ``NodeConfig`` a launch template passes, and the node's allocatable.
+
+Sources (cited in ``/work/shared/reference/kubernetes.md`` unless said): botocore's EKS model
+(AMI types, capacity types); awslabs/amazon-eks-ami ``nodeadm`` (``internal/kubelet/config.go``:
+kube-reserved CPU tiers, memory ``11 x maxPods + 255`` MiB, 1 GiB ephemeral storage, evictionHard
+100Mi / 10 %; ``api/v1alpha1/nodeconfig_types.go``: ``localStorage`` RAID0); the EKS user guide
+(launch templates need MIME multi-part user data, EFA interfaces, Pod Identity); the EKS API
+reference (cluster names: 100 characters, alphanumerics, ``-`` and ``_``, starting alphanumeric)
+and pulumi-aws ``eks.NodeGroup`` (node group names: 63 characters, starting with a letter or
+digit, then letters, digits, ``-`` and ``_``).
+"""
+
+from __future__ import annotations
+
+import json
+
+from fullserver.platform import AcceleratorKind, Platform, PricingModel
+from fullserver.platforms import aws, gke
+from fullserver.platforms.base import CAPACITY_RULES, NameRule, PlatformRules, Refusal, Request
+
+CLUSTER_TYPE = "aws:eks/cluster:Cluster"
+NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
+_EKS = "A-Za-z0-9_-", "A-Za-z0-9", "A-Za-z0-9_-"
+NAME_RULES: dict[str, tuple[NameRule, ...]] = {
+    CLUSTER_TYPE: (NameRule("EKS cluster name", 100, *_EKS, "EKS CreateCluster", autoname=False),),
+    NODE_GROUP_TYPE: (
+        NameRule("EKS node group name", 63, *_EKS, "EKS CreateNodegroup", field="nodeGroupName", autoname=False),
+    ),
+}
+
+GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+"""The accelerated AL2023 AMI: NVIDIA driver and container toolkit installed; the NVIDIA device
+plugin is not (install it, or the GPU Operator). AL2 AMIs ended 2025-11-26."""
+GPU_RESOURCE = gke.GPU_RESOURCE
+GPU_TAINT = (GPU_RESOURCE, "present", "NoSchedule")
+"""No EKS page says EKS taints GPU nodes itself: fullserver declares the taint through the EKS API."""
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+CAPACITY_LABEL = "eks.amazonaws.com/capacityType"
+TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+"""Kubernetes' taint effects as the EKS API spells them."""
+NODECONFIG_CONTENT_TYPE = "application/node.eks.aws"
+ROOT_DEVICE = "/dev/xvda"
+"""AL2023's root device."""
+
+# --- reservations (nodeadm defaults on AL2023) -----------------------------------------------------
+MAX_PODS = 110
+"""Pinned in the node's NodeConfig (``kubelet.config.maxPods``), so the memory reservation that
+depends on it is known before the node exists (nodeadm's own fallback when it lacks ENI data)."""
+EPHEMERAL_RESERVED_MIB = 1024.0
+MEMORY_EVICTION_MIB = 100.0
+NODEFS_EVICTION_RATIO = 0.1
+
+
+def memory_reserved_mib(max_pods: int = MAX_PODS) -> int:
+    """nodeadm's kube-reserved memory: 11 MiB per pod + 255 MiB."""
+    return 11 * max_pods + 255
+
+
+def kube_reserved(vcpus: int, max_pods: int = MAX_PODS) -> dict[str, str]:
+    """The ``kubeReserved`` fullserver writes into the NodeConfig: nodeadm's own defaults, pinned."""
+    return {
+        "cpu": f"{gke.cpu_reserved_m(vcpus)}m",
+        "memory": f"{memory_reserved_mib(max_pods)}Mi",
+        "ephemeral-storage": f"{int(EPHEMERAL_RESERVED_MIB)}Mi",
+    }
+
+
+def allocatable(
+    vcpus: int, memory_gib: float, instance_store_gib: float, root_gib: float, max_pods: int = MAX_PODS
+) -> gke.Allocatable:
+    """An AL2023 node's allocatable: ephemeral storage on the instance-store RAID0 when there is
+    one (nodeadm ``localStorage``), else on the root volume. The kernel's share of memory is
+    estimated with the same Linux formula as GKE's (reserved.go) - an estimate on EC2."""
+    physical = memory_gib * gke.GIB_MIB
+    memory = physical - gke.kernel_reserved_mib(physical)
+    ephemeral = (instance_store_gib or root_gib) * gke.GIB_MIB
+    capacity = gke.NodeResources(vcpus * 1000, memory, ephemeral)
+    reserved = gke.NodeResources(
+        gke.cpu_reserved_m(vcpus),
+        memory_reserved_mib(max_pods) + MEMORY_EVICTION_MIB,
+        EPHEMERAL_RESERVED_MIB + NODEFS_EVICTION_RATIO * ephemeral,
+    )
+    return gke.Allocatable(capacity, reserved)
+
+
+def gpu_only(req: Request) -> Refusal | None:
+    """Neuron AMIs and device plugins are another path: EKS pools here are NVIDIA GPU groups."""
+    if not req.shape.startswith(("trn", "inf")):
+        return None
+    return Refusal(
+        "accelerator",
+        "accelerator",
+        f"{req.shape} is a Neuron instance; eks-gpu builds NVIDIA GPU node groups",
+        "use aws-gpu for Trainium and Inferentia",
+    )
+
+
+SIZED_AS = {Platform.EKS_GPU: Platform.AWS_GPU}
+
+RULES = PlatformRules(
+    platform=Platform.EKS_GPU,
+    short="eks-gpu",
+    provider="aws",
+    accelerator_kinds=frozenset({AcceleratorKind.GPU}),
+    pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
+    options={k: v for k, v in gke.KUBE_OPTIONS.items() if k != "flexStart"},
+    compact_placement=True,  # a cluster placement group in the launch template
+    disk_kinds=aws.DISKS,
+    default_disk_kind="gp3",
+    zone_form=aws.ZONES,
+    region_peers=aws.REGION_PEERS,
+    rules=(*CAPACITY_RULES, gpu_only, aws.data_disk_kind),
+)
+
+
+MIME_BOUNDARY = "==FULLSERVER=="
+
+
+def node_config(*, raid0: bool, max_pods: int, kube_reserved: dict[str, str]) -> dict[str, object]:
+    """The nodeadm ``NodeConfig`` fullserver adds to a managed node group's launch template: the
+    pinned ``maxPods`` and ``kubeReserved`` (so allocatable is known), and the instance store as
+    one RAID0 array for kubelet and containerd (``spec.instance.localStorage.strategy: RAID0``,
+    mounted at ``/mnt/k8s-disks/``). EKS merges it with its own NodeConfig (cluster endpoint,
+    CA), as the template names no AMI."""
+    spec: dict[str, object] = {"kubelet": {"config": {"maxPods": max_pods, "kubeReserved": dict(kube_reserved)}}}
+    if raid0:
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+    return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
+
+
+def user_data(config: dict[str, object]) -> str:
+    """A launch template's user data: MIME multi-part, the NodeConfig as its
+    ``application/node.eks.aws`` part (JSON, which nodeadm's YAML reader takes)."""
+    return "\r\n".join(
+        [
+            "MIME-Version: 1.0",
+            f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"',
+            "",
+            f"--{MIME_BOUNDARY}",
+            f"Content-Type: {NODECONFIG_CONTENT_TYPE}",
+            "",
+            json.dumps(config, indent=2, sort_keys=True),
+            "",
+            f"--{MIME_BOUNDARY}--",
+            "",
+        ]
+    )

@@ -1,0 +1,336 @@
+"""Google Kubernetes Engine accelerator node pools (``gke-gpu``, ``gke-tpu``): everything fullserver
+knows about them.
+
+A GKE node is a Compute Engine VM: its machine types, prices, zones, disks and networking are
+Compute Engine's (``fullserver.platforms.gcp``) and, for TPU node pools, Cloud TPU's slices on
+``ct5lp-``/``ct5p-``/``ct6e-`` machine types (``fullserver.platforms.tpu``). So a GKE pool is sized
+as the VM platform sizes the same workload (``SIZED_AS``) and then turned into a pool
+(``fullserver.kube.pool``); only what Kubernetes adds lives here: names, the accelerator and TPU
+vocabulary of node pools, and the node's allocatable after GKE's reservations.
+
+Sources (cited in ``/work/shared/reference/kubernetes.md`` unless said): pulumi-gcp 10.2
+``container.NodePool``/``Cluster`` inputs; GKE "Plan GKE Standard node sizes" (reservations), as
+implemented by kubernetes/autoscaler ``cluster-autoscaler/cloudprovider/gce/reserved.go`` (which
+predicts GKE's numbers: brackets, kernel reservation, eviction thresholds, local-SSD filesystem
+overhead); AI-Hypercomputer/xpk ``system_characteristics.py`` and ``nodepool.py`` (TPU machine
+types, labels, placement); Cluster Toolkit ``modules/compute/gke-node-pool`` (GPU taint and
+driver); the API's name limits as quoted in cloudnative-pg#8714 (clusters) and magic-modules#18477
+(node pools).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from fullserver.platform import AcceleratorKind, Platform, PricingModel
+from fullserver.platforms import gcp, tpu
+from fullserver.platforms.base import RFC1035, NameRule, PlatformRules, Refusal, Request
+
+# --- names ---------------------------------------------------------------------------------------
+# GKE cluster names: lowercase RFC 1035 labels; the API refuses longer ones with "Cluster.name
+# must be less than 40 characters" (quoted in cloudnative-pg/cloudnative-pg#8714, 2025-10-02), so
+# at most 39 here, although the console's wording ("a lowercase letter followed by up to 40 ...",
+# GitLab issue 22655) reads longer. Node pool names: "GKE's 40-character limit for NodePool.name"
+# (GoogleCloudPlatform/magic-modules#18477, 2026-07-30, which shortened the provider's generated
+# suffix to fit it). Both are set by the program (``fit_name``), never autonamed, so the limit is
+# the whole name.
+CLUSTER_TYPE = "gcp:container/cluster:Cluster"
+NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
+NAME_RULES: dict[str, tuple[NameRule, ...]] = {
+    CLUSTER_TYPE: (NameRule("GKE cluster name", 39, *RFC1035, "GKE clusters.create", autoname=False),),
+    NODE_POOL_TYPE: (NameRule("GKE node pool name", 40, *RFC1035, "GKE nodePools.create", autoname=False),),
+}
+
+# --- GPUs ------------------------------------------------------------------------------------------
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_TAINT = (GPU_RESOURCE, "present", "NoSchedule")
+"""GKE's own GPU taint, as the API reports it (``nvidia.com/gpu=present:NO_SCHEDULE``), declared on
+every GPU pool as Cluster Toolkit does: GKE adds it only when the cluster has a non-GPU pool."""
+ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+SPOT_LABEL = "cloud.google.com/gke-spot"
+"""GKE labels spot nodes ``cloud.google.com/gke-spot=true`` (GKE "Spot VMs")."""
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+GPU_DRIVER = "LATEST"
+"""``gpu_driver_installation_config.gpu_driver_version``: set explicitly (the server-side default
+changed in GKE 1.30 and caused perma-diffs, magic-modules#11152). ``LATEST`` as xpk passes it;
+``DEFAULT`` is Cluster Toolkit's; both install GKE's driver and device plugin on COS."""
+IMAGE_TYPE = "COS_CONTAINERD"
+
+GUEST_ACCELERATORS: dict[str, str] = {
+    # Compute Engine machine series -> the GKE guest-accelerator type (the GPU models' Compute
+    # Engine names, as the catalog's accelerator aliases carry them).
+    "g2-standard": "nvidia-l4",
+    "a2-highgpu": "nvidia-tesla-a100",
+    "a2-megagpu": "nvidia-tesla-a100",
+    "a2-ultragpu": "nvidia-a100-80gb",
+    "a3-highgpu": "nvidia-h100-80gb",
+    "a3-megagpu": "nvidia-h100-mega-80gb",
+    "a3-ultragpu": "nvidia-h200-141gb",
+    "a4-highgpu": "nvidia-b200",
+}
+
+
+def guest_accelerator(machine_type: str, accelerator: str | None) -> str | None:
+    """The GKE accelerator type of a GPU machine type (N1 hosts take attached GPUs by model)."""
+    found = GUEST_ACCELERATORS.get(gcp.machine_series(machine_type))
+    if found is None and machine_type.startswith("n1-") and accelerator is not None:
+        found = gcp.ATTACHED_GPU_TYPES.get(accelerator)
+    return found
+
+
+# --- TPUs ------------------------------------------------------------------------------------------
+TPU_RESOURCE = "google.com/tpu"
+TPU_TAINT = (TPU_RESOURCE, "present", "NoSchedule")
+"""Declared by fullserver on every TPU pool (whether GKE taints TPU nodes itself is unconfirmed);
+xpk's workloads tolerate the key ``google.com/tpu``."""
+TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+MULTI_HOST_MAX_PODS = 15
+"""xpk sets max pods per node 15 on multi-host TPU pools."""
+
+
+@dataclass(frozen=True)
+class TpuGeneration:
+    accelerator_label: str
+    machine_prefix: str
+    """``{prefix}{chips}t``: ``ct5lp-hightpu-4t``."""
+    single_host_chips: tuple[int, ...]
+    """Chips per VM of the single-host machine types."""
+
+
+TPU_GENERATIONS: dict[str, TpuGeneration] = {
+    # xpk system_characteristics.py; v5e's 1t/8t and v6e's 8t from the Cloud TPU catalog's VM types
+    # (fullserver/catalog/data/tpu.yaml) and vllm-project/ci-infra#525.
+    "v5e": TpuGeneration("tpu-v5-lite-podslice", "ct5lp-hightpu-", (1, 4, 8)),
+    "v5p": TpuGeneration("tpu-v5p-slice", "ct5p-hightpu-", (4,)),
+    "v6e": TpuGeneration("tpu-v6e-slice", "ct6e-standard-", (1, 4, 8)),
+}
+MULTI_HOST_CHIPS_PER_VM = 4
+"""Four chips per VM whenever a slice spans more than one host (xpk)."""
+
+
+def tpu_generation(accelerator_type: str) -> str | None:
+    """``v5litepod-16`` -> ``v5e``, ``v5p-64`` -> ``v5p``, ``v6e-16`` -> ``v6e`` (else ``None``)."""
+    head = accelerator_type.split("-", 1)[0]
+    return {"v5litepod": "v5e", "v5p": "v5p", "v6e": "v6e"}.get(head)
+
+
+@dataclass(frozen=True)
+class TpuPoolShape:
+    machine_type: str
+    accelerator_label: str
+    topology: str
+    nodes: int
+    chips_per_node: int
+
+    @property
+    def multi_host(self) -> bool:
+        return self.nodes > 1
+
+
+def tpu_pool_shape(accelerator_type: str, chips: int, hosts: int, topology: str) -> TpuPoolShape | None:
+    """The GKE node pool of one Cloud TPU slice type, or ``None`` where GKE pools here take none."""
+    generation = tpu_generation(accelerator_type)
+    if generation is None:
+        return None
+    gen = TPU_GENERATIONS[generation]
+    per_vm = chips // hosts if hosts else chips
+    if hosts > 1 and per_vm != MULTI_HOST_CHIPS_PER_VM:
+        return None
+    if hosts == 1 and per_vm not in gen.single_host_chips:
+        return None
+    return TpuPoolShape(f"{gen.machine_prefix}{per_vm}t", gen.accelerator_label, topology, hosts, per_vm)
+
+
+# --- reservations ---------------------------------------------------------------------------------
+MIB = 1.0
+GIB_MIB = 1024.0
+MEMORY_EVICTION_MIB = 100.0
+"""kubelet ``evictionHard memory.available`` on GKE (100 MiB; reserved.go)."""
+NODEFS_EVICTION_RATIO = 0.1
+"""kubelet ``evictionHard nodefs.available`` default on GKE (10 % of the disk; reserved.go)."""
+
+_MEMORY_BRACKETS = ((0.0, 0.25), (4000.0, 0.2), (8000.0, 0.1), (16000.0, 0.06), (128000.0, 0.02))
+"""(threshold MiB, marginal rate): GKE's "GB" is 1,000 MiB on purpose (reserved.go)."""
+_CPU_BRACKETS = ((0.0, 0.06), (1000.0, 0.01), (2000.0, 0.005), (4000.0, 0.0025))
+"""(threshold millicores, marginal rate): 6 % of core 1, 1 % of core 2, 0.5 % of cores 3-4,
+0.25 % of every core above 4 (GKE "Plan node sizes"; reserved.go)."""
+
+
+def bracketed(capacity: float, brackets: tuple[tuple[float, float], ...]) -> float:
+    """Marginal-rate reservation: each bracket's rate applies to capacity between its threshold
+    and the next one's (reserved.go ``calculateReserved``)."""
+    reserved = 0.0
+    for i, (threshold, rate) in enumerate(brackets):
+        top = brackets[i + 1][0] if i + 1 < len(brackets) else math.inf
+        span = min(capacity, top) - threshold
+        if span > 0:
+            reserved += span * rate
+    return reserved
+
+
+def cpu_reserved_m(vcpus: int) -> int:
+    """kube-reserved CPU in millicores (GKE's tiers; EKS's nodeadm uses the same)."""
+    return int(bracketed(vcpus * 1000.0, _CPU_BRACKETS))
+
+
+def memory_reserved_mib(memory_mib: float) -> int:
+    """kube-reserved memory in MiB: 255 MiB below 1 GB, else the brackets."""
+    if memory_mib <= 1000:
+        return 255 if memory_mib > 0 else 0
+    return int(bracketed(memory_mib, _MEMORY_BRACKETS))
+
+
+def kernel_reserved_mib(memory_mib: float) -> float:
+    """What the Linux kernel keeps of a COS node's memory before kubelet sees its capacity
+    (reserved.go ``CalculateKernelReserved``): 1/64 + 16 MiB, + 64 MiB of software IO TLB above
+    3 GiB, + 8 MiB at or below 8 GiB, + min(0.175 %, 248 MiB) statistical correction on COS."""
+    reserved = memory_mib / 64 + 16
+    if memory_mib > 3 * GIB_MIB:
+        reserved += 64
+    if memory_mib <= 8 * GIB_MIB:
+        reserved += 8
+    return reserved + min(0.00175 * memory_mib, 248.0)
+
+
+LOCAL_SSD_OVERHEAD_KIB = {1: 7289472, 2: 13725224, 3: 20031312, 4: 26332924, 5: 32634536, 6: 38946604, 7: 45254008}
+LOCAL_SSD_OVERHEAD_KIB |= {8: 51556096, 16: 52837800, 24: 78686620}
+"""COS: N x 375 GiB minus the node's ephemeral-storage capacity, measured by the autoscaler's
+authors on 1-node pools with ephemeral storage on N local SSDs (reserved.go); counts between
+measured ones take the next measured count."""
+
+
+def local_ssd_overhead_mib(count: int) -> float:
+    measured = count if count <= 8 else (16 if count <= 16 else 24)
+    return LOCAL_SSD_OVERHEAD_KIB[measured] / 1024
+
+
+def boot_disk_os_mib(disk_mib: float) -> float:
+    """COS's own partitions on the boot disk (reserved.go ``CalculateOSReservedEphemeralStorage``):
+    1.5635 % + 4.148 GiB, plus an over-provisioning buffer of min(100 MiB, 0.1 %)."""
+    return math.ceil(0.015635 * disk_mib) + math.ceil(4.148 * GIB_MIB) + min(100.0, math.ceil(0.001 * disk_mib))
+
+
+@dataclass(frozen=True)
+class NodeResources:
+    """A node's capacity and what kubelet keeps of it (CPU in millicores, the rest in MiB)."""
+
+    cpu_m: int
+    memory_mib: float
+    ephemeral_mib: float
+
+    def minus(self, other: NodeResources) -> NodeResources:
+        return NodeResources(
+            self.cpu_m - other.cpu_m, self.memory_mib - other.memory_mib, self.ephemeral_mib - other.ephemeral_mib
+        )
+
+
+@dataclass(frozen=True)
+class Allocatable:
+    capacity: NodeResources
+    reserved: NodeResources
+    """kube-reserved + system-reserved + hard eviction thresholds."""
+
+    @property
+    def allocatable(self) -> NodeResources:
+        return self.capacity.minus(self.reserved)
+
+
+def allocatable(vcpus: int, memory_gib: float, local_ssds: int, boot_disk_gib: float) -> Allocatable:
+    """A GKE COS node's allocatable: ephemeral storage on ``local_ssds`` x 375 GiB when there are
+    any (``ephemeral_storage_local_ssd_config``), else on the boot disk."""
+    physical = memory_gib * GIB_MIB
+    memory = physical - kernel_reserved_mib(physical)
+    if local_ssds:
+        disk = local_ssds * gcp.LOCAL_SSD_GIB * GIB_MIB
+        ephemeral = disk - local_ssd_overhead_mib(local_ssds)
+    else:
+        disk = boot_disk_gib * GIB_MIB
+        ephemeral = disk - boot_disk_os_mib(disk)
+    capacity = NodeResources(vcpus * 1000, memory, ephemeral)
+    reserved = NodeResources(
+        cpu_reserved_m(vcpus),
+        memory_reserved_mib(physical) + MEMORY_EVICTION_MIB,
+        NODEFS_EVICTION_RATIO * ephemeral,
+    )
+    return Allocatable(capacity, reserved)
+
+
+# --- rules -----------------------------------------------------------------------------------------
+def tpu_slice_shape(req: Request) -> Refusal | None:
+    """GKE TPU pools here take v5e, v5p and v6e slices (ct5lp-, ct5p-, ct6e- machine types)."""
+    if tpu_generation(req.shape) is not None:
+        return None
+    return Refusal(
+        "accelerator",
+        "tpu.accelerator_type",
+        f"{req.shape} has no GKE TPU node pool machine type here (ct5lp-, ct5p- and ct6e- only)",
+        "use a v5litepod-, v5p- or v6e- type, or the tpu-vm platform",
+    )
+
+
+def flex_not_spot(req: Request) -> Refusal | None:
+    """Flex-start capacity is its own provisioning model: Cluster Toolkit rejects it with spot,
+    a reservation or a static node count."""
+    if not (req.queued and (req.spot or req.reservation)):
+        return None
+    return Refusal(
+        "flexStart",
+        "flex_start",
+        "flex-start (Dynamic Workload Scheduler) capacity cannot be spot or consume a reservation",
+        "use an on-demand profile with fullserver:flexStart, or drop flexStart",
+    )
+
+
+SIZED_AS = {Platform.GKE_GPU: Platform.GCP_GPU, Platform.GKE_TPU: Platform.TPU_VM}
+"""The VM platform whose shapes, prices and zones a GKE pool's nodes are."""
+
+KUBE_OPTIONS = {
+    "cluster": "a Kubernetes cluster to attach the node pool to",
+    "flexStart": "GKE flex-start / queued provisioning",
+    "deployWorkload": "the workload manifest applied to the cluster",
+}
+
+
+_PRICING = frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED})
+
+GPU_RULES = PlatformRules(
+    platform=Platform.GKE_GPU,
+    short="gke-gpu",
+    provider="gcp",
+    accelerator_kinds=frozenset({AcceleratorKind.GPU}),
+    pricing=_PRICING,
+    options=KUBE_OPTIONS,
+    compact_placement=True,  # a COMPACT placement policy on the pool
+    disk_kinds=gcp.DISKS,
+    family_disk_kinds=(gcp.HYPERDISK_ONLY,),
+    default_disk_kind="pd-balanced",
+    default_boot_disk_gib=100.0,  # GKE's default node boot disk
+    local_ssd_gib=gcp.LOCAL_SSD_GIB,
+    local_ssd_price_kind="local-ssd",
+    zone_form=gcp.ZONES,
+    zone_from_catalog=True,
+    region_peers=gcp.REGION_PEERS,
+    rules=(flex_not_spot, gcp.data_disk_kind),
+)
+
+TPU_RULES = PlatformRules(
+    platform=Platform.GKE_TPU,
+    short="gke-tpu",
+    provider="gcp",
+    accelerator_kinds=frozenset({AcceleratorKind.TPU}),
+    pricing=_PRICING,
+    options=KUBE_OPTIONS,
+    slices=True,
+    compact_placement=True,
+    disk_kinds=gcp.DISKS,
+    family_disk_kinds=(tpu.HYPERDISK_ONLY,),
+    default_disk_kind="pd-balanced",
+    default_boot_disk_gib=100.0,
+    zone_form=gcp.ZONES,
+    zone_from_catalog=True,
+    region_peers=gcp.REGION_PEERS,
+    rules=(tpu.zone_needed, tpu_slice_shape, flex_not_spot),
+    multi_node=tpu.MULTISLICE,
+)

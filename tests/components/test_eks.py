@@ -1,0 +1,178 @@
+"""EksEnvironment under the mock runtime: a p5 EFA node group with a new cluster, spot with its
+on-demand fallback scaling from zero on an existing cluster, IRSA, and the NodeConfig."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from components.eks import EksEnvironment, autoscaler_tags, eks_args
+from components.graph import Graph
+from fullserver.kube import kube_plan
+from fullserver.kube.manifest import fits_node, workload
+from fullserver.naming import graph_problems
+from fullserver.platform import Platform
+from fullserver.platforms import eks
+from tests.components.conftest import Build, Plans, spec_of
+
+SUBNETS = ["subnet-0a", "subnet-0b"]
+
+
+def groups(g: Graph) -> dict[str, dict[str, Any]]:
+    return {row.inputs["nodeGroupName"]: row.inputs for row in g.of_type("eks/nodeGroup:NodeGroup")}
+
+
+def node_config(g: Graph) -> dict[str, Any]:
+    """The NodeConfig part of the launch template's MIME user data."""
+    text = base64.b64decode(g.one("ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
+    assert text.startswith("MIME-Version: 1.0\r\nContent-Type: multipart/mixed;")
+    part = text.split("Content-Type: application/node.eks.aws\r\n\r\n", 1)[1]
+    return dict(json.loads(part.split(f"\r\n\r\n--{eks.MIME_BOUNDARY}--", 1)[0]))
+
+
+def test_p5_efa_node_group_with_a_new_cluster(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "train-p5-cluster")
+    plan = kube_plan(spec, Platform.EKS_GPU)
+    g = build(lambda: EksEnvironment("p5", eks_args(plan, SUBNETS, "vpc-1", private_endpoint=True)))
+    cluster = g.one("eks/cluster:Cluster").inputs
+    assert cluster["name"] == "train-p5-cluster"
+    assert cluster["vpcConfig"] == {
+        "subnetIds": SUBNETS,
+        "endpointPrivateAccess": True,
+        "endpointPublicAccess": False,
+    }
+    assert cluster["accessConfig"] == {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}
+    assert cluster["upgradePolicy"] == {"supportType": "STANDARD"}
+    assert cluster["deletionProtection"] is True  # scale-training protects its environments
+    assert g.one("eks/addon:Addon").inputs["addonName"] == "eks-pod-identity-agent"
+    assert g.of_type("iam/openIdConnectProvider:OpenIdConnectProvider") == []
+    policies = sorted(
+        r.inputs["policyArn"].rsplit("/", 1)[-1] for r in g.of_type("iam/rolePolicyAttachment:RolePolicyAttachment")
+    )
+    assert policies == sorted(
+        [
+            "AmazonEKSClusterPolicy",
+            "AmazonEKSWorkerNodePolicy",
+            "AmazonEC2ContainerRegistryReadOnly",
+            "AmazonEKS_CNI_Policy",
+        ]
+    )
+    (group,) = groups(g).values()
+    assert group["nodeGroupName"] == "train-p5-cluster-gpu" and group["clusterName"] == "train-p5-cluster"
+    assert group["amiType"] == "AL2023_x86_64_NVIDIA" and group["capacityType"] == "ON_DEMAND"
+    assert group["instanceTypes"] == [spec.machine_type] == ["p5.48xlarge"]
+    # Steady (persistent scale-training): fixed at the two planned nodes.
+    assert group["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+    assert group["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
+    assert group["labels"]["fullserver-stage"] == "scale-training"
+    assert group["subnetIds"] == SUBNETS and "diskSize" not in group
+    assert not any(k.startswith("k8s.io/cluster-autoscaler/node-template") for k in group["tags"])
+    assert g.of_type("autoscaling/tag:Tag") == []
+    # Launch template: 32 EFA interfaces (card 0 efa, the rest efa-only), cluster placement, RAID0.
+    template = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    nics = template["networkInterfaces"]
+    assert len(nics) == spec.network.efa_interfaces == 32
+    assert nics[0]["interfaceType"] == "efa" and nics[0]["deviceIndex"] == 0 and nics[0]["networkCardIndex"] == 0
+    assert {n["interfaceType"] for n in nics[1:]} == {"efa-only"}
+    assert [n["networkCardIndex"] for n in nics] == list(range(32))
+    assert all("subnetId" not in n for n in nics)  # the node group's subnets
+    efa = g.one("ec2/securityGroup:SecurityGroup").inputs
+    assert efa["ingress"] == [{"protocol": "-1", "fromPort": 0, "toPort": 0, "self": True}]
+    assert g.one("ec2/placementGroup:PlacementGroup").inputs["strategy"] == "cluster"
+    assert "groupName" in template["placement"]
+    assert template["blockDeviceMappings"][0]["ebs"]["volumeSize"] == spec.boot_disk_gib
+    assert template["metadataOptions"]["httpTokens"] == "required"
+    assert "imageId" not in template  # EKS picks the AMI from amiType and merges its NodeConfig
+    config = node_config(g)
+    assert config["kind"] == "NodeConfig"
+    assert config["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}
+    assert config["spec"]["kubelet"]["config"] == {
+        "maxPods": 110,
+        "kubeReserved": {"cpu": "550m", "memory": "1465Mi", "ephemeral-storage": "1024Mi"},
+    }
+    assert fits_node(plan) and plan.pod.accelerators == 8
+    assert graph_problems((r.type, r.name, r.inputs) for r in g.rows if r.custom) == []
+
+
+def test_spot_fallback_groups_scale_from_zero_on_an_existing_cluster(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "exp-aws-l4-spot")
+    plan = kube_plan(spec, Platform.EKS_GPU, cluster="research")
+    g = build(lambda: EksEnvironment("exp", eks_args(plan, SUBNETS, "vpc-1")))
+    assert g.of_type("eks/cluster:Cluster") == [] and g.of_type("eks/addon:Addon") == []
+    found = groups(g)
+    spot, fallback = found["exp-aws-l4-spot-spot"], found["exp-aws-l4-spot-ondemand"]
+    assert spot["capacityType"] == "SPOT" and fallback["capacityType"] == "ON_DEMAND"
+    # Spot diversifies over the balanced alternatives; the fallback runs the planned shape.
+    assert spot["instanceTypes"] == ["g6.2xlarge", *(o.machine_type for o in spec.alternative_shapes)]
+    assert fallback["instanceTypes"] == ["g6.2xlarge"]
+    for group in (spot, fallback):
+        assert group["clusterName"] == "research"
+        assert group["scalingConfig"] == {"minSize": 0, "maxSize": 1, "desiredSize": 0}
+        assert group["tags"]["k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu"] == "present:NoSchedule"
+        assert group["tags"]["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "1"
+        assert group["labels"]["fullserver-ttl-hours"] == "8"
+    tags = g.of_type("autoscaling/tag:Tag")
+    assert len(tags) == 2 * len(autoscaler_tags(plan))
+    assert {t.inputs["tag"]["key"] for t in tags} == set(autoscaler_tags(plan))
+    assert all(t.inputs["tag"]["propagateAtLaunch"] is False for t in tags)
+    template = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    assert "networkInterfaces" not in template and "placement" not in template
+    assert node_config(g)["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}  # g6's NVMe
+    pod = workload(plan, spec, image="trainer:1")[0]["spec"]["template"]["spec"]
+    # Not the instance type: the spot group may run any of its balanced alternatives.
+    assert pod["nodeSelector"] == {"fullserver-environment": "exp-aws-l4-spot"}
+    assert spot["labels"]["fullserver-environment"] == "exp-aws-l4-spot"
+    assert pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["preference"] == {
+        "matchExpressions": [{"key": "eks.amazonaws.com/capacityType", "operator": "In", "values": ["SPOT"]}]
+    }
+    requests = pod["containers"][0]["resources"]["requests"]
+    assert requests["nvidia.com/gpu"] == "1" and requests == pod["containers"][0]["resources"]["limits"]
+    assert fits_node(plan)
+
+
+def test_irsa_creates_an_oidc_provider_instead_of_the_agent(plans: Plans, build: Build) -> None:
+    plan = kube_plan(spec_of(plans, "serve-aws-realtime"), Platform.EKS_GPU)
+    g = build(lambda: EksEnvironment("serve", eks_args(plan, SUBNETS, "vpc-1", identity="irsa")))
+    assert g.of_type("eks/addon:Addon") == []
+    oidc = g.one("iam/openIdConnectProvider:OpenIdConnectProvider").inputs
+    assert oidc["clientIdLists"] == ["sts.amazonaws.com"]
+    (group,) = groups(g).values()
+    assert group["scalingConfig"] == {"minSize": 2, "maxSize": 8, "desiredSize": 2}  # the serving range
+    assert g.one("eks/cluster:Cluster").inputs["vpcConfig"]["endpointPublicAccess"] is True
+
+
+def test_desired_size_is_left_to_the_autoscaler(plans: Plans, build: Build, resource_options: Any) -> None:
+    plan = kube_plan(spec_of(plans, "exp-aws-l4-spot"), Platform.EKS_GPU, cluster="c")
+    build(lambda: EksEnvironment("ign", eks_args(plan, SUBNETS, "vpc-1")))
+    assert resource_options["ign-spot"].ignore_changes == ["scalingConfig.desiredSize"]
+
+
+def test_efa_nodes_on_an_existing_cluster_need_its_security_group(plans: Plans) -> None:
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU, cluster="prod")
+    with pytest.raises(ValueError, match="cluster_security_group_id"):
+        eks_args(plan, SUBNETS, "vpc-1")
+    assert eks_args(plan, SUBNETS, "vpc-1", cluster_security_group_id="sg-1")["cluster_security_group_id"] == "sg-1"
+
+
+def test_flex_start_is_gke_only(plans: Plans) -> None:
+    from fullserver.errors import InputError
+
+    with pytest.raises(InputError, match="flex-start"):
+        kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU, flex_start=True)
+
+
+def test_deploy_workload_on_an_existing_cluster_reads_it(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "serve-aws-realtime")
+    plan = kube_plan(spec, Platform.EKS_GPU, cluster="prod")
+    manifests = workload(plan, spec)
+    g = build(lambda: EksEnvironment("dw", eks_args(plan, SUBNETS, "vpc-1", workload=manifests, deploy_workload=True)))
+    (provider,) = [r for r in g.rows if r.type == "pulumi:providers:kubernetes"]
+    user = json.loads(provider.inputs["kubeconfig"])["users"][0]["user"]["exec"]
+    assert user["command"] == "aws"
+    assert user["args"] == ["eks", "get-token", "--cluster-name", "prod", "--region", "us-east-1", "--output", "json"]
+    (group,) = [r for r in g.rows if r.type == "kubernetes:yaml/v2:ConfigGroup"]
+    assert [o["kind"] for o in group.inputs["objs"]] == ["Deployment", "Service", "HorizontalPodAutoscaler"]
+    assert g.of_type("eks/cluster:Cluster") == []  # still nothing of the cluster is touched

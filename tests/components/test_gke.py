@@ -1,0 +1,281 @@
+"""GkeEnvironment under the mock runtime: a GPU pool on an existing cluster, spot with its on-demand
+fallback, a multi-host TPU slice pool on a new private regional cluster, flex-start."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from components.gke import GkeEnvironment, gke_args
+from components.graph import Graph
+from fullserver.catalog import Catalog
+from fullserver.kube import KubePlan, kube_plan
+from fullserver.kube.manifest import fits_node, workload
+from fullserver.naming import graph_problems
+from fullserver.plan import plan_workload
+from fullserver.platform import Platform
+from fullserver.profiles import load_profiles
+from fullserver.spec import EnvironmentSpec
+from fullserver.stacks import workload_from_config
+from tests.components.conftest import Build, Plans, spec_of
+
+
+def tpu_slice(catalog: Catalog, accelerator: str = "v5litepod-16", profile: str = "scale-training") -> EnvironmentSpec:
+    """What the core sizes for a multi-host TPU slice on tpu-vm (the GKE pool's nodes)."""
+    config = {
+        "fullserver:profile": profile,
+        "fullserver:platform": "tpu-vm",
+        "fullserver:region": "us-central1",
+        "fullserver:zone": "us-central1-a",
+        "fullserver:accelerator": accelerator,
+        "fullserver:framework": "jax",
+        "fullserver:owner": "research-jax",
+    }
+    return plan_workload("slice-job", "s", workload_from_config(config, "s"), load_profiles(), catalog).spec
+
+
+def pools(g: Graph) -> dict[str, dict[str, Any]]:
+    return {row.inputs["name"]: row.inputs for row in g.of_type("container/nodePool:NodePool")}
+
+
+def test_gpu_serving_pool_on_an_existing_cluster(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "serve-gcp-realtime")
+    plan = kube_plan(spec, Platform.GKE_GPU, cluster="ml-prod")
+    g = build(
+        lambda: GkeEnvironment(
+            "serve", gke_args(plan, "proj", cluster_location="us-central1", workload=workload(plan, spec))
+        )
+    )
+    assert g.of_type("container/cluster:Cluster") == []  # attached: nothing of the cluster is touched
+    assert g.of_type("compute/network:Network") == []
+    (pool,) = pools(g).values()
+    assert pool["name"] == "serve-gcp-realtime-gpu" and pool["cluster"] == "ml-prod"
+    assert pool["location"] == "us-central1"
+    # Serving: the profile's replicas are the pool's floor and ceiling (one node per replica).
+    assert pool["autoscaling"] == {"totalMinNodeCount": 2, "totalMaxNodeCount": 8, "locationPolicy": "ANY"}
+    assert pool["initialNodeCount"] == 2 and "nodeCount" not in pool
+    config = pool["nodeConfig"]
+    assert config["machineType"] == spec.machine_type == "g2-standard-12"
+    assert config["guestAccelerators"] == [
+        {"type": "nvidia-l4", "count": 1, "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"}}
+    ]
+    assert config["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
+    assert config["labels"] == {
+        "fullserver-profile": "realtime-inference",
+        "fullserver-environment": "serve-gcp-realtime",
+        "fullserver-owner": "serving-team",
+        "fullserver-lifecycle": "persistent",
+        "fullserver-stage": "production-inference",
+    }
+    assert config["ephemeralStorageLocalSsdConfig"] == {"localSsdCount": 1}
+    assert config["spot"] is False and config["imageType"] == "COS_CONTAINERD"
+    assert config["diskSizeGb"] == 150 and config["diskType"] == "pd-balanced"
+    assert config["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    account = g.one("serviceaccount/account:Account").inputs["accountId"]
+    assert config["serviceAccount"] == f"{account}@mock-project.iam.gserviceaccount.com"
+    assert config["oauthScopes"] == ["https://www.googleapis.com/auth/cloud-platform"]
+    assert pool["management"] == {"autoRepair": True, "autoUpgrade": True}
+    assert "placementPolicy" not in pool and "queuedProvisioning" not in pool
+    roles = sorted(r.inputs["role"] for r in g.of_type("projects/iAMMember:IAMMember"))
+    assert roles == sorted(
+        [
+            "roles/artifactregistry.reader",
+            "roles/logging.logWriter",
+            "roles/monitoring.metricWriter",
+            "roles/monitoring.viewer",
+            "roles/stackdriver.resourceMetadata.writer",
+        ]
+    )
+    # The workload: Deployment + Service + HPA whose pod fits the node's allocatable.
+    manifests = g.outputs.get("workload") or workload(plan, spec)
+    kinds = [m["kind"] for m in manifests]
+    assert kinds == ["Deployment", "Service", "HorizontalPodAutoscaler"]
+    container = manifests[0]["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert container["readinessProbe"]["httpGet"] == {"path": "/health", "port": 8000}
+    assert manifests[2]["spec"]["minReplicas"] == 2 and manifests[2]["spec"]["maxReplicas"] == 8
+    assert fits_node(plan)
+
+
+def test_spot_with_fallback_builds_a_spot_pool_and_an_on_demand_pool(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "finetune-gcp-g2")
+    plan = kube_plan(spec, Platform.GKE_GPU, cluster="research")
+    g = build(lambda: GkeEnvironment("ft", gke_args(plan, "proj")))
+    found = pools(g)
+    spot, fallback = found["finetune-gcp-g2-spot"], found["finetune-gcp-g2-ondemand"]
+    assert spot["nodeConfig"]["spot"] is True and fallback["nodeConfig"]["spot"] is False
+    # Elastic (ephemeral fine-tuning): both scale from zero in the spec's zone.
+    for pool in (spot, fallback):
+        assert pool["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 1, "locationPolicy": "ANY"}
+        assert pool["nodeLocations"] == ["us-central1-a"]
+        assert pool["nodeConfig"]["labels"]["fullserver-ttl-hours"] == "72"
+    pod = workload(plan, spec, image="trainer:1", command=["python", "train.py"])[0]["spec"]["template"]["spec"]
+    assert pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["preference"] == {
+        "matchExpressions": [{"key": "cloud.google.com/gke-spot", "operator": "In", "values": ["true"]}]
+    }
+
+
+def test_multi_host_tpu_slice_pool_on_a_new_private_cluster(catalog: Catalog, build: Build) -> None:
+    spec = tpu_slice(catalog)
+    plan = kube_plan(spec, Platform.GKE_TPU)
+    g = build(lambda: GkeEnvironment("slice", gke_args(plan, "proj", workload=[])))
+    cluster = g.one("container/cluster:Cluster").inputs
+    assert cluster["name"] == "slice-job" and cluster["location"] == "us-central1"  # regional
+    assert cluster["removeDefaultNodePool"] is True and cluster["initialNodeCount"] == 1
+    assert cluster["workloadIdentityConfig"] == {"workloadPool": "proj.svc.id.goog"}
+    assert cluster["privateClusterConfig"] == {
+        "enablePrivateNodes": True,
+        "enablePrivateEndpoint": False,
+        "masterIpv4CidrBlock": "172.16.0.32/28",
+    }
+    assert cluster["releaseChannel"] == {"channel": "REGULAR"}
+    assert cluster["ipAllocationPolicy"] == {
+        "clusterSecondaryRangeName": "pods",
+        "servicesSecondaryRangeName": "services",
+    }
+    assert cluster["deletionProtection"] is True  # scale-training protects its environments
+    assert g.one("compute/routerNat:RouterNat").inputs["natIpAllocateOption"] == "AUTO_ONLY"
+    subnet = g.one("compute/subnetwork:Subnetwork").inputs
+    assert subnet["privateIpGoogleAccess"] is True
+    assert [r["rangeName"] for r in subnet["secondaryIpRanges"]] == ["pods", "services"]
+    (pool,) = pools(g).values()
+    assert pool["name"] == "slice-job-tpu"
+    assert pool["nodeConfig"]["machineType"] == "ct5lp-hightpu-4t"
+    assert "guestAccelerators" not in pool["nodeConfig"]  # TPU pools name the machine type only
+    assert pool["nodeConfig"]["taints"] == [{"key": "google.com/tpu", "value": "present", "effect": "NO_SCHEDULE"}]
+    assert pool["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x4"}
+    assert pool["maxPodsPerNode"] == 15 and pool["nodeLocations"] == ["us-central1-a"]
+    # Steady (persistent scale-training): the whole slice, fixed.
+    assert pool["nodeCount"] == 4 and "autoscaling" not in pool
+    assert plan.pools[0].max_nodes == spec.nodes == 4
+    job, service = workload(plan, spec, image="jax:1", command=["python", "train.py"])
+    assert job["spec"]["completionMode"] == "Indexed"
+    assert job["spec"]["completions"] == job["spec"]["parallelism"] == 4
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "4x4",
+        "fullserver-environment": "slice-job",
+    }
+    assert pool["nodeConfig"]["labels"]["fullserver-environment"] == "slice-job"
+    assert pod["tolerations"] == [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert pod["containers"][0]["resources"]["limits"]["google.com/tpu"] == "4"
+    assert service["spec"]["clusterIP"] == "None" and pod["subdomain"] == service["metadata"]["name"]
+    assert fits_node(plan)
+    assert graph_problems((r.type, r.name, r.inputs) for r in g.rows if r.custom) == []
+
+
+def test_elastic_tpu_slice_scales_all_or_nothing(catalog: Catalog, build: Build) -> None:
+    """A flex-start slice pool: 0 or the slice's 4 hosts per zone (never only total_*: ci-infra#545)."""
+    plan = kube_plan(tpu_slice(catalog), Platform.GKE_TPU, cluster="c", flex_start=True)
+    g = build(lambda: GkeEnvironment("flex-slice", gke_args(plan, "proj")))
+    (pool,) = pools(g).values()
+    assert pool["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"}
+    assert pool["initialNodeCount"] == 0 and pool["queuedProvisioning"] == {"enabled": True}
+
+
+def test_steady_v5p_slice_is_a_fixed_pool(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "train-tpu-v5p-slice")
+    plan = kube_plan(spec, Platform.GKE_TPU, cluster="tpu-prod")
+    g = build(lambda: GkeEnvironment("v5p", gke_args(plan, "proj", cluster_location="us-east5")))
+    (pool,) = pools(g).values()
+    assert pool["nodeCount"] == 16 and "autoscaling" not in pool and "initialNodeCount" not in pool
+    assert pool["nodeConfig"]["machineType"] == "ct5p-hightpu-4t"
+    assert pool["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x4x4"}
+
+
+def test_single_host_tpu_pool_sends_no_topology(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "train-tpu-v5e")  # v5litepod-8: one host, 8 chips
+    plan = kube_plan(spec, Platform.GKE_TPU, cluster="c")
+    g = build(lambda: GkeEnvironment("one", gke_args(plan, "proj")))
+    for pool in pools(g).values():
+        assert pool["nodeConfig"]["machineType"] == "ct5lp-hightpu-8t"
+        assert "placementPolicy" not in pool and "maxPodsPerNode" not in pool
+
+
+def test_flex_start_pool_is_queued_and_scales_from_zero(catalog: Catalog, build: Build) -> None:
+    config = {
+        "fullserver:profile": "scale-training",
+        "fullserver:platform": "gcp-gpu",
+        "fullserver:region": "us-central1",
+        "fullserver:accelerator": "H100-80GB",
+        "fullserver:acceleratorCount": 8,
+        "fullserver:nodes": 2,
+        "fullserver:framework": "pytorch",
+        "fullserver:owner": "foundation-models",
+    }
+    spec = plan_workload("h100", "c", workload_from_config(config, "c"), load_profiles(), catalog).spec
+    plan = kube_plan(spec, Platform.GKE_GPU, cluster="c", flex_start=True, max_run_hours=24)
+    g = build(lambda: GkeEnvironment("flex", gke_args(plan, "proj")))
+    (pool,) = pools(g).values()
+    assert pool["queuedProvisioning"] == {"enabled": True}
+    assert pool["nodeConfig"]["flexStart"] is True and pool["nodeConfig"]["maxRunDuration"] == "86400s"
+    assert pool["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert pool["management"]["autoRepair"] is False
+    assert pool["autoscaling"]["minNodeCount"] == 0 and pool["autoscaling"]["maxNodeCount"] == 2
+    assert spec.machine_type == pool["nodeConfig"]["machineType"] == "a3-highgpu-8g"
+    assert pool["nodeConfig"]["guestAccelerators"][0] == {
+        "type": "nvidia-h100-80gb",
+        "count": 8,
+        "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"},
+    }
+    assert pool["nodeConfig"]["diskType"] == "hyperdisk-balanced"  # A3 attaches Hyperdisk only
+    assert pool["placementPolicy"] == {"type": "COMPACT"}
+    assert any("GPUDirect-TCPX" in w and "no GPU NICs" in w for w in plan.warnings)
+
+
+def test_a_long_stack_name_gives_valid_gke_names(plans: Plans) -> None:
+    long = "Team_ML.v2-" + "x" * 80
+    spec = spec_of(plans, "serve-gcp-realtime", environment=long)
+    plan: KubePlan = kube_plan(spec, Platform.GKE_GPU)
+    assert len(plan.cluster_name) <= 39 and plan.cluster_name[0].isalpha()
+    assert all(len(p.name) <= 40 and p.name == p.name.lower() for p in plan.pools)
+
+
+@pytest.mark.parametrize("platform", [Platform.GKE_TPU, Platform.EKS_GPU])
+def test_a_gpu_spec_is_refused_for_other_pool_platforms(plans: Plans, platform: Platform) -> None:
+    from fullserver.errors import InputError
+
+    with pytest.raises(InputError, match="sized as"):
+        kube_plan(spec_of(plans, "serve-gcp-realtime"), platform)
+
+
+def test_deploy_workload_applies_the_manifests_with_pulumi_kubernetes(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "serve-gcp-realtime")
+    plan = kube_plan(spec, Platform.GKE_GPU)
+    manifests = workload(plan, spec)
+    g = build(lambda: GkeEnvironment("dw", gke_args(plan, "proj", workload=manifests, deploy_workload=True)))
+    (provider,) = [r for r in g.rows if r.type == "pulumi:providers:kubernetes"]
+    config = json.loads(provider.inputs["kubeconfig"])
+    assert config["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
+    assert config["current-context"] == "serve-gcp-realtime"
+    (group,) = [r for r in g.rows if r.type == "kubernetes:yaml/v2:ConfigGroup"]
+    assert group.inputs["objs"] == manifests
+
+
+def test_the_workload_is_not_applied_unless_asked(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "serve-gcp-realtime")
+    plan = kube_plan(spec, Platform.GKE_GPU, cluster="c")
+    g = build(lambda: GkeEnvironment("nodw", gke_args(plan, "proj", workload=workload(plan, spec))))
+    assert not [r for r in g.rows if r.type.startswith(("kubernetes:", "pulumi:providers:kubernetes"))]
+
+
+def test_created_cluster_is_protected_and_autoscaled_counts_are_left_alone(
+    plans: Plans, build: Build, resource_options: Any
+) -> None:
+    plan = kube_plan(spec_of(plans, "serve-gcp-realtime"), Platform.GKE_GPU)  # persistent, protected
+    build(lambda: GkeEnvironment("prot", gke_args(plan, "proj")))
+    assert resource_options["prot-cluster"].protect is True
+    assert resource_options["prot-accelerators"].ignore_changes == ["initialNodeCount"]
+
+
+def test_spot_tpu_slice_gets_an_on_demand_twin(plans: Plans, build: Build) -> None:
+    plan = kube_plan(spec_of(plans, "batch-tpu-v5e"), Platform.GKE_TPU, cluster="batch")
+    g = build(lambda: GkeEnvironment("batch", gke_args(plan, "proj")))
+    found = pools(g)
+    assert sorted(found) == ["batch-tpu-v5e-ondemand", "batch-tpu-v5e-spot"]
+    assert [found[n]["nodeConfig"]["spot"] for n in sorted(found)] == [False, True]
+    assert {p["nodeConfig"]["machineType"] for p in found.values()} == {"ct5lp-hightpu-4t"}
+    assert all("placementPolicy" not in p for p in found.values())  # one host: no topology

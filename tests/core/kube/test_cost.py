@@ -1,0 +1,79 @@
+"""Cluster fees as sourced data, and pools priced at their floor and ceiling."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from fullserver.catalog import load_catalog
+from fullserver.catalog.network import NOT_SHAPES
+from fullserver.kube import kube_plan
+from fullserver.kube.cost import kube_cost
+from fullserver.kube.fees import KubernetesFile, load_cluster_fees
+from fullserver.plan import StackPlan
+from fullserver.platform import Platform
+from fullserver.profiles import load_profiles
+
+
+def test_the_fee_file_is_sourced_and_not_a_shape_file() -> None:
+    fees = load_cluster_fees()
+    assert "kubernetes.yaml" in NOT_SHAPES
+    gke, eks = fees.fee("gcp"), fees.fee("aws")
+    assert gke is not None and (gke.usd_hour, gke.free_tier_usd_month) == (0.10, 74.40)
+    assert gke.free_tier_applies_to == ["zonal", "autopilot"]
+    assert eks is not None and eks.usd_hour == 0.10
+    extended = fees.fee("aws", "cluster-extended-support")
+    assert extended is not None and extended.usd_hour == 0.60
+    for fee in (gke, eks, extended):
+        source = fees.sources[fee.source]
+        assert source.url.startswith("https://") and source.as_of.year >= 2024
+
+
+def test_a_fee_naming_no_source_is_refused() -> None:
+    with pytest.raises(ValidationError, match="unknown source"):
+        KubernetesFile.model_validate(
+            {"sources": {}, "fees": [{"provider": "gcp", "item": "cluster", "usd_hour": 0.1, "source": "x"}]}
+        )
+
+
+def test_attached_pools_pay_no_cluster_fee(plans: dict[str, StackPlan]) -> None:
+    spec = plans["serve-gcp-realtime"].spec
+    profile = load_profiles()[spec.profile]
+    attached = kube_cost(kube_plan(spec, Platform.GKE_GPU, cluster="prod"), spec, profile, load_catalog())
+    assert attached.cluster_usd_hour == 0 and "existing cluster 'prod'" in attached.cluster_note
+    created = kube_cost(kube_plan(spec, Platform.GKE_GPU), spec, profile, load_catalog())
+    assert created.cluster_usd_hour == 0.10 and "not this regional one" in created.cluster_note
+    assert created.sources == ["gke-pricing"]
+    # Serving: 2 replicas at the floor, 8 at the ceiling, each a node at the on-demand rate.
+    offer = load_catalog().offer(spec.offer)
+    assert offer is not None
+    node = offer.prices[spec.region].on_demand
+    (pool,) = created.pools
+    assert pool.min_usd_hour == pytest.approx(2 * node) and pool.max_usd_hour == pytest.approx(8 * node)
+    assert created.min_usd_hour == pytest.approx(0.10 + 2 * node)
+    assert created.max_usd_month == pytest.approx(round((0.10 + 8 * node) * profile.cost.hours_per_month, 2))
+
+
+def test_spot_and_fallback_pools_at_their_own_prices(plans: dict[str, StackPlan]) -> None:
+    spec = plans["exp-aws-l4-spot"].spec
+    cost = kube_cost(kube_plan(spec, Platform.EKS_GPU), spec, load_profiles()[spec.profile], load_catalog())
+    offer = load_catalog().offer(spec.offer)
+    assert offer is not None
+    price = offer.prices[spec.region]
+    spot, fallback = cost.pools
+    assert price.spot is not None and spot.max_usd_hour == pytest.approx(price.spot)
+    assert fallback.max_usd_hour == pytest.approx(price.on_demand)
+    assert spot.min_usd_hour == fallback.min_usd_hour == 0  # elastic: nothing runs at the floor
+    assert cost.min_usd_hour == pytest.approx(0.10)  # only the cluster
+    assert cost.cluster_note.startswith("EKS cluster fee 0.10/h on standard support")
+
+
+def test_a_tpu_pool_costs_its_slice(plans: dict[str, StackPlan]) -> None:
+    plan_ = plans["train-tpu-v5p-slice"]
+    spec = plan_.spec
+    cost = kube_cost(
+        kube_plan(spec, Platform.GKE_TPU, cluster="c"), spec, load_profiles()[spec.profile], load_catalog()
+    )
+    (pool,) = cost.pools
+    # 16 nodes, each a sixteenth of the slice: the slice's hourly rate, as the VM estimate prices it.
+    assert pool.max_usd_hour == pytest.approx(plan_.cost.compute_usd_hour)

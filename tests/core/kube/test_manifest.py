@@ -1,0 +1,92 @@
+"""The workload manifests: requests within the node's allocatable, probes, tolerations, indexed Jobs."""
+
+from __future__ import annotations
+
+import pytest
+
+from fullserver.kube import kube_plan
+from fullserver.kube.manifest import fits_node, resources, serving, training_job, workload
+from fullserver.plan import StackPlan
+from fullserver.platform import Platform
+
+
+def test_serving_objects_for_a_serving_spec(plans: dict[str, StackPlan]) -> None:
+    spec = plans["serve-aws-realtime"].spec
+    plan = kube_plan(spec, Platform.EKS_GPU, cluster="prod")
+    deployment, service, hpa = workload(plan, spec)
+    assert spec.endpoint is not None
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["image"] == spec.endpoint.server.image
+    assert container["args"] == spec.endpoint.server.args
+    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+        assert container[probe]["httpGet"] == {"path": "/health", "port": 8000}
+    # The startup probe waits the profile's model load time (20 minutes) before liveness judges.
+    assert container["startupProbe"]["failureThreshold"] * container["startupProbe"]["periodSeconds"] == 20 * 60
+    assert {"name": "shm", "mountPath": "/dev/shm"} in container["volumeMounts"]
+    assert pod["volumes"] == [{"name": "shm", "emptyDir": {"medium": "Memory"}}]
+    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert "affinity" not in pod  # no spot pool to prefer
+    assert deployment["spec"]["replicas"] == 2
+    assert service["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": "http"}]
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert hpa["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 8)
+    assert hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 60
+
+
+def test_requests_equal_limits_and_fit_the_allocatable(plans: dict[str, StackPlan]) -> None:
+    plan = kube_plan(plans["serve-gcp-realtime"].spec, Platform.GKE_GPU)
+    got = resources(plan)
+    assert got["requests"] == got["limits"]
+    assert got["requests"]["nvidia.com/gpu"] == "1"
+    assert got["requests"]["cpu"] == f"{plan.pod.resources.cpu_m}m"
+    assert int(got["requests"]["memory"].removesuffix("Mi")) <= plan.node_allocatable.memory_mib
+    assert int(got["requests"]["ephemeral-storage"].removesuffix("Mi")) <= plan.node_allocatable.ephemeral_mib
+    assert fits_node(plan)
+    crowded = plan.model_copy(update={"pods_per_node": 2})
+    assert not fits_node(crowded)
+
+
+def test_a_single_node_job_is_not_indexed(plans: dict[str, StackPlan]) -> None:
+    spec = plans["train-tpu-v5e"].spec
+    plan = kube_plan(spec, Platform.GKE_TPU)
+    (job,) = training_job(plan, "jax:1", ["python", "train.py"])
+    assert job["kind"] == "Job" and "completionMode" not in job["spec"]
+    assert job["spec"]["completions"] == job["spec"]["parallelism"] == 1
+    pod = job["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never" and "hostNetwork" not in pod
+    assert pod["containers"][0]["resources"]["limits"]["google.com/tpu"] == "8"
+    # spot with fallback: the pod prefers GKE's spot nodes.
+    assert pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"] == 100
+
+
+def test_a_multi_node_gpu_job_is_indexed_without_host_networking(plans: dict[str, StackPlan]) -> None:
+    plan = kube_plan(plans["train-p5-cluster"].spec, Platform.EKS_GPU)
+    job, service = training_job(plan, "trainer:1", ["torchrun", "train.py"])
+    assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["parallelism"] == 2
+    assert "hostNetwork" not in job["spec"]["template"]["spec"]
+    assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": job["metadata"]["name"]}}
+
+
+def test_a_job_needs_an_image_and_serving_an_endpoint(plans: dict[str, StackPlan]) -> None:
+    spec = plans["train-p5-cluster"].spec
+    plan = kube_plan(spec, Platform.EKS_GPU)
+    with pytest.raises(ValueError, match="image"):
+        workload(plan, spec)
+    with pytest.raises(ValueError, match="no serving endpoint"):
+        serving(plan, spec)
+
+
+def test_kubeconfigs_exec_the_clouds_credential_plugins() -> None:
+    import json
+
+    from fullserver.kube.kubeconfig import eks_kubeconfig, gke_kubeconfig
+
+    gke = json.loads(gke_kubeconfig("c", "34.1.2.3", "Q0E="))
+    assert gke["clusters"][0]["cluster"] == {"server": "https://34.1.2.3", "certificate-authority-data": "Q0E="}
+    assert gke["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
+    eks = json.loads(eks_kubeconfig("e", "https://x.eks.amazonaws.com", "Q0E=", "us-east-1"))
+    assert eks["clusters"][0]["cluster"]["server"] == "https://x.eks.amazonaws.com"
+    assert eks["users"][0]["user"]["exec"]["apiVersion"] == "client.authentication.k8s.io/v1beta1"
+    assert "token" not in json.dumps(eks["users"][0]["user"]).replace("get-token", "")
