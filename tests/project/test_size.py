@@ -7,10 +7,7 @@ a function longer than a screen and a half is read in pieces and changed by gues
 over 600 lines holds more than one idea; splitting along meaning (one step, one concept per
 module) is what keeps both under.
 
-``PENDING`` lists the offenders that other engineers are shrinking while this was written, in
-files this change does not own. The list may only shrink: an entry that no longer offends (its
-file or function gone, or now small enough) fails ``test_pending_entries_still_offend`` until it
-is deleted. It is to be emptied after the issue-23 branches merge.
+There is no allowlist: what grows past a limit is split before it lands.
 """
 
 from __future__ import annotations
@@ -24,25 +21,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("fullserver", "fullserver_cli", "components", "stackops")
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 600
-
-# PENDING: (file, function qualname), or (file, None) for the module's own length. Offenders on
-# 2026-11-26 in files other engineers own during issue 23 (the platform objects, the components'
-# per-platform packages, the catalog, and fullserver_cli's render and verify). Delete each entry
-# as its offender shrinks; empty the list once their branches have merged.
-PENDING: frozenset[tuple[str, str | None]] = frozenset(
-    {
-        # the core platform objects
-        ("fullserver/billables.py", "network_lines"),
-        ("fullserver/catalog/__init__.py", "_Loader.build"),
-        ("fullserver/catalog/refresh/__init__.py", "refresh"),
-        ("fullserver/cost.py", "_estimate"),
-        ("fullserver/sizing.py", None),
-        ("fullserver/sizing.py", "build_spec"),
-        # the command line's plan rendering and verify
-        ("fullserver_cli/render.py", "stack_plan"),
-        ("fullserver_cli/verify.py", "verify"),
-    }
-)
 
 
 def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, int]]:
@@ -64,7 +42,7 @@ def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, int]]:
 
 def offenders(root: Path = ROOT) -> dict[tuple[str, str | None], int]:
     """Every function over ``MAX_FUNCTION_LINES`` and module over ``MAX_MODULE_LINES`` under the
-    packages, keyed like ``PENDING``, with its length in lines."""
+    packages, keyed by (file, qualname or None for the module), with its length in lines."""
     out: dict[tuple[str, str | None], int] = {}
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
@@ -87,18 +65,10 @@ def _name(key: tuple[str, str | None]) -> str:
 
 
 def test_no_function_or_module_is_too_long() -> None:
-    """Apart from the ones ``PENDING`` names, nothing is over the limits."""
-    new = {_name(key): lines for key, lines in offenders().items() if key not in PENDING}
+    new = {_name(key): lines for key, lines in offenders().items()}
     assert not new, f"over the limits (functions {MAX_FUNCTION_LINES} lines, modules {MAX_MODULE_LINES}): " + ", ".join(
         f"{name} ({lines} lines)" for name, lines in sorted(new.items())
     )
-
-
-def test_pending_entries_still_offend() -> None:
-    """The allowlist only shrinks: an entry that is no longer over the limit must be deleted."""
-    found = offenders()
-    fixed = sorted(_name(key) for key in PENDING if key not in found)
-    assert not fixed, f"no longer over the limits, delete from PENDING: {fixed}"
 
 
 BODY = "    x = 1\n"
