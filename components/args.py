@@ -20,7 +20,6 @@ import math
 from typing import NotRequired, TypedDict
 
 from fullserver.baremetal.keys import check_public_key
-from fullserver.catalog import Catalog
 from fullserver.errors import FullserverError
 from fullserver.netcheck import check_ssh_ranges
 from fullserver.platforms import disk_limits
@@ -155,11 +154,11 @@ def access_args(spec: EnvironmentSpec) -> AccessArgs:
     return access
 
 
-def common_args(spec: EnvironmentSpec, catalog: Catalog) -> CommonArgs:
-    offer = catalog.offer(spec.offer)
-    limits: ShapeLimitArgs = {"max_local_ssds": offer.local_nvme_disks if offer else spec.local_nvme_disks}
-    if offer and offer.local_nvme_selectable_counts:
-        limits["local_ssd_counts"] = list(offer.local_nvme_selectable_counts)
+def common_args(spec: EnvironmentSpec) -> CommonArgs:
+    shape = spec.shape_limits
+    limits: ShapeLimitArgs = {"max_local_ssds": shape.max_local_ssds if shape else spec.local_nvme_disks}
+    if shape and shape.local_ssd_counts:
+        limits["local_ssd_counts"] = list(shape.local_ssd_counts)
     args: CommonArgs = {
         "environment": spec.environment,
         "region": spec.region,

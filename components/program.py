@@ -5,8 +5,8 @@ under Pulumi's mock runtime, so the graph it prints is the one ``pulumi up`` cre
 
 Config: every ``fullserver:`` key of the stack (not only the ones fullserver knows, so a typo
 such as ``fullserver:acceleratorcount`` is refused instead of ignored) goes through the core's
-``workload_from_config`` and ``check_workload``, exactly as ``fullserver plan`` reads the stack
-file, so a bad key fails ``pulumi up`` with the same one-line error (as a ``RunError``: Pulumi
+``workload_from_config`` and ``plan_workload`` (which runs ``check_workload`` once), exactly as
+``fullserver plan`` reads the stack file, so a bad key fails ``pulumi up`` with the same one-line error (as a ``RunError``: Pulumi
 prints it without a traceback).
 """
 
@@ -29,7 +29,7 @@ from fullserver.platforms import rules_for
 from fullserver.profiles import get_profile, load_profiles
 from fullserver.rules import stack_file
 from fullserver.stacks import SECRET_KEYS, workload_from_config
-from fullserver.workload import CONFIG_NAMESPACE, check_workload
+from fullserver.workload import CONFIG_NAMESPACE
 
 # What stands for a secret's value: the model only learns that it is set (as from a stack file's
 # ``secure:`` ciphertext); the decrypted value stays with Pulumi's config, read where it is used.
@@ -71,8 +71,6 @@ def plan_from_config(stack: str) -> StackPlan:
     try:
         workload = workload_from_config(read_config(), where)
         profiles, catalog = load_profiles(), load_catalog()
-        # The program's own check of the stack's config (the core's plan entry will run it too).
-        check_workload(workload, get_profile(workload.profile, profiles), catalog)
         plan = plan_workload(stack, where, workload, profiles, catalog)
         check_budget([plan], None)
         if rules_for(plan.spec.platform).configured_over_ssh and not workload.ssh_private_key:

@@ -36,7 +36,7 @@ def _secret_command(spec: EnvironmentSpec, secret: str, _project: str | None) ->
 
 
 def _args(spec: EnvironmentSpec, catalog: Any, _project: Any) -> Any:
-    return aws_args(spec, catalog)
+    return aws_args(spec)
 
 
 ENTRY = PlatformEntry(

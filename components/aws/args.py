@@ -15,7 +15,6 @@ from components.args import (
     refuse,
     serving_args,
 )
-from fullserver.catalog import Catalog, load_catalog
 from fullserver.platforms import Request
 from fullserver.platforms import aws as ec2
 from fullserver.spec import EnvironmentSpec
@@ -39,13 +38,11 @@ class AwsGpuArgs(CommonArgs):
     for any other, since an ALB needs two); default 1."""
 
 
-def aws_args(spec: EnvironmentSpec, catalog: Catalog | None = None) -> AwsGpuArgs:
-    cat = catalog or load_catalog()
-    common = common_args(spec, cat)
-    offer = cat.offer(spec.offer)
-    if offer is not None:
-        common["shape"]["max_efa_interfaces"] = offer.efa_interfaces
-    kind = cat.accelerators[spec.accelerator].kind.value if spec.accelerator in cat.accelerators else "gpu"
+def aws_args(spec: EnvironmentSpec) -> AwsGpuArgs:
+    common = common_args(spec)
+    if spec.shape_limits is not None:
+        common["shape"]["max_efa_interfaces"] = spec.shape_limits.efa_interfaces
+    kind = spec.accelerator_kind.value if spec.accelerator_kind is not None else "gpu"
     extra = {
         "efa_interfaces": spec.network.efa_interfaces,
         "compact_placement": spec.network.compact_placement,

@@ -52,7 +52,7 @@ def secret_command(_spec: EnvironmentSpec, secret: str, project: str | None) -> 
 
 
 def _args(spec: EnvironmentSpec, catalog: Any, project: Any) -> Any:
-    return gcp_args(spec, catalog, project)
+    return gcp_args(spec, project)
 
 
 ENTRY = PlatformEntry(

@@ -17,7 +17,6 @@ from components.args import (
     refuse,
     serving_args,
 )
-from fullserver.catalog import Catalog, load_catalog
 from fullserver.platforms import Request, gcp
 from fullserver.spec import EnvironmentSpec
 
@@ -40,11 +39,8 @@ class GcpGpuArgs(CommonArgs):
 GCP_ATTACHED_GPU_TYPES = gcp.ATTACHED_GPU_TYPES
 
 
-def gcp_args(
-    spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None
-) -> GcpGpuArgs:
-    cat = catalog or load_catalog()
-    common = common_args(spec, cat)
+def gcp_args(spec: EnvironmentSpec, project: pulumi.Input[str] | None = None) -> GcpGpuArgs:
+    common = common_args(spec)
     extra = {
         "accelerator_count": spec.accelerator_count,
         "compact_placement": spec.network.compact_placement,

@@ -31,7 +31,7 @@ def exports(spec: EnvironmentSpec, inner: pulumi.ComponentResource) -> dict[str,
 
 
 def _args(spec: EnvironmentSpec, catalog: Any, project: Any) -> Any:
-    return tpu_args(spec, catalog, project)
+    return tpu_args(spec, project)
 
 
 ENTRY = PlatformEntry(

@@ -6,7 +6,6 @@ from typing import NotRequired, cast
 import pulumi
 
 from components.args import CommonArgs, check_access, check_data_disk, common_args, refuse
-from fullserver.catalog import Catalog, load_catalog
 from fullserver.platforms import Request, tpu
 from fullserver.spec import EnvironmentSpec
 
@@ -24,12 +23,10 @@ class TpuVmArgs(CommonArgs):
     """GCP project; default: the provider's project."""
 
 
-def tpu_args(
-    spec: EnvironmentSpec, catalog: Catalog | None = None, project: pulumi.Input[str] | None = None
-) -> TpuVmArgs:
+def tpu_args(spec: EnvironmentSpec, project: pulumi.Input[str] | None = None) -> TpuVmArgs:
     if spec.tpu is None:
         raise refuse("tpu", "a tpu-vm spec needs its TPU section", "size the workload with the core")
-    common = common_args(spec, catalog or load_catalog())
+    common = common_args(spec)
     extra = {
         "accelerator_type": spec.tpu.accelerator_type,
         "topology": spec.tpu.topology,

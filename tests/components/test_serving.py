@@ -342,7 +342,7 @@ def test_gcp_serving_group_spreads_over_the_catalogs_zones_of_the_region(
         {"profile": "realtime-inference", "region": "us-central1", "serving": {"apiKeySecret": "k"}}
     )
     spec = complete_spec(spec_of(plans, "serve-gcp-realtime"), work, zoned)  # the core picks the zones
-    args = gcp_args(spec, zoned)
+    args = gcp_args(spec)
     assert args.get("serving", {}).get("zones") == ["us-central1-a", "us-central1-b", "us-central1-c"]
     mig = build(lambda: GcpGpuEnvironment("srv", args)).one(
         "compute/regionInstanceGroupManager:RegionInstanceGroupManager"

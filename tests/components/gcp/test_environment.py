@@ -180,7 +180,7 @@ def test_a3_mega_cluster_gets_8_gpudirect_tcpxo_nics_each_on_its_own_network(cat
         2,
         Interconnect.GPUDIRECT_TCPXO,
     )
-    g = build(lambda: GcpGpuEnvironment("mega", gcp_args(spec, catalog, project="proj")))
+    g = build(lambda: GcpGpuEnvironment("mega", gcp_args(spec, project="proj")))
     per_node = nics_of(g)
     assert len(per_node) == 2
     for nics in per_node:
@@ -208,7 +208,7 @@ def test_a3_mega_cluster_gets_8_gpudirect_tcpxo_nics_each_on_its_own_network(cat
 
 def test_a3_high_cluster_gets_4_gpudirect_tcpx_nics(catalog: Catalog, build: Build) -> None:
     spec = cluster(catalog, "H100-80GB").model_copy(update={"offer": "a3-highgpu-8g", "machine_type": "a3-highgpu-8g"})
-    g = build(lambda: GcpGpuEnvironment("high", gcp_args(spec, catalog, project="proj")))
+    g = build(lambda: GcpGpuEnvironment("high", gcp_args(spec, project="proj")))
     for nics in nics_of(g):
         assert len(nics) == 5
         assert [n["network"] for n in nics[1:]] == [f"high-gpu{i}-net-id" for i in range(4)]
@@ -218,7 +218,7 @@ def test_a3_high_cluster_gets_4_gpudirect_tcpx_nics(catalog: Catalog, build: Bui
 @pytest.mark.parametrize("machine_type", ["a3-ultragpu-8g", "a4-highgpu-8g"])
 def test_rdma_cluster_gets_8_mrdma_nics_on_one_roce_network(catalog: Catalog, build: Build, machine_type: str) -> None:
     spec = cluster(catalog, "H200-141GB").model_copy(update={"offer": machine_type, "machine_type": machine_type})
-    g = build(lambda: GcpGpuEnvironment("rdma", gcp_args(spec, catalog, project="proj")))
+    g = build(lambda: GcpGpuEnvironment("rdma", gcp_args(spec, project="proj")))
     for nics in nics_of(g):
         assert len(nics) == 10
         assert [n["nicType"] for n in nics] == ["GVNIC"] * 2 + ["MRDMA"] * 8
@@ -236,12 +236,12 @@ def test_rdma_cluster_gets_8_mrdma_nics_on_one_roce_network(catalog: Catalog, bu
 def test_rdma_cluster_without_a_zone_is_refused(catalog: Catalog) -> None:
     spec = cluster(catalog, "H200-141GB").model_copy(update={"zone": None})
     with pytest.raises(SpecRefused, match=r"spec\.zone: a3-ultragpu-8g nodes talk over a RoCE network, which is zonal"):
-        GcpGpuEnvironment("bad", gcp_args(spec, catalog))
+        GcpGpuEnvironment("bad", gcp_args(spec))
 
 
 def test_a_single_a3_node_has_only_its_primary_nic(catalog: Catalog, build: Build) -> None:
     spec = cluster(catalog, "H100-80GB").model_copy(update={"nodes": 1})
-    g = build(lambda: GcpGpuEnvironment("one", gcp_args(spec, catalog)))
+    g = build(lambda: GcpGpuEnvironment("one", gcp_args(spec)))
     assert [len(n) for n in nics_of(g)] == [1]
     assert len(g.of_type("compute/network:Network")) == 1
 
