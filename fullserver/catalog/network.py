@@ -20,7 +20,9 @@ from fullserver.yamlio import read_yaml, validation_error
 NETWORK_FILE = "network.yaml"
 QUOTAS_FILE = "quotas.yaml"
 """The quotas a stack needs (``fullserver.quotas``): not a shape file either."""
-NOT_SHAPES = (NETWORK_FILE, QUOTAS_FILE)
+IMAGES_FILE = "images.yaml"
+"""The default boot images and their publishers' end-of-patch dates (``fullserver.images``)."""
+NOT_SHAPES = (NETWORK_FILE, QUOTAS_FILE, IMAGES_FILE)
 """The data files the shape catalog's loader and refresh skip."""
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
