@@ -23,7 +23,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from fullserver.catalog import DATA_DIR, Catalog, load_catalog
-from fullserver.catalog.staleness import DEFAULT_MAX_PRICE_AGE_DAYS, plan_staleness_warnings
+from fullserver.catalog.staleness import DEFAULT_MAX_PRICE_AGE_DAYS
 from fullserver.diff import PlanDiff, check_increase, compare
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import check_max_monthly_usd, plan_paths
@@ -35,7 +35,7 @@ from fullserver_cli import gitbase
 from fullserver_cli.diff_render import markdown, terminal
 from fullserver_cli.guardrails import available as guardrails_available
 from fullserver_cli.output import console, emit_json, fail
-from fullserver_cli.plan import STACKS_DIR, plan_document
+from fullserver_cli.plan import STACKS_DIR, dated_warnings, plan_document
 
 CATALOG_DIR = DATA_DIR
 """The catalog the working tree plans with; its base version is read from the base commit when
@@ -227,7 +227,7 @@ def plan_documents(
             what = exc.line() if isinstance(exc, FullserverError) else " ".join(str(exc).split())[:300]
             notes[stack_of_file(path.name) or path.name] = f"the base does not plan with the current code: {what}"
             continue
-        staleness = plan_staleness_warnings(plan, catalog, today, max_price_age_days)
+        staleness = dated_warnings(plan, catalog, today, max_price_age_days)
         docs.append(
             {
                 **plan_document(plan, [*plan.warnings, *staleness, *done.warnings], done.resources),

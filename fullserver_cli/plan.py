@@ -13,9 +13,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from fullserver.catalog import load_catalog
+from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.staleness import DEFAULT_MAX_PRICE_AGE_DAYS, plan_staleness_warnings
 from fullserver.errors import FullserverError
+from fullserver.images import plan_image_warnings
 from fullserver.plan import StackPlan, check_budget, check_max_monthly_usd, plan_paths
 from fullserver.stacks import find_stacks
 from fullserver_cli import render
@@ -47,12 +48,21 @@ def plan(
     except FullserverError as exc:
         raise fail(exc) from None
     today = dt.date.today()
-    warnings = {p.stack: [*p.warnings, *plan_staleness_warnings(p, catalog, today, max_price_age_days)] for p in plans}
+    warnings = {p.stack: [*p.warnings, *dated_warnings(p, catalog, today, max_price_age_days)] for p in plans}
     _print(plans, warnings, as_json, summary, max_monthly_usd)
     try:
         check_budget(plans, max_monthly_usd)
     except FullserverError as exc:
         raise fail(exc) from None
+
+
+def dated_warnings(plan: StackPlan, catalog: Catalog, today: dt.date, max_price_age_days: int) -> list[str]:
+    """What the plan says because of the date: prices older than the limit, boot images near or
+    past their end of patch (``plan`` and ``diff`` both add them to the core's warnings)."""
+    return [
+        *plan_staleness_warnings(plan, catalog, today, max_price_age_days),
+        *plan_image_warnings(plan, catalog, today),
+    ]
 
 
 def plan_document(plan: StackPlan, warnings: list[str], resources: list[dict[str, Any]]) -> dict[str, Any]:

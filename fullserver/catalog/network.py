@@ -23,7 +23,9 @@ QUOTAS_FILE = "quotas.yaml"
 """The quotas a stack needs (``fullserver.quotas``): not a shape file either."""
 KUBERNETES_FILE = "kubernetes.yaml"
 """Kubernetes cluster fees (``fullserver.kube.fees``): not a shape file either."""
-NOT_SHAPES = (NETWORK_FILE, QUOTAS_FILE, KUBERNETES_FILE)
+IMAGES_FILE = "images.yaml"
+"""The default boot images and their publishers' end-of-patch dates (``fullserver.images``)."""
+NOT_SHAPES = (NETWORK_FILE, QUOTAS_FILE, KUBERNETES_FILE, IMAGES_FILE)
 """The data files the shape catalog's loader and refresh skip."""
 DATA_DIR = Path(__file__).resolve().parent / "data"
 

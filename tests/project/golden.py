@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from fullserver.catalog import load_catalog
-from fullserver.catalog.staleness import DEFAULT_MAX_PRICE_AGE_DAYS, plan_staleness_warnings
+from fullserver.catalog.staleness import DEFAULT_MAX_PRICE_AGE_DAYS
 from fullserver.plan import plan_paths
 from fullserver.stacks import find_stacks
 
@@ -47,11 +47,11 @@ def _pin(value: Any) -> Any:
 def snapshot(stack: str) -> dict[str, Any]:
     """What ``plan --json`` says of the stack, and what ``pulumi up`` would register."""
     from components.graph import graph_for_config, graph_for_stack_plan, rows_json
-    from fullserver_cli.plan import plan_document
+    from fullserver_cli.plan import dated_warnings, plan_document
 
     catalog = load_catalog()
     (plan,) = plan_paths(find_stacks(STACKS, [stack]), catalog=catalog)
-    warnings = [*plan.warnings, *plan_staleness_warnings(plan, catalog, TODAY, DEFAULT_MAX_PRICE_AGE_DAYS)]
+    warnings = [*plan.warnings, *dated_warnings(plan, catalog, TODAY, DEFAULT_MAX_PRICE_AGE_DAYS)]
     graph = graph_for_stack_plan(plan)
     document = plan_document(plan, [*warnings, *graph.warnings], rows_json(graph))
     document["path"] = str(Path(document["path"]).relative_to(ROOT))  # the same in every clone
