@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 
+from fullserver.images import default_image
+from fullserver.platform import Platform
 from fullserver.platforms import aws
 
 # Stable device names AWS gives its disks in the guest (``fullserver.platforms.aws``): local NVMe
@@ -17,15 +19,16 @@ from fullserver.platforms import aws
 AWS_INSTANCE_STORE = aws.INSTANCE_STORE_DEVICES
 AWS_EBS = aws.EBS_DEVICES
 
-# AWS DLAMI SSM parameters: /aws/service/deeplearning/ami/<arch>/<ami_type>/latest/ami-id, where
-# ami_type is the DLAMI name without "deep", "learning", "ami" (AWS doc "Finding the ID of a
-# DLAMI"). The Base OSS Nvidia Driver GPU AMI carries the driver, CUDA, EFA and NCCL/OFI for every
-# framework (which is pip-installed on it); Neuron devices need the Neuron multi-framework DLAMI.
-AWS_DLAMI_SSM = {
-    "gpu": "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
-    "trainium": "/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id",
-    "inferentia": "/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id",
-}
+
+def default_parameter(accelerator_kind: str) -> str:
+    """The SSM parameter of the DLAMI a node of this accelerator kind boots by default: the Base OSS
+    Nvidia Driver GPU AMI (driver, CUDA, EFA and NCCL/OFI for every framework, pip-installed on it)
+    or, for Neuron devices, the Neuron multi-framework DLAMI. The names and their end-of-patch
+    dates are the core's data (``fullserver.images``), so the plan warns about what nodes boot."""
+    found = default_image(Platform.AWS_GPU, (accelerator_kind,))
+    if found is None:
+        raise ValueError("no default AWS image in fullserver/catalog/data/images.yaml")
+    return found.name
 
 
 def aws_image_id(image: str | None, accelerator_kind: str) -> str:
@@ -36,7 +39,7 @@ def aws_image_id(image: str | None, accelerator_kind: str) -> str:
     """
     if image:
         return image if image.startswith(("ami-", "resolve:ssm:")) else f"resolve:ssm:{image}"
-    return "resolve:ssm:" + AWS_DLAMI_SSM.get(accelerator_kind, AWS_DLAMI_SSM["gpu"])
+    return "resolve:ssm:" + default_parameter(accelerator_kind)
 
 
 def aws_secret_command(region: str, parameter: str) -> list[str]:

@@ -10,6 +10,8 @@ Check current names with ``gcloud compute images list --project deeplearning-pla
 from __future__ import annotations
 
 from components.startup import LOGIN_USER
+from fullserver.images import default_image
+from fullserver.platform import Platform
 from fullserver.platforms import gcp
 
 # Stable device names Compute Engine gives its disks in the guest (``fullserver.platforms.gcp``):
@@ -18,21 +20,23 @@ GCP_LOCAL_SSD = gcp.LOCAL_SSD_DEVICES
 GCP_DATA = gcp.DATA_DEVICE
 
 DLVM_PROJECT = "deeplearning-platform-release"
-# Deep Learning VM image families per framework; "common" carries driver + CUDA for frameworks
-# without their own family (JAX is pip-installed on it).
-DLVM_FAMILIES = {
-    "pytorch": "pytorch-2-7-cu128-ubuntu-2204-nvidia-570",
-    "tensorflow": "tf-2-17-cu123-ubuntu-2204-py310",
-    "jax": "common-cu128-ubuntu-2204-nvidia-570",
-    "other": "common-cu128-ubuntu-2204-nvidia-570",
-}
+
+
+def default_family(framework: str) -> str:
+    """The Deep Learning VM image family a node of this framework boots by default ("common"
+    carries driver + CUDA for frameworks without their own family: JAX is pip-installed on it).
+    The names and their end-of-patch dates are the core's data (``fullserver.images``)."""
+    found = default_image(Platform.GCP_GPU, (framework,))
+    if found is None:
+        raise ValueError("no default Compute Engine image in fullserver/catalog/data/images.yaml")
+    return found.name
 
 
 def gcp_image(image: str | None, framework: str) -> str:
     """A full image path as given, a DLVM family by name, or the framework's default family."""
     if image and ("/" in image):
         return image
-    family = image or DLVM_FAMILIES.get(framework, DLVM_FAMILIES["other"])
+    family = image or default_family(framework)
     return f"projects/{DLVM_PROJECT}/global/images/family/{family}"
 
 

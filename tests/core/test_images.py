@@ -20,17 +20,6 @@ from tests.core.test_stack_config import STACKS, plan_offline
 AWS_GPU_AMI = "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
 
 
-def test_the_components_boot_exactly_the_images_the_table_dates() -> None:
-    from components.images import AWS_DLAMI_SSM, DLVM_FAMILIES
-
-    for kind, parameter in AWS_DLAMI_SSM.items():
-        found = default_image(Platform.AWS_GPU, (kind,))
-        assert found is not None and found.name == parameter, kind
-    for framework, family in DLVM_FAMILIES.items():
-        found = default_image(Platform.GCP_GPU, (framework,))
-        assert found is not None and found.name == family, framework
-
-
 def test_an_aws_node_is_patched_until_its_ubuntu_release_is() -> None:
     found = default_image(Platform.AWS_GPU, ("pytorch", "gpu"))
     assert found is not None and found.end_of_patch == dt.date(2027, 4, 30) and found.basis == "Ubuntu 22.04"
