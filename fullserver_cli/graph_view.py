@@ -12,7 +12,7 @@ from typing import Any
 from rich.text import Text
 
 from components.graph import Graph, Row
-from fullserver.platforms import tpu
+from fullserver.platforms import QUEUED_TPU_TYPE
 from fullserver.rules import LABEL_ENVIRONMENT
 from fullserver_cli.tables import FitTable, table
 
@@ -152,7 +152,7 @@ _SUMMARIES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "aws:ec2/launchTemplate:LaunchTemplate": _aws_launch_template,
     "gcp:compute/instance:Instance": _gcp_instance,
     "gcp:tpu/v2Vm:V2Vm": _tpu_vm,
-    tpu.QUEUED_RESOURCE_TYPE: _queued_tpu,
+    QUEUED_TPU_TYPE: _queued_tpu,
     "gcp:compute/disk:Disk": _disk,
     "aws:ebs/volume:Volume": _disk,
     "gcp:compute/firewall:Firewall": _gcp_firewall,

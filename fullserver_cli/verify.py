@@ -39,7 +39,7 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import plan_paths
 from fullserver.platform import Platform
-from fullserver.platforms import bare_metal, rules_for
+from fullserver.platforms import rules_for
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
 from fullserver.workload import DedicatedHost
@@ -50,7 +50,7 @@ from fullserver_cli.output import console
 from fullserver_cli.plan import STACKS_DIR
 from fullserver_cli.tables import FitTable, table
 
-BARE_METAL_SCRATCH = bare_metal.SCRATCH
+BARE_METAL_SCRATCH = rules_for(Platform.BARE_METAL).scratch
 """Where fullserver's bare-metal configuration mounts the scratch array unless told otherwise."""
 
 

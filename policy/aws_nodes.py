@@ -62,6 +62,17 @@ def _lt_disks(lt: PolicyResource | None) -> tuple[list[Disk], float]:
     return disks, attached
 
 
+def aws_volume(r: PolicyResource) -> Disk:
+    """A standalone EBS volume (``aws:ebs/volume:Volume``) as the budget prices it."""
+    return Disk(
+        "aws",
+        str(plain(r.props.get("type")) or UNSET_VOLUME_KIND),
+        number(r.props.get("size")) or 0.0,
+        number(r.props.get("iops")) or 0.0,
+        number(r.props.get("throughput")) or 0.0,
+    )
+
+
 def launch_template_of(resource: PolicyResource, resources: Sequence[PolicyResource]) -> PolicyResource | None:
     """The launch template an instance, spot request or Auto Scaling group launches from, if any."""
     for key in ("launchTemplate", "mixedInstancesPolicy"):

@@ -22,13 +22,12 @@ from pulumi_policy import (
 )
 
 from fullserver.catalog import Offer
-from fullserver.platforms.aws import UNSET_VOLUME_KIND
-from fullserver.platforms.gcp import UNSET_DISK_KIND
 from fullserver.rules import HOURS_PER_MONTH, MAX_HOURS_PER_MONTH, disk_usd_month
-from policy.aws_nodes import aws_region
+from policy.aws_nodes import aws_region, aws_volume
+from policy.gcp_nodes import gcp_disk
 from policy.nodes import Disk, zone_region
 from policy.offers import catalog
-from policy.resources import AWS_VOLUME, GCP_DISKS, describe, last_segment, number, plain, truthy
+from policy.resources import AWS_VOLUME, GCP_DISKS, describe, number, plain, truthy
 from policy.stack_nodes import accelerator_nodes
 
 
@@ -112,22 +111,9 @@ def estimate_month(resources: Sequence[PolicyResource], hours: float = HOURS_PER
         disk: Disk | None = None
         region: str | None = None
         if r.resource_type == AWS_VOLUME:
-            disk = Disk(
-                "aws",
-                str(plain(r.props.get("type")) or UNSET_VOLUME_KIND),
-                number(r.props.get("size")) or 0.0,
-                number(r.props.get("iops")) or 0.0,
-                number(r.props.get("throughput")) or 0.0,
-            )
-            region = aws_region(r)
+            disk, region = aws_volume(r), aws_region(r)
         elif r.resource_type in GCP_DISKS:
-            disk = Disk(
-                "gcp",
-                last_segment(r.props.get("type") or UNSET_DISK_KIND),
-                number(r.props.get("size")) or 0.0,
-                number(r.props.get("provisionedIops")) or 0.0,
-                number(r.props.get("provisionedThroughput")) or 0.0,
-            )
+            disk = gcp_disk(r)
             region = zone_region(r.props.get("zone")) or plain(r.props.get("region"))
         if disk is None:
             continue

@@ -31,6 +31,17 @@ from policy.resources import (
 )
 
 
+def gcp_disk(r: PolicyResource) -> Disk:
+    """A standalone Compute Engine disk as the budget prices it."""
+    return Disk(
+        "gcp",
+        last_segment(r.props.get("type") or UNSET_DISK_KIND),
+        number(r.props.get("size")) or 0.0,
+        number(r.props.get("provisionedIops")) or 0.0,
+        number(r.props.get("provisionedThroughput")) or 0.0,
+    )
+
+
 def gcp_offer(machine_type: str, accelerators: list[Any]) -> Offer | None:
     """A GCP offer: the machine type itself (A2/A3/G2 bundle their GPUs), or an N1 host + N GPUs of
     a model the core attaches by that accelerator type (``fullserver.platforms.gcp.ATTACHED_GPU_TYPES``)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from pulumi_policy.secret import Secret
 
-from fullserver.platforms.tpu import QUEUED_RESOURCE_TYPE
+from fullserver.platforms import QUEUED_TPU_TYPE
 
 AWS_SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 AWS_SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
@@ -39,7 +39,7 @@ GCP_REGION_MIG = "gcp:compute/regionInstanceGroupManager:RegionInstanceGroupMana
 GCP_AUTOSCALER = "gcp:compute/autoscaler:Autoscaler"
 GCP_REGION_AUTOSCALER = "gcp:compute/regionAutoscaler:RegionAutoscaler"
 TPU_VM = "gcp:tpu/v2Vm:V2Vm"
-TPU_QUEUED = QUEUED_RESOURCE_TYPE  # a dynamic resource: pulumi-gcp 10.2's queued node takes no service account
+TPU_QUEUED = QUEUED_TPU_TYPE  # a dynamic resource: pulumi-gcp 10.2's queued node takes no service account
 
 GCP_TEMPLATES = (GCP_TEMPLATE, GCP_REGION_TEMPLATE)
 GCP_DISKS = (GCP_DISK, GCP_REGION_DISK)

@@ -37,6 +37,7 @@ from fullserver.platforms.base import (
 
 __all__ = [
     "ANY_CLOUD",
+    "QUEUED_TPU_TYPE",
     "DiskKind",
     "DiskLimits",
     "NameRule",
@@ -63,6 +64,9 @@ __all__ = [
     "tpu",
     "zone_problem",
 ]
+
+QUEUED_TPU_TYPE = tpu.QUEUED_RESOURCE_TYPE
+"""The resource type of a queued Cloud TPU slice (a dynamic resource), for readers of any graph."""
 
 _RULES: dict[Platform, PlatformRules] = {
     r.platform: r for r in (aws.RULES, gcp.RULES, tpu.RULES, bare_metal.RULES, gke.GPU_RULES, gke.TPU_RULES, eks.RULES)

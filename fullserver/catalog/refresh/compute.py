@@ -28,12 +28,21 @@ from collections.abc import Callable, Iterable, Iterator
 from fullserver.catalog.model import CatalogFile, Source
 from fullserver.catalog.refresh.http import FetchError, Opener, pages
 from fullserver.catalog.refresh.rows import Fetched, Row
-from fullserver.platforms import gcp as gce
+from fullserver.platform import Platform
+from fullserver.platforms import rules_for
 
 API = "https://compute.googleapis.com/compute/v1"
 DOCS_URL = "https://cloud.google.com/compute/docs/reference/rest/v1/machineTypes/aggregatedList"
 SOURCE_KEY = "gcp-compute-zones"
 MAX_PAGES = 50
+
+_GCE = rules_for(Platform.GCP_GPU)
+"""Compute Engine's platform: how its zones and machine series are named."""
+
+
+def _series(machine_type: str) -> str:
+    assert _GCE.machine_series is not None  # Compute Engine names its machine series
+    return _GCE.machine_series(machine_type)
 
 
 def _aggregated_url(project: str, collection: str, names: str, page_token: str) -> str:
@@ -67,8 +76,8 @@ def zones_by_series(opener: Opener, project: str, series: set[str]) -> dict[str,
     """Every zone offering each series (a series is a machine type's name without its size)."""
     found: dict[str, set[str]] = {s: set() for s in series}
     for name, zone in _listed(opener, project, "machineTypes", lambda t: machine_types_url(project, series, t)):
-        s = gce.machine_series(name)
-        if s in found and gce.RULES.region_of_zone(zone):
+        s = _series(name)
+        if s in found and _GCE.region_of_zone(zone):
             found[s].add(zone)
     return found
 
@@ -95,13 +104,13 @@ def fetch_zones(data: CatalogFile, opener: Opener, project: str, today: dt.date,
     if attachable:
         by_gpu = zones_by_accelerator(opener, project)
         for acc, family in sorted(attachable):
-            kept = sorted(z for z in by_gpu.get(acc, set()) if gce.RULES.region_of_zone(z) in wanted)
+            kept = sorted(z for z in by_gpu.get(acc, set()) if _GCE.region_of_zone(z) in wanted)
             if kept:
                 fetched.rows.append(Row("attachable_gpus", (acc, family), {}, lists={"zones": kept}))
             else:
                 fetched.problems.append(f"{acc}: attachable in none of {', '.join(sorted(wanted))}; its zones are kept")
     for name, zones in sorted(zones_by_series(opener, project, series).items()):
-        kept = sorted(z for z in zones if gce.RULES.region_of_zone(z) in wanted)
+        kept = sorted(z for z in zones if _GCE.region_of_zone(z) in wanted)
         if kept:
             fetched.rows.append(Row("machine_zones", (name,), {}, lists={"zones": kept}))
         else:
@@ -128,7 +137,7 @@ def zones_by_accelerator(opener: Opener, project: str) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {acc: set() for acc in ACCELERATOR_TYPES.values()}
     for name, zone in _listed(opener, project, "acceleratorTypes", lambda t: accelerator_types_url(project, t)):
         ours = ACCELERATOR_TYPES.get(name)
-        if ours and gce.RULES.region_of_zone(zone):
+        if ours and _GCE.region_of_zone(zone):
             found[ours].add(zone)
     return found
 
