@@ -23,7 +23,7 @@ from fullserver.errors import BudgetExceeded, FullserverError, InputError
 from fullserver.platforms import rules_for
 from fullserver.platforms.quota import QuotaNeed
 from fullserver.profiles import Profile, get_profile, load_profiles
-from fullserver.quotas import quotas_for
+from fullserver.quotas import CapacityAdvice, capacity_paths, quotas_for
 from fullserver.sizing import complete_spec, size, spec_for
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import Stack, load_stack
@@ -65,6 +65,8 @@ class StackPlan(BaseModel):
     """The chosen environment as a comparison row: its price on the comparison's pricing model."""
     quotas: list[QuotaNeed] = []
     """Each quota the stack counts against, at the most it reaches (``fullserver.quotas``)."""
+    capacity_paths: list[CapacityAdvice] = []
+    """Where its accelerator quota starts at 0 in a new account: the ways to get capacity that fit."""
 
     @property
     def warnings(self) -> list[str]:
@@ -254,7 +256,8 @@ def plan_workload(
         comparison=comparison,
         budget_monthly_usd=workload.budget_monthly_usd,
         baseline=baseline,
-        quotas=quotas_for(spec),
+        quotas=(quotas := quotas_for(spec)),
+        capacity_paths=capacity_paths(spec, quotas, catalog),
     )
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from fullserver.catalog import Catalog
 from fullserver.catalog.network import DATA_DIR, QUOTAS_FILE
 from fullserver.errors import InputError
 from fullserver.platforms import rules_for
@@ -31,6 +32,10 @@ def load_quota_table(path: Path = DATA_DIR / QUOTAS_FILE) -> QuotaTable:
         table = QuotaTable.model_validate(read_yaml(path))
     except ValidationError as exc:
         raise validation_error(str(path), exc) from None
+    for i, path_ in enumerate(table.capacity_paths):
+        if path_.source is not None and path_.source not in table.sources:
+            where = f"{path}: capacity_paths[{i}]"
+            raise InputError(where, f"names unknown source '{path_.source}'", "add it under sources")
     for key, quota in table.quotas.items():
         if quota.source not in table.sources:
             raise InputError(f"{path}: quotas.{key}", f"names unknown source '{quota.source}'", "add it under sources")
@@ -99,3 +104,46 @@ def ask_of(spec: EnvironmentSpec) -> QuotaAsk:
 def quotas_for(spec: EnvironmentSpec, table: QuotaTable | None = None) -> list[QuotaNeed]:
     """Each quota the environment needs, with its amount at the most (its platform's rule)."""
     return rules_for(spec.platform).quotas(ask_of(spec), table or load_quota_table())
+
+
+class CapacityAdvice(BaseModel):
+    """One way to get the accelerators when their quota starts at 0 (``plan --json`` carries it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    how: str
+    priced: str | None = None
+    """The catalog price it is billed at (``on-demand``, ``spot``); ``None``: its own terms."""
+    usd_hour: float | None = None
+    """That price per ``offer``-hour, where the catalog has it."""
+    offer: str
+    source: str | None = None
+
+
+def capacity_paths(
+    spec: EnvironmentSpec, needs: list[QuotaNeed], catalog: Catalog, table: QuotaTable | None = None
+) -> list[CapacityAdvice]:
+    """The capacity paths that fit the profile's pricing, when a quota the stack needs starts at 0
+    in a new account: a first ``pulumi up`` there fails on quota, so the plan says what to ask for
+    before it does (quota increases take days; some paths draw on another, easier quota)."""
+    if not any(n.new_account_zero for n in needs):
+        return []
+    table = table or load_quota_table()
+    offer = catalog.offer(spec.offer)
+    price = offer.prices.get(spec.region) if offer is not None else None
+    family = spec.machine_type.split(".", 1)[0]
+    out = []
+    for path in table.capacity_paths:
+        if spec.platform.value not in path.platforms or spec.pricing.value not in path.fits:
+            continue
+        if path.families and family not in path.families:
+            continue
+        usd = None
+        if price is not None and path.priced is not None:
+            usd = price.on_demand if path.priced == "on-demand" else price.spot
+        url = table.sources[path.source].url if path.source else None
+        out.append(
+            CapacityAdvice(path=path.name, how=path.how, priced=path.priced, usd_hour=usd, offer=spec.offer, source=url)
+        )
+    return out

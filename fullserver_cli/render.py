@@ -99,6 +99,8 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
     parts: list[FitTable | Text] = [head, balance_table(s.balance), cost]
     if plan.quotas:
         parts.append(quota_table(plan))
+    if plan.capacity_paths:
+        parts.append(capacity_table(plan))
     if plan.comparison:
         parts.append(comparison_table(plan))
     if s.near_misses:
@@ -207,6 +209,27 @@ def quota_table(plan: StackPlan) -> FitTable:
     )
     for q in plan.quotas:
         t.add_row(f"{q.code}\n{q.name}", q.service, q.scope, f"{q.amount:g} {q.unit}", q.why)
+    return t
+
+
+def capacity_table(plan: StackPlan) -> FitTable:
+    """Where the accelerator quota starts at 0 in a new account: the ways to capacity that fit the profile."""
+    t = table(
+        "path",
+        "USD/hour",
+        "how",
+        title="a new account has 0 of this accelerator quota: capacity paths for this profile",
+        narrow=[("path", "USD/hour"), ("how",)],
+    )
+    for p in plan.capacity_paths:
+        price = (
+            f"{money(p.usd_hour)} per {p.offer}"
+            if p.usd_hour is not None
+            else f"no {p.priced} price in the catalog"
+            if p.priced
+            else "its own terms"
+        )
+        t.add_row(p.path, price, p.how)
     return t
 
 

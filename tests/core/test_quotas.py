@@ -239,3 +239,58 @@ def test_diff_shows_the_quotas_a_change_adds(plans: dict[str, StackPlan]) -> Non
     [diff] = compare(read_document([doc], "base"), read_document([more], "head")).stacks
     assert diff.status == "changed"
     assert [(q.code, q.before, q.after) for q in diff.quotas] == [("L-417A185B", 384, 768), ("L-53DA6B97", None, 1)]
+
+
+# --- capacity paths: where the accelerator quota starts at 0 in a new account ----------------------
+
+
+def paths(plan: StackPlan) -> list[tuple[str, float | None]]:
+    return [(p.path, p.usd_hour) for p in plan.capacity_paths]
+
+
+def test_a_reserved_p5_cluster_is_told_of_capacity_blocks_and_reservations(plans: dict[str, StackPlan]) -> None:
+    """EC2's P quota is 0 in a new account: the plan names the paths a reserved profile can take."""
+    assert paths(plans["train-p5-cluster"]) == [
+        ("on-demand", 55.04),
+        ("EC2 Capacity Blocks for ML", None),
+        ("On-Demand Capacity Reservation", None),
+    ]
+    blocks = plans["train-p5-cluster"].capacity_paths[1]
+    assert "Concurrent Capacity Blocks quota" in blocks.how and blocks.source is not None
+
+
+def test_a_spot_profile_on_tpus_is_told_of_spot_and_queued_resources_with_their_prices(
+    plans: dict[str, StackPlan],
+) -> None:
+    assert paths(plans["train-tpu-v5e"]) == [("on-demand", 9.6), ("spot", 1.95944), ("Cloud TPU queued resource", None)]
+
+
+def test_capacity_blocks_are_offered_only_for_the_families_that_have_them(plans: dict[str, StackPlan]) -> None:
+    names = [p.path for p in plans["exp-aws-l4-spot"].capacity_paths]
+    assert names == ["on-demand", "spot"]  # a G family, spot-with-fallback: no capacity blocks, no reservation
+
+
+def test_a_spot_path_without_a_catalog_spot_price_says_so_instead_of_a_number(plans: dict[str, StackPlan]) -> None:
+    spot = next(p for p in plans["exp-aws-spot"].capacity_paths if p.path == "spot")
+    assert (spot.priced, spot.usd_hour) == ("spot", None)
+
+
+def test_no_paths_where_no_quota_is_known_to_start_at_zero(plans: dict[str, StackPlan]) -> None:
+    """Google states no default for GPU quotas ("not all projects have the same quotas"), and a
+    rented server needs no quota: the plan says nothing rather than guess."""
+    for stack in ("finetune-gcp-g2", "serve-gcp-realtime", "dedicated-h100"):
+        assert plans[stack].capacity_paths == [], stack
+
+
+def test_a_capacity_path_naming_an_unknown_source_is_refused(tmp_path: Path) -> None:
+    import yaml
+
+    from fullserver.catalog.network import DATA_DIR, QUOTAS_FILE
+    from fullserver.errors import InputError
+
+    data = yaml.safe_load((DATA_DIR / QUOTAS_FILE).read_text())
+    data["capacity_paths"][2]["source"] = "nowhere"
+    path = tmp_path / "quotas.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(InputError, match=r"capacity_paths\[2\]: names unknown source 'nowhere'"):
+        load_quota_table(path)

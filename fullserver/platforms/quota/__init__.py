@@ -32,6 +32,8 @@ class Quota(_Strict):
     unit: str
     scope: Literal["region", "zone", "global"] = "region"
     source: str
+    new_account_zero: bool = False
+    """Its default is 0 in a new account or project (as its source states)."""
 
 
 class AwsVcpuGroup(_Strict):
@@ -64,10 +66,26 @@ class TpuGeneration(_Strict):
     preemptible_region: str | None = None
 
 
+class CapacityPath(_Strict):
+    """A way to get accelerator capacity where its quota starts at 0, for the profiles it fits."""
+
+    name: str
+    platforms: list[str]
+    fits: list[str]
+    """The pricing models (``PricingModel`` values) of the profiles it suits."""
+    how: str
+    priced: Literal["on-demand", "spot"] | None = None
+    """Which catalog price it is billed at, where the catalog has one."""
+    families: list[str] = []
+    """Only these instance families (empty: every shape of the platforms)."""
+    source: str | None = None
+
+
 class QuotaTable(_Strict):
     """``quotas.yaml``: every quota fullserver names, and the rules that pick them."""
 
     sources: dict[str, Source]
+    capacity_paths: list[CapacityPath] = []
     quotas: dict[str, Quota]
     aws_vcpu_groups: dict[str, AwsVcpuGroup]
     aws_storage: dict[str, str]
@@ -104,6 +122,7 @@ class QuotaNeed(_Strict):
     why: str
     """How the amount is made up, in words (``2 x p5.48xlarge x 192 vCPUs``)."""
     source: str
+    new_account_zero: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,4 +169,5 @@ def need(table: QuotaTable, key: str, ask: QuotaAsk, amount: float, why: str, cl
         unit=q.unit,
         why=why,
         source=q.source,
+        new_account_zero=q.new_account_zero,
     )
