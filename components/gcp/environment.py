@@ -60,6 +60,23 @@ from fullserver.platforms import gcp as gce
 TOKEN = "fullserver:index:GcpGpuEnvironment"
 
 
+STOP_TO_UPDATE = (
+    "machine_type",
+    "min_cpu_platform",
+    "service_account",
+    "enable_display",
+    "shielded_instance_config",
+    "advanced_machine_features",
+    "scheduling",
+    "guest_accelerators",
+    "network_performance_config",
+)
+"""The instance's inputs the Google provider changes by stopping it first (its update's
+``needToStopInstanceBeforeUpdating``: machine type, minimum CPU platform, service account and
+scopes, display, shielded VM, advanced machine features, boot-time scheduling), and the
+accelerators and network tier that only a stopped VM takes."""
+
+
 def _scheduling(spot: bool) -> Any:
     if spot:
         return {
@@ -239,6 +256,11 @@ def _instances(
         gpu_nics(parent, name, nic_plan, region=args["region"], zone=zone or "", project=project) if nic_plan else []
     )
     placement_policy = _placement_policy(parent, name, args)
+    # The provider stops a VM to change these without saying whether its local SSDs may be
+    # discarded, which Compute Engine refuses ("You cannot stop an instance that uses a local
+    # SSD"; hashicorp/terraform-provider-google#13519, #26173). With local SSDs, then, such a
+    # change replaces the VM, and the plan says so, instead of failing half-way through an up.
+    stoppable = args["local_ssd_count"] == 0
     instances = []
     for i in range(args["nodes"]):
         attached: Any = []
@@ -272,10 +294,15 @@ def _instances(
             metadata=vm.metadata,
             labels=vm.labels,
             tags=net.tags,
-            allow_stopping_for_update=True,
+            allow_stopping_for_update=stoppable,
             # Its data disk is attached read-write, to one VM at a time: a replacement
             # can start only once the old VM has let the disk go.
-            opts=pulumi.ResourceOptions.merge(stateful, pulumi.ResourceOptions(delete_before_replace=True)),
+            opts=pulumi.ResourceOptions.merge(
+                stateful,
+                pulumi.ResourceOptions(
+                    delete_before_replace=True, replace_on_changes=[] if stoppable else list(STOP_TO_UPDATE)
+                ),
+            ),
         )
         instances.append(inst)
     return instances

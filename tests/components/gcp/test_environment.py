@@ -6,7 +6,7 @@ import pytest
 
 from components.args import SpecRefused
 from components.gcp.args import gcp_args
-from components.gcp.environment import GcpGpuEnvironment
+from components.gcp.environment import STOP_TO_UPDATE, GcpGpuEnvironment
 from components.graph import Graph
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Interconnect
@@ -16,7 +16,7 @@ from fullserver.profiles import load_profiles
 from fullserver.spec import DataDisk, EnvironmentSpec
 from fullserver.stacks import workload_from_config
 from fullserver_cli.graph_view import summary
-from tests.components.conftest import Build, Plans, spec_of
+from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
 
 GPUDIRECT = {Interconnect.GPUDIRECT_TCPX, Interconnect.GPUDIRECT_TCPXO, Interconnect.GPUDIRECT_RDMA}
 
@@ -92,6 +92,30 @@ def test_on_demand_a2_uses_standard_provisioning(plans: Plans, build: Build) -> 
     assert vm["scheduling"]["provisioningModel"] == "STANDARD" and vm["scheduling"]["automaticRestart"] is True
     assert vm["reservationAffinity"] == {"type": "ANY_RESERVATION"}
     assert vm["scratchDisks"] == []
+
+
+def test_a_vm_with_local_ssds_is_replaced_rather_than_stopped_for_an_update(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    """The provider stops a VM for a machine-type (or service-account...) change without saying
+    what becomes of its local SSDs, which Compute Engine refuses; such a change replaces the VM
+    (its scratch data is lost either way), and the plan shows the replacement."""
+    g = build(lambda: GcpGpuEnvironment("ssd", gcp_args(spec_of(plans, "finetune-gcp-g2"), project="proj")))
+    vm = g.one("compute/instance:Instance")
+    assert vm.inputs["scratchDisks"] and vm.inputs["allowStoppingForUpdate"] is False
+    opts = resource_options[vm.name]
+    assert opts.delete_before_replace is True
+    assert sorted(opts.replace_on_changes or []) == sorted(STOP_TO_UPDATE)
+    assert {"machine_type", "service_account", "scheduling"} <= set(STOP_TO_UPDATE)
+
+
+def test_a_vm_without_local_ssds_may_be_stopped_for_an_update(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    spec = spec_of(plans, "finetune-gcp-a2", spot=False)
+    vm = build(lambda: GcpGpuEnvironment("a2", gcp_args(spec))).one("compute/instance:Instance")
+    assert vm.inputs["scratchDisks"] == [] and vm.inputs["allowStoppingForUpdate"] is True
+    assert not resource_options[vm.name].replace_on_changes
 
 
 def test_n1_attaches_its_gpus(plans: Plans, build: Build) -> None:
