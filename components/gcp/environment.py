@@ -300,7 +300,11 @@ def _instances(
             opts=pulumi.ResourceOptions.merge(
                 stateful,
                 pulumi.ResourceOptions(
-                    delete_before_replace=True, replace_on_changes=[] if stoppable else list(STOP_TO_UPDATE)
+                    delete_before_replace=True,
+                    replace_on_changes=[] if stoppable else list(STOP_TO_UPDATE),
+                    # Without an external address its way out is Cloud NAT: its first boot
+                    # installs what it lacks (mdadm for several local SSDs), as a serving group's does.
+                    depends_on=list(net.egress),
                 ),
             ),
         )

@@ -118,6 +118,22 @@ def test_a_vm_without_local_ssds_may_be_stopped_for_an_update(
     assert not resource_options[vm.name].replace_on_changes
 
 
+def test_a_vm_without_an_external_address_waits_for_cloud_nat(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    """Its first boot installs what the image lacks (mdadm for several local SSDs): Cloud NAT first."""
+    spec = spec_of(plans, "finetune-gcp-a2", spot=False)
+    args = gcp_args(spec)
+    args["access"] = {**args["access"], "public_ip": False, "nat": True}
+    g = build(lambda: GcpGpuEnvironment("nat", args))
+    vm = g.one("compute/instance:Instance")
+    nat = g.one("compute/routerNat:RouterNat")
+    assert [d._name for d in resource_options[vm.name].depends_on or []] == [nat.name]  # type: ignore[union-attr]
+    public = build(lambda: GcpGpuEnvironment("pub", gcp_args(spec)))
+    assert not public.of_type("compute/routerNat:RouterNat")
+    assert not resource_options[public.one("compute/instance:Instance").name].depends_on
+
+
 def test_n1_attaches_its_gpus(plans: Plans, build: Build) -> None:
     spec = spec_of(
         plans,
