@@ -43,7 +43,7 @@ import pulumi_gcp as gcp
 from components.gcp.access import gcloud_ssh, group_ssh, mig_access, public_ips, vm_access
 from components.gcp.args import GcpGpuArgs, validate_gcp
 from components.gcp.boot import GCP_DATA, GCP_LOCAL_SSD, gcp_image, gcp_login_metadata, gcp_secret_command
-from components.gcp.disks import gcp_data_disk
+from components.gcp.disks import gcp_data_disk, provisioned
 from components.gcp.gpu_nics import gpu_nic_plan, gpu_nics
 from components.gcp.identity import GCP_SCOPES, gcp_service_account
 from components.gcp.labels import gcp_labels
@@ -204,8 +204,7 @@ def _serving_template(name: str, args: GcpGpuArgs, vm: _Vm, net: GcpNetwork) -> 
                 "device_name": "data",
                 "disk_type": disk["kind"],
                 "disk_size_gb": disk["size_gib"],
-                "provisioned_iops": disk.get("iops"),
-                "provisioned_throughput": disk.get("throughput_mbps"),
+                **provisioned(disk),
             }
         )
     return {

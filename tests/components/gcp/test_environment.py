@@ -294,6 +294,21 @@ def test_boot_disk_kind_comes_from_the_spec(plans: Plans, build: Build) -> None:
         GcpGpuEnvironment("bad", gcp_args(spec_of(plans, "finetune-gcp-g2", boot_disk_kind="")))
 
 
+def test_a_serving_templates_data_disk_is_provisioned_only_where_its_kind_is(plans: Plans, build: Build) -> None:
+    """As the VMs' own data disks (components.gcp.disks): no IOPS or throughput on pd-balanced."""
+
+    def template_disk(disk: DataDisk) -> dict[str, object]:
+        spec = spec_of(plans, "serve-gcp-realtime", data_disk=disk)
+        g = build(lambda: GcpGpuEnvironment("sd", gcp_args(spec)))
+        (data,) = [d for d in g.one("compute/instanceTemplate:InstanceTemplate").inputs["disks"] if d.get("deviceName")]
+        return data
+
+    balanced = template_disk(DataDisk(kind="pd-balanced", size_gib=500, iops=6000, throughput_mbps=300))
+    assert "provisionedIops" not in balanced and "provisionedThroughput" not in balanced
+    hyper = template_disk(DataDisk(kind="hyperdisk-balanced", size_gib=500, iops=6000, throughput_mbps=300))
+    assert hyper["provisionedIops"] == 6000 and hyper["provisionedThroughput"] == 300
+
+
 def test_hyperdisk_limits_are_the_cores(plans: Plans) -> None:
     disk = DataDisk(kind="hyperdisk-balanced", size_gib=100, iops=60_000, throughput_mbps=500)
     with pytest.raises(
