@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from components.args import SpecRefused
@@ -297,7 +299,7 @@ def test_boot_disk_kind_comes_from_the_spec(plans: Plans, build: Build) -> None:
 def test_a_serving_templates_data_disk_is_provisioned_only_where_its_kind_is(plans: Plans, build: Build) -> None:
     """As the VMs' own data disks (components.gcp.disks): no IOPS or throughput on pd-balanced."""
 
-    def template_disk(disk: DataDisk) -> dict[str, object]:
+    def template_disk(disk: DataDisk) -> Any:
         spec = spec_of(plans, "serve-gcp-realtime", data_disk=disk)
         g = build(lambda: GcpGpuEnvironment("sd", gcp_args(spec)))
         (data,) = [d for d in g.one("compute/instanceTemplate:InstanceTemplate").inputs["disks"] if d.get("deviceName")]
