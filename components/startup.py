@@ -294,8 +294,10 @@ WantedBy=multi-user.target
 # NVIDIA Container Toolkit install guide (apt): the repository key, the signed source list, the
 # package, then `nvidia-ctk runtime configure --runtime=docker`. The AWS Deep Learning AMIs ship
 # Docker and the toolkit; a GCP Deep Learning VM image or a custom image may lack either, so each is
-# installed only when missing.
-_CONTAINER_RUNTIME = """if ! command -v docker >/dev/null 2>&1; then
+# installed only when missing. The script runs on every boot (a GCP startup script does): docker is
+# restarted only when `nvidia-ctk` changed its daemon.json (docker reads it only when it starts), so
+# a reboot never restarts docker under containers already started by then.
+CONTAINER_RUNTIME = """if ! command -v docker >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io
 fi
 if ! command -v nvidia-ctk >/dev/null 2>&1; then
@@ -306,9 +308,16 @@ if ! command -v nvidia-ctk >/dev/null 2>&1; then
     > /etc/apt/sources.list.d/nvidia-container-toolkit.list
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nvidia-container-toolkit
 fi
-nvidia-ctk runtime configure --runtime=docker >/dev/null
-systemctl enable --now docker
-systemctl restart docker
+DOCKER_DAEMON_JSON="${FULLSERVER_DOCKER_DAEMON_JSON:-/etc/docker/daemon.json}"
+docker_before="$(sha256sum "$DOCKER_DAEMON_JSON" 2>/dev/null || true)"
+nvidia-ctk runtime configure --runtime=docker --config="$DOCKER_DAEMON_JSON" >/dev/null
+docker_after="$(sha256sum "$DOCKER_DAEMON_JSON" 2>/dev/null || true)"
+systemctl enable docker
+if [ "$docker_before" != "$docker_after" ] && systemctl is-active --quiet docker; then
+  systemctl restart docker
+else
+  systemctl start docker
+fi
 """
 
 
@@ -367,7 +376,7 @@ def model_server_script(
         unit = unit.replace(key, value)
     return (
         "# fullserver: the model server\n"
-        + _CONTAINER_RUNTIME
+        + CONTAINER_RUNTIME
         + _heredoc("/usr/local/sbin/fullserver-model", wrapper, "0755")
         + _heredoc(f"/etc/systemd/system/{MODEL_UNIT}", unit, "0644")
         + "systemctl daemon-reload\n"

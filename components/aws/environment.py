@@ -257,9 +257,17 @@ def _launch_template(
 
 
 def _instances(
-    parent: pulumi.Resource, name: str, args: AwsGpuArgs, lt: aws.ec2.LaunchTemplate
+    parent: pulumi.Resource,
+    name: str,
+    args: AwsGpuArgs,
+    lt: aws.ec2.LaunchTemplate,
+    egress: tuple[pulumi.Resource, ...] = (),
 ) -> list[aws.ec2.Instance]:
-    """On-demand or reserved nodes: one instance per node, each with its own data volume."""
+    """On-demand or reserved nodes: one instance per node, each with its own data volume.
+
+    Each waits for its subnets' routes to the internet (``egress``: the route table associations,
+    whose tables route through the internet or NAT gateway): a node that boots before its subnet
+    is routed fails its first-boot downloads (the container toolkit, the server image)."""
     region = args["region"]
     tags = args["labels"]
     disk = args.get("data_disk")
@@ -279,6 +287,7 @@ def _instances(
                 protect=args["protect"],
                 ignore_changes=NODE_IGNORE_CHANGES,
                 delete_before_replace=_reserved(args),
+                depends_on=list(egress),
             ),
         )
         instances.append(inst)
@@ -383,9 +392,9 @@ class AwsGpuEnvironment(EnvironmentComponent):
         if args["spot"]:
             overrides = [args["machine_type"], *args.get("spot_instance_types", [])]
             return [], spot_with_fallback(
-                self, name, args["region"], lt, subnet_ids, args["nodes"], args["labels"], overrides
+                self, name, args["region"], lt, subnet_ids, args["nodes"], args["labels"], overrides, net.egress
             )
-        return _instances(self, name, args, lt), []
+        return _instances(self, name, args, lt, net.egress), []
 
     def _access(self, args: AwsGpuArgs, instances: list[aws.ec2.Instance], groups: list[pulumi.Output[str]]) -> None:
         """The addresses, ``connect``, ``nodes`` and ``node_groups`` outputs."""

@@ -23,17 +23,20 @@ def spot_with_fallback(
     nodes: int,
     tags: dict[str, str],
     instance_types: list[str],
+    egress: tuple[pulumi.Resource, ...] = (),
 ) -> list[pulumi.Output[str]]:
     """Spot group at the node count, on-demand group at zero, an alarm that swaps them (module docstring).
 
     The spot group may launch any of ``instance_types`` (the template's own type first, then
     the core's balanced alternatives); ``price-capacity-optimized`` picks the pools least
     likely to be interrupted among the cheapest, and capacity rebalancing replaces a node
-    that receives a rebalance recommendation before it is interrupted.
+    that receives a rebalance recommendation before it is interrupted. Both groups wait for the
+    subnets' routes to the internet (``egress``), as the serving group does: a node's first boot
+    downloads what it runs.
     """
     version = lt.latest_version.apply(str)
     group_tags: Any = [{"key": k, "value": v, "propagate_at_launch": True} for k, v in sorted(tags.items())]
-    spot = _spot_group(parent, name, region, lt, version, subnet_ids, nodes, group_tags, instance_types)
+    spot = _spot_group(parent, name, region, lt, version, subnet_ids, nodes, group_tags, instance_types, egress)
     fallback = aws.autoscaling.Group(
         logical(aws.autoscaling.Group, f"{name}-ondemand"),
         region=region,
@@ -47,7 +50,7 @@ def spot_with_fallback(
         protect_from_scale_in=True,
         tags=group_tags,
         # The alarm's policies own the desired capacity once created.
-        opts=pulumi.ResourceOptions(parent=parent, ignore_changes=["desired_capacity"]),
+        opts=pulumi.ResourceOptions(parent=parent, ignore_changes=["desired_capacity"], depends_on=list(egress)),
     )
     _fallback_alarm(parent, name, region, spot, fallback, nodes, tags)
     return [spot.name, fallback.name]
@@ -63,6 +66,7 @@ def _spot_group(
     nodes: int,
     group_tags: Any,
     instance_types: list[str],
+    egress: tuple[pulumi.Resource, ...],
 ) -> aws.autoscaling.Group:
     mixed: Any = {
         "instances_distribution": {
@@ -93,7 +97,7 @@ def _spot_group(
         metrics_granularity="1Minute",
         mixed_instances_policy=mixed,
         tags=group_tags,
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(egress)),
     )
 
 

@@ -43,7 +43,7 @@ import pulumi_gcp as gcp
 from components.gcp.access import gcloud_ssh, group_ssh, mig_access, public_ips, vm_access
 from components.gcp.args import GcpGpuArgs, validate_gcp
 from components.gcp.boot import GCP_DATA, GCP_LOCAL_SSD, gcp_image, gcp_login_metadata, gcp_secret_command
-from components.gcp.disks import gcp_data_disk
+from components.gcp.disks import gcp_data_disk, provisioned
 from components.gcp.gpu_nics import gpu_nic_plan, gpu_nics
 from components.gcp.identity import GCP_SCOPES, gcp_service_account
 from components.gcp.labels import gcp_labels
@@ -58,6 +58,23 @@ from fullserver.nodes import Via
 from fullserver.platforms import gcp as gce
 
 TOKEN = "fullserver:index:GcpGpuEnvironment"
+
+
+STOP_TO_UPDATE = (
+    "machine_type",
+    "min_cpu_platform",
+    "service_account",
+    "enable_display",
+    "shielded_instance_config",
+    "advanced_machine_features",
+    "scheduling",
+    "guest_accelerators",
+    "network_performance_config",
+)
+"""The instance's inputs the Google provider changes by stopping it first (its update's
+``needToStopInstanceBeforeUpdating``: machine type, minimum CPU platform, service account and
+scopes, display, shielded VM, advanced machine features, boot-time scheduling), and the
+accelerators and network tier that only a stopped VM takes."""
 
 
 def _scheduling(spot: bool) -> Any:
@@ -187,8 +204,7 @@ def _serving_template(name: str, args: GcpGpuArgs, vm: _Vm, net: GcpNetwork) -> 
                 "device_name": "data",
                 "disk_type": disk["kind"],
                 "disk_size_gb": disk["size_gib"],
-                "provisioned_iops": disk.get("iops"),
-                "provisioned_throughput": disk.get("throughput_mbps"),
+                **provisioned(disk),
             }
         )
     return {
@@ -239,6 +255,11 @@ def _instances(
         gpu_nics(parent, name, nic_plan, region=args["region"], zone=zone or "", project=project) if nic_plan else []
     )
     placement_policy = _placement_policy(parent, name, args)
+    # The provider stops a VM to change these without saying whether its local SSDs may be
+    # discarded, which Compute Engine refuses ("You cannot stop an instance that uses a local
+    # SSD"; hashicorp/terraform-provider-google#13519, #26173). With local SSDs, then, such a
+    # change replaces the VM, and the plan says so, instead of failing half-way through an up.
+    stoppable = args["local_ssd_count"] == 0
     instances = []
     for i in range(args["nodes"]):
         attached: Any = []
@@ -272,10 +293,19 @@ def _instances(
             metadata=vm.metadata,
             labels=vm.labels,
             tags=net.tags,
-            allow_stopping_for_update=True,
+            allow_stopping_for_update=stoppable,
             # Its data disk is attached read-write, to one VM at a time: a replacement
             # can start only once the old VM has let the disk go.
-            opts=pulumi.ResourceOptions.merge(stateful, pulumi.ResourceOptions(delete_before_replace=True)),
+            opts=pulumi.ResourceOptions.merge(
+                stateful,
+                pulumi.ResourceOptions(
+                    delete_before_replace=True,
+                    replace_on_changes=[] if stoppable else list(STOP_TO_UPDATE),
+                    # Without an external address its way out is Cloud NAT: its first boot
+                    # installs what it lacks (mdadm for several local SSDs), as a serving group's does.
+                    depends_on=list(net.egress),
+                ),
+            ),
         )
         instances.append(inst)
     return instances

@@ -11,7 +11,14 @@ import pytest
 from components.aws.boot import AWS_INSTANCE_STORE, aws_image_id, aws_secret_command
 from components.gcp.boot import GCP_DATA, gcp_image, gcp_secret_command
 from components.gcp.labels import gcp_labels, gcp_name
-from components.startup import DiskPlan, authorized_keys_script, boot_script, disks_script, model_server_script
+from components.startup import (
+    CONTAINER_RUNTIME,
+    DiskPlan,
+    authorized_keys_script,
+    boot_script,
+    disks_script,
+    model_server_script,
+)
 from tests.components.conftest import rsa_4096_line
 
 
@@ -102,6 +109,43 @@ def test_the_model_server_runs_the_image_with_every_argument_intact(tmp_path: Pa
         "--chat-template",
         "a b'$HOME\"",
     ]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash needed")
+def test_docker_is_restarted_only_when_the_nvidia_runtime_configuration_changed(tmp_path: Path) -> None:
+    """The runtime part of the boot script, run on three boots with stand-in docker, nvidia-ctk and
+    systemctl: the first boot (``nvidia-ctk`` writes the runtime into daemon.json) restarts docker,
+    a reboot with the file unchanged only makes sure docker runs, an image whose daemon.json lacks
+    the runtime again restarts it."""
+    assert CONTAINER_RUNTIME in model_server_script("vllm/vllm-openai:v0.10.2", [], 8000)
+    bin_dir, daemon_json, calls = tmp_path / "bin", tmp_path / "daemon.json", tmp_path / "calls"
+    bin_dir.mkdir()
+    stand_ins = {
+        "docker": "#!/bin/sh\nexit 0\n",
+        # what `nvidia-ctk runtime configure` does: the runtime added to the file, once
+        "nvidia-ctk": (
+            "#!/bin/bash\n"
+            'for a in "$@"; do case "$a" in --config=*) f="${a#--config=}";; esac; done\n'
+            'grep -q nvidia-container-runtime "$f" 2>/dev/null '
+            '|| printf \'{"runtimes": {"nvidia": {"path": "nvidia-container-runtime"}}}\\n\' > "$f"\n'
+        ),
+        "systemctl": f'#!/bin/sh\necho "$*" >> {calls}\n[ "$1" = is-active ] && exit 0\nexit 0\n',
+    }
+    for name, body in stand_ins.items():
+        (bin_dir / name).write_text(body)
+        (bin_dir / name).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FULLSERVER_DOCKER_DAEMON_JSON": str(daemon_json)}
+
+    def boot() -> list[str]:
+        calls.unlink(missing_ok=True)
+        subprocess.run(["bash", "-c", "set -euo pipefail\n" + CONTAINER_RUNTIME], env=env, check=True)
+        return [c for c in calls.read_text().splitlines() if "docker" in c]
+
+    assert boot() == ["enable docker", "is-active --quiet docker", "restart docker"]  # first boot
+    assert "nvidia-container-runtime" in daemon_json.read_text()
+    assert boot() == ["enable docker", "start docker"]  # a reboot: docker untouched if it runs
+    daemon_json.write_text('{"log-driver": "json-file"}\n')  # an image whose file lacks the runtime
+    assert boot()[-1] == "restart docker"
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash needed")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
+import pulumi
 import pytest
 
 from components.args import SpecRefused
@@ -243,3 +245,40 @@ def test_spot_fallback_nodes_are_protected_from_scale_in(plans: Plans, build: Bu
     assert "protectFromScaleIn" not in groups["sp-spot"]
     alarm = g.one("cloudwatch/metricAlarm:MetricAlarm").inputs
     assert alarm["okActions"] == ["arn:aws:autoscaling::123456789012:sp-fallback-off"]
+
+
+def _after(opts: pulumi.ResourceOptions) -> list[str]:
+    """The logical names of the resources ``opts`` makes a resource wait for."""
+    depends_on: Any = opts.depends_on or []
+    return sorted(str(d._name) for d in depends_on)
+
+
+def test_public_subnet_nodes_wait_for_their_route_to_the_internet_gateway(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    """A node in a public subnet (a public address, no NAT) launched before the subnet's route to
+    the internet gateway exists cannot fetch anything on its only user-data run."""
+    g = build(lambda: AwsGpuEnvironment("pub", aws_args(spec_of(plans, "exp-aws-spot", spot=False))))
+    (node,) = g.of_type("ec2/instance:Instance")
+    assert not g.of_type("ec2/natGateway:NatGateway")  # the node's subnet is a public one
+    association = g.one("ec2/routeTableAssociation:RouteTableAssociation")
+    assert association.name == "pub-public-0"
+    rt = next(r for r in g.of_type("ec2/routeTable:RouteTable") if r.name == "pub-public-rt").inputs
+    assert rt["routes"][0]["cidrBlock"] == "0.0.0.0/0" and rt["routes"][0]["gatewayId"]
+    assert _after(resource_options[node.name]) == ["pub-public-0"]
+
+
+def test_spot_groups_and_private_nodes_wait_for_their_subnets_routes(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    g = build(lambda: AwsGpuEnvironment("sp", aws_args(spec_of(plans, "exp-aws-spot", spot=True))))
+    routes = sorted(r.name for r in g.of_type("ec2/routeTableAssociation:RouteTableAssociation"))
+    for group in g.of_type("autoscaling/group:Group"):
+        assert _after(resource_options[group.name]) == routes, group.name
+    p5 = build(lambda: AwsGpuEnvironment("p5", aws_args(spec_of(plans, "train-p5-cluster"))))
+    private = sorted(
+        r.name for r in p5.of_type("ec2/routeTableAssociation:RouteTableAssociation") if "-private-" in r.name
+    )
+    assert private
+    for node in p5.of_type("ec2/instance:Instance"):
+        assert _after(resource_options[node.name]) == private

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from components.args import SpecRefused
 from components.gcp.args import gcp_args
-from components.gcp.environment import GcpGpuEnvironment
+from components.gcp.environment import STOP_TO_UPDATE, GcpGpuEnvironment
 from components.graph import Graph
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Interconnect
@@ -16,7 +18,7 @@ from fullserver.profiles import load_profiles
 from fullserver.spec import DataDisk, EnvironmentSpec
 from fullserver.stacks import workload_from_config
 from fullserver_cli.graph_view import summary
-from tests.components.conftest import Build, Plans, spec_of
+from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
 
 GPUDIRECT = {Interconnect.GPUDIRECT_TCPX, Interconnect.GPUDIRECT_TCPXO, Interconnect.GPUDIRECT_RDMA}
 
@@ -92,6 +94,46 @@ def test_on_demand_a2_uses_standard_provisioning(plans: Plans, build: Build) -> 
     assert vm["scheduling"]["provisioningModel"] == "STANDARD" and vm["scheduling"]["automaticRestart"] is True
     assert vm["reservationAffinity"] == {"type": "ANY_RESERVATION"}
     assert vm["scratchDisks"] == []
+
+
+def test_a_vm_with_local_ssds_is_replaced_rather_than_stopped_for_an_update(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    """The provider stops a VM for a machine-type (or service-account...) change without saying
+    what becomes of its local SSDs, which Compute Engine refuses; such a change replaces the VM
+    (its scratch data is lost either way), and the plan shows the replacement."""
+    g = build(lambda: GcpGpuEnvironment("ssd", gcp_args(spec_of(plans, "finetune-gcp-g2"), project="proj")))
+    vm = g.one("compute/instance:Instance")
+    assert vm.inputs["scratchDisks"] and vm.inputs["allowStoppingForUpdate"] is False
+    opts = resource_options[vm.name]
+    assert opts.delete_before_replace is True
+    assert sorted(opts.replace_on_changes or []) == sorted(STOP_TO_UPDATE)
+    assert {"machine_type", "service_account", "scheduling"} <= set(STOP_TO_UPDATE)
+
+
+def test_a_vm_without_local_ssds_may_be_stopped_for_an_update(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    spec = spec_of(plans, "finetune-gcp-a2", spot=False)
+    vm = build(lambda: GcpGpuEnvironment("a2", gcp_args(spec))).one("compute/instance:Instance")
+    assert vm.inputs["scratchDisks"] == [] and vm.inputs["allowStoppingForUpdate"] is True
+    assert not resource_options[vm.name].replace_on_changes
+
+
+def test_a_vm_without_an_external_address_waits_for_cloud_nat(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    """Its first boot installs what the image lacks (mdadm for several local SSDs): Cloud NAT first."""
+    spec = spec_of(plans, "finetune-gcp-a2", spot=False)
+    args = gcp_args(spec)
+    args["access"] = {**args["access"], "public_ip": False, "nat": True}
+    g = build(lambda: GcpGpuEnvironment("nat", args))
+    vm = g.one("compute/instance:Instance")
+    nat = g.one("compute/routerNat:RouterNat")
+    assert [d._name for d in resource_options[vm.name].depends_on or []] == [nat.name]  # type: ignore[union-attr]
+    public = build(lambda: GcpGpuEnvironment("pub", gcp_args(spec)))
+    assert not public.of_type("compute/routerNat:RouterNat")
+    assert not resource_options[public.one("compute/instance:Instance").name].depends_on
 
 
 def test_n1_attaches_its_gpus(plans: Plans, build: Build) -> None:
@@ -252,6 +294,21 @@ def test_boot_disk_kind_comes_from_the_spec(plans: Plans, build: Build) -> None:
     assert vm["bootDisk"]["initializeParams"]["type"] == "hyperdisk-balanced"
     with pytest.raises(SpecRefused, match=r"spec\.boot_disk_kind: no boot disk kind is set"):
         GcpGpuEnvironment("bad", gcp_args(spec_of(plans, "finetune-gcp-g2", boot_disk_kind="")))
+
+
+def test_a_serving_templates_data_disk_is_provisioned_only_where_its_kind_is(plans: Plans, build: Build) -> None:
+    """As the VMs' own data disks (components.gcp.disks): no IOPS or throughput on pd-balanced."""
+
+    def template_disk(disk: DataDisk) -> Any:
+        spec = spec_of(plans, "serve-gcp-realtime", data_disk=disk)
+        g = build(lambda: GcpGpuEnvironment("sd", gcp_args(spec)))
+        (data,) = [d for d in g.one("compute/instanceTemplate:InstanceTemplate").inputs["disks"] if d.get("deviceName")]
+        return data
+
+    balanced = template_disk(DataDisk(kind="pd-balanced", size_gib=500, iops=6000, throughput_mbps=300))
+    assert "provisionedIops" not in balanced and "provisionedThroughput" not in balanced
+    hyper = template_disk(DataDisk(kind="hyperdisk-balanced", size_gib=500, iops=6000, throughput_mbps=300))
+    assert hyper["provisionedIops"] == 6000 and hyper["provisionedThroughput"] == 300
 
 
 def test_hyperdisk_limits_are_the_cores(plans: Plans) -> None:
