@@ -321,7 +321,7 @@ def data_disk_kind(req: Request) -> Refusal | None:
 
 # --- images: the forms of a boot image (pulumi-gcp bootDisk.initializeParams.image): a self link,
 # projects/P/global/images/[family/]NAME, global/images/[family/]NAME, family/NAME, P/NAME, or a bare
-# name (a Deep Learning VM family here, components.images). Names are RFC 1035 labels of at most 63;
+# name (a Deep Learning VM family here, fullserver.images). Names are RFC 1035 labels of at most 63;
 # a project id is 6-30 characters, optionally behind "domain:" ("Resource naming convention").
 _IMAGE = r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
 _PROJECT = r"(?:[a-z0-9][-a-z0-9.]*[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]"

@@ -5,7 +5,7 @@ whole, whose hosts are the environment's nodes. Sources (Google Cloud documentat
 "TPU regions and zones", "Attach durable block storage" (Hyperdisk on v6e/TPU7x, read-only disks
 on multi-host slices), "Queued resources"; pulumi-gcp 10.2's ``tpu.V2QueuedResource`` (no
 scheduling, data disks, service account, labels, metadata or tags: a queued slice is created with
-gcloud instead, ``components.tpu_vm``, which gives it a service account and labels); the TPU API v2
+gcloud instead, ``components.tpu.queued``, which gives it a service account and labels); the TPU API v2
 ``nodes.getGuestAttributes`` reference and the Google Cloud CLI 578.0.0 source (the way into the
 workers, below).
 """
@@ -23,7 +23,7 @@ from fullserver.platforms.quota import tpu as quota
 
 QUEUED_RESOURCE_TYPE = "pulumi-python:dynamic/fullserver:TpuQueuedResource"
 """A queued slice is this dynamic resource, not pulumi-gcp's ``tpu.V2QueuedResource``, whose
-queued node takes no service account or labels (``components.tpu_vm``)."""
+queued node takes no service account or labels (``components.tpu.queued``)."""
 
 NAME_RULES = {
     "gcp:tpu/v2Vm:V2Vm": (gcp.compute_name("TPU node id"),),

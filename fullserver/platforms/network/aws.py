@@ -26,7 +26,7 @@ SERVING_ZONES = 3
 def billed_network(spec: EnvironmentSpec) -> dict[str, Any]:
     """AWS's part of the billed network (``fullserver.billables``): the zones the subnets span,
     the internet-facing ALB's addresses (one per zone) and the CloudWatch alarms."""
-    # the spot group's fallback alarm (components.aws_gpu), two per target-tracking policy
+    # the spot group's fallback alarm (components.aws.spot), two per target-tracking policy
     alarms = 1 if spec.spot and spec.serving is None else 0
     zones, lb_ips = 1, 0
     if spec.serving is not None:
