@@ -189,7 +189,7 @@ def test_a_node_whose_host_keys_never_appear_is_reported_and_the_others_are_meas
         for iid, h in ids.items()
     ]
 
-    result = NodeVerifyProvider().create(_props(rows, key, key_wait_seconds=2, key_retry_seconds=1))
+    result = NodeVerifyProvider().create(_props(rows, key, platform="aws-gpu", key_wait_seconds=2, key_retry_seconds=1))
 
     assert result.outs is not None
     status = result.outs["node_status"]
