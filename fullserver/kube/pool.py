@@ -137,6 +137,8 @@ class KubePlan(Frozen):
     flex_start: bool = False
     queued_provisioning: bool = False
     max_run_hours: float | None = None
+    deploy_workload: bool = False
+    """``fullserver:deployWorkload``: the components apply the workload's manifests to the cluster."""
     max_pods: int | None = None
     kube_reserved: dict[str, str] = {}
     """EKS: pinned into the NodeConfig so allocatable is what ``node`` says."""
@@ -398,6 +400,7 @@ def kube_plan(
     cluster: str | None = None,
     flex_start: bool = False,
     max_run_hours: float | None = None,
+    deploy_workload: bool = False,
 ) -> KubePlan:
     """The node pools of ``platform`` (``gke-gpu``, ``gke-tpu``, ``eks-gpu``) for ``spec``, which
     the core sized for the VM platform the pool's nodes are. ``cluster``: attach to that cluster
@@ -450,6 +453,7 @@ def kube_plan(
         flex_start=flex_start,
         queued_provisioning=flex_start,
         max_run_hours=max_run_hours if flex_start else None,
+        deploy_workload=deploy_workload,
         max_pods=eks.MAX_PODS if provider == "eks" else nodes.max_pods,
         kube_reserved=eks.kube_reserved(spec.vcpus) if provider == "eks" else {},
         labels=labels,
