@@ -179,6 +179,12 @@ DAEMONSET_ALLOWANCE = gke.NodeResources(cpu_m=500, memory_mib=1024.0, ephemeral_
 metadata server, CNI, kube-proxy): fullserver's margin, not a sourced figure; the sized rule is
 request = (allocatable - DaemonSet requests) x g / G (reference, section 4)."""
 
+EKS_ATTACHED_PLUGIN = (
+    "the existing EKS cluster must already run NVIDIA's device plugin (the AL2023 NVIDIA AMI does not): "
+    "without it no pod requesting nvidia.com/gpu schedules; fullserver installs it only on clusters it creates"
+)
+"""AL2023 NVIDIA AMIs need the plugin installed (EKS user guide, "Install Kubernetes device plugin for GPUs")."""
+
 _LABEL_VALUE_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -469,7 +475,8 @@ def kube_plan(
         min_replicas=serving.min_replicas if serving else 1,
         max_replicas=serving.max_replicas if serving else 1,
         spot_label=gke.SPOT_LABEL if provider == "gke" else eks.CAPACITY_LABEL,
-        warnings=_warnings(spec, platform, nodes, pod),
+        warnings=_warnings(spec, platform, nodes, pod)
+        + ([EKS_ATTACHED_PLUGIN] if provider == "eks" and cluster else []),
     )
 
 

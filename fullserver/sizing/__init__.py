@@ -97,7 +97,10 @@ def kube_spec(
     rules = rules_for(vm)
     vm_only = [rules.no_spot_fallback or "\0", (rules.unset_zone_warning or "\0").split("{", 1)[0]]
     kept = [w for w in sized.warnings if not any(w.startswith(v) for v in vm_only)]
-    return sized.model_copy(update={"platform": platform, "kube": pools, "warnings": [*kept, *pools.warnings]})
+    tpu = sized.tpu.model_copy(update={"queued": False}) if sized.tpu else None  # a pool, not a queued resource
+    return sized.model_copy(
+        update={"platform": platform, "kube": pools, "tpu": tpu, "warnings": [*kept, *pools.warnings]}
+    )
 
 
 def size(profile: Profile, workload: Workload, catalog: Catalog, environment: str) -> EnvironmentSpec:
