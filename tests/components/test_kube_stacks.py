@@ -100,9 +100,7 @@ def test_eks_node_group_and_device_plugin(planned: dict[str, tuple[StackPlan, Gr
 
 
 @pytest.mark.parametrize("name", STACKS)
-def test_manifests_fit_the_node_and_the_fee_is_priced(
-    planned: dict[str, tuple[StackPlan, Graph]], name: str
-) -> None:
+def test_manifests_fit_the_node_and_the_fee_is_priced(planned: dict[str, tuple[StackPlan, Graph]], name: str) -> None:
     plan, graph = planned[name]
     kube = plan.spec.kube
     assert kube is not None and fits_node(kube)
