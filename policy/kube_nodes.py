@@ -14,17 +14,30 @@ from __future__ import annotations
 
 from pulumi_policy import PolicyResource
 
+from fullserver.catalog import Offer
 from fullserver.platform import Platform
 from fullserver.platforms.gcp import DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB
 from policy.gcp_nodes import gcp_offer
 from policy.labels import labels_of
 from policy.nodes import Disk, Node, zone_region
+from policy.offers import catalog
 from policy.offers import offer as offer_of
 from policy.resources import as_list, last_segment, number, plain, prop, truthy
 
 GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 TPU_MACHINE_PREFIXES = ("ct5lp-", "ct5p-", "ct6e-")
+TPU_SLICE_PREFIXES = {"ct5lp-": "v5litepod-", "ct5p-": "v5p-", "ct6e-": "v6e-"}
+"""GKE TPU machine type -> the Cloud TPU slice types of that generation (``fullserver.platforms.gke``)."""
+
+
+def _tpu_slice(machine_type: str, topology: str, nodes: float) -> Offer | None:
+    """The Cloud TPU slice a TPU pool's nodes make: its generation, topology and host count."""
+    head = next((v for k, v in TPU_SLICE_PREFIXES.items() if machine_type.startswith(k)), None)
+    for o in catalog().offers_on(Platform.TPU_VM):
+        if head and o.name.startswith(head) and o.topology == topology and o.hosts == nodes:
+            return o
+    return None
 
 
 def _ceiling(autoscaling: object, fixed: object) -> float:
@@ -39,9 +52,14 @@ def gke_pool_node(r: PolicyResource) -> Node:
     machine_type = str(plain(prop(config, "machineType")) or "")
     accelerators = as_list(prop(config, "guestAccelerators"))
     tpu = machine_type.startswith(TPU_MACHINE_PREFIXES)
-    offer = None if tpu else (offer_of(Platform.GCP_GPU, machine_type) or gcp_offer(machine_type, accelerators))
     location = last_segment(p.get("location"))
     count = _ceiling(p.get("autoscaling"), p.get("nodeCount"))
+    topology = str(plain(prop(p.get("placementPolicy"), "tpuTopology")) or "")
+    if tpu:  # a multi-host slice: one slice offer, priced whole
+        offer = _tpu_slice(machine_type, topology, count)
+        count = 1.0 if offer is not None else count
+    else:
+        offer = offer_of(Platform.GCP_GPU, machine_type) or gcp_offer(machine_type, accelerators)
     local = (number(prop(config, "ephemeralStorageLocalSsdConfig", "localSsdCount")) or 0.0) * LOCAL_SSD_GIB
     disks = [
         Disk(
@@ -54,15 +72,15 @@ def gke_pool_node(r: PolicyResource) -> Node:
         disks.append(Disk("gcp", "local-ssd", local))
     node = Node(
         r,
-        Platform.GCP_GPU,
-        offer.name if offer is not None else machine_type,
+        Platform.TPU_VM if tpu else Platform.GCP_GPU,
+        machine_type if tpu else (offer.name if offer is not None else machine_type),
         offer,
         zone_region(location) or location or None,
         labels_of({"labels": prop(config, "resourceLabels")}),
         count=count,
         local_nvme_gib=local if local else None,
         disks=disks,
-        why_unpriced="a GKE TPU pool's slice is priced by fullserver plan, not per node" if tpu else "",
+        why_unpriced="a GKE TPU pool that is no whole catalog slice" if tpu and offer is None else "",
     )
     node.spot_count = count if truthy(prop(config, "spot")) else 0.0
     return node
