@@ -30,9 +30,9 @@ def _served(entry: registry.PlatformEntry) -> type[pulumi.ComponentResource]:
     return entry.served_class()
 
 
-COMPONENTS: list[type[pulumi.ComponentResource]] = [Environment, *(_served(e) for e in registry.entries())]
+COMPONENTS: list[type[pulumi.ComponentResource]] = [Environment, *dict.fromkeys(_served(e) for e in registry.entries())]
 """Every component the package serves (the analyzer's schema covers exactly these): ``Environment``
-and every registered platform's."""
+and every registered platform's (once: ``gke-gpu`` and ``gke-tpu`` share ``GkeEnvironment``)."""
 
 
 if __name__ == "__main__":

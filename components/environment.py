@@ -13,7 +13,9 @@ import pulumi
 from components import registry
 from components.args import refuse
 from components.aws.args import AwsGpuArgs
+from components.eks.args import EksArgs
 from components.gcp.args import GcpGpuArgs
+from components.gke.args import GkeArgs
 from components.outputs import OUTPUTS, EnvironmentComponent
 from components.tpu.args import TpuVmArgs
 from fullserver.catalog import Catalog
@@ -24,7 +26,8 @@ TOKEN = "fullserver:index:Environment"
 
 
 class EnvironmentArgs(TypedDict):
-    """Exactly one of ``tpu``, ``aws``, ``gcp`` and ``bare_metal``, matching ``platform``."""
+    """Exactly one of ``tpu``, ``aws``, ``gcp``, ``bare_metal``, ``gke_gpu``, ``gke_tpu`` and
+    ``eks_gpu``, matching ``platform``."""
 
     platform: str
     tpu: NotRequired[TpuVmArgs]
@@ -32,6 +35,9 @@ class EnvironmentArgs(TypedDict):
     gcp: NotRequired[GcpGpuArgs]
     bare_metal: NotRequired[dict[str, Any]]
     """Args of ``components.bare_metal.BareMetalEnvironment`` (its own contract)."""
+    gke_gpu: NotRequired[GkeArgs]
+    gke_tpu: NotRequired[GkeArgs]
+    eks_gpu: NotRequired[EksArgs]
 
 
 def environment_args(

@@ -51,6 +51,9 @@ MOCK_GCP_PROJECT = "mock-project"
 MOCK_AWS_ACCOUNT = "123456789012"
 """The account the offline graph's AWS ARNs name (AWS's documentation example account)."""
 MOCK_GCP_PROJECT_NUMBER = "123456789012"
+MOCK_DEFAULT_VPC = "vpc-default"
+MOCK_CA = "bW9jay1jYQ=="
+"""A cluster's CA certificate in the offline graph (base64 of ``mock-ca``)."""
 
 
 class GraphError(FullserverError):
@@ -229,6 +232,28 @@ class GraphMocks(pulumi.runtime.Mocks):
                 "accountId": MOCK_AWS_ACCOUNT,
                 "arn": f"arn:aws:iam::{MOCK_AWS_ACCOUNT}:user/mock",
                 "userId": "mock",
+            }
+        if args.token == "aws:ec2/getVpc:getVpc":  # the region's default VPC (a created EKS cluster's)
+            return {"id": MOCK_DEFAULT_VPC, "default": True, "cidrBlock": "172.31.0.0/16"}
+        if args.token == "aws:ec2/getSubnets:getSubnets":
+            return {"id": self._region_of(args), "ids": [f"subnet-{z}" for z in aws_zone_ids(self._region_of(args))]}
+        if args.token == "aws:eks/getCluster:getCluster":  # an existing cluster node groups join
+            region = self._region_of(args)
+            return {
+                "name": args.args.get("name"),
+                "endpoint": f"https://MOCK.gr7.{region}.eks.amazonaws.com",
+                "certificateAuthorities": [{"data": MOCK_CA}],
+                "vpcConfig": {
+                    "subnetIds": [f"subnet-{z}" for z in aws_zone_ids(region)],
+                    "vpcId": "vpc-cluster",
+                    "clusterSecurityGroupId": "sg-cluster",
+                },
+            }
+        if args.token == "gcp:container/getCluster:getCluster":
+            return {
+                "name": args.args.get("name"),
+                "endpoint": "192.0.2.10",
+                "masterAuths": [{"clusterCaCertificate": MOCK_CA}],
             }
         if args.token == "gcp:organizations/getProject:getProject":
             return {"number": MOCK_GCP_PROJECT_NUMBER, "projectId": args.args.get("projectId") or MOCK_GCP_PROJECT}

@@ -2,7 +2,7 @@
 
 Like pulumi-eks's one map from type name to factory, adding a platform is one line in
 ``PACKAGES`` plus its own package (``components/<platform>/``), whose ``__init__`` defines
-``ENTRY``: everything the program, the graph and verify need to know about the platform. Callers
+``ENTRY`` (or ``ENTRIES``, by platform, for a package serving several: ``components.gke``): everything the program, the graph and verify need to know about the platform. Callers
 ask the entry; nothing outside a platform's package compares platform names.
 
 Imports are lazy, twice over: a package is imported on the first question about its platform,
@@ -36,6 +36,9 @@ PACKAGES: dict[Platform, str] = {
     Platform.GCP_GPU: "components.gcp",
     Platform.TPU_VM: "components.tpu",
     Platform.BARE_METAL: "components.bare_metal",
+    Platform.GKE_GPU: "components.gke",
+    Platform.GKE_TPU: "components.gke",
+    Platform.EKS_GPU: "components.eks",
 }
 """Each platform's component package (it defines ``ENTRY``)."""
 
@@ -129,7 +132,8 @@ def entry(platform: Platform) -> PlatformEntry:
             f"{platform.value} environments are not available in this build ({path.replace('.', '/')} is missing)",
             "plan another platform, or update fullserver",
         ) from None
-    found: PlatformEntry = module.ENTRY
+    entries: dict[Platform, PlatformEntry] | None = getattr(module, "ENTRIES", None)  # a package of several
+    found: PlatformEntry = entries[platform] if entries is not None else module.ENTRY
     return found
 
 

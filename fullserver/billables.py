@@ -28,6 +28,8 @@ from fullserver.spec import Billables, EnvironmentSpec
 def decide(spec: EnvironmentSpec) -> Billables:
     """The billed network resources of a spec (module docstring); none where the platform bills
     no network of its own (bare metal)."""
+    if spec.kube is not None:
+        return _kube(spec)
     network = rules_for(spec.platform).network
     if network is None:
         return Billables()
@@ -43,3 +45,17 @@ def decide(spec: EnvironmentSpec) -> Billables:
         health_checks=1 if serving else 0,
     )
     return common.model_copy(update=network.layout(spec))
+
+
+def _kube(spec: EnvironmentSpec) -> Billables:
+    """Node pools: nothing of an attached cluster's network is this environment's. A created GKE
+    cluster's private nodes pull images through its Cloud NAT (one automatic address); a created
+    EKS cluster's nodes run in the default VPC's public subnets, one public IPv4 address each."""
+    kube = spec.kube
+    assert kube is not None
+    n = spec.machines
+    if not kube.create_cluster:
+        return Billables(machines=n)
+    if kube.provider == "gke":
+        return Billables(machines=n, nat=True, nat_public_ips=1)
+    return Billables(machines=n, node_public_ips=n)

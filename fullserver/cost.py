@@ -19,6 +19,8 @@ from fullserver.catalog.model import Platform
 from fullserver.catalog.network import Item, NetworkPrice, NetworkPrices, load_network_prices
 from fullserver.comparable import DEDICATED
 from fullserver.hourly import hourly_rate
+from fullserver.kube import SIZED_AS
+from fullserver.kube.cost import kube_cost
 from fullserver.platforms import rules_for
 from fullserver.profiles import PricingModel, Profile
 from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
@@ -200,6 +202,35 @@ def _contract_lines(spec: EnvironmentSpec, workload: Workload, productive: float
     return compute_hour
 
 
+def _kube_lines(
+    spec: EnvironmentSpec,
+    profile: Profile,
+    catalog: Catalog,
+    lines: list[CostLine],
+    compute_hour: float,
+    peak_hour: float | None,
+) -> float | None:
+    """A node-pool platform's cluster fee (all month) and its pools' range (``fullserver.kube.cost``),
+    added to ``lines``; the peak hour with every pool at its maximum where that is more."""
+    assert spec.kube is not None
+    pools = kube_cost(spec.kube, spec, profile, catalog)
+    lines.append(
+        CostLine.model_construct(
+            item="cluster fee", usd_month=round(pools.cluster_usd_hour * HOURS_PER_MONTH, 2), note=pools.cluster_note
+        )
+    )
+    ranges = "; ".join(f"{p.pool} {p.min_usd_hour:,.2f}-{p.max_usd_hour:,.2f}/h ({p.note})" for p in pools.pools)
+    lines.append(
+        CostLine.model_construct(
+            item="node pools (range)",
+            usd_month=0.0,
+            note=f"{ranges} (what compute prices: the workload's nodes at the profile's expected rate)",
+        )
+    )
+    kube_peak = pools.max_usd_hour - pools.cluster_usd_hour
+    return max(peak_hour or 0.0, kube_peak) if kube_peak > compute_hour else peak_hour
+
+
 def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
     warnings: list[str] = []
     unpriced: list[str] = []
@@ -212,6 +243,8 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
     else:
         compute_hour, note, basis, peak_hour = _compute_hourly(spec, profile, catalog, warnings)
         lines.append(CostLine.model_construct(item="compute", usd_month=round(compute_hour * productive, 2), note=note))
+        if spec.kube is not None:
+            peak_hour = _kube_lines(spec, profile, catalog, lines, compute_hour, peak_hour)
         # Ephemeral disks live as long as the machine; persistent ones are billed all month.
         share = paid / HOURS_PER_MONTH if spec.lifecycle.mode == "ephemeral" else 1.0
         lines.extend(_storage_lines(spec, catalog, share, warnings, unpriced))
@@ -258,7 +291,11 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
     return cost.model_copy(
         update={
             "usd_month_peak": round(cost.usd_month + more, 2),
-            "peak_what": "with the on-demand fallback running beside every spot node",
+            "peak_what": (
+                "with every node pool at its maximum"
+                if spec.kube is not None
+                else "with the on-demand fallback running beside every spot node"
+            ),
         }
     )
 
@@ -285,7 +322,7 @@ def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warni
     """A cost line per billed network resource of ``spec`` (``fullserver.billables``; ``share``: the
     part of the month it runs), each priced as its platform prices it (``PlatformRules.network``)."""
     b = spec.billables or decide(spec)
-    network = rules_for(spec.platform).network
+    network = rules_for(SIZED_AS.get(spec.platform, spec.platform)).network  # a node pool's nodes: its VMs' network
     if network is None:
         return []
     pricer = _Pricer(load_network_prices(), spec, HOURS_PER_MONTH * share, warnings)

@@ -29,6 +29,7 @@ from fullserver.comparable import (
 )
 from fullserver.cost import estimate
 from fullserver.errors import FullserverError, InputError
+from fullserver.kube import SIZED_AS
 from fullserver.plan import default_region
 from fullserver.platform import AcceleratorKind, Platform
 from fullserver.platforms import rules_for
@@ -57,6 +58,8 @@ class Needs(BaseModel):
     """``None``: not said. Training then starts at experimentation; inference is planned by traffic."""
     scale: Literal["single", "multi-node"] = "single"
     portability: bool = False
+    kubernetes: bool = False
+    """The team already runs Kubernetes (GKE or EKS): node pools on its clusters are a choice."""
     cloud: Literal["aws", "gcp", "any"] = "any"
     traffic: Literal["realtime-variable", "steady-batch"] | None = None
     """Inference only (``check_needs``); ``None``: not said, which plans for real-time traffic."""
@@ -109,7 +112,27 @@ def _rules(targets: tuple[str, ...], when: dict[str, tuple[object, ...]], weight
     return [Rule(when, t, weight, reason) for t in targets]
 
 
+KUBERNETES = tuple(p.value for p in SIZED_AS)
+"""The node-pool platforms (``fullserver.kube``): sized as VMs, run on a Kubernetes cluster."""
+
 RULES: list[Rule] = [
+    # A team already on Kubernetes -> node pools; one that is not is never handed a cluster first.
+    *_rules(
+        KUBERNETES,
+        {"kubernetes": (True,)},
+        3,
+        "the team already runs Kubernetes: accelerator node pools join its clusters, tooling and access",
+    ),
+    *[
+        Rule(
+            {"kubernetes": (False,)},
+            t,
+            -3,
+            "a node pool needs a Kubernetes cluster to run and operate, and the team runs none",
+            never_first=True,
+        )
+        for t in KUBERNETES
+    ],
     # Workload maturity -> training profile.
     Rule(
         {"purpose": TRAINING, "maturity": ("exploring",)},

@@ -6,11 +6,14 @@ by ``fullserver plan``, compared in tests and passed into components as a serial
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from fullserver.balance import BalanceReport
 from fullserver.catalog.model import AcceleratorKind, Interconnect, Platform
 from fullserver.errors import InputError
+from fullserver.kube.pool import KubePlan
 from fullserver.platforms import disk, rules_for
 from fullserver.profiles import Lifecycle, PricingModel, Purpose, Serving, Stage
 from fullserver.serving import ServingSpec
@@ -175,6 +178,17 @@ class EnvironmentSpec(Frozen):
     """The chosen shape's limits (``None``: declared servers); not dumped, so plan output is unchanged."""
     accelerator_kind: AcceleratorKind | None = Field(default=None, exclude=True)
     """The accelerator's kind (GPU, TPU, Trainium, Inferentia), as the catalog names it; not dumped."""
+    kube: KubePlan | None = None
+    """Kubernetes node-pool platforms (``gke-gpu``, ``gke-tpu``, ``eks-gpu``): the pools the sized
+    VM shape becomes (``fullserver.kube``); dumped only where there is one, so other plans' output
+    is unchanged."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_kube(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("kube", 0) is None:
+            del data["kube"]
+        return data
 
     @property
     def provider(self) -> str:

@@ -246,7 +246,7 @@ class Workload(Camel):
     )
     platform: Annotated[Platform | None, _unset("")] = Field(
         default=None,
-        description="tpu-vm, aws-gpu, gcp-gpu or bare-metal; empty: the cheapest balanced option across the profile's platforms that offer the accelerator (the profile's order breaks ties, or is kept when it says platform_order: requirement).",
+        description="tpu-vm, aws-gpu, gcp-gpu, bare-metal, gke-gpu, gke-tpu or eks-gpu; empty: the cheapest balanced option across the profile's platforms that offer the accelerator (the profile's order breaks ties, or is kept when it says platform_order: requirement).",
     )
     region: Annotated[StrictStr, Field(max_length=MAX_NAME)] = Field(
         description="Cloud region, e.g. us-east-1 or us-central1 (bare metal: a label for where the servers are)."
@@ -313,6 +313,18 @@ class Workload(Camel):
     )
     capacity_block: StrictBool = Field(
         default=False, description="The AWS reservation is an EC2 Capacity Block for ML (aws-gpu only)."
+    )
+    cluster: Annotated[Name | None, _unset("")] = Field(
+        default=None,
+        description="gke-gpu, gke-tpu, eks-gpu: the existing Kubernetes cluster to add the node pools to; empty: a cluster is created.",
+    )
+    flex_start: StrictBool = Field(
+        default=False,
+        description="gke-gpu, gke-tpu: flex-start node pools with queued provisioning (Dynamic Workload Scheduler).",
+    )
+    deploy_workload: StrictBool = Field(
+        default=False,
+        description="gke-gpu, gke-tpu, eks-gpu: apply the workload's manifests (Job, or Deployment + Service + HPA) to the cluster.",
     )
     dedicated: Annotated[Dedicated | None, _unset({})] = Field(
         default=None,
@@ -423,6 +435,9 @@ class Workload(Camel):
             ("image", self.image is not None),
             ("sshPublicKeys", self.ssh_public_keys is not None),
             ("serving", self.serving is not None),
+            ("cluster", self.cluster is not None),
+            ("flexStart", self.flex_start),
+            ("deployWorkload", self.deploy_workload),
         ]
         return [key for key, is_set in keys if is_set]
 

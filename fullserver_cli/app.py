@@ -161,6 +161,9 @@ def recommend(
     portability: Annotated[
         bool, typer.Option("--portable/--not-portable", help="must the workload move between providers?")
     ] = False,
+    kubernetes: Annotated[
+        bool, typer.Option("--kubernetes/--no-kubernetes", help="does the team already run Kubernetes (GKE, EKS)?")
+    ] = False,
     cloud: Annotated[str, typer.Option(help="aws, gcp or any")] = "any",
     traffic: Annotated[
         Optional[str],
@@ -193,6 +196,7 @@ def recommend(
         "maturity": maturity,
         "scale": scale,
         "portability": portability,
+        "kubernetes": kubernetes,
         "cloud": cloud,
         "traffic": traffic,
         "demand": demand,

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from fullserver.balance import BalanceReport
 from fullserver.catalog import Offer
+from fullserver.kube import KubePlan, Resources
 from fullserver.plan import StackPlan, budget_breaches
 from fullserver.platforms import rules_for
 from fullserver.profiles import Profile
@@ -169,6 +170,8 @@ def _head_rows(plan: StackPlan) -> list[tuple[str, str]]:
                 + (", queued resource" if s.tpu.queued else ""),
             )
         )
+    if s.kube is not None:
+        rows.extend(_kube_rows(s.kube))
     rows.append(("storage", _storage(s)))
     n = s.network
     net = f"{n.gbps_per_node:g} Gbps/node, fabric {n.interconnect.value}"
@@ -194,6 +197,43 @@ def _head_rows(plan: StackPlan) -> list[tuple[str, str]]:
             )
         )
     return rows
+
+
+def _resources(r: Resources) -> str:
+    return f"{r.cpu_m / 1000:,.2f} vCPU, {r.memory_mib / 1024:,.1f} GiB memory, {r.ephemeral_mib / 1024:,.0f} GiB ephemeral"
+
+
+def _kube_rows(k: KubePlan) -> list[tuple[str, str]]:
+    """A node-pool platform's cluster, pools, the node's allocatable and each pod's share."""
+    cluster = (
+        f"{k.cluster_name} (created: {k.provider.upper()}, its fee in the cost)"
+        if k.create_cluster
+        else f"{k.cluster_name} (existing: attached, its fee not this stack's)"
+    )
+    pools = "; ".join(
+        f"{p.name}: {'spot' if p.spot else 'on-demand'} {p.min_nodes}-{p.max_nodes} x {k.machine_type}"
+        + ("" if p.autoscaled else " (fixed)")
+        for p in k.pools
+    )
+    taints = ", ".join(f"{t.key}={t.value}:{t.effect}" for t in k.taints)
+    extra = f"; TPU topology {k.tpu_slice_topology}" if k.tpu_slice_topology else ""
+    return [
+        ("cluster", escape(cluster)),
+        (
+            "pools",
+            escape(
+                f"{pools}; {k.accelerators_per_node} x {k.accelerator_resource} per node, driver "
+                f"{k.driver or 'none needed'}, taint {taints}{extra}"
+            ),
+        ),
+        ("node", escape(f"allocatable {_resources(k.node_allocatable)} (of {_resources(k.node_capacity)})")),
+        (
+            "pod",
+            escape(
+                f"requests = limits: {k.pod.accelerators} x {k.accelerator_resource}, {_resources(k.pod.resources)}"
+            ),
+        ),
+    ]
 
 
 def quota_table(plan: StackPlan) -> FitTable:

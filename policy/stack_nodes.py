@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from pulumi_policy import PolicyResource
 from pulumi_policy.proxy import UnknownValueError
 
-from policy.aws_nodes import aws_node, launch_template_of, spot_fleet_node
+from policy.aws_nodes import aws_node, aws_region, launch_template_of, spot_fleet_node
 from policy.gcp_nodes import gcp_instance_node, gcp_template_node, tpu_nodes
+from policy.kube_nodes import EKS_NODE_GROUP, GKE_NODE_POOL, eks_group_node, gke_pool_node
 from policy.nodes import Node
 from policy.resources import (
     AWS_ASG,
@@ -43,6 +44,10 @@ def _nodes_of(r: PolicyResource, resources: Sequence[PolicyResource], used_templ
         found = gcp_template_node(r, resources)
     elif t in (TPU_VM, TPU_QUEUED):
         return tpu_nodes(r, resources)
+    elif t == GKE_NODE_POOL:
+        found = gke_pool_node(r)
+    elif t == EKS_NODE_GROUP:
+        found = eks_group_node(r, aws_region(r))
     return [found] if found is not None else []
 
 
@@ -54,7 +59,7 @@ def accelerator_nodes(resources: Sequence[PolicyResource]) -> tuple[list[Node], 
     skipped: list[str] = []
     used: set[str] = set()
     for r in resources:
-        if r.resource_type in (AWS_INSTANCE, AWS_SPOT_REQUEST, AWS_ASG):
+        if r.resource_type in (AWS_INSTANCE, AWS_SPOT_REQUEST, AWS_ASG, EKS_NODE_GROUP):
             try:
                 lt = launch_template_of(r, resources)
             except UnknownValueError:

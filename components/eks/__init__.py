@@ -1,27 +1,68 @@
-"""EKS GPU managed node groups (``eks-gpu``): the cluster when one is created, the node groups.
+"""EKS GPU managed node groups (``eks-gpu``): the cluster when one is created, the node groups,
+and the registry entry.
 
-``EksEnvironment`` builds a ``fullserver.kube.KubePlan`` and decides nothing: ``EksCluster``
-(created only when the plan names no cluster) and ``EksNodeGroups`` (node role, launch template
-with the nodeadm NodeConfig, EFA and placement, one managed node group per pool). Registered as
-``components.registry``'s ``eks`` once the platform refactor lands.
+``EksEnvironment`` builds a ``fullserver.kube.KubePlan`` and decides nothing: a cluster (created
+only when the plan names none, on the region's default VPC, with NVIDIA's device plugin), and
+the node role, the launch template with the nodeadm NodeConfig, EFA and placement, one managed
+node group per pool.
+
+Importing this package loads no provider SDK: ``pulumi_aws`` comes with the component module
+(``components.eks.environment``), ``pulumi_kubernetes`` only for a created cluster's device plugin
+and an applied workload.
 """
 
-from components.eks.environment import (
-    EksArgs,
-    EksCluster,
-    EksEnvironment,
-    EksNodeGroups,
-    autoscaler_tags,
-    eks_args,
-    launch_template_inputs,
-)
+from __future__ import annotations
 
-__all__ = [
-    "EksArgs",
-    "EksCluster",
-    "EksEnvironment",
-    "EksNodeGroups",
-    "autoscaler_tags",
-    "eks_args",
-    "launch_template_inputs",
-]
+import importlib
+import json
+from typing import TYPE_CHECKING, Any
+
+import pulumi
+
+from components import aws
+from components.eks.args import EksArgs, eks_args
+from components.registry import PlatformEntry
+from fullserver.kube.manifest import default_workload
+from fullserver.platform import Platform
+
+if TYPE_CHECKING:
+    from fullserver.spec import EnvironmentSpec
+
+__all__ = ["ENTRY", "EksArgs", "EksEnvironment", "autoscaler_tags", "eks_args", "launch_template_inputs"]
+
+
+def _args(spec: EnvironmentSpec, _catalog: Any, _project: Any) -> EksArgs:
+    plan = spec.kube
+    assert plan is not None, "an EKS spec carries its KubePlan (fullserver.sizing.kube_spec)"
+    return eks_args(plan, workload=default_workload(plan, spec), deploy_workload=plan.deploy_workload)
+
+
+def exports(spec: EnvironmentSpec, inner: pulumi.ComponentResource) -> dict[str, Any]:
+    """The cluster, the node groups and the workload's manifests (``kubectl apply -f``)."""
+    return {
+        "cluster": getattr(inner, "cluster_name", ""),
+        "nodePools": getattr(inner, "node_group_names", []),
+        "workload": pulumi.Output.from_input(getattr(inner, "workload", "[]")).apply(json.loads),
+    }
+
+
+_LAZY = {"EksEnvironment", "autoscaler_tags", "launch_template_inputs"}
+
+
+def __getattr__(name: str) -> Any:
+    """The component and its helpers, imported (with ``pulumi_aws``) on first use."""
+    if name in _LAZY:
+        return getattr(importlib.import_module("components.eks.environment"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+ENTRY = PlatformEntry(
+    platform=Platform.EKS_GPU,
+    component="components.eks.environment:EksEnvironment",
+    args_key="eks_gpu",
+    args=_args,
+    provider=aws.provider,
+    identity_exports={"instanceRole": "instance_role", "instanceRoleArn": "instance_role_arn"},
+    exports=exports,
+    mock_region=lambda plan: plan.spec.region,
+)

@@ -25,21 +25,20 @@ checked against ``/work/shared/reference/kubernetes.md`` section 6):
   group (labels, taints, GPUs), which EKS does not propagate (eksctl#7543).
 """
 
-from __future__ import annotations
-
 import base64
 import json
-from typing import Any, Literal, Optional, TypedDict
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import pulumi
 import pulumi_aws as aws
 
 from components.aws.labels import aws_tags
-from components.kube_workload import apply_workload
+from components.eks.args import EksArgs
 from components.names import logical
+from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
 from fullserver.kube.kubeconfig import eks_kubeconfig
-from fullserver.kube.manifest import Manifest
 from fullserver.platforms import eks
 
 TOKEN = "fullserver:index:EksEnvironment"
@@ -50,58 +49,25 @@ NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
 )
 POD_IDENTITY_ADDON = "eks-pod-identity-agent"
+DEVICE_PLUGIN_CHART = ("nvidia-device-plugin", "0.17.4", "https://nvidia.github.io/k8s-device-plugin")
+"""NVIDIA's device plugin chart, pinned: the EKS user guide ("Install Kubernetes device plugin for
+GPUs", ml-eks-k8s-device-plugin) says AL2023 NVIDIA AMIs need it installed (Helm, other tooling or
+the GPU Operator; Bottlerocket NVIDIA AMIs ship it) and lists chart 0.17.4 from this repository."""
+GPU_PRESENT = {"nvidia.com/gpu.present": "true"}
+"""On every GPU node and the plugin's node selector: the label the chart's default node affinity
+accepts when Node Feature Discovery is not installed (an assumption about the chart's defaults,
+not read from this chart version's values.yaml)."""
 CA_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 
 
-class EksArgs(TypedDict):
-    plan: dict[str, Any]
-    """``KubePlan.model_dump()``."""
-    subnet_ids: list[str]
-    """Private subnets for the nodes (and a created cluster); one zone's for EFA and placement."""
-    vpc_id: str
-    """The subnets' VPC (the EFA security group lives there)."""
-    cluster_security_group_id: str | None
-    """An attached cluster's security group: EFA interfaces name their groups themselves, so the
-    cluster's own must be among them for the nodes to reach the control plane."""
-    private_endpoint: bool
-    identity: Literal["pod-identity", "irsa"]
-    kubernetes_version: str | None
-    workload: list[Manifest]
-    deploy_workload: bool
+@dataclass
+class _Network:
+    """Where the nodes (and a created cluster) go: given subnets, an attached cluster's own, or the
+    region's default VPC's (a created cluster)."""
 
-
-def eks_args(
-    plan: KubePlan,
-    subnet_ids: list[str],
-    vpc_id: str,
-    *,
-    cluster_security_group_id: str | None = None,
-    private_endpoint: bool = False,
-    identity: Literal["pod-identity", "irsa"] = "pod-identity",
-    kubernetes_version: str | None = None,
-    workload: list[Manifest] | None = None,
-    deploy_workload: bool = False,
-) -> EksArgs:
-    if plan.provider != "eks":
-        raise ValueError(f"{plan.platform.value} is not an EKS plan")
-    if not subnet_ids:
-        raise ValueError("EKS node groups need at least one subnet")
-    if plan.efa_interfaces and not plan.create_cluster and not cluster_security_group_id:
-        raise ValueError(
-            f"spec.network.efa_interfaces: EFA nodes joining the existing cluster '{plan.cluster_name}' need its "
-            "security group (cluster_security_group_id)"
-        )
-    return EksArgs(
-        plan=plan.model_dump(mode="json"),
-        subnet_ids=list(subnet_ids),
-        vpc_id=vpc_id,
-        cluster_security_group_id=cluster_security_group_id,
-        private_endpoint=private_endpoint,
-        identity=identity,
-        kubernetes_version=kubernetes_version,
-        workload=list(workload or []),
-        deploy_workload=deploy_workload,
-    )
+    subnet_ids: pulumi.Input[list[str]]
+    vpc_id: pulumi.Input[str]
+    security_group: pulumi.Input[str] | None
 
 
 def _trust(service: str) -> str:
@@ -125,10 +91,17 @@ def _role(name: str, service: str, policies: tuple[str, ...], tags: dict[str, st
     return role, attachments
 
 
-class EksCluster(pulumi.ComponentResource):
+class _EksCluster(pulumi.ComponentResource):
     """A minimal EKS cluster for managed node groups, with Pod Identity or IRSA."""
 
-    def __init__(self, name: str, plan: KubePlan, args: EksArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(
+        self,
+        name: str,
+        plan: KubePlan,
+        args: EksArgs,
+        network: _Network,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
         super().__init__("fullserver:index:EksCluster", name, {}, opts)
         tags = dict(plan.cloud_labels)
         role, attachments = _role(f"{name}-cluster", "eks.amazonaws.com", CLUSTER_POLICIES, tags, self)
@@ -136,9 +109,9 @@ class EksCluster(pulumi.ComponentResource):
             f"{name}-cluster",
             name=plan.cluster_name,
             role_arn=role.arn,
-            version=args["kubernetes_version"],
+            version=args.get("kubernetes_version"),
             vpc_config={
-                "subnet_ids": args["subnet_ids"],
+                "subnet_ids": network.subnet_ids,
                 "endpoint_private_access": True,
                 "endpoint_public_access": not args["private_endpoint"],
             },
@@ -242,7 +215,7 @@ def launch_template_inputs(
     return inputs
 
 
-class EksNodeGroups(pulumi.ComponentResource):
+class _EksNodeGroups(pulumi.ComponentResource):
     """The plan's managed node groups on ``cluster_name``, their role and launch template."""
 
     def __init__(
@@ -251,10 +224,11 @@ class EksNodeGroups(pulumi.ComponentResource):
         plan: KubePlan,
         args: EksArgs,
         cluster_name: pulumi.Input[str],
-        cluster_security_group: pulumi.Input[str] | None,
+        network: _Network,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("fullserver:index:EksNodeGroups", name, {}, opts)
+        cluster_security_group = network.security_group
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(plan.cloud_labels)
         self.role, attachments = _role(f"{name}-nodes", "ec2.amazonaws.com", NODE_POLICIES, tags, self)
@@ -263,7 +237,7 @@ class EksNodeGroups(pulumi.ComponentResource):
         if plan.efa_interfaces:
             efa = aws.ec2.SecurityGroup(
                 logical(aws.ec2.SecurityGroup, f"{name}-efa"),
-                vpc_id=args["vpc_id"],
+                vpc_id=network.vpc_id,
                 description="EFA: all traffic between the node group's interfaces",
                 ingress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "self": True}],
                 egress=[
@@ -293,7 +267,7 @@ class EksNodeGroups(pulumi.ComponentResource):
         )
         self.groups: list[aws.eks.NodeGroup] = []
         for pool in plan.pools:
-            self.groups.append(self._group(name, plan, pool, args, cluster_name, template, attachments))
+            self.groups.append(self._group(name, plan, pool, network, cluster_name, template, attachments))
         self.register_outputs({"groups": [g.node_group_name for g in self.groups]})
 
     def _group(
@@ -301,7 +275,7 @@ class EksNodeGroups(pulumi.ComponentResource):
         name: str,
         plan: KubePlan,
         pool: Pool,
-        args: EksArgs,
+        network: _Network,
         cluster_name: pulumi.Input[str],
         template: aws.ec2.LaunchTemplate,
         attachments: list[Any],
@@ -311,12 +285,12 @@ class EksNodeGroups(pulumi.ComponentResource):
             cluster_name=cluster_name,
             node_group_name=pool.name,
             node_role_arn=self.role.arn,
-            subnet_ids=args["subnet_ids"],
+            subnet_ids=network.subnet_ids,
             ami_type=plan.driver,
             capacity_type="SPOT" if pool.spot else "ON_DEMAND",
             instance_types=plan.instance_types if pool.spot else [plan.machine_type],
             scaling_config={"min_size": pool.min_nodes, "max_size": pool.max_nodes, "desired_size": pool.min_nodes},
-            labels=dict(plan.labels),
+            labels={**plan.labels, **GPU_PRESENT},
             taints=[{"key": t.key, "value": t.value, "effect": eks.TAINT_EFFECTS[t.effect]} for t in plan.taints],
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             update_config={"max_unavailable": 1},
@@ -338,49 +312,92 @@ class EksNodeGroups(pulumi.ComponentResource):
         return group
 
 
-class EksEnvironment(pulumi.ComponentResource):
+def _network(plan: KubePlan, args: EksArgs, parent: pulumi.Resource) -> _Network:
+    invoke = pulumi.InvokeOptions(parent=parent)
+    if args["subnet_ids"]:
+        return _Network(args["subnet_ids"], args["vpc_id"], args.get("cluster_security_group_id"))
+    if not plan.create_cluster:
+        found = aws.eks.get_cluster_output(name=plan.cluster_name, opts=invoke)
+        config = found.vpc_config
+        return _Network(
+            config.subnet_ids,
+            config.vpc_id,
+            args.get("cluster_security_group_id") or config.cluster_security_group_id,
+        )
+    vpc = aws.ec2.get_vpc_output(default=True, opts=invoke)
+    vpc_filter: Any = {"name": "vpc-id", "values": [vpc.id]}
+    subnets = aws.ec2.get_subnets_output(filters=[vpc_filter], opts=invoke)
+    return _Network(subnets.ids, vpc.id, None)
+
+
+def _device_plugin(name: str, config: pulumi.Input[str], parent: pulumi.Resource, after: list[pulumi.Resource]) -> None:
+    """NVIDIA's device plugin on a created cluster (``DEVICE_PLUGIN_CHART``): the AL2023 NVIDIA AMI
+    does not run it, and without it no pod requesting ``nvidia.com/gpu`` schedules."""
+    import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
+
+    provider = k8s.Provider(f"{name}-plugin-k8s", kubeconfig=config, opts=pulumi.ResourceOptions(parent=parent))
+    chart, version, repo = DEVICE_PLUGIN_CHART
+    k8s.helm.v3.Release(
+        f"{name}-nvidia-device-plugin",
+        chart=chart,
+        version=version,
+        repository_opts={"repo": repo},
+        namespace="kube-system",
+        values={
+            "tolerations": [{"key": eks.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+            "nodeSelector": dict(GPU_PRESENT),
+        },
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=after),
+    )
+
+
+class EksEnvironment(EnvironmentComponent):
     """The node groups of a ``KubePlan`` on EKS; the cluster too when the plan names none."""
 
     cluster_name: pulumi.Output[str]
-    node_groups: pulumi.Output[list[str]]
-    node_role_arn: pulumi.Output[str]
-    workload: pulumi.Output[list[Manifest]]
+    node_group_names: pulumi.Output[list[str]]
+    workload: pulumi.Output[str]
+    """The workload's manifests as a JSON list (``kubectl apply -f``)."""
 
     def __init__(self, name: str, args: EksArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        plan = KubePlan.model_validate(args["plan"])
+        plan = KubePlan.model_validate_json(args["plan"])
         if plan.provider != "eks":
             raise ValueError(f"spec.platform: {plan.platform.value} is not built by EksEnvironment")
         super().__init__(TOKEN, name, {}, opts)
-        security_group: pulumi.Input[str] | None = args["cluster_security_group_id"]
+        network = _network(plan, args, self)
         if plan.create_cluster:
-            created = EksCluster(name, plan, args, opts=pulumi.ResourceOptions(parent=self))
+            created = _EksCluster(name, plan, args, network, opts=pulumi.ResourceOptions(parent=self))
             cluster: pulumi.Input[str] = created.cluster.name
-            security_group = created.cluster.vpc_config.apply(
+            network.security_group = created.cluster.vpc_config.apply(
                 lambda c: str(getattr(c, "cluster_security_group_id", None) or "")
             )
             self.cluster_name = created.cluster.name
+            endpoint, ca = created.cluster.endpoint, created.cluster.certificate_authority.apply(_ca)
         else:
             cluster = plan.cluster_name  # attached: nothing of the cluster is touched
             self.cluster_name = pulumi.Output.from_input(plan.cluster_name)
-        groups = EksNodeGroups(name, plan, args, cluster, security_group, opts=pulumi.ResourceOptions(parent=self))
-        if args["deploy_workload"] and args["workload"]:
-            if plan.create_cluster:
-                endpoint, ca = created.cluster.endpoint, created.cluster.certificate_authority.apply(_ca)
-            else:
-                found = aws.eks.get_cluster_output(name=plan.cluster_name)
+        groups = _EksNodeGroups(name, plan, args, cluster, network, opts=pulumi.ResourceOptions(parent=self))
+        manifests = json.loads(args["workload"])
+        if plan.create_cluster or (args["deploy_workload"] and manifests):
+            if not plan.create_cluster:
+                found = aws.eks.get_cluster_output(name=plan.cluster_name, opts=pulumi.InvokeOptions(parent=self))
                 endpoint, ca = found.endpoint, found.certificate_authorities.apply(lambda c: _ca((c or [None])[0]))
             config = pulumi.Output.all(endpoint, ca).apply(
                 lambda v: eks_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""), plan.region)
             )
-            apply_workload(name, args["workload"], config, self, [groups])
-        self.node_groups = pulumi.Output.all(*[g.node_group_name for g in groups.groups]).apply(list)
-        self.node_role_arn = groups.role.arn
+            if plan.create_cluster:
+                _device_plugin(name, config, self, [groups])
+            if args["deploy_workload"] and manifests:
+                from components.kube_workload import apply_workload  # pulumi_kubernetes: only when applying
+
+                apply_workload(name, manifests, config, self, [groups])
+        self.node_group_names = pulumi.Output.all(*[g.node_group_name for g in groups.groups]).apply(list)
+        self.instance_role = groups.role.name
+        self.instance_role_arn = groups.role.arn
+        self.connect = pulumi.Output.from_input(
+            f"aws eks update-kubeconfig --name {plan.cluster_name} --region {plan.region}"
+        )
         self.workload = pulumi.Output.from_input(args["workload"])
-        self.register_outputs(
-            {
-                "cluster_name": self.cluster_name,
-                "node_groups": self.node_groups,
-                "node_role_arn": self.node_role_arn,
-                "workload": self.workload,
-            }
+        self.register(
+            {"cluster_name": self.cluster_name, "node_group_names": self.node_group_names, "workload": self.workload}
         )

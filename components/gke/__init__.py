@@ -1,12 +1,75 @@
-"""GKE accelerator node pools (``gke-gpu``, ``gke-tpu``): the cluster when one is created, the pools.
+"""GKE accelerator node pools (``gke-gpu``, ``gke-tpu``): the cluster when one is created, the pools,
+and their registry entries.
 
-``GkeEnvironment`` builds a ``fullserver.kube.KubePlan`` and decides nothing: ``GkeCluster`` (a
-minimal private regional Standard cluster with Workload Identity, on its own VPC with Cloud NAT,
-or nothing when the plan attaches to a named cluster) and ``GkeNodePools`` (the plan's pools and
-their least-privilege node service account). Registered as ``components.registry``'s ``gke``
-once the platform refactor lands.
+``GkeEnvironment`` builds a ``fullserver.kube.KubePlan`` and decides nothing: a minimal private
+regional Standard cluster with Workload Identity, on its own VPC with Cloud NAT (or nothing when
+the plan attaches to a named cluster), and the plan's pools with their least-privilege node
+service account. A GKE node is a Compute Engine VM: the provider, project and identity are
+Google Cloud's (``components.gcp``).
+
+Importing this package loads no provider SDK: ``pulumi_gcp`` comes with the component module
+(``components.gke.environment``), ``pulumi_kubernetes`` only when the workload is applied.
 """
 
-from components.gke.environment import GkeArgs, GkeCluster, GkeEnvironment, GkeNodePools, gke_args
+from __future__ import annotations
 
-__all__ = ["GkeArgs", "GkeCluster", "GkeEnvironment", "GkeNodePools", "gke_args"]
+import importlib
+import json
+from typing import TYPE_CHECKING, Any
+
+import pulumi
+
+from components import gcp
+from components.args import refuse
+from components.gke.args import GkeArgs, gke_args
+from components.graph import MOCK_GCP_PROJECT
+from components.registry import PlatformEntry
+from fullserver.kube.manifest import default_workload
+from fullserver.platform import Platform
+
+if TYPE_CHECKING:
+    from fullserver.spec import EnvironmentSpec
+
+__all__ = ["ENTRIES", "GkeArgs", "GkeEnvironment", "gke_args"]
+
+
+def _args(spec: EnvironmentSpec, _catalog: Any, project: Any) -> GkeArgs:
+    plan = spec.kube
+    assert plan is not None, "a GKE spec carries its KubePlan (fullserver.sizing.kube_spec)"
+    if not project:
+        raise refuse("project", "a GKE environment needs its Google Cloud project", "pulumi config set gcp:project ID")
+    return gke_args(plan, str(project), workload=default_workload(plan, spec), deploy_workload=plan.deploy_workload)
+
+
+def exports(spec: EnvironmentSpec, inner: pulumi.ComponentResource) -> dict[str, Any]:
+    """The cluster, the pools and the workload's manifests (``kubectl apply -f``)."""
+    return {
+        "cluster": getattr(inner, "cluster_name", ""),
+        "nodePools": getattr(inner, "node_pools", []),
+        "workload": pulumi.Output.from_input(getattr(inner, "workload", "[]")).apply(json.loads),
+    }
+
+
+def __getattr__(name: str) -> Any:
+    """``GkeEnvironment``, imported (with ``pulumi_gcp``) on first use."""
+    if name == "GkeEnvironment":
+        return importlib.import_module("components.gke.environment").GkeEnvironment
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _entry(platform: Platform, key: str) -> PlatformEntry:
+    return PlatformEntry(
+        platform=platform,
+        component="components.gke.environment:GkeEnvironment",
+        args_key=key,
+        args=_args,
+        provider=gcp.provider,
+        project=gcp.project,
+        identity_exports={"serviceAccount": "service_account"},
+        exports=exports,
+        mock_config={"gcp:project": MOCK_GCP_PROJECT},
+    )
+
+
+ENTRIES = {Platform.GKE_GPU: _entry(Platform.GKE_GPU, "gke_gpu"), Platform.GKE_TPU: _entry(Platform.GKE_TPU, "gke_tpu")}
+"""One package, two platforms: the registry reads ``ENTRIES`` where a package defines it."""

@@ -23,18 +23,17 @@ Inputs follow pulumi-gcp 10.2 ``container.Cluster``/``container.NodePool`` (name
 pool (pulumi-gcp node_pool docstring), and the autoscaler moves the count anyway.
 """
 
-from __future__ import annotations
-
-from typing import Any, Optional, TypedDict
+import json
+from typing import Any, Optional
 
 import pulumi
 import pulumi_gcp as gcp
 
-from components.kube_workload import apply_workload
+from components.gke.args import GkeArgs
 from components.names import logical, physical
+from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
 from fullserver.kube.kubeconfig import gke_kubeconfig
-from fullserver.kube.manifest import Manifest
 from fullserver.platforms import gke
 from fullserver.rules import gcp_labels
 
@@ -56,42 +55,7 @@ MASTER_RANGE = "172.16.0.32/28"
 EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 
 
-class GkeArgs(TypedDict):
-    plan: dict[str, Any]
-    """``KubePlan.model_dump()``."""
-    project: str
-    cluster_location: str
-    """Where the cluster lives: the region for a created (regional) cluster; an attached cluster's own."""
-    private_endpoint: bool
-    """Created clusters: the control plane only on its private address."""
-    workload: list[Manifest]
-    """The workload's manifests (``fullserver.kube.manifest``), exported for ``kubectl apply``."""
-    deploy_workload: bool
-    """Apply them to the cluster with pulumi-kubernetes (``components.kube_workload``)."""
-
-
-def gke_args(
-    plan: KubePlan,
-    project: str,
-    *,
-    cluster_location: str | None = None,
-    private_endpoint: bool = False,
-    workload: list[Manifest] | None = None,
-    deploy_workload: bool = False,
-) -> GkeArgs:
-    if plan.provider != "gke":
-        raise ValueError(f"{plan.platform.value} is not a GKE plan")
-    return GkeArgs(
-        plan=plan.model_dump(mode="json"),
-        project=project,
-        cluster_location=cluster_location or plan.region,
-        private_endpoint=private_endpoint,
-        workload=list(workload or []),
-        deploy_workload=deploy_workload,
-    )
-
-
-class GkeCluster(pulumi.ComponentResource):
+class _GkeCluster(pulumi.ComponentResource):
     """A minimal private regional GKE Standard cluster with Workload Identity, on its own VPC."""
 
     def __init__(self, name: str, plan: KubePlan, args: GkeArgs, opts: Optional[pulumi.ResourceOptions] = None):
@@ -202,7 +166,7 @@ def node_config(plan: KubePlan, pool: Pool, service_account: pulumi.Input[str]) 
     return config
 
 
-class GkeNodePools(pulumi.ComponentResource):
+class _GkeNodePools(pulumi.ComponentResource):
     """The plan's node pools on ``cluster`` (an id or a name in ``location``), and their identity."""
 
     def __init__(
@@ -281,32 +245,35 @@ def gcp_account_id(name: str) -> str:
     return physical(gcp.serviceaccount.Account, f"fs-{name}-gke", "accountId")
 
 
-class GkeEnvironment(pulumi.ComponentResource):
+class GkeEnvironment(EnvironmentComponent):
     """The node pools of a ``KubePlan`` on GKE; the cluster too when the plan names none."""
 
     cluster_name: pulumi.Output[str]
     node_pools: pulumi.Output[list[str]]
-    service_account: pulumi.Output[str]
-    workload: pulumi.Output[list[Manifest]]
+    workload: pulumi.Output[str]
+    """The workload's manifests as a JSON list (``kubectl apply -f``)."""
 
     def __init__(self, name: str, args: GkeArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        plan = KubePlan.model_validate(args["plan"])
+        plan = KubePlan.model_validate_json(args["plan"])
         if plan.provider != "gke":
             raise ValueError(f"spec.platform: {plan.platform.value} is not built by GkeEnvironment")
         super().__init__(TOKEN, name, {}, opts)
         depends: list[pulumi.Resource] = []
         if plan.create_cluster:
-            created = GkeCluster(f"{name}", plan, args, opts=pulumi.ResourceOptions(parent=self))
+            created = _GkeCluster(f"{name}", plan, args, opts=pulumi.ResourceOptions(parent=self))
             cluster: pulumi.Input[str] = created.cluster.id
             self.cluster_name = created.cluster.name
             depends.append(created)
         else:
             cluster = plan.cluster_name  # attached: nothing of the cluster is touched
             self.cluster_name = pulumi.Output.from_input(plan.cluster_name)
-        pools = GkeNodePools(
+        pools = _GkeNodePools(
             f"{name}", plan, args, cluster, opts=pulumi.ResourceOptions(parent=self, depends_on=depends)
         )
-        if args["deploy_workload"] and args["workload"]:
+        manifests = json.loads(args["workload"])
+        if args["deploy_workload"] and manifests:
+            from components.kube_workload import apply_workload  # pulumi_kubernetes: only when applying
+
             if plan.create_cluster:
                 endpoint, ca = created.cluster.endpoint, created.cluster.master_auth.apply(_ca)
             else:
@@ -317,15 +284,12 @@ class GkeEnvironment(pulumi.ComponentResource):
             config = pulumi.Output.all(endpoint, ca).apply(
                 lambda v: gke_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""))
             )
-            apply_workload(name, args["workload"], config, self, [pools])
+            apply_workload(name, manifests, config, self, [pools])
         self.node_pools = pulumi.Output.all(*[p.name for p in pools.pools]).apply(list)
         self.service_account = pools.service_account.email
-        self.workload = pulumi.Output.from_input(args["workload"])
-        self.register_outputs(
-            {
-                "cluster_name": self.cluster_name,
-                "node_pools": self.node_pools,
-                "service_account": self.service_account,
-                "workload": self.workload,
-            }
+        self.connect = pulumi.Output.from_input(
+            f"gcloud container clusters get-credentials {plan.cluster_name} --location {args['cluster_location']} "
+            f"--project {args['project']}"
         )
+        self.workload = pulumi.Output.from_input(args["workload"])
+        self.register({"cluster_name": self.cluster_name, "node_pools": self.node_pools, "workload": self.workload})

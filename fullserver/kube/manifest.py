@@ -187,6 +187,31 @@ def workload(
     return training_job(plan, image, command or [])
 
 
+SMOKE_JOBS: dict[str, tuple[str, list[str]]] = {
+    # A Job that proves the pod sees its accelerators, until the stack names its own image: the
+    # framework's public image where there is one (pytorch), else a CUDA base image's nvidia-smi;
+    # TPU pools install JAX's TPU wheel on a slim Python image.
+    "pytorch": (
+        "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
+        ["python", "-c", "import torch; n = torch.cuda.device_count(); assert n, 'no GPU'; print(n, 'GPUs')"],
+    ),
+    "gpu": ("nvidia/cuda:12.4.1-base-ubuntu22.04", ["nvidia-smi"]),
+    "tpu": (
+        "python:3.12-slim",
+        ["sh", "-c", "pip install -q 'jax[tpu]' && python -c 'import jax; print(jax.devices())'"],
+    ),
+}
+
+
+def default_workload(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
+    """The stack's workload: the serving objects, or the smoke Job of ``SMOKE_JOBS``."""
+    if spec.endpoint is not None:
+        return serving(plan, spec)
+    key = "tpu" if spec.tpu is not None else ("pytorch" if spec.framework == "pytorch" else "gpu")
+    image, command = SMOKE_JOBS[key]
+    return training_job(plan, image, command)
+
+
 def fits_node(plan: KubePlan) -> bool:
     """Every pod a node runs fits its allocatable (the sizing rule's promise)."""
     pod = plan.pod.resources

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -33,7 +34,9 @@ from fullserver.platforms import eks, gcp, gke, rules_for
 from fullserver.platforms.base import Request
 from fullserver.profiles import Stage
 from fullserver.rules import LABEL_ENVIRONMENT
-from fullserver.spec import EnvironmentSpec
+
+if TYPE_CHECKING:  # the spec carries a KubePlan (``EnvironmentSpec.kube``)
+    from fullserver.spec import EnvironmentSpec
 
 
 class Frozen(BaseModel):
@@ -134,6 +137,8 @@ class KubePlan(Frozen):
     flex_start: bool = False
     queued_provisioning: bool = False
     max_run_hours: float | None = None
+    deploy_workload: bool = False
+    """``fullserver:deployWorkload``: the components apply the workload's manifests to the cluster."""
     max_pods: int | None = None
     kube_reserved: dict[str, str] = {}
     """EKS: pinned into the NodeConfig so allocatable is what ``node`` says."""
@@ -173,6 +178,12 @@ DAEMONSET_ALLOWANCE = gke.NodeResources(cpu_m=500, memory_mib=1024.0, ephemeral_
 """Room left on every node for the DaemonSets the platform runs there (device plugin, logging,
 metadata server, CNI, kube-proxy): fullserver's margin, not a sourced figure; the sized rule is
 request = (allocatable - DaemonSet requests) x g / G (reference, section 4)."""
+
+EKS_ATTACHED_PLUGIN = (
+    "the existing EKS cluster must already run NVIDIA's device plugin (the AL2023 NVIDIA AMI does not): "
+    "without it no pod requesting nvidia.com/gpu schedules; fullserver installs it only on clusters it creates"
+)
+"""AL2023 NVIDIA AMIs need the plugin installed (EKS user guide, "Install Kubernetes device plugin for GPUs")."""
 
 _LABEL_VALUE_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -219,18 +230,27 @@ def _resources(node: gke.NodeResources) -> Resources:
     )
 
 
-def kube_plan(
-    spec: EnvironmentSpec,
-    platform: Platform,
-    *,
-    cluster: str | None = None,
-    flex_start: bool = False,
-    max_run_hours: float | None = None,
-) -> KubePlan:
-    """The node pools of ``platform`` (``gke-gpu``, ``gke-tpu``, ``eks-gpu``) for ``spec``, which
-    the core sized for the VM platform the pool's nodes are. ``cluster``: attach to that cluster
-    (``fullserver:cluster``); else one is created. ``flex_start``: GKE flex-start with queued
-    provisioning (``fullserver:flexStart``), at most ``max_run_hours`` per node."""
+@dataclass(frozen=True)
+class _Nodes:
+    """What a pool's nodes are: the machine, its accelerators, the driver path, taints, selectors."""
+
+    machine_type: str
+    per_node: int
+    resource: str
+    hosts: int
+    taints: list[Taint]
+    node_selector: dict[str, str]
+    driver: str
+    accelerator_type: str | None = None
+    tpu_topology: str | None = None
+    tpu_label: str | None = None
+    slice_topology: str | None = None
+    compact: bool = False
+    max_pods: int | None = None
+
+
+def _refuse(spec: EnvironmentSpec, platform: Platform, flex_start: bool) -> Provider:
+    """The pool's provider, once the spec and options are ones the platform takes."""
     where = "fullserver:platform"
     if platform not in SIZED_AS:
         raise InputError(where, f"{platform.value} is not a Kubernetes node-pool platform")
@@ -243,12 +263,11 @@ def kube_plan(
     provider: Provider = "gke" if platform in gke.SIZED_AS else "eks"
     if flex_start and provider != "gke":
         raise InputError("fullserver:flexStart", "flex-start is GKE's (Dynamic Workload Scheduler)", "remove it")
-    spot_fallback = spec.pricing is PricingModel.SPOT_WITH_FALLBACK
     refusal = rules_for(platform).refusal(
         Request(
             shape=spec.tpu.accelerator_type if spec.tpu else spec.machine_type,
             hosts=spec.tpu.hosts if spec.tpu else 1,
-            spot=spot_fallback or spec.spot,
+            spot=spec.pricing is PricingModel.SPOT_WITH_FALLBACK or spec.spot,
             reservation=spec.reservation,
             zone=spec.zone,
             queued=flex_start,
@@ -257,63 +276,69 @@ def kube_plan(
     )
     if refusal is not None:
         raise InputError(f"fullserver:{refusal.key}", refusal.what, refusal.hint)
+    return provider
 
-    # The environment's labels (profile, environment, owner, lifecycle, TTL or expiry) and its stage.
-    labels = {k: label_value(v) for k, v in spec.labels.items()}
-    labels["fullserver-stage"] = label_value(spec.stage.value)
-    taints: list[Taint]
-    node_selector: dict[str, str] = {}
-    tpu_topology: str | None = None
-    tpu_label: str | None = None
-    slice_topology: str | None = None
-    compact = spec.network.compact_placement
-    max_pods: int | None = None
-    accelerator_type: str | None = None
-    hosts = spec.nodes
-    if platform is Platform.GKE_TPU:
-        assert spec.tpu is not None
-        shape = gke.tpu_pool_shape(
-            spec.tpu.accelerator_type, spec.accelerator_count * spec.tpu.hosts, spec.tpu.hosts, spec.tpu.topology
-        )
-        if shape is None:
-            raise InputError(
-                "fullserver:accelerator",
-                f"{spec.tpu.accelerator_type} has no GKE TPU machine type here",
-                "use a v5litepod-, v5p- or v6e- type",
-            )
-        machine_type, per_node, resource, hosts = (
-            shape.machine_type,
-            shape.chips_per_node,
-            gke.TPU_RESOURCE,
-            shape.nodes,
-        )
-        taints = [Taint(key=gke.TPU_TAINT[0], value=gke.TPU_TAINT[1], effect="NoSchedule")]
-        node_selector = {gke.TPU_ACCELERATOR_LABEL: shape.accelerator_label, gke.TPU_TOPOLOGY_LABEL: shape.topology}
-        tpu_topology = shape.topology if shape.multi_host else None
-        tpu_label, slice_topology, compact = shape.accelerator_label, shape.topology, shape.multi_host
-        max_pods = gke.MULTI_HOST_MAX_PODS if shape.multi_host else None
-        driver = ""
-    else:
-        machine_type, per_node, resource = spec.machine_type, spec.accelerator_count, gke.GPU_RESOURCE
-        taints = [Taint(key=gke.GPU_TAINT[0], value=gke.GPU_TAINT[1], effect="NoSchedule")]
-        if provider == "gke":
-            accelerator_type = gke.guest_accelerator(spec.machine_type, spec.accelerator)
-            if accelerator_type is None:
-                raise InputError(
-                    "fullserver:accelerator", f"{spec.machine_type} has no GKE accelerator type here", "use gcp-gpu"
-                )
-            node_selector = {gke.ACCELERATOR_LABEL: accelerator_type}
-            driver = gke.GPU_DRIVER
-        else:
-            node_selector = {}  # a spot group may run any of its instance types: the labels below select it
-            driver = eks.GPU_AMI_TYPE
 
-    # The environment's own nodes, wherever else the cluster runs the same accelerator.
-    node_selector[LABEL_ENVIRONMENT] = labels[LABEL_ENVIRONMENT]
+def _tpu_nodes(spec: EnvironmentSpec) -> _Nodes:
+    """A TPU slice's pool: one node per slice host on the slice's ``ct*`` machine type."""
+    assert spec.tpu is not None
+    shape = gke.tpu_pool_shape(
+        spec.tpu.accelerator_type, spec.accelerator_count * spec.tpu.hosts, spec.tpu.hosts, spec.tpu.topology
+    )
+    if shape is None:
+        raise InputError(
+            "fullserver:accelerator",
+            f"{spec.tpu.accelerator_type} has no GKE TPU machine type here",
+            "use a v5litepod-, v5p- or v6e- type",
+        )
+    return _Nodes(
+        machine_type=shape.machine_type,
+        per_node=shape.chips_per_node,
+        resource=gke.TPU_RESOURCE,
+        hosts=shape.nodes,
+        taints=[Taint(key=gke.TPU_TAINT[0], value=gke.TPU_TAINT[1], effect="NoSchedule")],
+        node_selector={gke.TPU_ACCELERATOR_LABEL: shape.accelerator_label, gke.TPU_TOPOLOGY_LABEL: shape.topology},
+        driver="",
+        tpu_topology=shape.topology if shape.multi_host else None,
+        tpu_label=shape.accelerator_label,
+        slice_topology=shape.topology,
+        compact=shape.multi_host,
+        max_pods=gke.MULTI_HOST_MAX_PODS if shape.multi_host else None,
+    )
+
+
+def _gpu_nodes(spec: EnvironmentSpec, provider: Provider) -> _Nodes:
+    """A GPU pool: the sized machine, GKE's driver (``gpu_driver_version``) or EKS's NVIDIA AMI."""
+    eks_nodes = _Nodes(
+        machine_type=spec.machine_type,
+        per_node=spec.accelerator_count,
+        resource=gke.GPU_RESOURCE,
+        hosts=spec.nodes,
+        taints=[Taint(key=gke.GPU_TAINT[0], value=gke.GPU_TAINT[1], effect="NoSchedule")],
+        node_selector={},  # a spot group may run any of its instance types: the environment's label selects it
+        driver=eks.GPU_AMI_TYPE,
+        compact=spec.network.compact_placement,
+    )
+    if provider == "eks":
+        return eks_nodes
+    accelerator_type = gke.guest_accelerator(spec.machine_type, spec.accelerator)
+    if accelerator_type is None:
+        raise InputError(
+            "fullserver:accelerator", f"{spec.machine_type} has no GKE accelerator type here", "use gcp-gpu"
+        )
+    return replace(
+        eks_nodes,
+        node_selector={gke.ACCELERATOR_LABEL: accelerator_type},
+        driver=gke.GPU_DRIVER,
+        accelerator_type=accelerator_type,
+    )
+
+
+def _pools(spec: EnvironmentSpec, provider: Provider, hosts: int, flex_start: bool) -> list[Pool]:
+    """Spot with an on-demand fallback pool, or one pool; elastic from zero, serving's range, or fixed."""
     floor, ceiling, autoscaled = _counts(spec, hosts, flex_start)
-    pools: list[Pool]
-    if spot_fallback and not flex_start:
-        pools = [
+    if spec.pricing is PricingModel.SPOT_WITH_FALLBACK and not flex_start:
+        return [
             Pool(
                 role="spot",
                 name=_pool_name(spec.environment, "spot", provider),
@@ -331,48 +356,73 @@ def kube_plan(
                 autoscaled=True,
             ),
         ]
-    else:
-        pools = [
-            Pool(
-                role="accelerators",
-                name=_pool_name(spec.environment, "tpu" if spec.tpu else "gpu", provider),
-                spot=False,
-                min_nodes=floor,
-                max_nodes=ceiling,
-                autoscaled=autoscaled,
-            )
-        ]
-
-    if provider == "gke":
-        reserved = gke.allocatable(
-            spec.vcpus,
-            spec.memory_gib,
-            spec.local_nvme_disks if platform is Platform.GKE_GPU else 0,
-            spec.boot_disk_gib,
+    return [
+        Pool(
+            role="accelerators",
+            name=_pool_name(spec.environment, "tpu" if spec.tpu else "gpu", provider),
+            spot=False,
+            min_nodes=floor,
+            max_nodes=ceiling,
+            autoscaled=autoscaled,
         )
-        kube_reserved: dict[str, str] = {}
-    else:
-        store = spec.local_nvme_disks * spec.local_nvme_disk_gib
-        reserved = eks.allocatable(spec.vcpus, spec.memory_gib, store, spec.boot_disk_gib)
-        kube_reserved = eks.kube_reserved(spec.vcpus)
-        max_pods = eks.MAX_PODS
-    node_allocatable = reserved.allocatable
-    share = node_allocatable.minus(DAEMONSET_ALLOWANCE)
-    pod = PodShare(accelerators=per_node, resources=_resources(share))
+    ]
+
+
+def _reserved(spec: EnvironmentSpec, platform: Platform, provider: Provider) -> gke.Allocatable:
+    """The node's capacity and what kubelet and the system keep of it."""
+    if provider == "gke":
+        local = spec.local_nvme_disks if platform is Platform.GKE_GPU else 0
+        return gke.allocatable(spec.vcpus, spec.memory_gib, local, spec.boot_disk_gib)
+    store = spec.local_nvme_disks * spec.local_nvme_disk_gib
+    return eks.allocatable(spec.vcpus, spec.memory_gib, store, spec.boot_disk_gib)
+
+
+def _pod(reserved: gke.Allocatable, nodes: _Nodes) -> PodShare:
+    share = reserved.allocatable.minus(DAEMONSET_ALLOWANCE)
     if min(share.cpu_m, share.memory_mib, share.ephemeral_mib) <= 0:
         raise InputError(
             "fullserver:accelerator",
-            f"{machine_type} leaves no room for a workload pod after the node's reservations",
+            f"{nodes.machine_type} leaves no room for a workload pod after the node's reservations",
             "use a larger shape",
         )
-    serving = spec.serving
-    warnings = balance_shortfalls(spec, pod.resources, per_node, machine_type)
-    nics = gcp.gpu_nic_plan(machine_type, spec.nodes) if platform is Platform.GKE_GPU else None
+    return PodShare(accelerators=nodes.per_node, resources=_resources(share))
+
+
+def _warnings(spec: EnvironmentSpec, platform: Platform, nodes: _Nodes, pod: PodShare) -> list[str]:
+    warnings = balance_shortfalls(spec, pod.resources, nodes.per_node, nodes.machine_type)
+    nics = gcp.gpu_nic_plan(nodes.machine_type, spec.nodes) if platform is Platform.GKE_GPU else None
     if nics is not None:
         warnings.append(
-            f"{spec.nodes} {machine_type} nodes talk over {nics.fabric} on the VMs; this GKE pool gets no "
+            f"{spec.nodes} {nodes.machine_type} nodes talk over {nics.fabric} on the VMs; this GKE pool gets no "
             f"GPU NICs ({nics.gpu_nics} additional networks), so multi-node traffic goes over the primary NIC"
         )
+    return warnings
+
+
+def kube_plan(
+    spec: EnvironmentSpec,
+    platform: Platform,
+    *,
+    cluster: str | None = None,
+    flex_start: bool = False,
+    max_run_hours: float | None = None,
+    deploy_workload: bool = False,
+) -> KubePlan:
+    """The node pools of ``platform`` (``gke-gpu``, ``gke-tpu``, ``eks-gpu``) for ``spec``, which
+    the core sized for the VM platform the pool's nodes are. ``cluster``: attach to that cluster
+    (``fullserver:cluster``); else one is created. ``flex_start``: GKE flex-start with queued
+    provisioning (``fullserver:flexStart``), at most ``max_run_hours`` per node."""
+    provider = _refuse(spec, platform, flex_start)
+    nodes = _tpu_nodes(spec) if platform is Platform.GKE_TPU else _gpu_nodes(spec, provider)
+    # The environment's labels (profile, environment, owner, lifecycle, TTL or expiry) and its stage.
+    labels = {k: label_value(v) for k, v in spec.labels.items()}
+    labels["fullserver-stage"] = label_value(spec.stage.value)
+    # The environment's own nodes, wherever else the cluster runs the same accelerator.
+    node_selector = {**nodes.node_selector, LABEL_ENVIRONMENT: labels[LABEL_ENVIRONMENT]}
+    reserved = _reserved(spec, platform, provider)
+    pod = _pod(reserved, nodes)
+    spot_fallback = spec.pricing is PricingModel.SPOT_WITH_FALLBACK
+    serving = spec.serving
     return KubePlan(
         platform=platform,
         provider=provider,
@@ -386,45 +436,47 @@ def kube_plan(
         cluster_name=cluster or cluster_name(spec.environment, provider),
         create_cluster=cluster is None,
         protect=spec.lifecycle.protect,
-        machine_type=machine_type,
+        machine_type=nodes.machine_type,
         instance_types=(
-            [machine_type, *(o.machine_type for o in spec.alternative_shapes)]
+            [nodes.machine_type, *(o.machine_type for o in spec.alternative_shapes)]
             if provider == "eks" and spot_fallback
-            else [machine_type]
+            else [nodes.machine_type]
         ),
         accelerator=spec.accelerator,
-        accelerator_type=accelerator_type,
-        accelerators_per_node=per_node,
-        accelerator_resource=resource,
-        driver=driver,
+        accelerator_type=nodes.accelerator_type,
+        accelerators_per_node=nodes.per_node,
+        accelerator_resource=nodes.resource,
+        driver=nodes.driver,
         boot_disk_gib=spec.boot_disk_gib,
         boot_disk_kind=spec.boot_disk_kind,
         local_ssd_count=spec.local_nvme_disks if platform is Platform.GKE_GPU else 0,
         instance_store_raid0=provider == "eks" and spec.local_nvme_disks > 0,
         efa_interfaces=spec.network.efa_interfaces if provider == "eks" else 0,
-        compact_placement=compact,
-        tpu_topology=tpu_topology,
-        tpu_accelerator_label=tpu_label,
-        tpu_slice_topology=slice_topology,
+        compact_placement=nodes.compact,
+        tpu_topology=nodes.tpu_topology,
+        tpu_accelerator_label=nodes.tpu_label,
+        tpu_slice_topology=nodes.slice_topology,
         flex_start=flex_start,
         queued_provisioning=flex_start,
         max_run_hours=max_run_hours if flex_start else None,
-        max_pods=max_pods,
-        kube_reserved=kube_reserved,
+        deploy_workload=deploy_workload,
+        max_pods=eks.MAX_PODS if provider == "eks" else nodes.max_pods,
+        kube_reserved=eks.kube_reserved(spec.vcpus) if provider == "eks" else {},
         labels=labels,
         cloud_labels=dict(spec.labels),
-        taints=taints,
+        taints=nodes.taints,
         node_selector=node_selector,
-        pools=pools,
+        pools=_pools(spec, provider, nodes.hosts, flex_start),
         node_capacity=_resources(reserved.capacity),
         node_reserved=_resources(reserved.reserved),
-        node_allocatable=_resources(node_allocatable),
+        node_allocatable=_resources(reserved.allocatable),
         pod=pod,
-        nodes_per_replica=hosts,
+        nodes_per_replica=nodes.hosts,
         min_replicas=serving.min_replicas if serving else 1,
         max_replicas=serving.max_replicas if serving else 1,
         spot_label=gke.SPOT_LABEL if provider == "gke" else eks.CAPACITY_LABEL,
-        warnings=warnings,
+        warnings=_warnings(spec, platform, nodes, pod)
+        + ([EKS_ATTACHED_PLUGIN] if provider == "eks" and cluster else []),
     )
 
 

@@ -17,6 +17,7 @@ from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
 from fullserver.errors import InputError, NothingFits
 from fullserver.hourly import hourly_rate
+from fullserver.kube import SIZED_AS, kube_plan
 from fullserver.platforms import option_refusal, rules_for
 from fullserver.profiles import Profile
 from fullserver.sizing.build import build_spec, declared_host, dedicated_spec, gap_warning, refused
@@ -47,6 +48,7 @@ __all__ = [
     "dedicated_spec",
     "expected_usd_hour",
     "gap_warning",
+    "kube_spec",
     "platforms_for",
     "rank",
     "refused",
@@ -62,7 +64,43 @@ def spec_for(
     """The spec on one platform: declared servers as they are, else the shape sizing chooses."""
     if rules_for(platform).declared_hardware:
         return dedicated_spec(profile, workload, catalog, environment, platform)
+    if platform in SIZED_AS:
+        return kube_spec(profile, workload, platform, catalog, environment)
     return build_spec(profile, workload, platform, catalog, environment)
+
+
+def kube_spec(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, environment: str
+) -> EnvironmentSpec:
+    """A Kubernetes node-pool platform: sized as the VM platform its nodes are (``SIZED_AS``:
+    that platform's offers, prices and zones), then turned into pools (``fullserver.kube``). The
+    spec names the node-pool platform and carries the ``KubePlan``; the plan's warnings join the
+    spec's."""
+    vm = SIZED_AS[platform]
+    if platform not in profile.platforms:
+        raise InputError(
+            "fullserver:platform",
+            f"platform {platform.value} is not allowed by profile '{profile.name}'",
+            f"allowed: {', '.join(p.value for p in profile.platforms)}",
+        )
+    as_vm = profile.model_copy(update={"platforms": [vm]})  # the profile's node pools, sized as their VMs
+    sized = build_spec(as_vm, workload.model_copy(update={"platform": vm}), vm, catalog, environment)
+    pools = kube_plan(
+        sized,
+        platform,
+        cluster=workload.cluster,
+        flex_start=workload.flex_start,
+        deploy_workload=workload.deploy_workload,
+    )
+    # What the VM platform says of its own VMs (no spot fallback, the provider's default zone) is
+    # not so of node pools (a fallback pool; a regional cluster's zones).
+    rules = rules_for(vm)
+    vm_only = [rules.no_spot_fallback or "\0", (rules.unset_zone_warning or "\0").split("{", 1)[0]]
+    kept = [w for w in sized.warnings if not any(w.startswith(v) for v in vm_only)]
+    tpu = sized.tpu.model_copy(update={"queued": False}) if sized.tpu else None  # a pool, not a queued resource
+    return sized.model_copy(
+        update={"platform": platform, "kube": pools, "tpu": tpu, "warnings": [*kept, *pools.warnings]}
+    )
 
 
 def size(profile: Profile, workload: Workload, catalog: Catalog, environment: str) -> EnvironmentSpec:
@@ -85,7 +123,10 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
         )
     # A key only some platforms take (capacityBlock, queued, serving, ...) is a choice of platform:
     # sizing never lands the stack where the key would be ignored.
-    taking = [p for p in platforms if workload.takes_keys(p)]
+    # A Kubernetes node pool is the stack's choice (fullserver:platform, or a Kubernetes key such as
+    # fullserver:cluster), never sizing's: a team not on Kubernetes is not handed a cluster.
+    kube_keys = {"cluster", "flexStart", "deployWorkload"} & set(workload.platform_keys())
+    taking = [p for p in platforms if workload.takes_keys(p) and (p not in SIZED_AS or kube_keys or workload.platform)]
     if not taking:
         refused = {p: [k for k in workload.platform_keys() if option_refusal(k, p)] for p in platforms}
         keys = dict.fromkeys(k for ks in refused.values() for k in ks)

@@ -30,6 +30,10 @@ BILLED = {
     "aws:lb/targetGroup:TargetGroup": "health checks",
     "gcp:compute/healthCheck:HealthCheck": "health checks",
     "aws:cloudwatch/metricAlarm:MetricAlarm": "CloudWatch alarms",
+    "gcp:container/cluster:Cluster": "cluster fee",
+    "aws:eks/cluster:Cluster": "cluster fee",
+    "gcp:container/nodePool:NodePool": "compute",
+    "aws:eks/nodeGroup:NodeGroup": "compute",
 }
 
 FREE = {
@@ -66,6 +70,11 @@ FREE = {
     "gcp:compute/instanceGroupManager:InstanceGroupManager": "groups priced instances",
     "gcp:compute/regionAutoscaler:RegionAutoscaler": "scales priced instances",
     "gcp:compute/autoscaler:Autoscaler": "scales priced instances",
+    # Kubernetes node pools: configuration and identity of priced nodes; add-ons run on them
+    "aws:eks/addon:Addon": "the Pod Identity Agent add-on: no charge of its own (runs on priced nodes)",
+    "kubernetes:helm.sh/v3:Release": "NVIDIA's device plugin: a DaemonSet on priced nodes",
+    "aws:autoscaling/tag:Tag": "tags on a node group's Auto Scaling group",
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": "no charge for an IAM OIDC provider",
     # fullserver's own helpers and bare metal (priced by its contract: the dedicated servers line)
     "pulumi-python:dynamic/fullserver:BareMetalFleet": "priced by the contract (dedicated servers)",
 }
@@ -142,6 +151,10 @@ def test_the_core_decides_what_the_components_build(plans: Plans, graphs: dict[s
     for stack, plan in plans.items():
         b, g = plan.spec.billables, graphs[stack]
         if b is None or plan.spec.provider not in ("aws", "gcp"):
+            continue
+        if plan.spec.kube is not None:  # node pools: a created GKE cluster's Cloud NAT, nothing else
+            assert bool(graphs[stack].of_type("compute/routerNat:RouterNat")) == b.nat, stack
+            assert not graphs[stack].of_type("ec2/natGateway:NatGateway"), stack
             continue
         nat = g.of_type("ec2/natGateway:NatGateway") + g.of_type("compute/routerNat:RouterNat")
         assert bool(nat) == b.nat, stack

@@ -248,9 +248,9 @@ def test_every_example_stack_sizes_to_a_balanced_shape() -> None:
     for plan in plans:
         assert plan.spec.balance.ok, (plan.stack, plan.spec.balance.summary())
     assert {p.spec.profile for p in plans} == set(load_profiles())
-    # Kubernetes node-pool platforms (issue 24) are planned through their VM platform until sizing
-    # plans them itself; their example stacks come with that integration.
-    assert {p.spec.platform for p in plans} == set(Platform) - set(SIZED_AS)
+    # every platform has an example stack, the Kubernetes node pools (issue 24) included
+    assert {p.spec.platform for p in plans} == set(Platform)
+    assert {p.spec.platform for p in plans if p.spec.kube is not None} == set(SIZED_AS)
 
 
 # Property tests: for any catalog and any minimums, the chosen shape meets every minimum and

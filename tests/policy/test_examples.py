@@ -15,9 +15,9 @@ GENEROUS = {"maxMonthlyUsd": 1_000_000}
 
 
 def test_every_example_stack_was_captured(captured: dict[str, CapturedStack]) -> None:
-    assert len(captured) == 11
+    assert len(captured) == 14
     cloud = [s for s in captured.values() if s.plan.spec.platform.value != "bare-metal"]
-    assert len(cloud) == 10
+    assert len(cloud) == 13
     assert all(s.resources for s in cloud)
 
 
@@ -41,4 +41,11 @@ def test_stack_policies_pass_on_every_example(
     policy: StackValidationPolicy, captured: dict[str, CapturedStack]
 ) -> None:
     failures = {s.stack: run_stack(policy, policy_resources(s), GENEROUS) for s in captured.values()}
-    assert {k: v for k, v in failures.items() if v} == {}
+    found = {k: v for k, v in failures.items() if v}
+    if policy.name == "balance-minimums":
+        # A known gap (docs/kubernetes.md, "What remains"): gke-gpu-attach is sized as a g2-standard-48
+        # VM whose 500 GiB data disk makes up the profile's storage; a GKE pool gets no data disk, so
+        # its nodes have only the 1,500 GiB of local SSD. The policy is right to say so.
+        gap = found.pop("gke-gpu-attach", [])
+        assert len(gap) == 2 and all("short of nvme 1500 GiB < 2000 GiB" in v for v in gap), gap
+    assert found == {}

@@ -1,0 +1,107 @@
+"""Kubernetes accelerator node pools from a stack's resources: GKE node pools
+(``gcp:container/nodePool:NodePool``) and EKS managed node groups (``aws:eks/nodeGroup:NodeGroup``),
+read like the VM readers (``policy.gcp_nodes``, ``policy.aws_nodes``): a pool's nodes are the VMs
+of the platform it is sized as, so its machine type is looked up among that platform's offers.
+
+A pool counts at its ceiling (autoscaling maximum, else its fixed count), as the budget holds a
+serving group to its maximum; a spot pool's nodes are spot. Labels are the pool's cloud labels
+(GKE ``nodeConfig.resourceLabels``, the node group's ``tags``). A TPU pool (``ct5lp-``/``ct5p-``/
+``ct6e-`` machine types) has no per-node offer: its slice is priced by ``fullserver plan``, and the
+node says so (``why_unpriced``).
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import PolicyResource
+
+from fullserver.catalog import Offer
+from fullserver.platform import Platform
+from fullserver.platforms.gcp import DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB
+from policy.gcp_nodes import gcp_offer
+from policy.labels import labels_of
+from policy.nodes import Disk, Node, zone_region
+from policy.offers import catalog
+from policy.offers import offer as offer_of
+from policy.resources import as_list, last_segment, number, plain, prop, truthy
+
+GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
+EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+TPU_MACHINE_PREFIXES = ("ct5lp-", "ct5p-", "ct6e-")
+TPU_SLICE_PREFIXES = {"ct5lp-": "v5litepod-", "ct5p-": "v5p-", "ct6e-": "v6e-"}
+"""GKE TPU machine type -> the Cloud TPU slice types of that generation (``fullserver.platforms.gke``)."""
+
+
+def _tpu_slice(machine_type: str, topology: str, nodes: float) -> Offer | None:
+    """The Cloud TPU slice a TPU pool's nodes make: its generation, topology and host count."""
+    head = next((v for k, v in TPU_SLICE_PREFIXES.items() if machine_type.startswith(k)), None)
+    for o in catalog().offers_on(Platform.TPU_VM):
+        if head and o.name.startswith(head) and o.topology == topology and o.hosts == nodes:
+            return o
+    return None
+
+
+def _ceiling(autoscaling: object, fixed: object) -> float:
+    most = number(prop(autoscaling, "maxNodeCount")) or number(prop(autoscaling, "totalMaxNodeCount"))
+    return most if most is not None else (number(fixed) or 1.0)
+
+
+def gke_pool_node(r: PolicyResource) -> Node:
+    """A GKE node pool as its nodes: machine type, GPUs, local SSDs, spot, labels, count."""
+    p = r.props
+    config = p.get("nodeConfig") or {}
+    machine_type = str(plain(prop(config, "machineType")) or "")
+    accelerators = as_list(prop(config, "guestAccelerators"))
+    tpu = machine_type.startswith(TPU_MACHINE_PREFIXES)
+    location = last_segment(p.get("location"))
+    count = _ceiling(p.get("autoscaling"), p.get("nodeCount"))
+    topology = str(plain(prop(p.get("placementPolicy"), "tpuTopology")) or "")
+    if tpu:  # a multi-host slice: one slice offer, priced whole
+        offer = _tpu_slice(machine_type, topology, count)
+        count = 1.0 if offer is not None else count
+    else:
+        offer = offer_of(Platform.GCP_GPU, machine_type) or gcp_offer(machine_type, accelerators)
+    local = (number(prop(config, "ephemeralStorageLocalSsdConfig", "localSsdCount")) or 0.0) * LOCAL_SSD_GIB
+    disks = [
+        Disk(
+            "gcp",
+            str(plain(prop(config, "diskType")) or "pd-balanced"),
+            number(prop(config, "diskSizeGb")) or DEFAULT_BOOT_DISK_GIB,
+        )
+    ]
+    if local:
+        disks.append(Disk("gcp", "local-ssd", local))
+    node = Node(
+        r,
+        Platform.TPU_VM if tpu else Platform.GCP_GPU,
+        machine_type if tpu else (offer.name if offer is not None else machine_type),
+        offer,
+        zone_region(location) or location or None,
+        labels_of({"labels": prop(config, "resourceLabels")}),
+        count=count,
+        local_nvme_gib=local if local else None,
+        disks=disks,
+        why_unpriced="a GKE TPU pool that is no whole catalog slice" if tpu and offer is None else "",
+    )
+    node.spot_count = count if truthy(prop(config, "spot")) else 0.0
+    return node
+
+
+def eks_group_node(r: PolicyResource, region: str | None) -> Node:
+    """An EKS managed node group as its nodes: the (first) instance type, capacity type, tags, count."""
+    p = r.props
+    types = [str(plain(t)) for t in as_list(p.get("instanceTypes"))]
+    offer = offer_of(Platform.AWS_GPU, types[0]) if types else None
+    count = number(prop(p.get("scalingConfig"), "maxSize")) or 1.0
+    disk = number(p.get("diskSize"))
+    node = Node(
+        r,
+        Platform.AWS_GPU,
+        offer.name if offer is not None else (types[0] if types else "no instanceTypes"),
+        offer,
+        region,
+        labels_of(p),
+        count=count,
+        disks=[Disk("aws", "gp3", disk)] if disk else [],  # else the launch template's root volume
+    )
+    node.spot_count = count if str(plain(p.get("capacityType")) or "").upper() == "SPOT" else 0.0
+    return node
