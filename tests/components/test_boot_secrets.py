@@ -19,21 +19,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
 from components.graph import Graph, graph_for_config
+from tests.components.test_graph import CLOUD_STACKS
 from tests.components.test_program_config import _declared_defaults
 from tests.core.test_stack_config import stack_config
 
-CLOUD_STACKS = [
-    "batch-tpu-v5e",
-    "exp-aws-l4-spot",
-    "exp-aws-spot",
-    "finetune-gcp-a2",
-    "finetune-gcp-g2",
-    "serve-aws-realtime",
-    "serve-gcp-realtime",
-    "train-p5-cluster",
-    "train-tpu-v5e",
-    "train-tpu-v5p-slice",
-]
 GCP_CREDENTIALS = '{"type": "service_account", "private_key": "SENTINEL-GCP-CREDENTIALS"}'
 
 
