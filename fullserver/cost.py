@@ -111,7 +111,7 @@ def _compute_hourly(
     offer = catalog.offer(spec.offer)
     assert offer is not None, spec.offer
     units = (1 if rules_for(spec.platform).slices else spec.nodes) * spec.replicas
-    rate = hourly_rate(offer, spec.region, profile, catalog)
+    rate = hourly_rate(offer, spec.region, profile, catalog, spec.platform)
     if rate.warning:
         warnings.append(rate.warning)
     peak = rate.peak_usd * units if rate.peak_usd is not None else None

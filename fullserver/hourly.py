@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from fullserver.catalog import Catalog, Offer
 from fullserver.comparable import ON_DEMAND, SPOT
+from fullserver.platform import Platform
 from fullserver.platforms import rules_for
 from fullserver.profiles import PricingModel, Profile
 
@@ -46,11 +47,15 @@ class Rate:
     on-demand fallback running beside it (see the module doc)."""
 
 
-def hourly_rate(offer: Offer, region: str, profile: Profile, catalog: Catalog) -> Rate:
-    """The rate ``offer`` costs in ``region`` under ``profile``'s pricing (see the module doc)."""
+def hourly_rate(
+    offer: Offer, region: str, profile: Profile, catalog: Catalog, platform: Platform | None = None
+) -> Rate:
+    """The rate ``offer`` costs in ``region`` under ``profile``'s pricing (see the module doc).
+    ``platform``: what builds it, when not the offer's own (a node pool of the offer's VMs, which
+    gets an on-demand fallback pool where the VMs alone get none)."""
     price = offer.prices[region]
     od = price.on_demand
-    rules = rules_for(offer.platform)
+    rules = rules_for(platform or offer.platform)
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None and rules.no_spot_fallback:
         return Rate(price.spot, True, f"spot {price.spot:.2f}/h (no on-demand fallback is built)", basis=SPOT)
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:

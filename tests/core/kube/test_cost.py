@@ -77,3 +77,17 @@ def test_a_tpu_pool_costs_its_slice(plans: dict[str, StackPlan]) -> None:
     (pool,) = cost.pools
     # 16 nodes, each a sixteenth of the slice: the slice's hourly rate, as the VM estimate prices it.
     assert pool.max_usd_hour == pytest.approx(plan_.cost.compute_usd_hour)
+
+
+def test_a_spot_node_pool_is_priced_at_expected_cost_because_its_fallback_pool_is_built() -> None:
+    """Compute Engine VMs alone get no on-demand fallback (priced at spot); a GKE spot pool gets an
+    on-demand pool beside it, so the pool is priced like AWS spot with fallback."""
+    from pathlib import Path
+
+    from fullserver.plan import plan_paths
+
+    stacks = Path(__file__).resolve().parents[3] / "stacks"
+    (plan,) = plan_paths([stacks / "Pulumi.gke-gpu-attach.yaml"])
+    compute = next(line for line in plan.cost.lines if line.item == "compute")
+    assert compute.note.startswith("expected 2.60/h: 80% of hours spot 2.25/h, 20% on-demand fallback 4.00/h")
+    assert not any("no on-demand fallback is built" in w for w in plan.warnings)
