@@ -83,14 +83,15 @@ class Rule:
     ``when`` holds every condition the ``reason`` states, so a reason is shown only where it is
     true of the answers: "at scale" needs ``scale: multi-node``, "on Google Cloud" a cloud that
     allows it. A ``never_first`` rule ranks its target after every choice no such rule matches,
-    whatever the scores: a requirement, not a preference.
+    whatever the scores; the higher its level, the later (1: the team lacks what the choice needs,
+    such as a Kubernetes cluster; 2: the choice breaks a requirement, such as portability).
     """
 
     when: dict[str, tuple[object, ...]]
     target: str
     weight: int
     reason: str
-    never_first: bool = False
+    never_first: int = 0
 
     def matches(self, needs: Needs) -> bool:
         return all(getattr(needs, key) in values for key, values in self.when.items())
@@ -129,7 +130,7 @@ RULES: list[Rule] = [
             t,
             -3,
             "a node pool needs a Kubernetes cluster to run and operate, and the team runs none",
-            never_first=True,
+            never_first=1,
         )
         for t in KUBERNETES
     ],
@@ -240,7 +241,7 @@ RULES: list[Rule] = [
         "tpu-vm",
         -2,
         "portability is required and TPUs tie the workload to Google Cloud and XLA: never first",
-        never_first=True,
+        never_first=2,
     ),
     Rule({"portability": (True,)}, "bare-metal", 1, "the same server image runs at any provider"),
 ]
@@ -485,7 +486,7 @@ def recommend(needs: Needs, profiles: dict[str, Profile], catalog: Catalog, top:
         scored = [s for s in scored if s[0] > 0]
     ranked = [
         (
-            any(r.never_first for r in matched),
+            max((r.never_first for r in matched), default=0),
             Choice(
                 profile=profile.name,
                 platform=platform,
