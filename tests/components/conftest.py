@@ -84,11 +84,25 @@ def _drain_pending_rpcs() -> None:
     from pulumi.runtime.settings import SETTINGS
     from pulumi.runtime.sync_await import _sync_await
 
-    for _ in range(100):
-        pending = [rpc for rpc in SETTINGS.rpc_manager.rpcs if not rpc.done()]
-        if not pending:
-            break
-        _sync_await(asyncio.gather(*pending, return_exceptions=True))
+    async def settle() -> None:
+        # Not only the registrations already sent: outputs still resolving register more resources
+        # (a listener after its load balancer); wait for every task of the loop until none is left
+        # or none finishes within 5 s.
+        for _ in range(100):
+            me = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+            rpcs = [r for r in SETTINGS.rpc_manager.rpcs if not r.done()]
+            outputs = [o for o in list(SETTINGS.outputs) if not o.done()]
+            if not tasks and not rpcs and not outputs:
+                return
+            waiting = [*tasks, *map(asyncio.ensure_future, [*rpcs, *outputs])]
+            done, _pending = await asyncio.wait(waiting, timeout=5)
+            if not done:
+                return
+
+    _sync_await(settle())
+    with SETTINGS.lock:
+        SETTINGS.outputs.clear()  # the failed program's outputs: awaited above, never the next test's
     SETTINGS.rpc_manager.clear()
 
 
