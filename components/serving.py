@@ -32,6 +32,13 @@ model before a health check judges it, the load balancer's scheme, a replica's r
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from components.startup import model_server_script
+
+if TYPE_CHECKING:
+    from components.args import ServingArgs
 
 NAMED_PORT = "http"
 HEALTH_TIMEOUT_SECONDS = 5
@@ -69,3 +76,17 @@ def server_keep_alive(request_timeout_seconds: int) -> int:
     for the load balancer"). vLLM reads it from ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` (vLLM PR #18472,
     June 2025; older images keep uvicorn's 5 s whatever it says)."""
     return max(min(request_timeout_seconds, 4000), GCP_BACKEND_KEEPALIVE_SECONDS) + KEEP_ALIVE_MARGIN_SECONDS
+
+
+def server_boot_lines(serving: ServingArgs | None, secret_command: Callable[[str], list[str]]) -> str:
+    """The boot-script lines that start the model server of a serving node ("" for any other node):
+    every cloud's, with its own command that reads a secret by name at start."""
+    if serving is None:
+        return ""
+    return model_server_script(
+        serving["image"],
+        serving["server_args"],
+        serving["port"],
+        {kind: secret_command(secret) for kind, secret in serving["secrets"].items()},
+        server_keep_alive(serving["request_timeout_seconds"]),
+    )

@@ -59,13 +59,12 @@ from components.aws.serving import aws_serving_group
 from components.aws.spot import spot_with_fallback
 from components.names import logical
 from components.outputs import EnvironmentComponent
-from components.serving import server_keep_alive
+from components.serving import server_boot_lines
 from components.startup import (
     LOGIN_USER,
     DiskPlan,
     authorized_keys_script,
     boot_script,
-    model_server_script,
 )
 from fullserver.nodes import Via
 from fullserver.platforms import aws as ec2
@@ -179,15 +178,7 @@ def _user_data(args: AwsGpuArgs) -> str:
             data_glob=AWS_EBS,
             data_disk=args.get("data_disk") is not None,
         ),
-        extra=model_server_script(
-            serving["image"],
-            serving["server_args"],
-            serving["port"],
-            {kind: aws_secret_command(region, secret) for kind, secret in serving["secrets"].items()},
-            server_keep_alive(serving["request_timeout_seconds"]),
-        )
-        if serving is not None
-        else "",
+        extra=server_boot_lines(serving, lambda secret: aws_secret_command(region, secret)),
         before=authorized_keys_script(list(args["access"].get("ssh_public_keys", []))),
     )
     too_big = ec2.user_data_problem(script)

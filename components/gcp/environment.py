@@ -52,8 +52,8 @@ from components.gcp.serving import GcpServing, gcp_serving_group
 from components.names import field, logical
 from components.network import direct_ssh
 from components.outputs import EnvironmentComponent
-from components.serving import server_keep_alive
-from components.startup import LOGIN_USER, DiskPlan, boot_script, model_server_script
+from components.serving import server_boot_lines
+from components.startup import LOGIN_USER, DiskPlan, boot_script
 from fullserver.nodes import Via
 from fullserver.platforms import gcp as gce
 
@@ -142,15 +142,7 @@ def _startup_script(args: GcpGpuArgs) -> str:
             data_glob=GCP_DATA,
             data_disk=args.get("data_disk") is not None,
         ),
-        extra=model_server_script(
-            serving["image"],
-            serving["server_args"],
-            serving["port"],
-            {kind: gcp_secret_command(secret) for kind, secret in serving["secrets"].items()},
-            server_keep_alive(serving["request_timeout_seconds"]),
-        )
-        if serving is not None
-        else "",
+        extra=server_boot_lines(serving, gcp_secret_command),
     )
 
 
