@@ -21,6 +21,7 @@ from fullserver.catalog.network import DATA_DIR, QUOTAS_FILE
 from fullserver.errors import InputError
 from fullserver.platforms import rules_for
 from fullserver.platforms.quota import QuotaAsk, QuotaNeed, QuotaTable
+from fullserver.platforms.quota.aws import instance_family
 from fullserver.spec import EnvironmentSpec
 from fullserver.yamlio import read_yaml, validation_error
 
@@ -132,7 +133,7 @@ def capacity_paths(
     table = table or load_quota_table()
     offer = catalog.offer(spec.offer)
     price = offer.prices.get(spec.region) if offer is not None else None
-    family = spec.machine_type.split(".", 1)[0]
+    family = instance_family(spec.machine_type)  # the family a Capacity Block quota names
     out = []
     for path in table.capacity_paths:
         if spec.platform.value not in path.platforms or spec.pricing.value not in path.fits:
