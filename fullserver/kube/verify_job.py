@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import secrets
 import string
+from dataclasses import dataclass, field
 from typing import Any
 
 from fullserver.baremetal.measure import NIC_NUMA_SCRIPT, Caps, gpu_script
@@ -90,8 +91,10 @@ def measure_script(caps: Caps, gpus: bool) -> str:
         SECTION_FUNCTIONS,
         on_host(PROBE_SCRIPT),
         f"s hostmounts; cat {HOST_PROC}/1/mountinfo; e hostmounts $?",
-        f"s devnums; for b in {HOST_SYS}/class/block/*; do printf '%s|%s\\n' \"${{b##*/}}\" "
-        '"$(cat "$b/dev" 2>/dev/null)"; done; e devnums 0',
+        # name|maj:min|parent|slaves: a partition's parent is its disk; dm and md devices list members
+        f's devnums; for b in {HOST_SYS}/class/block/*; do p=$(readlink -f "$b"); p=${{p%/*}}; '
+        'printf \'%s|%s|%s|%s\\n\' "${b##*/}" "$(cat "$b/dev" 2>/dev/null)" "${p##*/}" '
+        "\"$(ls \"$b/slaves\" 2>/dev/null | tr '\\n' ' ')\"; done; e devnums 0",
         "s cgroup; nproc; cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max 2>/dev/null; e cgroup 0",
     ]
     if gpus:
@@ -172,3 +175,19 @@ def verify_job(
             "template": {"metadata": {"labels": labels}, "spec": pod_spec},
         },
     }
+
+
+PULL_SECONDS = 600
+"""Seconds allowed for pulling the measuring image: a node that never pulled it may take minutes."""
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """Where and how the measuring Jobs run."""
+
+    namespace: str = "default"
+    image: str | None = None
+    """Else ``verify_job.default_image`` for the pool's accelerator."""
+    timeout: int | None = None
+    """Seconds per node, the pod's own deadline too; else ``deadline_seconds(caps, PULL_SECONDS)``."""
+    caps: Caps = field(default_factory=Caps)
