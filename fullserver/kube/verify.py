@@ -46,7 +46,7 @@ def measure_node(
         deadline=timeout,
     )
     try:
-        run = run_job(c, node.name, manifest, timeout, cancel)
+        run = run_job(c, node.name, manifest, timeout, cancel, poll=opts.poll_seconds)
         verdict = node_verdict(plan, node, parse_log(node.name, run.log), profile, catalog, time.monotonic() - start)
     except FullserverError as exc:
         return failed_host(node.name, node.address, exc)

@@ -191,3 +191,5 @@ class JobOptions:
     timeout: int | None = None
     """Seconds per node, the pod's own deadline too; else ``deadline_seconds(caps, PULL_SECONDS)``."""
     caps: Caps = field(default_factory=Caps)
+    poll_seconds: float = 2.0
+    """How often the pod's phase is read while it runs."""

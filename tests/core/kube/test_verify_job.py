@@ -11,7 +11,6 @@ import pytest
 
 from fullserver.baremetal.measure import Caps
 from fullserver.baremetal.probe import PROBE_SCRIPT
-from fullserver.kube import kube_plan
 from fullserver.kube.verify_job import (
     DONE,
     GPU_IMAGE,
@@ -25,7 +24,6 @@ from fullserver.kube.verify_job import (
     verify_job,
 )
 from fullserver.plan import StackPlan
-from fullserver.platform import Platform
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
