@@ -14,6 +14,7 @@ the private key from ``--identity FILE`` (the stack's ``sshPrivateKey`` is a Pul
 tool does not decrypt; the key text and its passphrase are held in memory only, never printed or
 written). A cloud stack's nodes come from its outputs (``fullserver_cli.cloud_nodes``): each
 node's way in, direct or through IAP / Session Manager, and a serving group's members listed now.
+A Kubernetes pool stack's nodes are measured through the cluster (``fullserver_cli.kube_verify``).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ ContextOpt = Annotated[
     typer.Option(help="kubeconfig context (default: the one for the stack's cluster, else the current one)"),
 ]
 NamespaceOpt = Annotated[str, typer.Option(help="namespace of the measuring Jobs on a Kubernetes stack")]
-NodeOpt = Annotated[Optional[list[str]], typer.Option("--node", help="measure only this node of the pool (repeatable)")]
+NodeOpt = Annotated[Optional[list[str]], typer.Option("--node", metavar="NAME", help="measure only this node of the pool (repeatable)")]
 ImageOpt = Annotated[Optional[str], typer.Option(help="the measuring Job's image (default: CUDA base, Ubuntu for TPU)")]
 TimeoutOpt = Annotated[
     Optional[int], typer.Option("--timeout", min=30, help="seconds per node's Job, image pull included (default 780)")
@@ -76,7 +77,7 @@ def verify(
     target: Annotated[
         str,
         typer.Argument(
-            help="inventory YAML (hosts, pinned host keys, key source), or a bare-metal or cloud stack's name"
+            help="inventory YAML (hosts, pinned host keys, key source), or a bare-metal, cloud or Kubernetes stack's name"
         ),
     ],
     profile: Annotated[

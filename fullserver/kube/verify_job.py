@@ -153,7 +153,8 @@ def verify_job(
     }
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
-        "nodeSelector": {"kubernetes.io/hostname": node},
+        # the pool's own selector too (GKE expects a TPU pod to name the TPU type and topology)
+        "nodeSelector": {**plan.node_selector, "kubernetes.io/hostname": node},
         "tolerations": tolerations(plan),
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,

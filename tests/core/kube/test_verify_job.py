@@ -39,7 +39,11 @@ def _job(plans: dict[str, StackPlan], stack: str, node: str = "gke-ml-prod-gpu-1
 def test_the_job_is_pinned_to_its_node_and_tolerates_the_pool(plans: dict[str, StackPlan]) -> None:
     job = _job(plans, "gke-gpu-attach")
     pod = job["spec"]["template"]["spec"]
-    assert pod["nodeSelector"] == {"kubernetes.io/hostname": "gke-ml-prod-gpu-1a2b3c4d-x9z8"}
+    assert pod["nodeSelector"] == {
+        "kubernetes.io/hostname": "gke-ml-prod-gpu-1a2b3c4d-x9z8",
+        "cloud.google.com/gke-accelerator": "nvidia-l4",
+        "fullserver-environment": "gke-gpu-attach",
+    }
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert pod["restartPolicy"] == "Never"
     assert job["metadata"]["namespace"] == "ml"
@@ -55,6 +59,7 @@ def test_the_container_holds_every_accelerator_of_the_node(plans: dict[str, Stac
     tpu = _job(plans, "gke-tpu-slice")["spec"]["template"]["spec"]
     assert tpu["containers"][0]["resources"]["limits"]["google.com/tpu"] == "4"
     assert tpu["containers"][0]["image"] == TPU_IMAGE
+    assert tpu["nodeSelector"]["cloud.google.com/gke-tpu-topology"] == "4x4"
     assert tpu["tolerations"] == [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
 
 
