@@ -66,7 +66,9 @@ ContextOpt = Annotated[
     typer.Option(help="kubeconfig context (default: the one for the stack's cluster, else the current one)"),
 ]
 NamespaceOpt = Annotated[str, typer.Option(help="namespace of the measuring Jobs on a Kubernetes stack")]
-NodeOpt = Annotated[Optional[list[str]], typer.Option("--node", metavar="NAME", help="measure only this node of the pool (repeatable)")]
+NodeOpt = Annotated[
+    Optional[list[str]], typer.Option("--node", metavar="NAME", help="measure only this node of the pool (repeatable)")
+]
 ImageOpt = Annotated[Optional[str], typer.Option(help="the measuring Job's image (default: CUDA base, Ubuntu for TPU)")]
 TimeoutOpt = Annotated[
     Optional[int], typer.Option("--timeout", min=30, help="seconds per node's Job, image pull included (default 780)")

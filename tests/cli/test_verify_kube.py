@@ -34,7 +34,7 @@ def test_every_pool_node_is_measured_and_shown_as_the_ssh_path_shows_it(tmp_path
     fake = FakeCluster(
         nodes=[node(n, LABELS, ALLOCATABLE) for n in NODES],
         logs=dict.fromkeys(NODES, LOG),
-        phases=dict.fromkeys(NODES, [SUCCEEDED]),
+        phases={n: [SUCCEEDED] for n in NODES},
     )
     with serve(fake) as url:
         code, out, err = _verify(tmp_path, url, "--json", "--namespace", "ml")
