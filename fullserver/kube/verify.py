@@ -34,6 +34,13 @@ def measure_node(
     cancel: threading.Event | None = None,
 ) -> HostVerify:
     """One node: its Job created, waited for, read and deleted; its verdict, or why there is none."""
+    if not node.ready:  # its pod would only wait out the deadline
+        return HostVerify(
+            name=node.name,
+            address=node.address,
+            status="unverified",
+            problems=[f"node {node.name} is not Ready: not measured (`kubectl describe node {node.name}` says why)"],
+        )
     start = time.monotonic()
     timeout = opts.timeout or deadline_seconds(opts.caps, PULL_SECONDS)
     manifest = verify_job(

@@ -132,6 +132,16 @@ def test_an_interrupt_deletes_every_job_still_running(plan: KubePlan, tmp_path: 
     assert fake.jobs == {}
 
 
+def test_a_node_that_is_not_ready_gets_no_job(plan: KubePlan, tmp_path: Path) -> None:
+    name = "ip-10-0-1-23.ec2.internal"
+    fake = FakeCluster(nodes=[node(name, dict(plan.node_selector), ALLOCATABLE, ready=False)])
+    with serve(fake) as url:
+        got = _measure(plan, _connect(tmp_path, url), name)
+    assert got.status == "unverified"
+    assert got.problems == [f"node {name} is not Ready: not measured (`kubectl describe node {name}` says why)"]
+    assert not [m for m, _, _ in fake.requests if m == "POST"]
+
+
 def test_a_refused_job_is_one_line_and_nothing_is_left_to_delete(plan: KubePlan, tmp_path: Path) -> None:
     name = "ip-10-0-1-23.ec2.internal"
     fake = FakeCluster(nodes=[_pool_node(plan, name)], refuse_create=403)
