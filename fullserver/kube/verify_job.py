@@ -4,8 +4,10 @@ The SSH path (``fullserver.baremetal.verify``) logs into a host and runs the pro
 commands; on GKE and EKS there is no login, so the same commands run in a one-pod Job pinned to
 the node (``nodeSelector: kubernetes.io/hostname``), tolerating the pool's taints and requesting
 *all* of the node's accelerators, so the device plugin hands them to the container (GKE's plugin
-mounts the driver's ``nvidia-smi`` under ``/usr/local/nvidia``, which the CUDA base image has on
-its ``PATH``; on EKS the NVIDIA container toolkit injects it). The pod's log is the sections the
+mounts the driver's directory into every GPU container under ``/usr/local/nvidia``:
+GoogleCloudPlatform/container-engine-accelerators, ``cmd/nvidia_gpu`` ``-container-path``; that
+the CUDA base image's ``PATH`` holds ``/usr/local/nvidia/bin`` is taken from NVIDIA's images, not
+checked on a node here; on EKS the NVIDIA container toolkit injects ``nvidia-smi``). The pod's log is the sections the
 SSH path reads (``fullserver.kube.verify_lines`` parses them with the same parsers).
 
 What it needs, and why nothing is privileged (``privileged: false``, every capability dropped,
