@@ -65,6 +65,16 @@ class AccessArgs(TypedDict):
     (OS Login is then off on those nodes). Without keys: Session Manager (AWS), OS Login (GCP)."""
 
 
+class TlsArgs(TypedDict):
+    """HTTPS on the serving load balancer (``fullserver.tls.Tls``): the plain-HTTP port redirects here."""
+
+    port: int
+    certificate_arn: NotRequired[str]
+    """AWS: the ACM certificate of the HTTPS listener."""
+    domains: list[str]
+    """The names clients call; GCP: the Google-managed certificate's."""
+
+
 class ServingArgs(TypedDict):
     """A managed group of identical balanced nodes behind a load balancer, each running the model
     server (``fullserver.serving.ServingSpec``: the core decided every value)."""
@@ -104,6 +114,8 @@ class ServingArgs(TypedDict):
     """The cloud secrets (AWS SSM parameters, GCP Secret Manager secrets) the model server reads,
     by what they are: ``token`` (Hugging Face) and ``api_key`` (the endpoint's). The nodes may read
     exactly these, and each server start fetches them."""
+    tls: NotRequired[TlsArgs]
+    """HTTPS on the load balancer; absent: plain HTTP on ``lb_port``."""
 
 
 class ShapeLimitArgs(TypedDict):
@@ -220,6 +232,11 @@ def serving_args(spec: EnvironmentSpec) -> ServingArgs | None:
     }
     if s.zones:
         args["zones"] = list(s.zones)
+    if s.tls is not None:
+        tls: TlsArgs = {"port": s.tls.port, "domains": list(s.tls.domains)}
+        if s.tls.certificate_arn is not None:
+            tls["certificate_arn"] = s.tls.certificate_arn
+        args["tls"] = tls
     return args
 
 
