@@ -215,7 +215,7 @@ def _listening(e: ServingSpec) -> str:
 def _api(e: ServingSpec) -> str:
     """The API's URL when the plan knows it (a named domain), else how to read it after ``up``."""
     if e.tls is not None and e.tls.host:
-        return f"https://{e.tls.host}/v1 (point {e.tls.host} at the load balancer: `pulumi stack output endpoint`)"
+        return f"https://{e.tls.host}/v1 (point {e.tls.host} at `pulumi stack output dnsTarget` after up)"
     return "<endpoint>/v1 (`pulumi stack output endpoint` after up)"
 
 
