@@ -174,7 +174,8 @@ def deploy(plan: StackPlan) -> Environment:
         pulumi.export("call", env.endpoint.apply(lambda url: call_command(url, key_command)))
         if spec.endpoint.tls is not None and spec.endpoint.tls.host:
             # where the stack's domains must point (a CNAME to the ALB, an A record to GCP's address)
-            pulumi.export("dnsTarget", cast(Any, env.inner).lb_address)
+            target: pulumi.Output[str] = cast(Any, env.inner).lb_address
+            pulumi.export("dnsTarget", target.apply(lambda a: a or "<load balancer address, known after pulumi up>"))
     # Who the nodes are, to grant them access to data (docs/deploying.md, "Credentials").
     for export, output in entry.identity_exports.items():
         pulumi.export(export, getattr(env, output))
