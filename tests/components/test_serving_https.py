@@ -14,6 +14,7 @@ from components.graph import graph_for_plan
 from components.serving import endpoint_url
 from fullserver.tls import Tls
 from tests.components.conftest import Build, Plans, spec_of
+from tests.components.test_names import REALISTIC, graph_as, refused_names
 from tests.core.test_tls import CERT, serve
 
 ALB = "arn:aws:lb::123456789012:tls-alb"
@@ -132,3 +133,16 @@ def test_an_https_url_names_the_port_only_when_it_is_not_443() -> None:
     assert endpoint_url("api.example.com", 443, https=True) == "https://api.example.com"
     assert endpoint_url("api.example.com", 8443, https=True) == "https://api.example.com:8443"
     assert endpoint_url(None, 443, https=True) == "https://<load balancer address, known after pulumi up>"
+
+
+def test_the_https_resources_get_names_their_providers_accept_under_any_realistic_stack_name() -> None:
+    https_plans = [
+        serve("gcp-gpu", "us-central1", domains=["api.example.com"]),
+        serve("aws-gpu", "us-east-1", certificateArn=CERT),
+    ]
+    for plan in https_plans:
+        for stack in REALISTIC:
+            graph = graph_as(plan, stack)
+            assert refused_names(graph) == [], (plan.spec.platform, stack)
+    kinds = {row.type for row in graph_as(https_plans[0], "Team_ML.Serve.v2").rows}
+    assert {"gcp:compute/sSLPolicy:SSLPolicy", "gcp:compute/managedSslCertificate:ManagedSslCertificate"} <= kinds
