@@ -25,6 +25,7 @@ from fullserver.netcheck import check_ssh_ranges
 from fullserver.platforms import disk_limits
 from fullserver.serving import endpoint_problem
 from fullserver.spec import EnvironmentSpec
+from fullserver.tls import check_certificate_arn, check_domain
 
 
 class SpecRefused(FullserverError):
@@ -263,6 +264,15 @@ def check_serving(serving: ServingArgs | None) -> None:
     problem = endpoint_problem(serving["load_balancer"], serving["secrets"].get("api_key"))
     if problem is not None:
         raise refuse("serving.server.api_key_secret", *problem)
+    tls = serving.get("tls")
+    try:  # the core's rules for the certificate and the names (``fullserver.tls``)
+        if tls is not None and "certificate_arn" in tls:
+            check_certificate_arn(tls["certificate_arn"])
+        for domain in tls["domains"] if tls is not None else []:
+            if check_domain(domain) != domain:
+                raise ValueError(f"'{domain}' is not lowercased")
+    except ValueError as exc:
+        raise refuse("serving.tls", str(exc), "re-plan with the core") from None
 
 
 def check_boot_disk(args: CommonArgs) -> None:

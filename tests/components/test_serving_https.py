@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from components.args import SpecRefused
 from components.aws.args import aws_args
 from components.aws.environment import AwsGpuEnvironment
 from components.aws.serving import TLS_POLICY
@@ -34,7 +37,7 @@ def test_an_aws_certificate_gives_an_https_listener_and_a_redirect_on_port_80(pl
     https = listeners["tls-https"]
     assert (https["port"], https["protocol"], https["loadBalancerArn"]) == (443, "HTTPS", ALB)
     assert (https["certificateArn"], https["sslPolicy"]) == (CERT, "ELBSecurityPolicy-TLS13-1-2-2021-06")
-    assert TLS_POLICY == https["sslPolicy"]
+    assert https["sslPolicy"] == TLS_POLICY
     assert https["defaultActions"] == [{"type": "forward", "targetGroupArn": TARGET_GROUP}]
     http = listeners["tls-http"]
     assert (http["port"], http["protocol"]) == (80, "HTTP")
@@ -67,7 +70,10 @@ def test_an_internal_alb_serves_https_to_the_vpc_alone(plans: Plans, build: Buil
     https = next(r for r in g.of_type("lb/listener:Listener") if r.name == "itl-https").inputs
     assert (https["protocol"], https["certificateArn"]) == ("HTTPS", CERT)
     lb_sg = next(r for r in g.of_type("ec2/securityGroup:SecurityGroup") if r.name == "itl-lb-sg").inputs
-    assert [(i["fromPort"], i["cidrBlocks"]) for i in lb_sg["ingress"]] == [(80, ["10.80.0.0/16"]), (443, ["10.80.0.0/16"])]
+    assert [(i["fromPort"], i["cidrBlocks"]) for i in lb_sg["ingress"]] == [
+        (80, ["10.80.0.0/16"]),
+        (443, ["10.80.0.0/16"]),
+    ]
 
 
 def test_gcp_domains_give_a_managed_certificate_an_https_proxy_and_a_redirect_on_one_address(
@@ -146,3 +152,20 @@ def test_the_https_resources_get_names_their_providers_accept_under_any_realisti
             assert refused_names(graph) == [], (plan.spec.platform, stack)
     kinds = {row.type for row in graph_as(https_plans[0], "Team_ML.Serve.v2").rows}
     assert {"gcp:compute/sSLPolicy:SSLPolicy", "gcp:compute/managedSslCertificate:ManagedSslCertificate"} <= kinds
+
+
+def test_args_that_never_passed_through_the_core_are_refused_before_anything_is_built(plans: Plans) -> None:
+    aws = aws_args(with_tls(spec_of(plans, "serve-aws-realtime"), Tls(certificate_arn=CERT)))
+    aws["serving"]["tls"]["certificate_arn"] = "arn:aws:iam::123456789012:server-certificate/x"
+    with pytest.raises(SpecRefused, match=r"spec\.serving\.tls: '.*' is not an ACM certificate ARN"):
+        AwsGpuEnvironment("bad", aws)
+    del aws["serving"]["tls"]["certificate_arn"]
+    with pytest.raises(SpecRefused, match=r"spec\.serving\.tls\.certificate_arn: an HTTPS listener needs"):
+        AwsGpuEnvironment("bad", aws)
+    gcp = gcp_args(with_tls(spec_of(plans, "serve-gcp-realtime"), Tls(domains=["api.example.com"])))
+    gcp["serving"]["tls"]["domains"] = ["API.example.com"]
+    with pytest.raises(SpecRefused, match=r"spec\.serving\.tls: 'API.example.com' is not lowercased"):
+        GcpGpuEnvironment("bad", gcp)
+    gcp["serving"]["tls"]["domains"] = []
+    with pytest.raises(SpecRefused, match=r"spec\.serving\.tls: HTTPS here is a Google-managed certificate"):
+        GcpGpuEnvironment("bad", gcp)

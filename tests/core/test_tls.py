@@ -77,7 +77,11 @@ def test_a_managed_certificate_takes_at_most_100_domains() -> None:
     ).serving
     with pytest.raises(ValueError, match="at most 100 items"):
         Workload.model_validate(
-            {"profile": "realtime-inference", "region": "us-central1", "serving": {"domains": [*names, "x.example.com"]}}
+            {
+                "profile": "realtime-inference",
+                "region": "us-central1",
+                "serving": {"domains": [*names, "x.example.com"]},
+            }
         )
 
 
