@@ -1,21 +1,22 @@
-"""The GCP serving group: a managed instance group of model-server replicas behind Google's
-global external Application Load Balancer, with an autoscaler (``components.serving``).
+"""The GCP serving group: a managed instance group of model-server replicas behind Google's global
+external Application Load Balancer, with an autoscaler (``components.serving``).
 
-An instance template, a managed instance group (regional with the ``BALANCED`` target
-shape when spreading zones, which places replicas only where GPUs are obtainable, else zonal)
-with the named port ``http``, one HTTP health check on the server's health path (autohealing,
-with ``initial_delay_sec`` = the model load time, and the load balancer's backends), and
-Google's global external Application Load Balancer (``EXTERNAL_MANAGED``: backend service in
-``RATE`` mode with ``max_rate_per_instance`` = a replica's capacity, URL map, target HTTP proxy,
-global forwarding rule on port 80; with ``serving.domains``, a Google-managed certificate and a
-target HTTPS proxy on 443, port 80 redirecting to it from the same reserved address). Being global, it needs no proxy-only subnet; its proxies and
-health checks connect from 35.191.0.0/16 and 130.211.0.0/22, which the network's firewall
-admits to the server port (``components.gcp.network``). The autoscaler holds the load balancer's
-utilisation (``load_balancing_utilization``): one number per replica whatever its GPU count.
-Zones of the regional group (``distribution_policy_zones``): the zones the catalog lists for the
-shape in the region (``ServingArgs.zones``); without them (the catalog does not source GPU zones
-for every GCP shape) Compute Engine selects the region's zones and the plan warns. Zones can only
-be chosen when the group is created: adding them later replaces the group.
+An instance template, a managed instance group (regional with the ``BALANCED`` target shape when
+spreading zones, which places replicas only where GPUs are obtainable, else zonal) with the named
+port ``http``, one HTTP health check on the server's health path (autohealing, with
+``initial_delay_sec`` = the model load time, and the load balancer's backends), and Google's
+global external Application Load Balancer (``EXTERNAL_MANAGED``: backend service in ``RATE`` mode
+with ``max_rate_per_instance`` = a replica's capacity, URL map, target HTTP proxy, global
+forwarding rule on port 80; with ``serving.domains``, a Google-managed certificate and a target
+HTTPS proxy on 443, port 80 redirecting to it from the same reserved address). Being global, it
+needs no proxy-only subnet; its proxies and health checks connect from 35.191.0.0/16 and
+130.211.0.0/22, which the network's firewall admits to the server port
+(``components.gcp.network``). The autoscaler holds the load balancer's utilisation
+(``load_balancing_utilization``): one number per replica whatever its GPU count. Zones of the
+regional group (``distribution_policy_zones``): the zones the catalog lists for the shape in the
+region (``ServingArgs.zones``); without them (the catalog does not source GPU zones for every GCP
+shape) Compute Engine selects the region's zones and the plan warns. Zones can only be chosen when
+the group is created: adding them later replaces the group.
 """
 
 from __future__ import annotations
@@ -87,7 +88,9 @@ def _gcp_load_balancer(
         logical(gcp.compute.GlobalAddress, f"{name}-address"), project=project, address_type="EXTERNAL", opts=opts
     )
     _https_rule(name, opts, project, url_map, tls, address.address)
-    # port 80 answers a redirect to HTTPS on the same address (the URL map's default redirect)
+    # port 80 answers a redirect to HTTPS on the same address: the URL map's default redirect
+    # (pulumi-gcp URLMapDefaultUrlRedirect: ``https_redirect`` "must only be set for UrlMaps used in
+    # TargetHttpProxys"; ``strip_query`` is required; MOVED_PERMANENTLY_DEFAULT is the 301)
     redirect = gcp.compute.URLMap(
         logical(gcp.compute.URLMap, f"{name}-redirect"),
         project=project,
@@ -110,8 +113,9 @@ def _http_rule(
     port: int,
     address: pulumi.Input[str] | None,
 ) -> gcp.compute.GlobalForwardingRule:
-    """The target HTTP proxy of ``url_map`` and its forwarding rule on ``port`` (at ``address``, or
-    an ephemeral one)."""
+    """The target HTTP proxy of ``url_map`` and its forwarding rule on ``port``: at ``address`` (a
+    reserved address's IP, which pulumi-gcp ``GlobalForwardingRule.ip_address`` takes "that
+    references an existing static (reserved) IP address"), or an ephemeral one."""
     proxy = gcp.compute.TargetHttpProxy(
         logical(gcp.compute.TargetHttpProxy, f"{name}-proxy"), project=project, url_map=url_map.id, opts=opts
     )
