@@ -10,7 +10,7 @@ Combined sources (``a+b``: an N1 host plus its attached GPUs) are as old as thei
 
 Each warning says what brings the figure up to date: ``fullserver catalog refresh --provider X`` where
 a refresh provider prices that very figure, and otherwise the source to update from a newer snapshot
-(``catalog refresh`` cannot update A3 Ultra / A4 machine prices, TPU v4, AWS gp3 and egress, or
+(``catalog refresh`` cannot update A3 Ultra / A4 machine prices, TPU v4, AWS egress, or
 GCP commitment discounts, so telling the reader to run it would send them nowhere).
 """
 
@@ -250,12 +250,12 @@ knowledge of its sources, kept beside the refresh's SKU tables it reads."""
 def _storage_refresh(provider: str, kind: str) -> str:
     from fullserver.catalog.refresh import gcp as gcp_skus
 
-    mapped = _STORAGE_REFRESH.get(provider)
-    return mapped if mapped and kind in gcp_skus.DISK_SKU_PREFIXES else ""  # AWS EBS is not mapped
+    mapped = {"gcp": set(gcp_skus.DISK_SKU_PREFIXES), "aws": {"gp3"}}
+    return _STORAGE_REFRESH[provider] if kind in mapped.get(provider, set()) else ""
 
 
-_STORAGE_REFRESH = {"gcp": "gcp"}
-"""The refresh of each provider's disk prices (the Cloud Billing disk SKUs); AWS EBS is not mapped."""
+_STORAGE_REFRESH = {"gcp": "gcp", "aws": "aws"}
+"""The refresh of each provider's disk prices: the Cloud Billing disk SKUs, the EC2 offer's gp3 SKUs."""
 _EGRESS_REFRESH = {"gcp": "gcp"}
 """The refresh of each provider's egress price; the AWSDataTransfer offer is not mapped."""
 

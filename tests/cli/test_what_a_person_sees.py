@@ -73,7 +73,7 @@ def test_over_budget_names_every_stack_over_not_only_the_first() -> None:
     for stack in over:
         assert f"stack '{stack}'" in err
     assert "stack 'exp-aws-spot'" not in err
-    assert "stack 'train-tpu-v5e'" not in err  # spot only (Cloud TPU builds no on-demand fallback): $742
+    assert "stack 'train-tpu-v5e'" not in err  # spot only (Cloud TPU builds no on-demand fallback): $900
     assert out.count("over budget") == len(over)
 
 

@@ -63,6 +63,9 @@ def test_every_design_is_sourced_with_a_url_and_a_date() -> None:
             for name, figure in offer.figures.items():
                 source = catalog.sources[figure.source.split("+")[0]]
                 assert source.url.startswith("https://") and source.as_of, (design["design"], name)
+            if "source" in design:  # the vendor page naming the shape for this job
+                cited = DATA["sources"][design["source"]]
+                assert cited["url"].startswith("https://") and cited["as_of"], design["design"]
         else:
             source = DATA["sources"][design["source"]]
             assert source["url"].startswith("https://") and source["as_of"], design["design"]

@@ -8,9 +8,10 @@ is written, but only after the whole catalog, edited files included, loads and v
 
 What is refreshed, and from where:
 
-* AWS (``aws.py``): Linux on-demand prices of the catalog's instance types, and the standard
-  no-upfront reserved discount per family, from the AWS Price List Bulk API (public JSON, no
-  credentials) for the regions the file already prices (or those given).
+* AWS (``aws.py``): Linux on-demand prices of the catalog's instance types, the standard
+  no-upfront reserved discount per family, and EBS gp3 (storage, IOPS and throughput over the
+  baselines), from the AWS Price List Bulk API (public JSON, no credentials) for the regions the
+  file already prices (or those given).
 * GCP (``gcp.py``): attachable GPU prices, N1 / A2 Standard / G2 machine prices (cores + memory +
   GPUs), pd-balanced / pd-ssd / local-ssd disk prices and premium internet egress, from the Cloud
   Billing Catalog API (an API key); on-demand and spot.
@@ -45,7 +46,7 @@ slot in as further ``Fetched`` producers applied by ``apply.apply_rows``):
 * Compute Engine machine types' own figures (vCPUs, memory, GPUs), acceleratorTypes for the
   attachable GPUs' zones, TPU zones; A3 Ultra / A4 prices (their H200 / B200 SKUs are not mapped);
 * the Cloud TPU service (``E000-3F24-B8AA``) for TPU v4 prices, once its per-device unit is mapped;
-* AWS gp3 and data-transfer prices (the EC2 offer's Storage products and the AWSDataTransfer offer).
+* AWS data-transfer prices (the AWSDataTransfer offer).
 """
 
 from __future__ import annotations

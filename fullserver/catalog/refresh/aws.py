@@ -22,6 +22,14 @@ or Capacity Blocks. Reserved rates give the commitment discount per family: 1 - 
 Upfront hourly rate) / on-demand, the smallest over the family's catalog sizes (a discount is never
 overstated), rounded down to four places.
 
+EBS gp3 (the same file, ``volumeApiName: gp3``): three SKUs price a volume, told apart by the end of
+their ``usagetype`` (region prefix such as ``USE2-`` before ``EBS:``, none in us-east-1), each with
+its own unit in ``terms.OnDemand`` (Amazon EBS User Guide, "Understand codes for Amazon EBS in billing
+and usage reports": ``EBS:VolumeUsage.gp3`` storage per GB-Month, ``EBS:VolumeP-IOPS.gp3`` IOPS "over
+3,000" per IOPS-Month, ``EBS:VolumeP-Throughput.gp3`` throughput "over 125 MB/s"). The Price List gives
+throughput per ``GiBps-mo``; the catalog's figure is per MB/s-month, 1/1024 of it. The two free
+baselines are not in the file: they are that page's 3,000 IOPS and 125 MB/s (``GP3_FREE``).
+
 Spot prices are not in the Price List: they come from EC2 DescribeSpotPriceHistory (credentials;
 see ``refresh/__init__.py`` for the next steps). A catalog row's spot figure therefore keeps its own
 source (``spot_source``) when its on-demand figure is refreshed from here.
@@ -49,6 +57,18 @@ LINUX_SHARED = {"operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw
 
 IF_PRESENT = {"licenseModel": "No License required", "marketoption": "OnDemand", "operation": "RunInstances"}
 """Attributes checked only where a file has them (older files lack some)."""
+
+GP3_USAGE = {
+    # usagetype after "EBS:" -> (catalog field, the Price List unit, units of the catalog's per unit)
+    "VolumeUsage.gp3": ("usd_gib_month", "GB-Mo", Decimal(1)),
+    "VolumeP-IOPS.gp3": ("usd_iops_month", "IOPS-Mo", Decimal(1)),
+    "VolumeP-Throughput.gp3": ("usd_mbps_month", "GiBps-mo", Decimal(1024)),
+}
+"""The gp3 SKUs of an EC2 offer file, by usage type (Amazon EBS User Guide billing codes)."""
+GP3_FREE = {"free_iops": Decimal(3000), "free_mbps": Decimal(125)}
+"""What a gp3 volume includes before the IOPS and throughput SKUs bill: "Provioned IOPS for gp3 volumes
+over 3,000", "Provisioned throughput for gp3 volumes over 125 MB/s" (Amazon EBS User Guide, "Understand
+codes for Amazon EBS in billing and usage reports"); the EC2 API's default gp3 IOPS is 3,000 too."""
 
 RESERVED_TERM = {"OfferingClass": "standard", "PurchaseOption": "No Upfront"}
 LEASE_YEARS = {"1yr": 1, "3yr": 3}
@@ -89,6 +109,8 @@ class RegionOffers(PriceListFile):
     """Instance type -> USD per hour (Linux, shared tenancy)."""
     reserved: dict[tuple[str, int], Decimal] = field(default_factory=dict)
     """(instance type, years) -> USD per hour, standard class, no upfront."""
+    gp3: dict[str, Decimal] = field(default_factory=dict)
+    """Catalog gp3 field (``GP3_USAGE``) -> USD per its unit, for the gp3 SKUs the file prices."""
     problems: list[str] = field(default_factory=list)
 
 
@@ -118,11 +140,41 @@ def _hourly(term: Any) -> Decimal | None:
         return None
 
 
+def _gp3_field(attrs: dict[str, Any], region: str) -> str | None:
+    """The catalog gp3 field a product prices (``GP3_USAGE``), or None for any other product."""
+    usage = attrs.get("usagetype")
+    if attrs.get("volumeApiName") != "gp3" or not isinstance(usage, str) or "EBS:" not in usage:
+        return None
+    if attrs.get("regionCode", region) != region:
+        return None
+    found = GP3_USAGE.get(usage.split("EBS:", 1)[1])
+    return found[0] if found else None
+
+
+def _gp3_rates(field_name: str, terms: Any, into: dict[str, set[Decimal]]) -> None:
+    """Collect a gp3 SKU's on-demand rates in the catalog's unit (``GP3_USAGE``)."""
+    unit, per = next((u, p) for f, u, p in GP3_USAGE.values() if f == field_name)
+    for term in terms.values() if isinstance(terms, dict) else ():
+        dims = term.get("priceDimensions") if isinstance(term, dict) else None
+        for dim in dims.values() if isinstance(dims, dict) else ():
+            if not isinstance(dim, dict) or dim.get("unit") != unit:
+                continue
+            try:
+                rate = Decimal(str(dim["pricePerUnit"]["USD"])) / per
+            except (KeyError, TypeError, InvalidOperation):
+                continue
+            if rate > 0:
+                into.setdefault(field_name, set()).add(rate)
+
+
 def read_region_offers(stream: BinaryIO, where: str, region: str, families: set[str]) -> RegionOffers:
-    """Stream one region's EC2 offer file and keep the figures of ``families`` (e.g. ``{"p5"}``)."""
+    """Stream one region's EC2 offer file and keep the figures of ``families`` (e.g. ``{"p5"}``) and
+    of EBS gp3."""
     out = RegionOffers(region=region, url=where)
     skus: dict[str, str] = {}  # SKU -> instance type, for the Linux on-demand SKUs kept
+    gp3_skus: dict[str, str] = {}  # SKU -> catalog gp3 field
     prices: dict[str, dict[str, set[Decimal]]] = {"OnDemand": {}, "Reserved": {}}
+    gp3_prices: dict[str, set[Decimal]] = {}
     products_seen = False
     doc = JsonStream(stream, where)
     for key in doc.members():
@@ -138,6 +190,8 @@ def read_region_offers(stream: BinaryIO, where: str, region: str, families: set[
                 itype = attrs.get("instanceType")
                 if isinstance(itype, str) and _family(itype) in families and _is_linux_on_demand(attrs, region):
                     skus[sku] = itype
+                elif (gp3 := _gp3_field(attrs, region)) is not None:
+                    gp3_skus[sku] = gp3
         elif key == "terms":
             if not products_seen:
                 raise FetchError(where, "'terms' comes before 'products'", "the offer file format changed")
@@ -145,6 +199,9 @@ def read_region_offers(stream: BinaryIO, where: str, region: str, families: set[
                 if term_type not in prices:
                     continue
                 for sku in doc.members():
+                    if term_type == "OnDemand" and sku in gp3_skus:
+                        _gp3_rates(gp3_skus[sku], doc.value(), gp3_prices)
+                        continue
                     itype = skus.get(sku)
                     if itype is None:
                         continue  # left unread: skipped
@@ -158,6 +215,8 @@ def read_region_offers(stream: BinaryIO, where: str, region: str, families: set[
         value = _single(out, None, key, found, "reserved")
         if value is not None:
             out.reserved[(itype, int(years))] = value
+    for key, found in gp3_prices.items():
+        _single(out, out.gp3, key, found, "gp3")
     return out
 
 
@@ -235,7 +294,7 @@ def fetch(
         f"{o.region}: version {o.version or '?'}, published {o.published or 'date not stated'}" for o in offers
     )
     source = Source(
-        title="AWS Price List Bulk API - AmazonEC2 offer files (Linux on-demand and standard no-upfront reserved)",
+        title="AWS Price List Bulk API - AmazonEC2 offer files (Linux on-demand, standard no-upfront reserved, EBS gp3)",
         url=REGION_INDEX_URL,
         as_of=as_of,
         as_of_kind="published" if published else "retrieved",
@@ -246,7 +305,11 @@ def fetch(
             "operation RunInstances where present), terms.OnDemand priceDimensions unit Hrs, pricePerUnit USD. "
             "Commitment discounts: 1 - reserved (standard, No Upfront) / on-demand hourly, the smallest over "
             f"the family's catalog sizes in {home_region(regions, commitment_region)}, rounded down. "
-            "Spot prices are not in the Price List: rows keep the spot figure with its own spot_source."
+            "Spot prices are not in the Price List: rows keep the spot figure with its own spot_source. "
+            "EBS gp3: the volumeApiName gp3 SKUs' on-demand rates, EBS:VolumeUsage.gp3 (GB-Mo), "
+            "EBS:VolumeP-IOPS.gp3 (IOPS-Mo) and EBS:VolumeP-Throughput.gp3 (GiBps-mo / 1024 = per MB/s-month); "
+            "free_iops 3000 and free_mbps 125 are the baselines the Amazon EBS User Guide's billing codes "
+            "state (charged only over 3,000 IOPS and 125 MB/s), not figures of the file."
         ),
     )
     fetched = Fetched(SOURCE_KEY, source)
@@ -260,12 +323,29 @@ def fetch(
             price = o.on_demand.get(shape.name)
             if price is not None:
                 fetched.rows.append(Row("shape_prices", (shape.name, o.region), {"on_demand_usd_hour": price}))
+        _gp3_row(o, fetched)
     names = {s.name for s in shapes}
     fetched.not_in_catalog = sorted(offered - names)
     if offers:
         fetched.shapes_gone = sorted(names - offered)
     fetched.rows += _commitments(shapes, offers, home_region(regions, commitment_region), fetched)
     return fetched
+
+
+def _gp3_row(offers: RegionOffers, fetched: Fetched) -> None:
+    """The region's gp3 row when the file prices all three gp3 SKUs; gone when it prices none; kept
+    as it is (and reported) when it prices only some."""
+    key = ("storage_prices", ("aws", "gp3", offers.region))
+    wanted = {f for f, _, _ in GP3_USAGE.values()}
+    if set(offers.gp3) == wanted:
+        fetched.rows.append(Row("storage_prices", ("aws", "gp3", offers.region), {**offers.gp3, **GP3_FREE}))
+        fetched.scope.add(key)
+    elif not offers.gp3:
+        fetched.scope.add(key)
+    else:
+        fetched.problems.append(
+            f"{offers.region} gp3: no price for {', '.join(sorted(wanted - set(offers.gp3)))}; the row is not refreshed"
+        )
 
 
 def home_region(regions: list[str], chosen: str | None) -> str:

@@ -145,3 +145,60 @@ def test_an_unknown_provider_is_refused(tmp_path: Path) -> None:
 def test_an_offer_file_that_is_not_one_is_refused(tmp_path: Path) -> None:
     with pytest.raises(FetchError, match="no 'products'"):
         read_region_offers(io.BytesIO(b'{"formatVersion": "v1.0"}'), "x.json", "us-east-1", {"g5"})
+
+
+def test_gp3_storage_iops_and_throughput_come_from_the_offer_files_gp3_skus(tmp_path: Path) -> None:
+    # The us-east-1 file prices gp3 at 0.085 per GB-month, 0.005 per IOPS-month and 40.96 per GiBps-month
+    # (= 0.04 per MB/s-month); the free baselines are the EBS billing codes' 3,000 IOPS and 125 MB/s.
+    directory, _, report = run(tmp_path, write=True)
+    changes = {(c.row, c.field): (c.old, c.new) for c in report.changes}
+    assert changes[("storage_prices aws gp3 us-east-1", "usd_gib_month")] == (0.08, 0.085)
+    assert ("storage_prices aws gp3 us-east-1", "usd_mbps_month") not in changes  # 40.96 / 1024 = 0.04
+    (gp3,) = [p for p in yaml.safe_load((directory / "aws.yaml").read_text())["storage_prices"]]
+    assert gp3 == {
+        "provider": "aws",
+        "kind": "gp3",
+        "region": "us-east-1",
+        "usd_gib_month": 0.085,
+        "usd_iops_month": 0.005,
+        "usd_mbps_month": 0.04,
+        "free_iops": 3000,
+        "free_mbps": 125,
+        "source": "aws-price-list-ec2",
+    }
+    assert "storage_prices aws gp3 eu-central-1" not in report.added  # that file has no gp3 SKU
+
+
+def test_a_recorded_offer_file_prices_gp3_storage_as_aws_wrote_it() -> None:
+    """recorded-ec2-us-east-2.json is an AWS Price List EC2 offer excerpt (us-east-2, version
+    20230322145651) as opencost keeps it for its tests, byte for byte (README.md): its gp3 SKU
+    M6UGCCQ3CDJQAA37, usagetype with the USE2- prefix, prices 0.08 USD per GB-Mo. It has no gp3 IOPS
+    or throughput SKU, so a refresh from it reports the row rather than writing a partial one."""
+    with (DATA / "aws" / "recorded-ec2-us-east-2.json").open("rb") as stream:
+        offers = read_region_offers(stream, "recorded.json", "us-east-2", {"m5", "p3"})
+    assert {k: str(v) for k, v in offers.gp3.items()} == {"usd_gib_month": "0.0800000000"}
+    assert offers.on_demand == {}  # m5.large: only a 3-year convertible fee; p3.8xlarge: Windows BYOL
+    assert offers.published == dt.date(2023, 3, 22) and offers.problems == []
+    with (DATA / "aws" / "recorded-ec2-us-east-2.json").open("rb") as stream:
+        other_region = read_region_offers(stream, "recorded.json", "us-east-1", set())
+    assert other_region.gp3 == {}  # a gp3 SKU of another region prices nothing here
+
+
+def test_gp3_skus_that_disagree_or_lack_a_part_refresh_nothing(tmp_path: Path) -> None:
+    from fullserver.catalog.refresh.aws import _gp3_row
+    from fullserver.catalog.refresh.rows import Fetched
+
+    doc = json.loads((DATA / "aws" / "ec2-us-east-1.json").read_text())
+    [term] = doc["terms"]["OnDemand"]["GP3STORAGE000001"].values()
+    [dim] = term["priceDimensions"].values()
+    doc["terms"]["OnDemand"]["GP3STORAGE000001"]["GP3STORAGE000001.OTHERTERM"] = {
+        **term,
+        "priceDimensions": {"x": {**dim, "pricePerUnit": {"USD": "0.09"}}},
+    }
+    offers = read_region_offers(io.BytesIO(json.dumps(doc).encode()), "x.json", "us-east-1", set())
+    assert "usd_gib_month" not in offers.gp3
+    assert offers.problems == ["us-east-1 usd_gib_month: 2 different gp3 prices (0.0850000000, 0.09); not used"]
+    fetched = Fetched("k", load_catalog().sources["aws-karpenter-pricing"])
+    _gp3_row(offers, fetched)
+    assert fetched.rows == [] and fetched.scope == set()  # the file row stays as it is
+    assert fetched.problems == ["us-east-1 gp3: no price for usd_gib_month; the row is not refreshed"]

@@ -175,3 +175,29 @@ def test_every_aws_egress_price_the_snapshot_gives_is_in_the_catalog(
         egress = shipped.egress_price("aws", region)
         assert egress is not None and egress.source == "aws-infracost-data-transfer-golden", region
         assert egress.usd_per_gb == pytest.approx(line["monthly_usd"] / line["quantity_gb"]), region
+
+
+def tpu_chip_prices(extract: dict[str, Any]) -> dict[tuple[str, str], set[tuple[float, float]]]:
+    """(generation, region) -> the per chip-hour (on-demand, spot) each slice row gives: a v5litepod-N or v6e-N
+    slice has N chips, a v4-N or v5p-N slice N/2 (N counts TensorCores)."""
+    out: dict[tuple[str, str], set[tuple[float, float]]] = {}
+    for row in extract["rows"]:
+        family, size = row["accelerator"].removeprefix("tpu-").rsplit("-", 1)
+        chips = int(size) // 2 if family in ("v4", "v5p") else int(size)
+        generation = "v5e" if family == "v5litepod" else family
+        per_chip = (round(row["price"] / chips, 5), round(row["spot_price"] / chips, 5))
+        out.setdefault((generation, row["region"]), set()).add(per_chip)
+    return out
+
+
+def test_every_tpu_price_is_the_snapshot_s_slice_price_per_chip(shipped: Catalog) -> None:
+    extract: dict[str, Any] = read_yaml(SOURCES / "skypilot-catalog-v9-gcp-tpu.yaml")
+    assert commit_pin(shipped.sources["tpu-skypilot-prices"].url) == extract["snapshot"]["commit"]
+    expected = tpu_chip_prices(extract)
+    assert all(len(prices) == 1 for prices in expected.values())  # the same per chip at every slice size
+    data = parse(CatalogFile, read_yaml(DATA_DIR / "tpu.yaml"), "tpu.yaml")
+    rows = {(p.generation, p.region): p for p in data.tpu_prices if p.source == "tpu-skypilot-prices"}
+    assert set(rows) == set(expected)  # every region the catalog prices from it, and no other
+    for key, row in rows.items():
+        ((on_demand, spot),) = expected[key]
+        assert (row.on_demand_usd_chip_hour, row.spot_usd_chip_hour) == pytest.approx((on_demand, spot)), key

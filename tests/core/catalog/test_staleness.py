@@ -80,7 +80,7 @@ def test_a_plan_warns_for_each_price_it_used_older_than_the_threshold(tmp_path: 
     used = plan_prices_used(stack, catalog)
     assert used == [
         UsedPrice("on-demand wide.x in r-1", "fx", refresh="aws"),
-        UsedPrice("gp3 storage in r-1", "fresh"),  # no refresh provider prices EBS
+        UsedPrice("gp3 storage in r-1", "fresh", refresh="aws"),  # the EC2 offer's gp3 SKUs
         UsedPrice("internet egress from r-1", "fx"),  # nor AWS data transfer
     ]
     warnings = plan_staleness_warnings(stack, catalog, TODAY)
@@ -169,8 +169,8 @@ def test_no_shipped_commit_pinned_source_is_dated_by_its_read_day() -> None:
 
 def test_each_shipped_stale_price_names_the_refresh_that_updates_it_or_the_snapshot() -> None:
     """Issue 21, item 12: "run `fullserver catalog refresh`" under a figure no refresh updates sends the
-    reader nowhere. A3 High, TPU v5e and GCP disks are priced by a refresh provider; TPU v4, A3 Ultra,
-    AWS gp3 and egress and GCP commitments are not, so their warning names the source to update."""
+    reader nowhere. A3 High, TPU v5e, GCP disks and AWS gp3 are priced by a refresh provider; TPU v4,
+    A3 Ultra, AWS egress and GCP commitments are not, so their warning names the source to update."""
     from fullserver.catalog.staleness import _commitment_refresh, _offer_refresh, _storage_refresh
 
     shipped = load_catalog()
@@ -191,11 +191,13 @@ def test_each_shipped_stale_price_names_the_refresh_that_updates_it_or_the_snaps
         == _offer_refresh(offer("a2-ultragpu-1g"), spot=True)
         == "gcp"
     )
-    assert (_storage_refresh("gcp", "pd-balanced"), _storage_refresh("aws", "gp3")) == ("gcp", "")
+    # gp3 is priced by the EC2 offer's gp3 SKUs (refresh.aws); other EBS kinds are not mapped
+    assert (_storage_refresh("gcp", "pd-balanced"), _storage_refresh("aws", "gp3")) == ("gcp", "aws")
+    assert _storage_refresh("aws", "io2") == ""
     assert (_commitment_refresh("gcp", "gcp-cyclenerd-cud"), _commitment_refresh("aws", "x")) == ("", "aws")
-    used = [UsedPrice("gp3 storage in us-east-1", "aws-infracost-ebs-golden")]
+    used = [UsedPrice("internet egress from us-east-1", "aws-infracost-data-transfer-golden")]
     (stale,) = stale_prices(shipped, used, dt.date(2026, 11, 26), max_age_days=90)
     assert stale.warning(90).endswith(
-        "no refresh provider prices it: update source aws-infracost-ebs-golden from a newer snapshot of "
-        + shipped.sources["aws-infracost-ebs-golden"].title
+        "no refresh provider prices it: update source aws-infracost-data-transfer-golden from a newer snapshot of "
+        + shipped.sources["aws-infracost-data-transfer-golden"].title
     )
