@@ -89,7 +89,7 @@ def test_the_stack_trace_the_graph_skips_is_the_one_the_sdk_sends_with_each_regi
 
     source = inspect.getsource(sdk_resource.register_resource)
     assert "_get_stack_trace()" in source
-    assert isinstance(sdk_resource._get_stack_trace(), graph.source_pb2.StackTrace)
+    assert isinstance(sdk_resource._get_stack_trace(), type(graph._NO_STACK_TRACE))
 
 
 def test_an_evaluation_leaves_the_process_as_it_found_it() -> None:
