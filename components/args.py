@@ -25,6 +25,7 @@ from fullserver.netcheck import check_ssh_ranges
 from fullserver.platforms import disk_limits
 from fullserver.serving import endpoint_problem
 from fullserver.spec import EnvironmentSpec
+from fullserver.tls import check_certificate_arn, check_domain
 
 
 class SpecRefused(FullserverError):
@@ -63,6 +64,16 @@ class AccessArgs(TypedDict):
     """OpenSSH public key lines installed for the nodes' login user (``components.startup.LOGIN_USER``):
     AWS through the boot script, GCP GPU VMs and single-host TPU VMs through ``ssh-keys`` metadata
     (OS Login is then off on those nodes). Without keys: Session Manager (AWS), OS Login (GCP)."""
+
+
+class TlsArgs(TypedDict):
+    """HTTPS on the serving load balancer (``fullserver.tls.Tls``): the plain-HTTP port redirects here."""
+
+    port: int
+    certificate_arn: NotRequired[str]
+    """AWS: the ACM certificate of the HTTPS listener."""
+    domains: list[str]
+    """The names clients call; GCP: the Google-managed certificate's."""
 
 
 class ServingArgs(TypedDict):
@@ -104,6 +115,8 @@ class ServingArgs(TypedDict):
     """The cloud secrets (AWS SSM parameters, GCP Secret Manager secrets) the model server reads,
     by what they are: ``token`` (Hugging Face) and ``api_key`` (the endpoint's). The nodes may read
     exactly these, and each server start fetches them."""
+    tls: NotRequired[TlsArgs]
+    """HTTPS on the load balancer; absent: plain HTTP on ``lb_port``."""
 
 
 class ShapeLimitArgs(TypedDict):
@@ -220,6 +233,11 @@ def serving_args(spec: EnvironmentSpec) -> ServingArgs | None:
     }
     if s.zones:
         args["zones"] = list(s.zones)
+    if s.tls is not None:
+        tls: TlsArgs = {"port": s.tls.port, "domains": list(s.tls.domains)}
+        if s.tls.certificate_arn is not None:
+            tls["certificate_arn"] = s.tls.certificate_arn
+        args["tls"] = tls
     return args
 
 
@@ -246,6 +264,15 @@ def check_serving(serving: ServingArgs | None) -> None:
     problem = endpoint_problem(serving["load_balancer"], serving["secrets"].get("api_key"))
     if problem is not None:
         raise refuse("serving.server.api_key_secret", *problem)
+    tls = serving.get("tls")
+    try:  # the core's rules for the certificate and the names (``fullserver.tls``)
+        if tls is not None and "certificate_arn" in tls:
+            check_certificate_arn(tls["certificate_arn"])
+        for domain in tls["domains"] if tls is not None else []:
+            if check_domain(domain) != domain:
+                raise ValueError(f"'{domain}' is not lowercased")
+    except ValueError as exc:
+        raise refuse("serving.tls", str(exc), "re-plan with the core") from None
 
 
 def check_boot_disk(args: CommonArgs) -> None:

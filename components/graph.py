@@ -218,6 +218,9 @@ class GraphMocks(pulumi.runtime.Mocks):
             out["publicIp"] = self._next_ip("54.0.0") if self._lt_public.get(template) else ""
         elif typ == "aws:autoscaling/group:Group":
             out["name"] = inputs.get("name", name)
+        elif typ == "gcp:compute/globalAddress:GlobalAddress":
+            # reserved at `up`: the offline graph names it, so rules sharing it can be seen to
+            out["address"] = f"<{name} address, known after pulumi up>"
         return out
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]

@@ -12,7 +12,7 @@ prints it without a traceback).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 from pulumi.runtime import config as pulumi_config
@@ -172,6 +172,10 @@ def deploy(plan: StackPlan) -> Environment:
         key = spec.endpoint.server.api_key_secret
         key_command = entry.secret_command(spec, key, project) if key and entry.secret_command else None
         pulumi.export("call", env.endpoint.apply(lambda url: call_command(url, key_command)))
+        if spec.endpoint.tls is not None and spec.endpoint.tls.host:
+            # where the stack's domains must point (a CNAME to the ALB, an A record to GCP's address)
+            target: pulumi.Output[str] = cast(Any, env.inner).lb_address
+            pulumi.export("dnsTarget", target.apply(lambda a: a or "<load balancer address, known after pulumi up>"))
     # Who the nodes are, to grant them access to data (docs/deploying.md, "Credentials").
     for export, output in entry.identity_exports.items():
         pulumi.export(export, getattr(env, output))

@@ -11,7 +11,8 @@ model before a health check judges it, the load balancer's scheme, a replica's r
   with ``initial_delay_sec`` = the model load time, and the load balancer's backends), and
   Google's global external Application Load Balancer (``EXTERNAL_MANAGED``: backend service in
   ``RATE`` mode with ``max_rate_per_instance`` = a replica's capacity, URL map, target HTTP proxy,
-  global forwarding rule on port 80). Being global, it needs no proxy-only subnet; its proxies and
+  global forwarding rule on port 80; with ``serving.domains``, a Google-managed certificate and a
+  target HTTPS proxy on 443, port 80 redirecting to it from the same reserved address). Being global, it needs no proxy-only subnet; its proxies and
   health checks connect from 35.191.0.0/16 and 130.211.0.0/22, which the network's firewall
   admits to the server port (``components.network``). The autoscaler holds the load balancer's
   utilisation (``load_balancing_utilization``): one number per replica whatever its GPU count.
@@ -23,7 +24,8 @@ model before a health check judges it, the load balancer's scheme, a replica's r
   Application Load Balancer (internet-facing in the public subnets, or internal in the nodes'
   subnets; at least two zones, which the core's ``billables.zones`` guarantees) with its own
   security group, a target group health-checking the server's path (``matcher`` 200) on the
-  traffic port, an HTTP listener, the group attached (``target_group_arns``) with
+  traffic port, an HTTP listener (with ``serving.certificateArn``: an HTTPS listener on 443, the
+  HTTP one redirecting to it), the group attached (``target_group_arns``) with
   ``health_check_type = ELB`` and a grace period of the model load time, and target tracking on
   ``ALBRequestCountPerTarget``. The policy depends on the listener: AWS refuses a request-count
   policy whose target group is not yet behind a load balancer.
@@ -35,6 +37,8 @@ import shlex
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from pulumi import Output
+
 from components.startup import model_server_script
 
 if TYPE_CHECKING:
@@ -44,12 +48,31 @@ NAMED_PORT = "http"
 HEALTH_TIMEOUT_SECONDS = 5
 
 
-def endpoint_url(address: str | None, port: int) -> str:
-    """``http://<address>[:port]`` once the address is known (``pulumi up``), else what stands in
-    for it: the offline plan has no address to show."""
+def endpoint_url(address: str | None, port: int, *, https: bool = False) -> str:
+    """``http(s)://<address>[:port]`` once the address is known (``pulumi up``), else what stands
+    in for it: the offline plan has no address to show. The port is named only when it is not the
+    scheme's own (80, 443)."""
+    scheme = "https" if https else "http"
     if not address:
-        return "http://<load balancer address, known after pulumi up>"
-    return f"http://{address}" if port == 80 else f"http://{address}:{port}"
+        return f"{scheme}://<load balancer address, known after pulumi up>"
+    return f"{scheme}://{address}" if port == (443 if https else 80) else f"{scheme}://{address}:{port}"
+
+
+def lb_ports(serving: ServingArgs) -> list[int]:
+    """The ports clients reach the load balancer on: the HTTP port, and with HTTPS its port too
+    (the HTTP one then answers a redirect to it)."""
+    tls = serving.get("tls")
+    return [serving["lb_port"], *([tls["port"]] if tls is not None else [])]
+
+
+def lb_endpoint(serving: ServingArgs, address: Output[str]) -> Output[str]:
+    """The endpoint clients call: ``https://<first domain>`` when the stack names one (known
+    before ``up``), else the load balancer's own address with the scheme it serves."""
+    tls = serving.get("tls")
+    if tls is not None and tls["domains"]:
+        return Output.from_input(endpoint_url(tls["domains"][0], tls["port"], https=True))
+    port = tls["port"] if tls is not None else serving["lb_port"]
+    return address.apply(lambda a: endpoint_url(a, port, https=tls is not None))
 
 
 def call_command(url: str, key_command: list[str] | None) -> str:

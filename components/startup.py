@@ -292,7 +292,8 @@ WantedBy=multi-user.target
 """
 
 # NVIDIA Container Toolkit install guide (apt): the repository key, the signed source list, the
-# package, then `nvidia-ctk runtime configure --runtime=docker`. The AWS Deep Learning AMIs ship
+# package, then `nvidia-ctk runtime configure --runtime=docker` (its `--config` flag is "path to the
+# config file for the target runtime": nvidia-container-toolkit, cmd/nvidia-ctk/runtime/configure). The AWS Deep Learning AMIs ship
 # Docker and the toolkit; a GCP Deep Learning VM image or a custom image may lack either, so each is
 # installed only when missing. The script runs on every boot (a GCP startup script does): docker is
 # restarted only when `nvidia-ctk` changed its daemon.json (docker reads it only when it starts), so

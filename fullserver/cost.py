@@ -350,7 +350,8 @@ def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warni
         if parts:
             add(("public IPv4 addresses", usd, ", ".join(parts)))
     if b.load_balancer:
-        add(network.lb_line(pricer, float(workload.egress_gb_month)))
+        listeners = 2 if spec.endpoint is not None and spec.endpoint.tls is not None else 1
+        add(network.lb_line(pricer, float(workload.egress_gb_month), listeners))
     if b.health_checks:
         p = pricer.price(network.health_check_item)
         if p is not None:

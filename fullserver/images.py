@@ -21,7 +21,7 @@ from fullserver.catalog.network import DATA_DIR, IMAGES_FILE
 from fullserver.errors import InputError
 from fullserver.plan import StackPlan
 from fullserver.platform import Platform
-from fullserver.sources import Source
+from fullserver.sources import Source, check_cited
 from fullserver.yamlio import read_yaml, validation_error
 
 WARN_DAYS = 90
@@ -60,8 +60,7 @@ def load_images(path: Path = DATA_DIR / IMAGES_FILE) -> ImageTable:
     seen: set[tuple[Platform, str]] = set()
     for i, image in enumerate(table.images):
         where = f"{path}: images[{i}]"
-        if image.source not in table.sources:
-            raise InputError(where, f"names unknown source '{image.source}'", "add it under sources")
+        check_cited(where, image.source, table.sources)
         if (image.platform, image.selector) in seen:
             raise InputError(where, f"a second default for {image.platform.value} {image.selector}", "keep one")
         seen.add((image.platform, image.selector))

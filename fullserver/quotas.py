@@ -22,6 +22,7 @@ from fullserver.errors import InputError
 from fullserver.platforms import rules_for
 from fullserver.platforms.quota import QuotaAsk, QuotaNeed, QuotaTable
 from fullserver.platforms.quota.aws import instance_family
+from fullserver.sources import check_cited
 from fullserver.spec import EnvironmentSpec
 from fullserver.yamlio import read_yaml, validation_error
 
@@ -34,12 +35,9 @@ def load_quota_table(path: Path = DATA_DIR / QUOTAS_FILE) -> QuotaTable:
     except ValidationError as exc:
         raise validation_error(str(path), exc) from None
     for i, path_ in enumerate(table.capacity_paths):
-        if path_.source is not None and path_.source not in table.sources:
-            where = f"{path}: capacity_paths[{i}]"
-            raise InputError(where, f"names unknown source '{path_.source}'", "add it under sources")
+        check_cited(f"{path}: capacity_paths[{i}]", path_.source, table.sources)
     for key, quota in table.quotas.items():
-        if quota.source not in table.sources:
-            raise InputError(f"{path}: quotas.{key}", f"names unknown source '{quota.source}'", "add it under sources")
+        check_cited(f"{path}: quotas.{key}", quota.source, table.sources)
     named = [
         *(k for g in table.aws_vcpu_groups.values() for k in (g.on_demand, g.spot) if k),
         *(

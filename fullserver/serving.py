@@ -26,6 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from fullserver.profiles import Serving
+from fullserver.tls import Tls
 
 VLLM_IMAGE = "vllm/vllm-openai:v0.10.2"
 """vLLM's OpenAI-compatible server image on Docker Hub, pinned so replicas started a month apart
@@ -38,7 +39,8 @@ of the serving path, not a production choice; the plan warns while it is in use.
 DEFAULT_PORT = 8000
 DEFAULT_HEALTH_PATH = "/health"
 LB_PORT = 80
-"""Where the load balancer listens (HTTP; put TLS in front with a certificate of your domain)."""
+"""Where the load balancer listens with HTTP; with HTTPS (``fullserver.tls``) it listens on 443 and
+this port answers a redirect to it."""
 HEALTH_INTERVAL_SECONDS = 10
 HEALTHY_THRESHOLD = 2
 UNHEALTHY_THRESHOLD = 3
@@ -108,6 +110,8 @@ class ServingSpec(Frozen):
     """A replica's capacity: GCP ``max_rate_per_instance``."""
     target_utilisation: float
     """Share of that capacity the autoscaler holds."""
+    tls: Tls | None = None
+    """HTTPS on the load balancer (``fullserver.tls``); ``None``: plain HTTP on ``lb_port``."""
 
     @property
     def requests_per_minute_per_replica(self) -> float:
@@ -167,6 +171,7 @@ def serving_spec(
     requests_per_second: float | None = None,
     load_minutes: int | None = None,
     zones: list[str] | None = None,
+    tls: Tls | None = None,
 ) -> ServingSpec:
     """The profile's group behaviour with the stack's server (and its capacity and load-time
     overrides, which know the model better than a profile can)."""
@@ -180,4 +185,5 @@ def serving_spec(
         health_initial_delay_seconds=(load_minutes or profile.model_load_minutes) * 60,
         replica_requests_per_second=requests_per_second or profile.replica_requests_per_second,
         target_utilisation=profile.target_utilisation,
+        tls=tls,
     )

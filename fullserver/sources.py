@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Container
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
+
+from fullserver.errors import InputError
 
 _COMMIT_PIN = re.compile(r"github\.com/[^/]+/[^/]+/(?:blob|tree|raw)/([0-9a-f]{40})/")
 
@@ -55,3 +58,10 @@ class Source(BaseModel):
     def _dated_by_its_snapshot(self) -> Source:
         check_snapshot_date(self.url, self.as_of_kind)
         return self
+
+
+def check_cited(where: str, source: str | None, sources: Container[str]) -> None:
+    """A row's source is one its file lists: a figure whose source can't be looked up can't be
+    dated, so it would never warn when it goes stale. ``None`` is an optional source left out."""
+    if source is not None and source not in sources:
+        raise InputError(where, f"names unknown source '{source}'", "add it under sources")

@@ -36,6 +36,7 @@ from fullserver.rules import (
     MAX_HOURS_PER_MONTH,
     check_ssh_ranges,
 )
+from fullserver.tls import CertificateArn, Domains
 
 if TYPE_CHECKING:
     from fullserver.catalog import Catalog
@@ -223,6 +224,10 @@ class ServingConfig(Camel):
     """The name of a secret in the same store holding the endpoint's API key: clients send it as
     ``Authorization: Bearer <key>`` (vLLM's ``--api-key``). An endpoint open to the internet needs
     one (``fullserver.serving.endpoint_problem``); the key never passes through fullserver either."""
+    certificate_arn: CertificateArn | None = None
+    """AWS: the ACM certificate (in the stack's region) of an HTTPS listener (``fullserver.tls``)."""
+    domains: Domains = []
+    """The names clients call; GCP: a Google-managed certificate for them (``fullserver.tls``)."""
 
 
 class KeyProblem(ValueError):
@@ -332,7 +337,7 @@ class Workload(Camel):
     )
     serving: Annotated[ServingConfig | None, _unset({})] = Field(
         default=None,
-        description="Serving profiles: the model server of each replica (model, image, args, port, healthPath, requestsPerSecond, loadMinutes, tokenSecret, apiKeySecret); empty: vLLM's OpenAI server with a small default model.",
+        description="Serving profiles: the model server of each replica (model, image, args, port, healthPath, requestsPerSecond, loadMinutes, tokenSecret, apiKeySecret, certificateArn, domains); empty: vLLM's OpenAI server with a small default model.",
     )
     alternatives: Annotated[list[Alternative], Field(max_length=MAX_ALTERNATIVES)] = Field(
         default=[],
@@ -435,6 +440,7 @@ class Workload(Camel):
             ("image", self.image is not None),
             ("sshPublicKeys", self.ssh_public_keys is not None),
             ("serving", self.serving is not None),
+            ("serving.certificateArn", self.serving is not None and self.serving.certificate_arn is not None),
             ("cluster", self.cluster is not None),
             ("flexStart", self.flex_start),
             ("deployWorkload", self.deploy_workload),

@@ -17,6 +17,7 @@ from fullserver.kube import KubePlan, Resources
 from fullserver.plan import StackPlan, budget_breaches
 from fullserver.platforms import rules_for
 from fullserver.profiles import Profile
+from fullserver.serving import ServingSpec
 from fullserver.spec import EnvironmentSpec
 from fullserver_cli.tables import FitTable, grid, table
 
@@ -192,8 +193,8 @@ def _head_rows(plan: StackPlan) -> list[tuple[str, str]]:
                 "serving",
                 escape(
                     f"{srv.model} on {srv.image} (tensor parallel {srv.tensor_parallel_size}, port {srv.port}, "
-                    f"health {srv.health_path}); {e.load_balancer} load balancer on port {e.lb_port}, "
-                    f"OpenAI API at <endpoint>/v1 (`pulumi stack output endpoint` after up); "
+                    f"health {srv.health_path}); {e.load_balancer} load balancer {_listening(e)}, "
+                    f"OpenAI API at {_api(e)}; "
                     f"{e.min_replicas}-{e.max_replicas} replicas holding {e.target_utilisation:.0%} of "
                     f"{e.replica_requests_per_second:g} requests/s each; health checks wait "
                     f"{e.health_initial_delay_seconds // 60} min for the model to load"
@@ -201,6 +202,25 @@ def _head_rows(plan: StackPlan) -> list[tuple[str, str]]:
             )
         )
     return rows
+
+
+def _listening(e: ServingSpec) -> str:
+    """Where the serving load balancer listens, and with which certificate."""
+    if e.tls is None:
+        return f"on port {e.lb_port} (HTTP)"
+    cert = (
+        f"ACM certificate {e.tls.certificate_arn}"
+        if e.tls.certificate_arn
+        else f"a Google-managed certificate for {', '.join(e.tls.domains)}"
+    )
+    return f"with HTTPS on port {e.tls.port} ({cert}), port {e.lb_port} redirecting to it"
+
+
+def _api(e: ServingSpec) -> str:
+    """The API's URL when the plan knows it (a named domain), else how to read it after ``up``."""
+    if e.tls is not None and e.tls.host:
+        return f"https://{e.tls.host}/v1 (point {e.tls.host} at `pulumi stack output dnsTarget` after up)"
+    return "<endpoint>/v1 (`pulumi stack output endpoint` after up)"
 
 
 def _resources(r: Resources) -> str:

@@ -14,6 +14,7 @@ the private key from ``--identity FILE`` (the stack's ``sshPrivateKey`` is a Pul
 tool does not decrypt; the key text and its passphrase are held in memory only, never printed or
 written). A cloud stack's nodes come from its outputs (``fullserver_cli.cloud_nodes``): each
 node's way in, direct or through IAP / Session Manager, and a serving group's members listed now.
+A Kubernetes pool stack's nodes are measured through the cluster (``fullserver_cli.kube_verify``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from fullserver.baremetal.proxy import withhold_from_children
 from fullserver.baremetal.verify import HostVerify, Promise, verify_fleet
 from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
-from fullserver.plan import plan_paths
+from fullserver.kube.verify_job import JobOptions
+from fullserver.plan import StackPlan, plan_paths
 from fullserver.platform import Platform
 from fullserver.platforms import rules_for
 from fullserver.profiles import Profile, get_profile, load_profiles
@@ -46,6 +48,7 @@ from fullserver.workload import DedicatedHost
 from fullserver_cli.audit import check_keys
 from fullserver_cli.cloud_nodes import inventory_hosts, stack_nodes
 from fullserver_cli.fleet_view import exit_code, fleet_progress, show_fleet
+from fullserver_cli.kube_verify import KubeAccess, verify_kube
 from fullserver_cli.output import console
 from fullserver_cli.plan import STACKS_DIR
 from fullserver_cli.tables import FitTable, table
@@ -53,12 +56,30 @@ from fullserver_cli.tables import FitTable, table
 BARE_METAL_SCRATCH = rules_for(Platform.BARE_METAL).scratch
 """Where fullserver's bare-metal configuration mounts the scratch array unless told otherwise."""
 
+# A Kubernetes pool stack's options (gke-gpu, gke-tpu, eks-gpu: fullserver_cli.kube_verify).
+KubeconfigOpt = Annotated[
+    Optional[Path],
+    typer.Option("--kubeconfig", help="a Kubernetes stack's kubeconfig (default: KUBECONFIG, ~/.kube/config)"),
+]
+ContextOpt = Annotated[
+    Optional[str],
+    typer.Option(help="kubeconfig context (default: the one for the stack's cluster, else the current one)"),
+]
+NamespaceOpt = Annotated[str, typer.Option(help="namespace of the measuring Jobs on a Kubernetes stack")]
+NodeOpt = Annotated[
+    Optional[list[str]], typer.Option("--node", metavar="NAME", help="measure only this node of the pool (repeatable)")
+]
+ImageOpt = Annotated[Optional[str], typer.Option(help="the measuring Job's image (default: CUDA base, Ubuntu for TPU)")]
+TimeoutOpt = Annotated[
+    Optional[int], typer.Option("--timeout", min=30, help="seconds per node's Job, image pull included (default 780)")
+]
+
 
 def verify(
     target: Annotated[
         str,
         typer.Argument(
-            help="inventory YAML (hosts, pinned host keys, key source), or a bare-metal or cloud stack's name"
+            help="inventory YAML (hosts, pinned host keys, key source), or a bare-metal, cloud or Kubernetes stack's name"
         ),
     ],
     profile: Annotated[
@@ -105,27 +126,34 @@ def verify(
     iperf_port: Annotated[int, typer.Option(min=1024, max=65000, help="iperf3 server port")] = 5201,
     profiles_dir: Annotated[Optional[Path], typer.Option("--profiles-dir", help="profiles directory")] = None,
     workers: Annotated[int, typer.Option(min=1, help="hosts measured at once (one connection each)")] = 64,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = "default",
+    node: NodeOpt = None,
+    image: ImageOpt = None,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Measure what hosts deliver (PCIe, NVLink, NUMA, scratch fio, iperf3) against the plan's promise.
 
     TARGET is an inventory of bare-metal hosts, a bare-metal stack, or a cloud stack (aws-gpu,
     gcp-gpu, tpu-vm) that is up: its nodes are found from the stack's outputs and reached over SSH,
-    IAP or SSM as the stack allows (--known-hosts, --user, --backend, --identity).
+    IAP or SSM as the stack allows (--known-hosts, --user, --backend, --identity). On a Kubernetes
+    stack (gke-gpu, gke-tpu, eks-gpu) each pool node is measured by a Job pinned to it, deleted
+    after (CPU, RAM, local NVMe, NICs, GPUs; --kubeconfig, --context, --namespace, --node).
     """
     err = console(stderr=True)
+    caps = Caps(fio_seconds, fio_size_mib, iperf_seconds, iperf_streams, iperf_port)
     try:
         cloud = CloudAccess(known_hosts, user, project_dir, backend, pulumi_root)
+        kube = kube_stack(target, stacks_dir, profiles_dir, profile)
+        if kube is not None:
+            jobs = JobOptions(namespace=namespace, image=image, timeout=timeout, caps=caps)
+            access = KubeAccess(kubeconfig, context, list(node or []), jobs)
+            verify_kube(*kube, access, workers=workers, as_json=as_json, err=err, to_json=to_json, table=host_table)
         found = _targets(target, profile, identity, passphrase_env, cloud, stacks_dir, scratch, profiles_dir)
     except FullserverError as exc:
         sys.stderr.write(f"error: {exc.line()}\n")
         raise typer.Exit(exc.exit_code) from None
-    caps = Caps(
-        fio_seconds=fio_seconds,
-        fio_size_mib=fio_size_mib,
-        iperf_seconds=iperf_seconds,
-        iperf_streams=iperf_streams,
-        iperf_port=iperf_port,
-    )
     _measure(found, caps, scratch, workers, as_json, err)
 
 
@@ -227,6 +255,29 @@ def stack_path(target: str, stacks_dir: Path) -> Path | None:
         f"no such inventory file, and no stack {stacks_dir / stack_file(path.stem if path.suffix else target)}",
         "pass an inventory file, or a bare-metal stack's name" + (f" (known stacks: {known})" if known else ""),
     )
+
+
+def kube_stack(
+    target: str, stacks_dir: Path, profiles_dir: Path | None, profile: str | None
+) -> tuple[StackPlan, dict[str, Profile]] | None:
+    """The plan of a Kubernetes pool stack (gke-gpu, gke-tpu, eks-gpu), else None."""
+    path = Path(target)
+    if not path.is_file() and ("/" in target or path.suffix):
+        return None  # an inventory path that does not exist: _targets says so
+    stack = stack_path(target, stacks_dir)
+    if stack is None:
+        return None
+    profiles = load_profiles(profiles_dir) if profiles_dir else load_profiles()
+    plan = plan_paths([stack], profiles)[0]
+    if plan.spec.kube is None:
+        return None
+    if profile is not None and profile != plan.spec.profile:
+        raise InputError(
+            "--profile",
+            f"stack '{plan.stack}' plans profile '{plan.spec.profile}', not '{profile}'",
+            "drop --profile: a stack's promise is its plan's",
+        )
+    return plan, profiles
 
 
 @dataclass(frozen=True)

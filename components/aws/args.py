@@ -64,6 +64,14 @@ def validate_aws(args: AwsGpuArgs) -> None:
     """Refuse, before any resource exists, what this shape or this cloud cannot do."""
     check_access(args["access"])
     check_serving(args.get("serving"))
+    served = args.get("serving")
+    tls = served.get("tls") if served is not None else None
+    if tls is not None and "certificate_arn" not in tls:
+        raise refuse(
+            "serving.tls.certificate_arn",
+            "an HTTPS listener needs an ACM certificate",
+            "re-plan with the core (fullserver:serving.certificateArn)",
+        )
     check_boot_disk(args)
     check_data_disk(args)  # gp3 IOPS/throughput limits: fullserver.platforms.aws
     check_local_ssds(args)

@@ -59,7 +59,7 @@ from components.aws.serving import aws_serving_group
 from components.aws.spot import spot_with_fallback
 from components.names import logical
 from components.outputs import EnvironmentComponent
-from components.serving import server_boot_lines
+from components.serving import lb_ports, server_boot_lines
 from components.startup import (
     LOGIN_USER,
     DiskPlan,
@@ -205,7 +205,7 @@ def _network(parent: pulumi.Resource, name: str, args: AwsGpuArgs) -> AwsNetwork
         serving_port=serving["port"] if serving is not None else None,
         instance_type=args["machine_type"],
         lb_scheme=serving["load_balancer"] if serving is not None else None,
-        lb_port=serving["lb_port"] if serving is not None else 80,
+        lb_ports=tuple(lb_ports(serving)) if serving is not None else (80,),
     )
 
 
@@ -359,6 +359,7 @@ class AwsGpuEnvironment(EnvironmentComponent):
         serving = args.get("serving")
         subnet_ids = [s.id for s in net.subnets]
         self.endpoint = pulumi.Output.from_input("")
+        self.lb_address = pulumi.Output.from_input("")
         if serving is not None:
             assert net.lb_security_group is not None
             lb_subnets = one_subnet_per_zone(
@@ -379,6 +380,7 @@ class AwsGpuEnvironment(EnvironmentComponent):
                 egress=net.egress,
             )
             self.endpoint = served.endpoint
+            self.lb_address = served.load_balancer.dns_name
             return [], [served.group.name]
         if args["spot"]:
             overrides = [args["machine_type"], *args.get("spot_instance_types", [])]

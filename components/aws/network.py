@@ -109,7 +109,7 @@ def aws_network(
     serving_port: int | None = None,
     instance_type: str | None = None,
     lb_scheme: str | None = None,
-    lb_port: int = 80,
+    lb_ports: tuple[int, ...] = (80,),
 ) -> AwsNetwork:
     """VPC, subnets in ``zones`` zones, internet/NAT gateway and the nodes' security group.
 
@@ -147,7 +147,7 @@ def aws_network(
         nodes, routes = subnets.routed("private", 128, _nat_route_table(parent, name, region, vpc, igw, public, tags))
     lb_sg = None
     if serving_port is not None and lb_scheme is not None:
-        lb_sg = _lb_security_group(parent, name, region, vpc, tags, lb_scheme, lb_port, serving_port)
+        lb_sg = _lb_security_group(parent, name, region, vpc, tags, lb_scheme, lb_ports, serving_port)
     sg = aws.ec2.SecurityGroup(
         logical(aws.ec2.SecurityGroup, f"{name}-sg"),
         region=region,
@@ -273,11 +273,12 @@ def _lb_security_group(
     vpc: aws.ec2.Vpc,
     tags: dict[str, str],
     lb_scheme: str,
-    lb_port: int,
+    lb_ports: tuple[int, ...],
     serving_port: int,
 ) -> aws.ec2.SecurityGroup:
     """Clients: anyone for an internet-facing load balancer, the VPC (and what is routed into it)
-    for an internal one; out: the nodes' server port only (requests and health checks)."""
+    for an internal one, on each listener's port (HTTP, and HTTPS when it is served: the HTTP one
+    then answers its redirect); out: the nodes' server port only (requests and health checks)."""
     clients = ["0.0.0.0/0"] if lb_scheme == "external" else [AWS_VPC_CIDR]
     return aws.ec2.SecurityGroup(
         logical(aws.ec2.SecurityGroup, f"{name}-lb-sg"),
@@ -285,13 +286,8 @@ def _lb_security_group(
         vpc_id=vpc.id,
         description=f"fullserver {name}: the serving load balancer ({lb_scheme})",
         ingress=[
-            {
-                "protocol": "tcp",
-                "from_port": lb_port,
-                "to_port": lb_port,
-                "cidr_blocks": clients,
-                "description": "clients",
-            }
+            {"protocol": "tcp", "from_port": port, "to_port": port, "cidr_blocks": clients, "description": "clients"}
+            for port in lb_ports
         ],
         egress=[
             {

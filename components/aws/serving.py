@@ -5,7 +5,8 @@ An Auto Scaling group from the launch template across the environment's subnets,
 Application Load Balancer (internet-facing in the public subnets, or internal in the nodes'
 subnets; at least two zones, which the core's ``billables.zones`` guarantees) with its own
 security group, a target group health-checking the server's path (``matcher`` 200) on the
-traffic port, an HTTP listener, the group attached (``target_group_arns``) with
+traffic port, an HTTP listener (with ``serving.certificateArn``: an HTTPS listener on 443, the
+HTTP one redirecting to it), the group attached (``target_group_arns``) with
 ``health_check_type = ELB`` and a grace period of the model load time, and target tracking on
 ``ALBRequestCountPerTarget``. The policy depends on the listener: AWS refuses a request-count
 policy whose target group is not yet behind a load balancer.
@@ -21,7 +22,14 @@ import pulumi_aws as aws
 from components.args import ServingArgs
 from components.aws.labels import aws_tags
 from components.names import logical
-from components.serving import HEALTH_TIMEOUT_SECONDS, endpoint_url
+from components.serving import HEALTH_TIMEOUT_SECONDS, lb_endpoint
+
+TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+"""The HTTPS listener's security policy: TLS 1.3 and 1.2 only, the policy ELB recommends ("We
+recommend the ELBSecurityPolicy-TLS13-1-2-2021-06 security policy, which includes TLS 1.3, and is
+backwards compatible with TLS 1.2", ELB user guide, "Security policies for your Application Load
+Balancer"; the console's default). Left out, a listener made through the API gets
+ELBSecurityPolicy-2016-08, which still accepts TLS 1.0."""
 
 
 def resource_label(suffixes: list[str | None]) -> str:
@@ -110,9 +118,7 @@ def aws_serving_group(
         },
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[listener]),
     )
-    port = serving["lb_port"]
-    endpoint = alb.dns_name.apply(lambda dns: endpoint_url(dns, port))
-    return AwsServing(group=group, load_balancer=alb, endpoint=endpoint)
+    return AwsServing(group=group, load_balancer=alb, endpoint=lb_endpoint(serving, alb.dns_name))
 
 
 def _load_balancer(
@@ -127,7 +133,8 @@ def _load_balancer(
     tags: dict[str, str],
     internet_gateway: pulumi.Resource | None,
 ) -> tuple[aws.lb.LoadBalancer, aws.lb.TargetGroup, aws.lb.Listener]:
-    """The ALB, its target group health-checking the server's path, and its HTTP listener."""
+    """The ALB, its target group health-checking the server's path, and the listener forwarding
+    to it (``_listeners``)."""
     opts = pulumi.ResourceOptions(parent=parent)
     internal = serving["load_balancer"] == "internal"
     alb = aws.lb.LoadBalancer(
@@ -168,14 +175,53 @@ def _load_balancer(
         tags=aws_tags(tags, f"{name}-tg"),
         opts=opts,
     )
-    listener = aws.lb.Listener(
+    return alb, target_group, _listeners(name, opts, region, alb, target_group, serving, tags)
+
+
+def _listeners(
+    name: str,
+    opts: pulumi.ResourceOptions,
+    region: str,
+    alb: aws.lb.LoadBalancer,
+    target_group: aws.lb.TargetGroup,
+    serving: ServingArgs,
+    tags: dict[str, str],
+) -> aws.lb.Listener:
+    """The listener forwarding to the replicas: HTTP on ``lb_port``; with a certificate, HTTPS on
+    its port (pulumi-aws ``lb.Listener``: ``protocol`` HTTPS, ``certificate_arn``, ``ssl_policy``)
+    while the HTTP listener answers a permanent redirect to it (pulumi-aws 7.51
+    ``ListenerDefaultActionRedirectArgs``: ``status_code`` HTTP_301, ``protocol`` HTTPS, ``port``;
+    host, path and query default to the request's), so no request or key crosses the internet in
+    clear. pulumi-aws: "Exactly one certificate is required if the protocol is HTTPS"."""
+    forward: aws.lb.ListenerDefaultActionArgsDict = {"type": "forward", "target_group_arn": target_group.arn}
+    tls = serving.get("tls")
+    http_action = forward
+    listener = None
+    if tls is not None:
+        listener = aws.lb.Listener(
+            f"{name}-https",
+            region=region,
+            load_balancer_arn=alb.arn,
+            port=tls["port"],
+            protocol="HTTPS",
+            certificate_arn=tls.get("certificate_arn"),
+            ssl_policy=TLS_POLICY,
+            default_actions=[forward],
+            tags=aws_tags(tags, f"{name}-https"),
+            opts=opts,
+        )
+        http_action = {
+            "type": "redirect",
+            "redirect": {"protocol": "HTTPS", "port": str(tls["port"]), "status_code": "HTTP_301"},
+        }
+    http = aws.lb.Listener(
         f"{name}-http",
         region=region,
         load_balancer_arn=alb.arn,
         port=serving["lb_port"],
         protocol="HTTP",
-        default_actions=[{"type": "forward", "target_group_arn": target_group.arn}],
+        default_actions=[http_action],
         tags=aws_tags(tags, f"{name}-http"),
         opts=opts,
     )
-    return alb, target_group, listener
+    return listener or http

@@ -72,6 +72,14 @@ def validate_gcp(args: GcpGpuArgs) -> None:
     """Refuse, before any resource exists, what this shape or this cloud cannot do."""
     check_access(args["access"])
     check_serving(args.get("serving"))
+    served = args.get("serving")
+    tls = served.get("tls") if served is not None else None
+    if tls is not None and (not tls["domains"] or "certificate_arn" in tls):
+        raise refuse(
+            "serving.tls",
+            "HTTPS here is a Google-managed certificate for the stack's domains, and nothing else",
+            "re-plan with the core (fullserver:serving.domains)",
+        )
     check_boot_disk(args)
     check_data_disk(args)
     check_local_ssds(args)

@@ -339,11 +339,13 @@ class GcpGpuEnvironment(EnvironmentComponent):
             )
             self.instance_group = group.instance_group
             self.endpoint = group.endpoint
+            self.lb_address = group.address
             instances: list[gcp.compute.Instance] = []
         else:
             instances = _instances(self, name, args, vm, net)
             self.instance_group = pulumi.Output.from_input("")
             self.endpoint = pulumi.Output.from_input("")
+            self.lb_address = pulumi.Output.from_input("")
         self.service_account = sa.email
         self._access(args, instances, group)
         self.register({"instance_names": self.instance_names, "instance_group": self.instance_group})

@@ -1,20 +1,22 @@
-"""The GCP serving group: a managed instance group of model-server replicas behind Google's
-global external Application Load Balancer, with an autoscaler (``components.serving``).
+"""The GCP serving group: a managed instance group of model-server replicas behind Google's global
+external Application Load Balancer, with an autoscaler (``components.serving``).
 
-An instance template, a managed instance group (regional with the ``BALANCED`` target
-shape when spreading zones, which places replicas only where GPUs are obtainable, else zonal)
-with the named port ``http``, one HTTP health check on the server's health path (autohealing,
-with ``initial_delay_sec`` = the model load time, and the load balancer's backends), and
-Google's global external Application Load Balancer (``EXTERNAL_MANAGED``: backend service in
-``RATE`` mode with ``max_rate_per_instance`` = a replica's capacity, URL map, target HTTP proxy,
-global forwarding rule on port 80). Being global, it needs no proxy-only subnet; its proxies and
-health checks connect from 35.191.0.0/16 and 130.211.0.0/22, which the network's firewall
-admits to the server port (``components.gcp.network``). The autoscaler holds the load balancer's
-utilisation (``load_balancing_utilization``): one number per replica whatever its GPU count.
-Zones of the regional group (``distribution_policy_zones``): the zones the catalog lists for the
-shape in the region (``ServingArgs.zones``); without them (the catalog does not source GPU zones
-for every GCP shape) Compute Engine selects the region's zones and the plan warns. Zones can only
-be chosen when the group is created: adding them later replaces the group.
+An instance template, a managed instance group (regional with the ``BALANCED`` target shape when
+spreading zones, which places replicas only where GPUs are obtainable, else zonal) with the named
+port ``http``, one HTTP health check on the server's health path (autohealing, with
+``initial_delay_sec`` = the model load time, and the load balancer's backends), and Google's
+global external Application Load Balancer (``EXTERNAL_MANAGED``: backend service in ``RATE`` mode
+with ``max_rate_per_instance`` = a replica's capacity, URL map, target HTTP proxy, global
+forwarding rule on port 80; with ``serving.domains``, a Google-managed certificate and a target
+HTTPS proxy on 443, port 80 redirecting to it from the same reserved address). Being global, it
+needs no proxy-only subnet; its proxies and health checks connect from 35.191.0.0/16 and
+130.211.0.0/22, which the network's firewall admits to the server port
+(``components.gcp.network``). The autoscaler holds the load balancer's utilisation
+(``load_balancing_utilization``): one number per replica whatever its GPU count. Zones of the
+regional group (``distribution_policy_zones``): the zones the catalog lists for the shape in the
+region (``ServingArgs.zones``); without them (the catalog does not source GPU zones for every GCP
+shape) Compute Engine selects the region's zones and the plan warns. Zones can only be chosen when
+the group is created: adding them later replaces the group.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from typing import Any, cast
 import pulumi
 import pulumi_gcp as gcp
 
-from components.args import ServingArgs
+from components.args import ServingArgs, TlsArgs
 from components.names import logical, physical
-from components.serving import HEALTH_TIMEOUT_SECONDS, NAMED_PORT, endpoint_url
+from components.serving import HEALTH_TIMEOUT_SECONDS, NAMED_PORT, lb_endpoint
 from fullserver.platforms import gcp as gce
 
 GCP_ZONES_PER_REGION = gce.SERVING_ZONES  # a regional MIG spreads over three zones by default
@@ -37,6 +39,8 @@ GCP_ZONES_PER_REGION = gce.SERVING_ZONES  # a regional MIG spreads over three zo
 class GcpServing:
     instance_group: pulumi.Output[str]
     endpoint: pulumi.Output[str]
+    address: pulumi.Output[str]
+    """The load balancer's IP address: where the stack's domains point (``dnsTarget``)."""
     base_instance_name: str
     """What the group names its replicas after (``<base>-`` and four random characters)."""
     zone: str | None
@@ -51,8 +55,9 @@ def _gcp_load_balancer(
     instance_group: pulumi.Input[str],
     health_check: gcp.compute.HealthCheck,
     serving: ServingArgs,
-) -> pulumi.Output[str]:
-    """The global external Application Load Balancer in front of the group; returns the endpoint."""
+) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+    """The global external Application Load Balancer in front of the group; returns the endpoint
+    and the load balancer's address."""
     backend = gcp.compute.BackendService(
         logical(gcp.compute.BackendService, f"{name}-backend"),
         project=project,
@@ -75,21 +80,107 @@ def _gcp_load_balancer(
     url_map = gcp.compute.URLMap(
         logical(gcp.compute.URLMap, f"{name}-urls"), project=project, default_service=backend.id, opts=opts
     )
+    tls = serving.get("tls")
+    if tls is None:
+        rule = _http_rule(name, opts, project, url_map, serving["lb_port"], address=None)
+        return lb_endpoint(serving, rule.ip_address), rule.ip_address
+    address = gcp.compute.GlobalAddress(
+        logical(gcp.compute.GlobalAddress, f"{name}-address"), project=project, address_type="EXTERNAL", opts=opts
+    )
+    _https_rule(name, opts, project, url_map, tls, address.address)
+    # port 80 answers a redirect to HTTPS on the same address: the URL map's default redirect
+    # (pulumi-gcp URLMapDefaultUrlRedirect: ``https_redirect`` "must only be set for UrlMaps used in
+    # TargetHttpProxys"; ``strip_query`` is required; MOVED_PERMANENTLY_DEFAULT is the 301)
+    redirect = gcp.compute.URLMap(
+        logical(gcp.compute.URLMap, f"{name}-redirect"),
+        project=project,
+        default_url_redirect={
+            "https_redirect": True,
+            "strip_query": False,
+            "redirect_response_code": "MOVED_PERMANENTLY_DEFAULT",
+        },
+        opts=opts,
+    )
+    _http_rule(name, opts, project, redirect, serving["lb_port"], address=address.address)
+    return lb_endpoint(serving, address.address), address.address
+
+
+def _http_rule(
+    name: str,
+    opts: pulumi.ResourceOptions,
+    project: pulumi.Input[str] | None,
+    url_map: gcp.compute.URLMap,
+    port: int,
+    address: pulumi.Input[str] | None,
+) -> gcp.compute.GlobalForwardingRule:
+    """The target HTTP proxy of ``url_map`` and its forwarding rule on ``port``: at ``address`` (a
+    reserved address's IP, which pulumi-gcp ``GlobalForwardingRule.ip_address`` takes "that
+    references an existing static (reserved) IP address"), or an ephemeral one."""
     proxy = gcp.compute.TargetHttpProxy(
         logical(gcp.compute.TargetHttpProxy, f"{name}-proxy"), project=project, url_map=url_map.id, opts=opts
     )
-    rule = gcp.compute.GlobalForwardingRule(
+    return gcp.compute.GlobalForwardingRule(
         logical(gcp.compute.GlobalForwardingRule, f"{name}-lb"),
         project=project,
         target=proxy.id,
         load_balancing_scheme="EXTERNAL_MANAGED",
         ip_protocol="TCP",
-        port_range=str(serving["lb_port"]),
+        ip_address=address,
+        port_range=str(port),
         opts=opts,
     )
-    port = serving["lb_port"]
-    endpoint: pulumi.Output[str] = rule.ip_address.apply(lambda ip: endpoint_url(ip, port))
-    return endpoint
+
+
+def _https_rule(
+    name: str,
+    opts: pulumi.ResourceOptions,
+    project: pulumi.Input[str] | None,
+    url_map: gcp.compute.URLMap,
+    tls: TlsArgs,
+    address: pulumi.Input[str],
+) -> gcp.compute.GlobalForwardingRule:
+    """A Google-managed certificate for the stack's domains, an SSL policy of TLS 1.2 and newer, the
+    target HTTPS proxy holding both, and its forwarding rule on the HTTPS port at ``address``.
+
+    Google provisions the certificate once every domain resolves to ``address`` (pulumi-gcp
+    ``ManagedSslCertificate``: provisioning "can complete only when the domain name ... points to"
+    the load balancer); until then HTTPS handshakes fail. ``MODERN`` with ``min_tls_version``
+    ``TLS_1_2`` matches the ALB's TLS 1.3/1.2 policy (pulumi-gcp ``SSLPolicy``; the default,
+    ``COMPATIBLE`` from ``TLS_1_0``, still accepts TLS 1.0)."""
+    cert = gcp.compute.ManagedSslCertificate(
+        logical(gcp.compute.ManagedSslCertificate, f"{name}-cert"),
+        project=project,
+        type="MANAGED",
+        managed={"domains": list(tls["domains"])},
+        # domains cannot change in place: an autonamed certificate is replaced by creating the new one
+        # first, so the proxy is never left without one
+        opts=opts,
+    )
+    policy = gcp.compute.SSLPolicy(
+        logical(gcp.compute.SSLPolicy, f"{name}-tls"),
+        project=project,
+        profile="MODERN",
+        min_tls_version="TLS_1_2",
+        opts=opts,
+    )
+    proxy = gcp.compute.TargetHttpsProxy(
+        logical(gcp.compute.TargetHttpsProxy, f"{name}-https-proxy"),
+        project=project,
+        url_map=url_map.id,
+        ssl_certificates=[cert.id],
+        ssl_policy=policy.id,
+        opts=opts,
+    )
+    return gcp.compute.GlobalForwardingRule(
+        logical(gcp.compute.GlobalForwardingRule, f"{name}-https-lb"),
+        project=project,
+        target=proxy.id,
+        load_balancing_scheme="EXTERNAL_MANAGED",
+        ip_protocol="TCP",
+        ip_address=address,
+        port_range=str(tls["port"]),
+        opts=opts,
+    )
 
 
 def gcp_serving_group(
@@ -150,8 +241,16 @@ def gcp_serving_group(
         group = _regional_group(parent, name, region, serving, manager, policy, group_opts)
     else:
         group = _zonal_group(parent, name, zone, manager, policy, group_opts)
-    endpoint = _gcp_load_balancer(name, opts, project=project, instance_group=group, health_check=hc, serving=serving)
-    return GcpServing(instance_group=group, endpoint=endpoint, base_instance_name=base, zone=None if regional else zone)
+    endpoint, address = _gcp_load_balancer(
+        name, opts, project=project, instance_group=group, health_check=hc, serving=serving
+    )
+    return GcpServing(
+        instance_group=group,
+        endpoint=endpoint,
+        address=address,
+        base_instance_name=base,
+        zone=None if regional else zone,
+    )
 
 
 def _regional_group(

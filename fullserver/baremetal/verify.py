@@ -331,6 +331,33 @@ def disk_lines(
     return lines, problems
 
 
+def gpu_measures(
+    host: str, sec: Mapping[str, tuple[int, str]], gpu_count: int, nic_numa: Callable[[], str]
+) -> tuple[list[Line], list[str], str]:
+    """The GPU script's sections (``measure.gpu_script``) → lines, problems and the driver note:
+    PCIe, NVLink, memory health, NUMA placement (``nic_numa``: the NICs' NUMA nodes, read only
+    when nvidia-smi answered). Shared by the SSH path and the Kubernetes Job's log."""
+    rc, xml = sec.get("xml", (-1, ""))
+    if rc != 0:
+        return [], [f"nvidia-smi -q -x failed (exit {rc}): {xml.strip()[:120]}"], ""
+    problems = []
+    driver, links = measure.parse_nvidia_xml(host, xml)
+    topo_rc, topo_text = sec.get("topo", (-1, ""))
+    topo = measure.parse_topology(topo_text) if topo_rc == 0 else measure.Topology()
+    if not topo.gpus:  # nothing judged is not "no NVLink missing"
+        problems.append(
+            f"nvidia-smi topo -m failed (exit {topo_rc}): NVLink and GPU-NIC NUMA placement not measured"
+            + (f": {topo_text.strip()[:120]}" if topo_text.strip() else "")
+        )
+    if len(links) < gpu_count:
+        problems.append(f"nvidia-smi -q -x lists {len(links)} of the {gpu_count} GPUs the host has")
+    pcie = measure.parse_pcie_sysfs(sec.get("pcie", (0, ""))[1])
+    lines = gpu_lines(links, topo, measure.parse_nic_numa(nic_numa()), pcie)
+    problems += gpu_problems(links, pcie)
+    mem = {g.memory_mib for g in links if g.memory_mib}
+    return lines, problems, f" (driver {driver}" + (f", {max(mem)} MiB each" if mem else "") + ")"
+
+
 # --- on the host --------------------------------------------------------------------------------
 
 
@@ -346,27 +373,12 @@ def measure_host(runner: Runner, promise: Promise, caps: measure.Caps, address: 
     gpus = ", ".join(f"{c} x {m}" for m, c in facts.gpu_models.items()) or "no GPU"
     if facts.gpus:
         res = runner.run(measure.gpu_script(caps), timeout=2 * caps.gpu_seconds + 15, label="verify gpus", check=False)
-        sec = measure.sections(res.stdout)
-        rc, xml = sec.get("xml", (-1, ""))
-        if rc != 0:
-            problems.append(f"nvidia-smi -q -x failed (exit {rc}): {xml.strip()[:120]}")
-        else:
-            driver, links = measure.parse_nvidia_xml(runner.host, xml)
-            topo_rc, topo_text = sec.get("topo", (-1, ""))
-            topo = measure.parse_topology(topo_text) if topo_rc == 0 else measure.Topology()
-            if not topo.gpus:  # nothing judged is not "no NVLink missing"
-                problems.append(
-                    f"nvidia-smi topo -m failed (exit {topo_rc}): NVLink and GPU-NIC NUMA placement not measured"
-                    + (f": {topo_text.strip()[:120]}" if topo_text.strip() else "")
-                )
-            if len(links) < len(facts.gpus):
-                problems.append(f"nvidia-smi -q -x lists {len(links)} of the {len(facts.gpus)} GPUs the host has")
-            nic = runner.run(measure.NIC_NUMA_SCRIPT, timeout=15, label="verify nic numa", check=False)
-            pcie = measure.parse_pcie_sysfs(sec.get("pcie", (0, ""))[1])
-            lines += gpu_lines(links, topo, measure.parse_nic_numa(nic.stdout), pcie)
-            problems += gpu_problems(links, pcie)
-            mem = {g.memory_mib for g in links if g.memory_mib}
-            gpus += f" (driver {driver}" + (f", {max(mem)} MiB each" if mem else "") + ")"
+
+        def nic_numa() -> str:
+            return runner.run(measure.NIC_NUMA_SCRIPT, timeout=15, label="verify nic numa", check=False).stdout
+
+        g_lines, g_problems, g_note = gpu_measures(runner.host, measure.sections(res.stdout), len(facts.gpus), nic_numa)
+        lines, problems, gpus = lines + g_lines, problems + g_problems, gpus + g_note
     lines += link_lines(facts, promise.expect)
     active = [p for p in facts.rdma if p.state.endswith("ACTIVE")]
     if facts.rdma:

@@ -367,6 +367,7 @@ RULES = PlatformRules(
         "image": "an AMI id or SSM parameter path",
         **CLOUD_LOGIN,
         **GPU_SERVING,
+        "serving.certificateArn": "an ACM certificate for the Application Load Balancer's HTTPS listener",
     },
     compact_placement=True,  # a cluster placement group
     hourly_gpus=True,

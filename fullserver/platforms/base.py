@@ -238,8 +238,9 @@ class NetworkRules:
     """The cloud's own part of ``Billables`` (zones, load-balancer addresses, alarms, Tier_1)."""
     nat_line: Callable[[NetworkPricer, int, int], Line | None]
     """The NAT's line for (pricer, machines, zones), warnings added to the pricer's."""
-    lb_line: Callable[[NetworkPricer, float], Line | None]
-    """The load balancer's line for the GB a month it processes."""
+    lb_line: Callable[[NetworkPricer, float, int], Line | None]
+    """The load balancer's line for the GB a month it processes and its listeners: 1 (HTTP), or 2
+    with HTTPS (HTTPS, and HTTP answering a redirect to it); GCP bills each as a forwarding rule."""
 
 
 GroupMembers = Callable[[object, "NodeGroupAccess"], list["NodeAccess"]]

@@ -56,7 +56,7 @@ _COMPUTE = (
     "autoscaler", "regionAutoscaler", "healthCheck", "regionHealthCheck", "backendService",
     "regionBackendService", "forwardingRule", "globalForwardingRule", "targetHttpProxy",
     "targetHttpsProxy", "uRLMap", "disk", "regionDisk", "resourcePolicy", "managedSslCertificate",
-    "securityPolicy",
+    "securityPolicy", "sSLPolicy",
 )  # fmt: skip
 
 

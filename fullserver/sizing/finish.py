@@ -20,6 +20,7 @@ from fullserver.serving import (
     serving_spec,
 )
 from fullserver.spec import EnvironmentSpec
+from fullserver.tls import tls_for
 from fullserver.workload import CONFIG_NAMESPACE, ServingConfig, Workload
 
 
@@ -104,5 +105,6 @@ def _endpoint(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -> tu
         requests_per_second=cfg.requests_per_second,
         load_minutes=cfg.load_minutes,
         zones=zones,
+        tls=tls_for(spec.provider, spec.region, spec.serving.load_balancer, cfg.certificate_arn, list(cfg.domains)),
     )
     return endpoint, server

@@ -25,6 +25,9 @@ STACKS = ROOT / "stacks"
 # A real ed25519 public key (the example host key of stacks/Pulumi.dedicated-h100.yaml) with a comment.
 ED25519_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOdxa8FJ42wwS51NSUShy8AnhcSqHlneQjBFh7l9eov/ ada@laptop"
 SECURE = {"secure": "v1:q0Ch9YRfEqKbQq6W:2Rj0oMC0W9kVzIlD8RkZ0jXzpXg="}  # a passphrase-provider ciphertext
+# ACM certificate ARNs of the documented form (the id a UUID) in two regions; no real certificate.
+CERT_EAST = "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-4000-8000-000000000000"
+CERT_WEST = CERT_EAST.replace("us-east-1", "us-west-2")
 
 
 def stack_config(stack: str, **changes: Any) -> dict[str, Any]:
@@ -305,6 +308,28 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("serving", "serve-gcp-realtime", {"serving": {"modle": "x"}}, "unknown key"),
     ("serving", "serve-gcp-realtime", {"serving": {"tokenSecret": "hf_abc def"}}, "should match pattern"),
     ("serving", "batch-tpu-v5e", {"serving": {"model": "m"}}, "applies only to aws-gpu, gcp-gpu"),
+    (
+        "serving",
+        "serve-aws-realtime",
+        {"serving": {"apiKeySecret": "k", "certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/x"}},
+        "is not an ACM certificate ARN",
+    ),
+    ("serving", "serve-aws-realtime", {"serving": {"apiKeySecret": "k", "certificateArn": CERT_WEST}}, "us-west-2"),
+    ("serving", "serve-gcp-realtime", {"serving": {"certificateArn": CERT_EAST}}, "applies only to aws-gpu"),
+    (
+        "serving",
+        "serve-aws-realtime",
+        {"serving": {"apiKeySecret": "k", "domains": ["api.example.com"]}},
+        "with an ACM certificate",
+    ),
+    ("serving", "serve-gcp-realtime", {"serving": {"domains": ["*.example.com"]}}, "is not a domain name"),
+    ("serving", "serve-gcp-realtime", {"serving": {"domains": ["a.example.com", "A.example.com"]}}, "twice"),
+    (
+        "serving",
+        "serve-gcp-realtime",
+        {"serving": {"domains": [f"n{i}.example.com" for i in range(101)]}},
+        "at most 100 items",
+    ),
 ]
 
 
@@ -340,6 +365,8 @@ def test_the_example_stacks_and_their_valid_neighbours_still_plan(tmp_path: Path
         "zone-in-region": ("exp-aws-spot", {"zone": "us-east-1a"}),
         "most-nodes": ("train-p5-cluster", {"nodes": MAX_NODES}),
         "public-keys": ("finetune-gcp-g2", {"sshPublicKeys": [ED25519_KEY, "  " + ED25519_KEY.replace(" ", "   ")]}),
+        "https-aws": ("serve-aws-realtime", {"serving": {"apiKeySecret": "k", "certificateArn": CERT_EAST}}),
+        "https-gcp": ("serve-gcp-realtime", {"serving": {"apiKeySecret": "k", "domains": ["API.example.com."]}}),
     }
     for name, (stack, changes) in fine.items():
         plan_offline(write_stack(tmp_path, name, stack_config(stack, **changes)))

@@ -19,7 +19,8 @@ What the docs need that this machine does not have is stood in for, never skippe
 * ``audit`` and ``verify`` reach real ``sshd`` servers of the loopback test bed (tests/baremetal/testbed.py):
   the inventory the command names is rewritten to test-bed hosts first, and checked to hold only
   127.0.0.1 before anything runs. The sample inventory's documentation addresses (192.0.2.x,
-  2001:db8::) are never contacted.
+  2001:db8::) are never contacted. ``verify`` of a Kubernetes pool stack runs with no kubeconfig
+  (``KUBECONFIG`` dropped, ``HOME`` empty): the one line a reader without access gets.
 
 ``pulumi`` command lines are not run (no Pulumi CLI here); each one's subcommand and flags are
 checked against the Pulumi CLI's (``PULUMI_COMMANDS``).
@@ -45,7 +46,7 @@ import pytest
 import yaml
 
 from fullserver.baremetal.inventory import load_inventory
-from fullserver.errors import EXIT_SHORT
+from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE
 from fullserver.platform import Platform
 from fullserver.platforms import option_refusal
 from fullserver.profiles import load_profiles, profile_file_schema
@@ -70,6 +71,10 @@ EXPECTED_HERE = {
     "audit examples/fleet.yaml": EXIT_SHORT,
     # The same hosts measured: short of fine-tuning too (no /mnt/scratch mounted here, either).
     "verify examples/fleet.yaml": EXIT_SHORT,
+    # A Kubernetes pool stack: no cluster here (no kubeconfig), so the one line saying how to get
+    # credentials, exit 5, as a reader without access gets it.
+    "verify gke-gpu-attach": EXIT_UNREACHABLE,
+    "verify eks-gpu-cluster": EXIT_UNREACHABLE,
 }
 # Doc commands that cannot run here, with the reason (none today: keep this list short).
 EXCLUDED: dict[str, str] = {}
@@ -231,7 +236,11 @@ def make_place(tmp: Path, cwd: Path) -> Place:
     exe.chmod(0o755)
     for d in ("pulumi-state", "tmp", "home"):
         (tmp / d).mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "FAKE_PULUMI", "FULLSERVER_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PULUMI_", "FAKE_PULUMI", "FULLSERVER_")) and k != "KUBECONFIG"
+    }
     env.update(
         PATH=os.pathsep.join([str(bin_dir), str(VENV_BIN), env.get("PATH", "/usr/bin:/bin")]),
         HOME=str(tmp / "home"),
@@ -376,7 +385,7 @@ def test_doc_command_runs_as_written(command: DocCommand, tmp_path: Path) -> Non
     bed: Testbed | None = None
     extra: dict[str, str] = {}
     try:
-        if _subcommand(command) in SSH_COMMANDS:
+        if _subcommand(command) in SSH_COMMANDS and not (cwd / "stacks" / f"Pulumi.{command.words[2]}.yaml").is_file():
             inventory = command.words[2]
             assert inventory in AUDIT_BEDS, f"{command.where}: no loopback test bed for {inventory}: add one"
             assert ":" not in str(tmp_path), tmp_path  # the hosts' bin/ goes on a PATH

@@ -58,8 +58,9 @@ def nat_line(pricer: NetworkPricer, machines: int, zones: int) -> Line | None:
     return "NAT gateway", rate * pricer.hours, f"1 x {rate}/h{per_gb}"
 
 
-def lb_line(pricer: NetworkPricer, gb: float) -> Line | None:
-    """An Application Load Balancer: its hours and the LCUs of the GB it processes."""
+def lb_line(pricer: NetworkPricer, gb: float, listeners: int = 1) -> Line | None:
+    """An Application Load Balancer: its hours and the LCUs of the GB it processes. Its listeners
+    are not billed apart (an HTTPS listener and the HTTP redirect cost nothing more)."""
     rate = pricer.hourly("alb", "Application Load Balancer")
     if rate is None:
         return None

@@ -66,16 +66,25 @@ def nat_line(pricer: NetworkPricer, machines: int, zones: int) -> Line | None:
     return "Cloud NAT", rate * machines * pricer.hours, f"{machines} VM(s) x {rate}/h{per_gb}"
 
 
-def lb_line(pricer: NetworkPricer, gb: float) -> Line | None:
-    """A global forwarding rule and the data the load balancer processes."""
+FORWARDING_RULES_BILLED_TOGETHER = 5
+"""Cloud Load Balancing bills a project's first five forwarding rules together at the
+``forwarding-rule`` rate, each further one apart (network catalog source ``gcp-lb-pricing``)."""
+
+
+def lb_line(pricer: NetworkPricer, gb: float, rules: int = 1) -> Line | None:
+    """The global forwarding rules (1, or 2 with HTTPS: 443 and the port-80 redirect, on one
+    reserved address) and the data the load balancer processes. Up to five rules cost the one
+    rate; a project's other rules are not this environment's and are not counted."""
     rate = pricer.hourly("forwarding-rule", "forwarding rule")
     if rate is None:
         return None
+    what = "1 global forwarding rule" if rules == 1 else f"{rules} global forwarding rules (HTTPS, HTTP redirect)"
+    rules_note = f"{what} x {rate}/h" if rules == 1 else f"{what}: the first 5 billed together at {rate}/h"
     data = pricer.price("lb-data")
     if data is None:
         pricer.warnings.append(f"no load-balancer data price for {pricer.region}: data processed not priced")
-        return "load balancer", rate * pricer.hours, f"1 global forwarding rule x {rate}/h (data not priced)"
-    note = f"1 global forwarding rule x {rate}/h + {gb:.0f} GB processed x {data.usd_per_gb}/{data.unit}"
+        return "load balancer", rate * pricer.hours, f"{rules_note} (data not priced)"
+    note = f"{rules_note} + {gb:.0f} GB processed x {data.usd_per_gb}/{data.unit}"
     return "load balancer", rate * pricer.hours + gb * data.usd_per_decimal_gb, note
 
 

@@ -15,7 +15,15 @@ def test_it_is_the_aws_gpu_platform() -> None:
     assert (RULES.provider, RULES.declared_hardware, RULES.slices) == ("aws", False, False)
     assert RULES.accelerator_kinds == {AcceleratorKind.GPU, AcceleratorKind.TRAINIUM, AcceleratorKind.INFERENTIA}
     assert PricingModel.DEDICATED_MONTHLY not in RULES.pricing
-    assert set(RULES.options) == {"reservation", "capacityBlock", "image", "sshPublicKeys", "sshPrivateKey", "serving"}
+    assert set(RULES.options) == {
+        "reservation",
+        "capacityBlock",
+        "image",
+        "sshPublicKeys",
+        "sshPrivateKey",
+        "serving",
+        "serving.certificateArn",
+    }
     assert (RULES.compact_placement, RULES.hourly_gpus, RULES.boot_disk_sized) == (True, True, True)
     # Instance store is in the instance's price; an unset zone is left to AWS.
     assert (RULES.local_ssd_price_kind, RULES.zone_from_catalog, RULES.unset_zone_warning) == (None, False, "")

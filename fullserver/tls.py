@@ -1,0 +1,140 @@
+"""HTTPS on a serving load balancer: built when the stack gives a certificate (AWS) or the domain
+names clients call (GCP), checked here before anything is built.
+
+* AWS: ``fullserver:serving.certificateArn`` names an AWS Certificate Manager certificate you
+  requested or imported. ACM certificates are regional and cannot be copied between regions ("To
+  use a certificate with Elastic Load Balancing ... in more than one AWS region, you must request
+  or import a certificate for each region", ACM user guide, "Supported Regions"), so its region
+  must be the stack's. The ALB then listens with HTTPS on 443 and its port-80 listener answers a
+  301 redirect to HTTPS. ``serving.domains`` is optional there: the names you point at the ALB
+  (the certificate must cover them); the first becomes the endpoint's host, without it the
+  endpoint is the ALB's own DNS name, which an ACM certificate cannot name. fullserver requests no
+  certificate on AWS (ACM validation needs DNS records in your zone).
+* GCP: ``fullserver:serving.domains`` are the names for a Google-managed certificate
+  (``compute.ManagedSslCertificate``), which Google provisions once each name resolves to the
+  load balancer's address and renews itself. Google-managed certificates take "up to 100 domains"
+  (pulumi-gcp 10.2 ``ManagedSslCertificateManagedArgs.domains``; Config Connector
+  ``managed.domains``) and no wildcard names (Cloud Load Balancing, "Use Google-managed SSL
+  certificates": wildcards need Certificate Manager's DNS authorization), and serve only the global
+  external Application Load Balancer: "Google-managed SSL certificates aren't supported for
+  regional external Application Load Balancers and regional internal Application Load Balancers"
+  (same page). An internal GCP endpoint with HTTPS is refused (GCP builds none yet either).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
+
+from fullserver.errors import InputError
+
+HTTPS_PORT = 443
+MAX_MANAGED_DOMAINS = 100
+"""A Google-managed certificate's domains (pulumi-gcp 10.2: "there can be up to 100 domains")."""
+MAX_DOMAIN = 253
+"""A DNS name's most characters (RFC 1035 section 2.3.4), each label at most 63."""
+
+_ACM_ARN = re.compile(
+    r"arn:(?P<partition>aws|aws-cn|aws-us-gov):acm:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):\d{12}:certificate/[0-9a-f-]{36}"
+)
+"""``arn:aws:acm:<region>:<account>:certificate/<id>`` (ACM ``CertificateArn``; the id is a UUID)."""
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+"""An RFC 1123 host name label: letters, digits and '-', not at either end, 1-63 characters."""
+
+
+def check_certificate_arn(arn: str) -> str:
+    """An ACM certificate's ARN by form (its region is checked against the stack's in ``tls_for``)."""
+    if not _ACM_ARN.fullmatch(arn):
+        raise ValueError(
+            f"'{arn[:80]}' is not an ACM certificate ARN (arn:aws:acm:<region>:<account>:certificate/<id>)"
+        )
+    return arn
+
+
+def check_domain(name: str) -> str:
+    """One DNS name clients call, lowercased: RFC 1123 labels, two or more (a name, not a TLD),
+    no wildcard (a managed certificate takes none, and an endpoint's host cannot be one)."""
+    domain = name.lower().removesuffix(".")
+    if len(domain) > MAX_DOMAIN or domain.count(".") < 1 or not all(_LABEL.fullmatch(p) for p in domain.split(".")):
+        shown = name if len(name) <= 60 else name[:60] + "..."
+        raise ValueError(
+            f"'{shown}' is not a domain name (labels of letters, digits and '-' joined by '.', e.g. api.example.com; "
+            "no wildcard)"
+        )
+    return domain
+
+
+def _distinct(domains: list[str]) -> list[str]:
+    seen = [d for i, d in enumerate(domains) if d in domains[:i]]
+    if seen:
+        raise ValueError(f"lists '{seen[0]}' twice")
+    return domains
+
+
+CertificateArn = Annotated[StrictStr, AfterValidator(check_certificate_arn)]
+Domains = Annotated[
+    list[Annotated[StrictStr, AfterValidator(check_domain)]],
+    Field(max_length=MAX_MANAGED_DOMAINS),
+    AfterValidator(_distinct),
+]
+
+
+class Tls(BaseModel):
+    """HTTPS on the serving load balancer: the certificate (AWS) or the managed certificate's names
+    (GCP), on ``port``; the plain-HTTP port answers a redirect to it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    port: int = HTTPS_PORT
+    certificate_arn: str | None = None
+    """AWS: the ACM certificate of the HTTPS listener."""
+    domains: list[str] = []
+    """The names clients call: GCP's managed certificate covers exactly these; the first is the
+    endpoint's host on both clouds."""
+
+    @property
+    def host(self) -> str | None:
+        """The endpoint's host name, when the stack names one."""
+        return self.domains[0] if self.domains else None
+
+
+KEY = "fullserver:serving"
+
+
+def tls_for(
+    provider: str, region: str, load_balancer: str, certificate_arn: str | None, domains: list[str]
+) -> Tls | None:
+    """HTTPS as the stack asks for it on ``provider``'s load balancer, or ``None`` (plain HTTP).
+
+    Which key a cloud takes is ``PlatformRules.options`` (``certificateArn`` is AWS's alone); this
+    checks what needs the region and the scheme. Each refusal names the key and what to do."""
+    if provider == "aws":
+        if certificate_arn is None:
+            if domains:
+                raise InputError(
+                    f"{KEY}.domains",
+                    "AWS serves HTTPS with an ACM certificate, and fullserver requests none",
+                    f"set {KEY}.certificateArn to an ACM certificate covering these names, or remove domains",
+                )
+            return None
+        found = _ACM_ARN.fullmatch(certificate_arn)
+        cert_region = found["region"] if found else ""
+        if cert_region != region:
+            raise InputError(
+                f"{KEY}.certificateArn",
+                f"the certificate is in {cert_region}, the load balancer in {region} (ACM certificates are regional)",
+                f"request or import the certificate in {region} and name that one",
+            )
+        return Tls(certificate_arn=certificate_arn, domains=domains)
+    if not domains:
+        return None
+    if load_balancer != "external":
+        raise InputError(
+            f"{KEY}.domains",
+            "Google-managed certificates serve only the global external Application Load Balancer, "
+            f"not an {load_balancer} one",
+            "remove domains, or use a profile whose serving.load_balancer is external",
+        )
+    return Tls(domains=domains)
