@@ -31,8 +31,8 @@ __all__ = ["HOURS_PER_MONTH", "CostEstimate", "CostLine", "estimate", "network_l
 
 
 class CostLine(BaseModel):
-    """One line of the bill. The estimate builds its lines from figures already checked (the
-    catalog's and the spec's), so it makes them with ``model_construct``: no second validation."""
+    """One line of the bill. Made by plain construction: for a model of three scalars pydantic's
+    compiled validator is about three times faster than ``model_construct``'s Python loop."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -149,7 +149,7 @@ def _storage_lines(
                 unpriced.append(f"{item} ({gib:.0f} GiB {kind})")
             continue
         usd = disk_usd_month(price, gib, iops, mbps, disks=machines)
-        lines.append(CostLine.model_construct(item=item, usd_month=round(usd * share, 2), note=f"{gib:.0f} GiB {kind}"))
+        lines.append(CostLine(item=item, usd_month=round(usd * share, 2), note=f"{gib:.0f} GiB {kind}"))
     return lines
 
 
@@ -180,7 +180,7 @@ def _contract_lines(spec: EnvironmentSpec, workload: Workload, productive: float
     servers = spec.nodes
     compute_hour = ded.monthly_usd * servers / HOURS_PER_MONTH
     lines.append(
-        CostLine.model_construct(
+        CostLine(
             item="dedicated servers",
             usd_month=round(compute_hour * productive, 2),
             note=f"{servers} x {ded.monthly_usd:.0f}/month",
@@ -189,16 +189,14 @@ def _contract_lines(spec: EnvironmentSpec, workload: Workload, productive: float
     billable = max(0.0, workload.egress_gb_month - ded.included_egress_gb_month)
     if billable:
         lines.append(
-            CostLine.model_construct(
+            CostLine(
                 item="data transfer",
                 usd_month=round(billable * ded.egress_usd_per_gb, 2),
                 note=f"{billable:.0f} GB over the included allowance",
             )
         )
     if ded.setup_usd:
-        lines.append(
-            CostLine.model_construct(item="setup fee (over 12 months)", usd_month=round(ded.setup_usd / 12, 2))
-        )
+        lines.append(CostLine(item="setup fee (over 12 months)", usd_month=round(ded.setup_usd / 12, 2)))
     return compute_hour
 
 
@@ -215,13 +213,13 @@ def _kube_lines(
     assert spec.kube is not None
     pools = kube_cost(spec.kube, spec, profile, catalog)
     lines.append(
-        CostLine.model_construct(
+        CostLine(
             item="cluster fee", usd_month=round(pools.cluster_usd_hour * HOURS_PER_MONTH, 2), note=pools.cluster_note
         )
     )
     ranges = "; ".join(f"{p.pool} {p.min_usd_hour:,.2f}-{p.max_usd_hour:,.2f}/h ({p.note})" for p in pools.pools)
     lines.append(
-        CostLine.model_construct(
+        CostLine(
             item="node pools (range)",
             usd_month=0.0,
             note=f"{ranges} (what compute prices: the workload's nodes at the profile's expected rate)",
@@ -242,7 +240,7 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
         basis = DEDICATED
     else:
         compute_hour, note, basis, peak_hour = _compute_hourly(spec, profile, catalog, warnings)
-        lines.append(CostLine.model_construct(item="compute", usd_month=round(compute_hour * productive, 2), note=note))
+        lines.append(CostLine(item="compute", usd_month=round(compute_hour * productive, 2), note=note))
         if spec.kube is not None:
             peak_hour = _kube_lines(spec, profile, catalog, lines, compute_hour, peak_hour)
         # Ephemeral disks live as long as the machine; persistent ones are billed all month.
@@ -255,7 +253,7 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
                 warnings.append(f"no egress price for {spec.region} in the catalog: data transfer not priced")
             else:
                 lines.append(
-                    CostLine.model_construct(
+                    CostLine(
                         item="data transfer",
                         usd_month=round(workload.egress_gb_month * egress.usd_per_gb, 2),
                         note=f"{workload.egress_gb_month:.0f} GB internet egress",
@@ -265,7 +263,7 @@ def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catal
     if idle_hours > 0:
         lines.insert(
             1,
-            CostLine.model_construct(
+            CostLine(
                 item="idle capacity",
                 usd_month=round(compute_hour * idle_hours, 2),
                 note=f"{idle_hours:.0f} of {paid:.0f} paid hours unused",
@@ -332,7 +330,7 @@ def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warni
     def add(line: tuple[str, float, str] | None) -> None:
         if line is not None:
             item, usd, note = line
-            lines.append(CostLine.model_construct(item=item, usd_month=round(usd, 2), note=note))
+            lines.append(CostLine(item=item, usd_month=round(usd, 2), note=note))
 
     if b.nat:
         add(network.nat_line(pricer, b.machines, b.zones))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from fullserver import platforms
 from fullserver.catalog import Catalog
@@ -60,7 +61,8 @@ class Needs(BaseModel):
     portability: bool = False
     kubernetes: bool = False
     """The team already runs Kubernetes (GKE or EKS): node pools on its clusters are a choice."""
-    cloud: Literal["aws", "gcp", "any"] = "any"
+    cloud: str = "any"
+    """A provider some cloud platform registers (``platforms.clouds``), or ``any``."""
     traffic: Literal["realtime-variable", "steady-batch"] | None = None
     """Inference only (``check_needs``); ``None``: not said, which plans for real-time traffic."""
     demand: Literal["variable", "steady"] = "variable"
@@ -69,6 +71,17 @@ class Needs(BaseModel):
     gpu_count: int | None = Field(default=None, gt=0, le=MAX_GPUS_PER_NODE)
     tpu: str | None = None
     dedicated_monthly_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+    @field_validator("cloud")
+    @classmethod
+    def _known_cloud(cls, cloud: str) -> str:
+        """The registry's clouds, refused in the words pydantic uses for a fixed choice."""
+        known = [*platforms.clouds(), "any"]
+        if cloud not in known:
+            quoted = [f"'{k}'" for k in known]
+            expected = f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+            raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+        return cloud
 
     @field_validator("region")
     @classmethod

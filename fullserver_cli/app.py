@@ -10,6 +10,7 @@ and the exit code of the one table in ``fullserver.errors``; never a traceback o
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -17,25 +18,64 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from typer._click import Command, Context
 from typer._click import exceptions as click_exceptions
 from typer.core import TyperGroup
 
-from fullserver.catalog import load_catalog
 from fullserver.errors import EXIT_INPUT, FullserverError
-from fullserver.profiles import get_profile, load_profiles
-from fullserver_cli import render
-from fullserver_cli.catalog import catalog_app
-from fullserver_cli.diff import diff as _diff_command
-from fullserver_cli.output import console, emit_json, fail
-from fullserver_cli.plan import STACKS_DIR, plan
-from fullserver_cli.quota import quota
+from fullserver_cli.output import STACKS_DIR, console, emit_json, fail
 
 _json = emit_json
 _fail = fail
 
+COMMANDS = (
+    ("plan", "fullserver_cli.plan:plan"),
+    ("diff", "fullserver_cli.diff:diff"),
+    ("quota", "fullserver_cli.quota:quota"),
+    ("recommend", None),
+    ("audit", "fullserver_cli.audit:audit"),
+    ("verify", "fullserver_cli.verify:verify"),
+    ("ephemeral", None),
+    ("janitor", None),
+    ("profiles", None),
+    ("catalog", "fullserver_cli.catalog:catalog_app"),
+)
+"""Every command in the order ``--help`` lists them; where a module is named (``module:attribute``:
+the command's function, or a Typer app for a group), it is imported only when that command runs
+or help lists it. Why: importing every command's module (the core, SSH, the diff's git reader)
+took most of a second before ``--version`` or ``plan`` printed anything."""
+
+
+def _load(name: str, target: str) -> Command:
+    """The click command of one lazily imported command (``COMMANDS``), built as ``app.command()``
+    or ``app.add_typer`` would have built it."""
+    module, _, attribute = target.partition(":")
+    found = getattr(importlib.import_module(module), attribute)
+    if isinstance(found, typer.Typer):
+        return typer.main.get_group(found)
+    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    single.command(name=name)(found)
+    return typer.main.get_command(single)
+
 
 class OneLineErrors(TyperGroup):
-    """Usage errors as the one line every other error uses, and help (not an error) for no arguments."""
+    """Usage errors as the one line every other error uses, and help (not an error) for no
+    arguments; the commands of ``COMMANDS`` that name a module are loaded when first asked for."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return [name for name, _ in COMMANDS]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        target = dict(COMMANDS).get(cmd_name)
+        if target is not None and cmd_name not in self.commands:
+            self.commands[cmd_name] = _load(cmd_name, target)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
+        if args and args[0] not in dict(COMMANDS):  # a typo: typer suggests from every loaded command
+            for name in self.list_commands(ctx):
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
 
     def main(
         self,
@@ -102,18 +142,15 @@ def _root(
     """
 
 
-app.command()(plan)
-app.command()(_diff_command)
-app.command()(quota)
-app.add_typer(catalog_app, name="catalog")
-
-
 @profiles_app.command("list")
 def profiles_list(
     directory: Annotated[Optional[Path], typer.Option("--dir", help="profiles directory")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """List the profiles."""
+    from fullserver.profiles import load_profiles
+    from fullserver_cli import render
+
     try:
         profiles = load_profiles(directory) if directory else load_profiles()
     except FullserverError as exc:
@@ -130,6 +167,8 @@ def profiles_show(
     directory: Annotated[Optional[Path], typer.Option("--dir", help="profiles directory")] = None,
 ) -> None:
     """Show one profile fully resolved (after extends), as YAML-like JSON."""
+    from fullserver.profiles import get_profile, load_profiles
+
     try:
         profiles = load_profiles(directory) if directory else load_profiles()
         profile = get_profile(name, profiles, where="profiles show")
@@ -186,9 +225,12 @@ def recommend(
     """
     from pydantic import ValidationError
 
+    from fullserver.catalog import load_catalog
+    from fullserver.profiles import load_profiles
     from fullserver.recommend import Needs
     from fullserver.recommend import recommend as rank
     from fullserver.yamlio import validation_error
+    from fullserver_cli import render
 
     answers = {
         "framework": framework,
@@ -218,15 +260,6 @@ def recommend(
         _json([c.model_dump(mode="json") for c in choices])
         return
     console().print(render.recommendations(choices))
-
-
-from fullserver_cli.audit import audit  # noqa: E402  (bare metal over SSH; paramiko loads only when audit runs)
-
-app.command()(audit)
-
-from fullserver_cli.verify import verify  # noqa: E402  (measures what hosts deliver; same SSH layer)
-
-app.command()(verify)
 
 
 # --- stackops: ephemeral CI stacks and the janitor (Pulumi Automation API, imported lazily) ---

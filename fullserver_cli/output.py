@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
 
 from fullserver.errors import FullserverError
+
+STACKS_DIR = Path("stacks")
+"""Where every command looks for stack configs unless ``--stacks-dir`` says otherwise."""
 
 
 def console(stderr: bool = False) -> Console:

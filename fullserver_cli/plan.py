@@ -20,9 +20,8 @@ from fullserver.images import plan_image_warnings
 from fullserver.plan import StackPlan, check_budget, check_max_monthly_usd, plan_paths
 from fullserver.stacks import find_stacks
 from fullserver_cli import render
+from fullserver_cli.output import STACKS_DIR as STACKS_DIR
 from fullserver_cli.output import console, emit_json, fail
-
-STACKS_DIR = Path("stacks")
 
 
 def plan(
@@ -83,11 +82,13 @@ def _print(
     summary: bool,
     max_monthly_usd: float | None,
 ) -> None:
-    """Every warning (the core's, stale prices, the program's) is shown the same way in text and JSON."""
-    # The resource graph imports Pulumi: only here, never in the core.
-    from components.graph import graph_for_stack_plan, rows_json
+    """Every warning (the core's, stale prices, the program's) is shown the same way in text and JSON.
 
+    The resource graph imports Pulumi (only here, never in the core), which takes longer than the
+    whole plan: in text the summary is printed first, and Pulumi imported after it."""
     if as_json:
+        from components.graph import graph_for_stack_plan, rows_json
+
         try:
             graphs = [graph_for_stack_plan(p) for p in plans]
         except FullserverError as exc:
@@ -103,6 +104,7 @@ def _print(
         con.print(render.summary_table(plans, warnings, max_monthly_usd))
         con.print(render.total_line(plans))
         if not summary:
+            from components.graph import graph_for_stack_plan
             from fullserver_cli.graph_view import graph_table
 
             for p in plans:

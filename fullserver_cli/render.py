@@ -5,6 +5,8 @@ Every table is a ``fullserver_cli.tables`` table: it fits the console it is prin
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group
 from rich.markup import escape
 from rich.text import Text
@@ -15,10 +17,12 @@ from fullserver.kube import KubePlan, Resources
 from fullserver.plan import StackPlan, budget_breaches
 from fullserver.platforms import rules_for
 from fullserver.profiles import Profile
-from fullserver.recommend import Choice
 from fullserver.serving import ServingSpec
 from fullserver.spec import EnvironmentSpec
 from fullserver_cli.tables import FitTable, grid, table
+
+if TYPE_CHECKING:  # recommend's models are built only when `recommend` runs
+    from fullserver.recommend import Choice
 
 
 def money(usd: float | None) -> str:

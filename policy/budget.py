@@ -22,6 +22,7 @@ from pulumi_policy import (
 )
 
 from fullserver.catalog import Offer
+from fullserver.platform import Platform
 from fullserver.rules import HOURS_PER_MONTH, MAX_HOURS_PER_MONTH, disk_usd_month
 from policy.aws_nodes import aws_region, aws_volume
 from policy.gcp_nodes import gcp_disk
@@ -114,7 +115,9 @@ def estimate_month(resources: Sequence[PolicyResource], hours: float = HOURS_PER
             disk, region = aws_volume(r), aws_region(r)
         elif r.resource_type in GCP_DISKS:
             disk = gcp_disk(r)
-            region = zone_region(r.props.get("zone")) or plain(r.props.get("region"))
+            region = zone_region(r.props.get("zone"), Platform.GCP_GPU) or plain(
+                r.props.get("region")
+            )  # Compute Engine
         if disk is None:
             continue
         month = _disk_month(disk, region)

@@ -101,7 +101,7 @@ def gcp_instance_node(r: PolicyResource, resources: Sequence[PolicyResource]) ->
         Platform.GCP_GPU,
         offer.name if offer is not None else _gcp_shape(machine_type, accelerators),
         offer,
-        zone_region(p.get("zone")),
+        zone_region(p.get("zone"), Platform.GCP_GPU),
         labels_of(p),
         disks=disks,
         attached_gib=attached,
@@ -163,7 +163,15 @@ def tpu_nodes(r: PolicyResource, resources: Sequence[PolicyResource]) -> list[No
         offer = offer_of(Platform.TPU_VM, accelerator)
         attached = disks_gib(referenced(r, "dataDisks", GCP_DISKS, resources))
         shape = offer.name if offer is not None else accelerator or "no acceleratorType"
-        node = Node(r, Platform.TPU_VM, shape, offer, zone_region(p.get("zone")), labels_of(p), attached_gib=attached)
+        node = Node(
+            r,
+            Platform.TPU_VM,
+            shape,
+            offer,
+            zone_region(p.get("zone"), Platform.TPU_VM),
+            labels_of(p),
+            attached_gib=attached,
+        )
         spot = truthy(prop(p, "schedulingConfig", "spot")) or truthy(prop(p, "schedulingConfig", "preemptible"))
         node.spot_count = 1.0 if spot else 0.0
         return [node]
@@ -173,7 +181,7 @@ def tpu_nodes(r: PolicyResource, resources: Sequence[PolicyResource]) -> list[No
         offer = offer_of(Platform.TPU_VM, accelerator)
         zone = p.get("zone") or str(prop(spec, "parent") or "").rsplit("/", 1)[-1]
         shape = offer.name if offer is not None else accelerator or "no acceleratorType"
-        node = Node(r, Platform.TPU_VM, shape, offer, zone_region(zone), labels_of(p))
+        node = Node(r, Platform.TPU_VM, shape, offer, zone_region(zone, Platform.TPU_VM), labels_of(p))
         node.spot_count = 1.0 if prop(p, "spot") is not None else 0.0
         nodes.append(node)
     return nodes

@@ -70,12 +70,13 @@ def gke_pool_node(r: PolicyResource) -> Node:
     ]
     if local:
         disks.append(Disk("gcp", "local-ssd", local))
+    platform = Platform.TPU_VM if tpu else Platform.GCP_GPU
     node = Node(
         r,
-        Platform.TPU_VM if tpu else Platform.GCP_GPU,
+        platform,
         machine_type if tpu else (offer.name if offer is not None else machine_type),
         offer,
-        zone_region(location) or location or None,
+        zone_region(location, platform) or location or None,
         labels_of({"labels": prop(config, "resourceLabels")}),
         count=count,
         local_nvme_gib=local if local else None,

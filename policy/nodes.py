@@ -98,10 +98,11 @@ class Node:
     """Why a node without an offer cannot be priced, when it is not simply a type missing from the catalog."""
 
 
-def zone_region(zone: Any) -> str | None:
-    """``us-central1-a`` (or its URL) -> ``us-central1``: GCP prices by region, resources name a
-    zone; how a zone is named is the core's (``fullserver.platforms``)."""
-    return rules_for(Platform.GCP_GPU).region_of_zone(last_segment(zone))
+def zone_region(zone: Any, platform: Platform) -> str | None:
+    """The region of a zone (or its URL) as ``platform`` names zones (``us-central1-a`` ->
+    ``us-central1`` on Google Cloud): clouds price by region, resources name a zone; how a zone is
+    named is the platform's own rule (``PlatformRules.region_of_zone``)."""
+    return rules_for(platform).region_of_zone(last_segment(zone))
 
 
 def disks_gib(disks: Sequence[PolicyResource]) -> float:

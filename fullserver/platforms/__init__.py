@@ -88,6 +88,12 @@ ANY_CLOUD = gcp.RULES.default_region
 so that a TPU comparison starts where TPUs are sold."""
 
 
+def clouds() -> list[str]:
+    """The providers of the platforms a cloud rents (declared hardware is no cloud), sorted: what
+    ``recommend --cloud`` accepts besides ``any``."""
+    return sorted({r.provider for r in _RULES.values() if not r.declared_hardware})
+
+
 def default_region(cloud: str) -> str:
     """Where a question about ``cloud`` (a provider key, or ``any``) starts when it names no region."""
     return next((r.default_region for r in _RULES.values() if r.provider == cloud and r.default_region), ANY_CLOUD)

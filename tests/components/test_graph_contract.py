@@ -36,6 +36,7 @@ def test_the_installed_sdks_are_the_pinned_ones() -> None:
         ("set_all_config", ["config"]),
         ("run_pulumi_func", ["func"]),
         ("_sync_await", ["awaitable"]),
+        ("_get_stack_trace", []),
     ],
 )
 def test_the_sdk_internals_the_graph_calls_keep_their_shape(function: str, parameters: list[str]) -> None:
@@ -78,3 +79,45 @@ def test_an_explicit_provider_region_wins() -> None:
     evaluate(program, "zones", {"aws:region": "eu-central-1"})
     assert seen == [aws_zone_ids("us-west-2")]
     assert isinstance(GraphMocks().aws_region, str)
+
+
+def test_the_stack_trace_the_graph_skips_is_the_one_the_sdk_sends_with_each_registration() -> None:
+    """The graph replaces ``_get_stack_trace`` while a program runs (it is only for the engine's
+    messages); if the SDK stopped calling it by that name, the replacement would silently do
+    nothing, so the call sites are pinned too."""
+    import pulumi.runtime.resource as sdk_resource
+
+    source = inspect.getsource(sdk_resource.register_resource)
+    assert "_get_stack_trace()" in source
+    assert isinstance(sdk_resource._get_stack_trace(), type(graph._NO_STACK_TRACE))
+
+
+def test_an_evaluation_leaves_the_process_as_it_found_it() -> None:
+    """Collection back on, the SDK's own stack trace back, and the loop's executor its own: the
+    caller's runtime (a test session's mocks) keeps the real ones."""
+    import asyncio
+    import gc
+
+    import pulumi.runtime.resource as sdk_resource
+    import pulumi_aws as aws
+
+    trace = sdk_resource._get_stack_trace
+    executors: list[object] = []
+
+    def program() -> None:
+        executors.append(getattr(asyncio.get_running_loop(), "_default_executor", None))
+        aws.get_availability_zones_output(state="available")
+
+    evaluate(program, "restore", {"aws:region": "us-east-1"})
+    loop = asyncio.get_event_loop_policy().get_event_loop()
+    assert isinstance(executors[0], graph._Inline)
+    assert getattr(loop, "_default_executor", None) is not executors[0]
+    assert sdk_resource._get_stack_trace is trace
+    assert gc.isenabled()
+
+
+def test_the_inline_executor_hands_a_failure_to_the_awaiting_call() -> None:
+    future = graph._Inline().submit(int, "not a number")
+    with pytest.raises(ValueError, match="invalid literal"):
+        future.result()
+    assert graph._Inline().submit(int, "7").result() == 7
