@@ -209,6 +209,20 @@ class GraphMocks(pulumi.runtime.Mocks):
             out["name"] = inputs.get("name", name)
         return out
 
+    def _subnets(self, args: pulumi.runtime.MockCallArgs) -> list[str]:
+        """One subnet per zone of the region (``subnet-<zone id>``, zone ``<region>a`` first),
+        narrowed by ``subnet-id`` and ``availability-zone`` filters as EC2 DescribeSubnets does."""
+        region = self._region_of(args)
+        by_zone = {f"{region}{z}": f"subnet-{i}" for z, i in zip("abc", aws_zone_ids(region), strict=True)}
+        found = list(by_zone.values())
+        for f in args.args.get("filters") or []:
+            values = list(f.get("values") or [])
+            if f.get("name") == "subnet-id":
+                found = [s for s in found if s in values]
+            elif f.get("name") == "availability-zone":
+                found = [s for s in found if any(by_zone.get(v) == s for v in values)]
+        return found
+
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             region = self._region_of(args)
@@ -236,7 +250,7 @@ class GraphMocks(pulumi.runtime.Mocks):
         if args.token == "aws:ec2/getVpc:getVpc":  # the region's default VPC (a created EKS cluster's)
             return {"id": MOCK_DEFAULT_VPC, "default": True, "cidrBlock": "172.31.0.0/16"}
         if args.token == "aws:ec2/getSubnets:getSubnets":
-            return {"id": self._region_of(args), "ids": [f"subnet-{z}" for z in aws_zone_ids(self._region_of(args))]}
+            return {"id": self._region_of(args), "ids": self._subnets(args)}
         if args.token == "aws:eks/getCluster:getCluster":  # an existing cluster node groups join
             region = self._region_of(args)
             return {

@@ -126,7 +126,18 @@ def node_config(*, raid0: bool, max_pods: int, kube_reserved: dict[str, str]) ->
     pinned ``maxPods`` and ``kubeReserved`` (so allocatable is known), and the instance store as
     one RAID0 array for kubelet and containerd (``spec.instance.localStorage.strategy: RAID0``,
     mounted at ``/mnt/k8s-disks/``). EKS merges it with its own NodeConfig (cluster endpoint,
-    CA), as the template names no AMI."""
+    CA), as the template names no AMI.
+
+    ``kubeReserved`` carries all three of nodeadm's keys (cpu, memory, ephemeral-storage), so the
+    result is ours however it merges: nodeadm merges NodeConfig documents key by key, later ones
+    overriding (``nodeadm/internal/api/merge.go``, mergo ``WithOverride``), and writes the merged
+    ``kubelet.config`` as the drop-in ``config.json.d/40-nodeadm.conf`` over its generated config
+    (``internal/kubelet/config.go``, ``writeKubeletConfig``), which kubelet merges map by map:
+    "Individual fields in maps ... can be selectively overridden" (kubernetes/website:
+    docs/reference/node/kubelet-config-directory-merging.md). A partial map would have merged
+    into nodeadm's defaults, not replaced them. ``maxPods``: the managed group's own NodeConfig
+    sets it too (eksctl-io/eksctl#8037), and which document comes last is not documented; the
+    pinned ``kubeReserved`` keeps allocatable as planned either way."""
     spec: dict[str, object] = {"kubelet": {"config": {"maxPods": max_pods, "kubeReserved": dict(kube_reserved)}}}
     if raid0:
         spec["instance"] = {"localStorage": {"strategy": "RAID0"}}

@@ -82,8 +82,12 @@ def guest_accelerator(machine_type: str, accelerator: str | None) -> str | None:
 # --- TPUs ------------------------------------------------------------------------------------------
 TPU_RESOURCE = "google.com/tpu"
 TPU_TAINT = (TPU_RESOURCE, "present", "NoSchedule")
-"""Declared by fullserver on every TPU pool (whether GKE taints TPU nodes itself is unconfirmed);
-xpk's workloads tolerate the key ``google.com/tpu``."""
+"""Declared by fullserver on every TPU pool. GKE gives TPU slice nodes this same taint
+("TPU slice nodes are given a taint, google.com/tpu=present:NoSchedule", skypilot-org/skypilot:
+sky/provision/kubernetes, quoting GKE "About TPUs in GKE", section "How TPUs work"; the GKE page
+itself was not readable here in full), and ``gcloud ... --node-taints=google.com/tpu=present:NoSchedule``
+on TPU pools is common practice; declaring it keeps the pool tainted whatever GKE does. xpk's
+workloads tolerate the key ``google.com/tpu``."""
 TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 MULTI_HOST_MAX_PODS = 15

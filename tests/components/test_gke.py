@@ -79,15 +79,8 @@ def test_gpu_serving_pool_on_an_existing_cluster(plans: Plans, build: Build) -> 
     assert pool["management"] == {"autoRepair": True, "autoUpgrade": True}
     assert "placementPolicy" not in pool and "queuedProvisioning" not in pool
     roles = sorted(r.inputs["role"] for r in g.of_type("projects/iAMMember:IAMMember"))
-    assert roles == sorted(
-        [
-            "roles/artifactregistry.reader",
-            "roles/logging.logWriter",
-            "roles/monitoring.metricWriter",
-            "roles/monitoring.viewer",
-            "roles/stackdriver.resourceMetadata.writer",
-        ]
-    )
+    # GKE's least-privilege node role and image pulls (GKE "Configure GKE node service accounts").
+    assert roles == ["roles/artifactregistry.reader", "roles/container.defaultNodeServiceAccount"]
     # The workload: Deployment + Service + HPA whose pod fits the node's allocatable.
     manifests = g.outputs.get("workload") or workload(plan, spec)
     kinds = [m["kind"] for m in manifests]
