@@ -23,7 +23,8 @@ checked against ``/work/shared/reference/kubernetes.md`` section 6):
   (``NO_SCHEDULE``), the scaling range with ``desiredSize`` left to the autoscaler after creation
   (``ignore_changes``: Pulumi would otherwise reset what the autoscaler set, pulumi-eks#321), and
   for groups that scale from zero the Cluster Autoscaler's node-template tags on their Auto Scaling
-  group (labels, taints, GPUs), which EKS does not propagate (eksctl#7543).
+  group (labels, taints, GPUs), which EKS does not propagate (eksctl#7543);
+* a created cluster's untainted system node group (``eks.SYSTEM_AMI_TYPE``), where CoreDNS runs.
 """
 
 import base64
@@ -41,6 +42,7 @@ from components.names import logical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
 from fullserver.kube.kubeconfig import eks_kubeconfig
+from fullserver.naming import fit_name
 from fullserver.platforms import eks
 
 TOKEN = "fullserver:index:EksEnvironment"
@@ -281,7 +283,35 @@ class _EksNodeGroups(pulumi.ComponentResource):
         self.groups: list[aws.eks.NodeGroup] = []
         for pool in plan.pools:
             self.groups.append(self._group(name, plan, pool, network, cluster_name, template, attachments))
+        if plan.create_cluster:
+            self.system_group = self._system_group(name, plan, network, cluster_name, attachments)
         self.register_outputs({"groups": [g.node_group_name for g in self.groups]})
+
+    def _system_group(
+        self, name: str, plan: KubePlan, network: _Network, cluster_name: pulumi.Input[str], attachments: list[Any]
+    ) -> aws.eks.NodeGroup:
+        """A created cluster's untainted group for CoreDNS and other system pods (``eks.SYSTEM_AMI_TYPE``):
+        EKS's own launch template, the cluster's subnets, fixed size."""
+        group_name = fit_name(eks.NODE_GROUP_TYPE, f"{plan.environment}-system", "nodeGroupName")
+        return aws.eks.NodeGroup(
+            f"{name}-system",
+            cluster_name=cluster_name,
+            node_group_name=group_name,
+            node_role_arn=self.role.arn,
+            subnet_ids=network.subnet_ids,
+            ami_type=eks.SYSTEM_AMI_TYPE,
+            capacity_type="ON_DEMAND",
+            instance_types=[eks.SYSTEM_INSTANCE_TYPE],
+            scaling_config={
+                "min_size": eks.SYSTEM_NODES,
+                "max_size": eks.SYSTEM_NODES,
+                "desired_size": eks.SYSTEM_NODES,
+            },
+            labels=dict(plan.labels),
+            update_config={"max_unavailable": 1},
+            tags=aws_tags(plan.cloud_labels, group_name),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
+        )
 
     def _group(
         self,

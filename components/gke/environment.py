@@ -17,7 +17,8 @@ Inputs follow pulumi-gcp 10.2 ``container.Cluster``/``container.NodePool`` (name
   multi-host TPU slice (never ``tpu_topology`` on a single host: xpk#825), max 15 pods per node
   there, per-zone ``max_node_count`` covering the slice with ``location_policy = ANY``
   (ci-infra#545); flex-start with queued provisioning and no auto-repair where asked; Workload
-  Identity's metadata server (``GKE_METADATA``) and shielded nodes.
+  Identity's metadata server (``GKE_METADATA``) and shielded nodes;
+* a created cluster's untainted system pool (``system_pool``), where GKE's own Deployments run.
 
 ``initial_node_count`` of an autoscaled pool is ignored after creation: changing it replaces the
 pool (pulumi-gcp node_pool docstring), and the autoscaler moves the count anyway.
@@ -34,6 +35,7 @@ from components.names import logical, physical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
 from fullserver.kube.kubeconfig import gke_kubeconfig
+from fullserver.naming import fit_name
 from fullserver.platforms import gke
 from fullserver.rules import gcp_labels
 
@@ -164,6 +166,37 @@ def node_config(plan: KubePlan, pool: Pool, service_account: pulumi.Input[str]) 
     return config
 
 
+def system_pool(
+    name: str, plan: KubePlan, args: GkeArgs, cluster: Any, service_account: pulumi.Input[str], parent: pulumi.Resource
+) -> Any:
+    """A created cluster's untainted pool for GKE's own Deployments (``gke.SYSTEM_POOL_MACHINE_TYPE``):
+    fixed, in the accelerator pools' zone when the plan has one, no taints."""
+    node_pool: Any = gcp.container.NodePool
+    return node_pool(
+        f"{name}-system",
+        name=fit_name(gke.NODE_POOL_TYPE, f"{plan.environment}-system"),
+        project=args["project"],
+        cluster=cluster,
+        location=args["cluster_location"],
+        node_locations=[plan.zone] if plan.zone else None,
+        node_count=gke.SYSTEM_POOL_NODES_PER_ZONE,
+        management={"auto_repair": True, "auto_upgrade": True},
+        node_config={
+            "machine_type": gke.SYSTEM_POOL_MACHINE_TYPE,
+            "image_type": gke.IMAGE_TYPE,
+            "disk_size_gb": gke.SYSTEM_POOL_DISK_GIB,
+            "disk_type": "pd-balanced",
+            "labels": dict(plan.labels),
+            "resource_labels": gcp_labels(plan.cloud_labels),
+            "service_account": service_account,
+            "oauth_scopes": SCOPES,
+            "workload_metadata_config": {"mode": "GKE_METADATA"},
+            "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
+        },
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
 class _GkeNodePools(pulumi.ComponentResource):
     """The plan's node pools on ``cluster`` (an id or a name in ``location``), and their identity."""
 
@@ -199,6 +232,8 @@ class _GkeNodePools(pulumi.ComponentResource):
         target: Any = cluster  # an id Output or a name: pulumi-gcp's Input[str | None] is invariant
         # mypy gives up on NodePool's overloads ("too many unions") for optional nested inputs.
         node_pool: Any = gcp.container.NodePool
+        if plan.create_cluster:
+            self.system_pool = system_pool(name, plan, args, target, self.service_account.email, self)
         for pool in plan.pools:
             placement: dict[str, Any] | None = None
             if plan.compact_placement:

@@ -36,6 +36,15 @@ NAME_RULES: dict[str, tuple[NameRule, ...]] = {
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 """The accelerated AL2023 AMI: NVIDIA driver and container toolkit installed; the NVIDIA device
 plugin is not (install it, or the GPU Operator). AL2 AMIs ended 2025-11-26."""
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+SYSTEM_INSTANCE_TYPE = "m6i.large"
+SYSTEM_NODES = 1
+"""A cluster fullserver creates gets one untainted managed node group besides the GPU groups: every
+GPU group is tainted ``nvidia.com/gpu`` and may sit at zero, and CoreDNS (an EKS default add-on)
+does not tolerate that taint, so without it cluster DNS never runs (the same holds on GKE,
+``fullserver.platforms.gke.SYSTEM_POOL_MACHINE_TYPE``). ``AL2023_x86_64_STANDARD`` is EKS's plain
+AL2023 AMI type (aws-cdk ``NodegroupAmiType.AL2023_X86_64_STANDARD``); one m6i.large is
+fullserver's choice, not a sourced size."""
 GPU_RESOURCE = gke.GPU_RESOURCE
 GPU_TAINT = (GPU_RESOURCE, "present", "NoSchedule")
 """No EKS page says EKS taints GPU nodes itself: fullserver declares the taint through the EKS API."""

@@ -79,6 +79,20 @@ def guest_accelerator(machine_type: str, accelerator: str | None) -> str | None:
     return found
 
 
+# --- a created cluster's system pool ----------------------------------------------------------------
+SYSTEM_POOL_MACHINE_TYPE = "e2-standard-4"
+SYSTEM_POOL_NODES_PER_ZONE = 1
+SYSTEM_POOL_DISK_GIB = 50
+"""A cluster fullserver creates gets one untainted pool besides the accelerator pools: every
+accelerator pool is tainted (``nvidia.com/gpu``/``google.com/tpu``) and may sit at zero, and GKE's
+own Deployments (kube-dns, konnectivity-agent, metrics-server) tolerate no such taint
+(kubernetes/kubernetes#57659: GKE manages kube-dns's tolerations itself), so without it they never
+schedule and a multi-host slice's pods cannot resolve each other. xpk creates its clusters the same
+way, with a CPU "system node pool" (AI-Hypercomputer/xpk: ``--default-pool-cpu-machine-type`` ->
+Cluster Toolkit ``system_node_pool_machine_type``). One e2-standard-4 per zone of the pool is
+fullserver's choice, not a sourced size; ``node_count`` is per zone (pulumi-gcp node_pool.py)."""
+
+
 # --- TPUs ------------------------------------------------------------------------------------------
 TPU_RESOURCE = "google.com/tpu"
 TPU_TAINT = (TPU_RESOURCE, "present", "NoSchedule")

@@ -22,7 +22,15 @@ SUBNETS = ["subnet-0a", "subnet-0b"]
 
 
 def groups(g: Graph) -> dict[str, dict[str, Any]]:
-    return {row.inputs["nodeGroupName"]: row.inputs for row in g.of_type("eks/nodeGroup:NodeGroup")}
+    """The GPU node groups (a created cluster's system group apart: ``system_group``)."""
+    rows = g.of_type("eks/nodeGroup:NodeGroup")
+    return {r.inputs["nodeGroupName"]: r.inputs for r in rows if r.inputs["amiType"] != eks.SYSTEM_AMI_TYPE}
+
+
+def system_group(g: Graph) -> dict[str, Any] | None:
+    found = [r.inputs for r in g.of_type("eks/nodeGroup:NodeGroup") if r.inputs["amiType"] == eks.SYSTEM_AMI_TYPE]
+    assert len(found) <= 1
+    return found[0] if found else None
 
 
 def node_config(g: Graph) -> dict[str, Any]:
@@ -60,6 +68,13 @@ def test_p5_efa_node_group_with_a_new_cluster(plans: Plans, build: Build) -> Non
             "AmazonEKS_CNI_Policy",
         ]
     )
+    # The created cluster's untainted group, where CoreDNS runs (no GPU group tolerates it there).
+    system = system_group(g)
+    assert system is not None and system["nodeGroupName"] == "train-p5-cluster-system"
+    assert system["instanceTypes"] == ["m6i.large"] and system["capacityType"] == "ON_DEMAND"
+    assert system["scalingConfig"] == {"minSize": 1, "maxSize": 1, "desiredSize": 1}
+    assert "taints" not in system and "launchTemplate" not in system
+    assert system["subnetIds"] == SUBNETS and system["clusterName"] == "train-p5-cluster"
     (group,) = groups(g).values()
     assert group["nodeGroupName"] == "train-p5-cluster-gpu" and group["clusterName"] == "train-p5-cluster"
     assert group["amiType"] == "AL2023_x86_64_NVIDIA" and group["capacityType"] == "ON_DEMAND"
@@ -137,6 +152,7 @@ def test_spot_fallback_groups_scale_from_zero_on_an_existing_cluster(plans: Plan
     plan = kube_plan(spec, Platform.EKS_GPU, cluster="research")
     g = build(lambda: EksEnvironment("exp", eks_args(plan, SUBNETS, "vpc-1")))
     assert g.of_type("eks/cluster:Cluster") == [] and g.of_type("eks/addon:Addon") == []
+    assert system_group(g) is None  # the existing cluster runs its own system pods
     found = groups(g)
     spot, fallback = found["exp-aws-l4-spot-spot"], found["exp-aws-l4-spot-ondemand"]
     assert spot["capacityType"] == "SPOT" and fallback["capacityType"] == "ON_DEMAND"

@@ -50,6 +50,7 @@ def test_gpu_serving_pool_on_an_existing_cluster(plans: Plans, build: Build) -> 
     )
     assert g.of_type("container/cluster:Cluster") == []  # attached: nothing of the cluster is touched
     assert g.of_type("compute/network:Network") == []
+    assert "serve-gcp-realtime-system" not in pools(g)  # the cluster's own pools run its system pods
     (pool,) = pools(g).values()
     assert pool["name"] == "serve-gcp-realtime-gpu" and pool["cluster"] == "ml-prod"
     assert pool["location"] == "us-central1"
@@ -133,8 +134,16 @@ def test_multi_host_tpu_slice_pool_on_a_new_private_cluster(catalog: Catalog, bu
     subnet = g.one("compute/subnetwork:Subnetwork").inputs
     assert subnet["privateIpGoogleAccess"] is True
     assert [r["rangeName"] for r in subnet["secondaryIpRanges"]] == ["pods", "services"]
-    (pool,) = pools(g).values()
-    assert pool["name"] == "slice-job-tpu"
+    found = pools(g)
+    assert sorted(found) == ["slice-job-system", "slice-job-tpu"]
+    # The created cluster's untainted system pool: GKE's own Deployments (kube-dns) tolerate no
+    # accelerator taint (fullserver.platforms.gke.SYSTEM_POOL_MACHINE_TYPE).
+    system = found["slice-job-system"]
+    assert system["nodeConfig"]["machineType"] == "e2-standard-4" and "taints" not in system["nodeConfig"]
+    assert system["nodeCount"] == 1 and system["nodeLocations"] == ["us-central1-a"]
+    assert system["nodeConfig"]["serviceAccount"] == found["slice-job-tpu"]["nodeConfig"]["serviceAccount"]
+    assert system["cluster"] == found["slice-job-tpu"]["cluster"] and "autoscaling" not in system
+    pool = found["slice-job-tpu"]
     assert pool["nodeConfig"]["machineType"] == "ct5lp-hightpu-4t"
     assert "guestAccelerators" not in pool["nodeConfig"]  # TPU pools name the machine type only
     assert pool["nodeConfig"]["taints"] == [{"key": "google.com/tpu", "value": "present", "effect": "NO_SCHEDULE"}]
