@@ -248,7 +248,11 @@ class _GkeNodePools(pulumi.ComponentResource):
                     cluster=target,
                     location=args["cluster_location"],
                     node_locations=[plan.zone] if plan.zone else None,
-                    initial_node_count=pool.min_nodes if pool.autoscaled else None,
+                    initial_node_count=(
+                        gke.initial_nodes_per_zone(pool.min_nodes, 1 if plan.zone else None)
+                        if pool.autoscaled
+                        else None
+                    ),
                     autoscaling=_autoscaling(plan, pool) if pool.autoscaled else None,
                     node_count=None if pool.autoscaled else pool.max_nodes,
                     placement_policy=placement,

@@ -79,6 +79,22 @@ def guest_accelerator(machine_type: str, accelerator: str | None) -> str | None:
     return found
 
 
+# --- node counts -------------------------------------------------------------------------------------
+REGIONAL_DEFAULT_ZONES = 3
+"""A regional cluster's node pools span three zones of its region unless ``node_locations`` says
+otherwise (GKE "Regional clusters"), and a pool's initial size is per zone: "NUM_NODES: the
+number of nodes to create in each location" (GKE "Autoscaling a cluster"; pulumi-gcp node_pool.py:
+``initial_node_count`` "In regional or multi-zonal clusters, this is the number of nodes per
+zone")."""
+
+
+def initial_nodes_per_zone(total_min: int, zones: int | None) -> int:
+    """``initial_node_count`` for a pool whose floor is ``total_min`` nodes in all: per zone, so a
+    pool in one zone starts at its floor and one spread over the region's zones starts at the
+    floor divided among them (rounded up), not the floor in every zone."""
+    return math.ceil(total_min / (zones or REGIONAL_DEFAULT_ZONES))
+
+
 # --- a created cluster's system pool ----------------------------------------------------------------
 SYSTEM_POOL_MACHINE_TYPE = "e2-standard-4"
 SYSTEM_POOL_NODES_PER_ZONE = 1

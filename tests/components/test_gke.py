@@ -56,7 +56,9 @@ def test_gpu_serving_pool_on_an_existing_cluster(plans: Plans, build: Build) -> 
     assert pool["location"] == "us-central1"
     # Serving: the profile's replicas are the pool's floor and ceiling (one node per replica).
     assert pool["autoscaling"] == {"totalMinNodeCount": 2, "totalMaxNodeCount": 8, "locationPolicy": "ANY"}
-    assert pool["initialNodeCount"] == 2 and "nodeCount" not in pool
+    # initial_node_count is per zone and this pool spans the region's three zones (GKE "Autoscaling
+    # a cluster": nodes "in each location"): the floor of 2 divided among them, not 2 in each.
+    assert "nodeLocations" not in pool and pool["initialNodeCount"] == 1 and "nodeCount" not in pool
     config = pool["nodeConfig"]
     assert config["machineType"] == spec.machine_type == "g2-standard-12"
     assert config["guestAccelerators"] == [
