@@ -133,6 +133,8 @@ class GraphMocks(pulumi.runtime.Mocks):
         self._lt_public: dict[str, bool] = {}
         self.aws_region = aws_region
         self.zones_without: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self.gke_without_workload_identity: set[str] = set()
+        """Existing GKE clusters (by name) whose ``getCluster`` answer has no workload pool."""
         """Zones that do not offer an instance type (by the offerings filter's types), for tests."""
         self._providers: dict[str, dict[str, Any]] = {}
         self._ip = 10
@@ -264,10 +266,14 @@ class GraphMocks(pulumi.runtime.Mocks):
                 },
             }
         if args.token == "gcp:container/getCluster:getCluster":
+            name = args.args.get("name")
+            project = args.args.get("project") or MOCK_GCP_PROJECT
+            pools = [] if name in self.gke_without_workload_identity else [{"workloadPool": f"{project}.svc.id.goog"}]
             return {
-                "name": args.args.get("name"),
+                "name": name,
                 "endpoint": "192.0.2.10",
                 "masterAuths": [{"clusterCaCertificate": MOCK_CA}],
+                "workloadIdentityConfigs": pools,
             }
         if args.token == "gcp:organizations/getProject:getProject":
             return {"number": MOCK_GCP_PROJECT_NUMBER, "projectId": args.args.get("projectId") or MOCK_GCP_PROJECT}

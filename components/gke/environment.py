@@ -131,8 +131,10 @@ def _autoscaling(plan: KubePlan, pool: Pool) -> Any:
     return {"total_min_node_count": pool.min_nodes, "total_max_node_count": pool.max_nodes, "location_policy": "ANY"}
 
 
-def node_config(plan: KubePlan, pool: Pool, service_account: pulumi.Input[str]) -> Any:
-    """The pool's ``node_config`` (Python input names)."""
+def node_config(
+    plan: KubePlan, pool: Pool, service_account: pulumi.Input[str], metadata: pulumi.Input[str] = "GKE_METADATA"
+) -> Any:
+    """The pool's ``node_config`` (Python input names); ``metadata``: ``metadata_mode``."""
     config: dict[str, Any] = {
         "machine_type": plan.machine_type,
         "image_type": gke.IMAGE_TYPE,
@@ -143,7 +145,7 @@ def node_config(plan: KubePlan, pool: Pool, service_account: pulumi.Input[str]) 
         "taints": [{"key": t.key, "value": t.value, "effect": EFFECTS[t.effect]} for t in plan.taints],
         "service_account": service_account,
         "oauth_scopes": SCOPES,
-        "workload_metadata_config": {"mode": "GKE_METADATA"},
+        "workload_metadata_config": {"mode": metadata},
         "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
     }
     if plan.boot_disk_kind:
@@ -207,6 +209,7 @@ class _GkeNodePools(pulumi.ComponentResource):
         args: GkeArgs,
         cluster: pulumi.Input[str],
         opts: Optional[pulumi.ResourceOptions] = None,
+        metadata: pulumi.Input[str] = "GKE_METADATA",
     ):
         super().__init__("fullserver:index:GkeNodePools", name, {}, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -259,13 +262,26 @@ class _GkeNodePools(pulumi.ComponentResource):
                     queued_provisioning={"enabled": True} if plan.queued_provisioning else None,
                     max_pods_per_node=plan.max_pods,
                     management={"auto_repair": not plan.flex_start, "auto_upgrade": True},
-                    node_config=node_config(plan, pool, self.service_account.email),
+                    node_config=node_config(plan, pool, self.service_account.email, metadata),
                     opts=pulumi.ResourceOptions(
                         parent=self, ignore_changes=["initialNodeCount"] if pool.autoscaled else None
                     ),
                 )
             )
         self.register_outputs({"pools": [p.name for p in self.pools]})
+
+
+def metadata_mode(configs: Any) -> str:
+    """An attached cluster's pools: ``GKE_METADATA`` (Workload Identity's metadata server) where the
+    cluster has a workload pool, else ``GCE_METADATA``: GKE_METADATA "can only be enabled if
+    workload identity is enabled at the cluster level" (Google provider docs for
+    ``workload_metadata_config.mode``, quoted in GoogleCloudPlatform/cloud-foundation-fabric#2236),
+    and "nothing of the cluster is touched" rules out enabling it there."""
+    for config in configs or []:
+        pool = config.get("workload_pool") if isinstance(config, dict) else getattr(config, "workload_pool", None)
+        if pool:
+            return "GKE_METADATA"
+    return "GCE_METADATA"
 
 
 def _ca(auth: Any) -> str:
@@ -302,10 +318,14 @@ class GkeEnvironment(EnvironmentComponent):
             self.cluster_name = created.cluster.name
             depends.append(created)
         else:
-            cluster = plan.cluster_name  # attached: nothing of the cluster is touched
+            cluster = plan.cluster_name  # attached: nothing of the cluster is touched, only read
             self.cluster_name = pulumi.Output.from_input(plan.cluster_name)
+            found = gcp.container.get_cluster_output(
+                name=plan.cluster_name, location=args["cluster_location"], project=args["project"]
+            )
+        metadata = "GKE_METADATA" if plan.create_cluster else found.workload_identity_configs.apply(metadata_mode)
         pools = _GkeNodePools(
-            f"{name}", plan, args, cluster, opts=pulumi.ResourceOptions(parent=self, depends_on=depends)
+            f"{name}", plan, args, cluster, pulumi.ResourceOptions(parent=self, depends_on=depends), metadata
         )
         manifests = json.loads(args["workload"])
         if args["deploy_workload"] and manifests:
@@ -314,9 +334,6 @@ class GkeEnvironment(EnvironmentComponent):
             if plan.create_cluster:
                 endpoint, ca = created.cluster.endpoint, created.cluster.master_auth.apply(_ca)
             else:
-                found = gcp.container.get_cluster_output(
-                    name=plan.cluster_name, location=args["cluster_location"], project=args["project"]
-                )
                 endpoint, ca = found.endpoint, found.master_auths.apply(lambda auths: _ca((auths or [None])[0]))
             config = pulumi.Output.all(endpoint, ca).apply(
                 lambda v: gke_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""))

@@ -283,3 +283,24 @@ def test_spot_tpu_slice_gets_an_on_demand_twin(plans: Plans, build: Build) -> No
     assert [found[n]["nodeConfig"]["spot"] for n in sorted(found)] == [False, True]
     assert {p["nodeConfig"]["machineType"] for p in found.values()} == {"ct5lp-hightpu-4t"}
     assert all("placementPolicy" not in p for p in found.values())  # one host: no topology
+
+
+def test_an_attached_cluster_without_workload_identity_gets_the_compute_metadata_server(
+    plans: Plans, build: Build, mocks: Any
+) -> None:
+    """GKE_METADATA "can only be enabled if workload identity is enabled at the cluster level"
+    (provider docs, cloud-foundation-fabric#2236), and an attached cluster is only read."""
+    spec = spec_of(plans, "serve-gcp-realtime")
+    with_wi = kube_plan(spec, Platform.GKE_GPU, cluster="ml-prod")
+    without = kube_plan(spec, Platform.GKE_GPU, cluster="legacy")
+    mocks.gke_without_workload_identity.add("legacy")
+    try:
+        g_with = build(lambda: GkeEnvironment("a", gke_args(with_wi, "proj", cluster_location="us-central1")))
+        g_without = build(lambda: GkeEnvironment("b", gke_args(without, "proj", cluster_location="us-central1")))
+    finally:
+        mocks.gke_without_workload_identity.clear()
+    (pool,) = pools(g_with).values()
+    assert pool["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    (pool,) = pools(g_without).values()
+    assert pool["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GCE_METADATA"}
+    assert g_without.of_type("container/cluster:Cluster") == []  # read, never changed
