@@ -144,6 +144,8 @@ class GraphMocks(pulumi.runtime.Mocks):
         self._lt_public: dict[str, bool] = {}
         self.aws_region = aws_region
         self.zones_without: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self.gke_without_workload_identity: set[str] = set()
+        """Existing GKE clusters (by name) whose ``getCluster`` answer has no workload pool."""
         """Zones that do not offer an instance type (by the offerings filter's types), for tests."""
         self._providers: dict[str, dict[str, Any]] = {}
         self._ip = 10
@@ -223,6 +225,20 @@ class GraphMocks(pulumi.runtime.Mocks):
             out["address"] = f"<{name} address, known after pulumi up>"
         return out
 
+    def _subnets(self, args: pulumi.runtime.MockCallArgs) -> list[str]:
+        """One subnet per zone of the region (``subnet-<zone id>``, zone ``<region>a`` first),
+        narrowed by ``subnet-id`` and ``availability-zone`` filters as EC2 DescribeSubnets does."""
+        region = self._region_of(args)
+        by_zone = {f"{region}{z}": f"subnet-{i}" for z, i in zip("abc", aws_zone_ids(region), strict=True)}
+        found = list(by_zone.values())
+        for f in args.args.get("filters") or []:
+            values = list(f.get("values") or [])
+            if f.get("name") == "subnet-id":
+                found = [s for s in found if s in values]
+            elif f.get("name") == "availability-zone":
+                found = [s for s in found if any(by_zone.get(v) == s for v in values)]
+        return found
+
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             region = self._region_of(args)
@@ -250,7 +266,7 @@ class GraphMocks(pulumi.runtime.Mocks):
         if args.token == "aws:ec2/getVpc:getVpc":  # the region's default VPC (a created EKS cluster's)
             return {"id": MOCK_DEFAULT_VPC, "default": True, "cidrBlock": "172.31.0.0/16"}
         if args.token == "aws:ec2/getSubnets:getSubnets":
-            return {"id": self._region_of(args), "ids": [f"subnet-{z}" for z in aws_zone_ids(self._region_of(args))]}
+            return {"id": self._region_of(args), "ids": self._subnets(args)}
         if args.token == "aws:eks/getCluster:getCluster":  # an existing cluster node groups join
             region = self._region_of(args)
             return {
@@ -264,10 +280,14 @@ class GraphMocks(pulumi.runtime.Mocks):
                 },
             }
         if args.token == "gcp:container/getCluster:getCluster":
+            name = args.args.get("name")
+            project = args.args.get("project") or MOCK_GCP_PROJECT
+            pools = [] if name in self.gke_without_workload_identity else [{"workloadPool": f"{project}.svc.id.goog"}]
             return {
-                "name": args.args.get("name"),
+                "name": name,
                 "endpoint": "192.0.2.10",
                 "masterAuths": [{"clusterCaCertificate": MOCK_CA}],
+                "workloadIdentityConfigs": pools,
             }
         if args.token == "gcp:organizations/getProject:getProject":
             return {"number": MOCK_GCP_PROJECT_NUMBER, "projectId": args.args.get("projectId") or MOCK_GCP_PROJECT}

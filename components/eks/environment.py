@@ -13,16 +13,18 @@ checked against ``/work/shared/reference/kubernetes.md`` section 6):
   ``AmazonEKS_CNI_Policy``);
 * a launch template per environment: the nodeadm ``NodeConfig`` as MIME multi-part user data
   (pinned ``maxPods`` and ``kubeReserved``, the instance store as RAID0 for kubelet and
-  containerd), a gp3 root volume of the planned size, IMDSv2, and for EFA shapes the
+  containerd), a gp3 root volume of the planned size, IMDSv2 with hop limit 1, and for EFA shapes the
   interfaces (card 0 ``efa``, the rest ``efa-only``) in a cluster placement group with a security
-  group that admits all traffic from itself; no AMI (EKS merges its own NodeConfig and picks the
+  group that admits all traffic from itself, the node group's subnets narrowed to one zone
+  (``_one_zone``); no AMI (EKS merges its own NodeConfig and picks the
   accelerated AL2023 NVIDIA AMI from ``ami_type``) and no subnet (the node group's);
 * each node group: the AMI type ``AL2023_x86_64_NVIDIA``, ``SPOT`` or ``ON_DEMAND``, the planned
   instance type (spot groups: the balanced alternatives too), the plan's labels and taints
   (``NO_SCHEDULE``), the scaling range with ``desiredSize`` left to the autoscaler after creation
   (``ignore_changes``: Pulumi would otherwise reset what the autoscaler set, pulumi-eks#321), and
   for groups that scale from zero the Cluster Autoscaler's node-template tags on their Auto Scaling
-  group (labels, taints, GPUs), which EKS does not propagate (eksctl#7543).
+  group (labels, taints, GPUs), which EKS does not propagate (eksctl#7543);
+* a created cluster's untainted system node group (``eks.SYSTEM_AMI_TYPE``), where CoreDNS runs.
 """
 
 import base64
@@ -34,11 +36,13 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.labels import aws_tags
+from components.aws.network import offering_zones
 from components.eks.args import EksArgs
 from components.names import logical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
 from fullserver.kube.kubeconfig import eks_kubeconfig
+from fullserver.naming import fit_name
 from fullserver.platforms import eks
 
 TOKEN = "fullserver:index:EksEnvironment"
@@ -54,9 +58,14 @@ DEVICE_PLUGIN_CHART = ("nvidia-device-plugin", "0.17.4", "https://nvidia.github.
 GPUs", ml-eks-k8s-device-plugin) says AL2023 NVIDIA AMIs need it installed (Helm, other tooling or
 the GPU Operator; Bottlerocket NVIDIA AMIs ship it) and lists chart 0.17.4 from this repository."""
 GPU_PRESENT = {"nvidia.com/gpu.present": "true"}
-"""On every GPU node and the plugin's node selector: the label the chart's default node affinity
-accepts when Node Feature Discovery is not installed (an assumption about the chart's defaults,
-not read from this chart version's values.yaml)."""
+"""On every GPU node and the plugin's node selector. Chart 0.17.4's default ``affinity`` is
+required node affinity with three alternative terms: NFD's ``feature.node.kubernetes.io/pci-10de.present``,
+NFD's ``cpu-model.vendor_id=NVIDIA``, or this label ("We allow a GPU deployment to be forced by
+setting the following label to true"); NFD is installed only with ``nfd.enabled``/``gfd.enabled``,
+both off by default (NVIDIA/k8s-device-plugin@v0.17.4: deployments/helm/nvidia-device-plugin/
+values.yaml and Chart.yaml). So without NFD the plugin schedules on exactly the nodes carrying
+this label. nodeadm sets it itself only from kubelet 1.35 on (awslabs/amazon-eks-ami:
+nodeadm/internal/kubelet/config.go, ``NvidiaGPULabel``), hence the node group's label."""
 CA_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 
 
@@ -68,6 +77,8 @@ class _Network:
     subnet_ids: pulumi.Input[list[str]]
     vpc_id: pulumi.Input[str]
     security_group: pulumi.Input[str] | None
+    node_subnet_ids: pulumi.Input[list[str]] | None = None
+    """The node groups' subnets where they differ from the cluster's: one zone's (``_one_zone``)."""
 
 
 def _trust(service: str) -> str:
@@ -195,7 +206,11 @@ def launch_template_inputs(
                 "ebs": {"volume_size": plan.boot_disk_gib, "volume_type": "gp3", "encrypted": "true"},
             }
         ],
-        "metadata_options": {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 2},
+        # IMDSv2 with hop limit 1, the managed node groups' own default: pods (not on the host
+        # network) cannot reach the node role's credentials; they get theirs from Pod Identity or
+        # IRSA (awsdocs/amazon-eks-user-guide: latest/ug/nodes/al2023.adoc, "the default hop count
+        # for managed node groups is set to 1 ... Alternatively, you can use Amazon EKS Pod Identity").
+        "metadata_options": {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 1},
         "tag_specifications": [{"resource_type": "instance", "tags": aws_tags(plan.cloud_labels, plan.environment)}],
         "update_default_version": True,
     }
@@ -268,7 +283,35 @@ class _EksNodeGroups(pulumi.ComponentResource):
         self.groups: list[aws.eks.NodeGroup] = []
         for pool in plan.pools:
             self.groups.append(self._group(name, plan, pool, network, cluster_name, template, attachments))
+        if plan.create_cluster:
+            self.system_group = self._system_group(name, plan, network, cluster_name, attachments)
         self.register_outputs({"groups": [g.node_group_name for g in self.groups]})
+
+    def _system_group(
+        self, name: str, plan: KubePlan, network: _Network, cluster_name: pulumi.Input[str], attachments: list[Any]
+    ) -> aws.eks.NodeGroup:
+        """A created cluster's untainted group for CoreDNS and other system pods (``eks.SYSTEM_AMI_TYPE``):
+        EKS's own launch template, the cluster's subnets, fixed size."""
+        group_name = fit_name(eks.NODE_GROUP_TYPE, f"{plan.environment}-system", "nodeGroupName")
+        return aws.eks.NodeGroup(
+            f"{name}-system",
+            cluster_name=cluster_name,
+            node_group_name=group_name,
+            node_role_arn=self.role.arn,
+            subnet_ids=network.subnet_ids,
+            ami_type=eks.SYSTEM_AMI_TYPE,
+            capacity_type="ON_DEMAND",
+            instance_types=[eks.SYSTEM_INSTANCE_TYPE],
+            scaling_config={
+                "min_size": eks.SYSTEM_NODES,
+                "max_size": eks.SYSTEM_NODES,
+                "desired_size": eks.SYSTEM_NODES,
+            },
+            labels=dict(plan.labels),
+            update_config={"max_unavailable": 1},
+            tags=aws_tags(plan.cloud_labels, group_name),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
+        )
 
     def _group(
         self,
@@ -285,7 +328,7 @@ class _EksNodeGroups(pulumi.ComponentResource):
             cluster_name=cluster_name,
             node_group_name=pool.name,
             node_role_arn=self.role.arn,
-            subnet_ids=network.subnet_ids,
+            subnet_ids=network.subnet_ids if network.node_subnet_ids is None else network.node_subnet_ids,
             ami_type=plan.driver,
             capacity_type="SPOT" if pool.spot else "ON_DEMAND",
             instance_types=plan.instance_types if pool.spot else [plan.machine_type],
@@ -319,15 +362,49 @@ def _network(plan: KubePlan, args: EksArgs, parent: pulumi.Resource) -> _Network
     if not plan.create_cluster:
         found = aws.eks.get_cluster_output(name=plan.cluster_name, opts=invoke)
         config = found.vpc_config
-        return _Network(
+        network = _Network(
             config.subnet_ids,
             config.vpc_id,
             args.get("cluster_security_group_id") or config.cluster_security_group_id,
         )
-    vpc = aws.ec2.get_vpc_output(default=True, opts=invoke)
-    vpc_filter: Any = {"name": "vpc-id", "values": [vpc.id]}
-    subnets = aws.ec2.get_subnets_output(filters=[vpc_filter], opts=invoke)
-    return _Network(subnets.ids, vpc.id, None)
+    else:
+        vpc = aws.ec2.get_vpc_output(default=True, opts=invoke)
+        vpc_filter: Any = {"name": "vpc-id", "values": [vpc.id]}
+        subnets = aws.ec2.get_subnets_output(filters=[vpc_filter], opts=invoke)
+        network = _Network(subnets.ids, vpc.id, None)
+    if plan.compact_placement or plan.efa_interfaces:
+        network.node_subnet_ids = _one_zone(plan, network.subnet_ids, parent)
+    return network
+
+
+def _one_zone(plan: KubePlan, subnet_ids: pulumi.Input[list[str]], parent: pulumi.Resource) -> pulumi.Output[list[str]]:
+    """The subnets of one zone among ``subnet_ids`` (a default VPC's or an attached cluster's span
+    several): a cluster placement group is "a logical grouping of instances within a single
+    Availability Zone" (EC2 user guide, placement strategies), and the EKS user guide's EFA node
+    group takes one zone while its cluster takes two (awsdocs/amazon-eks-user-guide:
+    latest/ug/ml/node-efa.adoc, ``efa-cluster.yaml``). The zone is the plan's, else the first
+    zone of the region offering the instance type, as the VM platform picks it
+    (``components.aws.network.offering_zones``). Given subnets (``EksArgs.subnet_ids``) are
+    taken as the one zone's the caller chose."""
+    invoke = pulumi.InvokeOptions(parent=parent)
+    zone: pulumi.Input[str]
+    if plan.zone:
+        zone = plan.zone
+    else:
+        azs = aws.get_availability_zones_output(state="available", opts=invoke)
+        offers = aws.ec2.get_instance_type_offerings_output(
+            filters=[{"name": "instance-type", "values": [plan.machine_type]}],
+            location_type="availability-zone",
+            opts=invoke,
+        )
+        zone = pulumi.Output.all(azs.names, offers.locations).apply(
+            lambda found: offering_zones(plan.region, plan.machine_type, list(found[0]), list(found[1]))[0]
+        )
+    filters: Any = [
+        {"name": "subnet-id", "values": subnet_ids},
+        {"name": "availability-zone", "values": [zone]},
+    ]
+    return aws.ec2.get_subnets_output(filters=filters, opts=invoke).ids
 
 
 def _device_plugin(name: str, config: pulumi.Input[str], parent: pulumi.Resource, after: list[pulumi.Resource]) -> None:

@@ -17,7 +17,8 @@ Inputs follow pulumi-gcp 10.2 ``container.Cluster``/``container.NodePool`` (name
   multi-host TPU slice (never ``tpu_topology`` on a single host: xpk#825), max 15 pods per node
   there, per-zone ``max_node_count`` covering the slice with ``location_policy = ANY``
   (ci-infra#545); flex-start with queued provisioning and no auto-repair where asked; Workload
-  Identity's metadata server (``GKE_METADATA``) and shielded nodes.
+  Identity's metadata server (``GKE_METADATA``) and shielded nodes;
+* a created cluster's untainted system pool (``system_pool``), where GKE's own Deployments run.
 
 ``initial_node_count`` of an autoscaled pool is ignored after creation: changing it replaces the
 pool (pulumi-gcp node_pool docstring), and the autoscaler moves the count anyway.
@@ -34,19 +35,18 @@ from components.names import logical, physical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
 from fullserver.kube.kubeconfig import gke_kubeconfig
+from fullserver.naming import fit_name
 from fullserver.platforms import gke
 from fullserver.rules import gcp_labels
 
 TOKEN = "fullserver:index:GkeEnvironment"
-NODE_ROLES = (
-    "roles/logging.logWriter",
-    "roles/monitoring.metricWriter",
-    "roles/monitoring.viewer",
-    "roles/stackdriver.resourceMetadata.writer",
-    "roles/artifactregistry.reader",
-)
-"""The node service account's roles: GKE's hardening guide's least-privilege set (logs, metrics,
-resource metadata, pulling images), instead of the Compute Engine default account's editor."""
+NODE_ROLES = ("roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader")
+"""The node service account's roles: "These node service accounts must have the Kubernetes Engine
+Default Node Service Account (roles/container.defaultNodeServiceAccount) role on the project at
+minimum" (GKE "Configure GKE node service accounts", docs.cloud.google.com/kubernetes-engine/
+security/configure-node-service-accounts), plus ``roles/artifactregistry.reader`` for private
+images (CIS GKE Benchmark v2.0.0, 5.2.1). The predefined role tracks what nodes need (logs,
+metrics, resource metadata, autoscaling metrics), which a hand-picked list of older roles misses."""
 SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
 SUBNET_RANGE = "10.0.0.0/20"
 PODS_RANGE = ("pods", "10.4.0.0/14")
@@ -131,8 +131,10 @@ def _autoscaling(plan: KubePlan, pool: Pool) -> Any:
     return {"total_min_node_count": pool.min_nodes, "total_max_node_count": pool.max_nodes, "location_policy": "ANY"}
 
 
-def node_config(plan: KubePlan, pool: Pool, service_account: pulumi.Input[str]) -> Any:
-    """The pool's ``node_config`` (Python input names)."""
+def node_config(
+    plan: KubePlan, pool: Pool, service_account: pulumi.Input[str], metadata: pulumi.Input[str] = "GKE_METADATA"
+) -> Any:
+    """The pool's ``node_config`` (Python input names); ``metadata``: ``metadata_mode``."""
     config: dict[str, Any] = {
         "machine_type": plan.machine_type,
         "image_type": gke.IMAGE_TYPE,
@@ -143,7 +145,7 @@ def node_config(plan: KubePlan, pool: Pool, service_account: pulumi.Input[str]) 
         "taints": [{"key": t.key, "value": t.value, "effect": EFFECTS[t.effect]} for t in plan.taints],
         "service_account": service_account,
         "oauth_scopes": SCOPES,
-        "workload_metadata_config": {"mode": "GKE_METADATA"},
+        "workload_metadata_config": {"mode": metadata},
         "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
     }
     if plan.boot_disk_kind:
@@ -166,6 +168,37 @@ def node_config(plan: KubePlan, pool: Pool, service_account: pulumi.Input[str]) 
     return config
 
 
+def system_pool(
+    name: str, plan: KubePlan, args: GkeArgs, cluster: Any, service_account: pulumi.Input[str], parent: pulumi.Resource
+) -> Any:
+    """A created cluster's untainted pool for GKE's own Deployments (``gke.SYSTEM_POOL_MACHINE_TYPE``):
+    fixed, in the accelerator pools' zone when the plan has one, no taints."""
+    node_pool: Any = gcp.container.NodePool
+    return node_pool(
+        f"{name}-system",
+        name=fit_name(gke.NODE_POOL_TYPE, f"{plan.environment}-system"),
+        project=args["project"],
+        cluster=cluster,
+        location=args["cluster_location"],
+        node_locations=[plan.zone] if plan.zone else None,
+        node_count=gke.SYSTEM_POOL_NODES_PER_ZONE,
+        management={"auto_repair": True, "auto_upgrade": True},
+        node_config={
+            "machine_type": gke.SYSTEM_POOL_MACHINE_TYPE,
+            "image_type": gke.IMAGE_TYPE,
+            "disk_size_gb": gke.SYSTEM_POOL_DISK_GIB,
+            "disk_type": "pd-balanced",
+            "labels": dict(plan.labels),
+            "resource_labels": gcp_labels(plan.cloud_labels),
+            "service_account": service_account,
+            "oauth_scopes": SCOPES,
+            "workload_metadata_config": {"mode": "GKE_METADATA"},
+            "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
+        },
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
 class _GkeNodePools(pulumi.ComponentResource):
     """The plan's node pools on ``cluster`` (an id or a name in ``location``), and their identity."""
 
@@ -176,6 +209,7 @@ class _GkeNodePools(pulumi.ComponentResource):
         args: GkeArgs,
         cluster: pulumi.Input[str],
         opts: Optional[pulumi.ResourceOptions] = None,
+        metadata: pulumi.Input[str] = "GKE_METADATA",
     ):
         super().__init__("fullserver:index:GkeNodePools", name, {}, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -201,6 +235,8 @@ class _GkeNodePools(pulumi.ComponentResource):
         target: Any = cluster  # an id Output or a name: pulumi-gcp's Input[str | None] is invariant
         # mypy gives up on NodePool's overloads ("too many unions") for optional nested inputs.
         node_pool: Any = gcp.container.NodePool
+        if plan.create_cluster:
+            self.system_pool = system_pool(name, plan, args, target, self.service_account.email, self)
         for pool in plan.pools:
             placement: dict[str, Any] | None = None
             if plan.compact_placement:
@@ -215,20 +251,37 @@ class _GkeNodePools(pulumi.ComponentResource):
                     cluster=target,
                     location=args["cluster_location"],
                     node_locations=[plan.zone] if plan.zone else None,
-                    initial_node_count=pool.min_nodes if pool.autoscaled else None,
+                    initial_node_count=(
+                        gke.initial_nodes_per_zone(pool.min_nodes, 1 if plan.zone else None)
+                        if pool.autoscaled
+                        else None
+                    ),
                     autoscaling=_autoscaling(plan, pool) if pool.autoscaled else None,
                     node_count=None if pool.autoscaled else pool.max_nodes,
                     placement_policy=placement,
                     queued_provisioning={"enabled": True} if plan.queued_provisioning else None,
                     max_pods_per_node=plan.max_pods,
                     management={"auto_repair": not plan.flex_start, "auto_upgrade": True},
-                    node_config=node_config(plan, pool, self.service_account.email),
+                    node_config=node_config(plan, pool, self.service_account.email, metadata),
                     opts=pulumi.ResourceOptions(
                         parent=self, ignore_changes=["initialNodeCount"] if pool.autoscaled else None
                     ),
                 )
             )
         self.register_outputs({"pools": [p.name for p in self.pools]})
+
+
+def metadata_mode(configs: Any) -> str:
+    """An attached cluster's pools: ``GKE_METADATA`` (Workload Identity's metadata server) where the
+    cluster has a workload pool, else ``GCE_METADATA``: GKE_METADATA "can only be enabled if
+    workload identity is enabled at the cluster level" (Google provider docs for
+    ``workload_metadata_config.mode``, quoted in GoogleCloudPlatform/cloud-foundation-fabric#2236),
+    and "nothing of the cluster is touched" rules out enabling it there."""
+    for config in configs or []:
+        pool = config.get("workload_pool") if isinstance(config, dict) else getattr(config, "workload_pool", None)
+        if pool:
+            return "GKE_METADATA"
+    return "GCE_METADATA"
 
 
 def _ca(auth: Any) -> str:
@@ -265,10 +318,14 @@ class GkeEnvironment(EnvironmentComponent):
             self.cluster_name = created.cluster.name
             depends.append(created)
         else:
-            cluster = plan.cluster_name  # attached: nothing of the cluster is touched
+            cluster = plan.cluster_name  # attached: nothing of the cluster is touched, only read
             self.cluster_name = pulumi.Output.from_input(plan.cluster_name)
+            found = gcp.container.get_cluster_output(
+                name=plan.cluster_name, location=args["cluster_location"], project=args["project"]
+            )
+        metadata = "GKE_METADATA" if plan.create_cluster else found.workload_identity_configs.apply(metadata_mode)
         pools = _GkeNodePools(
-            f"{name}", plan, args, cluster, opts=pulumi.ResourceOptions(parent=self, depends_on=depends)
+            f"{name}", plan, args, cluster, pulumi.ResourceOptions(parent=self, depends_on=depends), metadata
         )
         manifests = json.loads(args["workload"])
         if args["deploy_workload"] and manifests:
@@ -277,9 +334,6 @@ class GkeEnvironment(EnvironmentComponent):
             if plan.create_cluster:
                 endpoint, ca = created.cluster.endpoint, created.cluster.master_auth.apply(_ca)
             else:
-                found = gcp.container.get_cluster_output(
-                    name=plan.cluster_name, location=args["cluster_location"], project=args["project"]
-                )
                 endpoint, ca = found.endpoint, found.master_auths.apply(lambda auths: _ca((auths or [None])[0]))
             config = pulumi.Output.all(endpoint, ca).apply(
                 lambda v: gke_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""))

@@ -36,6 +36,15 @@ NAME_RULES: dict[str, tuple[NameRule, ...]] = {
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 """The accelerated AL2023 AMI: NVIDIA driver and container toolkit installed; the NVIDIA device
 plugin is not (install it, or the GPU Operator). AL2 AMIs ended 2025-11-26."""
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+SYSTEM_INSTANCE_TYPE = "m6i.large"
+SYSTEM_NODES = 1
+"""A cluster fullserver creates gets one untainted managed node group besides the GPU groups: every
+GPU group is tainted ``nvidia.com/gpu`` and may sit at zero, and CoreDNS (an EKS default add-on)
+does not tolerate that taint, so without it cluster DNS never runs (the same holds on GKE,
+``fullserver.platforms.gke.SYSTEM_POOL_MACHINE_TYPE``). ``AL2023_x86_64_STANDARD`` is EKS's plain
+AL2023 AMI type (aws-cdk ``NodegroupAmiType.AL2023_X86_64_STANDARD``); one m6i.large is
+fullserver's choice, not a sourced size."""
 GPU_RESOURCE = gke.GPU_RESOURCE
 GPU_TAINT = (GPU_RESOURCE, "present", "NoSchedule")
 """No EKS page says EKS taints GPU nodes itself: fullserver declares the taint through the EKS API."""
@@ -126,7 +135,18 @@ def node_config(*, raid0: bool, max_pods: int, kube_reserved: dict[str, str]) ->
     pinned ``maxPods`` and ``kubeReserved`` (so allocatable is known), and the instance store as
     one RAID0 array for kubelet and containerd (``spec.instance.localStorage.strategy: RAID0``,
     mounted at ``/mnt/k8s-disks/``). EKS merges it with its own NodeConfig (cluster endpoint,
-    CA), as the template names no AMI."""
+    CA), as the template names no AMI.
+
+    ``kubeReserved`` carries all three of nodeadm's keys (cpu, memory, ephemeral-storage), so the
+    result is ours however it merges: nodeadm merges NodeConfig documents key by key, later ones
+    overriding (``nodeadm/internal/api/merge.go``, mergo ``WithOverride``), and writes the merged
+    ``kubelet.config`` as the drop-in ``config.json.d/40-nodeadm.conf`` over its generated config
+    (``internal/kubelet/config.go``, ``writeKubeletConfig``), which kubelet merges map by map:
+    "Individual fields in maps ... can be selectively overridden" (kubernetes/website:
+    docs/reference/node/kubelet-config-directory-merging.md). A partial map would have merged
+    into nodeadm's defaults, not replaced them. ``maxPods``: the managed group's own NodeConfig
+    sets it too (eksctl-io/eksctl#8037), and which document comes last is not documented; the
+    pinned ``kubeReserved`` keeps allocatable as planned either way."""
     spec: dict[str, object] = {"kubelet": {"config": {"maxPods": max_pods, "kubeReserved": dict(kube_reserved)}}}
     if raid0:
         spec["instance"] = {"localStorage": {"strategy": "RAID0"}}

@@ -79,11 +79,45 @@ def guest_accelerator(machine_type: str, accelerator: str | None) -> str | None:
     return found
 
 
+# --- node counts -------------------------------------------------------------------------------------
+REGIONAL_DEFAULT_ZONES = 3
+"""A regional cluster's node pools span three zones of its region unless ``node_locations`` says
+otherwise (GKE "Regional clusters"), and a pool's initial size is per zone: "NUM_NODES: the
+number of nodes to create in each location" (GKE "Autoscaling a cluster"; pulumi-gcp node_pool.py:
+``initial_node_count`` "In regional or multi-zonal clusters, this is the number of nodes per
+zone")."""
+
+
+def initial_nodes_per_zone(total_min: int, zones: int | None) -> int:
+    """``initial_node_count`` for a pool whose floor is ``total_min`` nodes in all: per zone, so a
+    pool in one zone starts at its floor and one spread over the region's zones starts at the
+    floor divided among them (rounded up), not the floor in every zone."""
+    return math.ceil(total_min / (zones or REGIONAL_DEFAULT_ZONES))
+
+
+# --- a created cluster's system pool ----------------------------------------------------------------
+SYSTEM_POOL_MACHINE_TYPE = "e2-standard-4"
+SYSTEM_POOL_NODES_PER_ZONE = 1
+SYSTEM_POOL_DISK_GIB = 50
+"""A cluster fullserver creates gets one untainted pool besides the accelerator pools: every
+accelerator pool is tainted (``nvidia.com/gpu``/``google.com/tpu``) and may sit at zero, and GKE's
+own Deployments (kube-dns, konnectivity-agent, metrics-server) tolerate no such taint
+(kubernetes/kubernetes#57659: GKE manages kube-dns's tolerations itself), so without it they never
+schedule and a multi-host slice's pods cannot resolve each other. xpk creates its clusters the same
+way, with a CPU "system node pool" (AI-Hypercomputer/xpk: ``--default-pool-cpu-machine-type`` ->
+Cluster Toolkit ``system_node_pool_machine_type``). One e2-standard-4 per zone of the pool is
+fullserver's choice, not a sourced size; ``node_count`` is per zone (pulumi-gcp node_pool.py)."""
+
+
 # --- TPUs ------------------------------------------------------------------------------------------
 TPU_RESOURCE = "google.com/tpu"
 TPU_TAINT = (TPU_RESOURCE, "present", "NoSchedule")
-"""Declared by fullserver on every TPU pool (whether GKE taints TPU nodes itself is unconfirmed);
-xpk's workloads tolerate the key ``google.com/tpu``."""
+"""Declared by fullserver on every TPU pool. GKE gives TPU slice nodes this same taint
+("TPU slice nodes are given a taint, google.com/tpu=present:NoSchedule", skypilot-org/skypilot:
+sky/provision/kubernetes, quoting GKE "About TPUs in GKE", section "How TPUs work"; the GKE page
+itself was not readable here in full), and ``gcloud ... --node-taints=google.com/tpu=present:NoSchedule``
+on TPU pools is common practice; declaring it keeps the pool tainted whatever GKE does. xpk's
+workloads tolerate the key ``google.com/tpu``."""
 TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 MULTI_HOST_MAX_PODS = 15

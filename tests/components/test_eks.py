@@ -22,7 +22,15 @@ SUBNETS = ["subnet-0a", "subnet-0b"]
 
 
 def groups(g: Graph) -> dict[str, dict[str, Any]]:
-    return {row.inputs["nodeGroupName"]: row.inputs for row in g.of_type("eks/nodeGroup:NodeGroup")}
+    """The GPU node groups (a created cluster's system group apart: ``system_group``)."""
+    rows = g.of_type("eks/nodeGroup:NodeGroup")
+    return {r.inputs["nodeGroupName"]: r.inputs for r in rows if r.inputs["amiType"] != eks.SYSTEM_AMI_TYPE}
+
+
+def system_group(g: Graph) -> dict[str, Any] | None:
+    found = [r.inputs for r in g.of_type("eks/nodeGroup:NodeGroup") if r.inputs["amiType"] == eks.SYSTEM_AMI_TYPE]
+    assert len(found) <= 1
+    return found[0] if found else None
 
 
 def node_config(g: Graph) -> dict[str, Any]:
@@ -60,6 +68,13 @@ def test_p5_efa_node_group_with_a_new_cluster(plans: Plans, build: Build) -> Non
             "AmazonEKS_CNI_Policy",
         ]
     )
+    # The created cluster's untainted group, where CoreDNS runs (no GPU group tolerates it there).
+    system = system_group(g)
+    assert system is not None and system["nodeGroupName"] == "train-p5-cluster-system"
+    assert system["instanceTypes"] == ["m6i.large"] and system["capacityType"] == "ON_DEMAND"
+    assert system["scalingConfig"] == {"minSize": 1, "maxSize": 1, "desiredSize": 1}
+    assert "taints" not in system and "launchTemplate" not in system
+    assert system["subnetIds"] == SUBNETS and system["clusterName"] == "train-p5-cluster"
     (group,) = groups(g).values()
     assert group["nodeGroupName"] == "train-p5-cluster-gpu" and group["clusterName"] == "train-p5-cluster"
     assert group["amiType"] == "AL2023_x86_64_NVIDIA" and group["capacityType"] == "ON_DEMAND"
@@ -85,6 +100,9 @@ def test_p5_efa_node_group_with_a_new_cluster(plans: Plans, build: Build) -> Non
     assert "groupName" in template["placement"]
     assert template["blockDeviceMappings"][0]["ebs"]["volumeSize"] == spec.boot_disk_gib
     assert template["metadataOptions"]["httpTokens"] == "required"
+    # Hop limit 1, as managed node groups default: pods get credentials from Pod Identity, never
+    # the node role through IMDS (EKS user guide, al2023.adoc).
+    assert template["metadataOptions"]["httpPutResponseHopLimit"] == 1
     assert "imageId" not in template  # EKS picks the AMI from amiType and merges its NodeConfig
     config = node_config(g)
     assert config["kind"] == "NodeConfig"
@@ -97,11 +115,44 @@ def test_p5_efa_node_group_with_a_new_cluster(plans: Plans, build: Build) -> Non
     assert graph_problems((r.type, r.name, r.inputs) for r in g.rows if r.custom) == []
 
 
+def test_efa_node_group_on_the_default_vpc_keeps_to_one_zone(plans: Plans, build: Build) -> None:
+    """A cluster placement group holds instances of one Availability Zone, and EKS's EFA node group
+    takes one zone while the cluster takes several (EKS user guide, node-efa.adoc): the default
+    VPC's subnets span every zone, so the node group gets the first zone offering the type."""
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU)
+    assert plan.zone is None and plan.compact_placement and plan.efa_interfaces == 32
+    g = build(lambda: EksEnvironment("p5", eks_args(plan)))
+    every_zone = ["subnet-use1-az1", "subnet-use1-az2", "subnet-use1-az3"]
+    assert g.one("eks/cluster:Cluster").inputs["vpcConfig"]["subnetIds"] == every_zone
+    (group,) = groups(g).values()
+    assert group["subnetIds"] == ["subnet-use1-az1"]  # us-east-1a, the first offering zone
+
+
+def test_efa_node_group_joining_a_cluster_keeps_to_one_of_its_zones(plans: Plans, build: Build, mocks: Any) -> None:
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU, cluster="prod")
+    mocks.zones_without[("p5.48xlarge",)] = ("us-east-1a",)
+    try:
+        g = build(lambda: EksEnvironment("p5", eks_args(plan)))
+    finally:
+        mocks.zones_without.clear()
+    (group,) = groups(g).values()
+    assert group["subnetIds"] == ["subnet-use1-az2"]  # us-east-1b: 1a offers no p5
+
+
+def test_a_group_without_efa_or_placement_spans_the_cluster_subnets(plans: Plans, build: Build) -> None:
+    plan = kube_plan(spec_of(plans, "serve-aws-realtime"), Platform.EKS_GPU, cluster="prod")
+    assert not plan.compact_placement and not plan.efa_interfaces
+    g = build(lambda: EksEnvironment("s", eks_args(plan)))
+    (group,) = groups(g).values()
+    assert group["subnetIds"] == ["subnet-use1-az1", "subnet-use1-az2", "subnet-use1-az3"]
+
+
 def test_spot_fallback_groups_scale_from_zero_on_an_existing_cluster(plans: Plans, build: Build) -> None:
     spec = spec_of(plans, "exp-aws-l4-spot")
     plan = kube_plan(spec, Platform.EKS_GPU, cluster="research")
     g = build(lambda: EksEnvironment("exp", eks_args(plan, SUBNETS, "vpc-1")))
     assert g.of_type("eks/cluster:Cluster") == [] and g.of_type("eks/addon:Addon") == []
+    assert system_group(g) is None  # the existing cluster runs its own system pods
     found = groups(g)
     spot, fallback = found["exp-aws-l4-spot-spot"], found["exp-aws-l4-spot-ondemand"]
     assert spot["capacityType"] == "SPOT" and fallback["capacityType"] == "ON_DEMAND"

@@ -50,12 +50,15 @@ def test_gpu_serving_pool_on_an_existing_cluster(plans: Plans, build: Build) -> 
     )
     assert g.of_type("container/cluster:Cluster") == []  # attached: nothing of the cluster is touched
     assert g.of_type("compute/network:Network") == []
+    assert "serve-gcp-realtime-system" not in pools(g)  # the cluster's own pools run its system pods
     (pool,) = pools(g).values()
     assert pool["name"] == "serve-gcp-realtime-gpu" and pool["cluster"] == "ml-prod"
     assert pool["location"] == "us-central1"
     # Serving: the profile's replicas are the pool's floor and ceiling (one node per replica).
     assert pool["autoscaling"] == {"totalMinNodeCount": 2, "totalMaxNodeCount": 8, "locationPolicy": "ANY"}
-    assert pool["initialNodeCount"] == 2 and "nodeCount" not in pool
+    # initial_node_count is per zone and this pool spans the region's three zones (GKE "Autoscaling
+    # a cluster": nodes "in each location"): the floor of 2 divided among them, not 2 in each.
+    assert "nodeLocations" not in pool and pool["initialNodeCount"] == 1 and "nodeCount" not in pool
     config = pool["nodeConfig"]
     assert config["machineType"] == spec.machine_type == "g2-standard-12"
     assert config["guestAccelerators"] == [
@@ -79,15 +82,8 @@ def test_gpu_serving_pool_on_an_existing_cluster(plans: Plans, build: Build) -> 
     assert pool["management"] == {"autoRepair": True, "autoUpgrade": True}
     assert "placementPolicy" not in pool and "queuedProvisioning" not in pool
     roles = sorted(r.inputs["role"] for r in g.of_type("projects/iAMMember:IAMMember"))
-    assert roles == sorted(
-        [
-            "roles/artifactregistry.reader",
-            "roles/logging.logWriter",
-            "roles/monitoring.metricWriter",
-            "roles/monitoring.viewer",
-            "roles/stackdriver.resourceMetadata.writer",
-        ]
-    )
+    # GKE's least-privilege node role and image pulls (GKE "Configure GKE node service accounts").
+    assert roles == ["roles/artifactregistry.reader", "roles/container.defaultNodeServiceAccount"]
     # The workload: Deployment + Service + HPA whose pod fits the node's allocatable.
     manifests = g.outputs.get("workload") or workload(plan, spec)
     kinds = [m["kind"] for m in manifests]
@@ -140,8 +136,16 @@ def test_multi_host_tpu_slice_pool_on_a_new_private_cluster(catalog: Catalog, bu
     subnet = g.one("compute/subnetwork:Subnetwork").inputs
     assert subnet["privateIpGoogleAccess"] is True
     assert [r["rangeName"] for r in subnet["secondaryIpRanges"]] == ["pods", "services"]
-    (pool,) = pools(g).values()
-    assert pool["name"] == "slice-job-tpu"
+    found = pools(g)
+    assert sorted(found) == ["slice-job-system", "slice-job-tpu"]
+    # The created cluster's untainted system pool: GKE's own Deployments (kube-dns) tolerate no
+    # accelerator taint (fullserver.platforms.gke.SYSTEM_POOL_MACHINE_TYPE).
+    system = found["slice-job-system"]
+    assert system["nodeConfig"]["machineType"] == "e2-standard-4" and "taints" not in system["nodeConfig"]
+    assert system["nodeCount"] == 1 and system["nodeLocations"] == ["us-central1-a"]
+    assert system["nodeConfig"]["serviceAccount"] == found["slice-job-tpu"]["nodeConfig"]["serviceAccount"]
+    assert system["cluster"] == found["slice-job-tpu"]["cluster"] and "autoscaling" not in system
+    pool = found["slice-job-tpu"]
     assert pool["nodeConfig"]["machineType"] == "ct5lp-hightpu-4t"
     assert "guestAccelerators" not in pool["nodeConfig"]  # TPU pools name the machine type only
     assert pool["nodeConfig"]["taints"] == [{"key": "google.com/tpu", "value": "present", "effect": "NO_SCHEDULE"}]
@@ -279,3 +283,24 @@ def test_spot_tpu_slice_gets_an_on_demand_twin(plans: Plans, build: Build) -> No
     assert [found[n]["nodeConfig"]["spot"] for n in sorted(found)] == [False, True]
     assert {p["nodeConfig"]["machineType"] for p in found.values()} == {"ct5lp-hightpu-4t"}
     assert all("placementPolicy" not in p for p in found.values())  # one host: no topology
+
+
+def test_an_attached_cluster_without_workload_identity_gets_the_compute_metadata_server(
+    plans: Plans, build: Build, mocks: Any
+) -> None:
+    """GKE_METADATA "can only be enabled if workload identity is enabled at the cluster level"
+    (provider docs, cloud-foundation-fabric#2236), and an attached cluster is only read."""
+    spec = spec_of(plans, "serve-gcp-realtime")
+    with_wi = kube_plan(spec, Platform.GKE_GPU, cluster="ml-prod")
+    without = kube_plan(spec, Platform.GKE_GPU, cluster="legacy")
+    mocks.gke_without_workload_identity.add("legacy")
+    try:
+        g_with = build(lambda: GkeEnvironment("a", gke_args(with_wi, "proj", cluster_location="us-central1")))
+        g_without = build(lambda: GkeEnvironment("b", gke_args(without, "proj", cluster_location="us-central1")))
+    finally:
+        mocks.gke_without_workload_identity.clear()
+    (pool,) = pools(g_with).values()
+    assert pool["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    (pool,) = pools(g_without).values()
+    assert pool["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GCE_METADATA"}
+    assert g_without.of_type("container/cluster:Cluster") == []  # read, never changed

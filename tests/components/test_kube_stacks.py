@@ -52,7 +52,7 @@ def test_gke_pools_are_the_plan(planned: dict[str, tuple[StackPlan, Graph]], nam
     plan, graph = planned[name]
     kube = plan.spec.kube
     assert kube is not None and plan.spec.platform.value == name.rsplit("-", 1)[0].replace("-attach", "")
-    pools = graph.of_type("container/nodePool:NodePool")
+    pools = [r for r in graph.of_type("container/nodePool:NodePool") if not r.name.endswith("-system")]
     assert len(pools) == len(kube.pools)
     by_name = {p.name: p for p in kube.pools}
     for row in pools:
@@ -84,7 +84,7 @@ def test_eks_node_group_and_device_plugin(planned: dict[str, tuple[StackPlan, Gr
     plan, graph = planned["eks-gpu-cluster"]
     kube = plan.spec.kube
     assert kube is not None
-    (group,) = graph.of_type("eks/nodeGroup:NodeGroup")
+    (group,) = [r for r in graph.of_type("eks/nodeGroup:NodeGroup") if not r.name.endswith("-system")]
     assert group.inputs["amiType"] == "AL2023_x86_64_NVIDIA"
     assert group.inputs["instanceTypes"] == [kube.machine_type] == ["p5.48xlarge"]
     assert group.inputs["scalingConfig"]["minSize"] == kube.pools[0].min_nodes == 2  # steady: fixed at its nodes
