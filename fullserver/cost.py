@@ -132,8 +132,9 @@ def _storage_lines(
         disks.append(("boot disk", spec.boot_disk_kind, spec.boot_disk_gib * machines, 0, 0))
     if spec.data_disk:
         d = spec.data_disk
+        item = "data volumes" if spec.kube is not None else "data disk"  # a node pool's: one per pod
         disks.append(
-            ("data disk", d.kind, d.size_gib * machines, (d.iops or 0) * machines, (d.throughput_mbps or 0) * machines)
+            (item, d.kind, d.size_gib * machines, (d.iops or 0) * machines, (d.throughput_mbps or 0) * machines)
         )
     if rules.local_ssd_price_kind and spec.local_nvme_disks:
         local = spec.local_nvme_disks * spec.local_nvme_disk_gib * machines
@@ -225,7 +226,10 @@ def _kube_lines(
             note=f"{ranges} (what compute prices: the workload's nodes at the profile's expected rate)",
         )
     )
-    kube_peak = pools.max_usd_hour - pools.cluster_usd_hour
+    # Every pool at its maximum, less the workload's own nodes' data volumes the data line bills:
+    # what the peak adds to compute is the extra nodes and their pods' volumes.
+    base_volumes = sum(p.volume_usd_hour for p in pools.pools[:1]) * spec.machines
+    kube_peak = pools.max_usd_hour - pools.cluster_usd_hour - base_volumes
     return max(peak_hour or 0.0, kube_peak) if kube_peak > compute_hour else peak_hour
 
 

@@ -131,6 +131,7 @@ def _storage(s: EnvironmentSpec) -> str:
             f"data {d.size_gib} GiB {d.kind}"
             + (f" {d.iops} IOPS" if d.iops else "")
             + (f" {d.throughput_mbps} MiB/s" if d.throughput_mbps else "")
+            + (" per pod (a generic ephemeral volume at /data)" if s.kube is not None else "")
         )
     if s.local_nvme_disks:
         storage.append(f"{s.local_nvme_disks} x {s.local_nvme_disk_gib:.0f} GiB local NVMe (RAID0 scratch)")

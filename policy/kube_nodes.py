@@ -8,6 +8,11 @@ serving group to its maximum; a spot pool's nodes are spot. Labels are the pool'
 (GKE ``nodeConfig.resourceLabels``, the node group's ``tags``). A TPU pool (``ct5lp-``/``ct5p-``/
 ``ct6e-`` machine types) has no per-node offer: its slice is priced by ``fullserver plan``, and the
 node says so (``why_unpriced``).
+
+A pool whose workload pods each mount a data volume (``fullserver.kube.volume``: the VM's data
+disk as a generic ephemeral volume, built by the exported workload manifests, not by a cloud
+resource of the graph) says its size in the node label ``DATA_VOLUME_LABEL``; the node counts it
+as attached block storage, as a VM counts its data disk.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 from pulumi_policy import PolicyResource
 
 from fullserver.catalog import Offer
+from fullserver.kube.pool import DATA_VOLUME_LABEL
 from fullserver.platform import Platform
 from fullserver.platforms.gcp import DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB
 from policy.gcp_nodes import gcp_offer
@@ -38,6 +44,11 @@ def _tpu_slice(machine_type: str, topology: str, nodes: float) -> Offer | None:
         if head and o.name.startswith(head) and o.topology == topology and o.hosts == nodes:
             return o
     return None
+
+
+def _data_volume_gib(node_labels: object) -> float:
+    """The data volume each pod on the pool's nodes mounts (``DATA_VOLUME_LABEL``; 0 without one)."""
+    return number(prop(node_labels, DATA_VOLUME_LABEL)) or 0.0
 
 
 def _ceiling(autoscaling: object, fixed: object) -> float:
@@ -80,6 +91,7 @@ def gke_pool_node(r: PolicyResource) -> Node:
         labels_of({"labels": prop(config, "resourceLabels")}),
         count=count,
         local_nvme_gib=local if local else None,
+        attached_gib=_data_volume_gib(prop(config, "labels")),
         disks=disks,
         why_unpriced="a GKE TPU pool that is no whole catalog slice" if tpu and offer is None else "",
     )
@@ -102,6 +114,7 @@ def eks_group_node(r: PolicyResource, region: str | None) -> Node:
         region,
         labels_of(p),
         count=count,
+        attached_gib=_data_volume_gib(p.get("labels")),
         disks=[Disk("aws", "gp3", disk)] if disk else [],  # else the launch template's root volume
     )
     node.spot_count = count if str(plain(p.get("capacityType")) or "").upper() == "SPOT" else 0.0

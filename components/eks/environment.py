@@ -38,6 +38,7 @@ import pulumi_aws as aws
 from components.aws.labels import aws_tags
 from components.aws.network import offering_zones
 from components.eks.args import EksArgs
+from components.eks.storage import ebs_csi_driver
 from components.names import logical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
@@ -133,8 +134,10 @@ class _EksCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=attachments, protect=plan.protect),
         )
         child = pulumi.ResourceOptions(parent=self)
+        self.pod_identity: Any = None
+        self.oidc: Any = None
         if args["identity"] == "pod-identity":
-            aws.eks.Addon(
+            self.pod_identity = aws.eks.Addon(
                 f"{name}-pod-identity",
                 cluster_name=self.cluster.name,
                 addon_name=POD_IDENTITY_ADDON,
@@ -142,7 +145,7 @@ class _EksCluster(pulumi.ComponentResource):
                 opts=child,
             )
         else:
-            aws.iam.OpenIdConnectProvider(
+            self.oidc = aws.iam.OpenIdConnectProvider(
                 f"{name}-oidc",
                 url=self.cluster.identities.apply(_issuer),
                 client_id_lists=["sts.amazonaws.com"],
@@ -185,7 +188,7 @@ def _first_asg(resources: Any) -> str:
 
 def autoscaler_tags(plan: KubePlan) -> dict[str, str]:
     """The Cluster Autoscaler's node-template tags for a group at zero nodes (autoscaler AWS README)."""
-    tags = {f"{CA_TEMPLATE}/label/{k}": v for k, v in plan.labels.items()}
+    tags = {f"{CA_TEMPLATE}/label/{k}": v for k, v in plan.node_labels.items()}
     tags |= {f"{CA_TEMPLATE}/taint/{t.key}": f"{t.value}:{t.effect}" for t in plan.taints}
     tags[f"{CA_TEMPLATE}/resources/{plan.accelerator_resource}"] = str(plan.accelerators_per_node)
     return tags
@@ -333,7 +336,7 @@ class _EksNodeGroups(pulumi.ComponentResource):
             capacity_type="SPOT" if pool.spot else "ON_DEMAND",
             instance_types=plan.instance_types if pool.spot else [plan.machine_type],
             scaling_config={"min_size": pool.min_nodes, "max_size": pool.max_nodes, "desired_size": pool.min_nodes},
-            labels={**plan.labels, **GPU_PRESENT},
+            labels={**plan.node_labels, **GPU_PRESENT},
             taints=[{"key": t.key, "value": t.value, "effect": eks.TAINT_EFFECTS[t.effect]} for t in plan.taints],
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             update_config={"max_unavailable": 1},
@@ -464,6 +467,9 @@ class EksEnvironment(EnvironmentComponent):
             )
             if plan.create_cluster:
                 _device_plugin(name, config, self, [groups])
+                if plan.data_volume is not None:  # the pods' data volumes: components.eks.storage
+                    after = [groups] + ([created.pod_identity] if created.pod_identity is not None else [])
+                    ebs_csi_driver(name, plan, created.cluster.name, created.oidc, after, self)
             if args["deploy_workload"] and manifests:
                 from components.kube_workload import apply_workload  # pulumi_kubernetes: only when applying
 

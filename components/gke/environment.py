@@ -118,6 +118,11 @@ class _GkeCluster(pulumi.ComponentResource):
                 "master_ipv4_cidr_block": MASTER_RANGE,
             },
             resource_labels=labels,
+            # The pods' data volumes (fullserver.kube.volume): GKE "Using the Compute Engine persistent
+            # disk CSI Driver" says a Standard cluster must enable it.
+            addons_config=(
+                {"gce_persistent_disk_csi_driver_config": {"enabled": True}} if plan.data_volume is not None else None
+            ),
             opts=pulumi.ResourceOptions(parent=self, protect=plan.protect),
         )
         self.register_outputs({"cluster": self.cluster.name})
@@ -140,7 +145,7 @@ def node_config(
         "image_type": gke.IMAGE_TYPE,
         "disk_size_gb": plan.boot_disk_gib,
         "spot": pool.spot,
-        "labels": dict(plan.labels),
+        "labels": plan.node_labels,
         "resource_labels": gcp_labels(plan.cloud_labels),
         "taints": [{"key": t.key, "value": t.value, "effect": EFFECTS[t.effect]} for t in plan.taints],
         "service_account": service_account,

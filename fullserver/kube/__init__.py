@@ -8,6 +8,7 @@ The core sizes a workload for the VM platform whose machines a pool's nodes are 
   fallback, autoscaled from zero or fixed), taints, labels, the driver path, local NVMe as
   ephemeral storage, TPU placement, EFA, and each node's allocatable and each pod's share of it;
 * ``manifest`` - the workload: an (indexed) Job for training, Deployment + Service + HPA for serving;
+* ``volume`` - each pod's data volume (the VM's data disk as a generic ephemeral volume) and its StorageClass;
 * ``fees`` - the cluster fee as sourced data (``fullserver/catalog/data/kubernetes.yaml``);
 * ``cost`` - the cluster fee plus the pools at their floor and ceiling.
 

@@ -12,6 +12,10 @@ and their ceiling.
   pool's node is its share of the slice's price. The floor is what runs while nothing is asked
   of the pool (0 for an elastic pool); the ceiling is every pool at its maximum together.
   Disks, local SSD and network stay the VM estimate's lines (``fullserver.cost``).
+* Data volumes: each workload pod's data volume (``fullserver.kube.volume``) lives as long as its
+  pod, one pod per node, so each pool's floor and ceiling carry one volume per node at the disk
+  kind's price (``disk_usd_month`` over the month's hours); the estimate's data line bills the
+  workload's own nodes' volumes, as it bills a VM's data disk.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from fullserver.hourly import hourly_rate
 from fullserver.kube.fees import ClusterFees, load_cluster_fees
 from fullserver.kube.pool import KubePlan
 from fullserver.profiles import Profile
+from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 from fullserver.spec import EnvironmentSpec
 
 
@@ -33,6 +38,8 @@ class Frozen(BaseModel):
 class PoolCost(Frozen):
     pool: str
     node_usd_hour: float
+    volume_usd_hour: float = 0.0
+    """Each node's pod's data volume, an hour (in ``min_usd_hour``/``max_usd_hour`` too)."""
     min_usd_hour: float
     max_usd_hour: float
     note: str
@@ -90,6 +97,7 @@ def kube_cost(
     """The cluster fee and each pool at its floor and ceiling (see the module doc)."""
     fees = fees or load_cluster_fees()
     fee, note, sources = cluster_fee(plan, fees)
+    volume_usd, volume_what = volume_usd_hour(plan, spec, catalog)
     offer = catalog.offer(spec.offer)
     if offer is None:
         raise ValueError(f"{spec.offer} is not in the catalog")
@@ -109,9 +117,10 @@ def kube_cost(
             PoolCost(
                 pool=pool.name,
                 node_usd_hour=round(usd, 6),
-                min_usd_hour=round(usd * pool.min_nodes, 6),
-                max_usd_hour=round(usd * pool.max_nodes, 6),
-                note=f"{what}; {pool.min_nodes}-{pool.max_nodes} x {plan.machine_type}",
+                volume_usd_hour=round(volume_usd, 6),
+                min_usd_hour=round((usd + volume_usd) * pool.min_nodes, 6),
+                max_usd_hour=round((usd + volume_usd) * pool.max_nodes, 6),
+                note=f"{what}; {pool.min_nodes}-{pool.max_nodes} x {plan.machine_type}{volume_what}",
             )
         )
     return KubeCost(
@@ -121,3 +130,16 @@ def kube_cost(
         hours_per_month=profile.cost.hours_per_month,
         sources=sources,
     )
+
+
+def volume_usd_hour(plan: KubePlan, spec: EnvironmentSpec, catalog: Catalog) -> tuple[float, str]:
+    """One pod's data volume an hour, and how the pool's note names it (none: 0 and "")."""
+    volume = plan.data_volume
+    if volume is None:
+        return 0.0, ""
+    price = catalog.storage_price(spec.provider, volume.kind, spec.region)
+    what = f" + a {volume.size_gib} GiB {volume.kind} data volume per node"
+    if price is None:  # the estimate's data line names the missing price
+        return 0.0, f"{what} (unpriced)"
+    usd = disk_usd_month(price, volume.size_gib, volume.iops or 0, volume.throughput_mbps or 0) / HOURS_PER_MONTH
+    return usd, what

@@ -14,7 +14,9 @@
 Every pod requests exactly ``plan.pod``: its accelerators (limits; requests equal them, as
 Kubernetes requires for extended resources) and its share of the node's allocatable CPU, memory
 and ephemeral storage, with ``limits == requests`` (Guaranteed QoS), the pool's tolerations and
-node selector, and a preference for spot nodes where a spot pool exists.
+node selector, and a preference for spot nodes where a spot pool exists. Where the plan has a data
+volume (the VM's data disk, ``fullserver.kube.volume``), every pod mounts it at ``/data`` as a
+generic ephemeral volume, and the manifests start with its ``StorageClass``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from fullserver.kube.pool import KubePlan, label_value
+from fullserver.kube.volume import mount, pod_volume, storage_class
 from fullserver.spec import EnvironmentSpec
 
 Manifest = dict[str, Any]
@@ -60,6 +63,12 @@ def _affinity(plan: KubePlan) -> dict[str, Any] | None:
 
 
 def pod_spec(plan: KubePlan, container: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """The pod: its share of the node, tolerations, node selector, spot preference and data volume."""
+    volume = plan.data_volume
+    if volume is not None:
+        labels = _labels(plan, _name(plan))
+        container = {**container, "volumeMounts": [*container.get("volumeMounts", []), mount(volume)]}
+        extra = {**extra, "volumes": [*extra.get("volumes", []), pod_volume(volume, labels)]}
     spec: dict[str, Any] = {
         "nodeSelector": dict(plan.node_selector),
         "tolerations": tolerations(plan),
@@ -176,15 +185,22 @@ def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
     return [deployment, service, hpa]
 
 
+def _with_storage(plan: KubePlan, manifests: list[Manifest]) -> list[Manifest]:
+    """The pods' data volume StorageClass first (cluster-scoped, applied before what uses it)."""
+    if plan.data_volume is None:
+        return manifests
+    return [storage_class(plan.data_volume, _labels(plan, _name(plan))), *manifests]
+
+
 def workload(
     plan: KubePlan, spec: EnvironmentSpec, image: str = "", command: list[str] | None = None
 ) -> list[Manifest]:
     """The workload of ``spec`` on ``plan``'s pools: serving objects for a serving spec, else a Job."""
     if spec.endpoint is not None:
-        return serving(plan, spec)
+        return _with_storage(plan, serving(plan, spec))
     if not image:
         raise ValueError("a training Job needs its image (fullserver:deployWorkload.image)")
-    return training_job(plan, image, command or [])
+    return _with_storage(plan, training_job(plan, image, command or []))
 
 
 SMOKE_JOBS: dict[str, tuple[str, list[str]]] = {
@@ -206,10 +222,10 @@ SMOKE_JOBS: dict[str, tuple[str, list[str]]] = {
 def default_workload(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
     """The stack's workload: the serving objects, or the smoke Job of ``SMOKE_JOBS``."""
     if spec.endpoint is not None:
-        return serving(plan, spec)
+        return _with_storage(plan, serving(plan, spec))
     key = "tpu" if spec.tpu is not None else ("pytorch" if spec.framework == "pytorch" else "gpu")
     image, command = SMOKE_JOBS[key]
-    return training_job(plan, image, command)
+    return _with_storage(plan, training_job(plan, image, command))
 
 
 def fits_node(plan: KubePlan) -> bool:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 from fullserver.errors import InputError
+from fullserver.kube.volume import DataVolume
 from fullserver.naming import fit_name
 from fullserver.platform import Platform, PricingModel
 from fullserver.platforms import eks, gcp, gke, rules_for
@@ -139,6 +140,9 @@ class KubePlan(Frozen):
     max_run_hours: float | None = None
     deploy_workload: bool = False
     """``fullserver:deployWorkload``: the components apply the workload's manifests to the cluster."""
+    data_volume: DataVolume | None = None
+    """Each workload pod's data volume, the VM's data disk as a generic ephemeral volume
+    (``fullserver.kube.volume``): one per pod, one pod per node."""
     max_pods: int | None = None
     kube_reserved: dict[str, str] = {}
     """EKS: pinned into the NodeConfig so allocatable is what ``node`` says."""
@@ -161,9 +165,17 @@ class KubePlan(Frozen):
     spot_label: str = ""
     """The label spot nodes carry (GKE ``cloud.google.com/gke-spot``, EKS's capacity type)."""
     warnings: list[str] = []
-    """Where the pod's share, after the node's reservations, falls short of the profile's balance
-    (the VM sizing checked the whole machine): the plan says so; sizing will pick a larger shape
-    for Kubernetes once it plans these platforms itself."""
+    """Where the pod's share, after the node's reservations, falls short of the profile's balance:
+    never for a spec ``fullserver.sizing.kube_spec`` sized (it ranks shapes by the pod's share), so
+    only for a VM-sized spec handed to ``kube_plan`` directly; and what an attached cluster must run."""
+
+    @property
+    def node_labels(self) -> dict[str, str]:
+        """The pools' Kubernetes node labels: the plan's, and the data volume each pod there gets
+        (``DATA_VOLUME_LABEL``, which the balance policy counts as the node's attached storage)."""
+        if self.data_volume is None:
+            return dict(self.labels)
+        return {**self.labels, DATA_VOLUME_LABEL: str(self.data_volume.size_gib)}
 
     @property
     def min_nodes(self) -> int:
@@ -184,6 +196,19 @@ EKS_ATTACHED_PLUGIN = (
     "without it no pod requesting nvidia.com/gpu schedules; fullserver installs it only on clusters it creates"
 )
 """AL2023 NVIDIA AMIs need the plugin installed (EKS user guide, "Install Kubernetes device plugin for GPUs")."""
+
+EKS_ATTACHED_EBS_CSI = (
+    "the existing EKS cluster must already run the Amazon EBS CSI driver (EKS add-on aws-ebs-csi-driver): without "
+    "it the workload pods' data volumes stay Pending; fullserver installs it only on clusters it creates"
+)
+"""EKS user guide, "Amazon EBS CSI driver" (add-ons-aws-ebs-csi-driver): an add-on, not on a new cluster."""
+GKE_ATTACHED_PD_CSI = (
+    "the existing GKE cluster must have the Compute Engine persistent disk CSI driver enabled "
+    "(GcePersistentDiskCsiDriver): without it the workload pods' data volumes stay Pending"
+)
+"""GKE "Using the Compute Engine persistent disk CSI Driver": "In Standard clusters, you must enable" it."""
+DATA_VOLUME_LABEL = "fullserver-pod-data-gib"
+"""A node label on pools whose pods get a data volume: its size in GiB (``KubePlan.node_labels``)."""
 
 _LABEL_VALUE_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -368,17 +393,33 @@ def _pools(spec: EnvironmentSpec, provider: Provider, hosts: int, flex_start: bo
     ]
 
 
-def _reserved(spec: EnvironmentSpec, platform: Platform, provider: Provider) -> gke.Allocatable:
-    """The node's capacity and what kubelet and the system keep of it."""
-    if provider == "gke":
-        local = spec.local_nvme_disks if platform is Platform.GKE_GPU else 0
-        return gke.allocatable(spec.vcpus, spec.memory_gib, local, spec.boot_disk_gib)
-    store = spec.local_nvme_disks * spec.local_nvme_disk_gib
-    return eks.allocatable(spec.vcpus, spec.memory_gib, store, spec.boot_disk_gib)
+def node_reservations(
+    platform: Platform, vcpus: int, memory_gib: float, local_disks: int, local_disk_gib: float, boot_disk_gib: float
+) -> gke.Allocatable:
+    """A node's capacity and what kubelet and the system keep of it (GKE's or EKS's formulas):
+    ephemeral storage on the local SSDs of a GKE GPU node, the instance-store RAID0 of an EKS node,
+    else the boot disk."""
+    if platform not in SIZED_AS:
+        raise ValueError(f"{platform.value} is not a Kubernetes node-pool platform")
+    if platform in gke.SIZED_AS:
+        local = local_disks if platform is Platform.GKE_GPU else 0
+        return gke.allocatable(vcpus, memory_gib, local, boot_disk_gib)
+    return eks.allocatable(vcpus, memory_gib, local_disks * local_disk_gib, boot_disk_gib)
+
+
+def pod_share(reserved: gke.Allocatable) -> gke.NodeResources:
+    """One pod's share of a node taking all its accelerators: allocatable less ``DAEMONSET_ALLOWANCE``."""
+    return reserved.allocatable.minus(DAEMONSET_ALLOWANCE)
+
+
+def _reserved(spec: EnvironmentSpec, platform: Platform) -> gke.Allocatable:
+    return node_reservations(
+        platform, spec.vcpus, spec.memory_gib, spec.local_nvme_disks, spec.local_nvme_disk_gib, spec.boot_disk_gib
+    )
 
 
 def _pod(reserved: gke.Allocatable, nodes: _Nodes) -> PodShare:
-    share = reserved.allocatable.minus(DAEMONSET_ALLOWANCE)
+    share = pod_share(reserved)
     if min(share.cpu_m, share.memory_mib, share.ephemeral_mib) <= 0:
         raise InputError(
             "fullserver:accelerator",
@@ -388,8 +429,37 @@ def _pod(reserved: gke.Allocatable, nodes: _Nodes) -> PodShare:
     return PodShare(accelerators=nodes.per_node, resources=_resources(share))
 
 
-def _warnings(spec: EnvironmentSpec, platform: Platform, nodes: _Nodes, pod: PodShare) -> list[str]:
-    warnings = balance_shortfalls(spec, pod.resources, nodes.per_node, nodes.machine_type)
+def _data_volume(spec: EnvironmentSpec, provider: Provider) -> DataVolume | None:
+    """The spec's data disk as each pod's data volume (``fullserver.kube.volume``)."""
+    disk = spec.data_disk
+    if disk is None:
+        return None
+    name = label_value(spec.environment.lower()).replace("_", "-")[:40].strip("-.") or "workload"
+    return DataVolume(
+        provider=provider,
+        storage_class=f"fullserver-{name}-data",
+        kind=disk.kind,
+        size_gib=disk.size_gib,
+        iops=disk.iops,
+        throughput_mbps=disk.throughput_mbps,
+    )
+
+
+def _attached_warnings(provider: Provider, attached: bool, volume: DataVolume | None) -> list[str]:
+    """What an attached cluster must already run for the pools' pods: NVIDIA's device plugin on
+    EKS, and the CSI driver that provisions the pods' data volumes."""
+    if not attached:
+        return []
+    if provider == "eks":
+        return [EKS_ATTACHED_PLUGIN] + ([EKS_ATTACHED_EBS_CSI] if volume else [])
+    return [GKE_ATTACHED_PD_CSI] if volume else []
+
+
+def _warnings(
+    spec: EnvironmentSpec, platform: Platform, nodes: _Nodes, pod: PodShare, volume: DataVolume | None
+) -> list[str]:
+    attached = volume.size_gib if volume else 0
+    warnings = balance_shortfalls(spec, pod.resources, nodes.per_node, nodes.machine_type, attached)
     nics = gcp.gpu_nic_plan(nodes.machine_type, spec.nodes) if platform is Platform.GKE_GPU else None
     if nics is not None:
         warnings.append(
@@ -419,8 +489,9 @@ def kube_plan(
     labels["fullserver-stage"] = label_value(spec.stage.value)
     # The environment's own nodes, wherever else the cluster runs the same accelerator.
     node_selector = {**nodes.node_selector, LABEL_ENVIRONMENT: labels[LABEL_ENVIRONMENT]}
-    reserved = _reserved(spec, platform, provider)
+    reserved = _reserved(spec, platform)
     pod = _pod(reserved, nodes)
+    volume = _data_volume(spec, provider)
     spot_fallback = spec.pricing is PricingModel.SPOT_WITH_FALLBACK
     serving = spec.serving
     return KubePlan(
@@ -460,6 +531,7 @@ def kube_plan(
         queued_provisioning=flex_start,
         max_run_hours=max_run_hours if flex_start else None,
         deploy_workload=deploy_workload,
+        data_volume=volume,
         max_pods=eks.MAX_PODS if provider == "eks" else nodes.max_pods,
         kube_reserved=eks.kube_reserved(spec.vcpus) if provider == "eks" else {},
         labels=labels,
@@ -475,20 +547,21 @@ def kube_plan(
         min_replicas=serving.min_replicas if serving else 1,
         max_replicas=serving.max_replicas if serving else 1,
         spot_label=gke.SPOT_LABEL if provider == "gke" else eks.CAPACITY_LABEL,
-        warnings=_warnings(spec, platform, nodes, pod)
-        + ([EKS_ATTACHED_PLUGIN] if provider == "eks" and cluster else []),
+        warnings=_warnings(spec, platform, nodes, pod, volume) + _attached_warnings(provider, bool(cluster), volume),
     )
 
 
-def balance_shortfalls(spec: EnvironmentSpec, pod: Resources, accelerators: int, machine_type: str) -> list[str]:
-    """The profile's balance minimums (per host, as the VM sizing checked them) the pod's share
-    of the node misses: vCPUs, RAM and local NVMe (as ephemeral storage), scaled to the pod's
-    accelerators."""
+def balance_shortfalls(
+    spec: EnvironmentSpec, pod: Resources, accelerators: int, machine_type: str, attached_gib: float = 0.0
+) -> list[str]:
+    """The profile's balance minimums (per host, as sizing checked them) the pod's share of the
+    node misses: vCPUs, RAM and NVMe (its ephemeral storage plus its data volume, ``attached_gib``,
+    as the VM's balance counts its data disk), scaled to the pod's accelerators."""
     share = accelerators / spec.accelerator_count if spec.accelerator_count else 1.0
     provided = {
         ("cpu", "vCPUs"): pod.cpu_m / 1000,
         ("ram", "GiB"): pod.memory_mib / 1024,
-        ("nvme", "GiB"): pod.ephemeral_mib / 1024,
+        ("nvme", "GiB"): pod.ephemeral_mib / 1024 + attached_gib,
     }
     out = []
     for line in spec.balance.lines:

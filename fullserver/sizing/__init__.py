@@ -84,7 +84,8 @@ def kube_spec(
             f"allowed: {', '.join(p.value for p in profile.platforms)}",
         )
     as_vm = profile.model_copy(update={"platforms": [vm]})  # the profile's node pools, sized as their VMs
-    sized = build_spec(as_vm, workload.model_copy(update={"platform": vm}), vm, catalog, environment)
+    # Shapes ranked by the workload pod's share of each node, after kubelet and system reservations.
+    sized = build_spec(as_vm, workload.model_copy(update={"platform": vm}), vm, catalog, environment, pool=platform)
     pools = kube_plan(
         sized,
         platform,

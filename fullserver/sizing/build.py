@@ -17,7 +17,7 @@ from fullserver.nearmiss import near_misses
 from fullserver.platforms import DiskLimits, Refusal, Request, disk_limits, rules_for
 from fullserver.profiles import Fabric, Lifecycle, PricingModel, Profile, StoragePolicy
 from fullserver.rules import environment_labels
-from fullserver.sizing.rank import Candidate, alternative_shapes, rank
+from fullserver.sizing.rank import Candidate, alternative_shapes, local_nvme_count, nvme_need_gib, rank
 from fullserver.spec import DataDisk, EnvironmentSpec, NetworkSpec, ShapeLimits, TpuSpec
 from fullserver.workload import DedicatedHost, Workload, lifecycle_for
 
@@ -55,17 +55,6 @@ def _provisioned(kind: str, size: int, limits: DiskLimits, pol: StoragePolicy, n
     iops = min(limits.max_iops, max(limits.min_iops, iops))
     size = max(size, math.ceil(iops / limits.iops_per_gib))
     return DataDisk(kind=kind, size_gib=size, iops=iops, throughput_mbps=mbps)
-
-
-def _local_nvme(offer: Offer, balance_need_gib: float) -> int:
-    """How many local SSDs to use: all of a fixed set, or the fewest selectable that meet the need."""
-    counts = offer.local_nvme_selectable_counts
-    if not counts:
-        return offer.local_nvme_disks
-    for count in counts:
-        if count * offer.local_nvme_disk_gib + 1e-9 >= balance_need_gib:
-            return count
-    return counts[-1]
 
 
 def _zone(platform: Platform, offer: Offer, workload: Workload) -> str | None:
@@ -197,14 +186,8 @@ def _shape_warnings(
 
 
 def _local_disks(profile: Profile, offer: Offer, platform: Platform) -> int:
-    """Local SSDs to use for the profile's NVMe minimum (``_local_nvme``)."""
-    balance = profile.balance_for(platform)
-    nvme_need = (
-        balance.nvme_gib_per_accelerator.value * max(offer.host.accelerator_count, 1)
-        if balance.nvme_gib_per_accelerator
-        else 0.0
-    )
-    return _local_nvme(offer, nvme_need)
+    """Local SSDs to use for the profile's NVMe minimum (``local_nvme_count``)."""
+    return local_nvme_count(offer, nvme_need_gib(profile, offer, platform))
 
 
 def _efa(profile: Profile, offer: Offer, platform: Platform, nodes: int, public_ip: bool) -> int:
@@ -219,12 +202,19 @@ def _efa(profile: Profile, offer: Offer, platform: Platform, nodes: int, public_
 
 
 def build_spec(
-    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, environment: str
+    profile: Profile,
+    workload: Workload,
+    platform: Platform,
+    catalog: Catalog,
+    environment: str,
+    pool: Platform | None = None,
 ) -> EnvironmentSpec:
-    """Choose the shape and everything attached to it; the spec the components will build."""
+    """Choose the shape and everything attached to it; the spec the components will build.
+    ``pool``: the machines are nodes of that Kubernetes node-pool platform, ranked by the workload
+    pod's share of each (``fullserver.sizing.rank.assess``)."""
     _check_platform(profile, workload, platform)
     rules = rules_for(platform)
-    feasible, near = rank(profile, workload, platform, catalog)
+    feasible, near = rank(profile, workload, platform, catalog, pool)
     cand = feasible[0]
     offer = cand.offer
     # A slice is requested through a queued resource when the stack asks, or it spans hosts.

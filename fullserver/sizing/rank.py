@@ -13,6 +13,7 @@ from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import Interconnect, Platform
 from fullserver.errors import FullserverError, InputError, NothingFits
 from fullserver.hourly import hourly_rate
+from fullserver.kube.pool import node_reservations, pod_share
 from fullserver.nearmiss import nothing_fits_hint
 from fullserver.platforms import rules_for
 from fullserver.profiles import Fabric, Profile, Topology
@@ -103,13 +104,58 @@ def _fabric_ok(topology: Topology, offer: Offer, nodes: int) -> bool:
     return offer.interconnect in _FABRIC_INTERCONNECTS[topology.fabric]
 
 
-def assess(profile: Profile, offer: Offer, platform: Platform, nodes: int = 1) -> tuple[Host, BalanceReport, str]:
+def local_nvme_count(offer: Offer, balance_need_gib: float) -> int:
+    """How many local SSDs to use: all of a fixed set, or the fewest selectable that meet the need."""
+    counts = offer.local_nvme_selectable_counts
+    if not counts:
+        return offer.local_nvme_disks
+    for count in counts:
+        if count * offer.local_nvme_disk_gib + 1e-9 >= balance_need_gib:
+            return count
+    return counts[-1]
+
+
+def nvme_need_gib(profile: Profile, offer: Offer, platform: Platform) -> float:
+    """The profile's NVMe minimum for one host of ``offer`` (0 where it sets none)."""
+    nvme = profile.balance_for(platform).nvme_gib_per_accelerator
+    return nvme.value * max(offer.host.accelerator_count, 1) if nvme else 0.0
+
+
+def pod_host(profile: Profile, offer: Offer, platform: Platform, pool: Platform) -> Host:
+    """What one workload pod gets of a node of ``offer`` in a ``pool`` node pool, as the balance
+    reads a host: the node's allocatable after kubelet and system reservations, less the DaemonSet
+    allowance (``fullserver.kube.pool``), with the node's local SSDs or instance store as its
+    ephemeral storage; whole vCPUs (a minimum is whole vCPUs, so flooring decides nothing)."""
+    local = local_nvme_count(offer, nvme_need_gib(profile, offer, platform))
+    host = offer.host
+    reserved = node_reservations(
+        pool, host.vcpus, host.memory_gib, local, offer.local_nvme_disk_gib, profile.storage.boot_disk_gib
+    )
+    share = pod_share(reserved)
+    return host.model_copy(
+        update={
+            "vcpus": max(0, math.floor(share.cpu_m) // 1000),
+            "physical_cores": None,
+            "memory_gib": max(0.0, math.floor(share.memory_mib) / 1024),
+            "local_nvme_gib": max(0.0, math.floor(share.ephemeral_mib) / 1024),
+        }
+    )
+
+
+def assess(
+    profile: Profile, offer: Offer, platform: Platform, nodes: int = 1, pool: Platform | None = None
+) -> tuple[Host, BalanceReport, str]:
     """Balance of ``nodes`` nodes of one offer under a profile, with attachable storage added; a
     non-empty reason rejects it outright (what no balance line says: a disk a multi-host slice
-    cannot take, a missing scale-out fabric). Sizing and the reference-design table both ask this."""
+    cannot take, a missing scale-out fabric). Sizing and the reference-design table both ask this.
+
+    ``pool``: the offer is a node of that Kubernetes node-pool platform, and the balance is the
+    workload pod's share of it (``pod_host``); block storage making up NVMe is then the pod's data
+    volume, as it is the VM's data disk."""
     balance = profile.balance_for(platform)
-    attach = required_attached_gib(balance, offer.host)
-    host = offer.host.model_copy(update={"attached_storage_gib": attach}) if attach else offer.host
+    base = pod_host(profile, offer, platform, pool) if pool is not None else offer.host
+    attach = required_attached_gib(balance, base)
+    host = base.model_copy(update={"attached_storage_gib": attach}) if attach else base
     # A slice's hosts talk over ICI; an environment of one slice is one node to the balance.
     nodes = 1 if rules_for(platform).slices else nodes
     report = evaluate(balance, host, nodes)
@@ -148,10 +194,11 @@ MEMO_LIMIT = 10_000
 
 
 def rank(
-    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, pool: Platform | None = None
 ) -> tuple[list[Candidate], list[NearMiss]]:
     """Every feasible offer on one platform, cheapest first (never empty: ``NothingFits``), and the
-    rejected near-misses with their reasons.
+    rejected near-misses with their reasons; with ``pool``, each offer as a node of that node-pool
+    platform, balanced by the workload pod's share of it (``assess``).
 
     A ranking depends on the profile, the platform and the workload's accelerator, count, nodes,
     region and zone alone: the same question (the comparison's rows, many stacks of one kind) is
@@ -165,12 +212,13 @@ def rank(
         workload.accelerator,
         workload.accelerator_count,
         workload.nodes,
+        pool,
     )
     memo = catalog.memo
     hit = memo.get(key)
     if hit is None or hit[0] is not profile:  # the id of a live profile is that profile
         try:
-            hit = (profile, _rank(profile, workload, platform, catalog))
+            hit = (profile, _rank(profile, workload, platform, catalog, pool))
         except (InputError, NothingFits) as exc:  # a refusal is an answer too, said afresh each time
             hit = (profile, exc)
         if len(memo) >= MEMO_LIMIT:
@@ -184,7 +232,7 @@ def rank(
 
 
 def _rank(
-    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, pool: Platform | None
 ) -> tuple[list[Candidate], list[NearMiss]]:
     _check_region(workload, platform, catalog)
     feasible: list[Candidate] = []
@@ -200,7 +248,7 @@ def _rank(
             misses.append((98, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not offered in {zone}")))
             continue
         usd, spot = compute_price(offer, workload.region, profile, catalog)
-        host, report, reason = assess(profile, offer, platform, workload.nodes)
+        host, report, reason = assess(profile, offer, platform, workload.nodes, pool)
         if reason or not report.ok:
             why = reason or report.summary()
             misses.append(
@@ -212,9 +260,11 @@ def _rank(
     near = [m[2] for m in misses]
     if not feasible:
         closest = "; ".join(f"{m.offer}: {m.reason}" for m in near[:3])
+        on = f"{pool.value} (nodes of {platform.value})" if pool else platform.value
+        after = " with a pod's share after kubelet and system reservations" if pool else ""
         raise NothingFits(
-            f"profile '{profile.name}' on {platform.value} in {workload.region}",
-            f"no shape meets every minimum; closest: {closest}",
+            f"profile '{profile.name}' on {on} in {workload.region}",
+            f"no shape meets every minimum{after}; closest: {closest}",
             nothing_fits_hint(workload, platform, catalog),
         )
     feasible.sort(key=lambda c: (c.usd_hour, -c.host.vcpus, -c.host.memory_gib, c.offer.name))

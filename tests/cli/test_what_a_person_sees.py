@@ -63,7 +63,7 @@ def test_over_budget_names_every_stack_over_not_only_the_first() -> None:
     over = [
         "dedicated-h100",
         "eks-gpu-cluster",
-        "gke-gpu-attach",  # its ceiling: both pools at their maximum ($2,441.83)
+        "gke-gpu-attach",  # its ceiling: both pools at their maximum, with their data volumes ($2,485)
         "gke-tpu-slice",
         "serve-aws-realtime",
         "serve-gcp-realtime",

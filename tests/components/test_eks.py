@@ -172,7 +172,19 @@ def test_spot_fallback_groups_scale_from_zero_on_an_existing_cluster(plans: Plan
     template = g.one("ec2/launchTemplate:LaunchTemplate").inputs
     assert "networkInterfaces" not in template and "placement" not in template
     assert node_config(g)["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}  # g6's NVMe
-    pod = workload(plan, spec, image="trainer:1")[0]["spec"]["template"]["spec"]
+    storage, job = workload(plan, spec, image="trainer:1")
+    pod = job["spec"]["template"]["spec"]
+    # The VM's gp3 data disk is each pod's data volume: EBS CSI, encrypted (experimentation provisions
+    # no IOPS or throughput, so gp3's baseline: none in the class).
+    disk = spec.data_disk
+    assert disk is not None and disk.kind == "gp3" and disk.iops is None and disk.throughput_mbps is None
+    assert storage["kind"] == "StorageClass" and storage["provisioner"] == "ebs.csi.aws.com"
+    assert storage["parameters"] == {"type": "gp3", "encrypted": "true"}
+    claim = pod["volumes"][0]["ephemeral"]["volumeClaimTemplate"]["spec"]
+    assert claim["storageClassName"] == storage["metadata"]["name"]
+    assert claim["resources"] == {"requests": {"storage": f"{disk.size_gib}Gi"}}
+    assert spot["labels"]["fullserver-pod-data-gib"] == str(disk.size_gib)
+    assert any("Amazon EBS CSI driver" in w for w in plan.warnings)  # attached: no add-on built here
     # Not the instance type: the spot group may run any of its balanced alternatives.
     assert pod["nodeSelector"] == {"fullserver-environment": "exp-aws-l4-spot"}
     assert spot["labels"]["fullserver-environment"] == "exp-aws-l4-spot"
@@ -227,3 +239,45 @@ def test_deploy_workload_on_an_existing_cluster_reads_it(plans: Plans, build: Bu
     (group,) = [r for r in g.rows if r.type == "kubernetes:yaml/v2:ConfigGroup"]
     assert [o["kind"] for o in group.inputs["objs"]] == ["Deployment", "Service", "HorizontalPodAutoscaler"]
     assert g.of_type("eks/cluster:Cluster") == []  # still nothing of the cluster is touched
+
+
+def test_a_created_cluster_gets_the_ebs_csi_driver_for_the_pods_data_volumes(plans: Plans, build: Build) -> None:
+    """Pod Identity (the default): a role trusted by the Pod Identity service with the driver's managed
+    policy, associated with the controller's service account through the add-on."""
+    plan = kube_plan(spec_of(plans, "exp-aws-l4-spot"), Platform.EKS_GPU)
+    assert plan.data_volume is not None and not any("EBS CSI" in w for w in plan.warnings)
+    g = build(lambda: EksEnvironment("vol", eks_args(plan, SUBNETS, "vpc-1")))
+    addons = {r.inputs["addonName"]: r.inputs for r in g.of_type("eks/addon:Addon")}
+    assert set(addons) == {"eks-pod-identity-agent", "aws-ebs-csi-driver"}
+    ebs = addons["aws-ebs-csi-driver"]
+    assert ebs["clusterName"] == plan.cluster_name
+    (association,) = ebs["podIdentityAssociations"]
+    assert association["serviceAccount"] == "ebs-csi-controller-sa"
+    assert "serviceAccountRoleArn" not in ebs
+    # The controller runs on the (tainted) GPU nodes, the node plugin on every node.
+    assert json.loads(ebs["configurationValues"]) == {
+        "controller": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
+        "node": {"tolerateAllTaints": True},
+    }
+    (attachment,) = [r for r in g.of_type("iam/rolePolicyAttachment:RolePolicyAttachment") if "ebs-csi" in r.name]
+    assert attachment.inputs["policyArn"] == "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
+    (role,) = [r for r in g.of_type("iam/role:Role") if "ebs-csi" in r.name]
+    trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
+    assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert trust["Action"] == ["sts:AssumeRole", "sts:TagSession"]
+    assert role.inputs["tags"]["fullserver-environment"] == "exp-aws-l4-spot"
+
+
+def test_with_irsa_the_ebs_csi_driver_role_trusts_the_clusters_oidc_provider(plans: Plans, build: Build) -> None:
+    plan = kube_plan(spec_of(plans, "exp-aws-l4-spot"), Platform.EKS_GPU)
+    g = build(lambda: EksEnvironment("vol", eks_args(plan, SUBNETS, "vpc-1", identity="irsa")))
+    ebs = g.one("eks/addon:Addon").inputs
+    assert ebs["addonName"] == "aws-ebs-csi-driver" and "podIdentityAssociations" not in ebs
+    assert "serviceAccountRoleArn" in ebs
+    (role,) = [r for r in g.of_type("iam/role:Role") if "ebs-csi" in r.name]
+    statement = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
+    assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
+    (condition,) = statement["Condition"].values()
+    subject = next(v for k, v in condition.items() if k.endswith(":sub"))
+    assert subject == "system:serviceaccount:kube-system:ebs-csi-controller-sa"
+    assert next(v for k, v in condition.items() if k.endswith(":aud")) == "sts.amazonaws.com"

@@ -107,10 +107,28 @@ def test_spot_with_fallback_builds_a_spot_pool_and_an_on_demand_pool(plans: Plan
         assert pool["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 1, "locationPolicy": "ANY"}
         assert pool["nodeLocations"] == ["us-central1-a"]
         assert pool["nodeConfig"]["labels"]["fullserver-ttl-hours"] == "72"
-    pod = workload(plan, spec, image="trainer:1", command=["python", "train.py"])[0]["spec"]["template"]["spec"]
+    storage, job = workload(plan, spec, image="trainer:1", command=["python", "train.py"])
+    pod = job["spec"]["template"]["spec"]
     assert pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["preference"] == {
         "matchExpressions": [{"key": "cloud.google.com/gke-spot", "operator": "In", "values": ["true"]}]
     }
+    # The VM's pd-balanced data disk is each pod's data volume, on the environment's own class.
+    disk = spec.data_disk
+    assert disk is not None and plan.data_volume is not None and plan.data_volume.size_gib == disk.size_gib
+    assert storage["kind"] == "StorageClass" and storage["metadata"]["name"] == "fullserver-finetune-gcp-g2-data"
+    assert storage["provisioner"] == "pd.csi.storage.gke.io" and storage["parameters"] == {"type": "pd-balanced"}
+    assert storage["volumeBindingMode"] == "WaitForFirstConsumer" and storage["reclaimPolicy"] == "Delete"
+    (volume,) = pod["volumes"]
+    claim = volume["ephemeral"]["volumeClaimTemplate"]["spec"]
+    assert claim == {
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": "fullserver-finetune-gcp-g2-data",
+        "resources": {"requests": {"storage": f"{disk.size_gib}Gi"}},
+    }
+    assert pod["containers"][0]["volumeMounts"] == [{"name": "data", "mountPath": "/data"}]
+    for pool in (spot, fallback):  # the balance policy reads the volume off the pool
+        assert pool["nodeConfig"]["labels"]["fullserver-pod-data-gib"] == str(disk.size_gib)
+    assert "Compute Engine persistent disk CSI driver" in " ".join(plan.warnings)  # attached: it must have it
 
 
 def test_multi_host_tpu_slice_pool_on_a_new_private_cluster(catalog: Catalog, build: Build) -> None:
@@ -304,3 +322,18 @@ def test_an_attached_cluster_without_workload_identity_gets_the_compute_metadata
     (pool,) = pools(g_without).values()
     assert pool["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GCE_METADATA"}
     assert g_without.of_type("container/cluster:Cluster") == []  # read, never changed
+
+
+def test_a_created_cluster_enables_the_pd_csi_driver_only_for_pods_with_data_volumes(
+    plans: Plans, build: Build, catalog: Catalog
+) -> None:
+    plan = kube_plan(spec_of(plans, "finetune-gcp-g2"), Platform.GKE_GPU)
+    assert plan.data_volume is not None and plan.warnings == []  # created: nothing an attached cluster must run
+    g = build(lambda: GkeEnvironment("vol", gke_args(plan, "proj")))
+    cluster = g.one("container/cluster:Cluster").inputs
+    assert cluster["addonsConfig"] == {"gcePersistentDiskCsiDriverConfig": {"enabled": True}}
+    slice_plan = kube_plan(tpu_slice(catalog), Platform.GKE_TPU)  # a multi-host slice takes no data disk
+    assert slice_plan.data_volume is None
+    g = build(lambda: GkeEnvironment("novol", gke_args(slice_plan, "proj", workload=[])))
+    assert "addonsConfig" not in g.one("container/cluster:Cluster").inputs
+    assert all("fullserver-pod-data-gib" not in p["nodeConfig"]["labels"] for p in pools(g).values())

@@ -9,6 +9,7 @@ hide behind the same mistake here.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from fullserver.catalog import Catalog, Offer, Price, catalog_from_data, load_catalog
 from fullserver.catalog.model import Interconnect, Platform
 from fullserver.errors import InputError, NothingFits
+from fullserver.kube.pool import SIZED_AS
 from fullserver.profiles import Fabric, PricingModel, Profile, load_profiles
 from fullserver.sizing import build_spec
 from fullserver.workload import Workload
@@ -334,3 +336,87 @@ def test_an_open_platform_says_what_the_profiles_first_platform_would_have_cost(
         "platform left open: aws-gpu (a1.x, $1.00/h expected) is the cheapest balanced option; the profile's first "
         "platform, gcp-gpu (g1.x), would cost $1.69/h (+69%)"
     ) in spec.warnings
+
+
+# Kubernetes node pools: the same regret 0, with each shape balanced by the workload pod's share of a
+# node. The node's reservations come from the platforms' formulas (tested on their own against GKE's
+# and nodeadm's figures in tests/core/kube/test_reservations.py); the rest is read plainly here.
+DAEMONSETS_CPU_M, DAEMONSETS_MIB = 500, 1024
+
+
+def _local_ssds(offer: Offer, need_gib: float) -> int:
+    counts = offer.local_nvme_selectable_counts
+    if not counts:
+        return offer.local_nvme_disks
+    return next((c for c in counts if c * offer.local_nvme_disk_gib >= need_gib), counts[-1])
+
+
+def pod_balanced(profile: Profile, pool: Platform, vm: Platform, offer: Offer, nodes: int) -> bool:
+    from fullserver.platforms import eks, gke
+
+    bal = profile.balance_for(vm)
+    host = offer.host
+    n = max(host.accelerator_count, 1)
+    need_nvme = bal.nvme_gib_per_accelerator.value * n if bal.nvme_gib_per_accelerator else 0.0
+    local = _local_ssds(offer, need_nvme)
+    boot = profile.storage.boot_disk_gib
+    if pool is Platform.GKE_GPU:
+        node = gke.allocatable(host.vcpus, host.memory_gib, local, boot).allocatable
+    else:
+        node = eks.allocatable(host.vcpus, host.memory_gib, local * offer.local_nvme_disk_gib, boot).allocatable
+    cpu = math.floor(node.cpu_m - DAEMONSETS_CPU_M) / 1000
+    ram = math.floor(node.memory_mib - DAEMONSETS_MIB) / 1024
+    ephemeral = math.floor(node.ephemeral_mib) / 1024
+    pod = host.model_copy(
+        update={"vcpus": math.floor(cpu), "physical_cores": None, "memory_gib": ram, "local_nvme_gib": ephemeral}
+    )
+    return balanced(profile, vm, dataclasses.replace(offer, host=pod), nodes)
+
+
+KUBE_ASKS = [
+    (name, pool, region, acc, count)
+    for name, profile in sorted(PROFILES.items())
+    for pool in (Platform.GKE_GPU, Platform.EKS_GPU)
+    if pool in profile.platforms
+    for (name_, vm, region, acc, count) in ASKS
+    if name_ == name and vm is SIZED_AS[pool]
+]
+
+
+def test_the_node_pool_property_covers_both_gpu_pool_platforms() -> None:
+    assert {a[1] for a in KUBE_ASKS} == {Platform.GKE_GPU, Platform.EKS_GPU}
+
+
+@settings(max_examples=150, deadline=None)
+@given(ask=st.sampled_from(KUBE_ASKS), two_nodes=st.booleans())
+def test_property_a_node_pool_takes_the_cheapest_shape_whose_pod_is_balanced(
+    ask: tuple[str, Platform, str, str, int | None], two_nodes: bool
+) -> None:
+    from fullserver.sizing import kube_spec
+
+    name, pool, region, accelerator, count = ask
+    profile, vm = PROFILES[name], SIZED_AS[pool]
+    nodes = 2 if two_nodes and profile.topology.nodes == "multi" else 1
+    config: dict[str, Any] = {"profile": name, "platform": pool.value, "region": region, "accelerator": accelerator}
+    work = Workload.model_validate(config | {"nodes": nodes} | ({"acceleratorCount": count} if count else {}))
+    model = SHIPPED.aliases.get(accelerator.lower())
+    feasible = {}
+    for offer in SHIPPED.offers_on(vm):
+        price = offer.prices.get(region)
+        if offer.accelerator != model or offer.host.accelerator_count != (count or 1) or price is None:
+            continue
+        if offer.zones and not any(z.startswith(f"{region}-") for z in offer.zones):
+            continue
+        if pod_balanced(profile, pool, vm, offer, nodes):
+            feasible[offer.name] = expected_usd_hour(profile, offer, price, SHIPPED)
+    try:
+        spec = kube_spec(profile, work, pool, SHIPPED, "prop")
+    except NothingFits:
+        assert feasible == {}, f"sizing found nothing; balanced pods: {sorted(feasible)}"
+        return
+    except InputError as exc:
+        # A pool rule on the request (a Neuron shape on eks-gpu, an accelerator GKE pools take no type for).
+        assume("fullserver:accelerator" not in exc.where)
+        raise
+    assert spec.offer in feasible, (spec.offer, sorted(feasible))
+    assert feasible[spec.offer] <= min(feasible.values()) + 1e-9, (spec.offer, feasible)

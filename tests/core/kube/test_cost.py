@@ -13,6 +13,7 @@ from fullserver.kube.fees import KubernetesFile, load_cluster_fees
 from fullserver.plan import StackPlan
 from fullserver.platform import Platform
 from fullserver.profiles import load_profiles
+from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 
 
 def test_the_fee_file_is_sourced_and_not_a_shape_file() -> None:
@@ -61,8 +62,16 @@ def test_spot_and_fallback_pools_at_their_own_prices(plans: dict[str, StackPlan]
     assert offer is not None
     price = offer.prices[spec.region]
     spot, fallback = cost.pools
-    assert price.spot is not None and spot.max_usd_hour == pytest.approx(price.spot)
-    assert fallback.max_usd_hour == pytest.approx(price.on_demand)
+    # Each node's pod mounts its data volume (the VM's gp3 data disk): one per node, at the floor and ceiling.
+    disk = spec.data_disk
+    assert disk is not None and disk.kind == "gp3"
+    gp3 = load_catalog().storage_price("aws", "gp3", spec.region)
+    assert gp3 is not None
+    volume = disk_usd_month(gp3, disk.size_gib, disk.iops or 0, disk.throughput_mbps or 0) / HOURS_PER_MONTH
+    assert spot.volume_usd_hour == fallback.volume_usd_hour == pytest.approx(volume, abs=1e-6) and volume > 0
+    assert price.spot is not None and spot.max_usd_hour == pytest.approx(price.spot + volume)
+    assert fallback.max_usd_hour == pytest.approx(price.on_demand + volume)
+    assert f"a {disk.size_gib} GiB gp3 data volume per node" in spot.note
     assert spot.min_usd_hour == fallback.min_usd_hour == 0  # elastic: nothing runs at the floor
     assert cost.min_usd_hour == pytest.approx(0.10)  # only the cluster
     assert cost.cluster_note.startswith("EKS cluster fee 0.10/h on standard support")
