@@ -119,10 +119,22 @@ def _http_rule(
     proxy = gcp.compute.TargetHttpProxy(
         logical(gcp.compute.TargetHttpProxy, f"{name}-proxy"), project=project, url_map=url_map.id, opts=opts
     )
+    return _forwarding_rule(f"{name}-lb", opts, project, proxy.id, port, address)
+
+
+def _forwarding_rule(
+    name: str,
+    opts: pulumi.ResourceOptions,
+    project: pulumi.Input[str] | None,
+    target: pulumi.Input[str],
+    port: int,
+    address: pulumi.Input[str] | None,
+) -> gcp.compute.GlobalForwardingRule:
+    """The global external Application Load Balancer's entry on ``port`` (``EXTERNAL_MANAGED``)."""
     return gcp.compute.GlobalForwardingRule(
-        logical(gcp.compute.GlobalForwardingRule, f"{name}-lb"),
+        logical(gcp.compute.GlobalForwardingRule, name),
         project=project,
-        target=proxy.id,
+        target=target,
         load_balancing_scheme="EXTERNAL_MANAGED",
         ip_protocol="TCP",
         ip_address=address,
@@ -171,16 +183,7 @@ def _https_rule(
         ssl_policy=policy.id,
         opts=opts,
     )
-    return gcp.compute.GlobalForwardingRule(
-        logical(gcp.compute.GlobalForwardingRule, f"{name}-https-lb"),
-        project=project,
-        target=proxy.id,
-        load_balancing_scheme="EXTERNAL_MANAGED",
-        ip_protocol="TCP",
-        ip_address=address,
-        port_range=str(tls["port"]),
-        opts=opts,
-    )
+    return _forwarding_rule(f"{name}-https-lb", opts, project, proxy.id, tls["port"], address)
 
 
 def gcp_serving_group(
