@@ -207,6 +207,8 @@ GKE_ATTACHED_PD_CSI = (
     "(GcePersistentDiskCsiDriver): without it the workload pods' data volumes stay Pending"
 )
 """GKE "Using the Compute Engine persistent disk CSI Driver": "In Standard clusters, you must enable" it."""
+REGIONAL_DEFAULT_ZONES = gke.REGIONAL_DEFAULT_ZONES
+"""The zones a regional GKE pool's per-zone counts apply in without ``node_locations`` (for readers)."""
 DATA_VOLUME_LABEL = "fullserver-pod-data-gib"
 """A node label on pools whose pods get a data volume: its size in GiB (``KubePlan.node_labels``)."""
 
