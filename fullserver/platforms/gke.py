@@ -95,6 +95,23 @@ def initial_nodes_per_zone(total_min: int, zones: int | None) -> int:
     return math.ceil(total_min / (zones or REGIONAL_DEFAULT_ZONES))
 
 
+def fixed_pool_nodes(total: int, zones: int | None) -> tuple[int, int]:
+    """(``node_count``, nodes built in all) of a fixed pool meant to run ``total`` nodes over
+    ``zones`` zones (``None``: no ``node_locations``, so the regional default). ``node_count`` is
+    per zone ("the number of nodes to create in each location"), so a regional pool given the
+    total would run it three times over. The count per zone is the total divided among the zones,
+    rounded up, and the plan prices what that builds (``ceil(total / zones) x zones``).
+
+    Why not pin the pool to one zone instead: a GKE pool's plan has no zone only when the catalog
+    lists none for its machine series in the region (sizing takes the first listed one otherwise),
+    and a zone cannot be made up from the region's name (us-east1 has no ``-a`` zone), so there is
+    no zone known to sell the machine to pin it to. With ``fullserver:zone`` set the pool is pinned
+    there and ``node_count`` is the total."""
+    spread = zones or REGIONAL_DEFAULT_ZONES
+    per_zone = math.ceil(total / spread)
+    return per_zone, per_zone * spread
+
+
 # --- a created cluster's system pool ----------------------------------------------------------------
 SYSTEM_POOL_MACHINE_TYPE = "e2-standard-4"
 SYSTEM_POOL_NODES_PER_ZONE = 1

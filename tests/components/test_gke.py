@@ -15,7 +15,7 @@ from fullserver.kube import KubePlan, kube_plan
 from fullserver.kube.manifest import fits_node, workload
 from fullserver.naming import graph_problems
 from fullserver.plan import plan_workload
-from fullserver.platform import Platform
+from fullserver.platform import Platform, PricingModel
 from fullserver.profiles import load_profiles
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import workload_from_config
@@ -337,3 +337,25 @@ def test_a_created_cluster_enables_the_pd_csi_driver_only_for_pods_with_data_vol
     g = build(lambda: GkeEnvironment("novol", gke_args(slice_plan, "proj", workload=[])))
     assert "addonsConfig" not in g.one("container/cluster:Cluster").inputs
     assert all("fullserver-pod-data-gib" not in p["nodeConfig"]["labels"] for p in pools(g).values())
+
+
+@pytest.mark.parametrize(("zone", "node_count"), [("us-central1-a", 2), (None, 1)])
+def test_a_fixed_pool_s_node_count_is_per_zone(plans: Plans, build: Build, zone: str | None, node_count: int) -> None:
+    """Two steady g2 nodes: pinned to the plan's zone, node_count 2 there; without a zone, node_count 1 in
+    each of the region's zones (GKE: "the number of nodes to create in each location"), 3 built and planned."""
+    spec = spec_of(plans, "finetune-gcp-g2")
+    steady = spec.model_copy(
+        update={
+            "nodes": 2,
+            "zone": zone,
+            "pricing": PricingModel.ON_DEMAND,
+            "spot": False,
+            "lifecycle": spec.lifecycle.model_copy(update={"mode": "persistent"}),
+        }
+    )
+    plan = kube_plan(steady, Platform.GKE_GPU, cluster="c")
+    g = build(lambda: GkeEnvironment("fixed", gke_args(plan, "proj")))
+    (pool,) = pools(g).values()
+    assert pool["nodeCount"] == node_count and "autoscaling" not in pool
+    assert pool.get("nodeLocations") == ([zone] if zone else None)
+    assert plan.pools[0].max_nodes == (2 if zone else 3)
