@@ -16,7 +16,8 @@ Inputs follow pulumi-gcp 10.2 ``container.Cluster``/``container.NodePool`` (name
   (``ephemeral_storage_local_ssd_config``); a COMPACT placement policy with ``tpu_topology`` for a
   multi-host TPU slice (never ``tpu_topology`` on a single host: xpk#825), max 15 pods per node
   there, per-zone ``max_node_count`` covering the slice with ``location_policy = ANY``
-  (ci-infra#545); flex-start with queued provisioning and no auto-repair where asked; Workload
+  (ci-infra#545); flex-start (``node_config.flex_start``, no queued provisioning:
+  ``gke.FLEX_START_MIN_VERSION`` says why) and no auto-repair where asked; Workload
   Identity's metadata server (``GKE_METADATA``) and shielded nodes;
 * a created cluster's untainted system pool (``system_pool``), where GKE's own Deployments run.
 
@@ -266,7 +267,6 @@ class _GkeNodePools(pulumi.ComponentResource):
                     if pool.autoscaled
                     else gke.fixed_pool_nodes(pool.max_nodes, 1 if plan.zone else None)[0],
                     placement_policy=placement,
-                    queued_provisioning={"enabled": True} if plan.queued_provisioning else None,
                     max_pods_per_node=plan.max_pods,
                     management={"auto_repair": not plan.flex_start, "auto_upgrade": True},
                     node_config=node_config(plan, pool, self.service_account.email, metadata),

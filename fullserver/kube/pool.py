@@ -137,7 +137,7 @@ class KubePlan(Frozen):
     tpu_slice_topology: str | None = None
     """The slice's topology label value (every TPU pool, single-host too)."""
     flex_start: bool = False
-    queued_provisioning: bool = False
+    """GKE flex-start without queued provisioning: pending pods get nodes (``gke.FLEX_START_MIN_VERSION``)."""
     max_run_hours: float | None = None
     deploy_workload: bool = False
     """``fullserver:deployWorkload``: the components apply the workload's manifests to the cluster."""
@@ -459,6 +459,19 @@ def _warnings(
     return warnings
 
 
+def _flex(flex_start: bool, nodes: _Nodes, attached: bool) -> list[str]:
+    """Flex-start's caveats: a multi-node GPU pool is not provisioned at once; an attached cluster's version."""
+    if not flex_start:
+        return []
+    out = (
+        [gke.FLEX_START_PARTIAL.format(nodes=nodes.hosts)]
+        if nodes.hosts > 1 and nodes.resource == gke.GPU_RESOURCE
+        else []
+    )
+    version = gke.FLEX_START_MIN_VERSION["tpu" if nodes.resource == gke.TPU_RESOURCE else "gpu"]
+    return out + ([gke.FLEX_START_ATTACHED.format(version=version)] if attached else [])
+
+
 def _spread(pools: list[Pool], hosts: int) -> list[str]:
     """A fixed GKE pool without a zone builds more nodes than planned (``gke.fixed_pool_nodes``)."""
     return [
@@ -480,8 +493,9 @@ def kube_plan(
 ) -> KubePlan:
     """The node pools of ``platform`` (``gke-gpu``, ``gke-tpu``, ``eks-gpu``) for ``spec``, which
     the core sized for the VM platform the pool's nodes are. ``cluster``: attach to that cluster
-    (``fullserver:cluster``); else one is created. ``flex_start``: GKE flex-start with queued
-    provisioning (``fullserver:flexStart``), at most ``max_run_hours`` per node."""
+    (``fullserver:cluster``); else one is created. ``flex_start``: GKE flex-start nodes for pending
+    pods, without queued provisioning (``fullserver:flexStart``; ``gke.FLEX_START_MIN_VERSION`` says
+    why), at most ``max_run_hours`` per node."""
     provider = _refuse(spec, platform, flex_start)
     nodes = _tpu_nodes(spec) if platform is Platform.GKE_TPU else _gpu_nodes(spec, provider)
     # The environment's labels (profile, environment, owner, lifecycle, TTL or expiry) and its stage.
@@ -529,7 +543,6 @@ def kube_plan(
         tpu_accelerator_label=nodes.tpu_label,
         tpu_slice_topology=nodes.slice_topology,
         flex_start=flex_start,
-        queued_provisioning=flex_start,
         max_run_hours=max_run_hours if flex_start else None,
         deploy_workload=deploy_workload,
         data_volume=volume,
@@ -551,6 +564,7 @@ def kube_plan(
         warnings=[
             *_warnings(spec, platform, nodes, pod, volume),
             *_spread(pools, nodes.hosts),
+            *_flex(flex_start, nodes, bool(cluster)),
             *attached_warnings(provider, bool(cluster), volume),
         ],
     )

@@ -334,12 +334,34 @@ def flex_not_spot(req: Request) -> Refusal | None:
     )
 
 
+FLEX_START_MIN_VERSION = {"gpu": "1.32.2-gke.1652000", "tpu": "1.33.0-gke.1712000"}
+"""Flex-start pools without queued provisioning ("flex-start VMs"): pending pods that ask for the
+pool's accelerators make the autoscaler create flex-start nodes, so a plain Job gets them. GKE
+"About flex-start" (kubernetes-engine/docs/concepts/dws): "To use flex-start in GKE, your cluster
+must use version 1.32.2-gke.1652000 or later"; "To run TPUs, use GKE version 1.33.0-gke.1712000 or
+later". fullserver does not enable queued provisioning (``queued_provisioning.enabled``): such a
+pool's nodes "can be only obtained through queuing via the Cluster Autoscaler ProvisioningRequest
+API" (pulumi-gcp NodePool), so the exported Job would never get one without a PodTemplate, a
+ProvisioningRequest (class ``queued-provisioning.gke.io``) and pods annotated to consume it,
+created afresh for every run (a request is consumed once, and its nodes are held only briefly for
+the pods); public write-ups disagree on the annotations' prefix. What is given up: a multi-node GPU
+pool's nodes come as capacity allows, not all at once (a multi-host TPU slice pool is all or nothing
+anyway)."""
+FLEX_START_PARTIAL = (
+    "flex-start without queued provisioning: the {nodes} nodes of this GPU pool come as capacity allows, not all "
+    "at once, so the Job's pods may wait for each other; GKE's queued provisioning (ProvisioningRequest) is not used"
+)
+FLEX_START_ATTACHED = (
+    "the existing GKE cluster must run GKE {version} or later for a flex-start pool to give pending pods nodes "
+    "(GKE 'About flex-start')"
+)
+
 SIZED_AS = {Platform.GKE_GPU: Platform.GCP_GPU, Platform.GKE_TPU: Platform.TPU_VM}
 """The VM platform whose shapes, prices and zones a GKE pool's nodes are."""
 
 KUBE_OPTIONS = {
     "cluster": "a Kubernetes cluster to attach the node pool to",
-    "flexStart": "GKE flex-start / queued provisioning",
+    "flexStart": "GKE flex-start (Dynamic Workload Scheduler) node pools",
     "deployWorkload": "the workload manifest applied to the cluster",
 }
 

@@ -195,7 +195,8 @@ def test_elastic_tpu_slice_scales_all_or_nothing(catalog: Catalog, build: Build)
     g = build(lambda: GkeEnvironment("flex-slice", gke_args(plan, "proj")))
     (pool,) = pools(g).values()
     assert pool["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"}
-    assert pool["initialNodeCount"] == 0 and pool["queuedProvisioning"] == {"enabled": True}
+    assert pool["initialNodeCount"] == 0 and "queuedProvisioning" not in pool
+    assert pool["nodeConfig"]["flexStart"] is True
 
 
 def test_steady_v5p_slice_is_a_fixed_pool(plans: Plans, build: Build) -> None:
@@ -217,7 +218,10 @@ def test_single_host_tpu_pool_sends_no_topology(plans: Plans, build: Build) -> N
         assert "placementPolicy" not in pool and "maxPodsPerNode" not in pool
 
 
-def test_flex_start_pool_is_queued_and_scales_from_zero(catalog: Catalog, build: Build) -> None:
+def test_flex_start_pool_gives_the_exported_job_nodes_and_scales_from_zero(catalog: Catalog, build: Build) -> None:
+    """Flex-start without queued provisioning: a queued pool's nodes come only through a
+    ProvisioningRequest, which the exported Job does not make; a flex-start pool's autoscaler serves
+    the Job's pending pods, so the Job's pods must select and tolerate this very pool."""
     config = {
         "fullserver:profile": "scale-training",
         "fullserver:platform": "gcp-gpu",
@@ -232,8 +236,17 @@ def test_flex_start_pool_is_queued_and_scales_from_zero(catalog: Catalog, build:
     plan = kube_plan(spec, Platform.GKE_GPU, cluster="c", flex_start=True, max_run_hours=24)
     g = build(lambda: GkeEnvironment("flex", gke_args(plan, "proj")))
     (pool,) = pools(g).values()
-    assert pool["queuedProvisioning"] == {"enabled": True}
+    assert "queuedProvisioning" not in pool
     assert pool["nodeConfig"]["flexStart"] is True and pool["nodeConfig"]["maxRunDuration"] == "86400s"
+    (job,) = [m for m in workload(plan, spec, "img", ["true"]) if m["kind"] == "Job"]
+    pod = job["spec"]["template"]
+    assert "annotations" not in pod["metadata"]  # no ProvisioningRequest to consume
+    node_labels = {**pool["nodeConfig"]["labels"], "cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}
+    assert pod["spec"]["nodeSelector"].items() <= node_labels.items()
+    tolerated = {(t["key"], t["effect"]) for t in pod["spec"]["tolerations"]}
+    assert {(t["key"], {"NO_SCHEDULE": "NoSchedule"}[t["effect"]]) for t in pool["nodeConfig"]["taints"]} <= tolerated
+    assert any("not all at once" in w for w in plan.warnings)  # 2 nodes: no queued, atomic provisioning
+    assert any("1.32.2-gke.1652000 or later" in w for w in plan.warnings)  # attached: its version
     assert pool["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
     assert pool["management"]["autoRepair"] is False
     assert pool["autoscaling"]["minNodeCount"] == 0 and pool["autoscaling"]["maxNodeCount"] == 2
