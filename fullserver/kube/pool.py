@@ -459,27 +459,19 @@ def _warnings(
     return warnings
 
 
-def _flex(flex_start: bool, nodes: _Nodes, attached: bool) -> list[str]:
-    """Flex-start's caveats: a multi-node GPU pool is not provisioned at once; an attached cluster's version."""
-    if not flex_start:
-        return []
-    out = (
-        [gke.FLEX_START_PARTIAL.format(nodes=nodes.hosts)]
-        if nodes.hosts > 1 and nodes.resource == gke.GPU_RESOURCE
-        else []
-    )
-    version = gke.FLEX_START_MIN_VERSION["tpu" if nodes.resource == gke.TPU_RESOURCE else "gpu"]
-    return out + ([gke.FLEX_START_ATTACHED.format(version=version)] if attached else [])
-
-
-def _spread(pools: list[Pool], hosts: int) -> list[str]:
-    """A fixed GKE pool without a zone builds more nodes than planned (``gke.fixed_pool_nodes``)."""
-    return [
+def _notes(pools: list[Pool], nodes: _Nodes, flex: bool, cluster: str | None, volume: DataVolume | None) -> list[str]:
+    """The pools' own warnings: a fixed GKE pool without a zone builds more nodes than planned
+    (``gke.fixed_pool_nodes``), flex-start's caveats, what an attached cluster must run."""
+    provider: Provider = "eks" if nodes.driver == eks.GPU_AMI_TYPE else "gke"
+    tpu, attached = nodes.resource == gke.TPU_RESOURCE, bool(cluster)
+    spread = [
         f"no zone for the fixed GKE pool {p.name}: node_count is per zone, so it runs {p.max_nodes} nodes over the "
-        f"region's {gke.REGIONAL_DEFAULT_ZONES} zones for the {hosts} planned (priced so); set fullserver:zone to pin it"
+        f"region's {gke.REGIONAL_DEFAULT_ZONES} zones for the {nodes.hosts} planned (priced so); set fullserver:zone to pin it"
         for p in pools
-        if not p.autoscaled and p.max_nodes > hosts
+        if not p.autoscaled and p.max_nodes > nodes.hosts
     ]
+    flex_notes = gke.flex_start_warnings(nodes.hosts, tpu, attached) if flex else []
+    return [*spread, *flex_notes, *attached_warnings(provider, attached, volume)]
 
 
 def kube_plan(
@@ -506,7 +498,6 @@ def kube_plan(
     reserved = _reserved(spec, platform)
     pod = _pod(reserved, nodes)
     volume = _data_volume(spec, provider)
-    spot_fallback = spec.pricing is PricingModel.SPOT_WITH_FALLBACK
     serving = spec.serving
     pools = _pools(spec, provider, nodes.hosts, flex_start)
     return KubePlan(
@@ -525,7 +516,7 @@ def kube_plan(
         machine_type=nodes.machine_type,
         instance_types=(
             [nodes.machine_type, *(o.machine_type for o in spec.alternative_shapes)]
-            if provider == "eks" and spot_fallback
+            if provider == "eks" and spec.pricing is PricingModel.SPOT_WITH_FALLBACK
             else [nodes.machine_type]
         ),
         accelerator=spec.accelerator,
@@ -561,12 +552,7 @@ def kube_plan(
         min_replicas=serving.min_replicas if serving else 1,
         max_replicas=serving.max_replicas if serving else 1,
         spot_label=gke.SPOT_LABEL if provider == "gke" else eks.CAPACITY_LABEL,
-        warnings=[
-            *_warnings(spec, platform, nodes, pod, volume),
-            *_spread(pools, nodes.hosts),
-            *_flex(flex_start, nodes, bool(cluster)),
-            *attached_warnings(provider, bool(cluster), volume),
-        ],
+        warnings=_warnings(spec, platform, nodes, pod, volume) + _notes(pools, nodes, flex_start, cluster, volume),
     )
 
 

@@ -356,6 +356,15 @@ FLEX_START_ATTACHED = (
     "(GKE 'About flex-start')"
 )
 
+
+def flex_start_warnings(nodes: int, tpu: bool, attached: bool) -> list[str]:
+    """A flex-start pool's caveats: a multi-node GPU pool is not provisioned at once (a multi-host
+    TPU slice pool is all or nothing anyway); an attached cluster must run a version that serves it."""
+    out = [FLEX_START_PARTIAL.format(nodes=nodes)] if nodes > 1 and not tpu else []
+    version = FLEX_START_MIN_VERSION["tpu" if tpu else "gpu"]
+    return out + ([FLEX_START_ATTACHED.format(version=version)] if attached else [])
+
+
 SIZED_AS = {Platform.GKE_GPU: Platform.GCP_GPU, Platform.GKE_TPU: Platform.TPU_VM}
 """The VM platform whose shapes, prices and zones a GKE pool's nodes are."""
 
