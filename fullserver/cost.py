@@ -209,7 +209,7 @@ def _kube_lines(
     compute_hour: float,
     peak_hour: float | None,
 ) -> float | None:
-    """A node-pool platform's cluster fee (all month) and its pools' range (``fullserver.kube.cost``),
+    """A node-pool platform's cluster fee and a created cluster's system pool (all month), and its pools' range (``fullserver.kube.cost``),
     added to ``lines``; the peak hour with every pool at its maximum where that is more."""
     assert spec.kube is not None
     pools = kube_cost(spec.kube, spec, profile, catalog)
@@ -218,6 +218,14 @@ def _kube_lines(
             item="cluster fee", usd_month=round(pools.cluster_usd_hour * HOURS_PER_MONTH, 2), note=pools.cluster_note
         )
     )
+    if pools.system_note:
+        lines.append(
+            CostLine(
+                item="system pool",
+                usd_month=round(pools.system_usd_hour * HOURS_PER_MONTH, 2),
+                note=pools.system_note,
+            )
+        )
     ranges = "; ".join(f"{p.pool} {p.min_usd_hour:,.2f}-{p.max_usd_hour:,.2f}/h ({p.note})" for p in pools.pools)
     lines.append(
         CostLine(
@@ -229,7 +237,7 @@ def _kube_lines(
     # Every pool at its maximum, less the workload's own nodes' data volumes the data line bills:
     # what the peak adds to compute is the extra nodes and their pods' volumes.
     base_volumes = sum(p.volume_usd_hour for p in pools.pools[:1]) * spec.machines
-    kube_peak = pools.max_usd_hour - pools.cluster_usd_hour - base_volumes
+    kube_peak = pools.max_usd_hour - pools.cluster_usd_hour - pools.system_usd_hour - base_volumes
     return max(peak_hour or 0.0, kube_peak) if kube_peak > compute_hour else peak_hour
 
 

@@ -21,25 +21,37 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from fullserver.catalog import Offer
+from fullserver.catalog import Price
 from fullserver.platform import Platform
 from fullserver.rules import HOURS_PER_MONTH, MAX_HOURS_PER_MONTH, disk_usd_month
 from policy.aws_nodes import aws_region, aws_volume
 from policy.gcp_nodes import gcp_disk
-from policy.nodes import Disk, zone_region
+from policy.nodes import Disk, Node, zone_region
 from policy.offers import catalog
 from policy.resources import AWS_VOLUME, GCP_DISKS, describe, number, plain, truthy
 from policy.stack_nodes import accelerator_nodes
 
 
-def _hourly(offer: Offer, region: str | None, spot: bool) -> tuple[float, str]:
+def _prices(node: Node) -> dict[str, Price]:
+    """The node's prices per region: its offer's, else a CPU-only machine type's (a created
+    cluster's system pool: ``Catalog.machine_prices``, never an offer); none is a shape the
+    catalog does not list."""
+    if node.offer is not None:
+        return node.offer.prices
+    prices = catalog().machine_prices.get(node.shape)
+    if prices is None:
+        raise LookupError(node.why_unpriced or f"{node.shape} is not in fullserver's catalog")
+    return prices
+
+
+def _hourly(name: str, prices: dict[str, Price], region: str | None, spot: bool) -> tuple[float, str]:
     """The catalog's hourly price; an unknown region takes the dearest listed one (a guard errs high)."""
-    price = offer.prices.get(region or "")
+    price = prices.get(region or "")
     note = ""
     if price is None:
-        if not offer.prices:
-            raise LookupError(f"{offer.name} has no price in the catalog")
-        price = max(offer.prices.values(), key=lambda p: p.on_demand)
+        if not prices:
+            raise LookupError(f"{name} has no price in the catalog")
+        price = max(prices.values(), key=lambda p: p.on_demand)
         note = f" (not priced in {region or 'an unknown region'}: {price.region} price)"
     if spot and price.spot is not None:
         return price.spot, "spot" + note
@@ -85,10 +97,9 @@ def estimate_month(resources: Sequence[PolicyResource], hours: float = HOURS_PER
             continue  # a template nothing launches: no machines, no cost
         what = describe(node.resource.resource_type, node.resource.name)
         try:
-            if node.offer is None:
-                raise LookupError(node.why_unpriced or f"{node.shape} is not in fullserver's catalog")
-            od_rate, od_note = _hourly(node.offer, node.region, False)
-            spot_rate, spot_note = _hourly(node.offer, node.region, True)
+            prices = _prices(node)
+            od_rate, od_note = _hourly(node.shape, prices, node.region, False)
+            spot_rate, spot_note = _hourly(node.shape, prices, node.region, True)
         except LookupError as exc:
             entry = f"{what}: {node.count:g} x {node.shape} ({exc})"
             est.unpriced.append(entry)

@@ -77,7 +77,7 @@ def _template_count(template: PolicyResource, resources: Sequence[PolicyResource
     return count
 
 
-def _gcp_shape(machine_type: str, accelerators: list[Any]) -> str:
+def gcp_shape(machine_type: str, accelerators: list[Any]) -> str:
     """``a2-highgpu-1g``, or ``n1-standard-8 + 2 x nvidia-tesla-v100`` for a host with attached GPUs."""
     count = sum(int(number(prop(a, "count")) or 0) for a in accelerators)
     name = machine_type or "no machineType"
@@ -99,7 +99,7 @@ def gcp_instance_node(r: PolicyResource, resources: Sequence[PolicyResource]) ->
     node = Node(
         r,
         Platform.GCP_GPU,
-        offer.name if offer is not None else _gcp_shape(machine_type, accelerators),
+        offer.name if offer is not None else gcp_shape(machine_type, accelerators),
         offer,
         zone_region(p.get("zone"), Platform.GCP_GPU),
         labels_of(p),
@@ -142,7 +142,7 @@ def gcp_template_node(r: PolicyResource, resources: Sequence[PolicyResource]) ->
     node = Node(
         r,
         Platform.GCP_GPU,
-        offer.name if offer is not None else _gcp_shape(machine_type, accelerators),
+        offer.name if offer is not None else gcp_shape(machine_type, accelerators),
         offer,
         plain(p.get("region")) or None,
         labels_of(p),

@@ -20,10 +20,10 @@ from __future__ import annotations
 from pulumi_policy import PolicyResource
 
 from fullserver.catalog import Offer
-from fullserver.kube.pool import DATA_VOLUME_LABEL
+from fullserver.kube.pool import DATA_VOLUME_LABEL, REGIONAL_DEFAULT_ZONES
 from fullserver.platform import Platform
 from fullserver.platforms.gcp import DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB
-from policy.gcp_nodes import gcp_offer
+from policy.gcp_nodes import gcp_offer, gcp_shape
 from policy.labels import labels_of
 from policy.nodes import Disk, Node, zone_region
 from policy.offers import catalog
@@ -51,9 +51,25 @@ def _data_volume_gib(node_labels: object) -> float:
     return number(prop(node_labels, DATA_VOLUME_LABEL)) or 0.0
 
 
-def _ceiling(autoscaling: object, fixed: object) -> float:
-    most = number(prop(autoscaling, "maxNodeCount")) or number(prop(autoscaling, "totalMaxNodeCount"))
-    return most if most is not None else (number(fixed) or 1.0)
+def _zones(location: str, node_locations: object) -> int:
+    """The zones a GKE pool's per-zone counts apply in: its ``nodeLocations``, else one for a zonal
+    location, else a regional cluster's default (``REGIONAL_DEFAULT_ZONES``)."""
+    listed = as_list(node_locations)
+    if listed:
+        return len(listed)
+    return 1 if zone_region(location, Platform.GCP_GPU) else REGIONAL_DEFAULT_ZONES
+
+
+def _ceiling(autoscaling: object, fixed: object, zones: int = 1) -> float:
+    """The pool's most nodes in all: ``totalMaxNodeCount`` as it is; ``maxNodeCount`` and a fixed
+    ``nodeCount`` are per zone ("the number of nodes to create in each location"), so times ``zones``."""
+    total = number(prop(autoscaling, "totalMaxNodeCount"))
+    per_zone = number(prop(autoscaling, "maxNodeCount"))
+    if per_zone:
+        return per_zone * zones
+    if total is not None:
+        return total
+    return (number(fixed) or 1.0) * zones
 
 
 def gke_pool_node(r: PolicyResource) -> Node:
@@ -64,7 +80,7 @@ def gke_pool_node(r: PolicyResource) -> Node:
     accelerators = as_list(prop(config, "guestAccelerators"))
     tpu = machine_type.startswith(TPU_MACHINE_PREFIXES)
     location = last_segment(p.get("location"))
-    count = _ceiling(p.get("autoscaling"), p.get("nodeCount"))
+    count = _ceiling(p.get("autoscaling"), p.get("nodeCount"), _zones(location, p.get("nodeLocations")))
     topology = str(plain(prop(p.get("placementPolicy"), "tpuTopology")) or "")
     if tpu:  # a multi-host slice: one slice offer, priced whole
         offer = _tpu_slice(machine_type, topology, count)
@@ -85,7 +101,7 @@ def gke_pool_node(r: PolicyResource) -> Node:
     node = Node(
         r,
         platform,
-        machine_type if tpu else (offer.name if offer is not None else machine_type),
+        machine_type if tpu else (offer.name if offer is not None else gcp_shape(machine_type, accelerators)),
         offer,
         zone_region(location, platform) or location or None,
         labels_of({"labels": prop(config, "resourceLabels")}),

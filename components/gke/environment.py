@@ -12,11 +12,12 @@ Inputs follow pulumi-gcp 10.2 ``container.Cluster``/``container.NodePool`` (name
   GKE (``gpu_driver_installation_config.gpu_driver_version``, set explicitly: magic-modules#11152);
   taints ``nvidia.com/gpu``/``google.com/tpu`` ``NO_SCHEDULE``; the plan's labels on nodes and as
   resource labels; autoscaling from zero (elastic), to the serving range, or a fixed ``node_count``
-  (steady); spot on the spot pool; local SSDs as ephemeral storage
+  (steady; per zone, ``gke.fixed_pool_nodes``); spot on the spot pool; local SSDs as ephemeral storage
   (``ephemeral_storage_local_ssd_config``); a COMPACT placement policy with ``tpu_topology`` for a
   multi-host TPU slice (never ``tpu_topology`` on a single host: xpk#825), max 15 pods per node
   there, per-zone ``max_node_count`` covering the slice with ``location_policy = ANY``
-  (ci-infra#545); flex-start with queued provisioning and no auto-repair where asked; Workload
+  (ci-infra#545); flex-start (``node_config.flex_start``, no queued provisioning:
+  ``gke.FLEX_START_MIN_VERSION`` says why) and no auto-repair where asked; Workload
   Identity's metadata server (``GKE_METADATA``) and shielded nodes;
 * a created cluster's untainted system pool (``system_pool``), where GKE's own Deployments run.
 
@@ -262,9 +263,10 @@ class _GkeNodePools(pulumi.ComponentResource):
                         else None
                     ),
                     autoscaling=_autoscaling(plan, pool) if pool.autoscaled else None,
-                    node_count=None if pool.autoscaled else pool.max_nodes,
+                    node_count=None
+                    if pool.autoscaled
+                    else gke.fixed_pool_nodes(pool.max_nodes, 1 if plan.zone else None)[0],
                     placement_policy=placement,
-                    queued_provisioning={"enabled": True} if plan.queued_provisioning else None,
                     max_pods_per_node=plan.max_pods,
                     management={"auto_repair": not plan.flex_start, "auto_upgrade": True},
                     node_config=node_config(plan, pool, self.service_account.email, metadata),

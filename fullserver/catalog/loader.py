@@ -92,7 +92,8 @@ class _Loader:
             for entry in sourced:
                 self.check_source(where, f"{type(entry).__name__} entry", entry.source)
         offers.sort(key=lambda o: (o.platform.value, o.name))
-        return Catalog(self.sources, self.accelerators, offers, storage, egress, commitments, self.aliases)
+        machines = {name: shape_prices[name] for name, (_, shape) in shapes.items() if shape.accelerator is None}
+        return Catalog(self.sources, self.accelerators, offers, storage, egress, commitments, self.aliases, machines)
 
     def _sources_and_accelerators(self) -> None:
         """Every file's sources and accelerators, each key, name and alias once across files."""

@@ -100,6 +100,10 @@ class Catalog:
     egress_prices: list[EgressPrice]
     commitment_discounts: list[CommitmentDiscount]
     aliases: dict[str, str] = field(default_factory=dict)
+    machine_prices: dict[str, dict[str, Price]] = field(default_factory=dict)
+    """CPU-only machine types' prices per region (shapes without accelerators: N1 hosts, a created
+    cluster's system pool). Never offers, so sizing never picks them for an accelerator request;
+    what a Kubernetes cluster's own CPU nodes cost (``fullserver.kube.cost``, the budget policy)."""
 
     def accelerator(self, name: str, where: str = "fullserver:accelerator") -> Accelerator:
         """Look an accelerator up by name or alias (case-insensitive)."""
@@ -155,6 +159,10 @@ class Catalog:
 
     def offer(self, name: str) -> Offer | None:
         return self._by_name.get(name)
+
+    def machine_price(self, name: str, region: str) -> Price | None:
+        """A CPU-only machine type's price in ``region`` (``machine_prices``), else ``None``."""
+        return self.machine_prices.get(name, {}).get(region)
 
     def storage_price(self, provider: str, kind: str, region: str) -> StoragePrice | None:
         return next(

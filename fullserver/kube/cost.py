@@ -12,6 +12,12 @@ and their ceiling.
   pool's node is its share of the slice's price. The floor is what runs while nothing is asked
   of the pool (0 for an elastic pool); the ceiling is every pool at its maximum together.
   Disks, local SSD and network stay the VM estimate's lines (``fullserver.cost``).
+* System pool: a created cluster's untainted CPU pool for its own pods (kube-dns/CoreDNS,
+  konnectivity-agent, metrics-server; ``gke.SYSTEM_POOL_MACHINE_TYPE``, ``eks.SYSTEM_INSTANCE_TYPE``)
+  runs all month whatever the accelerator pools do, so it is in the floor and the ceiling alike:
+  GKE ``SYSTEM_POOL_NODES_PER_ZONE`` in each zone of the pool (one zone when the plan has one, else
+  the regional default), EKS ``SYSTEM_NODES``, at the catalog's on-demand price of the CPU machine
+  (``Catalog.machine_price``). An attached cluster runs its own: nothing here.
 * Data volumes: each workload pod's data volume (``fullserver.kube.volume``) lives as long as its
   pod, one pod per node, so each pool's floor and ceiling carry one volume per node at the disk
   kind's price (``disk_usd_month`` over the month's hours); the estimate's data line bills the
@@ -26,6 +32,7 @@ from fullserver.catalog import Catalog
 from fullserver.hourly import hourly_rate
 from fullserver.kube.fees import ClusterFees, load_cluster_fees
 from fullserver.kube.pool import KubePlan
+from fullserver.platforms import eks, gke
 from fullserver.profiles import Profile
 from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 from fullserver.spec import EnvironmentSpec
@@ -51,14 +58,17 @@ class KubeCost(Frozen):
     pools: list[PoolCost]
     hours_per_month: float
     sources: list[str]
+    system_usd_hour: float = 0.0
+    """A created cluster's system pool, an hour (in the floor and the ceiling alike)."""
+    system_note: str = ""
 
     @property
     def min_usd_hour(self) -> float:
-        return self.cluster_usd_hour + sum(p.min_usd_hour for p in self.pools)
+        return self.cluster_usd_hour + self.system_usd_hour + sum(p.min_usd_hour for p in self.pools)
 
     @property
     def max_usd_hour(self) -> float:
-        return self.cluster_usd_hour + sum(p.max_usd_hour for p in self.pools)
+        return self.cluster_usd_hour + self.system_usd_hour + sum(p.max_usd_hour for p in self.pools)
 
     @property
     def min_usd_month(self) -> float:
@@ -87,6 +97,29 @@ def cluster_fee(plan: KubePlan, fees: ClusterFees) -> tuple[float, str, list[str
     return fee.usd_hour, note, [fee.source]
 
 
+def system_pool(plan: KubePlan) -> tuple[str, int]:
+    """A created cluster's system pool: its CPU machine type and how many nodes it runs in all
+    (GKE: per zone x the pool's zones; EKS: the node group's size). Attached: ``("", 0)``."""
+    if not plan.create_cluster:
+        return "", 0
+    if plan.provider == "eks":
+        return eks.SYSTEM_INSTANCE_TYPE, eks.SYSTEM_NODES
+    zones = 1 if plan.zone else gke.REGIONAL_DEFAULT_ZONES
+    return gke.SYSTEM_POOL_MACHINE_TYPE, gke.SYSTEM_POOL_NODES_PER_ZONE * zones
+
+
+def system_usd_hour(plan: KubePlan, catalog: Catalog) -> tuple[float, str, list[str]]:
+    """The system pool an hour, what it rests on, and its price's source key."""
+    machine, nodes = system_pool(plan)
+    if not nodes:
+        return 0.0, "", []
+    price = catalog.machine_price(machine, plan.region)
+    if price is None:
+        return 0.0, f"system pool: {nodes} x {machine} (no {plan.region} price in the catalog: unpriced)", []
+    what = f"system pool: {nodes} x {machine} on-demand {price.on_demand:.4f}/h, all month (the cluster's own pods)"
+    return price.on_demand * nodes, what, [price.source]
+
+
 def kube_cost(
     plan: KubePlan,
     spec: EnvironmentSpec,
@@ -97,6 +130,7 @@ def kube_cost(
     """The cluster fee and each pool at its floor and ceiling (see the module doc)."""
     fees = fees or load_cluster_fees()
     fee, note, sources = cluster_fee(plan, fees)
+    system_usd, system_note, system_sources = system_usd_hour(plan, catalog)
     volume_usd, volume_what = volume_usd_hour(plan, spec, catalog)
     offer = catalog.offer(spec.offer)
     if offer is None:
@@ -128,7 +162,9 @@ def kube_cost(
         cluster_note=note,
         pools=pools,
         hours_per_month=profile.cost.hours_per_month,
-        sources=sources,
+        sources=sources + system_sources,
+        system_usd_hour=round(system_usd, 6),
+        system_note=system_note,
     )
 
 

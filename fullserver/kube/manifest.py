@@ -2,8 +2,9 @@
 
 * Training: a ``Job``. On a multi-host TPU slice (or any pool whose replica spans several
   nodes) it is an *indexed* Job with ``completions = parallelism =`` the nodes of a replica, a
-  headless ``Service`` so each pod has a stable DNS name (``<job>-<index>.<service>``), and the
-  pool's node selector, so every host of the slice runs one pod (xpk's JobSet does the same for
+  headless ``Service`` so each pod has a stable DNS name (``<job>-<index>.<service>``), the
+  pool's node selector, so every host of the slice runs one pod, and on a TPU slice each pod's
+  ``TPU_WORKER_ID`` (its completion index) and ``TPU_WORKER_HOSTNAMES`` (``tpu_worker_env``) (xpk's JobSet does the same for
   one slice: parallelism = completions = VMs per slice, host networking, toleration on
   ``google.com/tpu``).
 * Serving: ``Deployment`` + ``Service`` + ``HorizontalPodAutoscaler`` for the model server of
@@ -81,11 +82,31 @@ def pod_spec(plan: KubePlan, container: dict[str, Any], **extra: Any) -> dict[st
     return spec
 
 
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+"""The annotation Kubernetes gives each pod of an indexed Job: its index (Kubernetes "Jobs",
+completion mode ``Indexed``)."""
+
+
+def tpu_worker_env(name: str, hosts: int) -> list[dict[str, Any]]:
+    """Each pod of a multi-host slice's Job: its worker id (the pod's completion index) and every
+    worker's stable DNS name (``<job>-<index>.<service>``: the indexed Job's pod hostname under the
+    headless Service of the same name, ``subdomain``), which libtpu/JAX read to form the slice.
+    No primary GKE source read here says GKE sets them itself for a plain indexed Job, so the
+    manifest sets them (xpk's JobSet pods get them the same way)."""
+    return [
+        {
+            "name": "TPU_WORKER_ID",
+            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX}']"}},
+        },
+        {"name": "TPU_WORKER_HOSTNAMES", "value": ",".join(f"{name}-{i}.{name}" for i in range(hosts))},
+    ]
+
+
 def training_job(plan: KubePlan, image: str, command: list[str]) -> list[Manifest]:
     """A Job running ``command`` in ``image`` on every node of one replica."""
     name = _name(plan)
     labels = _labels(plan, name)
-    container = {"name": "train", "image": image, "command": command}
+    container: dict[str, Any] = {"name": "train", "image": image, "command": command}
     nodes = plan.nodes_per_replica
     extra: dict[str, Any] = {"restartPolicy": "Never"}
     out: list[Manifest] = []
@@ -96,6 +117,7 @@ def training_job(plan: KubePlan, image: str, command: list[str]) -> list[Manifes
         if plan.tpu_topology is not None:
             extra["hostNetwork"] = True
             extra["dnsPolicy"] = "ClusterFirstWithHostNet"
+            container["env"] = tpu_worker_env(name, nodes)
         out.append(
             {
                 "apiVersion": "v1",

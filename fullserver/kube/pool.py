@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 from fullserver.errors import InputError
+from fullserver.kube.attached import attached_warnings
 from fullserver.kube.volume import DataVolume
 from fullserver.naming import fit_name
 from fullserver.platform import Platform, PricingModel
@@ -136,7 +137,7 @@ class KubePlan(Frozen):
     tpu_slice_topology: str | None = None
     """The slice's topology label value (every TPU pool, single-host too)."""
     flex_start: bool = False
-    queued_provisioning: bool = False
+    """GKE flex-start without queued provisioning: pending pods get nodes (``gke.FLEX_START_MIN_VERSION``)."""
     max_run_hours: float | None = None
     deploy_workload: bool = False
     """``fullserver:deployWorkload``: the components apply the workload's manifests to the cluster."""
@@ -191,22 +192,8 @@ DAEMONSET_ALLOWANCE = gke.NodeResources(cpu_m=500, memory_mib=1024.0, ephemeral_
 metadata server, CNI, kube-proxy): fullserver's margin, not a sourced figure; the sized rule is
 request = (allocatable - DaemonSet requests) x g / G (reference, section 4)."""
 
-EKS_ATTACHED_PLUGIN = (
-    "the existing EKS cluster must already run NVIDIA's device plugin (the AL2023 NVIDIA AMI does not): "
-    "without it no pod requesting nvidia.com/gpu schedules; fullserver installs it only on clusters it creates"
-)
-"""AL2023 NVIDIA AMIs need the plugin installed (EKS user guide, "Install Kubernetes device plugin for GPUs")."""
-
-EKS_ATTACHED_EBS_CSI = (
-    "the existing EKS cluster must already run the Amazon EBS CSI driver (EKS add-on aws-ebs-csi-driver): without "
-    "it the workload pods' data volumes stay Pending; fullserver installs it only on clusters it creates"
-)
-"""EKS user guide, "Amazon EBS CSI driver" (add-ons-aws-ebs-csi-driver): an add-on, not on a new cluster."""
-GKE_ATTACHED_PD_CSI = (
-    "the existing GKE cluster must have the Compute Engine persistent disk CSI driver enabled "
-    "(GcePersistentDiskCsiDriver): without it the workload pods' data volumes stay Pending"
-)
-"""GKE "Using the Compute Engine persistent disk CSI Driver": "In Standard clusters, you must enable" it."""
+REGIONAL_DEFAULT_ZONES = gke.REGIONAL_DEFAULT_ZONES
+"""The zones a regional GKE pool's per-zone counts apply in without ``node_locations`` (for readers)."""
 DATA_VOLUME_LABEL = "fullserver-pod-data-gib"
 """A node label on pools whose pods get a data volume: its size in GiB (``KubePlan.node_labels``)."""
 
@@ -362,6 +349,8 @@ def _gpu_nodes(spec: EnvironmentSpec, provider: Provider) -> _Nodes:
 def _pools(spec: EnvironmentSpec, provider: Provider, hosts: int, flex_start: bool) -> list[Pool]:
     """Spot with an on-demand fallback pool, or one pool; elastic from zero, serving's range, or fixed."""
     floor, ceiling, autoscaled = _counts(spec, hosts, flex_start)
+    if provider == "gke" and not autoscaled:  # node_count is per zone: the plan holds what is built
+        floor = ceiling = gke.fixed_pool_nodes(ceiling, 1 if spec.zone else None)[1]
     if spec.pricing is PricingModel.SPOT_WITH_FALLBACK and not flex_start:
         return [
             Pool(
@@ -445,28 +434,44 @@ def _data_volume(spec: EnvironmentSpec, provider: Provider) -> DataVolume | None
     )
 
 
-def _attached_warnings(provider: Provider, attached: bool, volume: DataVolume | None) -> list[str]:
-    """What an attached cluster must already run for the pools' pods: NVIDIA's device plugin on
-    EKS, and the CSI driver that provisions the pods' data volumes."""
-    if not attached:
-        return []
-    if provider == "eks":
-        return [EKS_ATTACHED_PLUGIN] + ([EKS_ATTACHED_EBS_CSI] if volume else [])
-    return [GKE_ATTACHED_PD_CSI] if volume else []
-
-
 def _warnings(
     spec: EnvironmentSpec, platform: Platform, nodes: _Nodes, pod: PodShare, volume: DataVolume | None
 ) -> list[str]:
     attached = volume.size_gib if volume else 0
     warnings = balance_shortfalls(spec, pod.resources, nodes.per_node, nodes.machine_type, attached)
     nics = gcp.gpu_nic_plan(nodes.machine_type, spec.nodes) if platform is Platform.GKE_GPU else None
+    built = gke.fixed_pool_nodes(nodes.hosts, None)[1]
+    if (
+        platform in gke.SIZED_AS
+        and spec.zone is None
+        and not _counts(spec, nodes.hosts, False)[2]
+        and built > nodes.hosts
+    ):
+        warnings.append(
+            f"no zone for this fixed GKE pool: node_count is per zone, so it runs {built} nodes over the region's "
+            f"{gke.REGIONAL_DEFAULT_ZONES} zones for the {nodes.hosts} planned (priced so); set fullserver:zone to pin it"
+        )
     if nics is not None:
         warnings.append(
             f"{spec.nodes} {nodes.machine_type} nodes talk over {nics.fabric} on the VMs; this GKE pool gets no "
             f"GPU NICs ({nics.gpu_nics} additional networks), so multi-node traffic goes over the primary NIC"
         )
     return warnings
+
+
+def _notes(pools: list[Pool], nodes: _Nodes, flex: bool, cluster: str | None, volume: DataVolume | None) -> list[str]:
+    """The pools' own warnings: a fixed GKE pool without a zone builds more nodes than planned
+    (``gke.fixed_pool_nodes``), flex-start's caveats, what an attached cluster must run."""
+    provider: Provider = "eks" if nodes.driver == eks.GPU_AMI_TYPE else "gke"
+    tpu, attached = nodes.resource == gke.TPU_RESOURCE, bool(cluster)
+    spread = [
+        f"no zone for the fixed GKE pool {p.name}: node_count is per zone, so it runs {p.max_nodes} nodes over the "
+        f"region's {gke.REGIONAL_DEFAULT_ZONES} zones for the {nodes.hosts} planned (priced so); set fullserver:zone to pin it"
+        for p in pools
+        if not p.autoscaled and p.max_nodes > nodes.hosts
+    ]
+    flex_notes = gke.flex_start_warnings(nodes.hosts, tpu, attached) if flex else []
+    return [*spread, *flex_notes, *attached_warnings(provider, attached, volume)]
 
 
 def kube_plan(
@@ -480,8 +485,9 @@ def kube_plan(
 ) -> KubePlan:
     """The node pools of ``platform`` (``gke-gpu``, ``gke-tpu``, ``eks-gpu``) for ``spec``, which
     the core sized for the VM platform the pool's nodes are. ``cluster``: attach to that cluster
-    (``fullserver:cluster``); else one is created. ``flex_start``: GKE flex-start with queued
-    provisioning (``fullserver:flexStart``), at most ``max_run_hours`` per node."""
+    (``fullserver:cluster``); else one is created. ``flex_start``: GKE flex-start nodes for pending
+    pods, without queued provisioning (``fullserver:flexStart``; ``gke.FLEX_START_MIN_VERSION`` says
+    why), at most ``max_run_hours`` per node."""
     provider = _refuse(spec, platform, flex_start)
     nodes = _tpu_nodes(spec) if platform is Platform.GKE_TPU else _gpu_nodes(spec, provider)
     # The environment's labels (profile, environment, owner, lifecycle, TTL or expiry) and its stage.
@@ -492,8 +498,8 @@ def kube_plan(
     reserved = _reserved(spec, platform)
     pod = _pod(reserved, nodes)
     volume = _data_volume(spec, provider)
-    spot_fallback = spec.pricing is PricingModel.SPOT_WITH_FALLBACK
     serving = spec.serving
+    pools = _pools(spec, provider, nodes.hosts, flex_start)
     return KubePlan(
         platform=platform,
         provider=provider,
@@ -510,7 +516,7 @@ def kube_plan(
         machine_type=nodes.machine_type,
         instance_types=(
             [nodes.machine_type, *(o.machine_type for o in spec.alternative_shapes)]
-            if provider == "eks" and spot_fallback
+            if provider == "eks" and spec.pricing is PricingModel.SPOT_WITH_FALLBACK
             else [nodes.machine_type]
         ),
         accelerator=spec.accelerator,
@@ -528,7 +534,6 @@ def kube_plan(
         tpu_accelerator_label=nodes.tpu_label,
         tpu_slice_topology=nodes.slice_topology,
         flex_start=flex_start,
-        queued_provisioning=flex_start,
         max_run_hours=max_run_hours if flex_start else None,
         deploy_workload=deploy_workload,
         data_volume=volume,
@@ -538,7 +543,7 @@ def kube_plan(
         cloud_labels=dict(spec.labels),
         taints=nodes.taints,
         node_selector=node_selector,
-        pools=_pools(spec, provider, nodes.hosts, flex_start),
+        pools=pools,
         node_capacity=_resources(reserved.capacity),
         node_reserved=_resources(reserved.reserved),
         node_allocatable=_resources(reserved.allocatable),
@@ -547,7 +552,7 @@ def kube_plan(
         min_replicas=serving.min_replicas if serving else 1,
         max_replicas=serving.max_replicas if serving else 1,
         spot_label=gke.SPOT_LABEL if provider == "gke" else eks.CAPACITY_LABEL,
-        warnings=_warnings(spec, platform, nodes, pod, volume) + _attached_warnings(provider, bool(cluster), volume),
+        warnings=_warnings(spec, platform, nodes, pod, volume) + _notes(pools, nodes, flex_start, cluster, volume),
     )
 
 

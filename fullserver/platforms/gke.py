@@ -95,6 +95,23 @@ def initial_nodes_per_zone(total_min: int, zones: int | None) -> int:
     return math.ceil(total_min / (zones or REGIONAL_DEFAULT_ZONES))
 
 
+def fixed_pool_nodes(total: int, zones: int | None) -> tuple[int, int]:
+    """(``node_count``, nodes built in all) of a fixed pool meant to run ``total`` nodes over
+    ``zones`` zones (``None``: no ``node_locations``, so the regional default). ``node_count`` is
+    per zone ("the number of nodes to create in each location"), so a regional pool given the
+    total would run it three times over. The count per zone is the total divided among the zones,
+    rounded up, and the plan prices what that builds (``ceil(total / zones) x zones``).
+
+    Why not pin the pool to one zone instead: a GKE pool's plan has no zone only when the catalog
+    lists none for its machine series in the region (sizing takes the first listed one otherwise),
+    and a zone cannot be made up from the region's name (us-east1 has no ``-a`` zone), so there is
+    no zone known to sell the machine to pin it to. With ``fullserver:zone`` set the pool is pinned
+    there and ``node_count`` is the total."""
+    spread = zones or REGIONAL_DEFAULT_ZONES
+    per_zone = math.ceil(total / spread)
+    return per_zone, per_zone * spread
+
+
 # --- a created cluster's system pool ----------------------------------------------------------------
 SYSTEM_POOL_MACHINE_TYPE = "e2-standard-4"
 SYSTEM_POOL_NODES_PER_ZONE = 1
@@ -317,12 +334,43 @@ def flex_not_spot(req: Request) -> Refusal | None:
     )
 
 
+FLEX_START_MIN_VERSION = {"gpu": "1.32.2-gke.1652000", "tpu": "1.33.0-gke.1712000"}
+"""Flex-start pools without queued provisioning ("flex-start VMs"): pending pods that ask for the
+pool's accelerators make the autoscaler create flex-start nodes, so a plain Job gets them. GKE
+"About flex-start" (kubernetes-engine/docs/concepts/dws): "To use flex-start in GKE, your cluster
+must use version 1.32.2-gke.1652000 or later"; "To run TPUs, use GKE version 1.33.0-gke.1712000 or
+later". fullserver does not enable queued provisioning (``queued_provisioning.enabled``): such a
+pool's nodes "can be only obtained through queuing via the Cluster Autoscaler ProvisioningRequest
+API" (pulumi-gcp NodePool), so the exported Job would never get one without a PodTemplate, a
+ProvisioningRequest (class ``queued-provisioning.gke.io``) and pods annotated to consume it,
+created afresh for every run (a request is consumed once, and its nodes are held only briefly for
+the pods); public write-ups disagree on the annotations' prefix. What is given up: a multi-node GPU
+pool's nodes come as capacity allows, not all at once (a multi-host TPU slice pool is all or nothing
+anyway)."""
+FLEX_START_PARTIAL = (
+    "flex-start without queued provisioning: the {nodes} nodes of this GPU pool come as capacity allows, not all "
+    "at once, so the Job's pods may wait for each other; GKE's queued provisioning (ProvisioningRequest) is not used"
+)
+FLEX_START_ATTACHED = (
+    "the existing GKE cluster must run GKE {version} or later for a flex-start pool to give pending pods nodes "
+    "(GKE 'About flex-start')"
+)
+
+
+def flex_start_warnings(nodes: int, tpu: bool, attached: bool) -> list[str]:
+    """A flex-start pool's caveats: a multi-node GPU pool is not provisioned at once (a multi-host
+    TPU slice pool is all or nothing anyway); an attached cluster must run a version that serves it."""
+    out = [FLEX_START_PARTIAL.format(nodes=nodes)] if nodes > 1 and not tpu else []
+    version = FLEX_START_MIN_VERSION["tpu" if tpu else "gpu"]
+    return out + ([FLEX_START_ATTACHED.format(version=version)] if attached else [])
+
+
 SIZED_AS = {Platform.GKE_GPU: Platform.GCP_GPU, Platform.GKE_TPU: Platform.TPU_VM}
 """The VM platform whose shapes, prices and zones a GKE pool's nodes are."""
 
 KUBE_OPTIONS = {
     "cluster": "a Kubernetes cluster to attach the node pool to",
-    "flexStart": "GKE flex-start / queued provisioning",
+    "flexStart": "GKE flex-start (Dynamic Workload Scheduler) node pools",
     "deployWorkload": "the workload manifest applied to the cluster",
 }
 

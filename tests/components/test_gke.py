@@ -15,7 +15,7 @@ from fullserver.kube import KubePlan, kube_plan
 from fullserver.kube.manifest import fits_node, workload
 from fullserver.naming import graph_problems
 from fullserver.plan import plan_workload
-from fullserver.platform import Platform
+from fullserver.platform import Platform, PricingModel
 from fullserver.profiles import load_profiles
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import workload_from_config
@@ -195,7 +195,8 @@ def test_elastic_tpu_slice_scales_all_or_nothing(catalog: Catalog, build: Build)
     g = build(lambda: GkeEnvironment("flex-slice", gke_args(plan, "proj")))
     (pool,) = pools(g).values()
     assert pool["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"}
-    assert pool["initialNodeCount"] == 0 and pool["queuedProvisioning"] == {"enabled": True}
+    assert pool["initialNodeCount"] == 0 and "queuedProvisioning" not in pool
+    assert pool["nodeConfig"]["flexStart"] is True
 
 
 def test_steady_v5p_slice_is_a_fixed_pool(plans: Plans, build: Build) -> None:
@@ -217,7 +218,10 @@ def test_single_host_tpu_pool_sends_no_topology(plans: Plans, build: Build) -> N
         assert "placementPolicy" not in pool and "maxPodsPerNode" not in pool
 
 
-def test_flex_start_pool_is_queued_and_scales_from_zero(catalog: Catalog, build: Build) -> None:
+def test_flex_start_pool_gives_the_exported_job_nodes_and_scales_from_zero(catalog: Catalog, build: Build) -> None:
+    """Flex-start without queued provisioning: a queued pool's nodes come only through a
+    ProvisioningRequest, which the exported Job does not make; a flex-start pool's autoscaler serves
+    the Job's pending pods, so the Job's pods must select and tolerate this very pool."""
     config = {
         "fullserver:profile": "scale-training",
         "fullserver:platform": "gcp-gpu",
@@ -232,8 +236,17 @@ def test_flex_start_pool_is_queued_and_scales_from_zero(catalog: Catalog, build:
     plan = kube_plan(spec, Platform.GKE_GPU, cluster="c", flex_start=True, max_run_hours=24)
     g = build(lambda: GkeEnvironment("flex", gke_args(plan, "proj")))
     (pool,) = pools(g).values()
-    assert pool["queuedProvisioning"] == {"enabled": True}
+    assert "queuedProvisioning" not in pool
     assert pool["nodeConfig"]["flexStart"] is True and pool["nodeConfig"]["maxRunDuration"] == "86400s"
+    (job,) = [m for m in workload(plan, spec, "img", ["true"]) if m["kind"] == "Job"]
+    pod = job["spec"]["template"]
+    assert "annotations" not in pod["metadata"]  # no ProvisioningRequest to consume
+    node_labels = {**pool["nodeConfig"]["labels"], "cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}
+    assert pod["spec"]["nodeSelector"].items() <= node_labels.items()
+    tolerated = {(t["key"], t["effect"]) for t in pod["spec"]["tolerations"]}
+    assert {(t["key"], {"NO_SCHEDULE": "NoSchedule"}[t["effect"]]) for t in pool["nodeConfig"]["taints"]} <= tolerated
+    assert any("not all at once" in w for w in plan.warnings)  # 2 nodes: no queued, atomic provisioning
+    assert any("1.32.2-gke.1652000 or later" in w for w in plan.warnings)  # attached: its version
     assert pool["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
     assert pool["management"]["autoRepair"] is False
     assert pool["autoscaling"]["minNodeCount"] == 0 and pool["autoscaling"]["maxNodeCount"] == 2
@@ -337,3 +350,25 @@ def test_a_created_cluster_enables_the_pd_csi_driver_only_for_pods_with_data_vol
     g = build(lambda: GkeEnvironment("novol", gke_args(slice_plan, "proj", workload=[])))
     assert "addonsConfig" not in g.one("container/cluster:Cluster").inputs
     assert all("fullserver-pod-data-gib" not in p["nodeConfig"]["labels"] for p in pools(g).values())
+
+
+@pytest.mark.parametrize(("zone", "node_count"), [("us-central1-a", 2), (None, 1)])
+def test_a_fixed_pool_s_node_count_is_per_zone(plans: Plans, build: Build, zone: str | None, node_count: int) -> None:
+    """Two steady g2 nodes: pinned to the plan's zone, node_count 2 there; without a zone, node_count 1 in
+    each of the region's zones (GKE: "the number of nodes to create in each location"), 3 built and planned."""
+    spec = spec_of(plans, "finetune-gcp-g2")
+    steady = spec.model_copy(
+        update={
+            "nodes": 2,
+            "zone": zone,
+            "pricing": PricingModel.ON_DEMAND,
+            "spot": False,
+            "lifecycle": spec.lifecycle.model_copy(update={"mode": "persistent"}),
+        }
+    )
+    plan = kube_plan(steady, Platform.GKE_GPU, cluster="c")
+    g = build(lambda: GkeEnvironment("fixed", gke_args(plan, "proj")))
+    (pool,) = pools(g).values()
+    assert pool["nodeCount"] == node_count and "autoscaling" not in pool
+    assert pool.get("nodeLocations") == ([zone] if zone else None)
+    assert plan.pools[0].max_nodes == (2 if zone else 3)

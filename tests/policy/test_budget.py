@@ -160,3 +160,16 @@ def test_a_volume_without_a_kind_is_judged_as_the_provider_creates_it(stacks: St
     assert catalog().storage_price("aws", "gp2", "us-east-1") is None
     est = estimate_month(policy_resources(stack))
     assert est.unpriced == ["Volume 'bare-ebs': gp2", "Disk 'bare-pd': pd-standard"]
+
+
+def test_a_created_cluster_s_system_pool_is_priced_as_its_cpu_machine(captured: dict[str, CapturedStack]) -> None:
+    """The untainted system pool / node group of a created cluster is a CPU machine the catalog prices but
+    never offers: the budget prices it at that price (GKE: per zone x its zones), never as unpriced."""
+    eks = estimate_month(policy_resources(captured["eks-gpu-cluster"]))
+    (line,) = [item for _, item in eks.items if "eks-gpu-cluster-system" in item]
+    assert "1 x m6i.large on-demand" in line and line.endswith("us-east-1 price) $0.10/h")
+    gke = estimate_month(policy_resources(captured["gke-tpu-slice"]))
+    (usd, line) = next((usd, item) for usd, item in gke.items if "gke-tpu-slice-system'" in item)
+    assert "1 x e2-standard-4 on-demand" in line  # pinned to the plan's zone: one node
+    assert usd == pytest.approx(0.13402 * 730)
+    assert eks.unpriced == [] and gke.unpriced == []

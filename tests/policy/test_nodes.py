@@ -34,7 +34,12 @@ def test_stack_view_finds_each_examples_shape(captured: dict[str, CapturedStack]
             continue
         # a GKE TPU pool's nodes are the slice's hosts (its machine type); every other node is the offer
         shape = spec.kube.machine_type if spec.kube is not None and spec.tpu is not None else spec.offer
-        assert {n.shape for n in nodes} == {shape}, stack.stack
+        # a created cluster also runs its untainted CPU system pool (priced, never an accelerator offer)
+        system = set()
+        if spec.kube is not None and spec.kube.create_cluster:
+            system = {"e2-standard-4" if spec.kube.provider == "gke" else "m6i.large"}
+        assert {n.shape for n in nodes} == {shape} | system, stack.stack
+        assert all(n.offer is None for n in nodes if n.shape in system), stack.stack
     assert seen["exp-aws-spot"] == [("g4dn.xlarge", 1.0, False, 63.0)]  # on-demand: no published spot price
     assert seen["train-p5-cluster"] == [("p5.48xlarge", 1.0, False, 0.0)] * 2
     assert seen["finetune-gcp-g2"] == [("g2-standard-12", 1.0, True, 250.0)]

@@ -15,6 +15,9 @@ from fullserver.platform import Platform
 from fullserver.profiles import load_profiles
 from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 
+E2_STANDARD_4_US_CENTRAL1 = 0.13402
+"""Cyclenerd pricing.yml 2026-07-30: compute.instance.e2-standard-4.cost.us-central1.hour 0.13402284."""
+
 
 def test_the_fee_file_is_sourced_and_not_a_shape_file() -> None:
     fees = load_cluster_fees()
@@ -44,15 +47,21 @@ def test_attached_pools_pay_no_cluster_fee(plans: dict[str, StackPlan]) -> None:
     assert attached.cluster_usd_hour == 0 and "existing cluster 'prod'" in attached.cluster_note
     created = kube_cost(kube_plan(spec, Platform.GKE_GPU), spec, profile, load_catalog())
     assert created.cluster_usd_hour == 0.10 and "not this regional one" in created.cluster_note
-    assert created.sources == ["gke-pricing"]
+    assert created.sources == ["gke-pricing", "gcp-cyclenerd-machines"]
     # Serving: 2 replicas at the floor, 8 at the ceiling, each a node at the on-demand rate.
     offer = load_catalog().offer(spec.offer)
     assert offer is not None
     node = offer.prices[spec.region].on_demand
     (pool,) = created.pools
     assert pool.min_usd_hour == pytest.approx(2 * node) and pool.max_usd_hour == pytest.approx(8 * node)
-    assert created.min_usd_hour == pytest.approx(0.10 + 2 * node)
-    assert created.max_usd_month == pytest.approx(round((0.10 + 8 * node) * profile.cost.hours_per_month, 2))
+    # The created regional cluster's system pool: one e2-standard-4 in each of the region's 3 zones
+    # (no zone planned), in the floor and the ceiling alike; the attached pool has none.
+    assert spec.zone is None and created.system_usd_hour == pytest.approx(3 * E2_STANDARD_4_US_CENTRAL1)
+    assert "3 x e2-standard-4" in created.system_note
+    assert attached.system_usd_hour == 0 and attached.system_note == ""
+    system = created.system_usd_hour
+    assert created.min_usd_hour == pytest.approx(0.10 + system + 2 * node)
+    assert created.max_usd_month == pytest.approx(round((0.10 + system + 8 * node) * profile.cost.hours_per_month, 2))
 
 
 def test_spot_and_fallback_pools_at_their_own_prices(plans: dict[str, StackPlan]) -> None:
@@ -73,7 +82,9 @@ def test_spot_and_fallback_pools_at_their_own_prices(plans: dict[str, StackPlan]
     assert fallback.max_usd_hour == pytest.approx(price.on_demand + volume)
     assert f"a {disk.size_gib} GiB gp3 data volume per node" in spot.note
     assert spot.min_usd_hour == fallback.min_usd_hour == 0  # elastic: nothing runs at the floor
-    assert cost.min_usd_hour == pytest.approx(0.10)  # only the cluster
+    # Only the cluster and its system node group (one m6i.large, Karpenter's 2026-07-20 us-east-1 price).
+    assert cost.system_usd_hour == pytest.approx(0.096) and "1 x m6i.large" in cost.system_note
+    assert cost.min_usd_hour == pytest.approx(0.10 + 0.096)
     assert cost.cluster_note.startswith("EKS cluster fee 0.10/h on standard support")
 
 
@@ -100,3 +111,26 @@ def test_a_spot_node_pool_is_priced_at_expected_cost_because_its_fallback_pool_i
     compute = next(line for line in plan.cost.lines if line.item == "compute")
     assert compute.note.startswith("expected 2.60/h: 80% of hours spot 2.25/h, 20% on-demand fallback 4.00/h")
     assert not any("no on-demand fallback is built" in w for w in plan.warnings)
+
+
+def test_a_created_zonal_gke_cluster_s_system_pool_is_one_node(plans: dict[str, StackPlan]) -> None:
+    """gke-tpu-slice's plan has a zone: its system pool is one e2-standard-4 there, all month."""
+    spec = plans["gke-tpu-slice"].spec
+    assert spec.kube is not None and spec.zone == "us-central1-a"
+    cost = kube_cost(spec.kube, spec, load_profiles()[spec.profile], load_catalog())
+    assert cost.system_usd_hour == pytest.approx(E2_STANDARD_4_US_CENTRAL1)
+    assert cost.min_usd_hour == pytest.approx(
+        0.10 + E2_STANDARD_4_US_CENTRAL1 + sum(p.min_usd_hour for p in cost.pools)
+    )
+
+
+def test_cpu_only_machines_are_priced_but_never_offers() -> None:
+    """The system pools' machine types are in the catalog with their sourced prices, but are no offer, so
+    sizing (which ranks offers only) never picks them for an accelerator request."""
+    catalog = load_catalog()
+    for name, region, usd in (("e2-standard-4", "us-central1", 0.13402), ("m6i.large", "us-east-1", 0.096)):
+        price = catalog.machine_price(name, region)
+        assert price is not None and price.on_demand == usd
+        assert catalog.offer(name) is None
+        assert all(o.machine_type != name for o in catalog.offers)
+    assert catalog.machine_price("g2-standard-4", "us-central1") is None  # an accelerator shape is an offer

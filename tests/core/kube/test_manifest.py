@@ -69,6 +69,26 @@ def test_a_multi_node_gpu_job_is_indexed_without_host_networking(plans: dict[str
     assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": job["metadata"]["name"]}}
 
 
+def test_each_pod_of_a_multi_host_tpu_slice_knows_its_worker_id_and_peers(plans: dict[str, StackPlan]) -> None:
+    """gke-tpu-slice: four hosts. Each pod's TPU_WORKER_ID is its completion index (the annotation
+    the indexed Job gives it), and TPU_WORKER_HOSTNAMES names every pod as <job>-<i>.<service>, the
+    DNS names the headless Service and the pods' subdomain give them."""
+    plan = plans["gke-tpu-slice"].spec.kube
+    assert plan is not None and plan.nodes_per_replica == 4
+    job, service = training_job(plan, "jax:1", ["python", "train.py"])
+    name = job["metadata"]["name"]
+    pod = job["spec"]["template"]["spec"]
+    assert job["spec"]["completionMode"] == "Indexed" and pod["subdomain"] == service["metadata"]["name"] == name
+    env = {e["name"]: e for e in pod["containers"][0]["env"]}
+    assert env["TPU_WORKER_ID"]["valueFrom"] == {
+        "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+    }
+    assert env["TPU_WORKER_HOSTNAMES"]["value"].split(",") == [f"{name}-{i}.{name}" for i in range(4)]
+    # A GPU job's pods find each other their own way (torchrun's rendezvous): no TPU variables.
+    gpu_job, _ = training_job(kube_plan(plans["train-p5-cluster"].spec, Platform.EKS_GPU), "t:1", ["torchrun"])
+    assert "env" not in gpu_job["spec"]["template"]["spec"]["containers"][0]
+
+
 def test_a_job_needs_an_image_and_serving_an_endpoint(plans: dict[str, StackPlan]) -> None:
     spec = plans["train-p5-cluster"].spec
     plan = kube_plan(spec, Platform.EKS_GPU)

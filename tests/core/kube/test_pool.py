@@ -9,8 +9,9 @@ from fullserver.kube import SIZED_AS, kube_plan
 from fullserver.kube.manifest import fits_node
 from fullserver.kube.pool import cluster_name, label_value
 from fullserver.plan import StackPlan
-from fullserver.platform import Platform
+from fullserver.platform import Platform, PricingModel
 from fullserver.platforms import Request, eks, gke, name_rules, option_refusal, owners, rules_for
+from fullserver.spec import EnvironmentSpec
 
 TWIN = {vm: kube for kube, vm in SIZED_AS.items() if kube is not Platform.GKE_TPU} | {Platform.TPU_VM: Platform.GKE_TPU}
 
@@ -146,3 +147,41 @@ def test_the_kubernetes_keys_belong_to_the_kubernetes_platforms() -> None:
         assert rules_for(kube).provider == rules_for(vm).provider
         assert rules_for(kube).accelerator_kinds <= rules_for(vm).accelerator_kinds
         assert not rules_for(kube).hourly_gpus  # never compared as a VM shape of its own
+
+
+def steady_gpu_spec(plans: dict[str, StackPlan], nodes: int, zone: str | None) -> EnvironmentSpec:
+    """finetune-gcp-g2 held steady: on-demand, persistent, ``nodes`` g2 nodes, in ``zone``."""
+    spec = plans["finetune-gcp-g2"].spec
+    return spec.model_copy(
+        update={
+            "nodes": nodes,
+            "zone": zone,
+            "pricing": PricingModel.ON_DEMAND,
+            "spot": False,
+            "lifecycle": spec.lifecycle.model_copy(update={"mode": "persistent"}),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("nodes", "zone", "per_zone", "built"), [(2, "us-central1-a", 2, 2), (2, None, 1, 3), (4, None, 2, 6)]
+)
+def test_a_fixed_gke_pool_is_planned_as_gke_builds_it(
+    plans: dict[str, StackPlan], nodes: int, zone: str | None, per_zone: int, built: int
+) -> None:
+    """node_count is per zone: pinned to the plan's zone it is the total; without a zone it is the total
+    divided among the region's 3 zones (rounded up) and the pool holds what that builds, with a warning."""
+    plan = kube_plan(steady_gpu_spec(plans, nodes, zone), Platform.GKE_GPU)
+    ((role, floor, ceiling, autoscaled),) = [(p.role, p.min_nodes, p.max_nodes, p.autoscaled) for p in plan.pools]
+    assert (role, floor, ceiling, autoscaled) == ("accelerators", built, built, False)
+    assert gke.fixed_pool_nodes(nodes, 1 if zone else None) == (per_zone, built)
+    spread = [w for w in plan.warnings if w.startswith("no zone for the fixed GKE pool")]
+    assert spread == (
+        []
+        if zone
+        else [
+            f"no zone for the fixed GKE pool {plan.pools[0].name}: node_count is per zone, "
+            f"so it runs {built} nodes over the region's 3 zones for the {nodes} planned "
+            "(priced so); set fullserver:zone to pin it"
+        ]
+    )
