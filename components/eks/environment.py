@@ -357,13 +357,13 @@ class _EksNodeGroups(pulumi.ComponentResource):
 
 def _network(plan: KubePlan, args: EksArgs, parent: pulumi.Resource) -> _Network:
     invoke = pulumi.InvokeOptions(parent=parent)
-    if args["subnet_ids"]:
+    if args["subnet_ids"] and (plan.create_cluster or args["vpc_id"]):
         return _Network(args["subnet_ids"], args["vpc_id"], args.get("cluster_security_group_id"))
     if not plan.create_cluster:
         found = aws.eks.get_cluster_output(name=plan.cluster_name, opts=invoke)
         config = found.vpc_config
         network = _Network(
-            config.subnet_ids,
+            args["subnet_ids"] or config.subnet_ids,  # fullserver:subnets, in the cluster's VPC
             config.vpc_id,
             args.get("cluster_security_group_id") or config.cluster_security_group_id,
         )
