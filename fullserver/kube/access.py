@@ -31,7 +31,15 @@ from fullserver.platforms import gke
 
 Identity = Literal["pod-identity", "irsa"]
 
-KUBE_KEYS = ("cluster", "flexStart", "deployWorkload", "clusterLocation", "privateEndpoint", "clusterIdentity", "subnets")
+KUBE_KEYS = (
+    "cluster",
+    "flexStart",
+    "deployWorkload",
+    "clusterLocation",
+    "privateEndpoint",
+    "clusterIdentity",
+    "subnets",
+)
 """The stack keys only the node-pool platforms take: setting one is the stack's choice of
 Kubernetes (sizing never hands a cluster to a team that asked for none)."""
 

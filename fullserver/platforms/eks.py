@@ -122,7 +122,9 @@ RULES = PlatformRules(
         "clusterIdentity": "a created EKS cluster's Pod Identity Agent or IAM OIDC provider (IRSA)",
         "subnets": "the subnets of an existing EKS cluster's VPC for the node groups",
     },
-    lacks={"clusterLocation": "an EKS cluster lives in the stack's region (fullserver:region); it has no other location"},
+    lacks={
+        "clusterLocation": "an EKS cluster lives in the stack's region (fullserver:region); it has no other location"
+    },
     compact_placement=True,  # a cluster placement group in the launch template
     disk_kinds=aws.DISKS,
     default_disk_kind="gp3",

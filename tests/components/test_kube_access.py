@@ -24,7 +24,9 @@ def test_a_zonal_attached_gke_cluster_gets_its_zone_as_the_pools_location() -> N
         assert pool["cluster"] == "ml-prod"
         assert pool["location"] == "us-central1-c"
         assert pool["nodeLocations"] == ["us-central1-c"]
-    assert g.outputs["connect"].startswith("gcloud container clusters get-credentials ml-prod --location us-central1-c ")
+    assert g.outputs["connect"].startswith(
+        "gcloud container clusters get-credentials ml-prod --location us-central1-c "
+    )
 
 
 def test_a_regional_attached_gke_cluster_keeps_the_region() -> None:
@@ -70,6 +72,8 @@ def test_given_subnets_are_the_node_groups_on_an_attached_eks_cluster() -> None:
     assert len(groups) == 2
     assert all(group["subnetIds"] == SUBNETS and group["clusterName"] == "research" for group in groups)
     assert g.of_type("eks/cluster:Cluster") == []
-    without = graph_for_config("exp-aws-l4-spot", stack_config("exp-aws-l4-spot", platform="eks-gpu", cluster="research"))
+    without = graph_for_config(
+        "exp-aws-l4-spot", stack_config("exp-aws-l4-spot", platform="eks-gpu", cluster="research")
+    )
     (group, *_) = [r.inputs for r in without.of_type("eks/nodeGroup:NodeGroup")]
     assert group["subnetIds"] == ["subnet-use1-az1", "subnet-use1-az2", "subnet-use1-az3"]  # the cluster's own

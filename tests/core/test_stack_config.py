@@ -272,7 +272,12 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("privateEndpoint", "exp-aws-spot", {"privateEndpoint": True}, "applies only to gke-gpu, gke-tpu, eks-gpu"),
     ("privateEndpoint", "eks-gpu-cluster", {"privateEndpoint": "yes"}, "valid boolean"),
     ("clusterIdentity", "eks-gpu-cluster", {"clusterIdentity": "oidc"}, "Input should be 'pod-identity' or 'irsa'"),
-    ("clusterIdentity", "eks-gpu-cluster", {"cluster": "prod", "clusterIdentity": "irsa"}, "cluster fullserver creates"),
+    (
+        "clusterIdentity",
+        "eks-gpu-cluster",
+        {"cluster": "prod", "clusterIdentity": "irsa"},
+        "cluster fullserver creates",
+    ),
     ("clusterIdentity", "gke-tpu-slice", {"clusterIdentity": "irsa"}, "GKE pods get Google credentials through"),
     ("subnets", "eks-gpu-cluster", {"subnets": ["subnet-0a1b2c3d"]}, "no fullserver:cluster is set"),
     ("subnets", "eks-gpu-cluster", {"cluster": "prod", "subnets": ["sg-0a1b2c3d"]}, "is not a subnet id"),
@@ -390,7 +395,10 @@ def test_the_example_stacks_and_their_valid_neighbours_still_plan(tmp_path: Path
         "regional-gke": ("gke-gpu-attach", {"clusterLocation": "us-central1"}),
         "private-gke": ("gke-tpu-slice", {"privateEndpoint": True}),
         "private-irsa-eks": ("eks-gpu-cluster", {"privateEndpoint": True, "clusterIdentity": "irsa"}),
-        "eks-subnets": ("eks-gpu-cluster", {"cluster": "prod", "subnets": ["subnet-0a1b2c3d", "subnet-0123456789abcdef0"]}),
+        "eks-subnets": (
+            "eks-gpu-cluster",
+            {"cluster": "prod", "subnets": ["subnet-0a1b2c3d", "subnet-0123456789abcdef0"]},
+        ),
     }
     for name, (stack, changes) in fine.items():
         plan_offline(write_stack(tmp_path, name, stack_config(stack, **changes)))
