@@ -9,7 +9,6 @@ import json
 from typing import Literal, NotRequired, TypedDict
 
 from fullserver.kube import KubePlan
-from fullserver.kube.access import check_subnet_id
 from fullserver.kube.manifest import Manifest
 
 
@@ -51,8 +50,6 @@ def eks_args(
 ) -> EksArgs:
     if plan.provider != "eks":
         raise ValueError(f"{plan.platform.value} is not an EKS plan")
-    for subnet in subnet_ids or []:
-        check_subnet_id(subnet)
     if subnet_ids and not vpc_id and plan.create_cluster:
         raise ValueError("EKS subnets need their VPC (vpc_id)")
     if plan.efa_interfaces and not plan.create_cluster and vpc_id and subnet_ids and not cluster_security_group_id:

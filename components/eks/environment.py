@@ -372,7 +372,7 @@ def _network(plan: KubePlan, args: EksArgs, parent: pulumi.Resource) -> _Network
         vpc_filter: Any = {"name": "vpc-id", "values": [vpc.id]}
         subnets = aws.ec2.get_subnets_output(filters=[vpc_filter], opts=invoke)
         network = _Network(subnets.ids, vpc.id, None)
-    if plan.compact_placement or plan.efa_interfaces:
+    if (plan.compact_placement or plan.efa_interfaces) and not args["subnet_ids"]:  # given: the stack's zone
         network.node_subnet_ids = _one_zone(plan, network.subnet_ids, parent)
     return network
 

@@ -130,3 +130,15 @@ def private_endpoint_warning(provider: str, deploy_workload: bool) -> str:
     if applied:
         said += f"; pulumi up applies {' and '.join(applied)} through it, so run pulumi up from there too"
     return said
+
+
+def one_zone_warning(zone: str | None) -> str:
+    """Given subnets with EFA or a cluster placement group: a placement group is "a logical grouping
+    of instances within a single Availability Zone" (EC2 user guide, placement strategies), and the
+    EKS user guide's EFA node group takes one zone (node-efa.adoc); fullserver narrows only subnets
+    it found itself, so the stack's must already be of one zone."""
+    where = f" ({zone})" if zone else ""
+    return (
+        f"EFA interfaces and a cluster placement group keep the node groups to one zone: fullserver:subnets "
+        f"must all be in one zone{where}, or the nodes cannot launch"
+    )

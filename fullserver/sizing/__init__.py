@@ -18,7 +18,7 @@ from fullserver.catalog.model import Platform
 from fullserver.errors import InputError, NothingFits
 from fullserver.hourly import hourly_rate
 from fullserver.kube import SIZED_AS, kube_plan
-from fullserver.kube.access import KUBE_KEYS, ClusterAccess, private_endpoint_warning
+from fullserver.kube.access import KUBE_KEYS, ClusterAccess, one_zone_warning, private_endpoint_warning
 from fullserver.platforms import option_refusal, rules_for
 from fullserver.profiles import Profile
 from fullserver.sizing.build import build_spec, declared_host, dedicated_spec, gap_warning, refused
@@ -99,6 +99,8 @@ def kube_spec(
     if access.private_endpoint:
         warning = private_endpoint_warning(pools.provider, workload.deploy_workload)
         pools = pools.model_copy(update={"warnings": [*pools.warnings, warning]})
+    if access.subnets and (pools.efa_interfaces or pools.compact_placement):
+        pools = pools.model_copy(update={"warnings": [*pools.warnings, one_zone_warning(pools.zone)]})
     pools = pools.model_copy(update={"access": access})
     # What the VM platform says of its own VMs (no spot fallback, the provider's default zone) is
     # not so of node pools (a fallback pool; a regional cluster's zones).

@@ -227,3 +227,18 @@ def test_deploy_workload_on_an_existing_cluster_reads_it(plans: Plans, build: Bu
     (group,) = [r for r in g.rows if r.type == "kubernetes:yaml/v2:ConfigGroup"]
     assert [o["kind"] for o in group.inputs["objs"]] == ["Deployment", "Service", "HorizontalPodAutoscaler"]
     assert g.of_type("eks/cluster:Cluster") == []  # still nothing of the cluster is touched
+
+
+def test_efa_nodes_in_given_subnets_of_an_attached_cluster_keep_its_vpc_and_group(plans: Plans, build: Build) -> None:
+    """``fullserver:subnets`` on an attached cluster (subnets without their VPC): the VPC and the
+    cluster's security group are read from the cluster; the subnets are the node groups' as given
+    (the plan warns that EFA and a placement group need them in one zone)."""
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU, cluster="prod")
+    given = ["subnet-use1-az2"]  # the mock's ids: one of the cluster's private subnets, say
+    g = build(lambda: EksEnvironment("p5", eks_args(plan, given)))
+    (group,) = groups(g).values()
+    assert group["subnetIds"] == given
+    assert g.one("ec2/securityGroup:SecurityGroup").inputs["vpcId"] == "vpc-cluster"
+    template = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    assert all("sg-cluster" in nic["securityGroups"] for nic in template["networkInterfaces"])
+    assert g.of_type("eks/cluster:Cluster") == []
