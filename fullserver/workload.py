@@ -31,12 +31,14 @@ from pydantic.alias_generators import to_camel
 from fullserver.baremetal.keys import HostKeyLine, PublicKeyLine
 from fullserver.catalog.model import AcceleratorKind, Platform
 from fullserver.errors import InputError
+from fullserver.kube.access import MAX_SUBNETS, Identity, check_subnet_id, location_problem, way_in_refusal
 from fullserver.platforms import option_refusal, rules_for, zone_problem
 from fullserver.rules import (
     MAX_HOURS_PER_MONTH,
     check_ssh_ranges,
 )
 from fullserver.tls import CertificateArn, Domains
+from fullserver.workload_checks import check_dedicated_accelerator, check_tpu_count
 
 if TYPE_CHECKING:
     from fullserver.catalog import Catalog
@@ -331,6 +333,22 @@ class Workload(Camel):
         default=False,
         description="gke-gpu, gke-tpu, eks-gpu: apply the workload's manifests (Job, or Deployment + Service + HPA) to the cluster.",
     )
+    cluster_location: Annotated[Name | None, _unset("")] = Field(
+        default=None,
+        description="gke-gpu, gke-tpu with fullserver:cluster: the existing cluster's location, the region or one of its zones (a zonal cluster); empty: the region.",
+    )
+    private_endpoint: StrictBool = Field(
+        default=False,
+        description="gke-gpu, gke-tpu, eks-gpu, a created cluster: its control plane answers only on its private address (kubectl and pulumi up then run from inside its network).",
+    )
+    cluster_identity: Annotated[Identity | None, _unset("")] = Field(
+        default=None,
+        description="eks-gpu, a created cluster: how pods get AWS credentials, pod-identity (the Pod Identity Agent add-on) or irsa (an IAM OIDC provider); empty: pod-identity.",
+    )
+    subnets: Annotated[Annotated[list[StrictStr], Field(max_length=MAX_SUBNETS)] | None, _unset([])] = Field(
+        default=None,
+        description="eks-gpu with fullserver:cluster: subnets of the cluster's VPC for the node groups (subnet-...); empty: the cluster's own.",
+    )
     dedicated: Annotated[Dedicated | None, _unset({})] = Field(
         default=None,
         description="Bare metal: the rented or owned servers (monthlyUsd, host hardware, hosts to reach over SSH).",
@@ -357,6 +375,20 @@ class Workload(Camel):
     @classmethod
     def _region_name(cls, region: str) -> str:
         return check_region_name(region)
+
+    @field_validator("subnets")
+    @classmethod
+    def _subnet_ids(cls, v: list[str] | None) -> list[str] | None:
+        return None if v is None else [check_subnet_id(s) for s in v]
+
+    @field_validator("cluster_location")
+    @classmethod
+    def _location_in_region(cls, location: str | None, info: ValidationInfo) -> str | None:
+        region = info.data.get("region")
+        problem = None if location is None or region is None else location_problem(location, region)
+        if problem is not None:
+            raise ValueError(problem)
+        return location
 
     @field_validator("owner")
     @classmethod
@@ -404,6 +436,7 @@ class Workload(Camel):
     @model_validator(mode="after")
     def _coherent(self) -> Workload:
         """Keys that cannot apply to the stack's platform are refused, never silently ignored."""
+        self._check_way_in()
         platform = self.platform
         if platform is None:
             return self
@@ -426,6 +459,18 @@ class Workload(Camel):
             self._check_bare_metal()
         return self
 
+    def _check_way_in(self) -> None:
+        """Keys of a created cluster with ``cluster`` set, or of an existing one without it."""
+        found = way_in_refusal(
+            attached=self.cluster is not None,
+            location=self.cluster_location is not None,
+            private_endpoint=self.private_endpoint,
+            identity=self.cluster_identity is not None,
+            subnets=self.subnets is not None,
+        )
+        if found is not None:
+            raise KeyProblem(*found)
+
     def platform_keys(self) -> list[str]:
         """The keys set here that only some platforms take (``PlatformRules.options``) or some
         refuse (``PlatformRules.lacks``): they narrow where the stack can land."""
@@ -444,6 +489,10 @@ class Workload(Camel):
             ("cluster", self.cluster is not None),
             ("flexStart", self.flex_start),
             ("deployWorkload", self.deploy_workload),
+            ("clusterLocation", self.cluster_location is not None),
+            ("privateEndpoint", self.private_endpoint),
+            ("clusterIdentity", self.cluster_identity is not None),
+            ("subnets", self.subnets is not None),
         ]
         return [key for key, is_set in keys if is_set]
 
@@ -546,44 +595,6 @@ def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> No
                 f"remove fullserver:{key} or set fullserver:platform",
             )
     if any(rules_for(p).slices for p in platforms):
-        _check_tpu_count(workload, catalog)
+        check_tpu_count(workload, catalog)
     if all(rules_for(p).declared_hardware for p in platforms) and workload.accelerator and workload.dedicated:
-        _check_dedicated_accelerator(workload, catalog)
-
-
-def _check_tpu_count(workload: Workload, catalog: Catalog) -> None:
-    """A TPU slice has the chips of its type: a count no type has is refused, never rounded."""
-    count = workload.accelerator_count
-    if count is None or workload.accelerator is None:
-        return
-    tpus = [o for o in catalog.offers if rules_for(o.platform).slices]
-    named = next((o for o in tpus if o.name == workload.accelerator), None)
-    if named is not None:
-        if count != named.total_accelerators:
-            raise InputError(
-                "fullserver:acceleratorCount",
-                f"is {count}, but {named.name} has {named.total_accelerators} chips",
-                f"remove acceleratorCount or set it to {named.total_accelerators}",
-            )
-        return
-    model = catalog.accelerator(workload.accelerator).name
-    counts = sorted({o.total_accelerators for o in tpus if o.accelerator == model})
-    if counts and count not in counts:
-        raise InputError(
-            "fullserver:acceleratorCount",
-            f"no {model} slice has {count} chips",
-            f"slices have {', '.join(map(str, counts))} chips",
-        )
-
-
-def _check_dedicated_accelerator(workload: Workload, catalog: Catalog) -> None:
-    assert workload.dedicated is not None and workload.accelerator is not None
-    declared = workload.dedicated.host.accelerator
-    wanted = catalog.accelerator(workload.accelerator).name
-    have = catalog.accelerator(declared, where="fullserver:dedicated.host.accelerator").name if declared else None
-    if wanted != have:
-        raise InputError(
-            "fullserver:accelerator",
-            f"is {wanted}, but the dedicated host has {have or 'no accelerator'}",
-            "make them agree: fullserver:dedicated.host is what was rented",
-        )
+        check_dedicated_accelerator(workload, catalog)

@@ -50,7 +50,8 @@ def credentials_hint(plan: KubePlan, project: str | None) -> str:
     """The command that puts the cluster's credentials into the kubeconfig."""
     if plan.provider == "gke":
         return (
-            f"run `gcloud container clusters get-credentials {plan.cluster_name} --location {plan.region}"
+            f"run `gcloud container clusters get-credentials {plan.cluster_name} --location "
+            f"{plan.access.location if plan.access else plan.region}"
             f" --project {project or 'PROJECT'}`, or pass --kubeconfig / --context"
         )
     return (

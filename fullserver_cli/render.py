@@ -228,14 +228,29 @@ def _resources(r: Resources) -> str:
     return f"{r.cpu_m / 1000:,.2f} vCPU, {r.memory_mib / 1024:,.1f} GiB memory, {r.ephemeral_mib / 1024:,.0f} GiB ephemeral"
 
 
+def _way_in(k: KubePlan) -> str:
+    """How the cluster is reached, where the stack says (``fullserver.kube.access``)."""
+    a = k.access
+    if a is None:
+        return ""
+    said = ["private endpoint only" if a.private_endpoint else ""]
+    if k.provider == "eks" and k.create_cluster:
+        said.append("pod credentials: " + ("IRSA (IAM OIDC provider)" if a.identity == "irsa" else "Pod Identity"))
+    if a.subnets:
+        said.append("node groups in " + ", ".join(a.subnets))
+    return "".join(f"; {s}" for s in said if s)
+
+
 def _kube_rows(k: KubePlan) -> list[tuple[str, str]]:
     """A node-pool platform's cluster, pools, the node's allocatable and each pod's share."""
+    where = k.access.location if k.access else k.region
     cluster = (
-        f"{k.cluster_name} (created: {k.provider.upper()}, its fee in the cost)"
+        f"{k.cluster_name} in {where} (created: {k.provider.upper()}, its fee in the cost)"
         if k.create_cluster
-        else f"{k.cluster_name} (existing: attached, its fee not this stack's)"
+        else f"{k.cluster_name} in {where} (existing: attached, its fee not this stack's)"
     )
-    pools = "; ".join(
+    cluster += _way_in(k)
+    pools = f"in {k.zone or where}: " + "; ".join(
         f"{p.name}: {'spot' if p.spot else 'on-demand'} {p.min_nodes}-{p.max_nodes} x {k.machine_type}"
         + ("" if p.autoscaled else " (fixed)")
         for p in k.pools

@@ -34,7 +34,15 @@ __all__ = ["ENTRY", "EksArgs", "EksEnvironment", "autoscaler_tags", "eks_args", 
 def _args(spec: EnvironmentSpec, _catalog: Any, _project: Any) -> EksArgs:
     plan = spec.kube
     assert plan is not None, "an EKS spec carries its KubePlan (fullserver.sizing.kube_spec)"
-    return eks_args(plan, workload=default_workload(plan, spec), deploy_workload=plan.deploy_workload)
+    access = plan.access
+    return eks_args(
+        plan,
+        access.subnets if access else None,
+        private_endpoint=access.private_endpoint if access else False,
+        identity=access.identity if access else "pod-identity",
+        workload=default_workload(plan, spec),
+        deploy_workload=plan.deploy_workload,
+    )
 
 
 def exports(spec: EnvironmentSpec, inner: pulumi.ComponentResource) -> dict[str, Any]:

@@ -17,7 +17,9 @@ class EksArgs(TypedDict):
     """``KubePlan`` as JSON (``fullserver.kube``)."""
     subnet_ids: list[str]
     """Subnets for the nodes (and a created cluster); one zone's for EFA and placement. Empty: an
-    attached cluster's own subnets, or the region's default VPC for a created one."""
+    attached cluster's own subnets, or the region's default VPC for a created one. On an attached
+    cluster without ``vpc_id`` (``fullserver:subnets``): subnets of its VPC for the node groups,
+    the VPC and security group read from the cluster, narrowed to one zone for EFA and placement."""
     vpc_id: str
     """The subnets' VPC (the EFA security group lives there); empty: found with the subnets."""
     cluster_security_group_id: NotRequired[str]
@@ -48,9 +50,9 @@ def eks_args(
 ) -> EksArgs:
     if plan.provider != "eks":
         raise ValueError(f"{plan.platform.value} is not an EKS plan")
-    if subnet_ids and not vpc_id:
+    if subnet_ids and not vpc_id and plan.create_cluster:
         raise ValueError("EKS subnets need their VPC (vpc_id)")
-    if plan.efa_interfaces and not plan.create_cluster and subnet_ids and not cluster_security_group_id:
+    if plan.efa_interfaces and not plan.create_cluster and vpc_id and subnet_ids and not cluster_security_group_id:
         raise ValueError(
             f"spec.network.efa_interfaces: EFA nodes joining the existing cluster '{plan.cluster_name}' in the given "
             "subnets need its security group (cluster_security_group_id)"

@@ -360,13 +360,13 @@ class _EksNodeGroups(pulumi.ComponentResource):
 
 def _network(plan: KubePlan, args: EksArgs, parent: pulumi.Resource) -> _Network:
     invoke = pulumi.InvokeOptions(parent=parent)
-    if args["subnet_ids"]:
+    if args["subnet_ids"] and (plan.create_cluster or args["vpc_id"]):
         return _Network(args["subnet_ids"], args["vpc_id"], args.get("cluster_security_group_id"))
     if not plan.create_cluster:
         found = aws.eks.get_cluster_output(name=plan.cluster_name, opts=invoke)
         config = found.vpc_config
         network = _Network(
-            config.subnet_ids,
+            args["subnet_ids"] or config.subnet_ids,  # fullserver:subnets, in the cluster's VPC
             config.vpc_id,
             args.get("cluster_security_group_id") or config.cluster_security_group_id,
         )
@@ -375,7 +375,7 @@ def _network(plan: KubePlan, args: EksArgs, parent: pulumi.Resource) -> _Network
         vpc_filter: Any = {"name": "vpc-id", "values": [vpc.id]}
         subnets = aws.ec2.get_subnets_output(filters=[vpc_filter], opts=invoke)
         network = _Network(subnets.ids, vpc.id, None)
-    if plan.compact_placement or plan.efa_interfaces:
+    if (plan.compact_placement or plan.efa_interfaces) and not args["subnet_ids"]:  # given: the stack's zone
         network.node_subnet_ids = _one_zone(plan, network.subnet_ids, parent)
     return network
 

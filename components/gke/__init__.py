@@ -38,7 +38,15 @@ def _args(spec: EnvironmentSpec, _catalog: Any, project: Any) -> GkeArgs:
     assert plan is not None, "a GKE spec carries its KubePlan (fullserver.sizing.kube_spec)"
     if not project:
         raise refuse("project", "a GKE environment needs its Google Cloud project", "pulumi config set gcp:project ID")
-    return gke_args(plan, str(project), workload=default_workload(plan, spec), deploy_workload=plan.deploy_workload)
+    access = plan.access
+    return gke_args(
+        plan,
+        str(project),
+        cluster_location=access.location if access else None,
+        private_endpoint=access.private_endpoint if access else False,
+        workload=default_workload(plan, spec),
+        deploy_workload=plan.deploy_workload,
+    )
 
 
 def exports(spec: EnvironmentSpec, inner: pulumi.ComponentResource) -> dict[str, Any]:

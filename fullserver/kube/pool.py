@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 from fullserver.errors import InputError
+from fullserver.kube.access import ClusterAccess
 from fullserver.kube.attached import attached_warnings
 from fullserver.kube.volume import DataVolume
 from fullserver.naming import fit_name
@@ -111,6 +112,7 @@ class KubePlan(Frozen):
     cluster_name: str
     """The cluster the pools join: the one ``fullserver:cluster`` names, or the one created."""
     create_cluster: bool
+    access: ClusterAccess | None = None  # the cluster's location and way in (fullserver.kube.access)
     protect: bool
     """Persistent, protected environments: the created cluster keeps deletion protection."""
     machine_type: str

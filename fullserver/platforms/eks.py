@@ -117,7 +117,14 @@ RULES = PlatformRules(
     provider="aws",
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
-    options={k: v for k, v in gke.KUBE_OPTIONS.items() if k != "flexStart"},
+    options={
+        **{k: v for k, v in gke.KUBE_OPTIONS.items() if k != "flexStart"},
+        "clusterIdentity": "a created EKS cluster's Pod Identity Agent or IAM OIDC provider (IRSA)",
+        "subnets": "the subnets of an existing EKS cluster's VPC for the node groups",
+    },
+    lacks={
+        "clusterLocation": "an EKS cluster lives in the stack's region (fullserver:region); it has no other location"
+    },
     compact_placement=True,  # a cluster placement group in the launch template
     disk_kinds=aws.DISKS,
     default_disk_kind="gp3",

@@ -372,8 +372,16 @@ KUBE_OPTIONS = {
     "cluster": "a Kubernetes cluster to attach the node pool to",
     "flexStart": "GKE flex-start (Dynamic Workload Scheduler) node pools",
     "deployWorkload": "the workload manifest applied to the cluster",
+    "privateEndpoint": "a created cluster's control plane on its private address only",
 }
+"""The stack keys of the node-pool platforms; which way in (created, attached) takes each is
+``fullserver.kube.access``."""
+GKE_OPTIONS = {**KUBE_OPTIONS, "clusterLocation": "an existing GKE cluster's region or zone"}
+"""GKE's own: a cluster lives in a region or in one zone (an EKS cluster in its region)."""
 
+
+IDENTITY_LACKED = "applies only to eks-gpu; GKE pods get Google credentials through Workload Identity"
+SUBNETS_LACKED = "applies only to eks-gpu; a GKE pool's nodes are in its cluster's subnetwork"
 
 _PRICING = frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED})
 
@@ -383,7 +391,8 @@ GPU_RULES = PlatformRules(
     provider="gcp",
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     pricing=_PRICING,
-    options=KUBE_OPTIONS,
+    options=GKE_OPTIONS,
+    lacks={"clusterIdentity": IDENTITY_LACKED, "subnets": SUBNETS_LACKED},
     compact_placement=True,  # a COMPACT placement policy on the pool
     disk_kinds=gcp.DISKS,
     family_disk_kinds=(gcp.HYPERDISK_ONLY,),
@@ -403,7 +412,8 @@ TPU_RULES = PlatformRules(
     provider="gcp",
     accelerator_kinds=frozenset({AcceleratorKind.TPU}),
     pricing=_PRICING,
-    options=KUBE_OPTIONS,
+    options=GKE_OPTIONS,
+    lacks={"clusterIdentity": IDENTITY_LACKED, "subnets": SUBNETS_LACKED},
     slices=True,
     compact_placement=True,
     disk_kinds=gcp.DISKS,

@@ -18,6 +18,7 @@ from fullserver.catalog.model import Platform
 from fullserver.errors import InputError, NothingFits
 from fullserver.hourly import hourly_rate
 from fullserver.kube import SIZED_AS, kube_plan
+from fullserver.kube.access import KUBE_KEYS, ClusterAccess, one_zone_warning, private_endpoint_warning
 from fullserver.platforms import option_refusal, rules_for
 from fullserver.profiles import Profile
 from fullserver.sizing.build import build_spec, declared_host, dedicated_spec, gap_warning, refused
@@ -84,8 +85,13 @@ def kube_spec(
             f"allowed: {', '.join(p.value for p in profile.platforms)}",
         )
     as_vm = profile.model_copy(update={"platforms": [vm]})  # the profile's node pools, sized as their VMs
+    access = cluster_access(workload)
+    # A zonal cluster's pools go to its zone unless the stack names another of the region's.
+    zone = workload.zone or (access.location if access.zonal else None)
     # Shapes ranked by the workload pod's share of each node, after kubelet and system reservations.
-    sized = build_spec(as_vm, workload.model_copy(update={"platform": vm}), vm, catalog, environment, pool=platform)
+    sized = build_spec(
+        as_vm, workload.model_copy(update={"platform": vm, "zone": zone}), vm, catalog, environment, pool=platform
+    )
     pools = kube_plan(
         sized,
         platform,
@@ -93,6 +99,12 @@ def kube_spec(
         flex_start=workload.flex_start,
         deploy_workload=workload.deploy_workload,
     )
+    if access.private_endpoint:
+        warning = private_endpoint_warning(pools.provider, workload.deploy_workload)
+        pools = pools.model_copy(update={"warnings": [*pools.warnings, warning]})
+    if access.subnets and (pools.efa_interfaces or pools.compact_placement):
+        pools = pools.model_copy(update={"warnings": [*pools.warnings, one_zone_warning(pools.zone)]})
+    pools = pools.model_copy(update={"access": access})
     # What the VM platform says of its own VMs (no spot fallback, the provider's default zone) is
     # not so of node pools (a fallback pool; a regional cluster's zones).
     rules = rules_for(vm)
@@ -101,6 +113,17 @@ def kube_spec(
     tpu = sized.tpu.model_copy(update={"queued": False}) if sized.tpu else None  # a pool, not a queued resource
     return sized.model_copy(
         update={"platform": platform, "kube": pools, "tpu": tpu, "warnings": [*kept, *pools.warnings]}
+    )
+
+
+def cluster_access(workload: Workload) -> ClusterAccess:
+    """The stack's ``clusterLocation``, ``privateEndpoint``, ``clusterIdentity`` and ``subnets``
+    (checked by ``Workload``), as the components take them."""
+    return ClusterAccess(
+        location=workload.cluster_location or workload.region,
+        private_endpoint=workload.private_endpoint,
+        identity=workload.cluster_identity or "pod-identity",
+        subnets=list(workload.subnets or []),
     )
 
 
@@ -126,7 +149,7 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
     # sizing never lands the stack where the key would be ignored.
     # A Kubernetes node pool is the stack's choice (fullserver:platform, or a Kubernetes key such as
     # fullserver:cluster), never sizing's: a team not on Kubernetes is not handed a cluster.
-    kube_keys = {"cluster", "flexStart", "deployWorkload"} & set(workload.platform_keys())
+    kube_keys = set(KUBE_KEYS) & set(workload.platform_keys())
     taking = [p for p in platforms if workload.takes_keys(p) and (p not in SIZED_AS or kube_keys or workload.platform)]
     if not taking:
         refused = {p: [k for k in workload.platform_keys() if option_refusal(k, p)] for p in platforms}

@@ -281,3 +281,18 @@ def test_with_irsa_the_ebs_csi_driver_role_trusts_the_clusters_oidc_provider(pla
     subject = next(v for k, v in condition.items() if k.endswith(":sub"))
     assert subject == "system:serviceaccount:kube-system:ebs-csi-controller-sa"
     assert next(v for k, v in condition.items() if k.endswith(":aud")) == "sts.amazonaws.com"
+
+
+def test_efa_nodes_in_given_subnets_of_an_attached_cluster_keep_its_vpc_and_group(plans: Plans, build: Build) -> None:
+    """``fullserver:subnets`` on an attached cluster (subnets without their VPC): the VPC and the
+    cluster's security group are read from the cluster; the subnets are the node groups' as given
+    (the plan warns that EFA and a placement group need them in one zone)."""
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU, cluster="prod")
+    given = ["subnet-use1-az2"]  # the mock's ids: one of the cluster's private subnets, say
+    g = build(lambda: EksEnvironment("p5", eks_args(plan, given)))
+    (group,) = groups(g).values()
+    assert group["subnetIds"] == given
+    assert g.one("ec2/securityGroup:SecurityGroup").inputs["vpcId"] == "vpc-cluster"
+    template = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    assert all("sg-cluster" in nic["securityGroups"] for nic in template["networkInterfaces"])
+    assert g.of_type("eks/cluster:Cluster") == []

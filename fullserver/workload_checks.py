@@ -1,0 +1,51 @@
+"""The checks of ``check_workload`` (``fullserver.workload``) that read the catalog: a TPU slice's
+chip count and a dedicated host's accelerator, each refused with the key at fault."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fullserver.errors import InputError
+from fullserver.platforms import rules_for
+
+if TYPE_CHECKING:
+    from fullserver.catalog import Catalog
+    from fullserver.workload import Workload
+
+
+def check_tpu_count(workload: Workload, catalog: Catalog) -> None:
+    """A TPU slice has the chips of its type: a count no type has is refused, never rounded."""
+    count = workload.accelerator_count
+    if count is None or workload.accelerator is None:
+        return
+    tpus = [o for o in catalog.offers if rules_for(o.platform).slices]
+    named = next((o for o in tpus if o.name == workload.accelerator), None)
+    if named is not None:
+        if count != named.total_accelerators:
+            raise InputError(
+                "fullserver:acceleratorCount",
+                f"is {count}, but {named.name} has {named.total_accelerators} chips",
+                f"remove acceleratorCount or set it to {named.total_accelerators}",
+            )
+        return
+    model = catalog.accelerator(workload.accelerator).name
+    counts = sorted({o.total_accelerators for o in tpus if o.accelerator == model})
+    if counts and count not in counts:
+        raise InputError(
+            "fullserver:acceleratorCount",
+            f"no {model} slice has {count} chips",
+            f"slices have {', '.join(map(str, counts))} chips",
+        )
+
+
+def check_dedicated_accelerator(workload: Workload, catalog: Catalog) -> None:
+    assert workload.dedicated is not None and workload.accelerator is not None
+    declared = workload.dedicated.host.accelerator
+    wanted = catalog.accelerator(workload.accelerator).name
+    have = catalog.accelerator(declared, where="fullserver:dedicated.host.accelerator").name if declared else None
+    if wanted != have:
+        raise InputError(
+            "fullserver:accelerator",
+            f"is {wanted}, but the dedicated host has {have or 'no accelerator'}",
+            "make them agree: fullserver:dedicated.host is what was rented",
+        )
