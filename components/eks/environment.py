@@ -4,7 +4,7 @@ Inputs follow pulumi-aws 7.x ``eks.Cluster``/``eks.NodeGroup``/``ec2.LaunchTempl
 checked against ``/work/shared/reference/kubernetes.md`` section 6):
 
 * the cluster, created only when the plan names none: its IAM role (``AmazonEKSClusterPolicy``),
-  the given private subnets, the private endpoint always on and the public one off when asked
+  its subnets (``components.eks.network``), the private endpoint always on and the public one off when asked
   (``private_endpoint``), access entries (``authentication_mode = API``), standard support
   (``upgrade_policy.support_type = STANDARD``: the API default EXTENDED bills $0.60 per hour once
   the version leaves standard support), deletion protection for protected profiles, and workload
@@ -24,7 +24,11 @@ checked against ``/work/shared/reference/kubernetes.md`` section 6):
   (``ignore_changes``: Pulumi would otherwise reset what the autoscaler set, pulumi-eks#321), and
   for groups that scale from zero the Cluster Autoscaler's node-template tags on their Auto Scaling
   group (labels, taints, GPUs), which EKS does not propagate (eksctl#7543);
-* a created cluster's untainted system node group (``eks.SYSTEM_AMI_TYPE``), where CoreDNS runs.
+* a created cluster's untainted system node group (``eks.SYSTEM_AMI_TYPE``), where CoreDNS and the
+  Cluster Autoscaler run;
+* a created cluster's network (``components.eks.network``: its own VPC, private subnets behind a
+  NAT gateway) and its Cluster Autoscaler (``components.eks.autoscaler``); its Kubernetes version
+  is pinned (``eks.KUBERNETES_VERSION``) so the autoscaler's release matches it.
 """
 
 import base64
