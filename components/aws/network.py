@@ -122,10 +122,8 @@ def aws_network(
     (EC2 instance type offerings by availability zone): not every zone has every GPU type, and a
     subnet in a zone without it would leave an instance or a group unable to launch there.
 
-    ``zone_names``: each subnet's zone, chosen by the caller (a created EKS cluster's,
-    ``components.eks.network``), instead of the above. ``subnet_tags``: tags beside the labels
-    on the ``public`` and ``private`` subnets (EKS's load balancer discovery tags).
-    ``node_security_group=False``: no nodes' group (EKS nodes take the cluster's).
+    A created EKS cluster's (``components.eks.network``) gives ``zone_names`` (each subnet's zone)
+    instead, ``subnet_tags`` by kind (load balancer discovery) and no nodes' security group.
     """
     opts = pulumi.ResourceOptions(parent=parent)
     if zone_names is None:
