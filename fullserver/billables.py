@@ -24,6 +24,10 @@ from __future__ import annotations
 from fullserver.platforms import rules_for
 from fullserver.spec import Billables, EnvironmentSpec
 
+EKS_CLUSTER_ZONES = 3
+"""``fullserver.platforms.eks.CLUSTER_ZONES`` (the core reads no platform module but through the
+registry; tests/components/test_eks.py holds the two equal)."""
+
 
 def decide(spec: EnvironmentSpec) -> Billables:
     """The billed network resources of a spec (module docstring); none where the platform bills
@@ -50,7 +54,8 @@ def decide(spec: EnvironmentSpec) -> Billables:
 def _kube(spec: EnvironmentSpec) -> Billables:
     """Node pools: nothing of an attached cluster's network is this environment's. A created GKE
     cluster's private nodes pull images through its Cloud NAT (one automatic address); a created
-    EKS cluster's nodes run in the default VPC's public subnets, one public IPv4 address each."""
+    EKS cluster's nodes run in its own VPC's private subnets, in ``EKS_CLUSTER_ZONES`` zones, and
+    reach out through one NAT gateway with its Elastic IP (``components.eks.network``)."""
     kube = spec.kube
     assert kube is not None
     n = spec.machines
@@ -58,4 +63,4 @@ def _kube(spec: EnvironmentSpec) -> Billables:
         return Billables(machines=n)
     if kube.provider == "gke":
         return Billables(machines=n, nat=True, nat_public_ips=1)
-    return Billables(machines=n, node_public_ips=n)
+    return Billables(machines=n, nat=True, nat_public_ips=1, zones=EKS_CLUSTER_ZONES)

@@ -220,6 +220,7 @@ def _launch_template(
     # Instances launched by this component sit in the first subnet (one zone: the placement
     # group's); groups choose among the subnets themselves, so the template names none.
     lt_subnet = None if _group_launched(args) else net.subnets[0].id
+    assert net.security_group is not None, "aws_network makes the nodes' group unless told not to"
     tag_specs: Any = [
         {"resource_type": kind, "tags": aws_tags(tags, f"{name}-node")}
         for kind in ("instance", "volume", "network-interface")

@@ -82,7 +82,8 @@ class AwsNetwork:
     vpc: aws.ec2.Vpc
     subnets: list[aws.ec2.Subnet]
     """Where nodes go: private subnets without public IPs, public ones with; one per zone."""
-    security_group: aws.ec2.SecurityGroup
+    security_group: aws.ec2.SecurityGroup | None
+    """The nodes' security group; none where the caller gives its nodes their groups (EKS)."""
     public_subnets: list[aws.ec2.Subnet]
     """One per zone, routed to the internet gateway: an internet-facing load balancer's."""
     lb_security_group: aws.ec2.SecurityGroup | None = None
@@ -110,6 +111,9 @@ def aws_network(
     instance_type: str | None = None,
     lb_scheme: str | None = None,
     lb_ports: tuple[int, ...] = (80,),
+    zone_names: list[pulumi.Input[str]] | None = None,
+    subnet_tags: dict[str, dict[str, str]] | None = None,
+    node_security_group: bool = True,
 ) -> AwsNetwork:
     """VPC, subnets in ``zones`` zones, internet/NAT gateway and the nodes' security group.
 
@@ -117,9 +121,13 @@ def aws_network(
     otherwise subnets go to the region's available zones, in order, that offer ``instance_type``
     (EC2 instance type offerings by availability zone): not every zone has every GPU type, and a
     subnet in a zone without it would leave an instance or a group unable to launch there.
+
+    A created EKS cluster's (``components.eks.network``) gives ``zone_names`` (each subnet's zone)
+    instead, ``subnet_tags`` by kind (load balancer discovery) and no nodes' security group.
     """
     opts = pulumi.ResourceOptions(parent=parent)
-    zone_names = _zone_names(parent, region, zone, zones, instance_type, lb_scheme)
+    if zone_names is None:
+        zone_names = _zone_names(parent, region, zone, zones, instance_type, lb_scheme)
     vpc = aws.ec2.Vpc(
         f"{name}-vpc",
         region=region,
@@ -140,7 +148,7 @@ def aws_network(
         tags=aws_tags(tags, f"{name}-public"),
         opts=opts,
     )
-    subnets = _Subnets(parent, name, region, vpc, zone_names, tags)
+    subnets = _Subnets(parent, name, region, vpc, zone_names, tags, subnet_tags or {})
     public, routes = subnets.routed("public", 0, public_rt)
     nodes = public
     if nat_egress(access):  # the nodes' subnets are private ones, routed through the NAT gateway
@@ -148,16 +156,18 @@ def aws_network(
     lb_sg = None
     if serving_port is not None and lb_scheme is not None:
         lb_sg = _lb_security_group(parent, name, region, vpc, tags, lb_scheme, lb_ports, serving_port)
-    sg = aws.ec2.SecurityGroup(
-        logical(aws.ec2.SecurityGroup, f"{name}-sg"),
-        region=region,
-        vpc_id=vpc.id,
-        description=f"fullserver {name}: SSH from configured ranges only; node-to-node inside the group",
-        ingress=_node_ingress(access, serving_port, lb_sg),
-        egress=_node_egress(efa),
-        tags=aws_tags(tags, f"{name}-sg"),
-        opts=opts,
-    )
+    sg = None
+    if node_security_group:
+        sg = aws.ec2.SecurityGroup(
+            logical(aws.ec2.SecurityGroup, f"{name}-sg"),
+            region=region,
+            vpc_id=vpc.id,
+            description=f"fullserver {name}: SSH from configured ranges only; node-to-node inside the group",
+            ingress=_node_ingress(access, serving_port, lb_sg),
+            egress=_node_egress(efa),
+            tags=aws_tags(tags, f"{name}-sg"),
+            opts=opts,
+        )
     return AwsNetwork(
         vpc=vpc,
         subnets=nodes,
@@ -208,6 +218,8 @@ class _Subnets:
     vpc: aws.ec2.Vpc
     zone_names: list[pulumi.Input[str]]
     tags: dict[str, str]
+    extra_tags: dict[str, dict[str, str]]
+    """Tags beside the labels, by kind (``public``, ``private``)."""
 
     def routed(
         self, kind: str, first_block: int, route_table: aws.ec2.RouteTable
@@ -224,7 +236,7 @@ class _Subnets:
                 cidr_block=f"10.80.{first_block + 16 * i}.0/20",
                 availability_zone=zone_name,
                 map_public_ip_on_launch=False,
-                tags=aws_tags(self.tags, f"{name}-{kind}-{i}"),
+                tags={**aws_tags(self.tags, f"{name}-{kind}-{i}"), **self.extra_tags.get(kind, {})},
                 opts=opts,
             )
             routes.append(

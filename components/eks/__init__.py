@@ -2,7 +2,8 @@
 and the registry entry.
 
 ``EksEnvironment`` builds a ``fullserver.kube.KubePlan`` and decides nothing: a cluster (created
-only when the plan names none, on the region's default VPC, with NVIDIA's device plugin), and
+only when the plan names none, in a VPC of its own (``components.eks.network``), with NVIDIA's
+device plugin and the Cluster Autoscaler, ``components.eks.autoscaler``), and
 the node role, the launch template with the nodeadm NodeConfig, EFA and placement, one managed
 node group per pool.
 

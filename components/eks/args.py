@@ -17,9 +17,9 @@ class EksArgs(TypedDict):
     """``KubePlan`` as JSON (``fullserver.kube``)."""
     subnet_ids: list[str]
     """Subnets for the nodes (and a created cluster); one zone's for EFA and placement. Empty: an
-    attached cluster's own subnets, or the region's default VPC for a created one. On an attached
-    cluster without ``vpc_id`` (``fullserver:subnets``): subnets of its VPC for the node groups,
-    the VPC and security group read from the cluster, narrowed to one zone for EFA and placement."""
+    attached cluster's own subnets, or a created cluster's own VPC (``components.eks.network``). On an
+    attached cluster without ``vpc_id`` (``fullserver:subnets``): subnets of its VPC for the node
+    groups, the VPC and security group read from the cluster."""
     vpc_id: str
     """The subnets' VPC (the EFA security group lives there); empty: found with the subnets."""
     cluster_security_group_id: NotRequired[str]
@@ -30,7 +30,8 @@ class EksArgs(TypedDict):
     """``pod-identity`` (the Pod Identity Agent add-on) or ``irsa`` (an IAM OIDC provider); the
     component analyzer takes no ``Literal``."""
     kubernetes_version: NotRequired[str]
-    """A created cluster's Kubernetes version; unset: EKS's default."""
+    """A created cluster's Kubernetes version; unset: ``eks.KUBERNETES_VERSION`` (the Cluster
+    Autoscaler's release is pinned per minor, ``eks.CLUSTER_AUTOSCALER``)."""
     workload: str
     """The workload's manifests as a JSON list (``fullserver.kube.manifest``)."""
     deploy_workload: bool

@@ -4,7 +4,7 @@ Inputs follow pulumi-aws 7.x ``eks.Cluster``/``eks.NodeGroup``/``ec2.LaunchTempl
 checked against ``/work/shared/reference/kubernetes.md`` section 6):
 
 * the cluster, created only when the plan names none: its IAM role (``AmazonEKSClusterPolicy``),
-  the given private subnets, the private endpoint always on and the public one off when asked
+  its subnets (``components.eks.network``), the private endpoint always on and the public one off when asked
   (``private_endpoint``), access entries (``authentication_mode = API``), standard support
   (``upgrade_policy.support_type = STANDARD``: the API default EXTENDED bills $0.60 per hour once
   the version leaves standard support), deletion protection for protected profiles, and workload
@@ -24,20 +24,24 @@ checked against ``/work/shared/reference/kubernetes.md`` section 6):
   (``ignore_changes``: Pulumi would otherwise reset what the autoscaler set, pulumi-eks#321), and
   for groups that scale from zero the Cluster Autoscaler's node-template tags on their Auto Scaling
   group (labels, taints, GPUs), which EKS does not propagate (eksctl#7543);
-* a created cluster's untainted system node group (``eks.SYSTEM_AMI_TYPE``), where CoreDNS runs.
+* a created cluster's untainted system node group (``eks.SYSTEM_AMI_TYPE``), where CoreDNS and the
+  Cluster Autoscaler run;
+* a created cluster's network (``components.eks.network``: its own VPC, private subnets behind a
+  NAT gateway) and its Cluster Autoscaler (``components.eks.autoscaler``); its Kubernetes version
+  is pinned (``eks.KUBERNETES_VERSION``) so the autoscaler's release matches it.
 """
 
 import base64
 import json
-from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
 import pulumi_aws as aws
 
 from components.aws.labels import aws_tags
-from components.aws.network import offering_zones
 from components.eks.args import EksArgs
+from components.eks.autoscaler import chart_for, cluster_autoscaler
+from components.eks.network import EksNetwork, eks_network
 from components.eks.storage import ebs_csi_driver
 from components.names import logical
 from components.outputs import EnvironmentComponent
@@ -70,18 +74,6 @@ nodeadm/internal/kubelet/config.go, ``NvidiaGPULabel``), hence the node group's 
 CA_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 
 
-@dataclass
-class _Network:
-    """Where the nodes (and a created cluster) go: given subnets, an attached cluster's own, or the
-    region's default VPC's (a created cluster)."""
-
-    subnet_ids: pulumi.Input[list[str]]
-    vpc_id: pulumi.Input[str]
-    security_group: pulumi.Input[str] | None
-    node_subnet_ids: pulumi.Input[list[str]] | None = None
-    """The node groups' subnets where they differ from the cluster's: one zone's (``_one_zone``)."""
-
-
 def _trust(service: str) -> str:
     return json.dumps(
         {
@@ -111,19 +103,24 @@ class _EksCluster(pulumi.ComponentResource):
         name: str,
         plan: KubePlan,
         args: EksArgs,
-        network: _Network,
+        network: EksNetwork,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("fullserver:index:EksCluster", name, {}, opts)
         tags = dict(plan.cloud_labels)
         role, attachments = _role(f"{name}-cluster", "eks.amazonaws.com", CLUSTER_POLICIES, tags, self)
+        # pinned, not EKS's default: the Cluster Autoscaler's release must match it (components.eks.autoscaler)
+        self.version = args.get("kubernetes_version") or eks.KUBERNETES_VERSION
+        chart_for(self.version)  # an unpinned version stops here, before the cluster exists
+        self.oidc: aws.iam.OpenIdConnectProvider | None = None
+        self.identity: pulumi.Resource
         self.cluster = aws.eks.Cluster(
             f"{name}-cluster",
             name=plan.cluster_name,
             role_arn=role.arn,
-            version=args.get("kubernetes_version"),
+            version=self.version,
             vpc_config={
-                "subnet_ids": network.subnet_ids,
+                "subnet_ids": network.subnet_ids if network.cluster_subnet_ids is None else network.cluster_subnet_ids,
                 "endpoint_private_access": True,
                 "endpoint_public_access": not args["private_endpoint"],
             },
@@ -134,10 +131,9 @@ class _EksCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=attachments, protect=plan.protect),
         )
         child = pulumi.ResourceOptions(parent=self)
-        self.pod_identity: Any = None
-        self.oidc: Any = None
+        self.pod_identity: aws.eks.Addon | None = None
         if args["identity"] == "pod-identity":
-            self.pod_identity = aws.eks.Addon(
+            self.pod_identity = self.identity = aws.eks.Addon(
                 f"{name}-pod-identity",
                 cluster_name=self.cluster.name,
                 addon_name=POD_IDENTITY_ADDON,
@@ -145,7 +141,7 @@ class _EksCluster(pulumi.ComponentResource):
                 opts=child,
             )
         else:
-            self.oidc = aws.iam.OpenIdConnectProvider(
+            self.oidc = self.identity = aws.iam.OpenIdConnectProvider(
                 f"{name}-oidc",
                 url=self.cluster.identities.apply(_issuer),
                 client_id_lists=["sts.amazonaws.com"],
@@ -242,7 +238,7 @@ class _EksNodeGroups(pulumi.ComponentResource):
         plan: KubePlan,
         args: EksArgs,
         cluster_name: pulumi.Input[str],
-        network: _Network,
+        network: EksNetwork,
         opts: Optional[pulumi.ResourceOptions] = None,
     ):
         super().__init__("fullserver:index:EksNodeGroups", name, {}, opts)
@@ -291,7 +287,7 @@ class _EksNodeGroups(pulumi.ComponentResource):
         self.register_outputs({"groups": [g.node_group_name for g in self.groups]})
 
     def _system_group(
-        self, name: str, plan: KubePlan, network: _Network, cluster_name: pulumi.Input[str], attachments: list[Any]
+        self, name: str, plan: KubePlan, network: EksNetwork, cluster_name: pulumi.Input[str], attachments: list[Any]
     ) -> aws.eks.NodeGroup:
         """A created cluster's untainted group for CoreDNS and other system pods (``eks.SYSTEM_AMI_TYPE``):
         EKS's own launch template, the cluster's subnets, fixed size."""
@@ -313,7 +309,7 @@ class _EksNodeGroups(pulumi.ComponentResource):
             labels=dict(plan.labels),
             update_config={"max_unavailable": 1},
             tags=aws_tags(plan.cloud_labels, group_name),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *network.egress]),
         )
 
     def _group(
@@ -321,7 +317,7 @@ class _EksNodeGroups(pulumi.ComponentResource):
         name: str,
         plan: KubePlan,
         pool: Pool,
-        network: _Network,
+        network: EksNetwork,
         cluster_name: pulumi.Input[str],
         template: aws.ec2.LaunchTemplate,
         attachments: list[Any],
@@ -342,7 +338,9 @@ class _EksNodeGroups(pulumi.ComponentResource):
             update_config={"max_unavailable": 1},
             tags={**aws_tags(plan.cloud_labels, pool.name), **(autoscaler_tags(plan) if pool.min_nodes == 0 else {})},
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=attachments, ignore_changes=["scalingConfig.desiredSize"]
+                parent=self,
+                depends_on=[*attachments, *network.egress],  # first boot pulls images through the NAT
+                ignore_changes=["scalingConfig.desiredSize"],
             ),
         )
         if pool.min_nodes == 0:
@@ -358,64 +356,13 @@ class _EksNodeGroups(pulumi.ComponentResource):
         return group
 
 
-def _network(plan: KubePlan, args: EksArgs, parent: pulumi.Resource) -> _Network:
-    invoke = pulumi.InvokeOptions(parent=parent)
-    if args["subnet_ids"] and (plan.create_cluster or args["vpc_id"]):
-        return _Network(args["subnet_ids"], args["vpc_id"], args.get("cluster_security_group_id"))
-    if not plan.create_cluster:
-        found = aws.eks.get_cluster_output(name=plan.cluster_name, opts=invoke)
-        config = found.vpc_config
-        network = _Network(
-            args["subnet_ids"] or config.subnet_ids,  # fullserver:subnets, in the cluster's VPC
-            config.vpc_id,
-            args.get("cluster_security_group_id") or config.cluster_security_group_id,
-        )
-    else:
-        vpc = aws.ec2.get_vpc_output(default=True, opts=invoke)
-        vpc_filter: Any = {"name": "vpc-id", "values": [vpc.id]}
-        subnets = aws.ec2.get_subnets_output(filters=[vpc_filter], opts=invoke)
-        network = _Network(subnets.ids, vpc.id, None)
-    if (plan.compact_placement or plan.efa_interfaces) and not args["subnet_ids"]:  # given: the stack's zone
-        network.node_subnet_ids = _one_zone(plan, network.subnet_ids, parent)
-    return network
-
-
-def _one_zone(plan: KubePlan, subnet_ids: pulumi.Input[list[str]], parent: pulumi.Resource) -> pulumi.Output[list[str]]:
-    """The subnets of one zone among ``subnet_ids`` (a default VPC's or an attached cluster's span
-    several): a cluster placement group is "a logical grouping of instances within a single
-    Availability Zone" (EC2 user guide, placement strategies), and the EKS user guide's EFA node
-    group takes one zone while its cluster takes two (awsdocs/amazon-eks-user-guide:
-    latest/ug/ml/node-efa.adoc, ``efa-cluster.yaml``). The zone is the plan's, else the first
-    zone of the region offering the instance type, as the VM platform picks it
-    (``components.aws.network.offering_zones``). Given subnets (``EksArgs.subnet_ids``) are
-    taken as the one zone's the caller chose."""
-    invoke = pulumi.InvokeOptions(parent=parent)
-    zone: pulumi.Input[str]
-    if plan.zone:
-        zone = plan.zone
-    else:
-        azs = aws.get_availability_zones_output(state="available", opts=invoke)
-        offers = aws.ec2.get_instance_type_offerings_output(
-            filters=[{"name": "instance-type", "values": [plan.machine_type]}],
-            location_type="availability-zone",
-            opts=invoke,
-        )
-        zone = pulumi.Output.all(azs.names, offers.locations).apply(
-            lambda found: offering_zones(plan.region, plan.machine_type, list(found[0]), list(found[1]))[0]
-        )
-    filters: Any = [
-        {"name": "subnet-id", "values": subnet_ids},
-        {"name": "availability-zone", "values": [zone]},
-    ]
-    return aws.ec2.get_subnets_output(filters=filters, opts=invoke).ids
-
-
-def _device_plugin(name: str, config: pulumi.Input[str], parent: pulumi.Resource, after: list[pulumi.Resource]) -> None:
+def _device_plugin(
+    name: str, provider: pulumi.ProviderResource, parent: pulumi.Resource, after: list[pulumi.Resource]
+) -> None:
     """NVIDIA's device plugin on a created cluster (``DEVICE_PLUGIN_CHART``): the AL2023 NVIDIA AMI
     does not run it, and without it no pod requesting ``nvidia.com/gpu`` schedules."""
     import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
 
-    provider = k8s.Provider(f"{name}-plugin-k8s", kubeconfig=config, opts=pulumi.ResourceOptions(parent=parent))
     chart, version, repo = DEVICE_PLUGIN_CHART
     k8s.helm.v3.Release(
         f"{name}-nvidia-device-plugin",
@@ -428,6 +375,27 @@ def _device_plugin(name: str, config: pulumi.Input[str], parent: pulumi.Resource
             "nodeSelector": dict(GPU_PRESENT),
         },
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=after),
+    )
+
+
+def _created_cluster_charts(
+    name: str, plan: KubePlan, created: _EksCluster, groups: _EksNodeGroups, config: Any, parent: pulumi.Resource
+) -> None:
+    """A created cluster's NVIDIA device plugin and Cluster Autoscaler, through one provider."""
+    import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
+
+    provider = k8s.Provider(f"{name}-plugin-k8s", kubeconfig=config, opts=pulumi.ResourceOptions(parent=parent))
+    _device_plugin(name, provider, parent, [groups])
+    cluster_autoscaler(
+        name,
+        plan,
+        created.version,
+        created.cluster,
+        created.oidc,
+        groups.system_group.node_group_name,
+        provider,
+        parent,
+        [groups, created.identity],
     )
 
 
@@ -444,7 +412,7 @@ class EksEnvironment(EnvironmentComponent):
         if plan.provider != "eks":
             raise ValueError(f"spec.platform: {plan.platform.value} is not built by EksEnvironment")
         super().__init__(TOKEN, name, {}, opts)
-        network = _network(plan, args, self)
+        network = eks_network(plan, args, name, self)
         if plan.create_cluster:
             created = _EksCluster(name, plan, args, network, opts=pulumi.ResourceOptions(parent=self))
             cluster: pulumi.Input[str] = created.cluster.name
@@ -466,9 +434,9 @@ class EksEnvironment(EnvironmentComponent):
                 lambda v: eks_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""), plan.region)
             )
             if plan.create_cluster:
-                _device_plugin(name, config, self, [groups])
+                _created_cluster_charts(name, plan, created, groups, config, self)
                 if plan.data_volume is not None:  # the pods' data volumes: components.eks.storage
-                    after = [groups] + ([created.pod_identity] if created.pod_identity is not None else [])
+                    after: list[pulumi.Resource] = [groups, *([created.pod_identity] if created.pod_identity else [])]
                     ebs_csi_driver(name, plan, created.cluster.name, created.oidc, after, self)
             if args["deploy_workload"] and manifests:
                 from components.kube_workload import apply_workload  # pulumi_kubernetes: only when applying

@@ -3,9 +3,13 @@ these only on clusters it creates (``fullserver.kube.pool`` adds the warnings to
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from fullserver.kube.volume import DataVolume
+from fullserver.platforms import eks
+
+if TYPE_CHECKING:
+    from fullserver.kube.pool import KubePlan
 
 EKS_ATTACHED_PLUGIN = (
     "the existing EKS cluster must already run NVIDIA's device plugin (the AL2023 NVIDIA AMI does not): "
@@ -33,3 +37,12 @@ def attached_warnings(provider: Literal["gke", "eks"], attached: bool, volume: D
     if provider == "eks":
         return [EKS_ATTACHED_PLUGIN] + ([EKS_ATTACHED_EBS_CSI] if volume else [])
     return [GKE_ATTACHED_PD_CSI] if volume else []
+
+
+def autoscaler_warnings(plan: KubePlan) -> list[str]:
+    """One line when an attached EKS cluster's pools have a range to grow in: a created cluster gets
+    the Cluster Autoscaler (``components.eks.autoscaler``), an attached one must run its own
+    (``eks.ATTACHED_AUTOSCALER``)."""
+    if plan.provider != "eks" or plan.create_cluster:
+        return []
+    return [eks.ATTACHED_AUTOSCALER] if any(p.min_nodes < p.max_nodes for p in plan.pools) else []

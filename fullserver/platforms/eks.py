@@ -45,6 +45,55 @@ does not tolerate that taint, so without it cluster DNS never runs (the same hol
 ``fullserver.platforms.gke.SYSTEM_POOL_MACHINE_TYPE``). ``AL2023_x86_64_STANDARD`` is EKS's plain
 AL2023 AMI type (aws-cdk ``NodegroupAmiType.AL2023_X86_64_STANDARD``); one m6i.large is
 fullserver's choice, not a sourced size."""
+CLUSTER_ZONES = 3
+"""A created cluster's VPC (``components.eks.network``) has a public and a private subnet in each
+of three zones, the nodes' zone first, behind one NAT gateway with its Elastic IP in the nodes'
+zone (``fullserver.billables`` prices exactly that). EKS takes the control plane's subnets "in at
+least two different Availability Zones", none in the zones it refuses (``CONTROL_PLANE_EXCLUDED_ZONE_IDS``),
+so with the nodes' zone possibly refused, three zones always leave two
+(awsdocs/amazon-eks-user-guide: latest/ug/networking/network-reqs.adoc). Nodes go into the private
+subnets: a node with more than one network interface (EFA) gets no public IPv4 address ("You
+cannot specify more than one network interface in the request", EC2
+``InstanceNetworkInterfaceSpecification.AssociatePublicIpAddress``), so it reaches ECR and the
+device plugin's registry through the NAT gateway."""
+CONTROL_PLANE_EXCLUDED_ZONE_IDS = frozenset({"use1-az3", "usw1-az2", "cac1-az3"})
+"""Zone ids EKS refuses for a cluster's subnets (network-reqs.adoc, "Disallowed Availability Zone
+IDs": us-east-1 ``use1-az3``, us-west-1 ``usw1-az2``, ca-central-1 ``cac1-az3``; read 2026-11-26).
+Nodes may run there, in subnets the cluster was not given."""
+PUBLIC_SUBNET_TAGS = {"kubernetes.io/role/elb": "1"}
+PRIVATE_SUBNET_TAGS = {"kubernetes.io/role/internal-elb": "1"}
+"""Where load balancers go: network-reqs.adoc ("If you want to deploy load balancers to a subnet,
+the subnet must have the following tag") and the AWS Load Balancer Controller's subnet
+discovery (kubernetes-sigs.github.io/aws-load-balancer-controller, deploy/subnet_discovery:
+``kubernetes.io/role/elb`` public, ``kubernetes.io/role/internal-elb`` private, value ``1`` or
+empty; the ``kubernetes.io/cluster/<name>`` tag only for controller 2.1.1 and older)."""
+KUBERNETES_VERSION = "1.35"
+"""A created cluster's Kubernetes version unless the stack names one, pinned rather than EKS's
+default because the Cluster Autoscaler must match it: the newest EKS version on standard support
+found (EKS release 2026-01-27/28, standard support to 2027-03-27: endoflife.date/amazon-eks and the
+aws-samples EKS version calendar "last verified 2026-04-24"; read 2026-11-26). 1.34 leaves standard
+support on 2026-12-02 (awsdocs/amazon-eks-user-guide: latest/ug/versioning/kubernetes-versions.adoc),
+and ``upgrade_policy.support_type = STANDARD`` would upgrade it at once."""
+CLUSTER_AUTOSCALER_CHART = "cluster-autoscaler"
+CLUSTER_AUTOSCALER_REPO = "https://kubernetes.github.io/autoscaler"
+CLUSTER_AUTOSCALER: dict[str, tuple[str, str]] = {
+    "1.33": ("9.51.0", "v1.33.6"),
+    "1.34": ("9.53.0", "v1.34.5"),
+    "1.35": ("9.59.0", "v1.35.2"),
+}
+"""Kubernetes minor -> (chart version, image tag) of the Cluster Autoscaler. "We recommend using
+Cluster Autoscaler with the Kubernetes control plane version for which it was meant ... always use
+the latest Cluster Autoscaler release that corresponds to the minor version" (kubernetes/autoscaler:
+cluster-autoscaler/README.md, Releases). Each chart is the newest whose ``appVersion`` has that minor
+(cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml: 9.51.0 -> 1.33.0, 9.53.0 -> 1.34.2,
+9.59.0 -> 1.35.0, 2026-07-13), and each tag the minor's newest release (git tags
+cluster-autoscaler-1.33.6, -1.34.5, -1.35.2; snapshot 2026-08-22)."""
+ATTACHED_AUTOSCALER = (
+    "the existing EKS cluster must run the Cluster Autoscaler for these node groups to grow (from zero or "
+    "within their range): EKS scales no managed node group itself; fullserver installs it only on clusters it creates"
+)
+"""Create-managed-node-group.adoc: "Amazon EKS doesn't automatically scale your node group in or out.
+However, you can configure the Kubernetes Cluster Autoscaler to do this for you." """
 GPU_RESOURCE = gke.GPU_RESOURCE
 GPU_TAINT = (GPU_RESOURCE, "present", "NoSchedule")
 """No EKS page says EKS taints GPU nodes itself: fullserver declares the taint through the EKS API."""

@@ -19,6 +19,7 @@ from fullserver.errors import InputError, NothingFits
 from fullserver.hourly import hourly_rate
 from fullserver.kube import SIZED_AS, kube_plan
 from fullserver.kube.access import KUBE_KEYS, ClusterAccess, one_zone_warning, private_endpoint_warning
+from fullserver.kube.attached import autoscaler_warnings
 from fullserver.platforms import option_refusal, rules_for
 from fullserver.profiles import Profile
 from fullserver.sizing.build import build_spec, declared_host, dedicated_spec, gap_warning, refused
@@ -112,7 +113,12 @@ def kube_spec(
     kept = [w for w in sized.warnings if not any(w.startswith(v) for v in vm_only)]
     tpu = sized.tpu.model_copy(update={"queued": False}) if sized.tpu else None  # a pool, not a queued resource
     return sized.model_copy(
-        update={"platform": platform, "kube": pools, "tpu": tpu, "warnings": [*kept, *pools.warnings]}
+        update={
+            "platform": platform,
+            "kube": pools,
+            "tpu": tpu,
+            "warnings": [*kept, *pools.warnings, *autoscaler_warnings(pools)],
+        }
     )
 
 

@@ -72,6 +72,7 @@ FREE = {
     "gcp:compute/autoscaler:Autoscaler": "scales priced instances",
     # Kubernetes node pools: configuration and identity of priced nodes; add-ons run on them
     "aws:eks/addon:Addon": "the Pod Identity Agent add-on: no charge of its own (runs on priced nodes)",
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": "an IAM mapping for a service account: no charge",
     "kubernetes:helm.sh/v3:Release": "NVIDIA's device plugin: a DaemonSet on priced nodes",
     "aws:autoscaling/tag:Tag": "tags on a node group's Auto Scaling group",
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": "no charge for an IAM OIDC provider",
@@ -152,9 +153,13 @@ def test_the_core_decides_what_the_components_build(plans: Plans, graphs: dict[s
         b, g = plan.spec.billables, graphs[stack]
         if b is None or plan.spec.provider not in ("aws", "gcp"):
             continue
-        if plan.spec.kube is not None:  # node pools: a created GKE cluster's Cloud NAT, nothing else
-            assert bool(graphs[stack].of_type("compute/routerNat:RouterNat")) == b.nat, stack
-            assert not graphs[stack].of_type("ec2/natGateway:NatGateway"), stack
+        if plan.spec.kube is not None:  # node pools: a created cluster's NAT (GKE: Cloud NAT), nothing else
+            nat = g.of_type("compute/routerNat:RouterNat") + g.of_type("ec2/natGateway:NatGateway")
+            assert len(nat) == (1 if b.nat else 0), stack
+            assert len(g.of_type("ec2/eip:Eip")) == (b.nat_public_ips if plan.spec.provider == "aws" else 0), stack
+            if plan.spec.provider == "aws" and b.nat:
+                public = [r for r in g.of_type("ec2/subnet:Subnet") if "-public-" in r.name]
+                assert len(public) == b.zones, stack
             continue
         nat = g.of_type("ec2/natGateway:NatGateway") + g.of_type("compute/routerNat:RouterNat")
         assert bool(nat) == b.nat, stack

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from components.eks import EksEnvironment, autoscaler_tags, eks_args
+from components.eks.network import control_plane_subnets, subnet_zones
 from components.graph import Graph
+from fullserver.billables import EKS_CLUSTER_ZONES, decide
 from fullserver.kube import kube_plan
 from fullserver.kube.manifest import fits_node, workload
 from fullserver.naming import graph_problems
@@ -115,17 +117,76 @@ def test_p5_efa_node_group_with_a_new_cluster(plans: Plans, build: Build) -> Non
     assert graph_problems((r.type, r.name, r.inputs) for r in g.rows if r.custom) == []
 
 
-def test_efa_node_group_on_the_default_vpc_keeps_to_one_zone(plans: Plans, build: Build) -> None:
-    """A cluster placement group holds instances of one Availability Zone, and EKS's EFA node group
-    takes one zone while the cluster takes several (EKS user guide, node-efa.adoc): the default
-    VPC's subnets span every zone, so the node group gets the first zone offering the type."""
+def test_a_created_cluster_gets_private_subnets_behind_a_nat_gateway(plans: Plans, build: Build) -> None:
+    """An EFA node (32 interfaces) gets no public IPv4 address, so a created cluster's nodes go into
+    private subnets routed through one NAT gateway; the control plane takes subnets in two zones EKS
+    accepts (us-east-1c is use1-az3 in the mocks, which EKS refuses); the EFA group keeps to the
+    nodes' zone, where the NAT gateway is."""
     plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU)
     assert plan.zone is None and plan.compact_placement and plan.efa_interfaces == 32
     g = build(lambda: EksEnvironment("p5", eks_args(plan)))
-    every_zone = ["subnet-use1-az1", "subnet-use1-az2", "subnet-use1-az3"]
-    assert g.one("eks/cluster:Cluster").inputs["vpcConfig"]["subnetIds"] == every_zone
+    subnets = {r.name: r.inputs for r in g.of_type("ec2/subnet:Subnet")}
+    assert sorted(subnets) == [f"p5-{k}-{i}" for k in ("private", "public") for i in range(eks.CLUSTER_ZONES)]
+    for i, zone in enumerate(["us-east-1a", "us-east-1b", "us-east-1c"]):  # the nodes' zone first
+        assert subnets[f"p5-private-{i}"]["availabilityZone"] == zone == subnets[f"p5-public-{i}"]["availabilityZone"]
+        assert subnets[f"p5-private-{i}"]["tags"]["kubernetes.io/role/internal-elb"] == "1"
+        assert subnets[f"p5-public-{i}"]["tags"]["kubernetes.io/role/elb"] == "1"
+        assert "kubernetes.io/role/elb" not in subnets[f"p5-private-{i}"]["tags"]
+        assert subnets[f"p5-private-{i}"]["mapPublicIpOnLaunch"] is False
+    nat = g.one("ec2/natGateway:NatGateway").inputs
+    assert nat["subnetId"] == "p5-public-0-id" and nat["allocationId"] == "p5-nat-ip-id"
+    routes = {r.name: r.inputs for r in g.of_type("ec2/routeTable:RouteTable")}
+    assert routes["p5-private-rt"]["routes"] == [{"cidrBlock": "0.0.0.0/0", "natGatewayId": "p5-nat-id"}]
+    assert g.one("ec2/vpc:Vpc").inputs["enableDnsHostnames"] is True  # the private endpoint resolves in the VPC
+    assert g.of_type("ec2/securityGroup:SecurityGroup")[0].name == "p5-efa"  # no unused nodes' group
+    assert len(g.of_type("ec2/securityGroup:SecurityGroup")) == 1
+    assert g.one("eks/cluster:Cluster").inputs["vpcConfig"]["subnetIds"] == [
+        "p5-public-0-id",
+        "p5-public-1-id",
+        "p5-private-0-id",
+        "p5-private-1-id",
+    ]
     (group,) = groups(g).values()
-    assert group["subnetIds"] == ["subnet-use1-az1"]  # us-east-1a, the first offering zone
+    assert group["subnetIds"] == ["p5-private-0-id"]  # us-east-1a, the first offering zone
+    system = system_group(g)
+    assert system is not None and system["subnetIds"] == [f"p5-private-{i}-id" for i in range(eks.CLUSTER_ZONES)]
+    # Billed exactly as built: one NAT gateway with its address, no node address, three zones.
+    bill = decide(plans["train-p5-cluster"].spec.model_copy(update={"kube": plan, "platform": Platform.EKS_GPU}))
+    assert (bill.nat, bill.nat_public_ips, bill.node_public_ips) == (True, 1, 0)
+    assert bill.zones == eks.CLUSTER_ZONES == EKS_CLUSTER_ZONES == len(subnets) // 2
+    assert len(g.of_type("ec2/eip:Eip")) == bill.nat_public_ips
+
+
+def test_a_pinned_zone_leads_the_created_subnets(plans: Plans, build: Build) -> None:
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU).model_copy(update={"zone": "us-east-1c"})
+    g = build(lambda: EksEnvironment("p5", eks_args(plan)))
+    zones = [r.inputs["availabilityZone"] for r in g.of_type("ec2/subnet:Subnet") if "private" in r.name]
+    assert zones == ["us-east-1c", "us-east-1a", "us-east-1b"]
+    # use1-az3 (us-east-1c) is refused for the control plane; the nodes run there all the same.
+    assert g.one("eks/cluster:Cluster").inputs["vpcConfig"]["subnetIds"] == [
+        "p5-public-1-id",
+        "p5-public-2-id",
+        "p5-private-1-id",
+        "p5-private-2-id",
+    ]
+    assert groups(g)["train-p5-cluster-gpu"]["subnetIds"] == ["p5-private-0-id"]
+
+
+def test_subnet_zones_prefer_zones_offering_the_type() -> None:
+    zones = ["r-a", "r-b", "r-c", "r-d"]
+    assert subnet_zones("r", "p5.48xlarge", None, zones, ["r-c", "r-d"]) == ["r-c", "r-d", "r-a"]
+    assert subnet_zones("r", "p5.48xlarge", "r-d", zones, ["r-c", "r-d"]) == ["r-d", "r-c", "r-a"]
+    assert subnet_zones("r", "p5.48xlarge", None, ["r-a", "r-b"], ["r-b"]) == ["r-b", "r-a", "r-b"]
+    with pytest.raises(ValueError, match=r"no available zone of r offers p5\.48xlarge"):
+        subnet_zones("r", "p5.48xlarge", None, zones, [])
+
+
+def test_control_plane_subnets_leave_out_refused_zones() -> None:
+    names, ids = ["us-east-1a", "us-east-1b", "us-east-1c"], ["use1-az3", "use1-az1", "use1-az2"]
+    pairs = [("s-a", "us-east-1a"), ("s-b", "us-east-1b"), ("s-c", "us-east-1c")]
+    assert control_plane_subnets(pairs, names, ids) == ["s-b", "s-c"]
+    with pytest.raises(ValueError, match="two zones it accepts"):
+        control_plane_subnets(pairs[:2], names, ids)
 
 
 def test_efa_node_group_joining_a_cluster_keeps_to_one_of_its_zones(plans: Plans, build: Build, mocks: Any) -> None:

@@ -90,13 +90,17 @@ def test_eks_node_group_and_device_plugin(planned: dict[str, tuple[StackPlan, Gr
     assert group.inputs["scalingConfig"]["minSize"] == kube.pools[0].min_nodes == 2  # steady: fixed at its nodes
     assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"} in group.inputs["taints"]
     assert group.inputs["labels"]["nvidia.com/gpu.present"] == "true"
-    (release,) = graph.of_type("helm.sh/v3:Release")
-    assert release.inputs["chart"] == "nvidia-device-plugin" and release.inputs["version"] == "0.17.4"
+    releases = {r.inputs["chart"]: r for r in graph.of_type("helm.sh/v3:Release")}
+    assert sorted(releases) == ["cluster-autoscaler", "nvidia-device-plugin"]
+    release = releases["nvidia-device-plugin"]
+    assert release.inputs["version"] == "0.17.4"
+    # the autoscaler's chart matches the created cluster's minor (1.35 -> chart 9.59.0)
+    assert releases["cluster-autoscaler"].inputs["version"] == "9.59.0"
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in release.inputs["values"][
         "tolerations"
     ]
     (cluster,) = graph.of_type("eks/cluster:Cluster")
-    assert cluster.inputs["upgradePolicy"] == {"supportType": "STANDARD"}
+    assert cluster.inputs["upgradePolicy"] == {"supportType": "STANDARD"} and cluster.inputs["version"] == "1.35"
 
 
 @pytest.mark.parametrize("name", STACKS)

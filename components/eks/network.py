@@ -1,0 +1,167 @@
+"""Where an EKS environment's nodes (and a created cluster) go: given subnets, an attached
+cluster's own, or, for a created cluster, a VPC of its own (``created_network``).
+
+A created cluster's VPC is ``components.aws.network.aws_network``'s, as ``aws-gpu`` builds it:
+a public and a private subnet in each of ``eks.CLUSTER_ZONES`` zones (the nodes' zone first),
+one NAT gateway with its Elastic IP in the nodes' zone, and the private subnets routed through it.
+The nodes go into the private subnets; the cluster's ``vpc_config`` gets both kinds, less those
+in zones EKS refuses for a control plane (``eks.CONTROL_PLANE_EXCLUDED_ZONE_IDS``). The default
+VPC was used before: its subnets are public, and an EFA node (more than one network interface)
+gets no public IPv4 address there, so with no NAT it could not pull the VPC CNI and never became
+Ready (dstack#2271 met the same on EC2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from components.aws.network import aws_network, offering_zones
+from components.eks.args import EksArgs
+from fullserver.kube import KubePlan
+from fullserver.platforms import eks
+
+
+@dataclass
+class EksNetwork:
+    """Where the nodes (and a created cluster) go."""
+
+    subnet_ids: pulumi.Input[list[str]]
+    """The node groups' subnets (a created cluster's: the private ones)."""
+    vpc_id: pulumi.Input[str]
+    security_group: pulumi.Input[str] | None
+    node_subnet_ids: pulumi.Input[list[str]] | None = None
+    """The node groups' subnets where they keep to one zone (``_one_zone``)."""
+    cluster_subnet_ids: pulumi.Input[list[str]] | None = None
+    """A created cluster's ``vpc_config.subnet_ids`` where they differ from ``subnet_ids``."""
+    egress: tuple[pulumi.Resource, ...] = field(default=())
+    """The private subnets' routes to the NAT gateway: node groups wait for them."""
+
+
+def subnet_zones(
+    region: str, instance_type: str, zone: str | None, available: list[str], offered: list[str]
+) -> list[str]:
+    """The zone of each of a created cluster's ``eks.CLUSTER_ZONES`` subnet pairs: the nodes' zone
+    first (the plan's, else the first zone offering the instance type, as ``_one_zone`` picks it),
+    then the other zones offering the type, then the region's other zones, in AWS's order; a
+    region with fewer zones repeats them."""
+    offering = offering_zones(region, instance_type, available, offered)
+    first = zone or offering[0]
+    rest = [z for z in offering if z != first] + [z for z in available if z not in offering and z != first]
+    chosen = [first, *rest]
+    return [chosen[i % len(chosen)] for i in range(eks.CLUSTER_ZONES)]
+
+
+def control_plane_subnets(subnets: list[tuple[str, str]], names: list[str], zone_ids: list[str]) -> list[str]:
+    """The subnets (id, zone) EKS takes for the cluster: none in a refused zone id, in at least two
+    zones (network-reqs.adoc); fewer stops ``pulumi up`` before CreateCluster refuses them."""
+    zone_id = dict(zip(names, zone_ids, strict=False))
+    kept = [(s, z) for s, z in subnets if zone_id.get(z) not in eks.CONTROL_PLANE_EXCLUDED_ZONE_IDS]
+    if len({z for _, z in kept}) < 2:
+        raise ValueError(
+            f"an EKS cluster needs subnets in two zones it accepts; {', '.join(sorted({z for _, z in subnets}))} "
+            "leave fewer (network-reqs: disallowed zone ids); give the stack a zone elsewhere"
+        )
+    return [s for s, _ in kept]
+
+
+def created_network(name: str, plan: KubePlan, parent: pulumi.Resource) -> EksNetwork:
+    """A created cluster's VPC (module doc)."""
+    invoke = pulumi.InvokeOutputOptions(parent=parent)
+    azs = aws.get_availability_zones_output(state="available", region=plan.region, opts=invoke)
+    offers = aws.ec2.get_instance_type_offerings_output(
+        filters=[{"name": "instance-type", "values": [plan.machine_type]}],
+        location_type="availability-zone",
+        region=plan.region,
+        opts=invoke,
+    )
+    zones = pulumi.Output.all(azs.names, offers.locations).apply(
+        lambda found: subnet_zones(plan.region, plan.machine_type, plan.zone, list(found[0]), list(found[1]))
+    )
+    net = aws_network(
+        name,
+        parent,
+        region=plan.region,
+        zone=None,
+        zones=eks.CLUSTER_ZONES,
+        access={"ssh_source_ranges": [], "public_ip": False, "nat": True},
+        tags=dict(plan.cloud_labels),
+        efa=plan.efa_interfaces > 0,
+        zone_names=[zones.apply(_nth(i)) for i in range(eks.CLUSTER_ZONES)],
+        subnet_tags={"public": dict(eks.PUBLIC_SUBNET_TAGS), "private": dict(eks.PRIVATE_SUBNET_TAGS)},
+        node_security_group=False,
+    )
+    pairs = [pulumi.Output.all(s.id, s.availability_zone) for s in [*net.public_subnets, *net.subnets]]
+    cluster_subnets = pulumi.Output.all(azs.names, azs.zone_ids, *pairs).apply(
+        lambda v: control_plane_subnets([(str(p[0]), str(p[1])) for p in v[2:]], list(v[0]), list(v[1]))
+    )
+    private: pulumi.Output[list[str]] = pulumi.Output.all(*[s.id for s in net.subnets]).apply(list)
+    return EksNetwork(
+        subnet_ids=private,
+        vpc_id=net.vpc.id,
+        security_group=None,
+        # the first private subnet is in the nodes' zone (``subnet_zones``)
+        node_subnet_ids=net.subnets[0].id.apply(lambda s: [s])
+        if plan.compact_placement or plan.efa_interfaces
+        else None,
+        cluster_subnet_ids=cluster_subnets,
+        egress=net.egress,
+    )
+
+
+def _nth(i: int) -> Callable[[list[str]], str]:
+    return lambda zones: zones[i]
+
+
+def eks_network(plan: KubePlan, args: EksArgs, name: str, parent: pulumi.Resource) -> EksNetwork:
+    """The given subnets, else an attached cluster's own, else a created cluster's VPC."""
+    invoke = pulumi.InvokeOptions(parent=parent)
+    if args["subnet_ids"] and (plan.create_cluster or args["vpc_id"]):
+        # taken as the one zone's where the nodes keep to one (``_one_zone``)
+        return EksNetwork(args["subnet_ids"], args["vpc_id"], args.get("cluster_security_group_id"))
+    if not plan.create_cluster:
+        found = aws.eks.get_cluster_output(name=plan.cluster_name, opts=invoke)
+        config = found.vpc_config
+        network = EksNetwork(
+            args["subnet_ids"] or config.subnet_ids,  # fullserver:subnets, in the cluster's VPC
+            config.vpc_id,
+            args.get("cluster_security_group_id") or config.cluster_security_group_id,
+        )
+    else:
+        return created_network(name, plan, parent)
+    if (plan.compact_placement or plan.efa_interfaces) and not args["subnet_ids"]:  # given: the stack's zone
+        network.node_subnet_ids = _one_zone(plan, network.subnet_ids, parent)
+    return network
+
+
+def _one_zone(plan: KubePlan, subnet_ids: pulumi.Input[list[str]], parent: pulumi.Resource) -> pulumi.Output[list[str]]:
+    """The subnets of one zone among ``subnet_ids`` (an attached cluster's span several): a
+    cluster placement group is "a logical grouping of instances within a single Availability
+    Zone" (EC2 user guide, placement strategies), and the EKS user guide's EFA node group takes
+    one zone while its cluster takes two (awsdocs/amazon-eks-user-guide: latest/ug/ml/node-efa.adoc,
+    ``efa-cluster.yaml``). The zone is the plan's, else the first zone of the region offering the
+    instance type, as the VM platform picks it (``components.aws.network.offering_zones``). Given
+    subnets (``EksArgs.subnet_ids``) are taken as the one zone's the caller chose."""
+    invoke = pulumi.InvokeOptions(parent=parent)
+    zone: pulumi.Input[str]
+    if plan.zone:
+        zone = plan.zone
+    else:
+        azs = aws.get_availability_zones_output(state="available", opts=invoke)
+        offers = aws.ec2.get_instance_type_offerings_output(
+            filters=[{"name": "instance-type", "values": [plan.machine_type]}],
+            location_type="availability-zone",
+            opts=invoke,
+        )
+        zone = pulumi.Output.all(azs.names, offers.locations).apply(
+            lambda found: offering_zones(plan.region, plan.machine_type, list(found[0]), list(found[1]))[0]
+        )
+    filters: Any = [
+        {"name": "subnet-id", "values": subnet_ids},
+        {"name": "availability-zone", "values": [zone]},
+    ]
+    return aws.ec2.get_subnets_output(filters=filters, opts=invoke).ids
