@@ -35,6 +35,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.labels import aws_tags
+from components.eks.trust import irsa_trust, pod_identity_trust
 from components.names import logical
 from fullserver.kube import KubePlan
 from fullserver.platforms import eks
@@ -84,39 +85,6 @@ def autoscaler_policy(cluster_name: str) -> dict[str, Any]:
     }
 
 
-def pod_identity_trust() -> dict[str, Any]:
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "pods.eks.amazonaws.com"},
-                "Action": ["sts:AssumeRole", "sts:TagSession"],
-            }
-        ],
-    }
-
-
-def irsa_trust(provider_arn: str, issuer: str) -> dict[str, Any]:
-    host = issuer.removeprefix("https://")
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Federated": provider_arn},
-                "Action": "sts:AssumeRoleWithWebIdentity",
-                "Condition": {
-                    "StringEquals": {
-                        f"{host}:sub": f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}",
-                        f"{host}:aud": "sts.amazonaws.com",
-                    }
-                },
-            }
-        ],
-    }
-
-
 def cluster_autoscaler(
     name: str,
     plan: KubePlan,
@@ -137,9 +105,11 @@ def cluster_autoscaler(
     tags = dict(plan.cloud_labels)
     trust: pulumi.Input[str]
     if oidc is None:
-        trust = json.dumps(pod_identity_trust())
+        trust = pod_identity_trust()
     else:
-        trust = pulumi.Output.all(oidc.arn, oidc.url).apply(lambda v: json.dumps(irsa_trust(str(v[0]), str(v[1]))))
+        trust = pulumi.Output.all(oidc.arn, oidc.url).apply(
+            lambda v: irsa_trust(str(v[0]), str(v[1]), NAMESPACE, SERVICE_ACCOUNT)
+        )
     role = aws.iam.Role(
         logical(aws.iam.Role, f"{name}-autoscaler"),
         assume_role_policy=trust,

@@ -28,57 +28,19 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.labels import aws_tags
+from components.eks.trust import irsa_trust, pod_identity_trust
 from components.names import logical
 from fullserver.kube import KubePlan
 
 EBS_CSI_ADDON = "aws-ebs-csi-driver"
 EBS_CSI_POLICY = "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
 EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
-POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 
 
 def configuration(plan: KubePlan) -> str:
     """The add-on's configuration values: the controller on the GPU nodes, the node plugin on every node."""
     tolerations = [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in plan.taints]
     return json.dumps({"controller": {"tolerations": tolerations}, "node": {"tolerateAllTaints": True}}, sort_keys=True)
-
-
-def pod_identity_trust() -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
-                    "Action": ["sts:AssumeRole", "sts:TagSession"],
-                }
-            ],
-        }
-    )
-
-
-def irsa_trust(provider_arn: str, issuer_url: str) -> str:
-    """The controller's service account, through the cluster's IAM OIDC provider."""
-    host = issuer_url.removeprefix("https://")
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Federated": provider_arn},
-                    "Action": "sts:AssumeRoleWithWebIdentity",
-                    "Condition": {
-                        "StringEquals": {
-                            f"{host}:sub": f"system:serviceaccount:kube-system:{EBS_CSI_SERVICE_ACCOUNT}",
-                            f"{host}:aud": "sts.amazonaws.com",
-                        }
-                    },
-                }
-            ],
-        }
-    )
 
 
 def ebs_csi_driver(
@@ -94,7 +56,9 @@ def ebs_csi_driver(
     opts = pulumi.ResourceOptions(parent=parent)
     tags = dict(plan.cloud_labels)
     trust: pulumi.Input[str] = (
-        pulumi.Output.all(oidc.arn, oidc.url).apply(lambda v: irsa_trust(str(v[0]), str(v[1])))
+        pulumi.Output.all(oidc.arn, oidc.url).apply(
+            lambda v: irsa_trust(str(v[0]), str(v[1]), "kube-system", EBS_CSI_SERVICE_ACCOUNT)
+        )
         if oidc is not None
         else pod_identity_trust()
     )

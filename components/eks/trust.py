@@ -1,0 +1,50 @@
+"""Who may assume the IAM role a cluster's add-on or controller runs as: the EKS Pod Identity agent,
+or (IRSA) one service account through the cluster's IAM OIDC provider. The EBS CSI driver and the
+Cluster Autoscaler both take their role this way (EKS user guide, "Pod Identity" and "IAM roles for
+service accounts")."""
+
+from __future__ import annotations
+
+import json
+
+POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+
+
+def pod_identity_trust() -> str:
+    """Pod Identity assumes the role and tags the session (``sts:TagSession``) with the pod's
+    cluster, namespace and service account."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
+                    "Action": ["sts:AssumeRole", "sts:TagSession"],
+                }
+            ],
+        }
+    )
+
+
+def irsa_trust(provider_arn: str, issuer_url: str, namespace: str, service_account: str) -> str:
+    """Only ``namespace/service_account``'s tokens, issued for STS, may assume the role."""
+    host = issuer_url.removeprefix("https://")
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Federated": provider_arn},
+                    "Action": "sts:AssumeRoleWithWebIdentity",
+                    "Condition": {
+                        "StringEquals": {
+                            f"{host}:sub": f"system:serviceaccount:{namespace}:{service_account}",
+                            f"{host}:aud": "sts.amazonaws.com",
+                        }
+                    },
+                }
+            ],
+        }
+    )
