@@ -51,7 +51,7 @@ def nat_line(pricer: NetworkPricer, machines: int, zones: int) -> Line | None:
         # One gateway lives in one zone: its outage cuts every other zone's egress.
         pricer.warnings.append(
             f"one NAT gateway serves subnets in {zones} zones: if its zone fails, nodes in the others "
-            f"lose internet egress (image pulls, Session Manager); a gateway per zone would cost "
+            f"lose internet egress (image pulls; Session Manager on VM nodes); a gateway per zone would cost "
             f"{rate * pricer.hours * (zones - 1):,.2f} USD/month more"
         )
     per_gb = f"; {data.usd_per_gb}/GB processed (image and model pulls) not estimated" if data else ""
