@@ -262,7 +262,7 @@ def test_a_reserved_p5_cluster_is_told_of_capacity_blocks_and_reservations(plans
 def test_a_spot_profile_on_tpus_is_told_of_spot_and_queued_resources_with_their_prices(
     plans: dict[str, StackPlan],
 ) -> None:
-    assert paths(plans["train-tpu-v5e"]) == [("on-demand", 9.6), ("spot", 1.95944), ("Cloud TPU queued resource", None)]
+    assert paths(plans["train-tpu-v5e"]) == [("on-demand", 9.6), ("spot", 2.38168), ("Cloud TPU queued resource", None)]
 
 
 def test_capacity_blocks_are_offered_only_for_the_families_that_have_them(plans: dict[str, StackPlan]) -> None:
