@@ -35,8 +35,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.labels import aws_tags
-from components.eks.trust import irsa_trust, pod_identity_trust
-from components.names import logical
+from components.eks.trust import pod_role
 from fullserver.kube import KubePlan
 from fullserver.platforms import eks
 
@@ -103,19 +102,7 @@ def cluster_autoscaler(
     chart_version, image_tag = chart_for(version)
     child = pulumi.ResourceOptions(parent=parent)
     tags = dict(plan.cloud_labels)
-    trust: pulumi.Input[str]
-    if oidc is None:
-        trust = pod_identity_trust()
-    else:
-        trust = pulumi.Output.all(oidc.arn, oidc.url).apply(
-            lambda v: irsa_trust(str(v[0]), str(v[1]), NAMESPACE, SERVICE_ACCOUNT)
-        )
-    role = aws.iam.Role(
-        logical(aws.iam.Role, f"{name}-autoscaler"),
-        assume_role_policy=trust,
-        tags=aws_tags(tags, f"{name}-autoscaler"),
-        opts=child,
-    )
+    role = pod_role(f"{name}-autoscaler", tags, oidc, NAMESPACE, SERVICE_ACCOUNT, child)
     policy = aws.iam.RolePolicy(
         f"{name}-autoscaler",
         role=role.name,

@@ -28,8 +28,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.labels import aws_tags
-from components.eks.trust import irsa_trust, pod_identity_trust
-from components.names import logical
+from components.eks.trust import pod_role
 from fullserver.kube import KubePlan
 
 EBS_CSI_ADDON = "aws-ebs-csi-driver"
@@ -55,19 +54,7 @@ def ebs_csi_driver(
     IAM OIDC provider (IRSA), else ``None`` (Pod Identity, whose agent add-on is in ``after``)."""
     opts = pulumi.ResourceOptions(parent=parent)
     tags = dict(plan.cloud_labels)
-    trust: pulumi.Input[str] = (
-        pulumi.Output.all(oidc.arn, oidc.url).apply(
-            lambda v: irsa_trust(str(v[0]), str(v[1]), "kube-system", EBS_CSI_SERVICE_ACCOUNT)
-        )
-        if oidc is not None
-        else pod_identity_trust()
-    )
-    role = aws.iam.Role(
-        logical(aws.iam.Role, f"{name}-ebs-csi"),
-        assume_role_policy=trust,
-        tags=aws_tags(tags, f"{name}-ebs-csi"),
-        opts=opts,
-    )
+    role = pod_role(f"{name}-ebs-csi", tags, oidc, "kube-system", EBS_CSI_SERVICE_ACCOUNT, opts)
     attachment = aws.iam.RolePolicyAttachment(
         f"{name}-ebs-csi-AmazonEBSCSIDriverPolicy", role=role.name, policy_arn=EBS_CSI_POLICY, opts=opts
     )

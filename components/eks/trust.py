@@ -6,6 +6,13 @@ service accounts")."""
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from components.aws.labels import aws_tags
+from components.names import logical
 
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 
@@ -48,3 +55,23 @@ def irsa_trust(provider_arn: str, issuer_url: str, namespace: str, service_accou
             ],
         }
     )
+
+
+def pod_role(
+    name: str,
+    tags: dict[str, str],
+    oidc: Any,
+    namespace: str,
+    service_account: str,
+    opts: pulumi.ResourceOptions,
+) -> aws.iam.Role:
+    """The role ``namespace/service_account`` runs as: through the cluster's IAM OIDC provider when
+    ``oidc`` is one (IRSA), else through Pod Identity."""
+    trust: pulumi.Input[str] = (
+        pulumi.Output.all(oidc.arn, oidc.url).apply(
+            lambda v: irsa_trust(str(v[0]), str(v[1]), namespace, service_account)
+        )
+        if oidc is not None
+        else pod_identity_trust()
+    )
+    return aws.iam.Role(logical(aws.iam.Role, name), assume_role_policy=trust, tags=aws_tags(tags, name), opts=opts)
