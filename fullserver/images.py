@@ -14,7 +14,7 @@ import datetime as dt
 import functools
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from fullserver.catalog import Catalog
 from fullserver.catalog.network import DATA_DIR, IMAGES_FILE
@@ -22,7 +22,7 @@ from fullserver.errors import InputError
 from fullserver.plan import StackPlan
 from fullserver.platform import Platform
 from fullserver.sources import Source, check_cited
-from fullserver.yamlio import read_yaml, validation_error
+from fullserver.yamlio import parse, read_yaml
 
 WARN_DAYS = 90
 """Warn this many days before an end of patch: time to move a stack to the next image."""
@@ -53,10 +53,7 @@ class ImageTable(BaseModel):
 @functools.lru_cache(maxsize=4)
 def load_images(path: Path = DATA_DIR / IMAGES_FILE) -> ImageTable:
     """The image table, checked whole: every image names a known source, one default per selector."""
-    try:
-        table = ImageTable.model_validate(read_yaml(path))
-    except ValidationError as exc:
-        raise validation_error(str(path), exc) from None
+    table = parse(ImageTable, read_yaml(path), str(path))
     seen: set[tuple[Platform, str]] = set()
     for i, image in enumerate(table.images):
         where = f"{path}: images[{i}]"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from fullserver.catalog import Catalog
 from fullserver.catalog.network import DATA_DIR, QUOTAS_FILE
@@ -24,16 +24,13 @@ from fullserver.platforms.quota import QuotaAsk, QuotaNeed, QuotaTable
 from fullserver.platforms.quota.aws import instance_family
 from fullserver.sources import check_cited
 from fullserver.spec import EnvironmentSpec
-from fullserver.yamlio import read_yaml, validation_error
+from fullserver.yamlio import parse, read_yaml
 
 
 @functools.lru_cache(maxsize=4)
 def load_quota_table(path: Path = DATA_DIR / QUOTAS_FILE) -> QuotaTable:
     """The quota data file, checked whole: every quota names a known source, every rule a known quota."""
-    try:
-        table = QuotaTable.model_validate(read_yaml(path))
-    except ValidationError as exc:
-        raise validation_error(str(path), exc) from None
+    table = parse(QuotaTable, read_yaml(path), str(path))
     for i, path_ in enumerate(table.capacity_paths):
         check_cited(f"{path}: capacity_paths[{i}]", path_.source, table.sources)
     for key, quota in table.quotas.items():

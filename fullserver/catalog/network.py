@@ -11,12 +11,12 @@ import functools
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from fullserver.errors import InputError
 from fullserver.platforms import all_rules
 from fullserver.sources import Source
-from fullserver.yamlio import read_yaml, validation_error
+from fullserver.yamlio import parse, read_yaml
 
 NETWORK_FILE = "network.yaml"
 QUOTAS_FILE = "quotas.yaml"
@@ -124,8 +124,6 @@ class NetworkPrices:
 def load_network_prices(path: Path = DATA_DIR / NETWORK_FILE) -> NetworkPrices:
     """Load and validate the network price file (cached: the data is read-only)."""
     try:
-        return NetworkPrices(NetworkFile.model_validate(read_yaml(path)))
-    except ValidationError as exc:
-        raise validation_error(str(path), exc) from None
+        return NetworkPrices(parse(NetworkFile, read_yaml(path), str(path)))
     except FileNotFoundError:
         raise InputError(str(path), "missing", "reinstall fullserver") from None

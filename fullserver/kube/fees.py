@@ -10,12 +10,12 @@ import functools
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fullserver.catalog.network import DATA_DIR, KUBERNETES_FILE
 from fullserver.errors import InputError
 from fullserver.sources import Source
-from fullserver.yamlio import read_yaml, validation_error
+from fullserver.yamlio import parse, read_yaml
 
 
 class _Strict(BaseModel):
@@ -57,8 +57,6 @@ class ClusterFees:
 def load_cluster_fees(path: Path = DATA_DIR / KUBERNETES_FILE) -> ClusterFees:
     """Load and validate the cluster fee file (cached: the data is read-only)."""
     try:
-        return ClusterFees(KubernetesFile.model_validate(read_yaml(path)))
-    except ValidationError as exc:
-        raise validation_error(str(path), exc) from None
+        return ClusterFees(parse(KubernetesFile, read_yaml(path), str(path)))
     except FileNotFoundError:
         raise InputError(str(path), "missing", "reinstall fullserver") from None
