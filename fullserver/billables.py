@@ -24,10 +24,6 @@ from __future__ import annotations
 from fullserver.platforms import rules_for
 from fullserver.spec import Billables, EnvironmentSpec
 
-EKS_CLUSTER_ZONES = 3
-"""``fullserver.platforms.eks.CLUSTER_ZONES`` (the core reads no platform module but through the
-registry; tests/components/test_eks.py holds the two equal)."""
-
 
 def decide(spec: EnvironmentSpec) -> Billables:
     """The billed network resources of a spec (module docstring); none where the platform bills
@@ -54,13 +50,11 @@ def decide(spec: EnvironmentSpec) -> Billables:
 def _kube(spec: EnvironmentSpec) -> Billables:
     """Node pools: nothing of an attached cluster's network is this environment's. A created GKE
     cluster's private nodes pull images through its Cloud NAT (one automatic address); a created
-    EKS cluster's nodes run in its own VPC's private subnets, in ``EKS_CLUSTER_ZONES`` zones, and
-    reach out through one NAT gateway with its Elastic IP (``components.eks.network``)."""
+    EKS cluster's nodes run in its own VPC's private subnets, in ``PlatformRules.cluster_zones``
+    zones, and reach out through one NAT gateway with its Elastic IP (``components.eks.network``)."""
     kube = spec.kube
     assert kube is not None
     n = spec.machines
     if not kube.create_cluster:
         return Billables(machines=n)
-    if kube.provider == "gke":
-        return Billables(machines=n, nat=True, nat_public_ips=1)
-    return Billables(machines=n, nat=True, nat_public_ips=1, zones=EKS_CLUSTER_ZONES)
+    return Billables(machines=n, nat=True, nat_public_ips=1, zones=rules_for(kube.platform).cluster_zones)

@@ -319,6 +319,9 @@ class PlatformRules:
     """The team's cloud (``recommend``'s ``cloud`` answer) -> (score, why) for this platform."""
     network: NetworkRules | None = None
     """The network it bills beside the machines; ``None``: none (bare metal's is the contract's)."""
+    cluster_zones: int = 1
+    """Node pools: the zones the network of a cluster fullserver creates spans (billed NAT and
+    addresses are per network, not per zone; the plan's one-NAT warning counts these)."""
     group_members: GroupMembers | None = None
     """Reads the JSON its ``NodeGroupAccess.list_command`` prints into the running members."""
     scratch: str = CLOUD_SCRATCH

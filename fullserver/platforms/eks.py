@@ -175,6 +175,7 @@ RULES = PlatformRules(
         "clusterLocation": "an EKS cluster lives in the stack's region (fullserver:region); it has no other location"
     },
     compact_placement=True,  # a cluster placement group in the launch template
+    cluster_zones=CLUSTER_ZONES,  # a created cluster's own VPC (components.eks.network)
     disk_kinds=aws.DISKS,
     default_disk_kind="gp3",
     zone_form=aws.ZONES,
