@@ -245,6 +245,8 @@ def test_spot_fallback_groups_scale_from_zero_on_an_existing_cluster(plans: Plan
     assert claim["storageClassName"] == storage["metadata"]["name"]
     assert claim["resources"] == {"requests": {"storage": f"{disk.size_gib}Gi"}}
     assert spot["labels"]["fullserver-pod-data-gib"] == str(disk.size_gib)
+    assert spot["labels"]["fullserver-pod-data-kind"] == "gp3"  # the budget policy prices it by its kind
+    assert "fullserver-pod-data-iops" not in spot["labels"]  # gp3's baseline: nothing provisioned above it
     assert any("Amazon EBS CSI driver" in w for w in plan.warnings)  # attached: no add-on built here
     # Not the instance type: the spot group may run any of its balanced alternatives.
     assert pod["nodeSelector"] == {"fullserver-environment": "exp-aws-l4-spot"}

@@ -126,8 +126,9 @@ def test_spot_with_fallback_builds_a_spot_pool_and_an_on_demand_pool(plans: Plan
         "resources": {"requests": {"storage": f"{disk.size_gib}Gi"}},
     }
     assert pod["containers"][0]["volumeMounts"] == [{"name": "data", "mountPath": "/data"}]
-    for pool in (spot, fallback):  # the balance policy reads the volume off the pool
+    for pool in (spot, fallback):  # the balance policy reads the volume off the pool, the budget its kind too
         assert pool["nodeConfig"]["labels"]["fullserver-pod-data-gib"] == str(disk.size_gib)
+        assert pool["nodeConfig"]["labels"]["fullserver-pod-data-kind"] == disk.kind == "pd-balanced"
     assert "Compute Engine persistent disk CSI driver" in " ".join(plan.warnings)  # attached: it must have it
 
 
