@@ -227,8 +227,17 @@ def test_spot_fallback_groups_scale_from_zero_on_an_existing_cluster(plans: Plan
         assert group["tags"]["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "1"
         assert group["labels"]["fullserver-ttl-hours"] == "8"
     tags = g.of_type("autoscaling/tag:Tag")
-    assert len(tags) == 2 * len(autoscaler_tags(plan))
-    assert {t.inputs["tag"]["key"] for t in tags} == set(autoscaler_tags(plan))
+    # On each group's Auto Scaling group: the node template (labels, taint, GPUs) and the discovery
+    # tags the autoscaler's IAM condition requires, with the values it requires.
+    assert len(tags) == 2 * len(autoscaler_tags(plan)) + 2 * 2
+    assert {t.inputs["tag"]["key"] for t in tags} == set(autoscaler_tags(plan)) | {
+        "k8s.io/cluster-autoscaler/enabled",
+        "k8s.io/cluster-autoscaler/research",
+    }
+    values = {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in tags}
+    assert values["k8s.io/cluster-autoscaler/enabled"] == "true"
+    assert values["k8s.io/cluster-autoscaler/research"] == "owned"
+    assert values["k8s.io/cluster-autoscaler/node-template/label/nvidia.com/gpu.present"] == "true"
     assert all(t.inputs["tag"]["propagateAtLaunch"] is False for t in tags)
     template = g.one("ec2/launchTemplate:LaunchTemplate").inputs
     assert "networkInterfaces" not in template and "placement" not in template
