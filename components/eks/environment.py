@@ -448,7 +448,9 @@ class EksEnvironment(EnvironmentComponent):
             if plan.create_cluster:
                 _created_cluster_charts(name, plan, created, groups, config, self)
                 if plan.data_volume is not None:  # the pods' data volumes: components.eks.storage
-                    after: list[pulumi.Resource] = [groups, *([created.pod_identity] if created.pod_identity else [])]
+                    # after the untainted system group, where the controller runs (components.eks.storage)
+                    after: list[pulumi.Resource] = [groups, groups.system_group]
+                    after += [created.pod_identity] if created.pod_identity else []
                     ebs_csi_driver(name, plan, created.cluster.name, created.oidc, after, self)
             if args["deploy_workload"] and manifests:
                 from components.kube_workload import apply_workload  # pulumi_kubernetes: only when applying
