@@ -473,7 +473,7 @@ def _notes(pools: list[Pool], nodes: _Nodes, flex: bool, cluster: str | None, vo
         for p in pools
         if not p.autoscaled and p.max_nodes > nodes.hosts
     ]
-    flex_notes = gke.flex_start_warnings(nodes.hosts, tpu, attached) if flex else []
+    flex_notes = gke.flex_start_warnings(nodes.hosts, tpu, attached, nodes.compact) if flex else []
     return [*spread, *flex_notes, *attached_warnings(provider, attached, volume)]
 
 
@@ -532,7 +532,7 @@ def kube_plan(
         local_ssd_count=spec.local_nvme_disks if platform is Platform.GKE_GPU else 0,
         instance_store_raid0=provider == "eks" and spec.local_nvme_disks > 0,
         efa_interfaces=spec.network.efa_interfaces if provider == "eks" else 0,
-        compact_placement=nodes.compact,
+        compact_placement=nodes.compact and not (flex_start and nodes.resource == gke.GPU_RESOURCE),
         tpu_topology=nodes.tpu_topology,
         tpu_accelerator_label=nodes.tpu_label,
         tpu_slice_topology=nodes.slice_topology,
