@@ -236,7 +236,8 @@ def network_not_measurable(lines: list[Line], facts: HostFacts) -> tuple[list[Li
     unknown = unreadable_links(facts)
     if not unknown or not any(x.dimension in NETWORK_LINES and x.ok is False for x in lines):
         return lines, []
-    why = f"not measurable: {', '.join(unknown)} report no link speed in sysfs (EC2's ENA reports none)"
+    verb = "reports" if len(unknown) == 1 else "report"
+    why = f"not measurable: {', '.join(unknown)} {verb} no link speed in sysfs (its driver gives none, as EC2's ENA)"
     out = [
         x.model_copy(update={"delivered": None, "detail": why}) if x.dimension in NETWORK_LINES and x.ok is False else x
         for x in lines

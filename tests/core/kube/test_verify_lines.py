@@ -146,7 +146,7 @@ def test_a_link_that_reports_no_speed_is_not_measurable_never_short(plans: dict[
     got = node_verdict(plan, node, parse_log(NODE, P5_LOG), profile, load_catalog())
     network = [x for x in got.lines if x.dimension in ("network link", "internode network")]
     assert network and all(x.delivered is None and x.ok is None for x in network)
-    assert all(x.detail.startswith("not measurable: ens32 report no link speed") for x in network)
+    assert all(x.detail.startswith("not measurable: ens32 reports no link speed") for x in network)
     assert any(p.startswith("network link speed not measurable: ens32") for p in got.problems)
     assert not any(x.dimension in ("network link", "internode network") for x in got.short)
     slow = P5_LOG.replace("ens32|up|-1|9001|1|1", "ens32|up|25000|9001|1|1")
