@@ -22,6 +22,7 @@ RULES = PlatformRules(
     platform=Platform.BARE_METAL,
     provider="dedicated",
     short="bare-metal",
+    components="components.bare_metal",
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     # The contract sets the price; the profile's pricing model only says how idle hours count.
     pricing=frozenset(PricingModel),
@@ -40,3 +41,6 @@ RULES = PlatformRules(
     boot_disk_sized=False,  # the servers' disks are theirs, not provisioned or priced here
     scratch=SCRATCH,
 )
+
+PLATFORMS = (RULES,)
+"""What this module registers (``fullserver.platforms`` finds every module's)."""

@@ -258,6 +258,9 @@ class PlatformRules:
     short: str
     """The platform's short name: ``fullserver catalog --provider``'s and the node-group kind
     (``NodeGroupAccess.provider``): aws, gcp, tpu, bare-metal."""
+    components: str
+    """Its component package, as a module path (``components.registry`` imports it when a stack
+    of the platform is built, and nothing else names it)."""
     accelerator_kinds: frozenset[AcceleratorKind]
     """Accelerators the platform offers: sizing only tries it for these."""
     pricing: frozenset[PricingModel]
@@ -265,6 +268,9 @@ class PlatformRules:
     options: Mapping[str, str]
     """Stack keys only some platforms take, each with why it belongs here."""
     lacks: Mapping[str, str] = field(default_factory=dict)
+    policy_reader: str = ""
+    """Its policy reader, as a module path (``policy.stack_nodes`` reads the stack's nodes with
+    each reader's ``NODE_READERS``); "": nothing of it is read by the policies (bare metal)."""
     """Its own refusal of a key it does not take (else: "applies only to ...")."""
     declared_hardware: bool = False
     """The stack declares rented servers (audited later); nothing is chosen or priced from the catalog."""

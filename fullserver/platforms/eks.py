@@ -163,6 +163,8 @@ SIZED_AS = {Platform.EKS_GPU: Platform.AWS_GPU}
 RULES = PlatformRules(
     platform=Platform.EKS_GPU,
     short="eks-gpu",
+    components="components.eks",
+    policy_reader="policy.kube_nodes",
     provider="aws",
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
@@ -227,3 +229,7 @@ def user_data(config: dict[str, object]) -> str:
             "",
         ]
     )
+
+
+PLATFORMS = (RULES,)
+"""What this module registers (``fullserver.platforms`` finds every module's)."""

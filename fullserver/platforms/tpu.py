@@ -236,6 +236,8 @@ RULES = PlatformRules(
     platform=Platform.TPU_VM,
     provider="gcp",
     short="tpu",
+    components="components.tpu",
+    policy_reader="policy.gcp_nodes",
     accelerator_kinds=frozenset({AcceleratorKind.TPU}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
     options={
@@ -276,3 +278,6 @@ RULES = PlatformRules(
     group_members=group_members,
     catalog_forms=("tpu_types",),
 )
+
+PLATFORMS = (RULES,)
+"""What this module registers (``fullserver.platforms`` finds every module's)."""
