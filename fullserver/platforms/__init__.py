@@ -53,6 +53,7 @@ __all__ = [
     "Request",
     "ZoneForm",
     "all_rules",
+    "catalog_names",
     "default_region",
     "disk",
     "disk_limits",
@@ -122,6 +123,12 @@ def named(name: str) -> set[Platform]:
     """The platforms a short name or provider key names (``fullserver catalog --provider``): ``gcp``
     is every platform on Google Cloud, ``tpu`` the TPU VMs."""
     return {r.platform for r in _RULES.values() if name in (r.short, r.provider)}
+
+
+def catalog_names() -> list[str]:
+    """What ``fullserver catalog --provider`` takes (``named``): the short names and provider keys
+    of the platforms whose offers come from the catalog, sorted."""
+    return sorted({n for r in _RULES.values() if r.catalog_forms for n in (r.short, r.provider)})
 
 
 def group_kinds() -> list[str]:
