@@ -23,6 +23,7 @@ RULES = PlatformRules(
     provider="dedicated",
     short="bare-metal",
     components="components.bare_metal",
+    core="fullserver.baremetal",
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     # The contract sets the price; the profile's pricing model only says how idle hours count.
     pricing=frozenset(PricingModel),

@@ -268,6 +268,10 @@ class PlatformRules:
     options: Mapping[str, str]
     """Stack keys only some platforms take, each with why it belongs here."""
     lacks: Mapping[str, str] = field(default_factory=dict)
+    core: str = ""
+    """The core package its logic beyond this module lives in, as a module path, shared by a family
+    of platforms (``fullserver.kube``: the node pools); "": its module holds it all. What is the
+    platform's own code (``tests/project/test_platform_dispatch.py``, ``test_platform_footprint.py``)."""
     policy_reader: str = ""
     """Its policy reader, as a module path (``policy.stack_nodes`` reads the stack's nodes with
     each reader's ``NODE_READERS``); "": nothing of it is read by the policies (bare metal)."""
