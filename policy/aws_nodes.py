@@ -10,7 +10,7 @@ from pulumi_policy import PolicyResource
 from fullserver.platform import Platform
 from fullserver.platforms.aws import AMI_VOLUME_KIND, ROOT_DEVICES, UNSET_VOLUME_KIND
 from policy.labels import labels_of
-from policy.nodes import Disk, DiskReader, Node, NodeReader, disks_gib, referenced
+from policy.nodes import Disk, DiskReader, Node, NodeReader, TemplateOf, disks_gib, referenced
 from policy.offers import offer as offer_of
 from policy.resources import (
     AWS_ASG,
@@ -170,7 +170,7 @@ NODE_READERS: dict[str, NodeReader] = {
     AWS_SPOT_FLEET: _fleet,
 }
 """The resources that run EC2 machines (``policy.stack_nodes``)."""
-LAUNCHERS = (AWS_INSTANCE, AWS_SPOT_REQUEST, AWS_ASG)
+LAUNCHERS: dict[str, TemplateOf] = dict.fromkeys((AWS_INSTANCE, AWS_SPOT_REQUEST, AWS_ASG), launch_template_of)
 """The resources whose launch template is read with them, not as a node of its own."""
 DISK_READERS: dict[str, DiskReader] = {AWS_VOLUME: lambda r: (aws_volume(r), aws_region(r))}
 """An EBS volume and its region (``policy.budget``)."""

@@ -12,7 +12,7 @@ from fullserver.catalog import Offer
 from fullserver.platform import Platform
 from fullserver.platforms.gcp import ATTACHED_GPU_TYPES, DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB, UNSET_DISK_KIND
 from policy.labels import labels_of
-from policy.nodes import Disk, DiskReader, Node, NodeReader, disks_gib, referenced, zone_region
+from policy.nodes import Disk, DiskReader, Node, NodeReader, TemplateOf, disks_gib, referenced, zone_region
 from policy.offers import offer as offer_of
 from policy.resources import (
     GCP_AUTOSCALER,
@@ -207,7 +207,7 @@ NODE_READERS: dict[str, NodeReader] = {
     **dict.fromkeys((TPU_VM, TPU_QUEUED), _tpu),
 }
 """The resources that run Compute Engine machines and Cloud TPU slices (``policy.stack_nodes``)."""
-LAUNCHERS: tuple[str, ...] = ()
+LAUNCHERS: dict[str, TemplateOf] = {}
 DISK_READERS: dict[str, DiskReader] = dict.fromkeys(
     GCP_DISKS,
     lambda r: (gcp_disk(r), zone_region(r.props.get("zone"), Platform.GCP_GPU) or plain(r.props.get("region"))),

@@ -25,10 +25,10 @@ from fullserver.catalog import Offer
 from fullserver.kube.pool import DATA_VOLUME_LABEL, REGIONAL_DEFAULT_ZONES
 from fullserver.platform import Platform
 from fullserver.platforms.gcp import DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB
-from policy.aws_nodes import aws_region
+from policy.aws_nodes import aws_region, launch_template_of
 from policy.gcp_nodes import gcp_offer, gcp_shape
 from policy.labels import labels_of
-from policy.nodes import Disk, DiskReader, Node, NodeReader, zone_region
+from policy.nodes import Disk, DiskReader, Node, NodeReader, TemplateOf, zone_region
 from policy.offers import catalog
 from policy.offers import offer as offer_of
 from policy.resources import as_list, last_segment, number, plain, prop, truthy
@@ -150,6 +150,6 @@ def _group(r: PolicyResource, resources: Sequence[PolicyResource], used_template
 
 NODE_READERS: dict[str, NodeReader] = {GKE_NODE_POOL: _pool, EKS_NODE_GROUP: _group}
 """GKE node pools and EKS managed node groups (``policy.stack_nodes``)."""
-LAUNCHERS = (EKS_NODE_GROUP,)
+LAUNCHERS: dict[str, TemplateOf] = {EKS_NODE_GROUP: launch_template_of}
 """A node group's launch template (its disks) is read with it."""
 DISK_READERS: dict[str, DiskReader] = {}

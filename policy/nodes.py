@@ -103,6 +103,9 @@ NodeReader = Callable[[PolicyResource, Sequence[PolicyResource], set[str]], list
 launch templates something launches): a policy reader's ``NODE_READERS`` maps the resource types
 it reads to one (``policy.stack_nodes`` asks the reader each platform's ``PlatformRules.policy_reader``
 names)."""
+TemplateOf = Callable[[PolicyResource, Sequence[PolicyResource]], PolicyResource | None]
+"""Finds the template a resource launches its machines from (an EC2 launch template), which is
+then read with it rather than as a node of its own: a reader's ``LAUNCHERS``, by resource type."""
 DiskReader = Callable[[PolicyResource], tuple[Disk, str | None]]
 """Reads a disk resource of its own (not inline in a machine) and its region: a reader's
 ``DISK_READERS`` (the budget prices them)."""

@@ -15,8 +15,7 @@ from pulumi_policy import PolicyResource
 from pulumi_policy.proxy import UnknownValueError
 
 from fullserver.platforms import all_rules
-from policy.aws_nodes import launch_template_of
-from policy.nodes import DiskReader, Node, NodeReader
+from policy.nodes import DiskReader, Node, NodeReader, TemplateOf
 from policy.resources import describe
 
 
@@ -29,7 +28,7 @@ def _readers() -> list[ModuleType]:
 _READERS = _readers()
 NODE_READERS: dict[str, NodeReader] = {t: read for m in _READERS for t, read in m.NODE_READERS.items()}
 """Resource type -> what reads its nodes, from every platform's reader."""
-LAUNCHERS: tuple[str, ...] = tuple(t for m in _READERS for t in m.LAUNCHERS)
+LAUNCHERS: dict[str, TemplateOf] = {t: find for m in _READERS for t, find in m.LAUNCHERS.items()}
 """The resources whose launch template is read with them (an EC2 launch template)."""
 DISK_READERS: dict[str, DiskReader] = {t: read for m in _READERS for t, read in m.DISK_READERS.items()}
 """Resource type -> what reads a disk of its own and its region (``policy.budget``)."""
@@ -49,9 +48,10 @@ def accelerator_nodes(resources: Sequence[PolicyResource]) -> tuple[list[Node], 
     skipped: list[str] = []
     used: set[str] = set()
     for r in resources:
-        if r.resource_type in LAUNCHERS:
+        template_of = LAUNCHERS.get(r.resource_type)
+        if template_of is not None:
             try:
-                lt = launch_template_of(r, resources)
+                lt = template_of(r, resources)
             except UnknownValueError:
                 continue
             if lt is not None:

@@ -243,6 +243,18 @@ class NetworkRules:
     with HTTPS (HTTPS, and HTTP answering a redirect to it); GCP bills each as a forwarding rule."""
 
 
+@dataclass(frozen=True)
+class Leaning:
+    """One way ``fullserver recommend``'s answers lean towards (``weight`` > 0) or away from the
+    platform, with why (``recommend.Rule``'s fields: ``when`` names ``Needs`` fields and the
+    values that match; ``never_first`` ranks it after every choice no such rule matches)."""
+
+    when: Mapping[str, tuple[object, ...]]
+    weight: int
+    why: str
+    never_first: int = 0
+
+
 GroupMembers = Callable[[object, "NodeGroupAccess"], list["NodeAccess"]]
 FabricRule = Callable[[int, int | None, int, str, bool], Refusal | None]
 
@@ -325,6 +337,8 @@ class PlatformRules:
     # --- what it does
     default_region: str = ""
     """Where a question that names no region starts on this platform's cloud (``recommend``)."""
+    leanings: tuple[Leaning, ...] = ()
+    """What in the team's answers favours or disfavours it beyond its cloud (``recommend``)."""
     cloud_affinity: Mapping[str, tuple[int, str]] = field(default_factory=dict)
     """The team's cloud (``recommend``'s ``cloud`` answer) -> (score, why) for this platform."""
     network: NetworkRules | None = None
