@@ -25,11 +25,14 @@ platform was added, not this one.
 
 * in Python: a string literal that is exactly its value (``"aws-gpu"``) or its short name
   (``"gke-gpu"``), a ``Platform`` member (``Platform.TPU_VM``), an import of one of its own
-  modules (core module, component package, policy reader), or a string naming one
-  (``"components.aws"``). A short name that is also another word of the vocabulary is not
-  counted as a string: ``aws`` and ``gcp`` are the clouds' provider keys (what a platform on a
-  cloud fullserver does not know yet touches is in ``docs/adding-a-platform.md``), ``tpu`` the
-  accelerator kind (the spec's and the provider's ``tpu`` fields, the TPU price refresh).
+  modules (core module, component package, policy reader), a string naming one
+  (``"components.aws"``), or a class field named as its component entry's ``args_key`` (its
+  ``EnvironmentArgs`` field: ``bare_metal``). A short name or field name that is also another
+  word of the vocabulary is not counted: ``aws`` and ``gcp`` are the clouds' provider keys (what
+  a platform on a cloud fullserver does not know yet touches is in
+  ``docs/adding-a-platform.md``), ``tpu`` the accelerator kind (the spec's, recommend's and the
+  provider's ``tpu`` fields, the TPU price refresh); those platforms' ``EnvironmentArgs`` fields
+  are counted through the args import beside them.
   Comparisons with any of them are refused apart, wherever they are
   (``test_platform_dispatch.py``);
 * in any other tracked file: its value or one of its own modules' paths, as a word, on a line
@@ -92,6 +95,13 @@ def _names_module(name: str, modules: list[str]) -> bool:
     return any(name == m or name.startswith((f"{m}.", f"{m}:")) for m in modules)
 
 
+def args_key(platform: Platform) -> str:
+    """The ``EnvironmentArgs`` field that carries the platform's args (its registry entry's)."""
+    from components import registry  # the component registry imports Pulumi: only this question needs it
+
+    return registry.entry(platform).args_key
+
+
 def python_mentions(source: str, rules: PlatformRules) -> list[int]:
     """The lines of ``source`` that mention the platform (see the module's docstring)."""
     other_words = {rules.provider, *AcceleratorKind}
@@ -104,19 +114,29 @@ def python_mentions(source: str, rules: PlatformRules) -> list[int]:
         value = ast.literal_eval(tok.string)
         if isinstance(value, str) and (value in words or _names_module(value, modules)):
             lines.add(tok.start[0])
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-            if any(_names_module(n, modules) for n in names):
-                lines.add(node.lineno)
-        elif (isinstance(node, ast.Import) and any(_names_module(a.name, modules) for a in node.names)) or (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "Platform"
-            and node.attr == rules.platform.name
-        ):
-            lines.add(node.lineno)
+    tree = ast.parse(source)
+    lines |= {
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.stmt | ast.expr) and _names_own(node, rules, modules)
+    }
+    key = args_key(rules.platform)
+    key = "" if key in other_words else key  # tpu: also the spec's and recommend's TPU fields
+    classes = (c for c in ast.walk(tree) if isinstance(c, ast.ClassDef))
+    fields = (f for c in classes for f in c.body if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name))
+    lines |= {f.lineno for f in fields if isinstance(f.target, ast.Name) and f.target.id == key}
     return sorted(lines)
+
+
+def _names_own(node: ast.AST, rules: PlatformRules, modules: list[str]) -> bool:
+    """``node`` imports one of the platform's own modules or is its ``Platform`` member."""
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return any(_names_module(n, modules) for n in (node.module, *(f"{node.module}.{a.name}" for a in node.names)))
+    if isinstance(node, ast.Import):
+        return any(_names_module(a.name, modules) for a in node.names)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "Platform":
+        return node.attr == rules.platform.name
+    return False
 
 
 def text_mentions(text: str, rules: PlatformRules) -> list[int]:
@@ -171,6 +191,8 @@ nothing = ("tpu-vms", Platform.GCP_GPU, "gcp", "tpu", f"{x}-tpu")  # tpu-vm
     assert text_mentions("a: tpu-vm\nb: tpu-vms\nc: components.tpu\n  # tpu-vm\n", rules) == [1, 3]
     gke = next(r for r in all_rules() if r.platform is Platform.GKE_GPU)
     assert python_mentions('k = "gke-gpu"\n', gke) == [1]
+    bare = next(r for r in all_rules() if r.platform is Platform.BARE_METAL)
+    assert python_mentions("class Args:\n    bare_metal: dict\n    other: int\nbare_metal = 1\n", bare) == [2]
 
 
 def test_own_files_are_the_platforms_modules_and_the_shared_kinds() -> None:
