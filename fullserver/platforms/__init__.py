@@ -81,9 +81,9 @@ def _modules() -> list[ModuleType]:
 _MODULES = _modules()
 _HOME: dict[Platform, str] = {r.platform: m.__name__ for m in _MODULES for r in getattr(m, "PLATFORMS", ())}
 _RULES: dict[Platform, PlatformRules] = {
-    r.platform: r for p in Platform for m in _MODULES for r in getattr(m, "PLATFORMS", ()) if r.platform is p
+    r.platform: r for r in sorted((r for m in _MODULES for r in getattr(m, "PLATFORMS", ())), key=lambda r: r.order)
 }
-"""Every platform's rules, in the order ``Platform`` declares them (the registry's order)."""
+"""Every platform's rules, in the registry's order (``PlatformRules.order``)."""
 if set(_RULES) != set(Platform):  # a member without a module, or a module of no member
     raise RuntimeError(f"fullserver.platforms: no rules for {sorted(set(Platform) - set(_RULES))}")
 
@@ -133,8 +133,8 @@ def catalog_names() -> list[str]:
 
 def group_kinds() -> list[str]:
     """The node-group kinds (``NodeGroupAccess.provider``): the short names of the platforms that
-    read a group's member list."""
-    return [r.short for r in _RULES.values() if r.group_members is not None]
+    read a group's member list, sorted."""
+    return sorted(r.short for r in _RULES.values() if r.group_members is not None)
 
 
 def group_members(kind: str) -> GroupMembers:

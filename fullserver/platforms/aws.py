@@ -360,6 +360,7 @@ RULES = PlatformRules(
     provider="aws",
     short="aws",
     components="components.aws",
+    order=10,
     policy_reader="policy.aws_nodes",
     accelerator_kinds=frozenset({AcceleratorKind.GPU, AcceleratorKind.TRAINIUM, AcceleratorKind.INFERENTIA}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),

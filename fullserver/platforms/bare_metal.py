@@ -23,6 +23,7 @@ RULES = PlatformRules(
     provider="dedicated",
     short="bare-metal",
     components="components.bare_metal",
+    order=40,
     core="fullserver.baremetal",
     leanings=(Leaning({"portability": (True,)}, 1, "the same server image runs at any provider"),),
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),

@@ -273,6 +273,10 @@ class PlatformRules:
     components: str
     """Its component package, as a module path (``components.registry`` imports it when a stack
     of the platform is built, and nothing else names it)."""
+    order: int
+    """Its place in the registry (``platforms.all_rules``, lowest first): questions asked across
+    platforms answer in this order, and messages naming several platforms list them in it (a
+    stack key's owners, the zone forms a zone fits none of)."""
     accelerator_kinds: frozenset[AcceleratorKind]
     """Accelerators the platform offers: sizing only tries it for these."""
     pricing: frozenset[PricingModel]

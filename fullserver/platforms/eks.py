@@ -164,6 +164,7 @@ RULES = PlatformRules(
     platform=Platform.EKS_GPU,
     short="eks-gpu",
     components="components.eks",
+    order=70,
     core="fullserver.kube",
     policy_reader="policy.kube_nodes",
     provider="aws",

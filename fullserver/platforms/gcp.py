@@ -345,6 +345,7 @@ RULES = PlatformRules(
     provider="gcp",
     short="gcp",
     components="components.gcp",
+    order=20,
     policy_reader="policy.gcp_nodes",
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),

@@ -281,6 +281,7 @@ RULES = PlatformRules(
     provider="gcp",
     short="tpu",
     components="components.tpu",
+    order=30,
     policy_reader="policy.gcp_nodes",
     accelerator_kinds=frozenset({AcceleratorKind.TPU}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
