@@ -27,7 +27,21 @@ TOKEN = "fullserver:index:Environment"
 
 class EnvironmentArgs(TypedDict):
     """Exactly one of ``tpu``, ``aws``, ``gcp``, ``bare_metal``, ``gke_gpu``, ``gke_tpu`` and
-    ``eks_gpu``, matching ``platform``."""
+    ``eks_gpu``, matching ``platform``.
+
+    Why one field per platform, written out here (the one registration a platform adds in
+    ``components`` besides its own package), rather than one field typed by the registry:
+
+    * the component analyzer refuses a ``Union`` (pulumi 3.272.0,
+      ``pulumi/provider/experimental/analyzer.py``, ``Analyzer.analyze_property``: "Union types
+      are not supported"), so the platforms' args cannot share a field;
+    * a ``TypedDict`` built from the registry at import time (the functional form) would give the
+      analyzer its annotations, but it reads each field's description from the class's source
+      (``Analyzer.get_docstring`` parses ``inspect.getsource``) and mypy cannot check a
+      ``TypedDict`` made at run time, so the schema would lose its docs and the program its types.
+
+    ``tests/components/test_registry.py`` holds these fields to the registry: each platform's
+    ``PlatformEntry.args_key`` is one of them, and there is no other."""
 
     platform: str
     tpu: NotRequired[TpuVmArgs]

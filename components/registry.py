@@ -1,9 +1,10 @@
-"""Platform -> its component package: the one place that names the packages.
+"""Platform -> its component package, as each platform's ``PlatformRules.components`` names it.
 
-Like pulumi-eks's one map from type name to factory, adding a platform is one line in
-``PACKAGES`` plus its own package (``components/<platform>/``), whose ``__init__`` defines
-``ENTRY`` (or ``ENTRIES``, by platform, for a package serving several: ``components.gke``): everything the program, the graph and verify need to know about the platform. Callers
-ask the entry; nothing outside a platform's package compares platform names.
+Like pulumi-eks's one map from type name to factory: a platform's package
+(``components/<platform>/``) defines ``ENTRY`` in its ``__init__`` (or ``ENTRIES``, by platform,
+for a package serving several: ``components.gke``): everything the program, the graph and
+verify need to know about the platform. Callers ask the entry; nothing outside a platform's
+package compares platform names.
 
 Imports are lazy, twice over: a package is imported on the first question about its platform,
 and its ``__init__`` imports no provider SDK (the component class, the provider and anything
@@ -23,6 +24,7 @@ import pulumi
 
 from components.args import refuse
 from fullserver.platform import Platform
+from fullserver.platforms import all_rules
 
 if TYPE_CHECKING:
     from components.outputs import EnvironmentComponent
@@ -31,16 +33,9 @@ if TYPE_CHECKING:
     from fullserver.plan import StackPlan
     from fullserver.spec import EnvironmentSpec
 
-PACKAGES: dict[Platform, str] = {
-    Platform.AWS_GPU: "components.aws",
-    Platform.GCP_GPU: "components.gcp",
-    Platform.TPU_VM: "components.tpu",
-    Platform.BARE_METAL: "components.bare_metal",
-    Platform.GKE_GPU: "components.gke",
-    Platform.GKE_TPU: "components.gke",
-    Platform.EKS_GPU: "components.eks",
-}
-"""Each platform's component package (it defines ``ENTRY``)."""
+PACKAGES: dict[Platform, str] = {r.platform: r.components for r in all_rules()}
+"""Each platform's component package (it defines ``ENTRY``), as its ``PlatformRules.components``
+names it: the registry adds no line of its own for a new platform."""
 
 
 def _no_provider(_plan: StackPlan, _project: str | None) -> pulumi.ProviderResource | None:

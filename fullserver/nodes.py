@@ -121,7 +121,11 @@ class NodeGroupAccess(_Exported):
     instance group), or whose way in is only known at connect time (a TPU VM's workers behind
     IAP): listed when someone needs them, with ``list_command``."""
 
-    provider: Literal["aws", "gcp", "tpu"]
+    provider: str
+    """The group's kind: the short name of the platform that built it (``PlatformRules.short``),
+    whose ``group_members`` reads the listing. Which kinds exist is the registry's
+    (``platforms.group_kinds``), checked where the group is read back (``fullserver_cli.cloud_nodes``):
+    the platforms build on this module, so it cannot ask them."""
     groups: list[str]
     """AWS: the auto scaling groups (the spot group and its on-demand fallback); GCP: the managed
     instance group; TPU: the TPU node."""

@@ -263,13 +263,12 @@ def gcp_reader(project: str | None) -> GcpReader:
 
 def readers_for(needs: list[QuotaNeed], table: QuotaTable, gcp_project: str | None) -> dict[str, Reader]:
     """A reader for each cloud the needs are on (raises ``NoCredentials`` for a cloud it cannot read)."""
+    makers: dict[str, Callable[[], Reader]] = {
+        "aws": lambda: aws_reader(table),
+        "gcp": lambda: gcp_reader(gcp_project),
+    }  # each cloud's quota API, by provider key (``QuotaNeed.cloud``)
     clouds = {n.cloud for n in needs}
-    readers: dict[str, Reader] = {}
-    if "aws" in clouds:
-        readers["aws"] = aws_reader(table)
-    if "gcp" in clouds:
-        readers["gcp"] = gcp_reader(gcp_project)
-    return readers
+    return {cloud: make() for cloud, make in makers.items() if cloud in clouds}
 
 
 def check_all(needs: list[QuotaNeed], readers: dict[str, Reader]) -> list[tuple[QuotaStatus, Reader]]:

@@ -118,8 +118,6 @@ SETTLED = ("stable", "production")
 CHANGING = ("exploring", "adapting")
 REALTIME = ("realtime-variable", None)
 """Inference traffic when said or not: real-time with variable load is what serving plans for."""
-GOOGLE = ("gcp", "any")
-"""Clouds on which a TPU can be had: the team's own, or any."""
 
 
 def _rules(targets: tuple[str, ...], when: dict[str, tuple[object, ...]], weight: int, reason: str) -> list[Rule]:
@@ -211,52 +209,26 @@ RULES: list[Rule] = [
     *_rules(
         GPU, {"framework": ("pytorch",)}, 2, "PyTorch-first work favours GPUs (CUDA kernels and libraries come first)"
     ),
-    Rule(
-        {"framework": ("pytorch",)},
-        "tpu-vm",
-        -2,
-        "PyTorch on TPU runs through PyTorch/XLA, which lags the CUDA ecosystem",
-    ),
-    Rule(
-        {"framework": JAX_TF, "maturity": SETTLED, "purpose": TRAINING, "scale": ("multi-node",), "cloud": GOOGLE},
-        "tpu-vm",
-        3,
-        "stable JAX/TensorFlow training at scale can favour TPUs",
-    ),
     *_rules(GPU, {"maturity": CHANGING}, 1, "changing work favours flexible GPUs"),
-    Rule({"maturity": ("exploring",)}, "tpu-vm", -1, "experiment on GPUs first; move validated models to TPUs later"),
     *_rules(
         GPU,
         {"purpose": INFERENCE, "traffic": REALTIME},
         2,
         "real-time, variable-batch inference favours GPUs",
     ),
-    Rule(
-        {"purpose": INFERENCE, "traffic": ("steady-batch",), "cloud": GOOGLE},
-        "tpu-vm",
-        2,
-        "high-volume, steady-batch inference can favour TPUs",
-    ),
-    Rule(
-        {"maturity": ("production",), "framework": JAX_TF, "cloud": GOOGLE},
-        "tpu-vm",
-        1,
-        "production of validated JAX/TensorFlow models may move to TPUs",
-    ),
-    # The team's cloud -> platform: each platform's own (``PlatformRules.cloud_affinity``).
+    # Each platform's own leanings, then the team's cloud -> platform (``PlatformRules.leanings``,
+    # ``cloud_affinity``). A choice's reasons are sorted by weight, ties in this order.
     *(
-        Rule({"cloud": (cloud,)}, r.platform.value, weight, why)
+        rule
         for r in platforms.all_rules()
-        for cloud, (weight, why) in r.cloud_affinity.items()
+        for rule in (
+            *(Rule(dict(lean.when), r.platform.value, lean.weight, lean.why, lean.never_first) for lean in r.leanings),
+            *(
+                Rule({"cloud": (cloud,)}, r.platform.value, weight, why)
+                for cloud, (weight, why) in r.cloud_affinity.items()
+            ),
+        )
     ),
-    Rule(
-        {"portability": (True,)},
-        "tpu-vm",
-        -2,
-        "portability is required and TPUs tie the workload to Google Cloud and XLA: never first",
-        never_first=2,
-    ),
-    Rule({"portability": (True,)}, "bare-metal", 1, "the same server image runs at any provider"),
 ]
 
 

@@ -28,6 +28,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
 
+from fullserver import platforms
 from fullserver.errors import InputError
 
 HTTPS_PORT = 443
@@ -103,6 +104,13 @@ class Tls(BaseModel):
 KEY = "fullserver:serving"
 
 
+def _certificate_by_arn(provider: str) -> bool:
+    """The cloud serves HTTPS with a certificate the stack names (AWS's ACM): a platform of it takes
+    ``serving.certificateArn`` (``PlatformRules.options``); else the cloud manages the certificate
+    for the stack's domains (Google-managed)."""
+    return any("serving.certificateArn" in r.options for r in platforms.all_rules() if r.provider == provider)
+
+
 def tls_for(
     provider: str, region: str, load_balancer: str, certificate_arn: str | None, domains: list[str]
 ) -> Tls | None:
@@ -110,7 +118,7 @@ def tls_for(
 
     Which key a cloud takes is ``PlatformRules.options`` (``certificateArn`` is AWS's alone); this
     checks what needs the region and the scheme. Each refusal names the key and what to do."""
-    if provider == "aws":
+    if _certificate_by_arn(provider):
         if certificate_arn is None:
             if domains:
                 raise InputError(

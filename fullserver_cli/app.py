@@ -203,7 +203,7 @@ def recommend(
     kubernetes: Annotated[
         bool, typer.Option("--kubernetes/--no-kubernetes", help="does the team already run Kubernetes (GKE, EKS)?")
     ] = False,
-    cloud: Annotated[str, typer.Option(help="aws, gcp or any")] = "any",
+    cloud: Annotated[str, typer.Option(help="the team's cloud: a cloud platform's provider key, or any")] = "any",
     traffic: Annotated[
         Optional[str],
         typer.Option(help="inference traffic: realtime-variable or steady-batch (unset: realtime-variable)"),

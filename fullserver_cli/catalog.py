@@ -18,13 +18,17 @@ from fullserver.platforms import rules_for
 from fullserver_cli import render
 from fullserver_cli.output import console, emit_json, fail
 
+_NAMES = platforms.catalog_names()
+_CATALOG_NAMES = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"
+"""What ``--provider`` takes, in words (``platforms.catalog_names``): aws, gcp or tpu."""
+
 catalog_app = typer.Typer(help="Catalog shapes, figures, prices and their sources.", rich_markup_mode=None)
 
 
 @catalog_app.callback(invoke_without_command=True)
 def catalog(
     ctx: typer.Context,
-    provider: Annotated[Optional[str], typer.Option(help="aws, gcp or tpu")] = None,
+    provider: Annotated[Optional[str], typer.Option(help=_CATALOG_NAMES)] = None,
     accelerator: Annotated[Optional[str], typer.Option(help="model or alias, e.g. H100")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -38,7 +42,7 @@ def catalog(
         if provider:
             wanted = {p for p in platforms.named(provider) if not rules_for(p).declared_hardware}
             if not wanted:
-                raise FullserverError("--provider", f"unknown provider '{provider}'", "use aws, gcp or tpu")
+                raise FullserverError("--provider", f"unknown provider '{provider}'", f"use {_CATALOG_NAMES}")
             offers = [o for o in offers if o.platform in wanted]
         if accelerator:
             name = _accelerator_filter(cat, accelerator)
@@ -133,10 +137,10 @@ def refresh(
     sold, from the Compute Engine API (--gcp-project, and a token such as gcloud auth
     print-access-token in the environment).
     """
-    from fullserver.catalog.refresh import PROVIDER_FILES
+    from fullserver.catalog.refresh import DEFAULT_PROVIDERS, PROVIDER_FILES
     from fullserver.catalog.refresh import refresh as run_refresh
 
-    providers = provider or ["aws", "gcp", "tpu"]
+    providers = provider or list(DEFAULT_PROVIDERS)
     try:
         unknown = [p for p in providers if p not in PROVIDER_FILES]
         if unknown:

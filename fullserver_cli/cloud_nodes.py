@@ -35,7 +35,16 @@ def stack_nodes(stack: str, outputs: Mapping[str, Any], user: str | None) -> lis
     ``user`` (``--user``) replaces the exported login user when given."""
     where = f"stack '{stack}' outputs"
     nodes = _parse(NodeAccess, outputs.get("nodes"), f"{where}: nodes")
-    for group in _parse(NodeGroupAccess, outputs.get("nodeGroups"), f"{where}: nodeGroups"):
+    groups = _parse(NodeGroupAccess, outputs.get("nodeGroups"), f"{where}: nodeGroups")
+    kinds = platforms.group_kinds()
+    for i, group in enumerate(groups):
+        if group.provider not in kinds:
+            raise InputError(
+                f"{where}: nodeGroups[{i}].provider",
+                f"'{group.provider}' is none of {', '.join(kinds)}",
+                "run `pulumi up` with this version of fullserver",
+            )
+    for group in groups:
         nodes += group_members(group, stack)
     if not nodes and "nodes" not in outputs:
         nodes = [

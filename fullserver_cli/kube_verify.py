@@ -20,6 +20,7 @@ from rich.console import Console
 from fullserver.baremetal.verify import HostVerify
 from fullserver.catalog import load_catalog
 from fullserver.errors import EXIT_SHORT, FullserverError, InputError
+from fullserver.kube.kubeconfig import credentials_hint
 from fullserver.kube.pool import KubePlan
 from fullserver.kube.verify_job import JobOptions
 from fullserver.kube.verify_lines import Node
@@ -44,20 +45,6 @@ class NotVerified(FullserverError):
     """Nothing to measure (no node of the pool is up): the stack could not be verified."""
 
     exit_code = EXIT_SHORT
-
-
-def credentials_hint(plan: KubePlan, project: str | None) -> str:
-    """The command that puts the cluster's credentials into the kubeconfig."""
-    if plan.provider == "gke":
-        return (
-            f"run `gcloud container clusters get-credentials {plan.cluster_name} --location "
-            f"{plan.access.location if plan.access else plan.region}"
-            f" --project {project or 'PROJECT'}`, or pass --kubeconfig / --context"
-        )
-    return (
-        f"run `aws eks update-kubeconfig --name {plan.cluster_name} --region {plan.region}`,"
-        " or pass --kubeconfig / --context"
-    )
 
 
 def verify_kube(

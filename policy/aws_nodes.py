@@ -10,12 +10,13 @@ from pulumi_policy import PolicyResource
 from fullserver.platform import Platform
 from fullserver.platforms.aws import AMI_VOLUME_KIND, ROOT_DEVICES, UNSET_VOLUME_KIND
 from policy.labels import labels_of
-from policy.nodes import Disk, Node, disks_gib, referenced
+from policy.nodes import Disk, DiskReader, Node, NodeReader, TemplateOf, disks_gib, referenced
 from policy.offers import offer as offer_of
 from policy.resources import (
     AWS_ASG,
     AWS_INSTANCE,
     AWS_LAUNCH_TEMPLATE,
+    AWS_SPOT_FLEET,
     AWS_SPOT_REQUEST,
     AWS_VOLUME,
     AWS_VOLUME_ATTACHMENT,
@@ -150,3 +151,26 @@ def spot_fleet_node(r: PolicyResource) -> Node:
         "a spot fleet's cost depends on the types and weights it picks, which this policy does not model"
     )
     return node
+
+
+def _launched(r: PolicyResource, resources: Sequence[PolicyResource], used_templates: set[str]) -> list[Node]:
+    """An instance, a spot request or a group, or a launch template nothing launches (a launch
+    template something launches is read with what launches it)."""
+    if r.resource_type == AWS_LAUNCH_TEMPLATE and r.urn in used_templates:
+        return []
+    return [aws_node(r, resources)]
+
+
+def _fleet(r: PolicyResource, resources: Sequence[PolicyResource], used_templates: set[str]) -> list[Node]:
+    return [spot_fleet_node(r)]
+
+
+NODE_READERS: dict[str, NodeReader] = {
+    **dict.fromkeys((AWS_INSTANCE, AWS_SPOT_REQUEST, AWS_ASG, AWS_LAUNCH_TEMPLATE), _launched),
+    AWS_SPOT_FLEET: _fleet,
+}
+"""The resources that run EC2 machines (``policy.stack_nodes``)."""
+LAUNCHERS: dict[str, TemplateOf] = dict.fromkeys((AWS_INSTANCE, AWS_SPOT_REQUEST, AWS_ASG), launch_template_of)
+"""The resources whose launch template is read with them, not as a node of its own."""
+DISK_READERS: dict[str, DiskReader] = {AWS_VOLUME: lambda r: (aws_volume(r), aws_region(r))}
+"""An EBS volume and its region (``policy.budget``)."""

@@ -22,14 +22,11 @@ from pulumi_policy import (
 )
 
 from fullserver.catalog import Price
-from fullserver.platform import Platform
 from fullserver.rules import HOURS_PER_MONTH, MAX_HOURS_PER_MONTH, disk_usd_month
-from policy.aws_nodes import aws_region, aws_volume
-from policy.gcp_nodes import gcp_disk
-from policy.nodes import Disk, Node, zone_region
+from policy.nodes import Disk, Node
 from policy.offers import catalog
-from policy.resources import AWS_VOLUME, GCP_DISKS, describe, number, plain, truthy
-from policy.stack_nodes import accelerator_nodes
+from policy.resources import describe, number, truthy
+from policy.stack_nodes import DISK_READERS, accelerator_nodes
 
 
 def _prices(node: Node) -> dict[str, Price]:
@@ -121,17 +118,10 @@ def estimate_month(resources: Sequence[PolicyResource], hours: float = HOURS_PER
             elif month:
                 est.add(month * copies, f"{what}: {copies:g} x {inline.gib:g} GiB {inline.kind}")
     for r in resources:
-        disk: Disk | None = None
-        region: str | None = None
-        if r.resource_type == AWS_VOLUME:
-            disk, region = aws_volume(r), aws_region(r)
-        elif r.resource_type in GCP_DISKS:
-            disk = gcp_disk(r)
-            region = zone_region(r.props.get("zone"), Platform.GCP_GPU) or plain(
-                r.props.get("region")
-            )  # Compute Engine
-        if disk is None:
+        read = DISK_READERS.get(r.resource_type)
+        if read is None:
             continue
+        disk, region = read(r)
         month = _disk_month(disk, region)
         if month is None:
             est.unpriced.append(f"{describe(r.resource_type, r.name)}: {disk.kind}")

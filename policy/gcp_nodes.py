@@ -12,15 +12,17 @@ from fullserver.catalog import Offer
 from fullserver.platform import Platform
 from fullserver.platforms.gcp import ATTACHED_GPU_TYPES, DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB, UNSET_DISK_KIND
 from policy.labels import labels_of
-from policy.nodes import Disk, Node, disks_gib, referenced, zone_region
+from policy.nodes import Disk, DiskReader, Node, NodeReader, TemplateOf, disks_gib, referenced, zone_region
 from policy.offers import offer as offer_of
 from policy.resources import (
     GCP_AUTOSCALER,
     GCP_DISKS,
+    GCP_INSTANCE,
     GCP_MIG,
     GCP_REGION_AUTOSCALER,
     GCP_REGION_MIG,
     GCP_TEMPLATES,
+    TPU_QUEUED,
     TPU_VM,
     as_list,
     last_segment,
@@ -185,3 +187,29 @@ def tpu_nodes(r: PolicyResource, resources: Sequence[PolicyResource]) -> list[No
         node.spot_count = 1.0 if prop(p, "spot") is not None else 0.0
         nodes.append(node)
     return nodes
+
+
+def _instance(r: PolicyResource, resources: Sequence[PolicyResource], used_templates: set[str]) -> list[Node]:
+    return [gcp_instance_node(r, resources)]
+
+
+def _template(r: PolicyResource, resources: Sequence[PolicyResource], used_templates: set[str]) -> list[Node]:
+    return [gcp_template_node(r, resources)]
+
+
+def _tpu(r: PolicyResource, resources: Sequence[PolicyResource], used_templates: set[str]) -> list[Node]:
+    return tpu_nodes(r, resources)
+
+
+NODE_READERS: dict[str, NodeReader] = {
+    GCP_INSTANCE: _instance,
+    **dict.fromkeys(GCP_TEMPLATES, _template),
+    **dict.fromkeys((TPU_VM, TPU_QUEUED), _tpu),
+}
+"""The resources that run Compute Engine machines and Cloud TPU slices (``policy.stack_nodes``)."""
+LAUNCHERS: dict[str, TemplateOf] = {}
+DISK_READERS: dict[str, DiskReader] = dict.fromkeys(
+    GCP_DISKS,
+    lambda r: (gcp_disk(r), zone_region(r.props.get("zone"), Platform.GCP_GPU) or plain(r.props.get("region"))),
+)
+"""A persistent disk (zonal or regional) and its region (``policy.budget``)."""

@@ -21,6 +21,8 @@ disk kind (GKE ``pd-balanced``, EKS ``gp3``, what the plan's data disk defaults 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pulumi_policy import PolicyResource
 
 from fullserver.catalog import Offer
@@ -28,9 +30,10 @@ from fullserver.kube.pool import DATA_VOLUME_LABEL, REGIONAL_DEFAULT_ZONES
 from fullserver.kube.volume import LABEL_IOPS, LABEL_KIND, LABEL_MBPS
 from fullserver.platform import Platform
 from fullserver.platforms.gcp import DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB
+from policy.aws_nodes import aws_region, launch_template_of
 from policy.gcp_nodes import gcp_offer, gcp_shape
 from policy.labels import labels_of
-from policy.nodes import Disk, Node, zone_region
+from policy.nodes import Disk, DiskReader, Node, NodeReader, TemplateOf, zone_region
 from policy.offers import catalog
 from policy.offers import offer as offer_of
 from policy.resources import as_list, last_segment, number, plain, prop, truthy
@@ -157,3 +160,18 @@ def eks_group_node(r: PolicyResource, region: str | None) -> Node:
     )
     node.spot_count = count if str(plain(p.get("capacityType")) or "").upper() == "SPOT" else 0.0
     return node
+
+
+def _pool(r: PolicyResource, resources: Sequence[PolicyResource], used_templates: set[str]) -> list[Node]:
+    return [gke_pool_node(r)]
+
+
+def _group(r: PolicyResource, resources: Sequence[PolicyResource], used_templates: set[str]) -> list[Node]:
+    return [eks_group_node(r, aws_region(r))]
+
+
+NODE_READERS: dict[str, NodeReader] = {GKE_NODE_POOL: _pool, EKS_NODE_GROUP: _group}
+"""GKE node pools and EKS managed node groups (``policy.stack_nodes``)."""
+LAUNCHERS: dict[str, TemplateOf] = {EKS_NODE_GROUP: launch_template_of}
+"""A node group's launch template (its disks) is read with it."""
+DISK_READERS: dict[str, DiskReader] = {}

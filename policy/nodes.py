@@ -9,7 +9,7 @@ resources; ``policy.stack_nodes`` finds every node of a stack.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +99,19 @@ class Node:
     """Disks each machine carries inline (boot, template data disks, local SSDs)."""
     why_unpriced: str = ""
     """Why a node without an offer cannot be priced, when it is not simply a type missing from the catalog."""
+
+
+NodeReader = Callable[[PolicyResource, Sequence[PolicyResource], set[str]], list[Node]]
+"""Reads the nodes one resource runs (the resource, every resource of the stack, the URNs of the
+launch templates something launches): a policy reader's ``NODE_READERS`` maps the resource types
+it reads to one (``policy.stack_nodes`` asks the reader each platform's ``PlatformRules.policy_reader``
+names)."""
+TemplateOf = Callable[[PolicyResource, Sequence[PolicyResource]], PolicyResource | None]
+"""Finds the template a resource launches its machines from (an EC2 launch template), which is
+then read with it rather than as a node of its own: a reader's ``LAUNCHERS``, by resource type."""
+DiskReader = Callable[[PolicyResource], tuple[Disk, str | None]]
+"""Reads a disk resource of its own (not inline in a machine) and its region: a reader's
+``DISK_READERS`` (the budget prices them)."""
 
 
 def zone_region(zone: Any, platform: Platform) -> str | None:

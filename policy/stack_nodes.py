@@ -7,48 +7,37 @@ created does not blind the policies to the rest of the stack.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
+from types import ModuleType
 
 from pulumi_policy import PolicyResource
 from pulumi_policy.proxy import UnknownValueError
 
-from policy.aws_nodes import aws_node, aws_region, launch_template_of, spot_fleet_node
-from policy.gcp_nodes import gcp_instance_node, gcp_template_node, tpu_nodes
-from policy.kube_nodes import EKS_NODE_GROUP, GKE_NODE_POOL, eks_group_node, gke_pool_node
-from policy.nodes import Node
-from policy.resources import (
-    AWS_ASG,
-    AWS_INSTANCE,
-    AWS_LAUNCH_TEMPLATE,
-    AWS_SPOT_FLEET,
-    AWS_SPOT_REQUEST,
-    GCP_INSTANCE,
-    GCP_TEMPLATES,
-    TPU_QUEUED,
-    TPU_VM,
-    describe,
-)
+from fullserver.platforms import all_rules
+from policy.nodes import DiskReader, Node, NodeReader, TemplateOf
+from policy.resources import describe
+
+
+def _readers() -> list[ModuleType]:
+    """Each platform's policy reader (``PlatformRules.policy_reader``), once, in the registry's order."""
+    names = dict.fromkeys(r.policy_reader for r in all_rules() if r.policy_reader)
+    return [importlib.import_module(name) for name in names]
+
+
+_READERS = _readers()
+NODE_READERS: dict[str, NodeReader] = {t: read for m in _READERS for t, read in m.NODE_READERS.items()}
+"""Resource type -> what reads its nodes, from every platform's reader."""
+LAUNCHERS: dict[str, TemplateOf] = {t: find for m in _READERS for t, find in m.LAUNCHERS.items()}
+"""The resources whose launch template is read with them (an EC2 launch template)."""
+DISK_READERS: dict[str, DiskReader] = {t: read for m in _READERS for t, read in m.DISK_READERS.items()}
+"""Resource type -> what reads a disk of its own and its region (``policy.budget``)."""
 
 
 def _nodes_of(r: PolicyResource, resources: Sequence[PolicyResource], used_templates: set[str]) -> list[Node]:
     """The nodes one resource runs; a launch template something launches is read with what launches it."""
-    t = r.resource_type
-    found: Node | None = None
-    if t in (AWS_INSTANCE, AWS_SPOT_REQUEST, AWS_ASG) or (t == AWS_LAUNCH_TEMPLATE and r.urn not in used_templates):
-        found = aws_node(r, resources)
-    elif t == AWS_SPOT_FLEET:
-        found = spot_fleet_node(r)
-    elif t == GCP_INSTANCE:
-        found = gcp_instance_node(r, resources)
-    elif t in GCP_TEMPLATES:
-        found = gcp_template_node(r, resources)
-    elif t in (TPU_VM, TPU_QUEUED):
-        return tpu_nodes(r, resources)
-    elif t == GKE_NODE_POOL:
-        found = gke_pool_node(r)
-    elif t == EKS_NODE_GROUP:
-        found = eks_group_node(r, aws_region(r))
-    return [found] if found is not None else []
+    read = NODE_READERS.get(r.resource_type)
+    return read(r, resources, used_templates) if read is not None else []
 
 
 def accelerator_nodes(resources: Sequence[PolicyResource]) -> tuple[list[Node], list[str]]:
@@ -59,9 +48,10 @@ def accelerator_nodes(resources: Sequence[PolicyResource]) -> tuple[list[Node], 
     skipped: list[str] = []
     used: set[str] = set()
     for r in resources:
-        if r.resource_type in (AWS_INSTANCE, AWS_SPOT_REQUEST, AWS_ASG, EKS_NODE_GROUP):
+        template_of = LAUNCHERS.get(r.resource_type)
+        if template_of is not None:
             try:
-                lt = launch_template_of(r, resources)
+                lt = template_of(r, resources)
             except UnknownValueError:
                 continue
             if lt is not None:

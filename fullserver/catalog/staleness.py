@@ -198,7 +198,7 @@ def plan_prices_used(plan: StackPlan, catalog: Catalog) -> list[UsedPrice]:
     if "data transfer" in items:
         egress = catalog.egress_price(spec.provider, spec.region)
         if egress is not None:
-            refresh = _EGRESS_REFRESH.get(spec.provider, "")
+            refresh = _egress_refresh(spec.provider)
             used.append(UsedPrice(f"internet egress from {spec.region}", egress.source, refresh))
     return list(dict.fromkeys(used))  # a boot and a data disk of one kind use one price
 
@@ -216,8 +216,8 @@ def plan_staleness_warnings(
 
 def _offer_refresh(offer: Offer, spot: bool) -> str:
     """The ``--provider`` whose refresh prices this offer (see ``fullserver.catalog.refresh``), or ""."""
-    refresh = _OFFER_REFRESH.get(rules_for(offer.platform).short)
-    return refresh(offer, spot) if refresh is not None else ""
+    cloud = _CLOUD_REFRESH.get(rules_for(offer.platform).provider)
+    return cloud.offers(offer, spot) if cloud is not None else ""
 
 
 def _aws_offer_refresh(offer: Offer, spot: bool) -> str:
@@ -227,47 +227,71 @@ def _aws_offer_refresh(offer: Offer, spot: bool) -> str:
 def _gcp_offer_refresh(offer: Offer, spot: bool) -> str:
     from fullserver.catalog.refresh import gcp as gcp_skus  # the SKU mapping is the refresh's own table
 
+    if rules_for(offer.platform).slices:  # Cloud TPU slices: the TPU SKUs
+        return "tpu" if offer.family in gcp_skus.TPU_SKU_TOKENS else ""
     count = offer.host.accelerator_count
     covered = gcp_skus.refreshes_shape(offer.machine_type or offer.name, offer.family, offer.accelerator, count)
     return "gcp" if covered or offer.family == "n1" else ""
 
 
-def _tpu_offer_refresh(offer: Offer, spot: bool) -> str:
+def _aws_disks() -> set[str]:
+    return {"gp3"}
+
+
+def _gcp_disks() -> set[str]:
     from fullserver.catalog.refresh import gcp as gcp_skus
 
-    return "tpu" if offer.family in gcp_skus.TPU_SKU_TOKENS else ""
+    return set(gcp_skus.DISK_SKU_PREFIXES)
 
 
-_OFFER_REFRESH: dict[str, Callable[[Offer, bool], str]] = {
-    "aws": _aws_offer_refresh,
-    "gcp": _gcp_offer_refresh,
-    "tpu": _tpu_offer_refresh,
+def _no_commitments(source: str) -> str:
+    return ""
+
+
+def _aws_commitments(source: str) -> str:
+    """AWS reserved and Savings Plans discounts are refreshed (the Price List's reserved terms, the
+    Savings Plans files)."""
+    from fullserver.catalog.refresh import savings_plans
+
+    return "aws-savings-plans" if source == savings_plans.SOURCE_KEY else "aws"
+
+
+@dataclass(frozen=True)
+class _CloudRefresh:
+    """What the refresh of one cloud's prices re-prices (its ``--provider`` names): the refresh's
+    own knowledge of its sources, read from the refresh's SKU tables. Keyed by the cloud's provider
+    key (``PlatformRules.provider``), so every platform on a cloud is covered by its refresh."""
+
+    offers: Callable[[Offer, bool], str]
+    """The refresh of an offer's price (offer, spot), or ""."""
+    storage: str
+    """The refresh of its disk prices, for the kinds ``disks`` names."""
+    disks: Callable[[], set[str]]
+    egress: str = ""
+    """The refresh of its egress price ("": not mapped)."""
+    commitments: Callable[[str], str] = _no_commitments
+    """The refresh of a commitment discount, by its source key ("": not mapped)."""
+
+
+_CLOUD_REFRESH = {
+    "aws": _CloudRefresh(_aws_offer_refresh, "aws", _aws_disks, commitments=_aws_commitments),
+    "gcp": _CloudRefresh(_gcp_offer_refresh, "gcp", _gcp_disks, egress="gcp"),
 }
-"""The refresh that prices each platform's offers (by ``PlatformRules.short``): the refresh's own
-knowledge of its sources, kept beside the refresh's SKU tables it reads."""
+"""AWS: the EC2 offer (on-demand, gp3, reserved terms) and the EC2 API's spot prices; the
+AWSDataTransfer offer is not mapped. Google Cloud: the Cloud Billing GPU/machine, TPU and disk
+SKUs, and egress; commitment prices are not mapped."""
 
 
 def _storage_refresh(provider: str, kind: str) -> str:
-    from fullserver.catalog.refresh import gcp as gcp_skus
-
-    mapped = {"gcp": set(gcp_skus.DISK_SKU_PREFIXES), "aws": {"gp3"}}
-    return _STORAGE_REFRESH[provider] if kind in mapped.get(provider, set()) else ""
+    cloud = _CLOUD_REFRESH.get(provider)
+    return cloud.storage if cloud is not None and kind in cloud.disks() else ""
 
 
-_STORAGE_REFRESH = {"gcp": "gcp", "aws": "aws"}
-"""The refresh of each provider's disk prices: the Cloud Billing disk SKUs, the EC2 offer's gp3 SKUs."""
-_EGRESS_REFRESH = {"gcp": "gcp"}
-"""The refresh of each provider's egress price; the AWSDataTransfer offer is not mapped."""
+def _egress_refresh(provider: str) -> str:
+    cloud = _CLOUD_REFRESH.get(provider)
+    return cloud.egress if cloud is not None else ""
 
 
 def _commitment_refresh(provider: str, source: str) -> str:
-    """AWS reserved and Savings Plans discounts are refreshed; GCP commitment prices are not mapped."""
-    from fullserver.catalog.refresh import savings_plans
-
-    if provider not in _COMMITMENT_REFRESH:
-        return ""
-    return "aws-savings-plans" if source == savings_plans.SOURCE_KEY else _COMMITMENT_REFRESH[provider]
-
-
-_COMMITMENT_REFRESH = {"aws": "aws"}
-"""The refresh of each provider's reserved discounts (the AWS Price List's reserved terms)."""
+    cloud = _CLOUD_REFRESH.get(provider)
+    return cloud.commitments(source) if cloud is not None else ""

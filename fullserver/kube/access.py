@@ -23,11 +23,14 @@ Which platform takes which key is each platform's ``PlatformRules.options``; whi
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from fullserver.platforms import gke
+
+if TYPE_CHECKING:
+    from fullserver.kube.pool import KubePlan
 
 Identity = Literal["pod-identity", "irsa"]
 
@@ -148,3 +151,11 @@ def one_zone_warning(zone: str | None) -> str:
         f"must all be in one zone{where}, or the nodes cannot launch (a subnet id does not say its zone, so "
         "fullserver cannot check this before pulumi up: `aws ec2 describe-subnets --subnet-ids ...` shows them)"
     )
+
+
+def pod_credentials(plan: KubePlan) -> str:
+    """How the workload's pods get cloud credentials, where fullserver sets that up (an EKS
+    cluster it creates: ``clusterIdentity``), for the plan view; "" elsewhere."""
+    if plan.provider != "eks" or not plan.create_cluster or plan.access is None:
+        return ""
+    return "pod credentials: " + ("IRSA (IAM OIDC provider)" if plan.access.identity == "irsa" else "Pod Identity")

@@ -14,6 +14,10 @@ JSON is a YAML subset, which is what a kubeconfig is.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fullserver.kube.pool import KubePlan
 
 EXEC_API = "client.authentication.k8s.io/v1beta1"
 
@@ -48,3 +52,17 @@ def gke_kubeconfig(name: str, endpoint: str, ca_data: str) -> str:
 def eks_kubeconfig(name: str, endpoint: str, ca_data: str, region: str) -> str:
     args = ["eks", "get-token", "--cluster-name", name, "--region", region, "--output", "json"]
     return kubeconfig(name, endpoint, ca_data, "aws", args)
+
+
+def credentials_hint(plan: KubePlan, project: str | None) -> str:
+    """The command that puts the cluster's credentials into the kubeconfig."""
+    if plan.provider == "gke":
+        return (
+            f"run `gcloud container clusters get-credentials {plan.cluster_name} --location "
+            f"{plan.access.location if plan.access else plan.region}"
+            f" --project {project or 'PROJECT'}`, or pass --kubeconfig / --context"
+        )
+    return (
+        f"run `aws eks update-kubeconfig --name {plan.cluster_name} --region {plan.region}`,"
+        " or pass --kubeconfig / --context"
+    )

@@ -13,16 +13,21 @@ platform only (GCP's GPU NIC plans and Tier_1 eligibility, AWS's EFA rule) are i
 * ``gke`` - GKE GPU and TPU node pools (sized as ``gcp`` and ``tpu``)
 * ``eks`` - EKS GPU managed node groups (sized as ``aws``)
 
+Each module registers its own platforms (``PLATFORMS``) and names (``NAME_RULES``); this package
+finds them by listing its modules, so adding a platform adds a module and a ``Platform`` member.
+
 The questions asked across platforms (which platforms take a stack key, which disk kind has
 which limits, is this a zone of that region) are the functions below.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Iterator
+from types import ModuleType
 
-from fullserver.platform import Platform
-from fullserver.platforms import aws, bare_metal, eks, gcp, gke, tpu
+from fullserver.platform import AcceleratorKind, Platform
 from fullserver.platforms.base import (
     DiskKind,
     DiskLimits,
@@ -34,6 +39,7 @@ from fullserver.platforms.base import (
     Request,
     ZoneForm,
 )
+from fullserver.platforms.tpu import QUEUED_RESOURCE_TYPE as QUEUED_TPU_TYPE
 
 __all__ = [
     "ANY_CLOUD",
@@ -47,30 +53,39 @@ __all__ = [
     "Request",
     "ZoneForm",
     "all_rules",
-    "aws",
-    "bare_metal",
+    "catalog_names",
     "default_region",
     "disk",
     "disk_limits",
-    "eks",
-    "gcp",
-    "gke",
+    "group_kinds",
     "group_members",
+    "module_of",
     "name_rules",
     "named",
     "option_refusal",
     "owners",
     "rules_for",
-    "tpu",
     "zone_problem",
 ]
 
-QUEUED_TPU_TYPE = tpu.QUEUED_RESOURCE_TYPE
-"""The resource type of a queued Cloud TPU slice (a dynamic resource), for readers of any graph."""
 
+def _modules() -> list[ModuleType]:
+    """Every module of this package: a platform module registers its platforms in ``PLATFORMS``
+    and the names its resources take in ``NAME_RULES`` (the shared ones, ``base`` and the
+    ``network`` and ``quota`` packages, register nothing). Adding a platform adds its module;
+    nothing here names it."""
+    found = (m.name for m in pkgutil.iter_modules(__path__) if not m.ispkg)
+    return [importlib.import_module(f"{__name__}.{name}") for name in sorted(found)]
+
+
+_MODULES = _modules()
+_HOME: dict[Platform, str] = {r.platform: m.__name__ for m in _MODULES for r in getattr(m, "PLATFORMS", ())}
 _RULES: dict[Platform, PlatformRules] = {
-    r.platform: r for r in (aws.RULES, gcp.RULES, tpu.RULES, bare_metal.RULES, gke.GPU_RULES, gke.TPU_RULES, eks.RULES)
+    r.platform: r for r in sorted((r for m in _MODULES for r in getattr(m, "PLATFORMS", ())), key=lambda r: r.order)
 }
+"""Every platform's rules, in the registry's order (``PlatformRules.order``)."""
+if set(_RULES) != set(Platform):  # a member without a module, or a module of no member
+    raise RuntimeError(f"fullserver.platforms: no rules for {sorted(set(Platform) - set(_RULES))}")
 
 
 def rules_for(platform: Platform) -> PlatformRules:
@@ -83,9 +98,14 @@ def all_rules() -> Iterator[PlatformRules]:
     return iter(_RULES.values())
 
 
-ANY_CLOUD = gcp.RULES.default_region
-"""Where a question open to any cloud starts (``recommend``'s default region): Google Cloud's,
-so that a TPU comparison starts where TPUs are sold."""
+ANY_CLOUD = next(r.default_region for r in _RULES.values() if AcceleratorKind.TPU in r.accelerator_kinds)
+"""Where a question open to any cloud starts (``recommend``'s default region): the first TPU
+platform's (Google Cloud's), so that a TPU comparison starts where TPUs are sold."""
+
+
+def module_of(platform: Platform) -> str:
+    """The module that registers ``platform`` (its core module: ``fullserver.platforms.aws``)."""
+    return _HOME[platform]
 
 
 def clouds() -> list[str]:
@@ -103,6 +123,18 @@ def named(name: str) -> set[Platform]:
     """The platforms a short name or provider key names (``fullserver catalog --provider``): ``gcp``
     is every platform on Google Cloud, ``tpu`` the TPU VMs."""
     return {r.platform for r in _RULES.values() if name in (r.short, r.provider)}
+
+
+def catalog_names() -> list[str]:
+    """What ``fullserver catalog --provider`` takes (``named``): the short names and provider keys
+    of the platforms whose offers come from the catalog, sorted."""
+    return sorted({n for r in _RULES.values() if r.catalog_forms for n in (r.short, r.provider)})
+
+
+def group_kinds() -> list[str]:
+    """The node-group kinds (``NodeGroupAccess.provider``): the short names of the platforms that
+    read a group's member list, sorted."""
+    return sorted(r.short for r in _RULES.values() if r.group_members is not None)
 
 
 def group_members(kind: str) -> GroupMembers:
@@ -157,13 +189,7 @@ def zone_problem(zone: str, region: str, platform: Platform | None) -> str | Non
     return f"'{zone}' is not a zone of region {region} ({rules})"
 
 
-_NAMES: dict[str, tuple[NameRule, ...]] = {
-    **aws.NAME_RULES,
-    **gcp.NAME_RULES,
-    **tpu.NAME_RULES,
-    **gke.NAME_RULES,
-    **eks.NAME_RULES,
-}
+_NAMES: dict[str, tuple[NameRule, ...]] = {k: v for m in _MODULES for k, v in getattr(m, "NAME_RULES", {}).items()}
 
 
 def name_rules(type_token: str) -> tuple[NameRule, ...]:

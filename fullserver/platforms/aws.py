@@ -359,6 +359,9 @@ RULES = PlatformRules(
     platform=Platform.AWS_GPU,
     provider="aws",
     short="aws",
+    components="components.aws",
+    order=10,
+    policy_reader="policy.aws_nodes",
     accelerator_kinds=frozenset({AcceleratorKind.GPU, AcceleratorKind.TRAINIUM, AcceleratorKind.INFERENTIA}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
     options={
@@ -385,3 +388,6 @@ RULES = PlatformRules(
     catalog_forms=("shapes",),
     fabric_refusal=efa_refusal,
 )
+
+PLATFORMS = (RULES,)
+"""What this module registers (``fullserver.platforms`` finds every module's)."""

@@ -9,7 +9,7 @@ Region and zone are labels of where the servers are, not a cloud's names.
 from __future__ import annotations
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
-from fullserver.platforms.base import PlatformRules
+from fullserver.platforms.base import Leaning, PlatformRules
 
 RUNS_WHAT_IS_INSTALLED = "does not apply to bare-metal servers (they run what is installed on them)"
 
@@ -22,6 +22,10 @@ RULES = PlatformRules(
     platform=Platform.BARE_METAL,
     provider="dedicated",
     short="bare-metal",
+    components="components.bare_metal",
+    order=40,
+    core="fullserver.baremetal",
+    leanings=(Leaning({"portability": (True,)}, 1, "the same server image runs at any provider"),),
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     # The contract sets the price; the profile's pricing model only says how idle hours count.
     pricing=frozenset(PricingModel),
@@ -40,3 +44,6 @@ RULES = PlatformRules(
     boot_disk_sized=False,  # the servers' disks are theirs, not provisioned or priced here
     scratch=SCRATCH,
 )
+
+PLATFORMS = (RULES,)
+"""What this module registers (``fullserver.platforms`` finds every module's)."""

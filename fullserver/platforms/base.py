@@ -243,6 +243,18 @@ class NetworkRules:
     with HTTPS (HTTPS, and HTTP answering a redirect to it); GCP bills each as a forwarding rule."""
 
 
+@dataclass(frozen=True)
+class Leaning:
+    """One way ``fullserver recommend``'s answers lean towards (``weight`` > 0) or away from the
+    platform, with why (``recommend.Rule``'s fields: ``when`` names ``Needs`` fields and the
+    values that match; ``never_first`` ranks it after every choice no such rule matches)."""
+
+    when: Mapping[str, tuple[object, ...]]
+    weight: int
+    why: str
+    never_first: int = 0
+
+
 GroupMembers = Callable[[object, "NodeGroupAccess"], list["NodeAccess"]]
 FabricRule = Callable[[int, int | None, int, str, bool], Refusal | None]
 
@@ -258,6 +270,13 @@ class PlatformRules:
     short: str
     """The platform's short name: ``fullserver catalog --provider``'s and the node-group kind
     (``NodeGroupAccess.provider``): aws, gcp, tpu, bare-metal."""
+    components: str
+    """Its component package, as a module path (``components.registry`` imports it when a stack
+    of the platform is built, and nothing else names it)."""
+    order: int
+    """Its place in the registry (``platforms.all_rules``, lowest first): questions asked across
+    platforms answer in this order, and messages naming several platforms list them in it (a
+    stack key's owners, the zone forms a zone fits none of)."""
     accelerator_kinds: frozenset[AcceleratorKind]
     """Accelerators the platform offers: sizing only tries it for these."""
     pricing: frozenset[PricingModel]
@@ -265,6 +284,13 @@ class PlatformRules:
     options: Mapping[str, str]
     """Stack keys only some platforms take, each with why it belongs here."""
     lacks: Mapping[str, str] = field(default_factory=dict)
+    core: str = ""
+    """The core package its logic beyond this module lives in, as a module path, shared by a family
+    of platforms (``fullserver.kube``: the node pools); "": its module holds it all. What is the
+    platform's own code (``tests/project/test_platform_dispatch.py``, ``test_platform_footprint.py``)."""
+    policy_reader: str = ""
+    """Its policy reader, as a module path (``policy.stack_nodes`` reads the stack's nodes with
+    each reader's ``NODE_READERS``); "": nothing of it is read by the policies (bare metal)."""
     """Its own refusal of a key it does not take (else: "applies only to ...")."""
     declared_hardware: bool = False
     """The stack declares rented servers (audited later); nothing is chosen or priced from the catalog."""
@@ -315,6 +341,8 @@ class PlatformRules:
     # --- what it does
     default_region: str = ""
     """Where a question that names no region starts on this platform's cloud (``recommend``)."""
+    leanings: tuple[Leaning, ...] = ()
+    """What in the team's answers favours or disfavours it beyond its cloud (``recommend``)."""
     cloud_affinity: Mapping[str, tuple[int, str]] = field(default_factory=dict)
     """The team's cloud (``recommend``'s ``cloud`` answer) -> (score, why) for this platform."""
     network: NetworkRules | None = None

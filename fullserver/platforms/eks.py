@@ -169,6 +169,10 @@ SIZED_AS = {Platform.EKS_GPU: Platform.AWS_GPU}
 RULES = PlatformRules(
     platform=Platform.EKS_GPU,
     short="eks-gpu",
+    components="components.eks",
+    order=70,
+    core="fullserver.kube",
+    policy_reader="policy.kube_nodes",
     provider="aws",
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
@@ -233,3 +237,7 @@ def user_data(config: dict[str, object]) -> str:
             "",
         ]
     )
+
+
+PLATFORMS = (RULES,)
+"""What this module registers (``fullserver.platforms`` finds every module's)."""

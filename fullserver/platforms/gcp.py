@@ -344,6 +344,9 @@ RULES = PlatformRules(
     platform=Platform.GCP_GPU,
     provider="gcp",
     short="gcp",
+    components="components.gcp",
+    order=20,
+    policy_reader="policy.gcp_nodes",
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
     options={
@@ -380,3 +383,6 @@ RULES = PlatformRules(
     catalog_forms=("shapes", "attachable_gpus"),
     machine_series=machine_series,
 )
+
+PLATFORMS = (RULES,)
+"""What this module registers (``fullserver.platforms`` finds every module's)."""

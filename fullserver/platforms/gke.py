@@ -340,6 +340,10 @@ _PRICING = frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, P
 GPU_RULES = PlatformRules(
     platform=Platform.GKE_GPU,
     short="gke-gpu",
+    components="components.gke",
+    order=50,
+    core="fullserver.kube",
+    policy_reader="policy.kube_nodes",
     provider="gcp",
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     pricing=_PRICING,
@@ -361,6 +365,10 @@ GPU_RULES = PlatformRules(
 TPU_RULES = PlatformRules(
     platform=Platform.GKE_TPU,
     short="gke-tpu",
+    components="components.gke",
+    order=60,
+    core="fullserver.kube",
+    policy_reader="policy.kube_nodes",
     provider="gcp",
     accelerator_kinds=frozenset({AcceleratorKind.TPU}),
     pricing=_PRICING,
@@ -378,3 +386,6 @@ TPU_RULES = PlatformRules(
     rules=(tpu.zone_needed, tpu_slice_shape, flex_not_spot),
     multi_node=tpu.MULTISLICE,
 )
+
+PLATFORMS = (GPU_RULES, TPU_RULES)
+"""What this module registers (``fullserver.platforms`` finds every module's)."""

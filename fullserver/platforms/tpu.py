@@ -18,7 +18,15 @@ from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import gcp
-from fullserver.platforms.base import CAPACITY_RULES, CLOUD_LOGIN, PlatformRules, Refusal, Request, disk_kind_refusal
+from fullserver.platforms.base import (
+    CAPACITY_RULES,
+    CLOUD_LOGIN,
+    Leaning,
+    PlatformRules,
+    Refusal,
+    Request,
+    disk_kind_refusal,
+)
 from fullserver.platforms.quota import tpu as quota
 
 QUEUED_RESOURCE_TYPE = "pulumi-python:dynamic/fullserver:TpuQueuedResource"
@@ -232,10 +240,49 @@ def parse_host_keys(stdout: str, node: NodeAccess) -> list[str]:
     return gcp.guest_host_keys([x for x in data if isinstance(x, dict) and worker_of(x) == worker])
 
 
+_GOOGLE = ("gcp", "any")
+"""Clouds on which a TPU can be had: the team's own, or any."""
+_JAX_TF = ("jax", "tensorflow")
+LEANINGS = (
+    Leaning({"framework": ("pytorch",)}, -2, "PyTorch on TPU runs through PyTorch/XLA, which lags the CUDA ecosystem"),
+    Leaning(
+        {
+            "framework": _JAX_TF,
+            "maturity": ("stable", "production"),
+            "purpose": ("training",),
+            "scale": ("multi-node",),
+            "cloud": _GOOGLE,
+        },
+        3,
+        "stable JAX/TensorFlow training at scale can favour TPUs",
+    ),
+    Leaning({"maturity": ("exploring",)}, -1, "experiment on GPUs first; move validated models to TPUs later"),
+    Leaning(
+        {"purpose": ("inference",), "traffic": ("steady-batch",), "cloud": _GOOGLE},
+        2,
+        "high-volume, steady-batch inference can favour TPUs",
+    ),
+    Leaning(
+        {"maturity": ("production",), "framework": _JAX_TF, "cloud": _GOOGLE},
+        1,
+        "production of validated JAX/TensorFlow models may move to TPUs",
+    ),
+    Leaning(
+        {"portability": (True,)},
+        -2,
+        "portability is required and TPUs tie the workload to Google Cloud and XLA: never first",
+        never_first=2,
+    ),
+)
+"""Where ``fullserver recommend`` leans towards TPUs or away from them."""
+
 RULES = PlatformRules(
     platform=Platform.TPU_VM,
     provider="gcp",
     short="tpu",
+    components="components.tpu",
+    order=30,
+    policy_reader="policy.gcp_nodes",
     accelerator_kinds=frozenset({AcceleratorKind.TPU}),
     pricing=frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED}),
     options={
@@ -271,8 +318,12 @@ RULES = PlatformRules(
     multi_node=MULTISLICE,
     quotas=quota.quotas,
     default_region=gcp.RULES.default_region,
+    leanings=LEANINGS,
     cloud_affinity={"aws": (-4, "TPUs exist only on Google Cloud"), "gcp": (1, "the team's cloud is Google Cloud")},
     network=gcp.NETWORK,  # a TPU VM is billed Google Cloud's network
     group_members=group_members,
     catalog_forms=("tpu_types",),
 )
+
+PLATFORMS = (RULES,)
+"""What this module registers (``fullserver.platforms`` finds every module's)."""

@@ -328,7 +328,7 @@ def dedicated_spec(
     workload: Workload,
     catalog: Catalog,
     environment: str,
-    platform: Platform = Platform.BARE_METAL,
+    platform: Platform,
 ) -> EnvironmentSpec:
     """An environment of declared servers (bare metal): the hardware is declared (and audited
     later), not chosen."""

@@ -62,6 +62,19 @@ def test_a_stack_from_before_the_nodes_output_is_read_from_its_public_addresses(
     ]
 
 
+def test_a_group_of_a_kind_no_platform_lists_is_one_line_naming_the_kinds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kinds are the registry's (``platforms.group_kinds``), checked before anything is run."""
+    _stand_in(tmp_path, monkeypatch, "gcloud", "raise SystemExit('must not run')")
+    outputs = {"nodes": [], "nodeGroups": [_group().exported(), _group(provider="azure").exported()]}
+    with pytest.raises(InputError) as err:
+        stack_nodes("s", outputs, None)
+    assert err.value.line().startswith(
+        "stack 's' outputs: nodeGroups[1].provider: 'azure' is none of aws, gcp, tpu (run `pulumi up`"
+    )
+
+
 def test_a_malformed_nodes_output_is_one_line_naming_the_field() -> None:
     bad = {**IAP_NODE.exported(), "via": "telnet"}
     with pytest.raises(InputError) as err:

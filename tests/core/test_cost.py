@@ -206,7 +206,7 @@ def test_dedicated_servers_cost_their_monthly_price_setup_and_extra_egress() -> 
             },
         }
     )
-    spec = dedicated_spec(profiles["dedicated-steady"], work, load_catalog(), "env")
+    spec = dedicated_spec(profiles["dedicated-steady"], work, load_catalog(), "env", Platform.BARE_METAL)
     cost = estimate(spec, profiles["dedicated-steady"], work, load_catalog())
     assert lines(cost) == {"dedicated servers": 9000.0, "data transfer": 20.0, "setup fee (over 12 months)": 100.0}
     assert cost.basis == "dedicated monthly"

@@ -168,6 +168,9 @@ SOURCES: dict[str, tuple[str, Callable[[_Ask], Fetched]]] = {
 }
 """Each ``--provider``: the data file it refreshes and the fetcher that reads its source."""
 
+DEFAULT_PROVIDERS = ("aws", "gcp", "tpu")
+"""What ``catalog refresh`` runs when no ``--provider`` is named: the public price sources."""
+
 PROVIDER_FILES = {provider: name for provider, (name, _) in SOURCES.items()}
 """The data file each ``--provider`` refreshes (``aws-spot`` and ``aws-types``: the EC2 API, with
 credentials; ``aws-savings-plans``: the public Savings Plans files; each works on the file the

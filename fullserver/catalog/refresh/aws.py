@@ -47,6 +47,14 @@ from fullserver.catalog.model import CatalogFile, Source
 from fullserver.catalog.refresh.http import FetchError, Opener, get_json
 from fullserver.catalog.refresh.jsonstream import JsonStream
 from fullserver.catalog.refresh.rows import Fetched, Row, date_of
+from fullserver.platforms import all_rules
+
+PROVIDER = "aws"
+"""The catalog's provider key of the rows this refresh owns."""
+SHAPE_PLATFORMS = frozenset(
+    r.platform.value for r in all_rules() if r.provider == PROVIDER and "shapes" in r.catalog_forms
+)
+"""The platforms whose ``shapes`` rows the AWS refreshes price: every AWS platform sold from the catalog's shapes."""
 
 PRICING_HOST = "https://pricing.us-east-1.amazonaws.com"
 REGION_INDEX_URL = f"{PRICING_HOST}/offers/v1.0/aws/AmazonEC2/current/region_index.json"
@@ -278,7 +286,7 @@ def fetch(
     ``commitment_region`` (default: us-east-1 if refreshed, else the first region) is where the
     reserved-to-on-demand ratios are taken; the catalog holds one discount per family.
     """
-    shapes = [s for s in data.shapes if s.platform == "aws-gpu"]
+    shapes = [s for s in data.shapes if s.platform in SHAPE_PLATFORMS]
     families = {s.family for s in shapes}
     urls, missing = region_urls(opener, regions)
     offers: list[RegionOffers] = []

@@ -26,6 +26,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from fullserver.catalog.model import CatalogFile, Source
+from fullserver.catalog.refresh.aws import SHAPE_PLATFORMS
 from fullserver.catalog.refresh.rows import Fetched, Row
 from fullserver.errors import InputError
 
@@ -156,7 +157,7 @@ def lowest_spot_prices(
 
 def fetch_spot(data: CatalogFile, regions: Iterable[str], client_for: ClientFor, now: dt.datetime) -> Fetched:
     """Spot rows for the file's AWS shapes in ``regions`` (rows the file prices on demand)."""
-    shapes = sorted(s.name for s in data.shapes if s.platform == "aws-gpu")
+    shapes = sorted(s.name for s in data.shapes if s.platform in SHAPE_PLATFORMS)
     source = Source(
         title="Amazon EC2 API DescribeSpotPriceHistory (Linux/UNIX, effective price now, lowest over the "
         "region's Availability Zones)",
@@ -242,8 +243,8 @@ def fetch_types(data: CatalogFile, region: str, client: Any, now: dt.datetime) -
     """Shape figures of the file's AWS shapes from ``DescribeInstanceTypes`` in ``region``, and the
     sizes of the families the file tracks that it lacks (reported, never added: a new shape needs
     its accelerator named and its prices, which this API does not give)."""
-    shapes = sorted(s.name for s in data.shapes if s.platform == "aws-gpu")
-    families = sorted({s.family for s in data.shapes if s.platform == "aws-gpu"})
+    shapes = sorted(s.name for s in data.shapes if s.platform in SHAPE_PLATFORMS)
+    families = sorted({s.family for s in data.shapes if s.platform in SHAPE_PLATFORMS})
     source = Source(
         title=f"Amazon EC2 API DescribeInstanceTypes ({region})",
         url=TYPES_API_URL,

@@ -36,6 +36,8 @@ from fullserver.catalog.refresh.rows import Fetched, Row, date_of
 COMPUTE_SERVICE_ID = "6F81-5844-456A"
 API = "https://cloudbilling.googleapis.com/v1"
 GCP_SOURCE_KEY = "gcp-cloud-billing-catalog"
+PROVIDER = "gcp"
+"""The catalog's provider key of the rows this refresh owns (its disk prices)."""
 TPU_SOURCE_KEY = "tpu-cloud-billing-catalog"
 MAX_PAGES = 100
 GIB_PER_GB = Decimal("1.073741824")
@@ -327,7 +329,7 @@ def fetch_gcp(
             "not refreshed (no core, RAM and GPU SKUs mapped for the machine type): " + ", ".join(skipped)
         )
 
-    kinds = sorted({p.kind for p in data.storage_prices if p.provider == "gcp"})
+    kinds = sorted({p.kind for p in data.storage_prices if p.provider == PROVIDER})
     for kind in kinds:
         if kind not in DISK_SKU_PREFIXES:
             fetched.problems.append(f"storage {kind}: no SKU description mapped; not refreshed")

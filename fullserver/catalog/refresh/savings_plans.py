@@ -44,7 +44,16 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, BinaryIO
 
 from fullserver.catalog.model import CatalogFile, ShapePrice, Source
-from fullserver.catalog.refresh.aws import HEADER, LEASE_YEARS, PRICING_HOST, PriceListFile, floor_discount, read_header
+from fullserver.catalog.refresh.aws import (
+    HEADER,
+    LEASE_YEARS,
+    PRICING_HOST,
+    PROVIDER,
+    SHAPE_PLATFORMS,
+    PriceListFile,
+    floor_discount,
+    read_header,
+)
 from fullserver.catalog.refresh.http import FetchError, Opener, get_json
 from fullserver.catalog.refresh.jsonstream import JsonStream
 from fullserver.catalog.refresh.rows import Fetched, Row
@@ -213,7 +222,7 @@ def region_file_url(opener: Opener, region: str) -> str:
 def fetch(data: CatalogFile, region: str, opener: Opener, today: dt.date) -> Fetched:
     """No Upfront Compute Savings Plan discounts, 1 and 3 years, for the file's AWS shapes priced
     on demand in ``region`` (one row per shape and term, for that shape only)."""
-    shapes = sorted(s.name for s in data.shapes if s.platform == "aws-gpu")
+    shapes = sorted(s.name for s in data.shapes if s.platform in SHAPE_PLATFORMS)
     on_demand = {p.shape: p for p in data.shape_prices if p.region == region and p.shape in shapes}
     url = region_file_url(opener, region)
     with opener(url) as stream:
@@ -257,7 +266,7 @@ def _discounts(
     claimed = {
         (name, c.term_years): c.applies_to
         for c in data.commitment_discounts
-        if c.provider == "aws" and c.applies_to not in c.shapes
+        if c.provider == PROVIDER and c.applies_to not in c.shapes
         for name in c.shapes
     }
     unpriced = [n for n in shapes if n not in on_demand]
