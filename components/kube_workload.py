@@ -65,8 +65,7 @@ def serving_secret(
     """The pods' Secret: each serving secret's value (``secrets``: kind -> the cloud secret's name)
     under the variable the server reads it as, never in plain text."""
     values: dict[str, pulumi.Output[str]] = {
-        SECRET_VARIABLES[kind]: pulumi.Output.secret(read(cloud))
-        for kind, cloud in sorted(secrets.items())
+        SECRET_VARIABLES[kind]: pulumi.Output.secret(read(cloud)) for kind, cloud in sorted(secrets.items())
     }
     return k8s.core.v1.Secret(
         f"{name}-serving-secret",

@@ -41,7 +41,7 @@ import pulumi_aws as aws
 from components.aws.labels import aws_tags
 from components.eks.args import EksArgs
 from components.eks.autoscaler import chart_for, cluster_autoscaler
-from components.eks.load_balancer import lb_controller
+from components.eks.load_balancer import lb_controller, metrics_server
 from components.eks.network import EksNetwork, eks_network
 from components.eks.storage import ebs_csi_driver
 from components.names import logical
@@ -392,8 +392,8 @@ def _created_cluster_charts(
     serving_vpc: pulumi.Input[str] | None = None,
 ) -> list[pulumi.Resource]:
     """A created cluster's NVIDIA device plugin and Cluster Autoscaler, through one provider, and
-    where it serves (``serving_vpc``: its VPC), the AWS Load Balancer Controller
-    (``components.eks.load_balancer``), returned for the workload to wait on."""
+    where it serves (``serving_vpc``: its VPC), the AWS Load Balancer Controller and the Metrics
+    Server add-on (``components.eks.load_balancer``), returned for the workload to wait on."""
     import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
 
     provider = k8s.Provider(f"{name}-plugin-k8s", kubeconfig=config, opts=pulumi.ResourceOptions(parent=parent))
@@ -405,6 +405,7 @@ def _created_cluster_charts(
         controllers.append(
             lb_controller(name, plan, created.cluster, created.oidc, serving_vpc, system, provider, parent, after)
         )
+        controllers.append(metrics_server(name, plan, created.cluster, parent, [groups]))
     cluster_autoscaler(
         name,
         plan,

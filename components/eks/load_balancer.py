@@ -17,6 +17,10 @@ leaves alone here).
   (``docs/install/iam_policy.json`` at v3.5.0, kept verbatim in ``data/``), and reaches the pod as
   the Cluster Autoscaler's does: Pod Identity (a ``PodIdentityAssociation``) or IRSA (the service
   account's ``eks.amazonaws.com/role-arn``), through ``components.eks.trust.pod_role``.
+* The HPA's CPU metric (``fullserver.kube.serve``, without ``serving.podMetrics``) comes from the
+  Kubernetes Metrics Server, which "isn't deployed by default in Amazon EKS clusters" (EKS user
+  guide, "View resource usage with the Kubernetes Metrics Server", which names its EKS add-on):
+  the ``metrics-server`` EKS add-on (``metrics_server``), running on the untainted system group.
 * The subnets the controller discovers carry ``kubernetes.io/role/elb`` (public, internet-facing)
   and ``kubernetes.io/role/internal-elb`` (private, internal): a created cluster's network sets them
   (``eks.PUBLIC_SUBNET_TAGS``/``PRIVATE_SUBNET_TAGS``). An attached cluster must run its own
@@ -98,4 +102,20 @@ def lb_controller(
             "nodeSelector": {"eks.amazonaws.com/nodegroup": system_group},
         },
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=waits),
+    )
+
+
+METRICS_SERVER_ADDON = "metrics-server"
+
+
+def metrics_server(
+    name: str, plan: KubePlan, cluster: aws.eks.Cluster, parent: pulumi.Resource, after: list[Any]
+) -> Any:
+    """The Metrics Server EKS add-on (module doc): the HPA's resource metrics."""
+    return aws.eks.Addon(
+        f"{name}-metrics-server",
+        cluster_name=cluster.name,
+        addon_name=METRICS_SERVER_ADDON,
+        tags=aws_tags(dict(plan.cloud_labels), METRICS_SERVER_ADDON),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=after),
     )

@@ -29,6 +29,11 @@ EKS_ATTACHED_LB_CONTROLLER = (
 )
 """EKS user guide, "Route TCP and UDP traffic with Network Load Balancers": the controller must be
 installed; its subnet discovery reads those tags (``eks.PUBLIC_SUBNET_TAGS``)."""
+EKS_ATTACHED_METRICS_SERVER = (
+    "the existing EKS cluster must run the Kubernetes Metrics Server (EKS add-on metrics-server) for the "
+    "serving HPA's CPU metric; fullserver installs it only on clusters it creates"
+)
+"""EKS user guide, "View resource usage with the Kubernetes Metrics Server": not deployed by default."""
 GKE_ATTACHED_PD_CSI = (
     "the existing GKE cluster must have the Compute Engine persistent disk CSI driver enabled "
     "(GcePersistentDiskCsiDriver): without it the workload pods' data volumes stay Pending"

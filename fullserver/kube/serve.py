@@ -32,9 +32,9 @@ builds the objects from these).
   the VM path (a Secret Manager secret on GCP, an SSM SecureString parameter on AWS). With
   ``fullserver:deployWorkload`` the program reads the value at deploy time, keeps it a Pulumi
   secret, and writes the Kubernetes ``Secret`` ``secret_name``; the pods read it through
-  ``secretKeyRef`` as ``VLLM_API_KEY`` (vLLM: "--api-key ... If provided, the server will require
-  this key to be presented in the header"; the environment variable ``VLLM_API_KEY`` is its
-  default) and ``HF_TOKEN``. The exported manifests only name the Secret; the Deployment's
+  ``secretKeyRef`` as ``VLLM_API_KEY`` ("API key for vLLM API server", ``vllm/envs.py``; the OpenAI
+  server takes it where no ``--api-key`` is given, ``vllm/entrypoints/openai/api_server.py``: "Ensure
+  --api-key option from CLI takes precedence over VLLM_API_KEY") and ``HF_TOKEN``. The exported manifests only name the Secret; the Deployment's
   ``fullserver/secret`` annotation gives the command that creates it when they are applied by hand.
 
 * Autoscaling (``hpa_metrics``): CPU is a poor signal for a GPU server (the engine loop keeps about
@@ -57,7 +57,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from fullserver.errors import InputError
-from fullserver.kube.attached import EKS_ATTACHED_LB_CONTROLLER
+from fullserver.kube.attached import EKS_ATTACHED_LB_CONTROLLER, EKS_ATTACHED_METRICS_SERVER
 
 if TYPE_CHECKING:
     from fullserver.kube.pool import KubePlan, Provider
@@ -220,4 +220,6 @@ def serving_warnings(plan: KubePlan, endpoint: ServingSpec) -> list[str]:
         )
     if plan.provider == "eks" and not plan.create_cluster:
         out.append(EKS_ATTACHED_LB_CONTROLLER)
+        if not endpoint.pod_metrics:
+            out.append(EKS_ATTACHED_METRICS_SERVER)
     return out

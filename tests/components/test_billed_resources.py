@@ -71,7 +71,7 @@ FREE = {
     "gcp:compute/regionAutoscaler:RegionAutoscaler": "scales priced instances",
     "gcp:compute/autoscaler:Autoscaler": "scales priced instances",
     # Kubernetes node pools: configuration and identity of priced nodes; add-ons run on them
-    "aws:eks/addon:Addon": "the Pod Identity Agent add-on: no charge of its own (runs on priced nodes)",
+    "aws:eks/addon:Addon": "the Pod Identity Agent, EBS CSI and Metrics Server add-ons: no charge of their own (run on priced nodes)",
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": "an IAM mapping for a service account: no charge",
     "kubernetes:helm.sh/v3:Release": "NVIDIA's device plugin, the Cluster Autoscaler, the AWS Load Balancer "
     "Controller: Pods on priced nodes (the NLB the controller makes is the load balancer line)",

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from components.aws.labels import aws_tags
 from components.eks import EksEnvironment, eks_args
 from components.eks.load_balancer import POLICY_FILE
 from components.gke import GkeEnvironment, gke_args
@@ -64,7 +65,11 @@ def test_gke_serving_stack_applies_its_secret_service_and_reads_the_endpoint(pla
     plan, endpoint = spec.kube, spec.endpoint
     assert plan is not None and endpoint is not None and plan.deploy_workload
     args = gke_args(
-        plan, "proj", workload=default_workload(plan, spec), deploy_workload=True, serving_secrets=endpoint.server.secrets
+        plan,
+        "proj",
+        workload=default_workload(plan, spec),
+        deploy_workload=True,
+        serving_secrets=endpoint.server.secrets,
     )
     assert args["serving_secrets"] == {"api_key": "serving-realtime-api-key"}
     g = build(lambda: GkeEnvironment("serve", args))
@@ -95,7 +100,9 @@ def test_gke_serving_stack_applies_its_secret_service_and_reads_the_endpoint(pla
 
 
 def test_created_eks_cluster_gets_the_load_balancer_controller_with_its_role(build: Build) -> None:
-    g = build_eks(build, eks_serving())
+    spec = eks_serving()
+    assert spec.kube is not None
+    g = build_eks(build, spec)
     (release,) = [r for r in g.of_type("helm.sh/v3:Release") if r.name == "llm-aws-load-balancer-controller"]
     assert release.inputs["chart"] == "aws-load-balancer-controller" and release.inputs["version"] == "3.5.0"
     assert release.inputs["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
@@ -111,6 +118,7 @@ def test_created_eks_cluster_gets_the_load_balancer_controller_with_its_role(bui
     assert json.loads(policy.inputs["policy"]) == json.loads(POLICY_FILE.read_text())
     (role,) = [r for r in g.of_type("iam/role:Role") if r.name == "llm-lb-controller"]
     assert policy.inputs["role"].startswith("llm-lb-controller-")  # the role's auto-name
+    assert role.inputs["tags"] == aws_tags(spec.kube.cloud_labels, "llm-lb-controller")
     trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert trust["Action"] == ["sts:AssumeRole", "sts:TagSession"]
@@ -118,6 +126,14 @@ def test_created_eks_cluster_gets_the_load_balancer_controller_with_its_role(bui
     assert association.inputs["serviceAccount"] == "aws-load-balancer-controller"
     assert association.inputs["namespace"] == "kube-system" and association.inputs["clusterName"] == "llm"
     assert association.inputs["roleArn"] == "arn:aws:iam::123456789012:llm-lb-controller"
+    assert association.inputs["tags"] == aws_tags(spec.kube.cloud_labels, "llm-lb-controller")
+    # The HPA's CPU metric: the Metrics Server add-on, which EKS does not deploy by default.
+    (addon,) = [r for r in g.of_type("eks/addon:Addon") if r.inputs["addonName"] == "metrics-server"]
+    assert addon.inputs == {
+        "clusterName": "llm",
+        "addonName": "metrics-server",
+        "tags": aws_tags(spec.kube.cloud_labels, "metrics-server"),
+    }
     # The subnets the controller discovers: public for internet-facing, private for internal.
     subnets = g.of_type("ec2/subnet:Subnet")
     assert all(r.inputs["tags"]["kubernetes.io/role/elb"] == "1" for r in subnets if "-public-" in r.name)
@@ -134,7 +150,9 @@ def test_eks_serving_secrets_come_from_ssm_and_stay_secret(build: Build) -> None
     }
     (group,) = g.of_type("yaml/v2:ConfigGroup")
     service = next(o for o in group.inputs["objs"] if o["kind"] == "Service")
-    assert service["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internet-facing"
+    assert (
+        service["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internet-facing"
+    )
     assert g.outputs["endpoint"] == ENDPOINT_BEFORE_UP
 
 
@@ -157,8 +175,7 @@ def test_an_attached_eks_cluster_gets_no_controller(build: Build, deploy: bool) 
     args = eks_args(plan, workload=default_workload(plan, spec), deploy_workload=deploy)
     g = build(lambda: EksEnvironment("llm", args))
     assert g.of_type("helm.sh/v3:Release") == [] and g.of_type("iam/role:Role")[0].name == "llm-nodes"
+    assert g.of_type("eks/addon:Addon") == []  # the cluster's own: the plan says what it must run
     if not deploy:  # applied by hand: where the address is read
-        assert g.outputs["endpoint"] == (
-            "http://<address of Service llm: kubectl get service llm --namespace default>"
-        )
+        assert g.outputs["endpoint"] == ("http://<address of Service llm: kubectl get service llm --namespace default>")
         assert g.of_type("core/v1:Secret") == []

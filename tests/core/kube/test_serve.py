@@ -10,7 +10,7 @@ import pytest
 from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.kube import kube_plan, serve
-from fullserver.kube.attached import EKS_ATTACHED_LB_CONTROLLER
+from fullserver.kube.attached import EKS_ATTACHED_LB_CONTROLLER, EKS_ATTACHED_METRICS_SERVER
 from fullserver.kube.manifest import workload
 from fullserver.plan import StackPlan, plan_workload
 from fullserver.platform import Platform
@@ -34,7 +34,9 @@ def stack(platform: str, region: str, **more: Any) -> StackPlan:
         "fullserver:serving": {"apiKeySecret": "/serving-team/realtime/api-key"},
         **{f"fullserver:{k}": v for k, v in more.items()},
     }
-    return plan_workload("s", "stacks/Pulumi.s.yaml", workload_from_config(config, "s"), load_profiles(), load_catalog())
+    return plan_workload(
+        "s", "stacks/Pulumi.s.yaml", workload_from_config(config, "s"), load_profiles(), load_catalog()
+    )
 
 
 def internal(spec: EnvironmentSpec) -> EnvironmentSpec:
@@ -113,7 +115,10 @@ def test_without_pod_metrics_the_hpa_holds_cpu_and_the_plan_says_what_to_install
         assert spec.kube is not None
         hpa = by_kind(workload(spec.kube, spec))["HorizontalPodAutoscaler"]
         assert hpa["spec"]["metrics"] == [
-            {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}},
+            }
         ]
         (warning,) = [w for w in plan.warnings if "HorizontalPodAutoscaler" in w]
         assert install in warning and "fullserver:serving.podMetrics: true" in warning
@@ -170,6 +175,7 @@ def test_the_load_balancer_is_priced_as_built() -> None:
 def test_an_attached_eks_cluster_must_run_the_load_balancer_controller() -> None:
     attached = stack("eks-gpu", "us-east-1", cluster="prod")
     assert EKS_ATTACHED_LB_CONTROLLER in attached.warnings
+    assert EKS_ATTACHED_METRICS_SERVER in attached.warnings  # the HPA's CPU metric
     assert EKS_ATTACHED_LB_CONTROLLER not in stack("eks-gpu", "us-east-1").warnings
     # an attached pool still bills the load balancer its Service makes (the cluster's fee it does not)
     assert "load balancer" in {line.item for line in attached.cost.lines}
