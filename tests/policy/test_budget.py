@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from fullserver.kube.manifest import workload
 from policy.budget import estimate_month
 from policy.offers import catalog
 from policy.resources import (
@@ -173,3 +174,36 @@ def test_a_created_cluster_s_system_pool_is_priced_as_its_cpu_machine(captured: 
     assert "1 x e2-standard-4 on-demand" in line  # pinned to the plan's zone: one node
     assert usd == pytest.approx(0.13402 * 730)
     assert eks.unpriced == [] and gke.unpriced == []
+
+
+def test_the_serving_load_balancers_hours_are_in_the_estimate(stacks: Stacks) -> None:
+    """The ALB and Google's forwarding rule of the VM serving stacks, at the network catalog's rate."""
+    aws = estimate_month(policy_resources(stacks["serve-aws-realtime"]))
+    assert [(usd, item) for usd, item in aws.items if "alb" in item] == [
+        (pytest.approx(0.0225 * 730), "LoadBalancer 'serve-aws-realtime-alb': alb $0.0225/h")
+    ]
+    gcp = estimate_month(policy_resources(stacks["serve-gcp-realtime"]))
+    assert len([item for _, item in gcp.items if "forwarding-rule" in item]) == 1
+
+
+@pytest.mark.parametrize(
+    ("stack", "item", "rate"), [("serve-gke-l4", "forwarding-rule", 0.025), ("eks", "nlb", 0.0225)]
+)
+def test_a_node_pools_load_balancer_service_is_priced_from_the_applied_workload(
+    stacks: Stacks, stack: str, item: str, rate: float
+) -> None:
+    """A node pool's load balancer is no cloud resource of the program: the policy reads the
+    LoadBalancer Service in the workload's ConfigGroup (a component the engine lists too)."""
+    serving = stacks["serve-gke-l4"]
+    plan = serving.plan.spec.kube
+    assert plan is not None
+    manifests = workload(plan, serving.plan.spec)
+    if stack == "eks":  # the AWS Load Balancer Controller's annotations make it an NLB
+        for m in manifests:
+            if m["kind"] == "Service":
+                m["metadata"]["annotations"] = {"service.beta.kubernetes.io/aws-load-balancer-type": "external"}
+    serving.resources.append(made("kubernetes:yaml/v2:ConfigGroup", {"objs": manifests}, name="serve-workload"))
+    est = estimate_month(policy_resources(serving))
+    assert [(usd, it) for usd, it in est.items if "Service" in it] == [
+        (pytest.approx(rate * 730), f"ConfigGroup 'serve-workload': LoadBalancer Service: {item} ${rate}/h")
+    ]
