@@ -196,6 +196,9 @@ def _autoscaler(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dict[s
             "minReplicas": plan.min_replicas,
             "maxReplicas": plan.max_replicas,
             "metrics": metrics,
+            # A replica took the model's load time to come up: none is removed on a dip shorter than
+            # that (the HPA's window is at most an hour; the load time is held to it, fullserver.serving).
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": min(endpoint.health_initial_delay_seconds, 3600)}},
         },
     }
 

@@ -36,6 +36,8 @@ def test_serving_objects_for_a_serving_spec(plans: dict[str, StackPlan]) -> None
     assert hpa["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 8)
     assert hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 60
+    # a replica that took 20 minutes to load is not removed on a shorter dip
+    assert hpa["spec"]["behavior"] == {"scaleDown": {"stabilizationWindowSeconds": 20 * 60}}
 
 
 def test_requests_equal_limits_and_fit_the_allocatable(plans: dict[str, StackPlan]) -> None:
