@@ -119,10 +119,11 @@ def estimate_month(resources: Sequence[PolicyResource], hours: float = HOURS_PER
         est.add(usd, f"{what}: {kinds}")
         for inline in node.disks:
             month = _disk_month(inline, node.region)
+            copies = node.count * inline.count
             if month is None:
                 est.unpriced.append(f"{what}: {inline.kind} disk")
             elif month:
-                est.add(month * node.count, f"{what}: {node.count:g} x {inline.gib:g} GiB {inline.kind}")
+                est.add(month * copies, f"{what}: {copies:g} x {inline.gib:g} GiB {inline.kind}")
     for r in resources:
         disk: Disk | None = None
         region: str | None = None

@@ -11,8 +11,12 @@ node says so (``why_unpriced``).
 
 A pool whose workload pods each mount a data volume (``fullserver.kube.volume``: the VM's data
 disk as a generic ephemeral volume, built by the exported workload manifests, not by a cloud
-resource of the graph) says its size in the node label ``DATA_VOLUME_LABEL``; the node counts it
-as attached block storage, as a VM counts its data disk.
+resource of the graph) says it in node labels (``DataVolume.node_labels``): its size, which the
+node counts as attached block storage, as a VM counts its data disk; and its disk kind, IOPS and
+throughput, by which the node carries it as one more disk per node, so the budget prices it at the
+kind's storage price as ``fullserver plan`` does (``fullserver.kube.cost.volume_usd_hour``). A pool
+labelled with a size and no kind (made by an older fullserver) gets the platform's default data
+disk kind (GKE ``pd-balanced``, EKS ``gp3``, what the plan's data disk defaults to).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pulumi_policy import PolicyResource
 
 from fullserver.catalog import Offer
 from fullserver.kube.pool import DATA_VOLUME_LABEL, REGIONAL_DEFAULT_ZONES
+from fullserver.kube.volume import LABEL_IOPS, LABEL_KIND, LABEL_MBPS
 from fullserver.platform import Platform
 from fullserver.platforms.gcp import DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB
 from policy.gcp_nodes import gcp_offer, gcp_shape
@@ -34,6 +39,8 @@ GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 TPU_MACHINE_PREFIXES = ("ct5lp-", "ct5p-", "ct6e-")
 TPU_SLICE_PREFIXES = {"ct5lp-": "v5litepod-", "ct5p-": "v5p-", "ct6e-": "v6e-"}
+DEFAULT_VOLUME_KIND = {"gcp": "pd-balanced", "aws": "gp3"}
+"""A volume labelled with its size only: the platforms' default data disk kinds (``PlatformRules.default_disk_kind``)."""
 """GKE TPU machine type -> the Cloud TPU slice types of that generation (``fullserver.platforms.gke``)."""
 
 
@@ -49,6 +56,17 @@ def _tpu_slice(machine_type: str, topology: str, nodes: float) -> Offer | None:
 def _data_volume_gib(node_labels: object) -> float:
     """The data volume each pod on the pool's nodes mounts (``DATA_VOLUME_LABEL``; 0 without one)."""
     return number(prop(node_labels, DATA_VOLUME_LABEL)) or 0.0
+
+
+def _data_volume(node_labels: object, provider: str, per_node: float = 1.0) -> list[Disk]:
+    """The pods' data volume as a disk each node carries (none without ``DATA_VOLUME_LABEL``)."""
+    gib = _data_volume_gib(node_labels)
+    if not gib:
+        return []
+    kind = str(plain(prop(node_labels, LABEL_KIND)) or DEFAULT_VOLUME_KIND[provider])
+    iops = number(prop(node_labels, LABEL_IOPS)) or 0.0
+    mbps = number(prop(node_labels, LABEL_MBPS)) or 0.0
+    return [Disk(provider, kind, gib, iops, mbps, count=per_node)]
 
 
 def _zones(location: str, node_locations: object) -> int:
@@ -82,21 +100,24 @@ def gke_pool_node(r: PolicyResource) -> Node:
     location = last_segment(p.get("location"))
     count = _ceiling(p.get("autoscaling"), p.get("nodeCount"), _zones(location, p.get("nodeLocations")))
     topology = str(plain(prop(p.get("placementPolicy"), "tpuTopology")) or "")
+    hosts = 1.0
     if tpu:  # a multi-host slice: one slice offer, priced whole
         offer = _tpu_slice(machine_type, topology, count)
-        count = 1.0 if offer is not None else count
+        hosts, count = (count, 1.0) if offer is not None else (1.0, count)
     else:
         offer = offer_of(Platform.GCP_GPU, machine_type) or gcp_offer(machine_type, accelerators)
     local = (number(prop(config, "ephemeralStorageLocalSsdConfig", "localSsdCount")) or 0.0) * LOCAL_SSD_GIB
-    disks = [
+    disks = [  # every host's boot disk, a TPU slice's too
         Disk(
             "gcp",
             str(plain(prop(config, "diskType")) or "pd-balanced"),
             number(prop(config, "diskSizeGb")) or DEFAULT_BOOT_DISK_GIB,
+            count=hosts,
         )
     ]
     if local:
         disks.append(Disk("gcp", "local-ssd", local))
+    disks += _data_volume(prop(config, "labels"), "gcp", hosts)
     platform = Platform.TPU_VM if tpu else Platform.GCP_GPU
     node = Node(
         r,
@@ -131,7 +152,8 @@ def eks_group_node(r: PolicyResource, region: str | None) -> Node:
         labels_of(p),
         count=count,
         attached_gib=_data_volume_gib(p.get("labels")),
-        disks=[Disk("aws", "gp3", disk)] if disk else [],  # else the launch template's root volume
+        # the root volume when the group names its size (else the launch template's), and the pods' volumes
+        disks=([Disk("aws", "gp3", disk)] if disk else []) + _data_volume(p.get("labels"), "aws"),
     )
     node.spot_count = count if str(plain(p.get("capacityType")) or "").upper() == "SPOT" else 0.0
     return node

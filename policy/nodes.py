@@ -70,6 +70,9 @@ class Disk:
     gib: float
     iops: float = 0.0
     mbps: float = 0.0
+    count: float = 1.0
+    """How many of it each node carries: a TPU slice pool is one node (its slice, priced whole) whose
+    every host's pod has its own data volume (``policy.kube_nodes``)."""
 
 
 @dataclass

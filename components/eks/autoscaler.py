@@ -14,10 +14,24 @@ so without it a group at zero and a serving range never grow.
 * Its IAM role, the "Full Cluster Autoscaler Features Policy (Recommended)" of
   kubernetes/autoscaler: cluster-autoscaler/cloudprovider/aws/README.md (2026-08-22), with its second
   block ("only the second block of actions should be updated to restrict the resources/add
-  conditionals") restricted to this cluster's groups by the tag condition the EKS user guide gave
-  (``aws:ResourceTag/k8s.io/cluster-autoscaler/<cluster>: owned``, doc_source/autoscaling.md until
-  2023-05-08). ``autoscaling:DescribeTags`` is left out: the current README no longer lists it and
-  cloudprovider/aws calls no DescribeTags.
+  conditionals") restricted to this cluster's groups by both discovery tags, as the EKS Best
+  Practices Guide's least-privilege policy conditions them
+  (``aws:ResourceTag/k8s.io/cluster-autoscaler/enabled: true`` and
+  ``aws:ResourceTag/k8s.io/cluster-autoscaler/<cluster>: owned``; aws/aws-eks-best-practices
+  latest/bpg/autoscaling/cluster-autoscaler.adoc, "Employ least privileged access to the IAM role",
+  as of 9c71626^, 2025-10-01, before the snippet moved out of the page). EKS tags a managed group's
+  Auto Scaling group for discovery itself ("Nodes launched as part of a managed node group are
+  automatically tagged for auto-discovery by the Kubernetes Cluster Autoscaler",
+  latest/ug/nodes/managed-node-groups.adoc), but no EKS page lists the tags and values, so
+  fullserver writes both on every group with a range to scale in (``DISCOVERY_TAGS``,
+  ``components.eks.environment``): discovery and this condition hold whatever EKS writes.
+  ``autoscaling:DescribeTags`` is left out: the current README no longer lists it and
+  cloudprovider/aws calls no DescribeTags. ``eks:DescribeNodegroup`` lets the autoscaler read a
+  managed group's labels and taints when it has never had a node (it finds the group through the
+  ``eks:nodegroup-name``/``eks:cluster-name`` tags EKS puts on the Auto Scaling group,
+  cloudprovider/aws/aws_manager.go ``buildNodeFromTemplate``); "Once nodes are added, even if the
+  managed nodegroup is scaled back to 0 nodes, this functionality will not be called anymore"
+  (README), so the groups at zero also carry the node-template tags on their Auto Scaling group.
 * Credentials: EKS Pod Identity (the role trusts ``pods.eks.amazonaws.com`` with ``sts:AssumeRole``
   and ``sts:TagSession``, latest/ug/manage-access/aws-access/pod-id-role.adoc; an
   ``aws.eks.PodIdentityAssociation`` names the service account), or with ``identity = irsa`` the
@@ -53,6 +67,15 @@ DESCRIBE_ACTIONS = (
     "eks:DescribeNodegroup",
 )
 SCALE_ACTIONS = ("autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup")
+DISCOVERY_PREFIX = "k8s.io/cluster-autoscaler"
+
+
+def discovery_tags(cluster_name: str) -> dict[str, str]:
+    """The Auto Scaling group tags the chart's ``autoDiscovery.clusterName`` looks for ("will find
+    the ASGs that have at least all the given tags", README "Auto-Discovery Setup": the chart's
+    ``--node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/<cluster>``),
+    with the values the scaling actions' IAM condition holds them to (module doc)."""
+    return {f"{DISCOVERY_PREFIX}/enabled": "true", f"{DISCOVERY_PREFIX}/{cluster_name}": "owned"}
 
 
 def chart_for(version: str) -> tuple[str, str]:
@@ -78,7 +101,9 @@ def autoscaler_policy(cluster_name: str) -> dict[str, Any]:
                 "Effect": "Allow",
                 "Action": list(SCALE_ACTIONS),
                 "Resource": ["*"],
-                "Condition": {"StringEquals": {f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}": "owned"}},
+                "Condition": {
+                    "StringEquals": {f"aws:ResourceTag/{k}": v for k, v in discovery_tags(cluster_name).items()}
+                },
             },
         ],
     }

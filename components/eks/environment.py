@@ -22,8 +22,11 @@ checked against ``/work/shared/reference/kubernetes.md`` section 6):
   instance type (spot groups: the balanced alternatives too), the plan's labels and taints
   (``NO_SCHEDULE``), the scaling range with ``desiredSize`` left to the autoscaler after creation
   (``ignore_changes``: Pulumi would otherwise reset what the autoscaler set, pulumi-eks#321), and
-  for groups that scale from zero the Cluster Autoscaler's node-template tags on their Auto Scaling
-  group (labels, taints, GPUs), which EKS does not propagate (eksctl#7543);
+  on the Auto Scaling group of every group with a range, the Cluster Autoscaler's discovery tags
+  (``autoscaler.discovery_tags``: ``enabled: true``, ``<cluster>: owned``, which its IAM condition
+  requires), and for groups that scale from zero its node-template tags (labels, taints, GPUs),
+  which EKS does not propagate from the group's labels and taints (eksctl#7543; the autoscaler reads
+  them through ``eks:DescribeNodegroup`` only for a group that never had a node, its AWS README);
 * a created cluster's untainted system node group (``eks.SYSTEM_AMI_TYPE``), where CoreDNS and the
   Cluster Autoscaler run;
 * a created cluster's network (``components.eks.network``: its own VPC, private subnets behind a
@@ -40,7 +43,7 @@ import pulumi_aws as aws
 
 from components.aws.labels import aws_tags
 from components.eks.args import EksArgs
-from components.eks.autoscaler import chart_for, cluster_autoscaler
+from components.eks.autoscaler import chart_for, cluster_autoscaler, discovery_tags
 from components.eks.load_balancer import lb_controller, metrics_server
 from components.eks.network import EksNetwork, eks_network
 from components.eks.storage import ebs_csi_driver
@@ -187,11 +190,19 @@ def _first_asg(resources: Any) -> str:
 
 
 def autoscaler_tags(plan: KubePlan) -> dict[str, str]:
-    """The Cluster Autoscaler's node-template tags for a group at zero nodes (autoscaler AWS README)."""
-    tags = {f"{CA_TEMPLATE}/label/{k}": v for k, v in plan.node_labels.items()}
+    """The Cluster Autoscaler's node-template tags for a group at zero nodes (autoscaler AWS README):
+    every label the group's nodes get (``GPU_PRESENT`` too), its taints and its GPUs."""
+    tags = {f"{CA_TEMPLATE}/label/{k}": v for k, v in {**plan.node_labels, **GPU_PRESENT}.items()}
     tags |= {f"{CA_TEMPLATE}/taint/{t.key}": f"{t.value}:{t.effect}" for t in plan.taints}
     tags[f"{CA_TEMPLATE}/resources/{plan.accelerator_resource}"] = str(plan.accelerators_per_node)
     return tags
+
+
+def asg_tags(plan: KubePlan, pool: Pool) -> dict[str, str]:
+    """What fullserver writes on a GPU group's Auto Scaling group: the autoscaler's discovery tags
+    where the group has a range to scale in, and its node-template tags where it may be at zero."""
+    tags = discovery_tags(plan.cluster_name) if pool.min_nodes < pool.max_nodes else {}
+    return tags | (autoscaler_tags(plan) if pool.min_nodes == 0 else {})
 
 
 def launch_template_inputs(
@@ -347,9 +358,10 @@ class _EksNodeGroups(pulumi.ComponentResource):
                 ignore_changes=["scalingConfig.desiredSize"],
             ),
         )
-        if pool.min_nodes == 0:
+        tags = asg_tags(plan, pool)
+        if tags:
             asg = group.resources.apply(_first_asg)
-            for key, value in autoscaler_tags(plan).items():
+            for key, value in tags.items():
                 slug = key.removeprefix(f"{CA_TEMPLATE}/").replace("/", "-").replace(".", "-")
                 aws.autoscaling.Tag(
                     f"{name}-{pool.role}-{slug}",
@@ -475,7 +487,9 @@ class EksEnvironment(EnvironmentComponent):
                 serving_vpc = network.vpc_id if lb_service_name(manifests) else None
                 controllers = _created_cluster_charts(name, plan, created, groups, config, self, serving_vpc)
                 if plan.data_volume is not None:  # the pods' data volumes: components.eks.storage
-                    after: list[pulumi.Resource] = [groups, *([created.pod_identity] if created.pod_identity else [])]
+                    # after the untainted system group, where the controller runs (components.eks.storage)
+                    after: list[pulumi.Resource] = [groups, groups.system_group]
+                    after += [created.pod_identity] if created.pod_identity else []
                     ebs_csi_driver(name, plan, created.cluster.name, created.oidc, after, self)
             if args["deploy_workload"] and manifests:
                 from components.kube_workload import apply_workload  # pulumi_kubernetes: only when applying

@@ -15,10 +15,18 @@ its controller's service account ``ebs-csi-controller-sa`` in ``kube-system``. T
   (``sts:AssumeRoleWithWebIdentity``, ``sub`` and ``aud`` conditions) and set as the add-on's
   ``service_account_role_arn`` (pulumi-aws ``eks.Addon``).
 
-The cluster's only nodes are the tainted GPU nodes, so the add-on's configuration lets the
-controller tolerate ``nvidia.com/gpu`` and the node DaemonSet every taint (the driver chart's
-``controller.tolerations`` and ``node.tolerateAllTaints``, which the add-on's configuration values
-follow; the add-on's own schema, ``aws eks describe-addon-configuration``, was not read here).
+Where the controller runs, and ``pulumi up``'s wait: the add-on is created after the created
+cluster's untainted system node group (``eks.SYSTEM_INSTANCE_TYPE``, fixed at ``SYSTEM_NODES``,
+never at zero), so its controller Deployment has a node to run on however many GPU nodes there are;
+a GPU group at zero leaves it running. pulumi-aws's ``eks.Addon`` is terraform-provider-aws's
+``aws_eks_addon``, whose create waits for the add-on with ``CREATING`` and ``DEGRADED`` pending and
+``ACTIVE`` the target, 20 minutes by default, and fails on ``CREATE_FAILED`` with the add-on's health
+issues (internal/service/eks ``waitAddonCreated``): an add-on whose controller had no node would
+hold ``up`` 20 minutes and then fail it, which the system group rules out. The configuration
+still lets the controller tolerate the GPU taint and the node DaemonSet every taint (the driver
+chart's ``controller.tolerations`` and ``node.tolerateAllTaints``, which the add-on's configuration
+values follow; the add-on's own schema, ``aws eks describe-addon-configuration``, was not read here):
+the node plugin must run on the GPU nodes whose pods mount the volumes.
 """
 
 import json

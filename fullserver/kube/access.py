@@ -136,9 +136,15 @@ def one_zone_warning(zone: str | None) -> str:
     """Given subnets with EFA or a cluster placement group: a placement group is "a logical grouping
     of instances within a single Availability Zone" (EC2 user guide, placement strategies), and the
     EKS user guide's EFA node group takes one zone (node-efa.adoc); fullserver narrows only subnets
-    it found itself, so the stack's must already be of one zone."""
+    it found itself, so the stack's must already be of one zone.
+
+    A warning, not a refusal: a subnet id is ``subnet-`` and 8 or 17 hex digits chosen by EC2
+    (cfn-lint's ``AWS::EC2::Subnet.Id`` form), with no zone in it, so whether the given subnets span
+    zones is known only to the EC2 API (``DescribeSubnets``), never offline where ``fullserver
+    plan`` runs. Two subnets of one zone are valid (and so not refused either)."""
     where = f" ({zone})" if zone else ""
     return (
         f"EFA interfaces and a cluster placement group keep the node groups to one zone: fullserver:subnets "
-        f"must all be in one zone{where}, or the nodes cannot launch"
+        f"must all be in one zone{where}, or the nodes cannot launch (a subnet id does not say its zone, so "
+        "fullserver cannot check this before pulumi up: `aws ec2 describe-subnets --subnet-ids ...` shows them)"
     )

@@ -3,9 +3,9 @@
 * Training: a ``Job``. On a multi-host TPU slice (or any pool whose replica spans several
   nodes) it is an *indexed* Job with ``completions = parallelism =`` the nodes of a replica, a
   headless ``Service`` so each pod has a stable DNS name (``<job>-<index>.<service>``), the
-  pool's node selector, so every host of the slice runs one pod, and on a TPU slice each pod's
-  ``TPU_WORKER_ID`` (its completion index) and ``TPU_WORKER_HOSTNAMES`` (``tpu_worker_env``) (xpk's JobSet does the same for
-  one slice: parallelism = completions = VMs per slice, host networking, toleration on
+  pool's node selector, so every host of the slice runs one pod; on a TPU slice GKE gives each
+  pod its ``TPU_WORKER_ID`` and ``TPU_WORKER_HOSTNAMES`` (``TPU_WORKER_WEBHOOK``), as xpk's JobSet
+  pods get them (parallelism = completions = VMs per slice, host networking, toleration on
   ``google.com/tpu``).
 * Serving: ``Deployment`` + ``Service`` of type ``LoadBalancer`` + ``HorizontalPodAutoscaler`` for
   the model server of ``spec.endpoint`` (vLLM by default): readiness, liveness and startup probes on
@@ -82,24 +82,17 @@ def pod_spec(plan: KubePlan, container: dict[str, Any], **extra: Any) -> dict[st
     return spec
 
 
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
-"""The annotation Kubernetes gives each pod of an indexed Job: its index (Kubernetes "Jobs",
-completion mode ``Indexed``)."""
-
-
-def tpu_worker_env(name: str, hosts: int) -> list[dict[str, Any]]:
-    """Each pod of a multi-host slice's Job: its worker id (the pod's completion index) and every
-    worker's stable DNS name (``<job>-<index>.<service>``: the indexed Job's pod hostname under the
-    headless Service of the same name, ``subdomain``), which libtpu/JAX read to form the slice.
-    No primary GKE source read here says GKE sets them itself for a plain indexed Job, so the
-    manifest sets them (xpk's JobSet pods get them the same way)."""
-    return [
-        {
-            "name": "TPU_WORKER_ID",
-            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX}']"}},
-        },
-        {"name": "TPU_WORKER_HOSTNAMES", "value": ",".join(f"{name}-{i}.{name}" for i in range(hosts))},
-    ]
+TPU_WORKER_WEBHOOK = (
+    "GKE automatically injects these environment variables by using a mutating webhook when a Job is created with "
+    "the completionMode: Indexed, subdomain, parallelism > 1, and requesting google.com/tpu properties"
+)
+"""GKE "Deploy TPU workloads in GKE Standard" (kubernetes-engine/docs/how-to/tpus, as archived
+2023-09-04 and quoted in abatilo/gke-tpu-env-injector's README) on ``TPU_WORKER_ID`` and
+``TPU_WORKER_HOSTNAMES``, which libtpu reads to form a multi-host slice. A multi-host TPU Job here
+has all four (``training_job``), so the manifest sets neither: a second definition of a name in a
+container's ``env`` "hides" the first (the API server warns), and which one the webhook's would
+be is GKE's to say. xpk, Google's own tool, relies on the same injection: it sets neither variable
+(AI-Hypercomputer/xpk @367c8382, no ``TPU_WORKER`` anywhere in its source)."""
 
 
 def training_job(plan: KubePlan, image: str, command: list[str]) -> list[Manifest]:
@@ -114,10 +107,9 @@ def training_job(plan: KubePlan, image: str, command: list[str]) -> list[Manifes
     if nodes > 1:
         job_spec["completionMode"] = "Indexed"
         extra["subdomain"] = name
-        if plan.tpu_topology is not None:
+        if plan.tpu_topology is not None:  # GKE injects the TPU worker variables (TPU_WORKER_WEBHOOK)
             extra["hostNetwork"] = True
             extra["dnsPolicy"] = "ClusterFirstWithHostNet"
-            container["env"] = tpu_worker_env(name, nodes)
         out.append(
             {
                 "apiVersion": "v1",

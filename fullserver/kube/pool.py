@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from fullserver.errors import InputError
 from fullserver.kube.access import ClusterAccess
 from fullserver.kube.attached import attached_warnings
-from fullserver.kube.volume import DataVolume
+from fullserver.kube.volume import LABEL_GIB, DataVolume
 from fullserver.naming import fit_name
 from fullserver.platform import Platform, PricingModel
 from fullserver.platforms import eks, gcp, gke, rules_for
@@ -175,10 +175,11 @@ class KubePlan(Frozen):
     @property
     def node_labels(self) -> dict[str, str]:
         """The pools' Kubernetes node labels: the plan's, and the data volume each pod there gets
-        (``DATA_VOLUME_LABEL``, which the balance policy counts as the node's attached storage)."""
+        (``DataVolume.node_labels``: its size, which the balance policy counts as the node's attached
+        storage, and its kind, IOPS and throughput, by which the budget policy prices it)."""
         if self.data_volume is None:
             return dict(self.labels)
-        return {**self.labels, DATA_VOLUME_LABEL: str(self.data_volume.size_gib)}
+        return {**self.labels, **self.data_volume.node_labels()}
 
     @property
     def min_nodes(self) -> int:
@@ -196,7 +197,7 @@ request = (allocatable - DaemonSet requests) x g / G (reference, section 4)."""
 
 REGIONAL_DEFAULT_ZONES = gke.REGIONAL_DEFAULT_ZONES
 """The zones a regional GKE pool's per-zone counts apply in without ``node_locations`` (for readers)."""
-DATA_VOLUME_LABEL = "fullserver-pod-data-gib"
+DATA_VOLUME_LABEL = LABEL_GIB
 """A node label on pools whose pods get a data volume: its size in GiB (``KubePlan.node_labels``)."""
 
 _LABEL_VALUE_BAD = re.compile(r"[^A-Za-z0-9._-]+")
@@ -472,7 +473,7 @@ def _notes(pools: list[Pool], nodes: _Nodes, flex: bool, cluster: str | None, vo
         for p in pools
         if not p.autoscaled and p.max_nodes > nodes.hosts
     ]
-    flex_notes = gke.flex_start_warnings(nodes.hosts, tpu, attached) if flex else []
+    flex_notes = gke.flex_start_warnings(nodes.hosts, tpu, attached, nodes.compact) if flex else []
     return [*spread, *flex_notes, *attached_warnings(provider, attached, volume)]
 
 
@@ -531,7 +532,7 @@ def kube_plan(
         local_ssd_count=spec.local_nvme_disks if platform is Platform.GKE_GPU else 0,
         instance_store_raid0=provider == "eks" and spec.local_nvme_disks > 0,
         efa_interfaces=spec.network.efa_interfaces if provider == "eks" else 0,
-        compact_placement=nodes.compact,
+        compact_placement=nodes.compact and not (flex_start and nodes.resource == gke.GPU_RESOURCE),
         tpu_topology=nodes.tpu_topology,
         tpu_accelerator_label=nodes.tpu_label,
         tpu_slice_topology=nodes.slice_topology,

@@ -3,12 +3,18 @@
 The SSH path (``fullserver.baremetal.verify``) logs into a host and runs the probe and the GPU
 commands; on GKE and EKS there is no login, so the same commands run in a one-pod Job pinned to
 the node (``nodeSelector: kubernetes.io/hostname``), tolerating the pool's taints and requesting
-*all* of the node's accelerators, so the device plugin hands them to the container (GKE's plugin
-mounts the driver's directory into every GPU container under ``/usr/local/nvidia``:
-GoogleCloudPlatform/container-engine-accelerators, ``cmd/nvidia_gpu`` ``-container-path``; that
-the CUDA base image's ``PATH`` holds ``/usr/local/nvidia/bin`` is taken from NVIDIA's images, not
-checked on a node here; on EKS the NVIDIA container toolkit injects ``nvidia-smi``). The pod's log is the sections the
-SSH path reads (``fullserver.kube.verify_lines`` parses them with the same parsers).
+*all* of the node's accelerators, so the device plugin hands them to the container. On GKE the
+plugin mounts the node's driver directory (``/home/kubernetes/bin/nvidia``) into every GPU
+container at ``/usr/local/nvidia`` (GoogleCloudPlatform/container-engine-accelerators,
+``cmd/nvidia_gpu/nvidia_gpu.go``: ``-host-path`` and ``-container-path`` defaults), so
+``nvidia-smi`` is ``/usr/local/nvidia/bin/nvidia-smi`` and NVML is in ``/usr/local/nvidia/lib64``,
+which GKE's own GPU manifests put on ``LD_LIBRARY_PATH`` (``cmd/nvidia_gpu/device-plugin.yaml``,
+``gpudirect-rdma/nccl-test-a4.yaml``). The script puts both first itself (``GPU_ENV``) rather than
+rely on the image: NVIDIA's CUDA images set them (``ENV PATH /usr/local/nvidia/bin:...``,
+``LD_LIBRARY_PATH /usr/local/nvidia/lib:/usr/local/nvidia/lib64``, "Required for nvidia-docker v1"),
+a ``--image`` need not. On EKS the NVIDIA container toolkit puts ``nvidia-smi`` and NVML in the
+container's standard paths, and the directories added do not exist there. The pod's log is the
+sections the SSH path reads (``fullserver.kube.verify_lines`` parses them with the same parsers).
 
 What it needs, and why nothing is privileged (``privileged: false``, every capability dropped,
 no privilege escalation, a read-only root filesystem):
@@ -20,7 +26,14 @@ no privilege escalation, a read-only root filesystem):
   container's own ``/sys``;
 * the node's ``/proc``, read-only at ``/host/proc``: only ``/host/proc/1/mountinfo``, the node's
   mount table, which tells its OS disk from its local NVMe (inside the container ``lsblk`` sees
-  the container's mounts, in which the node's root disk carries none);
+  the container's mounts, in which the node's root disk carries none). No ``hostPID`` is needed: a
+  procfs lists the processes of the PID namespace it was mounted in, not the reader's ("By
+  default, procfs will use the calling process's active pid namespace" when mounted, and an
+  instance's namespace "cannot be modified": Linux Documentation/filesystems/proc.rst, ``pidns=``),
+  and the hostPath bind-mounts the node's own ``/proc``, mounted at boot in the node's namespace,
+  so ``/host/proc/1`` is the node's init. Where that read fails (a node mounting ``/proc`` with
+  ``hidepid``, say) the log says so and verify flags local NVMe as unjudged
+  (``verify_lines.parse_log``), never counting the root disk as NVMe silently;
 * the accelerators, through the resource request (``nvidia.com/gpu`` / ``google.com/tpu``):
   ``nvidia-smi -q -x`` reads ECC, retired pages and PCIe links through ``/dev/nvidia*`` without
   any capability.
@@ -65,6 +78,8 @@ TPU_IMAGE = "ubuntu:22.04"
 
 TTL_AFTER_FINISHED = 300
 """Seconds a finished Job may outlive a verify that could not delete it."""
+GPU_ENV = 'export PATH="/usr/local/nvidia/bin:$PATH" LD_LIBRARY_PATH="/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'
+"""Where GKE's device plugin mounts the driver in a GPU container (module doc), first on both paths."""
 REQUESTS = {"cpu": "100m", "memory": "128Mi"}
 """The measuring container's own CPU and memory: a few shell tools and nvidia-smi."""
 
@@ -90,6 +105,7 @@ def measure_script(caps: Caps, gpus: bool) -> str:
     ``topo -m``, the PCIe capabilities and the NICs' NUMA nodes, then the node's mount table and
     block device numbers, and ``DONE``. Each piece that ends with ``exit`` runs in a subshell."""
     parts = [
+        *([GPU_ENV] if gpus else []),
         SECTION_FUNCTIONS,
         on_host(PROBE_SCRIPT),
         f"s hostmounts; cat {HOST_PROC}/1/mountinfo; e hostmounts $?",

@@ -9,7 +9,16 @@ Two things differ inside a container, and are put right here:
   on Nitro). The node's own mount table (``/proc/1/mountinfo``) names the devices of ``/`` and
   ``/boot``; sysfs follows them through device-mapper and RAID to their disks (``os_disks``);
 * a TPU node shows no GPU: its chips are the ones the node offers (``google.com/tpu`` in its
-  allocatable, as the device plugin counts them) and the plan's accelerator.
+  allocatable, as the device plugin counts them) and the plan's accelerator;
+* a NIC whose driver reports no link speed: EC2's ENA gives none in sysfs ("cat
+  /sys/class/net/ens5/speed: Invalid argument", amzn/amzn-drivers#289, open; the device does not
+  support ``ENA_ADMIN_LINK_CONFIG``, amzn/amzn-drivers#61), and the kernel's sysfs ABI says ``speed``
+  "is only valid for interfaces that implement the ethtool get_link_ksettings method"
+  (Documentation/ABI/testing/sysfs-class-net); ethtool prints "Speed: Unknown!" for 0 and -1. Such
+  a NIC adds 0 Gb/s, so an EKS node's network line would read short when nothing was measured. The
+  SSH path's answer to a figure it cannot have is "not measured" (``Line.delivered = None``, shown
+  ``n/a``, and a problem, so the host is unverified, never delivering nor short: ``gpu_problems``);
+  ``unreadable_links`` does the same for a network line the known links alone leave short.
 
 Kubernetes adds what the node offers pods: its allocatable CPU, memory and ephemeral storage
 against what the workload's pods request on it (``KubePlan.pod`` x pods per node), and its
@@ -212,6 +221,30 @@ def _tpu_audit(facts: HostFacts, plan: KubePlan, node: Node, profile: Profile, c
     )
 
 
+NETWORK_LINES = ("network link", "internode network")
+"""The balance lines (``fullserver.baremetal.verify.balance_lines``) read from the NICs' link speed."""
+
+
+def unreadable_links(facts: HostFacts) -> list[str]:
+    """The node's physical Ethernet links that are up and report no speed (module doc)."""
+    return [n.name for n in facts.nics if n.physical and n.operstate == "up" and n.link_type != 32 and not n.speed_mbps]
+
+
+def network_not_measurable(lines: list[Line], facts: HostFacts) -> tuple[list[Line], list[str]]:
+    """A network line the readable links leave short, while some up link reports no speed: not
+    measurable (``delivered`` None, the reason in its detail) and one problem saying so, never short."""
+    unknown = unreadable_links(facts)
+    if not unknown or not any(x.dimension in NETWORK_LINES and x.ok is False for x in lines):
+        return lines, []
+    verb = "reports" if len(unknown) == 1 else "report"
+    why = f"not measurable: {', '.join(unknown)} {verb} no link speed in sysfs (its driver gives none, as EC2's ENA)"
+    out = [
+        x.model_copy(update={"delivered": None, "detail": why}) if x.dimension in NETWORK_LINES and x.ok is False else x
+        for x in lines
+    ]
+    return out, [f"network link speed {why}; the shape's published bandwidth is in the plan, not measured here"]
+
+
 def node_verdict(
     plan: KubePlan, node: Node, log: NodeLog, profile: Profile, catalog: Catalog, seconds: float = 0.0
 ) -> HostVerify:
@@ -222,7 +255,8 @@ def node_verdict(
         audit = audit_facts(facts, profile, catalog, address=node.address, platform=plan.platform)
     else:
         audit = _tpu_audit(facts, plan, node, profile, catalog)
-    lines, problems = balance_lines(audit), [*audit.problems, *log.problems]
+    lines, link_problems = network_not_measurable(balance_lines(audit), facts)
+    problems = [*audit.problems, *log.problems, *link_problems]
     summary = ", ".join(f"{c} x {m}" for m, c in facts.gpu_models.items()) or (
         f"{plan.accelerator} ({node.allocatable.get(plan.accelerator_resource, '0')} chips offered)"
         if not gpu_pool

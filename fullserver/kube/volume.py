@@ -36,6 +36,16 @@ from pydantic import BaseModel, ConfigDict
 PROVISIONERS: dict[str, str] = {"gke": "pd.csi.storage.gke.io", "eks": "ebs.csi.aws.com"}
 MOUNT_PATH = "/data"
 VOLUME_NAME = "data"
+LABEL_GIB = "fullserver-pod-data-gib"
+LABEL_KIND = "fullserver-pod-data-kind"
+LABEL_IOPS = "fullserver-pod-data-iops"
+LABEL_MBPS = "fullserver-pod-data-mbps"
+"""Node labels of a pool whose pods each get a data volume (``DataVolume.node_labels``): its size,
+disk kind and provisioned IOPS and throughput. The volume is built by the workload manifests, not by
+a cloud resource of the stack, so the policy pack reads these labels to count it (the balance, as
+attached block storage) and to price it (the budget, as ``fullserver plan`` prices it: the kind's
+storage price with ``disk_usd_month``). Label values are plain words and digits (``pd-balanced``,
+``gp3``, ``3000``), valid Kubernetes label values."""
 
 
 class DataVolume(BaseModel):
@@ -55,6 +65,15 @@ class DataVolume(BaseModel):
     @property
     def provisioner(self) -> str:
         return PROVISIONERS[self.provider]
+
+    def node_labels(self) -> dict[str, str]:
+        """What the pools' nodes say of their pods' volume (``LABEL_GIB`` and the rest)."""
+        labels = {LABEL_GIB: str(self.size_gib), LABEL_KIND: self.kind}
+        if self.iops:
+            labels[LABEL_IOPS] = str(self.iops)
+        if self.throughput_mbps:
+            labels[LABEL_MBPS] = str(self.throughput_mbps)
+        return labels
 
     def parameters(self) -> dict[str, str]:
         """The StorageClass parameters: the disk kind and what it provisions (strings, as Kubernetes takes them)."""

@@ -86,9 +86,15 @@ CLUSTER_AUTOSCALER: dict[str, tuple[str, str]] = {
 Cluster Autoscaler with the Kubernetes control plane version for which it was meant ... always use
 the latest Cluster Autoscaler release that corresponds to the minor version" (kubernetes/autoscaler:
 cluster-autoscaler/README.md, Releases). Each chart is the newest whose ``appVersion`` has that minor
-(cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml: 9.51.0 -> 1.33.0, 9.53.0 -> 1.34.2,
-9.59.0 -> 1.35.0, 2026-07-13), and each tag the minor's newest release (git tags
-cluster-autoscaler-1.33.6, -1.34.5, -1.35.2; snapshot 2026-08-22)."""
+(cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml at the chart tags: 9.51.0 -> 1.33.0;
+9.52.x -> 1.34.1 and 9.53.0 -> 1.34.2; 9.54.0-9.59.0 -> 1.35.0; read in the 2026-08-22 snapshot), and
+each tag the minor's newest release (git tags cluster-autoscaler-1.33.6, -1.34.5, -1.35.2, all of
+2026-07-22, whose ``version.go`` says the same). The images exist at
+``registry.k8s.io/autoscaling/cluster-autoscaler`` (the chart's ``image.repository``): kubernetes/k8s.io
+PR #9760 "Add cluster-autoscaler releases: 1.33.6, 1.34.5, 1.35.2, 1.36.1", merged 2026-07-22, promoted
+them (digests v1.33.6 ``sha256:7b44e0f0...``, v1.34.5 ``sha256:5c3a5644...``, v1.35.2 ``sha256:aac369dc...``
+from the staging registry, as its description lists them). The chart's own default tag is its
+``appVersion`` (v1.35.0 in 9.59.0): ``image.tag`` overrides it with the patch release."""
 ATTACHED_AUTOSCALER = (
     "the existing EKS cluster must run the Cluster Autoscaler for these node groups to grow (from zero or "
     "within their range): EKS scales no managed node group itself; fullserver installs it only on clusters it creates"

@@ -227,8 +227,17 @@ def test_spot_fallback_groups_scale_from_zero_on_an_existing_cluster(plans: Plan
         assert group["tags"]["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "1"
         assert group["labels"]["fullserver-ttl-hours"] == "8"
     tags = g.of_type("autoscaling/tag:Tag")
-    assert len(tags) == 2 * len(autoscaler_tags(plan))
-    assert {t.inputs["tag"]["key"] for t in tags} == set(autoscaler_tags(plan))
+    # On each group's Auto Scaling group: the node template (labels, taint, GPUs) and the discovery
+    # tags the autoscaler's IAM condition requires, with the values it requires.
+    assert len(tags) == 2 * len(autoscaler_tags(plan)) + 2 * 2
+    assert {t.inputs["tag"]["key"] for t in tags} == set(autoscaler_tags(plan)) | {
+        "k8s.io/cluster-autoscaler/enabled",
+        "k8s.io/cluster-autoscaler/research",
+    }
+    values = {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in tags}
+    assert values["k8s.io/cluster-autoscaler/enabled"] == "true"
+    assert values["k8s.io/cluster-autoscaler/research"] == "owned"
+    assert values["k8s.io/cluster-autoscaler/node-template/label/nvidia.com/gpu.present"] == "true"
     assert all(t.inputs["tag"]["propagateAtLaunch"] is False for t in tags)
     template = g.one("ec2/launchTemplate:LaunchTemplate").inputs
     assert "networkInterfaces" not in template and "placement" not in template
@@ -245,6 +254,8 @@ def test_spot_fallback_groups_scale_from_zero_on_an_existing_cluster(plans: Plan
     assert claim["storageClassName"] == storage["metadata"]["name"]
     assert claim["resources"] == {"requests": {"storage": f"{disk.size_gib}Gi"}}
     assert spot["labels"]["fullserver-pod-data-gib"] == str(disk.size_gib)
+    assert spot["labels"]["fullserver-pod-data-kind"] == "gp3"  # the budget policy prices it by its kind
+    assert "fullserver-pod-data-iops" not in spot["labels"]  # gp3's baseline: nothing provisioned above it
     assert any("Amazon EBS CSI driver" in w for w in plan.warnings)  # attached: no add-on built here
     # Not the instance type: the spot group may run any of its balanced alternatives.
     assert pod["nodeSelector"] == {"fullserver-environment": "exp-aws-l4-spot"}
@@ -302,12 +313,21 @@ def test_deploy_workload_on_an_existing_cluster_reads_it(plans: Plans, build: Bu
     assert g.of_type("eks/cluster:Cluster") == []  # still nothing of the cluster is touched
 
 
-def test_a_created_cluster_gets_the_ebs_csi_driver_for_the_pods_data_volumes(plans: Plans, build: Build) -> None:
+def test_a_created_cluster_gets_the_ebs_csi_driver_for_the_pods_data_volumes(
+    plans: Plans, build: Build, resource_options: Any
+) -> None:
     """Pod Identity (the default): a role trusted by the Pod Identity service with the driver's managed
-    policy, associated with the controller's service account through the add-on."""
+    policy, associated with the controller's service account through the add-on. The add-on waits
+    for the untainted system group (its controller's node while every GPU group sits at zero: the
+    provider's create fails an add-on that stays DEGRADED)."""
     plan = kube_plan(spec_of(plans, "exp-aws-l4-spot"), Platform.EKS_GPU)
     assert plan.data_volume is not None and not any("EBS CSI" in w for w in plan.warnings)
+    assert all(p.min_nodes == 0 for p in plan.pools)
     g = build(lambda: EksEnvironment("vol", eks_args(plan, SUBNETS, "vpc-1")))
+    waits = {d._name for d in resource_options["vol-ebs-csi"].depends_on or []}
+    assert {"vol-system", "vol-pod-identity"} <= waits
+    system = system_group(g)
+    assert system is not None and system["scalingConfig"]["minSize"] == 1 and "taints" not in system
     addons = {r.inputs["addonName"]: r.inputs for r in g.of_type("eks/addon:Addon")}
     assert set(addons) == {"eks-pod-identity-agent", "aws-ebs-csi-driver"}
     ebs = addons["aws-ebs-csi-driver"]
@@ -315,7 +335,7 @@ def test_a_created_cluster_gets_the_ebs_csi_driver_for_the_pods_data_volumes(pla
     (association,) = ebs["podIdentityAssociations"]
     assert association["serviceAccount"] == "ebs-csi-controller-sa"
     assert "serviceAccountRoleArn" not in ebs
-    # The controller runs on the (tainted) GPU nodes, the node plugin on every node.
+    # The controller tolerates the GPU taint too (it runs on the system group), the node plugin every taint.
     assert json.loads(ebs["configurationValues"]) == {
         "controller": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
         "node": {"tolerateAllTaints": True},

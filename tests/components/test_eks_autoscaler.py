@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from components.eks import EksEnvironment, eks_args
-from components.eks.autoscaler import DESCRIBE_ACTIONS, SCALE_ACTIONS, autoscaler_policy, chart_for
+from components.eks.autoscaler import DESCRIBE_ACTIONS, SCALE_ACTIONS, autoscaler_policy, chart_for, discovery_tags
 from components.graph import Graph, Row
 from fullserver.kube import kube_plan
 from fullserver.kube.attached import autoscaler_warnings
@@ -90,7 +90,34 @@ def test_the_policy_scales_only_this_clusters_groups() -> None:
     assert describe["Action"] == list(DESCRIBE_ACTIONS) and describe["Resource"] == ["*"]
     assert "autoscaling:SetDesiredCapacity" not in describe["Action"]
     assert scale["Action"] == list(SCALE_ACTIONS)
-    assert scale["Condition"] == {"StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/c1": "owned"}}
+    assert scale["Condition"] == {
+        "StringEquals": {
+            "aws:ResourceTag/k8s.io/cluster-autoscaler/enabled": "true",
+            "aws:ResourceTag/k8s.io/cluster-autoscaler/c1": "owned",
+        }
+    }
+
+
+def test_the_groups_carry_the_tags_the_policy_condition_requires(plans: Plans, build: Build) -> None:
+    """Discovery and the scaling condition do not rest on what EKS writes on its Auto Scaling groups
+    (no EKS page lists it): every group with a range gets both tags, exactly as the condition asks."""
+    plan = kube_plan(spec_of(plans, "exp-aws-l4-spot"), Platform.EKS_GPU)
+    g = build(lambda: EksEnvironment("exp", eks_args(plan)))
+    (inline,) = [r.inputs for r in g.of_type("iam/rolePolicy:RolePolicy")]
+    _, scale = json.loads(inline["policy"])["Statement"]
+    required = {k.removeprefix("aws:ResourceTag/"): v for k, v in scale["Condition"]["StringEquals"].items()}
+    assert required == discovery_tags("exp-aws-l4-spot")
+    for role in ("spot", "on-demand"):
+        written = {
+            t.inputs["tag"]["key"]: t.inputs["tag"]["value"]
+            for t in g.of_type("autoscaling/tag:Tag")
+            if t.name.startswith(f"exp-{role}-")
+        }
+        assert required.items() <= written.items(), role
+    # A fixed group (min = max) has nothing to scale: no tags on it (eks-gpu-cluster's two p5 nodes).
+    fixed = spec_of(plans, "eks-gpu-cluster").kube
+    assert fixed is not None and all(p.min_nodes == p.max_nodes for p in fixed.pools)
+    assert build(lambda: EksEnvironment("p5", eks_args(fixed))).of_type("autoscaling/tag:Tag") == []
 
 
 def test_the_chart_follows_the_cluster_minor() -> None:

@@ -126,8 +126,9 @@ def test_spot_with_fallback_builds_a_spot_pool_and_an_on_demand_pool(plans: Plan
         "resources": {"requests": {"storage": f"{disk.size_gib}Gi"}},
     }
     assert pod["containers"][0]["volumeMounts"] == [{"name": "data", "mountPath": "/data"}]
-    for pool in (spot, fallback):  # the balance policy reads the volume off the pool
+    for pool in (spot, fallback):  # the balance policy reads the volume off the pool, the budget its kind too
         assert pool["nodeConfig"]["labels"]["fullserver-pod-data-gib"] == str(disk.size_gib)
+        assert pool["nodeConfig"]["labels"]["fullserver-pod-data-kind"] == disk.kind == "pd-balanced"
     assert "Compute Engine persistent disk CSI driver" in " ".join(plan.warnings)  # attached: it must have it
 
 
@@ -190,13 +191,21 @@ def test_multi_host_tpu_slice_pool_on_a_new_private_cluster(catalog: Catalog, bu
 
 
 def test_elastic_tpu_slice_scales_all_or_nothing(catalog: Catalog, build: Build) -> None:
-    """A flex-start slice pool: 0 or the slice's 4 hosts per zone (never only total_*: ci-infra#545)."""
+    """A flex-start multi-host slice pool, as xpk builds one (``gke.FLEX_START_MIN_VERSION``): no
+    queued provisioning, 0 or the slice's 4 hosts in its one zone (never only total_*: ci-infra#545),
+    location policy ANY, no reservation, no auto-repair, COMPACT with the slice's topology, 15 pods a node."""
     plan = kube_plan(tpu_slice(catalog), Platform.GKE_TPU, cluster="c", flex_start=True)
     g = build(lambda: GkeEnvironment("flex-slice", gke_args(plan, "proj")))
     (pool,) = pools(g).values()
     assert pool["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"}
     assert pool["initialNodeCount"] == 0 and "queuedProvisioning" not in pool
+    assert pool["nodeLocations"] == ["us-central1-a"]
     assert pool["nodeConfig"]["flexStart"] is True
+    assert pool["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert pool["management"]["autoRepair"] is False
+    assert pool["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x4"} and pool["maxPodsPerNode"] == 15
+    assert not any("COMPACT placement" in w for w in plan.warnings)  # a slice keeps its placement
+    assert any("1.33.0-gke.1712000 or later" in w for w in plan.warnings)  # attached: the TPU version
 
 
 def test_steady_v5p_slice_is_a_fixed_pool(plans: Plans, build: Build) -> None:
@@ -257,7 +266,11 @@ def test_flex_start_pool_gives_the_exported_job_nodes_and_scales_from_zero(catal
         "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"},
     }
     assert pool["nodeConfig"]["diskType"] == "hyperdisk-balanced"  # A3 attaches Hyperdisk only
-    assert pool["placementPolicy"] == {"type": "COMPACT"}
+    # No group placement with flex-start on A3 High (Cluster Toolkit: only A3 Ultra, A4 and H4D, via a
+    # workload policy): the non-flex plan would place the two nodes compactly; this one says it does not.
+    assert spec.network.compact_placement and "placementPolicy" not in pool and not plan.compact_placement
+    assert any(w.startswith("flex-start GPU pool without COMPACT placement") for w in plan.warnings)
+    assert kube_plan(spec, Platform.GKE_GPU, cluster="c").compact_placement
     assert any("GPUDirect-TCPX" in w and "no GPU NICs" in w for w in plan.warnings)
 
 

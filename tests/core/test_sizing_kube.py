@@ -60,6 +60,7 @@ def test_the_pods_data_volume_makes_up_what_its_ephemeral_storage_misses() -> No
     nvme = next(line for line in spec.balance.lines if line.dimension == "nvme")
     assert nvme.ok and nvme.provided == pytest.approx(ephemeral + 673)
     assert kube.node_labels["fullserver-pod-data-gib"] == "673"
+    assert kube.node_labels["fullserver-pod-data-kind"] == kube.data_volume.kind == "pd-balanced"
 
 
 def test_when_no_shape_leaves_a_pod_enough_sizing_refuses_in_one_line() -> None:

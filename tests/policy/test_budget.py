@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from fullserver.kube.cost import volume_usd_hour
 from fullserver.kube.manifest import workload
+from fullserver.kube.volume import LABEL_GIB, LABEL_IOPS, LABEL_KIND, LABEL_MBPS
+from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 from policy.budget import estimate_month
+from policy.kube_nodes import EKS_NODE_GROUP, GKE_NODE_POOL
 from policy.offers import catalog
 from policy.resources import (
     AWS_ASG,
@@ -19,6 +23,7 @@ from policy.resources import (
 )
 from tests.policy.conftest import (
     NOT_APPLICABLE,
+    Captured,
     CapturedStack,
     Stacks,
     made,
@@ -179,9 +184,8 @@ def test_a_created_cluster_s_system_pool_is_priced_as_its_cpu_machine(captured: 
 def test_the_serving_load_balancers_hours_are_in_the_estimate(stacks: Stacks) -> None:
     """The ALB and Google's forwarding rule of the VM serving stacks, at the network catalog's rate."""
     aws = estimate_month(policy_resources(stacks["serve-aws-realtime"]))
-    assert [(usd, item) for usd, item in aws.items if "alb" in item] == [
-        (pytest.approx(0.0225 * 730), "LoadBalancer 'serve-aws-realtime-alb': alb $0.0225/h")
-    ]
+    ((usd, item),) = [(usd, item) for usd, item in aws.items if "alb" in item]
+    assert item == "LoadBalancer 'serve-aws-realtime-alb': alb $0.0225/h" and usd == pytest.approx(0.0225 * 730)
     gcp = estimate_month(policy_resources(stacks["serve-gcp-realtime"]))
     assert len([item for _, item in gcp.items if "forwarding-rule" in item]) == 1
 
@@ -204,6 +208,78 @@ def test_a_node_pools_load_balancer_service_is_priced_from_the_applied_workload(
                 m["metadata"]["annotations"] = {"service.beta.kubernetes.io/aws-load-balancer-type": "external"}
     serving.resources.append(made("kubernetes:yaml/v2:ConfigGroup", {"objs": manifests}, name="serve-workload"))
     est = estimate_month(policy_resources(serving))
-    assert [(usd, it) for usd, it in est.items if "Service" in it] == [
-        (pytest.approx(rate * 730), f"ConfigGroup 'serve-workload': LoadBalancer Service: {item} ${rate}/h")
-    ]
+    ((usd, line),) = [(usd, it) for usd, it in est.items if "Service" in it]
+    assert line == f"ConfigGroup 'serve-workload': LoadBalancer Service: {item} ${rate}/h"
+    assert usd == pytest.approx(rate * 730)
+
+
+def test_pods_data_volumes_are_priced_by_their_kind_as_the_plan_prices_them(captured: dict[str, CapturedStack]) -> None:
+    """gke-gpu-attach: every pod mounts a data volume the manifests build (no cloud resource of the
+    stack). Its pools' node labels name the volume's size and kind, so the budget prices one volume
+    per node at each pool's ceiling, at the price ``fullserver plan`` puts on it."""
+    stack = captured["gke-gpu-attach"]
+    spec = stack.plan.spec
+    assert spec.kube is not None and spec.kube.data_volume is not None
+    volume = spec.kube.data_volume
+    per_volume_month = volume_usd_hour(spec.kube, spec, catalog())[0] * HOURS_PER_MONTH
+    assert per_volume_month > 0
+    est = estimate_month(policy_resources(stack))
+    lines = [(usd, item) for usd, item in est.items if f"x {volume.size_gib:g} GiB {volume.kind}" in item]
+    ceilings = sorted(p.max_nodes for p in spec.kube.pools)
+    assert len(lines) == len(spec.kube.pools) == 2  # the spot pool and its on-demand fallback
+    assert sorted(usd for usd, _ in lines) == pytest.approx([n * per_volume_month for n in ceilings])
+    assert est.unpriced == []
+
+
+def _labelled_group(labels: dict[str, str]) -> Captured:
+    return made(
+        EKS_NODE_GROUP,
+        {
+            "instanceTypes": ["p5.48xlarge"],
+            "scalingConfig": {"minSize": 0, "maxSize": 2, "desiredSize": 0},
+            "capacityType": "ON_DEMAND",
+            "labels": labels,
+            "arn": "arn:aws:eks:us-east-1:123456789012:nodegroup/c/g/1",
+        },
+        name="gpu-group",
+    )
+
+
+def test_an_eks_group_s_volumes_are_priced_with_their_provisioned_iops_and_throughput(stacks: Stacks) -> None:
+    """gp3 above its free 3,000 IOPS and 125 MB/s costs more (``disk_usd_month``): the labels carry both."""
+    stack = stacks["eks-gpu-cluster"]
+    plain = {LABEL_GIB: "500", LABEL_KIND: "gp3"}
+    fast = {**plain, LABEL_IOPS: "16000", LABEL_MBPS: "1000"}
+    price = catalog().storage_price("aws", "gp3", "us-east-1")
+    assert price is not None
+    prices = []
+    for labels in (plain, fast):
+        crafted = stack.copy()
+        crafted.resources.append(_labelled_group(labels))
+        est = estimate_month(policy_resources(crafted))
+        (usd,) = [usd for usd, item in est.items if "gpu-group" in item and "500 GiB gp3" in item]
+        prices.append(usd)
+    assert prices[0] == pytest.approx(2 * disk_usd_month(price, 500, 0, 0))
+    assert prices[1] == pytest.approx(2 * disk_usd_month(price, 500, 16000, 1000)) and prices[1] > prices[0]
+
+
+def test_a_volume_labelled_with_its_size_only_takes_the_platform_s_default_kind(stacks: Stacks) -> None:
+    """A pool an older fullserver labelled with the size alone: priced as the default data disk kind
+    (EKS gp3), not left out."""
+    stack = stacks["eks-gpu-cluster"]
+    stack.resources.append(_labelled_group({LABEL_GIB: "200"}))
+    est = estimate_month(policy_resources(stack))
+    assert any("gpu-group" in item and "2 x 200 GiB gp3" in item for _, item in est.items)
+    assert est.unpriced == []
+
+
+def test_a_tpu_slice_s_every_host_carries_its_own_boot_disk_and_volume(stacks: Stacks) -> None:
+    """A TPU slice pool is priced as one slice, but each of its hosts has a boot disk and its pod a volume."""
+    stack = stacks["gke-tpu-slice"]
+    pool = stack.one(GKE_NODE_POOL, "-accelerators")
+    pool.outputs["nodeConfig"]["labels"] = {**pool.outputs["nodeConfig"]["labels"], LABEL_GIB: "100"}
+    est = estimate_month(policy_resources(stack))
+    items = [item for _, item in est.items if pool.name in item]
+    assert any("4 x 100 GiB pd-balanced" in item for item in items)  # four hosts' volumes (default kind)
+    boot = pool.outputs["nodeConfig"]["diskSizeGb"]
+    assert any(f"4 x {boot:g} GiB" in item for item in items)  # and four boot disks

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fullserver.kube import kube_plan
-from fullserver.kube.manifest import fits_node, resources, serving, training_job, workload
+from fullserver.kube.manifest import TPU_WORKER_WEBHOOK, fits_node, resources, serving, training_job, workload
 from fullserver.plan import StackPlan
 from fullserver.platform import Platform
 
@@ -74,21 +74,30 @@ def test_a_multi_node_gpu_job_is_indexed_without_host_networking(plans: dict[str
     assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": job["metadata"]["name"]}}
 
 
-def test_each_pod_of_a_multi_host_tpu_slice_knows_its_worker_id_and_peers(plans: dict[str, StackPlan]) -> None:
-    """gke-tpu-slice: four hosts. Each pod's TPU_WORKER_ID is its completion index (the annotation
-    the indexed Job gives it), and TPU_WORKER_HOSTNAMES names every pod as <job>-<i>.<service>, the
-    DNS names the headless Service and the pods' subdomain give them."""
+def test_a_multi_host_tpu_job_is_what_gke_s_tpu_webhook_gives_its_worker_variables(
+    plans: dict[str, StackPlan],
+) -> None:
+    """gke-tpu-slice: four hosts. GKE injects TPU_WORKER_ID and TPU_WORKER_HOSTNAMES into a Job with
+    completionMode Indexed, a subdomain, parallelism > 1 and google.com/tpu requests
+    (``TPU_WORKER_WEBHOOK``): the Job has all four, and sets neither variable itself (a second
+    definition would hide the first); the headless Service gives the subdomain its DNS names."""
     plan = plans["gke-tpu-slice"].spec.kube
     assert plan is not None and plan.nodes_per_replica == 4
     job, service = training_job(plan, "jax:1", ["python", "train.py"])
     name = job["metadata"]["name"]
     pod = job["spec"]["template"]["spec"]
-    assert job["spec"]["completionMode"] == "Indexed" and pod["subdomain"] == service["metadata"]["name"] == name
-    env = {e["name"]: e for e in pod["containers"][0]["env"]}
-    assert env["TPU_WORKER_ID"]["valueFrom"] == {
-        "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
-    }
-    assert env["TPU_WORKER_HOSTNAMES"]["value"].split(",") == [f"{name}-{i}.{name}" for i in range(4)]
+    assert job["spec"]["completionMode"] == "Indexed"
+    assert pod["subdomain"] == service["metadata"]["name"] == name
+    assert job["spec"]["parallelism"] == job["spec"]["completions"] == 4
+    (container,) = pod["containers"]
+    assert (
+        int(container["resources"]["requests"]["google.com/tpu"])
+        == int(container["resources"]["limits"]["google.com/tpu"])
+        == 4
+    )
+    assert not any(e["name"].startswith("TPU_WORKER") for e in container.get("env", []))
+    assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": name}}
+    assert "completionMode: Indexed, subdomain, parallelism > 1" in TPU_WORKER_WEBHOOK
     # A GPU job's pods find each other their own way (torchrun's rendezvous): no TPU variables.
     gpu_job, _ = training_job(kube_plan(plans["train-p5-cluster"].spec, Platform.EKS_GPU), "t:1", ["torchrun"])
     assert "env" not in gpu_job["spec"]["template"]["spec"]["containers"][0]

@@ -70,7 +70,8 @@ def test_a_node_is_measured_by_a_pinned_job_that_is_deleted_after(plan: KubePlan
     assert (lines["gpu pcie width"].promised, lines["gpu pcie width"].delivered) == (16, 8)
     assert lines["allocatable nvidia.com/gpu"].delivered == 8
     assert got.status == "short"
-    assert got.problems == []
+    # the p5's ENA link reports no speed: not measurable, named once (fullserver.kube.verify_lines)
+    assert [p.split(":")[0] for p in got.problems] == ["network link speed not measurable"]
     # one Job, pinned to the node, created in the namespace asked for, then deleted with its pod
     (created,) = [p for m, p, _ in fake.requests if m == "POST"]
     assert created == "/apis/batch/v1/namespaces/ml/jobs"

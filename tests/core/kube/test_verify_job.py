@@ -13,6 +13,7 @@ from fullserver.baremetal.measure import Caps
 from fullserver.baremetal.probe import PROBE_SCRIPT
 from fullserver.kube.verify_job import (
     DONE,
+    GPU_ENV,
     GPU_IMAGE,
     JOB_PREFIX,
     TPU_IMAGE,
@@ -119,3 +120,18 @@ def test_the_script_runs_to_its_end_on_a_machine_without_gpus() -> None:
     assert out.splitlines()[-1] == DONE
     for section in ("os", "cpus", "meminfo", "lsblk", "nics", "gpus", "hostmounts", "devnums", "xml", "nicnuma"):
         assert f"@@fullserver:section {section}" in out
+
+
+@pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell")
+def test_a_gpu_script_finds_gke_s_driver_where_its_device_plugin_mounts_it() -> None:
+    """GKE mounts the driver at /usr/local/nvidia in every GPU container: nvidia-smi and NVML come
+    first on PATH and LD_LIBRARY_PATH whatever the image sets (a --image need not set them)."""
+    gpu = measure_script(Caps(), gpus=True)
+    assert gpu.startswith(GPU_ENV + "\n")
+    assert GPU_ENV not in measure_script(Caps(), gpus=False)  # a TPU node has no NVIDIA driver
+    probe = GPU_ENV + '\necho "$PATH"; echo "$LD_LIBRARY_PATH"'
+    for inherited, want in ((None, "/usr/local/nvidia/lib64"), ("/opt/x", "/usr/local/nvidia/lib64:/opt/x")):
+        env = {"PATH": "/usr/bin:/bin", **({"LD_LIBRARY_PATH": inherited} if inherited else {})}
+        out = subprocess.run(["sh", "-c", probe], capture_output=True, text=True, env=env, check=True).stdout
+        path, libs = out.splitlines()
+        assert path == "/usr/local/nvidia/bin:/usr/bin:/bin" and libs == want

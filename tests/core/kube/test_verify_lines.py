@@ -134,3 +134,37 @@ def test_a_tpu_nodes_chips_are_the_ones_it_offers(plans: dict[str, StackPlan]) -
     assert lines["cpu"].delivered == 192
     assert lines["allocatable ephemeral"].delivered is None  # not reported by this node: not judged
     assert not any(x.dimension.startswith("gpu") for x in got.lines)
+
+
+def test_a_link_that_reports_no_speed_is_not_measurable_never_short(plans: dict[str, StackPlan]) -> None:
+    """The p5 node's ENA link (ens32) reads -1 in sysfs: its network lines say why they could not be
+    measured, the node is unverified on them (a problem), and no network line is short; the same
+    node whose link reads a speed too slow for the profile is short."""
+    plan = _p5(plans)
+    profile = load_profiles()[plan.profile]
+    node = Node(NODE, P5_ALLOCATABLE)
+    got = node_verdict(plan, node, parse_log(NODE, P5_LOG), profile, load_catalog())
+    network = [x for x in got.lines if x.dimension in ("network link", "internode network")]
+    assert network and all(x.delivered is None and x.ok is None for x in network)
+    assert all(x.detail.startswith("not measurable: ens32 reports no link speed") for x in network)
+    assert any(p.startswith("network link speed not measurable: ens32") for p in got.problems)
+    assert not any(x.dimension in ("network link", "internode network") for x in got.short)
+    slow = P5_LOG.replace("ens32|up|-1|9001|1|1", "ens32|up|25000|9001|1|1")
+    got = node_verdict(plan, node, parse_log(NODE, slow), profile, load_catalog())
+    (link,) = [x for x in got.lines if x.dimension == "network link"]
+    assert (link.delivered, link.ok) == (25, False) and "not measurable" not in link.detail
+    assert not any("not measurable" in p for p in got.problems)
+
+
+def test_a_readable_link_that_meets_the_profile_keeps_its_line_beside_an_unreadable_one(
+    plans: dict[str, StackPlan],
+) -> None:
+    """An unreadable second link does not hide a first one that already delivers the profile's minimum."""
+    plan = _p5(plans)
+    fast = P5_LOG.replace("ens32|up|-1|9001|1|1", "ens32|up|3200000|9001|1|1\nens33|up|-1|9001|1|1")
+    got = node_verdict(
+        plan, Node(NODE, P5_ALLOCATABLE), parse_log(NODE, fast), load_profiles()[plan.profile], load_catalog()
+    )
+    (link,) = [x for x in got.lines if x.dimension == "network link"]
+    assert link.delivered == 3200 and link.ok
+    assert not any("not measurable" in p for p in got.problems)
