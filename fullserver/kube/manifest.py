@@ -215,8 +215,10 @@ def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": meta,
+        # No ``replicas``: the HPA owns the count (from its minReplicas up). Applied again, a replica
+        # count here would reset what it scaled to (Kubernetes "Horizontal Pod Autoscaling",
+        # "Migrating Deployments and StatefulSets to horizontal autoscaling": remove spec.replicas).
         "spec": {
-            "replicas": plan.min_replicas,
             "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
             "template": {
                 "metadata": {"labels": labels, "annotations": scrape},
