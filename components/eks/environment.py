@@ -49,13 +49,11 @@ from components.eks.network import EksNetwork, eks_network
 from components.eks.storage import ebs_csi_driver
 from components.names import logical
 from components.outputs import EnvironmentComponent
-from components.serving import endpoint_url
 from fullserver.kube import KubePlan, Pool
 from fullserver.kube.kubeconfig import eks_kubeconfig
-from fullserver.kube.serve import lb_service_name, manual_endpoint
+from fullserver.kube.serve import endpoint_of, lb_service_name, manual_endpoint
 from fullserver.naming import fit_name
 from fullserver.platforms import eks
-from fullserver.serving import LB_PORT
 
 TOKEN = "fullserver:index:EksEnvironment"
 CLUSTER_POLICIES = ("arn:aws:iam::aws:policy/AmazonEKSClusterPolicy",)
@@ -498,7 +496,8 @@ class EksEnvironment(EnvironmentComponent):
                 reader = read_parameter(plan.region, self)
                 address = apply_workload(name, manifests, config, self, [groups, *controllers], secrets, reader)
                 if lb_service_name(manifests):
-                    self.endpoint = address.apply(lambda a: endpoint_url(a, LB_PORT))
+                    self.endpoint = address.apply(lambda a: endpoint_of(manifests, a))
+                    self.lb_address = address  # where serving.domains must point (the program's dnsTarget)
         self.node_group_names = pulumi.Output.all(*[g.node_group_name for g in groups.groups]).apply(list)
         self.instance_role = groups.role.name
         self.instance_role_arn = groups.role.arn
@@ -508,6 +507,7 @@ class EksEnvironment(EnvironmentComponent):
         self.workload = pulumi.Output.from_input(args["workload"])
         if not hasattr(self, "endpoint"):
             self.endpoint = pulumi.Output.from_input(manual_endpoint(manifests))
+            self.lb_address = pulumi.Output.from_input("")  # applied by hand: the Service's, not known here
         self.register(
             {"cluster_name": self.cluster_name, "node_group_names": self.node_group_names, "workload": self.workload}
         )

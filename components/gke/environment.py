@@ -34,14 +34,12 @@ import pulumi_gcp as gcp
 from components.gke.args import GkeArgs
 from components.names import logical, physical
 from components.outputs import EnvironmentComponent
-from components.serving import endpoint_url
 from fullserver.kube import KubePlan, Pool
 from fullserver.kube.kubeconfig import gke_kubeconfig
-from fullserver.kube.serve import lb_service_name, manual_endpoint
+from fullserver.kube.serve import endpoint_of, lb_service_name, manual_endpoint
 from fullserver.naming import fit_name
 from fullserver.platforms import gke
 from fullserver.rules import gcp_labels
-from fullserver.serving import LB_PORT
 
 if TYPE_CHECKING:
     from components.kube_workload import SecretReader
@@ -369,7 +367,8 @@ class GkeEnvironment(EnvironmentComponent):
             reader = read_secret(args["project"], self)
             address = apply_workload(name, manifests, config, self, [pools], secrets, reader)
             if lb_service_name(manifests):
-                self.endpoint = address.apply(lambda a: endpoint_url(a, LB_PORT))
+                self.endpoint = address.apply(lambda a: endpoint_of(manifests, a))
+                self.lb_address = address  # where serving.domains must point (the program's dnsTarget)
         self.node_pools = pulumi.Output.all(*[p.name for p in pools.pools]).apply(list)
         self.service_account = pools.service_account.email
         self.connect = pulumi.Output.from_input(
@@ -379,4 +378,5 @@ class GkeEnvironment(EnvironmentComponent):
         self.workload = pulumi.Output.from_input(args["workload"])
         if not hasattr(self, "endpoint"):
             self.endpoint = pulumi.Output.from_input(manual_endpoint(manifests))
+            self.lb_address = pulumi.Output.from_input("")  # applied by hand: the Service's, not known here
         self.register({"cluster_name": self.cluster_name, "node_pools": self.node_pools, "workload": self.workload})

@@ -154,14 +154,17 @@ def _server_container(plan: KubePlan, endpoint: ServingSpec, name: str) -> dict[
 
 def _load_balancer(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dict[str, str]) -> Manifest:
     """The LoadBalancer Service: port 80 to the server's port, the provider's annotations (``fullserver.kube.serve``)."""
+    tls = endpoint.tls
     spec: dict[str, Any] = {
         "type": "LoadBalancer",
         "selector": {"app.kubernetes.io/name": name},
-        "ports": [{"name": "http", "port": endpoint.lb_port, "targetPort": "http", "protocol": "TCP"}],
+        "ports": serve.service_ports(endpoint.lb_port, tls),
     }
     if plan.provider == "gke":
         spec["externalTrafficPolicy"] = "Local"
-    annotations = serve.service_annotations(plan.provider, endpoint.load_balancer, endpoint.server.health_path)
+    annotations = serve.service_annotations(plan.provider, endpoint.load_balancer, endpoint.server.health_path, tls)
+    if tls is not None and tls.host:
+        annotations[serve.HOST_ANNOTATION] = tls.host
     return {
         "apiVersion": "v1",
         "kind": "Service",

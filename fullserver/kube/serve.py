@@ -24,9 +24,11 @@ builds the objects from these).
     ``kubernetes.io/role/elb`` (public) or ``kubernetes.io/role/internal-elb`` (private), which a
     created cluster's network carries (``eks.PUBLIC_SUBNET_TAGS``).
 
-  HTTPS is not built on these platforms: a passthrough NLB cannot terminate TLS (GKE refuses
-  ``fullserver:serving.domains``, ``tls_refusal``), and the EKS NLB is built with a TCP listener
-  (``eks.CERTIFICATE_LACKED`` refuses ``serving.certificateArn``).
+  HTTPS: GKE's passthrough NLB cannot terminate TLS, so GKE refuses ``fullserver:serving.domains``
+  (``tls_refusal``). On EKS ``serving.certificateArn`` (an ACM certificate in the stack's region,
+  ``fullserver.tls``) gives the NLB a TLS listener on 443 instead of port 80 (``service_ports``):
+  an L4 listener cannot answer the redirect the VM path's port 80 gives, and plain HTTP would carry
+  the API key in clear; ``serving.domains`` name the endpoint's host (``HOST_ANNOTATION``).
 
 * API key: the stack's ``serving.apiKeySecret`` (and ``tokenSecret``) name the cloud's secret as on
   the VM path (a Secret Manager secret on GCP, an SSM SecureString parameter on AWS). With
@@ -62,6 +64,7 @@ from fullserver.kube.attached import EKS_ATTACHED_LB_CONTROLLER, EKS_ATTACHED_ME
 if TYPE_CHECKING:
     from fullserver.kube.pool import KubePlan, Provider
     from fullserver.serving import ServingSpec
+    from fullserver.tls import Tls
 
 GKE_EXTERNAL = {"cloud.google.com/l4-rbs": "enabled"}
 GKE_INTERNAL = {"networking.gke.io/load-balancer-type": "Internal"}
@@ -71,6 +74,11 @@ EKS_SCHEMES = {"external": "internet-facing", "internal": "internal"}
 SECRET_VARIABLES = {"api_key": "VLLM_API_KEY", "token": "HF_TOKEN"}
 """What the model server reads each serving secret as (the VM path's ``components.startup``)."""
 SECRET_ANNOTATION = "fullserver/secret"
+HOST_ANNOTATION = "fullserver/host"
+"""On the Service when the stack names ``serving.domains``: the endpoint's host (the first)."""
+TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+"""The NLB's TLS negotiation policy: the one the VM path's ALB takes (``components.aws.serving``,
+which cites the ELB guide's recommendation of TLS 1.3 with 1.2)."""
 
 POD_METRIC_GKE = "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"
 """The queue-size gauge as the Custom Metrics Stackdriver Adapter names a Managed Service for
@@ -94,11 +102,13 @@ INSTALL = {
 }
 
 
-def service_annotations(provider: Provider, scheme: str, health_path: str) -> dict[str, str]:
-    """The LoadBalancer Service's annotations for the provider and the scheme (module doc)."""
+def service_annotations(provider: Provider, scheme: str, health_path: str, tls: Tls | None = None) -> dict[str, str]:
+    """The LoadBalancer Service's annotations for the provider and the scheme (module doc), and on
+    EKS with ``serving.certificateArn`` the NLB's TLS listener (``ssl-cert``, ``ssl-ports``,
+    ``ssl-negotiation-policy``: the controller's annotations for a TLS listener on those ports)."""
     if provider == "gke":
         return dict(GKE_INTERNAL if scheme == "internal" else GKE_EXTERNAL)
-    return {
+    out = {
         f"{AWS}type": "external",
         f"{AWS}nlb-target-type": "ip",
         f"{AWS}scheme": EKS_SCHEMES[scheme],
@@ -106,6 +116,36 @@ def service_annotations(provider: Provider, scheme: str, health_path: str) -> di
         f"{AWS}healthcheck-path": health_path,
         f"{AWS}healthcheck-port": "traffic-port",
     }
+    if tls is not None and tls.certificate_arn:
+        out |= {
+            f"{AWS}ssl-cert": tls.certificate_arn,
+            f"{AWS}ssl-ports": str(tls.port),
+            f"{AWS}ssl-negotiation-policy": TLS_POLICY,
+        }
+    return out
+
+
+def service_ports(lb_port: int, tls: Tls | None) -> list[dict[str, Any]]:
+    """Port 80 to the server's named port; with TLS (EKS) only the TLS port: an L4 listener cannot
+    answer the redirect the VM path's port 80 gives, and plain HTTP would carry the API key in clear."""
+    port, name = (tls.port, "https") if tls is not None else (lb_port, "http")
+    return [{"name": name, "port": port, "targetPort": "http", "protocol": "TCP"}]
+
+
+def endpoint_of(manifests: list[dict[str, Any]], address: str | None) -> str:
+    """The endpoint clients call once the load balancer has ``address``: ``https://<host>`` when the
+    Service names its host (``HOST_ANNOTATION``), ``https://<address>`` with a TLS port, else
+    ``http://<address>`` (``None``: what stands in for it before ``pulumi up``)."""
+    for m in manifests:
+        if m.get("kind") != "Service" or (m.get("spec") or {}).get("type") != "LoadBalancer":
+            continue
+        host = ((m.get("metadata") or {}).get("annotations") or {}).get(HOST_ANNOTATION)
+        https = any(p.get("name") == "https" for p in m["spec"].get("ports", []))
+        scheme = "https" if https else "http"
+        if host:
+            return f"https://{host}"
+        return f"{scheme}://{address}" if address else f"{scheme}://<load balancer address, known after pulumi up>"
+    return ""
 
 
 def secret_name(workload: str) -> str:
@@ -136,7 +176,7 @@ def manual_endpoint(manifests: list[dict[str, Any]]) -> str:
     service = lb_service_name(manifests)
     if service is None:
         return ""
-    return f"http://<address of Service {service}: kubectl get service {service} --namespace default>"
+    return endpoint_of(manifests, f"<address of Service {service}: kubectl get service {service} --namespace default>")
 
 
 def read_command(provider: Provider, region: str, secret: str) -> list[str]:

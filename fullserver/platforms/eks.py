@@ -166,12 +166,7 @@ def gpu_only(req: Request) -> Refusal | None:
 
 
 SIZED_AS = {Platform.EKS_GPU: Platform.AWS_GPU}
-CERTIFICATE_LACKED = (
-    "the eks-gpu endpoint is a Network Load Balancer with a TCP listener on port 80, built without TLS; "
-    "terminate HTTPS in front of it (an Ingress or gateway you run) or serve on aws-gpu"
-)
-"""fullserver's choice (docs/kubernetes.md, "Serving"): the NLB's TLS listener would need its own NLCU
-price (TLS connections count apart) and an HTTP redirect an L4 listener cannot answer."""
+
 
 RULES = PlatformRules(
     platform=Platform.EKS_GPU,
@@ -184,10 +179,10 @@ RULES = PlatformRules(
         "clusterIdentity": "a created EKS cluster's Pod Identity Agent or IAM OIDC provider (IRSA)",
         "subnets": "the subnets of an existing EKS cluster's VPC for the node groups",
         **GPU_SERVING,  # a LoadBalancer Service: an NLB through the AWS Load Balancer Controller
+        "serving.certificateArn": "an ACM certificate for the Network Load Balancer's TLS listener",
     },
     lacks={
-        "clusterLocation": "an EKS cluster lives in the stack's region (fullserver:region); it has no other location",
-        "serving.certificateArn": CERTIFICATE_LACKED,
+        "clusterLocation": "an EKS cluster lives in the stack's region (fullserver:region); it has no other location"
     },
     compact_placement=True,  # a cluster placement group in the launch template
     cluster_zones=CLUSTER_ZONES,  # a created cluster's own VPC (components.eks.network)

@@ -27,7 +27,7 @@ SECRET_VALUE_SIG = "1b47061264138c4ac30d75fd1eb44270"
 ENDPOINT_BEFORE_UP = "http://<load balancer address, known after pulumi up>"
 
 
-def eks_serving(cluster: str | None = None) -> EnvironmentSpec:
+def eks_serving(cluster: str | None = None, **serving: Any) -> EnvironmentSpec:
     config = {
         "fullserver:profile": "realtime-inference",
         "fullserver:platform": "eks-gpu",
@@ -37,7 +37,7 @@ def eks_serving(cluster: str | None = None) -> EnvironmentSpec:
         "fullserver:framework": "pytorch",
         "fullserver:owner": "serving-team",
         "fullserver:deployWorkload": True,
-        "fullserver:serving": {"apiKeySecret": "serving-team/api-key", "tokenSecret": "hf-token"},
+        "fullserver:serving": {"apiKeySecret": "serving-team/api-key", "tokenSecret": "hf-token", **serving},
         **({"fullserver:cluster": cluster} if cluster else {}),
     }
     return plan_workload("llm", "llm", workload_from_config(config, "llm"), load_profiles(), load_catalog()).spec
@@ -179,3 +179,12 @@ def test_an_attached_eks_cluster_gets_no_controller(build: Build, deploy: bool) 
     if not deploy:  # applied by hand: where the address is read
         assert g.outputs["endpoint"] == ("http://<address of Service llm: kubectl get service llm --namespace default>")
         assert g.of_type("core/v1:Secret") == []
+
+
+def test_an_eks_tls_endpoint_is_https_on_the_named_host(build: Build) -> None:
+    cert = "arn:aws:acm:us-east-1:123456789012:certificate/12345678-1234-1234-1234-123456789012"
+    g = build_eks(build, eks_serving(certificateArn=cert, domains=["llm.example.com"]))
+    (group,) = g.of_type("yaml/v2:ConfigGroup")
+    service = next(o for o in group.inputs["objs"] if o["kind"] == "Service")
+    assert service["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == cert
+    assert g.outputs["endpoint"] == "https://llm.example.com"

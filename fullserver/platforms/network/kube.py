@@ -61,7 +61,9 @@ def gke_lb_line(pricer: NetworkPricer, gb: float, rules: int = 1) -> Line | None
 
 
 def eks_lb_line(pricer: NetworkPricer, gb: float, listeners: int = 1) -> Line | None:
-    """A Network Load Balancer: its hours and the NLCUs of the GB it processes (TCP listener)."""
+    """A Network Load Balancer: its hours and the NLCUs of the GB it processes; ``listeners`` 2 is
+    HTTPS (``cost.network_lines``), a TLS listener here, whose NLCUs also count TLS connections
+    (the ELB pricing page's TLS NLCU: 50 new and 3,000 active TLS connections, 1 GB an hour)."""
     rate = pricer.hourly("nlb", "Network Load Balancer")
     if rate is None:
         return None
@@ -69,6 +71,8 @@ def eks_lb_line(pricer: NetworkPricer, gb: float, listeners: int = 1) -> Line | 
     if nlcu is not None and nlcu.usd_hour is not None and nlcu.gb_per_unit_hour:
         units = gb / nlcu.gb_per_unit_hour
         note = f"NLB {rate}/h + {gb:.0f} GB processed = {units:.0f} NLCU-hours x {nlcu.usd_hour}"
+        if listeners > 1:  # HTTPS: the TLS listener (fullserver.kube.serve), no plain one
+            note += "; TLS listener: NLCUs also count TLS connections (50 new/s, 3,000 active each), not estimated"
         return "load balancer", rate * pricer.hours + units * nlcu.usd_hour, note
     pricer.warnings.append(f"no NLB NLCU price for {pricer.region} in the network catalog: NLCUs not priced")
     return "load balancer", rate * pricer.hours, f"NLB {rate}/h (NLCUs not priced)"

@@ -190,9 +190,9 @@ def test_an_attached_eks_cluster_must_run_the_load_balancer_controller() -> None
             "us-east-1",
             {
                 "apiKeySecret": "k",
-                "certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/12345678-1234-1234-1234-123456789012",
+                "certificateArn": "arn:aws:acm:us-west-2:123456789012:certificate/12345678-1234-1234-1234-123456789012",
             },
-            "serving.certificateArn",
+            "serving.certificateArn",  # a certificate of another region: ACM certificates are regional
         ),
         ("gcp-gpu", "us-central1", {"apiKeySecret": "k", "podMetrics": True}, "serving.podMetrics"),
     ],
@@ -204,6 +204,36 @@ def test_what_a_pool_service_cannot_build_is_refused_in_one_line(
         stack(platform, region, serving=serving)
     line = raised.value.line()
     assert f"fullserver:{key}" in line and "\n" not in line
+
+
+CERT = "arn:aws:acm:us-east-1:123456789012:certificate/12345678-1234-1234-1234-123456789012"
+
+
+def test_an_eks_certificate_gives_the_nlb_a_tls_listener_and_no_plain_port() -> None:
+    plan = stack(
+        "eks-gpu", "us-east-1", serving={"apiKeySecret": "k", "certificateArn": CERT, "domains": ["llm.example.com"]}
+    )
+    spec = plan.spec
+    assert spec.kube is not None
+    manifests = workload(spec.kube, spec)
+    service = by_kind(manifests)["Service"]
+    assert service["spec"]["ports"] == [{"name": "https", "port": 443, "targetPort": "http", "protocol": "TCP"}]
+    annotations = service["metadata"]["annotations"]
+    assert {k: v for k, v in annotations.items() if "ssl" in k or k == serve.HOST_ANNOTATION} == {
+        f"{AWS}ssl-cert": CERT,
+        f"{AWS}ssl-ports": "443",
+        f"{AWS}ssl-negotiation-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
+        serve.HOST_ANNOTATION: "llm.example.com",
+    }
+    assert serve.endpoint_of(manifests, "k8s-nlb.elb.us-east-1.amazonaws.com") == "https://llm.example.com"
+    # without domains the endpoint is the NLB's own name, over TLS
+    bare = stack("eks-gpu", "us-east-1", serving={"apiKeySecret": "k", "certificateArn": CERT}).spec
+    assert bare.kube is not None
+    assert serve.endpoint_of(workload(bare.kube, bare), "nlb.example") == "https://nlb.example"
+    # the NLB is priced as without TLS (listeners are not billed apart); the note says what TLS adds
+    line = {line.item: line for line in plan.cost.lines}["load balancer"]
+    assert line.usd_month == round(0.0225 * 730 + 2000 * 0.006, 2)
+    assert "TLS listener" in line.note
 
 
 def test_tls_refusal_is_gkes_alone() -> None:
