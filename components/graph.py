@@ -63,6 +63,8 @@ MOCK_AWS_ACCOUNT = "123456789012"
 """The account the offline graph's AWS ARNs name (AWS's documentation example account)."""
 MOCK_GCP_PROJECT_NUMBER = "123456789012"
 MOCK_DEFAULT_VPC = "vpc-default"
+MOCK_SECRET_VALUE = "<read from the cloud secret at pulumi up>"
+"""What the offline graph reads for a serving secret (a Secret Manager secret, an SSM parameter)."""
 MOCK_CA = "bW9jay1jYQ=="
 """A cluster's CA certificate in the offline graph (base64 of ``mock-ca``)."""
 
@@ -289,6 +291,10 @@ class GraphMocks(pulumi.runtime.Mocks):
                 "masterAuths": [{"clusterCaCertificate": MOCK_CA}],
                 "workloadIdentityConfigs": pools,
             }
+        if args.token == "gcp:secretmanager/getSecretVersionAccess:getSecretVersionAccess":
+            return {"secret": args.args.get("secret"), "secretData": MOCK_SECRET_VALUE}  # never a real key
+        if args.token == "aws:ssm/getParameter:getParameter":
+            return {"name": args.args.get("name"), "value": MOCK_SECRET_VALUE, "type": "SecureString"}
         if args.token == "gcp:organizations/getProject:getProject":
             return {"number": MOCK_GCP_PROJECT_NUMBER, "projectId": args.args.get("projectId") or MOCK_GCP_PROJECT}
         if args.token == "gcp:organizations/getClientConfig:getClientConfig":

@@ -4,18 +4,76 @@
 A Pulumi Kubernetes provider on the cluster's kubeconfig (``fullserver.kube.kubeconfig``: the
 cloud's credential plugin, no stored token; server-side apply, the v4 default, said explicitly)
 and a ``yaml.v2.ConfigGroup`` of the manifests (``fullserver.kube.manifest``), which orders the
-objects and waits for them to be ready. It depends on the node pools, so a Job or Deployment is
-created once its nodes can exist.
+objects and waits for them to be ready (a LoadBalancer Service until it has its address). It
+depends on the node pools, so a Job or Deployment is created once its nodes can exist.
+
+A serving workload also gets:
+
+* its serving secrets as one Kubernetes ``Secret`` (``fullserver.kube.serve.secret_name``), whose
+  values the platform reads from the cloud's store at deploy time (``SecretReader``) and which stay
+  Pulumi secrets (the provider also marks a Secret's ``data``/``stringData`` secret); the
+  ConfigGroup waits for it, so no pod starts without its key;
+* the endpoint: the LoadBalancer Service read back (``Service.get`` after the group) for the
+  address its load balancer got (``status.loadBalancer.ingress[0]``: an IP on GKE, a DNS name on
+  EKS).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from fullserver.kube.manifest import Manifest
+from fullserver.kube.manifest import NAMESPACE, Manifest
+from fullserver.kube.serve import SECRET_VARIABLES, lb_service_name, secret_name
+
+SecretReader = Callable[[str], pulumi.Output[str]]
+"""A cloud secret's value by its name (the platform's invoke), kept secret."""
+
+
+def _workload_name(manifests: list[Manifest]) -> str:
+    for m in manifests:
+        if m.get("kind") in ("Deployment", "Job"):
+            return str(m["metadata"]["name"])
+    return "workload"
+
+
+def ingress_address(status: Any) -> str:
+    """``status.loadBalancer.ingress[0]``'s IP or host name (a dict or an output type; "" before it exists)."""
+    if status is None:
+        return ""
+    lb = status.get("load_balancer") or status.get("loadBalancer") if isinstance(status, dict) else status.load_balancer
+    ingress = (lb.get("ingress") if isinstance(lb, dict) else getattr(lb, "ingress", None)) if lb else None
+    if not ingress:
+        return ""
+    first = ingress[0]
+    if isinstance(first, dict):
+        return str(first.get("ip") or first.get("hostname") or "")
+    return str(getattr(first, "ip", None) or getattr(first, "hostname", None) or "")
+
+
+def serving_secret(
+    name: str,
+    workload: str,
+    secrets: dict[str, str],
+    read: SecretReader,
+    labels: dict[str, str],
+    opts: pulumi.ResourceOptions,
+) -> k8s.core.v1.Secret:
+    """The pods' Secret: each serving secret's value (``secrets``: kind -> the cloud secret's name)
+    under the variable the server reads it as, never in plain text."""
+    values: dict[str, pulumi.Output[str]] = {
+        SECRET_VARIABLES[kind]: pulumi.Output.secret(read(cloud)) for kind, cloud in sorted(secrets.items())
+    }
+    return k8s.core.v1.Secret(
+        f"{name}-serving-secret",
+        metadata={"name": secret_name(workload), "namespace": NAMESPACE, "labels": labels},
+        type="Opaque",
+        string_data=values,
+        opts=opts,
+    )
 
 
 def apply_workload(
@@ -24,16 +82,33 @@ def apply_workload(
     kubeconfig: pulumi.Input[str],
     parent: pulumi.Resource,
     depends_on: list[pulumi.Resource],
-) -> Any:
-    """The provider and the ConfigGroup applying ``manifests`` (returns the group)."""
+    secrets: dict[str, str] | None = None,
+    read: SecretReader | None = None,
+) -> pulumi.Output[str]:
+    """The provider, the serving Secret (``secrets`` read by ``read``) and the ConfigGroup applying
+    ``manifests``; returns the LoadBalancer Service's address ("" without one)."""
     provider = k8s.Provider(
         f"{name}-k8s",
         kubeconfig=kubeconfig,
         enable_server_side_apply=True,
         opts=pulumi.ResourceOptions(parent=parent),
     )
-    return k8s.yaml.v2.ConfigGroup(
+    waits = list(depends_on)
+    if secrets and read is not None:
+        labels = {"app.kubernetes.io/managed-by": "fullserver"}
+        opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on)
+        waits.append(serving_secret(name, _workload_name(manifests), secrets, read, labels, opts))
+    group = k8s.yaml.v2.ConfigGroup(
         f"{name}-workload",
         objs=manifests,
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on),
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=waits),
     )
+    service = lb_service_name(manifests)
+    if service is None:
+        return pulumi.Output.from_input("")
+    found = k8s.core.v1.Service.get(
+        f"{name}-endpoint",
+        f"{NAMESPACE}/{service}",
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[group]),
+    )
+    return found.status.apply(ingress_address)

@@ -55,6 +55,13 @@ def _kube(spec: EnvironmentSpec) -> Billables:
     kube = spec.kube
     assert kube is not None
     n = spec.machines
+    rules = rules_for(kube.platform)
     if not kube.create_cluster:
-        return Billables(machines=n)
-    return Billables(machines=n, nat=True, nat_public_ips=1, zones=rules_for(kube.platform).cluster_zones)
+        pools = Billables(machines=n)
+    else:
+        pools = Billables(machines=n, nat=True, nat_public_ips=1, zones=rules.cluster_zones)
+    if spec.serving is None or rules.network is None:
+        return pools
+    # Serving: the LoadBalancer Service's load balancer and its health check (fullserver.kube.serve).
+    lb = {"load_balancer": rules.network.load_balancer, "health_checks": 1, **rules.network.layout(spec)}
+    return pools.model_copy(update=lb)

@@ -19,7 +19,6 @@ from fullserver.catalog.model import Platform
 from fullserver.catalog.network import Item, NetworkPrice, NetworkPrices, load_network_prices
 from fullserver.comparable import DEDICATED
 from fullserver.hourly import hourly_rate
-from fullserver.kube import SIZED_AS
 from fullserver.kube.cost import kube_cost
 from fullserver.platforms import rules_for
 from fullserver.profiles import PricingModel, Profile
@@ -332,7 +331,7 @@ def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warni
     """A cost line per billed network resource of ``spec`` (``fullserver.billables``; ``share``: the
     part of the month it runs), each priced as its platform prices it (``PlatformRules.network``)."""
     b = spec.billables or decide(spec)
-    network = rules_for(SIZED_AS.get(spec.platform, spec.platform)).network  # a node pool's nodes: its VMs' network
+    network = rules_for(spec.platform).network  # a node pool's: its VMs' NAT, its Service's load balancer
     if network is None:
         return []
     pricer = _Pricer(load_network_prices(), spec, HOURS_PER_MONTH * share, warnings)

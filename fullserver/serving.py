@@ -112,6 +112,9 @@ class ServingSpec(Frozen):
     """Share of that capacity the autoscaler holds."""
     tls: Tls | None = None
     """HTTPS on the load balancer (``fullserver.tls``); ``None``: plain HTTP on ``lb_port``."""
+    pod_metrics: bool = False
+    """Node pools: the cluster serves vLLM's Prometheus metrics to the HPA through a custom-metrics
+    adapter (``fullserver:serving.podMetrics``; ``fullserver.kube.serve.hpa_metrics``)."""
 
     @property
     def requests_per_minute_per_replica(self) -> float:
@@ -172,6 +175,7 @@ def serving_spec(
     load_minutes: int | None = None,
     zones: list[str] | None = None,
     tls: Tls | None = None,
+    pod_metrics: bool = False,
 ) -> ServingSpec:
     """The profile's group behaviour with the stack's server (and its capacity and load-time
     overrides, which know the model better than a profile can)."""
@@ -186,4 +190,5 @@ def serving_spec(
         replica_requests_per_second=requests_per_second or profile.replica_requests_per_second,
         target_utilisation=profile.target_utilisation,
         tls=tls,
+        pod_metrics=pod_metrics,
     )

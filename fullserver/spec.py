@@ -88,9 +88,11 @@ class Billables(Frozen):
     """The NAT gateway's Elastic IP (AWS) or Cloud NAT's automatically allocated address (GCP)."""
     load_balancer: str = ""
     """"alb" (AWS Application Load Balancer), "gcp-global-external" (Google's global external
-    Application Load Balancer: one global forwarding rule), or "" (none)."""
+    Application Load Balancer: one global forwarding rule), a node pool's LoadBalancer Service's
+    "gke-passthrough-nlb" (one regional forwarding rule) or "nlb" (an AWS Network Load Balancer),
+    or "" (none)."""
     lb_public_ips: int = 0
-    """An internet-facing ALB holds one public IPv4 address per zone it spans."""
+    """An internet-facing ALB or NLB holds one public IPv4 address per zone it spans."""
     health_checks: int = 0
     tier1: bool = False
     """Per-VM Tier_1 egress (GCP): multi-node environments on machine types that take it

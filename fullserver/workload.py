@@ -198,13 +198,12 @@ _ARG = r"^[^\x00-\x1f\x7f]*$"
 MAX_SERVER_ARGS = 64
 # SSM parameter names (letters, digits, _.-/) and Secret Manager secret ids (letters, digits, _-).
 _SECRET_NAME = r"^[A-Za-z0-9_./-]+$"
+SecretName = Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME * 4, pattern=_SECRET_NAME)]
 
 
 class ServingConfig(Camel):
-    """``fullserver:serving``: what each replica of a serving group runs (profiles with ``serving`` only).
-
-    Every field is optional: the default is vLLM's OpenAI-compatible server (``fullserver.serving``).
-    """
+    """``fullserver:serving``: what each replica of a serving group runs (profiles with ``serving`` only);
+    every field is optional: the default is vLLM's OpenAI-compatible server (``fullserver.serving``)."""
 
     model: Annotated[StrictStr, Field(min_length=1, max_length=MAX_IMAGE, pattern=_MODEL_REF)] | None = None
     image: Annotated[StrictStr, Field(min_length=1, max_length=MAX_IMAGE, pattern=_IMAGE_REF)] | None = None
@@ -215,21 +214,21 @@ class ServingConfig(Camel):
     health_path: Annotated[StrictStr, Field(max_length=MAX_PATH, pattern=r"^/[A-Za-z0-9._~/-]*$")] | None = None
     requests_per_second: Annotated[float, _finite(10_000, positive=True)] | None = None
     load_minutes: Annotated[Count, Field(le=120)] | None = None
-    token_secret: Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME * 4, pattern=_SECRET_NAME)] | None = None
+    token_secret: SecretName | None = None
     """The name of a secret you keep in the cloud's own store holding a Hugging Face token (gated
-    models): an SSM SecureString parameter on AWS, a Secret Manager secret on GCP. The nodes may
-    read it and each server start fetches it; the token itself never passes through fullserver,
-    the stack or Pulumi's state."""
-    api_key_secret: Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME * 4, pattern=_SECRET_NAME)] | None = (
-        None
-    )
-    """The name of a secret in the same store holding the endpoint's API key: clients send it as
-    ``Authorization: Bearer <key>`` (vLLM's ``--api-key``). An endpoint open to the internet needs
-    one (``fullserver.serving.endpoint_problem``); the key never passes through fullserver either."""
+    models): an SSM SecureString parameter on AWS, a Secret Manager secret on GCP. VMs fetch it at
+    each server start, so it never passes through fullserver or Pulumi's state; node pools with
+    ``deployWorkload`` read it at ``pulumi up`` into a Kubernetes Secret, a Pulumi secret in state."""
+    api_key_secret: SecretName | None = None
+    """The name of a secret in the same store, read the same way, holding the endpoint's API key:
+    clients send it as ``Authorization: Bearer <key>`` (vLLM's ``--api-key``). An endpoint open to
+    the internet needs one (``fullserver.serving.endpoint_problem``)."""
     certificate_arn: CertificateArn | None = None
     """AWS: the ACM certificate (in the stack's region) of an HTTPS listener (``fullserver.tls``)."""
     domains: Domains = []
     """The names clients call; GCP: a Google-managed certificate for them (``fullserver.tls``)."""
+    pod_metrics: StrictBool = False
+    """Node pools: a metrics adapter serves vLLM's queue size to the HPA (``fullserver.kube.serve``)."""
 
 
 class KeyProblem(ValueError):
@@ -355,7 +354,7 @@ class Workload(Camel):
     )
     serving: Annotated[ServingConfig | None, _unset({})] = Field(
         default=None,
-        description="Serving profiles: the model server of each replica (model, image, args, port, healthPath, requestsPerSecond, loadMinutes, tokenSecret, apiKeySecret, certificateArn, domains); empty: vLLM's OpenAI server with a small default model.",
+        description="Serving profiles: the model server of each replica (model, image, args, port, healthPath, requestsPerSecond, loadMinutes, tokenSecret, apiKeySecret, certificateArn, domains, podMetrics); empty: vLLM's OpenAI server with a small default model.",
     )
     alternatives: Annotated[list[Alternative], Field(max_length=MAX_ALTERNATIVES)] = Field(
         default=[],

@@ -2,14 +2,17 @@
 
 A guard against the expensive typo (nodes: 20, p5 instead of g5), before anything is created. The
 estimate is deliberately simple and errs high: the catalog's list price of every machine the stack
-runs, always on (``fullserver.rules.HOURS_PER_MONTH``), plus the disks it creates; ``fullserver plan``
-gives the full estimate. A machine the catalog cannot price fails the budget closed.
+runs, always on (``fullserver.rules.HOURS_PER_MONTH``), plus the disks it creates and its serving load
+balancers' hours (an ALB, Google's forwarding rules, or the load balancer a node pool's LoadBalancer
+Service makes: ``load_balancers``), each at the network catalog's dearest listed rate; ``fullserver
+plan`` gives the full estimate. A machine the catalog cannot price fails the budget closed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -22,10 +25,11 @@ from pulumi_policy import (
 )
 
 from fullserver.catalog import Price
+from fullserver.catalog.network import Item, load_network_prices
 from fullserver.rules import HOURS_PER_MONTH, MAX_HOURS_PER_MONTH, disk_usd_month
 from policy.nodes import Disk, Node
 from policy.offers import catalog
-from policy.resources import describe, number, truthy
+from policy.resources import describe, number, plain, truthy
 from policy.stack_nodes import DISK_READERS, accelerator_nodes
 
 
@@ -127,7 +131,63 @@ def estimate_month(resources: Sequence[PolicyResource], hours: float = HOURS_PER
             est.unpriced.append(f"{describe(r.resource_type, r.name)}: {disk.kind}")
         else:
             est.add(month, f"{describe(r.resource_type, r.name)}: {disk.gib:g} GiB {disk.kind}")
+    _add_load_balancers(est, resources, hours)
     return est
+
+
+AWS_LB = "aws:lb/loadBalancer:LoadBalancer"
+GCP_GLOBAL_RULE = "gcp:compute/globalForwardingRule:GlobalForwardingRule"
+CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
+AWS_SERVICE_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-"
+FORWARDING_RULES_BILLED_TOGETHER = 5
+"""A project's first five forwarding rules are billed at one rate (network catalog ``gcp-lb-pricing``)."""
+
+
+def _lb_services(objs: Any) -> list[tuple[str, Item]]:
+    """A node pool's LoadBalancer Services (``fullserver.kube.serve``): the AWS Load Balancer
+    Controller's NLB, else GKE's passthrough NLB (one regional forwarding rule)."""
+    found: list[tuple[str, Item]] = []
+    for obj in objs if isinstance(objs, list) else []:
+        if not isinstance(obj, dict) or obj.get("kind") != "Service":
+            continue
+        if (obj.get("spec") or {}).get("type") != "LoadBalancer":
+            continue
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        aws = any(str(k).startswith(AWS_SERVICE_ANNOTATION) for k in annotations)
+        found.append(("aws", "nlb") if aws else ("gcp", "forwarding-rule"))
+    return found
+
+
+def load_balancers(resources: Sequence[PolicyResource]) -> list[tuple[str, str, Item]]:
+    """(what, provider, network item) of each load balancer the stack's resources make; Google's
+    forwarding rules up to five once (they are billed together)."""
+    out: list[tuple[str, str, Item]] = []
+    rules = 0
+    for r in resources:
+        what = describe(r.resource_type, r.name)
+        if r.resource_type == AWS_LB:
+            kind = plain(r.props.get("loadBalancerType")) or "application"
+            out.append((what, "aws", "nlb" if kind == "network" else "alb"))
+        elif r.resource_type == GCP_GLOBAL_RULE:
+            rules += 1
+            if rules == 1 or rules > FORWARDING_RULES_BILLED_TOGETHER:
+                out.append((what, "gcp", "forwarding-rule"))
+        elif r.resource_type == CONFIG_GROUP:
+            out.extend(
+                (f"{what}: LoadBalancer Service", provider, item)
+                for provider, item in _lb_services(r.props.get("objs"))
+            )
+    return out
+
+
+def _add_load_balancers(est: Estimate, resources: Sequence[PolicyResource], hours: float) -> None:
+    prices = load_network_prices()
+    for what, provider, item in load_balancers(resources):
+        price = prices.dearest(provider, item)
+        if price is None or price.usd_hour is None:
+            est.unpriced.append(f"{what}: {item}")
+        else:
+            est.add(price.usd_hour * hours, f"{what}: {item} ${price.usd_hour}/h")
 
 
 def check_budget(args: StackValidationArgs, report: ReportViolation) -> None:
@@ -157,7 +217,8 @@ def check_budget(args: StackValidationArgs, report: ReportViolation) -> None:
     left_out = f" Not priced: {'; '.join(est.unpriced)}." if est.unpriced else ""
     report(
         f"policy-time estimate ${est.usd_month:,.0f}/month exceeds maxMonthlyUsd ${budget:,.0f} "
-        f"(catalog list prices x {hours:g} h, always on, plus disks; excludes egress, NAT, IPs, idle-time savings "
+        f"(catalog list prices x {hours:g} h, always on, plus disks and load balancers' hours; excludes egress, "
+        "load-balancer data, NAT, IPs, idle-time savings "
         f"and commitment discounts). Largest: {top}.{left_out} Fix: a smaller shape or fewer nodes/replicas, a spot "
         "profile for interruptible work, or raise maxMonthlyUsd in the policy config; `fullserver plan` shows the "
         "full estimate.",
@@ -167,7 +228,8 @@ def check_budget(args: StackValidationArgs, report: ReportViolation) -> None:
 
 POLICY = StackValidationPolicy(
     name="monthly-budget",
-    description=f"The stack's policy-time monthly estimate (catalog list prices x {HOURS_PER_MONTH:g} h, plus disks) "
+    description=f"The stack's policy-time monthly estimate (catalog list prices x {HOURS_PER_MONTH:g} h, plus disks "
+    "and load balancers) "
     "is under maxMonthlyUsd.",
     validate=check_budget,
     enforcement_level=EnforcementLevel.MANDATORY,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 
 from components import aws
+from components.aws.boot import aws_secret_command
 from components.eks.args import EksArgs, eks_args
 from components.registry import PlatformEntry
 from fullserver.kube.manifest import default_workload
@@ -43,6 +44,7 @@ def _args(spec: EnvironmentSpec, _catalog: Any, _project: Any) -> EksArgs:
         identity=access.identity if access else "pod-identity",
         workload=default_workload(plan, spec),
         deploy_workload=plan.deploy_workload,
+        serving_secrets=spec.endpoint.server.secrets if spec.endpoint is not None else None,
     )
 
 
@@ -71,6 +73,7 @@ ENTRY = PlatformEntry(
     args_key="eks_gpu",
     args=_args,
     provider=aws.provider,
+    secret_command=lambda spec, secret, _project: aws_secret_command(spec.region, secret),  # an SSM parameter
     identity_exports={"instanceRole": "instance_role", "instanceRoleArn": "instance_role_arn"},
     exports=exports,
     mock_region=lambda plan: plan.spec.region,

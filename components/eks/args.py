@@ -35,6 +35,10 @@ class EksArgs(TypedDict):
     workload: str
     """The workload's manifests as a JSON list (``fullserver.kube.manifest``)."""
     deploy_workload: bool
+    """Apply them to the cluster with pulumi-kubernetes (``components.kube_workload``)."""
+    serving_secrets: NotRequired[dict[str, str]]
+    """A serving workload's secrets, kind (``api_key``, ``token``) -> the cloud secret's name, read at
+    deploy time into the pods' Kubernetes Secret (``fullserver.kube.serve``); only with ``deploy_workload``."""
 
 
 def eks_args(
@@ -48,6 +52,7 @@ def eks_args(
     kubernetes_version: str | None = None,
     workload: list[Manifest] | None = None,
     deploy_workload: bool = False,
+    serving_secrets: dict[str, str] | None = None,
 ) -> EksArgs:
     if plan.provider != "eks":
         raise ValueError(f"{plan.platform.value} is not an EKS plan")
@@ -71,4 +76,6 @@ def eks_args(
         args["cluster_security_group_id"] = cluster_security_group_id
     if kubernetes_version:
         args["kubernetes_version"] = kubernetes_version
+    if serving_secrets:
+        args["serving_secrets"] = dict(serving_secrets)
     return args

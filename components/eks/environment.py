@@ -44,12 +44,14 @@ import pulumi_aws as aws
 from components.aws.labels import aws_tags
 from components.eks.args import EksArgs
 from components.eks.autoscaler import chart_for, cluster_autoscaler, discovery_tags
+from components.eks.load_balancer import lb_controller, metrics_server
 from components.eks.network import EksNetwork, eks_network
 from components.eks.storage import ebs_csi_driver
 from components.names import logical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
 from fullserver.kube.kubeconfig import eks_kubeconfig
+from fullserver.kube.serve import endpoint_of, lb_service_name, manual_endpoint
 from fullserver.naming import fit_name
 from fullserver.platforms import eks
 
@@ -391,24 +393,57 @@ def _device_plugin(
 
 
 def _created_cluster_charts(
-    name: str, plan: KubePlan, created: _EksCluster, groups: _EksNodeGroups, config: Any, parent: pulumi.Resource
-) -> None:
-    """A created cluster's NVIDIA device plugin and Cluster Autoscaler, through one provider."""
+    name: str,
+    plan: KubePlan,
+    created: _EksCluster,
+    groups: _EksNodeGroups,
+    config: Any,
+    parent: pulumi.Resource,
+    serving_vpc: pulumi.Input[str] | None = None,
+) -> list[pulumi.Resource]:
+    """A created cluster's NVIDIA device plugin and Cluster Autoscaler, through one provider, and
+    where it serves (``serving_vpc``: its VPC), the AWS Load Balancer Controller and the Metrics
+    Server add-on (``components.eks.load_balancer``), returned for the workload to wait on."""
     import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
 
     provider = k8s.Provider(f"{name}-plugin-k8s", kubeconfig=config, opts=pulumi.ResourceOptions(parent=parent))
     _device_plugin(name, provider, parent, [groups])
+    system = groups.system_group.node_group_name
+    after: list[pulumi.Resource] = [groups, created.identity]
+    controllers = []
+    if serving_vpc is not None:
+        controllers.append(
+            lb_controller(name, plan, created.cluster, created.oidc, serving_vpc, system, provider, parent, after)
+        )
+        controllers.append(metrics_server(name, plan, created.cluster, parent, [groups]))
     cluster_autoscaler(
         name,
         plan,
         created.version,
         created.cluster,
         created.oidc,
-        groups.system_group.node_group_name,
+        system,
         provider,
         parent,
-        [groups, created.identity],
+        after,
     )
+    return controllers
+
+
+def read_parameter(region: str, parent: pulumi.Resource) -> Any:
+    """An SSM SecureString parameter's value (the VM path's ``serving.apiKeySecret`` store), read
+    decrypted with the deployer's credentials at ``pulumi up`` (``ssm.get_parameter_output``,
+    ``with_decryption``), kept a Pulumi secret. A name in a hierarchy is fully qualified with a
+    leading ``/`` as ``components.aws.boot.aws_secret_command`` reads it."""
+
+    def read(parameter: str) -> pulumi.Output[str]:
+        name = parameter if parameter.startswith("/") or "/" not in parameter else f"/{parameter}"
+        found = aws.ssm.get_parameter_output(
+            name=name, with_decryption=True, region=region, opts=pulumi.InvokeOutputOptions(parent=parent)
+        )
+        return pulumi.Output.secret(found.value)
+
+    return read
 
 
 class EksEnvironment(EnvironmentComponent):
@@ -438,6 +473,7 @@ class EksEnvironment(EnvironmentComponent):
             self.cluster_name = pulumi.Output.from_input(plan.cluster_name)
         groups = _EksNodeGroups(name, plan, args, cluster, network, opts=pulumi.ResourceOptions(parent=self))
         manifests = json.loads(args["workload"])
+        controllers: list[pulumi.Resource] = []
         if plan.create_cluster or (args["deploy_workload"] and manifests):
             if not plan.create_cluster:
                 found = aws.eks.get_cluster_output(name=plan.cluster_name, opts=pulumi.InvokeOptions(parent=self))
@@ -446,7 +482,8 @@ class EksEnvironment(EnvironmentComponent):
                 lambda v: eks_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""), plan.region)
             )
             if plan.create_cluster:
-                _created_cluster_charts(name, plan, created, groups, config, self)
+                serving_vpc = network.vpc_id if lb_service_name(manifests) else None
+                controllers = _created_cluster_charts(name, plan, created, groups, config, self, serving_vpc)
                 if plan.data_volume is not None:  # the pods' data volumes: components.eks.storage
                     # after the untainted system group, where the controller runs (components.eks.storage)
                     after: list[pulumi.Resource] = [groups, groups.system_group]
@@ -455,7 +492,12 @@ class EksEnvironment(EnvironmentComponent):
             if args["deploy_workload"] and manifests:
                 from components.kube_workload import apply_workload  # pulumi_kubernetes: only when applying
 
-                apply_workload(name, manifests, config, self, [groups])
+                secrets = args.get("serving_secrets") or {}
+                reader = read_parameter(plan.region, self)
+                address = apply_workload(name, manifests, config, self, [groups, *controllers], secrets, reader)
+                if lb_service_name(manifests):
+                    self.endpoint = address.apply(lambda a: endpoint_of(manifests, a))
+                    self.lb_address = address  # where serving.domains must point (the program's dnsTarget)
         self.node_group_names = pulumi.Output.all(*[g.node_group_name for g in groups.groups]).apply(list)
         self.instance_role = groups.role.name
         self.instance_role_arn = groups.role.arn
@@ -463,6 +505,9 @@ class EksEnvironment(EnvironmentComponent):
             f"aws eks update-kubeconfig --name {plan.cluster_name} --region {plan.region}"
         )
         self.workload = pulumi.Output.from_input(args["workload"])
+        if not hasattr(self, "endpoint"):
+            self.endpoint = pulumi.Output.from_input(manual_endpoint(manifests))
+            self.lb_address = pulumi.Output.from_input("")  # applied by hand: the Service's, not known here
         self.register(
             {"cluster_name": self.cluster_name, "node_group_names": self.node_group_names, "workload": self.workload}
         )

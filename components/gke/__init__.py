@@ -46,6 +46,7 @@ def _args(spec: EnvironmentSpec, _catalog: Any, project: Any) -> GkeArgs:
         private_endpoint=access.private_endpoint if access else False,
         workload=default_workload(plan, spec),
         deploy_workload=plan.deploy_workload,
+        serving_secrets=spec.endpoint.server.secrets if spec.endpoint is not None else None,
     )
 
 
@@ -73,6 +74,7 @@ def _entry(platform: Platform, key: str) -> PlatformEntry:
         args=_args,
         provider=gcp.provider,
         project=gcp.project,
+        secret_command=gcp.secret_command,  # the serving API key: a Secret Manager secret, as on gcp-gpu
         identity_exports={"serviceAccount": "service_account"},
         exports=exports,
         mock_config={"gcp:project": MOCK_GCP_PROJECT},

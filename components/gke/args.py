@@ -6,7 +6,7 @@ then types every input, and the component reads them back with ``KubePlan.model_
 """
 
 import json
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from fullserver.kube import KubePlan
 from fullserver.kube.manifest import Manifest
@@ -24,6 +24,9 @@ class GkeArgs(TypedDict):
     """The workload's manifests as a JSON list (``fullserver.kube.manifest``), exported for ``kubectl apply``."""
     deploy_workload: bool
     """Apply them to the cluster with pulumi-kubernetes (``components.kube_workload``)."""
+    serving_secrets: NotRequired[dict[str, str]]
+    """A serving workload's secrets, kind (``api_key``, ``token``) -> the cloud secret's name, read at
+    deploy time into the pods' Kubernetes Secret (``fullserver.kube.serve``); only with ``deploy_workload``."""
 
 
 def gke_args(
@@ -34,10 +37,11 @@ def gke_args(
     private_endpoint: bool = False,
     workload: list[Manifest] | None = None,
     deploy_workload: bool = False,
+    serving_secrets: dict[str, str] | None = None,
 ) -> GkeArgs:
     if plan.provider != "gke":
         raise ValueError(f"{plan.platform.value} is not a GKE plan")
-    return GkeArgs(
+    args = GkeArgs(
         plan=plan.model_dump_json(),
         project=project,
         cluster_location=cluster_location or plan.region,
@@ -45,3 +49,6 @@ def gke_args(
         workload=json.dumps(list(workload or [])),
         deploy_workload=deploy_workload,
     )
+    if serving_secrets:
+        args["serving_secrets"] = dict(serving_secrets)
+    return args

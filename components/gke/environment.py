@@ -26,7 +26,7 @@ pool (pulumi-gcp node_pool docstring), and the autoscaler moves the count anyway
 """
 
 import json
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import pulumi
 import pulumi_gcp as gcp
@@ -36,9 +36,13 @@ from components.names import logical, physical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
 from fullserver.kube.kubeconfig import gke_kubeconfig
+from fullserver.kube.serve import endpoint_of, lb_service_name, manual_endpoint
 from fullserver.naming import fit_name
 from fullserver.platforms import gke
 from fullserver.rules import gcp_labels
+
+if TYPE_CHECKING:
+    from components.kube_workload import SecretReader
 
 TOKEN = "fullserver:index:GkeEnvironment"
 NODE_ROLES = ("roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader")
@@ -305,6 +309,20 @@ def gcp_account_id(name: str) -> str:
     return physical(gcp.serviceaccount.Account, f"fs-{name}-gke", "accountId")
 
 
+def read_secret(project: str, parent: pulumi.Resource) -> "SecretReader":
+    """A Secret Manager secret's latest version, read with the deployer's credentials at ``pulumi up``
+    (``secretmanager.get_secret_version_access_output``: it needs only the Secret Accessor role),
+    kept a Pulumi secret."""
+
+    def read(secret: str) -> pulumi.Output[str]:
+        found = gcp.secretmanager.get_secret_version_access_output(
+            secret=secret, project=project, opts=pulumi.InvokeOutputOptions(parent=parent)
+        )
+        return pulumi.Output.secret(found.secret_data.apply(lambda v: v or ""))
+
+    return read
+
+
 class GkeEnvironment(EnvironmentComponent):
     """The node pools of a ``KubePlan`` on GKE; the cluster too when the plan names none."""
 
@@ -345,7 +363,12 @@ class GkeEnvironment(EnvironmentComponent):
             config = pulumi.Output.all(endpoint, ca).apply(
                 lambda v: gke_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""))
             )
-            apply_workload(name, manifests, config, self, [pools])
+            secrets = args.get("serving_secrets") or {}
+            reader = read_secret(args["project"], self)
+            address = apply_workload(name, manifests, config, self, [pools], secrets, reader)
+            if lb_service_name(manifests):
+                self.endpoint = address.apply(lambda a: endpoint_of(manifests, a))
+                self.lb_address = address  # where serving.domains must point (the program's dnsTarget)
         self.node_pools = pulumi.Output.all(*[p.name for p in pools.pools]).apply(list)
         self.service_account = pools.service_account.email
         self.connect = pulumi.Output.from_input(
@@ -353,4 +376,7 @@ class GkeEnvironment(EnvironmentComponent):
             f"--project {args['project']}"
         )
         self.workload = pulumi.Output.from_input(args["workload"])
+        if not hasattr(self, "endpoint"):
+            self.endpoint = pulumi.Output.from_input(manual_endpoint(manifests))
+            self.lb_address = pulumi.Output.from_input("")  # applied by hand: the Service's, not known here
         self.register({"cluster_name": self.cluster_name, "node_pools": self.node_pools, "workload": self.workload})

@@ -33,6 +33,9 @@ Item = Literal[
     "alb",
     "alb-lcu",
     "alb-health-check",
+    "nlb",
+    "nlb-lcu",
+    "nlb-health-check",
     "nat-gateway",
     "nat-gateway-data",
     "public-ipv4",
@@ -118,6 +121,13 @@ class NetworkPrices:
 
     def price(self, provider: str, item: Item, region: str) -> NetworkPrice | None:
         return self._by_key.get((provider, item, region)) or self._by_key.get((provider, item, "*"))
+
+    def dearest(self, provider: str, item: Item) -> NetworkPrice | None:
+        """The item's highest hourly price in any region (a guard that knows no region errs high)."""
+        found = [
+            p for (pv, it, _), p in self._by_key.items() if (pv, it) == (provider, item) and p.usd_hour is not None
+        ]
+        return max(found, key=lambda p: p.usd_hour or 0.0) if found else None
 
 
 @functools.lru_cache(maxsize=4)

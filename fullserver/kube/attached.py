@@ -22,6 +22,18 @@ EKS_ATTACHED_EBS_CSI = (
     "it the workload pods' data volumes stay Pending; fullserver installs it only on clusters it creates"
 )
 """EKS user guide, "Amazon EBS CSI driver" (add-ons-aws-ebs-csi-driver): an add-on, not on a new cluster."""
+EKS_ATTACHED_LB_CONTROLLER = (
+    "the existing EKS cluster must already run the AWS Load Balancer Controller, and its subnets carry "
+    "kubernetes.io/role/elb (public) or kubernetes.io/role/internal-elb (private): without them the serving "
+    "Service gets no Network Load Balancer; fullserver installs the controller only on clusters it creates"
+)
+"""EKS user guide, "Route TCP and UDP traffic with Network Load Balancers": the controller must be
+installed; its subnet discovery reads those tags (``eks.PUBLIC_SUBNET_TAGS``)."""
+EKS_ATTACHED_METRICS_SERVER = (
+    "the existing EKS cluster must run the Kubernetes Metrics Server (EKS add-on metrics-server) for the "
+    "serving HPA's CPU metric; fullserver installs it only on clusters it creates"
+)
+"""EKS user guide, "View resource usage with the Kubernetes Metrics Server": not deployed by default."""
 GKE_ATTACHED_PD_CSI = (
     "the existing GKE cluster must have the Compute Engine persistent disk CSI driver enabled "
     "(GcePersistentDiskCsiDriver): without it the workload pods' data volumes stay Pending"

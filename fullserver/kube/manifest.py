@@ -7,10 +7,12 @@
   pod its ``TPU_WORKER_ID`` and ``TPU_WORKER_HOSTNAMES`` (``TPU_WORKER_WEBHOOK``), as xpk's JobSet
   pods get them (parallelism = completions = VMs per slice, host networking, toleration on
   ``google.com/tpu``).
-* Serving: ``Deployment`` + ``Service`` + ``HorizontalPodAutoscaler`` for the model server of
-  ``spec.endpoint`` (vLLM by default): readiness, liveness and startup probes on its health path
-  (``/health`` on port 8000; the startup probe gives the profile's model-load time), a
-  memory-backed ``/dev/shm`` for tensor parallelism (vLLM docs ``deployment/k8s.md``).
+* Serving: ``Deployment`` + ``Service`` of type ``LoadBalancer`` + ``HorizontalPodAutoscaler`` for
+  the model server of ``spec.endpoint`` (vLLM by default): readiness, liveness and startup probes on
+  its health path (``/health`` on port 8000; the startup probe gives the profile's model-load time),
+  a memory-backed ``/dev/shm`` for tensor parallelism (vLLM docs ``deployment/k8s.md``); the load
+  balancer's annotations, the API key's ``secretKeyRef`` and the HPA's metric are
+  ``fullserver.kube.serve``'s.
 
 Every pod requests exactly ``plan.pod``: its accelerators (limits; requests equal them, as
 Kubernetes requires for extended resources) and its share of the node's allocatable CPU, memory
@@ -24,17 +26,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from fullserver.kube import serve
 from fullserver.kube.pool import KubePlan, label_value
 from fullserver.kube.volume import mount, pod_volume, storage_class
+from fullserver.serving import ServingSpec
 from fullserver.spec import EnvironmentSpec
 
 Manifest = dict[str, Any]
 
 NAMESPACE = "default"
-HPA_CPU_NOTE = (
-    "CPU utilisation is the metric every cluster has; requests per replica (what the VM serving "
-    "groups hold) needs a custom-metrics adapter"
-)
 
 
 def _name(plan: KubePlan) -> str:
@@ -131,17 +131,12 @@ def training_job(plan: KubePlan, image: str, command: list[str]) -> list[Manifes
     return out
 
 
-def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
-    """Deployment + Service + HorizontalPodAutoscaler for the spec's model server."""
-    endpoint = spec.endpoint
-    if endpoint is None:
-        raise ValueError(f"{spec.environment} has no serving endpoint")
+def _server_container(plan: KubePlan, endpoint: ServingSpec, name: str) -> dict[str, Any]:
+    """The model server's container: its port, probes on the health path, ``/dev/shm``, and the
+    serving secrets by ``secretKeyRef`` (``fullserver.kube.serve``)."""
     server = endpoint.server
-    name = _name(plan)
-    labels = _labels(plan, name)
-    selector = {"app.kubernetes.io/name": name}
     probe = {"httpGet": {"path": server.health_path, "port": server.port}, "periodSeconds": 10}
-    container = {
+    container: dict[str, Any] = {
         "name": "server",
         "image": server.image,
         "args": list(server.args),
@@ -152,51 +147,92 @@ def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
         "startupProbe": {**probe, "failureThreshold": max(1, endpoint.health_initial_delay_seconds // 10)},
         "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
     }
-    shm = {"name": "shm", "emptyDir": {"medium": "Memory"}}
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
-        "spec": {
-            "replicas": plan.min_replicas,
-            "selector": {"matchLabels": selector},
-            "template": {"metadata": {"labels": labels}, "spec": pod_spec(plan, container, volumes=[shm])},
-        },
+    if server.secrets:
+        container["env"] = serve.secret_env(name, list(server.secrets))
+    return container
+
+
+def _load_balancer(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dict[str, str]) -> Manifest:
+    """The LoadBalancer Service: port 80 to the server's port, the provider's annotations (``fullserver.kube.serve``)."""
+    tls = endpoint.tls
+    spec: dict[str, Any] = {
+        "type": "LoadBalancer",
+        "selector": {"app.kubernetes.io/name": name},
+        "ports": serve.service_ports(endpoint.lb_port, tls),
     }
-    service = {
+    if plan.provider == "gke":
+        spec["externalTrafficPolicy"] = "Local"
+    annotations = serve.service_annotations(plan.provider, endpoint.load_balancer, endpoint.server.health_path, tls)
+    if tls is not None and tls.host:
+        annotations[serve.HOST_ANNOTATION] = tls.host
+    return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
-        "spec": {"selector": selector, "ports": [{"name": "http", "port": server.port, "targetPort": "http"}]},
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels, "annotations": annotations},
+        "spec": spec,
     }
-    hpa = {
+
+
+def _autoscaler(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dict[str, str]) -> Manifest:
+    """The HPA over the profile's replica range, on ``serve.hpa_metrics``."""
+    metrics = serve.hpa_metrics(plan.provider, endpoint)
+    note = "vLLM queue size per pod" if endpoint.pod_metrics else serve.HPA_CPU_NOTE
+    return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
         "metadata": {
             "name": name,
             "namespace": NAMESPACE,
             "labels": labels,
-            "annotations": {"fullserver/metric": HPA_CPU_NOTE},
+            "annotations": {"fullserver/metric": note},
         },
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
             "minReplicas": plan.min_replicas,
             "maxReplicas": plan.max_replicas,
-            "metrics": [
-                {
-                    "type": "Resource",
-                    "resource": {
-                        "name": "cpu",
-                        "target": {
-                            "type": "Utilization",
-                            "averageUtilization": round(endpoint.target_utilisation * 100),
-                        },
-                    },
-                }
-            ],
+            "metrics": metrics,
+            # A replica took the model's load time to come up: none is removed on a dip shorter than
+            # that (the HPA's window is at most an hour; the load time is held to it, fullserver.serving).
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": min(endpoint.health_initial_delay_seconds, 3600)}},
         },
     }
-    return [deployment, service, hpa]
+
+
+def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
+    """Deployment + LoadBalancer Service + HorizontalPodAutoscaler for the spec's model server (and,
+    on GKE with ``podMetrics``, the PodMonitoring that feeds the HPA its metric)."""
+    endpoint = spec.endpoint
+    if endpoint is None:
+        raise ValueError(f"{spec.environment} has no serving endpoint")
+    server = endpoint.server
+    name = _name(plan)
+    labels = _labels(plan, name)
+    container = _server_container(plan, endpoint, name)
+    shm = {"name": "shm", "emptyDir": {"medium": "Memory"}}
+    # Prometheus' common pod annotations (the prometheus chart's kubernetes-pods job): vLLM's /metrics.
+    scrape = {"prometheus.io/scrape": "true", "prometheus.io/port": str(server.port), "prometheus.io/path": "/metrics"}
+    meta: dict[str, Any] = {"name": name, "namespace": NAMESPACE, "labels": labels}
+    if server.secrets:
+        meta["annotations"] = {serve.SECRET_ANNOTATION: serve.create_secret_command(plan, name, server.secrets)}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta,
+        # No ``replicas``: the HPA owns the count (from its minReplicas up). Applied again, a replica
+        # count here would reset what it scaled to (Kubernetes "Horizontal Pod Autoscaling",
+        # "Migrating Deployments and StatefulSets to horizontal autoscaling": remove spec.replicas).
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
+            "template": {
+                "metadata": {"labels": labels, "annotations": scrape},
+                "spec": pod_spec(plan, container, volumes=[shm]),
+            },
+        },
+    }
+    out = [deployment, _load_balancer(plan, endpoint, name, labels), _autoscaler(plan, endpoint, name, labels)]
+    if endpoint.pod_metrics and plan.provider == "gke":
+        out.append(serve.pod_monitoring(name, labels, {"app.kubernetes.io/name": name}, "http"))
+    return out
 
 
 def _with_storage(plan: KubePlan, manifests: list[Manifest]) -> list[Manifest]:

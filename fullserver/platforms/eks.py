@@ -21,7 +21,8 @@ import json
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import aws, gke
-from fullserver.platforms.base import CAPACITY_RULES, NameRule, PlatformRules, Refusal, Request
+from fullserver.platforms.base import CAPACITY_RULES, GPU_SERVING, NameRule, PlatformRules, Refusal, Request
+from fullserver.platforms.network.kube import EKS_NETWORK
 
 CLUSTER_TYPE = "aws:eks/cluster:Cluster"
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
@@ -166,6 +167,7 @@ def gpu_only(req: Request) -> Refusal | None:
 
 SIZED_AS = {Platform.EKS_GPU: Platform.AWS_GPU}
 
+
 RULES = PlatformRules(
     platform=Platform.EKS_GPU,
     short="eks-gpu",
@@ -180,12 +182,15 @@ RULES = PlatformRules(
         **{k: v for k, v in gke.KUBE_OPTIONS.items() if k != "flexStart"},
         "clusterIdentity": "a created EKS cluster's Pod Identity Agent or IAM OIDC provider (IRSA)",
         "subnets": "the subnets of an existing EKS cluster's VPC for the node groups",
+        **GPU_SERVING,  # a LoadBalancer Service: an NLB through the AWS Load Balancer Controller
+        "serving.certificateArn": "an ACM certificate for the Network Load Balancer's TLS listener",
     },
     lacks={
         "clusterLocation": "an EKS cluster lives in the stack's region (fullserver:region); it has no other location"
     },
     compact_placement=True,  # a cluster placement group in the launch template
     cluster_zones=CLUSTER_ZONES,  # a created cluster's own VPC (components.eks.network)
+    network=EKS_NETWORK,
     disk_kinds=aws.DISKS,
     default_disk_kind="gp3",
     zone_form=aws.ZONES,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import gcp, tpu
-from fullserver.platforms.base import RFC1035, NameRule, PlatformRules, Refusal, Request
+from fullserver.platforms.base import GPU_SERVING, RFC1035, NameRule, PlatformRules, Refusal, Request
 from fullserver.platforms.gke_reserved import (
     GIB_MIB as GIB_MIB,
 )
@@ -68,6 +68,7 @@ from fullserver.platforms.gke_reserved import (
 from fullserver.platforms.gke_reserved import (
     memory_reserved_mib as memory_reserved_mib,
 )
+from fullserver.platforms.network.kube import GKE_NETWORK
 
 # --- names ---------------------------------------------------------------------------------------
 # GKE cluster names: lowercase RFC 1035 labels; the API refuses longer ones with "Cluster.name
@@ -347,9 +348,10 @@ GPU_RULES = PlatformRules(
     provider="gcp",
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     pricing=_PRICING,
-    options=GKE_OPTIONS,
+    options={**GKE_OPTIONS, **GPU_SERVING},  # serving: a LoadBalancer Service (fullserver.kube.serve)
     lacks={"clusterIdentity": IDENTITY_LACKED, "subnets": SUBNETS_LACKED},
     compact_placement=True,  # a COMPACT placement policy on the pool
+    network=GKE_NETWORK,
     disk_kinds=gcp.DISKS,
     family_disk_kinds=(gcp.HYPERDISK_ONLY,),
     default_disk_kind="pd-balanced",
@@ -385,6 +387,7 @@ TPU_RULES = PlatformRules(
     region_peers=gcp.REGION_PEERS,
     rules=(tpu.zone_needed, tpu_slice_shape, flex_not_spot),
     multi_node=tpu.MULTISLICE,
+    network=GKE_NETWORK,
 )
 
 PLATFORMS = (GPU_RULES, TPU_RULES)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from fullserver.billables import decide
 from fullserver.catalog import Catalog
 from fullserver.errors import InputError
+from fullserver.kube.serve import serving_warnings, tls_refusal
 from fullserver.platform import AcceleratorKind
 from fullserver.platforms import rules_for
 from fullserver.serving import (
@@ -39,6 +40,8 @@ def complete_spec(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -
                 f"serving the default model {DEFAULT_MODEL} (a smoke test): set fullserver:serving.model "
                 "to the model to serve"
             )
+        if spec.kube is not None:  # the pool's load balancer, autoscaling metric and cluster prerequisites
+            warnings.extend(serving_warnings(spec.kube, endpoint))
     with_endpoint = spec.model_copy(update={"endpoint": endpoint, "warnings": warnings})
     return with_endpoint.model_copy(update={"billables": decide(with_endpoint)})
 
@@ -97,6 +100,7 @@ def _endpoint(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -> tu
     problem = endpoint_problem(spec.serving.load_balancer, server.api_key_secret)
     if problem is not None:
         raise InputError(f"{CONFIG_NAMESPACE}:serving.apiKeySecret", *problem)
+    _check_pool_keys(spec, cfg)
     offer = catalog.offer(spec.offer)
     zones = offer.zones_in(spec.region) if offer else []
     endpoint = serving_spec(
@@ -106,5 +110,23 @@ def _endpoint(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -> tu
         load_minutes=cfg.load_minutes,
         zones=zones,
         tls=tls_for(spec.provider, spec.region, spec.serving.load_balancer, cfg.certificate_arn, list(cfg.domains)),
+        pod_metrics=cfg.pod_metrics,
     )
     return endpoint, server
+
+
+def _check_pool_keys(spec: EnvironmentSpec, cfg: ServingConfig) -> None:
+    """The serving keys of node pools only (``podMetrics``), and what a pool's Service cannot build
+    (``fullserver.kube.serve.tls_refusal``)."""
+    if spec.kube is None:
+        if cfg.pod_metrics:
+            raise InputError(
+                f"{CONFIG_NAMESPACE}:serving.podMetrics",
+                f"applies only to node pools (gke-gpu, eks-gpu), whose HPA reads a metrics adapter; this stack is "
+                f"{spec.platform.value}, whose group scales on its load balancer's requests per replica",
+                "remove it",
+            )
+        return
+    refusal = tls_refusal(spec.kube.provider, list(cfg.domains))
+    if refusal is not None:
+        raise refusal

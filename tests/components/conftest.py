@@ -69,6 +69,7 @@ OUTPUTS = (
     "nodes",
     "node_groups",
     "instance_names",
+    "endpoint",
 )
 
 Build = Callable[[Callable[[], Any]], Graph]

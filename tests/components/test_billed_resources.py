@@ -71,9 +71,11 @@ FREE = {
     "gcp:compute/regionAutoscaler:RegionAutoscaler": "scales priced instances",
     "gcp:compute/autoscaler:Autoscaler": "scales priced instances",
     # Kubernetes node pools: configuration and identity of priced nodes; add-ons run on them
-    "aws:eks/addon:Addon": "the Pod Identity Agent add-on: no charge of its own (runs on priced nodes)",
+    "aws:eks/addon:Addon": "the Pod Identity Agent, EBS CSI and Metrics Server add-ons: no charge of their own (run on priced nodes)",
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": "an IAM mapping for a service account: no charge",
-    "kubernetes:helm.sh/v3:Release": "NVIDIA's device plugin: a DaemonSet on priced nodes",
+    "kubernetes:helm.sh/v3:Release": "NVIDIA's device plugin, the Cluster Autoscaler, the AWS Load Balancer "
+    "Controller: Pods on priced nodes (the NLB the controller makes is the load balancer line)",
+    "kubernetes:core/v1:Secret": "a Kubernetes object (the serving API key): no charge",
     "aws:autoscaling/tag:Tag": "tags on a node group's Auto Scaling group",
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": "no charge for an IAM OIDC provider",
     # fullserver's own helpers and bare metal (priced by its contract: the dedicated servers line)
@@ -145,6 +147,20 @@ def test_every_billable_resource_has_its_cost_line(plans: Plans, graphs: dict[st
     # a priced line is not zero unless it says why (health checks: no charge item)
     for item in needed:
         assert lines[item].usd_month > 0 or "no charge" in lines[item].note, item
+
+
+def test_a_serving_pool_bills_the_load_balancer_its_service_makes(plans: Plans, graphs: dict[str, Graph]) -> None:
+    """serve-gke-l4: the load balancer is no cloud resource of the program but what GKE makes of the
+    workload's LoadBalancer Service (applied in the ConfigGroup); the plan bills exactly one."""
+    plan, g = plans["serve-gke-l4"], graphs["serve-gke-l4"]
+    (group,) = g.of_type("yaml/v2:ConfigGroup")
+    services = [o for o in group.inputs["objs"] if o["kind"] == "Service" and o["spec"]["type"] == "LoadBalancer"]
+    assert len(services) == 1
+    assert plan.spec.billables is not None and plan.spec.billables.load_balancer == "gke-passthrough-nlb"
+    lines = {line.item: line for line in plan.cost.lines}
+    # one regional forwarding rule all month, plus the 2,000 GB it carries at 0.008/GiB
+    assert lines["load balancer"].usd_month == round(0.025 * 730 + 2000 * 0.008 / 1.073741824, 2)
+    assert "no charge" in lines["health checks"].note
 
 
 def test_the_core_decides_what_the_components_build(plans: Plans, graphs: dict[str, Graph]) -> None:

@@ -18,7 +18,7 @@ from fullserver.kube.manifest import fits_node
 from fullserver.plan import StackPlan, plan_paths
 
 ROOT = Path(__file__).resolve().parents[2]
-STACKS = ("gke-gpu-attach", "gke-tpu-slice", "eks-gpu-cluster")
+STACKS = ("gke-gpu-attach", "gke-tpu-slice", "eks-gpu-cluster", "serve-gke-l4")
 
 
 @pytest.fixture(scope="module")

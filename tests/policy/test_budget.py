@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fullserver.kube.cost import volume_usd_hour
+from fullserver.kube.manifest import workload
 from fullserver.kube.volume import LABEL_GIB, LABEL_IOPS, LABEL_KIND, LABEL_MBPS
 from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 from policy.budget import estimate_month
@@ -178,6 +179,38 @@ def test_a_created_cluster_s_system_pool_is_priced_as_its_cpu_machine(captured: 
     assert "1 x e2-standard-4 on-demand" in line  # pinned to the plan's zone: one node
     assert usd == pytest.approx(0.13402 * 730)
     assert eks.unpriced == [] and gke.unpriced == []
+
+
+def test_the_serving_load_balancers_hours_are_in_the_estimate(stacks: Stacks) -> None:
+    """The ALB and Google's forwarding rule of the VM serving stacks, at the network catalog's rate."""
+    aws = estimate_month(policy_resources(stacks["serve-aws-realtime"]))
+    ((usd, item),) = [(usd, item) for usd, item in aws.items if "alb" in item]
+    assert item == "LoadBalancer 'serve-aws-realtime-alb': alb $0.0225/h" and usd == pytest.approx(0.0225 * 730)
+    gcp = estimate_month(policy_resources(stacks["serve-gcp-realtime"]))
+    assert len([item for _, item in gcp.items if "forwarding-rule" in item]) == 1
+
+
+@pytest.mark.parametrize(
+    ("stack", "item", "rate"), [("serve-gke-l4", "forwarding-rule", 0.025), ("eks", "nlb", 0.0225)]
+)
+def test_a_node_pools_load_balancer_service_is_priced_from_the_applied_workload(
+    stacks: Stacks, stack: str, item: str, rate: float
+) -> None:
+    """A node pool's load balancer is no cloud resource of the program: the policy reads the
+    LoadBalancer Service in the workload's ConfigGroup (a component the engine lists too)."""
+    serving = stacks["serve-gke-l4"]
+    plan = serving.plan.spec.kube
+    assert plan is not None
+    manifests = workload(plan, serving.plan.spec)
+    if stack == "eks":  # the AWS Load Balancer Controller's annotations make it an NLB
+        for m in manifests:
+            if m["kind"] == "Service":
+                m["metadata"]["annotations"] = {"service.beta.kubernetes.io/aws-load-balancer-type": "external"}
+    serving.resources.append(made("kubernetes:yaml/v2:ConfigGroup", {"objs": manifests}, name="serve-workload"))
+    est = estimate_month(policy_resources(serving))
+    ((usd, line),) = [(usd, it) for usd, it in est.items if "Service" in it]
+    assert line == f"ConfigGroup 'serve-workload': LoadBalancer Service: {item} ${rate}/h"
+    assert usd == pytest.approx(rate * 730)
 
 
 def test_pods_data_volumes_are_priced_by_their_kind_as_the_plan_prices_them(captured: dict[str, CapturedStack]) -> None:

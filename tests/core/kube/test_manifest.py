@@ -27,12 +27,17 @@ def test_serving_objects_for_a_serving_spec(plans: dict[str, StackPlan]) -> None
     assert pod["volumes"] == [{"name": "shm", "emptyDir": {"medium": "Memory"}}]
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert "affinity" not in pod  # no spot pool to prefer
-    assert deployment["spec"]["replicas"] == 2
-    assert service["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": "http"}]
+    assert "replicas" not in deployment["spec"]  # the HPA's own (its minReplicas: 2); an apply would reset it
+    # A LoadBalancer Service: clients on port 80, the server's named port behind it (fullserver.kube.serve).
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert service["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]
+    assert container["ports"] == [{"containerPort": 8000, "name": "http"}]
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
     assert hpa["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 8)
     assert hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 60
+    # a replica that took 20 minutes to load is not removed on a shorter dip
+    assert hpa["spec"]["behavior"] == {"scaleDown": {"stabilizationWindowSeconds": 20 * 60}}
 
 
 def test_requests_equal_limits_and_fit_the_allocatable(plans: dict[str, StackPlan]) -> None:

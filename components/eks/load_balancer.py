@@ -1,0 +1,121 @@
+"""The AWS Load Balancer Controller on a created EKS cluster that serves: it turns the serving
+workload's LoadBalancer Service (``fullserver.kube.serve``: ``aws-load-balancer-type: external``,
+IP targets) into a Network Load Balancer. EKS runs no such controller itself (EKS user guide,
+"Route TCP and UDP traffic with Network Load Balancers": install the AWS Load Balancer Controller;
+without it the in-tree provider would build a Classic/instance-mode load balancer from a Service it
+leaves alone here).
+
+* A ``kubernetes:helm.sh/v3:Release`` of chart ``aws-load-balancer-controller`` from
+  ``https://aws.github.io/eks-charts``, pinned (``CHART``: 3.5.0, app v3.5.0, kubernetes-sigs/
+  aws-load-balancer-controller ``helm/aws-load-balancer-controller/Chart.yaml`` at tag v3.5.0,
+  2026-08-03), in ``kube-system`` on the system node group, with the chart's ``clusterName``,
+  ``region``, ``vpcId`` and ``serviceAccount.name``: the region and VPC are given because the nodes'
+  IMDSv2 hop limit of 1 keeps the controller's pod from the instance metadata it would read them
+  from (the chart's values.yaml: "region: The AWS region for the kubernetes cluster. Set to use KIAM
+  or kube2iam for example"; "vpcId: The VPC ID for the Kubernetes cluster").
+* Its IAM role holds the policy the controller's install guide gives for that release
+  (``docs/install/iam_policy.json`` at v3.5.0, kept verbatim in ``data/``), and reaches the pod as
+  the Cluster Autoscaler's does: Pod Identity (a ``PodIdentityAssociation``) or IRSA (the service
+  account's ``eks.amazonaws.com/role-arn``), through ``components.eks.trust.pod_role``.
+* The HPA's CPU metric (``fullserver.kube.serve``, without ``serving.podMetrics``) comes from the
+  Kubernetes Metrics Server, which "isn't deployed by default in Amazon EKS clusters" (EKS user
+  guide, "View resource usage with the Kubernetes Metrics Server", which names its EKS add-on):
+  the ``metrics-server`` EKS add-on (``metrics_server``), running on the untainted system group.
+* The subnets the controller discovers carry ``kubernetes.io/role/elb`` (public, internet-facing)
+  and ``kubernetes.io/role/internal-elb`` (private, internal): a created cluster's network sets them
+  (``eks.PUBLIC_SUBNET_TAGS``/``PRIVATE_SUBNET_TAGS``). An attached cluster must run its own
+  controller: the plan says so (``fullserver.kube.attached.EKS_ATTACHED_LB_CONTROLLER``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from components.aws.labels import aws_tags
+from components.eks.trust import pod_role
+from fullserver.kube import KubePlan
+
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "aws-load-balancer-controller"
+CHART = ("aws-load-balancer-controller", "3.5.0", "https://aws.github.io/eks-charts")
+"""(chart, version, repository): the newest release at the controller repository's snapshot (2026-08-17)."""
+POLICY_FILE = Path(__file__).resolve().parent / "data" / "aws-load-balancer-controller-v3.5.0-iam-policy.json"
+
+
+def controller_policy() -> str:
+    """The controller's IAM policy document for the pinned release (as its install guide gives it)."""
+    return json.dumps(json.loads(POLICY_FILE.read_text()))
+
+
+def lb_controller(
+    name: str,
+    plan: KubePlan,
+    cluster: aws.eks.Cluster,
+    oidc: aws.iam.OpenIdConnectProvider | None,
+    vpc_id: pulumi.Input[str],
+    system_group: pulumi.Input[str],
+    provider: pulumi.ProviderResource,
+    parent: pulumi.Resource,
+    after: list[pulumi.Resource],
+) -> Any:
+    """The role, its policy, its credentials' wiring and the Helm release (module doc); ``oidc``:
+    IRSA's provider, else Pod Identity."""
+    import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
+
+    chart, version, repo = CHART
+    child = pulumi.ResourceOptions(parent=parent)
+    tags = dict(plan.cloud_labels)
+    role = pod_role(f"{name}-lb-controller", tags, oidc, NAMESPACE, SERVICE_ACCOUNT, child)
+    policy = aws.iam.RolePolicy(f"{name}-lb-controller", role=role.name, policy=controller_policy(), opts=child)
+    service_account: dict[str, Any] = {"create": True, "name": SERVICE_ACCOUNT}
+    waits: list[pulumi.Resource] = [policy, *after]
+    if oidc is None:
+        waits.append(
+            aws.eks.PodIdentityAssociation(
+                f"{name}-lb-controller",
+                cluster_name=cluster.name,
+                namespace=NAMESPACE,
+                service_account=SERVICE_ACCOUNT,
+                role_arn=role.arn,
+                tags=aws_tags(tags, f"{name}-lb-controller"),
+                opts=child,
+            )
+        )
+    else:
+        service_account["annotations"] = {"eks.amazonaws.com/role-arn": role.arn}
+    return k8s.helm.v3.Release(
+        f"{name}-aws-load-balancer-controller",
+        chart=chart,
+        version=version,
+        repository_opts={"repo": repo},
+        namespace=NAMESPACE,
+        values={
+            "clusterName": cluster.name,
+            "region": plan.region,
+            "vpcId": vpc_id,
+            "serviceAccount": service_account,
+            "nodeSelector": {"eks.amazonaws.com/nodegroup": system_group},
+        },
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=waits),
+    )
+
+
+METRICS_SERVER_ADDON = "metrics-server"
+
+
+def metrics_server(
+    name: str, plan: KubePlan, cluster: aws.eks.Cluster, parent: pulumi.Resource, after: list[Any]
+) -> Any:
+    """The Metrics Server EKS add-on (module doc): the HPA's resource metrics."""
+    return aws.eks.Addon(
+        f"{name}-metrics-server",
+        cluster_name=cluster.name,
+        addon_name=METRICS_SERVER_ADDON,
+        tags=aws_tags(dict(plan.cloud_labels), METRICS_SERVER_ADDON),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=after),
+    )

@@ -1,0 +1,265 @@
+"""A serving profile on node pools: the load balancer in front of the Deployment, the API key the
+pods read, and the metric the HorizontalPodAutoscaler holds (``fullserver.kube.manifest.serving``
+builds the objects from these).
+
+* Load balancer: a ``Service`` of type ``LoadBalancer``, port 80 (``ServingSpec.lb_port``) to the
+  model server's port, with the provider's annotations for the profile's scheme:
+
+  - GKE (``service_annotations``): external, a backend-service-based external passthrough Network
+    Load Balancer (``cloud.google.com/l4-rbs: "enabled"``, GKE "About LoadBalancer Services": "As a
+    best practice, when creating an external LoadBalancer Service, include the cloud.google.com/l4-rbs:
+    "enabled" annotation"; GKE 1.25.5 and later, "LoadBalancer Service parameters"); internal, an
+    internal passthrough Network Load Balancer (``networking.gke.io/load-balancer-type: "Internal"``,
+    "all supported versions"; ``spec.loadBalancerClass`` needs 1.33.1-gke.1779000 and GKE subsetting,
+    so the annotation is used). ``externalTrafficPolicy: Local``: one pod per node, so the load
+    balancer's health check (kube-proxy's per-node check) sends traffic only to nodes with a ready
+    model server, never through the system pool.
+  - EKS: the AWS Load Balancer Controller's Network Load Balancer (kubernetes-sigs/
+    aws-load-balancer-controller v3.5.0 ``docs/guide/service/annotations.md``):
+    ``aws-load-balancer-type: external`` (the controller reconciles it, not the in-tree provider),
+    ``aws-load-balancer-nlb-target-type: ip`` (traffic straight to the pod), ``aws-load-balancer-scheme``
+    ``internet-facing`` or ``internal`` (the controller's default is internal), and an HTTP target-group
+    health check on the model server's health path at the traffic port (its default is TCP, which
+    passes while the model is still loading). The controller finds subnets tagged
+    ``kubernetes.io/role/elb`` (public) or ``kubernetes.io/role/internal-elb`` (private), which a
+    created cluster's network carries (``eks.PUBLIC_SUBNET_TAGS``).
+
+  HTTPS: GKE's passthrough NLB cannot terminate TLS, so GKE refuses ``fullserver:serving.domains``
+  (``tls_refusal``). On EKS ``serving.certificateArn`` (an ACM certificate in the stack's region,
+  ``fullserver.tls``) gives the NLB a TLS listener on 443 instead of port 80 (``service_ports``):
+  an L4 listener cannot answer the redirect the VM path's port 80 gives, and plain HTTP would carry
+  the API key in clear; ``serving.domains`` name the endpoint's host (``HOST_ANNOTATION``).
+
+* API key: the stack's ``serving.apiKeySecret`` (and ``tokenSecret``) name the cloud's secret as on
+  the VM path (a Secret Manager secret on GCP, an SSM SecureString parameter on AWS). With
+  ``fullserver:deployWorkload`` the program reads the value at deploy time, keeps it a Pulumi
+  secret, and writes the Kubernetes ``Secret`` ``secret_name``; the pods read it through
+  ``secretKeyRef`` as ``VLLM_API_KEY`` ("API key for vLLM API server", ``vllm/envs.py``; the OpenAI
+  server takes it where no ``--api-key`` is given, ``vllm/entrypoints/openai/api_server.py``: "Ensure
+  --api-key option from CLI takes precedence over VLLM_API_KEY") and ``HF_TOKEN``. The exported manifests only name the Secret; the Deployment's
+  ``fullserver/secret`` annotation gives the command that creates it when they are applied by hand.
+
+* Autoscaling (``hpa_metrics``): CPU is a poor signal for a GPU server (the engine loop keeps about
+  one core busy whatever the load). GKE's "Best practices for autoscaling LLM inference workloads
+  with GPUs" names the server's queue size (vLLM's ``vllm:num_requests_waiting`` gauge) as the
+  metric for throughput within a latency target, read through Google Cloud Managed Service for
+  Prometheus (a ``PodMonitoring``) and the Custom Metrics Stackdriver Adapter. With
+  ``fullserver:serving.podMetrics: true`` the HPA holds that gauge per pod at
+  ``queue_target``: the requests a replica serves in one second at the profile's target
+  utilisation (``replica_requests_per_second x target_utilisation``), so a request waits about a
+  second before the group grows. EKS offers no adapter of its own: Prometheus with
+  prometheus-adapter exposing ``POD_METRIC_EKS`` (its rule in docs/kubernetes.md). Without the key
+  the HPA holds CPU utilisation, which every cluster has, and the plan says what to install.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from fullserver.errors import InputError
+from fullserver.kube.attached import EKS_ATTACHED_LB_CONTROLLER, EKS_ATTACHED_METRICS_SERVER
+
+if TYPE_CHECKING:
+    from fullserver.kube.pool import KubePlan, Provider
+    from fullserver.serving import ServingSpec
+    from fullserver.tls import Tls
+
+GKE_EXTERNAL = {"cloud.google.com/l4-rbs": "enabled"}
+GKE_INTERNAL = {"networking.gke.io/load-balancer-type": "Internal"}
+AWS = "service.beta.kubernetes.io/aws-load-balancer-"
+EKS_SCHEMES = {"external": "internet-facing", "internal": "internal"}
+
+SECRET_VARIABLES = {"api_key": "VLLM_API_KEY", "token": "HF_TOKEN"}
+"""What the model server reads each serving secret as (the VM path's ``components.startup``)."""
+SECRET_ANNOTATION = "fullserver/secret"
+HOST_ANNOTATION = "fullserver/host"
+"""On the Service when the stack names ``serving.domains``: the endpoint's host (the first)."""
+TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+"""The NLB's TLS negotiation policy: the one the VM path's ALB takes (``components.aws.serving``,
+which cites the ELB guide's recommendation of TLS 1.3 with 1.2)."""
+
+POD_METRIC_GKE = "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"
+"""The queue-size gauge as the Custom Metrics Stackdriver Adapter names a Managed Service for
+Prometheus metric (``prometheus.googleapis.com|<metric>|<kind>``, GKE "Configure autoscaling for LLM
+workloads on GPUs")."""
+POD_METRIC_EKS = "vllm_num_requests_waiting"
+"""The same gauge as prometheus-adapter exposes it with the rule docs/kubernetes.md gives (a custom
+metric name cannot carry vLLM's colon)."""
+HPA_CPU_NOTE = "CPU utilisation: every cluster has it; set fullserver:serving.podMetrics for vLLM's queue size"
+
+INSTALL = {
+    "gke": (
+        "Managed Service for Prometheus (on by default on GKE) and the Custom Metrics Stackdriver Adapter "
+        "(kubectl apply -f https://raw.githubusercontent.com/GoogleCloudPlatform/k8s-stackdriver/master/"
+        "custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml)"
+    ),
+    "eks": (
+        "Prometheus scraping the pods' prometheus.io/* annotations and prometheus-adapter with a rule exposing "
+        f"vllm:num_requests_waiting as {POD_METRIC_EKS} (docs/kubernetes.md, Serving)"
+    ),
+}
+
+
+def service_annotations(provider: Provider, scheme: str, health_path: str, tls: Tls | None = None) -> dict[str, str]:
+    """The LoadBalancer Service's annotations for the provider and the scheme (module doc), and on
+    EKS with ``serving.certificateArn`` the NLB's TLS listener (``ssl-cert``, ``ssl-ports``,
+    ``ssl-negotiation-policy``: the controller's annotations for a TLS listener on those ports)."""
+    if provider == "gke":
+        return dict(GKE_INTERNAL if scheme == "internal" else GKE_EXTERNAL)
+    out = {
+        f"{AWS}type": "external",
+        f"{AWS}nlb-target-type": "ip",
+        f"{AWS}scheme": EKS_SCHEMES[scheme],
+        f"{AWS}healthcheck-protocol": "http",
+        f"{AWS}healthcheck-path": health_path,
+        f"{AWS}healthcheck-port": "traffic-port",
+    }
+    if tls is not None and tls.certificate_arn:
+        out |= {
+            f"{AWS}ssl-cert": tls.certificate_arn,
+            f"{AWS}ssl-ports": str(tls.port),
+            f"{AWS}ssl-negotiation-policy": TLS_POLICY,
+        }
+    return out
+
+
+def service_ports(lb_port: int, tls: Tls | None) -> list[dict[str, Any]]:
+    """Port 80 to the server's named port; with TLS (EKS) only the TLS port: an L4 listener cannot
+    answer the redirect the VM path's port 80 gives, and plain HTTP would carry the API key in clear."""
+    port, name = (tls.port, "https") if tls is not None else (lb_port, "http")
+    return [{"name": name, "port": port, "targetPort": "http", "protocol": "TCP"}]
+
+
+def endpoint_of(manifests: list[dict[str, Any]], address: str | None) -> str:
+    """The endpoint clients call once the load balancer has ``address``: ``https://<host>`` when the
+    Service names its host (``HOST_ANNOTATION``), ``https://<address>`` with a TLS port, else
+    ``http://<address>`` (``None``: what stands in for it before ``pulumi up``)."""
+    for m in manifests:
+        if m.get("kind") != "Service" or (m.get("spec") or {}).get("type") != "LoadBalancer":
+            continue
+        host = ((m.get("metadata") or {}).get("annotations") or {}).get(HOST_ANNOTATION)
+        https = any(p.get("name") == "https" for p in m["spec"].get("ports", []))
+        scheme = "https" if https else "http"
+        if host:
+            return f"https://{host}"
+        return f"{scheme}://{address}" if address else f"{scheme}://<load balancer address, known after pulumi up>"
+    return ""
+
+
+def secret_name(workload: str) -> str:
+    """The Kubernetes Secret the pods read the serving secrets from."""
+    return f"{workload}-serving"
+
+
+def secret_env(workload: str, kinds: list[str]) -> list[dict[str, Any]]:
+    """The container's environment: each serving secret by ``secretKeyRef`` (never its value)."""
+    name = secret_name(workload)
+    return [
+        {"name": SECRET_VARIABLES[k], "valueFrom": {"secretKeyRef": {"name": name, "key": SECRET_VARIABLES[k]}}}
+        for k in sorted(kinds)
+    ]
+
+
+def lb_service_name(manifests: list[dict[str, Any]]) -> str | None:
+    """The LoadBalancer Service among the workload's manifests (the endpoint), if any."""
+    for m in manifests:
+        if m.get("kind") == "Service" and m.get("spec", {}).get("type") == "LoadBalancer":
+            return str(m["metadata"]["name"])
+    return None
+
+
+def manual_endpoint(manifests: list[dict[str, Any]]) -> str:
+    """The endpoint of manifests applied by hand (no ``deployWorkload``): where its address is
+    read; "" for a workload without a LoadBalancer Service."""
+    service = lb_service_name(manifests)
+    if service is None:
+        return ""
+    return endpoint_of(manifests, f"<address of Service {service}: kubectl get service {service} --namespace default>")
+
+
+def read_command(provider: Provider, region: str, secret: str) -> list[str]:
+    """The command that prints a cloud secret's value with the caller's credentials."""
+    if provider == "gke":
+        return ["gcloud", "secrets", "versions", "access", "latest", f"--secret={secret}"]
+    name = secret if secret.startswith("/") or "/" not in secret else f"/{secret}"
+    query = ["--query", "Parameter.Value", "--output", "text"]
+    return ["aws", "ssm", "get-parameter", "--region", region, "--name", name, "--with-decryption", *query]
+
+
+def create_secret_command(plan: KubePlan, workload: str, secrets: dict[str, str]) -> str:
+    """How to create the pods' Secret when the manifests are applied by hand (the value is read
+    from the cloud's store by the caller's shell, never written anywhere by fullserver)."""
+    literals = " ".join(
+        f'--from-literal={SECRET_VARIABLES[kind]}="$({shlex.join(read_command(plan.provider, plan.region, cloud))})"'
+        for kind, cloud in sorted(secrets.items())
+    )
+    return f"kubectl create secret generic {secret_name(workload)} --namespace default {literals}"
+
+
+def queue_target(endpoint: ServingSpec) -> int:
+    """Requests waiting per pod the HPA holds: what a replica serves in a second at its target utilisation."""
+    return max(1, math.floor(endpoint.replica_requests_per_second * endpoint.target_utilisation))
+
+
+def hpa_metrics(provider: Provider, endpoint: ServingSpec) -> list[dict[str, Any]]:
+    """The HPA's metric (module doc): vLLM's queue size per pod with ``podMetrics``, else CPU."""
+    if endpoint.pod_metrics:
+        name = POD_METRIC_GKE if provider == "gke" else POD_METRIC_EKS
+        return [
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": {"name": name},
+                    "target": {"type": "AverageValue", "averageValue": str(queue_target(endpoint))},
+                },
+            }
+        ]
+    return [
+        {
+            "type": "Resource",
+            "resource": {
+                "name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": round(endpoint.target_utilisation * 100)},
+            },
+        }
+    ]
+
+
+def pod_monitoring(name: str, labels: dict[str, str], selector: dict[str, str], port: str) -> dict[str, Any]:
+    """GKE: Managed Service for Prometheus scrapes the model server's ``/metrics`` every 15 s (the
+    ``PodMonitoring`` of GKE "Configure autoscaling for LLM workloads on GPUs")."""
+    return {
+        "apiVersion": "monitoring.googleapis.com/v1",
+        "kind": "PodMonitoring",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "spec": {"selector": {"matchLabels": selector}, "endpoints": [{"port": port, "interval": "15s"}]},
+    }
+
+
+def tls_refusal(provider: Provider, domains: list[str]) -> InputError | None:
+    """GKE's passthrough NLB cannot terminate TLS, so ``serving.domains`` (a managed certificate
+    on the VM path's Application Load Balancer) has nothing to serve it."""
+    if provider != "gke" or not domains:
+        return None
+    return InputError(
+        "fullserver:serving.domains",
+        "a GKE LoadBalancer Service is a passthrough Network Load Balancer, which cannot terminate TLS",
+        "remove it and terminate HTTPS in front of the endpoint (a Gateway or Ingress you run), or serve on gcp-gpu",
+    )
+
+
+def serving_warnings(plan: KubePlan, endpoint: ServingSpec) -> list[str]:
+    """What the plan says of a serving pool: the HPA's metric, and what an attached cluster must run."""
+    out = []
+    if not endpoint.pod_metrics:
+        out.append(
+            f"the {plan.provider.upper()} HorizontalPodAutoscaler holds CPU utilisation, a poor signal for a GPU "
+            f"server; for vLLM's queue size install {INSTALL[plan.provider]}, then set fullserver:serving.podMetrics: true"
+        )
+    if plan.provider == "eks" and not plan.create_cluster:
+        out.append(EKS_ATTACHED_LB_CONTROLLER)
+        if not endpoint.pod_metrics:
+            out.append(EKS_ATTACHED_METRICS_SERVER)
+    return out

@@ -1,0 +1,98 @@
+"""The billed network of Kubernetes node pools (``PlatformRules.network`` of ``gke-gpu``, ``gke-tpu``
+and ``eks-gpu``): the nodes' NAT is their VM platform's (``network.gcp`` / ``network.aws``); the
+serving load balancer is the one a ``LoadBalancer`` Service gets (``fullserver.kube.serve``):
+
+* GKE: a regional passthrough Network Load Balancer (external: backend-service based; internal:
+  ``networking.gke.io/load-balancer-type: Internal``), billed as one regional forwarding rule and
+  the data it processes: Cloud Load Balancing pricing's forwarding-rule and data-processing tables
+  "apply to ... internal and external passthrough Network Load Balancers" (network catalog source
+  ``gcp-lb-pricing``). Its health check has no charge; the address of a forwarding rule is billed
+  as the rule, not as a VM's address.
+* EKS: a Network Load Balancer the AWS Load Balancer Controller creates (IP targets), billed per
+  NLB-hour and per NLCU-hour (an NLCU covers 1 GB processed an hour for TCP, the dimension the
+  plan knows: ``fullserver:egressGbMonth``), and, internet-facing, one public IPv4 address per
+  zone it spans (``NLB_ZONES``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fullserver.platforms.base import Line, NetworkPricer, NetworkRules
+from fullserver.platforms.network import aws as aws_network
+from fullserver.platforms.network import gcp as gcp_network
+
+if TYPE_CHECKING:
+    from fullserver.spec import EnvironmentSpec
+
+LOAD_BALANCER_SCHEMES = ("internal", "external")
+"""Both clouds' LoadBalancer Services are built internal or external (``fullserver.kube.serve``)."""
+GKE_LOAD_BALANCER = "gke-passthrough-nlb"
+EKS_LOAD_BALANCER = "nlb"
+NLB_ZONES = 3
+"""The zones an internet-facing NLB holds an address in: the controller takes one public subnet per
+zone, and a created cluster has public subnets in ``eks.CLUSTER_ZONES`` (3) zones; for an attached
+cluster, whose subnets the plan cannot see, fullserver assumes the same three."""
+
+
+def gke_layout(spec: EnvironmentSpec) -> dict[str, Any]:
+    """A passthrough NLB's address is the forwarding rule's: nothing billed apart."""
+    return {}
+
+
+def eks_layout(spec: EnvironmentSpec) -> dict[str, Any]:
+    """An internet-facing NLB's public IPv4 addresses, one per zone."""
+    scheme = spec.endpoint.load_balancer if spec.endpoint else spec.serving.load_balancer if spec.serving else ""
+    return {"lb_public_ips": NLB_ZONES if scheme == "external" else 0}
+
+
+def gke_lb_line(pricer: NetworkPricer, gb: float, rules: int = 1) -> Line | None:
+    """One regional forwarding rule and the data the load balancer processes."""
+    rate = pricer.hourly("forwarding-rule", "forwarding rule")
+    if rate is None:
+        return None
+    what = f"passthrough NLB: 1 regional forwarding rule x {rate}/h"
+    data = pricer.price("lb-data")
+    if data is None:
+        pricer.warnings.append(f"no load-balancer data price for {pricer.region}: data processed not priced")
+        return "load balancer", rate * pricer.hours, f"{what} (data not priced)"
+    note = f"{what} + {gb:.0f} GB processed x {data.usd_per_gb}/{data.unit}"
+    return "load balancer", rate * pricer.hours + gb * data.usd_per_decimal_gb, note
+
+
+def eks_lb_line(pricer: NetworkPricer, gb: float, listeners: int = 1) -> Line | None:
+    """A Network Load Balancer: its hours and the NLCUs of the GB it processes; ``listeners`` 2 is
+    HTTPS (``cost.network_lines``), a TLS listener here, whose NLCUs also count TLS connections
+    (the ELB pricing page's TLS NLCU: 50 new and 3,000 active TLS connections, 1 GB an hour)."""
+    rate = pricer.hourly("nlb", "Network Load Balancer")
+    if rate is None:
+        return None
+    nlcu = pricer.price("nlb-lcu")
+    if nlcu is not None and nlcu.usd_hour is not None and nlcu.gb_per_unit_hour:
+        units = gb / nlcu.gb_per_unit_hour
+        note = f"NLB {rate}/h + {gb:.0f} GB processed = {units:.0f} NLCU-hours x {nlcu.usd_hour}"
+        if listeners > 1:  # HTTPS: the TLS listener (fullserver.kube.serve), no plain one
+            note += "; TLS listener: NLCUs also count TLS connections (50 new/s, 3,000 active each), not estimated"
+        return "load balancer", rate * pricer.hours + units * nlcu.usd_hour, note
+    pricer.warnings.append(f"no NLB NLCU price for {pricer.region} in the network catalog: NLCUs not priced")
+    return "load balancer", rate * pricer.hours, f"NLB {rate}/h (NLCUs not priced)"
+
+
+GKE_NETWORK = NetworkRules(
+    load_balancer=GKE_LOAD_BALANCER,
+    load_balancer_schemes=LOAD_BALANCER_SCHEMES,
+    health_check_item=gcp_network.NETWORK.health_check_item,
+    spot_node_ip_item=gcp_network.NETWORK.spot_node_ip_item,
+    layout=gke_layout,
+    nat_line=gcp_network.nat_line,
+    lb_line=gke_lb_line,
+)
+EKS_NETWORK = NetworkRules(
+    load_balancer=EKS_LOAD_BALANCER,
+    load_balancer_schemes=LOAD_BALANCER_SCHEMES,
+    health_check_item="nlb-health-check",
+    spot_node_ip_item=aws_network.NETWORK.spot_node_ip_item,
+    layout=eks_layout,
+    nat_line=aws_network.nat_line,
+    lb_line=eks_lb_line,
+)

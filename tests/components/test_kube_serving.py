@@ -1,0 +1,190 @@
+"""Serving on node pools under the mock runtime: the pods' Secret (the API key read from the cloud's
+store, kept secret), the LoadBalancer Service in the applied workload and the endpoint read back
+from it, and on a created EKS cluster the AWS Load Balancer Controller with its IAM role."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from components.aws.labels import aws_tags
+from components.eks import EksEnvironment, eks_args
+from components.eks.load_balancer import POLICY_FILE
+from components.gke import GkeEnvironment, gke_args
+from components.graph import MOCK_SECRET_VALUE, Graph
+from fullserver.catalog import load_catalog
+from fullserver.kube.manifest import default_workload
+from fullserver.plan import plan_workload
+from fullserver.profiles import load_profiles
+from fullserver.spec import EnvironmentSpec
+from fullserver.stacks import workload_from_config
+from tests.components.conftest import Build, Plans, spec_of
+
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+SECRET_VALUE_SIG = "1b47061264138c4ac30d75fd1eb44270"
+ENDPOINT_BEFORE_UP = "http://<load balancer address, known after pulumi up>"
+
+
+def eks_serving(cluster: str | None = None, **serving: Any) -> EnvironmentSpec:
+    config = {
+        "fullserver:profile": "realtime-inference",
+        "fullserver:platform": "eks-gpu",
+        "fullserver:region": "us-east-1",
+        "fullserver:accelerator": "L4",
+        "fullserver:acceleratorCount": 1,
+        "fullserver:framework": "pytorch",
+        "fullserver:owner": "serving-team",
+        "fullserver:deployWorkload": True,
+        "fullserver:serving": {"apiKeySecret": "serving-team/api-key", "tokenSecret": "hf-token", **serving},
+        **({"fullserver:cluster": cluster} if cluster else {}),
+    }
+    return plan_workload("llm", "llm", workload_from_config(config, "llm"), load_profiles(), load_catalog()).spec
+
+
+def build_eks(build: Build, spec: EnvironmentSpec, identity: str = "pod-identity") -> Graph:
+    plan, endpoint = spec.kube, spec.endpoint
+    assert plan is not None and endpoint is not None
+    args = eks_args(
+        plan,
+        identity="irsa" if identity == "irsa" else "pod-identity",
+        workload=default_workload(plan, spec),
+        deploy_workload=True,
+        serving_secrets=endpoint.server.secrets,
+    )
+    return build(lambda: EksEnvironment("llm", args))
+
+
+def secret_inputs(g: Graph) -> dict[str, Any]:
+    return g.one("core/v1:Secret").inputs
+
+
+def test_gke_serving_stack_applies_its_secret_service_and_reads_the_endpoint(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "serve-gke-l4")
+    plan, endpoint = spec.kube, spec.endpoint
+    assert plan is not None and endpoint is not None and plan.deploy_workload
+    args = gke_args(
+        plan,
+        "proj",
+        workload=default_workload(plan, spec),
+        deploy_workload=True,
+        serving_secrets=endpoint.server.secrets,
+    )
+    assert args["serving_secrets"] == {"api_key": "serving-realtime-api-key"}
+    g = build(lambda: GkeEnvironment("serve", args))
+    secret = secret_inputs(g)
+    assert secret["type"] == "Opaque"
+    assert secret["metadata"] == {
+        "name": "serve-gke-l4-serving",
+        "namespace": "default",
+        "labels": {"app.kubernetes.io/managed-by": "fullserver"},
+    }
+    # The key read from Secret Manager travels as a Pulumi secret, never as plain text.
+    assert secret["stringData"] == {SECRET_SIG: SECRET_VALUE_SIG, "value": {"VLLM_API_KEY": MOCK_SECRET_VALUE}}
+    (group,) = g.of_type("yaml/v2:ConfigGroup")
+    objs = {o["kind"]: o for o in group.inputs["objs"]}
+    assert set(objs) == {"Deployment", "Service", "HorizontalPodAutoscaler"}
+    env = objs["Deployment"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env == [
+        {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "serve-gke-l4-serving", "key": "VLLM_API_KEY"}}}
+    ]
+    assert MOCK_SECRET_VALUE not in json.dumps(group.inputs)
+    service = objs["Service"]
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert service["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled"}
+    # The endpoint: the Service read back after the group, its address once the load balancer has one.
+    (read,) = [r for r in g.of_type("core/v1:Service") if r.name == "serve-endpoint"]
+    assert not read.custom or read.inputs == {}
+    assert g.outputs["endpoint"] == ENDPOINT_BEFORE_UP
+
+
+def test_created_eks_cluster_gets_the_load_balancer_controller_with_its_role(build: Build) -> None:
+    spec = eks_serving()
+    assert spec.kube is not None
+    g = build_eks(build, spec)
+    (release,) = [r for r in g.of_type("helm.sh/v3:Release") if r.name == "llm-aws-load-balancer-controller"]
+    assert release.inputs["chart"] == "aws-load-balancer-controller" and release.inputs["version"] == "3.5.0"
+    assert release.inputs["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
+    assert release.inputs["namespace"] == "kube-system"
+    assert release.inputs["values"] == {
+        "clusterName": "llm",
+        "region": "us-east-1",
+        "vpcId": "llm-vpc-id",  # the created VPC: IMDS (hop limit 1) would not tell the pod
+        "serviceAccount": {"create": True, "name": "aws-load-balancer-controller"},
+        "nodeSelector": {"eks.amazonaws.com/nodegroup": "llm-system"},
+    }
+    (policy,) = [r for r in g.of_type("iam/rolePolicy:RolePolicy") if r.name == "llm-lb-controller"]
+    assert json.loads(policy.inputs["policy"]) == json.loads(POLICY_FILE.read_text())
+    (role,) = [r for r in g.of_type("iam/role:Role") if r.name == "llm-lb-controller"]
+    assert policy.inputs["role"].startswith("llm-lb-controller-")  # the role's auto-name
+    assert role.inputs["tags"] == aws_tags(spec.kube.cloud_labels, "llm-lb-controller")
+    trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
+    assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert trust["Action"] == ["sts:AssumeRole", "sts:TagSession"]
+    (association,) = [r for r in g.of_type("eks/podIdentityAssociation:PodIdentityAssociation") if "lb" in r.name]
+    assert association.inputs["serviceAccount"] == "aws-load-balancer-controller"
+    assert association.inputs["namespace"] == "kube-system" and association.inputs["clusterName"] == "llm"
+    assert association.inputs["roleArn"] == "arn:aws:iam::123456789012:llm-lb-controller"
+    assert association.inputs["tags"] == aws_tags(spec.kube.cloud_labels, "llm-lb-controller")
+    # The HPA's CPU metric: the Metrics Server add-on, which EKS does not deploy by default.
+    (addon,) = [r for r in g.of_type("eks/addon:Addon") if r.inputs["addonName"] == "metrics-server"]
+    assert addon.inputs == {
+        "clusterName": "llm",
+        "addonName": "metrics-server",
+        "tags": aws_tags(spec.kube.cloud_labels, "metrics-server"),
+    }
+    # The subnets the controller discovers: public for internet-facing, private for internal.
+    subnets = g.of_type("ec2/subnet:Subnet")
+    assert all(r.inputs["tags"]["kubernetes.io/role/elb"] == "1" for r in subnets if "-public-" in r.name)
+    assert all(r.inputs["tags"]["kubernetes.io/role/internal-elb"] == "1" for r in subnets if "-private-" in r.name)
+
+
+def test_eks_serving_secrets_come_from_ssm_and_stay_secret(build: Build) -> None:
+    g = build_eks(build, eks_serving())
+    secret = secret_inputs(g)
+    assert secret["metadata"]["name"] == "llm-serving"
+    assert secret["stringData"] == {
+        SECRET_SIG: SECRET_VALUE_SIG,
+        "value": {"HF_TOKEN": MOCK_SECRET_VALUE, "VLLM_API_KEY": MOCK_SECRET_VALUE},
+    }
+    (group,) = g.of_type("yaml/v2:ConfigGroup")
+    service = next(o for o in group.inputs["objs"] if o["kind"] == "Service")
+    assert (
+        service["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internet-facing"
+    )
+    assert g.outputs["endpoint"] == ENDPOINT_BEFORE_UP
+
+
+def test_irsa_gives_the_controller_its_role_through_the_service_account(build: Build) -> None:
+    g = build_eks(build, eks_serving(), identity="irsa")
+    (release,) = [r for r in g.of_type("helm.sh/v3:Release") if r.name == "llm-aws-load-balancer-controller"]
+    account = release.inputs["values"]["serviceAccount"]
+    assert account["annotations"] == {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:llm-lb-controller"}
+    assert not [r for r in g.of_type("eks/podIdentityAssociation:PodIdentityAssociation") if "lb" in r.name]
+    (role,) = [r for r in g.of_type("iam/role:Role") if r.name == "llm-lb-controller"]
+    condition = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]["Condition"]["StringEquals"]
+    assert "system:serviceaccount:kube-system:aws-load-balancer-controller" in condition.values()
+
+
+@pytest.mark.parametrize("deploy", [True, False])
+def test_an_attached_eks_cluster_gets_no_controller(build: Build, deploy: bool) -> None:
+    spec = eks_serving(cluster="prod")
+    plan, endpoint = spec.kube, spec.endpoint
+    assert plan is not None and endpoint is not None
+    args = eks_args(plan, workload=default_workload(plan, spec), deploy_workload=deploy)
+    g = build(lambda: EksEnvironment("llm", args))
+    assert g.of_type("helm.sh/v3:Release") == [] and g.of_type("iam/role:Role")[0].name == "llm-nodes"
+    assert g.of_type("eks/addon:Addon") == []  # the cluster's own: the plan says what it must run
+    if not deploy:  # applied by hand: where the address is read
+        assert g.outputs["endpoint"] == ("http://<address of Service llm: kubectl get service llm --namespace default>")
+        assert g.of_type("core/v1:Secret") == []
+
+
+def test_an_eks_tls_endpoint_is_https_on_the_named_host(build: Build) -> None:
+    cert = "arn:aws:acm:us-east-1:123456789012:certificate/12345678-1234-1234-1234-123456789012"
+    g = build_eks(build, eks_serving(certificateArn=cert, domains=["llm.example.com"]))
+    (group,) = g.of_type("yaml/v2:ConfigGroup")
+    service = next(o for o in group.inputs["objs"] if o["kind"] == "Service")
+    assert service["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == cert
+    assert g.outputs["endpoint"] == "https://llm.example.com"
