@@ -107,6 +107,15 @@ def _drain_pending_rpcs() -> None:
     SETTINGS.rpc_manager.clear()
 
 
+@pytest.fixture(autouse=True)
+def _settled() -> Iterator[None]:
+    """Every test leaves the shared event loop empty, not only those built through ``build``: a
+    component constructed bare to test its refusal (``pytest.raises(SpecRefused)``) may have sent
+    registrations that would otherwise land in the next test's graph."""
+    yield
+    _drain_pending_rpcs()
+
+
 @pytest.fixture
 def build(mocks: GraphMocks) -> Build:
     """Construct a component under the conftest mocks and return what it registered."""
