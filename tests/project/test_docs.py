@@ -358,7 +358,9 @@ def test_the_docs_show_the_commands_this_test_runs() -> None:
         ("bare-metal.md", "audit"),
     ]:
         assert (doc, sub) in found, (doc, sub)
-    assert sum(c.doc.parent.parent.name == "templates" for c in COMMANDS) == 3  # the cloud templates' plan
+    assert (
+        sum(c.doc.parent.parent.name == "templates" for c in COMMANDS) == 6
+    )  # the cloud and Kubernetes templates' plan
     assert not set(EXCLUDED) - {c.where for c in COMMANDS}, "an exclusion names no command"
 
 

@@ -17,14 +17,15 @@ from packaging.requirements import Requirement
 import fullserver
 from components.graph import evaluate
 from fullserver.plan import plan_paths
-from fullserver.workload import Workload
+from fullserver.platforms import all_rules
 from fullserver.stacks import find_stacks
+from fullserver.workload import Workload
 from tests.project.projectfile import missing_keys, project_errors, stack_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "templates"
-PLATFORMS = ["tpu-vm", "aws-gpu", "gcp-gpu", "bare-metal"]
-GCP = {"tpu-vm", "gcp-gpu"}
+PLATFORMS = [rules.platform.value for rules in all_rules()]
+GCP = {"tpu-vm", "gcp-gpu", "gke-gpu", "gke-tpu"}
 
 # What `pulumi new -s dev -c gcp:project=...` would be told for prompts without a default.
 ANSWERS = {"gcp:project": "my-ml-project"}
@@ -36,6 +37,9 @@ PLATFORM_TYPES = {
     "aws-gpu": "aws:ec2/launchTemplate:LaunchTemplate",
     "gcp-gpu": "gcp:compute/instance:Instance",
     "bare-metal": "BareMetalFleet",
+    "gke-gpu": "gcp:container/nodePool:NodePool",
+    "gke-tpu": "gcp:container/nodePool:NodePool",
+    "eks-gpu": "aws:eks/nodeGroup:NodeGroup",
 }
 READ_KEYS = {f"fullserver:{f.alias}" for f in Workload.model_fields.values() if f.alias} | {"fullserver:sshPrivateKey"}
 
