@@ -123,7 +123,7 @@ class _Loader(_BaseLoader):
             return None
         try:
             return self._plain(node, set())
-        except Exception:  # noqa: BLE001 - redone by PyYAML itself, which raises what it raises
+        except Exception:  # redone by PyYAML itself, which raises what it raises
             return self.construct_document(node)
 
     def _plain(self, node: yaml.Node, seen: set[int]) -> Any:
