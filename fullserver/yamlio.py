@@ -54,6 +54,7 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _VALUE_TAG = "tag:yaml.org,2002:value"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+_INT_TAG = "tag:yaml.org,2002:int"
 _SCALAR_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "binary", "timestamp")
 )
@@ -109,6 +110,20 @@ class _Loader(_BaseLoader):
             seen[key] = line
         return super().construct_mapping(node, deep)
 
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        """PyYAML's ``Resolver.resolve``, shortened where this loader has no path resolvers and no
+        resolver for every first character (the safe loader's case): a plain scalar's tag is the
+        first implicit resolver of its first character that matches it, else ``str``. Why: libyaml
+        calls it for every node, and the general version was a tenth of reading a stack file."""
+        if kind is yaml.ScalarNode and implicit[0] and not self.yaml_path_resolvers:
+            table = self.yaml_implicit_resolvers
+            if None not in table:
+                for tag, regexp in table.get(value[:1], ()):
+                    if regexp.match(value):
+                        return tag  # type: ignore[no-any-return]
+                return self.DEFAULT_SCALAR_TAG
+        return super().resolve(kind, value, implicit)  # type: ignore[no-any-return,no-untyped-call]
+
     def construct_plain(self, node: yaml.Node | None) -> Any:
         """The document as ``construct_document`` makes it, built directly where it is plain data.
 
@@ -132,8 +147,11 @@ class _Loader(_BaseLoader):
         seen.add(id(node))
         tag = node.tag
         if isinstance(node, yaml.ScalarNode):
+            value = node.value
             if tag == _STR_TAG:
-                return node.value
+                return value
+            if tag == _INT_TAG and value.isascii() and value.isdigit() and (value[0] != "0" or value == "0"):
+                return int(value)  # plain decimal, as construct_yaml_int reads it (a leading 0 is octal there)
             construct = self.yaml_constructors.get(tag)
             if construct is None or tag not in _SCALAR_TAGS:
                 raise _NotPlain
