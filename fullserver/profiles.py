@@ -274,10 +274,11 @@ class Profile(Strict):
         return self
 
     _merged: dict[Platform, tuple[Balance, BalanceOverride, Balance]] = PrivateAttr(default_factory=dict)
-    """``balance_for``'s answers, each with the base and override it was merged from: sizing asks
-    it for every shape it weighs, and merging validates a new ``Balance`` each time. Safe to keep:
-    both are frozen, and an answer is used only while the profile still holds those very objects
-    (a copy with another balance or override merges afresh)."""
+    """``balance_for``'s answers, each with the base and override it was merged from, kept when
+    first asked (the validator asks every override): sizing asks it for every shape it weighs, and
+    merging validates a new ``Balance`` each time. Safe to keep: both are frozen, an answer is used
+    only while the profile still holds those very objects (a copy with another balance or override
+    merges afresh), and nothing kept is ever replaced, so copies sharing it agree."""
 
     def balance_for(self, platform: Platform) -> Balance:
         """The balance minimums on one platform, after its overrides."""
@@ -290,7 +291,7 @@ class Profile(Strict):
         changes = {key: getattr(override, key) for key in override.model_fields_set if key != "waived"}
         changes.update(dict.fromkeys(override.waived))
         merged = Balance.model_validate({**dict(self.balance), **changes})
-        self._merged[platform] = (self.balance, override, merged)
+        self._merged.setdefault(platform, (self.balance, override, merged))
         return merged
 
 
