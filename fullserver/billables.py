@@ -36,15 +36,15 @@ def decide(spec: EnvironmentSpec) -> Billables:
     n = spec.machines
     public = spec.network.public_ip
     serving = spec.serving is not None
-    common = Billables(
-        machines=n,
-        nat=not public,
-        node_public_ips=n if public else 0,
-        nat_public_ips=0 if public else 1,
-        load_balancer=network.load_balancer if serving else "",
-        health_checks=1 if serving else 0,
-    )
-    return common.model_copy(update=network.layout(spec))
+    common = {
+        "machines": n,
+        "nat": not public,
+        "node_public_ips": n if public else 0,
+        "nat_public_ips": 0 if public else 1,
+        "load_balancer": network.load_balancer if serving else "",
+        "health_checks": 1 if serving else 0,
+    }
+    return Billables(**{**common, **network.layout(spec)})  # the cloud's part over the common one
 
 
 def _kube(spec: EnvironmentSpec) -> Billables:

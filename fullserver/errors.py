@@ -51,6 +51,8 @@ def shown(text: str) -> str:
     Why: a file, stack or host name holding an escape sequence was printed raw, so the terminal
     showed a name that does not exist (``Pulumi.ex\\x1b[31mp.yaml`` as a red ``exp``); the escaped
     form is the name to type. Every error line passes through here."""
+    if text.isprintable():  # the common case, without a look at each character
+        return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 

@@ -28,7 +28,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from fullserver.errors import InputError
 from fullserver.platform import Platform
@@ -273,14 +273,26 @@ class Profile(Strict):
             self.balance_for(platform)
         return self
 
+    _merged: dict[Platform, tuple[Balance, BalanceOverride, Balance]] = PrivateAttr(default_factory=dict)
+    """``balance_for``'s answers, each with the base and override it was merged from, kept when
+    first asked (the validator asks every override): sizing asks it for every shape it weighs, and
+    merging validates a new ``Balance`` each time. Safe to keep: both are frozen, an answer is used
+    only while the profile still holds those very objects (a copy with another balance or override
+    merges afresh), and nothing kept is ever replaced, so copies sharing it agree."""
+
     def balance_for(self, platform: Platform) -> Balance:
         """The balance minimums on one platform, after its overrides."""
         override = self.platform_balance.get(platform)
         if override is None:
             return self.balance
+        kept = self._merged.get(platform)
+        if kept is not None and kept[0] is self.balance and kept[1] is override:
+            return kept[2]
         changes = {key: getattr(override, key) for key in override.model_fields_set if key != "waived"}
         changes.update(dict.fromkeys(override.waived))
-        return Balance.model_validate({**dict(self.balance), **changes})
+        merged = Balance.model_validate({**dict(self.balance), **changes})
+        self._merged.setdefault(platform, (self.balance, override, merged))
+        return merged
 
 
 MAX_EXTENDS = 32

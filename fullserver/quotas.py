@@ -130,8 +130,9 @@ def capacity_paths(
     price = offer.prices.get(spec.region) if offer is not None else None
     family = instance_family(spec.machine_type)  # the family a Capacity Block quota names
     out = []
+    platform, pricing = spec.platform.value, spec.pricing.value
     for path in table.capacity_paths:
-        if spec.platform.value not in path.platforms or spec.pricing.value not in path.fits:
+        if platform not in path.platforms or pricing not in path.fits:
             continue
         if path.families and family not in path.families:
             continue

@@ -116,6 +116,9 @@ def _as_text(value: object) -> str:
     return str(value)
 
 
+_INTEGER = re.compile(rf"[+-]?\d{{1,{sys.int_info.default_max_str_digits}}}")
+
+
 def _decode(key: ConfigKey, value: object) -> object:
     """A value as its declared type reads it; anything else is left for the model to refuse."""
     kind = key.type or UNTYPED_KEYS.get(key.name)
@@ -129,7 +132,7 @@ def _decode(key: ConfigKey, value: object) -> object:
     if isinstance(value, (list, dict)):
         return value
     text = _as_text(value)
-    if kind == "integer" and re.fullmatch(rf"[+-]?\d{{1,{sys.int_info.default_max_str_digits}}}", text):
+    if kind == "integer" and _INTEGER.fullmatch(text):
         # Every integer key is bounded: a count of 19 digits or more reads as the number it is,
         # so the model says "at most 512" rather than "not a valid integer". Python's own limit
         # on int(str) bounds the work.

@@ -51,6 +51,14 @@ MAX_EXPANDED = 1_000_000
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
+_VALUE_TAG = "tag:yaml.org,2002:value"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_INT_TAG = "tag:yaml.org,2002:int"
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "binary", "timestamp")
+)
+"""The safe scalar tags (besides ``str``), each built by the safe constructor's own function."""
 
 
 # Characters YAML forbids in a stream (YAML 1.1 "printable"): C0 controls other than tab and
@@ -78,6 +86,10 @@ class _Refused(yaml.YAMLError):
         self.hint = hint
 
 
+class _NotPlain(Exception):
+    """A node ``_Loader.construct_plain`` leaves to PyYAML's constructor."""
+
+
 class _Loader(_BaseLoader):
     """The safe loader (C parser when available) that refuses a key given twice in one mapping.
 
@@ -97,6 +109,66 @@ class _Loader(_BaseLoader):
                 raise _DuplicateKey(key, line, seen[key])
             seen[key] = line
         return super().construct_mapping(node, deep)
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        """PyYAML's ``Resolver.resolve``, shortened where this loader has no path resolvers and no
+        resolver for every first character (the safe loader's case): a plain scalar's tag is the
+        first implicit resolver of its first character that matches it, else ``str``. Why: libyaml
+        calls it for every node, and the general version was a tenth of reading a stack file."""
+        if kind is yaml.ScalarNode and implicit[0] and not self.yaml_path_resolvers:
+            table = self.yaml_implicit_resolvers
+            if None not in table:
+                for tag, regexp in table.get(value[:1], ()):
+                    if regexp.match(value):
+                        return tag  # type: ignore[no-any-return]
+                return self.DEFAULT_SCALAR_TAG
+        return super().resolve(kind, value, implicit)  # type: ignore[no-any-return,no-untyped-call]
+
+    def construct_plain(self, node: yaml.Node | None) -> Any:
+        """The document as ``construct_document`` makes it, built directly where it is plain data.
+
+        Why: PyYAML's constructor (Python, generators and per-node bookkeeping) took most of the
+        time of reading a stack file. Plain data is maps, sequences and scalars of the safe tags,
+        with no alias, merge key or other tag; there the result is the same dicts, lists and
+        values. Anything else, and any error, is left to ``construct_document`` from the start
+        (building here changes nothing), so what it returns or raises, and in which order, is
+        PyYAML's own.
+        """
+        if node is None:
+            return None
+        try:
+            return self._plain(node, set())
+        except Exception:  # redone by PyYAML itself, which raises what it raises
+            return self.construct_document(node)
+
+    def _plain(self, node: yaml.Node, seen: set[int]) -> Any:
+        if id(node) in seen:
+            raise _NotPlain  # an alias: PyYAML shares the one object it builds
+        seen.add(id(node))
+        tag = node.tag
+        if isinstance(node, yaml.ScalarNode):
+            value = node.value
+            if tag == _STR_TAG:
+                return value
+            if tag == _INT_TAG and value.isascii() and value.isdigit() and (value[0] != "0" or value == "0"):
+                return int(value)  # plain decimal, as construct_yaml_int reads it (a leading 0 is octal there)
+            construct = self.yaml_constructors.get(tag)
+            if construct is None or tag not in _SCALAR_TAGS:
+                raise _NotPlain
+            return construct(self, node)
+        if isinstance(node, yaml.SequenceNode) and tag == _SEQ_TAG:
+            return [self._plain(item, seen) for item in node.value]
+        if not isinstance(node, yaml.MappingNode) or tag != _MAP_TAG:
+            raise _NotPlain
+        out: dict[Hashable, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag in (_MERGE_TAG, _VALUE_TAG):
+                raise _NotPlain
+            key = self._plain(key_node, seen)
+            if key in out:
+                raise _NotPlain  # a duplicate key: construct_mapping refuses it naming both lines
+            out[key] = self._plain(value_node, seen)
+        return out
 
     def construct_bounded_int(self, node: yaml.ScalarNode) -> int:
         """An integer, or one line when it has more digits than Python converts (4,300).
@@ -280,11 +352,16 @@ def _read_bytes(path: Path, max_bytes: int = MAX_BYTES, kind: str = "a YAML file
     pipe or a device is refused before it is opened (opening a pipe waits for a writer; /dev/zero
     never ends)."""
     try:
-        mode = path.stat().st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # a directory fails below, naming itself
+        found = path.stat()
+        if not (stat.S_ISREG(found.st_mode) or stat.S_ISDIR(found.st_mode)):  # a directory fails below
             raise InputError(str(path), "not a regular file (a pipe, socket or device)", "give the path of a file")
         with path.open("rb") as stream:
-            data = stream.read(max_bytes + 1)
+            # Asking for the size the file has (+1 to see it end) spares allocating max_bytes for
+            # a 300-byte stack file; a file that grew meanwhile is read on, to the same limit.
+            first = min(found.st_size, max_bytes) + 1
+            data = stream.read(first)
+            if len(data) == first and first <= max_bytes:
+                data += stream.read(max_bytes + 1 - first)
     except OSError as exc:
         raise InputError(str(path), f"cannot read file: {exc.strerror or exc}", "check the path") from None
     if len(data) > max_bytes:
@@ -323,7 +400,7 @@ def load_yaml_text(text: str, where: str) -> Any:
         _check_depth(text)
         loader = _Loader(text)
         try:
-            data = loader.get_single_data()
+            data = loader.construct_plain(loader.get_single_node())
         finally:
             loader.dispose()
         if isinstance(data, (dict, list)) and _has_alias(text):

@@ -164,13 +164,19 @@ class Catalog:
         """A CPU-only machine type's price in ``region`` (``machine_prices``), else ``None``."""
         return self.machine_prices.get(name, {}).get(region)
 
+    @functools.cached_property
+    def _storage_by_key(self) -> dict[tuple[str, str, str], StoragePrice]:
+        return {(p.provider, p.kind, p.region): p for p in reversed(self.storage_prices)}  # the first wins
+
+    @functools.cached_property
+    def _egress_by_key(self) -> dict[tuple[str, str], EgressPrice]:
+        return {(p.provider, p.region): p for p in reversed(self.egress_prices)}  # the first wins
+
     def storage_price(self, provider: str, kind: str, region: str) -> StoragePrice | None:
-        return next(
-            (p for p in self.storage_prices if (p.provider, p.kind, p.region) == (provider, kind, region)), None
-        )
+        return self._storage_by_key.get((provider, kind, region))
 
     def egress_price(self, provider: str, region: str) -> EgressPrice | None:
-        return next((p for p in self.egress_prices if (p.provider, p.region) == (provider, region)), None)
+        return self._egress_by_key.get((provider, region))
 
     def commitment(self, provider: str, family: str, years: int, shape: str | None = None) -> CommitmentDiscount | None:
         """The published discount for ``shape`` of ``family``: an entry naming that exact shape,

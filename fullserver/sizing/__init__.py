@@ -167,18 +167,17 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
             "remove the keys of the platform you do not want, or set fullserver:platform",
         )
     errors: list[tuple[Platform, InputError | NothingFits]] = []
-    fits: list[tuple[EnvironmentSpec, float | None]] = []
+    specs: list[EnvironmentSpec] = []
     for platform in taking:
         try:
-            spec = spec_for(profile, workload, platform, catalog, environment)
+            specs.append(spec_for(profile, workload, platform, catalog, environment))
         except (InputError, NothingFits) as exc:
             errors.append((platform, exc))
-            continue
-        fits.append((spec, expected_usd_hour(spec, profile, workload, catalog)))
-    if not fits:
+    if not specs:
         raise _none_fits(profile, workload, errors)
-    if len(fits) == 1:
-        return fits[0][0]
+    if len(specs) == 1:
+        return specs[0]  # nothing to weigh it against
+    fits = [(spec, expected_usd_hour(spec, profile, workload, catalog)) for spec in specs]
     priced = [(spec, usd) for spec, usd in fits if usd is not None]
     cheapest = min(priced, key=lambda f: f[1]) if priced else fits[0]  # min keeps the first of equals
     chosen = fits[0] if profile.platform_order == "requirement" else cheapest

@@ -31,6 +31,8 @@ def complete_spec(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -
     A load-balancer scheme the platform does not build is refused here, at plan time, naming the
     profile field.
     """
+    if spec.serving is None and spec.endpoint is None:  # nothing to add before deciding the billables
+        return spec.model_copy(update={"warnings": list(spec.warnings), "billables": decide(spec)})
     endpoint = None
     warnings = list(spec.warnings)
     if spec.serving is not None:

@@ -234,3 +234,24 @@ def test_tpu_host_network_follows_the_hosts_google_builds(shipped: Catalog) -> N
         assert offer is not None and offer.host.network_gbps == gbps * offer.host.accelerator_count, name
     v4 = shipped.offer("v4-8")
     assert v4 is not None and v4.host.network_gbps is None  # not published: unknown, never 0
+
+
+def test_a_price_given_twice_for_one_key_is_read_from_its_first_entry() -> None:
+    """Storage and egress prices are looked up by key (indexes built once per catalog); where the
+    data lists a key twice, the first entry is the one used, as a scan in file order found it."""
+    catalog = load_catalog()
+    disk, egress = catalog.storage_prices[0], catalog.egress_prices[0]
+    dearer_disk = disk.model_copy(update={"usd_gib_month": disk.usd_gib_month + 1})
+    dearer_egress = egress.model_copy(update={"usd_per_gb": egress.usd_per_gb + 1})
+    twice = Catalog(
+        sources=catalog.sources,
+        accelerators=catalog.accelerators,
+        offers=catalog.offers,
+        storage_prices=[disk, dearer_disk],
+        egress_prices=[egress, dearer_egress],
+        commitment_discounts=[],
+    )
+    assert twice.storage_price(disk.provider, disk.kind, disk.region) is disk
+    assert twice.egress_price(egress.provider, egress.region) is egress
+    assert twice.storage_price(disk.provider, disk.kind, "nowhere-1") is None
+    assert twice.egress_price(egress.provider, "nowhere-1") is None

@@ -82,6 +82,20 @@ def test_platform_override_can_drop_a_minimum() -> None:
     assert scale.balance_for(Platform.TPU_VM).cpu_per_accelerator == scale.balance.cpu_per_accelerator
 
 
+def test_a_merged_balance_follows_the_profile_it_is_asked_of() -> None:
+    """``balance_for`` keeps its merge; a copy with another base balance merges afresh, and the
+    original still answers with its own."""
+    scale = load_profiles()["scale-training"]
+    kept = scale.balance_for(Platform.TPU_VM)
+    assert scale.balance_for(Platform.TPU_VM) is kept
+    cpu = scale.balance.cpu_per_accelerator
+    more_cpu = scale.balance.model_copy(update={"cpu_per_accelerator": cpu.model_copy(update={"value": cpu.value + 7})})
+    other = scale.model_copy(update={"balance": more_cpu})
+    assert other.balance_for(Platform.TPU_VM).cpu_per_accelerator == more_cpu.cpu_per_accelerator
+    assert scale.balance_for(Platform.TPU_VM).cpu_per_accelerator == scale.balance.cpu_per_accelerator
+    assert scale.balance_for(Platform.TPU_VM) == kept
+
+
 @pytest.mark.parametrize(
     ("files", "message"),
     [

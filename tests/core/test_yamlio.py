@@ -272,3 +272,65 @@ def test_an_integer_longer_than_python_converts_is_one_line_not_a_traceback() ->
         "(give a number within the key's bounds)"
     )
     assert load_yaml_text("nodes: 1_000\nbig: 0x10\n", "x") == {"nodes": 1000, "big": 16}  # YAML 1.1 ints still read
+
+
+# --- plain documents built directly (``_Loader.construct_plain``) -----------------------------
+
+
+def _pyyaml(text: str) -> Any:
+    """What PyYAML's own constructor makes of ``text`` with this loader."""
+    loader = yamlio._Loader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "config:\n  fullserver:nodes: 2\n  fullserver:owner: team-9\n  fullserver:serving: {apiKeySecret: k}\n",
+        "a: [1, '2', -3, +4, 0, 017, 0x1F, 0o17, 1_000, 1:30, 1.5, .inf, ~, null, yes, No, 2024-01-02]\n",
+        "- {a: !!str 1, b: !!binary aGVsbG8=, c: ''}\n- [x, [y, [z]]]\n",
+        "1: one\n2.5: yes\nnull: x\n",
+        "",
+    ],
+)
+def test_plain_documents_read_as_pyyaml_reads_them(text: str) -> None:
+    data = load_yaml_text(text, "x")
+    assert data == _pyyaml(text)
+    assert repr(data) == repr(_pyyaml(text))  # the same types too: 017 is YAML 1.1 octal, 15
+
+
+def test_an_aliased_collection_is_one_object_as_pyyaml_makes_it() -> None:
+    data = load_yaml_text("a: &r [1]\nb: *r\n", "x")
+    assert data["a"] is data["b"]
+
+
+def test_merge_keys_and_other_tags_are_read_by_pyyaml_itself() -> None:
+    assert load_yaml_text("base: &b {x: 1, y: 2}\nover: {<<: *b, y: 3}\n", "x")["over"] == {"x": 1, "y": 3}
+    assert load_yaml_text("s: !!set {a, b}\n", "x") == {"s": {"a", "b"}}
+
+
+def test_an_unknown_tag_is_refused_in_one_line_naming_its_line() -> None:
+    with pytest.raises(InputError) as err:
+        load_yaml_text("a: 1\nb: !!python/name:os.system\n", "Pulumi.x.yaml")
+    assert str(err.value).startswith("Pulumi.x.yaml:2: malformed YAML: could not determine a constructor")
+
+
+def test_the_first_error_is_the_one_pyyaml_finds_first() -> None:
+    """A nested duplicate before a top-level integer too long to read: PyYAML reads the top level
+    first (nested mappings are filled afterwards), and so does this loader."""
+    text = "a:\n  b: 1\n  b: 2\nc: " + "9" * 5_000 + "\n"
+    with pytest.raises(InputError) as err:
+        load_yaml_text(text, "x")
+    assert str(err.value).startswith("x:4: an integer of 5,000 characters")
+
+
+def test_a_plain_scalar_resolves_to_the_tag_pyyaml_gives_it() -> None:
+    loader = yamlio._Loader("")
+    values = ["", "~", "null", "yes", "Off", "017", "0x1F", "1:30", "-1.5e3", ".NaN", "2001-12-14", "=", "<<", "a:b"]
+    for value in values:
+        for implicit in ((True, False), (False, True), (False, False)):
+            want = yaml.resolver.Resolver.resolve(loader, yaml.ScalarNode, value, implicit)  # type: ignore[no-untyped-call]
+            assert loader.resolve(yaml.ScalarNode, value, implicit) == want, value
