@@ -87,6 +87,23 @@ workloads on GPUs")."""
 POD_METRIC_EKS = "vllm_num_requests_waiting"
 """The same gauge as prometheus-adapter exposes it with the rule docs/kubernetes.md gives (a custom
 metric name cannot carry vLLM's colon)."""
+AWAIT_ANNOTATION = "pulumi.com/timeoutSeconds"
+"""How long ``pulumi up`` waits for an object to be ready (pulumi-kubernetes ``pkg/metadata``
+``TimeoutDuration``). Its default for a Deployment and a Service is 10 minutes ("If the Service has
+not reached a Ready state after 10 minutes, it will time out", pulumi-kubernetes' Service and
+Deployment docs), and a LoadBalancer Service is ready only when its endpoints are (no "not ready"
+endpoints, then an external address): both wait for a model server that loads for longer."""
+NODE_AND_IMAGE_SECONDS = 20 * 60
+"""Before the model loads: a GPU node from zero (the autoscaler's scale-up, the node's boot and its
+driver) and the model server's image pull (vLLM's images are several GB). An allowance, not a
+measured figure: too long only delays the report of a pod that never becomes ready."""
+
+
+def await_seconds(load_seconds: int) -> str:
+    """``AWAIT_ANNOTATION``'s value for a server that loads its model in ``load_seconds``."""
+    return str(NODE_AND_IMAGE_SECONDS + load_seconds)
+
+
 HPA_CPU_NOTE = "CPU utilisation: every cluster has it; set fullserver:serving.podMetrics for vLLM's queue size"
 
 INSTALL = {

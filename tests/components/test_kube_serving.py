@@ -16,6 +16,7 @@ from components.gke import GkeEnvironment, gke_args
 from components.graph import MOCK_SECRET_VALUE, Graph
 from fullserver.catalog import load_catalog
 from fullserver.kube.manifest import default_workload
+from fullserver.kube.serve import AWAIT_ANNOTATION
 from fullserver.plan import plan_workload
 from fullserver.profiles import load_profiles
 from fullserver.spec import EnvironmentSpec
@@ -92,7 +93,9 @@ def test_gke_serving_stack_applies_its_secret_service_and_reads_the_endpoint(pla
     assert MOCK_SECRET_VALUE not in json.dumps(group.inputs)
     service = objs["Service"]
     assert service["spec"]["type"] == "LoadBalancer"
-    assert service["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled"}
+    assert service["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled", AWAIT_ANNOTATION: "2400"}
+    # pulumi up waits for the model server: a node from zero, the image and 20 minutes' load (not 10 minutes)
+    assert objs["Deployment"]["metadata"]["annotations"][AWAIT_ANNOTATION] == "2400"
     # The endpoint: the Service read back after the group, its address once the load balancer has one.
     (read,) = [r for r in g.of_type("core/v1:Service") if r.name == "serve-endpoint"]
     assert not read.custom or read.inputs == {}

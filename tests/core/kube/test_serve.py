@@ -65,9 +65,10 @@ def test_gke_services_are_passthrough_network_load_balancers() -> None:
     assert spec.kube is not None
     service = by_kind(workload(spec.kube, spec))["Service"]
     assert service["spec"]["type"] == "LoadBalancer" and service["spec"]["externalTrafficPolicy"] == "Local"
-    assert service["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled"}
+    wait = {serve.AWAIT_ANNOTATION: serve.await_seconds(20 * 60)}  # pulumi up's wait (test_manifest)
+    assert service["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled", **wait}
     inner = by_kind(workload(spec.kube, internal(spec)))["Service"]
-    assert inner["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+    assert inner["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal", **wait}
 
 
 def test_eks_services_are_network_load_balancers_of_the_controller_with_ip_targets() -> None:
@@ -83,6 +84,7 @@ def test_eks_services_are_network_load_balancers_of_the_controller_with_ip_targe
         f"{AWS}healthcheck-protocol": "http",
         f"{AWS}healthcheck-path": "/health",
         f"{AWS}healthcheck-port": "traffic-port",
+        serve.AWAIT_ANNOTATION: serve.await_seconds(20 * 60),
     }
     inner = by_kind(workload(spec.kube, internal(spec)))["Service"]
     assert inner["metadata"]["annotations"][f"{AWS}scheme"] == "internal"
