@@ -106,11 +106,17 @@ def await_seconds(load_seconds: int) -> str:
 
 HPA_CPU_NOTE = "CPU utilisation: every cluster has it; set fullserver:serving.podMetrics for vLLM's queue size"
 
-INSTALL = {
+INSTALL = {  # GKE: the adapter reads Cloud Monitoring through Workload Identity Federation, so its
+    # service account needs Monitoring Viewer (GKE "Serve an LLM using TPUs on GKE with vLLM", "Set up
+    # the Custom Metrics Stackdriver Adapter": add-iam-policy-binding ... roles/monitoring.viewer)
     "gke": (
         "Managed Service for Prometheus (on by default on GKE) and the Custom Metrics Stackdriver Adapter "
         "(kubectl apply -f https://raw.githubusercontent.com/GoogleCloudPlatform/k8s-stackdriver/master/"
-        "custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml)"
+        "custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml) with the Monitoring "
+        "Viewer role for its Kubernetes service account (gcloud projects add-iam-policy-binding projects/<project> "
+        "--role roles/monitoring.viewer --member=principal://iam.googleapis.com/projects/<project number>/locations/"
+        "global/workloadIdentityPools/<project>.svc.id.goog/subject/ns/custom-metrics/sa/"
+        "custom-metrics-stackdriver-adapter)"
     ),
     "eks": (
         "Prometheus scraping the pods' prometheus.io/* annotations and prometheus-adapter with a rule exposing "

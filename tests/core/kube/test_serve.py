@@ -124,6 +124,9 @@ def test_without_pod_metrics_the_hpa_holds_cpu_and_the_plan_says_what_to_install
         ]
         (warning,) = [w for w in plan.warnings if "HorizontalPodAutoscaler" in w]
         assert install in warning and "fullserver:serving.podMetrics: true" in warning
+        if platform == "gke-gpu":  # the adapter reads Cloud Monitoring as its own Workload Identity principal
+            assert "roles/monitoring.viewer" in warning
+            assert "subject/ns/custom-metrics/sa/custom-metrics-stackdriver-adapter" in warning
 
 
 def test_with_pod_metrics_the_hpa_holds_vllms_queue_per_pod() -> None:
