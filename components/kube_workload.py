@@ -13,7 +13,8 @@ A serving workload also gets:
   values the platform reads from the cloud's store at deploy time (``SecretReader``) and which stay
   Pulumi secrets (the provider also marks a Secret's ``data``/``stringData`` secret); the
   ConfigGroup waits for it, so no pod starts without its key;
-* the endpoint: the LoadBalancer Service read back (``Service.get`` after the group) for the
+* the endpoint: the LoadBalancer Service read back (``Service.get`` after the group, its id an
+  output of the group's so that no preview reads a Service not yet created) for the
   address its load balancer got (``status.loadBalancer.ingress[0]``: an IP on GKE, a DNS name on
   EKS).
 """
@@ -106,9 +107,14 @@ def apply_workload(
     service = lb_service_name(manifests)
     if service is None:
         return pulumi.Output.from_input("")
+    # The read's id waits on the group's output: a read with a known id runs during previews too
+    # (pulumi's ReadStep: "Unlike most steps, Read steps run during previews. The only time we can't
+    # run is if the ID we are given is unknown"), and before the first up the Service does not exist,
+    # so a literal id failed every first preview on an attached cluster. Unknown until the group is
+    # applied, the id skips that read; once the group exists the read finds the Service.
     found = k8s.core.v1.Service.get(
         f"{name}-endpoint",
-        f"{NAMESPACE}/{service}",
+        group.resources.apply(lambda _: f"{NAMESPACE}/{service}"),
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[group]),
     )
     return found.status.apply(ingress_address)
