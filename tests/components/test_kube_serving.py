@@ -191,3 +191,35 @@ def test_an_eks_tls_endpoint_is_https_on_the_named_host(build: Build) -> None:
     service = next(o for o in group.inputs["objs"] if o["kind"] == "Service")
     assert service["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == cert
     assert g.outputs["endpoint"] == "https://llm.example.com"
+
+
+def gke_serving(**serving: Any) -> EnvironmentSpec:
+    config = {
+        "gcp:project": "my-ml-project",
+        "fullserver:profile": "realtime-inference",
+        "fullserver:platform": "gke-gpu",
+        "fullserver:region": "us-central1",
+        "fullserver:accelerator": "L4",
+        "fullserver:acceleratorCount": 1,
+        "fullserver:framework": "pytorch",
+        "fullserver:owner": "serving-team",
+        "fullserver:serving": {"apiKeySecret": "api-key", **serving},
+    }
+    return plan_workload("llm", "llm", workload_from_config(config, "llm"), load_profiles(), load_catalog()).spec
+
+
+@pytest.mark.parametrize("pod_metrics", [True, False])
+def test_a_created_gke_cluster_collects_the_pods_metrics_its_hpa_reads(build: Build, pod_metrics: bool) -> None:
+    """With podMetrics the manifests hold a PodMonitoring, whose CRD and collectors come with
+    managed collection: the created cluster says it on; without, GKE's default stands."""
+    spec = gke_serving(podMetrics=pod_metrics)
+    plan = spec.kube
+    assert plan is not None and plan.create_cluster
+    workload = default_workload(plan, spec)
+    assert any(m["kind"] == "PodMonitoring" for m in workload) is pod_metrics
+    g = build(lambda: GkeEnvironment("llm", gke_args(plan, "proj", workload=workload)))
+    cluster = g.one("container/cluster:Cluster").inputs
+    if pod_metrics:
+        assert cluster["monitoringConfig"] == {"managedPrometheus": {"enabled": True}}
+    else:
+        assert "monitoringConfig" not in cluster
