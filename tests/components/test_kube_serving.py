@@ -4,6 +4,7 @@ from it, and on a created EKS cluster the AWS Load Balancer Controller with its 
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -25,6 +26,7 @@ from tests.components.conftest import Build, Plans, spec_of
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 SECRET_VALUE_SIG = "1b47061264138c4ac30d75fd1eb44270"
+MOCK_VALUE_BASE64 = base64.b64encode(MOCK_SECRET_VALUE.encode()).decode()
 ENDPOINT_BEFORE_UP = "http://<load balancer address, known after pulumi up>"
 
 
@@ -82,7 +84,9 @@ def test_gke_serving_stack_applies_its_secret_service_and_reads_the_endpoint(pla
         "labels": {"app.kubernetes.io/managed-by": "fullserver"},
     }
     # The key read from Secret Manager travels as a Pulumi secret, never as plain text.
-    assert secret["stringData"] == {SECRET_SIG: SECRET_VALUE_SIG, "value": {"VLLM_API_KEY": MOCK_SECRET_VALUE}}
+    # as data (base64): Kubernetes warns stringData "does not work well with server-side apply"
+    assert "stringData" not in secret
+    assert secret["data"] == {SECRET_SIG: SECRET_VALUE_SIG, "value": {"VLLM_API_KEY": MOCK_VALUE_BASE64}}
     (group,) = g.of_type("yaml/v2:ConfigGroup")
     objs = {o["kind"]: o for o in group.inputs["objs"]}
     assert set(objs) == {"Deployment", "Service", "HorizontalPodAutoscaler"}
@@ -147,9 +151,9 @@ def test_eks_serving_secrets_come_from_ssm_and_stay_secret(build: Build) -> None
     g = build_eks(build, eks_serving())
     secret = secret_inputs(g)
     assert secret["metadata"]["name"] == "llm-serving"
-    assert secret["stringData"] == {
+    assert secret["data"] == {
         SECRET_SIG: SECRET_VALUE_SIG,
-        "value": {"HF_TOKEN": MOCK_SECRET_VALUE, "VLLM_API_KEY": MOCK_SECRET_VALUE},
+        "value": {"HF_TOKEN": MOCK_VALUE_BASE64, "VLLM_API_KEY": MOCK_VALUE_BASE64},
     }
     (group,) = g.of_type("yaml/v2:ConfigGroup")
     service = next(o for o in group.inputs["objs"] if o["kind"] == "Service")
