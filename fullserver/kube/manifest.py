@@ -162,7 +162,14 @@ def _load_balancer(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dic
     }
     if plan.provider == "gke":
         spec["externalTrafficPolicy"] = "Local"
-    annotations = serve.service_annotations(plan.provider, endpoint.load_balancer, endpoint.server.health_path, tls)
+    annotations = serve.service_annotations(
+        plan.provider,
+        endpoint.load_balancer,
+        endpoint.server.health_path,
+        tls,
+        endpoint.request_timeout_seconds,
+        endpoint.lb_port,
+    )
     if tls is not None and tls.host:
         annotations[serve.HOST_ANNOTATION] = tls.host
     # Ready once its endpoints are: pulumi up waits as long as for the Deployment (serve.AWAIT_ANNOTATION).

@@ -125,10 +125,32 @@ INSTALL = {  # GKE: the adapter reads Cloud Monitoring through Workload Identity
 }
 
 
-def service_annotations(provider: Provider, scheme: str, health_path: str, tls: Tls | None = None) -> dict[str, str]:
+NLB_TCP_IDLE_SECONDS = (60, 6000)
+"""The range of an NLB TCP listener's ``tcp.idle_timeout.seconds`` (default 350 s); a TLS listener's
+is 350 s and "can't be modified" (ELB guide, "Update the TCP idle timeout for your Network Load
+Balancer listener")."""
+
+
+def nlb_idle_seconds(request_timeout_seconds: int) -> int:
+    """The plain listener's idle timeout: a request that writes nothing for up to the request timeout
+    (a long generation without streaming) keeps its connection, as the VM path's ALB does."""
+    low, high = NLB_TCP_IDLE_SECONDS
+    return max(low, min(request_timeout_seconds, high))
+
+
+def service_annotations(
+    provider: Provider,
+    scheme: str,
+    health_path: str,
+    tls: Tls | None = None,
+    request_timeout_seconds: int = 0,
+    lb_port: int = 80,
+) -> dict[str, str]:
     """The LoadBalancer Service's annotations for the provider and the scheme (module doc), and on
     EKS with ``serving.certificateArn`` the NLB's TLS listener (``ssl-cert``, ``ssl-ports``,
-    ``ssl-negotiation-policy``: the controller's annotations for a TLS listener on those ports)."""
+    ``ssl-negotiation-policy``: the controller's annotations for a TLS listener on those ports);
+    without it the plain TCP listener's idle timeout (``listener-attributes.TCP-<port>``, the
+    controller's v3.5.0 annotations.md: ``tcp.idle_timeout.seconds=400``) at ``nlb_idle_seconds``."""
     if provider == "gke":
         return dict(GKE_INTERNAL if scheme == "internal" else GKE_EXTERNAL)
     out = {
@@ -145,6 +167,9 @@ def service_annotations(provider: Provider, scheme: str, health_path: str, tls: 
             f"{AWS}ssl-ports": str(tls.port),
             f"{AWS}ssl-negotiation-policy": TLS_POLICY,
         }
+    elif request_timeout_seconds:
+        idle = nlb_idle_seconds(request_timeout_seconds)
+        out[f"{AWS}listener-attributes.TCP-{lb_port}"] = f"tcp.idle_timeout.seconds={idle}"
     return out
 
 
