@@ -97,6 +97,9 @@ class Graph:
     providers: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """Each custom resource's explicit provider (its inputs: region, project...), by (type, logical
     name); ``{}`` for a resource on its package's default provider."""
+    read_ids: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    """The id each read (``Resource.get``) asked for, by (type, logical name); ``UNKNOWN`` for an id
+    not yet known (in a preview: the engine then skips the read)."""
 
     def provider_of(self, row: Row) -> dict[str, Any]:
         return self.providers.get((row.type, row.name), {})
@@ -151,6 +154,7 @@ class GraphMocks(pulumi.runtime.Mocks):
         """Zones that do not offer an instance type (by the offerings filter's types), for tests."""
         self._providers: dict[str, dict[str, Any]] = {}
         self._ip = 10
+        self.read_ids: dict[tuple[str, str], str | None] = {}
 
     def _next_ip(self, prefix: str) -> str:
         self._ip += 1
@@ -159,6 +163,8 @@ class GraphMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         inputs = dict(args.inputs)
         self.registered.append((args.typ, args.name, inputs, bool(args.custom)))
+        if args.resource_id:  # a read's id (a registration's is its import id, "" when none)
+            self.read_ids[(args.typ, args.name)] = args.resource_id
         if not args.custom:
             return (None, {})
         if args.typ.startswith("pulumi:providers:"):
@@ -424,9 +430,11 @@ def evaluate(
     aws_region: str | None = None,
     *,
     full: bool = False,
+    preview: bool = False,
 ) -> Graph:
     """Run ``program`` under fresh mocks in a fresh context; return what it registered (with
-    ``full``, inputs as registered: scripts and policies whole, numbers as the engine sends them)."""
+    ``full``, inputs as registered: scripts and policies whole, numbers as the engine sends them;
+    with ``preview``, as ``pulumi preview`` runs it: outputs the mocks do not give are unknown)."""
     region = aws_region or str((config or {}).get("aws:region") or "us-east-1")
     mocks = GraphMocks(aws_region=region)
     logger = logging.getLogger(f"fullserver.graph.{stack}")
@@ -437,7 +445,7 @@ def evaluate(
     exports: dict[str, Any] = {}
 
     def run() -> None:
-        pulumi_mocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, logger=logger)
+        pulumi_mocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, logger=logger)
         secret = [k for k in config or {} if k.split(":", 1)[-1] in SECRET_KEYS]
         set_all_config({k: _config_text(v) for k, v in (config or {}).items()}, secret_keys=secret)
 
@@ -478,6 +486,7 @@ def evaluate(
         outputs=exports,
         seconds=time.perf_counter() - started,
         providers=dict(mocks.provider_of),
+        read_ids=dict(mocks.read_ids),
     )
 
 

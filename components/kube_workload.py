@@ -11,15 +11,17 @@ A serving workload also gets:
 
 * its serving secrets as one Kubernetes ``Secret`` (``fullserver.kube.serve.secret_name``), whose
   values the platform reads from the cloud's store at deploy time (``SecretReader``) and which stay
-  Pulumi secrets (the provider also marks a Secret's ``data``/``stringData`` secret); the
+  Pulumi secrets (the provider also marks a Secret's ``data`` secret); the
   ConfigGroup waits for it, so no pod starts without its key;
-* the endpoint: the LoadBalancer Service read back (``Service.get`` after the group) for the
+* the endpoint: the LoadBalancer Service read back (``Service.get`` after the group, its id an
+  output of the group's so that no preview reads a Service not yet created) for the
   address its load balancer got (``status.loadBalancer.ingress[0]``: an IP on GKE, a DNS name on
   EKS).
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -63,17 +65,27 @@ def serving_secret(
     opts: pulumi.ResourceOptions,
 ) -> k8s.core.v1.Secret:
     """The pods' Secret: each serving secret's value (``secrets``: kind -> the cloud secret's name)
-    under the variable the server reads it as, never in plain text."""
+    under the variable the server reads it as, never in plain text.
+
+    Written as ``data`` (base64), not ``stringData``: the provider applies server-side, and
+    Kubernetes' Secret docs warn that "The stringData field for a Secret does not work well with
+    server-side apply" (a write-only field the API server folds into ``data``, so the field
+    manager never owns what it wrote: a key dropped later stays)."""
     values: dict[str, pulumi.Output[str]] = {
-        SECRET_VARIABLES[kind]: pulumi.Output.secret(read(cloud)) for kind, cloud in sorted(secrets.items())
+        SECRET_VARIABLES[kind]: pulumi.Output.secret(read(cloud).apply(_base64))
+        for kind, cloud in sorted(secrets.items())
     }
     return k8s.core.v1.Secret(
         f"{name}-serving-secret",
         metadata={"name": secret_name(workload), "namespace": NAMESPACE, "labels": labels},
         type="Opaque",
-        string_data=values,
+        data=values,
         opts=opts,
     )
+
+
+def _base64(value: str) -> str:
+    return base64.b64encode(value.encode()).decode()
 
 
 def apply_workload(
@@ -106,9 +118,14 @@ def apply_workload(
     service = lb_service_name(manifests)
     if service is None:
         return pulumi.Output.from_input("")
+    # The read's id waits on the group's output: a read with a known id runs during previews too
+    # (pulumi's ReadStep: "Unlike most steps, Read steps run during previews. The only time we can't
+    # run is if the ID we are given is unknown"), and before the first up the Service does not exist,
+    # so a literal id failed every first preview on an attached cluster. Unknown until the group is
+    # applied, the id skips that read; once the group exists the read finds the Service.
     found = k8s.core.v1.Service.get(
         f"{name}-endpoint",
-        f"{NAMESPACE}/{service}",
+        group.resources.apply(lambda _: f"{NAMESPACE}/{service}"),
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[group]),
     )
     return found.status.apply(ingress_address)

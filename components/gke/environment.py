@@ -128,9 +128,20 @@ class _GkeCluster(pulumi.ComponentResource):
             addons_config=(
                 {"gce_persistent_disk_csi_driver_config": {"enabled": True}} if plan.data_volume is not None else None
             ),
+            monitoring_config=_monitoring_config(json.loads(args["workload"])),
             opts=pulumi.ResourceOptions(parent=self, protect=plan.protect),
         )
         self.register_outputs({"cluster": self.cluster.name})
+
+
+def _monitoring_config(manifests: list[dict[str, Any]]) -> Any:
+    """Managed Service for Prometheus' managed collection, said explicitly where the workload has a
+    ``PodMonitoring`` (``serving.podMetrics``): its CRD and collectors come with it, and whether an
+    API-created Standard cluster has it by default is not written where the Terraform provider's
+    ``monitoring_config.managed_prometheus`` is documented; unset, GKE's default stands."""
+    if not any(m.get("kind") == "PodMonitoring" for m in manifests):
+        return None
+    return {"managed_prometheus": {"enabled": True}}
 
 
 def _autoscaling(plan: KubePlan, pool: Pool) -> Any:

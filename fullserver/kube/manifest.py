@@ -162,9 +162,18 @@ def _load_balancer(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dic
     }
     if plan.provider == "gke":
         spec["externalTrafficPolicy"] = "Local"
-    annotations = serve.service_annotations(plan.provider, endpoint.load_balancer, endpoint.server.health_path, tls)
+    annotations = serve.service_annotations(
+        plan.provider,
+        endpoint.load_balancer,
+        endpoint.server.health_path,
+        tls,
+        endpoint.request_timeout_seconds,
+        endpoint.lb_port,
+    )
     if tls is not None and tls.host:
         annotations[serve.HOST_ANNOTATION] = tls.host
+    # Ready once its endpoints are: pulumi up waits as long as for the Deployment (serve.AWAIT_ANNOTATION).
+    annotations[serve.AWAIT_ANNOTATION] = serve.await_seconds(endpoint.health_initial_delay_seconds)
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -211,9 +220,12 @@ def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
     shm = {"name": "shm", "emptyDir": {"medium": "Memory"}}
     # Prometheus' common pod annotations (the prometheus chart's kubernetes-pods job): vLLM's /metrics.
     scrape = {"prometheus.io/scrape": "true", "prometheus.io/port": str(server.port), "prometheus.io/path": "/metrics"}
-    meta: dict[str, Any] = {"name": name, "namespace": NAMESPACE, "labels": labels}
+    # pulumi up waits for the first replica through a node from zero, the image and the model's load
+    # (serve.AWAIT_ANNOTATION), past pulumi-kubernetes' 10-minute default.
+    annotations = {serve.AWAIT_ANNOTATION: serve.await_seconds(endpoint.health_initial_delay_seconds)}
     if server.secrets:
-        meta["annotations"] = {serve.SECRET_ANNOTATION: serve.create_secret_command(plan, name, server.secrets)}
+        annotations[serve.SECRET_ANNOTATION] = serve.create_secret_command(plan, name, server.secrets)
+    meta: dict[str, Any] = {"name": name, "namespace": NAMESPACE, "labels": labels, "annotations": annotations}
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -87,13 +87,36 @@ workloads on GPUs")."""
 POD_METRIC_EKS = "vllm_num_requests_waiting"
 """The same gauge as prometheus-adapter exposes it with the rule docs/kubernetes.md gives (a custom
 metric name cannot carry vLLM's colon)."""
+AWAIT_ANNOTATION = "pulumi.com/timeoutSeconds"
+"""How long ``pulumi up`` waits for an object to be ready (pulumi-kubernetes ``pkg/metadata``
+``TimeoutDuration``). Its default for a Deployment and a Service is 10 minutes ("If the Service has
+not reached a Ready state after 10 minutes, it will time out", pulumi-kubernetes' Service and
+Deployment docs), and a LoadBalancer Service is ready only when its endpoints are (no "not ready"
+endpoints, then an external address): both wait for a model server that loads for longer."""
+NODE_AND_IMAGE_SECONDS = 20 * 60
+"""Before the model loads: a GPU node from zero (the autoscaler's scale-up, the node's boot and its
+driver) and the model server's image pull (vLLM's images are several GB). An allowance, not a
+measured figure: too long only delays the report of a pod that never becomes ready."""
+
+
+def await_seconds(load_seconds: int) -> str:
+    """``AWAIT_ANNOTATION``'s value for a server that loads its model in ``load_seconds``."""
+    return str(NODE_AND_IMAGE_SECONDS + load_seconds)
+
+
 HPA_CPU_NOTE = "CPU utilisation: every cluster has it; set fullserver:serving.podMetrics for vLLM's queue size"
 
-INSTALL = {
+INSTALL = {  # GKE: the adapter reads Cloud Monitoring through Workload Identity Federation, so its
+    # service account needs Monitoring Viewer (GKE "Serve an LLM using TPUs on GKE with vLLM", "Set up
+    # the Custom Metrics Stackdriver Adapter": add-iam-policy-binding ... roles/monitoring.viewer)
     "gke": (
         "Managed Service for Prometheus (on by default on GKE) and the Custom Metrics Stackdriver Adapter "
         "(kubectl apply -f https://raw.githubusercontent.com/GoogleCloudPlatform/k8s-stackdriver/master/"
-        "custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml)"
+        "custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml) with the Monitoring "
+        "Viewer role for its Kubernetes service account (gcloud projects add-iam-policy-binding projects/<project> "
+        "--role roles/monitoring.viewer --member=principal://iam.googleapis.com/projects/<project number>/locations/"
+        "global/workloadIdentityPools/<project>.svc.id.goog/subject/ns/custom-metrics/sa/"
+        "custom-metrics-stackdriver-adapter)"
     ),
     "eks": (
         "Prometheus scraping the pods' prometheus.io/* annotations and prometheus-adapter with a rule exposing "
@@ -102,10 +125,32 @@ INSTALL = {
 }
 
 
-def service_annotations(provider: Provider, scheme: str, health_path: str, tls: Tls | None = None) -> dict[str, str]:
+NLB_TCP_IDLE_SECONDS = (60, 6000)
+"""The range of an NLB TCP listener's ``tcp.idle_timeout.seconds`` (default 350 s); a TLS listener's
+is 350 s and "can't be modified" (ELB guide, "Update the TCP idle timeout for your Network Load
+Balancer listener")."""
+
+
+def nlb_idle_seconds(request_timeout_seconds: int) -> int:
+    """The plain listener's idle timeout: a request that writes nothing for up to the request timeout
+    (a long generation without streaming) keeps its connection, as the VM path's ALB does."""
+    low, high = NLB_TCP_IDLE_SECONDS
+    return max(low, min(request_timeout_seconds, high))
+
+
+def service_annotations(
+    provider: Provider,
+    scheme: str,
+    health_path: str,
+    tls: Tls | None = None,
+    request_timeout_seconds: int = 0,
+    lb_port: int = 80,
+) -> dict[str, str]:
     """The LoadBalancer Service's annotations for the provider and the scheme (module doc), and on
     EKS with ``serving.certificateArn`` the NLB's TLS listener (``ssl-cert``, ``ssl-ports``,
-    ``ssl-negotiation-policy``: the controller's annotations for a TLS listener on those ports)."""
+    ``ssl-negotiation-policy``: the controller's annotations for a TLS listener on those ports);
+    without it the plain TCP listener's idle timeout (``listener-attributes.TCP-<port>``, the
+    controller's v3.5.0 annotations.md: ``tcp.idle_timeout.seconds=400``) at ``nlb_idle_seconds``."""
     if provider == "gke":
         return dict(GKE_INTERNAL if scheme == "internal" else GKE_EXTERNAL)
     out = {
@@ -122,6 +167,9 @@ def service_annotations(provider: Provider, scheme: str, health_path: str, tls: 
             f"{AWS}ssl-ports": str(tls.port),
             f"{AWS}ssl-negotiation-policy": TLS_POLICY,
         }
+    elif request_timeout_seconds:
+        idle = nlb_idle_seconds(request_timeout_seconds)
+        out[f"{AWS}listener-attributes.TCP-{lb_port}"] = f"tcp.idle_timeout.seconds={idle}"
     return out
 
 

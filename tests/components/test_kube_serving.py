@@ -4,6 +4,7 @@ from it, and on a created EKS cluster the AWS Load Balancer Controller with its 
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -16,6 +17,7 @@ from components.gke import GkeEnvironment, gke_args
 from components.graph import MOCK_SECRET_VALUE, Graph
 from fullserver.catalog import load_catalog
 from fullserver.kube.manifest import default_workload
+from fullserver.kube.serve import AWAIT_ANNOTATION
 from fullserver.plan import plan_workload
 from fullserver.profiles import load_profiles
 from fullserver.spec import EnvironmentSpec
@@ -24,6 +26,7 @@ from tests.components.conftest import Build, Plans, spec_of
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 SECRET_VALUE_SIG = "1b47061264138c4ac30d75fd1eb44270"
+MOCK_VALUE_BASE64 = base64.b64encode(MOCK_SECRET_VALUE.encode()).decode()
 ENDPOINT_BEFORE_UP = "http://<load balancer address, known after pulumi up>"
 
 
@@ -81,7 +84,9 @@ def test_gke_serving_stack_applies_its_secret_service_and_reads_the_endpoint(pla
         "labels": {"app.kubernetes.io/managed-by": "fullserver"},
     }
     # The key read from Secret Manager travels as a Pulumi secret, never as plain text.
-    assert secret["stringData"] == {SECRET_SIG: SECRET_VALUE_SIG, "value": {"VLLM_API_KEY": MOCK_SECRET_VALUE}}
+    # as data (base64): Kubernetes warns stringData "does not work well with server-side apply"
+    assert "stringData" not in secret
+    assert secret["data"] == {SECRET_SIG: SECRET_VALUE_SIG, "value": {"VLLM_API_KEY": MOCK_VALUE_BASE64}}
     (group,) = g.of_type("yaml/v2:ConfigGroup")
     objs = {o["kind"]: o for o in group.inputs["objs"]}
     assert set(objs) == {"Deployment", "Service", "HorizontalPodAutoscaler"}
@@ -92,7 +97,9 @@ def test_gke_serving_stack_applies_its_secret_service_and_reads_the_endpoint(pla
     assert MOCK_SECRET_VALUE not in json.dumps(group.inputs)
     service = objs["Service"]
     assert service["spec"]["type"] == "LoadBalancer"
-    assert service["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled"}
+    assert service["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled", AWAIT_ANNOTATION: "2400"}
+    # pulumi up waits for the model server: a node from zero, the image and 20 minutes' load (not 10 minutes)
+    assert objs["Deployment"]["metadata"]["annotations"][AWAIT_ANNOTATION] == "2400"
     # The endpoint: the Service read back after the group, its address once the load balancer has one.
     (read,) = [r for r in g.of_type("core/v1:Service") if r.name == "serve-endpoint"]
     assert not read.custom or read.inputs == {}
@@ -144,9 +151,9 @@ def test_eks_serving_secrets_come_from_ssm_and_stay_secret(build: Build) -> None
     g = build_eks(build, eks_serving())
     secret = secret_inputs(g)
     assert secret["metadata"]["name"] == "llm-serving"
-    assert secret["stringData"] == {
+    assert secret["data"] == {
         SECRET_SIG: SECRET_VALUE_SIG,
-        "value": {"HF_TOKEN": MOCK_SECRET_VALUE, "VLLM_API_KEY": MOCK_SECRET_VALUE},
+        "value": {"HF_TOKEN": MOCK_VALUE_BASE64, "VLLM_API_KEY": MOCK_VALUE_BASE64},
     }
     (group,) = g.of_type("yaml/v2:ConfigGroup")
     service = next(o for o in group.inputs["objs"] if o["kind"] == "Service")
@@ -188,3 +195,35 @@ def test_an_eks_tls_endpoint_is_https_on_the_named_host(build: Build) -> None:
     service = next(o for o in group.inputs["objs"] if o["kind"] == "Service")
     assert service["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == cert
     assert g.outputs["endpoint"] == "https://llm.example.com"
+
+
+def gke_serving(**serving: Any) -> EnvironmentSpec:
+    config = {
+        "gcp:project": "my-ml-project",
+        "fullserver:profile": "realtime-inference",
+        "fullserver:platform": "gke-gpu",
+        "fullserver:region": "us-central1",
+        "fullserver:accelerator": "L4",
+        "fullserver:acceleratorCount": 1,
+        "fullserver:framework": "pytorch",
+        "fullserver:owner": "serving-team",
+        "fullserver:serving": {"apiKeySecret": "api-key", **serving},
+    }
+    return plan_workload("llm", "llm", workload_from_config(config, "llm"), load_profiles(), load_catalog()).spec
+
+
+@pytest.mark.parametrize("pod_metrics", [True, False])
+def test_a_created_gke_cluster_collects_the_pods_metrics_its_hpa_reads(build: Build, pod_metrics: bool) -> None:
+    """With podMetrics the manifests hold a PodMonitoring, whose CRD and collectors come with
+    managed collection: the created cluster says it on; without, GKE's default stands."""
+    spec = gke_serving(podMetrics=pod_metrics)
+    plan = spec.kube
+    assert plan is not None and plan.create_cluster
+    workload = default_workload(plan, spec)
+    assert any(m["kind"] == "PodMonitoring" for m in workload) is pod_metrics
+    g = build(lambda: GkeEnvironment("llm", gke_args(plan, "proj", workload=workload)))
+    cluster = g.one("container/cluster:Cluster").inputs
+    if pod_metrics:
+        assert cluster["monitoringConfig"] == {"managedPrometheus": {"enabled": True}}
+    else:
+        assert "monitoringConfig" not in cluster

@@ -40,6 +40,17 @@ def test_serving_objects_for_a_serving_spec(plans: dict[str, StackPlan]) -> None
     assert hpa["spec"]["behavior"] == {"scaleDown": {"stabilizationWindowSeconds": 20 * 60}}
 
 
+def test_pulumi_up_waits_for_a_model_server_past_its_ten_minute_default(plans: dict[str, StackPlan]) -> None:
+    """pulumi-kubernetes fails a Deployment or a Service not ready after 10 minutes; a LoadBalancer
+    Service is ready once its endpoints are, so both wait for the node, the image and the load."""
+    spec = plans["serve-aws-realtime"].spec
+    plan = kube_plan(spec, Platform.EKS_GPU, cluster="prod")
+    deployment, service, _ = workload(plan, spec)
+    for obj in (deployment, service):
+        assert int(obj["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]) == 20 * 60 + 20 * 60
+        assert int(obj["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]) > 10 * 60
+
+
 def test_requests_equal_limits_and_fit_the_allocatable(plans: dict[str, StackPlan]) -> None:
     plan = kube_plan(plans["serve-gcp-realtime"].spec, Platform.GKE_GPU)
     got = resources(plan)

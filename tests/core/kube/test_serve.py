@@ -65,9 +65,10 @@ def test_gke_services_are_passthrough_network_load_balancers() -> None:
     assert spec.kube is not None
     service = by_kind(workload(spec.kube, spec))["Service"]
     assert service["spec"]["type"] == "LoadBalancer" and service["spec"]["externalTrafficPolicy"] == "Local"
-    assert service["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled"}
+    wait = {serve.AWAIT_ANNOTATION: serve.await_seconds(20 * 60)}  # pulumi up's wait (test_manifest)
+    assert service["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled", **wait}
     inner = by_kind(workload(spec.kube, internal(spec)))["Service"]
-    assert inner["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+    assert inner["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal", **wait}
 
 
 def test_eks_services_are_network_load_balancers_of_the_controller_with_ip_targets() -> None:
@@ -83,6 +84,9 @@ def test_eks_services_are_network_load_balancers_of_the_controller_with_ip_targe
         f"{AWS}healthcheck-protocol": "http",
         f"{AWS}healthcheck-path": "/health",
         f"{AWS}healthcheck-port": "traffic-port",
+        # a 10-minute generation that writes nothing keeps its connection (the NLB's default: 350 s)
+        f"{AWS}listener-attributes.TCP-80": "tcp.idle_timeout.seconds=600",
+        serve.AWAIT_ANNOTATION: serve.await_seconds(20 * 60),
     }
     inner = by_kind(workload(spec.kube, internal(spec)))["Service"]
     assert inner["metadata"]["annotations"][f"{AWS}scheme"] == "internal"
@@ -122,6 +126,9 @@ def test_without_pod_metrics_the_hpa_holds_cpu_and_the_plan_says_what_to_install
         ]
         (warning,) = [w for w in plan.warnings if "HorizontalPodAutoscaler" in w]
         assert install in warning and "fullserver:serving.podMetrics: true" in warning
+        if platform == "gke-gpu":  # the adapter reads Cloud Monitoring as its own Workload Identity principal
+            assert "roles/monitoring.viewer" in warning
+            assert "subject/ns/custom-metrics/sa/custom-metrics-stackdriver-adapter" in warning
 
 
 def test_with_pod_metrics_the_hpa_holds_vllms_queue_per_pod() -> None:
@@ -225,6 +232,8 @@ def test_an_eks_certificate_gives_the_nlb_a_tls_listener_and_no_plain_port() -> 
         f"{AWS}ssl-negotiation-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
         serve.HOST_ANNOTATION: "llm.example.com",
     }
+    # a TLS listener's idle timeout is fixed at 350 s: no listener attribute to set
+    assert not any("listener-attributes" in k for k in annotations)
     assert serve.endpoint_of(manifests, "k8s-nlb.elb.us-east-1.amazonaws.com") == "https://llm.example.com"
     # without domains the endpoint is the NLB's own name, over TLS
     bare = stack("eks-gpu", "us-east-1", serving={"apiKeySecret": "k", "certificateArn": CERT}).spec
@@ -266,3 +275,7 @@ def test_a_vm_sized_serving_spec_turns_into_the_same_service(plans: dict[str, St
     assert serve.manual_endpoint(manifests) == (
         "http://<address of Service serve-gcp-realtime: kubectl get service serve-gcp-realtime --namespace default>"
     )
+
+
+def test_the_nlb_idle_timeout_is_the_request_timeout_within_the_listeners_range() -> None:
+    assert [serve.nlb_idle_seconds(t) for t in (30, 600, 9000)] == [60, 600, 6000]
