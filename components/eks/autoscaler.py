@@ -48,8 +48,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.aws.labels import aws_tags
-from components.eks.trust import pod_role
+from components.eks.trust import service_account_role
 from fullserver.kube import KubePlan
 from fullserver.platforms import eks
 
@@ -127,29 +126,11 @@ def cluster_autoscaler(
     chart_version, image_tag = chart_for(version)
     child = pulumi.ResourceOptions(parent=parent)
     tags = dict(plan.cloud_labels)
-    role = pod_role(f"{name}-autoscaler", tags, oidc, NAMESPACE, SERVICE_ACCOUNT, child)
-    policy = aws.iam.RolePolicy(
-        f"{name}-autoscaler",
-        role=role.name,
-        policy=cluster.name.apply(lambda c: json.dumps(autoscaler_policy(c))),
-        opts=child,
+    policy = cluster.name.apply(lambda c: json.dumps(autoscaler_policy(c)))
+    service_account, waits = service_account_role(
+        f"{name}-autoscaler", tags, oidc, cluster, NAMESPACE, SERVICE_ACCOUNT, policy, child
     )
-    service_account: dict[str, Any] = {"name": SERVICE_ACCOUNT}
-    waits: list[pulumi.Resource] = [policy, *after]
-    if oidc is None:
-        waits.append(
-            aws.eks.PodIdentityAssociation(
-                f"{name}-autoscaler",
-                cluster_name=cluster.name,
-                namespace=NAMESPACE,
-                service_account=SERVICE_ACCOUNT,
-                role_arn=role.arn,
-                tags=aws_tags(tags, f"{name}-autoscaler"),
-                opts=child,
-            )
-        )
-    else:
-        service_account["annotations"] = {"eks.amazonaws.com/role-arn": role.arn}
+    waits += after
     return k8s.helm.v3.Release(
         f"{name}-cluster-autoscaler",
         chart=eks.CLUSTER_AUTOSCALER_CHART,

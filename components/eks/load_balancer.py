@@ -16,7 +16,7 @@ leaves alone here).
 * Its IAM role holds the policy the controller's install guide gives for that release
   (``docs/install/iam_policy.json`` at v3.5.0, kept verbatim in ``data/``), and reaches the pod as
   the Cluster Autoscaler's does: Pod Identity (a ``PodIdentityAssociation``) or IRSA (the service
-  account's ``eks.amazonaws.com/role-arn``), through ``components.eks.trust.pod_role``.
+  account's ``eks.amazonaws.com/role-arn``), through ``components.eks.trust.service_account_role``.
 * The HPA's CPU metric (``fullserver.kube.serve``, without ``serving.podMetrics``) comes from the
   Kubernetes Metrics Server, which "isn't deployed by default in Amazon EKS clusters" (EKS user
   guide, "View resource usage with the Kubernetes Metrics Server", which names its EKS add-on):
@@ -37,7 +37,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.labels import aws_tags
-from components.eks.trust import pod_role
+from components.eks.trust import service_account_role
 from fullserver.kube import KubePlan
 
 NAMESPACE = "kube-system"
@@ -70,24 +70,11 @@ def lb_controller(
     chart, version, repo = CHART
     child = pulumi.ResourceOptions(parent=parent)
     tags = dict(plan.cloud_labels)
-    role = pod_role(f"{name}-lb-controller", tags, oidc, NAMESPACE, SERVICE_ACCOUNT, child)
-    policy = aws.iam.RolePolicy(f"{name}-lb-controller", role=role.name, policy=controller_policy(), opts=child)
-    service_account: dict[str, Any] = {"create": True, "name": SERVICE_ACCOUNT}
-    waits: list[pulumi.Resource] = [policy, *after]
-    if oidc is None:
-        waits.append(
-            aws.eks.PodIdentityAssociation(
-                f"{name}-lb-controller",
-                cluster_name=cluster.name,
-                namespace=NAMESPACE,
-                service_account=SERVICE_ACCOUNT,
-                role_arn=role.arn,
-                tags=aws_tags(tags, f"{name}-lb-controller"),
-                opts=child,
-            )
-        )
-    else:
-        service_account["annotations"] = {"eks.amazonaws.com/role-arn": role.arn}
+    service_account, waits = service_account_role(
+        f"{name}-lb-controller", tags, oidc, cluster, NAMESPACE, SERVICE_ACCOUNT, controller_policy(), child
+    )
+    service_account["create"] = True
+    waits += after
     return k8s.helm.v3.Release(
         f"{name}-aws-load-balancer-controller",
         chart=chart,

@@ -75,3 +75,37 @@ def pod_role(
         else pod_identity_trust()
     )
     return aws.iam.Role(logical(aws.iam.Role, name), assume_role_policy=trust, tags=aws_tags(tags, name), opts=opts)
+
+
+def service_account_role(
+    name: str,
+    tags: dict[str, str],
+    oidc: Any,
+    cluster: aws.eks.Cluster,
+    namespace: str,
+    service_account: str,
+    policy: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+) -> tuple[dict[str, Any], list[pulumi.Resource]]:
+    """A Helm-installed controller's identity: its role (``pod_role``) with ``policy`` inline, and
+    how its service account gets it (a Pod Identity association, or IRSA's role annotation).
+    Returns the chart's ``serviceAccount`` values and what its release must wait for (the policy,
+    the association), so the controller never starts without its permissions."""
+    role = pod_role(name, tags, oidc, namespace, service_account, opts)
+    waits: list[pulumi.Resource] = [aws.iam.RolePolicy(name, role=role.name, policy=policy, opts=opts)]
+    values: dict[str, Any] = {"name": service_account}
+    if oidc is None:
+        waits.append(
+            aws.eks.PodIdentityAssociation(
+                name,
+                cluster_name=cluster.name,
+                namespace=namespace,
+                service_account=service_account,
+                role_arn=role.arn,
+                tags=aws_tags(tags, name),
+                opts=opts,
+            )
+        )
+    else:
+        values["annotations"] = {"eks.amazonaws.com/role-arn": role.arn}
+    return values, waits
