@@ -58,19 +58,27 @@ def nat_line(pricer: NetworkPricer, machines: int, zones: int) -> Line | None:
     return "NAT gateway", rate * pricer.hours, f"1 x {rate}/h{per_gb}"
 
 
-def lb_line(pricer: NetworkPricer, gb: float, listeners: int = 1) -> Line | None:
-    """An Application Load Balancer: its hours and the LCUs of the GB it processes. Its listeners
-    are not billed apart (an HTTPS listener and the HTTP redirect cost nothing more)."""
-    rate = pricer.hourly("alb", "Application Load Balancer")
+def balancer_line(pricer: NetworkPricer, gb: float, item: str, name: str, unit: str, extra: str = "") -> Line | None:
+    """An Elastic Load Balancer (``item`` ``alb`` or ``nlb``): its hours and the capacity units
+    (``unit``: LCU, NLCU; network item ``<item>-lcu``) of the GB it processes; ``extra`` ends the
+    priced note. The ALB of the VM path and the NLB of a node pool's Service are billed alike."""
+    rate = pricer.hourly(item, name)
     if rate is None:
         return None
-    lcu = pricer.price("alb-lcu")
-    if lcu is not None and lcu.usd_hour is not None and lcu.gb_per_unit_hour:
-        units = gb / lcu.gb_per_unit_hour
-        note = f"ALB {rate}/h + {gb:.0f} GB processed = {units:.0f} LCU-hours x {lcu.usd_hour}"
-        return "load balancer", rate * pricer.hours + units * lcu.usd_hour, note
-    pricer.warnings.append(f"no ALB LCU price for {pricer.region} in the network catalog: LCUs not priced")
-    return "load balancer", rate * pricer.hours, f"ALB {rate}/h (LCUs not priced)"
+    short = item.upper()
+    price = pricer.price(f"{item}-lcu")
+    if price is not None and price.usd_hour is not None and price.gb_per_unit_hour:
+        units = gb / price.gb_per_unit_hour
+        note = f"{short} {rate}/h + {gb:.0f} GB processed = {units:.0f} {unit}-hours x {price.usd_hour}{extra}"
+        return "load balancer", rate * pricer.hours + units * price.usd_hour, note
+    pricer.warnings.append(f"no {short} {unit} price for {pricer.region} in the network catalog: {unit}s not priced")
+    return "load balancer", rate * pricer.hours, f"{short} {rate}/h ({unit}s not priced)"
+
+
+def lb_line(pricer: NetworkPricer, gb: float, listeners: int = 1) -> Line | None:
+    """An Application Load Balancer. Its listeners are not billed apart (an HTTPS listener and the
+    HTTP redirect cost nothing more)."""
+    return balancer_line(pricer, gb, "alb", "Application Load Balancer", "LCU")
 
 
 NETWORK = NetworkRules(

@@ -7,6 +7,7 @@ the data it processes.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fullserver.platforms.base import Line, NetworkPricer, NetworkRules
@@ -71,21 +72,30 @@ FORWARDING_RULES_BILLED_TOGETHER = 5
 ``forwarding-rule`` rate, each further one apart (network catalog source ``gcp-lb-pricing``)."""
 
 
-def lb_line(pricer: NetworkPricer, gb: float, rules: int = 1) -> Line | None:
-    """The global forwarding rules (1, or 2 with HTTPS: 443 and the port-80 redirect, on one
-    reserved address) and the data the load balancer processes. Up to five rules cost the one
-    rate; a project's other rules are not this environment's and are not counted."""
+def forwarding_rule_line(pricer: NetworkPricer, gb: float, what: Callable[[float], str]) -> Line | None:
+    """A load balancer billed as forwarding rules at the ``forwarding-rule`` rate (``what`` says
+    which, given the rate) plus the data it processes: the VM path's global external load balancer
+    and a node pool's regional passthrough NLB alike."""
     rate = pricer.hourly("forwarding-rule", "forwarding rule")
     if rate is None:
         return None
-    what = "1 global forwarding rule" if rules == 1 else f"{rules} global forwarding rules (HTTPS, HTTP redirect)"
-    rules_note = f"{what} x {rate}/h" if rules == 1 else f"{what}: the first 5 billed together at {rate}/h"
+    rules_note = what(rate)
     data = pricer.price("lb-data")
     if data is None:
         pricer.warnings.append(f"no load-balancer data price for {pricer.region}: data processed not priced")
         return "load balancer", rate * pricer.hours, f"{rules_note} (data not priced)"
     note = f"{rules_note} + {gb:.0f} GB processed x {data.usd_per_gb}/{data.unit}"
     return "load balancer", rate * pricer.hours + gb * data.usd_per_decimal_gb, note
+
+
+def lb_line(pricer: NetworkPricer, gb: float, rules: int = 1) -> Line | None:
+    """The global forwarding rules (1, or 2 with HTTPS: 443 and the port-80 redirect, on one
+    reserved address). Up to five rules cost the one rate; a project's other rules are not this
+    environment's and are not counted."""
+    if rules == 1:
+        return forwarding_rule_line(pricer, gb, lambda rate: f"1 global forwarding rule x {rate}/h")
+    what = f"{rules} global forwarding rules (HTTPS, HTTP redirect)"
+    return forwarding_rule_line(pricer, gb, lambda rate: f"{what}: the first 5 billed together at {rate}/h")
 
 
 NETWORK = NetworkRules(

@@ -48,34 +48,17 @@ def eks_layout(spec: EnvironmentSpec) -> dict[str, Any]:
 
 def gke_lb_line(pricer: NetworkPricer, gb: float, rules: int = 1) -> Line | None:
     """One regional forwarding rule and the data the load balancer processes."""
-    rate = pricer.hourly("forwarding-rule", "forwarding rule")
-    if rate is None:
-        return None
-    what = f"passthrough NLB: 1 regional forwarding rule x {rate}/h"
-    data = pricer.price("lb-data")
-    if data is None:
-        pricer.warnings.append(f"no load-balancer data price for {pricer.region}: data processed not priced")
-        return "load balancer", rate * pricer.hours, f"{what} (data not priced)"
-    note = f"{what} + {gb:.0f} GB processed x {data.usd_per_gb}/{data.unit}"
-    return "load balancer", rate * pricer.hours + gb * data.usd_per_decimal_gb, note
+    return gcp_network.forwarding_rule_line(
+        pricer, gb, lambda rate: f"passthrough NLB: 1 regional forwarding rule x {rate}/h"
+    )
 
 
 def eks_lb_line(pricer: NetworkPricer, gb: float, listeners: int = 1) -> Line | None:
-    """A Network Load Balancer: its hours and the NLCUs of the GB it processes; ``listeners`` 2 is
-    HTTPS (``cost.network_lines``), a TLS listener here, whose NLCUs also count TLS connections
-    (the ELB pricing page's TLS NLCU: 50 new and 3,000 active TLS connections, 1 GB an hour)."""
-    rate = pricer.hourly("nlb", "Network Load Balancer")
-    if rate is None:
-        return None
-    nlcu = pricer.price("nlb-lcu")
-    if nlcu is not None and nlcu.usd_hour is not None and nlcu.gb_per_unit_hour:
-        units = gb / nlcu.gb_per_unit_hour
-        note = f"NLB {rate}/h + {gb:.0f} GB processed = {units:.0f} NLCU-hours x {nlcu.usd_hour}"
-        if listeners > 1:  # HTTPS: the TLS listener (fullserver.kube.serve), no plain one
-            note += "; TLS listener: NLCUs also count TLS connections (50 new/s, 3,000 active each), not estimated"
-        return "load balancer", rate * pricer.hours + units * nlcu.usd_hour, note
-    pricer.warnings.append(f"no NLB NLCU price for {pricer.region} in the network catalog: NLCUs not priced")
-    return "load balancer", rate * pricer.hours, f"NLB {rate}/h (NLCUs not priced)"
+    """A Network Load Balancer; ``listeners`` 2 is HTTPS (``cost.network_lines``), a TLS listener
+    here, whose NLCUs also count TLS connections (the ELB pricing page's TLS NLCU: 50 new and 3,000
+    active TLS connections, 1 GB an hour)."""
+    tls = "; TLS listener: NLCUs also count TLS connections (50 new/s, 3,000 active each), not estimated"
+    return aws_network.balancer_line(pricer, gb, "nlb", "Network Load Balancer", "NLCU", tls if listeners > 1 else "")
 
 
 GKE_NETWORK = NetworkRules(
