@@ -326,7 +326,7 @@ class Workload(Camel):
     )
     flex_start: StrictBool = Field(
         default=False,
-        description="gke-gpu, gke-tpu: flex-start node pools with queued provisioning (Dynamic Workload Scheduler).",
+        description="gke-gpu, gke-tpu: flex-start node pools (Dynamic Workload Scheduler), without queued provisioning: pending pods get nodes as capacity allows.",
     )
     deploy_workload: StrictBool = Field(
         default=False,
