@@ -32,6 +32,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from fullserver.errors import InputError
+from fullserver.plainblock import Tagger, read_plain_block
 
 try:  # libyaml's C parser reads about ten times faster than the pure-Python one; both are "safe"
     from yaml import CSafeLoader as _BaseLoader
@@ -115,13 +116,8 @@ class _Loader(_BaseLoader):
         resolver for every first character (the safe loader's case): a plain scalar's tag is the
         first implicit resolver of its first character that matches it, else ``str``. Why: libyaml
         calls it for every node, and the general version was a tenth of reading a stack file."""
-        if kind is yaml.ScalarNode and implicit[0] and not self.yaml_path_resolvers:
-            table = self.yaml_implicit_resolvers
-            if None not in table:
-                for tag, regexp in table.get(value[:1], ()):
-                    if regexp.match(value):
-                        return tag  # type: ignore[no-any-return]
-                return self.DEFAULT_SCALAR_TAG
+        if kind is yaml.ScalarNode and implicit[0] and _PLAIN_RESOLVERS:
+            return _TAGGER.tag(value)
         return super().resolve(kind, value, implicit)  # type: ignore[no-any-return,no-untyped-call]
 
     def construct_plain(self, node: yaml.Node | None) -> Any:
@@ -186,6 +182,9 @@ class _Loader(_BaseLoader):
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_bounded_int)
+_PLAIN_RESOLVERS = None not in _Loader.yaml_implicit_resolvers and not _Loader.yaml_path_resolvers
+"""The loader's resolvers are the safe loader's, so ``_TAGGER`` types a plain scalar as they do."""
+_TAGGER = Tagger(_Loader.yaml_implicit_resolvers)
 
 
 # The cheap depth bound, a few string operations a line (a fifth of the cost of counting the
@@ -398,11 +397,13 @@ def load_yaml_text(text: str, where: str) -> Any:
         )
     try:
         _check_depth(text)
-        loader = _Loader(text)
-        try:
-            data = loader.construct_plain(loader.get_single_node())
-        finally:
-            loader.dispose()
+        data = read_plain_block(text, _TAGGER, _Loader.bool_values) if _PLAIN_RESOLVERS else None
+        if data is None:
+            loader = _Loader(text)
+            try:
+                data = loader.construct_plain(loader.get_single_node())
+            finally:
+                loader.dispose()
         if isinstance(data, (dict, list)) and _has_alias(text):
             _check_expanded(data)
     except _DuplicateKey as exc:

@@ -1,0 +1,124 @@
+"""Reading the YAML most stack files are, without a YAML parser: nested block mappings of plain,
+one-line scalars (``config:`` and ``fullserver:region: us-central1`` under it).
+
+Why: planning a stack spent more time in libyaml composing its dozen keys (a Python node, two
+marks and a resolver call per scalar) than in sizing it. This reader accepts only text it reads
+exactly as PyYAML does, and answers ``None`` for anything else, which ``fullserver.yamlio`` then
+reads with PyYAML; so a file reads the same either way, and every error is still PyYAML's.
+
+Accepted: lines that are blank, whole-line comments, or ``key:`` / ``key: value`` (and a comment) indented by
+spaces, where the key and the value are plain scalars of a narrow ASCII alphabet (no quote,
+``#``, ``:`` in a value, ``,``, bracket, anchor, alias, tag or indicator character) and every
+line is at the indentation of an open mapping or opens one under an empty key. A key is a
+string, a value a string, a decimal integer, a boolean or null, typed by the resolver's own
+table (so ``yes`` is ``True`` and ``1`` is ``1``, as YAML 1.1 says). A duplicate key, a tab, a
+flow collection, a sequence, a quoted or multi-line scalar, a float or a timestamp: ``None``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+_LINE = re.compile(
+    r"( *)([A-Za-z0-9_/][A-Za-z0-9_./-]*(?::[A-Za-z0-9_./-]+)*):"
+    r"(?: +([A-Za-z0-9_/](?:[A-Za-z0-9_./+=@ -]*[A-Za-z0-9_./+=@-])?))?(?: *| +#.*)"
+)
+"""``indent key: value  # comment``: a key whose colons are each followed by a key character
+(``a:: b`` is left to PyYAML), a value that starts with no indicator and holds no ``:``, ``#`` or
+``,``; a comment after a blank."""
+
+STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_MAX_DIGITS = sys.int_info.default_max_str_digits
+
+Resolvers = dict[Any, list[tuple[str, re.Pattern[str]]]]
+
+
+class Tagger:
+    """Plain scalars' tags as PyYAML's resolver gives them, remembered: the safe loader has no path
+    resolvers and none for every first character, so a scalar's tag is the first implicit resolver
+    of its first character that matches it, else ``str``. Why remembered: the same keys and values
+    (``fullserver:region``, ``1``) recur in every stack file, and each match is a regular expression."""
+
+    MAX_REMEMBERED = 4096
+    """Scalars remembered before the memory starts again: a bound whatever is read."""
+
+    def __init__(self, resolvers: Resolvers) -> None:
+        self.resolvers = resolvers
+        self.known: dict[str, str] = {}
+
+    def tag(self, value: str) -> str:
+        found = self.known.get(value)
+        if found is not None:
+            return found
+        found = next((t for t, regexp in self.resolvers.get(value[:1], ()) if regexp.match(value)), STR_TAG)
+        if len(self.known) >= self.MAX_REMEMBERED:
+            self.known.clear()
+        self.known[value] = found
+        return found
+
+
+def read_plain_block(text: str, tagger: Tagger, bools: dict[str, bool]) -> dict[str, Any] | None:
+    """The mapping ``text`` holds, or ``None`` where it is more than plain block mappings (see the
+    module's docstring). ``tagger`` and ``bools``: the loader's implicit resolvers and boolean
+    words, so scalars are typed as the loader types them."""
+    if "\t" in text or "\r" in text:
+        return None
+    root: dict[str, Any] = {}
+    open_: list[tuple[int, dict[str, Any]]] = []  # (indentation, mapping), outermost first
+    empty: tuple[int, dict[str, Any], str] | None = None  # the last key, when it had no value
+    for line in text.split("\n"):
+        stripped = line.lstrip(" ")
+        if not stripped or stripped[0] == "#":
+            continue
+        match = _LINE.fullmatch(line)
+        if match is None:
+            return None
+        indent = len(match[1])
+        if empty is not None:
+            at, parent, key = empty
+            if indent > at:  # the key's value is the mapping this line starts
+                child: dict[str, Any] = {}
+                parent[key] = child
+                open_.append((indent, child))
+            empty = None
+        if not open_:
+            open_.append((indent, root))
+        while open_ and open_[-1][0] > indent:
+            open_.pop()
+        if not open_ or open_[-1][0] != indent:  # between open mappings, or under a key with a value
+            return None
+        mapping = open_[-1][1]
+        key = match[2]
+        if key in mapping or tagger.tag(key) != STR_TAG:
+            return None  # a duplicate, or a key that is not a string: PyYAML says what it makes of it
+        value = match[3]
+        if value is None:
+            mapping[key] = None
+            empty = (indent, mapping, key)
+            continue
+        scalar = _scalar(value, tagger, bools)
+        if scalar is _NOT_PLAIN:
+            return None
+        mapping[key] = scalar
+    return root if open_ else None
+
+
+_NOT_PLAIN = object()
+
+
+def _scalar(value: str, tagger: Tagger, bools: dict[str, bool]) -> object:
+    tag = tagger.tag(value)
+    if tag == STR_TAG:
+        return value
+    if tag == _INT_TAG and value.isdigit() and (value[0] != "0" or value == "0") and len(value) <= _MAX_DIGITS:
+        return int(value)  # plain decimal, as construct_yaml_int reads it (a leading 0 is octal there)
+    if tag == _BOOL_TAG:
+        return bools[value.lower()]
+    if tag == _NULL_TAG:
+        return None
+    return _NOT_PLAIN
