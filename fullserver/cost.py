@@ -9,6 +9,7 @@ month whether used or not. The difference shows as its own "idle" line.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import cast
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,14 +27,14 @@ from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 from fullserver.spec import EnvironmentSpec
 from fullserver.workload import Workload
 
-__all__ = ["HOURS_PER_MONTH", "CostEstimate", "CostLine", "estimate", "network_lines"]
+__all__ = ["HOURS_PER_MONTH", "CostEstimate", "CostLine", "estimate", "network_lines", "pricing_basis"]
 
 
-class CostLine(BaseModel):
-    """One line of the bill. Made by plain construction: for a model of three scalars pydantic's
-    compiled validator is about three times faster than ``model_construct``'s Python loop."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, slots=True)
+class CostLine:
+    """One line of the bill. A plain dataclass, not a model: an estimate makes a dozen, each from
+    values the estimate computed itself (nothing to validate), and a model cost twice as much to
+    build; ``CostEstimate`` dumps it as it dumped the model (its fields, in order)."""
 
     item: str
     usd_month: float
@@ -151,6 +152,17 @@ def _storage_lines(
         usd = disk_usd_month(price, gib, iops, mbps, disks=machines)
         lines.append(CostLine(item=item, usd_month=round(usd * share, 2), note=f"{gib:.0f} GiB {kind}"))
     return lines
+
+
+def pricing_basis(spec: EnvironmentSpec, profile: Profile, catalog: Catalog) -> str:
+    """The pricing model ``estimate`` prices ``spec``'s compute on (``CostEstimate.basis``), known
+    without the estimate: a comparison decides from every row's basis which model it prices all of
+    them on, before it prices any."""
+    if rules_for(spec.platform).declared_hardware:
+        return DEDICATED
+    offer = catalog.offer(spec.offer)
+    assert offer is not None, spec.offer
+    return hourly_rate(offer, spec.region, profile, catalog, spec.platform).basis
 
 
 def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:

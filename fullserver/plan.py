@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from fullserver.comparable import (
     of_spec,
     units_covering,
 )
-from fullserver.cost import CostEstimate, estimate
+from fullserver.cost import CostEstimate, estimate, pricing_basis
 from fullserver.errors import BudgetExceeded, FullserverError, InputError
 from fullserver.platforms import rules_for
 from fullserver.platforms.quota import QuotaNeed
@@ -150,16 +151,8 @@ def _variant(
     return _Row(alt.platform, region, profile, variant, spec, other_profile=alt.profile)
 
 
-def _compare(
-    row: _Row,
-    cost: CostEstimate | None,
-    catalog: Catalog,
-    reference: Capacity | None,
-    on_demand: bool,
-    why: str = "",
-) -> Comparison:
-    """One row and its estimate (``None`` where the row has no spec); ``on_demand`` reprices
-    spot and reserved rows on demand so that every cloud row of the plan shares one pricing model."""
+def _compare(row: _Row, cost: CostEstimate | None, reference: Capacity | None, why: str = "") -> Comparison:
+    """One row and its estimate (``None`` where the row has no spec), priced as ``_priced`` says."""
     if row.spec is None or cost is None:
         return Comparison(
             platform=row.platform,
@@ -170,9 +163,6 @@ def _compare(
             note=row.why_not,
         )
     spec = row.spec
-    if on_demand and cost.basis not in (ON_DEMAND, DEDICATED):
-        spec, profile = as_on_demand(spec, row.profile)
-        cost = estimate(spec, profile, row.workload, catalog)
     held = of_spec(spec)
     note = "balanced" if spec.balance.ok else spec.balance.summary()
     note += f", {spec.nodes} node(s)"
@@ -192,6 +182,20 @@ def _compare(
     )
 
 
+def _priced(
+    row: _Row, basis: str, on_demand: bool, catalog: Catalog, cost: CostEstimate | None
+) -> tuple[_Row, CostEstimate]:
+    """The row as the comparison prices it: on demand where ``on_demand`` and its own basis is
+    spot or reserved (the spec and profile as bought on demand), else on its own basis (``cost``:
+    that estimate where the caller has it). Each row is estimated once."""
+    spec, profile = row.spec, row.profile
+    assert spec is not None
+    if on_demand and basis not in (ON_DEMAND, DEDICATED):
+        spec, profile = as_on_demand(spec, profile)
+        return dataclasses.replace(row, spec=spec, profile=profile), estimate(spec, profile, row.workload, catalog)
+    return row, cost or estimate(spec, profile, row.workload, catalog)
+
+
 def compare(
     profile: Profile,
     workload: Workload,
@@ -208,7 +212,8 @@ def compare(
     the stack leaves their size open; an explicit size is kept and its ratio stated. Every cloud
     row is priced on one pricing model: the plan's own where every row has it, else on demand
     (a spot price beside an on-demand one is no comparison). A dedicated server keeps its
-    monthly contract, labelled as such.
+    monthly contract, labelled as such. Which model each row is on is known before any is priced
+    (``pricing_basis``), so a row is estimated once, on the model it is compared on.
     """
     reference = of_spec(spec)
     rows = [
@@ -216,22 +221,21 @@ def compare(
         for a in _alternatives(profile, workload, spec.platform)
     ]
     chosen = _Row(spec.platform, spec.region, profile, workload, spec)
-    priced = [
-        (chosen, cost or estimate(spec, profile, workload, catalog)),
-        *((r, None if r.spec is None else estimate(r.spec, r.profile, r.workload, catalog)) for r in rows),
-    ]
+    bases = [(r, pricing_basis(r.spec, r.profile, catalog) if r.spec else None) for r in [chosen, *rows]]
     by_basis: dict[str, list[str]] = {}
-    for r, row_cost in priced:
-        if row_cost is not None:
-            by_basis.setdefault(row_cost.basis, []).append(r.platform.value)
+    for r, basis in bases:
+        if basis is not None:
+            by_basis.setdefault(basis, []).append(r.platform.value)
     by_basis.pop(DEDICATED, None)
     on_demand = len(by_basis) > 1
     found = "; ".join(f"{basis} for {', '.join(names)}" for basis, names in sorted(by_basis.items()))
     why = f"every row compared on demand, the one pricing model all have (their own: {found})" if on_demand else ""
-    return (
-        [_compare(r, row_cost, catalog, reference, on_demand) for r, row_cost in priced[1:]],
-        _compare(*priced[0], catalog, reference, on_demand, why),
-    )
+    priced: list[tuple[_Row, CostEstimate | None]] = [
+        _priced(r, basis, on_demand, catalog, cost if r is chosen else None) if basis else (r, None)
+        for r, basis in bases
+    ]
+    (first, first_cost), others = priced[0], priced[1:]
+    return [_compare(r, row_cost, reference) for r, row_cost in others], _compare(first, first_cost, reference, why)
 
 
 def default_region(platform: Platform, region: str, catalog: Catalog) -> str:

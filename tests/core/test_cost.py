@@ -9,7 +9,7 @@ import pytest
 
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
-from fullserver.cost import HOURS_PER_MONTH, estimate
+from fullserver.cost import HOURS_PER_MONTH, estimate, pricing_basis
 from fullserver.profiles import Profile, load_profiles
 from fullserver.sizing import build_spec, dedicated_spec
 from fullserver.workload import Workload
@@ -166,8 +166,10 @@ def test_the_estimate_names_the_pricing_model_its_rate_is_on(
     it stays out of the plan document, which is unchanged by it."""
     profile = profile_with(tmp_path, extra, pricing=pricing)
     work = wl(acceleratorCount=4 if nodes > 1 else 1, nodes=nodes)
-    cost = estimate(build_spec(profile, work, Platform.AWS_GPU, mini_catalog, "env"), profile, work, mini_catalog)
+    spec = build_spec(profile, work, Platform.AWS_GPU, mini_catalog, "env")
+    cost = estimate(spec, profile, work, mini_catalog)
     assert cost.basis == basis and "basis" not in cost.model_dump()
+    assert pricing_basis(spec, profile, mini_catalog) == basis  # known before the estimate is made
 
 
 def test_a_tpu_slice_costs_chips_times_chip_price_and_misses_no_price_silently(
@@ -209,7 +211,7 @@ def test_dedicated_servers_cost_their_monthly_price_setup_and_extra_egress() -> 
     spec = dedicated_spec(profiles["dedicated-steady"], work, load_catalog(), "env", Platform.BARE_METAL)
     cost = estimate(spec, profiles["dedicated-steady"], work, load_catalog())
     assert lines(cost) == {"dedicated servers": 9000.0, "data transfer": 20.0, "setup fee (over 12 months)": 100.0}
-    assert cost.basis == "dedicated monthly"
+    assert cost.basis == "dedicated monthly" == pricing_basis(spec, profiles["dedicated-steady"], load_catalog())
     assert spec.balance.ok
 
 

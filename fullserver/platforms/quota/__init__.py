@@ -107,9 +107,12 @@ class QuotaTable(_Strict):
         return self.quotas[key]
 
 
-class QuotaNeed(_Strict):
+@dataclass(frozen=True, slots=True)
+class QuotaNeed:
     """One quota an environment needs, at the most it can reach (every node of the serving
-    group's maximum replicas): what ``plan --json`` carries and ``fullserver quota`` checks."""
+    group's maximum replicas): what ``plan --json`` carries and ``fullserver quota`` checks. A
+    plain dataclass: every plan makes several from the quota table's own validated entries, and a
+    model cost three times as much to build; the plan dumps it as it dumped the model."""
 
     cloud: Cloud
     service: str
