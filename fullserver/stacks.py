@@ -94,7 +94,8 @@ def config_keys() -> dict[str, ConfigKey]:
         elif name in SECRET_KEYS:
             default = ""
         else:
-            default = field.default.value if isinstance(field.default, Platform) else field.default
+            value = field.get_default(call_default_factory=True)
+            default = value.value if isinstance(value, Platform) else value
         out[name] = ConfigKey(
             name=name,
             type=typed,

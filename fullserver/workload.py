@@ -11,7 +11,6 @@ file and Pulumi's config become a ``Workload`` is ``fullserver.stacks``.
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
@@ -209,7 +208,7 @@ class ServingConfig(Camel):
     image: Annotated[StrictStr, Field(min_length=1, max_length=MAX_IMAGE, pattern=_IMAGE_REF)] | None = None
     args: Annotated[
         list[Annotated[StrictStr, Field(max_length=MAX_IMAGE, pattern=_ARG)]], Field(max_length=MAX_SERVER_ARGS)
-    ] = []
+    ] = Field(default_factory=list)
     port: Annotated[StrictInt, Field(ge=1024, le=65535)] | None = None
     health_path: Annotated[StrictStr, Field(max_length=MAX_PATH, pattern=r"^/[A-Za-z0-9._~/-]*$")] | None = None
     requests_per_second: Annotated[float, _finite(10_000, positive=True)] | None = None
@@ -225,7 +224,7 @@ class ServingConfig(Camel):
     the internet needs one (``fullserver.serving.endpoint_problem``)."""
     certificate_arn: CertificateArn | None = None
     """AWS: the ACM certificate (in the stack's region) of an HTTPS listener (``fullserver.tls``)."""
-    domains: Domains = []
+    domains: Domains = Field(default_factory=list)
     """The names clients call; GCP: a Google-managed certificate for them (``fullserver.tls``)."""
     pod_metrics: StrictBool = False
     """Node pools: a metrics adapter serves vLLM's queue size to the HPA (``fullserver.kube.serve``)."""
@@ -357,7 +356,7 @@ class Workload(Camel):
         description="Serving profiles: the model server of each replica (model, image, args, port, healthPath, requestsPerSecond, loadMinutes, tokenSecret, apiKeySecret, certificateArn, domains, podMetrics); empty: vLLM's OpenAI server with a small default model.",
     )
     alternatives: Annotated[list[Alternative], Field(max_length=MAX_ALTERNATIVES)] = Field(
-        default=[],
+        default_factory=list,  # a factory: a default list is deep-copied for every stack read
         description="Other platforms to price the same job on (platform, and optionally profile, accelerator, region).",
     )
     ssh_private_key: bool = Field(
@@ -395,10 +394,10 @@ class Workload(Camel):
         """Every resource is labelled with its owner: an empty label says nobody owns it."""
         if not owner.strip():
             raise ValueError("must name who owns the environment (a team or a person)")
-        control = next((c for c in owner if unicodedata.category(c) == "Cc"), None)
+        control = re.search("[\x00-\x1f\x7f-\x9f]", owner)  # Unicode's category Cc, exactly
         if control is not None:  # it would reach every tag and label, and every terminal showing them
             raise ValueError(
-                f"holds the control character U+{ord(control):04X} (a name, without escapes or line breaks)"
+                f"holds the control character U+{ord(control[0]):04X} (a name, without escapes or line breaks)"
             )
         return owner
 
