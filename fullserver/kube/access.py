@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from fullserver.platforms import gke
+from fullserver.platforms import gke, pool_member, rules_for
 
 if TYPE_CHECKING:
     from fullserver.kube.pool import KubePlan
@@ -123,7 +123,7 @@ def private_endpoint_warning(provider: str, deploy_workload: bool) -> str:
     """What the plan says of a created cluster's private endpoint: whoever talks to the API server
     (kubectl, ``fullserver verify``, and ``pulumi up`` where it applies something through it) must
     be inside the cluster's network."""
-    applied = ["NVIDIA's device plugin"] if provider == "eks" else []
+    applied = list(pool_member(provider).applied_through_api)
     if deploy_workload:
         applied.append("the workload")
     said = (
@@ -156,6 +156,6 @@ def one_zone_warning(zone: str | None) -> str:
 def pod_credentials(plan: KubePlan) -> str:
     """How the workload's pods get cloud credentials, where fullserver sets that up (an EKS
     cluster it creates: ``clusterIdentity``), for the plan view; "" elsewhere."""
-    if plan.provider != "eks" or not plan.create_cluster or plan.access is None:
+    if "clusterIdentity" not in rules_for(plan.platform).options or not plan.create_cluster or plan.access is None:
         return ""
     return "pod credentials: " + ("IRSA (IAM OIDC provider)" if plan.access.identity == "irsa" else "Pod Identity")
