@@ -35,9 +35,9 @@ from fullserver.kube.attached import attached_warnings
 from fullserver.kube.volume import LABEL_GIB, DataVolume
 from fullserver.naming import fit_name
 from fullserver.platform import Platform, PricingModel
-from fullserver.platforms import gke, pool_member, pool_member_of, pool_members, rules_for
+from fullserver.platforms import pool_member, pool_member_of, pool_members, rules_for
 from fullserver.platforms.base import Refusal, Request
-from fullserver.platforms.pool_rules import PoolKey, PoolNodes, PoolRules
+from fullserver.platforms.pool_rules import Allocatable, NodeResources, PoolKey, PoolNodes, PoolRules
 from fullserver.profiles import Stage
 from fullserver.rules import LABEL_ENVIRONMENT
 
@@ -194,13 +194,11 @@ class KubePlan(Frozen):
         return sum(p.max_nodes for p in self.pools)
 
 
-DAEMONSET_ALLOWANCE = gke.NodeResources(cpu_m=500, memory_mib=1024.0, ephemeral_mib=0.0)
+DAEMONSET_ALLOWANCE = NodeResources(cpu_m=500, memory_mib=1024.0, ephemeral_mib=0.0)
 """Room left on every node for the DaemonSets the platform runs there (device plugin, logging,
 metadata server, CNI, kube-proxy): fullserver's margin, not a sourced figure; the sized rule is
 request = (allocatable - DaemonSet requests) x g / G (reference, section 4)."""
 
-REGIONAL_DEFAULT_ZONES = gke.REGIONAL_DEFAULT_ZONES
-"""The zones a regional GKE pool's per-zone counts apply in without ``node_locations`` (for readers)."""
 DATA_VOLUME_LABEL = LABEL_GIB
 """A node label on pools whose pods get a data volume: its size in GiB (``KubePlan.node_labels``)."""
 
@@ -239,7 +237,7 @@ def cluster_name(environment: str, provider: str) -> str:
     return fit_name(pool_member(provider).cluster_type, environment)
 
 
-def _resources(node: gke.NodeResources) -> Resources:
+def _resources(node: NodeResources) -> Resources:
     return Resources(
         cpu_m=math.floor(node.cpu_m),
         memory_mib=math.floor(node.memory_mib),
@@ -346,7 +344,7 @@ def _pools(spec: EnvironmentSpec, rules: PoolRules, hosts: int, flex_start: bool
 
 def node_reservations(
     platform: Platform, vcpus: int, memory_gib: float, local_disks: int, local_disk_gib: float, boot_disk_gib: float
-) -> gke.Allocatable:
+) -> Allocatable:
     """A node's capacity and what kubelet and the system keep of it (the member's formulas):
     ephemeral storage on the local SSDs (a GKE GPU node) or the instance-store RAID0 (an EKS node)
     where the member keeps it there, else the boot disk."""
@@ -357,18 +355,18 @@ def node_reservations(
     return rules.allocatable(vcpus, memory_gib, local, local_disk_gib, boot_disk_gib)
 
 
-def pod_share(reserved: gke.Allocatable) -> gke.NodeResources:
+def pod_share(reserved: Allocatable) -> NodeResources:
     """One pod's share of a node taking all its accelerators: allocatable less ``DAEMONSET_ALLOWANCE``."""
     return reserved.allocatable.minus(DAEMONSET_ALLOWANCE)
 
 
-def _reserved(spec: EnvironmentSpec, platform: Platform) -> gke.Allocatable:
+def _reserved(spec: EnvironmentSpec, platform: Platform) -> Allocatable:
     return node_reservations(
         platform, spec.vcpus, spec.memory_gib, spec.local_nvme_disks, spec.local_nvme_disk_gib, spec.boot_disk_gib
     )
 
 
-def _pod(reserved: gke.Allocatable, nodes: PoolNodes) -> PodShare:
+def _pod(reserved: Allocatable, nodes: PoolNodes) -> PodShare:
     share = pod_share(reserved)
     if min(share.cpu_m, share.memory_mib, share.ephemeral_mib) <= 0:
         raise InputError(

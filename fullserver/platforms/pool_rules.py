@@ -8,6 +8,10 @@ own module (``gke_pool``, ``eks_pool``) as ``POOL_RULES``, and the registry find
 package (``fullserver.platforms.pool_member_of``): a new member adds its module and a key to
 ``PoolKey``.
 
+A node's resources and what it keeps of them (``NodeResources``, ``Allocatable``) are the family's
+arithmetic: the formulas are GKE's (``gke_reserved``), which EKS's nodeadm reuses, so the types are
+taken from there and named here for the core.
+
 A field that is a capability (a bool, an optional function, a mapping) says in its docstring why a
 member has it or not.
 """
@@ -20,10 +24,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from fullserver.platform import Platform
 from fullserver.platforms.base import Refusal
+from fullserver.platforms.gke_reserved import Allocatable, NodeResources
 
-if TYPE_CHECKING:  # the reservations are GKE's formulas, which EKS's reuse; TLS is the core's
-    from fullserver.platforms.gke_reserved import Allocatable
+if TYPE_CHECKING:  # TLS is the core's
     from fullserver.tls import Tls
+
+__all__ = ["Allocatable", "GpuNodes", "NodeResources", "PoolKey", "PoolNodes", "PoolRules", "Taint"]
 
 PoolKey = Literal["gke", "eks"]
 """A member's key: ``KubePlan.provider`` and ``DataVolume.provider`` in the plan JSON."""
