@@ -430,6 +430,14 @@ def _notes(
     return [*spread, *flex_notes, *attached_warnings(rules, attached, volume)]
 
 
+def _instance_types(spec: EnvironmentSpec, rules: PoolRules, machine_type: str) -> list[str]:
+    """The pools' machine type, and for a spot pool of a member that takes several the spec's
+    balanced alternatives (``PoolRules.spot_alternatives``)."""
+    if rules.spot_alternatives and spec.pricing is PricingModel.SPOT_WITH_FALLBACK:
+        return [machine_type, *(o.machine_type for o in spec.alternative_shapes)]
+    return [machine_type]
+
+
 def kube_plan(
     spec: EnvironmentSpec,
     platform: Platform,
@@ -470,11 +478,7 @@ def kube_plan(
         create_cluster=cluster is None,
         protect=spec.lifecycle.protect,
         machine_type=nodes.machine_type,
-        instance_types=(
-            [nodes.machine_type, *(o.machine_type for o in spec.alternative_shapes)]
-            if rules.spot_alternatives and spec.pricing is PricingModel.SPOT_WITH_FALLBACK
-            else [nodes.machine_type]
-        ),
+        instance_types=_instance_types(spec, rules, nodes.machine_type),
         accelerator=spec.accelerator,
         accelerator_type=nodes.accelerator_type,
         accelerators_per_node=nodes.per_node,
