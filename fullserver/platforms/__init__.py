@@ -78,8 +78,9 @@ __all__ = [
 
 def _modules() -> list[ModuleType]:
     """Every module of this package: a platform module registers its platforms in ``PLATFORMS``
-    and the names its resources take in ``NAME_RULES`` (the shared ones, ``base`` and the
-    ``network`` and ``quota`` packages, register nothing). Adding a platform adds its module;
+    and the names its resources take in ``NAME_RULES``, a node-pool member's module its
+    ``POOL_RULES`` (the shared ones, ``base``, ``pool_rules`` and the ``network`` and ``quota``
+    packages, register nothing). Adding a platform adds its module;
     nothing here names it."""
     found = (m.name for m in pkgutil.iter_modules(__path__) if not m.ispkg)
     return [importlib.import_module(f"{__name__}.{name}") for name in sorted(found)]
