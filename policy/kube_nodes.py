@@ -26,10 +26,11 @@ from collections.abc import Sequence
 from pulumi_policy import PolicyResource
 
 from fullserver.catalog import Offer
-from fullserver.kube.pool import DATA_VOLUME_LABEL, REGIONAL_DEFAULT_ZONES
+from fullserver.kube.pool import DATA_VOLUME_LABEL
 from fullserver.kube.volume import LABEL_IOPS, LABEL_KIND, LABEL_MBPS
 from fullserver.platform import Platform
 from fullserver.platforms.gcp import DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB
+from fullserver.platforms.gke import REGIONAL_DEFAULT_ZONES
 from policy.aws_nodes import aws_region, launch_template_of
 from policy.gcp_nodes import gcp_offer, gcp_shape
 from policy.labels import labels_of

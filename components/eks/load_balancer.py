@@ -24,7 +24,7 @@ leaves alone here).
 * The subnets the controller discovers carry ``kubernetes.io/role/elb`` (public, internet-facing)
   and ``kubernetes.io/role/internal-elb`` (private, internal): a created cluster's network sets them
   (``eks.PUBLIC_SUBNET_TAGS``/``PRIVATE_SUBNET_TAGS``). An attached cluster must run its own
-  controller: the plan says so (``fullserver.kube.attached.EKS_ATTACHED_LB_CONTROLLER``).
+  controller: the plan says so (``fullserver.platforms.eks_pool.EKS_ATTACHED_LB_CONTROLLER``).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from fullserver.platforms import gke
+from fullserver.platforms import owners, pool_member, rules_for
 
 if TYPE_CHECKING:
     from fullserver.kube.pool import KubePlan
@@ -70,8 +70,9 @@ class ClusterAccess(BaseModel):
 
     @property
     def zonal(self) -> bool:
-        """A GKE cluster in one zone (its pools' nodes default to that zone)."""
-        return gke.GPU_RULES.region_of_zone(self.location) is not None
+        """A cluster in one zone (its pools' nodes default to that zone): a location in the zone
+        form of the platforms whose clusters have one (``clusterLocation``: GKE's)."""
+        return any(rules_for(p).region_of_zone(self.location) is not None for p in owners("clusterLocation"))
 
 
 def check_subnet_id(subnet: str) -> str:
@@ -82,8 +83,9 @@ def check_subnet_id(subnet: str) -> str:
 
 
 def location_problem(location: str, region: str) -> str | None:
-    """Why ``location`` is not the region or a zone of it, in GKE's names, or ``None``."""
-    if location == region or gke.GPU_RULES.zone_in_region(location, region):
+    """Why ``location`` is not the region or a zone of it, in the names of the platforms whose
+    clusters have a location (``clusterLocation``: GKE's), or ``None``."""
+    if location == region or any(rules_for(p).zone_in_region(location, region) for p in owners("clusterLocation")):
         return None
     return f"'{location}' is neither region {region} nor one of its zones (e.g. {region}-a)"
 
@@ -123,7 +125,7 @@ def private_endpoint_warning(provider: str, deploy_workload: bool) -> str:
     """What the plan says of a created cluster's private endpoint: whoever talks to the API server
     (kubectl, ``fullserver verify``, and ``pulumi up`` where it applies something through it) must
     be inside the cluster's network."""
-    applied = ["NVIDIA's device plugin"] if provider == "eks" else []
+    applied = list(pool_member(provider).applied_through_api)
     if deploy_workload:
         applied.append("the workload")
     said = (
@@ -156,6 +158,6 @@ def one_zone_warning(zone: str | None) -> str:
 def pod_credentials(plan: KubePlan) -> str:
     """How the workload's pods get cloud credentials, where fullserver sets that up (an EKS
     cluster it creates: ``clusterIdentity``), for the plan view; "" elsewhere."""
-    if plan.provider != "eks" or not plan.create_cluster or plan.access is None:
+    if "clusterIdentity" not in rules_for(plan.platform).options or not plan.create_cluster or plan.access is None:
         return ""
     return "pod credentials: " + ("IRSA (IAM OIDC provider)" if plan.access.identity == "irsa" else "Pod Identity")

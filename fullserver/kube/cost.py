@@ -32,7 +32,7 @@ from fullserver.catalog import Catalog
 from fullserver.hourly import hourly_rate
 from fullserver.kube.fees import ClusterFees, load_cluster_fees
 from fullserver.kube.pool import KubePlan
-from fullserver.platforms import eks, gke
+from fullserver.platforms import pool_member, rules_for
 from fullserver.profiles import Profile
 from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 from fullserver.spec import EnvironmentSpec
@@ -83,17 +83,12 @@ def cluster_fee(plan: KubePlan, fees: ClusterFees) -> tuple[float, str, list[str
     """The cluster's hourly fee, what it rests on, and its source keys."""
     if not plan.create_cluster:
         return 0.0, f"attached to the existing cluster '{plan.cluster_name}': its fee is not this environment's", []
-    provider = "gcp" if plan.provider == "gke" else "aws"
-    fee = fees.fee(provider)
+    fee = fees.fee(rules_for(plan.platform).provider)  # the cloud's key in the fee file
     if fee is None:
         return 0.0, f"no {plan.provider.upper()} cluster fee in the data: unpriced", []
-    if plan.provider == "gke":
-        note = (
-            f"GKE cluster fee {fee.usd_hour:.2f}/h; the free tier's {fee.free_tier_usd_month:.2f}/month credit "
-            f"applies to {' and '.join(fee.free_tier_applies_to)} clusters only, not this regional one"
-        )
-    else:
-        note = f"EKS cluster fee {fee.usd_hour:.2f}/h on standard support"
+    note = pool_member(plan.provider).fee_note.format(
+        usd_hour=fee.usd_hour, free_tier=fee.free_tier_usd_month, applies_to=" and ".join(fee.free_tier_applies_to)
+    )
     return fee.usd_hour, note, [fee.source]
 
 
@@ -102,10 +97,7 @@ def system_pool(plan: KubePlan) -> tuple[str, int]:
     (GKE: per zone x the pool's zones; EKS: the node group's size). Attached: ``("", 0)``."""
     if not plan.create_cluster:
         return "", 0
-    if plan.provider == "eks":
-        return eks.SYSTEM_INSTANCE_TYPE, eks.SYSTEM_NODES
-    zones = 1 if plan.zone else gke.REGIONAL_DEFAULT_ZONES
-    return gke.SYSTEM_POOL_MACHINE_TYPE, gke.SYSTEM_POOL_NODES_PER_ZONE * zones
+    return pool_member(plan.provider).system_pool(plan.zone)
 
 
 def system_usd_hour(plan: KubePlan, catalog: Catalog) -> tuple[float, str, list[str]]:

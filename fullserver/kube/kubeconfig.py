@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from fullserver.platforms import pool_member
+
 if TYPE_CHECKING:
     from fullserver.kube.pool import KubePlan
 
@@ -55,14 +57,7 @@ def eks_kubeconfig(name: str, endpoint: str, ca_data: str, region: str) -> str:
 
 
 def credentials_hint(plan: KubePlan, project: str | None) -> str:
-    """The command that puts the cluster's credentials into the kubeconfig."""
-    if plan.provider == "gke":
-        return (
-            f"run `gcloud container clusters get-credentials {plan.cluster_name} --location "
-            f"{plan.access.location if plan.access else plan.region}"
-            f" --project {project or 'PROJECT'}`, or pass --kubeconfig / --context"
-        )
-    return (
-        f"run `aws eks update-kubeconfig --name {plan.cluster_name} --region {plan.region}`,"
-        " or pass --kubeconfig / --context"
-    )
+    """The command that puts the cluster's credentials into the kubeconfig (the member's
+    ``PoolRules.credentials_hint``)."""
+    location = plan.access.location if plan.access else plan.region
+    return pool_member(plan.provider).credentials_hint(plan.cluster_name, location, plan.region, project)

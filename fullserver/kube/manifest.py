@@ -29,6 +29,7 @@ from typing import Any
 from fullserver.kube import serve
 from fullserver.kube.pool import KubePlan, label_value
 from fullserver.kube.volume import mount, pod_volume, storage_class
+from fullserver.platforms import pool_member
 from fullserver.serving import ServingSpec
 from fullserver.spec import EnvironmentSpec
 
@@ -58,7 +59,7 @@ def tolerations(plan: KubePlan) -> list[dict[str, str]]:
 def _affinity(plan: KubePlan) -> dict[str, Any] | None:
     if not any(p.spot for p in plan.pools):
         return None
-    value = "true" if plan.provider == "gke" else "SPOT"
+    value = pool_member(plan.provider).spot_value
     term = {"matchExpressions": [{"key": plan.spot_label, "operator": "In", "values": [value]}]}
     return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": term}]}}
 
@@ -160,8 +161,7 @@ def _load_balancer(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dic
         "selector": {"app.kubernetes.io/name": name},
         "ports": serve.service_ports(endpoint.lb_port, tls),
     }
-    if plan.provider == "gke":
-        spec["externalTrafficPolicy"] = "Local"
+    spec.update(pool_member(plan.provider).service_spec)
     annotations = serve.service_annotations(
         plan.provider,
         endpoint.load_balancer,
@@ -242,8 +242,9 @@ def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
         },
     }
     out = [deployment, _load_balancer(plan, endpoint, name, labels), _autoscaler(plan, endpoint, name, labels)]
-    if endpoint.pod_metrics and plan.provider == "gke":
-        out.append(serve.pod_monitoring(name, labels, {"app.kubernetes.io/name": name}, "http"))
+    monitoring = pool_member(plan.provider).pod_monitoring
+    if endpoint.pod_metrics and monitoring is not None:
+        out.append(monitoring(name, labels, {"app.kubernetes.io/name": name}, "http"))
     return out
 
 

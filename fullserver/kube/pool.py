@@ -16,13 +16,15 @@ EFA and placement are what the pool's nodes get; nothing is re-sized here. What 
 * the node's allocatable after kubelet and system reservations (GKE's and EKS's formulas,
   ``fullserver.platforms.gke``/``eks``) and each pod's share of it: one pod per node takes all
   of its accelerators, and the allocatable left after ``DAEMONSET_ALLOWANCE``.
+
+Where the members differ, the member's ``PoolRules`` answers (``fullserver.platforms.pool_member``:
+``gke_pool``, ``eks_pool``); nothing here names a member.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -33,8 +35,9 @@ from fullserver.kube.attached import attached_warnings
 from fullserver.kube.volume import LABEL_GIB, DataVolume
 from fullserver.naming import fit_name
 from fullserver.platform import Platform, PricingModel
-from fullserver.platforms import eks, gcp, gke, rules_for
-from fullserver.platforms.base import Request
+from fullserver.platforms import pool_member, pool_member_of, pool_members, rules_for
+from fullserver.platforms.base import Refusal, Request
+from fullserver.platforms.pool_rules import Allocatable, NodeResources, PoolKey, PoolNodes, PoolRules
 from fullserver.profiles import Stage
 from fullserver.rules import LABEL_ENVIRONMENT
 
@@ -96,7 +99,8 @@ class Pool(Frozen):
     """Else fixed at ``max_nodes``."""
 
 
-Provider = Literal["gke", "eks"]
+Provider = PoolKey
+"""The node-pool member (``PoolRules.key``): what the plan JSON carries, never compared."""
 
 
 class KubePlan(Frozen):
@@ -190,13 +194,11 @@ class KubePlan(Frozen):
         return sum(p.max_nodes for p in self.pools)
 
 
-DAEMONSET_ALLOWANCE = gke.NodeResources(cpu_m=500, memory_mib=1024.0, ephemeral_mib=0.0)
+DAEMONSET_ALLOWANCE = NodeResources(cpu_m=500, memory_mib=1024.0, ephemeral_mib=0.0)
 """Room left on every node for the DaemonSets the platform runs there (device plugin, logging,
 metadata server, CNI, kube-proxy): fullserver's margin, not a sourced figure; the sized rule is
 request = (allocatable - DaemonSet requests) x g / G (reference, section 4)."""
 
-REGIONAL_DEFAULT_ZONES = gke.REGIONAL_DEFAULT_ZONES
-"""The zones a regional GKE pool's per-zone counts apply in without ``node_locations`` (for readers)."""
 DATA_VOLUME_LABEL = LABEL_GIB
 """A node label on pools whose pods get a data volume: its size in GiB (``KubePlan.node_labels``)."""
 
@@ -209,8 +211,8 @@ def label_value(text: str) -> str:
     return value.strip("._-")
 
 
-SIZED_AS: dict[Platform, Platform] = {**gke.SIZED_AS, **eks.SIZED_AS}
-"""Each node-pool platform -> the VM platform its nodes are sized as."""
+SIZED_AS: dict[Platform, Platform] = {p: vm for r in pool_members() for p, vm in r.sized_as.items()}
+"""Each node-pool platform -> the VM platform its nodes are sized as (its member's ``sized_as``)."""
 
 
 def _sized_as(platform: Platform) -> Platform:
@@ -226,18 +228,16 @@ def _counts(spec: EnvironmentSpec, hosts: int, flex: bool) -> tuple[int, int, bo
     return hosts, hosts, False
 
 
-def _pool_name(environment: str, role: str, provider: Provider) -> str:
-    if provider == "gke":
-        return fit_name(gke.NODE_POOL_TYPE, f"{environment}-{role}")
-    return fit_name(eks.NODE_GROUP_TYPE, f"{environment}-{role}", "nodeGroupName")
+def _pool_name(environment: str, role: str, rules: PoolRules) -> str:
+    return fit_name(rules.pool_type, f"{environment}-{role}", rules.pool_name_field)
 
 
-def cluster_name(environment: str, provider: Provider) -> str:
-    """The physical name of a cluster created for ``environment``."""
-    return fit_name(gke.CLUSTER_TYPE if provider == "gke" else eks.CLUSTER_TYPE, environment)
+def cluster_name(environment: str, provider: str) -> str:
+    """The physical name of a cluster the member ``provider`` creates for ``environment``."""
+    return fit_name(pool_member(provider).cluster_type, environment)
 
 
-def _resources(node: gke.NodeResources) -> Resources:
+def _resources(node: NodeResources) -> Resources:
     return Resources(
         cpu_m=math.floor(node.cpu_m),
         memory_mib=math.floor(node.memory_mib),
@@ -245,29 +245,15 @@ def _resources(node: gke.NodeResources) -> Resources:
     )
 
 
-@dataclass(frozen=True)
-class _Nodes:
-    """What a pool's nodes are: the machine, its accelerators, the driver path, taints, selectors."""
-
-    machine_type: str
-    per_node: int
-    resource: str
-    hosts: int
-    taints: list[Taint]
-    node_selector: dict[str, str]
-    driver: str
-    accelerator_type: str | None = None
-    tpu_topology: str | None = None
-    tpu_label: str | None = None
-    slice_topology: str | None = None
-    compact: bool = False
-    max_pods: int | None = None
+def _refused(refusal: Refusal) -> InputError:
+    return InputError(f"fullserver:{refusal.key}", refusal.what, refusal.hint)
 
 
-def _refuse(spec: EnvironmentSpec, platform: Platform, flex_start: bool) -> Provider:
-    """The pool's provider, once the spec and options are ones the platform takes."""
+def _refuse(spec: EnvironmentSpec, platform: Platform, flex_start: bool) -> PoolRules:
+    """The pool's member, once the spec and options are ones the platform takes."""
     where = "fullserver:platform"
-    if platform not in SIZED_AS:
+    rules = pool_member_of(platform)
+    if rules is None:
         raise InputError(where, f"{platform.value} is not a Kubernetes node-pool platform")
     if spec.platform is not _sized_as(platform):
         raise InputError(
@@ -275,8 +261,7 @@ def _refuse(spec: EnvironmentSpec, platform: Platform, flex_start: bool) -> Prov
             f"{platform.value} pools are sized as {_sized_as(platform).value}, not {spec.platform.value}",
             "plan the workload for the VM platform first",
         )
-    provider: Provider = "gke" if platform in gke.SIZED_AS else "eks"
-    if flex_start and provider != "gke":
+    if flex_start and rules.flex_start_warnings is None:
         raise InputError("fullserver:flexStart", "flex-start is GKE's (Dynamic Workload Scheduler)", "remove it")
     refusal = rules_for(platform).refusal(
         Request(
@@ -290,75 +275,47 @@ def _refuse(spec: EnvironmentSpec, platform: Platform, flex_start: bool) -> Prov
         )
     )
     if refusal is not None:
-        raise InputError(f"fullserver:{refusal.key}", refusal.what, refusal.hint)
-    return provider
+        raise _refused(refusal)
+    return rules
 
 
-def _tpu_nodes(spec: EnvironmentSpec) -> _Nodes:
-    """A TPU slice's pool: one node per slice host on the slice's ``ct*`` machine type."""
-    assert spec.tpu is not None
-    shape = gke.tpu_pool_shape(
-        spec.tpu.accelerator_type, spec.accelerator_count * spec.tpu.hosts, spec.tpu.hosts, spec.tpu.topology
-    )
-    if shape is None:
-        raise InputError(
-            "fullserver:accelerator",
-            f"{spec.tpu.accelerator_type} has no GKE TPU machine type here",
-            "use a v5litepod-, v5p- or v6e- type",
-        )
-    return _Nodes(
-        machine_type=shape.machine_type,
-        per_node=shape.chips_per_node,
-        resource=gke.TPU_RESOURCE,
-        hosts=shape.nodes,
-        taints=[Taint(key=gke.TPU_TAINT[0], value=gke.TPU_TAINT[1], effect="NoSchedule")],
-        node_selector={gke.TPU_ACCELERATOR_LABEL: shape.accelerator_label, gke.TPU_TOPOLOGY_LABEL: shape.topology},
-        driver="",
-        tpu_topology=shape.topology if shape.multi_host else None,
-        tpu_label=shape.accelerator_label,
-        slice_topology=shape.topology,
-        compact=shape.multi_host,
-        max_pods=gke.MULTI_HOST_MAX_PODS if shape.multi_host else None,
-    )
-
-
-def _gpu_nodes(spec: EnvironmentSpec, provider: Provider) -> _Nodes:
-    """A GPU pool: the sized machine, GKE's driver (``gpu_driver_version``) or EKS's NVIDIA AMI."""
-    eks_nodes = _Nodes(
+def _nodes(spec: EnvironmentSpec, rules: PoolRules) -> PoolNodes:
+    """A TPU slice's pool (the member's ``tpu_nodes``), or a GPU pool: the sized machine run as the
+    member runs its GPUs (``gpu_nodes``: GKE's driver, EKS's NVIDIA AMI)."""
+    if spec.tpu is not None:  # sized as a TPU VM: only a member with TPU pools (_refuse)
+        assert rules.tpu_nodes is not None
+        tpu = spec.tpu
+        found = rules.tpu_nodes(tpu.accelerator_type, spec.accelerator_count * tpu.hosts, tpu.hosts, tpu.topology)
+        if isinstance(found, Refusal):
+            raise _refused(found)
+        return found
+    gpu = rules.gpu_nodes(spec.machine_type, spec.accelerator)
+    if isinstance(gpu, Refusal):
+        raise _refused(gpu)
+    return PoolNodes(
         machine_type=spec.machine_type,
         per_node=spec.accelerator_count,
-        resource=gke.GPU_RESOURCE,
+        resource=gpu.resource,
         hosts=spec.nodes,
-        taints=[Taint(key=gke.GPU_TAINT[0], value=gke.GPU_TAINT[1], effect="NoSchedule")],
-        node_selector={},  # a spot group may run any of its instance types: the environment's label selects it
-        driver=eks.GPU_AMI_TYPE,
+        taint=gpu.taint,
+        node_selector=dict(gpu.node_selector),
+        driver=gpu.driver,
+        accelerator_type=gpu.accelerator_type,
         compact=spec.network.compact_placement,
-    )
-    if provider == "eks":
-        return eks_nodes
-    accelerator_type = gke.guest_accelerator(spec.machine_type, spec.accelerator)
-    if accelerator_type is None:
-        raise InputError(
-            "fullserver:accelerator", f"{spec.machine_type} has no GKE accelerator type here", "use gcp-gpu"
-        )
-    return replace(
-        eks_nodes,
-        node_selector={gke.ACCELERATOR_LABEL: accelerator_type},
-        driver=gke.GPU_DRIVER,
-        accelerator_type=accelerator_type,
+        max_pods=gpu.max_pods,
     )
 
 
-def _pools(spec: EnvironmentSpec, provider: Provider, hosts: int, flex_start: bool) -> list[Pool]:
+def _pools(spec: EnvironmentSpec, rules: PoolRules, hosts: int, flex_start: bool) -> list[Pool]:
     """Spot with an on-demand fallback pool, or one pool; elastic from zero, serving's range, or fixed."""
     floor, ceiling, autoscaled = _counts(spec, hosts, flex_start)
-    if provider == "gke" and not autoscaled:  # node_count is per zone: the plan holds what is built
-        floor = ceiling = gke.fixed_pool_nodes(ceiling, 1 if spec.zone else None)[1]
+    if rules.fixed_nodes is not None and not autoscaled:  # a count per zone: the plan holds what is built
+        floor = ceiling = rules.fixed_nodes(ceiling, 1 if spec.zone else None)
     if spec.pricing is PricingModel.SPOT_WITH_FALLBACK and not flex_start:
         return [
             Pool(
                 role="spot",
-                name=_pool_name(spec.environment, "spot", provider),
+                name=_pool_name(spec.environment, "spot", rules),
                 spot=True,
                 min_nodes=floor,
                 max_nodes=ceiling,
@@ -366,7 +323,7 @@ def _pools(spec: EnvironmentSpec, provider: Provider, hosts: int, flex_start: bo
             ),
             Pool(
                 role="on-demand",
-                name=_pool_name(spec.environment, "ondemand", provider),
+                name=_pool_name(spec.environment, "ondemand", rules),
                 spot=False,
                 min_nodes=0,
                 max_nodes=ceiling,
@@ -376,7 +333,7 @@ def _pools(spec: EnvironmentSpec, provider: Provider, hosts: int, flex_start: bo
     return [
         Pool(
             role="accelerators",
-            name=_pool_name(spec.environment, "tpu" if spec.tpu else "gpu", provider),
+            name=_pool_name(spec.environment, "tpu" if spec.tpu else "gpu", rules),
             spot=False,
             min_nodes=floor,
             max_nodes=ceiling,
@@ -387,30 +344,29 @@ def _pools(spec: EnvironmentSpec, provider: Provider, hosts: int, flex_start: bo
 
 def node_reservations(
     platform: Platform, vcpus: int, memory_gib: float, local_disks: int, local_disk_gib: float, boot_disk_gib: float
-) -> gke.Allocatable:
-    """A node's capacity and what kubelet and the system keep of it (GKE's or EKS's formulas):
-    ephemeral storage on the local SSDs of a GKE GPU node, the instance-store RAID0 of an EKS node,
-    else the boot disk."""
-    if platform not in SIZED_AS:
+) -> Allocatable:
+    """A node's capacity and what kubelet and the system keep of it (the member's formulas):
+    ephemeral storage on the local SSDs (a GKE GPU node) or the instance-store RAID0 (an EKS node)
+    where the member keeps it there, else the boot disk."""
+    rules = pool_member_of(platform)
+    if rules is None:
         raise ValueError(f"{platform.value} is not a Kubernetes node-pool platform")
-    if platform in gke.SIZED_AS:
-        local = local_disks if platform is Platform.GKE_GPU else 0
-        return gke.allocatable(vcpus, memory_gib, local, boot_disk_gib)
-    return eks.allocatable(vcpus, memory_gib, local_disks * local_disk_gib, boot_disk_gib)
+    local = local_disks if platform in rules.local_ssd_ephemeral or rules.instance_store_raid0 else 0
+    return rules.allocatable(vcpus, memory_gib, local, local_disk_gib, boot_disk_gib)
 
 
-def pod_share(reserved: gke.Allocatable) -> gke.NodeResources:
+def pod_share(reserved: Allocatable) -> NodeResources:
     """One pod's share of a node taking all its accelerators: allocatable less ``DAEMONSET_ALLOWANCE``."""
     return reserved.allocatable.minus(DAEMONSET_ALLOWANCE)
 
 
-def _reserved(spec: EnvironmentSpec, platform: Platform) -> gke.Allocatable:
+def _reserved(spec: EnvironmentSpec, platform: Platform) -> Allocatable:
     return node_reservations(
         platform, spec.vcpus, spec.memory_gib, spec.local_nvme_disks, spec.local_nvme_disk_gib, spec.boot_disk_gib
     )
 
 
-def _pod(reserved: gke.Allocatable, nodes: _Nodes) -> PodShare:
+def _pod(reserved: Allocatable, nodes: PoolNodes) -> PodShare:
     share = pod_share(reserved)
     if min(share.cpu_m, share.memory_mib, share.ephemeral_mib) <= 0:
         raise InputError(
@@ -421,7 +377,7 @@ def _pod(reserved: gke.Allocatable, nodes: _Nodes) -> PodShare:
     return PodShare(accelerators=nodes.per_node, resources=_resources(share))
 
 
-def _data_volume(spec: EnvironmentSpec, provider: Provider) -> DataVolume | None:
+def _data_volume(spec: EnvironmentSpec, provider: PoolKey) -> DataVolume | None:
     """The spec's data disk as each pod's data volume (``fullserver.kube.volume``)."""
     disk = spec.data_disk
     if disk is None:
@@ -438,43 +394,48 @@ def _data_volume(spec: EnvironmentSpec, provider: Provider) -> DataVolume | None
 
 
 def _warnings(
-    spec: EnvironmentSpec, platform: Platform, nodes: _Nodes, pod: PodShare, volume: DataVolume | None
+    spec: EnvironmentSpec,
+    platform: Platform,
+    rules: PoolRules,
+    nodes: PoolNodes,
+    pod: PodShare,
+    volume: DataVolume | None,
 ) -> list[str]:
     attached = volume.size_gib if volume else 0
     warnings = balance_shortfalls(spec, pod.resources, nodes.per_node, nodes.machine_type, attached)
-    nics = gcp.gpu_nic_plan(nodes.machine_type, spec.nodes) if platform is Platform.GKE_GPU else None
-    built = gke.fixed_pool_nodes(nodes.hosts, None)[1]
-    if (
-        platform in gke.SIZED_AS
-        and spec.zone is None
-        and not _counts(spec, nodes.hosts, False)[2]
-        and built > nodes.hosts
-    ):
-        warnings.append(
-            f"no zone for this fixed GKE pool: node_count is per zone, so it runs {built} nodes over the region's "
-            f"{gke.REGIONAL_DEFAULT_ZONES} zones for the {nodes.hosts} planned (priced so); set fullserver:zone to pin it"
-        )
-    if nics is not None:
-        warnings.append(
-            f"{spec.nodes} {nodes.machine_type} nodes talk over {nics.fabric} on the VMs; this GKE pool gets no "
-            f"GPU NICs ({nics.gpu_nics} additional networks), so multi-node traffic goes over the primary NIC"
-        )
-    return warnings
+    if rules.fixed_nodes is not None and rules.unzoned_fixed is not None and spec.zone is None:
+        built = rules.fixed_nodes(nodes.hosts, None)
+        if not _counts(spec, nodes.hosts, False)[2] and built > nodes.hosts:
+            warnings.append(rules.unzoned_fixed("", built, nodes.hosts))
+    return warnings + rules.vm_gaps(platform, nodes.machine_type, spec.nodes)
 
 
-def _notes(pools: list[Pool], nodes: _Nodes, flex: bool, cluster: str | None, volume: DataVolume | None) -> list[str]:
-    """The pools' own warnings: a fixed GKE pool without a zone builds more nodes than planned
-    (``gke.fixed_pool_nodes``), flex-start's caveats, what an attached cluster must run."""
-    provider: Provider = "eks" if nodes.driver == eks.GPU_AMI_TYPE else "gke"
-    tpu, attached = nodes.resource == gke.TPU_RESOURCE, bool(cluster)
-    spread = [
-        f"no zone for the fixed GKE pool {p.name}: node_count is per zone, so it runs {p.max_nodes} nodes over the "
-        f"region's {gke.REGIONAL_DEFAULT_ZONES} zones for the {nodes.hosts} planned (priced so); set fullserver:zone to pin it"
-        for p in pools
-        if not p.autoscaled and p.max_nodes > nodes.hosts
-    ]
-    flex_notes = gke.flex_start_warnings(nodes.hosts, tpu, attached, nodes.compact) if flex else []
-    return [*spread, *flex_notes, *attached_warnings(provider, attached, volume)]
+def _notes(
+    rules: PoolRules, pools: list[Pool], nodes: PoolNodes, flex: bool, cluster: str | None, volume: DataVolume | None
+) -> list[str]:
+    """The pools' own warnings: a fixed pool without a zone that builds more nodes than planned
+    (``PoolRules.fixed_nodes``), flex-start's caveats, what an attached cluster must run."""
+    attached = bool(cluster)
+    unzoned = rules.unzoned_fixed
+    spread = (
+        [unzoned(p.name, p.max_nodes, nodes.hosts) for p in pools if not p.autoscaled and p.max_nodes > nodes.hosts]
+        if unzoned is not None
+        else []
+    )
+    flex_notes = (
+        rules.flex_start_warnings(nodes.hosts, nodes.tpu, attached, nodes.compact)
+        if flex and rules.flex_start_warnings is not None
+        else []
+    )
+    return [*spread, *flex_notes, *attached_warnings(rules, attached, volume)]
+
+
+def _instance_types(spec: EnvironmentSpec, rules: PoolRules, machine_type: str) -> list[str]:
+    """The pools' machine type, and for a spot pool of a member that takes several the spec's
+    balanced alternatives (``PoolRules.spot_alternatives``)."""
+    if rules.spot_alternatives and spec.pricing is PricingModel.SPOT_WITH_FALLBACK:
+        return [machine_type, *(o.machine_type for o in spec.alternative_shapes)]
+    return [machine_type]
 
 
 def kube_plan(
@@ -491,8 +452,8 @@ def kube_plan(
     (``fullserver:cluster``); else one is created. ``flex_start``: GKE flex-start nodes for pending
     pods, without queued provisioning (``fullserver:flexStart``; ``gke.FLEX_START_MIN_VERSION`` says
     why), at most ``max_run_hours`` per node."""
-    provider = _refuse(spec, platform, flex_start)
-    nodes = _tpu_nodes(spec) if platform is Platform.GKE_TPU else _gpu_nodes(spec, provider)
+    rules = _refuse(spec, platform, flex_start)
+    nodes = _nodes(spec, rules)
     # The environment's labels (profile, environment, owner, lifecycle, TTL or expiry) and its stage.
     labels = {k: label_value(v) for k, v in spec.labels.items()}
     labels["fullserver-stage"] = label_value(spec.stage.value)
@@ -500,12 +461,12 @@ def kube_plan(
     node_selector = {**nodes.node_selector, LABEL_ENVIRONMENT: labels[LABEL_ENVIRONMENT]}
     reserved = _reserved(spec, platform)
     pod = _pod(reserved, nodes)
-    volume = _data_volume(spec, provider)
+    volume = _data_volume(spec, rules.key)
     serving = spec.serving
-    pools = _pools(spec, provider, nodes.hosts, flex_start)
+    pools = _pools(spec, rules, nodes.hosts, flex_start)
     return KubePlan(
         platform=platform,
-        provider=provider,
+        provider=rules.key,
         environment=spec.environment,
         profile=spec.profile,
         stage=spec.stage,
@@ -513,15 +474,11 @@ def kube_plan(
         owner=spec.owner,
         region=spec.region,
         zone=spec.zone,
-        cluster_name=cluster or cluster_name(spec.environment, provider),
+        cluster_name=cluster or cluster_name(spec.environment, rules.key),
         create_cluster=cluster is None,
         protect=spec.lifecycle.protect,
         machine_type=nodes.machine_type,
-        instance_types=(
-            [nodes.machine_type, *(o.machine_type for o in spec.alternative_shapes)]
-            if provider == "eks" and spec.pricing is PricingModel.SPOT_WITH_FALLBACK
-            else [nodes.machine_type]
-        ),
+        instance_types=_instance_types(spec, rules, nodes.machine_type),
         accelerator=spec.accelerator,
         accelerator_type=nodes.accelerator_type,
         accelerators_per_node=nodes.per_node,
@@ -529,10 +486,10 @@ def kube_plan(
         driver=nodes.driver,
         boot_disk_gib=spec.boot_disk_gib,
         boot_disk_kind=spec.boot_disk_kind,
-        local_ssd_count=spec.local_nvme_disks if platform is Platform.GKE_GPU else 0,
-        instance_store_raid0=provider == "eks" and spec.local_nvme_disks > 0,
-        efa_interfaces=spec.network.efa_interfaces if provider == "eks" else 0,
-        compact_placement=nodes.compact and not (flex_start and nodes.resource == gke.GPU_RESOURCE),
+        local_ssd_count=spec.local_nvme_disks if platform in rules.local_ssd_ephemeral else 0,
+        instance_store_raid0=rules.instance_store_raid0 and spec.local_nvme_disks > 0,
+        efa_interfaces=spec.network.efa_interfaces if rules.efa else 0,
+        compact_placement=nodes.compact and not (flex_start and not nodes.tpu),
         tpu_topology=nodes.tpu_topology,
         tpu_accelerator_label=nodes.tpu_label,
         tpu_slice_topology=nodes.slice_topology,
@@ -540,11 +497,11 @@ def kube_plan(
         max_run_hours=max_run_hours if flex_start else None,
         deploy_workload=deploy_workload,
         data_volume=volume,
-        max_pods=eks.MAX_PODS if provider == "eks" else nodes.max_pods,
-        kube_reserved=eks.kube_reserved(spec.vcpus) if provider == "eks" else {},
+        max_pods=nodes.max_pods,
+        kube_reserved=rules.kube_reserved(spec.vcpus) if rules.kube_reserved is not None else {},
         labels=labels,
         cloud_labels=dict(spec.labels),
-        taints=nodes.taints,
+        taints=[Taint(key=nodes.taint[0], value=nodes.taint[1], effect=nodes.taint[2])],
         node_selector=node_selector,
         pools=pools,
         node_capacity=_resources(reserved.capacity),
@@ -554,8 +511,9 @@ def kube_plan(
         nodes_per_replica=nodes.hosts,
         min_replicas=serving.min_replicas if serving else 1,
         max_replicas=serving.max_replicas if serving else 1,
-        spot_label=gke.SPOT_LABEL if provider == "gke" else eks.CAPACITY_LABEL,
-        warnings=_warnings(spec, platform, nodes, pod, volume) + _notes(pools, nodes, flex_start, cluster, volume),
+        spot_label=rules.spot_label,
+        warnings=_warnings(spec, platform, rules, nodes, pod, volume)
+        + _notes(rules, pools, nodes, flex_start, cluster, volume),
     )
 
 

@@ -48,8 +48,12 @@ builds the objects from these).
   ``queue_target``: the requests a replica serves in one second at the profile's target
   utilisation (``replica_requests_per_second x target_utilisation``), so a request waits about a
   second before the group grows. EKS offers no adapter of its own: Prometheus with
-  prometheus-adapter exposing ``POD_METRIC_EKS`` (its rule in docs/kubernetes.md). Without the key
+  prometheus-adapter exposing ``eks_pool.POD_METRIC_EKS`` (its rule in docs/kubernetes.md). Without the key
   the HPA holds CPU utilisation, which every cluster has, and the plan says what to install.
+
+What differs by member (the annotations, the metric's name, the secret store, the TLS refusal, what
+an attached cluster must run) is the member's ``PoolRules`` (``fullserver.platforms.gke_pool``,
+``eks_pool``); the functions here ask it.
 """
 
 from __future__ import annotations
@@ -59,34 +63,18 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from fullserver.errors import InputError
-from fullserver.kube.attached import EKS_ATTACHED_LB_CONTROLLER, EKS_ATTACHED_METRICS_SERVER
+from fullserver.platforms import pool_member
 
 if TYPE_CHECKING:
-    from fullserver.kube.pool import KubePlan, Provider
+    from fullserver.kube.pool import KubePlan
     from fullserver.serving import ServingSpec
     from fullserver.tls import Tls
-
-GKE_EXTERNAL = {"cloud.google.com/l4-rbs": "enabled"}
-GKE_INTERNAL = {"networking.gke.io/load-balancer-type": "Internal"}
-AWS = "service.beta.kubernetes.io/aws-load-balancer-"
-EKS_SCHEMES = {"external": "internet-facing", "internal": "internal"}
 
 SECRET_VARIABLES = {"api_key": "VLLM_API_KEY", "token": "HF_TOKEN"}
 """What the model server reads each serving secret as (the VM path's ``components.startup``)."""
 SECRET_ANNOTATION = "fullserver/secret"
 HOST_ANNOTATION = "fullserver/host"
 """On the Service when the stack names ``serving.domains``: the endpoint's host (the first)."""
-TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
-"""The NLB's TLS negotiation policy: the one the VM path's ALB takes (``components.aws.serving``,
-which cites the ELB guide's recommendation of TLS 1.3 with 1.2)."""
-
-POD_METRIC_GKE = "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"
-"""The queue-size gauge as the Custom Metrics Stackdriver Adapter names a Managed Service for
-Prometheus metric (``prometheus.googleapis.com|<metric>|<kind>``, GKE "Configure autoscaling for LLM
-workloads on GPUs")."""
-POD_METRIC_EKS = "vllm_num_requests_waiting"
-"""The same gauge as prometheus-adapter exposes it with the rule docs/kubernetes.md gives (a custom
-metric name cannot carry vLLM's colon)."""
 AWAIT_ANNOTATION = "pulumi.com/timeoutSeconds"
 """How long ``pulumi up`` waits for an object to be ready (pulumi-kubernetes ``pkg/metadata``
 ``TimeoutDuration``). Its default for a Deployment and a Service is 10 minutes ("If the Service has
@@ -106,71 +94,19 @@ def await_seconds(load_seconds: int) -> str:
 
 HPA_CPU_NOTE = "CPU utilisation: every cluster has it; set fullserver:serving.podMetrics for vLLM's queue size"
 
-INSTALL = {  # GKE: the adapter reads Cloud Monitoring through Workload Identity Federation, so its
-    # service account needs Monitoring Viewer (GKE "Serve an LLM using TPUs on GKE with vLLM", "Set up
-    # the Custom Metrics Stackdriver Adapter": add-iam-policy-binding ... roles/monitoring.viewer)
-    "gke": (
-        "Managed Service for Prometheus (on by default on GKE) and the Custom Metrics Stackdriver Adapter "
-        "(kubectl apply -f https://raw.githubusercontent.com/GoogleCloudPlatform/k8s-stackdriver/master/"
-        "custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml) with the Monitoring "
-        "Viewer role for its Kubernetes service account (gcloud projects add-iam-policy-binding projects/<project> "
-        "--role roles/monitoring.viewer --member=principal://iam.googleapis.com/projects/<project number>/locations/"
-        "global/workloadIdentityPools/<project>.svc.id.goog/subject/ns/custom-metrics/sa/"
-        "custom-metrics-stackdriver-adapter)"
-    ),
-    "eks": (
-        "Prometheus scraping the pods' prometheus.io/* annotations and prometheus-adapter with a rule exposing "
-        f"vllm:num_requests_waiting as {POD_METRIC_EKS} (docs/kubernetes.md, Serving)"
-    ),
-}
-
-
-NLB_TCP_IDLE_SECONDS = (60, 6000)
-"""The range of an NLB TCP listener's ``tcp.idle_timeout.seconds`` (default 350 s); a TLS listener's
-is 350 s and "can't be modified" (ELB guide, "Update the TCP idle timeout for your Network Load
-Balancer listener")."""
-
-
-def nlb_idle_seconds(request_timeout_seconds: int) -> int:
-    """The plain listener's idle timeout: a request that writes nothing for up to the request timeout
-    (a long generation without streaming) keeps its connection, as the VM path's ALB does."""
-    low, high = NLB_TCP_IDLE_SECONDS
-    return max(low, min(request_timeout_seconds, high))
-
 
 def service_annotations(
-    provider: Provider,
+    provider: str,
     scheme: str,
     health_path: str,
     tls: Tls | None = None,
     request_timeout_seconds: int = 0,
     lb_port: int = 80,
 ) -> dict[str, str]:
-    """The LoadBalancer Service's annotations for the provider and the scheme (module doc), and on
-    EKS with ``serving.certificateArn`` the NLB's TLS listener (``ssl-cert``, ``ssl-ports``,
-    ``ssl-negotiation-policy``: the controller's annotations for a TLS listener on those ports);
-    without it the plain TCP listener's idle timeout (``listener-attributes.TCP-<port>``, the
-    controller's v3.5.0 annotations.md: ``tcp.idle_timeout.seconds=400``) at ``nlb_idle_seconds``."""
-    if provider == "gke":
-        return dict(GKE_INTERNAL if scheme == "internal" else GKE_EXTERNAL)
-    out = {
-        f"{AWS}type": "external",
-        f"{AWS}nlb-target-type": "ip",
-        f"{AWS}scheme": EKS_SCHEMES[scheme],
-        f"{AWS}healthcheck-protocol": "http",
-        f"{AWS}healthcheck-path": health_path,
-        f"{AWS}healthcheck-port": "traffic-port",
-    }
-    if tls is not None and tls.certificate_arn:
-        out |= {
-            f"{AWS}ssl-cert": tls.certificate_arn,
-            f"{AWS}ssl-ports": str(tls.port),
-            f"{AWS}ssl-negotiation-policy": TLS_POLICY,
-        }
-    elif request_timeout_seconds:
-        idle = nlb_idle_seconds(request_timeout_seconds)
-        out[f"{AWS}listener-attributes.TCP-{lb_port}"] = f"tcp.idle_timeout.seconds={idle}"
-    return out
+    """The LoadBalancer Service's annotations for the member and the scheme (module doc; the
+    member's ``PoolRules.service_annotations``: on EKS with ``serving.certificateArn`` the NLB's TLS
+    listener, without it the plain TCP listener's idle timeout)."""
+    return pool_member(provider).service_annotations(scheme, health_path, tls, request_timeout_seconds, lb_port)
 
 
 def service_ports(lb_port: int, tls: Tls | None) -> list[dict[str, Any]]:
@@ -227,13 +163,9 @@ def manual_endpoint(manifests: list[dict[str, Any]]) -> str:
     return endpoint_of(manifests, f"<address of Service {service}: kubectl get service {service} --namespace default>")
 
 
-def read_command(provider: Provider, region: str, secret: str) -> list[str]:
+def read_command(provider: str, region: str, secret: str) -> list[str]:
     """The command that prints a cloud secret's value with the caller's credentials."""
-    if provider == "gke":
-        return ["gcloud", "secrets", "versions", "access", "latest", f"--secret={secret}"]
-    name = secret if secret.startswith("/") or "/" not in secret else f"/{secret}"
-    query = ["--query", "Parameter.Value", "--output", "text"]
-    return ["aws", "ssm", "get-parameter", "--region", region, "--name", name, "--with-decryption", *query]
+    return pool_member(provider).read_secret(region, secret)
 
 
 def create_secret_command(plan: KubePlan, workload: str, secrets: dict[str, str]) -> str:
@@ -251,10 +183,11 @@ def queue_target(endpoint: ServingSpec) -> int:
     return max(1, math.floor(endpoint.replica_requests_per_second * endpoint.target_utilisation))
 
 
-def hpa_metrics(provider: Provider, endpoint: ServingSpec) -> list[dict[str, Any]]:
-    """The HPA's metric (module doc): vLLM's queue size per pod with ``podMetrics``, else CPU."""
+def hpa_metrics(provider: str, endpoint: ServingSpec) -> list[dict[str, Any]]:
+    """The HPA's metric (module doc): vLLM's queue size per pod with ``podMetrics`` (as the
+    member's adapter names it, ``PoolRules.pod_metric``), else CPU."""
     if endpoint.pod_metrics:
-        name = POD_METRIC_GKE if provider == "gke" else POD_METRIC_EKS
+        name = pool_member(provider).pod_metric
         return [
             {
                 "type": "Pods",
@@ -275,39 +208,26 @@ def hpa_metrics(provider: Provider, endpoint: ServingSpec) -> list[dict[str, Any
     ]
 
 
-def pod_monitoring(name: str, labels: dict[str, str], selector: dict[str, str], port: str) -> dict[str, Any]:
-    """GKE: Managed Service for Prometheus scrapes the model server's ``/metrics`` every 15 s (the
-    ``PodMonitoring`` of GKE "Configure autoscaling for LLM workloads on GPUs")."""
-    return {
-        "apiVersion": "monitoring.googleapis.com/v1",
-        "kind": "PodMonitoring",
-        "metadata": {"name": name, "namespace": "default", "labels": labels},
-        "spec": {"selector": {"matchLabels": selector}, "endpoints": [{"port": port, "interval": "15s"}]},
-    }
-
-
-def tls_refusal(provider: Provider, domains: list[str]) -> InputError | None:
-    """GKE's passthrough NLB cannot terminate TLS, so ``serving.domains`` (a managed certificate
-    on the VM path's Application Load Balancer) has nothing to serve it."""
-    if provider != "gke" or not domains:
+def tls_refusal(provider: str, domains: list[str]) -> InputError | None:
+    """Where the member's load balancer cannot terminate TLS (GKE's passthrough NLB),
+    ``serving.domains`` (a managed certificate on the VM path's Application Load Balancer) has
+    nothing to serve it (``PoolRules.domains_refusal``)."""
+    refusal = pool_member(provider).domains_refusal
+    if refusal is None or not domains:
         return None
-    return InputError(
-        "fullserver:serving.domains",
-        "a GKE LoadBalancer Service is a passthrough Network Load Balancer, which cannot terminate TLS",
-        "remove it and terminate HTTPS in front of the endpoint (a Gateway or Ingress you run), or serve on gcp-gpu",
-    )
+    return InputError(f"fullserver:{refusal.key}", refusal.what, refusal.hint)
 
 
 def serving_warnings(plan: KubePlan, endpoint: ServingSpec) -> list[str]:
     """What the plan says of a serving pool: the HPA's metric, and what an attached cluster must run."""
+    rules = pool_member(plan.provider)
     out = []
     if not endpoint.pod_metrics:
         out.append(
             f"the {plan.provider.upper()} HorizontalPodAutoscaler holds CPU utilisation, a poor signal for a GPU "
-            f"server; for vLLM's queue size install {INSTALL[plan.provider]}, then set fullserver:serving.podMetrics: true"
+            f"server; for vLLM's queue size install {rules.pod_metrics_install}, then set fullserver:serving.podMetrics: true"
         )
-    if plan.provider == "eks" and not plan.create_cluster:
-        out.append(EKS_ATTACHED_LB_CONTROLLER)
-        if not endpoint.pod_metrics:
-            out.append(EKS_ATTACHED_METRICS_SERVER)
+    if not plan.create_cluster:
+        out += [rules.attached_load_balancer] if rules.attached_load_balancer else []
+        out += [rules.attached_metrics_server] if rules.attached_metrics_server and not endpoint.pod_metrics else []
     return out

@@ -25,15 +25,20 @@ throughput, on a ``StorageClass`` of the environment's own that the workload man
 ephemeral volume's lifecycle (created with the pod, deleted with it: Kubernetes "Ephemeral
 Volumes", generic ephemeral volumes) mean a volume exists exactly while its pod does - one per
 pod, and one pod per node, so the plan bills one volume per node at the pools' floor and ceiling.
+
+Each member's provisioner and StorageClass parameters are its ``PoolRules``' (``volume_provisioner``,
+``volume_parameters``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-PROVISIONERS: dict[str, str] = {"gke": "pd.csi.storage.gke.io", "eks": "ebs.csi.aws.com"}
+from fullserver.platforms import pool_member
+from fullserver.platforms.pool_rules import PoolKey
+
 MOUNT_PATH = "/data"
 VOLUME_NAME = "data"
 LABEL_GIB = "fullserver-pod-data-gib"
@@ -53,7 +58,7 @@ class DataVolume(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    provider: Literal["gke", "eks"]
+    provider: PoolKey
     storage_class: str
     """The environment's own StorageClass (in the workload manifests)."""
     kind: str
@@ -64,7 +69,7 @@ class DataVolume(BaseModel):
 
     @property
     def provisioner(self) -> str:
-        return PROVISIONERS[self.provider]
+        return pool_member(self.provider).volume_provisioner
 
     def node_labels(self) -> dict[str, str]:
         """What the pools' nodes say of their pods' volume (``LABEL_GIB`` and the rest)."""
@@ -77,19 +82,7 @@ class DataVolume(BaseModel):
 
     def parameters(self) -> dict[str, str]:
         """The StorageClass parameters: the disk kind and what it provisions (strings, as Kubernetes takes them)."""
-        params = {"type": self.kind}
-        if self.provider == "eks":
-            params["encrypted"] = "true"
-            if self.iops:
-                params["iops"] = str(self.iops)
-            if self.throughput_mbps:
-                params["throughput"] = str(self.throughput_mbps)
-        elif self.kind.startswith("hyperdisk"):
-            if self.iops:
-                params["provisioned-iops-on-create"] = str(self.iops)
-            if self.throughput_mbps:
-                params["provisioned-throughput-on-create"] = f"{self.throughput_mbps}Mi"
-        return params
+        return pool_member(self.provider).volume_parameters(self.kind, self.iops, self.throughput_mbps)
 
 
 def storage_class(volume: DataVolume, labels: dict[str, str]) -> dict[str, Any]:

@@ -15,6 +15,8 @@ platform only (GCP's GPU NIC plans and Tier_1 eligibility, AWS's EFA rule) are i
 
 Each module registers its own platforms (``PLATFORMS``) and names (``NAME_RULES``); this package
 finds them by listing its modules, so adding a platform adds a module and a ``Platform`` member.
+A member of the node-pool family also registers what the family's core asks it (``POOL_RULES``,
+``pool_rules.PoolRules``) from a module of its own (``gke_pool``, ``eks_pool``): ``pool_member_of``.
 
 The questions asked across platforms (which platforms take a stack key, which disk kind has
 which limits, is this a zone of that region) are the functions below.
@@ -39,6 +41,7 @@ from fullserver.platforms.base import (
     Request,
     ZoneForm,
 )
+from fullserver.platforms.pool_rules import PoolRules
 from fullserver.platforms.tpu import QUEUED_RESOURCE_TYPE as QUEUED_TPU_TYPE
 
 __all__ = [
@@ -49,6 +52,7 @@ __all__ = [
     "NameRule",
     "NetworkRules",
     "PlatformRules",
+    "PoolRules",
     "Refusal",
     "Request",
     "ZoneForm",
@@ -64,6 +68,9 @@ __all__ = [
     "named",
     "option_refusal",
     "owners",
+    "pool_member",
+    "pool_member_of",
+    "pool_members",
     "rules_for",
     "zone_problem",
 ]
@@ -71,8 +78,9 @@ __all__ = [
 
 def _modules() -> list[ModuleType]:
     """Every module of this package: a platform module registers its platforms in ``PLATFORMS``
-    and the names its resources take in ``NAME_RULES`` (the shared ones, ``base`` and the
-    ``network`` and ``quota`` packages, register nothing). Adding a platform adds its module;
+    and the names its resources take in ``NAME_RULES``, a node-pool member's module its
+    ``POOL_RULES`` (the shared ones, ``base``, ``pool_rules`` and the ``network`` and ``quota``
+    packages, register nothing). Adding a platform adds its module;
     nothing here names it."""
     found = (m.name for m in pkgutil.iter_modules(__path__) if not m.ispkg)
     return [importlib.import_module(f"{__name__}.{name}") for name in sorted(found)]
@@ -195,3 +203,22 @@ _NAMES: dict[str, tuple[NameRule, ...]] = {k: v for m in _MODULES for k, v in ge
 def name_rules(type_token: str) -> tuple[NameRule, ...]:
     """What the provider accepts as each physical name of a resource type (``fullserver.naming``)."""
     return _NAMES.get(type_token, ())
+
+
+_POOLS: dict[str, PoolRules] = {r.key: r for m in _MODULES if (r := getattr(m, "POOL_RULES", None)) is not None}
+"""The node-pool family's members by key (``KubePlan.provider``)."""
+
+
+def pool_members() -> Iterator[PoolRules]:
+    """Every member of the node-pool family."""
+    return iter(_POOLS.values())
+
+
+def pool_member(key: str) -> PoolRules:
+    """The node-pool member ``key`` names (``KubePlan.provider``: ``gke``, ``eks``)."""
+    return _POOLS[key]
+
+
+def pool_member_of(platform: Platform) -> PoolRules | None:
+    """The node-pool member whose pools ``platform`` builds, or ``None``: not a node-pool platform."""
+    return next((r for r in _POOLS.values() if platform in r.sized_as), None)

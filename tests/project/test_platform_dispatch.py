@@ -2,9 +2,10 @@
 
 What a platform does is its own module's (``fullserver/platforms/<p>.py``, ``PlatformRules``) and
 its own packages': the component package and the policy reader its ``PlatformRules`` names
-(``components``, ``policy_reader``), and the core package of a platform family
-(``PlatformRules.core``: ``fullserver/kube/`` for the node pools, ``fullserver/baremetal/`` for
-rented servers). Anywhere else, a comparison that names a platform is a branch a new platform
+(``components``, ``policy_reader``). The core package of a platform family (``PlatformRules.core``:
+``fullserver/kube/`` for the node pools, ``fullserver/baremetal/`` for rented servers) is shared by
+its members, so it is scanned too: it asks the member (``PoolRules``, ``platforms.pool_member``)
+rather than naming it. Anywhere else, a comparison that names a platform is a branch a new platform
 would have to find and extend, so this scan refuses:
 
 * ``==``, ``!=``, ``in``, ``not in``, ``is``, ``is not`` with a platform named by a string: its
@@ -38,10 +39,11 @@ def _path(module: str) -> str:
 
 def own_code() -> set[str]:
     """File and folder prefixes where platforms may be named: the registry package and every
-    platform's own module and packages, as its ``PlatformRules`` names them."""
+    platform's own module and packages, as its ``PlatformRules`` names them (not its family's
+    shared core, ``PlatformRules.core``)."""
     own = {"fullserver/platforms/"}
     for rules in all_rules():
-        own |= {_path(m) for m in (module_of(rules.platform), rules.components, rules.policy_reader, rules.core) if m}
+        own |= {_path(m) for m in (module_of(rules.platform), rules.components, rules.policy_reader) if m}
     return own
 
 
@@ -130,5 +132,12 @@ if x == "aws-ish" or y is Platform: pass
 
 def test_the_own_code_is_each_platforms_modules() -> None:
     own = own_code()
-    assert {"components/aws/", "policy/aws_nodes.py", "fullserver/kube/", "fullserver/platforms/"} <= own
+    assert {"components/aws/", "components/eks/", "policy/aws_nodes.py", "fullserver/platforms/"} <= own
     assert not any(p.startswith(("fullserver_cli/", "components/program", "fullserver/sizing")) for p in own)
+
+
+def test_a_familys_shared_core_is_scanned() -> None:
+    """The node pools' core and the rented servers' are scanned like any shared code."""
+    scanned = scanned_files()
+    assert "fullserver/kube/pool.py" in scanned and "fullserver/kube/serve.py" in scanned
+    assert "fullserver/baremetal/audit.py" in scanned

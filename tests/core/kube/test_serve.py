@@ -10,10 +10,10 @@ import pytest
 from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.kube import kube_plan, serve
-from fullserver.kube.attached import EKS_ATTACHED_LB_CONTROLLER, EKS_ATTACHED_METRICS_SERVER
 from fullserver.kube.manifest import workload
 from fullserver.plan import StackPlan, plan_workload
 from fullserver.platform import Platform
+from fullserver.platforms.eks_pool import EKS_ATTACHED_LB_CONTROLLER, EKS_ATTACHED_METRICS_SERVER, nlb_idle_seconds
 from fullserver.profiles import load_profiles
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import workload_from_config
@@ -278,4 +278,4 @@ def test_a_vm_sized_serving_spec_turns_into_the_same_service(plans: dict[str, St
 
 
 def test_the_nlb_idle_timeout_is_the_request_timeout_within_the_listeners_range() -> None:
-    assert [serve.nlb_idle_seconds(t) for t in (30, 600, 9000)] == [60, 600, 6000]
+    assert [nlb_idle_seconds(t) for t in (30, 600, 9000)] == [60, 600, 6000]

@@ -1,0 +1,218 @@
+"""GKE as a member of the node-pool family: its ``PoolRules`` (``fullserver.platforms.pool_rules``).
+
+What the family's core (``fullserver.kube``) asks of a GKE pool and its cluster: the GKE facts
+themselves (names, labels, TPU vocabulary, reservations) are ``fullserver.platforms.gke``'s; here
+they are put together as the answers, with what GKE's serving load balancer, secrets and metrics
+are.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fullserver.platform import Platform
+from fullserver.platforms import gcp, gke
+from fullserver.platforms.base import Refusal
+from fullserver.platforms.gke_reserved import Allocatable
+from fullserver.platforms.pool_rules import GpuNodes, PoolNodes, PoolRules
+
+if TYPE_CHECKING:
+    from fullserver.tls import Tls
+
+
+def gpu_nodes(machine_type: str, accelerator: str | None) -> GpuNodes | Refusal:
+    """GKE's driver (``gpu_driver_version``) and the pool's guest accelerator type, which the
+    node selector also picks (``cloud.google.com/gke-accelerator``)."""
+    accelerator_type = gke.guest_accelerator(machine_type, accelerator)
+    if accelerator_type is None:
+        return Refusal("accelerator", "accelerator", f"{machine_type} has no GKE accelerator type here", "use gcp-gpu")
+    return GpuNodes(
+        driver=gke.GPU_DRIVER,
+        resource=gke.GPU_RESOURCE,
+        taint=gke.GPU_TAINT,
+        accelerator_type=accelerator_type,
+        node_selector={gke.ACCELERATOR_LABEL: accelerator_type},
+    )
+
+
+def tpu_nodes(accelerator_type: str, chips: int, hosts: int, topology: str) -> PoolNodes | Refusal:
+    """A TPU slice's pool: one node per slice host on the slice's ``ct*`` machine type."""
+    shape = gke.tpu_pool_shape(accelerator_type, chips, hosts, topology)
+    if shape is None:
+        return Refusal(
+            "accelerator",
+            "tpu.accelerator_type",
+            f"{accelerator_type} has no GKE TPU machine type here",
+            "use a v5litepod-, v5p- or v6e- type",
+        )
+    return PoolNodes(
+        machine_type=shape.machine_type,
+        per_node=shape.chips_per_node,
+        resource=gke.TPU_RESOURCE,
+        hosts=shape.nodes,
+        taint=gke.TPU_TAINT,
+        node_selector={gke.TPU_ACCELERATOR_LABEL: shape.accelerator_label, gke.TPU_TOPOLOGY_LABEL: shape.topology},
+        driver="",
+        tpu_topology=shape.topology if shape.multi_host else None,
+        tpu_label=shape.accelerator_label,
+        slice_topology=shape.topology,
+        compact=shape.multi_host,
+        max_pods=gke.MULTI_HOST_MAX_PODS if shape.multi_host else None,
+    )
+
+
+def allocatable(vcpus: int, memory_gib: float, local_ssds: int, local_ssd_gib: float, boot_gib: float) -> Allocatable:
+    """GKE's reservations; ephemeral storage on the local SSDs, else the boot disk (the SSDs' count
+    sets their filesystem overhead, not their size)."""
+    return gke.allocatable(vcpus, memory_gib, local_ssds, boot_gib)
+
+
+def gpu_nic_gap(platform: Platform, machine_type: str, nodes: int) -> list[str]:
+    """A GKE GPU pool gets none of the GPU NICs its machine's VMs talk over (``gcp.gpu_nic_plan``)."""
+    nics = gcp.gpu_nic_plan(machine_type, nodes) if platform is Platform.GKE_GPU else None
+    if nics is None:
+        return []
+    return [
+        f"{nodes} {machine_type} nodes talk over {nics.fabric} on the VMs; this GKE pool gets no "
+        f"GPU NICs ({nics.gpu_nics} additional networks), so multi-node traffic goes over the primary NIC"
+    ]
+
+
+def fixed_nodes(total: int, zones: int | None) -> int:
+    """The nodes a fixed pool builds: ``node_count`` is per zone (``gke.fixed_pool_nodes``)."""
+    return gke.fixed_pool_nodes(total, zones)[1]
+
+
+def unzoned_fixed(pool: str, built: int, planned: int) -> str:
+    """A fixed pool without a zone runs ``built`` nodes over the region's default zones."""
+    which = f"the fixed GKE pool {pool}" if pool else "this fixed GKE pool"
+    return (
+        f"no zone for {which}: node_count is per zone, so it runs {built} nodes over the region's "
+        f"{gke.REGIONAL_DEFAULT_ZONES} zones for the {planned} planned (priced so); set fullserver:zone to pin it"
+    )
+
+
+def system_pool(zone: str | None) -> tuple[str, int]:
+    """``gke.SYSTEM_POOL_NODES_PER_ZONE`` in each zone of the pool: one zone when the plan has one,
+    else the regional default."""
+    zones = 1 if zone else gke.REGIONAL_DEFAULT_ZONES
+    return gke.SYSTEM_POOL_MACHINE_TYPE, gke.SYSTEM_POOL_NODES_PER_ZONE * zones
+
+
+def credentials_hint(cluster: str, location: str, region: str, project: str | None) -> str:
+    return (
+        f"run `gcloud container clusters get-credentials {cluster} --location {location}"
+        f" --project {project or 'PROJECT'}`, or pass --kubeconfig / --context"
+    )
+
+
+GKE_ATTACHED_PD_CSI = (
+    "the existing GKE cluster must have the Compute Engine persistent disk CSI driver enabled "
+    "(GcePersistentDiskCsiDriver): without it the workload pods' data volumes stay Pending"
+)
+"""GKE "Using the Compute Engine persistent disk CSI Driver": "In Standard clusters, you must enable" it."""
+
+
+def volume_parameters(kind: str, iops: int | None, mbps: int | None) -> dict[str, str]:
+    """``type`` the disk kind; Hyperdisk kinds take ``provisioned-iops-on-create`` and
+    ``provisioned-throughput-on-create`` (``fullserver.kube.volume``)."""
+    params = {"type": kind}
+    if kind.startswith("hyperdisk"):
+        if iops:
+            params["provisioned-iops-on-create"] = str(iops)
+        if mbps:
+            params["provisioned-throughput-on-create"] = f"{mbps}Mi"
+    return params
+
+
+GKE_EXTERNAL = {"cloud.google.com/l4-rbs": "enabled"}
+GKE_INTERNAL = {"networking.gke.io/load-balancer-type": "Internal"}
+
+
+def service_annotations(
+    scheme: str, health_path: str, tls: Tls | None, request_timeout_seconds: int, lb_port: int
+) -> dict[str, str]:
+    """A backend-service-based external passthrough NLB, or an internal one (``fullserver.kube.serve``)."""
+    return dict(GKE_INTERNAL if scheme == "internal" else GKE_EXTERNAL)
+
+
+POD_METRIC_GKE = "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"
+"""The queue-size gauge as the Custom Metrics Stackdriver Adapter names a Managed Service for
+Prometheus metric (``prometheus.googleapis.com|<metric>|<kind>``, GKE "Configure autoscaling for LLM
+workloads on GPUs")."""
+METRICS_INSTALL = (
+    "Managed Service for Prometheus (on by default on GKE) and the Custom Metrics Stackdriver Adapter "
+    "(kubectl apply -f https://raw.githubusercontent.com/GoogleCloudPlatform/k8s-stackdriver/master/"
+    "custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml) with the Monitoring "
+    "Viewer role for its Kubernetes service account (gcloud projects add-iam-policy-binding projects/<project> "
+    "--role roles/monitoring.viewer --member=principal://iam.googleapis.com/projects/<project number>/locations/"
+    "global/workloadIdentityPools/<project>.svc.id.goog/subject/ns/custom-metrics/sa/"
+    "custom-metrics-stackdriver-adapter)"
+)
+"""The adapter reads Cloud Monitoring through Workload Identity Federation, so its service account
+needs Monitoring Viewer (GKE "Serve an LLM using TPUs on GKE with vLLM", "Set up the Custom Metrics
+Stackdriver Adapter": add-iam-policy-binding ... roles/monitoring.viewer)."""
+
+
+def pod_monitoring(name: str, labels: dict[str, str], selector: dict[str, str], port: str) -> dict[str, Any]:
+    """Managed Service for Prometheus scrapes the model server's ``/metrics`` every 15 s (the
+    ``PodMonitoring`` of GKE "Configure autoscaling for LLM workloads on GPUs")."""
+    return {
+        "apiVersion": "monitoring.googleapis.com/v1",
+        "kind": "PodMonitoring",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "spec": {"selector": {"matchLabels": selector}, "endpoints": [{"port": port, "interval": "15s"}]},
+    }
+
+
+def read_secret(region: str, secret: str) -> list[str]:
+    """A Secret Manager secret's latest version."""
+    return ["gcloud", "secrets", "versions", "access", "latest", f"--secret={secret}"]
+
+
+DOMAINS_REFUSAL = Refusal(
+    "serving.domains",
+    "serving.domains",
+    "a GKE LoadBalancer Service is a passthrough Network Load Balancer, which cannot terminate TLS",
+    "remove it and terminate HTTPS in front of the endpoint (a Gateway or Ingress you run), or serve on gcp-gpu",
+)
+"""GKE's passthrough NLB cannot terminate TLS, so ``serving.domains`` (a managed certificate on the
+VM path's Application Load Balancer) has nothing to serve it."""
+
+
+POOL_RULES = PoolRules(
+    key="gke",
+    sized_as=gke.SIZED_AS,
+    cluster_type=gke.CLUSTER_TYPE,
+    pool_type=gke.NODE_POOL_TYPE,
+    pool_name_field="name",
+    spot_label=gke.SPOT_LABEL,
+    spot_value="true",
+    gpu_nodes=gpu_nodes,
+    tpu_nodes=tpu_nodes,
+    allocatable=allocatable,
+    local_ssd_ephemeral=frozenset({Platform.GKE_GPU}),  # ephemeral_storage_local_ssd_config
+    vm_gaps=gpu_nic_gap,
+    fixed_nodes=fixed_nodes,
+    unzoned_fixed=unzoned_fixed,
+    flex_start_warnings=gke.flex_start_warnings,
+    system_pool=system_pool,
+    fee_note=(
+        "GKE cluster fee {usd_hour:.2f}/h; the free tier's {free_tier:.2f}/month credit "
+        "applies to {applies_to} clusters only, not this regional one"
+    ),
+    credentials_hint=credentials_hint,
+    attached_volume_needs=GKE_ATTACHED_PD_CSI,
+    volume_provisioner="pd.csi.storage.gke.io",
+    volume_parameters=volume_parameters,
+    service_annotations=service_annotations,
+    # One pod per node: the load balancer's health check (kube-proxy's per-node check) sends traffic
+    # only to nodes with a ready model server, never through the system pool.
+    service_spec={"externalTrafficPolicy": "Local"},
+    pod_metric=POD_METRIC_GKE,
+    pod_metrics_install=METRICS_INSTALL,
+    pod_monitoring=pod_monitoring,
+    read_secret=read_secret,
+    domains_refusal=DOMAINS_REFUSAL,
+)
+"""What this module registers (``fullserver.platforms`` finds every module's ``POOL_RULES``)."""

@@ -1,0 +1,174 @@
+"""What every member of the Kubernetes node-pool family answers: ``PoolRules``.
+
+The family's core (``fullserver.kube``) turns a sized spec into node pools, their workload, their
+cost and their warnings the same way on every member; where a member differs (names, labels, the
+node's reservations, the load balancer's annotations, what an attached cluster must already run) it
+asks the member's ``PoolRules``, never compares the member's name. Each member declares one in its
+own module (``gke_pool``, ``eks_pool``) as ``POOL_RULES``, and the registry finds it by listing the
+package (``fullserver.platforms.pool_member_of``): a new member adds its module and a key to
+``PoolKey``.
+
+A node's resources and what it keeps of them (``NodeResources``, ``Allocatable``) are the family's
+arithmetic: the formulas are GKE's (``gke_reserved``), which EKS's nodeadm reuses, so the types are
+taken from there and named here for the core.
+
+A field that is a capability (a bool, an optional function, a mapping) says in its docstring why a
+member has it or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from fullserver.platform import Platform
+from fullserver.platforms.base import Refusal
+from fullserver.platforms.gke_reserved import Allocatable, NodeResources
+
+if TYPE_CHECKING:  # TLS is the core's
+    from fullserver.tls import Tls
+
+__all__ = ["Allocatable", "GpuNodes", "NodeResources", "PoolKey", "PoolNodes", "PoolRules", "Taint"]
+
+PoolKey = Literal["gke", "eks"]
+"""A member's key: ``KubePlan.provider`` and ``DataVolume.provider`` in the plan JSON."""
+
+Taint = tuple[str, str, str]
+"""(key, value, effect), as Kubernetes writes a taint."""
+
+
+@dataclass(frozen=True)
+class GpuNodes:
+    """How a member's GPU pool runs its machine's GPUs (``PoolRules.gpu_nodes``)."""
+
+    driver: str
+    """What installs the driver: GKE's ``gpu_driver_version``, EKS's AMI type."""
+    resource: str
+    """The extended resource a pod requests (``nvidia.com/gpu``)."""
+    taint: Taint
+    accelerator_type: str | None = None
+    """The pool's guest accelerator type, where the member names the GPUs apart from the machine."""
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    """The labels that pick the accelerator's nodes (none: the environment's own label does)."""
+    max_pods: int | None = None
+    """The pods per node the member pins (``None``: the member's default)."""
+
+
+@dataclass(frozen=True)
+class PoolNodes:
+    """What a pool's nodes are: the machine, its accelerators, the driver path, taint, selectors."""
+
+    machine_type: str
+    per_node: int
+    resource: str
+    hosts: int
+    taint: Taint
+    node_selector: Mapping[str, str]
+    driver: str
+    accelerator_type: str | None = None
+    tpu_topology: str | None = None
+    """A multi-host slice's topology (the API refuses it on single-host pools)."""
+    tpu_label: str | None = None
+    slice_topology: str | None = None
+    """A TPU slice's topology label value (every TPU pool, single-host too): set on TPU pools only."""
+    compact: bool = False
+    max_pods: int | None = None
+
+    @property
+    def tpu(self) -> bool:
+        return self.slice_topology is not None
+
+
+def _no_gaps(platform: Platform, machine_type: str, nodes: int) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolRules:
+    """Everything the node-pool core asks one member (module doc)."""
+
+    key: PoolKey
+    sized_as: Mapping[Platform, Platform]
+    """Each of the member's platforms -> the VM platform its nodes are sized as."""
+    # --- names and labels
+    cluster_type: str
+    """The cluster's resource type token (its physical name rule, ``fullserver.naming``)."""
+    pool_type: str
+    pool_name_field: str
+    """The pool's resource type token and the field that carries its physical name."""
+    spot_label: str
+    spot_value: str
+    """The label spot nodes carry and its value on them (pods prefer such nodes)."""
+    # --- the nodes
+    gpu_nodes: Callable[[str, str | None], GpuNodes | Refusal]
+    """(machine type, accelerator) -> how the member's GPU pool runs them, or why it cannot."""
+    allocatable: Callable[[int, float, int, float, float], Allocatable]
+    """(vCPUs, memory GiB, local disks that hold ephemeral storage, GiB each, boot disk GiB) -> the
+    node's capacity and what kubelet and the system keep of it: the member's formulas."""
+    tpu_nodes: Callable[[str, int, int, str], PoolNodes | Refusal] | None = None
+    """(TPU type, chips, hosts, topology) -> a slice's pool, or why not; ``None``: no TPU pools."""
+    local_ssd_ephemeral: frozenset[Platform] = frozenset()
+    """The member's platforms whose nodes keep ephemeral storage on their local SSDs
+    (``KubePlan.local_ssd_count``); elsewhere it is the boot disk, or the instance store below."""
+    instance_store_raid0: bool = False
+    """The node's instance store is one RAID0 array for kubelet and containerd (EKS's nodeadm
+    ``localStorage``), and its ephemeral storage."""
+    efa: bool = False
+    """The nodes get the spec's EFA interfaces (an EKS launch template's network interfaces); a
+    member without them says so in ``vm_gaps``."""
+    spot_alternatives: bool = False
+    """A spot pool also runs the spec's balanced alternative shapes (an EKS managed node group
+    takes several instance types: more spot capacity pools)."""
+    kube_reserved: Callable[[int], dict[str, str]] | None = None
+    """vCPUs -> the kubelet reservation pinned into the node's config, so allocatable is what
+    ``allocatable`` says (EKS's nodeadm); ``None``: the member's own is already known."""
+    vm_gaps: Callable[[Platform, str, int], list[str]] = _no_gaps
+    """(platform, machine type, nodes) -> what the pool's nodes lack that the VM platform's get."""
+    fixed_nodes: Callable[[int, int | None], int] | None = None
+    """(nodes, zones or ``None`` for the regional default) -> the nodes a fixed pool builds, where
+    a count is per zone (GKE's ``node_count``); ``None``: a fixed pool builds its count."""
+    unzoned_fixed: Callable[[str, int, int], str] | None = None
+    """(the pool's name, or "" for the plan's line, nodes built, nodes planned) -> the warning of a
+    fixed pool without a zone that builds more than planned (with ``fixed_nodes``)."""
+    flex_start_warnings: Callable[[int, bool, bool, bool], list[str]] | None = None
+    """(nodes, TPU, attached, compact) -> a flex-start pool's caveats; ``None``: no flex-start."""
+    # --- the cluster
+    system_pool: Callable[[str | None], tuple[str, int]]
+    """The pool's zone -> a created cluster's untainted system pool: machine type and nodes in all."""
+    fee_note: str
+    """What the cluster fee rests on (``{usd_hour}``, ``{free_tier}``, ``{applies_to}``)."""
+    credentials_hint: Callable[[str, str, str, str | None], str]
+    """(cluster, location, region, project) -> the command that writes the cluster's kubeconfig."""
+    applied_through_api: tuple[str, ...] = ()
+    """What ``pulumi up`` applies through a created cluster's API server besides the workload."""
+    attached_needs: tuple[str, ...] = ()
+    """What an attached cluster must already run for any of the pools' pods (one line each)."""
+    attached_volume_needs: str = ""
+    """... and for the pods' data volumes (the CSI driver)."""
+    attached_autoscaler: str = ""
+    """... for pools with a range to grow in ("": the cloud scales pools itself)."""
+    attached_load_balancer: str = ""
+    """... for the serving LoadBalancer Service ("": the cloud's own controller serves it)."""
+    attached_metrics_server: str = ""
+    """... for the serving HPA's CPU metric ("": every cluster of the member has it)."""
+    # --- the pods' data volume
+    volume_provisioner: str
+    volume_parameters: Callable[[str, int | None, int | None], dict[str, str]]
+    """(disk kind, IOPS, MB/s) -> the StorageClass parameters (strings, as Kubernetes takes them)."""
+    # --- serving
+    service_annotations: Callable[[str, str, Tls | None, int, int], dict[str, str]]
+    """(scheme, health path, TLS, request timeout s, port) -> the LoadBalancer Service's annotations."""
+    pod_metric: str
+    """vLLM's queue-size gauge as the member's custom-metrics adapter names it."""
+    pod_metrics_install: str
+    """What a cluster needs to serve that metric (the plan's advice without ``podMetrics``)."""
+    read_secret: Callable[[str, str], list[str]]
+    """(region, secret) -> the command that prints a cloud secret's value with the caller's credentials."""
+    service_spec: Mapping[str, str] = field(default_factory=dict)
+    """Fields the LoadBalancer Service's ``spec`` adds on the member."""
+    pod_monitoring: Callable[[str, dict[str, str], dict[str, str], str], dict[str, Any]] | None = None
+    """(name, labels, selector, port) -> the object that scrapes the pods' metric, where the
+    manifests carry it; ``None``: the cluster's own Prometheus scrapes the pods' annotations."""
+    domains_refusal: Refusal | None = None
+    """Why ``serving.domains`` has nothing to serve it on the member, or ``None``."""
