@@ -47,15 +47,37 @@ class Rate:
     on-demand fallback running beside it (see the module doc)."""
 
 
+MEMO_LIMIT = 10_000
+"""Rates kept per catalog (``Catalog.memo``) before they are dropped and worked out afresh."""
+
+
 def hourly_rate(
     offer: Offer, region: str, profile: Profile, catalog: Catalog, platform: Platform | None = None
 ) -> Rate:
     """The rate ``offer`` costs in ``region`` under ``profile``'s pricing (see the module doc).
     ``platform``: what builds it, when not the offer's own (a node pool of the offer's VMs, which
-    gets an on-demand fallback pool where the VMs alone get none)."""
+    gets an on-demand fallback pool where the VMs alone get none).
+
+    A rate depends on the offer, region and platform and on the profile's pricing, spot share and
+    commitment term alone; sizing, every estimate and every comparison row ask it again, so it is
+    worked out once per catalog (``Catalog.memo``)."""
+    built_by = platform or offer.platform
+    cost = profile.cost
+    key = ("rate", offer.name, region, built_by, profile.pricing, cost.spot_share, cost.commitment_years)
+    memo = catalog.memo
+    rate: Rate | None = memo.get(key)
+    if rate is None:
+        rate = _rate(offer, region, profile, catalog, built_by)
+        if len(memo) >= MEMO_LIMIT:
+            memo.clear()
+        memo[key] = rate
+    return rate
+
+
+def _rate(offer: Offer, region: str, profile: Profile, catalog: Catalog, platform: Platform) -> Rate:
     price = offer.prices[region]
     od = price.on_demand
-    rules = rules_for(platform or offer.platform)
+    rules = rules_for(platform)
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None and rules.no_spot_fallback:
         return Rate(price.spot, True, f"spot {price.spot:.2f}/h (no on-demand fallback is built)", basis=SPOT)
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:

@@ -10,6 +10,7 @@ import pytest
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
 from fullserver.cost import HOURS_PER_MONTH, estimate, pricing_basis
+from fullserver.hourly import hourly_rate
 from fullserver.profiles import Profile, load_profiles
 from fullserver.sizing import build_spec, dedicated_spec
 from fullserver.workload import Workload
@@ -93,6 +94,22 @@ def test_spot_with_fallback_is_priced_at_the_expected_mix_with_the_fallback_name
     cost = estimate(spec, profile, wl(), mini_catalog)
     assert spec.spot and cost.compute_usd_hour == pytest.approx(0.75 * 0.8 + 0.25 * 2.0)
     assert "75% of hours spot 0.80/h, 25% on-demand fallback 2.00/h" in cost.lines[0].note
+
+
+def test_a_rate_is_worked_out_once_per_question_and_each_pricing_term_is_its_own_question(
+    tmp_path: Path, mini_catalog: Catalog
+) -> None:
+    """``hourly_rate`` keeps its answers in the catalog's memo: the same question gets the same
+    answer without working it out again; a profile differing in pricing, spot share or commitment
+    term, or another region, is another question."""
+    offer = next(o for o in mini_catalog.offers if o.platform is Platform.AWS_GPU and "r-1" in o.prices)
+    spot = profile_with(tmp_path / "a", "cost: {spot_share: 0.75}\n", pricing="spot-with-fallback")
+    first = hourly_rate(offer, "r-1", spot, mini_catalog)
+    assert hourly_rate(offer, "r-1", spot, mini_catalog) is first
+    half = profile_with(tmp_path / "b", "cost: {spot_share: 0.5}\n", pricing="spot-with-fallback")
+    on_demand = profile_with(tmp_path / "c", "")
+    assert hourly_rate(offer, "r-1", half, mini_catalog).usd != first.usd
+    assert hourly_rate(offer, "r-1", on_demand, mini_catalog).basis == "on-demand" != first.basis
 
 
 def test_aws_spot_with_fallback_holds_budgets_to_both_groups_running_at_once(
