@@ -62,9 +62,10 @@ class Tagger:
         return found
 
 
-def read_plain_block(text: str, tagger: Tagger, bools: dict[str, bool]) -> dict[str, Any] | None:
+def read_plain_block(text: str, tagger: Tagger, bools: dict[str, bool], max_depth: int) -> dict[str, Any] | None:
     """The mapping ``text`` holds, or ``None`` where it is more than plain block mappings (see the
-    module's docstring). ``tagger`` and ``bools``: the loader's implicit resolvers and boolean
+    module's docstring) or nests more than ``max_depth`` mappings (the reader PyYAML's text is
+    left to refuses that). ``tagger`` and ``bools``: the loader's implicit resolvers and boolean
     words, so scalars are typed as the loader types them."""
     if "\t" in text or "\r" in text:
         return None
@@ -85,6 +86,8 @@ def read_plain_block(text: str, tagger: Tagger, bools: dict[str, bool]) -> dict[
                 child: dict[str, Any] = {}
                 parent[key] = child
                 open_.append((indent, child))
+                if len(open_) > max_depth:
+                    return None
             empty = None
         if not open_:
             open_.append((indent, root))

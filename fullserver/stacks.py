@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from fullserver.catalog.model import Platform
 from fullserver.errors import InputError
@@ -195,10 +195,11 @@ def _config_error(where: str, exc: ValidationError) -> InputError:
     return validation_error(where, exc, prefix=f"{CONFIG_NAMESPACE}:")
 
 
-class Stack(BaseModel):
-    """A stack config file: its environment name, path and validated workload."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True)
+class Stack:
+    """A stack config file: its environment name, path and validated workload. A dataclass: a
+    model would validate the workload again (its after-validator runs on every instance it is
+    given), and the workload is validated once, by ``workload_from_config``."""
 
     name: str
     path: str

@@ -396,9 +396,9 @@ def load_yaml_text(text: str, where: str) -> Any:
             f"{where}:{line}", f"control character U+{ord(bad.group()):04X} is not allowed in YAML", "remove it"
         )
     try:
-        _check_depth(text)
-        data = read_plain_block(text, _TAGGER, _Loader.bool_values) if _PLAIN_RESOLVERS else None
+        data = read_plain_block(text, _TAGGER, _Loader.bool_values, MAX_DEPTH) if _PLAIN_RESOLVERS else None
         if data is None:
+            _check_depth(text)
             loader = _Loader(text)
             try:
                 data = loader.construct_plain(loader.get_single_node())

@@ -16,14 +16,15 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fullserver.errors import InputError
 from fullserver.plainblock import Tagger, read_plain_block
-from fullserver.yamlio import _TAGGER, _Loader, load_yaml_text
+from fullserver.yamlio import _TAGGER, MAX_DEPTH, _Loader, load_yaml_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def fast(text: str) -> dict[str, Any] | None:
-    return read_plain_block(text, _TAGGER, _Loader.bool_values)
+    return read_plain_block(text, _TAGGER, _Loader.bool_values, MAX_DEPTH)
 
 
 def pyyaml(text: str) -> Any:
@@ -214,3 +215,13 @@ def test_the_tagger_types_scalars_as_the_resolver_and_forgets_at_its_bound() -> 
     for word in ["a", "b", "c", "d"]:
         tagger.tag(word)
     assert list(tagger.known) == ["d"]
+
+
+def test_nesting_past_the_limit_is_left_to_the_guarded_reader() -> None:
+    """Deeper than ``MAX_DEPTH`` mappings: declined here, and refused by ``load_yaml_text``'s
+    depth guard in one line, as before the shortcut."""
+    deep = "".join(f"{' ' * i}k{i}:\n" for i in range(MAX_DEPTH + 1)) + f"{' ' * (MAX_DEPTH + 1)}v: 1\n"
+    assert fast(deep) is None
+    assert fast("".join(f"{' ' * i}k{i}:\n" for i in range(MAX_DEPTH - 1)) + f"{' ' * MAX_DEPTH}v: 1\n") is not None
+    with pytest.raises(InputError, match=f"nesting deeper than {MAX_DEPTH} levels"):
+        load_yaml_text(deep, "x.yaml")
