@@ -27,7 +27,15 @@ from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 from fullserver.spec import EnvironmentSpec
 from fullserver.workload import Workload
 
-__all__ = ["HOURS_PER_MONTH", "CostEstimate", "CostLine", "estimate", "network_lines", "pricing_basis"]
+__all__ = [
+    "HOURS_PER_MONTH",
+    "CostEstimate",
+    "CostLine",
+    "estimate",
+    "estimate_at_minimum",
+    "network_lines",
+    "pricing_basis",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,11 +177,11 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
     """The monthly and hourly cost of one environment spec, and the most a month can cost where
     that is more (``usd_month_peak``): a serving group at its maximum replicas, or spot nodes with
     their on-demand fallback running beside them for every paid hour."""
-    cost = _estimate(spec, profile, workload, catalog)
+    cost = estimate_at_minimum(spec, profile, workload, catalog)
     serving = spec.serving
     if serving is not None and serving.max_replicas > serving.min_replicas:
         at_max = spec.model_copy(update={"serving": serving.model_copy(update={"min_replicas": serving.max_replicas})})
-        peak = _estimate(at_max, profile, workload, catalog)
+        peak = estimate_at_minimum(at_max, profile, workload, catalog)
         return cost.model_copy(
             update={
                 "usd_month_peak": peak.usd_month,
@@ -252,7 +260,11 @@ def _kube_lines(
     return max(peak_hour or 0.0, kube_peak) if kube_peak > compute_hour else peak_hour
 
 
-def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
+def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
+    """``estimate`` with a serving group at its minimum replicas only: no month at its maximum
+    (``usd_month_peak`` is set only by a spot fallback's or node pools' peak hour). What a
+    comparison row reads (its month, its productive hour, its basis and what is unpriced), without
+    pricing the environment a second time at its maximum replicas for a peak no row shows."""
     warnings: list[str] = []
     unpriced: list[str] = []
     productive, paid = _hours(profile, workload)
