@@ -10,14 +10,13 @@ month whether used or not. The difference shows as its own "idle" line.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from fullserver.billables import decide
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
-from fullserver.catalog.network import Item, NetworkPrice, NetworkPrices, load_network_prices
+from fullserver.catalog.network import NetworkPrice, NetworkPrices, load_network_prices
 from fullserver.comparable import DEDICATED
 from fullserver.hourly import hourly_rate
 from fullserver.kube.cost import kube_cost
@@ -337,11 +336,11 @@ class _Pricer:
     """The network catalog as one spec's cloud and region see it (``platforms.base.NetworkPricer``)."""
 
     def __init__(self, prices: NetworkPrices, spec: EnvironmentSpec, hours: float, warnings: list[str]) -> None:
-        self.prices, self.provider, self.region = prices, spec.provider, spec.region
+        self.by_item, self.region = prices.in_region(spec.provider, spec.region), spec.region
         self.hours, self.warnings = hours, warnings
 
     def price(self, item: str) -> NetworkPrice | None:
-        return self.prices.price(self.provider, cast(Item, item), self.region)
+        return self.by_item.get(item)
 
     def hourly(self, item: str, what: str) -> float | None:
         p = self.price(item)
