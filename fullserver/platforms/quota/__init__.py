@@ -115,6 +115,14 @@ class QuotaTable(_Strict):
         prefixes = [(k, g) for g in self.aws_vcpu_groups.values() for k in g.families]
         return sorted(prefixes, key=lambda kg: -len(kg[0]))
 
+    @cached_property
+    def aws_vcpu_group_by_family(self) -> dict[str, AwsVcpuGroup | None]:
+        """``aws.vcpu_group``'s answer for each instance family it was asked about, kept with the
+        table it was read from: every AWS plan asks it, and the families are the catalog's few.
+        Like ``aws_vcpu_prefixes`` it is derived from ``aws_vcpu_groups`` once: the table is
+        read-only data (``fullserver.quotas.load_quota_table``), never copied with other groups."""
+        return {}
+
 
 @dataclass(frozen=True, slots=True)
 class QuotaNeed:
