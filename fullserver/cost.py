@@ -10,14 +10,13 @@ month whether used or not. The difference shows as its own "idle" line.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from fullserver.billables import decide
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
-from fullserver.catalog.network import Item, NetworkPrice, NetworkPrices, load_network_prices
+from fullserver.catalog.network import NetworkPrice, NetworkPrices, load_network_prices
 from fullserver.comparable import DEDICATED
 from fullserver.hourly import hourly_rate
 from fullserver.kube.cost import kube_cost
@@ -27,7 +26,15 @@ from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
 from fullserver.spec import EnvironmentSpec
 from fullserver.workload import Workload
 
-__all__ = ["HOURS_PER_MONTH", "CostEstimate", "CostLine", "estimate", "network_lines", "pricing_basis"]
+__all__ = [
+    "HOURS_PER_MONTH",
+    "CostEstimate",
+    "CostLine",
+    "estimate",
+    "estimate_at_minimum",
+    "network_lines",
+    "pricing_basis",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,11 +176,11 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
     """The monthly and hourly cost of one environment spec, and the most a month can cost where
     that is more (``usd_month_peak``): a serving group at its maximum replicas, or spot nodes with
     their on-demand fallback running beside them for every paid hour."""
-    cost = _estimate(spec, profile, workload, catalog)
+    cost = estimate_at_minimum(spec, profile, workload, catalog)
     serving = spec.serving
     if serving is not None and serving.max_replicas > serving.min_replicas:
         at_max = spec.model_copy(update={"serving": serving.model_copy(update={"min_replicas": serving.max_replicas})})
-        peak = _estimate(at_max, profile, workload, catalog)
+        peak = estimate_at_minimum(at_max, profile, workload, catalog)
         return cost.model_copy(
             update={
                 "usd_month_peak": peak.usd_month,
@@ -252,7 +259,11 @@ def _kube_lines(
     return max(peak_hour or 0.0, kube_peak) if kube_peak > compute_hour else peak_hour
 
 
-def _estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
+def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
+    """``estimate`` with a serving group at its minimum replicas only: no month at its maximum
+    (``usd_month_peak`` is set only by a spot fallback's or node pools' peak hour). What a
+    comparison row reads (its month, its productive hour, its basis and what is unpriced), without
+    pricing the environment a second time at its maximum replicas for a peak no row shows."""
     warnings: list[str] = []
     unpriced: list[str] = []
     productive, paid = _hours(profile, workload)
@@ -325,11 +336,11 @@ class _Pricer:
     """The network catalog as one spec's cloud and region see it (``platforms.base.NetworkPricer``)."""
 
     def __init__(self, prices: NetworkPrices, spec: EnvironmentSpec, hours: float, warnings: list[str]) -> None:
-        self.prices, self.provider, self.region = prices, spec.provider, spec.region
+        self.by_item, self.region = prices.in_region(spec.provider, spec.region), spec.region
         self.hours, self.warnings = hours, warnings
 
     def price(self, item: str) -> NetworkPrice | None:
-        return self.prices.price(self.provider, cast(Item, item), self.region)
+        return self.by_item.get(item)
 
     def hourly(self, item: str, what: str) -> float | None:
         p = self.price(item)

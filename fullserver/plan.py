@@ -19,7 +19,7 @@ from fullserver.comparable import (
     of_spec,
     units_covering,
 )
-from fullserver.cost import CostEstimate, estimate, pricing_basis
+from fullserver.cost import CostEstimate, estimate, estimate_at_minimum, pricing_basis
 from fullserver.errors import BudgetExceeded, FullserverError, InputError
 from fullserver.platforms import rules_for
 from fullserver.platforms.quota import QuotaNeed
@@ -187,13 +187,15 @@ def _priced(
 ) -> tuple[_Row, CostEstimate]:
     """The row as the comparison prices it: on demand where ``on_demand`` and its own basis is
     spot or reserved (the spec and profile as bought on demand), else on its own basis (``cost``:
-    that estimate where the caller has it). Each row is estimated once."""
+    that estimate where the caller has it). Each row is estimated once, at its minimum replicas
+    (``estimate_at_minimum``): a row shows no serving peak, so none is priced."""
     spec, profile = row.spec, row.profile
     assert spec is not None
     if on_demand and basis not in (ON_DEMAND, DEDICATED):
         spec, profile = as_on_demand(spec, profile)
-        return dataclasses.replace(row, spec=spec, profile=profile), estimate(spec, profile, row.workload, catalog)
-    return row, cost or estimate(spec, profile, row.workload, catalog)
+        at_minimum = estimate_at_minimum(spec, profile, row.workload, catalog)
+        return dataclasses.replace(row, spec=spec, profile=profile), at_minimum
+    return row, cost or estimate_at_minimum(spec, profile, row.workload, catalog)
 
 
 def compare(

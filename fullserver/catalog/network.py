@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -119,8 +119,21 @@ class NetworkPrices:
             (p.provider, p.item, p.region): p for p in data.prices
         }
 
+        self._in_region: dict[tuple[str, str], dict[str, NetworkPrice]] = {}
+
     def price(self, provider: str, item: Item, region: str) -> NetworkPrice | None:
         return self._by_key.get((provider, item, region)) or self._by_key.get((provider, item, "*"))
+
+    def in_region(self, provider: str, region: str) -> dict[str, NetworkPrice]:
+        """Every item's ``price`` in one provider's region, by item, worked out once per region:
+        each estimate looks up a handful of items in its spec's region, and a comparison prices
+        several specs, so the two look-ups of ``price`` are not repeated for each. Regions are the
+        catalog's, so the map stays as small as the network file."""
+        found = self._in_region.get((provider, region))
+        if found is None:
+            prices = ((item, self.price(provider, item, region)) for item in get_args(Item))
+            found = self._in_region[provider, region] = {item: p for item, p in prices if p is not None}
+        return found
 
     def dearest(self, provider: str, item: Item) -> NetworkPrice | None:
         """The item's highest hourly price in any region (a guard that knows no region errs high)."""

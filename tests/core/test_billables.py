@@ -252,6 +252,22 @@ def test_every_shipped_network_price_names_a_source_with_a_date() -> None:
     assert prices.sources and all(s.url.startswith("https://") and s.as_of for s in prices.sources.values())
 
 
+def test_a_regions_network_prices_are_each_items_own_price_there_worked_out_once(tmp_path: Path) -> None:
+    own = {"provider": "aws", "item": "alb", "region": "eu-west-1", "usd_hour": 0.03, "source": "s"}
+    path = _price_file(tmp_path, own)
+    data = yaml.safe_load(path.read_text())
+    data["prices"].append({"provider": "aws", "item": "alb", "region": "*", "usd_hour": 0.0225, "source": "s"})
+    data["prices"].append({"provider": "aws", "item": "nat-gateway", "region": "*", "usd_hour": 0.045, "source": "s"})
+    path.write_text(yaml.safe_dump(data))
+    prices = load_network_prices(path)
+    load_network_prices.cache_clear()
+    ireland = prices.in_region("aws", "eu-west-1")
+    assert {item: p.usd_hour for item, p in ireland.items()} == {"alb": 0.03, "nat-gateway": 0.045}
+    assert prices.in_region("aws", "us-east-1")["alb"].usd_hour == 0.0225  # no own price: every region's
+    assert prices.in_region("gcp", "eu-west-1") == {}
+    assert prices.in_region("aws", "eu-west-1") is ireland
+
+
 @pytest.mark.parametrize(
     ("price", "fragment"),
     [

@@ -9,7 +9,7 @@ import pytest
 
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
-from fullserver.cost import HOURS_PER_MONTH, estimate, pricing_basis
+from fullserver.cost import HOURS_PER_MONTH, estimate, estimate_at_minimum, pricing_basis
 from fullserver.hourly import hourly_rate
 from fullserver.profiles import Profile, load_profiles
 from fullserver.sizing import build_spec, dedicated_spec
@@ -328,6 +328,22 @@ def test_a_serving_group_is_priced_at_its_minimum_and_its_maximum_and_budgets_ho
     between = plan.model_copy(update={"budget_monthly_usd": (cost.usd_month + cost.usd_month_peak) / 2})
     assert [name for name, _ in budgets_exceeded(between, None)] == ["fullserver:budgetMonthlyUsd"]
     assert budgets_exceeded(plan, cost.usd_month_peak) == []  # the shipped stack's budget covers its peak
+
+
+def test_a_serving_group_at_its_minimum_is_the_estimate_without_the_month_at_its_maximum() -> None:
+    """What a comparison row is priced with: the same lines and month, no serving peak."""
+    from fullserver.plan import plan_paths
+    from fullserver.stacks import find_stacks, load_stack
+
+    [path] = find_stacks(Path(__file__).parents[2] / "stacks", ["serve-aws-realtime"])
+    [plan] = plan_paths([path])
+    profile, work = load_profiles()[plan.spec.profile], load_stack(path).workload
+    full = estimate(plan.spec, profile, work, load_catalog())
+    at_minimum = estimate_at_minimum(plan.spec, profile, work, load_catalog())
+    assert full.usd_month_peak is not None and full.peak_replicas == 8
+    assert at_minimum.usd_month_peak is None and at_minimum.peak_replicas is None
+    assert at_minimum.lines == full.lines and at_minimum.usd_month == full.usd_month
+    assert at_minimum.basis == full.basis and at_minimum.usd_per_productive_hour == full.usd_per_productive_hour
 
 
 def test_an_environment_that_does_not_scale_has_no_peak(mini_catalog: Catalog, base_profile: Profile) -> None:

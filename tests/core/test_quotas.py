@@ -163,6 +163,17 @@ def test_an_instance_type_counts_against_its_familys_on_demand_vcpu_quota(instan
     assert group is not None and TABLE.quota(group.on_demand).code == on_demand
 
 
+def test_a_familys_vcpu_group_is_worked_out_once_per_table_and_another_family_gets_its_own() -> None:
+    table = load_quota_table.__wrapped__()  # a table of its own: nothing remembered yet
+    assert table.aws_vcpu_group_by_family == {}
+    p5 = aws.vcpu_group("p5.48xlarge", table)
+    assert table.aws_vcpu_group_by_family == {"p5": p5}
+    table.aws_vcpu_group_by_family["p5"] = None  # what is remembered is what it answers
+    assert aws.vcpu_group("p5.4xlarge", table) is None
+    g6 = aws.vcpu_group("g6.xlarge", table)
+    assert g6 is not None and g6 is not p5 and table.quota(g6.on_demand).code == "L-DB2E81BA"
+
+
 @pytest.mark.parametrize(
     ("shape", "spot"),
     [("p5.48xlarge", "L-C4BD4855"), ("p4d.24xlarge", "L-7212CCBC"), ("g6.xlarge", "L-3819A6DF")],

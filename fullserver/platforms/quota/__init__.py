@@ -9,6 +9,7 @@ The types are here, below the platform modules, so they and the loader share the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -106,6 +107,22 @@ class QuotaTable(_Strict):
     def quota(self, key: str) -> Quota:
         return self.quotas[key]
 
+    @cached_property
+    def aws_vcpu_prefixes(self) -> list[tuple[str, AwsVcpuGroup]]:
+        """Every family prefix of ``aws_vcpu_groups`` with its group, longest first (as listed
+        among equally long ones): the order ``aws.vcpu_group`` tries them in, sorted once per
+        table rather than scanned whole for every instance type."""
+        prefixes = [(k, g) for g in self.aws_vcpu_groups.values() for k in g.families]
+        return sorted(prefixes, key=lambda kg: -len(kg[0]))
+
+    @cached_property
+    def aws_vcpu_group_by_family(self) -> dict[str, AwsVcpuGroup | None]:
+        """``aws.vcpu_group``'s answer for each instance family it was asked about, kept with the
+        table it was read from: every AWS plan asks it, and the families are the catalog's few.
+        Like ``aws_vcpu_prefixes`` it is derived from ``aws_vcpu_groups`` once: the table is
+        read-only data (``fullserver.quotas.load_quota_table``), never copied with other groups."""
+        return {}
+
 
 @dataclass(frozen=True, slots=True)
 class QuotaNeed:
@@ -161,7 +178,13 @@ class QuotaAsk:
 def need(table: QuotaTable, key: str, ask: QuotaAsk, amount: float, why: str, cloud: Cloud) -> QuotaNeed:
     """``amount`` of the quota ``key`` names, placed in the ask's region or zone."""
     q = table.quota(key)
-    scope = {"region": ask.region, "zone": ask.zone or ask.region, "global": "global"}[q.scope]
+    # tests in turn, not a dict of the three places built per call: each plan names several
+    if q.scope == "region":
+        scope = ask.region
+    elif q.scope == "zone":
+        scope = ask.zone or ask.region
+    else:
+        scope = "global"
     return QuotaNeed(
         cloud=cloud,
         service=q.service,

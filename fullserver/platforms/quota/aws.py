@@ -17,13 +17,10 @@ def vcpu_group(instance_type: str, table: QuotaTable) -> AwsVcpuGroup | None:
     """The vCPU quota group of an instance type: its letters before the generation digit, the
     longest known prefix first (``inf2`` is Inf, not Standard ``i``; ``dl1`` DL, not ``d``)."""
     family = instance_family(instance_type)
-    # max keeps the first of equally long prefixes, as a stable sort by length would
-    found = max(
-        ((k, g) for g in table.aws_vcpu_groups.values() for k in g.families if family.startswith(k)),
-        key=lambda kg: len(kg[0]),
-        default=None,
-    )
-    return found[1] if found else None
+    known = table.aws_vcpu_group_by_family
+    if family not in known:
+        known[family] = next((g for k, g in table.aws_vcpu_prefixes if family.startswith(k)), None)
+    return known[family]
 
 
 def vcpu_quota_keys(ask: QuotaAsk, group: AwsVcpuGroup) -> list[tuple[str, str]]:
