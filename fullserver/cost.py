@@ -179,7 +179,10 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
     cost = estimate_at_minimum(spec, profile, workload, catalog)
     serving = spec.serving
     if serving is not None and serving.max_replicas > serving.min_replicas:
-        at_max = spec.model_copy(update={"serving": serving.model_copy(update={"min_replicas": serving.max_replicas})})
+        # The billed network is decided afresh at the maximum: Cloud NAT is billed per VM and each
+        # node's address per hour, so the spec's own (decided at the minimum) would undercount it.
+        most = serving.model_copy(update={"min_replicas": serving.max_replicas})
+        at_max = spec.model_copy(update={"serving": most, "billables": None})
         peak = estimate_at_minimum(at_max, profile, workload, catalog)
         return cost.model_copy(
             update={

@@ -346,6 +346,27 @@ def test_a_serving_group_at_its_minimum_is_the_estimate_without_the_month_at_its
     assert at_minimum.basis == full.basis and at_minimum.usd_per_productive_hour == full.usd_per_productive_hour
 
 
+def test_the_peak_month_bills_the_network_of_every_replica_at_the_maximum() -> None:
+    """Cloud NAT is billed per VM using it: at the maximum, every replica's VM is on the NAT, not
+    only the minimum's the spec's billables were decided for (the peak undercounted it)."""
+    from fullserver.billables import decide
+    from fullserver.plan import plan_paths
+    from fullserver.stacks import find_stacks, load_stack
+
+    [path] = find_stacks(Path(__file__).parents[2] / "stacks", ["serve-gcp-realtime"])
+    [plan] = plan_paths([path])
+    spec, work = plan.spec, load_stack(path).workload
+    serving = spec.serving
+    assert serving is not None and serving.max_replicas > serving.min_replicas and spec.billables is not None
+    profile, catalog = load_profiles()[spec.profile], load_catalog()
+    most = spec.model_copy(update={"serving": serving.model_copy(update={"min_replicas": serving.max_replicas})})
+    assert decide(most).machines == spec.nodes * serving.max_replicas > spec.billables.machines
+    peak = estimate_at_minimum(most.model_copy(update={"billables": decide(most)}), profile, work, catalog)
+    assert plan.cost.usd_month_peak == peak.usd_month
+    nat = {line.item: line.note for line in peak.lines}["Cloud NAT"]
+    assert nat.startswith(f"{serving.max_replicas * spec.nodes} VM(s)")
+
+
 def test_an_environment_that_does_not_scale_has_no_peak(mini_catalog: Catalog, base_profile: Profile) -> None:
     spec = build_spec(base_profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
     cost = estimate(spec, base_profile, wl(), mini_catalog)
