@@ -155,8 +155,11 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
     # sizing never lands the stack where the key would be ignored.
     # A Kubernetes node pool is the stack's choice (fullserver:platform, or a Kubernetes key such as
     # fullserver:cluster), never sizing's: a team not on Kubernetes is not handed a cluster.
-    kube_keys = set(KUBE_KEYS) & set(workload.platform_keys())
-    taking = [p for p in platforms if workload.takes_keys(p) and (p not in SIZED_AS or kube_keys or workload.platform)]
+    taking = [
+        p
+        for p in platforms
+        if workload.takes_keys(p) and (p not in SIZED_AS or workload.platform or _sets_kube_keys(workload))
+    ]
     if not taking:
         refused = {p: [k for k in workload.platform_keys() if option_refusal(k, p)] for p in platforms}
         keys = dict.fromkeys(k for ks in refused.values() for k in ks)
@@ -182,6 +185,12 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
     cheapest = min(priced, key=lambda f: f[1]) if priced else fits[0]  # min keeps the first of equals
     chosen = fits[0] if profile.platform_order == "requirement" else cheapest
     return _with_choice_note(profile, chosen, cheapest, fits)
+
+
+def _sets_kube_keys(workload: Workload) -> bool:
+    """Whether the stack sets a Kubernetes key (``KUBE_KEYS``): asked only of a node-pool platform
+    the stack does not name, as most stacks land on none."""
+    return not set(KUBE_KEYS).isdisjoint(workload.platform_keys())
 
 
 def expected_usd_hour(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> float | None:

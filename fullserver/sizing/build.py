@@ -31,16 +31,18 @@ from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, Sh
 from fullserver.workload import DedicatedHost, Workload, lifecycle_for
 
 
-def _data_disk(profile: Profile, workload: Workload, cand: Candidate, kind: str) -> DataDisk | None:
-    """The data disk of ``kind`` (the shape's, ``PlatformRules.disk_kind``) for the dataset, with
-    the profile's headroom, or for the storage the balance attaches, whichever is larger."""
+def _data_disk(
+    profile: Profile, workload: Workload, cand: Candidate, kind: str, limits: DiskLimits | None
+) -> DataDisk | None:
+    """The data disk of ``kind`` (the shape's, ``PlatformRules.disk_kind``, with its ``limits``)
+    for the dataset with the profile's headroom, or for the storage the balance attaches,
+    whichever is larger."""
     attach = math.ceil(cand.host.attached_storage_gib)
     dataset = math.ceil(workload.dataset_gib * profile.storage.dataset_headroom)
     size = max(attach, dataset)
     if size == 0 or cand.offer.hosts > 1:
         return None
     n = max(cand.offer.host.accelerator_count, 1)
-    limits = disk_limits(kind)
     pol = profile.storage
     if limits is None or (pol.iops_per_accelerator is None and pol.throughput_mbps_per_accelerator is None):
         return DataDisk(kind=kind, size_gib=size)
@@ -235,6 +237,7 @@ class _Shape:
     """The platform's word on an unset zone where it says one (``PlatformRules.unset_zone_warning``)."""
     local_disks: int
     disk_kind: str
+    disk_limits: DiskLimits | None
     efa: int
     near_misses: list[NearMiss]
     alternatives: list[ShapeOption]
@@ -255,6 +258,7 @@ def _shape(profile: Profile, workload: Workload, platform: Platform, catalog: Ca
         zone = workload.zone if profile.serving else _zone(platform, offer, workload)
         unset = zone is None and rules.unset_zone_warning and profile.serving is None
         efa = _efa(profile, offer, nodes)
+        kind = rules.disk_kind(offer.family)
         return _Shape(
             cand=cand,
             nodes=nodes,
@@ -262,7 +266,8 @@ def _shape(profile: Profile, workload: Workload, platform: Platform, catalog: Ca
             warnings=_shape_warnings(profile, workload.region, cand, platform),
             zone_warning=[rules.unset_zone_warning.format(accelerator=offer.accelerator)] if unset else [],
             local_disks=_local_disks(profile, offer, platform),
-            disk_kind=rules.disk_kind(offer.family),
+            disk_kind=kind,
+            disk_limits=disk_limits(kind),
             efa=efa,
             near_misses=near_misses(near, cand.usd_hour),
             alternatives=alternative_shapes(cand, feasible, efa) if cand.spot else [],
@@ -299,7 +304,7 @@ def build_spec(
     queued = rules.slices and (workload.queued or offer.hosts > 1)
     warnings = [*shape.warnings, *_stack_warnings(workload, offer, queued), *shape.zone_warning]
     public_ip, ranges = _access(profile, workload)
-    disk = _data_disk(profile, workload, cand, shape.disk_kind)
+    disk = _data_disk(profile, workload, cand, shape.disk_kind, shape.disk_limits)
     _check_capacity(profile, workload, offer, platform, zone, disk, queued)
     lifecycle = lifecycle_for(profile, workload)
     _check_fabric(offer, platform, shape.efa, nodes, public_ip)
