@@ -128,23 +128,28 @@ def _check_capacity(
     zone: str | None,
     disk: DataDisk | None,
     queued: bool,
+    catalog: Catalog,
 ) -> None:
     """The platform's rules for what the environment asks (spot with a reservation, a queued TPU
     request that cannot be spot, a capacity block without its id, ...): the same rules, in the
-    same words, as the components refuse at build time (``fullserver.platforms``)."""
-    request = Request(
-        shape=offer.name,
-        hosts=offer.hosts,
-        spot=profile.pricing is PricingModel.SPOT_WITH_FALLBACK,
-        reservation=workload.reservation,
-        zone=workload.zone if workload.reservation else zone,
-        queued=queued,
-        queued_asked=workload.queued,
-        capacity_block=workload.capacity_block,
-        data_disk=disk.kind if disk is not None else None,
-        image=workload.image,
-    )
-    refusal = rules_for(platform).refusal(request)
+    same words, as the components refuse at build time (``fullserver.platforms``).
+
+    A rule reads the request alone, and stacks of one kind ask the same: each answer is kept per
+    catalog (``rank.remember``) under the platform and every fact the request holds."""
+    asked: dict[str, Any] = {
+        "shape": offer.name,
+        "hosts": offer.hosts,
+        "spot": profile.pricing is PricingModel.SPOT_WITH_FALLBACK,
+        "reservation": workload.reservation,
+        "zone": workload.zone if workload.reservation else zone,
+        "queued": queued,
+        "queued_asked": workload.queued,
+        "capacity_block": workload.capacity_block,
+        "data_disk": disk.kind if disk is not None else None,
+        "image": workload.image,
+    }
+    key = ("capacity", platform, *asked.items())
+    refusal = remember(catalog, key, None, lambda: rules_for(platform).refusal(Request(**asked)))
     if refusal is not None:
         raise refused(refusal)
 
@@ -305,7 +310,7 @@ def build_spec(
     warnings = [*shape.warnings, *_stack_warnings(workload, offer, queued), *shape.zone_warning]
     public_ip, ranges = _access(profile, workload)
     disk = _data_disk(profile, workload, cand, shape.disk_kind, shape.disk_limits)
-    _check_capacity(profile, workload, offer, platform, zone, disk, queued)
+    _check_capacity(profile, workload, offer, platform, zone, disk, queued, catalog)
     lifecycle = lifecycle_for(profile, workload)
     _check_fabric(offer, platform, shape.efa, nodes, public_ip)
     return EnvironmentSpec(

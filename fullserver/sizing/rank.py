@@ -212,8 +212,9 @@ def question(profile: Profile, workload: Workload, platform: Platform, pool: Pla
     )
 
 
-def remember(catalog: Catalog, key: tuple[Hashable, ...], profile: Profile, work: Callable[[], T]) -> T:
-    """``work()``, asked once per ``key`` per catalog (``Catalog.memo``) and kept with ``profile``.
+def remember(catalog: Catalog, key: tuple[Hashable, ...], profile: Profile | None, work: Callable[[], T]) -> T:
+    """``work()``, asked once per ``key`` per catalog (``Catalog.memo``) and kept with ``profile``
+    (``None``: an answer no profile decides).
 
     A key names its profile by ``id``, which only a live profile owns: the answer kept with it is
     taken only when that very profile asks again (a freed profile's id may be reused)."""
