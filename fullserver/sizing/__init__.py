@@ -32,6 +32,7 @@ from fullserver.sizing.rank import (
     assess,
     compute_price,
     rank,
+    remember,
     suggest,
 )
 from fullserver.spec import EnvironmentSpec
@@ -85,7 +86,12 @@ def kube_spec(
             f"platform {platform.value} is not allowed by profile '{profile.name}'",
             f"allowed: {', '.join(p.value for p in profile.platforms)}",
         )
-    as_vm = profile.model_copy(update={"platforms": [vm]})  # the profile's node pools, sized as their VMs
+    # The profile's node pools, sized as their VMs: one copy per profile and VM platform, kept in
+    # the catalog's memo, so that the ranking and shape kept for it are found again (they are
+    # keyed by the profile's identity).
+    as_vm = remember(
+        catalog, ("as-vm", id(profile), vm), profile, lambda: profile.model_copy(update={"platforms": [vm]})
+    )
     access = cluster_access(workload)
     # A zonal cluster's pools go to its zone unless the stack names another of the region's.
     zone = workload.zone or (access.location if access.zonal else None)
