@@ -7,7 +7,7 @@ they are. Which disk kind a shape attaches, and the kinds' limits, are each plat
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fullserver.balance import BalanceLine, Host, evaluate
@@ -231,7 +231,8 @@ class _Shape:
     (``rank.question``: the profile, platform, node pool, region, zone, accelerator, count and
     nodes). Worked out once with the ranking and kept beside it (``rank.remember``), so that each
     stack of one kind, and each comparison row, works out only what is its own (its dataset,
-    owner, keys and access). Readers copy the lists, never change them."""
+    owner, keys and access; its network is kept per access asked). Readers copy the lists, never
+    change them."""
 
     cand: Candidate
     nodes: int
@@ -248,6 +249,28 @@ class _Shape:
     alternatives: list[ShapeOption]
     limits: ShapeLimits
     accelerator_kind: AcceleratorKind | None
+    compact_placement: bool
+    """Multi-node, on a platform that places nodes close, under a profile that asks it."""
+    networks: dict[tuple[bool, tuple[str, ...], tuple[str, ...]], NetworkSpec] = field(default_factory=dict)
+    """``network``'s answers by the access asked."""
+
+    def network(self, public_ip: bool, ranges: list[str], keys: list[str]) -> NetworkSpec:
+        """The shape's network with a stack's access (public address, SSH source ranges and keys):
+        made once per access asked, as stacks of one kind mostly ask the same (a frozen model)."""
+        asked = (public_ip, tuple(ranges), tuple(keys))
+        found = self.networks.get(asked)
+        if found is None:
+            offer = self.cand.offer
+            found = self.networks[asked] = NetworkSpec(
+                interconnect=offer.interconnect,
+                efa_interfaces=self.efa,
+                compact_placement=self.compact_placement,
+                public_ip=public_ip,
+                ssh_source_ranges=list(ranges),
+                ssh_public_keys=list(keys),
+                gbps_per_node=offer.host.network_gbps or 0,  # unknown: warned (_shape_warnings)
+            )
+        return found
 
 
 def _shape(profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, pool: Platform | None) -> _Shape:
@@ -284,6 +307,7 @@ def _shape(profile: Profile, workload: Workload, platform: Platform, catalog: Ca
                 efa_interfaces=offer.efa_interfaces,
             ),
             accelerator_kind=catalog.accelerators[offer.accelerator].kind if offer.accelerator else None,
+            compact_placement=profile.topology.compact_placement and nodes > 1 and rules.compact_placement,
         )
 
     return remember(catalog, ("shape", *question(profile, workload, platform, pool)), profile, work)
@@ -333,15 +357,7 @@ def build_spec(
         local_nvme_disks=shape.local_disks,
         local_nvme_disk_gib=offer.local_nvme_disk_gib,
         scratch_raid0=shape.local_disks > 0,
-        network=NetworkSpec(
-            interconnect=offer.interconnect,
-            efa_interfaces=shape.efa,
-            compact_placement=profile.topology.compact_placement and nodes > 1 and rules.compact_placement,
-            public_ip=public_ip,
-            ssh_source_ranges=list(ranges),
-            ssh_public_keys=list(workload.ssh_public_keys or []),
-            gbps_per_node=offer.host.network_gbps or 0,  # unknown: warned (_shape_warnings)
-        ),
+        network=shape.network(public_ip, ranges, workload.ssh_public_keys or []),
         tpu=_tpu_spec(offer, workload, queued) if rules.slices else None,
         serving=profile.serving,
         image=None if rules.image_is_runtime else workload.image,

@@ -57,6 +57,9 @@ def test_what_the_ranking_decides_is_worked_out_once_and_each_stack_keeps_its_ow
     first = build_spec(profile, wl(owner="ana"), Platform.AWS_GPU, mini_catalog, "one")
     second = build_spec(profile, wl(owner="bo", datasetGib=400), Platform.AWS_GPU, mini_catalog, "two")
     assert second.shape_limits is first.shape_limits  # worked out once, not again
+    assert second.network is first.network  # the same access asked
+    narrowed = build_spec(profile, wl(sshSourceRanges=["10.0.0.0/8"]), Platform.AWS_GPU, mini_catalog, "five")
+    assert narrowed.network.ssh_source_ranges == ["10.0.0.0/8"] != first.network.ssh_source_ranges
     same = ("offer", "spot", "zone", "near_misses", "alternative_shapes", "warnings", "local_nvme_disks")
     assert [getattr(second, f) for f in same] == [getattr(first, f) for f in same]
     assert first.data_disk is None and second.data_disk is not None
