@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,9 +81,16 @@ def _alternatives(profile: Profile, workload: Workload, chosen: Platform) -> lis
     explicit = [a for a in workload.alternatives if a.platform is not chosen]
     if explicit:
         return explicit
+    return list(_hourly_alternatives(tuple(profile.platforms), chosen))
+
+
+@functools.cache
+def _hourly_alternatives(platforms: tuple[Platform, ...], chosen: Platform) -> tuple[Alternative, ...]:
+    """``platforms`` that rent GPUs by the hour, other than ``chosen``, when ``chosen`` does too: made
+    once per answer (each stack of a profile asks the same; an ``Alternative`` is frozen)."""
     if not rules_for(chosen).hourly_gpus:
-        return []
-    return [Alternative(platform=p) for p in profile.platforms if rules_for(p).hourly_gpus and p is not chosen]
+        return ()
+    return tuple(Alternative(platform=p) for p in platforms if rules_for(p).hourly_gpus and p is not chosen)
 
 
 def _nodes_for(alt: Alternative, workload: Workload, reference: Capacity | None, catalog: Catalog) -> int:

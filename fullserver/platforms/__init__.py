@@ -153,6 +153,13 @@ def group_members(kind: str) -> GroupMembers:
     raise KeyError(kind)
 
 
+_OWNERS: dict[str, list[Platform]] = {
+    key: [p for p, r in _RULES.items() if key in r.options] for rules in _RULES.values() for key in rules.options
+}
+"""The platforms taking each platform-specific stack key, in the registry's order: every stack's
+keys are asked of every platform (``option_refusal``), so each key's takers are found once."""
+
+
 def disk(kind: str) -> DiskKind | None:
     """A disk kind by name, whichever platform attaches it (a spec's disk names only its kind)."""
     for rules in _RULES.values():
@@ -170,7 +177,7 @@ def disk_limits(kind: str) -> DiskLimits | None:
 
 def owners(key: str) -> list[Platform]:
     """The platforms that take a platform-specific stack key."""
-    return [p for p, rules in _RULES.items() if key in rules.options]
+    return list(_OWNERS.get(key, ()))
 
 
 def option_refusal(key: str, platform: Platform) -> str | None:
@@ -179,9 +186,9 @@ def option_refusal(key: str, platform: Platform) -> str | None:
     own = rules.lacks.get(key)
     if own is not None:
         return own
-    if key in rules.options or not owners(key):
+    takers = _OWNERS.get(key)
+    if key in rules.options or not takers:
         return None
-    takers = owners(key)
     why = _RULES[takers[0]].options[key]
     return f"applies only to {', '.join(p.value for p in takers)} ({why}); this stack is {platform.value}"
 

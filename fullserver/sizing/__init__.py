@@ -32,6 +32,7 @@ from fullserver.sizing.rank import (
     assess,
     compute_price,
     rank,
+    remember,
     suggest,
 )
 from fullserver.spec import EnvironmentSpec
@@ -85,7 +86,12 @@ def kube_spec(
             f"platform {platform.value} is not allowed by profile '{profile.name}'",
             f"allowed: {', '.join(p.value for p in profile.platforms)}",
         )
-    as_vm = profile.model_copy(update={"platforms": [vm]})  # the profile's node pools, sized as their VMs
+    # The profile's node pools, sized as their VMs: one copy per profile and VM platform, kept in
+    # the catalog's memo, so that the ranking and shape kept for it are found again (they are
+    # keyed by the profile's identity).
+    as_vm = remember(
+        catalog, ("as-vm", id(profile), vm), profile, lambda: profile.model_copy(update={"platforms": [vm]})
+    )
     access = cluster_access(workload)
     # A zonal cluster's pools go to its zone unless the stack names another of the region's.
     zone = workload.zone or (access.location if access.zonal else None)
@@ -155,8 +161,11 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
     # sizing never lands the stack where the key would be ignored.
     # A Kubernetes node pool is the stack's choice (fullserver:platform, or a Kubernetes key such as
     # fullserver:cluster), never sizing's: a team not on Kubernetes is not handed a cluster.
-    kube_keys = set(KUBE_KEYS) & set(workload.platform_keys())
-    taking = [p for p in platforms if workload.takes_keys(p) and (p not in SIZED_AS or kube_keys or workload.platform)]
+    taking = [
+        p
+        for p in platforms
+        if workload.takes_keys(p) and (p not in SIZED_AS or workload.platform or _sets_kube_keys(workload))
+    ]
     if not taking:
         refused = {p: [k for k in workload.platform_keys() if option_refusal(k, p)] for p in platforms}
         keys = dict.fromkeys(k for ks in refused.values() for k in ks)
@@ -182,6 +191,12 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
     cheapest = min(priced, key=lambda f: f[1]) if priced else fits[0]  # min keeps the first of equals
     chosen = fits[0] if profile.platform_order == "requirement" else cheapest
     return _with_choice_note(profile, chosen, cheapest, fits)
+
+
+def _sets_kube_keys(workload: Workload) -> bool:
+    """Whether the stack sets a Kubernetes key (``KUBE_KEYS``): asked only of a node-pool platform
+    the stack does not name, as most stacks land on none."""
+    return not set(KUBE_KEYS).isdisjoint(workload.platform_keys())
 
 
 def expected_usd_hour(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> float | None:

@@ -7,30 +7,42 @@ they are. Which disk kind a shape attaches, and the kinds' limits, are each plat
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 from fullserver.balance import BalanceLine, Host, evaluate
 from fullserver.catalog import Catalog, Offer
-from fullserver.catalog.model import Platform
+from fullserver.catalog.model import AcceleratorKind, Platform
 from fullserver.errors import InputError
 from fullserver.nearmiss import near_misses
 from fullserver.platforms import DiskLimits, Refusal, Request, disk_limits, rules_for
 from fullserver.profiles import Fabric, Lifecycle, PricingModel, Profile, StoragePolicy
 from fullserver.rules import environment_labels
-from fullserver.sizing.rank import Candidate, alternative_shapes, local_nvme_count, nvme_need_gib, rank
-from fullserver.spec import DataDisk, EnvironmentSpec, NetworkSpec, ShapeLimits, TpuSpec
+from fullserver.sizing.rank import (
+    Candidate,
+    alternative_shapes,
+    local_nvme_count,
+    nvme_need_gib,
+    question,
+    rank,
+    remember,
+)
+from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, ShapeLimits, ShapeOption, TpuSpec
 from fullserver.workload import DedicatedHost, Workload, lifecycle_for
 
 
-def _data_disk(profile: Profile, workload: Workload, cand: Candidate, platform: Platform) -> DataDisk | None:
+def _data_disk(
+    profile: Profile, workload: Workload, cand: Candidate, kind: str, limits: DiskLimits | None
+) -> DataDisk | None:
+    """The data disk of ``kind`` (the shape's, ``PlatformRules.disk_kind``, with its ``limits``)
+    for the dataset with the profile's headroom, or for the storage the balance attaches,
+    whichever is larger."""
     attach = math.ceil(cand.host.attached_storage_gib)
     dataset = math.ceil(workload.dataset_gib * profile.storage.dataset_headroom)
     size = max(attach, dataset)
     if size == 0 or cand.offer.hosts > 1:
         return None
-    kind = rules_for(platform).disk_kind(cand.offer.family)
     n = max(cand.offer.host.accelerator_count, 1)
-    limits = disk_limits(kind)
     pol = profile.storage
     if limits is None or (pol.iops_per_accelerator is None and pol.throughput_mbps_per_accelerator is None):
         return DataDisk(kind=kind, size_gib=size)
@@ -116,23 +128,28 @@ def _check_capacity(
     zone: str | None,
     disk: DataDisk | None,
     queued: bool,
+    catalog: Catalog,
 ) -> None:
     """The platform's rules for what the environment asks (spot with a reservation, a queued TPU
     request that cannot be spot, a capacity block without its id, ...): the same rules, in the
-    same words, as the components refuse at build time (``fullserver.platforms``)."""
-    request = Request(
-        shape=offer.name,
-        hosts=offer.hosts,
-        spot=profile.pricing is PricingModel.SPOT_WITH_FALLBACK,
-        reservation=workload.reservation,
-        zone=workload.zone if workload.reservation else zone,
-        queued=queued,
-        queued_asked=workload.queued,
-        capacity_block=workload.capacity_block,
-        data_disk=disk.kind if disk is not None else None,
-        image=workload.image,
-    )
-    refusal = rules_for(platform).refusal(request)
+    same words, as the components refuse at build time (``fullserver.platforms``).
+
+    A rule reads the request alone, and stacks of one kind ask the same: each answer is kept per
+    catalog (``rank.remember``) under the platform and every fact the request holds."""
+    asked: dict[str, Any] = {
+        "shape": offer.name,
+        "hosts": offer.hosts,
+        "spot": profile.pricing is PricingModel.SPOT_WITH_FALLBACK,
+        "reservation": workload.reservation,
+        "zone": workload.zone if workload.reservation else zone,
+        "queued": queued,
+        "queued_asked": workload.queued,
+        "capacity_block": workload.capacity_block,
+        "data_disk": disk.kind if disk is not None else None,
+        "image": workload.image,
+    }
+    key = ("capacity", platform, *asked.items())
+    refusal = remember(catalog, key, None, lambda: rules_for(platform).refusal(Request(**asked)))
     if refusal is not None:
         raise refused(refusal)
 
@@ -156,11 +173,9 @@ def _check_platform(profile: Profile, workload: Workload, platform: Platform) ->
         raise refused(multi_node)
 
 
-def _shape_warnings(
-    profile: Profile, workload: Workload, cand: Candidate, platform: Platform, queued: bool
-) -> list[str]:
+def _shape_warnings(profile: Profile, region: str, cand: Candidate, platform: Platform) -> list[str]:
     """What the plan says about the chosen shape: figures no source gives, spot it cannot have,
-    and what its platform does not do for it."""
+    and what its platform does not do for it (the same for every stack asking the ranking's question)."""
     offer, rules = cand.offer, rules_for(platform)
     warnings: list[str] = []
     if offer.local_nvme_disks == 0 and offer.host.local_nvme_gib > 0:
@@ -172,9 +187,16 @@ def _shape_warnings(
     if offer.host.network_gbps is None and not cand.report.gaps:
         warnings.append(f"no source publishes the host network bandwidth of {offer.name}")
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and not cand.spot:
-        warnings.append(f"no published spot price for {offer.name} in {workload.region}: priced and run on-demand")
+        warnings.append(f"no published spot price for {offer.name} in {region}: priced and run on-demand")
     if cand.spot and rules.no_spot_fallback:
         warnings.append(rules.no_spot_fallback)
+    return warnings
+
+
+def _stack_warnings(workload: Workload, offer: Offer, queued: bool) -> list[str]:
+    """What the plan says of what this stack asks of the shape: keys a queued slice does not
+    install, a dataset no disk of a multi-host slice can hold."""
+    warnings: list[str] = []
     if queued and workload.ssh_public_keys:
         warnings.append(
             "fullserver:sshPublicKeys is not installed on a queued TPU slice (pulumi-gcp 10.2's queued resource "
@@ -190,15 +212,105 @@ def _local_disks(profile: Profile, offer: Offer, platform: Platform) -> int:
     return local_nvme_count(offer, nvme_need_gib(profile, offer, platform))
 
 
-def _efa(profile: Profile, offer: Offer, platform: Platform, nodes: int, public_ip: bool) -> int:
-    """EFA interfaces per node where the profile's fabric is EFA and nodes talk to each other,
-    within the platform's rule for them (``PlatformRules.fabric_refusal``)."""
-    efa = offer.efa_interfaces if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0
+def _efa(profile: Profile, offer: Offer, nodes: int) -> int:
+    """EFA interfaces per node where the profile's fabric is EFA and nodes talk to each other."""
+    return offer.efa_interfaces if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0
+
+
+def _check_fabric(offer: Offer, platform: Platform, efa: int, nodes: int, public_ip: bool) -> None:
+    """The platform's rule for the EFA interfaces asked (``PlatformRules.fabric_refusal``)."""
     rule = rules_for(platform).fabric_refusal
     found = rule(efa, offer.efa_interfaces, nodes, offer.machine_type, public_ip) if efa and rule else None
     if found is not None:
         raise refused(found)
-    return efa
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """The chosen shape and what the spec says of it that the ranking's question alone decides
+    (``rank.question``: the profile, platform, node pool, region, zone, accelerator, count and
+    nodes). Worked out once with the ranking and kept beside it (``rank.remember``), so that each
+    stack of one kind, and each comparison row, works out only what is its own (its dataset,
+    owner, keys and access; its network is kept per access asked). Readers copy the lists, never
+    change them."""
+
+    cand: Candidate
+    nodes: int
+    zone: str | None
+    warnings: list[str]
+    """``_shape_warnings``."""
+    zone_warning: list[str]
+    """The platform's word on an unset zone where it says one (``PlatformRules.unset_zone_warning``)."""
+    local_disks: int
+    disk_kind: str
+    disk_limits: DiskLimits | None
+    efa: int
+    near_misses: list[NearMiss]
+    alternatives: list[ShapeOption]
+    limits: ShapeLimits
+    accelerator_kind: AcceleratorKind | None
+    compact_placement: bool
+    """Multi-node, on a platform that places nodes close, under a profile that asks it."""
+    networks: dict[tuple[bool, tuple[str, ...], tuple[str, ...]], NetworkSpec] = field(default_factory=dict)
+    """``network``'s answers by the access asked."""
+
+    def network(self, public_ip: bool, ranges: list[str], keys: list[str]) -> NetworkSpec:
+        """The shape's network with a stack's access (public address, SSH source ranges and keys):
+        made once per access asked, as stacks of one kind mostly ask the same (a frozen model)."""
+        asked = (public_ip, tuple(ranges), tuple(keys))
+        found = self.networks.get(asked)
+        if found is None:
+            offer = self.cand.offer
+            found = self.networks[asked] = NetworkSpec(
+                interconnect=offer.interconnect,
+                efa_interfaces=self.efa,
+                compact_placement=self.compact_placement,
+                public_ip=public_ip,
+                ssh_source_ranges=list(ranges),
+                ssh_public_keys=list(keys),
+                gbps_per_node=offer.host.network_gbps or 0,  # unknown: warned (_shape_warnings)
+            )
+        return found
+
+
+def _shape(profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, pool: Platform | None) -> _Shape:
+    """The ranking's cheapest shape (``rank``), with what its question alone decides (``_Shape``)."""
+
+    def work() -> _Shape:
+        feasible, near = rank(profile, workload, platform, catalog, pool)
+        cand = feasible[0]
+        offer, rules = cand.offer, rules_for(platform)
+        nodes = offer.hosts if rules.slices else workload.nodes
+        # A serving group is regional and spreads over the shape's zones (fullserver.serving): it
+        # takes a single zone only when the stack names one.
+        zone = workload.zone if profile.serving else _zone(platform, offer, workload)
+        unset = zone is None and rules.unset_zone_warning and profile.serving is None
+        efa = _efa(profile, offer, nodes)
+        kind = rules.disk_kind(offer.family)
+        return _Shape(
+            cand=cand,
+            nodes=nodes,
+            zone=zone,
+            warnings=_shape_warnings(profile, workload.region, cand, platform),
+            zone_warning=[rules.unset_zone_warning.format(accelerator=offer.accelerator)] if unset else [],
+            local_disks=_local_disks(profile, offer, platform),
+            disk_kind=kind,
+            disk_limits=disk_limits(kind),
+            efa=efa,
+            near_misses=near_misses(near, cand.usd_hour),
+            alternatives=alternative_shapes(cand, feasible, efa) if cand.spot else [],
+            limits=ShapeLimits(
+                max_local_ssds=offer.local_nvme_disks,
+                local_ssd_counts=list(offer.local_nvme_selectable_counts)
+                if offer.local_nvme_selectable_counts
+                else None,
+                efa_interfaces=offer.efa_interfaces,
+            ),
+            accelerator_kind=catalog.accelerators[offer.accelerator].kind if offer.accelerator else None,
+            compact_placement=profile.topology.compact_placement and nodes > 1 and rules.compact_placement,
+        )
+
+    return remember(catalog, ("shape", *question(profile, workload, platform, pool)), profile, work)
 
 
 def build_spec(
@@ -214,24 +326,17 @@ def build_spec(
     pod's share of each (``fullserver.sizing.rank.assess``)."""
     _check_platform(profile, workload, platform)
     rules = rules_for(platform)
-    feasible, near = rank(profile, workload, platform, catalog, pool)
-    cand = feasible[0]
+    shape = _shape(profile, workload, platform, catalog, pool)
+    cand, nodes, zone = shape.cand, shape.nodes, shape.zone
     offer = cand.offer
     # A slice is requested through a queued resource when the stack asks, or it spans hosts.
     queued = rules.slices and (workload.queued or offer.hosts > 1)
-    warnings = _shape_warnings(profile, workload, cand, platform, queued)
-    # A serving group is regional and spreads over the shape's zones (fullserver.serving): it
-    # takes a single zone only when the stack names one.
-    zone = workload.zone if profile.serving else _zone(platform, offer, workload)
-    if zone is None and rules.unset_zone_warning and profile.serving is None:
-        warnings.append(rules.unset_zone_warning.format(accelerator=offer.accelerator))
-    local = _local_disks(profile, offer, platform)
+    warnings = [*shape.warnings, *_stack_warnings(workload, offer, queued), *shape.zone_warning]
     public_ip, ranges = _access(profile, workload)
-    disk = _data_disk(profile, workload, cand, platform)
-    _check_capacity(profile, workload, offer, platform, zone, disk, queued)
+    disk = _data_disk(profile, workload, cand, shape.disk_kind, shape.disk_limits)
+    _check_capacity(profile, workload, offer, platform, zone, disk, queued, catalog)
     lifecycle = lifecycle_for(profile, workload)
-    nodes = offer.hosts if rules.slices else workload.nodes
-    efa = _efa(profile, offer, platform, nodes, public_ip)
+    _check_fabric(offer, platform, shape.efa, nodes, public_ip)
     return EnvironmentSpec(
         **_identity(profile, workload, environment, lifecycle),
         platform=platform,
@@ -247,35 +352,23 @@ def build_spec(
         pricing=profile.pricing,
         spot=cand.spot,
         boot_disk_gib=profile.storage.boot_disk_gib,
-        boot_disk_kind=rules.disk_kind(offer.family),
+        boot_disk_kind=shape.disk_kind,
         data_disk=disk,
-        local_nvme_disks=local,
+        local_nvme_disks=shape.local_disks,
         local_nvme_disk_gib=offer.local_nvme_disk_gib,
-        scratch_raid0=local > 0,
-        network=NetworkSpec(
-            interconnect=offer.interconnect,
-            efa_interfaces=efa,
-            compact_placement=profile.topology.compact_placement and nodes > 1 and rules.compact_placement,
-            public_ip=public_ip,
-            ssh_source_ranges=list(ranges),
-            ssh_public_keys=list(workload.ssh_public_keys or []),
-            gbps_per_node=offer.host.network_gbps or 0,  # unknown: warned above
-        ),
+        scratch_raid0=shape.local_disks > 0,
+        network=shape.network(public_ip, ranges, workload.ssh_public_keys or []),
         tpu=_tpu_spec(offer, workload, queued) if rules.slices else None,
         serving=profile.serving,
         image=None if rules.image_is_runtime else workload.image,
         reservation=workload.reservation,
         capacity_block=workload.capacity_block,
         balance=cand.report,
-        near_misses=near_misses(near, cand.usd_hour),
-        alternative_shapes=alternative_shapes(cand, feasible, efa) if cand.spot else [],
+        near_misses=shape.near_misses,
+        alternative_shapes=shape.alternatives,
         warnings=warnings,
-        shape_limits=ShapeLimits(
-            max_local_ssds=offer.local_nvme_disks,
-            local_ssd_counts=list(offer.local_nvme_selectable_counts) if offer.local_nvme_selectable_counts else None,
-            efa_interfaces=offer.efa_interfaces,
-        ),
-        accelerator_kind=catalog.accelerators[offer.accelerator].kind if offer.accelerator else None,
+        shape_limits=shape.limits,
+        accelerator_kind=shape.accelerator_kind,
     )
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
 from fullserver.catalog import Catalog, Offer
@@ -190,21 +192,15 @@ def _distance(report: BalanceReport) -> float:
 
 
 MEMO_LIMIT = 10_000
-"""Rankings kept per catalog (``Catalog.memo``) before they are dropped and asked afresh."""
+"""Answers kept per catalog (``Catalog.memo``) before they are dropped and asked afresh."""
+
+T = TypeVar("T")
 
 
-def rank(
-    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, pool: Platform | None = None
-) -> tuple[list[Candidate], list[NearMiss]]:
-    """Every feasible offer on one platform, cheapest first (never empty: ``NothingFits``), and the
-    rejected near-misses with their reasons; with ``pool``, each offer as a node of that node-pool
-    platform, balanced by the workload pod's share of it (``assess``).
-
-    A ranking depends on the profile, the platform and the workload's accelerator, count, nodes,
-    region and zone alone: the same question (the comparison's rows, many stacks of one kind) is
-    answered once per catalog. Callers read the lists, never change them."""
-    key = (
-        "rank",
+def question(profile: Profile, workload: Workload, platform: Platform, pool: Platform | None) -> tuple[Hashable, ...]:
+    """What a ranking depends on: the profile (by identity, see ``remember``), the platform, the
+    node pool and the workload's region, zone, accelerator, count and nodes, and nothing else."""
+    return (
         id(profile),
         platform,
         workload.region,
@@ -214,21 +210,45 @@ def rank(
         workload.nodes,
         pool,
     )
+
+
+def remember(catalog: Catalog, key: tuple[Hashable, ...], profile: Profile | None, work: Callable[[], T]) -> T:
+    """``work()``, asked once per ``key`` per catalog (``Catalog.memo``) and kept with ``profile``
+    (``None``: an answer no profile decides).
+
+    A key names its profile by ``id``, which only a live profile owns: the answer kept with it is
+    taken only when that very profile asks again (a freed profile's id may be reused)."""
     memo = catalog.memo
     hit = memo.get(key)
-    if hit is None or hit[0] is not profile:  # the id of a live profile is that profile
-        try:
-            hit = (profile, _rank(profile, workload, platform, catalog, pool))
-        except (InputError, NothingFits) as exc:  # a refusal is an answer too, said afresh each time
-            hit = (profile, exc)
+    if hit is None or hit[0] is not profile:
+        hit = (profile, work())
         if len(memo) >= MEMO_LIMIT:
             memo.clear()
         memo[key] = hit
-    answer = hit[1]
+    answer: T = hit[1]
+    return answer
+
+
+def rank(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, pool: Platform | None = None
+) -> tuple[list[Candidate], list[NearMiss]]:
+    """Every feasible offer on one platform, cheapest first (never empty: ``NothingFits``), and the
+    rejected near-misses with their reasons; with ``pool``, each offer as a node of that node-pool
+    platform, balanced by the workload pod's share of it (``assess``).
+
+    A ranking depends on its ``question`` alone: the same question (the comparison's rows, many
+    stacks of one kind) is answered once per catalog. Callers read the lists, never change them."""
+
+    def work() -> tuple[list[Candidate], list[NearMiss]] | InputError | NothingFits:
+        try:
+            return _rank(profile, workload, platform, catalog, pool)
+        except (InputError, NothingFits) as exc:  # a refusal is an answer too, said afresh each time
+            return exc
+
+    answer = remember(catalog, ("rank", *question(profile, workload, platform, pool)), profile, work)
     if isinstance(answer, FullserverError):
         raise type(answer)(answer.where, answer.what, answer.hint)
-    ranked: tuple[list[Candidate], list[NearMiss]] = answer
-    return ranked
+    return answer
 
 
 def _rank(

@@ -45,6 +45,36 @@ def test_ties_break_towards_more_vcpus_then_more_ram_then_name(mini_catalog: Cat
     assert first.offer == again.offer == "wide.x"  # 16 vCPUs beat mid.x's 8 at the same price
 
 
+def test_what_the_ranking_decides_is_worked_out_once_and_each_stack_keeps_its_own(
+    tmp_path: Path, mini_catalog: Catalog
+) -> None:
+    """The chosen shape and what its ranking's question alone decides (near-misses, spot
+    alternatives, warnings, limits) are kept with the ranking (``Catalog.memo``): a second stack
+    asking the same question gets them as the first did, with its own dataset, owner and keys;
+    another question (another region) is answered afresh."""
+    spot = PROFILE.replace("pricing: on-demand", "pricing: spot-with-fallback")
+    profile = load_profiles(write_profiles(tmp_path, {"base": spot}))["base"]
+    first = build_spec(profile, wl(owner="ana"), Platform.AWS_GPU, mini_catalog, "one")
+    second = build_spec(profile, wl(owner="bo", datasetGib=400), Platform.AWS_GPU, mini_catalog, "two")
+    assert second.shape_limits is first.shape_limits  # worked out once, not again
+    assert second.network is first.network  # the same access asked
+    narrowed = build_spec(profile, wl(sshSourceRanges=["10.0.0.0/8"]), Platform.AWS_GPU, mini_catalog, "five")
+    assert narrowed.network.ssh_source_ranges == ["10.0.0.0/8"] != first.network.ssh_source_ranges
+    same = ("offer", "spot", "zone", "near_misses", "alternative_shapes", "warnings", "local_nvme_disks")
+    assert [getattr(second, f) for f in same] == [getattr(first, f) for f in same]
+    assert first.data_disk is None and second.data_disk is not None
+    assert second.data_disk.size_gib == math.ceil(400 * profile.storage.dataset_headroom)
+    assert (first.labels["fullserver-owner"], second.labels["fullserver-owner"]) == ("ana", "bo")
+    # The platform's rules are asked of each stack's own request: a reservation is refused on spot.
+    with pytest.raises(InputError, match="fullserver:reservation: spot capacity cannot consume"):
+        build_spec(profile, wl(reservation="res-1"), Platform.AWS_GPU, mini_catalog, "four")
+    other = build_spec(profile, wl(region="r-2"), Platform.AWS_GPU, mini_catalog, "three")
+    assert other.shape_limits is not first.shape_limits
+    assert (other.offer, other.spot) == ("big.x", False) != (first.offer, first.spot)
+    assert other.near_misses != first.near_misses
+    assert other.warnings == ["no published spot price for big.x in r-2: priced and run on-demand"]
+
+
 def test_spot_pricing_ranks_by_spot_price(tmp_path: Path, mini_catalog: Catalog) -> None:
     spot = PROFILE.replace("pricing: on-demand", "pricing: spot-with-fallback").replace(
         "lifecycle: {mode: persistent}", "lifecycle: {mode: ephemeral, ttl_hours: 4}"

@@ -44,6 +44,19 @@ def test_a_node_pool_takes_the_next_shape_when_the_vm_shape_leaves_its_pod_short
     assert lines["ram"].provided == pytest.approx(kube.pod.resources.memory_mib / 1024)
 
 
+def test_a_second_node_pool_stack_of_one_kind_finds_the_shape_worked_out_for_the_first() -> None:
+    """A node pool is sized as its VMs under a copy of the profile naming the VM platform; one
+    copy per profile and VM platform is kept, so the ranking and shape kept for it are found again
+    (they are kept by the profile's identity) and another profile's are its own."""
+    first = kube_spec(PROFILES["experimentation"], t4("eks-gpu"), Platform.EKS_GPU, CATALOG, "a")
+    again = kube_spec(PROFILES["experimentation"], t4("eks-gpu"), Platform.EKS_GPU, CATALOG, "b")
+    assert again.shape_limits is first.shape_limits
+    per_stack = {"environment", "labels", "kube"}  # the pools carry the environment's name too
+    assert again.model_dump(exclude=per_stack) == first.model_dump(exclude=per_stack)
+    other = kube_spec(PROFILES["fine-tuning"], t4("eks-gpu"), Platform.EKS_GPU, CATALOG, "c")
+    assert other.shape_limits is not first.shape_limits and other.profile == "fine-tuning"
+
+
 def test_the_pods_data_volume_makes_up_what_its_ephemeral_storage_misses() -> None:
     """fine-tuning on 4 x L4 wants 2,000 GiB per node; a g2-standard-48 node's pod gets 1,327 GiB of its
     1,500 GiB of local SSD, so its data volume is the rest (673 GiB), not the VM's 500."""
