@@ -47,10 +47,6 @@ class Rate:
     on-demand fallback running beside it (see the module doc)."""
 
 
-MEMO_LIMIT = 10_000
-"""Rates kept per catalog (``Catalog.memo``) before they are dropped and worked out afresh."""
-
-
 def hourly_rate(
     offer: Offer, region: str, profile: Profile, catalog: Catalog, platform: Platform | None = None
 ) -> Rate:
@@ -60,18 +56,11 @@ def hourly_rate(
 
     A rate depends on the offer, region and platform and on the profile's pricing, spot share and
     commitment term alone; sizing, every estimate and every comparison row ask it again, so it is
-    worked out once per catalog (``Catalog.memo``)."""
+    worked out once per catalog (``Catalog.remember``)."""
     built_by = platform or offer.platform
     cost = profile.cost
     key = ("rate", offer.name, region, built_by, profile.pricing, cost.spot_share, cost.commitment_years)
-    memo = catalog.memo
-    rate: Rate | None = memo.get(key)
-    if rate is None:
-        rate = _rate(offer, region, profile, catalog, built_by)
-        if len(memo) >= MEMO_LIMIT:
-            memo.clear()
-        memo[key] = rate
-    return rate
+    return catalog.remember(key, lambda: _rate(offer, region, profile, catalog, built_by))
 
 
 def _rate(offer: Offer, region: str, profile: Profile, catalog: Catalog, platform: Platform) -> Rate:

@@ -6,9 +6,9 @@ look-ups. ``fullserver.catalog.loader`` builds it from the data files.
 from __future__ import annotations
 
 import functools
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from fullserver.balance import Host
 from fullserver.catalog.model import (
@@ -91,6 +91,12 @@ class Offer:
         return list(found)
 
 
+MEMO_LIMIT = 10_000
+"""Answers a catalog keeps (``Catalog.remember``) before they are dropped and worked out afresh."""
+
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
 class Catalog:
     sources: dict[str, Source]
@@ -145,8 +151,25 @@ class Catalog:
     @functools.cached_property
     def memo(self) -> dict[Hashable, Any]:
         """Answers derived from this read-only catalog alone and a request (``fullserver.sizing``
-        keeps a ranking per question here), kept as long as the catalog is."""
+        keeps a ranking per question here), kept as long as the catalog is: see ``remember``."""
         return {}
+
+    def remember(self, key: Hashable, work: Callable[[], T], owner: object = None) -> T:
+        """``work()``, worked out once per ``key`` and kept in ``memo`` (at most ``MEMO_LIMIT``
+        answers: past it they are dropped and worked out afresh).
+
+        ``owner``: the object a key names by ``id`` (a profile), which only a live object owns: an
+        answer kept with it is taken only when that very object asks again (a freed object's id
+        may be reused). ``None``: an answer the key alone decides."""
+        memo = self.memo
+        hit = memo.get(key)
+        if hit is None or hit[0] is not owner:
+            hit = (owner, work())
+            if len(memo) >= MEMO_LIMIT:
+                memo.clear()
+            memo[key] = hit
+        answer: T = hit[1]
+        return answer
 
     def offers_on(self, platform: Platform, accelerator: str | None = None) -> list[Offer]:
         """The offers of one platform (of one accelerator model when given), in catalog order."""

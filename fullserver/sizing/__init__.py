@@ -32,7 +32,6 @@ from fullserver.sizing.rank import (
     assess,
     compute_price,
     rank,
-    remember,
     suggest,
 )
 from fullserver.spec import EnvironmentSpec
@@ -89,8 +88,8 @@ def kube_spec(
     # The profile's node pools, sized as their VMs: one copy per profile and VM platform, kept in
     # the catalog's memo, so that the ranking and shape kept for it are found again (they are
     # keyed by the profile's identity).
-    as_vm = remember(
-        catalog, ("as-vm", id(profile), vm), profile, lambda: profile.model_copy(update={"platforms": [vm]})
+    as_vm = catalog.remember(
+        ("as-vm", id(profile), vm), lambda: profile.model_copy(update={"platforms": [vm]}), profile
     )
     access = cluster_access(workload)
     # A zonal cluster's pools go to its zone unless the stack names another of the region's.

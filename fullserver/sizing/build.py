@@ -25,7 +25,6 @@ from fullserver.sizing.rank import (
     nvme_need_gib,
     question,
     rank,
-    remember,
 )
 from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, ShapeLimits, ShapeOption, TpuSpec
 from fullserver.workload import DedicatedHost, Workload, lifecycle_for
@@ -135,7 +134,7 @@ def _check_capacity(
     same words, as the components refuse at build time (``fullserver.platforms``).
 
     A rule reads the request alone, and stacks of one kind ask the same: each answer is kept per
-    catalog (``rank.remember``) under the platform and every fact the request holds."""
+    catalog (``Catalog.remember``) under the platform and every fact the request holds."""
     asked: dict[str, Any] = {
         "shape": offer.name,
         "hosts": offer.hosts,
@@ -149,7 +148,7 @@ def _check_capacity(
         "image": workload.image,
     }
     key = ("capacity", platform, *asked.items())
-    refusal = remember(catalog, key, None, lambda: rules_for(platform).refusal(Request(**asked)))
+    refusal = catalog.remember(key, lambda: rules_for(platform).refusal(Request(**asked)))
     if refusal is not None:
         raise refused(refusal)
 
@@ -229,7 +228,7 @@ def _check_fabric(offer: Offer, platform: Platform, efa: int, nodes: int, public
 class _Shape:
     """The chosen shape and what the spec says of it that the ranking's question alone decides
     (``rank.question``: the profile, platform, node pool, region, zone, accelerator, count and
-    nodes). Worked out once with the ranking and kept beside it (``rank.remember``), so that each
+    nodes). Worked out once with the ranking and kept beside it (``Catalog.remember``), so that each
     stack of one kind, and each comparison row, works out only what is its own (its dataset,
     owner, keys and access; its network is kept per access asked). Readers copy the lists, never
     change them."""
@@ -310,7 +309,7 @@ def _shape(profile: Profile, workload: Workload, platform: Platform, catalog: Ca
             compact_placement=profile.topology.compact_placement and nodes > 1 and rules.compact_placement,
         )
 
-    return remember(catalog, ("shape", *question(profile, workload, platform, pool)), profile, work)
+    return catalog.remember(("shape", *question(profile, workload, platform, pool)), work, profile)
 
 
 def build_spec(

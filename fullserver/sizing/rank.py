@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
 from fullserver.catalog import Catalog, Offer
@@ -191,14 +190,8 @@ def _distance(report: BalanceReport) -> float:
     return sum(1 - line.provided / line.required for line in report.short if line.required)
 
 
-MEMO_LIMIT = 10_000
-"""Answers kept per catalog (``Catalog.memo``) before they are dropped and asked afresh."""
-
-T = TypeVar("T")
-
-
 def question(profile: Profile, workload: Workload, platform: Platform, pool: Platform | None) -> tuple[Hashable, ...]:
-    """What a ranking depends on: the profile (by identity, see ``remember``), the platform, the
+    """What a ranking depends on: the profile (by identity, see ``Catalog.remember``), the platform, the
     node pool and the workload's region, zone, accelerator, count and nodes, and nothing else."""
     return (
         id(profile),
@@ -210,23 +203,6 @@ def question(profile: Profile, workload: Workload, platform: Platform, pool: Pla
         workload.nodes,
         pool,
     )
-
-
-def remember(catalog: Catalog, key: tuple[Hashable, ...], profile: Profile | None, work: Callable[[], T]) -> T:
-    """``work()``, asked once per ``key`` per catalog (``Catalog.memo``) and kept with ``profile``
-    (``None``: an answer no profile decides).
-
-    A key names its profile by ``id``, which only a live profile owns: the answer kept with it is
-    taken only when that very profile asks again (a freed profile's id may be reused)."""
-    memo = catalog.memo
-    hit = memo.get(key)
-    if hit is None or hit[0] is not profile:
-        hit = (profile, work())
-        if len(memo) >= MEMO_LIMIT:
-            memo.clear()
-        memo[key] = hit
-    answer: T = hit[1]
-    return answer
 
 
 def rank(
@@ -245,7 +221,7 @@ def rank(
         except (InputError, NothingFits) as exc:  # a refusal is an answer too, said afresh each time
             return exc
 
-    answer = remember(catalog, ("rank", *question(profile, workload, platform, pool)), profile, work)
+    answer = catalog.remember(("rank", *question(profile, workload, platform, pool)), work, profile)
     if isinstance(answer, FullserverError):
         raise type(answer)(answer.where, answer.what, answer.hint)
     return answer

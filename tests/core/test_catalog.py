@@ -255,3 +255,29 @@ def test_a_price_given_twice_for_one_key_is_read_from_its_first_entry() -> None:
     assert twice.egress_price(egress.provider, egress.region) is egress
     assert twice.storage_price(disk.provider, disk.kind, "nowhere-1") is None
     assert twice.egress_price(egress.provider, "nowhere-1") is None
+
+
+def test_an_answer_is_worked_out_once_per_key_and_owner_and_the_memory_is_bounded(
+    mini_catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Catalog.remember`` (the rankings, shapes, capacity rules and rates sizing keeps): the same
+    key and owner get the kept answer without the work; another owner under the key (a freed
+    profile's id reused) gets its own; past ``MEMO_LIMIT`` answers the memory starts again."""
+    import fullserver.catalog.offer as offer_module
+
+    worked: list[str] = []
+
+    def work(answer: str) -> str:
+        worked.append(answer)
+        return answer
+
+    owner, other = object(), object()
+    assert mini_catalog.remember(("k", 1), lambda: work("a"), owner) == "a"
+    assert mini_catalog.remember(("k", 1), lambda: work("b"), owner) == "a"
+    assert mini_catalog.remember(("k", 1), lambda: work("c"), other) == "c"
+    assert mini_catalog.remember(("free", 1), lambda: work("d")) == "d"
+    assert mini_catalog.remember(("free", 1), lambda: work("e")) == "d"
+    assert worked == ["a", "c", "d"]
+    monkeypatch.setattr(offer_module, "MEMO_LIMIT", len(mini_catalog.memo))
+    mini_catalog.remember(("new", 1), lambda: work("f"))
+    assert list(mini_catalog.memo) == [("new", 1)]
