@@ -30,7 +30,7 @@ _LINE = re.compile(
 ``,``; a comment after a blank."""
 
 STR_TAG = "tag:yaml.org,2002:str"
-_INT_TAG = "tag:yaml.org,2002:int"
+INT_TAG = "tag:yaml.org,2002:int"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _NULL_TAG = "tag:yaml.org,2002:null"
 _MAX_DIGITS = sys.int_info.default_max_str_digits
@@ -118,10 +118,19 @@ def _scalar(value: str, tagger: Tagger, bools: dict[str, bool]) -> object:
     tag = tagger.tag(value)
     if tag == STR_TAG:
         return value
-    if tag == _INT_TAG and value.isdigit() and (value[0] != "0" or value == "0") and len(value) <= _MAX_DIGITS:
-        return int(value)  # plain decimal, as construct_yaml_int reads it (a leading 0 is octal there)
+    if tag == INT_TAG and (number := decimal(value)) is not None:
+        return number
     if tag == _BOOL_TAG:
         return bools[value.lower()]
     if tag == _NULL_TAG:
         return None
     return _NOT_PLAIN
+
+
+def decimal(value: str) -> int | None:
+    """An int-tagged scalar that is a plain decimal, as ``construct_yaml_int`` reads it (a leading
+    0 is octal there; past Python's digit limit ``yamlio`` refuses it in one line), else ``None``:
+    the other forms (``0x1f``, ``1_000``, ``+1``) are left to that constructor."""
+    if value.isascii() and value.isdigit() and (value[0] != "0" or value == "0") and len(value) <= _MAX_DIGITS:
+        return int(value)
+    return None

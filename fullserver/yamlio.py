@@ -32,7 +32,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from fullserver.errors import InputError
-from fullserver.plainblock import Tagger, read_plain_block
+from fullserver.plainblock import INT_TAG, STR_TAG, Tagger, decimal, read_plain_block
 
 try:  # libyaml's C parser reads about ten times faster than the pure-Python one; both are "safe"
     from yaml import CSafeLoader as _BaseLoader
@@ -51,11 +51,9 @@ MAX_EXPANDED = 1_000_000
 """The most values a file may stand for once its aliases are expanded (the catalog: ~20,000)."""
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-_STR_TAG = "tag:yaml.org,2002:str"
 _VALUE_TAG = "tag:yaml.org,2002:value"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
-_INT_TAG = "tag:yaml.org,2002:int"
 _SCALAR_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "binary", "timestamp")
 )
@@ -104,7 +102,7 @@ class _Loader(_BaseLoader):
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
                 continue  # a non-scalar key is refused by the constructor itself
             # A string key is its text; others (1 and 0x1 are one int) are compared constructed.
-            key = key_node.value if key_node.tag == _STR_TAG else self.construct_object(key_node)
+            key = key_node.value if key_node.tag == STR_TAG else self.construct_object(key_node)
             line = key_node.start_mark.line + 1
             if key in seen:
                 raise _DuplicateKey(key, line, seen[key])
@@ -144,10 +142,10 @@ class _Loader(_BaseLoader):
         tag = node.tag
         if isinstance(node, yaml.ScalarNode):
             value = node.value
-            if tag == _STR_TAG:
+            if tag == STR_TAG:
                 return value
-            if tag == _INT_TAG and value.isascii() and value.isdigit() and (value[0] != "0" or value == "0"):
-                return int(value)  # plain decimal, as construct_yaml_int reads it (a leading 0 is octal there)
+            if tag == INT_TAG and (number := decimal(value)) is not None:
+                return number
             construct = self.yaml_constructors.get(tag)
             if construct is None or tag not in _SCALAR_TAGS:
                 raise _NotPlain
