@@ -99,13 +99,10 @@ class Pool(Frozen):
     """Else fixed at ``max_nodes``."""
 
 
-Provider = PoolKey
-"""The node-pool member (``PoolRules.key``): what the plan JSON carries, never compared."""
-
-
 class KubePlan(Frozen):
     platform: Platform
-    provider: Provider
+    provider: PoolKey
+    """The node-pool member (``PoolRules.key``): what the plan JSON carries, never compared."""
     environment: str
     profile: str
     stage: Stage
