@@ -1,7 +1,7 @@
 """``EksEnvironment``: EKS GPU managed node groups for a ``KubePlan``, on a named cluster or a new one.
 
-Inputs follow pulumi-aws 7.x ``eks.Cluster``/``eks.NodeGroup``/``ec2.LaunchTemplate`` (names
-checked against ``/work/shared/reference/kubernetes.md`` section 6):
+Inputs follow pulumi-aws 7.51.1 ``eks.Cluster``/``eks.NodeGroup``/``ec2.LaunchTemplate`` (names
+checked against ``sdk/python/pulumi_aws/eks/{cluster,node_group,_inputs}.py`` at that version):
 
 * the cluster, created only when the plan names none: its IAM role (``AmazonEKSClusterPolicy``),
   its subnets (``components.eks.network``), the private endpoint always on and the public one off when asked

@@ -17,6 +17,7 @@ from fullserver.catalog.staleness import (
     plan_prices_used,
     plan_staleness_warnings,
     price_age_days,
+    price_sources,
     source_age_days,
     source_ages,
     stale_prices,
@@ -81,18 +82,24 @@ def test_a_plan_warns_for_each_price_it_used_older_than_the_threshold(tmp_path: 
     assert used == [
         UsedPrice("on-demand wide.x in r-1", "fx", refresh="aws"),
         UsedPrice("gp3 storage in r-1", "fresh", refresh="aws"),  # the EC2 offer's gp3 SKUs
+        UsedPrice("public-ipv4 in r-1", "aws-public-ipv4"),  # the network file's: no refresh prices it
         UsedPrice("internet egress from r-1", "fx"),  # nor AWS data transfer
     ]
     warnings = plan_staleness_warnings(stack, catalog, TODAY)
     assert warnings == [
+        "the public-ipv4 in r-1 price is 1026 days old (source aws-public-ipv4, as of 2024-02-01, published; "
+        "threshold 90 days): no refresh provider prices it: update source aws-public-ipv4 from a newer snapshot of "
+        + price_sources(catalog)["aws-public-ipv4"].title,
         "the internet egress from r-1 price is 326 days old (source fx, as of 2026-01-01, published; threshold 90 "
         "days): no refresh provider prices it: update source fx from a newer snapshot of test fixture",
         "the on-demand wide.x in r-1 price is 326 days old (source fx, as of 2026-01-01, published; threshold 90 "
         "days): run `fullserver catalog refresh --provider aws`",
     ]
     assert DEFAULT_MAX_PRICE_AGE_DAYS == 90
-    assert plan_staleness_warnings(stack, catalog, TODAY, max_age_days=400) == []  # configurable
-    assert plan_staleness_warnings(stack, catalog, dt.date(2026, 2, 1)) == []  # 31 days old then
+    assert plan_staleness_warnings(stack, catalog, TODAY, max_age_days=1100) == []  # configurable
+    assert [w[:32] for w in plan_staleness_warnings(stack, catalog, dt.date(2026, 2, 1))] == [
+        "the public-ipv4 in r-1 price is "  # 731 days old then; the catalog's own figures 31
+    ]
 
 
 def test_spot_and_commitment_prices_are_the_ones_checked_when_used(tmp_path: Path) -> None:
