@@ -274,9 +274,29 @@ def machine_read(provider: str, machine: str, region: str, source: str) -> UsedP
 
 
 def _offer_refresh(offer: Offer, spot: bool) -> str:
-    """The ``--provider`` whose refresh prices this offer (see ``fullserver.catalog.refresh``), or ""."""
-    cloud = _CLOUD_REFRESH.get(rules_for(offer.platform).provider)
-    return cloud.offers(offer, spot) if cloud is not None else ""
+    """The ``--provider`` whose refresh prices this offer (see ``fullserver.catalog.refresh``), or "".
+
+    Asked for every rate sizing ranks (``fullserver.hourly`` records its reads), so each answer is
+    kept by what decides it: the offer's identity in the refresh's SKU tables and its platform."""
+    key = (
+        offer.name,
+        offer.machine_type,
+        offer.family,
+        offer.accelerator,
+        offer.host.accelerator_count,
+        offer.platform,
+        spot,
+    )
+    found = _OFFER_REFRESH.get(key)
+    if found is None:
+        cloud = _CLOUD_REFRESH.get(rules_for(offer.platform).provider)
+        found = _OFFER_REFRESH[key] = cloud.offers(offer, spot) if cloud is not None else ""
+    return found
+
+
+_OFFER_REFRESH: dict[tuple[object, ...], str] = {}
+"""``_offer_refresh``'s answers: as many as the catalog has offers (times two), never stale (the
+refresh's tables are code)."""
 
 
 def _aws_offer_refresh(offer: Offer, spot: bool) -> str:
