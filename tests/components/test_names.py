@@ -21,6 +21,7 @@ from components.graph import Graph, GraphError, evaluate, graph_for_config, grap
 from fullserver import naming
 from fullserver.kube.pool import LABEL_VALUE_MAX
 from fullserver.plan import StackPlan
+from fullserver.platforms import name_rules
 from fullserver.platforms.kubernetes import type_token
 from tests.components.conftest import Plans
 from tests.components.test_kube_stacks import STACKS as KUBE_STACKS
@@ -163,6 +164,7 @@ def test_every_kubernetes_stack_replanned_under_a_realistic_name_gets_only_names
         assert refused_names(graph) == [], example
         objects = kubernetes_objects(graph)
         kinds = {typ.rsplit(":", 1)[-1] for typ, _, _ in objects}
+        assert [typ for typ, _, _ in objects if not name_rules(typ)] == [], example  # every kind has its rule
         assert ("Release" in kinds) is example.startswith("eks")  # a created EKS cluster's charts
         assert bool(kinds & {"Job", "Deployment"}) is deploy, example
         for _, _, obj in objects:
