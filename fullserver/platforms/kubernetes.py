@@ -50,7 +50,12 @@ def _subdomain(kind: str, max_len: int = 253, source: str = _K8S) -> NameRule:
 NAME_RULES: dict[str, tuple[NameRule, ...]] = {
     RELEASE_TYPE: (
         NameRule(
-            "Helm release name", 53, *RFC1123, "Helm (chartutil.ValidateReleaseName)", autoname_hex=8, separator="."
+            "Helm release name",
+            53,
+            *RFC1123,
+            "Helm (chartutil.ValidateReleaseName)",
+            autoname_hex=AUTONAME_HEX,
+            separator=".",
         ),
     ),
     SERVICE_TYPE: (NameRule("Service name", 63, *RFC1035, _K8S, field=_NAME, autoname_hex=AUTONAME_HEX),),
