@@ -266,11 +266,13 @@ def _kube_lines(
             )
         )
     ranges = "; ".join(f"{p.pool} {p.min_usd_hour:,.2f}-{p.max_usd_hour:,.2f}/h ({p.note})" for p in pools.pools)
+    share = profile.cost.spot_share
+    order = f", {share:.0%} of hours on the spot pool the autoscaler grows first" if spec.kube.spot_first else ""
     lines.append(
         CostLine(
             item="node pools (range)",
             usd_month=0.0,
-            note=f"{ranges} (what compute prices: the workload's nodes at the profile's expected rate)",
+            note=f"{ranges} (what compute prices: the workload's nodes at the profile's expected rate{order})",
             prices=(*compute_prices, *pools.pool_prices),
         )
     )

@@ -256,6 +256,8 @@ def _kube_rows(k: KubePlan) -> list[tuple[str, str]]:
     )
     taints = ", ".join(f"{t.key}={t.value}:{t.effect}" for t in k.taints)
     extra = f"; TPU topology {k.tpu_slice_topology}" if k.tpu_slice_topology else ""
+    devices = "".join(f", {v} {r}" for r, v in k.pod.devices.items())
+    order = [("fallback", escape(k.spot_first))] if k.spot_first else []
     return [
         ("cluster", escape(cluster)),
         (
@@ -265,11 +267,13 @@ def _kube_rows(k: KubePlan) -> list[tuple[str, str]]:
                 f"{k.driver or 'none needed'}, taint {taints}{extra}"
             ),
         ),
+        *order,
         ("node", escape(f"allocatable {_resources(k.node_allocatable)} (of {_resources(k.node_capacity)})")),
         (
             "pod",
             escape(
                 f"requests = limits: {k.pod.accelerators} x {k.accelerator_resource}, {_resources(k.pod.resources)}"
+                f"{devices}"
             ),
         ),
     ]

@@ -31,7 +31,10 @@ checked against ``sdk/python/pulumi_aws/eks/{cluster,node_group,_inputs}.py`` at
   Cluster Autoscaler run;
 * a created cluster's network (``components.eks.network``: its own VPC, private subnets behind a
   NAT gateway) and its Cluster Autoscaler (``components.eks.autoscaler``); its Kubernetes version
-  is pinned (``eks.KUBERNETES_VERSION``) so the autoscaler's release matches it.
+  is pinned (``eks.KUBERNETES_VERSION``) so the autoscaler's release matches it;
+* on a created cluster whose nodes have EFA interfaces, AWS's EFA device plugin (``_efa_plugin``)
+  and NVIDIA's with ``mofedEnabled: false`` (``device_plugin_values``), so the pods' requests for
+  ``vpc.amazonaws.com/efa`` and huge pages (``fullserver.kube.fabric``) are served.
 """
 
 import base64
@@ -370,8 +373,25 @@ class _EksNodeGroups(pulumi.ComponentResource):
         return group
 
 
+def device_plugin_values(plan: KubePlan) -> dict[str, Any]:
+    """NVIDIA's device plugin's values: the GPU taint tolerated, the GPU nodes selected, and on EFA
+    nodes ``mofedEnabled: false``. From v0.19.0 the plugin's ``--mofed-enabled`` defaults to true and
+    mounts every ``/dev/infiniband/uverbs*`` into GPU containers, which conflicts with the EFA
+    plugin's allocation (NVIDIA/k8s-device-plugin v0.19.0 ``cmd/nvidia-device-plugin/main.go``);
+    the pinned 0.17.4 defaults it to false and its chart sets ``MOFED_ENABLED`` from a boolean
+    ``mofedEnabled`` (``deployments/helm/nvidia-device-plugin/templates/daemonset-device-plugin.yml``
+    at v0.17.4), so saying false keeps it off across a move of the pin."""
+    values: dict[str, Any] = {
+        "tolerations": [{"key": eks.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+        "nodeSelector": dict(GPU_PRESENT),
+    }
+    if plan.efa_interfaces:
+        values["mofedEnabled"] = False
+    return values
+
+
 def _device_plugin(
-    name: str, provider: pulumi.ProviderResource, parent: pulumi.Resource, after: list[pulumi.Resource]
+    name: str, plan: KubePlan, provider: pulumi.ProviderResource, parent: pulumi.Resource, after: list[pulumi.Resource]
 ) -> None:
     """NVIDIA's device plugin on a created cluster (``DEVICE_PLUGIN_CHART``): the AL2023 NVIDIA AMI
     does not run it, and without it no pod requesting ``nvidia.com/gpu`` schedules."""
@@ -385,10 +405,40 @@ def _device_plugin(
         version=version,
         repository_opts={"repo": repo},
         namespace="kube-system",
-        values={
-            "tolerations": [{"key": eks.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
-            "nodeSelector": dict(GPU_PRESENT),
-        },
+        values=device_plugin_values(plan),
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=after, delete_before_replace=True),
+    )
+
+
+def efa_plugin_values(plan: KubePlan) -> dict[str, Any]:
+    """The EFA plugin's values (``eks.EFA_DEVICE_PLUGIN_CHART``): its required node affinity narrowed
+    to the node groups' instance types (the chart's own list replaced, so a type newer than the chart
+    still gets the plugin), the node groups' taints tolerated (the chart tolerates only
+    ``CriticalAddonsOnly``) and the environment's nodes selected."""
+    return {
+        "supportedInstanceLabels": {"keys": ["node.kubernetes.io/instance-type"], "values": list(plan.instance_types)},
+        "tolerations": [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in plan.taints],
+        "nodeSelector": dict(plan.node_selector),
+    }
+
+
+def _efa_plugin(
+    name: str, plan: KubePlan, provider: pulumi.ProviderResource, parent: pulumi.Resource, after: list[pulumi.Resource]
+) -> Any:
+    """AWS's EFA device plugin on a created cluster whose nodes have EFA interfaces: the AL2023 NVIDIA
+    AMI carries the EFA software but not the plugin, so without it no pod gets ``vpc.amazonaws.com/efa``
+    (EKS user guide, "Manage EFA devices"). In ``kube-system``, as the user guide installs it."""
+    import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
+
+    chart, version, repo = eks.EFA_DEVICE_PLUGIN_CHART
+    return k8s.helm.v3.Release(
+        f"{name}-efa-device-plugin",
+        name=physical(k8s.helm.v3.Release, chart),  # named after its chart, as the others
+        chart=chart,
+        version=version,
+        repository_opts={"repo": repo},
+        namespace="kube-system",
+        values=efa_plugin_values(plan),
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=after, delete_before_replace=True),
     )
 
@@ -404,14 +454,15 @@ def _created_cluster_charts(
 ) -> list[pulumi.Resource]:
     """A created cluster's NVIDIA device plugin and Cluster Autoscaler, through one provider, and
     where it serves (``serving_vpc``: its VPC), the AWS Load Balancer Controller and the Metrics
-    Server add-on (``components.eks.load_balancer``), returned for the workload to wait on."""
+    Server add-on (``components.eks.load_balancer``), and on EFA nodes AWS's EFA device plugin,
+    returned for the workload to wait on."""
     import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
 
     provider = k8s.Provider(f"{name}-plugin-k8s", kubeconfig=config, opts=pulumi.ResourceOptions(parent=parent))
-    _device_plugin(name, provider, parent, [groups])
+    _device_plugin(name, plan, provider, parent, [groups])
     system = groups.system_group.node_group_name
     after: list[pulumi.Resource] = [groups, created.identity]
-    controllers = []
+    controllers = [_efa_plugin(name, plan, provider, parent, [groups])] if plan.efa_interfaces else []
     if serving_vpc is not None:
         controllers.append(
             lb_controller(name, plan, created.cluster, created.oidc, serving_vpc, system, provider, parent, after)

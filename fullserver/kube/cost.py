@@ -10,7 +10,10 @@ and their ceiling.
   a spot pool at the spot price, its on-demand fallback pool at on-demand, a single pool at the
   rate sizing ranked the shape by (on-demand, or less a commitment discount for reserved); a TPU
   pool's node is its share of the slice's price. The floor is what runs while nothing is asked
-  of the pool (0 for an elastic pool); the ceiling is every pool at its maximum together.
+  of the pool (0 for an elastic pool); the ceiling is every pool at its maximum together. Where the
+  autoscaler is told to grow the spot pool first (``KubePlan.spot_first``), the fallback pool runs
+  only the hours spot is out: the profile's ``spot_share`` is what the compute line's expected rate
+  rests on (``fullserver.hourly``), and the notes say so.
   Disks, local SSD and network stay the VM estimate's lines (``fullserver.cost``).
 * System pool: a created cluster's untainted CPU pool for its own pods (kube-dns/CoreDNS,
   konnectivity-agent, metrics-server; ``gke.SYSTEM_POOL_MACHINE_TYPE``, ``eks.SYSTEM_INSTANCE_TYPE``)
@@ -141,11 +144,13 @@ def kube_cost(
     per_node = 1 / plan.nodes_per_replica if spec.tpu is not None else 1.0  # a TPU node: its share of the slice
     pools = []
     for pool in plan.pools:
+        first = bool(plan.spot_first)  # the autoscaler grows the spot pool first (fullserver.kube.fallback)
         if pool.role == "spot":
             usd = (price.spot if price.spot is not None else price.on_demand) * per_node
             what = "spot" if price.spot is not None else "on-demand (no spot price published)"
+            what += ", grown first" if first else ""
         elif pool.role == "on-demand":
-            usd, what = price.on_demand * per_node, "on-demand fallback"
+            usd, what = price.on_demand * per_node, "on-demand fallback" + (", grown when spot is out" if first else "")
         else:
             rate = hourly_rate(offer, spec.region, profile, catalog)
             usd, what = rate.usd * per_node, rate.note

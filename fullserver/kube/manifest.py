@@ -19,7 +19,10 @@ Kubernetes requires for extended resources) and its share of the node's allocata
 and ephemeral storage, with ``limits == requests`` (Guaranteed QoS), the pool's tolerations and
 node selector, and a preference for spot nodes where a spot pool exists. Where the plan has a data
 volume (the VM's data disk, ``fullserver.kube.volume``), every pod mounts it at ``/data`` as a
-generic ephemeral volume, and the manifests start with its ``StorageClass``.
+generic ephemeral volume, and the manifests start with its ``StorageClass``. Pods on EFA nodes request
+every interface and the fabric's huge pages (``fullserver.kube.fabric``); where a compute class orders
+the spot pool before its fallback (GKE), the pods select it and the manifests start with it too
+(``fullserver.kube.fallback``).
 """
 
 from __future__ import annotations
@@ -56,8 +59,14 @@ def _labels(plan: KubePlan, app: str) -> dict[str, str]:
 
 
 def resources(plan: KubePlan) -> dict[str, dict[str, str]]:
-    """The pod's requests and limits: equal (Guaranteed QoS), accelerators in both."""
-    quantities = {**plan.pod.resources.quantities, plan.accelerator_resource: str(plan.pod.accelerators)}
+    """The pod's requests and limits: equal (Guaranteed QoS), accelerators in both, and the node's
+    fabric interfaces and huge pages where it has them (``PodShare.devices``: Kubernetes requires
+    requests equal to limits for extended resources and huge pages alike)."""
+    quantities = {
+        **plan.pod.resources.quantities,
+        plan.accelerator_resource: str(plan.pod.accelerators),
+        **plan.pod.devices,
+    }
     return {"requests": dict(quantities), "limits": dict(quantities)}
 
 
@@ -258,10 +267,16 @@ def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
 
 
 def _with_storage(plan: KubePlan, manifests: list[Manifest]) -> list[Manifest]:
-    """The pods' data volume StorageClass first (cluster-scoped, applied before what uses it)."""
-    if plan.data_volume is None:
-        return manifests
-    return [storage_class(plan.data_volume, _labels(plan, workload_name(plan))), *manifests]
+    """The pods' data volume StorageClass and the compute class that orders the pools first
+    (cluster-scoped, applied before what uses them)."""
+    first: list[Manifest] = []
+    if plan.data_volume is not None:
+        first.append(storage_class(plan.data_volume, _labels(plan, workload_name(plan))))
+    how = pool_member(plan.provider).spot_first
+    if plan.compute_class is not None and how is not None and how.compute_class is not None:
+        spot, fallback = (next(p.name for p in plan.pools if p.spot is s) for s in (True, False))
+        first.append(how.compute_class(plan.compute_class, spot, fallback, _labels(plan, workload_name(plan))))
+    return [*first, *manifests]
 
 
 def workload(

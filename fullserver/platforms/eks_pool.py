@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from fullserver.platforms import eks
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gke_reserved import Allocatable
-from fullserver.platforms.pool_rules import GpuNodes, PoolRules
+from fullserver.platforms.pool_rules import FabricPod, GpuNodes, PoolRules, SpotFirst
 
 if TYPE_CHECKING:
     from fullserver.tls import Tls
@@ -61,6 +61,40 @@ EKS_ATTACHED_METRICS_SERVER = (
     "serving HPA's CPU metric; fullserver installs it only on clusters it creates"
 )
 """EKS user guide, "View resource usage with the Kubernetes Metrics Server": not deployed by default."""
+
+
+EFA_POD = FabricPod(
+    resource=eks.EFA_RESOURCE,
+    hugepages_resource=eks.EFA_HUGEPAGES_RESOURCE,
+    pod_hugepages=eks.EFA_POD_HUGEPAGES,
+    preallocated_mib=eks.EFA_PREALLOCATED_HUGEPAGES_MIB,
+    attached_needs=eks.EFA_ATTACHED_PLUGIN,
+)
+"""Each pod takes every EFA interface of its node and the huge pages of AWS's NCCL example."""
+
+
+def _priorities(spot: str, fallback: str) -> str:
+    return "; ".join(f"{k}: {v[0]}" for k, v in eks.expander_priorities(spot, fallback).items())
+
+
+def spot_first_line(spot: str, fallback: str) -> str:
+    return (
+        f"{spot} first, then {fallback} when spot capacity is out: the Cluster Autoscaler's "
+        f"--expander={eks.EXPANDER} with its cluster-autoscaler-priority-expander ConfigMap ({_priorities(spot, fallback)})"
+    )
+
+
+def spot_first_attached(spot: str, fallback: str) -> str:
+    return (
+        f"the existing EKS cluster's Cluster Autoscaler must run with --expander={eks.EXPANDER} and a "
+        f"cluster-autoscaler-priority-expander ConfigMap in its namespace giving {_priorities(spot, fallback)}: "
+        f"otherwise it may grow {fallback} as often as {spot} and the profile's spot share the plan prices does not hold"
+    )
+
+
+SPOT_FIRST = SpotFirst(line=spot_first_line, attached_needs=spot_first_attached)
+"""Equal spot and on-demand groups look alike to the Cluster Autoscaler's default expander
+(least-waste since 2025, random before: its FAQ), so the priority expander names the spot group first."""
 
 
 def volume_parameters(kind: str, iops: int | None, mbps: int | None) -> dict[str, str]:
@@ -144,6 +178,8 @@ POOL_RULES = PoolRules(
     allocatable=allocatable,
     instance_store_raid0=True,
     efa=True,
+    fabric_pod=EFA_POD,
+    spot_first=SPOT_FIRST,
     spot_alternatives=True,
     kube_reserved=eks.kube_reserved,
     system_pool=system_pool,

@@ -14,7 +14,7 @@ from fullserver.platform import Platform
 from fullserver.platforms import gcp, gke
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gke_reserved import Allocatable
-from fullserver.platforms.pool_rules import GpuNodes, PoolNodes, PoolRules
+from fullserver.platforms.pool_rules import GpuNodes, PoolNodes, PoolRules, SpotFirst
 
 if TYPE_CHECKING:
     from fullserver.tls import Tls
@@ -165,6 +165,47 @@ def pod_monitoring(name: str, labels: dict[str, str], selector: dict[str, str], 
     }
 
 
+def compute_class(name: str, spot: str, fallback: str, labels: dict[str, str]) -> dict[str, Any]:
+    """The custom ComputeClass that tries the spot pool first (``cloud.google.com/v1``, GKE's
+    ComputeClass CRD reference): ``priorities`` in order, each naming one existing pool
+    (``nodepools``); ``whenUnsatisfiable: DoNotScaleUp`` so no other pool or machine is scaled up
+    when both are out; ``nodePoolAutoCreation`` off, as the pools are the stack's. GKE falls back to
+    the next priority when a scale-up of one fails (its Cluster Autoscaler's backoff)."""
+    return {
+        "apiVersion": "cloud.google.com/v1",
+        "kind": "ComputeClass",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "priorities": [{"nodepools": [spot]}, {"nodepools": [fallback]}],
+            "whenUnsatisfiable": "DoNotScaleUp",
+            "nodePoolAutoCreation": {"enabled": False},
+        },
+    }
+
+
+def spot_first_line(spot: str, fallback: str) -> str:
+    return (
+        f"{spot} first, then {fallback} when spot capacity is out: a custom ComputeClass whose priorities "
+        "name the spot pool, then the on-demand one (whenUnsatisfiable DoNotScaleUp); the pods select it"
+    )
+
+
+def spot_first_attached(spot: str, fallback: str) -> str:
+    return (
+        f"the existing GKE cluster must run GKE {gke.COMPUTE_CLASS_MIN_VERSION} or later for the ComputeClass that "
+        f"tries {spot} before {fallback}: on an older one the workload's manifests do not apply"
+    )
+
+
+SPOT_FIRST = SpotFirst(
+    line=spot_first_line,
+    attached_needs=spot_first_attached,
+    class_label=gke.COMPUTE_CLASS_LABEL,
+    compute_class=compute_class,
+)
+"""Two autoscaled pools of one machine type look alike to GKE's autoscaler; a ComputeClass orders them."""
+
+
 def read_secret(region: str, secret: str) -> list[str]:
     """A Secret Manager secret's latest version."""
     return ["gcloud", "secrets", "versions", "access", "latest", f"--secret={secret}"]
@@ -196,6 +237,7 @@ POOL_RULES = PoolRules(
     fixed_nodes=fixed_nodes,
     unzoned_fixed=unzoned_fixed,
     flex_start_warnings=gke.flex_start_warnings,
+    spot_first=SPOT_FIRST,
     system_pool=system_pool,
     fee_note=(
         "GKE cluster fee {usd_hour:.2f}/h; the free tier's {free_tier:.2f}/month credit "

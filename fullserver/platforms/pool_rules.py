@@ -29,7 +29,17 @@ from fullserver.platforms.gke_reserved import Allocatable, NodeResources
 if TYPE_CHECKING:  # TLS is the core's
     from fullserver.tls import Tls
 
-__all__ = ["Allocatable", "GpuNodes", "NodeResources", "PoolKey", "PoolNodes", "PoolRules", "Taint"]
+__all__ = [
+    "Allocatable",
+    "FabricPod",
+    "GpuNodes",
+    "NodeResources",
+    "PoolKey",
+    "PoolNodes",
+    "PoolRules",
+    "SpotFirst",
+    "Taint",
+]
 
 PoolKey = Literal["gke", "eks"]
 """A member's key: ``KubePlan.provider`` and ``DataVolume.provider`` in the plan JSON."""
@@ -80,6 +90,40 @@ class PoolNodes:
         return self.slice_topology is not None
 
 
+@dataclass(frozen=True)
+class FabricPod:
+    """What a pod takes of a node's scale-out fabric (EKS's EFA interfaces): the device plugin's
+    resource, one per interface, and the huge pages the fabric's driver works in, which the node
+    pre-allocates and kubelet takes off its allocatable memory (Kubernetes HugePages KEP:
+    "Pre-allocated huge pages reduce the amount of allocatable memory on a node")."""
+
+    resource: str
+    hugepages_resource: str
+    pod_hugepages: str
+    """What each pod requests (a Kubernetes quantity)."""
+    preallocated_mib: float
+    """What the node pre-allocates, off its allocatable memory."""
+    attached_needs: str
+    """What an attached cluster must already run for pods to get the interfaces."""
+
+
+@dataclass(frozen=True)
+class SpotFirst:
+    """How a member's autoscaler is told to grow the spot pool before its on-demand fallback, so
+    the profile's spot share (``cost.spot_share``) is what the plan prices and the cluster does."""
+
+    line: Callable[[str, str], str]
+    """(spot pool, fallback pool) -> the plan's line saying the order and what enforces it."""
+    attached_needs: Callable[[str, str], str] | None = None
+    """(spot pool, fallback pool) -> what an attached cluster must run for the order to hold."""
+    class_label: str = ""
+    """The node label (and ``NoSchedule`` taint key) that binds the pools to a compute class,
+    which the pods select: GKE's custom ComputeClass; "" where the member has none."""
+    compute_class: Callable[[str, str, str, dict[str, str]], dict[str, Any]] | None = None
+    """(class name, spot pool, fallback pool, labels) -> the compute class object the workload's
+    manifests start with."""
+
+
 def _no_gaps(platform: Platform, machine_type: str, nodes: int) -> list[str]:
     return []
 
@@ -117,6 +161,10 @@ class PoolRules:
     efa: bool = False
     """The nodes get the spec's EFA interfaces (an EKS launch template's network interfaces); a
     member without them says so in ``vm_gaps``."""
+    fabric_pod: FabricPod | None = None
+    """What each pod requests of those interfaces (with ``efa``)."""
+    spot_first: SpotFirst | None = None
+    """How the autoscaler is told to try the spot pool first (``None``: the member has no fallback pool)."""
     spot_alternatives: bool = False
     """A spot pool also runs the spec's balanced alternative shapes (an EKS managed node group
     takes several instance types: more spot capacity pools)."""

@@ -377,3 +377,43 @@ def test_efa_nodes_in_given_subnets_of_an_attached_cluster_keep_its_vpc_and_grou
     template = g.one("ec2/launchTemplate:LaunchTemplate").inputs
     assert all("sg-cluster" in nic["securityGroups"] for nic in template["networkInterfaces"])
     assert g.of_type("eks/cluster:Cluster") == []
+
+
+def test_efa_nodes_on_a_created_cluster_get_the_efa_device_plugin(
+    plans: Plans, build: Build, resource_options: Any
+) -> None:
+    plan = spec_of(plans, "eks-gpu-cluster").kube
+    assert plan is not None and plan.efa_interfaces == 32
+    g = build(lambda: EksEnvironment("p5", eks_args(plan)))
+    releases = {r.inputs["chart"]: r for r in g.of_type("helm.sh/v3:Release")}
+    efa = releases["aws-efa-k8s-device-plugin"]
+    assert efa.inputs == {
+        "compat": "true",  # pulumi-kubernetes' own input on every Release
+        "name": "aws-efa-k8s-device-plugin",  # named after its chart: Helm refuses a generated name past 53
+        "chart": "aws-efa-k8s-device-plugin",
+        "version": "v0.5.30",
+        "repositoryOpts": {"repo": "https://aws.github.io/eks-charts"},
+        "namespace": "kube-system",
+        "values": {
+            # the chart's required node affinity, narrowed to the group's instance type
+            "supportedInstanceLabels": {"keys": ["node.kubernetes.io/instance-type"], "values": ["p5.48xlarge"]},
+            # the chart tolerates only CriticalAddonsOnly: the GPU taint is the group's
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "nodeSelector": {"fullserver-environment": "eks-gpu-cluster"},
+        },
+    }
+    assert resource_options["p5-efa-device-plugin"].depends_on  # after the node groups exist
+    # NVIDIA's plugin leaves /dev/infiniband to the EFA plugin (mofed detection off)
+    assert releases["nvidia-device-plugin"].inputs["values"] == {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "nodeSelector": {"nvidia.com/gpu.present": "true"},
+        "mofedEnabled": False,
+    }
+
+
+def test_nodes_without_efa_get_no_efa_plugin_and_nvidia_keeps_its_defaults(plans: Plans, build: Build) -> None:
+    plan = kube_plan(spec_of(plans, "exp-aws-l4-spot"), Platform.EKS_GPU)
+    g = build(lambda: EksEnvironment("exp", eks_args(plan)))
+    releases = {r.inputs["chart"]: r.inputs for r in g.of_type("helm.sh/v3:Release")}
+    assert "aws-efa-k8s-device-plugin" not in releases
+    assert "mofedEnabled" not in releases["nvidia-device-plugin"]["values"]
