@@ -129,8 +129,9 @@ def kube_ask(ask: QuotaAsk, kube: KubePlan, catalog: Catalog | None) -> QuotaAsk
         shape=kube.machine_type,
         slice_type=ask.shape if kube.tpu_slice_topology else "",
         accelerators=kube.accelerators_per_node,
-        pools=tuple(Pool(p.max_nodes, p.spot) for p in kube.pools),
-        spot=any(p.spot for p in kube.pools),
+        # flex-start nodes draw on the preemptible quotas as Spot ones do (gcp-flex-start)
+        pools=tuple(Pool(p.max_nodes, p.spot or kube.flex_start) for p in kube.pools),
+        spot=any(p.spot for p in kube.pools) or kube.flex_start,
         local_ssds=kube.local_ssd_count,
         # a created cluster's nodes are private; an attached pool's follow its cluster, unknown here
         node_public_ips=0,

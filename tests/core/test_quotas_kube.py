@@ -165,3 +165,23 @@ def test_a_tpu_v4_spot_slice_counts_against_v4s_preemptible_quota_in_zone_and_re
         ("TPUV4sPreemptiblePodPerProjectPerRegionForTPUAPI", "us-central2", 32, "TensorCores"),
     ]
     assert tpu.quotas(replace(ask, spot=False), TABLE) == []  # on-demand v4 IDs: no source, no guess
+
+
+def test_a_flex_start_pool_draws_on_the_preemptible_gpu_quota(tmp_path: Path) -> None:
+    """Flex-start VMs consume preemptible quota (Compute Engine "About flex-start VMs"), on GKE too."""
+    stack = tmp_path / "Pulumi.flex.yaml"
+    stack.write_text(
+        "config:\n  gcp:project: p\n  fullserver:profile: realtime-inference\n  fullserver:platform: gke-gpu\n"
+        "  fullserver:region: us-central1\n  fullserver:zone: us-central1-a\n  fullserver:accelerator: L4\n"
+        "  fullserver:acceleratorCount: 1\n  fullserver:owner: t\n  fullserver:flexStart: true\n"
+        "  fullserver:serving:\n    apiKeySecret: k\n"
+    )
+    [plan] = plan_paths([stack])
+    found = needs(plan)
+    assert found["PREEMPTIBLE_NVIDIA_L4_GPUS"] == ("us-central1", 8, "GPUs") and "NVIDIA_L4_GPUS" not in found
+    assert "PREEMPTIBLE_LOCAL_SSD_GB" in found and "LOCAL_SSD_TOTAL_GB" not in found
+
+
+def test_a_node_pool_stack_whose_quota_starts_at_zero_is_told_its_capacity_paths(plans: dict[str, StackPlan]) -> None:
+    """EC2's P quota is 0 in a new account: the EKS stack, reserved, is pointed at the on-demand request."""
+    assert [(p.path, p.usd_hour) for p in plans["eks-gpu-cluster"].capacity_paths] == [("on-demand", 55.04)]

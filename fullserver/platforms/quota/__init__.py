@@ -164,7 +164,8 @@ class QuotaNeed:
 
 @dataclass(frozen=True)
 class Pool:
-    """One node pool of a node-pool platform, at the most: its nodes and whether they are Spot."""
+    """One node pool of a node-pool platform, at the most: its nodes, and whether they draw on
+    the preemptible (Spot) quotas: Spot nodes and GKE flex-start nodes do."""
 
     machines: int
     spot: bool
