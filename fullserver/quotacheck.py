@@ -66,6 +66,23 @@ ClientFor = Callable[[str, str], Any]
 """(service name, region) -> a boto3 client (a Stubber's, in tests)."""
 
 
+COUNTS: dict[tuple[str, str], tuple[str, str, str, dict[str, Any]]] = {
+    ("ec2", "addresses"): ("ec2", "describe_addresses", "Addresses", {}),
+    ("vpc", "VPCs"): ("ec2", "describe_vpcs", "Vpcs", {}),
+    ("vpc", "internet gateways"): ("ec2", "describe_internet_gateways", "InternetGateways", {}),
+    # every live NAT gateway of the Region: at least as many as any one Availability Zone holds
+    ("vpc", "NAT gateways"): (
+        "ec2",
+        "describe_nat_gateways",
+        "NatGateways",
+        {"Filters": [{"Name": "state", "Values": ["pending", "available"]}]},
+    ),
+    ("eks", "clusters"): ("eks", "list_clusters", "clusters", {}),
+}
+"""(quota service, unit) -> the client, call and response key whose list length is the quota's
+usage in the Region (first page: these defaults are single digits to a hundred)."""
+
+
 class AwsReader:
     """Service Quotas for limits, EC2 for usage, per region, with the caller's credentials."""
 
@@ -113,11 +130,11 @@ class AwsReader:
     def in_use(self, need: QuotaNeed) -> float | None:
         if need.service == "ec2" and need.unit == "vCPUs":
             return self.vcpus_in_use(need)
-        if need.service == "ec2" and need.unit == "addresses":
-            return float(len(self.client_for("ec2", need.scope).describe_addresses()["Addresses"]))
-        if need.service == "vpc":
-            return float(len(self.client_for("ec2", need.scope).describe_vpcs()["Vpcs"]))
-        return None
+        count = COUNTS.get((need.service, need.unit))
+        if count is None:
+            return None
+        service, call, key, kwargs = count
+        return float(len(getattr(self.client_for(service, need.scope), call)(**kwargs)[key]))
 
     def read(self, need: QuotaNeed) -> QuotaStatus:
         limit = self.limit(need)

@@ -23,6 +23,7 @@ from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import aws, gke
 from fullserver.platforms.base import CAPACITY_RULES, GPU_SERVING, NameRule, PlatformRules, Refusal, Request
 from fullserver.platforms.network.kube import EKS_NETWORK
+from fullserver.platforms.quota import eks as quota
 
 CLUSTER_TYPE = "aws:eks/cluster:Cluster"
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
@@ -240,6 +241,7 @@ RULES = PlatformRules(
     zone_form=aws.ZONES,
     region_peers=aws.REGION_PEERS,
     rules=(*CAPACITY_RULES, gpu_only, aws.data_disk_kind),
+    quotas=quota.quotas,
 )
 
 

@@ -69,6 +69,8 @@ from fullserver.platforms.gke_reserved import (
     memory_reserved_mib as memory_reserved_mib,
 )
 from fullserver.platforms.network.kube import GKE_NETWORK
+from fullserver.platforms.quota import gcp as gcp_quota
+from fullserver.platforms.quota import gke as gke_quota
 
 # --- names ---------------------------------------------------------------------------------------
 # GKE cluster names: lowercase RFC 1035 labels; the API refuses longer ones with "Cluster.name
@@ -168,6 +170,7 @@ def fixed_pool_nodes(total: int, zones: int | None) -> tuple[int, int]:
 SYSTEM_POOL_MACHINE_TYPE = "e2-standard-4"
 SYSTEM_POOL_NODES_PER_ZONE = 1
 SYSTEM_POOL_DISK_GIB = 50
+SYSTEM_POOL_DISK_KIND = "pd-balanced"
 """A cluster fullserver creates gets one untainted pool besides the accelerator pools: every
 accelerator pool is tainted (``nvidia.com/gpu``/``google.com/tpu``) and may sit at zero, and GKE's
 own Deployments (kube-dns, konnectivity-agent, metrics-server) tolerate no such taint
@@ -371,6 +374,7 @@ GPU_RULES = PlatformRules(
     zone_from_catalog=True,
     region_peers=gcp.REGION_PEERS,
     rules=(flex_not_spot, gcp.data_disk_kind),
+    quotas=gcp_quota.quotas,  # a GKE node is a Compute Engine VM: the GPU VM's quotas, pool by pool
 )
 
 TPU_RULES = PlatformRules(
@@ -397,6 +401,7 @@ TPU_RULES = PlatformRules(
     rules=(tpu.zone_needed, tpu_slice_shape, flex_not_spot),
     multi_node=tpu.MULTISLICE,
     network=GKE_NETWORK,
+    quotas=gke_quota.tpu_quotas,
 )
 
 PLATFORMS = (GPU_RULES, TPU_RULES)

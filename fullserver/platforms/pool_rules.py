@@ -184,6 +184,9 @@ class PoolRules:
     # --- the cluster
     system_pool: Callable[[str | None], tuple[str, int]]
     """The pool's zone -> a created cluster's untainted system pool: machine type and nodes in all."""
+    system_disk: tuple[str, int] | None = None
+    """The system pool's boot disk (kind, GiB), where the member sizes it (the quota it counts
+    against, ``fullserver.quotas``); ``None``: the cloud's default volume, not sized here."""
     fee_note: str
     """What the cluster fee rests on (``{usd_hour}``, ``{free_tier}``, ``{applies_to}``)."""
     credentials_hint: Callable[[str, str, str, str | None], str]

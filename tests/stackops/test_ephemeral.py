@@ -480,6 +480,20 @@ def test_a_short_quota_stops_the_run_before_stack_init_and_up(fake_pulumi: FakeP
     assert fake_pulumi.calls() == []  # no stack, nothing to destroy
 
 
+def test_a_node_pool_stack_short_of_its_pools_gpus_stops_before_up(fake_pulumi: FakePulumi, project: Path) -> None:
+    """A GKE pool draws on Compute Engine's GPU quotas like a GPU VM: short of spot L4s, the run
+    stops before anything is built rather than leaving a pool whose nodes never come."""
+    account = Account({"PREEMPTIBLE_NVIDIA_L4_GPUS": 0, "NVIDIA_L4_GPUS": 16, "GPUS_ALL_REGIONS": 16})
+    short = lambda needs, project: {"gcp": account}  # noqa: E731
+    with (
+        pytest.raises(QuotaShort, match=r"PREEMPTIBLE_NVIDIA_L4_GPUS .* needs 4 GPUs, limit 0") as err,
+        ephemeral_stack(base_stack="gke-gpu-attach", **opts(fake_pulumi, project, quota_readers=short)),
+    ):
+        pytest.fail("must not get here")
+    assert err.value.exit_code == 4
+    assert fake_pulumi.calls() == []
+
+
 def test_enough_quota_goes_on_to_up(fake_pulumi: FakePulumi, project: Path) -> None:
     events: list[Event] = []
     enough = readers({"L-DB2E81BA": 64, "L-7A658B76": 50, "L-F678F1CE": 5})
@@ -487,7 +501,7 @@ def test_enough_quota_goes_on_to_up(fake_pulumi: FakePulumi, project: Path) -> N
         base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=enough, notify=events.append)
     ):
         assert "up" in fake_pulumi.commands()
-    assert QuotasChecked(3) in events
+    assert QuotasChecked(4) in events  # G vCPUs, gp3 storage, the VPC and its internet gateway
 
 
 def test_without_credentials_the_check_says_so_and_the_run_goes_on(fake_pulumi: FakePulumi, project: Path) -> None:
