@@ -4,8 +4,8 @@ Inputs follow pulumi-aws 7.x ``eks.Cluster``/``eks.NodeGroup``/``ec2.LaunchTempl
 checked against ``/work/shared/reference/kubernetes.md`` section 6):
 
 * the cluster, created only when the plan names none: its IAM role (``AmazonEKSClusterPolicy``),
-  its subnets (``components.eks.network``), the private endpoint always on and the public one off when asked
-  (``private_endpoint``), access entries (``authentication_mode = API``), standard support
+  its subnets (``components.eks.network``), the private endpoint always on and the public one only for
+  the stack's ``controlPlaneSourceRanges`` (``vpc_config``), access entries (``authentication_mode = API``), standard support
   (``upgrade_policy.support_type = STANDARD``: the API default EXTENDED bills $0.60 per hour once
   the version leaves standard support), deletion protection for protected profiles, and workload
   identity: the Pod Identity Agent add-on (default), or an IAM OIDC provider for IRSA;
@@ -50,6 +50,7 @@ from components.eks.storage import ebs_csi_driver
 from components.names import logical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
+from fullserver.kube.access import api_endpoint
 from fullserver.kube.kubeconfig import eks_kubeconfig
 from fullserver.kube.serve import endpoint_of, lb_service_name, manual_endpoint
 from fullserver.naming import fit_name
@@ -124,11 +125,11 @@ class _EksCluster(pulumi.ComponentResource):
             name=plan.cluster_name,
             role_arn=role.arn,
             version=self.version,
-            vpc_config={
-                "subnet_ids": network.subnet_ids if network.cluster_subnet_ids is None else network.cluster_subnet_ids,
-                "endpoint_private_access": True,
-                "endpoint_public_access": not args["private_endpoint"],
-            },
+            vpc_config=vpc_config(
+                plan,
+                network.subnet_ids if network.cluster_subnet_ids is None else network.cluster_subnet_ids,
+                args["private_endpoint"],
+            ),
             access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
             upgrade_policy={"support_type": "STANDARD"},
             deletion_protection=plan.protect,
@@ -154,6 +155,22 @@ class _EksCluster(pulumi.ComponentResource):
                 opts=child,
             )
         self.register_outputs({"cluster": self.cluster.name})
+
+
+def vpc_config(plan: KubePlan, subnet_ids: Any, private_endpoint: bool) -> aws.eks.ClusterVpcConfigArgsDict:
+    """The cluster's ``vpc_config`` (pulumi-aws 7.51.1 ``eks.ClusterVpcConfigArgs``): the private
+    endpoint always on, so nodes reach the API inside the VPC; the public one only for the stack's
+    ranges (``public_access_cidrs``, else EKS admits ``0.0.0.0/0``: EKS user guide, "Cluster API
+    server endpoint"), or none (``fullserver.kube.access.api_endpoint``)."""
+    reach = api_endpoint(plan, private_endpoint)
+    config: aws.eks.ClusterVpcConfigArgsDict = {
+        "subnet_ids": subnet_ids,
+        "endpoint_private_access": True,
+        "endpoint_public_access": bool(reach.public_cidrs),
+    }
+    if reach.public_cidrs:
+        config["public_access_cidrs"] = list(reach.public_cidrs)
+    return config
 
 
 def _issuer(identities: Any) -> str:

@@ -276,7 +276,7 @@ def test_irsa_creates_an_oidc_provider_instead_of_the_agent(plans: Plans, build:
     assert oidc["clientIdLists"] == ["sts.amazonaws.com"]
     (group,) = groups(g).values()
     assert group["scalingConfig"] == {"minSize": 2, "maxSize": 8, "desiredSize": 2}  # the serving range
-    assert g.one("eks/cluster:Cluster").inputs["vpcConfig"]["endpointPublicAccess"] is True
+    assert g.one("eks/cluster:Cluster").inputs["vpcConfig"]["endpointPublicAccess"] is False  # no ranges: private
 
 
 def test_desired_size_is_left_to_the_autoscaler(plans: Plans, build: Build, resource_options: Any) -> None:
