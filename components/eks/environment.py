@@ -259,6 +259,26 @@ def launch_template_inputs(
     return inputs
 
 
+def system_template_inputs(plan: KubePlan) -> dict[str, Any]:
+    """The system group's launch template: its root volume as the plan prices it
+    (``eks.SYSTEM_DISK_GIB`` GiB ``eks.SYSTEM_DISK_KIND``, encrypted; EKS's own template would make
+    it gp2, aws/containers-roadmap#1417) and IMDSv2 at one hop as on the GPU groups; no AMI and no
+    user data, so EKS picks the AMI of ``ami_type`` and bootstraps the node itself (EKS user guide,
+    "Customize managed nodes with launch templates"). ``disk_size`` is then left unset: EKS refuses
+    it beside a launch template (EKS API ``CreateNodegroup.diskSize``)."""
+    return {
+        "block_device_mappings": [
+            {
+                "device_name": eks.ROOT_DEVICE,
+                "ebs": {"volume_size": eks.SYSTEM_DISK_GIB, "volume_type": eks.SYSTEM_DISK_KIND, "encrypted": "true"},
+            }
+        ],
+        "metadata_options": {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 1},
+        "tag_specifications": [{"resource_type": "instance", "tags": aws_tags(plan.cloud_labels, plan.environment)}],
+        "update_default_version": True,
+    }
+
+
 class _EksNodeGroups(pulumi.ComponentResource):
     """The plan's managed node groups on ``cluster_name``, their role and launch template."""
 
@@ -320,8 +340,15 @@ class _EksNodeGroups(pulumi.ComponentResource):
         self, name: str, plan: KubePlan, network: EksNetwork, cluster_name: pulumi.Input[str], attachments: list[Any]
     ) -> aws.eks.NodeGroup:
         """A created cluster's untainted group for CoreDNS and other system pods (``eks.SYSTEM_AMI_TYPE``):
-        EKS's own launch template, the cluster's subnets, fixed size."""
+        the cluster's subnets, fixed size, and a launch template of its own (``system_template_inputs``)."""
         group_name = fit_name(eks.NODE_GROUP_TYPE, f"{plan.environment}-system", "nodeGroupName")
+        template = aws.ec2.LaunchTemplate(
+            logical(aws.ec2.LaunchTemplate, f"{name}-system-lt"),
+            description=f"fullserver {plan.environment}: EKS system nodes",
+            tags=aws_tags(plan.cloud_labels, f"{name}-system-lt"),
+            opts=pulumi.ResourceOptions(parent=self),
+            **system_template_inputs(plan),
+        )
         return aws.eks.NodeGroup(
             f"{name}-system",
             cluster_name=cluster_name,
@@ -337,6 +364,7 @@ class _EksNodeGroups(pulumi.ComponentResource):
                 "desired_size": eks.SYSTEM_NODES,
             },
             labels=dict(plan.labels),
+            launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             update_config={"max_unavailable": 1},
             tags=aws_tags(plan.cloud_labels, group_name),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *network.egress]),

@@ -233,7 +233,7 @@ def system_pool(
             "machine_type": gke.SYSTEM_POOL_MACHINE_TYPE,
             "image_type": gke.IMAGE_TYPE,
             "disk_size_gb": gke.SYSTEM_POOL_DISK_GIB,
-            "disk_type": "pd-balanced",
+            "disk_type": gke.SYSTEM_POOL_DISK_KIND,  # as priced: fullserver.kube.cost.system_disk_usd_hour
             "labels": dict(plan.labels),
             "resource_labels": gcp_labels(plan.cloud_labels),
             "service_account": service_account,

@@ -166,6 +166,7 @@ POOL_RULES = PoolRules(
     spot_alternatives=True,
     kube_reserved=eks.kube_reserved,
     system_pool=system_pool,
+    system_disk=(eks.SYSTEM_DISK_KIND, eks.SYSTEM_DISK_GIB),
     fee_note="EKS cluster fee {usd_hour:.2f}/h on standard support",
     credentials_hint=credentials_hint,
     connect=connect,

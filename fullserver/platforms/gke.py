@@ -159,6 +159,7 @@ def fixed_pool_nodes(total: int, zones: int | None) -> tuple[int, int]:
 SYSTEM_POOL_MACHINE_TYPE = "e2-standard-4"
 SYSTEM_POOL_NODES_PER_ZONE = 1
 SYSTEM_POOL_DISK_GIB = 50
+SYSTEM_POOL_DISK_KIND = "pd-balanced"
 """A cluster fullserver creates gets one untainted pool besides the accelerator pools: every
 accelerator pool is tainted (``nvidia.com/gpu``/``google.com/tpu``) and may sit at zero, and GKE's
 own Deployments (kube-dns, konnectivity-agent, metrics-server) tolerate no such taint

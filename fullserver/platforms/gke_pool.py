@@ -218,6 +218,7 @@ POOL_RULES = PoolRules(
     unzoned_fixed=unzoned_fixed,
     flex_start_warnings=gke.flex_start_warnings,
     system_pool=system_pool,
+    system_disk=(gke.SYSTEM_POOL_DISK_KIND, gke.SYSTEM_POOL_DISK_GIB),
     fee_note=(
         "GKE cluster fee {usd_hour:.2f}/h; the free tier's {free_tier:.2f}/month credit "
         "applies to {applies_to} clusters only, not this regional one"

@@ -136,6 +136,8 @@ class PoolRules:
     # --- the cluster
     system_pool: Callable[[str | None], tuple[str, int]]
     """The pool's zone -> a created cluster's untainted system pool: machine type and nodes in all."""
+    system_disk: tuple[str, int]
+    """Each system node's boot disk as the component builds it: (disk kind, GiB)."""
     fee_note: str
     """What the cluster fee rests on (``{usd_hour}``, ``{free_tier}``, ``{applies_to}``)."""
     credentials_hint: Callable[[str, str, str, str | None, bool], str]
