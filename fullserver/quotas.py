@@ -122,7 +122,7 @@ def kube_ask(ask: QuotaAsk, kube: KubePlan, catalog: Catalog | None) -> QuotaAsk
         member = pool_member(kube.provider)
         shape, nodes = member.system_pool(kube.zone)
         vcpus = (catalog or load_catalog()).machine_vcpus.get(shape, 0)
-        kind, gib = member.system_disk or ("", 0)
+        kind, gib = member.system_disk
         system = SystemMachines(shape, nodes, vcpus, kind, gib)
     return replace(
         ask,

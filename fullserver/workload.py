@@ -30,7 +30,7 @@ from pydantic.alias_generators import to_camel
 from fullserver.baremetal.keys import HostKeyLine, PublicKeyLine
 from fullserver.catalog.model import AcceleratorKind, Platform
 from fullserver.errors import InputError
-from fullserver.kube.access import MAX_SUBNETS, Identity, check_subnet_id, location_problem, way_in_refusal
+from fullserver.kube import access
 from fullserver.platforms import option_refusal, rules_for, zone_problem
 from fullserver.rules import (
     MAX_HOURS_PER_MONTH,
@@ -339,13 +339,21 @@ class Workload(Camel):
         default=False,
         description="gke-gpu, gke-tpu, eks-gpu, a created cluster: its control plane answers only on its private address (kubectl and pulumi up then run from inside its network).",
     )
-    cluster_identity: Annotated[Identity | None, _unset("")] = Field(
+    cluster_identity: Annotated[access.Identity | None, _unset("")] = Field(
         default=None,
         description="eks-gpu, a created cluster: how pods get AWS credentials, pod-identity (the Pod Identity Agent add-on) or irsa (an IAM OIDC provider); empty: pod-identity.",
     )
-    subnets: Annotated[Annotated[list[StrictStr], Field(max_length=MAX_SUBNETS)] | None, _unset([])] = Field(
+    subnets: Annotated[access.Subnets | None, _unset([])] = Field(
         default=None,
         description="eks-gpu with fullserver:cluster: subnets of the cluster's VPC for the node groups (subnet-...); empty: the cluster's own.",
+    )
+    control_plane_source_ranges: Annotated[access.ApiRanges | None, _unset([])] = Field(
+        default=None,
+        description="gke-gpu, gke-tpu, eks-gpu, a created cluster: the only CIDR ranges its Kubernetes API admits (EKS at most 40, GKE 50; kubectl and pulumi up run from them); empty: none (EKS: private only; GKE: its DNS endpoint with IAM).",
+    )
+    control_plane_open_to_internet: StrictBool = Field(
+        default=False,
+        description="gke-gpu, gke-tpu, eks-gpu, a created cluster: open its Kubernetes API to the whole internet (0.0.0.0/0), on purpose; the plan warns.",
     )
     dedicated: Annotated[Dedicated | None, _unset({})] = Field(
         default=None,
@@ -374,16 +382,11 @@ class Workload(Camel):
     def _region_name(cls, region: str) -> str:
         return check_region_name(region)
 
-    @field_validator("subnets")
-    @classmethod
-    def _subnet_ids(cls, v: list[str] | None) -> list[str] | None:
-        return None if v is None else [check_subnet_id(s) for s in v]
-
     @field_validator("cluster_location")
     @classmethod
     def _location_in_region(cls, location: str | None, info: ValidationInfo) -> str | None:
         region = info.data.get("region")
-        problem = None if location is None or region is None else location_problem(location, region)
+        problem = None if location is None or region is None else access.location_problem(location, region)
         if problem is not None:
             raise ValueError(problem)
         return location
@@ -459,13 +462,7 @@ class Workload(Camel):
 
     def _check_way_in(self) -> None:
         """Keys of a created cluster with ``cluster`` set, or of an existing one without it."""
-        found = way_in_refusal(
-            attached=self.cluster is not None,
-            location=self.cluster_location is not None,
-            private_endpoint=self.private_endpoint,
-            identity=self.cluster_identity is not None,
-            subnets=self.subnets is not None,
-        )
+        found = access.cluster_keys_refusal(self)
         if found is not None:
             raise KeyProblem(*found)
 
@@ -491,6 +488,8 @@ class Workload(Camel):
             ("privateEndpoint", self.private_endpoint),
             ("clusterIdentity", self.cluster_identity is not None),
             ("subnets", self.subnets is not None),
+            ("controlPlaneSourceRanges", self.control_plane_source_ranges is not None),
+            ("controlPlaneOpenToInternet", self.control_plane_open_to_internet),
         ]
         return [key for key, is_set in keys if is_set]
 

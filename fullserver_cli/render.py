@@ -14,7 +14,7 @@ from rich.text import Text
 from fullserver.balance import BalanceReport
 from fullserver.catalog import Offer
 from fullserver.kube import KubePlan, Resources
-from fullserver.kube.access import pod_credentials
+from fullserver.kube.access import control_plane, pod_credentials
 from fullserver.plan import StackPlan, budget_breaches
 from fullserver.platforms import rules_for
 from fullserver.profiles import Profile
@@ -234,7 +234,8 @@ def _way_in(k: KubePlan) -> str:
     a = k.access
     if a is None:
         return ""
-    said = ["private endpoint only" if a.private_endpoint else "", pod_credentials(k)]
+    reach = control_plane(k.provider, a) if k.create_cluster else ""
+    said = [reach, pod_credentials(k)]
     if a.subnets:
         said.append("node groups in " + ", ".join(a.subnets))
     return "".join(f"; {s}" for s in said if s)

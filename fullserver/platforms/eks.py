@@ -41,6 +41,12 @@ plugin is not (install it, or the GPU Operator). AL2 AMIs ended 2025-11-26."""
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 SYSTEM_INSTANCE_TYPE = "m6i.large"
 SYSTEM_NODES = 1
+SYSTEM_DISK_GIB = 20
+SYSTEM_DISK_KIND = "gp3"
+"""The system node's root volume, built by its own launch template (``components.eks``): 20 GiB,
+EKS's own default size ("The default disk size is 20 GiB for Linux", EKS API
+``CreateNodegroup.diskSize``), as encrypted gp3 where EKS's default launch template would make it
+gp2 (aws/containers-roadmap#1417), which the catalog does not price."""
 """A cluster fullserver creates gets one untainted managed node group besides the GPU groups: every
 GPU group is tainted ``nvidia.com/gpu`` and may sit at zero, and CoreDNS (an EKS default add-on)
 does not tolerate that taint, so without it cluster DNS never runs (the same holds on GKE,

@@ -35,8 +35,27 @@ def system_pool(zone: str | None) -> tuple[str, int]:
     return eks.SYSTEM_INSTANCE_TYPE, eks.SYSTEM_NODES
 
 
-def credentials_hint(cluster: str, location: str, region: str, project: str | None) -> str:
-    return f"run `aws eks update-kubeconfig --name {cluster} --region {region}`, or pass --kubeconfig / --context"
+def credentials_hint(cluster: str, location: str, region: str, project: str | None, dns: bool = False) -> str:
+    return f"run `{connect(cluster, location, region, project or '', dns)}`, or pass --kubeconfig / --context"
+
+
+def connect(cluster: str, location: str, region: str, project: str, dns: bool) -> str:
+    """``aws eks update-kubeconfig``: one endpoint name, public or private as the cluster has it."""
+    return f"aws eks update-kubeconfig --name {cluster} --region {region}"
+
+
+API_RANGES_MAX = 40
+"""EKS "Public endpoint CIDR ranges per cluster": 40, not adjustable (EKS user guide, service
+quotas, quota L-93A74D60: https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html)."""
+API_WITHOUT_RANGES = "private endpoint only (inside its VPC; no fullserver:controlPlaneSourceRanges)"
+"""A created cluster without ``controlPlaneSourceRanges``: ``endpoint_public_access = false`` beside
+``endpoint_private_access = true`` (EKS user guide, "Cluster API server endpoint"): nothing outside
+the VPC reaches the API, where EKS's default public endpoint admits 0.0.0.0/0."""
+API_WITHOUT_RANGES_WARNING = (
+    "the created EKS cluster's API has no public endpoint (fullserver:controlPlaneSourceRanges is empty): "
+    "reach it with kubectl and fullserver verify from inside its VPC (a VPN, a peered network or a host there){run}; "
+    "or list the egress ranges of the machines that run them in fullserver:controlPlaneSourceRanges"
+)
 
 
 EKS_ATTACHED_PLUGIN = (
@@ -183,8 +202,13 @@ POOL_RULES = PoolRules(
     spot_alternatives=True,
     kube_reserved=eks.kube_reserved,
     system_pool=system_pool,
+    system_disk=(eks.SYSTEM_DISK_KIND, eks.SYSTEM_DISK_GIB),
     fee_note="EKS cluster fee {usd_hour:.2f}/h on standard support",
     credentials_hint=credentials_hint,
+    connect=connect,
+    api_ranges_max=API_RANGES_MAX,
+    api_without_ranges=API_WITHOUT_RANGES,
+    api_without_ranges_warning=API_WITHOUT_RANGES_WARNING,
     applied_through_api=("NVIDIA's device plugin",),  # components.eks installs it on a created cluster
     attached_needs=(EKS_ATTACHED_PLUGIN,),
     attached_volume_needs=EKS_ATTACHED_EBS_CSI,

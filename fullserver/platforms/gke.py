@@ -338,6 +338,8 @@ KUBE_OPTIONS = {
     "flexStart": "GKE flex-start (Dynamic Workload Scheduler) node pools",
     "deployWorkload": "the workload manifest applied to the cluster",
     "privateEndpoint": "a created cluster's control plane on its private address only",
+    "controlPlaneSourceRanges": "the CIDR ranges a created cluster's Kubernetes API admits",
+    "controlPlaneOpenToInternet": "a created cluster's Kubernetes API open to the whole internet",
 }
 """The stack keys of the node-pool platforms; which way in (created, attached) takes each is
 ``fullserver.kube.access``."""

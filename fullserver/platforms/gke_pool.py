@@ -99,11 +99,32 @@ def system_pool(zone: str | None) -> tuple[str, int]:
     return gke.SYSTEM_POOL_MACHINE_TYPE, gke.SYSTEM_POOL_NODES_PER_ZONE * zones
 
 
-def credentials_hint(cluster: str, location: str, region: str, project: str | None) -> str:
-    return (
-        f"run `gcloud container clusters get-credentials {cluster} --location {location}"
-        f" --project {project or 'PROJECT'}`, or pass --kubeconfig / --context"
-    )
+def credentials_hint(cluster: str, location: str, region: str, project: str | None, dns: bool = False) -> str:
+    return f"run `{get_credentials(cluster, location, project or 'PROJECT', dns)}`, or pass --kubeconfig / --context"
+
+
+def connect(cluster: str, location: str, region: str, project: str, dns: bool) -> str:
+    return get_credentials(cluster, location, project, dns)
+
+
+def get_credentials(cluster: str, location: str, project: str, dns: bool) -> str:
+    """``gcloud container clusters get-credentials``; ``dns``: through the cluster's DNS endpoint
+    (``--dns-endpoint``, gcloud reference for the command), the way in of a cluster without ranges."""
+    flag = " --dns-endpoint" if dns else ""
+    return f"gcloud container clusters get-credentials {cluster} --location {location} --project {project}{flag}"
+
+
+API_RANGES_MAX = 50
+"""``master_authorized_networks_config.cidr_blocks``: "up to 50" (Container API v1
+``MasterAuthorizedNetworksConfig.cidr_blocks``, https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters)."""
+API_WITHOUT_RANGES = (
+    "private IP endpoint + DNS endpoint with IAM (container.clusters.connect; no address range admitted)"
+)
+"""A created cluster without ``controlPlaneSourceRanges``: the IP endpoint private
+(``private_cluster_config.enable_private_endpoint``) and the DNS-based endpoint open to external
+traffic (``control_plane_endpoints_config.dns_endpoint_config.allow_external_traffic``), which
+Google recommends: reachable from any network that reaches Google APIs, every request checked
+against IAM before the API server sees it (GKE "About network isolation", capacity.md section 8)."""
 
 
 GKE_ATTACHED_PD_CSI = (
@@ -245,6 +266,10 @@ POOL_RULES = PoolRules(
         "applies to {applies_to} clusters only, not this regional one"
     ),
     credentials_hint=credentials_hint,
+    connect=connect,
+    api_ranges_max=API_RANGES_MAX,
+    api_without_ranges=API_WITHOUT_RANGES,
+    dns_endpoint=True,
     attached_volume_needs=GKE_ATTACHED_PD_CSI,
     volume_provisioner="pd.csi.storage.gke.io",
     volume_parameters=volume_parameters,

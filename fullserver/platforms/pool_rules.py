@@ -184,13 +184,25 @@ class PoolRules:
     # --- the cluster
     system_pool: Callable[[str | None], tuple[str, int]]
     """The pool's zone -> a created cluster's untainted system pool: machine type and nodes in all."""
-    system_disk: tuple[str, int] | None = None
-    """The system pool's boot disk (kind, GiB), where the member sizes it (the quota it counts
-    against, ``fullserver.quotas``); ``None``: the cloud's default volume, not sized here."""
+    system_disk: tuple[str, int]
+    """Each system node's boot disk as the component builds it: (disk kind, GiB)."""
     fee_note: str
     """What the cluster fee rests on (``{usd_hour}``, ``{free_tier}``, ``{applies_to}``)."""
-    credentials_hint: Callable[[str, str, str, str | None], str]
-    """(cluster, location, region, project) -> the command that writes the cluster's kubeconfig."""
+    credentials_hint: Callable[[str, str, str, str | None, bool], str]
+    """(cluster, location, region, project, through the DNS endpoint) -> the command that writes
+    the cluster's kubeconfig."""
+    connect: Callable[[str, str, str, str, bool], str]
+    """(cluster, location, region, project, through the DNS endpoint) -> the command itself (the
+    component's ``connect`` export)."""
+    api_ranges_max: int
+    """The most CIDR ranges a created cluster's public API endpoint admits (``controlPlaneSourceRanges``)."""
+    api_without_ranges: str
+    """Who reaches a created cluster's API when the stack lists no ranges (the plan's line)."""
+    api_without_ranges_warning: str = ""
+    """... and what the plan warns then (``{run}``: what ``pulumi up`` applies through it); "": nothing."""
+    dns_endpoint: bool = False
+    """A created cluster without ranges keeps an IAM-guarded DNS endpoint that answers from any
+    network (GKE's), and the kubeconfig points there; without it (EKS) the API is private only."""
     applied_through_api: tuple[str, ...] = ()
     """What ``pulumi up`` applies through a created cluster's API server besides the workload."""
     attached_needs: tuple[str, ...] = ()

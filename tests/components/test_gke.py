@@ -152,9 +152,10 @@ def test_multi_host_tpu_slice_pool_on_a_new_private_cluster(catalog: Catalog, bu
     assert cluster["workloadIdentityConfig"] == {"workloadPool": "proj.svc.id.goog"}
     assert cluster["privateClusterConfig"] == {
         "enablePrivateNodes": True,
-        "enablePrivateEndpoint": False,
+        "enablePrivateEndpoint": True,  # no ranges: the API through its DNS endpoint, with IAM
         "masterIpv4CidrBlock": "172.16.0.32/28",
     }
+    assert cluster["controlPlaneEndpointsConfig"] == {"dnsEndpointConfig": {"allowExternalTraffic": True}}
     assert cluster["releaseChannel"] == {"channel": "REGULAR"}
     assert cluster["ipAllocationPolicy"] == {
         "clusterSecondaryRangeName": "pods",
