@@ -44,6 +44,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_aws as aws
 
+from components.args import check_workload_exposure
 from components.aws.labels import aws_tags
 from components.eks.args import EksArgs
 from components.eks.autoscaler import chart_for, cluster_autoscaler, discovery_tags
@@ -488,6 +489,7 @@ class EksEnvironment(EnvironmentComponent):
             self.cluster_name = pulumi.Output.from_input(plan.cluster_name)
         groups = _EksNodeGroups(name, plan, args, cluster, network, opts=pulumi.ResourceOptions(parent=self))
         manifests = json.loads(args["workload"])
+        check_workload_exposure(manifests)
         controllers: list[pulumi.Resource] = []
         if plan.create_cluster or (args["deploy_workload"] and manifests):
             if not plan.create_cluster:

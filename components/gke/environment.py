@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from components.args import check_workload_exposure
 from components.gke.args import GkeArgs
+from components.gke.gateway import gateway_resources
 from components.names import logical, physical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
@@ -40,7 +42,7 @@ from fullserver.kube.access import api_endpoint, through_dns
 from fullserver.kube.kubeconfig import connect_command, gke_kubeconfig
 from fullserver.kube.serve import endpoint_of, lb_service_name, manual_endpoint
 from fullserver.naming import fit_name
-from fullserver.platforms import gke
+from fullserver.platforms import gke, gke_gateway
 from fullserver.rules import gcp_labels
 
 if TYPE_CHECKING:
@@ -127,6 +129,7 @@ class _GkeCluster(pulumi.ComponentResource):
                 {"gce_persistent_disk_csi_driver_config": {"enabled": True}} if plan.data_volume is not None else None
             ),
             monitoring_config=_monitoring_config(json.loads(args["workload"])),
+            gateway_api_config=_gateway_api_config(json.loads(args["workload"])),
             opts=pulumi.ResourceOptions(parent=self, protect=plan.protect),
         )
         self.register_outputs({"cluster": self.cluster.name})
@@ -168,6 +171,16 @@ def _monitoring_config(manifests: list[dict[str, Any]]) -> Any:
     if not any(m.get("kind") == "PodMonitoring" for m in manifests):
         return None
     return {"managed_prometheus": {"enabled": True}}
+
+
+def _gateway_api_config(manifests: list[dict[str, Any]]) -> Any:
+    """The Gateway API's standard channel where the workload has a Gateway (HTTPS on GKE,
+    ``fullserver.platforms.gke_gateway``): pulumi-gcp ``Cluster.gateway_api_config.channel``
+    (``CHANNEL_STANDARD``; ``CHANNEL_DISABLED`` and the deprecated ``CHANNEL_EXPERIMENTAL`` besides).
+    Unset elsewhere, as GKE's default stands."""
+    if not any(m.get("kind") == "Gateway" for m in manifests):
+        return None
+    return {"channel": gke_gateway.GATEWAY_CHANNEL}
 
 
 def _autoscaling(plan: KubePlan, pool: Pool) -> Any:
@@ -401,6 +414,12 @@ class GkeEnvironment(EnvironmentComponent):
             f"{name}", plan, args, cluster, pulumi.ResourceOptions(parent=self, depends_on=depends), metadata
         )
         manifests = json.loads(args["workload"])
+        check_workload_exposure(manifests)
+        front = gke_gateway.front_of(manifests, plan.environment)
+        gateway: list[pulumi.Resource] = []
+        if front is not None:  # HTTPS: the Gateway's address and certificate, before the Gateway
+            reserved, gateway = gateway_resources(name, front, args["project"], gcp_labels(plan.cloud_labels), self)
+            self.lb_address = reserved.address  # where serving.domains must point (the program's dnsTarget)
         if args["deploy_workload"] and manifests:
             from components.kube_workload import apply_workload  # pulumi_kubernetes: only when applying
 
@@ -418,7 +437,7 @@ class GkeEnvironment(EnvironmentComponent):
             )
             secrets = args.get("serving_secrets") or {}
             reader = read_secret(args["project"], self)
-            address = apply_workload(name, manifests, config, self, [pools], secrets, reader)
+            address = apply_workload(name, manifests, config, self, [pools, *gateway], secrets, reader)
             if lb_service_name(manifests):
                 self.endpoint = address.apply(lambda a: endpoint_of(manifests, a))
                 self.lb_address = address  # where serving.domains must point (the program's dnsTarget)
@@ -428,5 +447,6 @@ class GkeEnvironment(EnvironmentComponent):
         self.workload = pulumi.Output.from_input(args["workload"])
         if not hasattr(self, "endpoint"):
             self.endpoint = pulumi.Output.from_input(manual_endpoint(manifests))
+        if not hasattr(self, "lb_address"):
             self.lb_address = pulumi.Output.from_input("")  # applied by hand: the Service's, not known here
         self.register({"cluster_name": self.cluster_name, "node_pools": self.node_pools, "workload": self.workload})

@@ -37,6 +37,7 @@ from fullserver.platforms import pool_member
 from fullserver.platforms.kubernetes import SERVICE_TYPE
 from fullserver.serving import ServingSpec
 from fullserver.spec import EnvironmentSpec
+from fullserver.tls import Tls
 
 Manifest = dict[str, Any]
 
@@ -171,9 +172,23 @@ def _server_container(plan: KubePlan, endpoint: ServingSpec, name: str) -> dict[
     return container
 
 
-def _load_balancer(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dict[str, str]) -> Manifest:
-    """The LoadBalancer Service: port 80 to the server's port, the provider's annotations (``fullserver.kube.serve``)."""
+def _load_balancer(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dict[str, str]) -> list[Manifest]:
+    """The LoadBalancer Service: port 80 to the server's port, the provider's annotations
+    (``fullserver.kube.serve``); with TLS on a member whose load balancer cannot terminate it, a
+    ``ClusterIP`` Service behind the member's objects in front (``PoolRules.tls_front``)."""
     tls = endpoint.tls
+    front = pool_member(plan.provider).tls_front
+    if tls is not None and front is not None:
+        service = _service(plan, endpoint, name, labels, None)
+        service["spec"], service["metadata"]["annotations"] = front.service(
+            service["spec"], {serve.AWAIT_ANNOTATION: serve.await_seconds(endpoint.health_initial_delay_seconds)}
+        )
+        return [service, *front.objects(plan.environment, name, labels, endpoint, list(tls.domains))]
+    return [_service(plan, endpoint, name, labels, tls)]
+
+
+def _service(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dict[str, str], tls: Tls | None) -> Manifest:
+    """The Service of type LoadBalancer on ``tls`` (``None``: plain port 80)."""
     spec: dict[str, Any] = {
         "type": "LoadBalancer",
         "selector": {"app.kubernetes.io/name": name},
@@ -190,6 +205,8 @@ def _load_balancer(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dic
     )
     if tls is not None and tls.host:
         annotations[serve.HOST_ANNOTATION] = tls.host
+    if endpoint.plain_http and endpoint.load_balancer == "external":  # accepted in clear: said for the policy pack
+        annotations[serve.PLAIN_HTTP_ANNOTATION] = "true"
     # Ready once its endpoints are: pulumi up waits as long as for the Deployment (serve.AWAIT_ANNOTATION).
     annotations[serve.AWAIT_ANNOTATION] = serve.await_seconds(endpoint.health_initial_delay_seconds)
     return {
@@ -259,7 +276,7 @@ def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
             },
         },
     }
-    out = [deployment, _load_balancer(plan, endpoint, name, labels), _autoscaler(plan, endpoint, name, labels)]
+    out = [deployment, *_load_balancer(plan, endpoint, name, labels), _autoscaler(plan, endpoint, name, labels)]
     monitoring = pool_member(plan.provider).pod_monitoring
     if endpoint.pod_metrics and monitoring is not None:
         out.append(monitoring(name, labels, {"app.kubernetes.io/name": name}, "http"))

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fullserver.platform import Platform
-from fullserver.platforms import gcp, gke
+from fullserver.platforms import gcp, gke, gke_gateway
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gke_reserved import Allocatable
-from fullserver.platforms.pool_rules import GpuNodes, PoolNodes, PoolRules, SpotFirst
+from fullserver.platforms.pool_rules import GpuNodes, PoolNodes, PoolRules, SpotFirst, TlsFront
 
 if TYPE_CHECKING:
     from fullserver.tls import Tls
@@ -232,16 +232,6 @@ def read_secret(region: str, secret: str) -> list[str]:
     return ["gcloud", "secrets", "versions", "access", "latest", f"--secret={secret}"]
 
 
-DOMAINS_REFUSAL = Refusal(
-    "serving.domains",
-    "serving.domains",
-    "a GKE LoadBalancer Service is a passthrough Network Load Balancer, which cannot terminate TLS",
-    "remove it and terminate HTTPS in front of the endpoint (a Gateway or Ingress you run), or serve on gcp-gpu",
-)
-"""GKE's passthrough NLB cannot terminate TLS, so ``serving.domains`` (a managed certificate on the
-VM path's Application Load Balancer) has nothing to serve it."""
-
-
 POOL_RULES = PoolRules(
     key="gke",
     sized_as=gke.SIZED_AS,
@@ -281,6 +271,6 @@ POOL_RULES = PoolRules(
     pod_metrics_install=METRICS_INSTALL,
     pod_monitoring=pod_monitoring,
     read_secret=read_secret,
-    domains_refusal=DOMAINS_REFUSAL,
+    tls_front=TlsFront(gke_gateway.front, gke_gateway.fronted_service, gke_gateway.ATTACHED_GATEWAY),
 )
 """What this module registers (``fullserver.platforms`` finds every module's ``POOL_RULES``)."""

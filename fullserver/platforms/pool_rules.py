@@ -26,7 +26,8 @@ from fullserver.platform import Platform
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gke_reserved import Allocatable, NodeResources
 
-if TYPE_CHECKING:  # TLS is the core's
+if TYPE_CHECKING:  # TLS and the serving spec are the core's
+    from fullserver.serving import ServingSpec
     from fullserver.tls import Tls
 
 __all__ = [
@@ -126,6 +127,19 @@ class SpotFirst:
 
 def _no_gaps(platform: Platform, machine_type: str, nodes: int) -> list[str]:
     return []
+
+
+@dataclass(frozen=True)
+class TlsFront:
+    """How a member terminates TLS in front of the pods where its LoadBalancer Service cannot (GKE's
+    passthrough NLB): the objects in front, and what becomes of the Service behind them."""
+
+    objects: Callable[[str, str, dict[str, str], ServingSpec, list[str]], list[dict[str, Any]]]
+    """(environment, Service name, labels, endpoint, domains) -> the objects in front of the Service."""
+    service: Callable[[dict[str, Any], dict[str, str]], tuple[dict[str, Any], dict[str, str]]]
+    """(the Service's spec, its annotations) -> the same behind the front (no load balancer of its own)."""
+    attached_needs: str
+    """What an attached cluster must have for the objects in front (the plan's warning)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,5 +247,6 @@ class PoolRules:
     pod_monitoring: Callable[[str, dict[str, str], dict[str, str], str], dict[str, Any]] | None = None
     """(name, labels, selector, port) -> the object that scrapes the pods' metric, where the
     manifests carry it; ``None``: the cluster's own Prometheus scrapes the pods' annotations."""
-    domains_refusal: Refusal | None = None
-    """Why ``serving.domains`` has nothing to serve it on the member, or ``None``."""
+    tls_front: TlsFront | None = None
+    """With TLS, the objects that terminate it in front of a ``ClusterIP`` Service (GKE's Gateway);
+    ``None``: the LoadBalancer Service's own listener does (``service_annotations``, EKS)."""

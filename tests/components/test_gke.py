@@ -87,11 +87,13 @@ def test_gpu_serving_pool_on_an_existing_cluster(plans: Plans, build: Build) -> 
     # The workload: Deployment + Service + HPA whose pod fits the node's allocatable.
     manifests = g.outputs.get("workload") or workload(plan, spec)
     kinds = [m["kind"] for m in manifests]
-    assert kinds == ["Deployment", "Service", "HorizontalPodAutoscaler"]
+    # the stack's domains: HTTPS through a Gateway in front of the Service (fullserver.platforms.gke_gateway)
+    front = ["Gateway", "HTTPRoute", "HealthCheckPolicy", "GCPBackendPolicy"]
+    assert kinds == ["Deployment", "Service", *front, "HorizontalPodAutoscaler"]
     container = manifests[0]["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert container["readinessProbe"]["httpGet"] == {"path": "/health", "port": 8000}
-    assert manifests[2]["spec"]["minReplicas"] == 2 and manifests[2]["spec"]["maxReplicas"] == 8
+    assert manifests[-1]["spec"]["minReplicas"] == 2 and manifests[-1]["spec"]["maxReplicas"] == 8
     assert fits_node(plan)
 
 
