@@ -6,6 +6,8 @@ those two, ``audit`` and ``verify`` (which reach hosts over SSH) and ``catalog r
 reads the providers' price sources) works offline, without credentials.
 Bad input, a misused flag included, ends with one line on stderr (``error: where: what (hint)``)
 and the exit code of the one table in ``fullserver.errors``; never a traceback or a framed box.
+A cloud SDK's error (botocore, google-auth, requests) becomes that line here, once, for every
+command (``OneLineErrors.main``, ``fullserver.cloud_errors``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typer._click import Command, Context
 from typer._click import exceptions as click_exceptions
 from typer.core import TyperGroup
 
+from fullserver.cloud_errors import one_line as cloud_error_line
 from fullserver.errors import EXIT_INPUT, FullserverError
 from fullserver_cli.output import STACKS_DIR, console, emit_json, fail
 
@@ -98,6 +101,12 @@ class OneLineErrors(TyperGroup):
             code = EXIT_INPUT
         except typer.Abort:
             code = 130
+        except Exception as exc:  # the one boundary for cloud SDK errors (fullserver.cloud_errors)
+            error = cloud_error_line(exc)
+            if error is None:
+                raise
+            sys.stderr.write(f"error: {error.line()}\n")
+            code = error.exit_code
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
