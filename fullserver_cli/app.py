@@ -24,7 +24,6 @@ from typer._click import Command, Context
 from typer._click import exceptions as click_exceptions
 from typer.core import TyperGroup
 
-from fullserver.cloud_errors import one_line as cloud_error_line
 from fullserver.errors import EXIT_INPUT, FullserverError
 from fullserver_cli.output import STACKS_DIR, console, emit_json, fail
 
@@ -102,7 +101,9 @@ class OneLineErrors(TyperGroup):
         except typer.Abort:
             code = 130
         except Exception as exc:  # the one boundary for cloud SDK errors (fullserver.cloud_errors)
-            error = cloud_error_line(exc)
+            from fullserver.cloud_errors import one_line  # only on a failure: --version loads no core
+
+            error = one_line(exc)
             if error is None:
                 raise
             sys.stderr.write(f"error: {error.line()}\n")
@@ -373,8 +374,8 @@ def janitor(
     from stackops.janitor import parse_expiry
     from stackops.workspace import PulumiOptions
 
-    now = parse_expiry(at) if at else None
-    if at and now is None:
+    now = parse_expiry(at) if at is not None else None
+    if at is not None and now is None:  # '' too: an empty --at is no time, not "now"
         raise _fail(FullserverError("--at", f"'{at}' is not an ISO time", "e.g. 2026-01-01T12:00:00Z"))
     opts = PulumiOptions(backend=backend, pulumi_root=pulumi_root)
     try:
