@@ -143,6 +143,23 @@ def _decode(key: ConfigKey, value: object) -> object:
     return text
 
 
+def _check_text(key: ConfigKey, value: object, where: str) -> None:
+    """A text key written as a YAML number or boolean is refused, not read as Python prints it.
+
+    Why: YAML 1.1 reads an unquoted ``0755`` as the octal number 493 and ``no`` as false, so
+    ``owner: 0755`` became the label "493" and ``region: no`` the region 'false'; the text
+    written is gone by then, so the one fix is quotes."""
+    if (key.type or UNTYPED_KEYS.get(key.name)) != "string" or not isinstance(value, bool | int | float):
+        return
+    kind = "boolean" if isinstance(value, bool) else "number"
+    raise InputError(
+        where,
+        f"field '{CONFIG_NAMESPACE}:{key.name}' is the YAML {kind} {_as_text(value)}, not text "
+        "(unquoted, 0755 is the octal number 493 and no is false)",
+        f"write the value in quotes: {CONFIG_NAMESPACE}:{key.name}: '...'",
+    )
+
+
 def _is_encrypted(value: object) -> bool:
     return isinstance(value, dict) and set(value) == {"secure"}
 
@@ -180,6 +197,7 @@ def workload_from_config(config: Mapping[str, Any], where: str) -> Workload:
                 f"field '{CONFIG_NAMESPACE}:{name}' is encrypted (set with --secret), but fullserver plans it offline and reads it in plain text",
                 f"pulumi config set {CONFIG_NAMESPACE}:{name} <value> (without --secret)",
             )
+        _check_text(key, value, where)
         ours[name] = value if key.secret else _decode(key, value)
     try:
         return Workload.model_validate(ours)
