@@ -241,7 +241,26 @@ def load_stack(path: Path) -> Stack:
     config = data.get("config", {})
     if not isinstance(config, dict):
         raise InputError(f"{path}: field 'config'", "expected a mapping of keys to values", "see stacks/ examples")
+    check_gcp_project(config.get("gcp:project"), str(path))
     return Stack(name=name, path=str(path), workload=workload_from_config(config, str(path)))
+
+
+_GCP_PROJECT = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]")
+"""A project ID: 6-30 lowercase letters, digits or hyphens, starting with a letter, not ending with
+a hyphen (https://cloud.google.com/resource-manager/docs/creating-managing-projects)."""
+
+
+def check_gcp_project(value: object, where: str) -> None:
+    """``gcp:project``, when set, is a project ID by form: every GCP resource and quota is read in
+    it, and ``'My Project!'`` (a display name) planned, then failed at ``up``."""
+    if value is None or (isinstance(value, str) and _GCP_PROJECT.fullmatch(value)):
+        return
+    raise InputError(
+        where,
+        f"field 'gcp:project' is {str(value)[:60]!r}, not a project ID (6-30 lowercase letters, digits or "
+        "hyphens, starting with a letter)",
+        "set the project's ID, as gcloud projects list shows it, not its display name",
+    )
 
 
 _STACK_NAME_HINT = "a stack name is 1-100 letters, digits, '-', '_' and '.'"

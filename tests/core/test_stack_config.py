@@ -16,7 +16,7 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import StackPlan, plan_paths, plan_stack
 from fullserver.profiles import get_profile, load_profiles
-from fullserver.stacks import config_keys, find_stacks, load_stack, stack_name, workload_from_config
+from fullserver.stacks import check_gcp_project, config_keys, find_stacks, load_stack, stack_name, workload_from_config
 from fullserver.workload import CONFIG_NAMESPACE, MAX_NODES, Workload, check_workload
 from fullserver.yamlio import read_yaml
 
@@ -439,3 +439,22 @@ def test_a_dedicated_host_key_that_is_no_key_is_refused_by_the_plan(tmp_path: Pa
     with pytest.raises(InputError) as info:
         plan_offline(write_stack(tmp_path, "bm", config))
     assert "hostKeys" in info.value.line() and "not a public host key" in info.value.line()
+
+
+@pytest.mark.parametrize("project", ["My Project!", "abc", "1-project", "project-", 123456, "a" * 31])
+def test_a_gcp_project_that_is_no_project_id_is_refused_where_the_stack_is_read(
+    tmp_path: Path, project: object
+) -> None:
+    config = stack_config("finetune-gcp-g2") | {"gcp:project": project}
+    path = write_stack(tmp_path, "finetune-gcp-g2", config)
+    with pytest.raises(InputError) as info:
+        load_stack(path)
+    assert info.value.line().startswith(f"{path}: field 'gcp:project' is ")
+    assert "not a project ID" in info.value.line()
+
+
+@pytest.mark.parametrize("project", ["my-ml-project", "abcdef", "a" * 30, "p-1234567"])
+def test_a_project_id_of_every_allowed_form_is_read(tmp_path: Path, project: str) -> None:
+    check_gcp_project(project, "x")
+    config = stack_config("finetune-gcp-g2") | {"gcp:project": project}
+    assert load_stack(write_stack(tmp_path, "finetune-gcp-g2", config)).name == "finetune-gcp-g2"
