@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from fullserver.cloud_errors import scrub
 from fullserver.errors import EXIT_SHORT, FullserverError
 from fullserver.platforms.quota import QuotaNeed, QuotaTable
 from fullserver.platforms.quota.aws import instance_family, vcpu_group
@@ -257,17 +258,17 @@ def gcp_reader(project: str | None) -> GcpReader:
         from google.auth.transport.requests import AuthorizedSession
     except ImportError:
         raise NoCredentials(
-            "Google Cloud", "google-auth is not installed", "pip install google-auth requests"
+            "Google Cloud", "google-auth is not installed", "pip install 'fullserver[refresh]'"
         ) from None
     try:
         credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
-    except google.auth.exceptions.DefaultCredentialsError:
+    except google.auth.exceptions.DefaultCredentialsError as exc:  # none: ephemeral goes on without
         raise NoCredentials(
             "Google Cloud",
-            "no Application Default Credentials to read Compute Engine and Cloud Quotas with",
+            f"no Application Default Credentials to read Compute Engine and Cloud Quotas with ({scrub(str(exc))})",
             "run gcloud auth application-default login, or set GOOGLE_APPLICATION_CREDENTIALS",
         ) from None
-    session = AuthorizedSession(credentials)
+    session = AuthorizedSession(credentials)  # type: ignore[no-untyped-call]  # google-auth is untyped
 
     def get_json(url: str) -> dict[str, Any]:
         response = session.get(url, timeout=30)

@@ -42,16 +42,23 @@ _ACM_ARN = re.compile(
     r"arn:(?P<partition>aws|aws-cn|aws-us-gov):acm:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):\d{12}:certificate/[0-9a-f-]{36}"
 )
 """``arn:aws:acm:<region>:<account>:certificate/<id>`` (ACM ``CertificateArn``; the id is a UUID)."""
+_PARTITIONS = (("cn-", "aws-cn"), ("us-gov-", "aws-us-gov"))
+"""A region's partition by its name: China regions are cn-*, GovCloud us-gov-*, the rest aws
+(https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html, "partition")."""
 _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 """An RFC 1123 host name label: letters, digits and '-', not at either end, 1-63 characters."""
 
 
 def check_certificate_arn(arn: str) -> str:
     """An ACM certificate's ARN by form (its region is checked against the stack's in ``tls_for``)."""
-    if not _ACM_ARN.fullmatch(arn):
+    found = _ACM_ARN.fullmatch(arn)
+    if not found:
         raise ValueError(
             f"'{arn[:80]}' is not an ACM certificate ARN (arn:aws:acm:<region>:<account>:certificate/<id>)"
         )
+    partition = next((p for prefix, p in _PARTITIONS if found["region"].startswith(prefix)), "aws")
+    if found["partition"] != partition:
+        raise ValueError(f"region {found['region']} is in partition {partition}, not {found['partition']}")
     return arn
 
 
@@ -64,6 +71,11 @@ def check_domain(name: str) -> str:
         raise ValueError(
             f"'{shown}' is not a domain name (labels of letters, digits and '-' joined by '.', e.g. api.example.com; "
             "no wildcard)"
+        )
+    if domain.rpartition(".")[2].isdigit():  # 10.0.0.1, llm.example.123: no top-level domain is numeric
+        raise ValueError(
+            f"'{domain}' is an IP address or ends in a numeric top-level label, not a name a certificate covers "
+            "(RFC 3696 section 2): point a DNS name at the load balancer and give that"
         )
     return domain
 

@@ -36,7 +36,8 @@ from fullserver.rules import (
     check_ssh_ranges,
 )
 from fullserver.serving_keys import ServingConfig
-from fullserver.workload_checks import check_dedicated_accelerator, check_tpu_count
+from fullserver.text import display_changing
+from fullserver.workload_checks import check_attached_cluster, check_dedicated_accelerator, check_tpu_count
 
 if TYPE_CHECKING:
     from fullserver.catalog import Catalog
@@ -337,11 +338,9 @@ class Workload(Camel):
         """Every resource is labelled with its owner: an empty label says nobody owns it."""
         if not owner.strip():
             raise ValueError("must name who owns the environment (a team or a person)")
-        control = re.search("[\x00-\x1f\x7f-\x9f]", owner)  # Unicode's category Cc, exactly
-        if control is not None:  # it would reach every tag and label, and every terminal showing them
-            raise ValueError(
-                f"holds the control character U+{ord(control[0]):04X} (a name, without escapes or line breaks)"
-            )
+        changing = display_changing(owner)  # it would reach every tag and label, and every terminal
+        if changing is not None:
+            raise ValueError(f"holds {changing} (a name, without escapes, line breaks or bidi controls)")
         return owner
 
     @field_validator("ssh_private_key", mode="before")
@@ -531,6 +530,7 @@ def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> No
                 f"applies only to {', '.join(sorted(p.value for p in allowed))}; this stack lands on {landing}",
                 f"remove fullserver:{key} or set fullserver:platform",
             )
+    check_attached_cluster(workload, platforms)
     if any(rules_for(p).slices for p in platforms):
         check_tpu_count(workload, catalog)
     if all(rules_for(p).declared_hardware for p in platforms) and workload.accelerator and workload.dedicated:

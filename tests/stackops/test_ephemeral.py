@@ -22,6 +22,7 @@ from stackops.ephemeral import (
     EphemeralSettings,
     LeftoverStackError,
     PulumiFailed,
+    PulumiOptions,
     ephemeral_stack,
     run_ephemeral,
 )
@@ -156,13 +157,30 @@ def test_a_failed_up_tears_down_what_it_created(
 def test_a_failed_stack_init_leaves_nothing_and_destroys_nothing(
     fake_pulumi: FakePulumi, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack init:1")
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack init:always")
+    work_root = project / "work"
     with (
-        pytest.raises(PulumiFailed, match="stack init"),
-        ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project)),
+        pytest.raises(PulumiFailed, match="pulumi stack init failed, so nothing was created") as err,
+        ephemeral_stack(base_stack="exp-aws-spot", work_root=work_root, **opts(fake_pulumi, project)),
     ):
         pytest.fail("must not get here")
-    assert fake_pulumi.commands() == ["version", "stack init", "stack select"]  # looked, found nothing
+    assert err.value.exit_code == 6 and "check --backend" in err.value.line()
+    assert fake_pulumi.commands() == ["version", "stack init"]  # the CLI said no: nothing to look for
+    assert list(work_root.iterdir()) == []  # and no workspace directory is left
+
+
+def test_a_backend_url_pulumi_cannot_take_is_refused_before_anything_runs(
+    fake_pulumi: FakePulumi, project: Path
+) -> None:
+    for url in ("not a url", "ftp://x/y", "file://"):
+        options = {**opts(fake_pulumi, project), "pulumi": PulumiOptions(backend=url, pulumi_root=fake_pulumi.root)}
+        with (
+            pytest.raises(InputError, match="is not a Pulumi state backend URL") as err,
+            ephemeral_stack(base_stack="exp-aws-spot", **options),
+        ):
+            pytest.fail("must not get here")
+        assert err.value.line().startswith(f"--backend: '{url}' is not a Pulumi state backend URL (use file://")
+    assert fake_pulumi.commands() == []
 
 
 def test_a_failing_destroy_is_retried_with_backoff(
