@@ -136,7 +136,7 @@ def test_an_a3_mega_counts_its_h100s_on_the_mega_metric_not_the_a3_high_one(tmp_
     """Sizing picks A3 High for these H100s; the same plan on A3 Mega machines names Mega quotas."""
     stack = tmp_path / "Pulumi.a3.yaml"
     stack.write_text(
-        "config:\n  gcp:project: p\n  fullserver:profile: scale-training\n  fullserver:platform: gcp-gpu\n"
+        "config:\n  gcp:project: ml-project\n  fullserver:profile: scale-training\n  fullserver:platform: gcp-gpu\n"
         "  fullserver:region: us-central1\n  fullserver:accelerator: H100-80GB\n  fullserver:acceleratorCount: 8\n"
         "  fullserver:nodes: 2\n  fullserver:owner: t\n"
     )
@@ -171,10 +171,10 @@ def test_a_flex_start_pool_draws_on_the_preemptible_gpu_quota(tmp_path: Path) ->
     """Flex-start VMs consume preemptible quota (Compute Engine "About flex-start VMs"), on GKE too."""
     stack = tmp_path / "Pulumi.flex.yaml"
     stack.write_text(
-        "config:\n  gcp:project: p\n  fullserver:profile: realtime-inference\n  fullserver:platform: gke-gpu\n"
+        "config:\n  gcp:project: ml-project\n  fullserver:profile: realtime-inference\n  fullserver:platform: gke-gpu\n"
         "  fullserver:region: us-central1\n  fullserver:zone: us-central1-a\n  fullserver:accelerator: L4\n"
         "  fullserver:acceleratorCount: 1\n  fullserver:owner: t\n  fullserver:flexStart: true\n"
-        "  fullserver:serving:\n    apiKeySecret: k\n"
+        "  fullserver:serving:\n    apiKeySecret: k\n    domains: [llm.example.com]\n"
     )
     [plan] = plan_paths([stack])
     found = needs(plan)
