@@ -470,7 +470,9 @@ def evaluate(
     # Registration order depends on async scheduling; name order is stable and groups a node's parts.
     registered = sorted(mocks.registered, key=lambda r: (r[1], r[0]))
     # What the providers would refuse at create time, refused here first (fullserver.naming).
-    refused = naming.graph_problems((typ, name, inputs) for typ, name, inputs, custom in registered if custom)
+    refused = naming.graph_problems(
+        (typ, name, inputs) for typ, name, inputs, custom in registered if custom or naming.creates_objects(typ)
+    )
     if refused:
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
         raise GraphError(f"stack '{stack}'", f"{refused[0]}{more}")

@@ -10,6 +10,7 @@ month whether used or not. The difference shows as its own "idle" line.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +18,7 @@ from fullserver.billables import decide
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
 from fullserver.catalog.network import NetworkPrice, NetworkPrices, load_network_prices
+from fullserver.catalog.staleness import CONTRACT, UsedPrice, egress_read, network_read, storage_read
 from fullserver.comparable import DEDICATED
 from fullserver.hourly import hourly_rate
 from fullserver.kube.cost import kube_cost
@@ -46,6 +48,9 @@ class CostLine:
     item: str
     usd_month: float
     note: str = ""
+    prices: Annotated[tuple[UsedPrice, ...], Field(exclude=True)] = ()
+    """The catalog entries the line read, as each look-up recorded them: the one rule of
+    ``fullserver.catalog.staleness`` judges every one's age. Not dumped: plan output is unchanged."""
 
 
 class CostEstimate(BaseModel):
@@ -111,10 +116,11 @@ def _hours(profile: Profile, workload: Workload) -> tuple[float, float]:
 
 def _compute_hourly(
     spec: EnvironmentSpec, profile: Profile, catalog: Catalog, warnings: list[str]
-) -> tuple[float, str, str, float | None]:
+) -> tuple[float, str, str, float | None, tuple[UsedPrice, ...]]:
     """The compute rate of the whole environment: the rate sizing ranked the shape by
     (``fullserver.hourly``), times the nodes and replicas it runs (a slice is priced whole), its
-    note, its pricing basis, and the most an hour can cost where that is more (``Rate.peak_usd``)."""
+    note, its pricing basis, the most an hour can cost where that is more (``Rate.peak_usd``), and
+    the entries the rate read."""
     offer = catalog.offer(spec.offer)
     assert offer is not None, spec.offer
     units = (1 if rules_for(spec.platform).slices else spec.nodes) * spec.replicas
@@ -122,7 +128,7 @@ def _compute_hourly(
     if rate.warning:
         warnings.append(rate.warning)
     peak = rate.peak_usd * units if rate.peak_usd is not None else None
-    return rate.usd * units, f"{rate.note} x {units}", rate.basis, peak
+    return rate.usd * units, f"{rate.note} x {units}", rate.basis, peak, rate.prices
 
 
 def _storage_lines(
@@ -157,7 +163,8 @@ def _storage_lines(
                 unpriced.append(f"{item} ({gib:.0f} GiB {kind})")
             continue
         usd = disk_usd_month(price, gib, iops, mbps, disks=machines)
-        lines.append(CostLine(item=item, usd_month=round(usd * share, 2), note=f"{gib:.0f} GiB {kind}"))
+        read = (storage_read(provider, kind, spec.region, price.source),)
+        lines.append(CostLine(item=item, usd_month=round(usd * share, 2), note=f"{gib:.0f} GiB {kind}", prices=read))
     return lines
 
 
@@ -194,6 +201,10 @@ def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalo
     return cost
 
 
+_CONTRACT = (UsedPrice("dedicated contract", CONTRACT),)
+"""A declared server's lines: priced by the stack's own contract, not the catalog."""
+
+
 def _contract_lines(spec: EnvironmentSpec, workload: Workload, productive: float, lines: list[CostLine]) -> float:
     """Declared servers priced by their contract: the servers, egress over the allowance and the
     setup fee, added to ``lines``; the compute cost an hour."""
@@ -206,6 +217,7 @@ def _contract_lines(spec: EnvironmentSpec, workload: Workload, productive: float
             item="dedicated servers",
             usd_month=round(compute_hour * productive, 2),
             note=f"{servers} x {ded.monthly_usd:.0f}/month",
+            prices=_CONTRACT,
         )
     )
     billable = max(0.0, workload.egress_gb_month - ded.included_egress_gb_month)
@@ -215,10 +227,11 @@ def _contract_lines(spec: EnvironmentSpec, workload: Workload, productive: float
                 item="data transfer",
                 usd_month=round(billable * ded.egress_usd_per_gb, 2),
                 note=f"{billable:.0f} GB over the included allowance",
+                prices=_CONTRACT,
             )
         )
     if ded.setup_usd:
-        lines.append(CostLine(item="setup fee (over 12 months)", usd_month=round(ded.setup_usd / 12, 2)))
+        lines.append(CostLine("setup fee (over 12 months)", round(ded.setup_usd / 12, 2), prices=_CONTRACT))
     return compute_hour
 
 
@@ -229,6 +242,7 @@ def _kube_lines(
     lines: list[CostLine],
     compute_hour: float,
     peak_hour: float | None,
+    compute_prices: tuple[UsedPrice, ...],
 ) -> float | None:
     """A node-pool platform's cluster fee and a created cluster's system pool (all month), and its pools' range (``fullserver.kube.cost``),
     added to ``lines``; the peak hour with every pool at its maximum where that is more."""
@@ -236,7 +250,10 @@ def _kube_lines(
     pools = kube_cost(spec.kube, spec, profile, catalog)
     lines.append(
         CostLine(
-            item="cluster fee", usd_month=round(pools.cluster_usd_hour * HOURS_PER_MONTH, 2), note=pools.cluster_note
+            item="cluster fee",
+            usd_month=round(pools.cluster_usd_hour * HOURS_PER_MONTH, 2),
+            note=pools.cluster_note,
+            prices=pools.cluster_prices,
         )
     )
     if pools.system_note:
@@ -245,6 +262,7 @@ def _kube_lines(
                 item="system pool",
                 usd_month=round(pools.system_usd_hour * HOURS_PER_MONTH, 2),
                 note=pools.system_note,
+                prices=pools.system_prices,
             )
         )
     ranges = "; ".join(f"{p.pool} {p.min_usd_hour:,.2f}-{p.max_usd_hour:,.2f}/h ({p.note})" for p in pools.pools)
@@ -253,6 +271,7 @@ def _kube_lines(
             item="node pools (range)",
             usd_month=0.0,
             note=f"{ranges} (what compute prices: the workload's nodes at the profile's expected rate)",
+            prices=(*compute_prices, *pools.pool_prices),
         )
     )
     # Every pool at its maximum, less the workload's own nodes' data volumes the data line bills:
@@ -276,10 +295,10 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
         compute_hour = _contract_lines(spec, workload, productive, lines)
         basis = DEDICATED
     else:
-        compute_hour, note, basis, peak_hour = _compute_hourly(spec, profile, catalog, warnings)
-        lines.append(CostLine(item="compute", usd_month=round(compute_hour * productive, 2), note=note))
+        compute_hour, note, basis, peak_hour, compute_prices = _compute_hourly(spec, profile, catalog, warnings)
+        lines.append(CostLine("compute", round(compute_hour * productive, 2), note, prices=compute_prices))
         if spec.kube is not None:
-            peak_hour = _kube_lines(spec, profile, catalog, lines, compute_hour, peak_hour)
+            peak_hour = _kube_lines(spec, profile, catalog, lines, compute_hour, peak_hour, compute_prices)
         # Ephemeral disks live as long as the machine; persistent ones are billed all month.
         share = paid / HOURS_PER_MONTH if spec.lifecycle.mode == "ephemeral" else 1.0
         lines.extend(_storage_lines(spec, catalog, share, warnings, unpriced))
@@ -294,6 +313,7 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
                         item="data transfer",
                         usd_month=round(workload.egress_gb_month * egress.usd_per_gb, 2),
                         note=f"{workload.egress_gb_month:.0f} GB internet egress",
+                        prices=(egress_read(spec.provider, spec.region, egress.source),),
                     )
                 )
     idle_hours = paid - productive
@@ -304,6 +324,7 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
                 item="idle capacity",
                 usd_month=round(compute_hour * idle_hours, 2),
                 note=f"{idle_hours:.0f} of {paid:.0f} paid hours unused",
+                prices=lines[0].prices,  # the compute's (or the contract's) rate, for the hours unused
             ),
         )
     cost = CostEstimate(
@@ -341,9 +362,19 @@ class _Pricer:
     def __init__(self, prices: NetworkPrices, spec: EnvironmentSpec, hours: float, warnings: list[str]) -> None:
         self.by_item, self.region = prices.in_region(spec.provider, spec.region), spec.region
         self.hours, self.warnings = hours, warnings
+        self.read: list[UsedPrice] = []
+        """The entries read since the last line was added (``take``): every look-up records one."""
 
     def price(self, item: str) -> NetworkPrice | None:
-        return self.by_item.get(item)
+        found = self.by_item.get(item)
+        if found is not None:
+            self.read.append(network_read(item, self.region, found.source))
+        return found
+
+    def take(self) -> tuple[UsedPrice, ...]:
+        """The entries read for the line being added, once each; the next line starts afresh."""
+        taken, self.read = tuple(dict.fromkeys(self.read)), []
+        return taken
 
     def hourly(self, item: str, what: str) -> float | None:
         p = self.price(item)
@@ -365,9 +396,10 @@ def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warni
     lines: list[CostLine] = []
 
     def add(line: tuple[str, float, str] | None) -> None:
+        read = pricer.take()
         if line is not None:
             item, usd, note = line
-            lines.append(CostLine(item=item, usd_month=round(usd, 2), note=note))
+            lines.append(CostLine(item=item, usd_month=round(usd, 2), note=note, prices=read))
 
     if b.nat:
         add(network.nat_line(pricer, b.machines, b.zones))

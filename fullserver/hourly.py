@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fullserver.catalog import Catalog, Offer
+from fullserver.catalog.staleness import UsedPrice, commitment_read, offer_reads
 from fullserver.comparable import ON_DEMAND, SPOT
 from fullserver.platform import Platform
 from fullserver.platforms import rules_for
@@ -45,6 +46,8 @@ class Rate:
     peak_usd: float | None = None
     """The most one node's hour can cost when that is more than ``usd``: AWS spot with its
     on-demand fallback running beside it (see the module doc)."""
+    prices: tuple[UsedPrice, ...] = ()
+    """The catalog entries the rate read (``fullserver.catalog.staleness`` judges their age)."""
 
 
 def hourly_rate(
@@ -68,7 +71,8 @@ def _rate(offer: Offer, region: str, profile: Profile, catalog: Catalog, platfor
     od = price.on_demand
     rules = rules_for(platform)
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None and rules.no_spot_fallback:
-        return Rate(price.spot, True, f"spot {price.spot:.2f}/h (no on-demand fallback is built)", basis=SPOT)
+        note = f"spot {price.spot:.2f}/h (no on-demand fallback is built)"
+        return Rate(price.spot, True, note, basis=SPOT, prices=offer_reads(offer, region, spot=True, on_demand=False))
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:
         share = profile.cost.spot_share
         usd = share * price.spot + (1 - share) * od
@@ -79,7 +83,9 @@ def _rate(offer: Offer, region: str, profile: Profile, catalog: Catalog, platfor
             f"{1 - share:.0%} on-demand fallback {od:.2f}/h",
             basis=SPOT,
             peak_usd=price.spot + od,
+            prices=offer_reads(offer, region, spot=True, on_demand=True),
         )
+    on_demand = offer_reads(offer, region, spot=False, on_demand=True)
     if profile.pricing is PricingModel.RESERVED:
         years = profile.cost.commitment_years or 1
         disc = catalog.commitment(rules.provider, offer.family, years, offer.name)
@@ -90,11 +96,13 @@ def _rate(offer: Offer, region: str, profile: Profile, catalog: Catalog, platfor
                 f"on-demand {od:.2f}/h (no commitment price found)",
                 f"no published {years}-year commitment discount for {offer.name} ({offer.family}) in the catalog: "
                 "priced at on-demand",
+                prices=on_demand,
             )
         return Rate(
             od * (1 - disc.discount),
             False,
             f"{years}-year commitment: {disc.discount:.0%} off {od:.2f}/h",
             basis=f"reserved {years}-year",
+            prices=(*on_demand, commitment_read(rules.provider, offer.family, years, disc.source)),
         )
-    return Rate(od, False, f"on-demand {od:.2f}/h")
+    return Rate(od, False, f"on-demand {od:.2f}/h", prices=on_demand)

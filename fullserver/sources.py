@@ -53,6 +53,10 @@ class Source(BaseModel):
     as_of: dt.date
     as_of_kind: Literal["published", "generated", "approximate", "retrieved"] = "published"
     note: str = ""
+    secondary: str = ""
+    """Set when the figures were not read from the provider's own page or a dataset dated by its
+    generation (a blog, a wiki, a transcription): what the source is and the primary page to confirm
+    them against. Every plan whose prices rest on it says so (``fullserver.catalog.staleness``)."""
 
     @model_validator(mode="after")
     def _dated_by_its_snapshot(self) -> Source:

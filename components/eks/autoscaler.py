@@ -49,6 +49,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.eks.trust import service_account_role
+from components.names import physical
 from fullserver.kube import KubePlan
 from fullserver.platforms import eks
 
@@ -133,6 +134,7 @@ def cluster_autoscaler(
     waits += after
     return k8s.helm.v3.Release(
         f"{name}-cluster-autoscaler",
+        name=physical(k8s.helm.v3.Release, eks.CLUSTER_AUTOSCALER_CHART),  # named after its chart (components.names)
         chart=eks.CLUSTER_AUTOSCALER_CHART,
         version=chart_version,
         repository_opts={"repo": eks.CLUSTER_AUTOSCALER_REPO},
@@ -145,5 +147,5 @@ def cluster_autoscaler(
             "rbac": {"serviceAccount": service_account},
             "nodeSelector": {"eks.amazonaws.com/nodegroup": system_group},
         },
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=waits),
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=waits, delete_before_replace=True),
     )

@@ -1,7 +1,7 @@
 """``EksEnvironment``: EKS GPU managed node groups for a ``KubePlan``, on a named cluster or a new one.
 
-Inputs follow pulumi-aws 7.x ``eks.Cluster``/``eks.NodeGroup``/``ec2.LaunchTemplate`` (names
-checked against ``/work/shared/reference/kubernetes.md`` section 6):
+Inputs follow pulumi-aws 7.51.1 ``eks.Cluster``/``eks.NodeGroup``/``ec2.LaunchTemplate`` (names
+checked against ``sdk/python/pulumi_aws/eks/{cluster,node_group,_inputs}.py`` at that version):
 
 * the cluster, created only when the plan names none: its IAM role (``AmazonEKSClusterPolicy``),
   its subnets (``components.eks.network``), the private endpoint always on and the public one off when asked
@@ -47,7 +47,7 @@ from components.eks.autoscaler import chart_for, cluster_autoscaler, discovery_t
 from components.eks.load_balancer import lb_controller, metrics_server
 from components.eks.network import EksNetwork, eks_network
 from components.eks.storage import ebs_csi_driver
-from components.names import logical
+from components.names import logical, physical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
 from fullserver.kube.kubeconfig import eks_kubeconfig
@@ -380,6 +380,7 @@ def _device_plugin(
     chart, version, repo = DEVICE_PLUGIN_CHART
     k8s.helm.v3.Release(
         f"{name}-nvidia-device-plugin",
+        name=physical(k8s.helm.v3.Release, chart),  # named after its chart (components.names)
         chart=chart,
         version=version,
         repository_opts={"repo": repo},
@@ -388,7 +389,7 @@ def _device_plugin(
             "tolerations": [{"key": eks.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
             "nodeSelector": dict(GPU_PRESENT),
         },
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=after),
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=after, delete_before_replace=True),
     )
 
 

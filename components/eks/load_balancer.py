@@ -38,6 +38,7 @@ import pulumi_aws as aws
 
 from components.aws.labels import aws_tags
 from components.eks.trust import service_account_role
+from components.names import physical
 from fullserver.kube import KubePlan
 
 NAMESPACE = "kube-system"
@@ -77,6 +78,7 @@ def lb_controller(
     waits += after
     return k8s.helm.v3.Release(
         f"{name}-aws-load-balancer-controller",
+        name=physical(k8s.helm.v3.Release, chart),  # named after its chart (components.names)
         chart=chart,
         version=version,
         repository_opts={"repo": repo},
@@ -88,7 +90,7 @@ def lb_controller(
             "serviceAccount": service_account,
             "nodeSelector": {"eks.amazonaws.com/nodegroup": system_group},
         },
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=waits),
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=waits, delete_before_replace=True),
     )
 
 

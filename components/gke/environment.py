@@ -1,7 +1,7 @@
 """``GkeEnvironment``: GKE node pools for a ``KubePlan``, on a named cluster or a new one.
 
 Inputs follow pulumi-gcp 10.2 ``container.Cluster``/``container.NodePool`` (names checked against
-``/work/shared/reference/kubernetes.md`` section 6):
+``sdk/python/pulumi_gcp/container/{cluster,node_pool,_inputs}.py`` at 10.2.0):
 
 * the cluster, created only when the plan names none: regional (``location`` = the region),
   Standard, default pool removed, ``workload_identity_config.workload_pool = <project>.svc.id.goog``,

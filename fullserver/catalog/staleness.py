@@ -6,7 +6,12 @@ whose source is older than ``DEFAULT_MAX_PRICE_AGE_DAYS`` (configurable) becomes
 the figure, its source, its date and how sure that date is. ``today`` is always passed in, never
 read from the clock here, so the answer is reproducible (and testable).
 
-Combined sources (``a+b``: an N1 host plus its attached GPUs) are as old as their oldest part.
+One rule for every price: each price look-up records the entry it read on the cost line it prices
+(``CostLine.prices``: ``offer_reads``, ``storage_read``, ``network_read``, ``fee_read``...), and the
+rule judges every entry a plan's lines read - compute, commitments, disks, egress, load balancers,
+NAT, addresses, cluster fees, system pools, alarms - so a new priced item is checked by construction.
+A line that bills money and read nothing is itself a warning. Combined sources (``a+b``: an N1 host
+plus its attached GPUs) are as old as their oldest part.
 
 Each warning says what brings the figure up to date: ``fullserver catalog refresh --provider X`` where
 a refresh provider prices that very figure, and otherwise the source to update from a newer snapshot
@@ -18,19 +23,26 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Iterable
+from collections import ChainMap
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import Source
+from fullserver.catalog.network import load_network_prices
 from fullserver.platforms import rules_for
 
 if TYPE_CHECKING:
+    from fullserver.cost import CostLine
     from fullserver.plan import StackPlan
 
 DEFAULT_MAX_PRICE_AGE_DAYS = 90
 """A price older than this many days is reported as stale (``--max-price-age-days``)."""
+
+CONTRACT = "stack contract"
+"""The source of a declared server's prices: the stack's own ``dedicated:`` contract, which the
+stack file dates, not a catalog source (so the age rule passes it by)."""
 
 
 def price_age_days(source: Source, today: dt.date) -> int:
@@ -110,10 +122,9 @@ def remedy(catalog: Catalog, source: str, refresh: str) -> str:
     """What brings a stale figure up to date: the refresh provider that prices it, else its snapshot."""
     if refresh:
         return f"run `fullserver catalog refresh --provider {refresh}`"
-    oldest = min(
-        (k for k in source.split("+") if k in catalog.sources), key=lambda k: catalog.sources[k].as_of, default=source
-    )
-    title = catalog.sources[oldest].title if oldest in catalog.sources else oldest
+    sources = price_sources(catalog)
+    oldest = min((k for k in source.split("+") if k in sources), key=lambda k: sources[k].as_of, default=source)
+    title = sources[oldest].title if oldest in sources else oldest
     return f"no refresh provider prices it: update source {oldest} from a newer snapshot of {title}"
 
 
@@ -124,13 +135,14 @@ def stale_prices(
     max_age_days: int = DEFAULT_MAX_PRICE_AGE_DAYS,
 ) -> list[StalePrice]:
     """The used prices whose source is more than ``max_age_days`` old, oldest first."""
+    sources = price_sources(catalog)
     out: list[StalePrice] = []
     seen: set[tuple[str, str]] = set()
     for price in used:
         if (price.what, price.source) in seen:
             continue
         seen.add((price.what, price.source))
-        parts = [catalog.sources[k] for k in price.source.split("+") if k in catalog.sources]
+        parts = [sources[k] for k in price.source.split("+") if k in sources]
         if not parts:
             continue
         oldest = min(parts, key=lambda s: s.as_of)
@@ -151,56 +163,25 @@ def stale_price_warnings(
     return [s.warning(max_age_days) for s in stale_prices(catalog, used, today, max_age_days)]
 
 
-_COMMITMENT = re.compile(r"(\d+)-year commitment")
-_STORAGE_ITEMS = ("boot disk", "data disk", "local SSD")
+def price_sources(catalog: Catalog) -> Mapping[str, Source]:
+    """Every source a price line can read, by key: the shape catalog's, the network prices' and the
+    cluster fees' (``data/*.yaml``). One key names one source across the files (a test holds it)."""
+    from fullserver.kube.fees import load_cluster_fees  # the fee file's loader sits beside its users
+
+    return ChainMap(dict(catalog.sources), dict(load_network_prices().sources), dict(load_cluster_fees().sources))
 
 
 def plan_prices_used(plan: StackPlan, catalog: Catalog) -> list[UsedPrice]:
-    """The catalog prices behind a plan's cost lines (none for declared hardware: its contract).
+    """Every catalog entry behind a plan's cost lines, as each line's price look-up recorded it
+    (``CostLine.prices``): compute, commitments, disks, egress, load balancers, NAT, public
+    addresses, cluster fees, system pools, alarms - whatever a line bills, not a list per surface."""
+    return list(dict.fromkeys(read for line in plan.cost.lines for read in line.prices))
 
-    Read from the spec and the estimate's lines: compute (spot when the plan runs on spot and the
-    catalog has a spot price, as ``cost.estimate`` does; the commitment discount when the compute
-    line says "N-year commitment"), each priced disk line, and data transfer.
-    """
-    spec, cost = plan.spec, plan.cost
-    rules = rules_for(spec.platform)
-    if rules.declared_hardware:
-        return []
-    used: list[UsedPrice] = []
-    offer = catalog.offer(spec.offer)
-    price = offer.prices.get(spec.region) if offer else None
-    items = {line.item: line for line in cost.lines}
-    compute = items.get("compute")
-    if offer is not None and price is not None:
-        where = f"{spec.offer} in {spec.region}"
-        if spec.spot and price.spot is not None:
-            used.append(UsedPrice(f"spot {where}", price.spot_from, _offer_refresh(offer, spot=True)))
-        else:
-            used.append(UsedPrice(f"on-demand {where}", price.source, _offer_refresh(offer, spot=False)))
-            match = _COMMITMENT.search(compute.note) if compute else None
-            if match:
-                years = int(match.group(1))
-                disc = catalog.commitment(spec.provider, offer.family, years, offer.name)
-                if disc is not None:
-                    what = f"{years}-year commitment discount for {offer.family}"
-                    used.append(UsedPrice(what, disc.source, _commitment_refresh(spec.provider, disc.source)))
-    kinds = {
-        "boot disk": spec.boot_disk_kind,
-        "data disk": spec.data_disk.kind if spec.data_disk else "",
-        "local SSD": rules.local_ssd_price_kind or "",
-    }
-    for item in _STORAGE_ITEMS:
-        if item in items and kinds[item]:
-            storage = catalog.storage_price(spec.provider, kinds[item], spec.region)
-            if storage is not None:
-                what = f"{kinds[item]} storage in {spec.region}"
-                used.append(UsedPrice(what, storage.source, _storage_refresh(spec.provider, kinds[item])))
-    if "data transfer" in items:
-        egress = catalog.egress_price(spec.provider, spec.region)
-        if egress is not None:
-            refresh = _egress_refresh(spec.provider)
-            used.append(UsedPrice(f"internet egress from {spec.region}", egress.source, refresh))
-    return list(dict.fromkeys(used))  # a boot and a data disk of one kind use one price
+
+def undated_lines(lines: Iterable[CostLine]) -> list[str]:
+    """The cost lines that bill money but recorded no price they read: a price added without an
+    entry (so without a source and a date) can never go stale in the plan's eyes."""
+    return [line.item for line in lines if line.usd_month and not line.prices]
 
 
 def plan_staleness_warnings(
@@ -209,15 +190,113 @@ def plan_staleness_warnings(
     today: dt.date,
     max_age_days: int = DEFAULT_MAX_PRICE_AGE_DAYS,
 ) -> list[str]:
-    """Warnings for the prices ``plan`` used that are older than ``max_age_days`` (the plan command
-    adds them to the plan's warnings)."""
-    return stale_price_warnings(catalog, plan_prices_used(plan, catalog), today, max_age_days)
+    """The one age rule over every price ``plan``'s cost lines read: each older than
+    ``max_age_days``, each whose source is secondary, each naming no known source, and each line
+    that read none (the plan command adds them to the plan's warnings)."""
+    used = [u for u in plan_prices_used(plan, catalog) if u.source != CONTRACT]
+    sources = price_sources(catalog)
+    unknown = sorted({u.source for u in used if not _parts(sources, u.source)})
+    return [
+        *stale_price_warnings(catalog, used, today, max_age_days),
+        *secondary_warnings(sources, used),
+        *(f"price source '{key}' is in no data file: date it under `sources` so its age is checked" for key in unknown),
+        *(
+            f"the {item} cost line records no price it read: its age cannot be checked"
+            for item in undated_lines(plan.cost.lines)
+        ),
+    ]
+
+
+def secondary_warnings(sources: Mapping[str, Source], used: Iterable[UsedPrice]) -> list[str]:
+    """One line per secondary source a plan's prices rest on (``Source.secondary``): what it is and
+    the primary page to confirm the figures against."""
+    whats: dict[str, list[str]] = {}
+    for price in used:
+        for key in price.source.split("+"):
+            if key in sources and sources[key].secondary:
+                whats.setdefault(key, []).append(price.what)
+    return [
+        f"the {', '.join(dict.fromkeys(w))} price rests on a secondary source ({key}: {sources[key].secondary})"
+        for key, w in sorted(whats.items())
+    ]
+
+
+def _parts(sources: Mapping[str, Source], key: str) -> list[Source]:
+    """The sources of a key, ``a+b`` included; empty unless every part is known."""
+    parts = [sources[k] for k in key.split("+") if k in sources]
+    return parts if len(parts) == len(key.split("+")) else []
+
+
+# --- What each look-up records: the entry it read, and the refresh that re-prices that entry.
+
+
+def offer_reads(offer: Offer, region: str, *, spot: bool, on_demand: bool) -> tuple[UsedPrice, ...]:
+    """The offer's price entries a rate read in ``region``: its spot figure, its on-demand one, or both
+    (spot with an on-demand fallback)."""
+    price = offer.prices[region]
+    where = f"{offer.name} in {region}"
+    reads = []
+    if spot and price.spot is not None:
+        reads.append(UsedPrice(f"spot {where}", price.spot_from, _offer_refresh(offer, spot=True)))
+    if on_demand or price.spot is None:
+        reads.append(UsedPrice(f"on-demand {where}", price.source, _offer_refresh(offer, spot=False)))
+    return tuple(reads)
+
+
+def commitment_read(provider: str, family: str, years: int, source: str) -> UsedPrice:
+    return UsedPrice(f"{years}-year commitment discount for {family}", source, _commitment_refresh(provider, source))
+
+
+def storage_read(provider: str, kind: str, region: str, source: str) -> UsedPrice:
+    return UsedPrice(f"{kind} storage in {region}", source, _storage_refresh(provider, kind))
+
+
+def egress_read(provider: str, region: str, source: str) -> UsedPrice:
+    return UsedPrice(f"internet egress from {region}", source, _egress_refresh(provider))
+
+
+def network_read(item: str, region: str, source: str) -> UsedPrice:
+    """A network catalog entry (``data/network.yaml``): no refresh prices it, so a stale one names
+    its source to update."""
+    return UsedPrice(f"{item} in {region}", source)
+
+
+def fee_read(provider: str, item: str, source: str) -> UsedPrice:
+    """A cluster fee (``data/kubernetes.yaml``): updated from its source, as the network prices are."""
+    return UsedPrice(f"{provider} {item} fee", source)
+
+
+def machine_read(provider: str, machine: str, region: str, source: str) -> UsedPrice:
+    """A CPU-only machine's on-demand price (a created cluster's system pool)."""
+    cloud = _CLOUD_REFRESH.get(provider)
+    refresh = cloud.machines(machine) if cloud is not None else ""
+    return UsedPrice(f"on-demand {machine} in {region}", source, refresh)
 
 
 def _offer_refresh(offer: Offer, spot: bool) -> str:
-    """The ``--provider`` whose refresh prices this offer (see ``fullserver.catalog.refresh``), or ""."""
-    cloud = _CLOUD_REFRESH.get(rules_for(offer.platform).provider)
-    return cloud.offers(offer, spot) if cloud is not None else ""
+    """The ``--provider`` whose refresh prices this offer (see ``fullserver.catalog.refresh``), or "".
+
+    Asked for every rate sizing ranks (``fullserver.hourly`` records its reads), so each answer is
+    kept by what decides it: the offer's identity in the refresh's SKU tables and its platform."""
+    key = (
+        offer.name,
+        offer.machine_type,
+        offer.family,
+        offer.accelerator,
+        offer.host.accelerator_count,
+        offer.platform,
+        spot,
+    )
+    found = _OFFER_REFRESH.get(key)
+    if found is None:
+        cloud = _CLOUD_REFRESH.get(rules_for(offer.platform).provider)
+        found = _OFFER_REFRESH[key] = cloud.offers(offer, spot) if cloud is not None else ""
+    return found
+
+
+_OFFER_REFRESH: dict[tuple[object, ...], str] = {}
+"""``_offer_refresh``'s answers: as many as the catalog has offers (times two), never stale (the
+refresh's tables are code)."""
 
 
 def _aws_offer_refresh(offer: Offer, spot: bool) -> str:
@@ -248,6 +327,16 @@ def _no_commitments(source: str) -> str:
     return ""
 
 
+def _aws_machine(machine: str) -> str:
+    return "aws"  # the Price List's EC2 offer prices every instance type
+
+
+def _gcp_machine(machine: str) -> str:
+    from fullserver.catalog.refresh import gcp as gcp_skus
+
+    return "gcp" if gcp_skus.refreshes_shape(machine, machine.split("-")[0], None, 0) else ""
+
+
 def _aws_commitments(source: str) -> str:
     """AWS reserved and Savings Plans discounts are refreshed (the Price List's reserved terms, the
     Savings Plans files)."""
@@ -271,11 +360,13 @@ class _CloudRefresh:
     """The refresh of its egress price ("": not mapped)."""
     commitments: Callable[[str], str] = _no_commitments
     """The refresh of a commitment discount, by its source key ("": not mapped)."""
+    machines: Callable[[str], str] = _no_commitments
+    """The refresh of a CPU-only machine's price, by machine type ("": not mapped)."""
 
 
 _CLOUD_REFRESH = {
-    "aws": _CloudRefresh(_aws_offer_refresh, "aws", _aws_disks, commitments=_aws_commitments),
-    "gcp": _CloudRefresh(_gcp_offer_refresh, "gcp", _gcp_disks, egress="gcp"),
+    "aws": _CloudRefresh(_aws_offer_refresh, "aws", _aws_disks, commitments=_aws_commitments, machines=_aws_machine),
+    "gcp": _CloudRefresh(_gcp_offer_refresh, "gcp", _gcp_disks, egress="gcp", machines=_gcp_machine),
 }
 """AWS: the EC2 offer (on-demand, gp3, reserved terms) and the EC2 API's spot prices; the
 AWSDataTransfer offer is not mapped. Google Cloud: the Cloud Billing GPU/machine, TPU and disk

@@ -29,6 +29,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from fullserver.catalog import Catalog
+from fullserver.catalog.staleness import UsedPrice, fee_read, machine_read, storage_read
 from fullserver.hourly import hourly_rate
 from fullserver.kube.fees import ClusterFees, load_cluster_fees
 from fullserver.kube.pool import KubePlan
@@ -61,6 +62,11 @@ class KubeCost(Frozen):
     system_usd_hour: float = 0.0
     """A created cluster's system pool, an hour (in the floor and the ceiling alike)."""
     system_note: str = ""
+    cluster_prices: tuple[UsedPrice, ...] = ()
+    """The entries the fee, the system pool and the pools' data volumes read (each cost line records
+    its own for ``fullserver.catalog.staleness``)."""
+    system_prices: tuple[UsedPrice, ...] = ()
+    pool_prices: tuple[UsedPrice, ...] = ()
 
     @property
     def min_usd_hour(self) -> float:
@@ -123,6 +129,10 @@ def kube_cost(
     fees = fees or load_cluster_fees()
     fee, note, sources = cluster_fee(plan, fees)
     system_usd, system_note, system_sources = system_usd_hour(plan, catalog)
+    provider = rules_for(plan.platform).provider
+    machine = system_pool(plan)[0]
+    volume = plan.data_volume
+    volume_price = catalog.storage_price(spec.provider, volume.kind, spec.region) if volume is not None else None
     volume_usd, volume_what = volume_usd_hour(plan, spec, catalog)
     offer = catalog.offer(spec.offer)
     if offer is None:
@@ -157,6 +167,13 @@ def kube_cost(
         sources=sources + system_sources,
         system_usd_hour=round(system_usd, 6),
         system_note=system_note,
+        cluster_prices=tuple(fee_read(provider, "cluster", s) for s in sources),
+        system_prices=tuple(machine_read(provider, machine, plan.region, s) for s in system_sources),
+        pool_prices=(
+            (storage_read(spec.provider, volume.kind, spec.region, volume_price.source),)
+            if volume is not None and volume_price is not None
+            else ()
+        ),
     )
 
 

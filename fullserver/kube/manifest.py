@@ -27,9 +27,11 @@ from __future__ import annotations
 from typing import Any
 
 from fullserver.kube import serve
-from fullserver.kube.pool import KubePlan, label_value
+from fullserver.kube.pool import KubePlan
 from fullserver.kube.volume import mount, pod_volume, storage_class
+from fullserver.naming import fit_name
 from fullserver.platforms import pool_member
+from fullserver.platforms.kubernetes import SERVICE_TYPE
 from fullserver.serving import ServingSpec
 from fullserver.spec import EnvironmentSpec
 
@@ -38,8 +40,15 @@ Manifest = dict[str, Any]
 NAMESPACE = "default"
 
 
-def _name(plan: KubePlan) -> str:
-    return label_value(plan.environment.lower())[:52].strip("-.") or "workload"
+def workload_name(plan: KubePlan) -> str:
+    """The name every object of the workload shares (and its ``app.kubernetes.io/name`` label):
+    the environment's, fitted to the strictest rule among them, a Service's RFC 1035 label
+    (``fullserver.platforms.kubernetes``), with room for the ``-<index>`` an Indexed Job's pods add
+    to it as their hostnames. A name that already fits is kept; another gets a digest of the whole
+    (``fullserver.naming``), so ``Team_ML.Serve.v2`` and ``team-ml-serve-v2`` stay apart."""
+    last = plan.nodes_per_replica - 1
+    room = len(f"-{last}") if last > 0 else 0
+    return fit_name(SERVICE_TYPE, plan.environment, "metadata.name", room=room)
 
 
 def _labels(plan: KubePlan, app: str) -> dict[str, str]:
@@ -68,7 +77,7 @@ def pod_spec(plan: KubePlan, container: dict[str, Any], **extra: Any) -> dict[st
     """The pod: its share of the node, tolerations, node selector, spot preference and data volume."""
     volume = plan.data_volume
     if volume is not None:
-        labels = _labels(plan, _name(plan))
+        labels = _labels(plan, workload_name(plan))
         container = {**container, "volumeMounts": [*container.get("volumeMounts", []), mount(volume)]}
         extra = {**extra, "volumes": [*extra.get("volumes", []), pod_volume(volume, labels)]}
     spec: dict[str, Any] = {
@@ -98,7 +107,7 @@ be is GKE's to say. xpk, Google's own tool, relies on the same injection: it set
 
 def training_job(plan: KubePlan, image: str, command: list[str]) -> list[Manifest]:
     """A Job running ``command`` in ``image`` on every node of one replica."""
-    name = _name(plan)
+    name = workload_name(plan)
     labels = _labels(plan, name)
     container: dict[str, Any] = {"name": "train", "image": image, "command": command}
     nodes = plan.nodes_per_replica
@@ -214,7 +223,7 @@ def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
     if endpoint is None:
         raise ValueError(f"{spec.environment} has no serving endpoint")
     server = endpoint.server
-    name = _name(plan)
+    name = workload_name(plan)
     labels = _labels(plan, name)
     container = _server_container(plan, endpoint, name)
     shm = {"name": "shm", "emptyDir": {"medium": "Memory"}}
@@ -252,7 +261,7 @@ def _with_storage(plan: KubePlan, manifests: list[Manifest]) -> list[Manifest]:
     """The pods' data volume StorageClass first (cluster-scoped, applied before what uses it)."""
     if plan.data_volume is None:
         return manifests
-    return [storage_class(plan.data_volume, _labels(plan, _name(plan))), *manifests]
+    return [storage_class(plan.data_volume, _labels(plan, workload_name(plan))), *manifests]
 
 
 def workload(

@@ -23,6 +23,7 @@ Where the members differ, the member's ``PoolRules`` answers (``fullserver.platf
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from typing import TYPE_CHECKING, Literal
@@ -37,6 +38,7 @@ from fullserver.naming import fit_name
 from fullserver.platform import Platform, PricingModel
 from fullserver.platforms import pool_member, pool_member_of, pool_members, rules_for
 from fullserver.platforms.base import Refusal, Request
+from fullserver.platforms.kubernetes import STORAGE_CLASS_TYPE
 from fullserver.platforms.pool_rules import Allocatable, NodeResources, PoolKey, PoolNodes, PoolRules
 from fullserver.profiles import Stage
 from fullserver.rules import LABEL_ENVIRONMENT
@@ -200,12 +202,18 @@ DATA_VOLUME_LABEL = LABEL_GIB
 """A node label on pools whose pods get a data volume: its size in GiB (``KubePlan.node_labels``)."""
 
 _LABEL_VALUE_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+LABEL_VALUE_MAX = 63
 
 
 def label_value(text: str) -> str:
-    """A Kubernetes label value: at most 63 of ``[A-Za-z0-9._-]``, alphanumeric at both ends."""
-    value = _LABEL_VALUE_BAD.sub("-", text)[:63]
-    return value.strip("._-")
+    """A Kubernetes label value: at most 63 of ``[A-Za-z0-9._-]``, alphanumeric at both ends
+    (Kubernetes "Labels and Selectors"). A longer text is cut and ends in a digest of the whole,
+    so two environments sharing their first 63 characters keep their own nodes apart."""
+    value = _LABEL_VALUE_BAD.sub("-", text).strip("._-")
+    if len(value) > LABEL_VALUE_MAX:
+        digest = hashlib.sha256(text.encode()).hexdigest()[:6]
+        value = f"{value[: LABEL_VALUE_MAX - 7].rstrip('._-')}-{digest}"
+    return value
 
 
 SIZED_AS: dict[Platform, Platform] = {p: vm for r in pool_members() for p, vm in r.sized_as.items()}
@@ -379,10 +387,10 @@ def _data_volume(spec: EnvironmentSpec, provider: PoolKey) -> DataVolume | None:
     disk = spec.data_disk
     if disk is None:
         return None
-    name = label_value(spec.environment.lower()).replace("_", "-")[:40].strip("-.") or "workload"
     return DataVolume(
         provider=provider,
-        storage_class=f"fullserver-{name}-data",
+        # cluster-wide: named for the environment, fitted to the StorageClass's DNS-1123 subdomain
+        storage_class=fit_name(STORAGE_CLASS_TYPE, f"fullserver-{spec.environment}-data", "metadata.name"),
         kind=disk.kind,
         size_gib=disk.size_gib,
         iops=disk.iops,

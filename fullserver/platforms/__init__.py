@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import ModuleType
+from typing import Any
 
 from fullserver.platform import AcceleratorKind, Platform
 from fullserver.platforms.base import (
@@ -64,6 +65,7 @@ __all__ = [
     "group_kinds",
     "group_members",
     "module_of",
+    "name_members",
     "name_rules",
     "named",
     "option_refusal",
@@ -79,8 +81,9 @@ __all__ = [
 def _modules() -> list[ModuleType]:
     """Every module of this package: a platform module registers its platforms in ``PLATFORMS``
     and the names its resources take in ``NAME_RULES``, a node-pool member's module its
-    ``POOL_RULES`` (the shared ones, ``base``, ``pool_rules`` and the ``network`` and ``quota``
-    packages, register nothing). Adding a platform adds its module;
+    ``POOL_RULES``, the node-pool family's ``kubernetes`` the names of Kubernetes objects and
+    Helm releases (``NAME_RULES``, ``NAME_MEMBERS``) (the other shared ones, ``base``,
+    ``pool_rules`` and the ``network`` and ``quota`` packages, register nothing). Adding a platform adds its module;
     nothing here names it."""
     found = (m.name for m in pkgutil.iter_modules(__path__) if not m.ispkg)
     return [importlib.import_module(f"{__name__}.{name}") for name in sorted(found)]
@@ -210,6 +213,16 @@ _NAMES: dict[str, tuple[NameRule, ...]] = {k: v for m in _MODULES for k, v in ge
 def name_rules(type_token: str) -> tuple[NameRule, ...]:
     """What the provider accepts as each physical name of a resource type (``fullserver.naming``)."""
     return _NAMES.get(type_token, ())
+
+
+NameMembers = Callable[[Mapping[str, Any]], Iterable[tuple[str, str, Mapping[str, Any]]]]
+_MEMBERS: dict[str, NameMembers] = {k: v for m in _MODULES for k, v in getattr(m, "NAME_MEMBERS", {}).items()}
+
+
+def name_members(type_token: str) -> NameMembers | None:
+    """The reader of the objects a component of ``type_token`` creates from its inputs (type
+    token, name, inputs of each: a Kubernetes ``ConfigGroup``'s manifests), or ``None``."""
+    return _MEMBERS.get(type_token)
 
 
 _POOLS: dict[str, PoolRules] = {r.key: r for m in _MODULES if (r := getattr(m, "POOL_RULES", None)) is not None}

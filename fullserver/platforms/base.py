@@ -57,11 +57,13 @@ class NameRule:
     names to it and checks the resource graph against it).
 
     ``autoname``: when the program sets no ``field``, the Pulumi provider names the resource
-    itself, as the logical name, ``-`` and seven random hex characters (tfbridge's ``AutoName``),
-    never shortened: over the bridge's own limit it refuses at preview, over the API's the API
-    refuses at create time. ``lowercases``: the provider lowercases that name first (pulumi-gcp's
-    ``lowercaseAutoName`` for networks, subnetworks, routers, Cloud NAT, backend services, URL
-    maps, target proxies and security policies)."""
+    itself, as the logical name, ``-`` and ``autoname_hex`` random hex characters (seven for the
+    bridged providers, tfbridge's ``AutoName``; eight for pulumi-kubernetes, ``NewUniqueHex``'s
+    default), never shortened: over the bridge's own limit it refuses at preview, over the API's
+    the API refuses at create time. ``lowercases``: the provider lowercases that name first
+    (pulumi-gcp's ``lowercaseAutoName`` for networks, subnetworks, routers, Cloud NAT, backend
+    services, URL maps, target proxies and security policies). ``separator``: the name is parts
+    joined by it, each part matching the rule (a DNS-1123 subdomain's and a Helm release's ``.``)."""
 
     what: str
     """The name as the provider's documentation calls it (in refusals): "ELB target group name"."""
@@ -79,15 +81,21 @@ class NameRule:
     lowercases: bool = False
     reserved_prefix: str = ""
     """A prefix the API keeps for itself (ELB: ``internal-``)."""
+    autoname_hex: int = 7
+    separator: str = ""
+
+    @property
+    def pattern(self) -> str:
+        """The whole name's regular expression (full match), as the refusals show it."""
+        part = f"[{self.first}]([{self.alphabet}]*[{self.last}])?"
+        return f"{part}(\\{self.separator}{part})*" if self.separator else part
 
     def problem(self, name: str) -> str | None:
         """Why the provider refuses ``name``, or ``None``."""
         if not self.min_len <= len(name) <= self.max_len:
             return f"{self.what} '{name}' is {len(name)} characters; {self.source} takes {self.min_len}-{self.max_len}"
-        if not re.fullmatch(f"[{self.first}]([{self.alphabet}]*[{self.last}])?", name):
-            return (
-                f"{self.what} '{name}' does not match [{self.first}]([{self.alphabet}]*[{self.last}])? ({self.source})"
-            )
+        if not re.fullmatch(self.pattern, name):
+            return f"{self.what} '{name}' does not match {self.pattern} ({self.source})"
         if self.reserved_prefix and name.startswith(self.reserved_prefix):
             return f"{self.what} '{name}' starts with '{self.reserved_prefix}', which {self.source} reserves"
         return None

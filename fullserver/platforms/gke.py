@@ -8,8 +8,8 @@ as the VM platform sizes the same workload (``SIZED_AS``) and then turned into a
 (``fullserver.kube.pool``); only what Kubernetes adds lives here: names, the accelerator and TPU
 vocabulary of node pools, and the node's allocatable after GKE's reservations.
 
-Sources (cited in ``/work/shared/reference/kubernetes.md`` unless said): pulumi-gcp 10.2
-``container.NodePool``/``Cluster`` inputs; GKE "Plan GKE Standard node sizes" (reservations), as
+Sources: pulumi-gcp 10.2.0 ``sdk/python/pulumi_gcp/container/{node_pool,cluster,_inputs}.py``
+(``container.NodePool``/``Cluster`` inputs); GKE "Plan GKE Standard node sizes" (reservations), as
 implemented by kubernetes/autoscaler ``cluster-autoscaler/cloudprovider/gce/reserved.go`` (which
 predicts GKE's numbers: brackets, kernel reservation, eviction thresholds, local-SSD filesystem
 overhead); AI-Hypercomputer/xpk ``system_characteristics.py`` and ``nodepool.py`` (TPU machine

@@ -17,7 +17,7 @@ from fullserver.kube import kube_plan
 from fullserver.kube.attached import autoscaler_warnings
 from fullserver.platform import Platform
 from fullserver.platforms import eks
-from tests.components.conftest import Build, Plans, spec_of
+from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
 
 
 def release(g: Graph, chart: str) -> Row:
@@ -30,12 +30,17 @@ def autoscaler_role(g: Graph) -> dict[str, Any]:
     return dict(json.loads(role.inputs["assumeRolePolicy"]))
 
 
-def test_a_created_cluster_runs_the_cluster_autoscaler_with_pod_identity(plans: Plans, build: Build) -> None:
+def test_a_created_cluster_runs_the_cluster_autoscaler_with_pod_identity(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
     plan = kube_plan(spec_of(plans, "exp-aws-l4-spot"), Platform.EKS_GPU)
     assert plan.create_cluster and all(p.min_nodes == 0 for p in plan.pools)
     g = build(lambda: EksEnvironment("exp", eks_args(plan)))
     assert g.one("eks/cluster:Cluster").inputs["version"] == eks.KUBERNETES_VERSION == "1.35"
     ca = release(g, "cluster-autoscaler").inputs
+    # Named after its chart, whatever the stack is called; deleted before a replacement runs beside it.
+    assert ca["name"] == "cluster-autoscaler" and ca["chart"] == eks.CLUSTER_AUTOSCALER_CHART
+    assert resource_options[release(g, "cluster-autoscaler").name].delete_before_replace is True
     assert ca["version"] == "9.59.0" and ca["repositoryOpts"] == {"repo": "https://kubernetes.github.io/autoscaler"}
     assert ca["namespace"] == "kube-system"
     values = ca["values"]

@@ -22,7 +22,7 @@ from fullserver.plan import plan_workload
 from fullserver.profiles import load_profiles
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import workload_from_config
-from tests.components.conftest import Build, Plans, spec_of
+from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 SECRET_VALUE_SIG = "1b47061264138c4ac30d75fd1eb44270"
@@ -106,12 +106,17 @@ def test_gke_serving_stack_applies_its_secret_service_and_reads_the_endpoint(pla
     assert g.outputs["endpoint"] == ENDPOINT_BEFORE_UP
 
 
-def test_created_eks_cluster_gets_the_load_balancer_controller_with_its_role(build: Build) -> None:
+def test_created_eks_cluster_gets_the_load_balancer_controller_with_its_role(
+    build: Build, resource_options: ResourceOpts
+) -> None:
     spec = eks_serving()
     assert spec.kube is not None
     g = build_eks(build, spec)
     (release,) = [r for r in g.of_type("helm.sh/v3:Release") if r.name == "llm-aws-load-balancer-controller"]
     assert release.inputs["chart"] == "aws-load-balancer-controller" and release.inputs["version"] == "3.5.0"
+    # Named after its chart (the EKS guide's own install), deleted before a second one would run.
+    assert release.inputs["name"] == "aws-load-balancer-controller"
+    assert resource_options[release.name].delete_before_replace is True
     assert release.inputs["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
     assert release.inputs["namespace"] == "kube-system"
     assert release.inputs["values"] == {

@@ -94,6 +94,7 @@ def test_eks_node_group_and_device_plugin(planned: dict[str, tuple[StackPlan, Gr
     assert sorted(releases) == ["cluster-autoscaler", "nvidia-device-plugin"]
     release = releases["nvidia-device-plugin"]
     assert release.inputs["version"] == "0.17.4"
+    assert {r.inputs["name"] for r in releases.values()} == set(releases)  # each named after its chart
     # the autoscaler's chart matches the created cluster's minor (1.35 -> chart 9.59.0)
     assert releases["cluster-autoscaler"].inputs["version"] == "9.59.0"
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in release.inputs["values"][

@@ -371,3 +371,30 @@ def test_an_environment_that_does_not_scale_has_no_peak(mini_catalog: Catalog, b
     spec = build_spec(base_profile, wl(), Platform.AWS_GPU, mini_catalog, "env")
     cost = estimate(spec, base_profile, wl(), mini_catalog)
     assert cost.usd_month_peak is None and cost.usd_month_at_most == cost.usd_month
+
+
+# --- Issue 34, item 5: reserved TPU v5e and v5p slices are priced at their published commitment.
+
+
+@pytest.mark.parametrize(
+    ("slice_", "region", "years", "chip_hour"),
+    [
+        ("v5litepod-16", "us-central1", 1, 0.84),  # $1.20 on demand
+        ("v5litepod-16", "us-central1", 3, 0.54),
+        ("v5p-128", "us-east5", 1, 2.94),  # $4.20 on demand
+        ("v5p-128", "us-east5", 3, 1.89),
+    ],
+)
+def test_a_reserved_tpu_slice_is_priced_at_the_commitment(
+    slice_: str, region: str, years: int, chip_hour: float
+) -> None:
+    catalog = load_catalog()
+    offer = catalog.offer(slice_)
+    assert offer is not None
+    base = load_profiles()["scale-training"]
+    profile = base.model_copy(update={"cost": base.cost.model_copy(update={"commitment_years": years})})
+    rate = hourly_rate(offer, region, profile, catalog)
+    chips = offer.prices[region].on_demand / (1.20 if slice_.startswith("v5lite") else 4.20)
+    assert rate.usd == pytest.approx(chips * chip_hour, rel=0.01)
+    assert (rate.basis, rate.warning) == (f"reserved {years}-year", "")
+    assert [u.source for u in rate.prices] == ["tpu-skypilot-prices", "tpu-pricing-cud"]

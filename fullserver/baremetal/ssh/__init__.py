@@ -1,6 +1,7 @@
 """The SSH layer: paramiko behind ``Runner``, with pinned host keys and every wait bounded.
 
-The only package that imports paramiko. What it guarantees (see ../shared/reference/ssh.md §2.10):
+The only package that imports paramiko. What it guarantees (each a parameter of paramiko 5.1's own
+``SSHClient.connect``/``Transport``, https://docs.paramiko.org/en/stable/api/client.html):
 
 * **Host keys** are checked against the target's pinned keys only. The client starts with an
   empty key store (no ``load_system_host_keys``: the operator's known_hosts would win over the

@@ -12,14 +12,19 @@ import pytest
 from fullserver.catalog import Catalog, catalog_from_data, load_catalog
 from fullserver.catalog.model import Platform, Source
 from fullserver.catalog.staleness import (
+    CONTRACT,
     DEFAULT_MAX_PRICE_AGE_DAYS,
     UsedPrice,
     plan_prices_used,
     plan_staleness_warnings,
     price_age_days,
+    price_sources,
+    read_warning,
+    secondary_warnings,
     source_age_days,
     source_ages,
     stale_prices,
+    undated_lines,
 )
 from fullserver.cost import estimate
 from fullserver.errors import InputError
@@ -81,18 +86,24 @@ def test_a_plan_warns_for_each_price_it_used_older_than_the_threshold(tmp_path: 
     assert used == [
         UsedPrice("on-demand wide.x in r-1", "fx", refresh="aws"),
         UsedPrice("gp3 storage in r-1", "fresh", refresh="aws"),  # the EC2 offer's gp3 SKUs
+        UsedPrice("public-ipv4 in r-1", "aws-public-ipv4"),  # the network file's: no refresh prices it
         UsedPrice("internet egress from r-1", "fx"),  # nor AWS data transfer
     ]
     warnings = plan_staleness_warnings(stack, catalog, TODAY)
     assert warnings == [
+        "the public-ipv4 in r-1 price is 1026 days old (source aws-public-ipv4, as of 2024-02-01, published; "
+        "threshold 90 days): no refresh provider prices it: update source aws-public-ipv4 from a newer snapshot of "
+        + price_sources(catalog)["aws-public-ipv4"].title,
         "the internet egress from r-1 price is 326 days old (source fx, as of 2026-01-01, published; threshold 90 "
         "days): no refresh provider prices it: update source fx from a newer snapshot of test fixture",
         "the on-demand wide.x in r-1 price is 326 days old (source fx, as of 2026-01-01, published; threshold 90 "
         "days): run `fullserver catalog refresh --provider aws`",
     ]
     assert DEFAULT_MAX_PRICE_AGE_DAYS == 90
-    assert plan_staleness_warnings(stack, catalog, TODAY, max_age_days=400) == []  # configurable
-    assert plan_staleness_warnings(stack, catalog, dt.date(2026, 2, 1)) == []  # 31 days old then
+    assert plan_staleness_warnings(stack, catalog, TODAY, max_age_days=1100) == []  # configurable
+    assert [w[:32] for w in plan_staleness_warnings(stack, catalog, dt.date(2026, 2, 1))] == [
+        "the public-ipv4 in r-1 price is "  # 731 days old then; the catalog's own figures 31
+    ]
 
 
 def test_spot_and_commitment_prices_are_the_ones_checked_when_used(tmp_path: Path) -> None:
@@ -201,3 +212,113 @@ def test_each_shipped_stale_price_names_the_refresh_that_updates_it_or_the_snaps
         "no refresh provider prices it: update source aws-infracost-data-transfer-golden from a newer snapshot of "
         + shipped.sources["aws-infracost-data-transfer-golden"].title
     )
+
+
+# --- Issue 34, item 2: one age rule over every price a plan's cost lines read.
+
+GOLDEN_TODAY = dt.date(2026, 11, 26)  # the day the golden plans are pinned to (tests/project/golden.py)
+
+
+@pytest.fixture(scope="module")
+def example_plans() -> list[StackPlan]:
+    from fullserver.plan import plan_paths
+    from fullserver.stacks import find_stacks
+
+    return plan_paths(find_stacks(Path(__file__).parents[3] / "stacks", []), catalog=load_catalog())
+
+
+def test_every_price_line_of_every_example_plan_is_checked_for_age_by_the_one_rule(
+    example_plans: list[StackPlan],
+) -> None:
+    """Whatever a line bills (compute, disks, NAT, addresses, load balancers, fees, system pools,
+    alarms), the entry it read is judged; none older than 180 days goes unwarned."""
+    catalog = load_catalog()
+    sources = price_sources(catalog)
+    judged: set[str] = set()
+    for stack in example_plans:
+        assert undated_lines(stack.cost.lines) == [], stack.stack
+        warnings = plan_staleness_warnings(stack, catalog, GOLDEN_TODAY, max_age_days=180)
+        for used in plan_prices_used(stack, catalog):
+            if used.source == CONTRACT:
+                continue
+            ages = [price_age_days(sources[k], GOLDEN_TODAY) for k in used.source.split("+")]
+            judged.add(used.what.split(" in ")[0])
+            if max(ages) > 180:
+                assert any(f"the {used.what} price is {max(ages)} days old" in w for w in warnings), used
+    # the surfaces the old per-surface list never reached are judged now
+    assert {"public-ipv4", "nat-gateway", "cloud-nat-vm", "forwarding-rule", "cloudwatch-alarm"} <= judged
+    assert {"aws cluster fee", "gcp cluster fee", "on-demand m6i.large", "on-demand e2-standard-4"} <= judged
+
+
+def test_the_public_ipv4_price_and_the_eks_fee_warn_with_what_updates_them(example_plans: list[StackPlan]) -> None:
+    catalog = load_catalog()
+    eks = next(p for p in example_plans if p.stack == "eks-gpu-cluster")
+    warnings = plan_staleness_warnings(eks, catalog, GOLDEN_TODAY)
+    ipv4 = next(w for w in warnings if "(source aws-public-ipv4," in w)
+    assert ipv4.startswith("the public-ipv4 in us-east-1 price is 1029 days old")
+    assert ipv4.endswith(
+        "update source aws-public-ipv4 from a newer snapshot of " + price_sources(catalog)["aws-public-ipv4"].title
+    )
+    fee = next(w for w in warnings if "(source eks-extended-support-pricing," in w)
+    assert fee.startswith("the aws cluster fee price is 969 days old")
+    assert read_warning(fee) is not None  # diff's report reads it back like every stale price
+
+
+def test_a_priced_line_added_without_a_dated_entry_fails_the_rule(
+    example_plans: list[StackPlan], tmp_path: Path
+) -> None:
+    """A new priced item must come with an entry (so a source, so a date): a line that read none, an
+    entry naming no known source, and a source without a date are each caught."""
+    from fullserver.catalog.network import NetworkFile
+    from fullserver.cost import CostLine
+
+    catalog = load_catalog()
+    stack = example_plans[0]
+    lines = [*stack.cost.lines, CostLine("VPN gateway", 36.5, "1 x 0.05/h")]
+    with_new = stack.model_copy(update={"cost": stack.cost.model_copy(update={"lines": lines})})
+    assert undated_lines(with_new.cost.lines) == ["VPN gateway"]
+    assert "the VPN gateway cost line records no price it read: its age cannot be checked" in plan_staleness_warnings(
+        with_new, catalog, GOLDEN_TODAY
+    )
+    read = (UsedPrice("vpn-gateway in us-east-1", "aws-vpn-pricing"),)
+    lines = [*stack.cost.lines, CostLine("VPN gateway", 36.5, "1 x 0.05/h", prices=read)]
+    named = stack.model_copy(update={"cost": stack.cost.model_copy(update={"lines": lines})})
+    assert "price source 'aws-vpn-pricing' is in no data file: date it under `sources` so its age is checked" in (
+        plan_staleness_warnings(named, catalog, GOLDEN_TODAY)
+    )
+    undated = {"title": "VPN pricing", "url": "https://aws.amazon.com/vpn/pricing/"}  # no as_of
+    row = {"provider": "aws", "item": "nat-gateway", "region": "us-east-1", "usd_hour": 0.05, "source": "vpn"}
+    with pytest.raises(ValueError, match="as_of"):
+        NetworkFile.model_validate({"sources": {"vpn": undated}, "prices": [row]})
+
+
+def test_a_secondary_source_is_said_by_every_plan_resting_on_it() -> None:
+    sources = {
+        "blog": Source.model_validate(FRESH | {"secondary": "a blog's figure: confirm on https://example.invalid/p"}),
+        "page": Source.model_validate(FRESH),
+    }
+    used = [UsedPrice("nlb in r-1", "blog"), UsedPrice("alb in r-1", "page"), UsedPrice("nlb-lcu in r-1", "blog+page")]
+    assert secondary_warnings(sources, used) == [
+        "the nlb in r-1, nlb-lcu in r-1 price rests on a secondary source (blog: a blog's figure: confirm on "
+        "https://example.invalid/p)"
+    ]
+
+
+def test_secondary_sources_shipped_are_said_in_the_plans_that_use_them(example_plans: list[StackPlan]) -> None:
+    catalog = load_catalog()
+    said = {
+        key
+        for stack in example_plans
+        for w in plan_staleness_warnings(stack, catalog, GOLDEN_TODAY)
+        for key in ("aws-cloudwatch-alarms", "gcp-external-ips", "tpu-pricing-cud")
+        if f"secondary source ({key}:" in w
+    }
+    assert said == {"aws-cloudwatch-alarms", "gcp-external-ips", "tpu-pricing-cud"}
+
+
+def test_one_source_key_names_one_source_across_the_price_files() -> None:
+    from fullserver.catalog.network import load_network_prices
+    from fullserver.kube.fees import load_cluster_fees
+
+    files = [set(load_catalog().sources), set(load_network_prices().sources), set(load_cluster_fees().sources)]
+    assert all(not (a & b) for i, a in enumerate(files) for b in files[i + 1 :])

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from fullserver.kube import kube_plan
-from fullserver.kube.manifest import TPU_WORKER_WEBHOOK, fits_node, resources, serving, training_job, workload
+from fullserver import naming
+from fullserver.kube import KubePlan, kube_plan
+from fullserver.kube.manifest import (
+    TPU_WORKER_WEBHOOK,
+    fits_node,
+    resources,
+    serving,
+    training_job,
+    workload,
+    workload_name,
+)
+from fullserver.kube.serve import secret_name
 from fullserver.plan import StackPlan
 from fullserver.platform import Platform
+from fullserver.platforms import name_rules
+from fullserver.platforms.kubernetes import CONFIG_GROUP_TYPE, JOB_TYPE, SERVICE_TYPE
 
 
 def test_serving_objects_for_a_serving_spec(plans: dict[str, StackPlan]) -> None:
@@ -135,3 +147,58 @@ def test_kubeconfigs_exec_the_clouds_credential_plugins() -> None:
     assert eks["clusters"][0]["cluster"]["server"] == "https://x.eks.amazonaws.com"
     assert eks["users"][0]["user"]["exec"]["apiVersion"] == "client.authentication.k8s.io/v1beta1"
     assert "token" not in json.dumps(eks["users"][0]["user"]).replace("get-token", "")
+
+
+REALISTIC = ["Team_ML.Serve.v2", "ci-20261126-081700-a1b2c3", "mlplatform-serve-realtime-staging-east", "A" * 100]
+"""Stack names Pulumi takes: upper case, '_' and '.'; `fullserver ephemeral`'s; long; the longest."""
+
+
+def _renamed(plans: dict[str, StackPlan], stack: str, environment: str) -> KubePlan:
+    plan = plans[stack].spec.kube
+    assert plan is not None
+    return plan.model_copy(update={"environment": environment})
+
+
+def test_an_example_stack_keeps_its_workload_name(plans: dict[str, StackPlan]) -> None:
+    """A name that already fits is kept: `pulumi up` replaces no object of an existing stack."""
+    for stack in ("serve-gke-l4", "gke-tpu-slice", "gke-gpu-attach", "eks-gpu-cluster"):
+        plan = plans[stack].spec.kube
+        assert plan is not None and workload_name(plan) == stack
+
+
+@pytest.mark.parametrize("environment", REALISTIC)
+def test_an_indexed_job_s_name_leaves_its_pods_hostnames_within_a_dns_label(
+    plans: dict[str, StackPlan], environment: str
+) -> None:
+    """gke-tpu-slice's four pods are <job>-0 ... <job>-3 as hostnames under the headless Service's
+    subdomain: each a DNS label of at most 63, as the Job's name and the Service's are."""
+    plan = _renamed(plans, "gke-tpu-slice", environment)
+    job, service = training_job(plan, "jax:1", ["python", "train.py"])
+    name = job["metadata"]["name"]
+    assert service["metadata"]["name"] == job["spec"]["template"]["spec"]["subdomain"] == name
+    assert service["spec"]["selector"] == {"job-name": name}
+    label = name_rules(JOB_TYPE)[1]  # the pod subdomain's rule: an RFC 1123 label
+    assert all(label.problem(f"{name}-{i}") is None for i in range(plan.nodes_per_replica))
+    assert naming.graph_problems([(JOB_TYPE, name, job), (SERVICE_TYPE, name, service)]) == []
+
+
+@pytest.mark.parametrize("environment", REALISTIC)
+def test_serving_objects_take_names_their_apis_accept_under_any_stack_name(
+    plans: dict[str, StackPlan], environment: str
+) -> None:
+    spec = plans["serve-gke-l4"].spec.model_copy(update={"environment": environment})
+    plan = _renamed(plans, "serve-gke-l4", environment)
+    manifests = workload(plan, spec)
+    assert naming.graph_problems([(CONFIG_GROUP_TYPE, "workload", {"objs": manifests})]) == []
+    name = workload_name(plan)
+    assert {m["metadata"]["name"] for m in manifests} == {name}
+    env = manifests[0]["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {e["valueFrom"]["secretKeyRef"]["name"] for e in env} == {secret_name(name)}
+    assert name_rules("kubernetes:core/v1:Secret")[0].problem(secret_name(name)) is None
+
+
+def test_two_stacks_differing_only_in_case_or_punctuation_get_different_workload_names(
+    plans: dict[str, StackPlan],
+) -> None:
+    names = {workload_name(_renamed(plans, "serve-gke-l4", e)) for e in ("team-ml", "Team-ML", "team_ml", "team.ml")}
+    assert len(names) == 4 and "team-ml" in names

@@ -11,6 +11,7 @@ from fullserver.kube.pool import cluster_name, label_value
 from fullserver.plan import StackPlan
 from fullserver.platform import Platform, PricingModel
 from fullserver.platforms import Request, eks, gke, name_rules, option_refusal, owners, rules_for
+from fullserver.platforms.kubernetes import STORAGE_CLASS_TYPE
 from fullserver.spec import EnvironmentSpec
 
 TWIN = {vm: kube for kube, vm in SIZED_AS.items() if kube is not Platform.GKE_TPU} | {Platform.TPU_VM: Platform.GKE_TPU}
@@ -126,6 +127,31 @@ def test_names_are_valid_for_any_stack_name(plans: dict[str, StackPlan], stack: 
 def test_labels_are_kubernetes_label_values() -> None:
     assert label_value("a b/c") == "a-b-c"
     assert label_value("-x-") == "x" and len(label_value("y" * 80)) == 63
+    assert label_value("Team_ML.Serve.v2") == "Team_ML.Serve.v2"  # a label value may keep all three
+
+
+def test_two_long_environments_sharing_63_characters_keep_their_own_node_label() -> None:
+    """The environment's label selects its own nodes in a shared cluster: cut at 63, the two
+    ...-east and ...-west stacks of 100 characters would select each other's."""
+    east, west = label_value("a" * 90 + "-east"), label_value("a" * 90 + "-west")
+    assert east != west and len(east) == len(west) == 63
+    assert east.startswith("a" * 56 + "-") and east[-1].isalnum()
+    assert label_value("a" * 90 + "-east") == east  # the same on every run
+
+
+def test_the_data_volume_storage_class_is_named_for_the_environment_as_a_subdomain(
+    plans: dict[str, StackPlan],
+) -> None:
+    spec = plans["finetune-gcp-g2"].spec
+    rule = name_rules(STORAGE_CLASS_TYPE)[0]
+    kept = kube_plan(spec, Platform.GKE_GPU).data_volume
+    assert kept is not None and kept.storage_class == "fullserver-finetune-gcp-g2-data"
+    names = set()
+    for stack in ("Team_ML.Serve.v2", "team-ml-serve-v2", "A" * 100, "ci-20261126-081700-a1b2c3"):
+        volume = kube_plan(spec.model_copy(update={"environment": stack}), Platform.GKE_GPU).data_volume
+        assert volume is not None and rule.problem(volume.storage_class) is None, volume
+        names.add(volume.storage_class)
+    assert len(names) == 4
 
 
 def test_refusals(plans: dict[str, StackPlan]) -> None:

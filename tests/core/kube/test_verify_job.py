@@ -25,6 +25,8 @@ from fullserver.kube.verify_job import (
     verify_job,
 )
 from fullserver.plan import StackPlan
+from fullserver.platforms import name_rules
+from fullserver.platforms.kubernetes import JOB_TYPE
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -96,6 +98,7 @@ def test_job_names_are_dns_labels_with_a_stable_prefix_and_a_random_suffix(node:
         assert name.startswith(JOB_PREFIX)
         assert len(name) <= 63
         assert DNS_LABEL.match(name), name
+        assert name_rules(JOB_TYPE)[0].problem(name) is None  # the rule the graph judges a Job by
     assert first != second  # two runs on one node never collide
     assert job_name(node, "abcde").endswith("-abcde")
 

@@ -1,0 +1,93 @@
+"""The names Kubernetes and Helm accept for the objects the node-pool platforms build (``NAME_RULES``),
+and the objects a ``yaml/v2:ConfigGroup`` creates, read out of its inputs (``NAME_MEMBERS``).
+
+Shared by every member of the node-pool family (GKE and EKS build the same kinds), so it registers
+no platform. Sources:
+
+* Helm: a release name is at most 53 characters matching
+  ``^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`` (https://github.com/helm/helm,
+  ``pkg/chartutil/validate_name.go``); pulumi-kubernetes names a ``helm.v3.Release`` without
+  ``name`` ``<logical>-<8 hex>``, uncapped (``provider/pkg/provider/helm_release.go``,
+  ``assignNameIfAutonameable``; pulumi ``resource.NewUniqueHex``, 8 by default), and likewise
+  every object without ``metadata.name``.
+* Kubernetes "Object Names and IDs" (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/): most kinds take a DNS-1123 subdomain (at most 253, lowercase
+  alphanumerics, ``-`` and ``.``, alphanumeric ends); a Service's name is an RFC 1035 label (at most
+  63, a letter first; ``RelaxedServiceNameValidation`` is alpha in 1.34 and off).
+* Kubernetes "Jobs" (https://kubernetes.io/docs/concepts/workloads/controllers/job/): "Even when the name is a DNS subdomain, the name must be no longer than 63
+  characters" (it becomes the pods' ``job-name`` label value); a pod's ``subdomain`` is an RFC 1123
+  label (``ValidatePodSpec``) and an Indexed Job's pods are named ``<job>-<index>`` as hostnames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from fullserver.platforms.base import RFC1035, NameRule
+
+AUTONAME_HEX = 8
+"""pulumi-kubernetes' autoname: ``<logical>-`` and eight random hex characters (``NewUniqueHex``)."""
+
+RFC1123 = "a-z0-9-", "a-z0-9", "a-z0-9"
+"""A DNS-1123 label's characters: ``[a-z0-9]([-a-z0-9]*[a-z0-9])?``; a subdomain is such labels
+joined by ``.`` (``separator``)."""
+
+RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+SERVICE_TYPE = "kubernetes:core/v1:Service"
+JOB_TYPE = "kubernetes:batch/v1:Job"
+STORAGE_CLASS_TYPE = "kubernetes:storage.k8s.io/v1:StorageClass"
+CONFIG_GROUP_TYPE = "kubernetes:yaml/v2:ConfigGroup"
+
+_NAME = "metadata.name"
+_K8S = "Kubernetes object names"
+_JOB_DOC = "Kubernetes Jobs"
+
+
+def _subdomain(kind: str, max_len: int = 253, source: str = _K8S) -> NameRule:
+    return NameRule(f"{kind} name", max_len, *RFC1123, source, field=_NAME, autoname_hex=AUTONAME_HEX, separator=".")
+
+
+NAME_RULES: dict[str, tuple[NameRule, ...]] = {
+    RELEASE_TYPE: (
+        NameRule(
+            "Helm release name",
+            53,
+            *RFC1123,
+            "Helm (chartutil.ValidateReleaseName)",
+            autoname_hex=AUTONAME_HEX,
+            separator=".",
+        ),
+    ),
+    SERVICE_TYPE: (NameRule("Service name", 63, *RFC1035, _K8S, field=_NAME, autoname_hex=AUTONAME_HEX),),
+    JOB_TYPE: (
+        _subdomain("Job", 63, _JOB_DOC),
+        NameRule("pod subdomain", 63, *RFC1123, _K8S, field="spec.template.spec.subdomain", autoname=False),
+    ),
+    "kubernetes:apps/v1:Deployment": (_subdomain("Deployment"),),
+    "kubernetes:core/v1:Secret": (_subdomain("Secret"),),
+    "kubernetes:core/v1:ConfigMap": (_subdomain("ConfigMap"),),
+    "kubernetes:core/v1:ServiceAccount": (_subdomain("ServiceAccount"),),
+    "kubernetes:autoscaling/v2:HorizontalPodAutoscaler": (_subdomain("HorizontalPodAutoscaler"),),
+    STORAGE_CLASS_TYPE: (_subdomain("StorageClass"),),
+    "kubernetes:monitoring.googleapis.com/v1:PodMonitoring": (_subdomain("PodMonitoring"),),
+}
+
+
+def type_token(manifest: Mapping[str, Any]) -> str:
+    """The Pulumi type token of a manifest (``apps/v1`` ``Deployment`` ->
+    ``kubernetes:apps/v1:Deployment``; the core group ``v1`` is ``core/v1``)."""
+    version = str(manifest.get("apiVersion", ""))
+    return f"kubernetes:{version if '/' in version else f'core/{version}'}:{manifest.get('kind', '')}"
+
+
+def config_group_objects(inputs: Mapping[str, Any]) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """The objects a ``yaml/v2:ConfigGroup`` creates from its ``objs``: (type token, name, manifest).
+    The mock runtime does not run the group's provider, so its children are read here."""
+    for obj in inputs.get("objs") or ():
+        if isinstance(obj, Mapping):
+            name = str((obj.get("metadata") or {}).get("name", ""))
+            yield type_token(obj), name, obj
+
+
+NAME_MEMBERS = {CONFIG_GROUP_TYPE: config_group_objects}
+"""Component types whose inputs carry the objects they create (``fullserver.naming``)."""
