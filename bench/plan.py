@@ -71,8 +71,9 @@ def generate(directory: Path, n: int) -> list[Path]:
         }
         if count:
             config["fullserver:acceleratorCount"] = count
-        if profile == "realtime-inference":  # an external endpoint needs its API key (issue 22)
-            config["fullserver:serving"] = {"apiKeySecret": "bench-api-key"}
+        if profile == "realtime-inference":  # an external endpoint needs its API key (issue 22), and TLS or
+            # plainHttp said (issue 33): plain HTTP keeps every variant's platform
+            config["fullserver:serving"] = {"apiKeySecret": "bench-api-key", "plainHttp": True}
         path = directory / f"Pulumi.gen-{i:04d}.yaml"
         path.write_text(yaml.safe_dump({"config": config}))
         paths.append(path)

@@ -17,15 +17,16 @@ has, EFA where it has none) even when the args were written by hand.
 """
 
 import math
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from fullserver.baremetal.keys import check_public_key
 from fullserver.errors import FullserverError
+from fullserver.kube.serve import clear_text_of
 from fullserver.netcheck import check_ssh_ranges
 from fullserver.platforms import disk_limits
 from fullserver.serving import endpoint_problem
 from fullserver.spec import EnvironmentSpec
-from fullserver.tls import check_certificate_arn, check_domain
+from fullserver.tls import check_certificate_arn, check_domain, clear_text
 
 
 class SpecRefused(FullserverError):
@@ -117,6 +118,9 @@ class ServingArgs(TypedDict):
     exactly these, and each server start fetches them."""
     tls: NotRequired[TlsArgs]
     """HTTPS on the load balancer; absent: plain HTTP on ``lb_port``."""
+    plain_http: NotRequired[bool]
+    """The stack accepted an internet-facing endpoint without TLS (``serving.plainHttp``,
+    ``fullserver.tls.clear_text``); the load balancer says so in a tag or label the policy reads."""
 
 
 class ShapeLimitArgs(TypedDict):
@@ -238,6 +242,8 @@ def serving_args(spec: EnvironmentSpec) -> ServingArgs | None:
         if s.tls.certificate_arn is not None:
             tls["certificate_arn"] = s.tls.certificate_arn
         args["tls"] = tls
+    if s.plain_http:
+        args["plain_http"] = True
     return args
 
 
@@ -256,14 +262,18 @@ def check_access(access: AccessArgs) -> None:
             raise refuse(f"network.ssh_public_keys[{i}]", str(exc)) from None
 
 
-def check_serving(serving: ServingArgs | None) -> None:
-    """An endpoint on the internet answers only with its API key: the core's rule
-    (``fullserver.serving.endpoint_problem``), for args that never passed through the core."""
+def check_serving(serving: ServingArgs | None, provider: str) -> None:
+    """An endpoint on the internet answers only with its API key, and sends it only over TLS unless
+    the stack said otherwise: the core's rules (``fullserver.serving.endpoint_problem``,
+    ``fullserver.tls.clear_text``), for args that never passed through the core."""
     if serving is None:
         return
     problem = endpoint_problem(serving["load_balancer"], serving["secrets"].get("api_key"))
     if problem is not None:
         raise refuse("serving.server.api_key_secret", *problem)
+    exposed = clear_text(provider, serving["load_balancer"], "tls" in serving, serving.get("plain_http", False))
+    if exposed is not None and not exposed.allowed:
+        raise refuse("serving.tls", exposed.what, exposed.hint)
     tls = serving.get("tls")
     try:  # the core's rules for the certificate and the names (``fullserver.tls``)
         if tls is not None and "certificate_arn" in tls:
@@ -330,3 +340,11 @@ def check_local_ssds(args: CommonArgs) -> None:
             f"{args['machine_type']} takes {', '.join(map(str, counts))} local SSDs, not {count}",
             "re-plan with the core, which picks an allowed count",
         )
+
+
+def check_workload_exposure(manifests: list[dict[str, Any]]) -> None:
+    """A node pool's workload sends no API key in clear across the internet unless its stack said
+    so: the core's rule on the manifests as they will be applied (``fullserver.kube.serve.clear_text_of``)."""
+    exposed = clear_text_of(manifests)
+    if exposed is not None and not exposed.allowed:
+        raise refuse("workload", exposed.what, exposed.hint)

@@ -211,6 +211,16 @@ class GraphMocks(pulumi.runtime.Mocks):
                 acs = [{**ac, "natIp": self._next_ip("34.2.0")} for ac in nic.get("accessConfigs", [])]
                 nics.append({**nic, "networkIp": self._next_ip("10.64.0"), "accessConfigs": acs})
             out["networkInterfaces"] = nics
+        elif typ == "gcp:container/cluster:Cluster":
+            # What GKE fills in: the IP endpoint, the CA and the DNS endpoint ("uid.<region>.gke.goog",
+            # Container API ``DNSEndpointConfig.endpoint``), so the kubeconfig shows which one it uses.
+            location = inputs.get("location", "")
+            out["endpoint"] = "192.0.2.11"
+            out["masterAuth"] = {"clusterCaCertificate": MOCK_CA}
+            endpoints = dict(inputs.get("controlPlaneEndpointsConfig") or {})
+            dns = dict(endpoints.get("dnsEndpointConfig") or {})
+            endpoints["dnsEndpointConfig"] = {**dns, "endpoint": f"gke-0123456789abcdef.{location}.gke.goog"}
+            out["controlPlaneEndpointsConfig"] = endpoints
         elif typ == "gcp:compute/instanceTemplate:InstanceTemplate":
             out["selfLinkUnique"] = out["selfLink"] + "?uniqueId=1"
         elif typ.endswith("InstanceGroupManager:RegionInstanceGroupManager") or typ.endswith(

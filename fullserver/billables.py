@@ -21,7 +21,7 @@ start) depends on pulls the plan cannot know, and the line's note says so with i
 
 from __future__ import annotations
 
-from fullserver.platforms import rules_for
+from fullserver.platforms import pool_member, rules_for
 from fullserver.spec import Billables, EnvironmentSpec
 
 
@@ -59,7 +59,9 @@ def _kube(spec: EnvironmentSpec) -> Billables:
     if not kube.create_cluster:
         pools = Billables(machines=n)
     else:
-        pools = Billables(machines=n, nat=True, nat_public_ips=1, zones=rules.cluster_zones)
+        # Every VM behind the NAT uses it: Cloud NAT bills each one, the system pool's nodes too.
+        _, system = pool_member(kube.provider).system_pool(kube.zone)
+        pools = Billables(machines=n + system, nat=True, nat_public_ips=1, zones=rules.cluster_zones)
     if spec.serving is None or rules.network is None:
         return pools
     # Serving: the LoadBalancer Service's load balancer and its health check (fullserver.kube.serve).

@@ -243,41 +243,45 @@ def _kube_lines(
     compute_hour: float,
     peak_hour: float | None,
     compute_prices: tuple[UsedPrice, ...],
+    share: float,
+    unpriced: list[str],
 ) -> float | None:
-    """A node-pool platform's cluster fee and a created cluster's system pool (all month), and its pools' range (``fullserver.kube.cost``),
-    added to ``lines``; the peak hour with every pool at its maximum where that is more."""
+    """A node-pool platform's cluster fee and a created cluster's system pool and its boot disks,
+    and its pools' range (``fullserver.kube.cost``), added to ``lines``; the peak hour with every
+    pool at its maximum where that is more. The cluster's parts run whatever the pools do, for as
+    long as the stack lives: ``share`` of the month, as its NAT and the VMs' disks (all month for a
+    persistent profile, the paid hours for an ephemeral one, whose cluster goes with the stack)."""
     assert spec.kube is not None
     pools = kube_cost(spec.kube, spec, profile, catalog)
-    lines.append(
-        CostLine(
-            item="cluster fee",
-            usd_month=round(pools.cluster_usd_hour * HOURS_PER_MONTH, 2),
-            note=pools.cluster_note,
-            prices=pools.cluster_prices,
-        )
-    )
+    hours = HOURS_PER_MONTH * share
+    when = "all month" if share == 1.0 else f"{hours:.0f} h: the stack's paid hours"
+    fee_note = f"{pools.cluster_note}, {when}" if pools.cluster_usd_hour else pools.cluster_note
+    usd = round(pools.cluster_usd_hour * hours, 2)
+    lines.append(CostLine(item="cluster fee", usd_month=usd, note=fee_note, prices=pools.cluster_prices))
     if pools.system_note:
-        lines.append(
-            CostLine(
-                item="system pool",
-                usd_month=round(pools.system_usd_hour * HOURS_PER_MONTH, 2),
-                note=pools.system_note,
-                prices=pools.system_prices,
-            )
-        )
+        note = f"{pools.system_note}, {when}"
+        usd = round(pools.system_usd_hour * hours, 2)
+        lines.append(CostLine(item="system pool", usd_month=usd, note=note, prices=pools.system_prices))
+    if pools.system_disk_note and pools.system_disk_usd_hour:
+        note = f"{pools.system_disk_note}, {when}"
+        usd = round(pools.system_disk_usd_hour * hours, 2)
+        lines.append(CostLine(item="system pool disks", usd_month=usd, note=note, prices=pools.system_disk_prices))
+    unpriced.extend(pools.unpriced)
     ranges = "; ".join(f"{p.pool} {p.min_usd_hour:,.2f}-{p.max_usd_hour:,.2f}/h ({p.note})" for p in pools.pools)
+    spot = profile.cost.spot_share
+    order = f", {spot:.0%} of hours on the spot pool the autoscaler grows first" if spec.kube.spot_first else ""
     lines.append(
         CostLine(
             item="node pools (range)",
             usd_month=0.0,
-            note=f"{ranges} (what compute prices: the workload's nodes at the profile's expected rate)",
+            note=f"{ranges} (what compute prices: the workload's nodes at the profile's expected rate{order})",
             prices=(*compute_prices, *pools.pool_prices),
         )
     )
     # Every pool at its maximum, less the workload's own nodes' data volumes the data line bills:
     # what the peak adds to compute is the extra nodes and their pods' volumes.
     base_volumes = sum(p.volume_usd_hour for p in pools.pools[:1]) * spec.machines
-    kube_peak = pools.max_usd_hour - pools.cluster_usd_hour - pools.system_usd_hour - base_volumes
+    kube_peak = pools.max_usd_hour - pools.always_usd_hour - base_volumes
     return max(peak_hour or 0.0, kube_peak) if kube_peak > compute_hour else peak_hour
 
 
@@ -297,10 +301,12 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
     else:
         compute_hour, note, basis, peak_hour, compute_prices = _compute_hourly(spec, profile, catalog, warnings)
         lines.append(CostLine("compute", round(compute_hour * productive, 2), note, prices=compute_prices))
-        if spec.kube is not None:
-            peak_hour = _kube_lines(spec, profile, catalog, lines, compute_hour, peak_hour, compute_prices)
         # Ephemeral disks live as long as the machine; persistent ones are billed all month.
         share = paid / HOURS_PER_MONTH if spec.lifecycle.mode == "ephemeral" else 1.0
+        if spec.kube is not None:
+            peak_hour = _kube_lines(
+                spec, profile, catalog, lines, compute_hour, peak_hour, compute_prices, share, unpriced
+            )
         lines.extend(_storage_lines(spec, catalog, share, warnings, unpriced))
         lines.extend(network_lines(spec, workload, share, warnings))
         if workload.egress_gb_month:

@@ -9,7 +9,7 @@ from __future__ import annotations
 # One table of exit codes for every command (README "Exit codes" shows the same table): each
 # outcome has a code of its own, so a CI script can tell "a host is down" from "a stack was left".
 EXIT_OK = 0
-EXIT_INPUT = 2  # bad input: a file, field, flag or host entry; nothing was changed
+EXIT_INPUT = 2  # bad input: a file, field, flag, host entry, or cloud credentials and settings; nothing changed
 EXIT_BUDGET = 3  # a monthly estimate is above the budget given
 EXIT_SHORT = 4  # audit, verify: a host short of the profile (or unverified); quota, ephemeral: a quota short
 EXIT_UNREACHABLE = 5  # audit, verify: a host could not be reached or logged into
@@ -18,7 +18,7 @@ EXIT_LEFT_BEHIND = 7  # ephemeral, janitor: a stack or its resources were left b
 EXIT_CODES: dict[int, str] = {
     EXIT_OK: "success",
     1: "an unexpected failure (a bug: please report it)",
-    EXIT_INPUT: "bad input (file, field, flag or host entry); nothing was changed",
+    EXIT_INPUT: "bad input (file, field, flag, host entry, or cloud credentials and settings); nothing was changed",
     EXIT_BUDGET: "a monthly estimate is above --max-monthly-usd",
     EXIT_SHORT: "audit, verify: a host is short of its profile, or could not be verified; quota, ephemeral: a quota is short",
     EXIT_UNREACHABLE: "audit, verify: a host could not be reached or logged into",

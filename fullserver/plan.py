@@ -270,7 +270,7 @@ def plan_workload(
         comparison=comparison,
         budget_monthly_usd=workload.budget_monthly_usd,
         baseline=baseline,
-        quotas=(quotas := quotas_for(spec)),
+        quotas=(quotas := quotas_for(spec, catalog=catalog)),
         capacity_paths=capacity_paths(spec, quotas, catalog),
     )
 

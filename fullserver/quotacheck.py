@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from fullserver.cloud_errors import scrub
 from fullserver.errors import EXIT_SHORT, FullserverError
 from fullserver.platforms.quota import QuotaNeed, QuotaTable
 from fullserver.platforms.quota.aws import instance_family, vcpu_group
@@ -66,6 +67,23 @@ ClientFor = Callable[[str, str], Any]
 """(service name, region) -> a boto3 client (a Stubber's, in tests)."""
 
 
+COUNTS: dict[tuple[str, str], tuple[str, str, str, dict[str, Any]]] = {
+    ("ec2", "addresses"): ("ec2", "describe_addresses", "Addresses", {}),
+    ("vpc", "VPCs"): ("ec2", "describe_vpcs", "Vpcs", {}),
+    ("vpc", "internet gateways"): ("ec2", "describe_internet_gateways", "InternetGateways", {}),
+    # every live NAT gateway of the Region: at least as many as any one Availability Zone holds
+    ("vpc", "NAT gateways"): (
+        "ec2",
+        "describe_nat_gateways",
+        "NatGateways",
+        {"Filters": [{"Name": "state", "Values": ["pending", "available"]}]},
+    ),
+    ("eks", "clusters"): ("eks", "list_clusters", "clusters", {}),
+}
+"""(quota service, unit) -> the client, call and response key whose list length is the quota's
+usage in the Region (first page: these defaults are single digits to a hundred)."""
+
+
 class AwsReader:
     """Service Quotas for limits, EC2 for usage, per region, with the caller's credentials."""
 
@@ -113,11 +131,11 @@ class AwsReader:
     def in_use(self, need: QuotaNeed) -> float | None:
         if need.service == "ec2" and need.unit == "vCPUs":
             return self.vcpus_in_use(need)
-        if need.service == "ec2" and need.unit == "addresses":
-            return float(len(self.client_for("ec2", need.scope).describe_addresses()["Addresses"]))
-        if need.service == "vpc":
-            return float(len(self.client_for("ec2", need.scope).describe_vpcs()["Vpcs"]))
-        return None
+        count = COUNTS.get((need.service, need.unit))
+        if count is None:
+            return None
+        service, call, key, kwargs = count
+        return float(len(getattr(self.client_for(service, need.scope), call)(**kwargs)[key]))
 
     def read(self, need: QuotaNeed) -> QuotaStatus:
         limit = self.limit(need)
@@ -240,17 +258,17 @@ def gcp_reader(project: str | None) -> GcpReader:
         from google.auth.transport.requests import AuthorizedSession
     except ImportError:
         raise NoCredentials(
-            "Google Cloud", "google-auth is not installed", "pip install google-auth requests"
+            "Google Cloud", "google-auth is not installed", "pip install 'fullserver[refresh]'"
         ) from None
     try:
         credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
-    except google.auth.exceptions.DefaultCredentialsError:
+    except google.auth.exceptions.DefaultCredentialsError as exc:  # none: ephemeral goes on without
         raise NoCredentials(
             "Google Cloud",
-            "no Application Default Credentials to read Compute Engine and Cloud Quotas with",
+            f"no Application Default Credentials to read Compute Engine and Cloud Quotas with ({scrub(str(exc))})",
             "run gcloud auth application-default login, or set GOOGLE_APPLICATION_CREDENTIALS",
         ) from None
-    session = AuthorizedSession(credentials)
+    session = AuthorizedSession(credentials)  # type: ignore[no-untyped-call]  # google-auth is untyped
 
     def get_json(url: str) -> dict[str, Any]:
         response = session.get(url, timeout=30)

@@ -12,15 +12,17 @@ that platform's rule (``PlatformRules.quotas``); their names, codes and units ar
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from fullserver.catalog import Catalog
+from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.network import DATA_DIR, QUOTAS_FILE
 from fullserver.errors import InputError
-from fullserver.platforms import rules_for
-from fullserver.platforms.quota import QuotaAsk, QuotaNeed, QuotaTable
+from fullserver.kube.pool import KubePlan
+from fullserver.platforms import pool_member, rules_for
+from fullserver.platforms.quota import Pool, QuotaAsk, QuotaNeed, QuotaTable, SystemMachines
 from fullserver.platforms.quota.aws import instance_family
 from fullserver.sources import check_cited
 from fullserver.spec import EnvironmentSpec
@@ -49,6 +51,8 @@ def load_quota_table(path: Path = DATA_DIR / QUOTAS_FILE) -> QuotaTable:
         *(k for g in table.gcp_gpus.values() for k in (g.on_demand, g.preemptible)),
         *table.gcp_cpus.values(),
         *table.gcp_other.values(),
+        *(k for g in table.gke_tpu_generations.values() for k in (g.on_demand, g.preemptible)),
+        *table.eks_other.values(),
         *(
             k
             for g in table.tpu_generations.values()
@@ -59,26 +63,36 @@ def load_quota_table(path: Path = DATA_DIR / QUOTAS_FILE) -> QuotaTable:
     unknown = sorted({k for k in named if k not in table.quotas})
     if unknown:
         raise InputError(str(path), f"rules name unknown quota(s) {', '.join(unknown)}", "add them under quotas")
+    bad_series = sorted(s for s, gpu in table.gcp_gpu_series.items() if gpu not in table.gcp_gpus)
+    if bad_series:
+        raise InputError(str(path), f"gcp_gpu_series name no gcp_gpus entry: {', '.join(bad_series)}", "add it")
     return table
 
 
 def most_machines(spec: EnvironmentSpec) -> int:
     """Machines at the most: every node of the serving group's maximum replicas; a TPU slice,
-    whatever its hosts, is one resource."""
+    whatever its hosts, is one resource; a node-pool platform's pools, each at its maximum."""
+    if spec.kube is not None:
+        return spec.kube.max_nodes
     nodes = 1 if spec.tpu is not None else spec.nodes
     return nodes * (spec.serving.max_replicas if spec.serving else 1)
 
 
-def ask_of(spec: EnvironmentSpec) -> QuotaAsk:
-    """What the environment asks of its account, from its spec."""
+def _disks(spec: EnvironmentSpec) -> dict[str, float]:
     disks: dict[str, float] = {}
     if spec.boot_disk_kind and rules_for(spec.platform).boot_disk_sized:
         disks[spec.boot_disk_kind] = float(spec.boot_disk_gib)
     if spec.data_disk is not None:
         disks[spec.data_disk.kind] = disks.get(spec.data_disk.kind, 0) + spec.data_disk.size_gib
+    return disks
+
+
+def ask_of(spec: EnvironmentSpec, catalog: Catalog | None = None) -> QuotaAsk:
+    """What the environment asks of its account, from its spec; a node-pool platform's from its
+    pools (``kube_ask``), with the system pool's vCPUs from ``catalog``."""
     machines = most_machines(spec)
     bill = spec.billables
-    return QuotaAsk(
+    ask = QuotaAsk(
         shape=spec.offer if spec.tpu is None else spec.tpu.accelerator_type,
         region=spec.region,
         zone=spec.zone,
@@ -88,18 +102,50 @@ def ask_of(spec: EnvironmentSpec) -> QuotaAsk:
         accelerators=spec.accelerator_count,
         spot=spec.spot,
         capacity_block=spec.capacity_block,
-        disk_gib=disks,
+        disk_gib=_disks(spec),
         local_ssds=spec.local_nvme_disks,
         local_ssd_gib=spec.local_nvme_disk_gib,
         node_public_ips=machines if spec.network.public_ip and spec.tpu is None else 0,
         nat_public_ips=bill.nat_public_ips if bill is not None else 0,
+        nat_gateways=1 if bill is not None and bill.nat else 0,
         load_balancer=bill.load_balancer if bill is not None else "",
+        reservation=spec.reservation is not None,
+    )
+    return ask if spec.kube is None else kube_ask(ask, spec.kube, catalog)
+
+
+def kube_ask(ask: QuotaAsk, kube: KubePlan, catalog: Catalog | None) -> QuotaAsk:
+    """A node-pool stack's ask: the pools' nodes (each pool at its maximum, Spot or not) on their
+    machine type, its local SSDs, and, for a created cluster, the cluster and its system pool."""
+    system = None
+    if kube.create_cluster:
+        member = pool_member(kube.provider)
+        shape, nodes = member.system_pool(kube.zone)
+        vcpus = (catalog or load_catalog()).machine_vcpus.get(shape, 0)
+        kind, gib = member.system_disk
+        system = SystemMachines(shape, nodes, vcpus, kind, gib)
+    return replace(
+        ask,
+        shape=kube.machine_type,
+        slice_type=ask.shape if kube.tpu_slice_topology else "",
+        accelerators=kube.accelerators_per_node,
+        # flex-start nodes draw on the preemptible quotas as Spot ones do (gcp-flex-start)
+        pools=tuple(Pool(p.max_nodes, p.spot or kube.flex_start) for p in kube.pools),
+        spot=any(p.spot for p in kube.pools) or kube.flex_start,
+        local_ssds=kube.local_ssd_count,
+        # a created cluster's nodes are private; an attached pool's follow its cluster, unknown here
+        node_public_ips=0,
+        system=system,
+        cluster=kube.create_cluster,
+        network=kube.create_cluster,
     )
 
 
-def quotas_for(spec: EnvironmentSpec, table: QuotaTable | None = None) -> list[QuotaNeed]:
+def quotas_for(
+    spec: EnvironmentSpec, table: QuotaTable | None = None, catalog: Catalog | None = None
+) -> list[QuotaNeed]:
     """Each quota the environment needs, with its amount at the most (its platform's rule)."""
-    return rules_for(spec.platform).quotas(ask_of(spec), table or load_quota_table())
+    return rules_for(spec.platform).quotas(ask_of(spec, catalog), table or load_quota_table())
 
 
 class CapacityAdvice(BaseModel):

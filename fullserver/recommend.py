@@ -432,6 +432,25 @@ def check_needs(needs: Needs, catalog: Catalog, top: int) -> None:
                 if tpu
                 else (f"did you mean {close}? {known}" if close else known),
             )
+        model = gpus[needs.gpu.lower()]
+        counts = sorted({o.host.accelerator_count for o in catalog.offers if o.accelerator == model})
+        if needs.gpu_count is not None and needs.gpu_count not in counts:
+            raise InputError(
+                "--gpu-count",
+                f"no shape offers {needs.gpu_count} x {model} per node",
+                f"{model} shapes have {', '.join(map(str, counts))} per node",
+            )
+    _check_tpu(needs, catalog)
+
+
+def _check_tpu(needs: Needs, catalog: Catalog) -> None:
+    """``--tpu`` names a type, asks for no GPU beside it and a cloud that sells TPUs: it was
+    silently dropped beside ``--gpu`` or ``--cloud aws``."""
+    if needs.tpu is not None and needs.gpu is not None:
+        raise InputError("--tpu", "and --gpu both name the accelerator to price", "give one of them")
+    sellers = sorted({rules_for(o.platform).provider for o in catalog.offers if rules_for(o.platform).slices})
+    if needs.tpu is not None and needs.cloud != "any" and needs.cloud not in sellers:
+        raise InputError("--tpu", f"TPUs are sold on {', '.join(sellers)}, not {needs.cloud}", "drop --tpu or --cloud")
     if needs.tpu is not None:
         types = {o.name.lower(): o.name for o in catalog.offers if rules_for(o.platform).slices}
         if needs.tpu.lower() not in types:

@@ -39,8 +39,9 @@ of the serving path, not a production choice; the plan warns while it is in use.
 DEFAULT_PORT = 8000
 DEFAULT_HEALTH_PATH = "/health"
 LB_PORT = 80
-"""Where the load balancer listens with HTTP; with HTTPS (``fullserver.tls``) it listens on 443 and
-this port answers a redirect to it."""
+"""Where the load balancer listens with HTTP (internal, or ``serving.plainHttp``); with HTTPS
+(``fullserver.tls``) it listens on 443 and, on an Application Load Balancer, this port answers a
+redirect to it."""
 HEALTH_INTERVAL_SECONDS = 10
 HEALTHY_THRESHOLD = 2
 UNHEALTHY_THRESHOLD = 3
@@ -115,6 +116,9 @@ class ServingSpec(Frozen):
     pod_metrics: bool = False
     """Node pools: the cluster serves vLLM's Prometheus metrics to the HPA through a custom-metrics
     adapter (``fullserver:serving.podMetrics``; ``fullserver.kube.serve.hpa_metrics``)."""
+    plain_http: bool = False
+    """``fullserver:serving.plainHttp``: the stack accepts an internet-facing endpoint without TLS
+    (``fullserver.tls.clear_text``); the load balancer carries it where the policy pack reads it."""
 
     @property
     def requests_per_minute_per_replica(self) -> float:
@@ -176,6 +180,7 @@ def serving_spec(
     zones: list[str] | None = None,
     tls: Tls | None = None,
     pod_metrics: bool = False,
+    plain_http: bool = False,
 ) -> ServingSpec:
     """The profile's group behaviour with the stack's server (and its capacity and load-time
     overrides, which know the model better than a profile can)."""
@@ -191,4 +196,5 @@ def serving_spec(
         target_utilisation=profile.target_utilisation,
         tls=tls,
         pod_metrics=pod_metrics,
+        plain_http=plain_http,
     )

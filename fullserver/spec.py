@@ -78,7 +78,8 @@ class Billables(Frozen):
     the components build exactly these and the plan prices each one."""
 
     machines: int = 0
-    """Machines the estimate runs (nodes, times the serving group's minimum replicas)."""
+    """Machines the estimate runs (nodes, times the serving group's minimum replicas), and a
+    created cluster's system nodes, which use its NAT as well."""
     nat: bool = False
     """Nodes without public addresses reach the internet through a NAT gateway (AWS: one, with an
     Elastic IP) or Cloud NAT (GCP, priced per VM using it)."""

@@ -143,6 +143,23 @@ def _decode(key: ConfigKey, value: object) -> object:
     return text
 
 
+def _check_text(key: ConfigKey, value: object, where: str) -> None:
+    """A text key written as a YAML number or boolean is refused, not read as Python prints it.
+
+    Why: YAML 1.1 reads an unquoted ``0755`` as the octal number 493 and ``no`` as false, so
+    ``owner: 0755`` became the label "493" and ``region: no`` the region 'false'; the text
+    written is gone by then, so the one fix is quotes."""
+    if (key.type or UNTYPED_KEYS.get(key.name)) != "string" or not isinstance(value, bool | int | float):
+        return
+    kind = "boolean" if isinstance(value, bool) else "number"
+    raise InputError(
+        where,
+        f"field '{CONFIG_NAMESPACE}:{key.name}' is the YAML {kind} {_as_text(value)}, not text "
+        "(unquoted, 0755 is the octal number 493 and no is false)",
+        f"write the value in quotes: {CONFIG_NAMESPACE}:{key.name}: '...'",
+    )
+
+
 def _is_encrypted(value: object) -> bool:
     return isinstance(value, dict) and set(value) == {"secure"}
 
@@ -180,6 +197,7 @@ def workload_from_config(config: Mapping[str, Any], where: str) -> Workload:
                 f"field '{CONFIG_NAMESPACE}:{name}' is encrypted (set with --secret), but fullserver plans it offline and reads it in plain text",
                 f"pulumi config set {CONFIG_NAMESPACE}:{name} <value> (without --secret)",
             )
+        _check_text(key, value, where)
         ours[name] = value if key.secret else _decode(key, value)
     try:
         return Workload.model_validate(ours)
@@ -223,7 +241,26 @@ def load_stack(path: Path) -> Stack:
     config = data.get("config", {})
     if not isinstance(config, dict):
         raise InputError(f"{path}: field 'config'", "expected a mapping of keys to values", "see stacks/ examples")
+    check_gcp_project(config.get("gcp:project"), str(path))
     return Stack(name=name, path=str(path), workload=workload_from_config(config, str(path)))
+
+
+_GCP_PROJECT = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]")
+"""A project ID: 6-30 lowercase letters, digits or hyphens, starting with a letter, not ending with
+a hyphen (https://cloud.google.com/resource-manager/docs/creating-managing-projects)."""
+
+
+def check_gcp_project(value: object, where: str) -> None:
+    """``gcp:project``, when set, is a project ID by form: every GCP resource and quota is read in
+    it, and ``'My Project!'`` (a display name) planned, then failed at ``up``."""
+    if value is None or (isinstance(value, str) and _GCP_PROJECT.fullmatch(value)):
+        return
+    raise InputError(
+        where,
+        f"field 'gcp:project' is {str(value)[:60]!r}, not a project ID (6-30 lowercase letters, digits or "
+        "hyphens, starting with a letter)",
+        "set the project's ID, as gcloud projects list shows it, not its display name",
+    )
 
 
 _STACK_NAME_HINT = "a stack name is 1-100 letters, digits, '-', '_' and '.'"

@@ -24,6 +24,7 @@ names clients call (GCP), checked here before anything is built.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
@@ -41,16 +42,23 @@ _ACM_ARN = re.compile(
     r"arn:(?P<partition>aws|aws-cn|aws-us-gov):acm:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):\d{12}:certificate/[0-9a-f-]{36}"
 )
 """``arn:aws:acm:<region>:<account>:certificate/<id>`` (ACM ``CertificateArn``; the id is a UUID)."""
+_PARTITIONS = (("cn-", "aws-cn"), ("us-gov-", "aws-us-gov"))
+"""A region's partition by its name: China regions are cn-*, GovCloud us-gov-*, the rest aws
+(https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html, "partition")."""
 _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 """An RFC 1123 host name label: letters, digits and '-', not at either end, 1-63 characters."""
 
 
 def check_certificate_arn(arn: str) -> str:
     """An ACM certificate's ARN by form (its region is checked against the stack's in ``tls_for``)."""
-    if not _ACM_ARN.fullmatch(arn):
+    found = _ACM_ARN.fullmatch(arn)
+    if not found:
         raise ValueError(
             f"'{arn[:80]}' is not an ACM certificate ARN (arn:aws:acm:<region>:<account>:certificate/<id>)"
         )
+    partition = next((p for prefix, p in _PARTITIONS if found["region"].startswith(prefix)), "aws")
+    if found["partition"] != partition:
+        raise ValueError(f"region {found['region']} is in partition {partition}, not {found['partition']}")
     return arn
 
 
@@ -63,6 +71,11 @@ def check_domain(name: str) -> str:
         raise ValueError(
             f"'{shown}' is not a domain name (labels of letters, digits and '-' joined by '.', e.g. api.example.com; "
             "no wildcard)"
+        )
+    if domain.rpartition(".")[2].isdigit():  # 10.0.0.1, llm.example.123: no top-level domain is numeric
+        raise ValueError(
+            f"'{domain}' is an IP address or ends in a numeric top-level label, not a name a certificate covers "
+            "(RFC 3696 section 2): point a DNS name at the load balancer and give that"
         )
     return domain
 
@@ -146,3 +159,77 @@ def tls_for(
             "remove domains, or use a profile whose serving.load_balancer is external",
         )
     return Tls(domains=domains)
+
+
+PLAIN_HTTP = f"{KEY}.plainHttp"
+PLAIN_HTTP_LABEL = "fullserver-plain-http"
+"""The tag (AWS load balancer) or label (GCP forwarding rule) saying ``plainHttp`` was set, value
+``"true"``: the policy pack reads it (``policy/clear_text.py``) to tell an accepted risk from an
+oversight. A valid GCP label key (lowercase letters and '-') and AWS tag key."""
+
+
+@dataclass(frozen=True)
+class ClearText:
+    """An internet-facing endpoint without TLS: refused, or built because the stack said so."""
+
+    allowed: bool
+    """``fullserver:serving.plainHttp: true``: built, with ``warning`` on the plan."""
+    what: str
+    hint: str
+
+    @property
+    def warning(self) -> str:
+        return f"{PLAIN_HTTP}: {self.what}; {self.hint}"
+
+
+def clear_text(provider: str, load_balancer: str, https: bool, plain_http: bool) -> ClearText | None:
+    """Whether an endpoint sends the API key in clear, and what the stack may do about it; ``None``
+    when it does not (HTTPS, or an internal load balancer, reached from its network alone).
+
+    One rule for the plan (``fullserver.sizing.finish``), the components (``components.args``,
+    ``components.kube_workload``) and the policy pack (``policy/clear_text.py``). The key to set is
+    the cloud's (``serving.certificateArn`` where it takes one, else ``serving.domains``)."""
+    if load_balancer != "external" or https:
+        return None
+    key = f"{KEY}.certificateArn" if _certificate_by_arn(provider) else f"{KEY}.domains"
+    what = "the internet-facing endpoint has no TLS, so every request's API key (Authorization: Bearer) and prompt cross the internet in clear"
+    if plain_http:
+        return ClearText(True, what, f"set {key} to serve HTTPS and remove {PLAIN_HTTP}")
+    return ClearText(False, what, f"set {key} for HTTPS, or {PLAIN_HTTP}: true to accept it")
+
+
+PLACEHOLDER_DOMAINS = ("example.com", "example.net", "example.org")
+"""Second-level names RFC 2606 reserves for documentation: a stack naming one shows the shape only."""
+PLACEHOLDER_ACCOUNT = "123456789012"
+"""The account id AWS's own documentation uses in example ARNs."""
+
+
+def tls_notes(provider: str, tls: Tls) -> list[str]:
+    """What the plan tells a stack with HTTPS: where its names must point (and, for a
+    Google-managed certificate, that it is issued only then), and which values are placeholders
+    to replace before ``pulumi up``."""
+    out = []
+    if tls.domains:
+        names = ", ".join(tls.domains)
+        issued = (
+            ""
+            if _certificate_by_arn(provider)
+            else "; Google issues the managed certificate only once they resolve there (minutes to hours), "
+            "and HTTPS handshakes fail until then"
+        )
+        out.append(
+            f"{KEY}.domains: point {names} at the load balancer after pulumi up "
+            f"(pulumi stack output dnsTarget: an A record to an address, a CNAME to a name){issued}"
+        )
+    placeholders = [d for d in tls.domains if d.endswith(tuple(f".{p}" for p in PLACEHOLDER_DOMAINS))]
+    if placeholders:
+        out.append(
+            f"{KEY}.domains: {', '.join(placeholders)} is a placeholder (RFC 2606 reserves example.*): "
+            "replace it with a name you control"
+        )
+    if tls.certificate_arn and f":{PLACEHOLDER_ACCOUNT}:" in tls.certificate_arn:
+        out.append(
+            f"{KEY}.certificateArn names account {PLACEHOLDER_ACCOUNT}, AWS's documentation example: "
+            "replace it with your ACM certificate's ARN (aws acm list-certificates)"
+        )
+    return out

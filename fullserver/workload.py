@@ -11,12 +11,10 @@ file and Pulumi's config become a ``Workload`` is ``fullserver.stacks``.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     StrictBool,
     StrictInt,
@@ -25,19 +23,21 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 
 from fullserver.baremetal.keys import HostKeyLine, PublicKeyLine
 from fullserver.catalog.model import AcceleratorKind, Platform
 from fullserver.errors import InputError
-from fullserver.kube.access import MAX_SUBNETS, Identity, check_subnet_id, location_problem, way_in_refusal
+from fullserver.keys import MAX_IMAGE, MAX_NAME, MAX_PATH, Camel, Count
+from fullserver.keys import finite as _finite
+from fullserver.kube import access
 from fullserver.platforms import option_refusal, rules_for, zone_problem
 from fullserver.rules import (
     MAX_HOURS_PER_MONTH,
     check_ssh_ranges,
 )
-from fullserver.tls import CertificateArn, Domains
-from fullserver.workload_checks import check_dedicated_accelerator, check_tpu_count
+from fullserver.serving_keys import ServingConfig
+from fullserver.text import display_changing
+from fullserver.workload_checks import check_attached_cluster, check_dedicated_accelerator, check_tpu_count
 
 if TYPE_CHECKING:
     from fullserver.catalog import Catalog
@@ -92,25 +92,12 @@ MAX_LOCAL_NVME_GIB = 2_097_152
 MAX_NETWORK_GBPS = 6_400
 # AWS tag values take 256 characters; GCP labels are shortened to 63 by the components.
 MAX_LABEL_TEXT = 256
-# Profiles, regions, zones, accelerator names, reservations: cloud names are at most 63 characters.
-MAX_NAME = 63
-# Image references: an SSM parameter path or a full GCP image URL.
-MAX_IMAGE = 1_024
 # DNS names are at most 253 characters; a Linux user name 32.
 MAX_HOSTNAME = 253
 MAX_USER = 32
-MAX_PATH = 4_096
 
-Count = Annotated[StrictInt, Field(ge=1)]
 Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME, pattern=r"^\S+$")]
 Money = Annotated[float, Field(strict=True, ge=0, le=MAX_SERVER_USD, allow_inf_nan=False)]
-
-
-def _finite(most: float, *, positive: bool = False) -> Any:
-    """A number (not ``true``, not text, not inf/nan) in ``[0, most]`` or ``(0, most]``."""
-    if positive:
-        return Field(strict=True, gt=0, le=most, allow_inf_nan=False)
-    return Field(strict=True, ge=0, le=most, allow_inf_nan=False)
 
 
 def _unset(empty: object) -> BeforeValidator:
@@ -137,10 +124,6 @@ def check_region_name(region: str) -> str:
     return region
 
 
-class Camel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
-
-
 class DedicatedHost(Camel):
     """A dedicated server's hardware as rented or owned (an audit checks it against the real host)."""
 
@@ -160,7 +143,7 @@ class InventoryHost(Camel):
     address: Annotated[StrictStr, Field(min_length=1, max_length=MAX_HOSTNAME)]
     port: Annotated[StrictInt, Field(gt=0, lt=65536)] = 22
     user: Annotated[StrictStr, Field(min_length=1, max_length=MAX_USER)] = "root"
-    host_keys: Annotated[list[HostKeyLine], Field(max_length=MAX_HOST_KEYS)] = []
+    host_keys: Annotated[list[HostKeyLine], Field(max_length=MAX_HOST_KEYS)] = Field(default_factory=list)
     known_hosts_file: Annotated[StrictStr, Field(min_length=1, max_length=MAX_PATH)] | None = None
 
 
@@ -171,7 +154,7 @@ class Dedicated(Camel):
     setup_usd: Money = 0
     provider: Annotated[StrictStr, Field(max_length=MAX_LABEL_TEXT)] = ""
     host: DedicatedHost
-    hosts: Annotated[list[InventoryHost], Field(max_length=MAX_NODES)] = []
+    hosts: Annotated[list[InventoryHost], Field(max_length=MAX_NODES)] = Field(default_factory=list)
     included_egress_gb_month: Annotated[float, _finite(MAX_EGRESS_GB_MONTH)] = 0
     egress_usd_per_gb: Annotated[float, _finite(MAX_USD_PER_GB)] = 0
 
@@ -186,48 +169,6 @@ class Alternative(Camel):
     nodes: Annotated[Count, Field(le=MAX_NODES)] | None = None
     region: Name | None = None
     dedicated: Dedicated | None = None
-
-
-# Container image references (registry/name:tag@digest) and model ids (hub repo ids or paths):
-# no spaces or shell characters, since both end up on a systemd ExecStart line.
-_IMAGE_REF = r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$"
-_MODEL_REF = r"^[A-Za-z0-9_./-]+$"
-# A model server's own flags: printable, no line breaks (each becomes one quoted argument).
-_ARG = r"^[^\x00-\x1f\x7f]*$"
-MAX_SERVER_ARGS = 64
-# SSM parameter names (letters, digits, _.-/) and Secret Manager secret ids (letters, digits, _-).
-_SECRET_NAME = r"^[A-Za-z0-9_./-]+$"
-SecretName = Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME * 4, pattern=_SECRET_NAME)]
-
-
-class ServingConfig(Camel):
-    """``fullserver:serving``: what each replica of a serving group runs (profiles with ``serving`` only);
-    every field is optional: the default is vLLM's OpenAI-compatible server (``fullserver.serving``)."""
-
-    model: Annotated[StrictStr, Field(min_length=1, max_length=MAX_IMAGE, pattern=_MODEL_REF)] | None = None
-    image: Annotated[StrictStr, Field(min_length=1, max_length=MAX_IMAGE, pattern=_IMAGE_REF)] | None = None
-    args: Annotated[
-        list[Annotated[StrictStr, Field(max_length=MAX_IMAGE, pattern=_ARG)]], Field(max_length=MAX_SERVER_ARGS)
-    ] = Field(default_factory=list)
-    port: Annotated[StrictInt, Field(ge=1024, le=65535)] | None = None
-    health_path: Annotated[StrictStr, Field(max_length=MAX_PATH, pattern=r"^/[A-Za-z0-9._~/-]*$")] | None = None
-    requests_per_second: Annotated[float, _finite(10_000, positive=True)] | None = None
-    load_minutes: Annotated[Count, Field(le=120)] | None = None
-    token_secret: SecretName | None = None
-    """The name of a secret you keep in the cloud's own store holding a Hugging Face token (gated
-    models): an SSM SecureString parameter on AWS, a Secret Manager secret on GCP. VMs fetch it at
-    each server start, so it never passes through fullserver or Pulumi's state; node pools with
-    ``deployWorkload`` read it at ``pulumi up`` into a Kubernetes Secret, a Pulumi secret in state."""
-    api_key_secret: SecretName | None = None
-    """The name of a secret in the same store, read the same way, holding the endpoint's API key:
-    clients send it as ``Authorization: Bearer <key>`` (vLLM's ``--api-key``). An endpoint open to
-    the internet needs one (``fullserver.serving.endpoint_problem``)."""
-    certificate_arn: CertificateArn | None = None
-    """AWS: the ACM certificate (in the stack's region) of an HTTPS listener (``fullserver.tls``)."""
-    domains: Domains = Field(default_factory=list)
-    """The names clients call; GCP: a Google-managed certificate for them (``fullserver.tls``)."""
-    pod_metrics: StrictBool = False
-    """Node pools: a metrics adapter serves vLLM's queue size to the HPA (``fullserver.kube.serve``)."""
 
 
 class KeyProblem(ValueError):
@@ -339,13 +280,21 @@ class Workload(Camel):
         default=False,
         description="gke-gpu, gke-tpu, eks-gpu, a created cluster: its control plane answers only on its private address (kubectl and pulumi up then run from inside its network).",
     )
-    cluster_identity: Annotated[Identity | None, _unset("")] = Field(
+    cluster_identity: Annotated[access.Identity | None, _unset("")] = Field(
         default=None,
         description="eks-gpu, a created cluster: how pods get AWS credentials, pod-identity (the Pod Identity Agent add-on) or irsa (an IAM OIDC provider); empty: pod-identity.",
     )
-    subnets: Annotated[Annotated[list[StrictStr], Field(max_length=MAX_SUBNETS)] | None, _unset([])] = Field(
+    subnets: Annotated[access.Subnets | None, _unset([])] = Field(
         default=None,
         description="eks-gpu with fullserver:cluster: subnets of the cluster's VPC for the node groups (subnet-...); empty: the cluster's own.",
+    )
+    control_plane_source_ranges: Annotated[access.ApiRanges | None, _unset([])] = Field(
+        default=None,
+        description="gke-gpu, gke-tpu, eks-gpu, a created cluster: the only CIDR ranges its Kubernetes API admits (EKS at most 40, GKE 50; kubectl and pulumi up run from them); empty: none (EKS: private only; GKE: its DNS endpoint with IAM).",
+    )
+    control_plane_open_to_internet: StrictBool = Field(
+        default=False,
+        description="gke-gpu, gke-tpu, eks-gpu, a created cluster: open its Kubernetes API to the whole internet (0.0.0.0/0), on purpose; the plan warns.",
     )
     dedicated: Annotated[Dedicated | None, _unset({})] = Field(
         default=None,
@@ -353,7 +302,7 @@ class Workload(Camel):
     )
     serving: Annotated[ServingConfig | None, _unset({})] = Field(
         default=None,
-        description="Serving profiles: the model server of each replica (model, image, args, port, healthPath, requestsPerSecond, loadMinutes, tokenSecret, apiKeySecret, certificateArn, domains, podMetrics); empty: vLLM's OpenAI server with a small default model.",
+        description="Serving profiles: the model server of each replica (model, image, args, port, healthPath, requestsPerSecond, loadMinutes, tokenSecret, apiKeySecret, certificateArn, domains, podMetrics, plainHttp); empty: vLLM's OpenAI server with a small default model.",
     )
     alternatives: Annotated[list[Alternative], Field(max_length=MAX_ALTERNATIVES)] = Field(
         default_factory=list,  # a factory: a default list is deep-copied for every stack read
@@ -374,16 +323,11 @@ class Workload(Camel):
     def _region_name(cls, region: str) -> str:
         return check_region_name(region)
 
-    @field_validator("subnets")
-    @classmethod
-    def _subnet_ids(cls, v: list[str] | None) -> list[str] | None:
-        return None if v is None else [check_subnet_id(s) for s in v]
-
     @field_validator("cluster_location")
     @classmethod
     def _location_in_region(cls, location: str | None, info: ValidationInfo) -> str | None:
         region = info.data.get("region")
-        problem = None if location is None or region is None else location_problem(location, region)
+        problem = None if location is None or region is None else access.location_problem(location, region)
         if problem is not None:
             raise ValueError(problem)
         return location
@@ -394,11 +338,9 @@ class Workload(Camel):
         """Every resource is labelled with its owner: an empty label says nobody owns it."""
         if not owner.strip():
             raise ValueError("must name who owns the environment (a team or a person)")
-        control = re.search("[\x00-\x1f\x7f-\x9f]", owner)  # Unicode's category Cc, exactly
-        if control is not None:  # it would reach every tag and label, and every terminal showing them
-            raise ValueError(
-                f"holds the control character U+{ord(control[0]):04X} (a name, without escapes or line breaks)"
-            )
+        changing = display_changing(owner)  # it would reach every tag and label, and every terminal
+        if changing is not None:
+            raise ValueError(f"holds {changing} (a name, without escapes, line breaks or bidi controls)")
         return owner
 
     @field_validator("ssh_private_key", mode="before")
@@ -459,13 +401,7 @@ class Workload(Camel):
 
     def _check_way_in(self) -> None:
         """Keys of a created cluster with ``cluster`` set, or of an existing one without it."""
-        found = way_in_refusal(
-            attached=self.cluster is not None,
-            location=self.cluster_location is not None,
-            private_endpoint=self.private_endpoint,
-            identity=self.cluster_identity is not None,
-            subnets=self.subnets is not None,
-        )
+        found = access.cluster_keys_refusal(self)
         if found is not None:
             raise KeyProblem(*found)
 
@@ -491,6 +427,8 @@ class Workload(Camel):
             ("privateEndpoint", self.private_endpoint),
             ("clusterIdentity", self.cluster_identity is not None),
             ("subnets", self.subnets is not None),
+            ("controlPlaneSourceRanges", self.control_plane_source_ranges is not None),
+            ("controlPlaneOpenToInternet", self.control_plane_open_to_internet),
         ]
         return [key for key, is_set in keys if is_set]
 
@@ -592,6 +530,7 @@ def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> No
                 f"applies only to {', '.join(sorted(p.value for p in allowed))}; this stack lands on {landing}",
                 f"remove fullserver:{key} or set fullserver:platform",
             )
+    check_attached_cluster(workload, platforms)
     if any(rules_for(p).slices for p in platforms):
         check_tpu_count(workload, catalog)
     if all(rules_for(p).declared_hardware for p in platforms) and workload.accelerator and workload.dedicated:

@@ -1,12 +1,15 @@
-"""The checks of ``check_workload`` (``fullserver.workload``) that read the catalog: a TPU slice's
-chip count and a dedicated host's accelerator, each refused with the key at fault."""
+"""The checks of ``check_workload`` (``fullserver.workload``) that need the catalog or the platforms
+the stack may land on: a TPU slice's chip count, a dedicated host's accelerator, an attached
+cluster's name and subnets; each refused with the key at fault."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
+from fullserver.catalog.model import Platform
 from fullserver.errors import InputError
-from fullserver.platforms import rules_for
+from fullserver.platforms import name_rules, pool_member_of, rules_for
 
 if TYPE_CHECKING:
     from fullserver.catalog import Catalog
@@ -49,3 +52,25 @@ def check_dedicated_accelerator(workload: Workload, catalog: Catalog) -> None:
             f"is {wanted}, but the dedicated host has {have or 'no accelerator'}",
             "make them agree: fullserver:dedicated.host is what was rented",
         )
+
+
+def check_attached_cluster(workload: Workload, platforms: Collection[Platform]) -> None:
+    """An existing cluster's name meets the name rule of the clusters fullserver creates on that
+    provider, and no subnet is listed twice.
+
+    Why: the rule was applied only to created clusters, so ``ML_Prod`` or ``ml-prød`` as an
+    attached GKE cluster planned and failed at ``up`` (no cluster can have that name); a subnet
+    listed twice is refused by EKS ``CreateNodegroup``."""
+    if workload.cluster is not None:
+        for platform in sorted(platforms, key=lambda p: p.value):
+            member = pool_member_of(platform)
+            rules = name_rules(member.cluster_type) if member is not None else ()
+            problem = next((found for rule in rules if (found := rule.problem(workload.cluster))), None)
+            if problem is not None:
+                raise InputError(
+                    "fullserver:cluster", f"{problem}: no such cluster can exist", "name it as its console lists it"
+                )
+    subnets = workload.subnets or []
+    twice = next((s for i, s in enumerate(subnets) if s in subnets[:i]), None)
+    if twice is not None:
+        raise InputError("fullserver:subnets", f"lists '{twice}' twice", "list each subnet once")

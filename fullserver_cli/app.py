@@ -6,6 +6,8 @@ those two, ``audit`` and ``verify`` (which reach hosts over SSH) and ``catalog r
 reads the providers' price sources) works offline, without credentials.
 Bad input, a misused flag included, ends with one line on stderr (``error: where: what (hint)``)
 and the exit code of the one table in ``fullserver.errors``; never a traceback or a framed box.
+A cloud SDK's error (botocore, google-auth, requests) becomes that line here, once, for every
+command (``OneLineErrors.main``, ``fullserver.cloud_errors``).
 """
 
 from __future__ import annotations
@@ -98,6 +100,14 @@ class OneLineErrors(TyperGroup):
             code = EXIT_INPUT
         except typer.Abort:
             code = 130
+        except Exception as exc:  # the one boundary for cloud SDK errors (fullserver.cloud_errors)
+            from fullserver.cloud_errors import one_line  # only on a failure: --version loads no core
+
+            error = one_line(exc)
+            if error is None:
+                raise
+            sys.stderr.write(f"error: {error.line()}\n")
+            code = error.exit_code
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
@@ -364,8 +374,8 @@ def janitor(
     from stackops.janitor import parse_expiry
     from stackops.workspace import PulumiOptions
 
-    now = parse_expiry(at) if at else None
-    if at and now is None:
+    now = parse_expiry(at) if at is not None else None
+    if at is not None and now is None:  # '' too: an empty --at is no time, not "now"
         raise _fail(FullserverError("--at", f"'{at}' is not an ISO time", "e.g. 2026-01-01T12:00:00Z"))
     opts = PulumiOptions(backend=backend, pulumi_root=pulumi_root)
     try:

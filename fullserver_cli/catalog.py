@@ -124,7 +124,9 @@ def refresh(
         str, typer.Option(help="environment variable holding an OAuth access token (gcp-zones)")
     ] = "FULLSERVER_GCP_ACCESS_TOKEN",
     prune: Annotated[bool, typer.Option("--prune", help="remove rows the provider no longer prices")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="show what would change; write nothing")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="show what would change; write nothing (the providers are still read)")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Rebuild the data files from the providers' published prices and print what changed.

@@ -148,7 +148,23 @@ def _any(i: dict[str, Any]) -> list[str]:
     return parts
 
 
+def _url_map(i: dict[str, Any]) -> list[str]:
+    """A URL map forwards to its backend, or answers every request with a redirect (HTTP to HTTPS)."""
+    redirect = i.get("defaultUrlRedirect") or {}
+    if redirect.get("httpsRedirect"):
+        return [f"redirect to HTTPS ({redirect.get('redirectResponseCode', '')})"]
+    return _any(i)
+
+
+def _certificate(i: dict[str, Any]) -> list[str]:
+    """A Google-managed certificate's names (the ones DNS must point at the load balancer)."""
+    domains = (i.get("managed") or {}).get("domains") or []
+    return [f"managed for {', '.join(domains)}" if domains else "", *_any(i)]
+
+
 _SUMMARIES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "gcp:compute/uRLMap:URLMap": _url_map,
+    "gcp:certificatemanager/certificate:Certificate": _certificate,
     "aws:ec2/launchTemplate:LaunchTemplate": _aws_launch_template,
     "gcp:compute/instance:Instance": _gcp_instance,
     "gcp:tpu/v2Vm:V2Vm": _tpu_vm,

@@ -14,7 +14,7 @@ from rich.text import Text
 from fullserver.balance import BalanceReport
 from fullserver.catalog import Offer
 from fullserver.kube import KubePlan, Resources
-from fullserver.kube.access import pod_credentials
+from fullserver.kube.access import control_plane, pod_credentials
 from fullserver.plan import StackPlan, budget_breaches
 from fullserver.platforms import rules_for
 from fullserver.profiles import Profile
@@ -234,7 +234,8 @@ def _way_in(k: KubePlan) -> str:
     a = k.access
     if a is None:
         return ""
-    said = ["private endpoint only" if a.private_endpoint else "", pod_credentials(k)]
+    reach = control_plane(k.provider, a) if k.create_cluster else ""
+    said = [reach, pod_credentials(k)]
     if a.subnets:
         said.append("node groups in " + ", ".join(a.subnets))
     return "".join(f"; {s}" for s in said if s)
@@ -256,6 +257,8 @@ def _kube_rows(k: KubePlan) -> list[tuple[str, str]]:
     )
     taints = ", ".join(f"{t.key}={t.value}:{t.effect}" for t in k.taints)
     extra = f"; TPU topology {k.tpu_slice_topology}" if k.tpu_slice_topology else ""
+    devices = "".join(f", {v} {r}" for r, v in k.pod.devices.items())
+    order = [("fallback", escape(k.spot_first))] if k.spot_first else []
     return [
         ("cluster", escape(cluster)),
         (
@@ -265,11 +268,13 @@ def _kube_rows(k: KubePlan) -> list[tuple[str, str]]:
                 f"{k.driver or 'none needed'}, taint {taints}{extra}"
             ),
         ),
+        *order,
         ("node", escape(f"allocatable {_resources(k.node_allocatable)} (of {_resources(k.node_capacity)})")),
         (
             "pod",
             escape(
                 f"requests = limits: {k.pod.accelerators} x {k.accelerator_resource}, {_resources(k.pod.resources)}"
+                f"{devices}"
             ),
         ),
     ]

@@ -143,18 +143,22 @@ FORWARDING_RULES_BILLED_TOGETHER = 5
 """A project's first five forwarding rules are billed at one rate (network catalog ``gcp-lb-pricing``)."""
 
 
-def _lb_services(objs: Any) -> list[tuple[str, Item]]:
-    """A node pool's LoadBalancer Services (``fullserver.kube.serve``): the AWS Load Balancer
-    Controller's NLB, else GKE's passthrough NLB (one regional forwarding rule)."""
-    found: list[tuple[str, Item]] = []
+def _lb_services(objs: Any) -> list[tuple[str, str, Item]]:
+    """(what, provider, item) of a node pool's load balancers (``fullserver.kube.serve``): a
+    LoadBalancer Service is the AWS Load Balancer Controller's NLB, else GKE's passthrough NLB (one
+    regional forwarding rule); GKE's HTTPS Gateway (``fullserver.platforms.gke_gateway``) is one
+    global forwarding rule at the same rate."""
+    found: list[tuple[str, str, Item]] = []
     for obj in objs if isinstance(objs, list) else []:
-        if not isinstance(obj, dict) or obj.get("kind") != "Service":
+        if not isinstance(obj, dict):
             continue
-        if (obj.get("spec") or {}).get("type") != "LoadBalancer":
+        if obj.get("kind") == "Gateway":
+            found.append(("Gateway", "gcp", "forwarding-rule"))
+        if obj.get("kind") != "Service" or (obj.get("spec") or {}).get("type") != "LoadBalancer":
             continue
         annotations = (obj.get("metadata") or {}).get("annotations") or {}
         aws = any(str(k).startswith(AWS_SERVICE_ANNOTATION) for k in annotations)
-        found.append(("aws", "nlb") if aws else ("gcp", "forwarding-rule"))
+        found.append(("LoadBalancer Service", *(("aws", "nlb") if aws else ("gcp", "forwarding-rule"))))
     return found
 
 
@@ -174,8 +178,7 @@ def load_balancers(resources: Sequence[PolicyResource]) -> list[tuple[str, str, 
                 out.append((what, "gcp", "forwarding-rule"))
         elif r.resource_type == CONFIG_GROUP:
             out.extend(
-                (f"{what}: LoadBalancer Service", provider, item)
-                for provider, item in _lb_services(r.props.get("objs"))
+                (f"{what}: {kind}", provider, item) for kind, provider, item in _lb_services(r.props.get("objs"))
             )
     return out
 

@@ -20,12 +20,12 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, Policy
 
-from policy import admin_ports, balance, budget, capacity, encryption, expiry, imdsv2, public_ip
+from policy import admin_ports, balance, budget, capacity, clear_text, encryption, expiry, imdsv2, public_ip
 
 PACK_NAME = "fullserver-guardrails"
 PACK_DESCRIPTION = (
     "fullserver guardrails: no admin ports from the internet, IMDSv2, encrypted disks, public IPs only where the "
-    "profile allows, expiring ephemeral environments, balanced shapes, production on on-demand or reserved "
+    "profile allows, no API key in clear, expiring ephemeral environments, balanced shapes, production on on-demand or reserved "
     "capacity, and a monthly budget."
 )
 
@@ -34,6 +34,7 @@ POLICIES: list[Policy] = [
     imdsv2.POLICY,
     encryption.POLICY,
     public_ip.POLICY,
+    clear_text.POLICY,
     expiry.POLICY,
     balance.POLICY,
     capacity.POLICY,

@@ -146,6 +146,7 @@ def check_settings(s: EphemeralSettings) -> timedelta:
     check_seconds("--backoff", s.backoff_s, 0.0, MAX_BACKOFF_S)
     check_seconds("max_backoff_s", s.max_backoff_s, 0.0, MAX_BACKOFF_S)
     check_output_names(s.pass_secret_outputs)
+    s.pulumi.check()
     if s.max_monthly_usd is not None and not s.max_monthly_usd >= 0:  # nan would pass every budget
         raise InputError("--max-monthly-usd", f"{s.max_monthly_usd:g} is not a budget", "use an amount of USD >= 0")
     return ttl
@@ -217,7 +218,7 @@ class EphemeralRun:
         guard.checkpoint()
         self.attempted = True  # from here on the stack may exist: teardown must look for it
         try:
-            stack = auto.Stack.create(self.name, self.ws)
+            stack = self._init_stack(guard)
             # Tags first, before any other CLI call: from the first one on, the janitor can find the
             # stack (ephemeral first: a stack with it but no expiry is listed, never silently lost).
             tags = {
@@ -256,6 +257,24 @@ class EphemeralRun:
             work_dir=self.work_dir,
             passed_secrets=secret_names & frozenset(s.pass_secret_outputs),
         )
+
+    def _init_stack(self, guard: SignalGuard) -> auto.Stack:
+        """``pulumi stack init``; when the CLI answers that it failed, no stack exists to look for.
+
+        Why: teardown looked for the stack anyway, and where the backend itself was at fault every
+        look failed too, so a stack never created was reported "NOT cleaned up" (exit 7) after
+        four destroys. An interrupted init is still looked for (``guard.checkpoint`` first)."""
+        assert self.ws is not None
+        try:
+            return auto.Stack.create(self.name, self.ws)
+        except auto.errors.CommandError as exc:
+            guard.checkpoint()
+            self.attempted = False
+            raise PulumiFailed(
+                f"stack '{self.name}'",
+                f"pulumi stack init failed, so nothing was created: {error_line(exc)}",
+                f"check --backend ({self.s.pulumi.describe_backend()}) and that you are logged in to it",
+            ) from None
 
     # -- teardown -----------------------------------------------------------------------------
 

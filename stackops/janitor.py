@@ -197,6 +197,7 @@ def janitor(
     lines too with ``pulumi_output``); the report is what the sweep found and did."""
     check_count("--retries", retries, 1, MAX_RETRIES, "attempts")
     check_seconds("--backoff", backoff_s, 0.0, MAX_BACKOFF_S)
+    opts.check()
     report = JanitorReport(now=(now or datetime.now(UTC)).astimezone(UTC))
     with tempfile.TemporaryDirectory(prefix="fullserver-janitor-", dir=work_root) as tmp:
         ws = make_workspace(project_dir, Path(tmp), opts)

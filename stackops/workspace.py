@@ -43,6 +43,12 @@ class StackOpsError(FullserverError):
     """A Pulumi operation failed in a way a person must act on (exit code 2 unless a subclass says)."""
 
 
+BACKEND_SCHEMES = ("file", "s3", "gs", "azblob", "https", "http")
+"""What ``pulumi login`` takes: the DIY backends ``file://``, ``s3://``, ``gs://``, ``azblob://``
+(https://www.pulumi.com/docs/iac/operations/stack-management/using-a-diy-backend/) and a Pulumi
+Cloud, ``https://`` or a self-hosted one's URL (https://www.pulumi.com/docs/iac/cli/commands/pulumi_login/)."""
+
+
 @dataclass(frozen=True)
 class PulumiOptions:
     """Where state lives and which CLI runs: the same for the ephemeral runner and the janitor."""
@@ -58,6 +64,19 @@ class PulumiOptions:
     """``--secrets-provider`` for new stacks (e.g. ``passphrase``, ``awskms://...``)."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment for every CLI call (never logged by fullserver)."""
+
+    def check(self) -> None:
+        """The backend URL is one ``pulumi login`` takes, by its scheme, before anything runs:
+        ``--backend 'not a url'`` failed every ``stack init`` and ``destroy`` instead."""
+        if self.backend is None:
+            return
+        scheme, sep, rest = self.backend.partition("://")
+        if not sep or scheme not in BACKEND_SCHEMES or not rest:
+            raise InputError(
+                "--backend",
+                f"'{self.backend}' is not a Pulumi state backend URL",
+                f"use {', '.join(f'{s}://...' for s in BACKEND_SCHEMES)}; nothing was created",
+            )
 
     def describe_backend(self) -> str:
         """The backend in words, for reports that tell a person where to look."""

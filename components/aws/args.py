@@ -63,7 +63,7 @@ def aws_args(spec: EnvironmentSpec) -> AwsGpuArgs:
 def validate_aws(args: AwsGpuArgs) -> None:
     """Refuse, before any resource exists, what this shape or this cloud cannot do."""
     check_access(args["access"])
-    check_serving(args.get("serving"))
+    check_serving(args.get("serving"), "aws")
     served = args.get("serving")
     tls = served.get("tls") if served is not None else None
     if tls is not None and "certificate_arn" not in tls:

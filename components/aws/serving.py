@@ -23,6 +23,7 @@ from components.args import ServingArgs
 from components.aws.labels import aws_tags
 from components.names import logical
 from components.serving import HEALTH_TIMEOUT_SECONDS, lb_endpoint
+from fullserver.tls import PLAIN_HTTP_LABEL
 
 TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 """The HTTPS listener's security policy: TLS 1.3 and 1.2 only, the policy ELB recommends ("We
@@ -137,6 +138,8 @@ def _load_balancer(
     to it (``_listeners``)."""
     opts = pulumi.ResourceOptions(parent=parent)
     internal = serving["load_balancer"] == "internal"
+    # serving.plainHttp (fullserver.tls.clear_text) is said on the ALB, where the policy pack reads it
+    plain = {PLAIN_HTTP_LABEL: "true"} if serving.get("plain_http") else {}
     alb = aws.lb.LoadBalancer(
         logical(aws.lb.LoadBalancer, f"{name}-alb"),
         region=region,
@@ -147,7 +150,7 @@ def _load_balancer(
         # streamed generations run for minutes; the ALB's limit is 4,000 s
         idle_timeout=min(serving["request_timeout_seconds"], 4000),
         drop_invalid_header_fields=True,
-        tags=aws_tags(tags, f"{name}-alb"),
+        tags=aws_tags({**tags, **plain}, f"{name}-alb"),
         opts=pulumi.ResourceOptions(
             parent=parent,
             depends_on=[internet_gateway] if internet_gateway is not None and not internal else [],

@@ -32,6 +32,9 @@ so without it a group at zero and a serving range never grow.
   cloudprovider/aws/aws_manager.go ``buildNodeFromTemplate``); "Once nodes are added, even if the
   managed nodegroup is scaled back to 0 nodes, this functionality will not be called anymore"
   (README), so the groups at zero also carry the node-template tags on their Auto Scaling group.
+* With a spot group and its on-demand fallback, the priority expander tries the spot group first
+  (``expander_values``): the default expander would grow either, while the plan prices the
+  profile's spot share on spot (``fullserver.kube.fallback``).
 * Credentials: EKS Pod Identity (the role trusts ``pods.eks.amazonaws.com`` with ``sts:AssumeRole``
   and ``sts:TagSession``, latest/ug/manage-access/aws-access/pod-id-role.adoc; an
   ``aws.eks.PodIdentityAssociation`` names the service account), or with ``identity = irsa`` the
@@ -109,6 +112,21 @@ def autoscaler_policy(cluster_name: str) -> dict[str, Any]:
     }
 
 
+def expander_values(plan: KubePlan) -> dict[str, Any]:
+    """With a spot group and its on-demand fallback, the chart's ``extraArgs.expander`` (the priority
+    expander, then least-waste: ``eks.EXPANDER``) and ``expanderPriorities``, which the chart renders
+    as the ``cluster-autoscaler-priority-expander`` ConfigMap in the release's namespace when the
+    expander list holds ``priority`` and grants the autoscaler's Role ``list``/``watch`` on it
+    (kubernetes/autoscaler chart 9.59.0, and 9.51.0/9.53.0 alike: ``templates/priority-expander-configmap.yaml``,
+    ``templates/role.yaml``, ``values.yaml``). Helm merges the map into the chart's default
+    ``extraArgs``. Nothing without a fallback group: the default expander stands."""
+    spot = next((p.name for p in plan.pools if p.spot), None)
+    fallback = next((p.name for p in plan.pools if not p.spot), None)
+    if spot is None or fallback is None:
+        return {}
+    return {"extraArgs": {"expander": eks.EXPANDER}, "expanderPriorities": eks.expander_priorities(spot, fallback)}
+
+
 def cluster_autoscaler(
     name: str,
     plan: KubePlan,
@@ -146,6 +164,7 @@ def cluster_autoscaler(
             "image": {"tag": image_tag},
             "rbac": {"serviceAccount": service_account},
             "nodeSelector": {"eks.amazonaws.com/nodegroup": system_group},
+            **expander_values(plan),
         },
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=waits, delete_before_replace=True),
     )

@@ -4,8 +4,8 @@ Inputs follow pulumi-aws 7.51.1 ``eks.Cluster``/``eks.NodeGroup``/``ec2.LaunchTe
 checked against ``sdk/python/pulumi_aws/eks/{cluster,node_group,_inputs}.py`` at that version):
 
 * the cluster, created only when the plan names none: its IAM role (``AmazonEKSClusterPolicy``),
-  its subnets (``components.eks.network``), the private endpoint always on and the public one off when asked
-  (``private_endpoint``), access entries (``authentication_mode = API``), standard support
+  its subnets (``components.eks.network``), the private endpoint always on and the public one only for
+  the stack's ``controlPlaneSourceRanges`` (``vpc_config``), access entries (``authentication_mode = API``), standard support
   (``upgrade_policy.support_type = STANDARD``: the API default EXTENDED bills $0.60 per hour once
   the version leaves standard support), deletion protection for protected profiles, and workload
   identity: the Pod Identity Agent add-on (default), or an IAM OIDC provider for IRSA;
@@ -31,7 +31,10 @@ checked against ``sdk/python/pulumi_aws/eks/{cluster,node_group,_inputs}.py`` at
   Cluster Autoscaler run;
 * a created cluster's network (``components.eks.network``: its own VPC, private subnets behind a
   NAT gateway) and its Cluster Autoscaler (``components.eks.autoscaler``); its Kubernetes version
-  is pinned (``eks.KUBERNETES_VERSION``) so the autoscaler's release matches it.
+  is pinned (``eks.KUBERNETES_VERSION``) so the autoscaler's release matches it;
+* on a created cluster whose nodes have EFA interfaces, AWS's EFA device plugin
+  and NVIDIA's with ``mofedEnabled: false`` (``components.eks.device_plugins``), so the pods' requests for
+  ``vpc.amazonaws.com/efa`` and huge pages (``fullserver.kube.fabric``) are served.
 """
 
 import base64
@@ -41,15 +44,18 @@ from typing import Any, Optional
 import pulumi
 import pulumi_aws as aws
 
+from components.args import check_workload_exposure
 from components.aws.labels import aws_tags
 from components.eks.args import EksArgs
 from components.eks.autoscaler import chart_for, cluster_autoscaler, discovery_tags
+from components.eks.device_plugins import GPU_PRESENT, device_plugin, efa_plugin
 from components.eks.load_balancer import lb_controller, metrics_server
 from components.eks.network import EksNetwork, eks_network
 from components.eks.storage import ebs_csi_driver
-from components.names import logical, physical
+from components.names import logical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
+from fullserver.kube.access import api_endpoint
 from fullserver.kube.kubeconfig import eks_kubeconfig
 from fullserver.kube.serve import endpoint_of, lb_service_name, manual_endpoint
 from fullserver.naming import fit_name
@@ -63,19 +69,6 @@ NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
 )
 POD_IDENTITY_ADDON = "eks-pod-identity-agent"
-DEVICE_PLUGIN_CHART = ("nvidia-device-plugin", "0.17.4", "https://nvidia.github.io/k8s-device-plugin")
-"""NVIDIA's device plugin chart, pinned: the EKS user guide ("Install Kubernetes device plugin for
-GPUs", ml-eks-k8s-device-plugin) says AL2023 NVIDIA AMIs need it installed (Helm, other tooling or
-the GPU Operator; Bottlerocket NVIDIA AMIs ship it) and lists chart 0.17.4 from this repository."""
-GPU_PRESENT = {"nvidia.com/gpu.present": "true"}
-"""On every GPU node and the plugin's node selector. Chart 0.17.4's default ``affinity`` is
-required node affinity with three alternative terms: NFD's ``feature.node.kubernetes.io/pci-10de.present``,
-NFD's ``cpu-model.vendor_id=NVIDIA``, or this label ("We allow a GPU deployment to be forced by
-setting the following label to true"); NFD is installed only with ``nfd.enabled``/``gfd.enabled``,
-both off by default (NVIDIA/k8s-device-plugin@v0.17.4: deployments/helm/nvidia-device-plugin/
-values.yaml and Chart.yaml). So without NFD the plugin schedules on exactly the nodes carrying
-this label. nodeadm sets it itself only from kubelet 1.35 on (awslabs/amazon-eks-ami:
-nodeadm/internal/kubelet/config.go, ``NvidiaGPULabel``), hence the node group's label."""
 CA_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 
 
@@ -124,11 +117,11 @@ class _EksCluster(pulumi.ComponentResource):
             name=plan.cluster_name,
             role_arn=role.arn,
             version=self.version,
-            vpc_config={
-                "subnet_ids": network.subnet_ids if network.cluster_subnet_ids is None else network.cluster_subnet_ids,
-                "endpoint_private_access": True,
-                "endpoint_public_access": not args["private_endpoint"],
-            },
+            vpc_config=vpc_config(
+                plan,
+                network.subnet_ids if network.cluster_subnet_ids is None else network.cluster_subnet_ids,
+                args["private_endpoint"],
+            ),
             access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
             upgrade_policy={"support_type": "STANDARD"},
             deletion_protection=plan.protect,
@@ -154,6 +147,22 @@ class _EksCluster(pulumi.ComponentResource):
                 opts=child,
             )
         self.register_outputs({"cluster": self.cluster.name})
+
+
+def vpc_config(plan: KubePlan, subnet_ids: Any, private_endpoint: bool) -> aws.eks.ClusterVpcConfigArgsDict:
+    """The cluster's ``vpc_config`` (pulumi-aws 7.51.1 ``eks.ClusterVpcConfigArgs``): the private
+    endpoint always on, so nodes reach the API inside the VPC; the public one only for the stack's
+    ranges (``public_access_cidrs``, else EKS admits ``0.0.0.0/0``: EKS user guide, "Cluster API
+    server endpoint"), or none (``fullserver.kube.access.api_endpoint``)."""
+    reach = api_endpoint(plan, private_endpoint)
+    config: aws.eks.ClusterVpcConfigArgsDict = {
+        "subnet_ids": subnet_ids,
+        "endpoint_private_access": True,
+        "endpoint_public_access": bool(reach.public_cidrs),
+    }
+    if reach.public_cidrs:
+        config["public_access_cidrs"] = list(reach.public_cidrs)
+    return config
 
 
 def _issuer(identities: Any) -> str:
@@ -242,6 +251,26 @@ def launch_template_inputs(
     return inputs
 
 
+def system_template_inputs(plan: KubePlan) -> dict[str, Any]:
+    """The system group's launch template: its root volume as the plan prices it
+    (``eks.SYSTEM_DISK_GIB`` GiB ``eks.SYSTEM_DISK_KIND``, encrypted; EKS's own template would make
+    it gp2, aws/containers-roadmap#1417) and IMDSv2 at one hop as on the GPU groups; no AMI and no
+    user data, so EKS picks the AMI of ``ami_type`` and bootstraps the node itself (EKS user guide,
+    "Customize managed nodes with launch templates"). ``disk_size`` is then left unset: EKS refuses
+    it beside a launch template (EKS API ``CreateNodegroup.diskSize``)."""
+    return {
+        "block_device_mappings": [
+            {
+                "device_name": eks.ROOT_DEVICE,
+                "ebs": {"volume_size": eks.SYSTEM_DISK_GIB, "volume_type": eks.SYSTEM_DISK_KIND, "encrypted": "true"},
+            }
+        ],
+        "metadata_options": {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 1},
+        "tag_specifications": [{"resource_type": "instance", "tags": aws_tags(plan.cloud_labels, plan.environment)}],
+        "update_default_version": True,
+    }
+
+
 class _EksNodeGroups(pulumi.ComponentResource):
     """The plan's managed node groups on ``cluster_name``, their role and launch template."""
 
@@ -303,8 +332,15 @@ class _EksNodeGroups(pulumi.ComponentResource):
         self, name: str, plan: KubePlan, network: EksNetwork, cluster_name: pulumi.Input[str], attachments: list[Any]
     ) -> aws.eks.NodeGroup:
         """A created cluster's untainted group for CoreDNS and other system pods (``eks.SYSTEM_AMI_TYPE``):
-        EKS's own launch template, the cluster's subnets, fixed size."""
+        the cluster's subnets, fixed size, and a launch template of its own (``system_template_inputs``)."""
         group_name = fit_name(eks.NODE_GROUP_TYPE, f"{plan.environment}-system", "nodeGroupName")
+        template = aws.ec2.LaunchTemplate(
+            logical(aws.ec2.LaunchTemplate, f"{name}-system-lt"),
+            description=f"fullserver {plan.environment}: EKS system nodes",
+            tags=aws_tags(plan.cloud_labels, f"{name}-system-lt"),
+            opts=pulumi.ResourceOptions(parent=self),
+            **system_template_inputs(plan),
+        )
         return aws.eks.NodeGroup(
             f"{name}-system",
             cluster_name=cluster_name,
@@ -320,6 +356,7 @@ class _EksNodeGroups(pulumi.ComponentResource):
                 "desired_size": eks.SYSTEM_NODES,
             },
             labels=dict(plan.labels),
+            launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             update_config={"max_unavailable": 1},
             tags=aws_tags(plan.cloud_labels, group_name),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *network.egress]),
@@ -370,29 +407,6 @@ class _EksNodeGroups(pulumi.ComponentResource):
         return group
 
 
-def _device_plugin(
-    name: str, provider: pulumi.ProviderResource, parent: pulumi.Resource, after: list[pulumi.Resource]
-) -> None:
-    """NVIDIA's device plugin on a created cluster (``DEVICE_PLUGIN_CHART``): the AL2023 NVIDIA AMI
-    does not run it, and without it no pod requesting ``nvidia.com/gpu`` schedules."""
-    import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
-
-    chart, version, repo = DEVICE_PLUGIN_CHART
-    k8s.helm.v3.Release(
-        f"{name}-nvidia-device-plugin",
-        name=physical(k8s.helm.v3.Release, chart),  # named after its chart (components.names)
-        chart=chart,
-        version=version,
-        repository_opts={"repo": repo},
-        namespace="kube-system",
-        values={
-            "tolerations": [{"key": eks.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
-            "nodeSelector": dict(GPU_PRESENT),
-        },
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=after, delete_before_replace=True),
-    )
-
-
 def _created_cluster_charts(
     name: str,
     plan: KubePlan,
@@ -404,14 +418,15 @@ def _created_cluster_charts(
 ) -> list[pulumi.Resource]:
     """A created cluster's NVIDIA device plugin and Cluster Autoscaler, through one provider, and
     where it serves (``serving_vpc``: its VPC), the AWS Load Balancer Controller and the Metrics
-    Server add-on (``components.eks.load_balancer``), returned for the workload to wait on."""
+    Server add-on (``components.eks.load_balancer``), and on EFA nodes AWS's EFA device plugin,
+    returned for the workload to wait on."""
     import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
 
     provider = k8s.Provider(f"{name}-plugin-k8s", kubeconfig=config, opts=pulumi.ResourceOptions(parent=parent))
-    _device_plugin(name, provider, parent, [groups])
+    device_plugin(name, plan, provider, parent, [groups])
     system = groups.system_group.node_group_name
     after: list[pulumi.Resource] = [groups, created.identity]
-    controllers = []
+    controllers = [efa_plugin(name, plan, provider, parent, [groups])] if plan.efa_interfaces else []
     if serving_vpc is not None:
         controllers.append(
             lb_controller(name, plan, created.cluster, created.oidc, serving_vpc, system, provider, parent, after)
@@ -474,6 +489,7 @@ class EksEnvironment(EnvironmentComponent):
             self.cluster_name = pulumi.Output.from_input(plan.cluster_name)
         groups = _EksNodeGroups(name, plan, args, cluster, network, opts=pulumi.ResourceOptions(parent=self))
         manifests = json.loads(args["workload"])
+        check_workload_exposure(manifests)
         controllers: list[pulumi.Resource] = []
         if plan.create_cluster or (args["deploy_workload"] and manifests):
             if not plan.create_cluster:

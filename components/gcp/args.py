@@ -71,7 +71,7 @@ def gcp_args(spec: EnvironmentSpec, project: pulumi.Input[str] | None = None) ->
 def validate_gcp(args: GcpGpuArgs) -> None:
     """Refuse, before any resource exists, what this shape or this cloud cannot do."""
     check_access(args["access"])
-    check_serving(args.get("serving"))
+    check_serving(args.get("serving"), "gcp")
     served = args.get("serving")
     tls = served.get("tls") if served is not None else None
     if tls is not None and (not tls["domains"] or "certificate_arn" in tls):

@@ -31,6 +31,7 @@ from components.args import ServingArgs, TlsArgs
 from components.names import logical, physical
 from components.serving import HEALTH_TIMEOUT_SECONDS, NAMED_PORT, lb_endpoint
 from fullserver.platforms import gcp as gce
+from fullserver.tls import PLAIN_HTTP_LABEL
 
 GCP_ZONES_PER_REGION = gce.SERVING_ZONES  # a regional MIG spreads over three zones by default
 
@@ -82,7 +83,10 @@ def _gcp_load_balancer(
     )
     tls = serving.get("tls")
     if tls is None:
-        rule = _http_rule(name, opts, project, url_map, serving["lb_port"], address=None)
+        # serving.plainHttp (the only way here to an external endpoint without TLS, fullserver.tls.clear_text)
+        # is said on the forwarding rule, where the policy pack reads it
+        plain = {PLAIN_HTTP_LABEL: "true"} if serving.get("plain_http") else None
+        rule = _http_rule(name, opts, project, url_map, serving["lb_port"], address=None, labels=plain)
         return lb_endpoint(serving, rule.ip_address), rule.ip_address
     address = gcp.compute.GlobalAddress(
         logical(gcp.compute.GlobalAddress, f"{name}-address"), project=project, address_type="EXTERNAL", opts=opts
@@ -112,14 +116,16 @@ def _http_rule(
     url_map: gcp.compute.URLMap,
     port: int,
     address: pulumi.Input[str] | None,
+    labels: dict[str, str] | None = None,
 ) -> gcp.compute.GlobalForwardingRule:
     """The target HTTP proxy of ``url_map`` and its forwarding rule on ``port``: at ``address`` (a
     reserved address's IP, which pulumi-gcp ``GlobalForwardingRule.ip_address`` takes "that
-    references an existing static (reserved) IP address"), or an ephemeral one."""
+    references an existing static (reserved) IP address"), or an ephemeral one; ``labels``: the
+    rule's (pulumi-gcp ``GlobalForwardingRule.labels``)."""
     proxy = gcp.compute.TargetHttpProxy(
         logical(gcp.compute.TargetHttpProxy, f"{name}-proxy"), project=project, url_map=url_map.id, opts=opts
     )
-    return _forwarding_rule(f"{name}-lb", opts, project, proxy.id, port, address)
+    return _forwarding_rule(f"{name}-lb", opts, project, proxy.id, port, address, labels)
 
 
 def _forwarding_rule(
@@ -129,6 +135,7 @@ def _forwarding_rule(
     target: pulumi.Input[str],
     port: int,
     address: pulumi.Input[str] | None,
+    labels: dict[str, str] | None = None,
 ) -> gcp.compute.GlobalForwardingRule:
     """The global external Application Load Balancer's entry on ``port`` (``EXTERNAL_MANAGED``)."""
     return gcp.compute.GlobalForwardingRule(
@@ -139,6 +146,7 @@ def _forwarding_rule(
         ip_protocol="TCP",
         ip_address=address,
         port_range=str(port),
+        labels=labels,
         opts=opts,
     )
 

@@ -5,7 +5,8 @@ Inputs follow pulumi-gcp 10.2 ``container.Cluster``/``container.NodePool`` (name
 
 * the cluster, created only when the plan names none: regional (``location`` = the region),
   Standard, default pool removed, ``workload_identity_config.workload_pool = <project>.svc.id.goog``,
-  private nodes (``private_cluster_config``) on a VPC-native subnet with ``pods``/``services``
+  private nodes (``private_cluster_config``), the API reachable only as the stack says
+  (``control_plane_inputs``), on a VPC-native subnet with ``pods``/``services``
   secondary ranges, Cloud NAT for image pulls, release channel REGULAR, deletion protection when the
   profile protects the environment;
 * each pool: the planned machine type; GPUs as ``guest_accelerators`` with the driver installed by
@@ -31,14 +32,17 @@ from typing import TYPE_CHECKING, Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from components.args import check_workload_exposure
 from components.gke.args import GkeArgs
+from components.gke.gateway import gateway_resources
 from components.names import logical, physical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
-from fullserver.kube.kubeconfig import gke_kubeconfig
+from fullserver.kube.access import api_endpoint, through_dns
+from fullserver.kube.kubeconfig import connect_command, gke_kubeconfig
 from fullserver.kube.serve import endpoint_of, lb_service_name, manual_endpoint
 from fullserver.naming import fit_name
-from fullserver.platforms import gke
+from fullserver.platforms import gke, gke_gateway
 from fullserver.rules import gcp_labels
 
 if TYPE_CHECKING:
@@ -117,11 +121,7 @@ class _GkeCluster(pulumi.ComponentResource):
                 "cluster_secondary_range_name": PODS_RANGE[0],
                 "services_secondary_range_name": SERVICES_RANGE[0],
             },
-            private_cluster_config={
-                "enable_private_nodes": True,
-                "enable_private_endpoint": args["private_endpoint"],
-                "master_ipv4_cidr_block": MASTER_RANGE,
-            },
+            **control_plane_inputs(plan, args["private_endpoint"]),
             resource_labels=labels,
             # The pods' data volumes (fullserver.kube.volume): GKE "Using the Compute Engine persistent
             # disk CSI Driver" says a Standard cluster must enable it.
@@ -129,9 +129,38 @@ class _GkeCluster(pulumi.ComponentResource):
                 {"gce_persistent_disk_csi_driver_config": {"enabled": True}} if plan.data_volume is not None else None
             ),
             monitoring_config=_monitoring_config(json.loads(args["workload"])),
+            gateway_api_config=_gateway_api_config(json.loads(args["workload"])),
             opts=pulumi.ResourceOptions(parent=self, protect=plan.protect),
         )
         self.register_outputs({"cluster": self.cluster.name})
+
+
+def control_plane_inputs(plan: KubePlan, private_endpoint: bool) -> dict[str, Any]:
+    """Who reaches the cluster's API (``fullserver.kube.access.api_endpoint``), as pulumi-gcp 10.2.0
+    ``container.Cluster`` takes it: private nodes always; the public IP endpoint only for the stack's
+    ranges, as authorized networks (``master_authorized_networks_config.cidr_blocks``, at most 50:
+    CIS GKE 5.6.3), or, asked for, to everyone; else ``enable_private_endpoint`` and the DNS
+    endpoint open to external traffic, IAM-guarded (``control_plane_endpoints_config.
+    dns_endpoint_config.allow_external_traffic``), set false explicitly where unused so a later
+    change is a diff. GKE "About network isolation"
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation)."""
+    reach = api_endpoint(plan, private_endpoint)
+    inputs: dict[str, Any] = {
+        "private_cluster_config": {
+            "enable_private_nodes": True,
+            "enable_private_endpoint": not reach.public_cidrs,
+            "master_ipv4_cidr_block": MASTER_RANGE,
+        },
+        "control_plane_endpoints_config": {"dns_endpoint_config": {"allow_external_traffic": reach.dns}},
+    }
+    if reach.public_cidrs and not reach.open_to_internet:
+        inputs["master_authorized_networks_config"] = {
+            "cidr_blocks": [
+                {"cidr_block": cidr, "display_name": f"controlPlaneSourceRanges {i}"}
+                for i, cidr in enumerate(reach.public_cidrs)
+            ]
+        }
+    return inputs
 
 
 def _monitoring_config(manifests: list[dict[str, Any]]) -> Any:
@@ -142,6 +171,16 @@ def _monitoring_config(manifests: list[dict[str, Any]]) -> Any:
     if not any(m.get("kind") == "PodMonitoring" for m in manifests):
         return None
     return {"managed_prometheus": {"enabled": True}}
+
+
+def _gateway_api_config(manifests: list[dict[str, Any]]) -> Any:
+    """The Gateway API's standard channel where the workload has a Gateway (HTTPS on GKE,
+    ``fullserver.platforms.gke_gateway``): pulumi-gcp ``Cluster.gateway_api_config.channel``
+    (``CHANNEL_STANDARD``; ``CHANNEL_DISABLED`` and the deprecated ``CHANNEL_EXPERIMENTAL`` besides).
+    Unset elsewhere, as GKE's default stands."""
+    if not any(m.get("kind") == "Gateway" for m in manifests):
+        return None
+    return {"channel": gke_gateway.GATEWAY_CHANNEL}
 
 
 def _autoscaling(plan: KubePlan, pool: Pool) -> Any:
@@ -208,7 +247,7 @@ def system_pool(
             "machine_type": gke.SYSTEM_POOL_MACHINE_TYPE,
             "image_type": gke.IMAGE_TYPE,
             "disk_size_gb": gke.SYSTEM_POOL_DISK_GIB,
-            "disk_type": "pd-balanced",
+            "disk_type": gke.SYSTEM_POOL_DISK_KIND,  # as priced: fullserver.kube.cost.system_disk_usd_hour
             "labels": dict(plan.labels),
             "resource_labels": gcp_labels(plan.cloud_labels),
             "service_account": service_account,
@@ -315,6 +354,17 @@ def _ca(auth: Any) -> str:
     return str(getattr(auth, "cluster_ca_certificate", "") or "")
 
 
+def _dns_endpoint(config: Any) -> str:
+    """``control_plane_endpoints_config.dns_endpoint_config.endpoint`` (a dict or an output type;
+    empty before the cluster exists): "uid.<region>.gke.goog", Container API ``DNSEndpointConfig``."""
+    dns = (
+        config.get("dns_endpoint_config") if isinstance(config, dict) else getattr(config, "dns_endpoint_config", None)
+    )
+    if dns is None:
+        return ""
+    return str((dns.get("endpoint") if isinstance(dns, dict) else getattr(dns, "endpoint", "")) or "")
+
+
 def gcp_account_id(name: str) -> str:
     """A 6-30 character service account id for ``name`` (``fullserver.naming``)."""
     return physical(gcp.serviceaccount.Account, f"fs-{name}-gke", "accountId")
@@ -364,30 +414,39 @@ class GkeEnvironment(EnvironmentComponent):
             f"{name}", plan, args, cluster, pulumi.ResourceOptions(parent=self, depends_on=depends), metadata
         )
         manifests = json.loads(args["workload"])
+        check_workload_exposure(manifests)
+        front = gke_gateway.front_of(manifests, plan.environment)
+        gateway: list[pulumi.Resource] = []
+        if front is not None:  # HTTPS: the Gateway's address and certificate, before the Gateway
+            reserved, gateway = gateway_resources(name, front, args["project"], gcp_labels(plan.cloud_labels), self)
+            self.lb_address = reserved.address  # where serving.domains must point (the program's dnsTarget)
         if args["deploy_workload"] and manifests:
             from components.kube_workload import apply_workload  # pulumi_kubernetes: only when applying
 
-            if plan.create_cluster:
+            dns = through_dns(plan)  # a created cluster without ranges: its DNS endpoint, with IAM
+            endpoint: pulumi.Input[str]
+            ca: pulumi.Input[str]
+            if dns:
+                endpoint, ca = created.cluster.control_plane_endpoints_config.apply(_dns_endpoint), ""
+            elif plan.create_cluster:
                 endpoint, ca = created.cluster.endpoint, created.cluster.master_auth.apply(_ca)
             else:
                 endpoint, ca = found.endpoint, found.master_auths.apply(lambda auths: _ca((auths or [None])[0]))
             config = pulumi.Output.all(endpoint, ca).apply(
-                lambda v: gke_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""))
+                lambda v: gke_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""), dns=dns)
             )
             secrets = args.get("serving_secrets") or {}
             reader = read_secret(args["project"], self)
-            address = apply_workload(name, manifests, config, self, [pools], secrets, reader)
+            address = apply_workload(name, manifests, config, self, [pools, *gateway], secrets, reader)
             if lb_service_name(manifests):
                 self.endpoint = address.apply(lambda a: endpoint_of(manifests, a))
                 self.lb_address = address  # where serving.domains must point (the program's dnsTarget)
         self.node_pools = pulumi.Output.all(*[p.name for p in pools.pools]).apply(list)
         self.service_account = pools.service_account.email
-        self.connect = pulumi.Output.from_input(
-            f"gcloud container clusters get-credentials {plan.cluster_name} --location {args['cluster_location']} "
-            f"--project {args['project']}"
-        )
+        self.connect = pulumi.Output.from_input(connect_command(plan, args["cluster_location"], args["project"]))
         self.workload = pulumi.Output.from_input(args["workload"])
         if not hasattr(self, "endpoint"):
             self.endpoint = pulumi.Output.from_input(manual_endpoint(manifests))
+        if not hasattr(self, "lb_address"):
             self.lb_address = pulumi.Output.from_input("")  # applied by hand: the Service's, not known here
         self.register({"cluster_name": self.cluster_name, "node_pools": self.node_pools, "workload": self.workload})

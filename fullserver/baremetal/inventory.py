@@ -63,7 +63,8 @@ from pydantic import Field, StrictStr, field_validator, model_validator
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, PinnedKey, check_host_keys, fingerprint, parse_key_line
 from fullserver.baremetal.proxy import withhold_from_children
 from fullserver.errors import InputError
-from fullserver.workload import MAX_HOSTNAME, MAX_PATH, DedicatedHost, InventoryHost
+from fullserver.keys import MAX_PATH
+from fullserver.workload import MAX_HOSTNAME, DedicatedHost, InventoryHost
 from fullserver.yamlio import parse, read_yaml
 
 __all__ = [  # the key helpers live in keys.py (no workload import); re-exported where they always were

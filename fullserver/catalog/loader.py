@@ -93,7 +93,10 @@ class _Loader:
                 self.check_source(where, f"{type(entry).__name__} entry", entry.source)
         offers.sort(key=lambda o: (o.platform.value, o.name))
         machines = {name: shape_prices[name] for name, (_, shape) in shapes.items() if shape.accelerator is None}
-        return Catalog(self.sources, self.accelerators, offers, storage, egress, commitments, self.aliases, machines)
+        vcpus = {name: shape.vcpus for name, (_, shape) in shapes.items() if shape.accelerator is None}
+        return Catalog(
+            self.sources, self.accelerators, offers, storage, egress, commitments, self.aliases, machines, vcpus
+        )
 
     def _sources_and_accelerators(self) -> None:
         """Every file's sources and accelerators, each key, name and alias once across files."""

@@ -110,6 +110,8 @@ class Catalog:
     """CPU-only machine types' prices per region (shapes without accelerators: N1 hosts, a created
     cluster's system pool). Never offers, so sizing never picks them for an accelerator request;
     what a Kubernetes cluster's own CPU nodes cost (``fullserver.kube.cost``, the budget policy)."""
+    machine_vcpus: dict[str, int] = field(default_factory=dict)
+    """CPU-only machine types' vCPUs (a created cluster's system pool: the quotas it counts against)."""
 
     def accelerator(self, name: str, where: str = "fullserver:accelerator") -> Accelerator:
         """Look an accelerator up by name or alias (case-insensitive)."""

@@ -15,6 +15,9 @@ attached cluster takes beside ``fullserver:cluster``, checked before any sizing.
   ``irsa`` (the cluster's IAM OIDC provider); GKE clusters use Workload Identity.
 * ``subnets`` (EKS, attached): the subnets of the cluster's VPC the node groups go into (its
   private ones, say); unset, the cluster's own. A created cluster builds its own network.
+* ``controlPlaneSourceRanges`` (GKE and EKS, created): the only addresses the control plane's
+  public endpoint admits (``control_plane``); unset, it has none (EKS: private only; GKE: its
+  IAM-guarded DNS endpoint). ``controlPlaneOpenToInternet`` opens it to everyone, on purpose.
 
 Which platform takes which key is each platform's ``PlatformRules.options``; which way in
 (created or attached) takes it is said here, one line each.
@@ -23,14 +26,17 @@ Which platform takes which key is each platform's ``PlatformRules.options``; whi
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
 
-from fullserver.platforms import owners, pool_member, rules_for
+from fullserver.netcheck import check_ssh_ranges
+from fullserver.platforms import owners, pool_member, pool_member_of, rules_for
 
 if TYPE_CHECKING:
     from fullserver.kube.pool import KubePlan
+    from fullserver.workload import Workload
 
 Identity = Literal["pod-identity", "irsa"]
 
@@ -42,6 +48,8 @@ KUBE_KEYS = (
     "privateEndpoint",
     "clusterIdentity",
     "subnets",
+    "controlPlaneSourceRanges",
+    "controlPlaneOpenToInternet",
 )
 """The stack keys only the node-pool platforms take: setting one is the stack's choice of
 Kubernetes (sizing never hands a cluster to a team that asked for none)."""
@@ -52,6 +60,9 @@ SUBNET_ID = re.compile(r"subnet-([0-9a-f]{8}|[0-9a-f]{17})")
 lowercase)."""
 MAX_SUBNETS = 16
 """More than the zones of any AWS region, twice over (a public and a private subnet in each)."""
+MAX_API_RANGES = 50
+"""The most ``controlPlaneSourceRanges`` any member's control plane takes (GKE's 50); each member's
+own limit (``PoolRules.api_ranges_max``) is checked where the platform is known."""
 
 
 class ClusterAccess(BaseModel):
@@ -67,6 +78,10 @@ class ClusterAccess(BaseModel):
     """EKS: how pods get AWS credentials on a created cluster."""
     subnets: list[str] = []
     """EKS, attached: the node groups' subnets (empty: the cluster's own)."""
+    api_ranges: list[str] = []
+    """A created cluster: the CIDR ranges its public API endpoint admits (``controlPlaneSourceRanges``)."""
+    api_open: bool = False
+    """A created cluster: its public API endpoint admits the whole internet (``controlPlaneOpenToInternet``)."""
 
     @property
     def zonal(self) -> bool:
@@ -82,6 +97,14 @@ def check_subnet_id(subnet: str) -> str:
     return subnet
 
 
+def _subnet_ids(subnets: list[str]) -> list[str]:
+    return [check_subnet_id(s) for s in subnets]
+
+
+Subnets = Annotated[list[StrictStr], Field(max_length=MAX_SUBNETS), AfterValidator(_subnet_ids)]
+"""``subnets`` as the stack model takes it (``fullserver.workload``)."""
+
+
 def location_problem(location: str, region: str) -> str | None:
     """Why ``location`` is not the region or a zone of it, in the names of the platforms whose
     clusters have a location (``clusterLocation``: GKE's), or ``None``."""
@@ -90,10 +113,41 @@ def location_problem(location: str, region: str) -> str | None:
     return f"'{location}' is neither region {region} nor one of its zones (e.g. {region}-a)"
 
 
+def cluster_keys_refusal(w: Workload) -> tuple[str, str, str] | None:
+    """The cluster key of a stack (``Workload``) that does not apply to its way in or contradicts
+    another (``way_in_refusal``), or lists more control-plane ranges than its platform's clusters
+    take (``api_ranges_problem``; a stack whose platform is left open is checked when sized)."""
+    found = way_in_refusal(
+        attached=w.cluster is not None,
+        location=w.cluster_location is not None,
+        private_endpoint=w.private_endpoint,
+        identity=w.cluster_identity is not None,
+        subnets=w.subnets is not None,
+        api_ranges=w.control_plane_source_ranges is not None,
+        api_open=w.control_plane_open_to_internet,
+    )
+    member = pool_member_of(w.platform) if w.platform is not None else None
+    if found is None and member is not None and w.control_plane_source_ranges is not None:
+        too_many = api_ranges_problem(w.control_plane_source_ranges, member.key)
+        if too_many is not None:
+            return "controlPlaneSourceRanges", too_many, "list fewer, wider ranges (none wider than /8)"
+    return found
+
+
 def way_in_refusal(
-    *, attached: bool, location: bool, private_endpoint: bool, identity: bool, subnets: bool
+    *,
+    attached: bool,
+    location: bool,
+    private_endpoint: bool,
+    identity: bool,
+    subnets: bool,
+    api_ranges: bool = False,
+    api_open: bool = False,
 ) -> tuple[str, str, str] | None:
     """The key (of those set) that does not apply to the way in, with what and what to do."""
+    reach = api_reach_refusal(attached=attached, private_endpoint=private_endpoint, ranges=api_ranges, open_=api_open)
+    if reach is not None:
+        return reach
     if attached and private_endpoint:
         return (
             "privateEndpoint",
@@ -118,6 +172,139 @@ def way_in_refusal(
             "picks subnets of an existing cluster's VPC, and no fullserver:cluster is set (a created cluster builds its own network)",
             "set fullserver:cluster, or remove fullserver:subnets",
         )
+    return None
+
+
+def api_reach_refusal(
+    *, attached: bool, private_endpoint: bool, ranges: bool, open_: bool
+) -> tuple[str, str, str] | None:
+    """``controlPlaneSourceRanges`` / ``controlPlaneOpenToInternet`` where they mean nothing or
+    contradict another key: on an existing cluster (its endpoint is its own), beside
+    ``privateEndpoint`` (no public endpoint to admit anyone), or together (pick one)."""
+    key = "controlPlaneSourceRanges" if ranges else "controlPlaneOpenToInternet"
+    if not (ranges or open_):
+        return None
+    if attached:
+        return (
+            key,
+            "applies to a cluster fullserver creates; the existing cluster's endpoint is its own",
+            f"remove fullserver:{key}, or fullserver:cluster to create one",
+        )
+    if private_endpoint:
+        return (
+            key,
+            "opens a public endpoint, and fullserver:privateEndpoint turns it off",
+            f"remove fullserver:{key} or fullserver:privateEndpoint",
+        )
+    if ranges and open_:
+        return (
+            "controlPlaneOpenToInternet",
+            "opens the API to the whole internet, and fullserver:controlPlaneSourceRanges narrows it",
+            "keep one of the two (the ranges are the safe one)",
+        )
+    return None
+
+
+def check_api_ranges(ranges: list[str]) -> list[str]:
+    """``controlPlaneSourceRanges``, validated as SSH ranges are (no range wider than /8, nor a set
+    covering more), with the whole internet refused by name: that is ``controlPlaneOpenToInternet``."""
+    for text in ranges:
+        if text.strip().endswith("/0"):
+            raise ValueError(
+                f"{text.strip()} would open the Kubernetes API to the whole internet; list your office, VPN or CI "
+                "runner egress ranges, or set fullserver:controlPlaneOpenToInternet: true to do so on purpose"
+            )
+    return check_ssh_ranges(ranges, opens="the Kubernetes API")
+
+
+ApiRanges = Annotated[list[StrictStr], Field(max_length=MAX_API_RANGES), AfterValidator(check_api_ranges)]
+"""``controlPlaneSourceRanges`` as the stack model takes it (``fullserver.workload``)."""
+
+
+def api_ranges_problem(ranges: list[str], provider: str) -> str | None:
+    """More ranges than the member's control plane takes (``PoolRules.api_ranges_max``: EKS 40,
+    not adjustable; GKE 50), or ``None``: refused at plan time, never at ``pulumi up``."""
+    most = pool_member(provider).api_ranges_max
+    if len(ranges) <= most:
+        return None
+    return f"lists {len(ranges)} ranges; a {provider.upper()} control plane admits at most {most}"
+
+
+def control_plane(provider: str, access: ClusterAccess) -> str:
+    """Who can reach a created cluster's Kubernetes API, for the plan's ``cluster`` row: the
+    stack's ranges only, the whole internet (asked for), or none from outside but the member's own
+    way (``PoolRules.api_without_ranges``: GKE's DNS endpoint with IAM; EKS: the VPC only)."""
+    if access.private_endpoint:
+        return "control plane: private endpoint only (inside its VPC)"
+    if access.api_open:
+        return "control plane: public, open to the whole internet (fullserver:controlPlaneOpenToInternet)"
+    if access.api_ranges:
+        return f"control plane: reachable from {', '.join(access.api_ranges)} only"
+    return "control plane: " + pool_member(provider).api_without_ranges
+
+
+INTERNET = ("0.0.0.0/0",)
+"""``controlPlaneOpenToInternet``: the public endpoint's ranges, EKS's own default said aloud."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiEndpoint:
+    """How a created cluster's API endpoint is built (``api_endpoint``), the same for both members:
+    the private endpoint is always on (the nodes reach the API inside the VPC)."""
+
+    public_cidrs: tuple[str, ...] = ()
+    """The public IP endpoint admits exactly these; empty: there is none."""
+    dns: bool = False
+    """The IAM-guarded DNS endpoint takes traffic from outside (GKE's ``allow_external_traffic``)."""
+
+    @property
+    def open_to_internet(self) -> bool:
+        return self.public_cidrs == INTERNET
+
+
+def api_endpoint(plan: KubePlan, private_endpoint: bool = False) -> ApiEndpoint:
+    """A created cluster's API endpoint from the stack's keys (``private_endpoint``: the component's
+    argument, or the plan's ``privateEndpoint``): private only; open to the internet when asked
+    (``controlPlaneOpenToInternet``); public to the stack's ranges only; else none from outside but
+    the member's DNS endpoint where it has one (``PoolRules.dns_endpoint``)."""
+    a = plan.access
+    if private_endpoint or (a is not None and a.private_endpoint):
+        return ApiEndpoint()
+    if a is not None and a.api_open:
+        return ApiEndpoint(INTERNET)
+    if a is not None and a.api_ranges:
+        return ApiEndpoint(tuple(a.api_ranges))
+    return ApiEndpoint(dns=pool_member(plan.provider).dns_endpoint)
+
+
+def through_dns(plan: KubePlan) -> bool:
+    """Whether a created cluster's API is reached through its IAM-guarded DNS endpoint (GKE without
+    ranges): kubectl, ``fullserver verify`` and the workload's provider then go there."""
+    return plan.create_cluster and api_endpoint(plan).dns
+
+
+def control_plane_warning(provider: str, access: ClusterAccess, deploy_workload: bool) -> str | None:
+    """What the plan warns of a created cluster's API: whoever applies through it (``pulumi up``
+    where it installs something, kubectl, ``fullserver verify``) must be among the ranges, or inside
+    the VPC where there is no public endpoint; an open one names the risk."""
+    member = pool_member(provider)
+    applied = list(member.applied_through_api) + (["the workload"] if deploy_workload else [])
+    run = f"; pulumi up applies {' and '.join(applied)} through it, so run pulumi up from there too" if applied else ""
+    if access.private_endpoint:
+        return private_endpoint_warning(provider, deploy_workload)
+    if access.api_open:
+        return (
+            "the created cluster's Kubernetes API admits the whole internet (fullserver:controlPlaneOpenToInternet): "
+            "anyone can probe it and try credentials or an API server vulnerability; list your ranges in "
+            "fullserver:controlPlaneSourceRanges instead"
+        )
+    if access.api_ranges:
+        return (
+            f"the created cluster's Kubernetes API admits only {', '.join(access.api_ranges)} "
+            f"(fullserver:controlPlaneSourceRanges): run kubectl and fullserver verify from an address in them{run}"
+        )
+    if member.api_without_ranges_warning:
+        return member.api_without_ranges_warning.format(run=run)
     return None
 
 

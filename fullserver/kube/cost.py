@@ -10,14 +10,19 @@ and their ceiling.
   a spot pool at the spot price, its on-demand fallback pool at on-demand, a single pool at the
   rate sizing ranked the shape by (on-demand, or less a commitment discount for reserved); a TPU
   pool's node is its share of the slice's price. The floor is what runs while nothing is asked
-  of the pool (0 for an elastic pool); the ceiling is every pool at its maximum together.
+  of the pool (0 for an elastic pool); the ceiling is every pool at its maximum together. Where the
+  autoscaler is told to grow the spot pool first (``KubePlan.spot_first``), the fallback pool runs
+  only the hours spot is out: the profile's ``spot_share`` is what the compute line's expected rate
+  rests on (``fullserver.hourly``), and the notes say so.
   Disks, local SSD and network stay the VM estimate's lines (``fullserver.cost``).
 * System pool: a created cluster's untainted CPU pool for its own pods (kube-dns/CoreDNS,
   konnectivity-agent, metrics-server; ``gke.SYSTEM_POOL_MACHINE_TYPE``, ``eks.SYSTEM_INSTANCE_TYPE``)
   runs all month whatever the accelerator pools do, so it is in the floor and the ceiling alike:
   GKE ``SYSTEM_POOL_NODES_PER_ZONE`` in each zone of the pool (one zone when the plan has one, else
   the regional default), EKS ``SYSTEM_NODES``, at the catalog's on-demand price of the CPU machine
-  (``Catalog.machine_price``). An attached cluster runs its own: nothing here.
+  (``Catalog.machine_price``), and each node's boot disk as the component builds it
+  (``PoolRules.system_disk``: GKE 50 GiB pd-balanced, EKS a 20 GiB gp3 root volume) at the
+  catalog's storage price. An attached cluster runs its own: nothing here.
 * Data volumes: each workload pod's data volume (``fullserver.kube.volume``) lives as long as its
   pod, one pod per node, so each pool's floor and ceiling carry one volume per node at the disk
   kind's price (``disk_usd_month`` over the month's hours); the estimate's data line bills the
@@ -67,14 +72,25 @@ class KubeCost(Frozen):
     its own for ``fullserver.catalog.staleness``)."""
     system_prices: tuple[UsedPrice, ...] = ()
     pool_prices: tuple[UsedPrice, ...] = ()
+    system_disk_usd_hour: float = 0.0
+    """... and its nodes' boot disks, an hour (in the floor and the ceiling too)."""
+    system_disk_note: str = ""
+    system_disk_prices: tuple[UsedPrice, ...] = ()
+    unpriced: list[str] = []
+    """What the cluster runs that the catalog has no price for (never counted as $0)."""
+
+    @property
+    def always_usd_hour(self) -> float:
+        """What runs whatever the pools do: the cluster fee, the system pool and its disks."""
+        return self.cluster_usd_hour + self.system_usd_hour + self.system_disk_usd_hour
 
     @property
     def min_usd_hour(self) -> float:
-        return self.cluster_usd_hour + self.system_usd_hour + sum(p.min_usd_hour for p in self.pools)
+        return self.always_usd_hour + sum(p.min_usd_hour for p in self.pools)
 
     @property
     def max_usd_hour(self) -> float:
-        return self.cluster_usd_hour + self.system_usd_hour + sum(p.max_usd_hour for p in self.pools)
+        return self.always_usd_hour + sum(p.max_usd_hour for p in self.pools)
 
     @property
     def min_usd_month(self) -> float:
@@ -114,8 +130,23 @@ def system_usd_hour(plan: KubePlan, catalog: Catalog) -> tuple[float, str, list[
     price = catalog.machine_price(machine, plan.region)
     if price is None:
         return 0.0, f"system pool: {nodes} x {machine} (no {plan.region} price in the catalog: unpriced)", []
-    what = f"system pool: {nodes} x {machine} on-demand {price.on_demand:.4f}/h, all month (the cluster's own pods)"
+    what = f"{nodes} x {machine} on-demand {price.on_demand:.4f}/h (the cluster's own pods; catalog: {price.source})"
     return price.on_demand * nodes, what, [price.source]
+
+
+def system_disk_usd_hour(plan: KubePlan, catalog: Catalog) -> tuple[float, str, list[str]]:
+    """The system pool's boot disks an hour (``PoolRules.system_disk``), what they are with their
+    price's catalog entry, and its source key; a kind without a price: 0 and the note says so."""
+    _, nodes = system_pool(plan)
+    if not nodes:
+        return 0.0, "", []
+    kind, gib = pool_member(plan.provider).system_disk
+    what = f"{nodes} x {gib} GiB {kind}"
+    price = catalog.storage_price(rules_for(plan.platform).provider, kind, plan.region)
+    if price is None:
+        return 0.0, f"{what} (no {plan.region} price in the catalog: unpriced)", []
+    usd = disk_usd_month(price, gib * nodes, 0, 0, disks=nodes) / HOURS_PER_MONTH
+    return usd, f"{what} at {price.usd_gib_month}/GiB-month (catalog: {price.source}, {plan.region})", [price.source]
 
 
 def kube_cost(
@@ -133,6 +164,7 @@ def kube_cost(
     machine = system_pool(plan)[0]
     volume = plan.data_volume
     volume_price = catalog.storage_price(spec.provider, volume.kind, spec.region) if volume is not None else None
+    disk_usd, disk_note, disk_sources = system_disk_usd_hour(plan, catalog)
     volume_usd, volume_what = volume_usd_hour(plan, spec, catalog)
     offer = catalog.offer(spec.offer)
     if offer is None:
@@ -141,11 +173,13 @@ def kube_cost(
     per_node = 1 / plan.nodes_per_replica if spec.tpu is not None else 1.0  # a TPU node: its share of the slice
     pools = []
     for pool in plan.pools:
+        first = bool(plan.spot_first)  # the autoscaler grows the spot pool first (fullserver.kube.fallback)
         if pool.role == "spot":
             usd = (price.spot if price.spot is not None else price.on_demand) * per_node
             what = "spot" if price.spot is not None else "on-demand (no spot price published)"
+            what += ", grown first" if first else ""
         elif pool.role == "on-demand":
-            usd, what = price.on_demand * per_node, "on-demand fallback"
+            usd, what = price.on_demand * per_node, "on-demand fallback" + (", grown when spot is out" if first else "")
         else:
             rate = hourly_rate(offer, spec.region, profile, catalog)
             usd, what = rate.usd * per_node, rate.note
@@ -164,7 +198,7 @@ def kube_cost(
         cluster_note=note,
         pools=pools,
         hours_per_month=profile.cost.hours_per_month,
-        sources=sources + system_sources,
+        sources=sources + system_sources + disk_sources,
         system_usd_hour=round(system_usd, 6),
         system_note=system_note,
         cluster_prices=tuple(fee_read(provider, "cluster", s) for s in sources),
@@ -174,7 +208,15 @@ def kube_cost(
             if volume is not None and volume_price is not None
             else ()
         ),
+        system_disk_usd_hour=round(disk_usd, 6),
+        system_disk_note=disk_note,
+        system_disk_prices=tuple(storage_read(provider, _disk_kind(plan), plan.region, s) for s in disk_sources),
+        unpriced=[f"system pool boot disks ({disk_note.split(' (')[0]})"] if disk_note and not disk_usd else [],
     )
+
+
+def _disk_kind(plan: KubePlan) -> str:
+    return pool_member(plan.provider).system_disk[0]
 
 
 def volume_usd_hour(plan: KubePlan, spec: EnvironmentSpec, catalog: Catalog) -> tuple[float, str]:

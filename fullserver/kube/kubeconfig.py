@@ -4,7 +4,12 @@ No credential is written into it: the client runs the cloud's own credential plu
 (``client.authentication.k8s.io/v1beta1`` exec), with whatever identity runs ``pulumi up``:
 
 * GKE: ``gke-gcloud-auth-plugin`` (the Google Cloud CLI component kubectl needs since GKE 1.26);
-  the endpoint is the control plane's address (``https://`` + ``Cluster.endpoint``);
+  the endpoint is the control plane's address (``https://`` + ``Cluster.endpoint``), or, for a
+  created cluster reached through its DNS endpoint (``fullserver.kube.access.through_dns``), that
+  name (``control_plane_endpoints_config.dns_endpoint_config.endpoint``, "accessible from the public
+  internet", Container API ``DNSEndpointConfig``) with no cluster CA: Google's front end serves it
+  with a publicly trusted certificate, so the system's roots verify it, as in the kubeconfig
+  ``get-credentials --dns-endpoint`` writes;
 * EKS: ``aws eks get-token --cluster-name <name> --region <region>``; ``Cluster.endpoint`` is
   already a URL.
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from fullserver.kube.access import through_dns
 from fullserver.platforms import pool_member
 
 if TYPE_CHECKING:
@@ -24,13 +30,15 @@ if TYPE_CHECKING:
 EXEC_API = "client.authentication.k8s.io/v1beta1"
 
 
-def kubeconfig(name: str, server: str, ca_data: str, command: str, args: list[str]) -> str:
-    """One cluster, one user that execs ``command``, one current context."""
+def kubeconfig(name: str, server: str, ca_data: str | None, command: str, args: list[str]) -> str:
+    """One cluster, one user that execs ``command``, one current context; ``ca_data`` ``None``:
+    the server's certificate is verified against the system's roots."""
+    cluster = {"server": server} | ({} if ca_data is None else {"certificate-authority-data": ca_data})
     return json.dumps(
         {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority-data": ca_data}}],
+            "clusters": [{"name": name, "cluster": cluster}],
             "users": [
                 {
                     "name": name,
@@ -46,9 +54,10 @@ def kubeconfig(name: str, server: str, ca_data: str, command: str, args: list[st
     )
 
 
-def gke_kubeconfig(name: str, endpoint: str, ca_data: str) -> str:
+def gke_kubeconfig(name: str, endpoint: str, ca_data: str, *, dns: bool = False) -> str:
+    """``dns``: ``endpoint`` is the cluster's DNS endpoint (no cluster CA: module doc)."""
     server = endpoint if endpoint.startswith("https://") else f"https://{endpoint}"
-    return kubeconfig(name, server, ca_data, "gke-gcloud-auth-plugin", [])
+    return kubeconfig(name, server, None if dns else ca_data, "gke-gcloud-auth-plugin", [])
 
 
 def eks_kubeconfig(name: str, endpoint: str, ca_data: str, region: str) -> str:
@@ -60,4 +69,11 @@ def credentials_hint(plan: KubePlan, project: str | None) -> str:
     """The command that puts the cluster's credentials into the kubeconfig (the member's
     ``PoolRules.credentials_hint``)."""
     location = plan.access.location if plan.access else plan.region
-    return pool_member(plan.provider).credentials_hint(plan.cluster_name, location, plan.region, project)
+    member = pool_member(plan.provider)
+    return member.credentials_hint(plan.cluster_name, location, plan.region, project, through_dns(plan))
+
+
+def connect_command(plan: KubePlan, location: str, project: str) -> str:
+    """The command that writes the cluster's kubeconfig, pointed at the endpoint that answers
+    (``through_dns``): the components' ``connect`` export."""
+    return pool_member(plan.provider).connect(plan.cluster_name, location, plan.region, project, through_dns(plan))

@@ -19,7 +19,10 @@ Kubernetes requires for extended resources) and its share of the node's allocata
 and ephemeral storage, with ``limits == requests`` (Guaranteed QoS), the pool's tolerations and
 node selector, and a preference for spot nodes where a spot pool exists. Where the plan has a data
 volume (the VM's data disk, ``fullserver.kube.volume``), every pod mounts it at ``/data`` as a
-generic ephemeral volume, and the manifests start with its ``StorageClass``.
+generic ephemeral volume, and the manifests start with its ``StorageClass``. Pods on EFA nodes request
+every interface and the fabric's huge pages (``fullserver.kube.fabric``); where a compute class orders
+the spot pool before its fallback (GKE), the pods select it and the manifests start with it too
+(``fullserver.kube.fallback``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from fullserver.platforms import pool_member
 from fullserver.platforms.kubernetes import SERVICE_TYPE
 from fullserver.serving import ServingSpec
 from fullserver.spec import EnvironmentSpec
+from fullserver.tls import Tls
 
 Manifest = dict[str, Any]
 
@@ -56,8 +60,14 @@ def _labels(plan: KubePlan, app: str) -> dict[str, str]:
 
 
 def resources(plan: KubePlan) -> dict[str, dict[str, str]]:
-    """The pod's requests and limits: equal (Guaranteed QoS), accelerators in both."""
-    quantities = {**plan.pod.resources.quantities, plan.accelerator_resource: str(plan.pod.accelerators)}
+    """The pod's requests and limits: equal (Guaranteed QoS), accelerators in both, and the node's
+    fabric interfaces and huge pages where it has them (``PodShare.devices``: Kubernetes requires
+    requests equal to limits for extended resources and huge pages alike)."""
+    quantities = {
+        **plan.pod.resources.quantities,
+        plan.accelerator_resource: str(plan.pod.accelerators),
+        **plan.pod.devices,
+    }
     return {"requests": dict(quantities), "limits": dict(quantities)}
 
 
@@ -162,9 +172,23 @@ def _server_container(plan: KubePlan, endpoint: ServingSpec, name: str) -> dict[
     return container
 
 
-def _load_balancer(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dict[str, str]) -> Manifest:
-    """The LoadBalancer Service: port 80 to the server's port, the provider's annotations (``fullserver.kube.serve``)."""
+def _load_balancer(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dict[str, str]) -> list[Manifest]:
+    """The LoadBalancer Service: port 80 to the server's port, the provider's annotations
+    (``fullserver.kube.serve``); with TLS on a member whose load balancer cannot terminate it, a
+    ``ClusterIP`` Service behind the member's objects in front (``PoolRules.tls_front``)."""
     tls = endpoint.tls
+    front = pool_member(plan.provider).tls_front
+    if tls is not None and front is not None:
+        service = _service(plan, endpoint, name, labels, None)
+        service["spec"], service["metadata"]["annotations"] = front.service(
+            service["spec"], {serve.AWAIT_ANNOTATION: serve.await_seconds(endpoint.health_initial_delay_seconds)}
+        )
+        return [service, *front.objects(plan.environment, name, labels, endpoint, list(tls.domains))]
+    return [_service(plan, endpoint, name, labels, tls)]
+
+
+def _service(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dict[str, str], tls: Tls | None) -> Manifest:
+    """The Service of type LoadBalancer on ``tls`` (``None``: plain port 80)."""
     spec: dict[str, Any] = {
         "type": "LoadBalancer",
         "selector": {"app.kubernetes.io/name": name},
@@ -181,6 +205,8 @@ def _load_balancer(plan: KubePlan, endpoint: ServingSpec, name: str, labels: dic
     )
     if tls is not None and tls.host:
         annotations[serve.HOST_ANNOTATION] = tls.host
+    if endpoint.plain_http and endpoint.load_balancer == "external":  # accepted in clear: said for the policy pack
+        annotations[serve.PLAIN_HTTP_ANNOTATION] = "true"
     # Ready once its endpoints are: pulumi up waits as long as for the Deployment (serve.AWAIT_ANNOTATION).
     annotations[serve.AWAIT_ANNOTATION] = serve.await_seconds(endpoint.health_initial_delay_seconds)
     return {
@@ -250,7 +276,7 @@ def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
             },
         },
     }
-    out = [deployment, _load_balancer(plan, endpoint, name, labels), _autoscaler(plan, endpoint, name, labels)]
+    out = [deployment, *_load_balancer(plan, endpoint, name, labels), _autoscaler(plan, endpoint, name, labels)]
     monitoring = pool_member(plan.provider).pod_monitoring
     if endpoint.pod_metrics and monitoring is not None:
         out.append(monitoring(name, labels, {"app.kubernetes.io/name": name}, "http"))
@@ -258,10 +284,16 @@ def serving(plan: KubePlan, spec: EnvironmentSpec) -> list[Manifest]:
 
 
 def _with_storage(plan: KubePlan, manifests: list[Manifest]) -> list[Manifest]:
-    """The pods' data volume StorageClass first (cluster-scoped, applied before what uses it)."""
-    if plan.data_volume is None:
-        return manifests
-    return [storage_class(plan.data_volume, _labels(plan, workload_name(plan))), *manifests]
+    """The pods' data volume StorageClass and the compute class that orders the pools first
+    (cluster-scoped, applied before what uses them)."""
+    first: list[Manifest] = []
+    if plan.data_volume is not None:
+        first.append(storage_class(plan.data_volume, _labels(plan, workload_name(plan))))
+    how = pool_member(plan.provider).spot_first
+    if plan.compute_class is not None and how is not None and how.compute_class is not None:
+        spot, fallback = (next(p.name for p in plan.pools if p.spot is s) for s in (True, False))
+        first.append(how.compute_class(plan.compute_class, spot, fallback, _labels(plan, workload_name(plan))))
+    return [*first, *manifests]
 
 
 def workload(

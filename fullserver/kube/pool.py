@@ -33,6 +33,8 @@ from pydantic import BaseModel, ConfigDict
 from fullserver.errors import InputError
 from fullserver.kube.access import ClusterAccess
 from fullserver.kube.attached import attached_warnings
+from fullserver.kube.fabric import fabric_reserved, pod_devices
+from fullserver.kube.fallback import SpotFirstPlan, spot_first
 from fullserver.kube.volume import LABEL_GIB, DataVolume
 from fullserver.naming import fit_name
 from fullserver.platform import Platform, PricingModel
@@ -86,6 +88,9 @@ class PodShare(Frozen):
 
     accelerators: int
     resources: Resources
+    devices: dict[str, str] = {}
+    """Other resources the pod takes of its node, requests equal to limits: its node's EFA interfaces
+    and the huge pages their driver works in (``PoolRules.fabric_pod``)."""
 
 
 class Pool(Frozen):
@@ -170,6 +175,10 @@ class KubePlan(Frozen):
     max_replicas: int = 1
     spot_label: str = ""
     """The label spot nodes carry (GKE ``cloud.google.com/gke-spot``, EKS's capacity type)."""
+    spot_first: str = ""
+    """How the autoscaler is told to grow the spot pool before its on-demand fallback (``fullserver.kube.fallback``)."""
+    compute_class: str | None = None
+    """GKE: the ComputeClass that orders the pools; they carry its label and taint, the pods select it."""
     warnings: list[str] = []
     """Where the pod's share, after the node's reservations, falls short of the profile's balance:
     never for a spec ``fullserver.sizing.kube_spec`` sized (it ranks shapes by the pod's share), so
@@ -180,9 +189,11 @@ class KubePlan(Frozen):
         """The pools' Kubernetes node labels: the plan's, and the data volume each pod there gets
         (``DataVolume.node_labels``: its size, which the balance policy counts as the node's attached
         storage, and its kind, IOPS and throughput, by which the budget policy prices it)."""
+        how = pool_member(self.provider).spot_first
+        bound = {how.class_label: self.compute_class} if how is not None and self.compute_class else {}
         if self.data_volume is None:
-            return dict(self.labels)
-        return {**self.labels, **self.data_volume.node_labels()}
+            return {**self.labels, **bound}
+        return {**self.labels, **self.data_volume.node_labels(), **bound}
 
     @property
     def min_nodes(self) -> int:
@@ -348,16 +359,25 @@ def _pools(spec: EnvironmentSpec, rules: PoolRules, hosts: int, flex_start: bool
 
 
 def node_reservations(
-    platform: Platform, vcpus: int, memory_gib: float, local_disks: int, local_disk_gib: float, boot_disk_gib: float
+    platform: Platform,
+    vcpus: int,
+    memory_gib: float,
+    local_disks: int,
+    local_disk_gib: float,
+    boot_disk_gib: float,
+    efa_interfaces: int = 0,
 ) -> Allocatable:
     """A node's capacity and what kubelet and the system keep of it (the member's formulas):
     ephemeral storage on the local SSDs (a GKE GPU node) or the instance-store RAID0 (an EKS node)
-    where the member keeps it there, else the boot disk."""
+    where the member keeps it there, else the boot disk; with fabric interfaces, the huge pages
+    their driver pre-allocates, which kubelet takes off allocatable memory (``PoolRules.fabric_pod``)."""
     rules = pool_member_of(platform)
     if rules is None:
         raise ValueError(f"{platform.value} is not a Kubernetes node-pool platform")
     local = local_disks if platform in rules.local_ssd_ephemeral or rules.instance_store_raid0 else 0
-    return rules.allocatable(vcpus, memory_gib, local, local_disk_gib, boot_disk_gib)
+    return fabric_reserved(
+        rules, rules.allocatable(vcpus, memory_gib, local, local_disk_gib, boot_disk_gib), efa_interfaces
+    )
 
 
 def pod_share(reserved: Allocatable) -> NodeResources:
@@ -367,11 +387,17 @@ def pod_share(reserved: Allocatable) -> NodeResources:
 
 def _reserved(spec: EnvironmentSpec, platform: Platform) -> Allocatable:
     return node_reservations(
-        platform, spec.vcpus, spec.memory_gib, spec.local_nvme_disks, spec.local_nvme_disk_gib, spec.boot_disk_gib
+        platform,
+        spec.vcpus,
+        spec.memory_gib,
+        spec.local_nvme_disks,
+        spec.local_nvme_disk_gib,
+        spec.boot_disk_gib,
+        spec.network.efa_interfaces,
     )
 
 
-def _pod(reserved: Allocatable, nodes: PoolNodes) -> PodShare:
+def _pod(reserved: Allocatable, nodes: PoolNodes, devices: dict[str, str]) -> PodShare:
     share = pod_share(reserved)
     if min(share.cpu_m, share.memory_mib, share.ephemeral_mib) <= 0:
         raise InputError(
@@ -379,7 +405,7 @@ def _pod(reserved: Allocatable, nodes: PoolNodes) -> PodShare:
             f"{nodes.machine_type} leaves no room for a workload pod after the node's reservations",
             "use a larger shape",
         )
-    return PodShare(accelerators=nodes.per_node, resources=_resources(share))
+    return PodShare(accelerators=nodes.per_node, resources=_resources(share), devices=devices)
 
 
 def _data_volume(spec: EnvironmentSpec, provider: PoolKey) -> DataVolume | None:
@@ -435,6 +461,27 @@ def _notes(
     return [*spread, *flex_notes, *attached_warnings(rules, attached, volume)]
 
 
+def _scheduling(
+    spec: EnvironmentSpec, rules: PoolRules, nodes: PoolNodes, pools: list[Pool], labels: dict[str, str], attached: bool
+) -> tuple[list[Taint], dict[str, str], SpotFirstPlan]:
+    """The pools' taints, the pods' node selector (the accelerator's labels and the environment's own,
+    wherever else the cluster runs the same accelerator) and the order the autoscaler grows the pools
+    in (``fullserver.kube.fallback``): where a compute class orders them, the pools carry its label and
+    ``NoSchedule`` taint and the pods select it. Its notes carry what an attached cluster must run for
+    the order and for the pods' fabric interfaces."""
+    spot = next((p.name for p in pools if p.spot), None)
+    fallback = next((p.name for p in pools if not p.spot), None) if spot else None
+    order = spot_first(rules, spot, fallback, spec.environment, attached)
+    taints = [Taint(key=nodes.taint[0], value=nodes.taint[1], effect=nodes.taint[2])]
+    selector = {**nodes.node_selector, LABEL_ENVIRONMENT: labels[LABEL_ENVIRONMENT]}
+    if order.compute_class is not None and rules.spot_first is not None:
+        taints.append(Taint(key=rules.spot_first.class_label, value=order.compute_class, effect="NoSchedule"))
+        selector[rules.spot_first.class_label] = order.compute_class
+    fabric = rules.fabric_pod if attached and rules.efa and spec.network.efa_interfaces else None
+    notes = [*order.attached, *([fabric.attached_needs] if fabric is not None else [])]
+    return taints, selector, SpotFirstPlan(order.line, order.compute_class, notes)
+
+
 def _instance_types(spec: EnvironmentSpec, rules: PoolRules, machine_type: str) -> list[str]:
     """The pools' machine type, and for a spot pool of a member that takes several the spec's
     balanced alternatives (``PoolRules.spot_alternatives``)."""
@@ -462,13 +509,13 @@ def kube_plan(
     # The environment's labels (profile, environment, owner, lifecycle, TTL or expiry) and its stage.
     labels = {k: label_value(v) for k, v in spec.labels.items()}
     labels["fullserver-stage"] = label_value(spec.stage.value)
-    # The environment's own nodes, wherever else the cluster runs the same accelerator.
-    node_selector = {**nodes.node_selector, LABEL_ENVIRONMENT: labels[LABEL_ENVIRONMENT]}
+    efa = spec.network.efa_interfaces if rules.efa else 0
     reserved = _reserved(spec, platform)
-    pod = _pod(reserved, nodes)
+    pod = _pod(reserved, nodes, pod_devices(rules, efa))
     volume = _data_volume(spec, rules.key)
     serving = spec.serving
     pools = _pools(spec, rules, nodes.hosts, flex_start)
+    taints, node_selector, order = _scheduling(spec, rules, nodes, pools, labels, cluster is not None)
     return KubePlan(
         platform=platform,
         provider=rules.key,
@@ -493,7 +540,7 @@ def kube_plan(
         boot_disk_kind=spec.boot_disk_kind,
         local_ssd_count=spec.local_nvme_disks if platform in rules.local_ssd_ephemeral else 0,
         instance_store_raid0=rules.instance_store_raid0 and spec.local_nvme_disks > 0,
-        efa_interfaces=spec.network.efa_interfaces if rules.efa else 0,
+        efa_interfaces=efa,
         compact_placement=nodes.compact and not (flex_start and not nodes.tpu),
         tpu_topology=nodes.tpu_topology,
         tpu_accelerator_label=nodes.tpu_label,
@@ -506,7 +553,7 @@ def kube_plan(
         kube_reserved=rules.kube_reserved(spec.vcpus) if rules.kube_reserved is not None else {},
         labels=labels,
         cloud_labels=dict(spec.labels),
-        taints=[Taint(key=nodes.taint[0], value=nodes.taint[1], effect=nodes.taint[2])],
+        taints=taints,
         node_selector=node_selector,
         pools=pools,
         node_capacity=_resources(reserved.capacity),
@@ -517,8 +564,11 @@ def kube_plan(
         min_replicas=serving.min_replicas if serving else 1,
         max_replicas=serving.max_replicas if serving else 1,
         spot_label=rules.spot_label,
+        spot_first=order.line,
+        compute_class=order.compute_class,
         warnings=_warnings(spec, platform, rules, nodes, pod, volume)
-        + _notes(rules, pools, nodes, flex_start, cluster, volume),
+        + _notes(rules, pools, nodes, flex_start, cluster, volume)
+        + order.attached,
     )
 
 

@@ -24,11 +24,13 @@ builds the objects from these).
     ``kubernetes.io/role/elb`` (public) or ``kubernetes.io/role/internal-elb`` (private), which a
     created cluster's network carries (``eks.PUBLIC_SUBNET_TAGS``).
 
-  HTTPS: GKE's passthrough NLB cannot terminate TLS, so GKE refuses ``fullserver:serving.domains``
-  (``tls_refusal``). On EKS ``serving.certificateArn`` (an ACM certificate in the stack's region,
-  ``fullserver.tls``) gives the NLB a TLS listener on 443 instead of port 80 (``service_ports``):
-  an L4 listener cannot answer the redirect the VM path's port 80 gives, and plain HTTP would carry
-  the API key in clear; ``serving.domains`` name the endpoint's host (``HOST_ANNOTATION``).
+  HTTPS (``fullserver.tls``; without it an internet-facing endpoint needs ``serving.plainHttp``,
+  ``fullserver.tls.clear_text``): GKE's passthrough NLB cannot terminate TLS, so with
+  ``serving.domains`` the Service becomes a ``ClusterIP`` behind a Gateway with a Google-managed
+  certificate (the member's ``PoolRules.tls_front``, ``fullserver.platforms.gke_gateway``). On EKS
+  ``serving.certificateArn`` (an ACM certificate in the stack's region) gives the NLB a TLS listener
+  on 443 instead of port 80 (``service_ports``): an L4 listener cannot answer the redirect the VM
+  path's port 80 gives; ``serving.domains`` name the endpoint's host (``HOST_ANNOTATION``).
 
 * API key: the stack's ``serving.apiKeySecret`` (and ``tokenSecret``) name the cloud's secret as on
   the VM path (a Secret Manager secret on GCP, an SSM SecureString parameter on AWS). With
@@ -62,8 +64,8 @@ import math
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from fullserver.errors import InputError
-from fullserver.platforms import pool_member
+from fullserver.platforms import pool_member, pool_members, rules_for
+from fullserver.tls import ClearText, clear_text
 
 if TYPE_CHECKING:
     from fullserver.kube.pool import KubePlan
@@ -75,6 +77,9 @@ SECRET_VARIABLES = {"api_key": "VLLM_API_KEY", "token": "HF_TOKEN"}
 SECRET_ANNOTATION = "fullserver/secret"
 HOST_ANNOTATION = "fullserver/host"
 """On the Service when the stack names ``serving.domains``: the endpoint's host (the first)."""
+PLAIN_HTTP_ANNOTATION = "fullserver/plain-http"
+"""On an internet-facing Service without TLS whose stack set ``serving.plainHttp: true``: what the
+component and the policy pack read (``clear_text_of``) to tell an accepted risk from an oversight."""
 AWAIT_ANNOTATION = "pulumi.com/timeoutSeconds"
 """How long ``pulumi up`` waits for an object to be ready (pulumi-kubernetes ``pkg/metadata``
 ``TimeoutDuration``). Its default for a Deployment and a Service is 10 minutes ("If the Service has
@@ -117,9 +122,13 @@ def service_ports(lb_port: int, tls: Tls | None) -> list[dict[str, Any]]:
 
 
 def endpoint_of(manifests: list[dict[str, Any]], address: str | None) -> str:
-    """The endpoint clients call once the load balancer has ``address``: ``https://<host>`` when the
-    Service names its host (``HOST_ANNOTATION``), ``https://<address>`` with a TLS port, else
-    ``http://<address>`` (``None``: what stands in for it before ``pulumi up``)."""
+    """The endpoint clients call once the load balancer has ``address``: ``https://<first domain>``
+    behind a Gateway (its ``HTTPRoute``'s hostnames) or when the Service names its host
+    (``HOST_ANNOTATION``), ``https://<address>`` with a TLS port, else ``http://<address>``
+    (``None``: what stands in for it before ``pulumi up``)."""
+    for m in manifests:
+        if m.get("kind") == "HTTPRoute" and m["spec"].get("hostnames"):
+            return f"https://{m['spec']['hostnames'][0]}"
     for m in manifests:
         if m.get("kind") != "Service" or (m.get("spec") or {}).get("type") != "LoadBalancer":
             continue
@@ -130,6 +139,38 @@ def endpoint_of(manifests: list[dict[str, Any]], address: str | None) -> str:
             return f"https://{host}"
         return f"{scheme}://{address}" if address else f"{scheme}://<load balancer address, known after pulumi up>"
     return ""
+
+
+def _member_scheme(annotations: dict[str, str]) -> tuple[str, str] | None:
+    """(cloud, scheme) of a LoadBalancer Service by the annotations a member writes: each member's
+    internal scheme is the annotations its internal Service has and its external one lacks."""
+    for member in pool_members():
+        external = set(member.service_annotations("external", "/", None, 0, 80).items())
+        internal = set(member.service_annotations("internal", "/", None, 0, 80).items())
+        if not {k for k, _ in external | internal} & set(annotations):
+            continue
+        cloud = rules_for(next(iter(member.sized_as.values()))).provider
+        return cloud, "internal" if internal - external <= set(annotations.items()) else "external"
+    return None
+
+
+def clear_text_of(manifests: list[dict[str, Any]]) -> ClearText | None:
+    """``fullserver.tls.clear_text`` on a workload's manifests as they will be applied (the component
+    before applying them, the policy pack on the applied group): each LoadBalancer Service's scheme,
+    whether it listens with TLS (a port named ``https``), and ``PLAIN_HTTP_ANNOTATION``. A Service
+    no member's annotations describe is left to its cluster's own defaults and not judged."""
+    for m in manifests:
+        if m.get("kind") != "Service" or (m.get("spec") or {}).get("type") != "LoadBalancer":
+            continue
+        annotations = {str(k): str(v) for k, v in ((m.get("metadata") or {}).get("annotations") or {}).items()}
+        found = _member_scheme(annotations)
+        if found is None:
+            continue
+        https = any(p.get("name") == "https" for p in m["spec"].get("ports", []))
+        verdict = clear_text(*found, https, annotations.get(PLAIN_HTTP_ANNOTATION) == "true")
+        if verdict is not None:
+            return verdict
+    return None
 
 
 def secret_name(workload: str) -> str:
@@ -156,7 +197,9 @@ def lb_service_name(manifests: list[dict[str, Any]]) -> str | None:
 
 def manual_endpoint(manifests: list[dict[str, Any]]) -> str:
     """The endpoint of manifests applied by hand (no ``deployWorkload``): where its address is
-    read; "" for a workload without a LoadBalancer Service."""
+    read; "" for a workload without a LoadBalancer Service or a Gateway."""
+    if any(m.get("kind") == "HTTPRoute" for m in manifests):
+        return endpoint_of(manifests, None)
     service = lb_service_name(manifests)
     if service is None:
         return ""
@@ -208,16 +251,6 @@ def hpa_metrics(provider: str, endpoint: ServingSpec) -> list[dict[str, Any]]:
     ]
 
 
-def tls_refusal(provider: str, domains: list[str]) -> InputError | None:
-    """Where the member's load balancer cannot terminate TLS (GKE's passthrough NLB),
-    ``serving.domains`` (a managed certificate on the VM path's Application Load Balancer) has
-    nothing to serve it (``PoolRules.domains_refusal``)."""
-    refusal = pool_member(provider).domains_refusal
-    if refusal is None or not domains:
-        return None
-    return InputError(f"fullserver:{refusal.key}", refusal.what, refusal.hint)
-
-
 def serving_warnings(plan: KubePlan, endpoint: ServingSpec) -> list[str]:
     """What the plan says of a serving pool: the HPA's metric, and what an attached cluster must run."""
     rules = pool_member(plan.provider)
@@ -228,6 +261,8 @@ def serving_warnings(plan: KubePlan, endpoint: ServingSpec) -> list[str]:
             f"server; for vLLM's queue size install {rules.pod_metrics_install}, then set fullserver:serving.podMetrics: true"
         )
     if not plan.create_cluster:
+        fronted = rules.tls_front is not None and endpoint.tls is not None
+        out += [rules.tls_front.attached_needs] if rules.tls_front is not None and fronted else []
         out += [rules.attached_load_balancer] if rules.attached_load_balancer else []
         out += [rules.attached_metrics_server] if rules.attached_metrics_server and not endpoint.pod_metrics else []
     return out

@@ -54,7 +54,10 @@ AMI_VOLUME_KIND = "the AMI's volume type"
 BOOT_DISK_KINDS = ("gp3",)
 
 
-ZONES = ZoneForm("[a-z]", "AWS zones are the region and a letter, e.g. {region}a")
+ZONES = ZoneForm("[a-f]", "AWS zones are the region and a letter a-f, e.g. {region}a")
+"""The letters in use: a region has at most six Availability Zones (us-east-1: use1-az1..az6,
+us-east-1a..f), per https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html;
+``us-east-1z`` was accepted, then refused by EC2 at ``up``."""
 
 REGION_PEERS = {
     # Google Cloud region -> the nearest AWS region, so a comparison does not cross continents.

@@ -23,6 +23,7 @@ from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import aws, gke
 from fullserver.platforms.base import CAPACITY_RULES, GPU_SERVING, NameRule, PlatformRules, Refusal, Request
 from fullserver.platforms.network.kube import EKS_NETWORK
+from fullserver.platforms.quota import eks as quota
 
 CLUSTER_TYPE = "aws:eks/cluster:Cluster"
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
@@ -40,6 +41,12 @@ plugin is not (install it, or the GPU Operator). AL2 AMIs ended 2025-11-26."""
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 SYSTEM_INSTANCE_TYPE = "m6i.large"
 SYSTEM_NODES = 1
+SYSTEM_DISK_GIB = 20
+SYSTEM_DISK_KIND = "gp3"
+"""The system node's root volume, built by its own launch template (``components.eks``): 20 GiB,
+EKS's own default size ("The default disk size is 20 GiB for Linux", EKS API
+``CreateNodegroup.diskSize``), as encrypted gp3 where EKS's default launch template would make it
+gp2 (aws/containers-roadmap#1417), which the catalog does not price."""
 """A cluster fullserver creates gets one untainted managed node group besides the GPU groups: every
 GPU group is tainted ``nvidia.com/gpu`` and may sit at zero, and CoreDNS (an EKS default add-on)
 does not tolerate that taint, so without it cluster DNS never runs (the same holds on GKE,
@@ -105,6 +112,50 @@ GPU_RESOURCE = gke.GPU_RESOURCE
 GPU_TAINT = (GPU_RESOURCE, "present", "NoSchedule")
 """No EKS page says EKS taints GPU nodes itself: fullserver declares the taint through the EKS API."""
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
+"""What the EFA device plugin advertises, one per interface; a pod requests it in requests and limits
+and each interface goes to one pod (awsdocs/amazon-eks-user-guide: latest/ug/ml/device-management-efa.adoc)."""
+EFA_DEVICE_PLUGIN_CHART = ("aws-efa-k8s-device-plugin", "v0.5.30", "https://aws.github.io/eks-charts")
+"""AWS's EFA device plugin, pinned: the AL2023 accelerated AMIs carry the EFA host software but not
+the plugin (device-management-efa.adoc), so without it no pod gets an interface and NCCL falls back
+to TCP. Chart v0.5.30, image v0.5.20 (aws/eks-charts @5239609, 2026-08-03:
+``stable/aws-efa-k8s-device-plugin/Chart.yaml``). Its DaemonSet requires node affinity on
+``node.kubernetes.io/instance-type`` in ``supportedInstanceLabels.values`` and tolerates only
+``CriticalAddonsOnly`` besides the chart's ``tolerations`` (``templates/daemonset.yaml``)."""
+EFA_HUGEPAGES_RESOURCE = "hugepages-2Mi"
+EFA_PREALLOCATED_HUGEPAGES_MIB = 5128 * 2.0
+""""Amazon EC2 instances with the EFA driver installed pre-allocate 5128 2MiB Huge Pages"
+(awsdocs/amazon-eks-user-guide: latest/ug/ml/node-efa.adoc @0743cb1a): kubelet takes them off the
+node's allocatable memory (Kubernetes HugePages KEP, "Pre-allocated huge pages reduce the amount of
+allocatable memory on a node")."""
+EFA_POD_HUGEPAGES = "5120Mi"
+"""What each worker of the user guide's NCCL test requests of ``hugepages-2Mi`` (node-efa.adoc, one
+worker per p5.48xlarge, as here one pod per node)."""
+EFA_ATTACHED_PLUGIN = (
+    "the existing EKS cluster must already run AWS's EFA device plugin (chart aws-efa-k8s-device-plugin from "
+    "https://aws.github.io/eks-charts) tolerating nvidia.com/gpu on these instance types, and NVIDIA's device "
+    "plugin with mofedEnabled false: without it no pod gets vpc.amazonaws.com/efa and training falls back to TCP; "
+    "fullserver installs it only on clusters it creates"
+)
+"""NVIDIA's device plugin from v0.19.0 mounts every ``/dev/infiniband/uverbs*`` into GPU containers
+by default (``--mofed-enabled`` defaults to true: NVIDIA/k8s-device-plugin v0.19.0
+``cmd/nvidia-device-plugin/main.go``), which conflicts with the EFA plugin's allocation."""
+EXPANDER = "priority,least-waste"
+"""The Cluster Autoscaler's expanders, chained: the priority expander first (the spot group), then
+least-waste, the default since 2025-01-20, among groups of one priority (kubernetes/autoscaler
+``cluster-autoscaler/FAQ.md``: "a comma list chains expanders")."""
+
+
+def expander_priorities(spot_group: str, fallback_group: str) -> dict[str, list[str]]:
+    """The priority expander's priorities, highest first: a positive integer to a list of regular
+    expressions over node group names, here the Auto Scaling groups' (kubernetes/autoscaler
+    ``cluster-autoscaler/expander/priority/readme.md``). EKS names a managed group's Auto Scaling
+    group ``eks-<node group name>-<uuid>`` (aws/containers-roadmap#1304; terraform-aws-eks#3007), so
+    each expression matches its group's name between ``eks-`` and the id. A node group name is
+    letters, digits, ``-`` and ``_`` (``NAME_RULES``), none special in a regular expression. The keys
+    are strings: the chart renders them with ``int`` (``templates/priority-expander-configmap.yaml``)."""
+    return {"20": [f"^eks-{spot_group}-[0-9a-f-]+$"], "10": [f"^eks-{fallback_group}-[0-9a-f-]+$"]}
+
+
 CAPACITY_LABEL = "eks.amazonaws.com/capacityType"
 TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 """Kubernetes' taint effects as the EKS API spells them."""
@@ -196,6 +247,7 @@ RULES = PlatformRules(
     zone_form=aws.ZONES,
     region_peers=aws.REGION_PEERS,
     rules=(*CAPACITY_RULES, gpu_only, aws.data_disk_kind),
+    quotas=quota.quotas,
 )
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from fullserver.platforms import eks
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gke_reserved import Allocatable
-from fullserver.platforms.pool_rules import GpuNodes, PoolRules
+from fullserver.platforms.pool_rules import FabricPod, GpuNodes, PoolRules, SpotFirst
 
 if TYPE_CHECKING:
     from fullserver.tls import Tls
@@ -35,8 +35,27 @@ def system_pool(zone: str | None) -> tuple[str, int]:
     return eks.SYSTEM_INSTANCE_TYPE, eks.SYSTEM_NODES
 
 
-def credentials_hint(cluster: str, location: str, region: str, project: str | None) -> str:
-    return f"run `aws eks update-kubeconfig --name {cluster} --region {region}`, or pass --kubeconfig / --context"
+def credentials_hint(cluster: str, location: str, region: str, project: str | None, dns: bool = False) -> str:
+    return f"run `{connect(cluster, location, region, project or '', dns)}`, or pass --kubeconfig / --context"
+
+
+def connect(cluster: str, location: str, region: str, project: str, dns: bool) -> str:
+    """``aws eks update-kubeconfig``: one endpoint name, public or private as the cluster has it."""
+    return f"aws eks update-kubeconfig --name {cluster} --region {region}"
+
+
+API_RANGES_MAX = 40
+"""EKS "Public endpoint CIDR ranges per cluster": 40, not adjustable (EKS user guide, service
+quotas, quota L-93A74D60: https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html)."""
+API_WITHOUT_RANGES = "private endpoint only (inside its VPC; no fullserver:controlPlaneSourceRanges)"
+"""A created cluster without ``controlPlaneSourceRanges``: ``endpoint_public_access = false`` beside
+``endpoint_private_access = true`` (EKS user guide, "Cluster API server endpoint"): nothing outside
+the VPC reaches the API, where EKS's default public endpoint admits 0.0.0.0/0."""
+API_WITHOUT_RANGES_WARNING = (
+    "the created EKS cluster's API has no public endpoint (fullserver:controlPlaneSourceRanges is empty): "
+    "reach it with kubectl and fullserver verify from inside its VPC (a VPN, a peered network or a host there){run}; "
+    "or list the egress ranges of the machines that run them in fullserver:controlPlaneSourceRanges"
+)
 
 
 EKS_ATTACHED_PLUGIN = (
@@ -61,6 +80,40 @@ EKS_ATTACHED_METRICS_SERVER = (
     "serving HPA's CPU metric; fullserver installs it only on clusters it creates"
 )
 """EKS user guide, "View resource usage with the Kubernetes Metrics Server": not deployed by default."""
+
+
+EFA_POD = FabricPod(
+    resource=eks.EFA_RESOURCE,
+    hugepages_resource=eks.EFA_HUGEPAGES_RESOURCE,
+    pod_hugepages=eks.EFA_POD_HUGEPAGES,
+    preallocated_mib=eks.EFA_PREALLOCATED_HUGEPAGES_MIB,
+    attached_needs=eks.EFA_ATTACHED_PLUGIN,
+)
+"""Each pod takes every EFA interface of its node and the huge pages of AWS's NCCL example."""
+
+
+def _priorities(spot: str, fallback: str) -> str:
+    return "; ".join(f"{k}: {v[0]}" for k, v in eks.expander_priorities(spot, fallback).items())
+
+
+def spot_first_line(spot: str, fallback: str) -> str:
+    return (
+        f"{spot} first, then {fallback} when spot capacity is out: the Cluster Autoscaler's "
+        f"--expander={eks.EXPANDER} with its cluster-autoscaler-priority-expander ConfigMap ({_priorities(spot, fallback)})"
+    )
+
+
+def spot_first_attached(spot: str, fallback: str) -> str:
+    return (
+        f"the existing EKS cluster's Cluster Autoscaler must run with --expander={eks.EXPANDER} and a "
+        f"cluster-autoscaler-priority-expander ConfigMap in its namespace giving {_priorities(spot, fallback)}: "
+        f"otherwise it may grow {fallback} as often as {spot} and the profile's spot share the plan prices does not hold"
+    )
+
+
+SPOT_FIRST = SpotFirst(line=spot_first_line, attached_needs=spot_first_attached)
+"""Equal spot and on-demand groups look alike to the Cluster Autoscaler's default expander
+(least-waste since 2025, random before: its FAQ), so the priority expander names the spot group first."""
 
 
 def volume_parameters(kind: str, iops: int | None, mbps: int | None) -> dict[str, str]:
@@ -144,11 +197,18 @@ POOL_RULES = PoolRules(
     allocatable=allocatable,
     instance_store_raid0=True,
     efa=True,
+    fabric_pod=EFA_POD,
+    spot_first=SPOT_FIRST,
     spot_alternatives=True,
     kube_reserved=eks.kube_reserved,
     system_pool=system_pool,
+    system_disk=(eks.SYSTEM_DISK_KIND, eks.SYSTEM_DISK_GIB),
     fee_note="EKS cluster fee {usd_hour:.2f}/h on standard support",
     credentials_hint=credentials_hint,
+    connect=connect,
+    api_ranges_max=API_RANGES_MAX,
+    api_without_ranges=API_WITHOUT_RANGES,
+    api_without_ranges_warning=API_WITHOUT_RANGES_WARNING,
     applied_through_api=("NVIDIA's device plugin",),  # components.eks installs it on a created cluster
     attached_needs=(EKS_ATTACHED_PLUGIN,),
     attached_volume_needs=EKS_ATTACHED_EBS_CSI,

@@ -326,6 +326,9 @@ def data_disk_kind(req: Request) -> Refusal | None:
 _IMAGE = r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
 _PROJECT = r"(?:[a-z0-9][-a-z0-9.]*[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]"
 _LINK = r"(?:https://(?:www|compute)\.googleapis\.com/compute/(?:v1|beta)/)?"
+_AWS_AMI = r"ami-(?:[0-9a-f]{8}|[0-9a-f]{17})"
+"""An EC2 image id: a valid image *name* by form, but a bare name here is a Deep Learning VM
+family, and no family is named so: Compute Engine would refuse it only at ``up``."""
 _GCP_IMAGE = (
     rf"(?:{_LINK}projects/{_PROJECT}/)?global/images/(?:family/)?{_IMAGE}|(?:family|{_PROJECT})/{_IMAGE}|{_IMAGE}"
 )
@@ -334,9 +337,11 @@ _GCP_IMAGE = (
 def image_form(req: Request) -> Refusal | None:
     """``fullserver:image`` is a Compute Engine image reference by form: it reaches the boot disk as
     it is, so anything else would surface only when Compute Engine refuses the VM."""
+    forms = "a Deep Learning VM family, family/NAME, PROJECT/NAME, projects/P/global/images/[family/]NAME or its URL"
+    if req.image is not None and re.fullmatch(_AWS_AMI, req.image):
+        return Refusal("image", "image", f"'{req.image}' is an AWS AMI id, not a Compute Engine image", f"use {forms}")
     if req.image is None or re.fullmatch(_GCP_IMAGE, req.image):
         return None
-    forms = "a Deep Learning VM family, family/NAME, PROJECT/NAME, projects/P/global/images/[family/]NAME or its URL"
     return Refusal("image", "image", f"'{req.image}' is not a Compute Engine image reference", f"use {forms}")
 
 

@@ -69,6 +69,8 @@ from fullserver.platforms.gke_reserved import (
     memory_reserved_mib as memory_reserved_mib,
 )
 from fullserver.platforms.network.kube import GKE_NETWORK
+from fullserver.platforms.quota import gcp as gcp_quota
+from fullserver.platforms.quota import gke as gke_quota
 
 # --- names ---------------------------------------------------------------------------------------
 # GKE cluster names: lowercase RFC 1035 labels; the API refuses longer ones with "Cluster.name
@@ -92,6 +94,15 @@ GPU_TAINT = (GPU_RESOURCE, "present", "NoSchedule")
 every GPU pool as Cluster Toolkit does: GKE adds it only when the cluster has a non-GPU pool."""
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 SPOT_LABEL = "cloud.google.com/gke-spot"
+COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
+"""Pods select a custom ComputeClass with this node selector; a manually created Standard pool
+serves the class only with this node label and a ``NoSchedule`` taint of the same key and value
+(GKE "About custom ComputeClasses", section on manually created node pools:
+``--node-labels="cloud.google.com/compute-class=COMPUTE_CLASS"``,
+``--node-taints="cloud.google.com/compute-class=COMPUTE_CLASS:NoSchedule"``)."""
+COMPUTE_CLASS_MIN_VERSION = "1.30.3-gke.1451000"
+"""Custom ComputeClasses in Standard and Autopilot: "version 1.30.3-gke.1451000 and later"
+(GKE "About custom ComputeClasses")."""
 """GKE labels spot nodes ``cloud.google.com/gke-spot=true`` (GKE "Spot VMs")."""
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 GPU_DRIVER = "LATEST"
@@ -159,6 +170,7 @@ def fixed_pool_nodes(total: int, zones: int | None) -> tuple[int, int]:
 SYSTEM_POOL_MACHINE_TYPE = "e2-standard-4"
 SYSTEM_POOL_NODES_PER_ZONE = 1
 SYSTEM_POOL_DISK_GIB = 50
+SYSTEM_POOL_DISK_KIND = "pd-balanced"
 """A cluster fullserver creates gets one untainted pool besides the accelerator pools: every
 accelerator pool is tainted (``nvidia.com/gpu``/``google.com/tpu``) and may sit at zero, and GKE's
 own Deployments (kube-dns, konnectivity-agent, metrics-server) tolerate no such taint
@@ -326,6 +338,8 @@ KUBE_OPTIONS = {
     "flexStart": "GKE flex-start (Dynamic Workload Scheduler) node pools",
     "deployWorkload": "the workload manifest applied to the cluster",
     "privateEndpoint": "a created cluster's control plane on its private address only",
+    "controlPlaneSourceRanges": "the CIDR ranges a created cluster's Kubernetes API admits",
+    "controlPlaneOpenToInternet": "a created cluster's Kubernetes API open to the whole internet",
 }
 """The stack keys of the node-pool platforms; which way in (created, attached) takes each is
 ``fullserver.kube.access``."""
@@ -362,6 +376,7 @@ GPU_RULES = PlatformRules(
     zone_from_catalog=True,
     region_peers=gcp.REGION_PEERS,
     rules=(flex_not_spot, gcp.data_disk_kind),
+    quotas=gcp_quota.quotas,  # a GKE node is a Compute Engine VM: the GPU VM's quotas, pool by pool
 )
 
 TPU_RULES = PlatformRules(
@@ -388,6 +403,7 @@ TPU_RULES = PlatformRules(
     rules=(tpu.zone_needed, tpu_slice_shape, flex_not_spot),
     multi_node=tpu.MULTISLICE,
     network=GKE_NETWORK,
+    quotas=gke_quota.tpu_quotas,
 )
 
 PLATFORMS = (GPU_RULES, TPU_RULES)

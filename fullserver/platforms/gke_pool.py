@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fullserver.platform import Platform
-from fullserver.platforms import gcp, gke
+from fullserver.platforms import gcp, gke, gke_gateway
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gke_reserved import Allocatable
-from fullserver.platforms.pool_rules import GpuNodes, PoolNodes, PoolRules
+from fullserver.platforms.pool_rules import GpuNodes, PoolNodes, PoolRules, SpotFirst, TlsFront
 
 if TYPE_CHECKING:
     from fullserver.tls import Tls
@@ -99,11 +99,32 @@ def system_pool(zone: str | None) -> tuple[str, int]:
     return gke.SYSTEM_POOL_MACHINE_TYPE, gke.SYSTEM_POOL_NODES_PER_ZONE * zones
 
 
-def credentials_hint(cluster: str, location: str, region: str, project: str | None) -> str:
-    return (
-        f"run `gcloud container clusters get-credentials {cluster} --location {location}"
-        f" --project {project or 'PROJECT'}`, or pass --kubeconfig / --context"
-    )
+def credentials_hint(cluster: str, location: str, region: str, project: str | None, dns: bool = False) -> str:
+    return f"run `{get_credentials(cluster, location, project or 'PROJECT', dns)}`, or pass --kubeconfig / --context"
+
+
+def connect(cluster: str, location: str, region: str, project: str, dns: bool) -> str:
+    return get_credentials(cluster, location, project, dns)
+
+
+def get_credentials(cluster: str, location: str, project: str, dns: bool) -> str:
+    """``gcloud container clusters get-credentials``; ``dns``: through the cluster's DNS endpoint
+    (``--dns-endpoint``, gcloud reference for the command), the way in of a cluster without ranges."""
+    flag = " --dns-endpoint" if dns else ""
+    return f"gcloud container clusters get-credentials {cluster} --location {location} --project {project}{flag}"
+
+
+API_RANGES_MAX = 50
+"""``master_authorized_networks_config.cidr_blocks``: "up to 50" (Container API v1
+``MasterAuthorizedNetworksConfig.cidr_blocks``, https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters)."""
+API_WITHOUT_RANGES = (
+    "private IP endpoint + DNS endpoint with IAM (container.clusters.connect; no address range admitted)"
+)
+"""A created cluster without ``controlPlaneSourceRanges``: the IP endpoint private
+(``private_cluster_config.enable_private_endpoint``) and the DNS-based endpoint open to external
+traffic (``control_plane_endpoints_config.dns_endpoint_config.allow_external_traffic``), which
+Google recommends: reachable from any network that reaches Google APIs, every request checked
+against IAM before the API server sees it (GKE "About network isolation", capacity.md section 8)."""
 
 
 GKE_ATTACHED_PD_CSI = (
@@ -165,19 +186,50 @@ def pod_monitoring(name: str, labels: dict[str, str], selector: dict[str, str], 
     }
 
 
+def compute_class(name: str, spot: str, fallback: str, labels: dict[str, str]) -> dict[str, Any]:
+    """The custom ComputeClass that tries the spot pool first (``cloud.google.com/v1``, GKE's
+    ComputeClass CRD reference): ``priorities`` in order, each naming one existing pool
+    (``nodepools``); ``whenUnsatisfiable: DoNotScaleUp`` so no other pool or machine is scaled up
+    when both are out; ``nodePoolAutoCreation`` off, as the pools are the stack's. GKE falls back to
+    the next priority when a scale-up of one fails (its Cluster Autoscaler's backoff)."""
+    return {
+        "apiVersion": "cloud.google.com/v1",
+        "kind": "ComputeClass",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "priorities": [{"nodepools": [spot]}, {"nodepools": [fallback]}],
+            "whenUnsatisfiable": "DoNotScaleUp",
+            "nodePoolAutoCreation": {"enabled": False},
+        },
+    }
+
+
+def spot_first_line(spot: str, fallback: str) -> str:
+    return (
+        f"{spot} first, then {fallback} when spot capacity is out: a custom ComputeClass whose priorities "
+        "name the spot pool, then the on-demand one (whenUnsatisfiable DoNotScaleUp); the pods select it"
+    )
+
+
+def spot_first_attached(spot: str, fallback: str) -> str:
+    return (
+        f"the existing GKE cluster must run GKE {gke.COMPUTE_CLASS_MIN_VERSION} or later for the ComputeClass that "
+        f"tries {spot} before {fallback}: on an older one the workload's manifests do not apply"
+    )
+
+
+SPOT_FIRST = SpotFirst(
+    line=spot_first_line,
+    attached_needs=spot_first_attached,
+    class_label=gke.COMPUTE_CLASS_LABEL,
+    compute_class=compute_class,
+)
+"""Two autoscaled pools of one machine type look alike to GKE's autoscaler; a ComputeClass orders them."""
+
+
 def read_secret(region: str, secret: str) -> list[str]:
     """A Secret Manager secret's latest version."""
     return ["gcloud", "secrets", "versions", "access", "latest", f"--secret={secret}"]
-
-
-DOMAINS_REFUSAL = Refusal(
-    "serving.domains",
-    "serving.domains",
-    "a GKE LoadBalancer Service is a passthrough Network Load Balancer, which cannot terminate TLS",
-    "remove it and terminate HTTPS in front of the endpoint (a Gateway or Ingress you run), or serve on gcp-gpu",
-)
-"""GKE's passthrough NLB cannot terminate TLS, so ``serving.domains`` (a managed certificate on the
-VM path's Application Load Balancer) has nothing to serve it."""
 
 
 POOL_RULES = PoolRules(
@@ -196,12 +248,18 @@ POOL_RULES = PoolRules(
     fixed_nodes=fixed_nodes,
     unzoned_fixed=unzoned_fixed,
     flex_start_warnings=gke.flex_start_warnings,
+    spot_first=SPOT_FIRST,
     system_pool=system_pool,
+    system_disk=(gke.SYSTEM_POOL_DISK_KIND, gke.SYSTEM_POOL_DISK_GIB),
     fee_note=(
         "GKE cluster fee {usd_hour:.2f}/h; the free tier's {free_tier:.2f}/month credit "
         "applies to {applies_to} clusters only, not this regional one"
     ),
     credentials_hint=credentials_hint,
+    connect=connect,
+    api_ranges_max=API_RANGES_MAX,
+    api_without_ranges=API_WITHOUT_RANGES,
+    dns_endpoint=True,
     attached_volume_needs=GKE_ATTACHED_PD_CSI,
     volume_provisioner="pd.csi.storage.gke.io",
     volume_parameters=volume_parameters,
@@ -213,6 +271,6 @@ POOL_RULES = PoolRules(
     pod_metrics_install=METRICS_INSTALL,
     pod_monitoring=pod_monitoring,
     read_secret=read_secret,
-    domains_refusal=DOMAINS_REFUSAL,
+    tls_front=TlsFront(gke_gateway.front, gke_gateway.fronted_service, gke_gateway.ATTACHED_GATEWAY),
 )
 """What this module registers (``fullserver.platforms`` finds every module's ``POOL_RULES``)."""

@@ -37,6 +37,7 @@ SERVICE_TYPE = "kubernetes:core/v1:Service"
 JOB_TYPE = "kubernetes:batch/v1:Job"
 STORAGE_CLASS_TYPE = "kubernetes:storage.k8s.io/v1:StorageClass"
 CONFIG_GROUP_TYPE = "kubernetes:yaml/v2:ConfigGroup"
+COMPUTE_CLASS_TYPE = "kubernetes:cloud.google.com/v1:ComputeClass"
 
 _NAME = "metadata.name"
 _K8S = "Kubernetes object names"
@@ -70,6 +71,15 @@ NAME_RULES: dict[str, tuple[NameRule, ...]] = {
     "kubernetes:autoscaling/v2:HorizontalPodAutoscaler": (_subdomain("HorizontalPodAutoscaler"),),
     STORAGE_CLASS_TYPE: (_subdomain("StorageClass"),),
     "kubernetes:monitoring.googleapis.com/v1:PodMonitoring": (_subdomain("PodMonitoring"),),
+    # GKE labels the nodes it makes with the class's name (cloud.google.com/compute-class), so a label
+    # value's 63 ("About custom ComputeClasses", https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes)
+    COMPUTE_CLASS_TYPE: (_subdomain("ComputeClass", 63),),
+    # the Gateway API's and GKE's policy objects take ordinary object names (custom resources: a
+    # DNS-1123 subdomain, https://gateway-api.sigs.k8s.io/reference/spec/)
+    "kubernetes:gateway.networking.k8s.io/v1:Gateway": (_subdomain("Gateway"),),
+    "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute": (_subdomain("HTTPRoute"),),
+    "kubernetes:networking.gke.io/v1:HealthCheckPolicy": (_subdomain("HealthCheckPolicy"),),
+    "kubernetes:networking.gke.io/v1:GCPBackendPolicy": (_subdomain("GCPBackendPolicy"),),
 }
 
 

@@ -26,10 +26,21 @@ from fullserver.platform import Platform
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gke_reserved import Allocatable, NodeResources
 
-if TYPE_CHECKING:  # TLS is the core's
+if TYPE_CHECKING:  # TLS and the serving spec are the core's
+    from fullserver.serving import ServingSpec
     from fullserver.tls import Tls
 
-__all__ = ["Allocatable", "GpuNodes", "NodeResources", "PoolKey", "PoolNodes", "PoolRules", "Taint"]
+__all__ = [
+    "Allocatable",
+    "FabricPod",
+    "GpuNodes",
+    "NodeResources",
+    "PoolKey",
+    "PoolNodes",
+    "PoolRules",
+    "SpotFirst",
+    "Taint",
+]
 
 PoolKey = Literal["gke", "eks"]
 """A member's key: ``KubePlan.provider`` and ``DataVolume.provider`` in the plan JSON."""
@@ -80,8 +91,55 @@ class PoolNodes:
         return self.slice_topology is not None
 
 
+@dataclass(frozen=True)
+class FabricPod:
+    """What a pod takes of a node's scale-out fabric (EKS's EFA interfaces): the device plugin's
+    resource, one per interface, and the huge pages the fabric's driver works in, which the node
+    pre-allocates and kubelet takes off its allocatable memory (Kubernetes HugePages KEP:
+    "Pre-allocated huge pages reduce the amount of allocatable memory on a node")."""
+
+    resource: str
+    hugepages_resource: str
+    pod_hugepages: str
+    """What each pod requests (a Kubernetes quantity)."""
+    preallocated_mib: float
+    """What the node pre-allocates, off its allocatable memory."""
+    attached_needs: str
+    """What an attached cluster must already run for pods to get the interfaces."""
+
+
+@dataclass(frozen=True)
+class SpotFirst:
+    """How a member's autoscaler is told to grow the spot pool before its on-demand fallback, so
+    the profile's spot share (``cost.spot_share``) is what the plan prices and the cluster does."""
+
+    line: Callable[[str, str], str]
+    """(spot pool, fallback pool) -> the plan's line saying the order and what enforces it."""
+    attached_needs: Callable[[str, str], str] | None = None
+    """(spot pool, fallback pool) -> what an attached cluster must run for the order to hold."""
+    class_label: str = ""
+    """The node label (and ``NoSchedule`` taint key) that binds the pools to a compute class,
+    which the pods select: GKE's custom ComputeClass; "" where the member has none."""
+    compute_class: Callable[[str, str, str, dict[str, str]], dict[str, Any]] | None = None
+    """(class name, spot pool, fallback pool, labels) -> the compute class object the workload's
+    manifests start with."""
+
+
 def _no_gaps(platform: Platform, machine_type: str, nodes: int) -> list[str]:
     return []
+
+
+@dataclass(frozen=True)
+class TlsFront:
+    """How a member terminates TLS in front of the pods where its LoadBalancer Service cannot (GKE's
+    passthrough NLB): the objects in front, and what becomes of the Service behind them."""
+
+    objects: Callable[[str, str, dict[str, str], ServingSpec, list[str]], list[dict[str, Any]]]
+    """(environment, Service name, labels, endpoint, domains) -> the objects in front of the Service."""
+    service: Callable[[dict[str, Any], dict[str, str]], tuple[dict[str, Any], dict[str, str]]]
+    """(the Service's spec, its annotations) -> the same behind the front (no load balancer of its own)."""
+    attached_needs: str
+    """What an attached cluster must have for the objects in front (the plan's warning)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,6 +175,10 @@ class PoolRules:
     efa: bool = False
     """The nodes get the spec's EFA interfaces (an EKS launch template's network interfaces); a
     member without them says so in ``vm_gaps``."""
+    fabric_pod: FabricPod | None = None
+    """What each pod requests of those interfaces (with ``efa``)."""
+    spot_first: SpotFirst | None = None
+    """How the autoscaler is told to try the spot pool first (``None``: the member has no fallback pool)."""
     spot_alternatives: bool = False
     """A spot pool also runs the spec's balanced alternative shapes (an EKS managed node group
     takes several instance types: more spot capacity pools)."""
@@ -136,10 +198,25 @@ class PoolRules:
     # --- the cluster
     system_pool: Callable[[str | None], tuple[str, int]]
     """The pool's zone -> a created cluster's untainted system pool: machine type and nodes in all."""
+    system_disk: tuple[str, int]
+    """Each system node's boot disk as the component builds it: (disk kind, GiB)."""
     fee_note: str
     """What the cluster fee rests on (``{usd_hour}``, ``{free_tier}``, ``{applies_to}``)."""
-    credentials_hint: Callable[[str, str, str, str | None], str]
-    """(cluster, location, region, project) -> the command that writes the cluster's kubeconfig."""
+    credentials_hint: Callable[[str, str, str, str | None, bool], str]
+    """(cluster, location, region, project, through the DNS endpoint) -> the command that writes
+    the cluster's kubeconfig."""
+    connect: Callable[[str, str, str, str, bool], str]
+    """(cluster, location, region, project, through the DNS endpoint) -> the command itself (the
+    component's ``connect`` export)."""
+    api_ranges_max: int
+    """The most CIDR ranges a created cluster's public API endpoint admits (``controlPlaneSourceRanges``)."""
+    api_without_ranges: str
+    """Who reaches a created cluster's API when the stack lists no ranges (the plan's line)."""
+    api_without_ranges_warning: str = ""
+    """... and what the plan warns then (``{run}``: what ``pulumi up`` applies through it); "": nothing."""
+    dns_endpoint: bool = False
+    """A created cluster without ranges keeps an IAM-guarded DNS endpoint that answers from any
+    network (GKE's), and the kubeconfig points there; without it (EKS) the API is private only."""
     applied_through_api: tuple[str, ...] = ()
     """What ``pulumi up`` applies through a created cluster's API server besides the workload."""
     attached_needs: tuple[str, ...] = ()
@@ -170,5 +247,6 @@ class PoolRules:
     pod_monitoring: Callable[[str, dict[str, str], dict[str, str], str], dict[str, Any]] | None = None
     """(name, labels, selector, port) -> the object that scrapes the pods' metric, where the
     manifests carry it; ``None``: the cluster's own Prometheus scrapes the pods' annotations."""
-    domains_refusal: Refusal | None = None
-    """Why ``serving.domains`` has nothing to serve it on the member, or ``None``."""
+    tls_front: TlsFront | None = None
+    """With TLS, the objects that terminate it in front of a ``ClusterIP`` Service (GKE's Gateway);
+    ``None``: the LoadBalancer Service's own listener does (``service_annotations``, EKS)."""

@@ -18,7 +18,13 @@ from fullserver.catalog.model import Platform
 from fullserver.errors import InputError, NothingFits
 from fullserver.hourly import hourly_rate
 from fullserver.kube import SIZED_AS, kube_plan
-from fullserver.kube.access import KUBE_KEYS, ClusterAccess, one_zone_warning, private_endpoint_warning
+from fullserver.kube.access import (
+    KUBE_KEYS,
+    ClusterAccess,
+    api_ranges_problem,
+    control_plane_warning,
+    one_zone_warning,
+)
 from fullserver.kube.attached import autoscaler_warnings
 from fullserver.platforms import option_refusal, rules_for
 from fullserver.profiles import Profile
@@ -105,8 +111,13 @@ def kube_spec(
         flex_start=workload.flex_start,
         deploy_workload=workload.deploy_workload,
     )
-    if access.private_endpoint:
-        warning = private_endpoint_warning(pools.provider, workload.deploy_workload)
+    too_many = api_ranges_problem(access.api_ranges, pools.provider) if pools.create_cluster else None
+    if too_many is not None:  # a stack whose platform was left open: known only now
+        raise InputError(
+            "fullserver:controlPlaneSourceRanges", f"{too_many} ({platform.value})", "list fewer, wider ranges"
+        )
+    warning = control_plane_warning(pools.provider, access, workload.deploy_workload) if pools.create_cluster else None
+    if warning is not None:
         pools = pools.model_copy(update={"warnings": [*pools.warnings, warning]})
     if access.subnets and (pools.efa_interfaces or pools.compact_placement):
         pools = pools.model_copy(update={"warnings": [*pools.warnings, one_zone_warning(pools.zone)]})
@@ -135,6 +146,8 @@ def cluster_access(workload: Workload) -> ClusterAccess:
         private_endpoint=workload.private_endpoint,
         identity=workload.cluster_identity or "pod-identity",
         subnets=list(workload.subnets or []),
+        api_ranges=list(workload.control_plane_source_ranges or []),
+        api_open=workload.control_plane_open_to_internet,
     )
 
 

@@ -16,11 +16,12 @@ from fullserver.catalog.model import AcceleratorKind, Platform
 from fullserver.errors import InputError
 from fullserver.nearmiss import near_misses
 from fullserver.platforms import DiskLimits, Refusal, Request, disk_limits, rules_for
-from fullserver.profiles import Fabric, Lifecycle, PricingModel, Profile, StoragePolicy
+from fullserver.profiles import Lifecycle, PricingModel, Profile, StoragePolicy
 from fullserver.rules import environment_labels
 from fullserver.sizing.rank import (
     Candidate,
     alternative_shapes,
+    efa_interfaces,
     local_nvme_count,
     nvme_need_gib,
     question,
@@ -211,11 +212,6 @@ def _local_disks(profile: Profile, offer: Offer, platform: Platform) -> int:
     return local_nvme_count(offer, nvme_need_gib(profile, offer, platform))
 
 
-def _efa(profile: Profile, offer: Offer, nodes: int) -> int:
-    """EFA interfaces per node where the profile's fabric is EFA and nodes talk to each other."""
-    return offer.efa_interfaces if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0
-
-
 def _check_fabric(offer: Offer, platform: Platform, efa: int, nodes: int, public_ip: bool) -> None:
     """The platform's rule for the EFA interfaces asked (``PlatformRules.fabric_refusal``)."""
     rule = rules_for(platform).fabric_refusal
@@ -284,7 +280,7 @@ def _shape(profile: Profile, workload: Workload, platform: Platform, catalog: Ca
         # takes a single zone only when the stack names one.
         zone = workload.zone if profile.serving else _zone(platform, offer, workload)
         unset = zone is None and rules.unset_zone_warning and profile.serving is None
-        efa = _efa(profile, offer, nodes)
+        efa = efa_interfaces(profile, offer, nodes)
         kind = rules.disk_kind(offer.family)
         return _Shape(
             cand=cand,

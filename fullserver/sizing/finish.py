@@ -8,7 +8,7 @@ from __future__ import annotations
 from fullserver.billables import decide
 from fullserver.catalog import Catalog
 from fullserver.errors import InputError
-from fullserver.kube.serve import serving_warnings, tls_refusal
+from fullserver.kube.serve import serving_warnings
 from fullserver.platform import AcceleratorKind
 from fullserver.platforms import rules_for
 from fullserver.serving import (
@@ -20,9 +20,10 @@ from fullserver.serving import (
     model_server,
     serving_spec,
 )
+from fullserver.serving_keys import ServingConfig
 from fullserver.spec import EnvironmentSpec
-from fullserver.tls import tls_for
-from fullserver.workload import CONFIG_NAMESPACE, ServingConfig, Workload
+from fullserver.tls import PLAIN_HTTP, clear_text, tls_for, tls_notes
+from fullserver.workload import CONFIG_NAMESPACE, Workload
 
 
 def complete_spec(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -> EnvironmentSpec:
@@ -42,6 +43,9 @@ def complete_spec(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -
                 f"serving the default model {DEFAULT_MODEL} (a smoke test): set fullserver:serving.model "
                 "to the model to serve"
             )
+        exposed = clear_text(spec.provider, endpoint.load_balancer, endpoint.tls is not None, endpoint.plain_http)
+        warnings.extend([exposed.warning] if exposed is not None else [])  # refused in _endpoint unless allowed
+        warnings.extend(tls_notes(spec.provider, endpoint.tls) if endpoint.tls is not None else [])
         if spec.kube is not None:  # the pool's load balancer, autoscaling metric and cluster prerequisites
             warnings.extend(serving_warnings(spec.kube, endpoint))
     with_endpoint = spec.model_copy(update={"endpoint": endpoint, "warnings": warnings})
@@ -113,22 +117,28 @@ def _endpoint(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -> tu
         zones=zones,
         tls=tls_for(spec.provider, spec.region, spec.serving.load_balancer, cfg.certificate_arn, list(cfg.domains)),
         pod_metrics=cfg.pod_metrics,
+        plain_http=cfg.plain_http,
     )
+    _check_clear_text(spec, endpoint)
     return endpoint, server
 
 
+def _check_clear_text(spec: EnvironmentSpec, endpoint: ServingSpec) -> None:
+    """No API key in clear across the internet unless the stack says so (``fullserver.tls.clear_text``);
+    ``plainHttp`` beside HTTPS would say something the endpoint does not do."""
+    if endpoint.plain_http and endpoint.tls is not None:
+        raise InputError(PLAIN_HTTP, "the endpoint serves HTTPS", "remove plainHttp")
+    exposed = clear_text(spec.provider, endpoint.load_balancer, endpoint.tls is not None, endpoint.plain_http)
+    if exposed is not None and not exposed.allowed:
+        raise InputError(f"{CONFIG_NAMESPACE}:serving", exposed.what, exposed.hint)
+
+
 def _check_pool_keys(spec: EnvironmentSpec, cfg: ServingConfig) -> None:
-    """The serving keys of node pools only (``podMetrics``), and what a pool's Service cannot build
-    (``fullserver.kube.serve.tls_refusal``)."""
-    if spec.kube is None:
-        if cfg.pod_metrics:
-            raise InputError(
-                f"{CONFIG_NAMESPACE}:serving.podMetrics",
-                f"applies only to node pools (gke-gpu, eks-gpu), whose HPA reads a metrics adapter; this stack is "
-                f"{spec.platform.value}, whose group scales on its load balancer's requests per replica",
-                "remove it",
-            )
-        return
-    refusal = tls_refusal(spec.kube.provider, list(cfg.domains))
-    if refusal is not None:
-        raise refusal
+    """The serving keys of node pools only (``podMetrics``)."""
+    if spec.kube is None and cfg.pod_metrics:
+        raise InputError(
+            f"{CONFIG_NAMESPACE}:serving.podMetrics",
+            f"applies only to node pools (gke-gpu, eks-gpu), whose HPA reads a metrics adapter; this stack is "
+            f"{spec.platform.value}, whose group scales on its load balancer's requests per replica",
+            "remove it",
+        )

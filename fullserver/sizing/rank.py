@@ -122,15 +122,27 @@ def nvme_need_gib(profile: Profile, offer: Offer, platform: Platform) -> float:
     return nvme.value * max(offer.host.accelerator_count, 1) if nvme else 0.0
 
 
-def pod_host(profile: Profile, offer: Offer, platform: Platform, pool: Platform) -> Host:
+def efa_interfaces(profile: Profile, offer: Offer, nodes: int) -> int:
+    """EFA interfaces per node where the profile's fabric is EFA and nodes talk to each other."""
+    return offer.efa_interfaces if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0
+
+
+def pod_host(profile: Profile, offer: Offer, platform: Platform, pool: Platform, nodes: int = 1) -> Host:
     """What one workload pod gets of a node of ``offer`` in a ``pool`` node pool, as the balance
-    reads a host: the node's allocatable after kubelet and system reservations, less the DaemonSet
-    allowance (``fullserver.kube.pool``), with the node's local SSDs or instance store as its
-    ephemeral storage; whole vCPUs (a minimum is whole vCPUs, so flooring decides nothing)."""
+    reads a host: the node's allocatable after kubelet and system reservations (and the huge pages
+    its EFA driver holds where ``nodes`` talk over EFA), less the DaemonSet allowance
+    (``fullserver.kube.pool``), with the node's local SSDs or instance store as its ephemeral
+    storage; whole vCPUs (a minimum is whole vCPUs, so flooring decides nothing)."""
     local = local_nvme_count(offer, nvme_need_gib(profile, offer, platform))
     host = offer.host
     reserved = node_reservations(
-        pool, host.vcpus, host.memory_gib, local, offer.local_nvme_disk_gib, profile.storage.boot_disk_gib
+        pool,
+        host.vcpus,
+        host.memory_gib,
+        local,
+        offer.local_nvme_disk_gib,
+        profile.storage.boot_disk_gib,
+        efa_interfaces(profile, offer, nodes),
     )
     share = pod_share(reserved)
     return host.model_copy(
@@ -154,7 +166,7 @@ def assess(
     workload pod's share of it (``pod_host``); block storage making up NVMe is then the pod's data
     volume, as it is the VM's data disk."""
     balance = profile.balance_for(platform)
-    base = pod_host(profile, offer, platform, pool) if pool is not None else offer.host
+    base = pod_host(profile, offer, platform, pool, nodes) if pool is not None else offer.host
     attach = required_attached_gib(balance, base)
     host = base.model_copy(update={"attached_storage_gib": attach}) if attach else base
     # A slice's hosts talk over ICI; an environment of one slice is one node to the balance.

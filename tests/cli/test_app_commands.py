@@ -36,3 +36,9 @@ def test_a_lazily_loaded_command_runs_and_a_typo_is_still_offered_the_command() 
     typo = runner.invoke(app, ["pla"])
     assert typo.exit_code == 2
     assert "Did you mean 'plan'?" in typo.output
+
+
+def test_an_empty_janitor_at_is_no_time_and_not_now() -> None:
+    result = CliRunner().invoke(app, ["janitor", "--at", ""])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == ["error: --at: '' is not an ISO time (e.g. 2026-01-01T12:00:00Z)"]

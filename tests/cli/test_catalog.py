@@ -40,26 +40,26 @@ def test_plan_warns_about_prices_older_than_the_threshold_in_text_and_json() -> 
     assert any("days old" in w and "catalog refresh" in w for w in stale["warnings"])
 
 
-@pytest.mark.parametrize(
-    ("provider", "action"), [("aws-spot", "DescribeSpotPriceHistory"), ("aws-types", "DescribeInstanceTypes")]
-)
+@pytest.mark.parametrize("provider", ["aws-spot", "aws-types"])
 def test_ec2_refresh_without_credentials_says_in_one_line_what_credentials_it_needs(
-    provider: str, action: str, no_aws_credentials: None
+    provider: str, no_aws_credentials: None
 ) -> None:
     result = runner.invoke(app, ["catalog", "refresh", "--provider", provider, "--dry-run"])
     assert result.exit_code == EXIT_INPUT
-    [line] = result.stderr.splitlines()
-    assert line.startswith(f"error: --provider {provider}: no usable AWS credentials (NoCredentialsError")
-    assert "AWS_PROFILE" in line and f"ec2:{action}" in line
+    assert result.stderr.splitlines() == [
+        "error: AWS credentials: none found (environment, AWS_PROFILE, ~/.aws, instance role) (export AWS_PROFILE "
+        "(aws configure, or aws sso login), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+    ]
 
 
-def test_ec2_refresh_offline_says_the_api_could_not_be_reached(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ec2_refresh_offline_names_the_endpoint_that_could_not_be_reached(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # the discard port: nothing listens
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     result = runner.invoke(app, ["catalog", "refresh", "--provider", "aws-spot", "--dry-run"])
     assert result.exit_code == EXIT_INPUT
-    [line] = result.stderr.splitlines()
-    assert line.startswith("error: --provider aws-spot: the EC2 API could not be reached (EndpointConnectionError")
-    assert "check the network" in line
+    assert result.stderr.splitlines() == [
+        "error: http://127.0.0.1:9/: could not be reached (check the network; HTTPS_PROXY, NO_PROXY and "
+        "AWS_ENDPOINT_URL if set)"
+    ]

@@ -18,7 +18,7 @@ def shown(plan: StackPlan) -> str:
 
 
 def test_the_serving_row_says_plain_http_when_no_certificate_is_given() -> None:
-    text = shown(serve("aws-gpu", "us-east-1"))
+    text = shown(serve("aws-gpu", "us-east-1", plainHttp=True))  # HTTP only when the stack says so
     assert "external load balancer on port 80 (HTTP), OpenAI API at <endpoint>/v1" in text
 
 

@@ -20,8 +20,18 @@ def test_a_private_endpoint_irsa_and_subnets_are_shown(tmp_path: Path) -> None:
     created = stack_config("eks-gpu-cluster", privateEndpoint=True, clusterIdentity="irsa")
     text = shown(plan_offline(write_stack(tmp_path, "p", created)))
     assert (
-        "(created: EKS, its fee in the cost); private endpoint only; pod credentials: IRSA (IAM OIDC provider)" in text
+        "(created: EKS, its fee in the cost); control plane: private endpoint only (inside its VPC); pod "
+        "credentials: IRSA (IAM OIDC provider)" in text
     )
     attached = stack_config("eks-gpu-cluster", cluster="prod", subnets=["subnet-0a1b2c3d"])
     text = shown(plan_offline(write_stack(tmp_path, "a", attached)))
     assert "prod in us-east-1 (existing: attached, its fee not this stack's); node groups in subnet-0a1b2c3d" in text
+
+
+def test_the_cluster_row_says_who_can_reach_the_api(tmp_path: Path) -> None:
+    """Issue 33: "a plan line states who can reach the API"."""
+    ranged = stack_config("eks-gpu-cluster", controlPlaneSourceRanges=["203.0.113.0/24"])
+    text = shown(plan_offline(write_stack(tmp_path, "r", ranged)))
+    assert "(created: EKS, its fee in the cost); control plane: reachable from 203.0.113.0/24 only;" in text
+    text = shown(plan_offline(write_stack(tmp_path, "g", stack_config("gke-tpu-slice"))))
+    assert "(created: GKE, its fee in the cost); control plane: private IP endpoint + DNS endpoint with IAM" in text

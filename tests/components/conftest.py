@@ -70,6 +70,7 @@ OUTPUTS = (
     "node_groups",
     "instance_names",
     "endpoint",
+    "lb_address",
 )
 
 Build = Callable[[Callable[[], Any]], Graph]
@@ -151,6 +152,13 @@ def spec_of(plans: dict[str, StackPlan], stack: str, **changes: Any) -> Environm
     """A stack's spec, optionally changed (to break a rule in a negative test)."""
     spec = plans[stack].spec
     return spec.model_copy(update=changes) if changes else spec
+
+
+def plain_http(spec: EnvironmentSpec) -> EnvironmentSpec:
+    """An example serving spec without its TLS, as a stack with ``serving.plainHttp: true`` plans it:
+    the plain load balancer's own shape (the examples serve HTTPS since issue 33)."""
+    assert spec.endpoint is not None
+    return spec.model_copy(update={"endpoint": spec.endpoint.model_copy(update={"tls": None, "plain_http": True})})
 
 
 ResourceOpts = dict[str, pulumi.ResourceOptions]

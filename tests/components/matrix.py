@@ -19,6 +19,7 @@ from components.graph import Graph, graph_for_stack_plan
 from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError
 from fullserver.plan import StackPlan, plan_stack
+from fullserver.platforms import name_members
 from fullserver.profiles import load_profiles
 from fullserver.stacks import Stack, workload_from_config
 from tests.components.conftest import STACKS
@@ -46,6 +47,8 @@ def _serving(config: dict[str, Any], **keys: Any) -> dict[str, Any]:
 def _axes(stack: str, config: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """The single-axis changes of one example stack (``stack_config`` keys; None removes one)."""
     yield "as-is", {}
+    yield "created-cluster", {"cluster": None, "clusterLocation": None}
+    yield "attached-cluster", {"cluster": "ml-prod"}
     moved = {"cluster": None, "clusterLocation": None, "zone": None, "subnets": None}
     for platform, region in PLATFORMS.items():
         yield f"platform={platform}", {"platform": platform, **moved}
@@ -62,8 +65,6 @@ def _axes(stack: str, config: dict[str, Any]) -> Iterator[tuple[str, dict[str, A
     yield "no-public-ip", {"publicIp": False}
     for deploy in (True, False):
         yield f"deployWorkload={deploy}", {"deployWorkload": deploy}
-    yield "created-cluster", {"cluster": None, "clusterLocation": None}
-    yield "attached-cluster", {"cluster": "ml-prod"}
     yield "private-endpoint", {"privateEndpoint": True}
     yield "irsa", {"clusterIdentity": "irsa"}
     if config.get("fullserver:serving") is not None:
@@ -114,17 +115,12 @@ def matrix() -> tuple[Variant, ...]:
     return tuple(v for stack in EXAMPLES for v in variants(stack))
 
 
-def kube_object_types(graph: Graph) -> set[str]:
-    """The type tokens of the Kubernetes objects a ConfigGroup applies (``kubernetes:<group>/<version>:<Kind>``,
-    as pulumi-kubernetes registers each), beside the graph's own rows."""
-    found = set()
-    for row in graph.rows:
-        for obj in row.inputs.get("objs") or [] if row.type == "kubernetes:yaml/v2:ConfigGroup" else []:
-            group, _, version = str(obj["apiVersion"]).rpartition("/")
-            found.add(f"kubernetes:{group or 'core'}/{version}:{obj['kind']}")
-    return found
-
-
 def resource_types(graph: Graph) -> set[str]:
-    """Every resource type a graph asks a provider to create (custom resources and applied objects)."""
-    return {r.type for r in graph.rows if r.custom} | kube_object_types(graph)
+    """Every resource type a graph asks a provider to create: its custom resources, and the objects
+    a component creates from its inputs (a ConfigGroup's manifests, ``platforms.name_members``)."""
+    found = {r.type for r in graph.rows if r.custom}
+    for row in graph.rows:
+        members = name_members(row.type)
+        if members is not None:
+            found |= {token for token, _, _ in members(row.inputs)}
+    return found

@@ -35,9 +35,15 @@ def system_group(g: Graph) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
+def gpu_template(g: Graph) -> dict[str, Any]:
+    """The GPU groups' launch template (a created cluster's system group has one of its own)."""
+    (gpu,) = [t for t in g.of_type("ec2/launchTemplate:LaunchTemplate") if "system" not in t.name]
+    return gpu.inputs
+
+
 def node_config(g: Graph) -> dict[str, Any]:
     """The NodeConfig part of the launch template's MIME user data."""
-    text = base64.b64decode(g.one("ec2/launchTemplate:LaunchTemplate").inputs["userData"]).decode()
+    text = base64.b64decode(gpu_template(g)["userData"]).decode()
     assert text.startswith("MIME-Version: 1.0\r\nContent-Type: multipart/mixed;")
     part = text.split("Content-Type: application/node.eks.aws\r\n\r\n", 1)[1]
     return dict(json.loads(part.split(f"\r\n\r\n--{eks.MIME_BOUNDARY}--", 1)[0]))
@@ -75,7 +81,20 @@ def test_p5_efa_node_group_with_a_new_cluster(plans: Plans, build: Build) -> Non
     assert system is not None and system["nodeGroupName"] == "train-p5-cluster-system"
     assert system["instanceTypes"] == ["m6i.large"] and system["capacityType"] == "ON_DEMAND"
     assert system["scalingConfig"] == {"minSize": 1, "maxSize": 1, "desiredSize": 1}
-    assert "taints" not in system and "launchTemplate" not in system
+    assert "taints" not in system and "diskSize" not in system  # EKS refuses diskSize beside a template
+    # Its root volume as the plan prices it (20 GiB gp3, encrypted), from a template of its own.
+    (row,) = [t for t in g.of_type("ec2/launchTemplate:LaunchTemplate") if "system" in t.name]
+    assert system["launchTemplate"] == {"id": f"{row.name}-id", "version": "1"}
+    template = row.inputs
+    assert template["blockDeviceMappings"] == [
+        {"deviceName": "/dev/xvda", "ebs": {"volumeSize": 20, "volumeType": "gp3", "encrypted": "true"}}
+    ]
+    assert template["metadataOptions"] == {
+        "httpEndpoint": "enabled",
+        "httpTokens": "required",
+        "httpPutResponseHopLimit": 1,
+    }
+    assert "userData" not in template and "imageId" not in template  # EKS bootstraps its own AMI
     assert system["subnetIds"] == SUBNETS and system["clusterName"] == "train-p5-cluster"
     (group,) = groups(g).values()
     assert group["nodeGroupName"] == "train-p5-cluster-gpu" and group["clusterName"] == "train-p5-cluster"
@@ -89,7 +108,7 @@ def test_p5_efa_node_group_with_a_new_cluster(plans: Plans, build: Build) -> Non
     assert not any(k.startswith("k8s.io/cluster-autoscaler/node-template") for k in group["tags"])
     assert g.of_type("autoscaling/tag:Tag") == []
     # Launch template: 32 EFA interfaces (card 0 efa, the rest efa-only), cluster placement, RAID0.
-    template = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    template = gpu_template(g)
     nics = template["networkInterfaces"]
     assert len(nics) == spec.network.efa_interfaces == 32
     assert nics[0]["interfaceType"] == "efa" and nics[0]["deviceIndex"] == 0 and nics[0]["networkCardIndex"] == 0
@@ -239,7 +258,7 @@ def test_spot_fallback_groups_scale_from_zero_on_an_existing_cluster(plans: Plan
     assert values["k8s.io/cluster-autoscaler/research"] == "owned"
     assert values["k8s.io/cluster-autoscaler/node-template/label/nvidia.com/gpu.present"] == "true"
     assert all(t.inputs["tag"]["propagateAtLaunch"] is False for t in tags)
-    template = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    template = gpu_template(g)
     assert "networkInterfaces" not in template and "placement" not in template
     assert node_config(g)["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}  # g6's NVMe
     storage, job = workload(plan, spec, image="trainer:1")
@@ -276,7 +295,7 @@ def test_irsa_creates_an_oidc_provider_instead_of_the_agent(plans: Plans, build:
     assert oidc["clientIdLists"] == ["sts.amazonaws.com"]
     (group,) = groups(g).values()
     assert group["scalingConfig"] == {"minSize": 2, "maxSize": 8, "desiredSize": 2}  # the serving range
-    assert g.one("eks/cluster:Cluster").inputs["vpcConfig"]["endpointPublicAccess"] is True
+    assert g.one("eks/cluster:Cluster").inputs["vpcConfig"]["endpointPublicAccess"] is False  # no ranges: private
 
 
 def test_desired_size_is_left_to_the_autoscaler(plans: Plans, build: Build, resource_options: Any) -> None:
@@ -374,6 +393,46 @@ def test_efa_nodes_in_given_subnets_of_an_attached_cluster_keep_its_vpc_and_grou
     (group,) = groups(g).values()
     assert group["subnetIds"] == given
     assert g.one("ec2/securityGroup:SecurityGroup").inputs["vpcId"] == "vpc-cluster"
-    template = g.one("ec2/launchTemplate:LaunchTemplate").inputs
+    template = gpu_template(g)
     assert all("sg-cluster" in nic["securityGroups"] for nic in template["networkInterfaces"])
     assert g.of_type("eks/cluster:Cluster") == []
+
+
+def test_efa_nodes_on_a_created_cluster_get_the_efa_device_plugin(
+    plans: Plans, build: Build, resource_options: Any
+) -> None:
+    plan = spec_of(plans, "eks-gpu-cluster").kube
+    assert plan is not None and plan.efa_interfaces == 32
+    g = build(lambda: EksEnvironment("p5", eks_args(plan)))
+    releases = {r.inputs["chart"]: r for r in g.of_type("helm.sh/v3:Release")}
+    efa = releases["aws-efa-k8s-device-plugin"]
+    assert efa.inputs == {
+        "compat": "true",  # pulumi-kubernetes' own input on every Release
+        "name": "aws-efa-k8s-device-plugin",  # named after its chart: Helm refuses a generated name past 53
+        "chart": "aws-efa-k8s-device-plugin",
+        "version": "v0.5.30",
+        "repositoryOpts": {"repo": "https://aws.github.io/eks-charts"},
+        "namespace": "kube-system",
+        "values": {
+            # the chart's required node affinity, narrowed to the group's instance type
+            "supportedInstanceLabels": {"keys": ["node.kubernetes.io/instance-type"], "values": ["p5.48xlarge"]},
+            # the chart tolerates only CriticalAddonsOnly: the GPU taint is the group's
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "nodeSelector": {"fullserver-environment": "eks-gpu-cluster"},
+        },
+    }
+    assert resource_options["p5-efa-device-plugin"].depends_on  # after the node groups exist
+    # NVIDIA's plugin leaves /dev/infiniband to the EFA plugin (mofed detection off)
+    assert releases["nvidia-device-plugin"].inputs["values"] == {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "nodeSelector": {"nvidia.com/gpu.present": "true"},
+        "mofedEnabled": False,
+    }
+
+
+def test_nodes_without_efa_get_no_efa_plugin_and_nvidia_keeps_its_defaults(plans: Plans, build: Build) -> None:
+    plan = kube_plan(spec_of(plans, "exp-aws-l4-spot"), Platform.EKS_GPU)
+    g = build(lambda: EksEnvironment("exp", eks_args(plan)))
+    releases = {r.inputs["chart"]: r.inputs for r in g.of_type("helm.sh/v3:Release")}
+    assert "aws-efa-k8s-device-plugin" not in releases
+    assert "mofedEnabled" not in releases["nvidia-device-plugin"]["values"]

@@ -149,3 +149,25 @@ def test_an_attached_cluster_gets_no_autoscaler_and_the_plan_says_so(plans: Plan
     fixed = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU, cluster="prod")
     assert all(p.min_nodes == p.max_nodes for p in fixed.pools) and autoscaler_warnings(fixed) == []
     assert autoscaler_warnings(kube_plan(spec, Platform.EKS_GPU)) == []  # a created cluster runs its own
+
+
+def test_the_autoscaler_grows_the_spot_group_before_its_on_demand_fallback(plans: Plans, build: Build) -> None:
+    plan = kube_plan(spec_of(plans, "exp-aws-l4-spot"), Platform.EKS_GPU)
+    g = build(lambda: EksEnvironment("exp", eks_args(plan)))
+    values = release(g, "cluster-autoscaler").inputs["values"]
+    # the chart merges this into its default extraArgs and renders the priority ConfigMap from the map
+    assert values["extraArgs"] == {"expander": "priority,least-waste"}
+    assert values["expanderPriorities"] == {
+        "20": ["^eks-exp-aws-l4-spot-spot-[0-9a-f-]+$"],
+        "10": ["^eks-exp-aws-l4-spot-ondemand-[0-9a-f-]+$"],
+    }
+    # the node groups those names come from
+    names = sorted(r.inputs["nodeGroupName"] for r in g.of_type("eks/nodeGroup:NodeGroup"))
+    assert names == ["exp-aws-l4-spot-ondemand", "exp-aws-l4-spot-spot", "exp-aws-l4-spot-system"]
+
+
+def test_one_gpu_group_keeps_the_default_expander(plans: Plans, build: Build) -> None:
+    plan = spec_of(plans, "eks-gpu-cluster").kube
+    assert plan is not None
+    values = release(build(lambda: EksEnvironment("p5", eks_args(plan))), "cluster-autoscaler").inputs["values"]
+    assert "extraArgs" not in values and "expanderPriorities" not in values

@@ -87,11 +87,13 @@ def test_gpu_serving_pool_on_an_existing_cluster(plans: Plans, build: Build) -> 
     # The workload: Deployment + Service + HPA whose pod fits the node's allocatable.
     manifests = g.outputs.get("workload") or workload(plan, spec)
     kinds = [m["kind"] for m in manifests]
-    assert kinds == ["Deployment", "Service", "HorizontalPodAutoscaler"]
+    # the stack's domains: HTTPS through a Gateway in front of the Service (fullserver.platforms.gke_gateway)
+    front = ["Gateway", "HTTPRoute", "HealthCheckPolicy", "GCPBackendPolicy"]
+    assert kinds == ["Deployment", "Service", *front, "HorizontalPodAutoscaler"]
     container = manifests[0]["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert container["readinessProbe"]["httpGet"] == {"path": "/health", "port": 8000}
-    assert manifests[2]["spec"]["minReplicas"] == 2 and manifests[2]["spec"]["maxReplicas"] == 8
+    assert manifests[-1]["spec"]["minReplicas"] == 2 and manifests[-1]["spec"]["maxReplicas"] == 8
     assert fits_node(plan)
 
 
@@ -107,7 +109,17 @@ def test_spot_with_fallback_builds_a_spot_pool_and_an_on_demand_pool(plans: Plan
         assert pool["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 1, "locationPolicy": "ANY"}
         assert pool["nodeLocations"] == ["us-central1-a"]
         assert pool["nodeConfig"]["labels"]["fullserver-ttl-hours"] == "72"
-    storage, job = workload(plan, spec, image="trainer:1", command=["python", "train.py"])
+        # bound to the ComputeClass that names the spot pool first (GKE: label and NoSchedule taint)
+        assert pool["nodeConfig"]["labels"]["cloud.google.com/compute-class"] == "fullserver-finetune-gcp-g2"
+        assert pool["nodeConfig"]["taints"] == [
+            {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"},
+            {"key": "cloud.google.com/compute-class", "value": "fullserver-finetune-gcp-g2", "effect": "NO_SCHEDULE"},
+        ]
+    storage, compute_class, job = workload(plan, spec, image="trainer:1", command=["python", "train.py"])
+    assert compute_class["kind"] == "ComputeClass" and compute_class["spec"]["priorities"] == [
+        {"nodepools": ["finetune-gcp-g2-spot"]},
+        {"nodepools": ["finetune-gcp-g2-ondemand"]},
+    ]
     pod = job["spec"]["template"]["spec"]
     assert pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["preference"] == {
         "matchExpressions": [{"key": "cloud.google.com/gke-spot", "operator": "In", "values": ["true"]}]
@@ -142,9 +154,10 @@ def test_multi_host_tpu_slice_pool_on_a_new_private_cluster(catalog: Catalog, bu
     assert cluster["workloadIdentityConfig"] == {"workloadPool": "proj.svc.id.goog"}
     assert cluster["privateClusterConfig"] == {
         "enablePrivateNodes": True,
-        "enablePrivateEndpoint": False,
+        "enablePrivateEndpoint": True,  # no ranges: the API through its DNS endpoint, with IAM
         "masterIpv4CidrBlock": "172.16.0.32/28",
     }
+    assert cluster["controlPlaneEndpointsConfig"] == {"dnsEndpointConfig": {"allowExternalTraffic": True}}
     assert cluster["releaseChannel"] == {"channel": "REGULAR"}
     assert cluster["ipAllocationPolicy"] == {
         "clusterSecondaryRangeName": "pods",
@@ -385,3 +398,14 @@ def test_a_fixed_pool_s_node_count_is_per_zone(plans: Plans, build: Build, zone:
     assert pool["nodeCount"] == node_count and "autoscaling" not in pool
     assert pool.get("nodeLocations") == ([zone] if zone else None)
     assert plan.pools[0].max_nodes == (2 if zone else 3)
+
+
+def test_deploy_workload_applies_the_compute_class_before_the_job(plans: Plans, build: Build) -> None:
+    spec = spec_of(plans, "finetune-gcp-g2")
+    plan = kube_plan(spec, Platform.GKE_GPU)
+    manifests = workload(plan, spec, image="trainer:1", command=["python", "train.py"])
+    g = build(lambda: GkeEnvironment("ft", gke_args(plan, "proj", workload=manifests, deploy_workload=True)))
+    (group,) = [r for r in g.rows if r.type == "kubernetes:yaml/v2:ConfigGroup"]
+    kinds = [m["kind"] for m in group.inputs["objs"]]
+    assert kinds == ["StorageClass", "ComputeClass", "Job"]
+    assert group.inputs["objs"][1]["metadata"]["name"] == "fullserver-finetune-gcp-g2"

@@ -51,8 +51,8 @@ def test_every_node_is_labelled_and_nothing_is_open_to_the_internet(graphs: dict
         ranges = row.inputs.get("sourceRanges", [])
         assert "0.0.0.0/0" not in ranges, row.name
         for rule in row.inputs.get("ingress", []):
-            if row.name.endswith("-lb-sg") and rule.get("fromPort") == rule.get("toPort") == 80:
-                continue  # an internet-facing load balancer takes clients on its port, and only there
+            if row.name.endswith("-lb-sg") and rule.get("fromPort") == rule.get("toPort") in (80, 443):
+                continue  # an internet-facing load balancer takes clients on its ports (443, 80's redirect), only there
             assert "0.0.0.0/0" not in rule.get("cidrBlocks", []), row.name
     nodes = (
         g.of_type("tpu/v2Vm:V2Vm")

@@ -38,16 +38,16 @@ def test_a_created_gke_cluster_with_a_private_endpoint_denies_its_public_one() -
     g = graph_for_config("gke-tpu-slice", stack_config("gke-tpu-slice", privateEndpoint=True))
     private = g.one("container/cluster:Cluster").inputs["privateClusterConfig"]
     assert private["enablePrivateEndpoint"] is True and private["enablePrivateNodes"] is True
-    plain = graph_for_config("gke-tpu-slice", stack_config("gke-tpu-slice"))
-    assert plain.one("container/cluster:Cluster").inputs["privateClusterConfig"]["enablePrivateEndpoint"] is False
+    assert g.one("container/cluster:Cluster").inputs["controlPlaneEndpointsConfig"] == {
+        "dnsEndpointConfig": {"allowExternalTraffic": False}
+    }
 
 
 def test_a_created_eks_cluster_with_a_private_endpoint_has_no_public_one() -> None:
     g = graph_for_config("eks-gpu-cluster", stack_config("eks-gpu-cluster", privateEndpoint=True))
     vpc = g.one("eks/cluster:Cluster").inputs["vpcConfig"]
     assert vpc["endpointPublicAccess"] is False and vpc["endpointPrivateAccess"] is True
-    plain = graph_for_config("eks-gpu-cluster", stack_config("eks-gpu-cluster"))
-    assert plain.one("eks/cluster:Cluster").inputs["vpcConfig"]["endpointPublicAccess"] is True
+    assert "publicAccessCidrs" not in vpc
 
 
 def test_irsa_builds_the_clusters_oidc_provider_and_no_pod_identity_agent() -> None:
@@ -77,3 +77,66 @@ def test_given_subnets_are_the_node_groups_on_an_attached_eks_cluster() -> None:
     )
     (group, *_) = [r.inputs for r in without.of_type("eks/nodeGroup:NodeGroup")]
     assert group["subnetIds"] == ["subnet-use1-az1", "subnet-use1-az2", "subnet-use1-az3"]  # the cluster's own
+
+
+# --- who reaches a created cluster's API (issue 33, item 6) ----------------------------------------
+RANGES = ["203.0.113.0/24", "198.51.100.7/32"]
+
+
+def _cluster(g: Graph, token: str) -> dict[str, Any]:
+    return g.one(token).inputs
+
+
+def test_no_created_cluster_admits_the_internet_by_default() -> None:
+    """EKS: no public endpoint at all (EKS's own default is 0.0.0.0/0); GKE: the IP endpoint
+    private and the DNS endpoint taking outside traffic, guarded by IAM."""
+    eks = _cluster(graph_for_config("eks-gpu-cluster", stack_config("eks-gpu-cluster")), "eks/cluster:Cluster")
+    assert eks["vpcConfig"]["endpointPublicAccess"] is False and eks["vpcConfig"]["endpointPrivateAccess"] is True
+    assert "publicAccessCidrs" not in eks["vpcConfig"]
+    gke = _cluster(graph_for_config("gke-tpu-slice", stack_config("gke-tpu-slice")), "container/cluster:Cluster")
+    assert gke["privateClusterConfig"]["enablePrivateEndpoint"] is True
+    assert gke["controlPlaneEndpointsConfig"] == {"dnsEndpointConfig": {"allowExternalTraffic": True}}
+    assert gke.get("masterAuthorizedNetworksConfig") is None
+
+
+def test_the_stacks_ranges_are_the_public_endpoints_only_ranges() -> None:
+    config = stack_config("eks-gpu-cluster", controlPlaneSourceRanges=RANGES)
+    vpc = _cluster(graph_for_config("eks-gpu-cluster", config), "eks/cluster:Cluster")["vpcConfig"]
+    assert (vpc["endpointPublicAccess"], vpc["endpointPrivateAccess"], vpc["publicAccessCidrs"]) == (True, True, RANGES)
+    config = stack_config("gke-tpu-slice", controlPlaneSourceRanges=RANGES)
+    gke = _cluster(graph_for_config("gke-tpu-slice", config), "container/cluster:Cluster")
+    assert gke["privateClusterConfig"]["enablePrivateEndpoint"] is False
+    assert gke["masterAuthorizedNetworksConfig"] == {
+        "cidrBlocks": [
+            {"cidrBlock": "203.0.113.0/24", "displayName": "controlPlaneSourceRanges 0"},
+            {"cidrBlock": "198.51.100.7/32", "displayName": "controlPlaneSourceRanges 1"},
+        ]
+    }
+    assert gke["controlPlaneEndpointsConfig"] == {"dnsEndpointConfig": {"allowExternalTraffic": False}}
+
+
+def test_opening_to_the_internet_is_said_in_the_graph() -> None:
+    config = stack_config("eks-gpu-cluster", controlPlaneOpenToInternet=True)
+    vpc = _cluster(graph_for_config("eks-gpu-cluster", config), "eks/cluster:Cluster")["vpcConfig"]
+    assert vpc["endpointPublicAccess"] is True and vpc["publicAccessCidrs"] == ["0.0.0.0/0"]
+    config = stack_config("gke-tpu-slice", controlPlaneOpenToInternet=True)
+    gke = _cluster(graph_for_config("gke-tpu-slice", config), "container/cluster:Cluster")
+    assert gke["privateClusterConfig"]["enablePrivateEndpoint"] is False
+    assert gke.get("masterAuthorizedNetworksConfig") is None
+
+
+def test_the_workloads_provider_and_the_connect_command_use_the_endpoint_that_answers() -> None:
+    """serve-gke-l4 applies its workload at pulumi up: without ranges, through the DNS endpoint with
+    the system's roots (no cluster CA: Google's front end serves it); with ranges, the IP endpoint."""
+    import json
+
+    g = graph_for_config("serve-gke-l4", stack_config("serve-gke-l4"))
+    (provider,) = g.of_type("pulumi:providers:kubernetes")
+    (cluster,) = json.loads(provider.inputs["kubeconfig"])["clusters"]
+    assert cluster["cluster"] == {"server": "https://gke-0123456789abcdef.us-central1.gke.goog"}
+    assert g.outputs["connect"].endswith("--project my-ml-project --dns-endpoint")
+    g = graph_for_config("serve-gke-l4", stack_config("serve-gke-l4", controlPlaneSourceRanges=RANGES))
+    (provider,) = g.of_type("pulumi:providers:kubernetes")
+    (cluster,) = json.loads(provider.inputs["kubeconfig"])["clusters"]
+    assert cluster["cluster"]["server"] == "https://192.0.2.11" and cluster["cluster"]["certificate-authority-data"]
+    assert not g.outputs["connect"].endswith("--dns-endpoint")

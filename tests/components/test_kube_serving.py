@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from components.args import SpecRefused
 from components.aws.labels import aws_tags
 from components.eks import EksEnvironment, eks_args
 from components.eks.load_balancer import POLICY_FILE
@@ -17,9 +18,10 @@ from components.gke import GkeEnvironment, gke_args
 from components.graph import MOCK_SECRET_VALUE, Graph
 from fullserver.catalog import load_catalog
 from fullserver.kube.manifest import default_workload
-from fullserver.kube.serve import AWAIT_ANNOTATION
+from fullserver.kube.serve import AWAIT_ANNOTATION, PLAIN_HTTP_ANNOTATION
 from fullserver.plan import plan_workload
 from fullserver.profiles import load_profiles
+from fullserver.rules import gcp_labels
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import workload_from_config
 from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
@@ -40,7 +42,12 @@ def eks_serving(cluster: str | None = None, **serving: Any) -> EnvironmentSpec:
         "fullserver:framework": "pytorch",
         "fullserver:owner": "serving-team",
         "fullserver:deployWorkload": True,
-        "fullserver:serving": {"apiKeySecret": "serving-team/api-key", "tokenSecret": "hf-token", **serving},
+        "fullserver:serving": {
+            "apiKeySecret": "serving-team/api-key",
+            "tokenSecret": "hf-token",
+            **({} if "certificateArn" in serving else {"plainHttp": True}),  # the plain NLB, said so
+            **serving,
+        },
         **({"fullserver:cluster": cluster} if cluster else {}),
     }
     return plan_workload("llm", "llm", workload_from_config(config, "llm"), load_profiles(), load_catalog()).spec
@@ -63,10 +70,10 @@ def secret_inputs(g: Graph) -> dict[str, Any]:
     return g.one("core/v1:Secret").inputs
 
 
-def test_gke_serving_stack_applies_its_secret_service_and_reads_the_endpoint(plans: Plans, build: Build) -> None:
-    spec = spec_of(plans, "serve-gke-l4")
+def test_gke_serving_stack_applies_its_secret_service_and_reads_the_endpoint(build: Build) -> None:
+    spec = gke_serving(plainHttp=True)
     plan, endpoint = spec.kube, spec.endpoint
-    assert plan is not None and endpoint is not None and plan.deploy_workload
+    assert plan is not None and endpoint is not None
     args = gke_args(
         plan,
         "proj",
@@ -74,12 +81,12 @@ def test_gke_serving_stack_applies_its_secret_service_and_reads_the_endpoint(pla
         deploy_workload=True,
         serving_secrets=endpoint.server.secrets,
     )
-    assert args["serving_secrets"] == {"api_key": "serving-realtime-api-key"}
+    assert args["serving_secrets"] == {"api_key": "api-key"}
     g = build(lambda: GkeEnvironment("serve", args))
     secret = secret_inputs(g)
     assert secret["type"] == "Opaque"
     assert secret["metadata"] == {
-        "name": "serve-gke-l4-serving",
+        "name": "llm-serving",
         "namespace": "default",
         "labels": {"app.kubernetes.io/managed-by": "fullserver"},
     }
@@ -92,18 +99,105 @@ def test_gke_serving_stack_applies_its_secret_service_and_reads_the_endpoint(pla
     assert set(objs) == {"Deployment", "Service", "HorizontalPodAutoscaler"}
     env = objs["Deployment"]["spec"]["template"]["spec"]["containers"][0]["env"]
     assert env == [
-        {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "serve-gke-l4-serving", "key": "VLLM_API_KEY"}}}
+        {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "llm-serving", "key": "VLLM_API_KEY"}}}
     ]
     assert MOCK_SECRET_VALUE not in json.dumps(group.inputs)
     service = objs["Service"]
     assert service["spec"]["type"] == "LoadBalancer"
-    assert service["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled", AWAIT_ANNOTATION: "2400"}
+    assert service["metadata"]["annotations"] == {
+        "cloud.google.com/l4-rbs": "enabled",
+        AWAIT_ANNOTATION: "2400",
+        PLAIN_HTTP_ANNOTATION: "true",  # the stack's plainHttp: the policy pack reads it
+    }
     # pulumi up waits for the model server: a node from zero, the image and 20 minutes' load (not 10 minutes)
     assert objs["Deployment"]["metadata"]["annotations"][AWAIT_ANNOTATION] == "2400"
     # The endpoint: the Service read back after the group, its address once the load balancer has one.
     (read,) = [r for r in g.of_type("core/v1:Service") if r.name == "serve-endpoint"]
     assert not read.custom or read.inputs == {}
     assert g.outputs["endpoint"] == ENDPOINT_BEFORE_UP
+    assert g.of_type("compute/globalAddress:GlobalAddress") == []  # no Gateway without TLS
+
+
+def test_gke_https_builds_the_gateways_address_and_managed_certificate_before_the_gateway(
+    plans: Plans, build: Build
+) -> None:
+    """serve-gke-l4: the Gateway API on the created cluster; a reserved global address, a
+    Certificate Manager certificate for the domains, its map and one entry per domain, every one
+    named as the Gateway's manifests name them; the workload waits for all of them."""
+    spec = spec_of(plans, "serve-gke-l4")
+    plan, endpoint = spec.kube, spec.endpoint
+    assert plan is not None and endpoint is not None and plan.deploy_workload
+    args = gke_args(
+        plan,
+        "proj",
+        workload=default_workload(plan, spec),
+        deploy_workload=True,
+        serving_secrets=endpoint.server.secrets,
+    )
+    g = build(lambda: GkeEnvironment("serve", args))
+    labels = gcp_labels(plan.cloud_labels)
+    assert g.one("container/cluster:Cluster").inputs["gatewayApiConfig"] == {"channel": "CHANNEL_STANDARD"}
+    address = g.one("compute/globalAddress:GlobalAddress")
+    assert address.inputs == {
+        "name": "serve-gke-l4-gateway",
+        "project": "proj",
+        "addressType": "EXTERNAL",
+        "labels": labels,
+    }
+    assert g.one("certificatemanager/certificate:Certificate").inputs == {
+        "name": "serve-gke-l4-cert",
+        "project": "proj",
+        "scope": "DEFAULT",
+        "managed": {"domains": ["llm.example.com"]},
+        "labels": labels,
+    }
+    assert g.one("certificatemanager/certificateMap:CertificateMap").inputs == {
+        "name": "serve-gke-l4-certmap",
+        "project": "proj",
+        "labels": labels,
+    }
+    assert g.one("certificatemanager/certificateMapEntry:CertificateMapEntry").inputs == {
+        "name": "serve-gke-l4-entry0",
+        "project": "proj",
+        "map": "serve-gke-l4-certmap",
+        "certificates": ["serve-cert-id"],
+        "hostname": "llm.example.com",
+        "labels": labels,
+    }
+    (group,) = g.of_type("yaml/v2:ConfigGroup")
+    objs = {o["kind"]: o for o in group.inputs["objs"]}
+    assert {"Gateway", "HTTPRoute", "HealthCheckPolicy", "GCPBackendPolicy"} <= set(objs)
+    gateway = objs["Gateway"]
+    assert gateway["metadata"]["annotations"] == {"networking.gke.io/certmap": "serve-gke-l4-certmap"}
+    assert gateway["spec"]["addresses"] == [{"type": "NamedAddress", "value": "serve-gke-l4-gateway"}]
+    assert objs["Service"]["spec"]["type"] == "ClusterIP"
+    assert not g.of_type("core/v1:Service")  # no load balancer to read back: the address is the stack's own
+    assert g.outputs["endpoint"] == "https://llm.example.com"
+    # where llm.example.com must point (the program's dnsTarget): the reserved address, known at up
+    assert g.outputs["lb_address"] == "<serve-gateway address, known after pulumi up>"
+
+
+def test_gke_manifests_applied_by_hand_still_get_their_address_and_certificate(build: Build) -> None:
+    spec = gke_serving(domains=["llm.example.com"])
+    plan = spec.kube
+    assert plan is not None
+    g = build(lambda: GkeEnvironment("llm", gke_args(plan, "proj", workload=default_workload(plan, spec))))
+    assert g.one("compute/globalAddress:GlobalAddress").inputs["name"] == "llm-gateway"
+    assert g.one("certificatemanager/certificate:Certificate").inputs["managed"] == {"domains": ["llm.example.com"]}
+    assert g.of_type("yaml/v2:ConfigGroup") == []
+    assert g.outputs["endpoint"] == "https://llm.example.com"
+
+
+def test_a_workload_that_would_send_its_key_in_clear_is_refused_before_anything_is_built(build: Build) -> None:
+    """Args that never passed through the core: the Service's plainHttp annotation removed."""
+    spec = gke_serving()
+    plan = spec.kube
+    assert plan is not None
+    workload = default_workload(plan, spec)
+    service = next(m for m in workload if m["kind"] == "Service")
+    del service["metadata"]["annotations"][PLAIN_HTTP_ANNOTATION]
+    with pytest.raises(SpecRefused, match=r"^spec\.workload: the internet-facing endpoint has no TLS"):
+        GkeEnvironment("llm", gke_args(plan, "proj", workload=workload))
 
 
 def test_created_eks_cluster_gets_the_load_balancer_controller_with_its_role(
@@ -212,7 +306,11 @@ def gke_serving(**serving: Any) -> EnvironmentSpec:
         "fullserver:acceleratorCount": 1,
         "fullserver:framework": "pytorch",
         "fullserver:owner": "serving-team",
-        "fullserver:serving": {"apiKeySecret": "api-key", **serving},
+        "fullserver:serving": {
+            "apiKeySecret": "api-key",
+            **({} if "domains" in serving else {"plainHttp": True}),
+            **serving,
+        },
     }
     return plan_workload("llm", "llm", workload_from_config(config, "llm"), load_profiles(), load_catalog()).spec
 

@@ -91,10 +91,14 @@ def test_eks_node_group_and_device_plugin(planned: dict[str, tuple[StackPlan, Gr
     assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"} in group.inputs["taints"]
     assert group.inputs["labels"]["nvidia.com/gpu.present"] == "true"
     releases = {r.inputs["chart"]: r for r in graph.of_type("helm.sh/v3:Release")}
-    assert sorted(releases) == ["cluster-autoscaler", "nvidia-device-plugin"]
+    # p5.48xlarge nodes have 32 EFA interfaces: AWS's EFA device plugin serves them to the pods
+    assert sorted(releases) == ["aws-efa-k8s-device-plugin", "cluster-autoscaler", "nvidia-device-plugin"]
     release = releases["nvidia-device-plugin"]
     assert release.inputs["version"] == "0.17.4"
     assert {r.inputs["name"] for r in releases.values()} == set(releases)  # each named after its chart
+    assert release.inputs["values"]["mofedEnabled"] is False  # the EFA plugin owns /dev/infiniband
+    efa = releases["aws-efa-k8s-device-plugin"].inputs["values"]
+    assert efa["supportedInstanceLabels"]["values"] == ["p5.48xlarge"]
     # the autoscaler's chart matches the created cluster's minor (1.35 -> chart 9.59.0)
     assert releases["cluster-autoscaler"].inputs["version"] == "9.59.0"
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in release.inputs["values"][
@@ -111,8 +115,10 @@ def test_manifests_fit_the_node_and_the_fee_is_priced(planned: dict[str, tuple[S
     assert kube is not None and fits_node(kube)
     manifests = graph.outputs["workload"]
     requests = _requests(manifests)
-    share = {**kube.pod.resources.quantities, kube.accelerator_resource: str(kube.pod.accelerators)}
+    share = {**kube.pod.resources.quantities, kube.accelerator_resource: str(kube.pod.accelerators), **kube.pod.devices}
     assert requests and all(r == share for r in requests)
+    if kube.efa_interfaces:  # every EFA interface of the node and the huge pages of AWS's NCCL example
+        assert kube.pod.devices == {"vpc.amazonaws.com/efa": str(kube.efa_interfaces), "hugepages-2Mi": "5120Mi"}
     assert kube.pod.resources.fits_in(kube.node_allocatable)
     assert graph.outputs["cluster"] == kube.cluster_name
     items = {line.item: line for line in plan.cost.lines}

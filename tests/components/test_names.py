@@ -117,7 +117,11 @@ EKS_SERVING = {
     "fullserver:acceleratorCount": 1,
     "fullserver:framework": "pytorch",
     "fullserver:owner": "serving-team",
-    "fullserver:serving": {"apiKeySecret": "serving-team/api-key"},
+    "fullserver:serving": {
+        "apiKeySecret": "serving-team/api-key",
+        "domains": ["llm.example.com"],
+        "certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b",
+    },
 }
 """A created EKS cluster that serves: the AWS Load Balancer Controller's Helm release, the Secret."""
 

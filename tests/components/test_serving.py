@@ -23,7 +23,7 @@ from components.serving import endpoint_url, server_keep_alive
 from fullserver.catalog import Catalog, Offer
 from fullserver.sizing import complete_spec
 from fullserver.workload import Workload
-from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
+from tests.components.conftest import Build, Plans, ResourceOpts, plain_http, spec_of
 
 
 class ZonedCatalog:
@@ -43,7 +43,7 @@ class ZonedCatalog:
 
 
 def test_gcp_realtime_serving_is_a_regional_group_behind_a_global_load_balancer(plans: Plans, build: Build) -> None:
-    g = build(lambda: GcpGpuEnvironment("srv", gcp_args(spec_of(plans, "serve-gcp-realtime"))))
+    g = build(lambda: GcpGpuEnvironment("srv", gcp_args(plain_http(spec_of(plans, "serve-gcp-realtime")))))
     tmpl = g.one("compute/instanceTemplate:InstanceTemplate").inputs
     assert tmpl["machineType"] == "g2-standard-12"
     assert tmpl["scheduling"]["provisioningModel"] == "STANDARD"
@@ -94,7 +94,8 @@ def test_gcp_realtime_serving_is_a_regional_group_behind_a_global_load_balancer(
 
 
 def _aws_serving_spec(plans: Plans, **changes: Any) -> Any:
-    return spec_of(plans, "serve-aws-realtime", **changes)
+    """serve-aws-realtime on plain HTTP (serving.plainHttp): one listener (HTTPS: test_serving_https)."""
+    return plain_http(spec_of(plans, "serve-aws-realtime", **changes))
 
 
 def test_aws_serving_is_a_group_behind_an_application_load_balancer(plans: Plans, build: Build) -> None:
@@ -313,7 +314,7 @@ def test_the_export_says_how_to_call_the_endpoint_with_its_key(plans: Plans) -> 
     assert aws_call == (
         'curl -H "Authorization: Bearer $(aws ssm get-parameter --region us-east-1 --name '
         '/serving-team/realtime/api-key --with-decryption --query Parameter.Value --output text)" '
-        "http://<load balancer address, known after pulumi up>/v1/models"
+        "https://llm.example.com/v1/models"  # the example's domain, over HTTPS
     )
     gcp_call = graph_for_plan(plans["serve-gcp-realtime"]).outputs["call"]
     assert "$(gcloud secrets versions access latest --secret=serving-realtime-api-key --project=" in gcp_call
@@ -322,8 +323,9 @@ def test_the_export_says_how_to_call_the_endpoint_with_its_key(plans: Plans) -> 
 def test_both_serving_stacks_export_their_endpoint(plans: Plans) -> None:
     for stack in ("serve-gcp-realtime", "serve-aws-realtime"):
         g = graph_for_plan(plans[stack])
-        # the mock runtime assigns no address: the plan says when it will be known
-        assert g.outputs["endpoint"] == "http://<load balancer address, known after pulumi up>", stack
+        # HTTPS on the stack's domain; the mock runtime assigns no address: the plan says when it is known
+        assert g.outputs["endpoint"] == "https://llm.example.com", stack
+        assert g.outputs["dnsTarget"].endswith("known after pulumi up>"), stack
     assert graph_for_plan(plans["serve-aws-realtime"]).outputs["model"] == "Qwen/Qwen2.5-7B-Instruct"
 
 
@@ -339,7 +341,7 @@ def test_gcp_serving_group_spreads_over_the_catalogs_zones_of_the_region(
     zones = ("us-central1-a", "us-central1-b", "us-central1-c", "europe-west4-a")
     zoned = cast(Catalog, ZonedCatalog(catalog, "g2-standard-12", zones))
     work = Workload.model_validate(
-        {"profile": "realtime-inference", "region": "us-central1", "serving": {"apiKeySecret": "k"}}
+        {"profile": "realtime-inference", "region": "us-central1", "serving": {"apiKeySecret": "k", "plainHttp": True}}
     )
     spec = complete_spec(spec_of(plans, "serve-gcp-realtime"), work, zoned)  # the core picks the zones
     args = gcp_args(spec)

@@ -15,8 +15,8 @@ from components.gcp.args import gcp_args
 from components.gcp.environment import GcpGpuEnvironment
 from components.graph import graph_for_plan
 from components.serving import endpoint_url
-from fullserver.tls import Tls
-from tests.components.conftest import Build, Plans, spec_of
+from fullserver.tls import PLAIN_HTTP_LABEL, Tls
+from tests.components.conftest import Build, Plans, plain_http, spec_of
 from tests.components.test_names import REALISTIC, graph_as, refused_names
 from tests.core.test_tls import CERT, serve
 
@@ -110,13 +110,33 @@ def test_gcp_domains_give_a_managed_certificate_an_https_proxy_and_a_redirect_on
 
 
 def test_plain_http_builds_no_certificate_and_one_rule_on_an_ephemeral_address(plans: Plans, build: Build) -> None:
-    g = build(lambda: GcpGpuEnvironment("srv", gcp_args(spec_of(plans, "serve-gcp-realtime"))))
+    g = build(lambda: GcpGpuEnvironment("srv", gcp_args(plain_http(spec_of(plans, "serve-gcp-realtime")))))
     for kind in ("globalAddress:GlobalAddress", "managedSslCertificate:ManagedSslCertificate", "sSLPolicy:SSLPolicy"):
         assert g.of_type(f"compute/{kind}") == []
     (rule,) = g.of_type("compute/globalForwardingRule:GlobalForwardingRule")
     assert "ipAddress" not in rule.inputs
-    g = build(lambda: AwsGpuEnvironment("asg", aws_args(spec_of(plans, "serve-aws-realtime"))))
+    # serving.plainHttp said where the policy pack reads it: the forwarding rule's label, the ALB's tag
+    assert rule.inputs["labels"] == {PLAIN_HTTP_LABEL: "true"}
+    g = build(lambda: AwsGpuEnvironment("asg", aws_args(plain_http(spec_of(plans, "serve-aws-realtime")))))
     assert [r.name for r in g.of_type("lb/listener:Listener")] == ["asg-http"]
+    assert g.one("lb/loadBalancer:LoadBalancer").inputs["tags"][PLAIN_HTTP_LABEL] == "true"
+    https = build(lambda: AwsGpuEnvironment("asg", aws_args(spec_of(plans, "serve-aws-realtime"))))
+    assert PLAIN_HTTP_LABEL not in https.one("lb/loadBalancer:LoadBalancer").inputs["tags"]
+
+
+def test_args_without_tls_or_plain_http_are_refused_before_anything_is_built(plans: Plans) -> None:
+    """The core's rule (fullserver.tls.clear_text) for args that never passed through the core."""
+    for stack, component, key in (
+        ("serve-aws-realtime", AwsGpuEnvironment, "certificateArn"),
+        ("serve-gcp-realtime", GcpGpuEnvironment, "domains"),
+    ):
+        spec = plain_http(spec_of(plans, stack))
+        args: Any = aws_args(spec) if component is AwsGpuEnvironment else gcp_args(spec)
+        del args["serving"]["plain_http"]
+        with pytest.raises(
+            SpecRefused, match=rf"^spec\.serving\.tls: the internet-facing endpoint has no TLS.*serving\.{key}"
+        ):
+            component("open", args)
 
 
 def test_the_exports_call_the_https_endpoint_and_say_where_dns_points() -> None:

@@ -37,8 +37,9 @@ def lines(plan: StackPlan) -> dict[str, float]:
     return {line.item: line.usd_month for line in plan.cost.lines}
 
 
-KEYED = {"apiKeySecret": "team/api-key"}
-"""An external endpoint's API key (the realtime-inference profile's load balancer is external)."""
+KEYED = {"apiKeySecret": "team/api-key", "plainHttp": True}
+"""An external endpoint's API key (the realtime-inference profile's load balancer is external), on
+plain HTTP said so (``fullserver.tls.clear_text``; HTTPS: ``tests/core/test_tls.py``)."""
 
 
 def serve(**config: Any) -> StackPlan:

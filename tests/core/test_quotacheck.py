@@ -158,3 +158,23 @@ def test_cloud_tpu_limits_from_cloud_quotas_per_zone_with_the_default_elsewhere(
         assert reader.request(status).startswith(
             "https://console.cloud.google.com/iam-admin/quotas?project=my-ml-project"
         )
+
+
+def test_nat_gateways_count_every_live_one_of_the_region_and_eks_clusters_their_list() -> None:
+    """A NAT gateway quota is per Availability Zone: the Region's live gateways are at least as many
+    as any zone holds, so the usage never reads low. EKS clusters come from eks ListClusters."""
+    aws = Aws()
+    eks = boto3.client("eks", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b")
+    eks_stub = Stubber(eks)
+    live = {"Filters": [{"Name": "state", "Values": ["pending", "available"]}]}
+    aws.ec2_stub.add_response("describe_nat_gateways", {"NatGateways": [{"NatGatewayId": "nat-1"}] * 2}, live)
+    eks_stub.add_response("list_clusters", {"clusters": ["a", "b", "c"]}, {})
+    eks_stub.activate()
+    reader = aws.reader()
+    clients = {"ec2": aws.ec2, "eks": eks}
+    reader.client_for = lambda service, region: clients[service]
+    nat = need("L-FE5A380F", 1, "us-east-1", service="vpc", unit="NAT gateways")
+    clusters = need("L-1194D53C", 1, "us-east-1", service="eks", unit="clusters")
+    assert (reader.in_use(nat), reader.in_use(clusters)) == (2.0, 3.0)
+    aws.ec2_stub.assert_no_pending_responses()
+    eks_stub.assert_no_pending_responses()

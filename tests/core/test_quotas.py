@@ -36,7 +36,9 @@ def needs(plan: StackPlan) -> dict[str, tuple[str, float, str]]:
                 "L-417A185B": ("us-east-1", 384, "vCPUs"),
                 "L-7A658B76": ("us-east-1", 0.59, "TiB"),
                 "L-0263D0A3": ("us-east-1", 1, "addresses"),
+                "L-FE5A380F": ("us-east-1", 1, "NAT gateways"),  # per Availability Zone: the nodes' zone
                 "L-F678F1CE": ("us-east-1", 1, "VPCs"),
+                "L-A4707A72": ("us-east-1", 1, "internet gateways"),
             },
         ),
         # 8 replicas at the most x 16 vCPUs of g6.4xlarge, behind an ALB
@@ -46,7 +48,9 @@ def needs(plan: StackPlan) -> dict[str, tuple[str, float, str]]:
                 "L-DB2E81BA": ("us-east-1", 128, "vCPUs"),
                 "L-7A658B76": ("us-east-1", 1.17, "TiB"),
                 "L-0263D0A3": ("us-east-1", 1, "addresses"),
+                "L-FE5A380F": ("us-east-1", 1, "NAT gateways"),
                 "L-F678F1CE": ("us-east-1", 1, "VPCs"),
+                "L-A4707A72": ("us-east-1", 1, "internet gateways"),
                 "L-53DA6B97": ("us-east-1", 1, "load balancers"),
             },
         ),
@@ -56,6 +60,7 @@ def needs(plan: StackPlan) -> dict[str, tuple[str, float, str]]:
                 "L-DB2E81BA": ("us-east-1", 4, "vCPUs"),
                 "L-7A658B76": ("us-east-1", 0.21, "TiB"),
                 "L-F678F1CE": ("us-east-1", 1, "VPCs"),
+                "L-A4707A72": ("us-east-1", 1, "internet gateways"),
             },
         ),
         (
@@ -63,6 +68,7 @@ def needs(plan: StackPlan) -> dict[str, tuple[str, float, str]]:
             {
                 "NVIDIA_L4_GPUS": ("us-central1", 8, "GPUs"),
                 "GPUS_ALL_REGIONS": ("global", 8, "GPUs"),
+                "CPUS_ALL_REGIONS": ("global", 96, "vCPUs"),  # 8 x 12 vCPUs; G2 has no series CPU metric
                 "SSD_TOTAL_GB": ("us-central1", 1289, "GB"),  # 8 x 150 GiB
                 "LOCAL_SSD_TOTAL_GB": ("us-central1", 3222, "GB"),  # 8 x 375 GiB
                 "IN_USE_ADDRESSES": ("us-central1", 1, "addresses"),
@@ -74,6 +80,7 @@ def needs(plan: StackPlan) -> dict[str, tuple[str, float, str]]:
                 "PREEMPTIBLE_NVIDIA_A100_GPUS": ("us-central1", 1, "GPUs"),
                 "GPUS_ALL_REGIONS": ("global", 1, "GPUs"),
                 "A2_CPUS": ("us-central1", 12, "vCPUs"),
+                "CPUS_ALL_REGIONS": ("global", 12, "vCPUs"),
                 "SSD_TOTAL_GB": ("us-central1", 752, "GB"),
                 "IN_USE_ADDRESSES": ("us-central1", 1, "addresses"),
             },
@@ -83,6 +90,7 @@ def needs(plan: StackPlan) -> dict[str, tuple[str, float, str]]:
             {
                 "PREEMPTIBLE_NVIDIA_L4_GPUS": ("us-central1", 1, "GPUs"),
                 "GPUS_ALL_REGIONS": ("global", 1, "GPUs"),
+                "CPUS_ALL_REGIONS": ("global", 12, "vCPUs"),
                 "SSD_TOTAL_GB": ("us-central1", 484, "GB"),
                 "PREEMPTIBLE_LOCAL_SSD_GB": ("us-central1", 403, "GB"),
                 "IN_USE_ADDRESSES": ("us-central1", 1, "addresses"),
@@ -209,7 +217,7 @@ def test_spot_gpus_count_against_the_preemptible_metric_and_unknown_models_name_
         ("PREEMPTIBLE_NVIDIA_L4_GPUS", 6),
         ("GPUS_ALL_REGIONS", 6),
     ]
-    assert gcp.gpu_quotas(replace(ask, accelerator="B200"), TABLE) == []  # no sourced metric: no guess
+    assert gcp.gpu_quotas(replace(ask, accelerator="GB300"), TABLE) == []  # no sourced metric: no guess
 
 
 def test_a_tpu_generation_without_a_sourced_spot_quota_names_none() -> None:

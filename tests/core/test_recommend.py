@@ -68,6 +68,26 @@ def test_an_unknown_tpu_type_is_refused_with_the_close_types(shipped: tuple[dict
     assert line.startswith("--tpu: unknown TPU type 'v5litepod-9' (did you mean v5litepod-")
 
 
+def test_a_gpu_count_no_shape_offers_names_the_counts_that_exist(shipped: tuple[dict[str, Profile], Catalog]) -> None:
+    """Its first ranks said "no shape offers 3 x H100" and it exited 0."""
+    line = refused({"gpu": "H100-80GB", "gpu_count": 3}, shipped)
+    assert line.startswith("--gpu-count: no shape offers 3 x H100-80GB per node (H100-80GB shapes have 1, ")
+    assert line.endswith(", 8 per node)")
+
+
+@pytest.mark.parametrize(
+    ("answers", "line"),
+    [
+        ({"tpu": "v5litepod-8", "gpu": "L4"}, "--tpu: and --gpu both name the accelerator to price (give one of them)"),
+        ({"tpu": "v5litepod-8", "cloud": "aws"}, "--tpu: TPUs are sold on gcp, not aws (drop --tpu or --cloud)"),
+    ],
+)
+def test_a_tpu_beside_a_gpu_or_a_cloud_without_tpus_is_refused_not_dropped(
+    shipped: tuple[dict[str, Profile], Catalog], answers: dict[str, object], line: str
+) -> None:
+    assert refused(answers, shipped) == line
+
+
 def test_a_region_no_cloud_prices_is_refused_like_plan_refuses_it(shipped: tuple[dict[str, Profile], Catalog]) -> None:
     """It ranked unpriced rows and exited 0, where ``plan`` says "did you mean"."""
     assert refused({"region": "mars-north-1"}, shipped).startswith(

@@ -16,7 +16,7 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import StackPlan, plan_paths, plan_stack
 from fullserver.profiles import get_profile, load_profiles
-from fullserver.stacks import config_keys, find_stacks, load_stack, stack_name, workload_from_config
+from fullserver.stacks import check_gcp_project, config_keys, find_stacks, load_stack, stack_name, workload_from_config
 from fullserver.workload import CONFIG_NAMESPACE, MAX_NODES, Workload, check_workload
 from fullserver.yamlio import read_yaml
 
@@ -224,9 +224,35 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("nodes", "dedicated-h100", {"nodes": 3}, "one node per server"),
     ("owner", "exp-aws-spot", {"owner": ""}, "must name who owns"),
     ("owner", "exp-aws-spot", {"owner": "   "}, "must name who owns"),
-    ("owner", "exp-aws-spot", {"owner": "ml\x1b[2Jteam"}, "control character U+001B"),
-    ("owner", "exp-aws-spot", {"owner": "ml\x07team"}, "control character U+0007"),
-    ("owner", "exp-aws-spot", {"owner": "ml\nteam"}, "control character U+000A"),
+    ("owner", "exp-aws-spot", {"owner": "ml\x1b[2Jteam"}, "U+001B, a control character"),
+    ("owner", "exp-aws-spot", {"owner": "ml\x07team"}, "U+0007, a control character"),
+    ("owner", "exp-aws-spot", {"owner": "ml\nteam"}, "U+000A, a control character"),
+    ("owner", "exp-aws-spot", {"owner": "ml\u200dteam"}, "U+200D, a format character"),
+    ("owner", "exp-aws-spot", {"owner": "ml\u202eteam"}, "U+202E, a format character (zero-width or bidi"),
+    ("owner", "exp-aws-spot", {"owner": "ml\u2028team"}, "U+2028, a line separator"),
+    ("owner", "exp-aws-spot", {"owner": "ml\u2029team"}, "U+2029, a paragraph separator"),
+    ("owner", "exp-aws-spot", {"owner": 0o755}, "is the YAML number 493, not text"),
+    ("region", "exp-aws-spot", {"region": False}, "is the YAML boolean false, not text"),
+    ("zone", "exp-aws-spot", {"zone": "us-east-1z"}, "AWS zones are the region and a letter a-f"),
+    ("image", "finetune-gcp-g2", {"image": "ami-0123456789abcdef0"}, "is an AWS AMI id, not a Compute Engine"),
+    ("cluster", "gke-gpu-attach", {"cluster": "ML_Prod"}, "GKE cluster name 'ML_Prod' does not match"),
+    ("cluster", "gke-gpu-attach", {"cluster": "12345"}, "GKE cluster name '12345' does not match"),
+    ("cluster", "gke-gpu-attach", {"cluster": "ml-pr\u00f8d"}, "does not match [a-z]([a-z0-9-]*[a-z0-9])?"),
+    ("cluster", "eks-gpu-cluster", {"cluster": "-prod"}, "EKS cluster name '-prod' does not match"),
+    (
+        "subnets",
+        "eks-gpu-cluster",
+        {"cluster": "prod", "subnets": ["subnet-0a1b2c3d", "subnet-0a1b2c3d"]},
+        "lists 'subnet-0a1b2c3d' twice",
+    ),
+    (
+        "serving",
+        "serve-aws-realtime",
+        {"serving": {"apiKeySecret": "k", "certificateArn": CERT_EAST.replace("arn:aws:", "arn:aws-cn:")}},
+        "region us-east-1 is in partition aws, not aws-cn",
+    ),
+    ("serving", "serve-gcp-realtime", {"serving": {"domains": ["10.0.0.1"]}}, "is an IP address or ends in a numeric"),
+    ("serving", "serve-gcp-realtime", {"serving": {"domains": ["llm.example.123"]}}, "numeric top-level label"),
     ("datasetGib", "exp-aws-spot", {"datasetGib": math.inf}, "valid integer"),
     ("datasetGib", "exp-aws-spot", {"datasetGib": -1}, "greater than or equal to 0"),
     ("datasetGib", "exp-aws-spot", {"datasetGib": 25_000}, "a gp3 volume holds at most 16,384 GiB"),
@@ -283,6 +309,45 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("subnets", "eks-gpu-cluster", {"cluster": "prod", "subnets": ["sg-0a1b2c3d"]}, "is not a subnet id"),
     ("subnets", "eks-gpu-cluster", {"cluster": "prod", "subnets": ["subnet-0A1B2C3D"]}, "is not a subnet id"),
     ("subnets", "gke-gpu-attach", {"subnets": ["subnet-0a1b2c3d"]}, "a GKE pool's nodes are in its cluster's"),
+    (
+        "controlPlaneSourceRanges",
+        "gke-gpu-attach",
+        {"controlPlaneSourceRanges": ["203.0.113.0/24"]},
+        "the existing cluster's endpoint is its own",
+    ),
+    ("controlPlaneSourceRanges", "exp-aws-spot", {"controlPlaneSourceRanges": ["203.0.113.0/24"]}, "applies only to"),
+    (
+        "controlPlaneSourceRanges",
+        "eks-gpu-cluster",
+        {"controlPlaneSourceRanges": ["0.0.0.0/0"]},
+        "set fullserver:controlPlaneOpenToInternet: true to do so on purpose",
+    ),
+    ("controlPlaneSourceRanges", "eks-gpu-cluster", {"controlPlaneSourceRanges": ["8.0.0.0/6"]}, "wider than /8"),
+    (
+        "controlPlaneSourceRanges",
+        "eks-gpu-cluster",
+        {"controlPlaneSourceRanges": [f"198.51.{i}.0/24" for i in range(41)]},
+        "lists 41 ranges; a EKS control plane admits at most 40",
+    ),
+    (
+        "controlPlaneSourceRanges",
+        "gke-tpu-slice",
+        {"controlPlaneSourceRanges": ["203.0.113.0/24"], "privateEndpoint": True},
+        "fullserver:privateEndpoint turns it off",
+    ),
+    (
+        "controlPlaneOpenToInternet",
+        "gke-tpu-slice",
+        {"controlPlaneSourceRanges": ["203.0.113.0/24"], "controlPlaneOpenToInternet": True},
+        "keep one of the two",
+    ),
+    (
+        "controlPlaneOpenToInternet",
+        "eks-gpu-cluster",
+        {"cluster": "prod", "controlPlaneOpenToInternet": True},
+        "the existing cluster's endpoint is its own",
+    ),
+    ("controlPlaneOpenToInternet", "eks-gpu-cluster", {"controlPlaneOpenToInternet": "yes"}, "valid boolean"),
     ("image", "dedicated-h100", {"image": "ubuntu-22.04"}, "does not apply to bare-metal"),
     ("image", "exp-aws-spot", {"image": "ami-123; rm -rf /"}, "is not an AMI id or a Systems Manager parameter"),
     ("image", "exp-aws-spot", {"image": "not-an-ami"}, "is not an AMI id or a Systems Manager parameter"),
@@ -413,3 +478,22 @@ def test_a_dedicated_host_key_that_is_no_key_is_refused_by_the_plan(tmp_path: Pa
     with pytest.raises(InputError) as info:
         plan_offline(write_stack(tmp_path, "bm", config))
     assert "hostKeys" in info.value.line() and "not a public host key" in info.value.line()
+
+
+@pytest.mark.parametrize("project", ["My Project!", "abc", "1-project", "project-", 123456, "a" * 31])
+def test_a_gcp_project_that_is_no_project_id_is_refused_where_the_stack_is_read(
+    tmp_path: Path, project: object
+) -> None:
+    config = stack_config("finetune-gcp-g2") | {"gcp:project": project}
+    path = write_stack(tmp_path, "finetune-gcp-g2", config)
+    with pytest.raises(InputError) as info:
+        load_stack(path)
+    assert info.value.line().startswith(f"{path}: field 'gcp:project' is ")
+    assert "not a project ID" in info.value.line()
+
+
+@pytest.mark.parametrize("project", ["my-ml-project", "abcdef", "a" * 30, "p-1234567"])
+def test_a_project_id_of_every_allowed_form_is_read(tmp_path: Path, project: str) -> None:
+    check_gcp_project(project, "x")
+    config = stack_config("finetune-gcp-g2") | {"gcp:project": project}
+    assert load_stack(write_stack(tmp_path, "finetune-gcp-g2", config)).name == "finetune-gcp-g2"

@@ -13,7 +13,17 @@ from fullserver.errors import InputError
 from fullserver.plan import StackPlan, plan_workload
 from fullserver.profiles import load_profiles
 from fullserver.rules import HOURS_PER_MONTH
-from fullserver.tls import MAX_MANAGED_DOMAINS, Tls, check_certificate_arn, check_domain, tls_for
+from fullserver.tls import (
+    MAX_MANAGED_DOMAINS,
+    PLAIN_HTTP_LABEL,
+    ClearText,
+    Tls,
+    check_certificate_arn,
+    check_domain,
+    clear_text,
+    tls_for,
+    tls_notes,
+)
 from fullserver.workload import Workload
 
 # The documented ARN form with an all-zero UUID: no real certificate.
@@ -115,12 +125,12 @@ def test_the_spec_carries_https_and_the_endpoint_host() -> None:
     assert aws is not None and aws.tls is not None
     assert (aws.tls.port, aws.tls.certificate_arn, aws.tls.host) == (443, CERT, "chat.example.com")
     assert aws.lb_port == 80  # still listening there: the redirect
-    plain = serve("aws-gpu", "us-east-1").spec.endpoint
-    assert plain is not None and plain.tls is None
+    plain = serve("aws-gpu", "us-east-1", plainHttp=True).spec.endpoint
+    assert plain is not None and plain.tls is None and plain.plain_http
 
 
 def test_gcp_https_bills_two_forwarding_rules_at_the_one_rate_of_the_first_five() -> None:
-    plain = {li.item: li for li in serve("gcp-gpu", "us-central1").cost.lines}["load balancer"]
+    plain = {li.item: li for li in serve("gcp-gpu", "us-central1", plainHttp=True).cost.lines}["load balancer"]
     https = {li.item: li for li in serve("gcp-gpu", "us-central1", domains=["api.example.com"]).cost.lines}
     lb = https["load balancer"]
     # 0.025/h covers up to five rules; 2,000 GB of responses at 0.008 per GiB either way
@@ -130,6 +140,74 @@ def test_gcp_https_bills_two_forwarding_rules_at_the_one_rate_of_the_first_five(
 
 
 def test_an_aws_https_listener_costs_nothing_more() -> None:
-    plain = serve("aws-gpu", "us-east-1").cost
+    plain = serve("aws-gpu", "us-east-1", plainHttp=True).cost
     https = serve("aws-gpu", "us-east-1", certificateArn=CERT).cost
     assert https.usd_month == plain.usd_month
+
+
+# --- no API key in clear (issue 33) ---------------------------------------------------------------
+
+IN_CLEAR = "the internet-facing endpoint has no TLS, so every request's API key (Authorization: Bearer) and prompt cross the internet in clear"
+
+
+def test_an_internet_facing_endpoint_without_tls_is_refused_naming_the_clouds_key_or_plain_http() -> None:
+    assert clear_text("aws", "external", False, False) == ClearText(
+        False,
+        IN_CLEAR,
+        "set fullserver:serving.certificateArn for HTTPS, or fullserver:serving.plainHttp: true to accept it",
+    )
+    assert clear_text("gcp", "external", False, False) == ClearText(
+        False, IN_CLEAR, "set fullserver:serving.domains for HTTPS, or fullserver:serving.plainHttp: true to accept it"
+    )
+    for platform, region, key in (("aws-gpu", "us-east-1", "certificateArn"), ("gcp-gpu", "us-central1", "domains")):
+        with pytest.raises(InputError) as refused:
+            serve(platform, region)
+        assert refused.value.line() == (
+            f"fullserver:serving: {IN_CLEAR} (set fullserver:serving.{key} for HTTPS, or "
+            "fullserver:serving.plainHttp: true to accept it)"
+        )
+
+
+def test_https_and_internal_endpoints_are_not_judged_and_plain_http_is_allowed_with_its_risk_named() -> None:
+    assert clear_text("aws", "external", True, False) is None
+    assert clear_text("gcp", "internal", False, False) is None  # reached from its network alone
+    allowed = clear_text("gcp", "external", False, True)
+    assert allowed is not None and allowed.allowed
+    assert allowed.warning == (
+        f"fullserver:serving.plainHttp: {IN_CLEAR}; set fullserver:serving.domains to serve HTTPS and remove "
+        "fullserver:serving.plainHttp"
+    )
+    plan = serve("gcp-gpu", "us-central1", plainHttp=True)
+    assert allowed.warning in plan.spec.warnings
+
+
+def test_plain_http_beside_https_is_refused_as_saying_what_the_endpoint_does_not_do() -> None:
+    with pytest.raises(InputError) as refused:
+        serve("gcp-gpu", "us-central1", domains=["api.example.com"], plainHttp=True)
+    assert refused.value.line() == "fullserver:serving.plainHttp: the endpoint serves HTTPS (remove plainHttp)"
+
+
+def test_the_plan_says_where_the_names_point_and_which_values_are_placeholders() -> None:
+    gcp = tls_notes("gcp", Tls(domains=["llm.example.com", "api.team.io"]))
+    assert gcp == [
+        "fullserver:serving.domains: point llm.example.com, api.team.io at the load balancer after pulumi up "
+        "(pulumi stack output dnsTarget: an A record to an address, a CNAME to a name); Google issues the "
+        "managed certificate only once they resolve there (minutes to hours), and HTTPS handshakes fail until then",
+        "fullserver:serving.domains: llm.example.com is a placeholder (RFC 2606 reserves example.*): replace it "
+        "with a name you control",
+    ]
+    aws = tls_notes("aws", Tls(certificate_arn=CERT))
+    assert aws == [
+        "fullserver:serving.certificateArn names account 123456789012, AWS's documentation example: replace it "
+        "with your ACM certificate's ARN (aws acm list-certificates)"
+    ]
+    assert tls_notes("aws", Tls(certificate_arn=CERT.replace("123456789012", "210987654321"))) == []
+    planned = serve("aws-gpu", "us-east-1", certificateArn=CERT).spec.warnings
+    assert aws[0] in planned
+
+
+def test_the_plain_http_marker_is_a_valid_gcp_label_key() -> None:
+    """GCP label keys: lowercase letters, digits, '_' and '-', starting with a letter, at most 63."""
+    import re
+
+    assert re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", PLAIN_HTTP_LABEL)

@@ -107,7 +107,7 @@ def policy_resources(stack: CapturedStack, *, with_dependencies: bool = True) ->
         return list(made.values())
     handles: dict[str, str] = {}
     for r in stack.resources:
-        for key in ("id", "selfLink", "selfLinkUnique"):
+        for key in ("id", "arn", "selfLink", "selfLinkUnique"):
             if isinstance(r.outputs.get(key), str):
                 handles[r.outputs[key]] = r.urn
     for r in stack.resources:

@@ -21,6 +21,7 @@ from policy.resources import (
     GCP_INSTANCE,
     TPU_VM,
 )
+from tests.components.conftest import plain_http
 from tests.policy.conftest import (
     NOT_APPLICABLE,
     Captured,
@@ -199,9 +200,9 @@ def test_a_node_pools_load_balancer_service_is_priced_from_the_applied_workload(
     """A node pool's load balancer is no cloud resource of the program: the policy reads the
     LoadBalancer Service in the workload's ConfigGroup (a component the engine lists too)."""
     serving = stacks["serve-gke-l4"]
-    plan = serving.plan.spec.kube
+    plan, spec = serving.plan.spec.kube, plain_http(serving.plan.spec)  # the Service's own load balancer
     assert plan is not None
-    manifests = workload(plan, serving.plan.spec)
+    manifests = workload(plan, spec)
     if stack == "eks":  # the AWS Load Balancer Controller's annotations make it an NLB
         for m in manifests:
             if m["kind"] == "Service":
@@ -211,6 +212,20 @@ def test_a_node_pools_load_balancer_service_is_priced_from_the_applied_workload(
     ((usd, line),) = [(usd, it) for usd, it in est.items if "Service" in it]
     assert line == f"ConfigGroup 'serve-workload': LoadBalancer Service: {item} ${rate}/h"
     assert usd == pytest.approx(rate * 730)
+
+
+def test_a_gke_https_gateway_is_priced_as_one_global_forwarding_rule(stacks: Stacks) -> None:
+    """serve-gke-l4 serves HTTPS through a Gateway (fullserver.platforms.gke_gateway): its load balancer
+    is the Gateway's, built by GKE's controller, read from the applied workload."""
+    serving = stacks["serve-gke-l4"]
+    plan = serving.plan.spec.kube
+    assert plan is not None
+    manifests = workload(plan, serving.plan.spec)
+    serving.resources.append(made("kubernetes:yaml/v2:ConfigGroup", {"objs": manifests}, name="serve-workload"))
+    est = estimate_month(policy_resources(serving))
+    ((usd, line),) = [(usd, it) for usd, it in est.items if "ConfigGroup" in it]
+    assert line == "ConfigGroup 'serve-workload': Gateway: forwarding-rule $0.025/h"
+    assert usd == pytest.approx(0.025 * 730)
 
 
 def test_pods_data_volumes_are_priced_by_their_kind_as_the_plan_prices_them(captured: dict[str, CapturedStack]) -> None:

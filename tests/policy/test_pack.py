@@ -32,12 +32,13 @@ EXPECTED = {
     "imdsv2-required": EnforcementLevel.MANDATORY,
     "encrypted-disks": EnforcementLevel.MANDATORY,
     "public-ip-by-profile": EnforcementLevel.MANDATORY,
+    "no-api-key-in-clear": EnforcementLevel.MANDATORY,
     "ephemeral-expiry": EnforcementLevel.MANDATORY,
     "balance-minimums": EnforcementLevel.ADVISORY,
     "production-on-demand-or-reserved": EnforcementLevel.MANDATORY,
     "monthly-budget": EnforcementLevel.MANDATORY,
 }
-STACK_POLICIES = {"balance-minimums", "monthly-budget"}
+STACK_POLICIES = {"balance-minimums", "monthly-budget", "no-api-key-in-clear"}
 
 
 def test_main_only_starts_the_pack() -> None:

@@ -651,3 +651,29 @@ def test_pulumi_line_uses_real_subcommands_and_flags(where: str, line: str) -> N
     flags = {w.split("=", 1)[0] for w in words if w.startswith("-") and w != "--"}
     unknown = flags - PULUMI_COMMANDS[sub] - PULUMI_GLOBAL_FLAGS
     assert not unknown, f"{where}: pulumi {sub} has no {sorted(unknown)}"
+
+
+def test_the_readme_says_once_how_fullserver_gets_on_path_and_that_step_works() -> None:
+    """The docs write `fullserver ...`; after `make plan` it is `.venv/bin/fullserver`, which no
+    shell finds until the README's one step (`source .venv/bin/activate`) puts it on PATH."""
+    readme = (ROOT / "README.md").read_text()
+    assert readme.count("source .venv/bin/activate") == 1
+    bare = [d.name for d in DOCS if re.search(r"^\s*(?:\$ )?fullserver \w", d.read_text(), re.MULTILINE)]
+    assert {"deploying.md", "ci.md", "bare-metal.md"} <= set(bare)  # the docs that call it as written
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {"PATH": "/usr/bin:/bin"}
+    found = subprocess.run(
+        ["bash", "-c", "source .venv/bin/activate && command -v fullserver && fullserver --version"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.splitlines() == [str(ROOT / ".venv" / "bin" / "fullserver"), f"fullserver {_version()}"]
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("fullserver")

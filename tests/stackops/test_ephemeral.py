@@ -22,6 +22,7 @@ from stackops.ephemeral import (
     EphemeralSettings,
     LeftoverStackError,
     PulumiFailed,
+    PulumiOptions,
     ephemeral_stack,
     run_ephemeral,
 )
@@ -156,13 +157,30 @@ def test_a_failed_up_tears_down_what_it_created(
 def test_a_failed_stack_init_leaves_nothing_and_destroys_nothing(
     fake_pulumi: FakePulumi, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack init:1")
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack init:always")
+    work_root = project / "work"
     with (
-        pytest.raises(PulumiFailed, match="stack init"),
-        ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project)),
+        pytest.raises(PulumiFailed, match="pulumi stack init failed, so nothing was created") as err,
+        ephemeral_stack(base_stack="exp-aws-spot", work_root=work_root, **opts(fake_pulumi, project)),
     ):
         pytest.fail("must not get here")
-    assert fake_pulumi.commands() == ["version", "stack init", "stack select"]  # looked, found nothing
+    assert err.value.exit_code == 6 and "check --backend" in err.value.line()
+    assert fake_pulumi.commands() == ["version", "stack init"]  # the CLI said no: nothing to look for
+    assert list(work_root.iterdir()) == []  # and no workspace directory is left
+
+
+def test_a_backend_url_pulumi_cannot_take_is_refused_before_anything_runs(
+    fake_pulumi: FakePulumi, project: Path
+) -> None:
+    for url in ("not a url", "ftp://x/y", "file://"):
+        options = {**opts(fake_pulumi, project), "pulumi": PulumiOptions(backend=url, pulumi_root=fake_pulumi.root)}
+        with (
+            pytest.raises(InputError, match="is not a Pulumi state backend URL") as err,
+            ephemeral_stack(base_stack="exp-aws-spot", **options),
+        ):
+            pytest.fail("must not get here")
+        assert err.value.line().startswith(f"--backend: '{url}' is not a Pulumi state backend URL (use file://")
+    assert fake_pulumi.commands() == []
 
 
 def test_a_failing_destroy_is_retried_with_backoff(
@@ -480,6 +498,20 @@ def test_a_short_quota_stops_the_run_before_stack_init_and_up(fake_pulumi: FakeP
     assert fake_pulumi.calls() == []  # no stack, nothing to destroy
 
 
+def test_a_node_pool_stack_short_of_its_pools_gpus_stops_before_up(fake_pulumi: FakePulumi, project: Path) -> None:
+    """A GKE pool draws on Compute Engine's GPU quotas like a GPU VM: short of spot L4s, the run
+    stops before anything is built rather than leaving a pool whose nodes never come."""
+    account = Account({"PREEMPTIBLE_NVIDIA_L4_GPUS": 0, "NVIDIA_L4_GPUS": 16, "GPUS_ALL_REGIONS": 16})
+    short = lambda needs, project: {"gcp": account}  # noqa: E731
+    with (
+        pytest.raises(QuotaShort, match=r"PREEMPTIBLE_NVIDIA_L4_GPUS .* needs 4 GPUs, limit 0") as err,
+        ephemeral_stack(base_stack="gke-gpu-attach", **opts(fake_pulumi, project, quota_readers=short)),
+    ):
+        pytest.fail("must not get here")
+    assert err.value.exit_code == 4
+    assert fake_pulumi.calls() == []
+
+
 def test_enough_quota_goes_on_to_up(fake_pulumi: FakePulumi, project: Path) -> None:
     events: list[Event] = []
     enough = readers({"L-DB2E81BA": 64, "L-7A658B76": 50, "L-F678F1CE": 5})
@@ -487,7 +519,7 @@ def test_enough_quota_goes_on_to_up(fake_pulumi: FakePulumi, project: Path) -> N
         base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=enough, notify=events.append)
     ):
         assert "up" in fake_pulumi.commands()
-    assert QuotasChecked(3) in events
+    assert QuotasChecked(4) in events  # G vCPUs, gp3 storage, the VPC and its internet gateway
 
 
 def test_without_credentials_the_check_says_so_and_the_run_goes_on(fake_pulumi: FakePulumi, project: Path) -> None:

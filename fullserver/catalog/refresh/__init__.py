@@ -109,8 +109,7 @@ def _aws(ask: _Ask) -> Fetched:
 
 def _aws_types(ask: _Ask) -> Fetched:
     clients = ask.ec2_client_for or ec2.boto3_client_for()
-    with ec2.one_line_api_errors(ask.provider, "DescribeInstanceTypes"):
-        return ec2.fetch_types(ask.data, ask.home, clients(ask.home), ask.now or dt.datetime.now(dt.UTC))
+    return ec2.fetch_types(ask.data, ask.home, clients(ask.home), ask.now or dt.datetime.now(dt.UTC))
 
 
 def _aws_savings_plans(ask: _Ask) -> Fetched:
@@ -120,8 +119,7 @@ def _aws_savings_plans(ask: _Ask) -> Fetched:
 def _aws_spot(ask: _Ask) -> Fetched:
     clients = ask.ec2_client_for or ec2.boto3_client_for()
     when = ask.now or dt.datetime.now(dt.UTC)
-    with ec2.one_line_api_errors(ask.provider, "DescribeSpotPriceHistory"):
-        return ec2.fetch_spot(ask.data, ask.where, clients, when)
+    return ec2.fetch_spot(ask.data, ask.where, clients, when)
 
 
 def _gcp_zones(ask: _Ask) -> Fetched:

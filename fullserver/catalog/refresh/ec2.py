@@ -13,15 +13,16 @@ as the row's ``spot_usd_hour`` with this source as its ``spot_source``; on-deman
 source stay (``Fetched.spot_only``).
 
 Credentials and the client come from boto3 (the ``refresh`` extra), read the usual way (environment,
-shared config, instance role); nothing here stores or prints them. Tests hand in a client whose
-responses botocore validates against the EC2 service model (``botocore.stub.Stubber``).
+shared config, instance role); nothing here stores or prints them. Their errors (no credentials,
+a bad profile, an unreachable proxy, a refused call) become one line where every command's do
+(``fullserver.cloud_errors``). Tests hand in a client whose responses botocore validates against
+the EC2 service model (``botocore.stub.Stubber``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -52,72 +53,6 @@ def boto3_client_for() -> ClientFor:
         ) from None
     session = boto3.session.Session()
     return lambda region: session.client("ec2", region_name=region)
-
-
-_CREDENTIAL_CODES = frozenset(
-    {
-        "AuthFailure",
-        "UnauthorizedOperation",
-        "InvalidClientTokenId",
-        "ExpiredToken",
-        "RequestExpired",
-        "SignatureDoesNotMatch",
-        "OptInRequired",
-    }
-)
-"""EC2 error codes that mean the credentials, not the request, are at fault."""
-
-
-@contextlib.contextmanager
-def one_line_api_errors(provider: str, action: str) -> Iterator[None]:
-    """Turn botocore's exceptions into one line that says what is needed.
-
-    Why: the documented first try of ``--provider aws-spot`` is on a machine without AWS
-    credentials or offline, and botocore answers with a traceback (``NoCredentialsError``,
-    ``EndpointConnectionError``). ``action`` is the EC2 permission the call needs."""
-    try:
-        yield
-    except Exception as exc:
-        line = _api_error_line(exc, action)
-        if line is None:
-            raise
-        raise InputError(f"--provider {provider}", *line) from None
-
-
-def _api_error_line(exc: Exception, action: str) -> tuple[str, str] | None:
-    """What went wrong and what to do, for a botocore exception; None for anything else."""
-    try:
-        from botocore import exceptions as bex  # type: ignore[import-untyped,unused-ignore]
-    except ImportError:
-        return None
-    credentials = (
-        "export AWS_PROFILE (aws configure or aws sso login) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
-        f"for credentials allowed ec2:{action}; nothing was written"
-    )
-    if isinstance(
-        exc,
-        bex.NoCredentialsError
-        | bex.PartialCredentialsError
-        | bex.ProfileNotFound
-        | bex.CredentialRetrievalError
-        | bex.TokenRetrievalError
-        | bex.SSOError,
-    ):
-        return f"no usable AWS credentials ({type(exc).__name__}: {exc})", credentials
-    if isinstance(exc, bex.ConnectionError | bex.HTTPClientError):
-        return (
-            f"the EC2 API could not be reached ({type(exc).__name__}: {exc})",
-            "check the network, proxy or AWS_ENDPOINT_URL; nothing was written",
-        )
-    if isinstance(exc, bex.ClientError):
-        error = exc.response.get("Error", {})
-        code, message = error.get("Code", "?"), error.get("Message", "")
-        if code in _CREDENTIAL_CODES or code.startswith("AccessDenied"):
-            return f"the EC2 API refused the credentials ({code}: {message})", credentials
-        return f"the EC2 API answered {code}: {message}", "nothing was written"
-    if isinstance(exc, bex.BotoCoreError):
-        return f"the AWS client failed ({type(exc).__name__}: {exc})", "nothing was written"
-    return None
 
 
 def lowest_spot_prices(

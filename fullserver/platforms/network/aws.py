@@ -55,7 +55,9 @@ def nat_line(pricer: NetworkPricer, machines: int, zones: int) -> Line | None:
             f"{rate * pricer.hours * (zones - 1):,.2f} USD/month more"
         )
     per_gb = f"; {data.usd_per_gb}/GB processed (image and model pulls) not estimated" if data else ""
-    return "NAT gateway", rate * pricer.hours, f"1 x {rate}/h{per_gb}"
+    gateway = pricer.price("nat-gateway")
+    cited = f" (catalog: {gateway.source})" if gateway is not None else ""
+    return "NAT gateway", rate * pricer.hours, f"1 x {rate}/h{per_gb}{cited}"
 
 
 def balancer_line(pricer: NetworkPricer, gb: float, item: str, name: str, unit: str, extra: str = "") -> Line | None:

@@ -64,7 +64,8 @@ def nat_line(pricer: NetworkPricer, machines: int, zones: int) -> Line | None:
         return None
     data = pricer.price("cloud-nat-data")
     per_gb = f"; {data.usd_per_gb}/{data.unit} processed (image and model pulls) not estimated" if data else ""
-    return "Cloud NAT", rate * machines * pricer.hours, f"{machines} VM(s) x {rate}/h{per_gb}"
+    cited = f" (catalog: {limit.source})" if limit is not None else ""
+    return "Cloud NAT", rate * machines * pricer.hours, f"{machines} VM(s) x {rate}/h{per_gb}{cited}"
 
 
 FORWARDING_RULES_BILLED_TOGETHER = 5

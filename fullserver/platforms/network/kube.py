@@ -2,7 +2,8 @@
 and ``eks-gpu``): the nodes' NAT is their VM platform's (``network.gcp`` / ``network.aws``); the
 serving load balancer is the one a ``LoadBalancer`` Service gets (``fullserver.kube.serve``):
 
-* GKE: a regional passthrough Network Load Balancer (external: backend-service based; internal:
+* GKE: a regional passthrough Network Load Balancer (with HTTPS a Gateway's global external
+  Application Load Balancer instead, ``gke_lb_line``; external: backend-service based; internal:
   ``networking.gke.io/load-balancer-type: Internal``), billed as one regional forwarding rule and
   the data it processes: Cloud Load Balancing pricing's forwarding-rule and data-processing tables
   "apply to ... internal and external passthrough Network Load Balancers" (network catalog source
@@ -47,7 +48,14 @@ def eks_layout(spec: EnvironmentSpec) -> dict[str, Any]:
 
 
 def gke_lb_line(pricer: NetworkPricer, gb: float, rules: int = 1) -> Line | None:
-    """One regional forwarding rule and the data the load balancer processes."""
+    """One regional forwarding rule and the data the load balancer processes; with HTTPS (``rules``
+    2, ``cost.network_lines``) the Gateway's global external Application Load Balancer
+    (``fullserver.platforms.gke_gateway``): one global forwarding rule on 443 (no HTTP listener),
+    at the same rate and data price (the same pricing tables), the VM path's load balancer."""
+    if rules > 1:
+        return gcp_network.forwarding_rule_line(
+            pricer, gb, lambda rate: f"Gateway (global external ALB): 1 global forwarding rule x {rate}/h"
+        )
     return gcp_network.forwarding_rule_line(
         pricer, gb, lambda rate: f"passthrough NLB: 1 regional forwarding rule x {rate}/h"
     )

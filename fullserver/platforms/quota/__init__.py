@@ -8,7 +8,7 @@ The types are here, below the platform modules, so they and the loader share the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal
 
@@ -58,13 +58,24 @@ class GcpGpu(_Strict):
 
 class TpuGeneration(_Strict):
     """Cloud TPU quotas of one generation (keys into ``quotas``): zonal and regional, on demand
-    and preemptible; ``prefix`` is how its accelerator types start (``v5litepod-``)."""
+    and preemptible; ``prefix`` is how its accelerator types start (``v5litepod-``). A pricing
+    model whose quota IDs no source confirms is left out (``None``): named nothing, not guessed."""
 
     prefix: str
-    zone: str
-    region: str
+    zone: str | None = None
+    region: str | None = None
     preemptible_zone: str | None = None
     preemptible_region: str | None = None
+
+
+class GkeTpuGeneration(_Strict):
+    """The Compute Engine quotas (keys into ``quotas``) a GKE TPU slice pool of one generation
+    counts its chips against, on demand and Spot: GKE's pools draw on ``compute.googleapis.com``,
+    not on the Cloud TPU API quotas ``TpuGeneration`` names."""
+
+    prefix: str
+    on_demand: str
+    preemptible: str
 
 
 class CapacityPath(_Strict):
@@ -97,12 +108,18 @@ class QuotaTable(_Strict):
     """Elastic IPs and VPCs (keys into ``quotas``)."""
     gcp_gpus: dict[str, GcpGpu]
     """By the catalog's accelerator name (``L4``, ``A100-40GB``)."""
+    gcp_gpu_series: dict[str, str] = {}
+    """Machine series (``a3-megagpu``) -> a ``gcp_gpus`` key, where the series counts its GPUs
+    against another metric than its accelerator's (A3 Mega's H100s are ``NVIDIA_H100_MEGA_GPUS``)."""
     gcp_cpus: dict[str, str]
     """Machine series prefix (``n1``, ``a2``) -> the CPU quota its vCPUs count against."""
     gcp_disks: dict[str, str]
     """Persistent disk kind -> the quota its GB count against."""
     gcp_other: dict[str, str]
     tpu_generations: dict[str, TpuGeneration]
+    gke_tpu_generations: dict[str, GkeTpuGeneration] = {}
+    eks_other: dict[str, str] = {}
+    """What a created EKS cluster counts against besides its VPC (keys into ``quotas``)."""
 
     def quota(self, key: str) -> Quota:
         return self.quotas[key]
@@ -146,6 +163,27 @@ class QuotaNeed:
 
 
 @dataclass(frozen=True)
+class Pool:
+    """One node pool of a node-pool platform, at the most: its nodes, and whether they draw on
+    the preemptible (Spot) quotas: Spot nodes and GKE flex-start nodes do."""
+
+    machines: int
+    spot: bool
+
+
+@dataclass(frozen=True)
+class SystemMachines:
+    """A created cluster's CPU-only system pool: every node runs all month."""
+
+    shape: str
+    machines: int
+    vcpus: int
+    """Per machine (the catalog's; 0 where it has none)."""
+    disk_kind: str = ""
+    disk_gib: float = 0
+
+
+@dataclass(frozen=True)
 class QuotaAsk:
     """What an environment asks of its account, from the plan's spec (``fullserver.quotas``)."""
 
@@ -173,6 +211,39 @@ class QuotaAsk:
     load_balancer: str = ""
     network: bool = True
     """The stack builds its own network (VPC)."""
+    nat_gateways: int = 0
+    """NAT gateways the stack builds (AWS: one, in the nodes' zone)."""
+    pools: tuple[Pool, ...] = ()
+    """Node-pool platforms: each accelerator pool at the most (``machines`` is their sum); empty
+    on the VM platforms, whose ``machines`` all run at ``spot``."""
+    system: SystemMachines | None = None
+    """A created cluster's system pool (``None``: no cluster created, or a VM platform)."""
+    cluster: bool = False
+    """The stack creates a Kubernetes cluster."""
+    reservation: bool = False
+    """The accelerators come from a named reservation."""
+    slice_type: str = ""
+    """A TPU slice's accelerator type (``v5litepod-16``), where ``shape`` is its host's machine type."""
+
+    @property
+    def accelerator_pools(self) -> tuple[Pool, ...]:
+        """The pools the accelerators run in: a VM platform's machines are one."""
+        return self.pools or (Pool(self.machines, self.spot),)
+
+
+def merged(needs: list[QuotaNeed]) -> list[QuotaNeed]:
+    """One line per quota and place: the amounts of needs on the same quota added up (a system
+    pool's vCPUs and an on-demand pool's on one CPU quota), their reasons joined, first-named order."""
+    out: dict[tuple[str, str, str], QuotaNeed] = {}
+    for n in needs:
+        key = (n.service, n.code, n.scope)
+        seen = out.get(key)
+        if seen is None:
+            out[key] = n
+            continue
+        amount = round(seen.amount + n.amount, 2)
+        out[key] = replace(seen, amount=amount, why=f"{seen.why}; {n.why}")
+    return list(out.values())
 
 
 def need(table: QuotaTable, key: str, ask: QuotaAsk, amount: float, why: str, cloud: Cloud) -> QuotaNeed:

@@ -11,11 +11,13 @@ from typing import Any
 import boto3
 import pytest
 import yaml
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from fullserver.catalog import catalog_from_data, load_catalog
 from fullserver.catalog.refresh import refresh
 from fullserver.catalog.refresh.ec2 import SOURCE_KEY
+from fullserver.cloud_errors import one_line
 from fullserver.errors import InputError
 from fullserver.yamlio import read_yaml
 
@@ -349,18 +351,21 @@ def test_a_per_disk_split_replaces_a_total(tmp_path: Path) -> None:
     assert "shapes g6.12xlarge: local_nvme_total_gb 3760 dropped" in [c.line() for c in report.changes]
 
 
-def test_credentials_the_ec2_api_refuses_are_named_in_one_line(tmp_path: Path) -> None:
+def test_credentials_the_ec2_api_refuses_reach_the_one_line_boundary_untouched(tmp_path: Path) -> None:
+    """The refresh raises botocore's own error; ``fullserver.cloud_errors`` (every command's
+    boundary) names the call and the credentials in one line, and nothing was written."""
     client = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
     stub = Stubber(client)
     stub.add_client_error("describe_instance_types", "AuthFailure", "AWS was not able to validate the credentials.")
     stub.activate()
-    with pytest.raises(InputError) as err:
-        refresh(
-            ["aws-types"],
-            today=TODAY,
-            data_dir=data_dir(tmp_path, "aws.yaml"),
-            ec2_client_for=lambda _: client,
-            now=NOW,
-        )
-    assert str(err.value).startswith("--provider aws-types: the EC2 API refused the credentials (AuthFailure: AWS was")
-    assert "ec2:DescribeInstanceTypes" in str(err.value)
+    data = data_dir(tmp_path, "aws.yaml")
+    before = (data / "aws.yaml").read_text()
+    with pytest.raises(ClientError) as err:
+        refresh(["aws-types"], today=TODAY, data_dir=data, ec2_client_for=lambda _: client, now=NOW)
+    line = one_line(err.value)
+    assert line is not None and line.line() == (
+        "AWS DescribeInstanceTypes: answered AuthFailure: AWS was not able to validate the credentials. "
+        "(the credentials (AWS_PROFILE or AWS_ACCESS_KEY_ID) are expired or not allowed DescribeInstanceTypes: "
+        "log in again, or use a role that is)"
+    )
+    assert (data / "aws.yaml").read_text() == before

@@ -8,7 +8,17 @@ from typing import Any
 
 import pytest
 
-from fullserver.kube.access import check_subnet_id, location_problem, private_endpoint_warning, way_in_refusal
+from fullserver.kube.access import (
+    INTERNET,
+    ApiEndpoint,
+    api_endpoint,
+    check_subnet_id,
+    control_plane,
+    location_problem,
+    private_endpoint_warning,
+    through_dns,
+    way_in_refusal,
+)
 from fullserver.kube.pool import KubePlan
 from tests.core.test_stack_config import plan_offline, stack_config, write_stack
 
@@ -39,6 +49,8 @@ def test_without_the_keys_the_cluster_is_in_the_region_with_pod_identity(tmp_pat
         "private_endpoint": False,
         "identity": "pod-identity",
         "subnets": [],
+        "api_ranges": [],
+        "api_open": False,
     }
     assert not plan.access.zonal
 
@@ -98,3 +110,63 @@ def test_given_subnets_with_efa_must_be_of_one_zone(tmp_path: Path) -> None:
     assert "a subnet id does not say its zone" in warning and "aws ec2 describe-subnets" in warning
     plain = _kube(tmp_path, "eks-gpu-cluster", cluster="prod")
     assert not any("fullserver:subnets" in w for w in plain.warnings)
+
+
+# --- who reaches a created cluster's API (issue 33, item 6) ----------------------------------------
+
+
+def test_a_created_eks_cluster_without_ranges_has_no_public_endpoint_and_says_where_to_run(tmp_path: Path) -> None:
+    """EKS's own default admits 0.0.0.0/0; without fullserver:controlPlaneSourceRanges the plan builds
+    no public endpoint, and warns that pulumi up (which installs charts through the API) must run
+    inside the VPC."""
+    plan = _kube(tmp_path, "eks-gpu-cluster")
+    assert api_endpoint(plan) == ApiEndpoint() and not through_dns(plan)
+    assert plan.access is not None
+    assert control_plane(plan.provider, plan.access) == (
+        "control plane: private endpoint only (inside its VPC; no fullserver:controlPlaneSourceRanges)"
+    )
+    (said,) = [w for w in plan.warnings if "has no public endpoint" in w]
+    assert "pulumi up applies NVIDIA's device plugin through it, so run pulumi up from there too" in said
+
+
+def test_the_stacks_ranges_are_the_only_ones_the_api_admits(tmp_path: Path) -> None:
+    ranges = ["203.0.113.0/24", "198.51.100.7/32"]
+    for stack in ("eks-gpu-cluster", "gke-tpu-slice"):
+        plan = _kube(tmp_path, stack, controlPlaneSourceRanges=ranges, deployWorkload=True)
+        assert plan.access is not None and plan.access.api_ranges == ranges
+        assert api_endpoint(plan) == ApiEndpoint(public_cidrs=tuple(ranges)) and not through_dns(plan)
+        assert control_plane(plan.provider, plan.access) == (
+            "control plane: reachable from 203.0.113.0/24, 198.51.100.7/32 only"
+        )
+        (said,) = [w for w in plan.warnings if "controlPlaneSourceRanges" in w]
+        assert "run kubectl and fullserver verify from an address in them" in said
+        assert "the workload through it, so run pulumi up from there too" in said
+
+
+def test_a_created_gke_cluster_without_ranges_is_reached_through_its_dns_endpoint(tmp_path: Path) -> None:
+    """Google's recommended way in: the IP endpoint private, the DNS endpoint guarded by IAM; the
+    plan names it and warns of nothing, since pulumi up reaches it from anywhere with credentials."""
+    plan = _kube(tmp_path, "gke-tpu-slice")
+    assert api_endpoint(plan) == ApiEndpoint(dns=True) and through_dns(plan)
+    assert plan.access is not None
+    assert control_plane(plan.provider, plan.access).startswith(
+        "control plane: private IP endpoint + DNS endpoint with IAM (container.clusters.connect"
+    )
+    assert not [w for w in plan.warnings if "control plane" in w or "Kubernetes API" in w]
+    attached = _kube(tmp_path, "gke-gpu-attach")
+    assert not through_dns(attached)  # an existing cluster's endpoint is its own
+
+
+def test_opening_the_api_to_the_internet_is_one_key_and_a_warning(tmp_path: Path) -> None:
+    plan = _kube(tmp_path, "eks-gpu-cluster", controlPlaneOpenToInternet=True)
+    assert api_endpoint(plan) == ApiEndpoint(public_cidrs=INTERNET) and api_endpoint(plan).open_to_internet
+    (said,) = [w for w in plan.warnings if "controlPlaneOpenToInternet" in w]
+    assert "admits the whole internet" in said and "controlPlaneSourceRanges instead" in said
+
+
+def test_a_private_endpoint_wins_over_the_members_default(tmp_path: Path) -> None:
+    plan = _kube(tmp_path, "gke-tpu-slice", privateEndpoint=True)
+    assert api_endpoint(plan) == ApiEndpoint() and not through_dns(plan)
+    assert plan.access is not None
+    assert control_plane(plan.provider, plan.access) == "control plane: private endpoint only (inside its VPC)"
+    assert api_endpoint(plan.model_copy(update={"access": None}), private_endpoint=True) == ApiEndpoint()

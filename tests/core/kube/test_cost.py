@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -14,6 +16,7 @@ from fullserver.plan import StackPlan
 from fullserver.platform import Platform
 from fullserver.profiles import load_profiles
 from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
+from tests.core.test_stack_config import plan_offline, stack_config, write_stack
 
 E2_STANDARD_4_US_CENTRAL1 = 0.13402
 """Cyclenerd pricing.yml 2026-07-30: compute.instance.e2-standard-4.cost.us-central1.hour 0.13402284."""
@@ -47,7 +50,7 @@ def test_attached_pools_pay_no_cluster_fee(plans: dict[str, StackPlan]) -> None:
     assert attached.cluster_usd_hour == 0 and "existing cluster 'prod'" in attached.cluster_note
     created = kube_cost(kube_plan(spec, Platform.GKE_GPU), spec, profile, load_catalog())
     assert created.cluster_usd_hour == 0.10 and "not this regional one" in created.cluster_note
-    assert created.sources == ["gke-pricing", "gcp-cyclenerd-machines"]
+    assert created.sources == ["gke-pricing", "gcp-cyclenerd-machines", "gcp-cyclenerd-pricing"]
     # Serving: 2 replicas at the floor, 8 at the ceiling, each a node at the on-demand rate.
     offer = load_catalog().offer(spec.offer)
     assert offer is not None
@@ -59,7 +62,9 @@ def test_attached_pools_pay_no_cluster_fee(plans: dict[str, StackPlan]) -> None:
     assert spec.zone is None and created.system_usd_hour == pytest.approx(3 * E2_STANDARD_4_US_CENTRAL1)
     assert "3 x e2-standard-4" in created.system_note
     assert attached.system_usd_hour == 0 and attached.system_note == ""
-    system = created.system_usd_hour
+    # ... and their three 50 GiB pd-balanced boot disks at $0.10 per GiB-month (Cyclenerd 2026-07-30).
+    assert created.system_disk_usd_hour == pytest.approx(3 * 50 * 0.10 / HOURS_PER_MONTH, abs=1e-6)
+    system = created.system_usd_hour + created.system_disk_usd_hour
     assert created.min_usd_hour == pytest.approx(0.10 + system + 2 * node)
     assert created.max_usd_month == pytest.approx(round((0.10 + system + 8 * node) * profile.cost.hours_per_month, 2))
 
@@ -84,7 +89,9 @@ def test_spot_and_fallback_pools_at_their_own_prices(plans: dict[str, StackPlan]
     assert spot.min_usd_hour == fallback.min_usd_hour == 0  # elastic: nothing runs at the floor
     # Only the cluster and its system node group (one m6i.large, Karpenter's 2026-07-20 us-east-1 price).
     assert cost.system_usd_hour == pytest.approx(0.096) and "1 x m6i.large" in cost.system_note
-    assert cost.min_usd_hour == pytest.approx(0.10 + 0.096)
+    assert cost.min_usd_hour == pytest.approx(
+        0.10 + 0.096 + 20 * 0.08 / HOURS_PER_MONTH, abs=1e-6
+    )  # + its 20 GiB gp3 root
     assert cost.cluster_note.startswith("EKS cluster fee 0.10/h on standard support")
 
 
@@ -119,8 +126,9 @@ def test_a_created_zonal_gke_cluster_s_system_pool_is_one_node(plans: dict[str, 
     assert spec.kube is not None and spec.zone == "us-central1-a"
     cost = kube_cost(spec.kube, spec, load_profiles()[spec.profile], load_catalog())
     assert cost.system_usd_hour == pytest.approx(E2_STANDARD_4_US_CENTRAL1)
+    assert cost.system_disk_usd_hour == pytest.approx(50 * 0.10 / HOURS_PER_MONTH, abs=1e-6)  # its one boot disk
     assert cost.min_usd_hour == pytest.approx(
-        0.10 + E2_STANDARD_4_US_CENTRAL1 + sum(p.min_usd_hour for p in cost.pools)
+        0.10 + E2_STANDARD_4_US_CENTRAL1 + cost.system_disk_usd_hour + sum(p.min_usd_hour for p in cost.pools)
     )
 
 
@@ -134,3 +142,52 @@ def test_cpu_only_machines_are_priced_but_never_offers() -> None:
         assert catalog.offer(name) is None
         assert all(o.machine_type != name for o in catalog.offers)
     assert catalog.machine_price("g2-standard-4", "us-central1") is None  # an accelerator shape is an offer
+
+
+# --- every disk and NAT charge the graph builds (issue 33, item 8) ----------------------------------
+
+
+def _lines(plan: StackPlan) -> dict[str, tuple[float, str]]:
+    return {line.item: (line.usd_month, line.note) for line in plan.cost.lines}
+
+
+def test_serve_gke_l4_bills_its_system_pools_disks_and_every_vm_behind_cloud_nat(
+    plans: dict[str, StackPlan],
+) -> None:
+    """The component builds three e2-standard-4 system nodes with 50 GiB pd-balanced boot disks
+    (``gke.SYSTEM_POOL_DISK_GIB``/``_KIND``), and Cloud NAT bills each VM that uses it: the two
+    serving nodes and the three system nodes, 5 (8 + 3 at the peak), not 2."""
+    got = _lines(plans["serve-gke-l4"])
+    usd, note = got["system pool disks"]
+    assert usd == 15.00 and note.startswith("3 x 50 GiB pd-balanced at 0.1/GiB-month")
+    assert "(catalog: gcp-cyclenerd-pricing, us-central1), all month" in note
+    usd, note = got["Cloud NAT"]
+    assert usd == round(5 * 0.0014 * HOURS_PER_MONTH, 2) == 5.11
+    assert note.startswith("5 VM(s) x 0.0014/h") and note.endswith("(catalog: gcp-cloud-nat)")
+    assert "catalog: gcp-cyclenerd-machines" in got["system pool"][1]
+    cost = plans["serve-gke-l4"].cost
+    assert cost.usd_month == 2197.54 and cost.usd_month_peak == 6855.51  # was 2,179.47 and 6,837.45
+
+
+def test_the_eks_system_nodes_root_volume_is_billed(plans: dict[str, StackPlan]) -> None:
+    usd, note = _lines(plans["eks-gpu-cluster"])["system pool disks"]
+    assert usd == 1.60 and note == (
+        "1 x 20 GiB gp3 at 0.08/GiB-month (catalog: aws-infracost-ebs-golden, us-east-1), all month"
+    )
+    assert _lines(plans["eks-gpu-cluster"])["NAT gateway"][1].endswith("(catalog: aws-vpc-nat)")
+
+
+def test_an_ephemeral_clusters_always_on_parts_bill_the_stacks_paid_hours(tmp_path: Path) -> None:
+    """experimentation is ephemeral: its created EKS cluster, system node, root volume and NAT
+    gateway exist while the stack does, so each bills the paid hours, none all month."""
+    plan = plan_offline(write_stack(tmp_path, "eph", stack_config("exp-aws-l4-spot", platform="eks-gpu")))
+    paid = plan.cost.paid_hours
+    assert 0 < paid < HOURS_PER_MONTH
+    got = _lines(plan)
+    hours = f"{paid:.0f} h: the stack's paid hours"
+    assert got["cluster fee"][0] == pytest.approx(0.10 * paid, abs=0.01)
+    assert got["cluster fee"][1] == f"EKS cluster fee 0.10/h on standard support, {hours}"
+    assert got["system pool"][0] == pytest.approx(0.096 * paid, abs=0.01) and got["system pool"][1].endswith(hours)
+    assert got["system pool disks"][0] == pytest.approx(20 * 0.08 * paid / HOURS_PER_MONTH, abs=0.01)
+    assert got["NAT gateway"][0] == pytest.approx(0.045 * paid, abs=0.01)
+    assert got["public IPv4 addresses"][0] == pytest.approx(0.005 * paid, abs=0.01)

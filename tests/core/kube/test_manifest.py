@@ -40,9 +40,10 @@ def test_serving_objects_for_a_serving_spec(plans: dict[str, StackPlan]) -> None
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert "affinity" not in pod  # no spot pool to prefer
     assert "replicas" not in deployment["spec"]  # the HPA's own (its minReplicas: 2); an apply would reset it
-    # A LoadBalancer Service: clients on port 80, the server's named port behind it (fullserver.kube.serve).
+    # A LoadBalancer Service: clients on 443 (the example's ACM certificate on the NLB's TLS listener),
+    # the server's named port behind it (fullserver.kube.serve).
     assert service["spec"]["type"] == "LoadBalancer"
-    assert service["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]
+    assert service["spec"]["ports"] == [{"name": "https", "port": 443, "targetPort": "http", "protocol": "TCP"}]
     assert container["ports"] == [{"containerPort": 8000, "name": "http"}]
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
     assert hpa["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]

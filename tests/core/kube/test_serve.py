@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 
 from fullserver.catalog import load_catalog
-from fullserver.errors import FullserverError, InputError
+from fullserver.errors import FullserverError
 from fullserver.kube import kube_plan, serve
 from fullserver.kube.manifest import workload
 from fullserver.plan import StackPlan, plan_workload
 from fullserver.platform import Platform
+from fullserver.platforms import gke_gateway, name_rules
 from fullserver.platforms.eks_pool import EKS_ATTACHED_LB_CONTROLLER, EKS_ATTACHED_METRICS_SERVER, nlb_idle_seconds
 from fullserver.profiles import load_profiles
 from fullserver.spec import EnvironmentSpec
@@ -31,7 +32,8 @@ def stack(platform: str, region: str, **more: Any) -> StackPlan:
         "fullserver:framework": "pytorch",
         "fullserver:owner": "serving-team",
         "fullserver:egressGbMonth": 2000,
-        "fullserver:serving": {"apiKeySecret": "/serving-team/realtime/api-key"},
+        # plain HTTP unless a test gives TLS: the Service's own shape (HTTPS: its own tests below)
+        "fullserver:serving": {"apiKeySecret": "/serving-team/realtime/api-key", "plainHttp": True},
         **{f"fullserver:{k}": v for k, v in more.items()},
     }
     return plan_workload(
@@ -66,7 +68,8 @@ def test_gke_services_are_passthrough_network_load_balancers() -> None:
     service = by_kind(workload(spec.kube, spec))["Service"]
     assert service["spec"]["type"] == "LoadBalancer" and service["spec"]["externalTrafficPolicy"] == "Local"
     wait = {serve.AWAIT_ANNOTATION: serve.await_seconds(20 * 60)}  # pulumi up's wait (test_manifest)
-    assert service["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled", **wait}
+    plain = {serve.PLAIN_HTTP_ANNOTATION: "true"}  # the stack's plainHttp, for the policy pack
+    assert service["metadata"]["annotations"] == {"cloud.google.com/l4-rbs": "enabled", **wait, **plain}
     inner = by_kind(workload(spec.kube, internal(spec)))["Service"]
     assert inner["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal", **wait}
 
@@ -87,6 +90,7 @@ def test_eks_services_are_network_load_balancers_of_the_controller_with_ip_targe
         # a 10-minute generation that writes nothing keeps its connection (the NLB's default: 350 s)
         f"{AWS}listener-attributes.TCP-80": "tcp.idle_timeout.seconds=600",
         serve.AWAIT_ANNOTATION: serve.await_seconds(20 * 60),
+        serve.PLAIN_HTTP_ANNOTATION: "true",
     }
     inner = by_kind(workload(spec.kube, internal(spec)))["Service"]
     assert inner["metadata"]["annotations"][f"{AWS}scheme"] == "internal"
@@ -133,7 +137,7 @@ def test_without_pod_metrics_the_hpa_holds_cpu_and_the_plan_says_what_to_install
 
 def test_with_pod_metrics_the_hpa_holds_vllms_queue_per_pod() -> None:
     """A second of a replica's capacity at the target utilisation: 4 requests/s x 0.6 -> 2 waiting."""
-    gke = stack("gke-gpu", "us-central1", serving={"apiKeySecret": "k", "podMetrics": True})
+    gke = stack("gke-gpu", "us-central1", serving={"apiKeySecret": "k", "podMetrics": True, "plainHttp": True})
     spec = gke.spec
     assert spec.kube is not None and spec.endpoint is not None and spec.endpoint.pod_metrics
     assert not [w for w in gke.warnings if "HorizontalPodAutoscaler" in w]
@@ -154,7 +158,7 @@ def test_with_pod_metrics_the_hpa_holds_vllms_queue_per_pod() -> None:
         "selector": {"matchLabels": {"app.kubernetes.io/name": "s"}},
         "endpoints": [{"port": "http", "interval": "15s"}],
     }
-    eks = stack("eks-gpu", "us-east-1", serving={"apiKeySecret": "k", "podMetrics": True}).spec
+    eks = stack("eks-gpu", "us-east-1", serving={"apiKeySecret": "k", "podMetrics": True, "plainHttp": True}).spec
     assert eks.kube is not None
     objects = by_kind(workload(eks.kube, eks))
     assert "PodMonitoring" not in objects  # EKS: Prometheus reads the pods' annotations
@@ -191,7 +195,9 @@ def test_an_attached_eks_cluster_must_run_the_load_balancer_controller() -> None
 @pytest.mark.parametrize(
     ("platform", "region", "serving", "key"),
     [
-        ("gke-gpu", "us-central1", {"apiKeySecret": "k", "domains": ["api.example.com"]}, "serving.domains"),
+        # an internet-facing endpoint without TLS: the line names the member's key (issue 33)
+        ("gke-gpu", "us-central1", {"apiKeySecret": "k"}, "serving.domains"),
+        ("eks-gpu", "us-east-1", {"apiKeySecret": "k"}, "serving.certificateArn"),
         (
             "eks-gpu",
             "us-east-1",
@@ -245,10 +251,128 @@ def test_an_eks_certificate_gives_the_nlb_a_tls_listener_and_no_plain_port() -> 
     assert "TLS listener" in line.note
 
 
-def test_tls_refusal_is_gkes_alone() -> None:
-    refusal = serve.tls_refusal("gke", ["api.example.com"])
-    assert isinstance(refusal, InputError) and "cannot terminate TLS" in refusal.what
-    assert serve.tls_refusal("eks", ["api.example.com"]) is None and serve.tls_refusal("gke", []) is None
+GATEWAY_LABELS = {"app.kubernetes.io/name": "s", "app.kubernetes.io/managed-by": "fullserver"}
+
+
+def test_gke_https_is_a_gateway_with_a_certificate_map_in_front_of_a_clusterip_service() -> None:
+    """A passthrough NLB cannot terminate TLS: with serving.domains the Service is a ClusterIP behind a
+    Gateway of the global external ALB class, its HTTPS listener alone, its reserved address and its
+    Certificate Manager map named (fullserver.platforms.gke_gateway)."""
+    plan = stack(
+        "gke-gpu", "us-central1", serving={"apiKeySecret": "k", "domains": ["llm.example.com", "api.example.com"]}
+    )
+    spec = plan.spec
+    assert spec.kube is not None and spec.endpoint is not None
+    manifests = workload(spec.kube, spec)
+    found = by_kind(manifests)
+    labels = {**GATEWAY_LABELS, **spec.kube.labels}
+    wait = serve.await_seconds(20 * 60)
+    service = found["Service"]
+    assert service["metadata"]["annotations"] == {
+        "cloud.google.com/neg": '{"ingress": true}',
+        serve.AWAIT_ANNOTATION: wait,
+    }
+    assert service["spec"] == {
+        "type": "ClusterIP",
+        "selector": {"app.kubernetes.io/name": "s"},
+        "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}],
+    }
+    assert found["Gateway"] == {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {
+            "name": "s",
+            "namespace": "default",
+            "labels": labels,
+            "annotations": {"networking.gke.io/certmap": "s-certmap"},
+        },
+        "spec": {
+            "gatewayClassName": "gke-l7-global-external-managed",
+            "listeners": [{"name": "https", "protocol": "HTTPS", "port": 443}],  # no HTTP listener: nothing in clear
+            "addresses": [{"type": "NamedAddress", "value": "s-gateway"}],
+        },
+    }
+    assert found["HTTPRoute"] == {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": "s", "namespace": "default", "labels": labels},
+        "spec": {
+            "parentRefs": [{"name": "s", "sectionName": "https"}],
+            "hostnames": ["llm.example.com", "api.example.com"],
+            "rules": [{"backendRefs": [{"name": "s", "port": 80}]}],
+        },
+    }
+    target = {"group": "", "kind": "Service", "name": "s"}
+    assert found["HealthCheckPolicy"] == {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "HealthCheckPolicy",
+        "metadata": {"name": "s", "namespace": "default", "labels": labels},
+        "spec": {
+            "default": {
+                "checkIntervalSec": 10,
+                "healthyThreshold": 2,
+                "unhealthyThreshold": 3,
+                "config": {
+                    "type": "HTTP",
+                    "httpHealthCheck": {"portSpecification": "USE_SERVING_PORT", "requestPath": "/health"},
+                },
+            },
+            "targetRef": target,
+        },
+    }
+    # the backend timeout is the request timeout (a generation streams for minutes; GKE's default is 30 s)
+    assert found["GCPBackendPolicy"] == {
+        "apiVersion": "networking.gke.io/v1",
+        "kind": "GCPBackendPolicy",
+        "metadata": {"name": "s", "namespace": "default", "labels": labels},
+        "spec": {
+            "default": {"timeoutSec": 600, "connectionDraining": {"drainingTimeoutSec": 120}},
+            "targetRef": target,
+        },
+    }
+    assert serve.lb_service_name(manifests) is None
+    assert serve.endpoint_of(manifests, None) == serve.manual_endpoint(manifests) == "https://llm.example.com"
+    assert serve.clear_text_of(manifests) is None
+    # priced as the Gateway's one global forwarding rule, at the NLB's rate
+    line = {line.item: line for line in plan.cost.lines}["load balancer"]
+    assert line.note.startswith("Gateway (global external ALB): 1 global forwarding rule x 0.025/h")
+
+
+def test_the_gateways_cloud_names_fit_their_apis_under_any_stack_name() -> None:
+    long = "Team_ML.Serve.v2-" + "x" * 80
+    names = gke_gateway.gateway_names(long, ["a.example.com", "b.example.com"])
+    assert len(names.entries) == 2 and len(set(names.entries)) == 2
+    for token, name in (
+        (gke_gateway.GLOBAL_ADDRESS, names.address),
+        (gke_gateway.CERTIFICATE, names.certificate),
+        (gke_gateway.CERTIFICATE_MAP, names.certificate_map),
+        *((gke_gateway.CERTIFICATE_MAP_ENTRY, e) for e in names.entries),
+    ):
+        assert name_rules(token)[0].problem(name) is None, (token, name)
+
+
+def test_an_attached_gke_cluster_is_told_it_needs_the_gateway_api() -> None:
+    attached = stack(
+        "gke-gpu", "us-central1", cluster="ml-prod", serving={"apiKeySecret": "k", "domains": ["llm.example.com"]}
+    )
+    assert gke_gateway.ATTACHED_GATEWAY in attached.warnings
+    created = stack("gke-gpu", "us-central1", serving={"apiKeySecret": "k", "domains": ["llm.example.com"]})
+    assert gke_gateway.ATTACHED_GATEWAY not in created.warnings
+
+
+def test_manifests_tell_an_accepted_risk_from_an_oversight() -> None:
+    """The rule read back from the manifests (what the component and the policy pack apply)."""
+    for platform, region in (("gke-gpu", "us-central1"), ("eks-gpu", "us-east-1")):
+        spec = stack(platform, region).spec
+        assert spec.kube is not None
+        manifests = workload(spec.kube, spec)
+        allowed = serve.clear_text_of(manifests)
+        assert allowed is not None and allowed.allowed
+        service = next(m for m in manifests if m["kind"] == "Service")
+        del service["metadata"]["annotations"][serve.PLAIN_HTTP_ANNOTATION]
+        refused = serve.clear_text_of(manifests)
+        assert refused is not None and not refused.allowed
+        assert serve.clear_text_of(workload(spec.kube, internal(spec))) is None
 
 
 def test_batch_inference_runs_as_a_job_on_an_elastic_pool() -> None:
@@ -271,10 +395,8 @@ def test_a_vm_sized_serving_spec_turns_into_the_same_service(plans: dict[str, St
     """The Python API: a spec sized for gcp-gpu handed to kube_plan gets the GKE Service too."""
     spec = plans["serve-gcp-realtime"].spec
     manifests = workload(kube_plan(spec, Platform.GKE_GPU), spec)
-    assert serve.lb_service_name(manifests) == "serve-gcp-realtime"
-    assert serve.manual_endpoint(manifests) == (
-        "http://<address of Service serve-gcp-realtime: kubectl get service serve-gcp-realtime --namespace default>"
-    )
+    assert [m["kind"] for m in manifests if m["kind"] in ("Service", "Gateway")] == ["Service", "Gateway"]
+    assert serve.manual_endpoint(manifests) == "https://llm.example.com"  # its domains, behind the Gateway
 
 
 def test_the_nlb_idle_timeout_is_the_request_timeout_within_the_listeners_range() -> None:

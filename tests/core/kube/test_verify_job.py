@@ -46,8 +46,13 @@ def test_the_job_is_pinned_to_its_node_and_tolerates_the_pool(plans: dict[str, S
         "kubernetes.io/hostname": "gke-ml-prod-gpu-1a2b3c4d-x9z8",
         "cloud.google.com/gke-accelerator": "nvidia-l4",
         "fullserver-environment": "gke-gpu-attach",
+        # spot with fallback: the pools are bound to the ComputeClass that orders them (kube.fallback)
+        "cloud.google.com/compute-class": "fullserver-gke-gpu-attach",
     }
-    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "cloud.google.com/compute-class", "operator": "Exists", "effect": "NoSchedule"},
+    ]
     assert pod["restartPolicy"] == "Never"
     assert job["metadata"]["namespace"] == "ml"
     assert job["metadata"]["labels"]["fullserver-verify-node"] == "gke-ml-prod-gpu-1a2b3c4d-x9z8"

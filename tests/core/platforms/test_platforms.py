@@ -73,13 +73,13 @@ def test_limits_by_kind_read_the_platform_modules(monkeypatch: pytest.MonkeyPatc
             "us-east-1-a",
             "us-east-1",
             Platform.AWS_GPU,
-            "'us-east-1-a' is not a zone of region us-east-1 (AWS zones are the region and a letter, e.g. us-east-1a)",
+            "'us-east-1-a' is not a zone of region us-east-1 (AWS zones are the region and a letter a-f, e.g. us-east-1a)",
         ),
         (
             "banana",
             "us-central1",
             None,
-            "'banana' is not a zone of region us-central1 (AWS zones are the region and a letter, e.g. us-central1a; "
+            "'banana' is not a zone of region us-central1 (AWS zones are the region and a letter a-f, e.g. us-central1a; "
             "Google Cloud zones are the region, '-' and a letter, e.g. us-central1-a)",
         ),
     ],

@@ -1,0 +1,186 @@
+"""HTTPS in front of a GKE serving pool: a Gateway with a Certificate Manager certificate.
+
+A GKE ``LoadBalancer`` Service is a passthrough Network Load Balancer, which cannot terminate TLS.
+So with ``fullserver:serving.domains`` the model server sits behind GKE's Gateway controller
+instead (GKE "Deploying Gateways", "Secure a Gateway"):
+
+* ``Gateway`` of class ``gke-l7-global-external-managed`` (the global external Application Load
+  Balancer, the VM path's load balancer), one ``HTTPS`` listener on 443 and no HTTP one, so no key
+  crosses the internet in clear; its address is a reserved global address the stack builds
+  (``spec.addresses`` ``NamedAddress``), so it is known, stable and exported before DNS points at it;
+* its certificate: a Certificate Manager *certificate map* named by the annotation
+  ``networking.gke.io/certmap`` (the Gateway controller takes no ``ManagedCertificate``); the map's
+  entries hold one Google-managed certificate for the domains, authorised by the load balancer, so
+  Google issues it once the names resolve to the address;
+* ``HTTPRoute`` from the domains to the Service (``ClusterIP``, container-native through NEGs:
+  ``cloud.google.com/neg``), a ``HealthCheckPolicy`` on the server's health path (the controller's
+  default checks ``/``, which vLLM answers 404), and a ``GCPBackendPolicy`` holding the backend
+  timeout to the request timeout (the default, 30 s, would cut long generations) with the draining.
+
+The cluster needs the Gateway API (``gateway_api_config.channel = CHANNEL_STANDARD``, set on a
+created cluster; an attached one is warned). The CRD fields follow the Gateway API v1 types and
+GKE's ``networking.gke.io/v1`` policies as GKE documents them ("Configure Gateway resources using
+policies", https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources; the
+fields were read from public manifests using them, as that page's stored copies were unreadable).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fullserver.platforms.base import RFC1035, NameRule
+
+if TYPE_CHECKING:
+    from fullserver.serving import ServingSpec
+
+GATEWAY_CLASS = "gke-l7-global-external-managed"
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+POLICY_API = "networking.gke.io/v1"
+CERTMAP_ANNOTATION = "networking.gke.io/certmap"
+NEG_ANNOTATION = "cloud.google.com/neg"
+NEG_VALUE = json.dumps({"ingress": True})
+"""Container-native load balancing (GKE "Container-native load balancing through Ingress": the
+Service annotation that asks for NEGs; the default on VPC-native clusters since 1.17.6-gke.7,
+said explicitly so an attached cluster's defaults do not decide it)."""
+GATEWAY_CHANNEL = "CHANNEL_STANDARD"
+"""pulumi-gcp ``container.Cluster.gateway_api_config.channel``: the Gateway API's standard CRDs."""
+ATTACHED_GATEWAY = (
+    "the attached GKE cluster must have the Gateway API enabled (gcloud container clusters update CLUSTER "
+    "--gateway-api=standard) and be VPC-native with HTTP load balancing: the endpoint's HTTPS Gateway needs them"
+)
+
+CERTIFICATE = "gcp:certificatemanager/certificate:Certificate"
+CERTIFICATE_MAP = "gcp:certificatemanager/certificateMap:CertificateMap"
+CERTIFICATE_MAP_ENTRY = "gcp:certificatemanager/certificateMapEntry:CertificateMapEntry"
+GLOBAL_ADDRESS = "gcp:compute/globalAddress:GlobalAddress"
+# pulumi-gcp 10.2 certificatemanager.Certificate.name: "1-64 characters long, and match the regular
+# expression [a-zA-Z][a-zA-Z0-9_-]*". Maps and entries state only their resource path there; they
+# are held to the same form, and every name here is a lowercase RFC 1035 label within 63, which
+# fits both.
+_SOURCE = "pulumi-gcp certificatemanager.Certificate.name"
+NAME_RULES: dict[str, tuple[NameRule, ...]] = {
+    t: (NameRule(f"{t.rsplit(':', 1)[1]} name", 63, *RFC1035, _SOURCE),)
+    for t in (CERTIFICATE, CERTIFICATE_MAP, CERTIFICATE_MAP_ENTRY)
+}
+
+
+@dataclass(frozen=True)
+class GatewayNames:
+    """The cloud names the manifests and the component share: the manifests name the address and
+    the map before ``pulumi up`` builds them."""
+
+    address: str
+    certificate: str
+    certificate_map: str
+    entries: tuple[str, ...]
+    """One certificate map entry per domain (its ``hostname``)."""
+
+
+def gateway_names(environment: str, domains: list[str]) -> GatewayNames:
+    """Names the APIs accept for any environment name (``fullserver.naming``)."""
+    from fullserver.naming import fit_name  # naming reads the platforms' rules, this module among them
+
+    return GatewayNames(
+        address=fit_name(GLOBAL_ADDRESS, f"{environment}-gateway"),
+        certificate=fit_name(CERTIFICATE, f"{environment}-cert"),
+        certificate_map=fit_name(CERTIFICATE_MAP, f"{environment}-certmap"),
+        entries=tuple(fit_name(CERTIFICATE_MAP_ENTRY, f"{environment}-entry{i}") for i in range(len(domains))),
+    )
+
+
+def _meta(name: str, labels: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "labels": labels}
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
+
+
+def _target(service: str) -> dict[str, str]:
+    return {"group": "", "kind": "Service", "name": service}
+
+
+def front(
+    environment: str, service: str, labels: dict[str, str], endpoint: ServingSpec, domains: list[str]
+) -> list[dict[str, Any]]:
+    """The Gateway, its route to ``service`` (port ``endpoint.lb_port``) and the policies that
+    check the server's health and keep long generations open (module doc)."""
+    names = gateway_names(environment, domains)
+    tls_port = endpoint.tls.port if endpoint.tls is not None else 443
+    gateway = {
+        "apiVersion": GATEWAY_API,
+        "kind": "Gateway",
+        "metadata": _meta(service, labels, {CERTMAP_ANNOTATION: names.certificate_map}),
+        "spec": {
+            "gatewayClassName": GATEWAY_CLASS,
+            "listeners": [{"name": "https", "protocol": "HTTPS", "port": tls_port}],
+            "addresses": [{"type": "NamedAddress", "value": names.address}],
+        },
+    }
+    route = {
+        "apiVersion": GATEWAY_API,
+        "kind": "HTTPRoute",
+        "metadata": _meta(service, labels),
+        "spec": {
+            "parentRefs": [{"name": service, "sectionName": "https"}],
+            "hostnames": list(domains),
+            "rules": [{"backendRefs": [{"name": service, "port": endpoint.lb_port}]}],
+        },
+    }
+    health = {
+        "apiVersion": POLICY_API,
+        "kind": "HealthCheckPolicy",
+        "metadata": _meta(service, labels),
+        "spec": {
+            "default": {
+                "checkIntervalSec": endpoint.health_interval_seconds,
+                "healthyThreshold": endpoint.healthy_threshold,
+                "unhealthyThreshold": endpoint.unhealthy_threshold,
+                "config": {
+                    "type": "HTTP",
+                    "httpHealthCheck": {
+                        "portSpecification": "USE_SERVING_PORT",
+                        "requestPath": endpoint.server.health_path,
+                    },
+                },
+            },
+            "targetRef": _target(service),
+        },
+    }
+    backend = {
+        "apiVersion": POLICY_API,
+        "kind": "GCPBackendPolicy",
+        "metadata": _meta(service, labels),
+        "spec": {
+            "default": {
+                "timeoutSec": endpoint.request_timeout_seconds,
+                "connectionDraining": {"drainingTimeoutSec": endpoint.drain_seconds},
+            },
+            "targetRef": _target(service),
+        },
+    }
+    return [gateway, route, health, backend]
+
+
+def fronted_service(spec: dict[str, Any], annotations: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The Service behind the Gateway: ``ClusterIP`` (no load balancer of its own) with NEGs."""
+    kept = {k: v for k, v in spec.items() if k not in ("type", "externalTrafficPolicy")}
+    return {"type": "ClusterIP", **kept}, {NEG_ANNOTATION: NEG_VALUE, **annotations}
+
+
+@dataclass(frozen=True)
+class Front:
+    """What a workload's Gateway asks the cloud for (read back from the manifests by the component)."""
+
+    names: GatewayNames
+    domains: tuple[str, ...]
+
+
+def front_of(manifests: list[dict[str, Any]], environment: str) -> Front | None:
+    """The Gateway's names and domains among ``manifests``, or ``None`` without one."""
+    route = next((m for m in manifests if m.get("kind") == "HTTPRoute"), None)
+    if route is None:
+        return None
+    domains = [str(d) for d in route["spec"]["hostnames"]]
+    return Front(gateway_names(environment, domains), tuple(domains))
