@@ -70,7 +70,8 @@ def _axes(stack: str, config: dict[str, Any]) -> Iterator[tuple[str, dict[str, A
     if config.get("fullserver:serving") is not None:
         yield "https-domains", {"serving": _serving(config, domains=["llm.example.com"])}
         yield "https-acm", {"serving": _serving(config, domains=["llm.example.com"], certificateArn=CERTIFICATE)}
-        yield "plain-http", {"serving": _serving(config, plainHttp=True)}
+        plain = {k: v for k, v in _serving(config).items() if k not in ("domains", "certificateArn")}
+        yield "plain-http", {"serving": {**plain, "plainHttp": True}}
 
 
 @dataclass(frozen=True)

@@ -33,13 +33,15 @@ def test_the_matrix_reaches_every_platform_and_every_axis(variants: tuple[Varian
         "deployWorkload=True",
         "attached-cluster",
         "created-cluster",
-        "https-domains",
-        "https-acm",
+        "plain-http",
         "private-endpoint",
         "irsa",
         "2x8xH100",
     ):
         assert axis in labels, axis
+    # serving over HTTPS (the examples' default) and over plain HTTP, on the VMs and the node pools
+    https = {t for v in variants for t in resource_types(v.graph)}
+    assert {"gcp:compute/targetHttpsProxy:TargetHttpsProxy", "kubernetes:gateway.networking.k8s.io/v1:Gateway"} <= https
     assert len(variants) >= 120
 
 
