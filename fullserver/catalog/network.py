@@ -25,7 +25,9 @@ KUBERNETES_FILE = "kubernetes.yaml"
 """Kubernetes cluster fees (``fullserver.kube.fees``): not a shape file either."""
 IMAGES_FILE = "images.yaml"
 """The default boot images and their publishers' end-of-patch dates (``fullserver.images``)."""
-NOT_SHAPES = (NETWORK_FILE, QUOTAS_FILE, KUBERNETES_FILE, IMAGES_FILE)
+RESOURCES_FILE = "resources.yaml"
+"""The resource-type ledger: each type's name rule, price and quota (``fullserver.ledger``)."""
+NOT_SHAPES = (NETWORK_FILE, QUOTAS_FILE, KUBERNETES_FILE, IMAGES_FILE, RESOURCES_FILE)
 """The data files the shape catalog's loader and refresh skip."""
 DATA_DIR = Path(__file__).resolve().parent / "data"
 

@@ -81,7 +81,7 @@ def storage_and_address_quotas(ask: QuotaAsk, table: QuotaTable) -> list[QuotaNe
     if ask.system is not None and ask.system.disk_gib:
         disks.append((ask.system.machines, ask.system.disk_kind, ask.system.disk_gib))
     for machines, kind, gib in disks:
-        if kind in table.gcp_disks and gib:  # Hyperdisk has quotas of its own, not sourced here
+        if kind in table.gcp_disks and gib:  # a kind with no sourced metric is left out (the ledger test names it)
             why = f"{machines} x {gib:g} GiB of {kind} disks"
             out.append(need(table, table.gcp_disks[kind], ask, math.ceil(machines * gib * GB_PER_GIB), why, "gcp"))
     for pool in ask.accelerator_pools if ask.local_ssds else ():
