@@ -48,18 +48,8 @@ def device_plugin(
 ) -> None:
     """NVIDIA's device plugin on a created cluster (``DEVICE_PLUGIN_CHART``): the AL2023 NVIDIA AMI
     does not run it, and without it no pod requesting ``nvidia.com/gpu`` schedules."""
-    import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
-
-    chart, version, repo = DEVICE_PLUGIN_CHART
-    k8s.helm.v3.Release(
-        f"{name}-nvidia-device-plugin",
-        name=physical(k8s.helm.v3.Release, chart),  # named after its chart (components.names)
-        chart=chart,
-        version=version,
-        repository_opts={"repo": repo},
-        namespace="kube-system",
-        values=device_plugin_values(plan),
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=after, delete_before_replace=True),
+    _kube_system_release(
+        f"{name}-nvidia-device-plugin", DEVICE_PLUGIN_CHART, device_plugin_values(plan), provider, parent, after
     )
 
 
@@ -81,16 +71,30 @@ def efa_plugin(
     """AWS's EFA device plugin on a created cluster whose nodes have EFA interfaces: the AL2023 NVIDIA
     AMI carries the EFA software but not the plugin, so without it no pod gets ``vpc.amazonaws.com/efa``
     (EKS user guide, "Manage EFA devices"). In ``kube-system``, as the user guide installs it."""
+    return _kube_system_release(
+        f"{name}-efa-device-plugin", eks.EFA_DEVICE_PLUGIN_CHART, efa_plugin_values(plan), provider, parent, after
+    )
+
+
+def _kube_system_release(
+    resource: str,
+    chart_spec: tuple[str, str, str],
+    values: dict[str, Any],
+    provider: pulumi.ProviderResource,
+    parent: pulumi.Resource,
+    after: list[pulumi.Resource],
+) -> Any:
+    """A pinned chart (name, version, repository) released in ``kube-system`` under its chart's name."""
     import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
 
-    chart, version, repo = eks.EFA_DEVICE_PLUGIN_CHART
+    chart, version, repo = chart_spec
     return k8s.helm.v3.Release(
-        f"{name}-efa-device-plugin",
-        name=physical(k8s.helm.v3.Release, chart),  # named after its chart, as the others
+        resource,
+        name=physical(k8s.helm.v3.Release, chart),  # named after its chart (components.names)
         chart=chart,
         version=version,
         repository_opts={"repo": repo},
         namespace="kube-system",
-        values=efa_plugin_values(plan),
+        values=values,
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=after, delete_before_replace=True),
     )

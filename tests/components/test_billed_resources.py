@@ -71,15 +71,18 @@ def test_every_billable_resource_has_its_cost_line(plans: Plans, graphs: dict[st
 
 def test_a_serving_pool_bills_the_load_balancer_its_service_makes(plans: Plans, graphs: dict[str, Graph]) -> None:
     """serve-gke-l4: the load balancer is no cloud resource of the program but what GKE makes of the
-    workload's LoadBalancer Service (applied in the ConfigGroup); the plan bills exactly one."""
+    workload's Gateway (HTTPS, applied in the ConfigGroup; without TLS its LoadBalancer Service); the
+    plan bills exactly one."""
     plan, g = plans["serve-gke-l4"], graphs["serve-gke-l4"]
     (group,) = g.of_type("yaml/v2:ConfigGroup")
-    services = [o for o in group.inputs["objs"] if o["kind"] == "Service" and o["spec"]["type"] == "LoadBalancer"]
-    assert len(services) == 1
+    objs = group.inputs["objs"]
+    assert [o for o in objs if o["kind"] == "Service" and o["spec"]["type"] == "LoadBalancer"] == []
+    assert len([o for o in objs if o["kind"] == "Gateway"]) == 1
     assert plan.spec.billables is not None and plan.spec.billables.load_balancer == "gke-passthrough-nlb"
     lines = {line.item: line for line in plan.cost.lines}
-    # one regional forwarding rule all month, plus the 2,000 GB it carries at 0.008/GiB
+    # one global forwarding rule all month, plus the 2,000 GB it carries at 0.008/GiB
     assert lines["load balancer"].usd_month == round(0.025 * 730 + 2000 * 0.008 / 1.073741824, 2)
+    assert lines["load balancer"].note.startswith("Gateway (global external ALB): 1 global forwarding rule")
     assert "no charge" in lines["health checks"].note
 
 
@@ -101,7 +104,9 @@ def test_the_core_decides_what_the_components_build(plans: Plans, graphs: dict[s
         assert bool(nat) == b.nat, stack
         assert len(g.of_type("ec2/eip:Eip")) == (b.nat_public_ips if plan.spec.provider == "aws" else 0), stack
         lbs = g.of_type("lb/loadBalancer:LoadBalancer") + g.of_type("compute/globalForwardingRule:GlobalForwardingRule")
-        assert len(lbs) == (1 if b.load_balancer else 0), stack
+        # GCP with HTTPS: two rules on one address (443, and the redirect on 80), billed together
+        https_rules = 2 if plan.spec.provider == "gcp" and plan.spec.endpoint and plan.spec.endpoint.tls else 1
+        assert len(lbs) == (https_rules if b.load_balancer else 0), stack
         if plan.spec.provider == "aws":
             public = [r for r in g.of_type("ec2/subnet:Subnet") if "-public-" in r.name]
             assert len(public) == b.zones, stack
