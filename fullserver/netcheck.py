@@ -86,3 +86,27 @@ def check_ssh_ranges(ranges: list[str], *, opens: str = "SSH") -> list[str]:
                 f"than a /{widest} ({limit:,}), and would open {opens} to much of the internet; {FIX}"
             )
     return ranges
+
+
+DOCUMENTATION: tuple[Network, ...] = tuple(
+    ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
+)
+"""The blocks reserved for documentation (RFC 5737 TEST-NET-1/2/3; RFC 3849 for IPv6): no host
+anyone deploys from has such an address, so a range inside one is an example left in place."""
+
+
+def _documentation(net: Network) -> bool:
+    return any(net.subnet_of(d) for d in DOCUMENTATION if d.version == net.version)  # type: ignore[arg-type]
+
+
+def placeholder_ranges_warning(ranges: list[str], key: str, reach: str) -> str | None:
+    """The plan's warning for ranges (``key``: the stack key) inside ``DOCUMENTATION``: placeholders
+    to replace with the addresses ``reach`` is done from, or ``None``. One rule for the SSH and the
+    Kubernetes API ranges alike (run after ``check_ssh_ranges``, so each range parses)."""
+    found = [r.strip() for r in ranges if _documentation(_parse(r))]
+    if not found:
+        return None
+    return (
+        f"fullserver:{key}: {', '.join(found)} {'is a placeholder' if len(found) == 1 else 'are placeholders'} (RFC 5737 and RFC 3849 reserve it for documentation): "
+        f"replace it with the egress ranges of the machines {reach}"
+    )

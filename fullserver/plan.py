@@ -22,6 +22,7 @@ from fullserver.comparable import (
 )
 from fullserver.cost import CostEstimate, estimate, estimate_at_minimum, pricing_basis
 from fullserver.errors import BudgetExceeded, FullserverError, InputError
+from fullserver.kube.access import check_api_reach
 from fullserver.platforms import rules_for
 from fullserver.platforms.quota import QuotaNeed
 from fullserver.profiles import Profile, get_profile, load_profiles
@@ -260,6 +261,8 @@ def plan_workload(
     profile = get_profile(workload.profile, profiles)
     check_workload(workload, profile, catalog)
     spec = complete_spec(size(profile, workload, catalog, stack), workload, catalog)
+    if spec.kube is not None:
+        check_api_reach(spec.kube)  # sizing ranks such a cluster (recommend); a stack of it cannot be applied
     cost = estimate(spec, profile, workload, catalog)
     comparison, baseline = compare(profile, workload, spec, catalog, stack, profiles, cost)
     return StackPlan(

@@ -505,7 +505,8 @@ class EksEnvironment(EnvironmentComponent):
                     # after the untainted system group, where the controller runs (components.eks.storage)
                     after: list[pulumi.Resource] = [groups, groups.system_group]
                     after += [created.pod_identity] if created.pod_identity else []
-                    ebs_csi_driver(name, plan, created.cluster.name, created.oidc, after, self)
+                    # the workload waits on it: destroy deletes the pods' volumes before the driver
+                    controllers.append(ebs_csi_driver(name, plan, created.cluster.name, created.oidc, after, self))
             if args["deploy_workload"] and manifests:
                 from components.kube_workload import apply_workload  # pulumi_kubernetes: only when applying
 

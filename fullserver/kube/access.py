@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
 
+from fullserver.errors import InputError
 from fullserver.netcheck import check_ssh_ranges
 from fullserver.platforms import owners, pool_member, pool_member_of, rules_for
 
@@ -283,15 +284,58 @@ def through_dns(plan: KubePlan) -> bool:
     return plan.create_cluster and api_endpoint(plan).dns
 
 
+def applied_through_api(provider: str, deploy_workload: bool) -> list[str]:
+    """What ``pulumi up`` applies through a created cluster's API server: the member's own installs
+    (``PoolRules.applied_through_api``) and, with ``deployWorkload``, the workload."""
+    return [*pool_member(provider).applied_through_api, *(["the workload"] if deploy_workload else [])]
+
+
+def unreachable_api_refusal(provider: str, access: ClusterAccess, deploy_workload: bool) -> tuple[str, str, str] | None:
+    """A created cluster whose API the same ``pulumi up`` must use (``applied_through_api``) but
+    cannot reach: a private-only endpoint answers only inside the cluster's VPC (EKS user guide,
+    "Cluster API server endpoint"; GKE ``PrivateClusterConfig.enable_private_endpoint``), and that
+    VPC is created by this very ``up``, so nobody runs it from inside. Reachable: the stack's
+    ranges, the internet on purpose, or the member's IAM-guarded DNS endpoint (``dns_endpoint``)."""
+    applied = applied_through_api(provider, deploy_workload)
+    if not applied:
+        return None
+    listed = ", ".join(applied[:-1]) + (" and " if len(applied) > 1 else "") + applied[-1]
+    said = f"pulumi up applies {listed} through the created cluster's Kubernetes API"
+    if access.private_endpoint:
+        return (
+            "privateEndpoint",
+            f"{said}, and a private-only endpoint answers only inside the VPC this same pulumi up creates",
+            "remove fullserver:privateEndpoint and list your egress ranges in fullserver:controlPlaneSourceRanges"
+            + ("" if pool_member(provider).applied_through_api else ", or drop fullserver:deployWorkload"),
+        )
+    if access.api_ranges or access.api_open or pool_member(provider).dns_endpoint:
+        return None
+    return (
+        "controlPlaneSourceRanges",
+        f"{said}, and without fullserver:controlPlaneSourceRanges or fullserver:controlPlaneOpenToInternet "
+        "its endpoint is private, inside the VPC this same pulumi up creates",
+        "list the egress ranges pulumi up and kubectl run from in fullserver:controlPlaneSourceRanges",
+    )
+
+
+def check_api_reach(plan: KubePlan) -> None:
+    """Refuse, naming the key, a created cluster whose API the same ``pulumi up`` cannot reach
+    (``unreachable_api_refusal``): called when a stack is planned (``fullserver.plan``)."""
+    if not plan.create_cluster or plan.access is None:
+        return
+    found = unreachable_api_refusal(plan.provider, plan.access, plan.deploy_workload)
+    if found is not None:
+        raise InputError(f"fullserver:{found[0]}", found[1], found[2])
+
+
 def control_plane_warning(provider: str, access: ClusterAccess, deploy_workload: bool) -> str | None:
     """What the plan warns of a created cluster's API: whoever applies through it (``pulumi up``
     where it installs something, kubectl, ``fullserver verify``) must be among the ranges, or inside
     the VPC where there is no public endpoint; an open one names the risk."""
-    member = pool_member(provider)
-    applied = list(member.applied_through_api) + (["the workload"] if deploy_workload else [])
+    applied = applied_through_api(provider, deploy_workload)
     run = f"; pulumi up applies {' and '.join(applied)} through it, so run pulumi up from there too" if applied else ""
     if access.private_endpoint:
-        return private_endpoint_warning(provider, deploy_workload)
+        return PRIVATE_ENDPOINT_WARNING
     if access.api_open:
         return (
             "the created cluster's Kubernetes API admits the whole internet (fullserver:controlPlaneOpenToInternet): "
@@ -303,25 +347,16 @@ def control_plane_warning(provider: str, access: ClusterAccess, deploy_workload:
             f"the created cluster's Kubernetes API admits only {', '.join(access.api_ranges)} "
             f"(fullserver:controlPlaneSourceRanges): run kubectl and fullserver verify from an address in them{run}"
         )
-    if member.api_without_ranges_warning:
-        return member.api_without_ranges_warning.format(run=run)
     return None
 
 
-def private_endpoint_warning(provider: str, deploy_workload: bool) -> str:
-    """What the plan says of a created cluster's private endpoint: whoever talks to the API server
-    (kubectl, ``fullserver verify``, and ``pulumi up`` where it applies something through it) must
-    be inside the cluster's network."""
-    applied = list(pool_member(provider).applied_through_api)
-    if deploy_workload:
-        applied.append("the workload")
-    said = (
-        "the created cluster's control plane answers only on its private address (fullserver:privateEndpoint): "
-        "reach it with kubectl and fullserver verify from inside its network (a VPN, an interconnect or a host there)"
-    )
-    if applied:
-        said += f"; pulumi up applies {' and '.join(applied)} through it, so run pulumi up from there too"
-    return said
+PRIVATE_ENDPOINT_WARNING = (
+    "the created cluster's control plane answers only on its private address (fullserver:privateEndpoint): "
+    "reach it with kubectl and fullserver verify from inside its network (a VPN, an interconnect or a host there)"
+)
+"""What the plan says of a created cluster's private endpoint where ``pulumi up`` applies nothing
+through it (``unreachable_api_refusal`` refuses the rest): kubectl and ``fullserver verify`` must be
+inside the cluster's network."""
 
 
 def one_zone_warning(zone: str | None) -> str:

@@ -51,11 +51,14 @@ API_WITHOUT_RANGES = "private endpoint only (inside its VPC; no fullserver:contr
 """A created cluster without ``controlPlaneSourceRanges``: ``endpoint_public_access = false`` beside
 ``endpoint_private_access = true`` (EKS user guide, "Cluster API server endpoint"): nothing outside
 the VPC reaches the API, where EKS's default public endpoint admits 0.0.0.0/0."""
-API_WITHOUT_RANGES_WARNING = (
-    "the created EKS cluster's API has no public endpoint (fullserver:controlPlaneSourceRanges is empty): "
-    "reach it with kubectl and fullserver verify from inside its VPC (a VPN, a peered network or a host there){run}; "
-    "or list the egress ranges of the machines that run them in fullserver:controlPlaneSourceRanges"
+APPLIED_THROUGH_API = (
+    "NVIDIA's device plugin",
+    "the Cluster Autoscaler",
+    "AWS's EFA device plugin (EFA nodes)",
+    "the AWS Load Balancer Controller (serving)",
 )
+"""The Helm releases ``components.eks`` installs on a created cluster through its API
+(``_created_cluster_charts``): the last two only where they apply."""
 
 
 EKS_ATTACHED_PLUGIN = (
@@ -208,8 +211,7 @@ POOL_RULES = PoolRules(
     connect=connect,
     api_ranges_max=API_RANGES_MAX,
     api_without_ranges=API_WITHOUT_RANGES,
-    api_without_ranges_warning=API_WITHOUT_RANGES_WARNING,
-    applied_through_api=("NVIDIA's device plugin",),  # components.eks installs it on a created cluster
+    applied_through_api=APPLIED_THROUGH_API,
     attached_needs=(EKS_ATTACHED_PLUGIN,),
     attached_volume_needs=EKS_ATTACHED_EBS_CSI,
     attached_autoscaler=eks.ATTACHED_AUTOSCALER,

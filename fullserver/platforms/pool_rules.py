@@ -212,8 +212,6 @@ class PoolRules:
     """The most CIDR ranges a created cluster's public API endpoint admits (``controlPlaneSourceRanges``)."""
     api_without_ranges: str
     """Who reaches a created cluster's API when the stack lists no ranges (the plan's line)."""
-    api_without_ranges_warning: str = ""
-    """... and what the plan warns then (``{run}``: what ``pulumi up`` applies through it); "": nothing."""
     dns_endpoint: bool = False
     """A created cluster without ranges keeps an IAM-guarded DNS endpoint that answers from any
     network (GKE's), and the kubeconfig points there; without it (EKS) the API is private only."""

@@ -26,6 +26,8 @@ from fullserver.kube.access import (
     one_zone_warning,
 )
 from fullserver.kube.attached import autoscaler_warnings
+from fullserver.kube.pool import KubePlan
+from fullserver.netcheck import placeholder_ranges_warning
 from fullserver.platforms import option_refusal, rules_for
 from fullserver.profiles import Profile
 from fullserver.sizing.build import build_spec, declared_host, dedicated_spec, gap_warning, refused
@@ -116,9 +118,8 @@ def kube_spec(
         raise InputError(
             "fullserver:controlPlaneSourceRanges", f"{too_many} ({platform.value})", "list fewer, wider ranges"
         )
-    warning = control_plane_warning(pools.provider, access, workload.deploy_workload) if pools.create_cluster else None
-    if warning is not None:
-        pools = pools.model_copy(update={"warnings": [*pools.warnings, warning]})
+    if pools.create_cluster:
+        pools = _created_api(pools, access, workload.deploy_workload)
     if access.subnets and (pools.efa_interfaces or pools.compact_placement):
         pools = pools.model_copy(update={"warnings": [*pools.warnings, one_zone_warning(pools.zone)]})
     pools = pools.model_copy(update={"access": access})
@@ -136,6 +137,17 @@ def kube_spec(
             "warnings": [*kept, *pools.warnings, *autoscaler_warnings(pools)],
         }
     )
+
+
+def _created_api(pools: KubePlan, access: ClusterAccess, deploy_workload: bool) -> KubePlan:
+    """The plan's warnings of who reaches a created cluster's API, and of documentation ranges left
+    in ``controlPlaneSourceRanges`` (a stack whose API ``pulumi up`` cannot reach is refused when
+    planned: ``fullserver.plan.plan_workload``, not when sized, so recommendations still rank it)."""
+    said = [
+        control_plane_warning(pools.provider, access, deploy_workload),
+        placeholder_ranges_warning(access.api_ranges, "controlPlaneSourceRanges", "pulumi up and kubectl run from"),
+    ]
+    return pools.model_copy(update={"warnings": [*pools.warnings, *(w for w in said if w is not None)]})
 
 
 def cluster_access(workload: Workload) -> ClusterAccess:

@@ -15,6 +15,7 @@ from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import AcceleratorKind, Platform
 from fullserver.errors import InputError
 from fullserver.nearmiss import near_misses
+from fullserver.netcheck import placeholder_ranges_warning
 from fullserver.platforms import DiskLimits, Refusal, Request, disk_limits, rules_for
 from fullserver.profiles import Lifecycle, PricingModel, Profile, StoragePolicy
 from fullserver.rules import environment_labels
@@ -328,6 +329,8 @@ def build_spec(
     queued = rules.slices and (workload.queued or offer.hosts > 1)
     warnings = [*shape.warnings, *_stack_warnings(workload, offer, queued), *shape.zone_warning]
     public_ip, ranges = _access(profile, workload)
+    placeholder = placeholder_ranges_warning(workload.ssh_source_ranges or [], "sshSourceRanges", "SSH connects from")
+    warnings += [placeholder] if placeholder else []
     disk = _data_disk(profile, workload, cand, shape.disk_kind, shape.disk_limits)
     _check_capacity(profile, workload, offer, platform, zone, disk, queued, catalog)
     lifecycle = lifecycle_for(profile, workload)

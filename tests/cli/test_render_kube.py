@@ -17,13 +17,14 @@ def test_a_zonal_cluster_and_its_pools_zone_are_shown(tmp_path: Path) -> None:
 
 
 def test_a_private_endpoint_irsa_and_subnets_are_shown(tmp_path: Path) -> None:
-    created = stack_config("eks-gpu-cluster", privateEndpoint=True, clusterIdentity="irsa")
+    created = stack_config("gke-tpu-slice", privateEndpoint=True)
     text = shown(plan_offline(write_stack(tmp_path, "p", created)))
-    assert (
-        "(created: EKS, its fee in the cost); control plane: private endpoint only (inside its VPC); pod "
-        "credentials: IRSA (IAM OIDC provider)" in text
+    assert "(created: GKE, its fee in the cost); control plane: private endpoint only (inside its VPC)" in text
+    irsa = stack_config("eks-gpu-cluster", clusterIdentity="irsa")
+    assert "pod credentials: IRSA (IAM OIDC provider)" in shown(plan_offline(write_stack(tmp_path, "i", irsa)))
+    attached = stack_config(
+        "eks-gpu-cluster", cluster="prod", subnets=["subnet-0a1b2c3d"], controlPlaneSourceRanges=None
     )
-    attached = stack_config("eks-gpu-cluster", cluster="prod", subnets=["subnet-0a1b2c3d"])
     text = shown(plan_offline(write_stack(tmp_path, "a", attached)))
     assert "prod in us-east-1 (existing: attached, its fee not this stack's); node groups in subnet-0a1b2c3d" in text
 

@@ -436,3 +436,24 @@ def test_nodes_without_efa_get_no_efa_plugin_and_nvidia_keeps_its_defaults(plans
     releases = {r.inputs["chart"]: r.inputs for r in g.of_type("helm.sh/v3:Release")}
     assert "aws-efa-k8s-device-plugin" not in releases
     assert "mofedEnabled" not in releases["nvidia-device-plugin"]["values"]
+
+
+def test_the_workload_waits_on_the_ebs_csi_driver(plans: Plans, build: Build, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review of issue 33, major 3: destroy deletes the workload (its pods' volumes) before the
+    driver that deletes those volumes, or EBS volumes stay behind, billed."""
+    import pulumi_kubernetes as k8s
+
+    seen: dict[str, Any] = {}
+    original = k8s.yaml.v2.ConfigGroup.__init__
+
+    def record(self: Any, name: str, *args: Any, **kwargs: Any) -> None:
+        seen[name] = kwargs.get("opts")
+        original(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(k8s.yaml.v2.ConfigGroup, "__init__", record)
+    spec = spec_of(plans, "exp-aws-l4-spot")
+    plan = kube_plan(spec, Platform.EKS_GPU)
+    assert plan.data_volume is not None
+    manifests = workload(plan, spec, image="train:1")
+    build(lambda: EksEnvironment("vol", eks_args(plan, SUBNETS, "vpc-1", workload=manifests, deploy_workload=True)))
+    assert "vol-ebs-csi" in {d._name for d in seen["vol-workload"].depends_on}

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.graph import Graph, graph_for_config
+import pytest
+
+from components.eks import EksEnvironment, eks_args
+from components.graph import Graph, GraphError, graph_for_config
+from fullserver.kube import kube_plan
+from fullserver.platform import Platform
+from tests.components.conftest import Build, Plans, spec_of
 from tests.core.test_stack_config import stack_config
 
 
@@ -43,8 +49,18 @@ def test_a_created_gke_cluster_with_a_private_endpoint_denies_its_public_one() -
     }
 
 
-def test_a_created_eks_cluster_with_a_private_endpoint_has_no_public_one() -> None:
-    g = graph_for_config("eks-gpu-cluster", stack_config("eks-gpu-cluster", privateEndpoint=True))
+def test_a_created_eks_cluster_with_a_private_endpoint_is_refused_before_the_graph() -> None:
+    """pulumi up installs charts through a created EKS cluster's API, unreachable from outside the
+    VPC the same up creates (``fullserver.kube.access.unreachable_api_refusal``)."""
+    private = stack_config("eks-gpu-cluster", privateEndpoint=True, controlPlaneSourceRanges=None)
+    with pytest.raises(GraphError, match="fullserver:privateEndpoint: pulumi up applies NVIDIA's device plugin"):
+        graph_for_config("eks-gpu-cluster", private)
+
+
+def test_a_created_eks_cluster_with_a_private_endpoint_has_no_public_one(plans: Plans, build: Build) -> None:
+    """The component as a program in another language may call it (the plan refuses such a stack)."""
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU)
+    g = build(lambda: EksEnvironment("p5", eks_args(plan, private_endpoint=True)))
     vpc = g.one("eks/cluster:Cluster").inputs["vpcConfig"]
     assert vpc["endpointPublicAccess"] is False and vpc["endpointPrivateAccess"] is True
     assert "publicAccessCidrs" not in vpc
@@ -87,10 +103,11 @@ def _cluster(g: Graph, token: str) -> dict[str, Any]:
     return g.one(token).inputs
 
 
-def test_no_created_cluster_admits_the_internet_by_default() -> None:
+def test_no_created_cluster_admits_the_internet_by_default(plans: Plans, build: Build) -> None:
     """EKS: no public endpoint at all (EKS's own default is 0.0.0.0/0); GKE: the IP endpoint
     private and the DNS endpoint taking outside traffic, guarded by IAM."""
-    eks = _cluster(graph_for_config("eks-gpu-cluster", stack_config("eks-gpu-cluster")), "eks/cluster:Cluster")
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU)  # no ranges (the plan refuses it)
+    eks = _cluster(build(lambda: EksEnvironment("p5", eks_args(plan))), "eks/cluster:Cluster")
     assert eks["vpcConfig"]["endpointPublicAccess"] is False and eks["vpcConfig"]["endpointPrivateAccess"] is True
     assert "publicAccessCidrs" not in eks["vpcConfig"]
     gke = _cluster(graph_for_config("gke-tpu-slice", stack_config("gke-tpu-slice")), "container/cluster:Cluster")
@@ -116,7 +133,7 @@ def test_the_stacks_ranges_are_the_public_endpoints_only_ranges() -> None:
 
 
 def test_opening_to_the_internet_is_said_in_the_graph() -> None:
-    config = stack_config("eks-gpu-cluster", controlPlaneOpenToInternet=True)
+    config = stack_config("eks-gpu-cluster", controlPlaneOpenToInternet=True, controlPlaneSourceRanges=None)
     vpc = _cluster(graph_for_config("eks-gpu-cluster", config), "eks/cluster:Cluster")["vpcConfig"]
     assert vpc["endpointPublicAccess"] is True and vpc["publicAccessCidrs"] == ["0.0.0.0/0"]
     config = stack_config("gke-tpu-slice", controlPlaneOpenToInternet=True)

@@ -48,7 +48,8 @@ def eks_serving(cluster: str | None = None, **serving: Any) -> EnvironmentSpec:
             **({} if "certificateArn" in serving else {"plainHttp": True}),  # the plain NLB, said so
             **serving,
         },
-        **({"fullserver:cluster": cluster} if cluster else {}),
+        # an existing cluster, or a created one whose API pulumi up reaches (fullserver.kube.access)
+        **({"fullserver:cluster": cluster} if cluster else {"fullserver:controlPlaneSourceRanges": ["198.18.0.0/24"]}),
     }
     return plan_workload("llm", "llm", workload_from_config(config, "llm"), load_profiles(), load_catalog()).spec
 

@@ -191,6 +191,9 @@ def test_pulumi_stack_names_are_accepted() -> None:
 
 # (key, base stack, changes, what the line says besides the key). Every key Pulumi.yaml declares
 # has at least one case (test_every_key_has_a_refusal).
+ATTACHED: dict[str, Any] = {"cluster": "prod", "controlPlaneSourceRanges": None}
+"""eks-gpu-cluster on an existing cluster: its control-plane ranges are for one it creates."""
+
 REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("profile", "exp-aws-spot", {"profile": ""}, "at least 1 character"),
     ("profile", "exp-aws-spot", {"profile": "yolo"}, "unknown profile 'yolo'"),
@@ -238,11 +241,11 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("cluster", "gke-gpu-attach", {"cluster": "ML_Prod"}, "GKE cluster name 'ML_Prod' does not match"),
     ("cluster", "gke-gpu-attach", {"cluster": "12345"}, "GKE cluster name '12345' does not match"),
     ("cluster", "gke-gpu-attach", {"cluster": "ml-pr\u00f8d"}, "does not match [a-z]([a-z0-9-]*[a-z0-9])?"),
-    ("cluster", "eks-gpu-cluster", {"cluster": "-prod"}, "EKS cluster name '-prod' does not match"),
+    ("cluster", "eks-gpu-cluster", {**ATTACHED, "cluster": "-prod"}, "EKS cluster name '-prod' does not match"),
     (
         "subnets",
         "eks-gpu-cluster",
-        {"cluster": "prod", "subnets": ["subnet-0a1b2c3d", "subnet-0a1b2c3d"]},
+        {**ATTACHED, "subnets": ["subnet-0a1b2c3d", "subnet-0a1b2c3d"]},
         "lists 'subnet-0a1b2c3d' twice",
     ),
     (
@@ -291,7 +294,7 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     (
         "clusterLocation",
         "eks-gpu-cluster",
-        {"cluster": "prod", "clusterLocation": "us-east-1"},
+        {**ATTACHED, "clusterLocation": "us-east-1"},
         "an EKS cluster lives in the stack's region",
     ),
     ("privateEndpoint", "gke-gpu-attach", {"privateEndpoint": True}, "applies to a cluster fullserver creates"),
@@ -301,7 +304,7 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     (
         "clusterIdentity",
         "eks-gpu-cluster",
-        {"cluster": "prod", "clusterIdentity": "irsa"},
+        {**ATTACHED, "clusterIdentity": "irsa"},
         "cluster fullserver creates",
     ),
     ("clusterIdentity", "gke-tpu-slice", {"clusterIdentity": "irsa"}, "GKE pods get Google credentials through"),
@@ -344,7 +347,7 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     (
         "controlPlaneOpenToInternet",
         "eks-gpu-cluster",
-        {"cluster": "prod", "controlPlaneOpenToInternet": True},
+        {**ATTACHED, "controlPlaneOpenToInternet": True},
         "the existing cluster's endpoint is its own",
     ),
     ("controlPlaneOpenToInternet", "eks-gpu-cluster", {"controlPlaneOpenToInternet": "yes"}, "valid boolean"),
@@ -459,10 +462,10 @@ def test_the_example_stacks_and_their_valid_neighbours_still_plan(tmp_path: Path
         "zonal-gke": ("gke-gpu-attach", {"clusterLocation": "us-central1-c"}),
         "regional-gke": ("gke-gpu-attach", {"clusterLocation": "us-central1"}),
         "private-gke": ("gke-tpu-slice", {"privateEndpoint": True}),
-        "private-irsa-eks": ("eks-gpu-cluster", {"privateEndpoint": True, "clusterIdentity": "irsa"}),
+        "irsa-eks": ("eks-gpu-cluster", {"clusterIdentity": "irsa"}),
         "eks-subnets": (
             "eks-gpu-cluster",
-            {"cluster": "prod", "subnets": ["subnet-0a1b2c3d", "subnet-0123456789abcdef0"]},
+            {**ATTACHED, "subnets": ["subnet-0a1b2c3d", "subnet-0123456789abcdef0"]},
         ),
     }
     for name, (stack, changes) in fine.items():

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from fullserver.errors import InputError
 from fullserver.kube.access import (
     INTERNET,
     ApiEndpoint,
@@ -15,11 +16,11 @@ from fullserver.kube.access import (
     check_subnet_id,
     control_plane,
     location_problem,
-    private_endpoint_warning,
     through_dns,
     way_in_refusal,
 )
 from fullserver.kube.pool import KubePlan
+from fullserver.netcheck import placeholder_ranges_warning
 from tests.core.test_stack_config import plan_offline, stack_config, write_stack
 
 
@@ -49,25 +50,86 @@ def test_without_the_keys_the_cluster_is_in_the_region_with_pod_identity(tmp_pat
         "private_endpoint": False,
         "identity": "pod-identity",
         "subnets": [],
-        "api_ranges": [],
+        "api_ranges": ["203.0.113.0/24"],
         "api_open": False,
     }
     assert not plan.access.zonal
 
 
-def test_a_private_endpoint_is_in_the_plan_with_what_it_means(tmp_path: Path) -> None:
-    plan = _kube(tmp_path, "eks-gpu-cluster", privateEndpoint=True, clusterIdentity="irsa")
-    assert plan.access is not None and plan.access.private_endpoint and plan.access.identity == "irsa"
-    (said,) = [w for w in plan.warnings if "privateEndpoint" in w]
-    assert "NVIDIA's device plugin" in said and "run pulumi up from there too" in said
+def test_a_gke_private_endpoint_with_nothing_applied_is_in_the_plan_with_what_it_means(tmp_path: Path) -> None:
     gke = _kube(tmp_path, "gke-tpu-slice", privateEndpoint=True)
+    assert gke.access is not None and gke.access.private_endpoint
     (said,) = [w for w in gke.warnings if "privateEndpoint" in w]
-    assert "pulumi up applies" not in said  # nothing is applied through a GKE cluster's API unless asked
+    assert "from inside its network" in said and "pulumi up applies" not in said
 
 
-def test_private_endpoint_warning_names_the_workload_when_it_is_applied() -> None:
-    assert "applies the workload through it" in private_endpoint_warning("gke", True)
-    assert "NVIDIA's device plugin and the workload" in private_endpoint_warning("eks", True)
+@pytest.mark.parametrize(
+    ("stack", "changes", "key"),
+    [
+        # EKS installs its device plugin and autoscaler through the API of every cluster it creates
+        ("eks-gpu-cluster", {"controlPlaneSourceRanges": None}, "controlPlaneSourceRanges"),
+        ("eks-gpu-cluster", {"controlPlaneSourceRanges": None, "privateEndpoint": True}, "privateEndpoint"),
+        ("eks-gpu-cluster", {"controlPlaneSourceRanges": None, "deployWorkload": True}, "controlPlaneSourceRanges"),
+        # GKE applies only the workload, and only when asked
+        ("gke-tpu-slice", {"privateEndpoint": True, "deployWorkload": True}, "privateEndpoint"),
+    ],
+)
+def test_a_created_cluster_whose_api_pulumi_up_cannot_reach_is_refused(
+    tmp_path: Path, stack: str, changes: dict[str, Any], key: str
+) -> None:
+    with pytest.raises(InputError) as refused:
+        _kube(tmp_path, stack, **changes)
+    assert refused.value.where.endswith(f"fullserver:{key}")
+    assert "through the created cluster's Kubernetes API" in refused.value.what
+    assert "fullserver:controlPlaneSourceRanges" in refused.value.hint
+
+
+@pytest.mark.parametrize(
+    ("stack", "changes"),
+    [
+        ("eks-gpu-cluster", {}),  # its ranges
+        ("eks-gpu-cluster", {"controlPlaneSourceRanges": None, "controlPlaneOpenToInternet": True}),
+        ("gke-tpu-slice", {"deployWorkload": True}),  # GKE's IAM-guarded DNS endpoint answers from anywhere
+    ],
+)
+def test_a_created_cluster_pulumi_up_can_reach_is_planned(tmp_path: Path, stack: str, changes: dict[str, Any]) -> None:
+    assert _kube(tmp_path, stack, **changes).create_cluster
+
+
+def test_every_release_installed_through_an_eks_api_is_named(tmp_path: Path) -> None:
+    (said,) = [w for w in _kube(tmp_path, "eks-gpu-cluster").warnings if "admits only" in w]
+    for release in (
+        "NVIDIA's device plugin",
+        "the Cluster Autoscaler",
+        "EFA device plugin",
+        "Load Balancer Controller",
+    ):
+        assert release in said
+
+
+def test_documentation_ranges_are_flagged_as_placeholders(tmp_path: Path) -> None:
+    (said,) = [w for w in _kube(tmp_path, "eks-gpu-cluster").warnings if "placeholder" in w]
+    assert said.startswith("fullserver:controlPlaneSourceRanges: 203.0.113.0/24 is a placeholder")
+    assert "pulumi up and kubectl run from" in said
+    real = _kube(tmp_path, "eks-gpu-cluster", controlPlaneSourceRanges=["198.18.0.0/24"])
+    assert not [w for w in real.warnings if "placeholder" in w]
+
+
+@pytest.mark.parametrize("ranges", [["192.0.2.0/24"], ["198.51.100.128/25"], ["203.0.113.7/32"], ["2001:db8::/48"]])
+def test_each_documentation_block_is_a_placeholder(ranges: list[str]) -> None:
+    assert "is a placeholder" in (placeholder_ranges_warning(ranges, "sshSourceRanges", "SSH connects from") or "")
+
+
+@pytest.mark.parametrize("ranges", [["192.0.3.0/24"], ["10.0.0.0/8"], ["203.0.112.0/23"], []])
+def test_other_ranges_are_not_placeholders(ranges: list[str]) -> None:
+    """A range merely overlapping a documentation block (203.0.112.0/23) holds real addresses too."""
+    assert placeholder_ranges_warning(ranges, "sshSourceRanges", "SSH connects from") is None
+
+
+def test_ssh_ranges_left_from_the_documentation_are_flagged(tmp_path: Path) -> None:
+    spec = plan_offline(write_stack(tmp_path, "exp-aws-spot", stack_config("exp-aws-spot"))).spec
+    (said,) = [w for w in spec.warnings if "placeholder" in w]
+    assert said.startswith("fullserver:sshSourceRanges: 203.0.113.0/24 is a placeholder")
 
 
 @pytest.mark.parametrize("subnet", ["subnet-0a1b2c3d", "subnet-0123456789abcdef0"])
@@ -103,30 +165,30 @@ def test_each_key_belongs_to_one_way_in() -> None:
 
 
 def test_given_subnets_with_efa_must_be_of_one_zone(tmp_path: Path) -> None:
-    plan = _kube(tmp_path, "eks-gpu-cluster", cluster="prod", subnets=["subnet-0a1b2c3d"])
+    attached = {"cluster": "prod", "controlPlaneSourceRanges": None}
+    plan = _kube(tmp_path, "eks-gpu-cluster", subnets=["subnet-0a1b2c3d"], **attached)
     assert plan.efa_interfaces and plan.access is not None and plan.access.subnets == ["subnet-0a1b2c3d"]
     (warning,) = [w for w in plan.warnings if w.startswith("EFA interfaces and a cluster placement group keep")]
     # Why only a warning: the ids carry no zone, so the plan (offline) cannot tell; it says how to check.
     assert "a subnet id does not say its zone" in warning and "aws ec2 describe-subnets" in warning
-    plain = _kube(tmp_path, "eks-gpu-cluster", cluster="prod")
+    plain = _kube(tmp_path, "eks-gpu-cluster", **attached)
     assert not any("fullserver:subnets" in w for w in plain.warnings)
 
 
 # --- who reaches a created cluster's API (issue 33, item 6) ----------------------------------------
 
 
-def test_a_created_eks_cluster_without_ranges_has_no_public_endpoint_and_says_where_to_run(tmp_path: Path) -> None:
-    """EKS's own default admits 0.0.0.0/0; without fullserver:controlPlaneSourceRanges the plan builds
-    no public endpoint, and warns that pulumi up (which installs charts through the API) must run
-    inside the VPC."""
+def test_a_created_eks_cluster_without_ranges_would_have_no_public_endpoint(tmp_path: Path) -> None:
+    """EKS's own default admits 0.0.0.0/0; without fullserver:controlPlaneSourceRanges the endpoint
+    would be private only (such a stack is refused: pulumi up installs charts through the API)."""
     plan = _kube(tmp_path, "eks-gpu-cluster")
-    assert api_endpoint(plan) == ApiEndpoint() and not through_dns(plan)
     assert plan.access is not None
-    assert control_plane(plan.provider, plan.access) == (
+    unranged = plan.model_copy(update={"access": plan.access.model_copy(update={"api_ranges": []})})
+    assert unranged.access is not None
+    assert api_endpoint(unranged) == ApiEndpoint() and not through_dns(unranged)
+    assert control_plane(unranged.provider, unranged.access) == (
         "control plane: private endpoint only (inside its VPC; no fullserver:controlPlaneSourceRanges)"
     )
-    (said,) = [w for w in plan.warnings if "has no public endpoint" in w]
-    assert "pulumi up applies NVIDIA's device plugin through it, so run pulumi up from there too" in said
 
 
 def test_the_stacks_ranges_are_the_only_ones_the_api_admits(tmp_path: Path) -> None:
@@ -138,7 +200,7 @@ def test_the_stacks_ranges_are_the_only_ones_the_api_admits(tmp_path: Path) -> N
         assert control_plane(plan.provider, plan.access) == (
             "control plane: reachable from 203.0.113.0/24, 198.51.100.7/32 only"
         )
-        (said,) = [w for w in plan.warnings if "controlPlaneSourceRanges" in w]
+        (said,) = [w for w in plan.warnings if "admits only" in w]
         assert "run kubectl and fullserver verify from an address in them" in said
         assert "the workload through it, so run pulumi up from there too" in said
 
@@ -158,7 +220,7 @@ def test_a_created_gke_cluster_without_ranges_is_reached_through_its_dns_endpoin
 
 
 def test_opening_the_api_to_the_internet_is_one_key_and_a_warning(tmp_path: Path) -> None:
-    plan = _kube(tmp_path, "eks-gpu-cluster", controlPlaneOpenToInternet=True)
+    plan = _kube(tmp_path, "eks-gpu-cluster", controlPlaneSourceRanges=None, controlPlaneOpenToInternet=True)
     assert api_endpoint(plan) == ApiEndpoint(public_cidrs=INTERNET) and api_endpoint(plan).open_to_internet
     (said,) = [w for w in plan.warnings if "controlPlaneOpenToInternet" in w]
     assert "admits the whole internet" in said and "controlPlaneSourceRanges instead" in said

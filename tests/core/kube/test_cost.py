@@ -180,7 +180,13 @@ def test_the_eks_system_nodes_root_volume_is_billed(plans: dict[str, StackPlan])
 def test_an_ephemeral_clusters_always_on_parts_bill_the_stacks_paid_hours(tmp_path: Path) -> None:
     """experimentation is ephemeral: its created EKS cluster, system node, root volume and NAT
     gateway exist while the stack does, so each bills the paid hours, none all month."""
-    plan = plan_offline(write_stack(tmp_path, "eph", stack_config("exp-aws-l4-spot", platform="eks-gpu")))
+    plan = plan_offline(
+        write_stack(
+            tmp_path,
+            "eph",
+            stack_config("exp-aws-l4-spot", platform="eks-gpu", controlPlaneSourceRanges=["198.18.0.0/24"]),
+        )
+    )
     paid = plan.cost.paid_hours
     assert 0 < paid < HOURS_PER_MONTH
     got = _lines(plan)

@@ -13,13 +13,21 @@ from fullserver.kube import kube_plan, serve
 from fullserver.kube.manifest import workload
 from fullserver.plan import StackPlan, plan_workload
 from fullserver.platform import Platform
-from fullserver.platforms import gke_gateway, name_rules
+from fullserver.platforms import gke_gateway, name_rules, rules_for
 from fullserver.platforms.eks_pool import EKS_ATTACHED_LB_CONTROLLER, EKS_ATTACHED_METRICS_SERVER, nlb_idle_seconds
 from fullserver.profiles import load_profiles
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import workload_from_config
 
 AWS = "service.beta.kubernetes.io/aws-load-balancer-"
+
+
+API_RANGE = "198.18.0.0/24"
+"""Where pulumi up runs: a created cluster's API must admit it (``fullserver.kube.access.check_api_reach``)."""
+
+
+def _creates_a_cluster(platform: str, more: dict[str, Any]) -> bool:
+    return "controlPlaneSourceRanges" in rules_for(Platform(platform)).options and "cluster" not in more
 
 
 def stack(platform: str, region: str, **more: Any) -> StackPlan:
@@ -34,6 +42,7 @@ def stack(platform: str, region: str, **more: Any) -> StackPlan:
         "fullserver:egressGbMonth": 2000,
         # plain HTTP unless a test gives TLS: the Service's own shape (HTTPS: its own tests below)
         "fullserver:serving": {"apiKeySecret": "/serving-team/realtime/api-key", "plainHttp": True},
+        **({"fullserver:controlPlaneSourceRanges": [API_RANGE]} if _creates_a_cluster(platform, more) else {}),
         **{f"fullserver:{k}": v for k, v in more.items()},
     }
     return plan_workload(
@@ -384,6 +393,7 @@ def test_batch_inference_runs_as_a_job_on_an_elastic_pool() -> None:
         "fullserver:acceleratorCount": 1,
         "fullserver:framework": "pytorch",
         "fullserver:owner": "batch-team",
+        "fullserver:controlPlaneSourceRanges": [API_RANGE],
     }
     spec = plan_workload("b", "b", workload_from_config(config, "b"), load_profiles(), load_catalog()).spec
     assert spec.kube is not None and spec.endpoint is None
