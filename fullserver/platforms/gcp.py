@@ -301,7 +301,10 @@ RESERVATION_LABEL = "compute.googleapis.com/reservation-name"
 
 # --- zones and regions -------------------------------------------------------------------------
 
-ZONES = ZoneForm("-[a-z]", "Google Cloud zones are the region, '-' and a letter, e.g. {region}-a")
+ZONES = ZoneForm("-[a-f]", "Google Cloud zones are the region, '-' and a letter a-f, e.g. {region}-a")
+"""The letters in use: every Compute Engine zone ends in a-f (us-central1-a..c and -f, us-east1-b..d,
+europe-west1-b..d), per https://cloud.google.com/compute/docs/regions-zones ("Available regions and
+zones"); ``us-central1-q`` as a ``clusterLocation`` was accepted, then blamed on balance."""
 
 REGION_PEERS = {
     # AWS region -> the nearest Google Cloud region, so a comparison does not cross continents.

@@ -234,6 +234,7 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("owner", "exp-aws-spot", {"owner": 0o755}, "is the YAML number 493, not text"),
     ("region", "exp-aws-spot", {"region": False}, "is the YAML boolean false, not text"),
     ("zone", "exp-aws-spot", {"zone": "us-east-1z"}, "AWS zones are the region and a letter a-f"),
+    ("zone", "finetune-gcp-g2", {"zone": "us-central1-q"}, "Google Cloud zones are the region, '-' and a letter a-f"),
     ("image", "finetune-gcp-g2", {"image": "ami-0123456789abcdef0"}, "is an AWS AMI id, not a Compute Engine"),
     ("cluster", "gke-gpu-attach", {"cluster": "ML_Prod"}, "GKE cluster name 'ML_Prod' does not match"),
     ("cluster", "gke-gpu-attach", {"cluster": "12345"}, "GKE cluster name '12345' does not match"),
@@ -287,6 +288,8 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("deployWorkload", "train-tpu-v5e", {"deployWorkload": True}, "applies only to gke-gpu, gke-tpu, eks-gpu"),
     ("clusterLocation", "gke-gpu-attach", {"clusterLocation": "us-east1-b"}, "neither region us-central1 nor"),
     ("clusterLocation", "gke-gpu-attach", {"clusterLocation": "us-central1b"}, "neither region us-central1 nor"),
+    # a zone of the region by name that Google Cloud does not have: refused where it is read, not blamed on balance
+    ("clusterLocation", "gke-gpu-attach", {"clusterLocation": "us-central1-q"}, "'us-central1-q' is not a zone of"),
     ("clusterLocation", "gke-tpu-slice", {"clusterLocation": "us-central1"}, "no fullserver:cluster is set"),
     (
         "clusterLocation",
