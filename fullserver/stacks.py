@@ -273,18 +273,23 @@ def find_stacks(directory: Path, names: list[str]) -> list[Path]:
         if not found:
             raise InputError(str(directory), "no stack configs found", "add stacks/Pulumi.<env>.yaml")
         return found
-    paths = []
-    for name in names:
-        if not name.endswith(".yaml") and (problem := stack_name_problem(name)) is not None:
-            shown = name if len(name) <= 40 else f"{name[:40]}... ({len(name)} characters)"
-            raise InputError(f"stack {shown!r}", problem.replace(f"'{name}'", "it"), _STACK_NAME_HINT)
-        path = Path(name) if name.endswith(".yaml") else directory / stack_file(name)
-        try:
-            exists = path.is_file()
-        except OSError:  # a name the file system refuses (too long) names no file
-            exists = False
-        if not exists:
-            known = ", ".join(str(stack_of_file(p.name)) for p in sorted(directory.glob(STACK_FILE_GLOB)))
-            raise InputError(f"stack '{name}'", f"no file {path}", f"known stacks: {known}")
-        paths.append(path)
-    return paths
+    return [stack_path(directory, name, f"stack '{name}'") for name in names]
+
+
+def stack_path(directory: Path, name: str, where: str) -> Path:
+    """The file of the stack ``name`` (a stack name, or a path ending in .yaml), refused in one
+    line naming ``where`` (a stack argument, ``--stack``) when it names no file; what is there is
+    for the one reader to refuse in its words (``yamlio``: a pipe is "not a regular file"), so
+    ``plan``, ``quota`` and ``ephemeral`` say the same of it."""
+    if not name.endswith(".yaml") and (problem := stack_name_problem(name)) is not None:
+        shown = name if len(name) <= 40 else f"{name[:40]}... ({len(name)} characters)"
+        raise InputError(f"stack {shown!r}", problem.replace(f"'{name}'", "it"), _STACK_NAME_HINT)
+    path = Path(name) if name.endswith(".yaml") else directory / stack_file(name)
+    try:
+        exists = path.exists()
+    except OSError:  # a name the file system refuses (too long) names no file
+        exists = False
+    if not exists:
+        known = ", ".join(str(stack_of_file(p.name)) for p in sorted(directory.glob(STACK_FILE_GLOB)))
+        raise InputError(where, f"no file {path}", f"known stacks: {known or 'none'}")
+    return path

@@ -387,3 +387,23 @@ def test_a_named_pipe_given_as_a_stack_file_is_refused_not_waited_on(tmp_path: P
     os.mkfifo(tmp_path / "Pulumi.piped.yaml")
     code, _, err = run("plan", "--stacks-dir", str(tmp_path))
     _one_refusal(code, err, "Pulumi.piped.yaml", "not a regular file")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["plan", "piped"],
+        ["quota", "piped"],
+        ["ephemeral", "--stack", "piped", "--", "true"],
+        ["plan", "{dir}/Pulumi.piped.yaml"],
+    ],
+)
+def test_a_named_pipe_named_as_a_stack_gets_the_readers_one_message_from_every_command(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Named, the pipe was "no file ... (known stacks: piped, ...)" from quota and ephemeral while
+    plan of every stack said "not a regular file": one reader, one message."""
+    os.mkfifo(tmp_path / "Pulumi.piped.yaml")
+    args = [a.format(dir=tmp_path) for a in command]
+    code, _, err = run(args[0], "--stacks-dir", str(tmp_path), *args[1:])
+    _one_refusal(code, err, "Pulumi.piped.yaml: not a regular file (a pipe, socket or device)")
