@@ -535,6 +535,28 @@ def test_without_credentials_the_check_says_so_and_the_run_goes_on(fake_pulumi: 
     assert "up" in fake_pulumi.commands()
 
 
+def test_an_unread_quota_is_not_mentioned_before_an_error_that_stops_the_run(
+    fake_pulumi: FakePulumi, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Said before "stack init failed" (or "the Pulumi CLI was not found"), the notice read as the
+    reason the run stopped; it is said when up goes on without the check, and only then."""
+
+    def none(needs: Any, project: Any) -> Any:
+        raise NoCredentials("AWS", "no credentials to read Service Quotas and EC2 with", "set AWS_PROFILE")
+
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack init:always")
+    events: list[Event] = []
+    with (
+        pytest.raises(PulumiFailed, match="pulumi stack init failed"),
+        ephemeral_stack(
+            base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=none, notify=events.append)
+        ),
+    ):
+        pytest.fail("must not get here")
+    assert not any(isinstance(e, QuotaCheckSkipped) for e in events), events
+    assert any(isinstance(e, StackCreating) for e in events)
+
+
 def test_run_ephemeral_exits_4_when_a_quota_is_short(fake_pulumi: FakePulumi, project: Path) -> None:
     settings = EphemeralSettings(
         base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=readers({"L-DB2E81BA": 0}))
