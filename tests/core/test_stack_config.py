@@ -236,6 +236,21 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("zone", "exp-aws-spot", {"zone": "us-east-1z"}, "AWS zones are the region and a letter a-f"),
     ("zone", "finetune-gcp-g2", {"zone": "us-central1-q"}, "Google Cloud zones are the region, '-' and a letter a-f"),
     ("image", "finetune-gcp-g2", {"image": "ami-0123456789abcdef0"}, "is an AWS AMI id, not a Compute Engine"),
+    # an accelerator of a kind the named platform does not take: what it takes, and who takes it
+    ("accelerator", "gke-tpu-slice", {"accelerator": "L4"}, "'L4' is a GPU, and gke-tpu takes TPU types: v4-8, v4-16,"),
+    (
+        "accelerator",
+        "train-tpu-v5e",
+        {"accelerator": "L4"},
+        "use fullserver:platform aws-gpu, gcp-gpu, bare-metal, gke",
+    ),
+    (
+        "accelerator",
+        "serve-gke-l4",
+        {"accelerator": "v5litepod-8"},
+        "is a TPU, and gke-gpu takes GPU accelerators: A100",
+    ),
+    ("accelerator", "exp-aws-spot", {"accelerator": "v5litepod-8"}, "use fullserver:platform tpu-vm, gke-tpu for"),
     ("cluster", "gke-gpu-attach", {"cluster": "ML_Prod"}, "GKE cluster name 'ML_Prod' does not match"),
     ("cluster", "gke-gpu-attach", {"cluster": "12345"}, "GKE cluster name '12345' does not match"),
     ("cluster", "gke-gpu-attach", {"cluster": "ml-pr\u00f8d"}, "does not match [a-z]([a-z0-9-]*[a-z0-9])?"),
