@@ -7,6 +7,7 @@ credentials, one line saying what it needs.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -14,9 +15,10 @@ import typer
 
 from fullserver.errors import FullserverError
 from fullserver.plan import plan_paths
+from fullserver.platform import Platform
 from fullserver.quotacheck import QuotaShort, check_all, readers_for, short_error
 from fullserver.quotas import load_quota_table
-from fullserver.stacks import find_stacks
+from fullserver.stacks import cloud_project, find_stacks
 from fullserver.yamlio import read_yaml
 from fullserver_cli.output import console, fail
 from fullserver_cli.plan import STACKS_DIR
@@ -24,11 +26,11 @@ from fullserver_cli.tables import FitTable
 from fullserver_cli.tables import table as fit_table
 
 
-def gcp_project(path: Path) -> str | None:
-    """The stack's ``gcp:project`` (the project its resources and quotas are in)."""
+def gcp_project(path: Path, platform: Platform) -> str | None:
+    """The project the stack's resources and quotas are in: its ``gcp:project``, else the variable
+    pulumi-gcp reads (``fullserver.stacks.cloud_project``); ``None`` on a cloud without projects."""
     config = read_yaml(path).get("config")
-    value = config.get("gcp:project") if isinstance(config, dict) else None
-    return str(value) if value else None
+    return cloud_project(platform, config if isinstance(config, dict) else {}, os.environ)
 
 
 def quota(
@@ -58,7 +60,7 @@ def _read_all(paths: list[Path]) -> tuple[list[str | FitTable], list[QuotaShort]
         if not plan.quotas:
             shown.append(f"{plan.stack}: needs no cloud quota")
             continue
-        checked = check_all(plan.quotas, readers_for(plan.quotas, table, gcp_project(path)))
+        checked = check_all(plan.quotas, readers_for(plan.quotas, table, gcp_project(path, plan.spec.platform)))
         t = fit_table(
             "quota",
             "where",

@@ -47,6 +47,7 @@ from fullserver.errors import EXIT_INPUT, EXIT_PULUMI, FullserverError, InputErr
 from fullserver.platforms.quota import QuotaNeed
 from fullserver.quotacheck import NoCredentials, Reader, check_all, readers_for, short_error
 from fullserver.quotas import load_quota_table
+from fullserver.stacks import cloud_project
 from stackops.events import (
     CommandExited,
     CommandKilled,
@@ -185,7 +186,7 @@ class EphemeralRun:
         if readers is None or not needs:
             return
         try:
-            found = readers(needs, str(self.config.get("gcp:project") or "") or None)
+            found = readers(needs, cloud_project(self.plan.spec.platform, self.config, os.environ))
         except NoCredentials as exc:
             self.quota_skipped = exc.line()
             return

@@ -9,6 +9,7 @@ plan`` does before anything is created, so bad config or a blown budget costs no
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -20,7 +21,7 @@ from fullserver.errors import InputError
 from fullserver.plan import StackPlan, check_budget, plan_workload
 from fullserver.profiles import get_profile, load_profiles
 from fullserver.rules import STACK_FILE_GLOB, stack_of_file
-from fullserver.stacks import stack_path, workload_from_config
+from fullserver.stacks import cloud_project, stack_path, workload_from_config
 from fullserver.workload import CONFIG_NAMESPACE
 from fullserver.yamlio import read_yaml
 
@@ -110,5 +111,6 @@ def check_plan(
             "--ttl", f"{ttl} exceeds profile '{profile.name}''s TTL of {life.ttl_hours:g} h", "ask for less"
         )
     plan = plan_workload(name, where, workload, profiles, load_catalog())
+    cloud_project(plan.spec.platform, config, os.environ)  # up needs it: refused before anything exists
     check_budget([plan], max_monthly_usd)
     return plan

@@ -66,6 +66,25 @@ def test_bad_requests_fail_offline_without_calling_pulumi(
     assert fake_pulumi.calls() == []
 
 
+def test_a_google_cloud_base_stack_naming_no_project_fails_offline(
+    fake_pulumi: FakePulumi, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pulumi up would fail without a project; the run is refused before anything is created."""
+    for variable in ("GOOGLE_PROJECT", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"):
+        monkeypatch.delenv(variable, raising=False)
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    config = yaml.safe_load((STACKS / "Pulumi.finetune-gcp-g2.yaml").read_text())["config"]
+    del config["gcp:project"]
+    (stacks / "Pulumi.finetune-gcp-g2.yaml").write_text(yaml.safe_dump({"config": config}))
+    with (
+        pytest.raises(InputError, match="gcp:project: not set, and gcp-gpu creates its resources"),
+        ephemeral_stack(**opts(fake_pulumi, project, base_stack="finetune-gcp-g2", stacks_dir=stacks)),
+    ):
+        pytest.fail("must not get here")
+    assert fake_pulumi.calls() == []
+
+
 # -- the life of a stack ----------------------------------------------------------------------
 
 
