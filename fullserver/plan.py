@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +31,7 @@ from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.quotas import CapacityAdvice, capacity_paths, quotas_for
 from fullserver.sizing import complete_spec, size, spec_for
 from fullserver.spec import EnvironmentSpec
-from fullserver.stacks import Stack, load_stack
+from fullserver.stacks import Stack, cloud_project, load_stack
 from fullserver.workload import CONFIG_NAMESPACE, Alternative, Workload, check_workload
 from fullserver.yamlio import read_yaml
 
@@ -278,9 +280,15 @@ def plan_workload(
     )
 
 
-def plan_stack(stack: Stack, profiles: dict[str, Profile], catalog: Catalog) -> StackPlan:
+def plan_stack(
+    stack: Stack, profiles: dict[str, Profile], catalog: Catalog, environ: Mapping[str, str] | None = None
+) -> StackPlan:
+    """One stack's plan; its platform's cloud project (``cloud_project``) must be named, in the stack
+    or in ``environ`` (the process's environment unless given), as ``pulumi up`` needs it."""
     try:
-        return plan_workload(stack.name, stack.path, stack.workload, profiles, catalog)
+        plan = plan_workload(stack.name, stack.path, stack.workload, profiles, catalog)
+        cloud_project(plan.spec.platform, stack.config, os.environ if environ is None else environ)
+        return plan
     except FullserverError as exc:
         # Name the stack file in front of the field the error names.
         exc.where = f"{stack.path}: {exc.where}" if exc.where else stack.path

@@ -232,6 +232,45 @@ RULES: list[Rule] = [
 ]
 
 
+@dataclass(frozen=True)
+class Note:
+    """When every ``when`` answer matches, the ranking says ``text`` beside it (formatted with the
+    answers): answers that contradict each other, or that no rule can rank by, are ranked as the
+    text says, never silently."""
+
+    when: dict[str, tuple[object, ...]]
+    text: str
+
+    def matches(self, needs: Needs) -> bool:
+        return all(getattr(needs, key) in values for key, values in self.when.items())
+
+
+NOTES: list[Note] = [
+    Note(
+        {"portability": (True,), "cloud": tuple(platforms.clouds())},
+        "--portable keeps the option to move between providers, and --cloud {cloud} names one: the ranking"
+        " favours {cloud}'s platforms for the cloud and puts no TPU first for portability (drop --cloud to"
+        " compare providers, or --portable if the team stays on {cloud})",
+    ),
+    Note(
+        {"demand": ("steady",), "maturity": CHANGING},
+        "--demand steady with --maturity {maturity}: steady demand favours dedicated servers only for stable"
+        " or production work, so it changes nothing in this ranking",
+    ),
+    Note(
+        {"purpose": INFERENCE, "demand": ("steady",), "traffic": REALTIME},
+        "--demand steady, and inference is ranked for real-time traffic with a variable load (--traffic unset"
+        " or realtime-variable): say --traffic steady-batch if the load is steady batches",
+    ),
+    Note(
+        {"purpose": TRAINING, "maturity": ("production",), "scale": ("single",), "demand": ("variable",)},
+        "no training profile is for production work on a single node, so no profile is favoured: say"
+        " --maturity stable (fine-tuning) or --scale multi-node (scale-training)",
+    ),
+]
+"""What the ranking says of answers it cannot honour together (``Recommendation.notes``)."""
+
+
 class Priced(BaseModel):
     """What one choice costs, and what that price is of: ``capacity`` (accelerator memory) held,
     its ratio to the question's ``reference`` job, and the ``pricing`` model of ``usd_month``.
@@ -259,6 +298,21 @@ class Choice(BaseModel):
     score: int
     reasons: list[str]
     cost: Priced
+
+
+class Recommendation(BaseModel):
+    """The ranking, and what it says of the answers (``NOTES``): ``fullserver recommend`` shows both."""
+
+    model_config = ConfigDict(frozen=True)
+
+    choices: list[Choice]
+    notes: list[str]
+
+
+def notes_for(needs: Needs) -> list[str]:
+    """The notes whose answers all match, in ``NOTES`` order."""
+    answers = needs.model_dump()
+    return [n.text.format_map(answers) for n in NOTES if n.matches(needs)]
 
 
 def _region(needs: Needs, platform: Platform, catalog: Catalog) -> str:
@@ -507,3 +561,8 @@ def recommend(needs: Needs, profiles: dict[str, Profile], catalog: Catalog, top:
     ]
     ranked.sort(key=lambda t: (t[0], -t[1].score, *_tie_price(t[1]), t[1].profile, t[1].platform.value))
     return [choice for _, choice in ranked[:top]]
+
+
+def recommendation(needs: Needs, profiles: dict[str, Profile], catalog: Catalog, top: int = 5) -> Recommendation:
+    """``recommend``'s ranking with the notes on the answers it was ranked from."""
+    return Recommendation(choices=recommend(needs, profiles, catalog, top), notes=notes_for(needs))

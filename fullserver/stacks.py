@@ -12,6 +12,7 @@ line.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import json
@@ -26,6 +27,7 @@ from pydantic import ValidationError
 
 from fullserver.catalog.model import Platform
 from fullserver.errors import InputError
+from fullserver.platforms import rules_for
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_name_problem, stack_of_file
 from fullserver.workload import CONFIG_NAMESPACE, KeyProblem, Workload
 from fullserver.yamlio import read_yaml, validation_error
@@ -222,6 +224,9 @@ class Stack:
     name: str
     path: str
     workload: Workload
+    config: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """The file's text settings of other namespaces (``gcp:project``); a secret (a ``secure:``
+    mapping) is not kept."""
 
 
 def stack_name(path: Path) -> str:
@@ -242,7 +247,31 @@ def load_stack(path: Path) -> Stack:
     if not isinstance(config, dict):
         raise InputError(f"{path}: field 'config'", "expected a mapping of keys to values", "see stacks/ examples")
     check_gcp_project(config.get("gcp:project"), str(path))
-    return Stack(name=name, path=str(path), workload=workload_from_config(config, str(path)))
+    return Stack(
+        name=name, path=str(path), workload=workload_from_config(config, str(path)), config=_other_settings(config)
+    )
+
+
+def _other_settings(config: Mapping[str, Any]) -> dict[str, str]:
+    return {k: v for k, v in config.items() if not k.startswith(f"{CONFIG_NAMESPACE}:") and isinstance(v, str)}
+
+
+def cloud_project(platform: Platform, config: Mapping[str, Any], environ: Mapping[str, str]) -> str | None:
+    """The project ``pulumi up`` creates a stack's resources in (``PlatformRules.project``: the
+    config key, else the provider's environment variables), ``None`` where its cloud has none;
+    refused in one line when the platform needs one and neither names it. ``plan``, ``quota`` and
+    ``ephemeral`` ask here, so none of them plans against a project ``up`` would not have."""
+    need = rules_for(platform).project
+    if need is None:
+        return None
+    found = need.of(config, environ)
+    if found is None:
+        raise InputError(
+            need.key,
+            f"not set, and {platform.value} creates its resources in a {need.cloud} project",
+            f"pulumi config set {need.key} <project-id>, or export {need.env[0]}",
+        )
+    return found[0]
 
 
 _GCP_PROJECT = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]")
@@ -273,18 +302,23 @@ def find_stacks(directory: Path, names: list[str]) -> list[Path]:
         if not found:
             raise InputError(str(directory), "no stack configs found", "add stacks/Pulumi.<env>.yaml")
         return found
-    paths = []
-    for name in names:
-        if not name.endswith(".yaml") and (problem := stack_name_problem(name)) is not None:
-            shown = name if len(name) <= 40 else f"{name[:40]}... ({len(name)} characters)"
-            raise InputError(f"stack {shown!r}", problem.replace(f"'{name}'", "it"), _STACK_NAME_HINT)
-        path = Path(name) if name.endswith(".yaml") else directory / stack_file(name)
-        try:
-            exists = path.is_file()
-        except OSError:  # a name the file system refuses (too long) names no file
-            exists = False
-        if not exists:
-            known = ", ".join(str(stack_of_file(p.name)) for p in sorted(directory.glob(STACK_FILE_GLOB)))
-            raise InputError(f"stack '{name}'", f"no file {path}", f"known stacks: {known}")
-        paths.append(path)
-    return paths
+    return [stack_path(directory, name, f"stack '{name}'") for name in names]
+
+
+def stack_path(directory: Path, name: str, where: str) -> Path:
+    """The file of the stack ``name`` (a stack name, or a path ending in .yaml), refused in one
+    line naming ``where`` (a stack argument, ``--stack``) when it names no file; what is there is
+    for the one reader to refuse in its words (``yamlio``: a pipe is "not a regular file"), so
+    ``plan``, ``quota`` and ``ephemeral`` say the same of it."""
+    if not name.endswith(".yaml") and (problem := stack_name_problem(name)) is not None:
+        shown = name if len(name) <= 40 else f"{name[:40]}... ({len(name)} characters)"
+        raise InputError(f"stack {shown!r}", problem.replace(f"'{name}'", "it"), _STACK_NAME_HINT)
+    path = Path(name) if name.endswith(".yaml") else directory / stack_file(name)
+    try:
+        exists = path.exists()
+    except OSError:  # a name the file system refuses (too long) names no file
+        exists = False
+    if not exists:
+        known = ", ".join(str(stack_of_file(p.name)) for p in sorted(directory.glob(STACK_FILE_GLOB)))
+        raise InputError(where, f"no file {path}", f"known stacks: {known or 'none'}")
+    return path

@@ -37,7 +37,12 @@ from fullserver.rules import (
 )
 from fullserver.serving_keys import ServingConfig
 from fullserver.text import display_changing
-from fullserver.workload_checks import check_attached_cluster, check_dedicated_accelerator, check_tpu_count
+from fullserver.workload_checks import (
+    check_accelerator_kind,
+    check_attached_cluster,
+    check_dedicated_accelerator,
+    check_tpu_count,
+)
 
 if TYPE_CHECKING:
     from fullserver.catalog import Catalog
@@ -517,6 +522,7 @@ def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> No
             f"profile '{profile.name}' runs no serving group",
             "remove fullserver:serving or use a profile with serving, e.g. realtime-inference",
         )
+    check_accelerator_kind(workload, catalog)
     platforms = set(platforms_for(profile, workload, catalog))
     if not platforms:
         return  # sizing names the accelerator the profile's platforms lack

@@ -4,12 +4,13 @@ cluster's name and subnets; each refused with the key at fault."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from fullserver.catalog.model import Platform
+from fullserver.catalog.model import AcceleratorKind, Platform
 from fullserver.errors import InputError
-from fullserver.platforms import name_rules, pool_member_of, rules_for
+from fullserver.platforms import all_rules, name_rules, pool_member_of, rules_for
 
 if TYPE_CHECKING:
     from fullserver.catalog import Catalog
@@ -74,3 +75,44 @@ def check_attached_cluster(workload: Workload, platforms: Collection[Platform]) 
     twice = next((s for i, s in enumerate(subnets) if s in subnets[:i]), None)
     if twice is not None:
         raise InputError("fullserver:subnets", f"lists '{twice}' twice", "list each subnet once")
+
+
+KIND_NAMES = {
+    AcceleratorKind.GPU: "GPU",
+    AcceleratorKind.TPU: "TPU",
+    AcceleratorKind.TRAINIUM: "Trainium",
+    AcceleratorKind.INFERENTIA: "Inferentia",
+}
+
+
+def _natural(name: str) -> tuple[object, ...]:
+    """v4-8 before v4-16: names sorted by their numbers as numbers."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+
+
+def check_accelerator_kind(workload: Workload, catalog: Catalog) -> None:
+    """A stack that names its platform names an accelerator of a kind that platform takes
+    (``PlatformRules.accelerator_kinds``): L4 on gke-tpu ended in "no TPU type matches 'L4'
+    (choose one of: none)". The refusal lists what the platform offers (a node pool's: its
+    nodes' platform's) and which platforms take the accelerator named."""
+    platform, named = workload.platform, workload.accelerator
+    if platform is None or named is None:
+        return
+    is_type = named in catalog.slice_types
+    kind = AcceleratorKind.TPU if is_type else catalog.accelerators[catalog.accelerator(named).name].kind
+    takes = rules_for(platform).accelerator_kinds
+    if kind in takes:
+        return
+    member = pool_member_of(platform)
+    sized_as = member.sized_as[platform] if member is not None else platform
+    slices = rules_for(sized_as).slices
+    offered = sorted({o.name if slices else str(o.accelerator) for o in catalog.offers_on(sized_as)}, key=_natural)
+    kinds = [KIND_NAMES[k] for k in AcceleratorKind if k in takes]
+    what = " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
+    what += " types" if slices else " accelerators"
+    takers = [r.platform.value for r in all_rules() if kind in r.accelerator_kinds]
+    raise InputError(
+        "fullserver:accelerator",
+        f"'{named}' is a {KIND_NAMES[kind]}, and {platform.value} takes {what}: {', '.join(offered)}",
+        f"name one of those, or use fullserver:platform {', '.join(takers)} for {named}",
+    )

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from typer._click import Command, Context
@@ -26,6 +26,9 @@ from typer.core import TyperGroup
 
 from fullserver.errors import EXIT_INPUT, FullserverError
 from fullserver_cli.output import STACKS_DIR, console, emit_json, fail
+
+if TYPE_CHECKING:  # loaded by the command that uses it: --version stays bare
+    from fullserver.recommend import Recommendation
 
 _json = emit_json
 _fail = fail
@@ -237,10 +240,8 @@ def recommend(
 
     from fullserver.catalog import load_catalog
     from fullserver.profiles import load_profiles
-    from fullserver.recommend import Needs
-    from fullserver.recommend import recommend as rank
+    from fullserver.recommend import Needs, recommendation
     from fullserver.yamlio import validation_error
-    from fullserver_cli import render
 
     answers = {
         "framework": framework,
@@ -263,13 +264,27 @@ def recommend(
             needs = Needs.model_validate(answers)
         except ValidationError as exc:
             raise validation_error("recommend", exc, prefix="--") from None
-        choices = rank(needs, load_profiles(), load_catalog(), top=top)
+        ranked = recommendation(needs, load_profiles(), load_catalog(), top=top)
     except FullserverError as exc:
         raise _fail(exc) from None
+    _show(ranked, as_json)
+
+
+def _show(ranked: Recommendation, as_json: bool) -> None:
+    """The ranking, then the notes on the answers; with --json the notes go to stderr, so stdout
+    stays the list of choices scripts read."""
+    from fullserver_cli import render
+
+    notes = [f"note: {n}" for n in ranked.notes]
     if as_json:
-        _json([c.model_dump(mode="json") for c in choices])
+        _json([c.model_dump(mode="json") for c in ranked.choices])
+        for line in notes:
+            sys.stderr.write(line + "\n")
         return
-    console().print(render.recommendations(choices))
+    con = console()
+    con.print(render.recommendations(ranked.choices))
+    for line in notes:
+        con.print(line, markup=False)
 
 
 # --- stackops: ephemeral CI stacks and the janitor (Pulumi Automation API, imported lazily) ---

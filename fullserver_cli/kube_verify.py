@@ -72,7 +72,10 @@ def verify_kube(
         raise typer.Exit(2) from None
     try:
         cluster = api.connect(
-            plan.cluster_name, access.kubeconfig, access.context, credentials_hint(plan, gcp_project(Path(stack.path)))
+            plan.cluster_name,
+            access.kubeconfig,
+            access.context,
+            credentials_hint(plan, gcp_project(Path(stack.path), stack.spec.platform)),
         )
         nodes = api.list_nodes(cluster, plan.node_selector)
         nodes = _chosen(stack.stack, plan, nodes, access.nodes, cluster.context)

@@ -47,6 +47,7 @@ from fullserver.errors import EXIT_INPUT, EXIT_PULUMI, FullserverError, InputErr
 from fullserver.platforms.quota import QuotaNeed
 from fullserver.quotacheck import NoCredentials, Reader, check_all, readers_for, short_error
 from fullserver.quotas import load_quota_table
+from fullserver.stacks import cloud_project
 from stackops.events import (
     CommandExited,
     CommandKilled,
@@ -168,6 +169,9 @@ class EphemeralRun:
         self.work_dir: Path | None = None
         self.ws: auto.LocalWorkspace | None = None
         self.attempted = False
+        self.quota_skipped: str | None = None
+        """Why the quotas could not be read: said once ``up`` goes on without them, never before
+        an error that stops the run first (a missing Pulumi CLI, a failed stack init)."""
         self.up_started = False
         self.up_finished = False
 
@@ -176,14 +180,15 @@ class EphemeralRun:
     def check_quotas(self) -> None:
         """Each quota the stack needs against the account, before anything exists: a short one
         stops the run in seconds with the quota named (``QuotaShort``, exit 4) instead of failing
-        half-way through ``up``. Without credentials to read them, it says so and goes on."""
+        half-way through ``up``. Without credentials to read them, it goes on, and says so when
+        ``up`` starts (``quota_skipped``)."""
         readers, needs = self.s.quota_readers, self.plan.quotas
         if readers is None or not needs:
             return
         try:
-            found = readers(needs, str(self.config.get("gcp:project") or "") or None)
+            found = readers(needs, cloud_project(self.plan.spec.platform, self.config, os.environ))
         except NoCredentials as exc:
-            self.s.notify(QuotaCheckSkipped(exc.line()))
+            self.quota_skipped = exc.line()
             return
         checked = check_all(needs, found)
         short = short_error(self.where, checked)
@@ -232,6 +237,8 @@ class EphemeralRun:
             for key, value in s.secrets.items():
                 set_secret_config(self.ws, self.name, config_key(key), value)
             guard.checkpoint()
+            if self.quota_skipped is not None:
+                notify(QuotaCheckSkipped(self.quota_skipped))
             notify(Updating(self.name))
             self.up_started = True
             result = stack.up(

@@ -9,6 +9,7 @@ plan`` does before anything is created, so bad config or a blown budget costs no
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -19,8 +20,8 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import InputError
 from fullserver.plan import StackPlan, check_budget, plan_workload
 from fullserver.profiles import get_profile, load_profiles
-from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
-from fullserver.stacks import workload_from_config
+from fullserver.rules import STACK_FILE_GLOB, stack_of_file
+from fullserver.stacks import cloud_project, stack_path, workload_from_config
 from fullserver.workload import CONFIG_NAMESPACE
 from fullserver.yamlio import read_yaml
 
@@ -42,10 +43,7 @@ class BaseStack:
 def choose_base(stacks_dir: Path, profile: str | None, base_stack: str | None) -> BaseStack:
     """The named base stack, else the first stack file (by name) whose profile is ``profile``."""
     if base_stack:
-        path = Path(base_stack) if base_stack.endswith(".yaml") else stacks_dir / stack_file(base_stack)
-        if not path.is_file():
-            known = ", ".join(str(stack_of_file(p.name)) for p in sorted(stacks_dir.glob(STACK_FILE_GLOB)))
-            raise InputError(f"--stack {base_stack}", f"no file {path}", f"known stacks: {known or 'none'}")
+        path = stack_path(stacks_dir, base_stack, f"--stack {base_stack}")
         return BaseStack(_stack_of(path), path, _config_of(path))
     if not profile:
         raise InputError("ephemeral", "no base stack and no profile", "pass --stack <base> or --profile <name>")
@@ -113,5 +111,6 @@ def check_plan(
             "--ttl", f"{ttl} exceeds profile '{profile.name}''s TTL of {life.ttl_hours:g} h", "ask for less"
         )
     plan = plan_workload(name, where, workload, profiles, load_catalog())
+    cloud_project(plan.spec.platform, config, os.environ)  # up needs it: refused before anything exists
     check_budget([plan], max_monthly_usd)
     return plan

@@ -7,6 +7,7 @@ Importing this package loads no provider SDK: ``pulumi_gcp`` comes with the comp
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import pulumi
@@ -42,8 +43,10 @@ def provider(plan: StackPlan, project: str | None) -> pulumi.ProviderResource:
 
 
 def project() -> str | None:
-    """The stack's ``gcp:project`` (None: the provider's default)."""
-    return pulumi.Config("gcp").get("project")
+    """The stack's ``gcp:project``, else the variable pulumi-gcp reads it from (``gcp.PROJECT``), so
+    a GKE stack whose project is only in ``GOOGLE_CLOUD_PROJECT`` builds as the plan said it would."""
+    found = gcp.PROJECT.of({gcp.PROJECT.key: pulumi.Config("gcp").get("project")}, os.environ)
+    return found[0] if found else None
 
 
 def secret_command(_spec: EnvironmentSpec, secret: str, project: str | None) -> list[str]:

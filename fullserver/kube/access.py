@@ -33,7 +33,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
 
 from fullserver.errors import InputError
 from fullserver.netcheck import check_ssh_ranges
-from fullserver.platforms import owners, pool_member, pool_member_of, rules_for
+from fullserver.platforms import owners, pool_member, pool_member_of, rules_for, zone_problem
 
 if TYPE_CHECKING:
     from fullserver.kube.pool import KubePlan
@@ -109,8 +109,11 @@ Subnets = Annotated[list[StrictStr], Field(max_length=MAX_SUBNETS), AfterValidat
 def location_problem(location: str, region: str) -> str | None:
     """Why ``location`` is not the region or a zone of it, in the names of the platforms whose
     clusters have a location (``clusterLocation``: GKE's), or ``None``."""
-    if location == region or any(rules_for(p).zone_in_region(location, region) for p in owners("clusterLocation")):
+    takers = owners("clusterLocation")
+    if location == region or any(rules_for(p).zone_in_region(location, region) for p in takers):
         return None
+    if location.startswith(f"{region}-"):  # a zone of the region by its name, one its cloud does not have
+        return next(z for p in takers if (z := zone_problem(location, region, p)) is not None)
     return f"'{location}' is neither region {region} nor one of its zones (e.g. {region}-a)"
 
 

@@ -99,6 +99,24 @@ def no_quotas(ask: QuotaAsk, table: QuotaTable) -> list[QuotaNeed]:
 
 
 @dataclass(frozen=True)
+class CloudProject:
+    """The cloud project a platform's resources are created in: the stack's config ``key``, else
+    the first of ``env`` set, in the order its Pulumi provider reads them (so ``fullserver`` and
+    ``pulumi up`` agree on it, and a stack that names none is refused before ``up`` is)."""
+
+    key: str
+    env: tuple[str, ...]
+    cloud: str
+    """The cloud in words, for messages."""
+
+    def of(self, config: Mapping[str, object], environ: Mapping[str, str]) -> tuple[str, str] | None:
+        """(the project, where it was read: the key or a variable), or ``None``: nowhere."""
+        if config.get(self.key):
+            return str(config[self.key]), self.key
+        return next(((environ[v], v) for v in self.env if environ.get(v)), None)
+
+
+@dataclass(frozen=True)
 class ZoneForm:
     """How a platform names the zones of a region: the region, then ``suffix`` (a regex)."""
 
@@ -274,6 +292,8 @@ class PlatformRules:
     """One local SSD's size where the platform fixes it."""
     local_ssd_price_kind: str | None = None
     """Local SSDs are billed apart from the machine, as this storage kind (else: in the price)."""
+    project: CloudProject | None = None
+    """Where its resources' cloud project is read; ``None``: its cloud has no projects."""
     # --- zones and regions
     zone_form: ZoneForm | None = None
     """How zones are named; ``None``: a zone is a free label (where the servers are)."""

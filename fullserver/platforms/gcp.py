@@ -24,6 +24,7 @@ from fullserver.platforms.base import (
     CLOUD_LOGIN,
     GPU_SERVING,
     RFC1035,
+    CloudProject,
     DiskKind,
     DiskLimits,
     NameRule,
@@ -299,9 +300,21 @@ SERVING_ZONES = 3
 RESERVATION_LABEL = "compute.googleapis.com/reservation-name"
 """The key a specific reservation affinity names a reservation by."""
 
+PROJECT = CloudProject(
+    "gcp:project", ("GOOGLE_PROJECT", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"), "Google Cloud"
+)
+"""The project of every Google Cloud platform's resources: ``gcp:project``, else the variables
+pulumi-gcp reads, in its order (``pulumi_gcp/config/vars.py`` ``project`` and ``Provider.__init__``
+in ``pulumi_gcp/provider.py``: ``get_env('GOOGLE_PROJECT', 'GOOGLE_CLOUD_PROJECT', 'GCLOUD_PROJECT',
+'CLOUDSDK_CORE_PROJECT')`` when ``project`` is unset). With none, ``pulumi up`` fails (GKE's component refuses
+first), so the plan refuses too instead of planning against a stand-in project."""
+
 # --- zones and regions -------------------------------------------------------------------------
 
-ZONES = ZoneForm("-[a-z]", "Google Cloud zones are the region, '-' and a letter, e.g. {region}-a")
+ZONES = ZoneForm("-[a-f]", "Google Cloud zones are the region, '-' and a letter a-f, e.g. {region}-a")
+"""The letters in use: every Compute Engine zone ends in a-f (us-central1-a..c and -f, us-east1-b..d,
+europe-west1-b..d), per https://cloud.google.com/compute/docs/regions-zones ("Available regions and
+zones"); ``us-central1-q`` as a ``clusterLocation`` was accepted, then blamed on balance."""
 
 REGION_PEERS = {
     # AWS region -> the nearest Google Cloud region, so a comparison does not cross continents.
@@ -368,6 +381,7 @@ RULES = PlatformRules(
     default_boot_disk_gib=DEFAULT_BOOT_DISK_GIB,
     local_ssd_gib=LOCAL_SSD_GIB,
     local_ssd_price_kind="local-ssd",
+    project=PROJECT,
     zone_form=ZONES,
     zone_from_catalog=True,
     unset_zone_warning=(

@@ -297,6 +297,7 @@ RULES = PlatformRules(
     family_disk_kinds=(HYPERDISK_ONLY,),
     default_disk_kind="pd-balanced",
     boot_disk_sized=False,  # the boot disk is part of the TPU; it has no size input
+    project=gcp.PROJECT,
     zone_form=gcp.ZONES,
     zone_from_catalog=True,  # capacity is zonal and the catalog lists the zones per type
     region_peers=gcp.REGION_PEERS,

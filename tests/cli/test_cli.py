@@ -195,6 +195,20 @@ def test_recommend_shows_rows_on_different_pricing_models_on_demand_too() -> Non
             assert f"${c['cost']['on_demand_usd_month']:,.2f}" in out
 
 
+def test_recommend_shows_its_notes_after_the_ranking_and_keeps_json_a_list() -> None:
+    """--portable --cloud aws was ranked without a word; the note follows the table, and with
+    --json goes to stderr so stdout stays the list scripts read."""
+    code, out, _ = run("recommend", "--portable", "--cloud", "aws", "--top", "1")
+    assert code == 0
+    table, _, notes = out.partition("note: --portable keeps the option to move between providers")
+    assert "aws-gpu" in table and "and --cloud aws names one" in " ".join(notes.split())
+    code, out, err = run("recommend", "--portable", "--cloud", "aws", "--top", "1", "--json")
+    assert code == 0 and len(json.loads(out)) == 1
+    assert err.startswith("note: --portable keeps the option") and err.count("\n") == 1
+    code, out, err = run("recommend", "--top", "1")
+    assert code == 0 and "note:" not in out + err
+
+
 def test_a_stack_file_name_with_an_escape_sequence_is_reported_escaped(tmp_path: Path) -> None:
     """Printed raw, the terminal showed a red "exp": a name that does not exist."""
     (tmp_path / "Pulumi.ex\x1b[31mp.yaml").write_text((ROOT / "stacks" / "Pulumi.exp-aws-spot.yaml").read_text())

@@ -38,6 +38,15 @@ def test_a_bare_metal_stack_needs_no_cloud_quota() -> None:
     assert result.stdout.strip() == "dedicated-h100: needs no cloud quota"
 
 
+def test_nothing_is_printed_before_an_error_of_a_later_stack(no_aws_credentials: None) -> None:
+    """ "dedicated-h100: needs no cloud quota" printed before the error of the stack after it read
+    as an answer from a command that had failed."""
+    result = runner.invoke(app, ["quota", "--stacks-dir", str(STACKS), "dedicated-h100", "exp-aws-spot"])
+    assert result.exit_code == EXIT_INPUT
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: AWS: no credentials") and result.stderr.count("\n") == 1
+
+
 class Account:
     """A cloud's answers: every quota at ``limit``, nothing in use (``fullserver.quotacheck`` readers)."""
 

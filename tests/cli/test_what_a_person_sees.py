@@ -387,3 +387,41 @@ def test_a_named_pipe_given_as_a_stack_file_is_refused_not_waited_on(tmp_path: P
     os.mkfifo(tmp_path / "Pulumi.piped.yaml")
     code, _, err = run("plan", "--stacks-dir", str(tmp_path))
     _one_refusal(code, err, "Pulumi.piped.yaml", "not a regular file")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["plan", "piped"],
+        ["quota", "piped"],
+        ["ephemeral", "--stack", "piped", "--", "true"],
+        ["plan", "{dir}/Pulumi.piped.yaml"],
+    ],
+)
+def test_a_named_pipe_named_as_a_stack_gets_the_readers_one_message_from_every_command(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Named, the pipe was "no file ... (known stacks: piped, ...)" from quota and ephemeral while
+    plan of every stack said "not a regular file": one reader, one message."""
+    os.mkfifo(tmp_path / "Pulumi.piped.yaml")
+    args = [a.format(dir=tmp_path) for a in command]
+    code, _, err = run(args[0], "--stacks-dir", str(tmp_path), *args[1:])
+    _one_refusal(code, err, "Pulumi.piped.yaml: not a regular file (a pipe, socket or device)")
+
+
+@pytest.mark.parametrize("command", ["plan", "quota"])
+def test_a_gke_stack_naming_no_project_is_refused_by_plan_as_by_quota(
+    tmp_path: Path, command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """plan planned it against the graph's "mock-project" while quota refused it; now both say
+    what pulumi up needs, in one line; plan takes the project pulumi-gcp reads from the environment."""
+    for variable in ("GOOGLE_PROJECT", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"):
+        monkeypatch.delenv(variable, raising=False)
+    config = yaml.safe_load((STACKS / "Pulumi.gke-gpu-attach.yaml").read_text())["config"]
+    del config["gcp:project"]
+    (tmp_path / "Pulumi.gke-gpu-attach.yaml").write_text(yaml.safe_dump({"config": config}))
+    code, _, err = run(command, "--stacks-dir", str(tmp_path), "gke-gpu-attach")
+    _one_refusal(code, err, "gcp:project: not set, and gke-gpu creates", "pulumi config set gcp:project <project-id>")
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "env-project")
+    code, _, err = run("plan", "--stacks-dir", str(tmp_path), "--summary", "gke-gpu-attach")
+    assert code == 0, err

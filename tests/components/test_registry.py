@@ -15,6 +15,7 @@ from components import registry
 from components.environment import EnvironmentArgs
 from components.outputs import OUTPUTS, EnvironmentComponent
 from fullserver.platform import Platform
+from fullserver.platforms import all_rules, rules_for
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = ROOT / "components"
@@ -125,3 +126,15 @@ def test_the_bare_metal_python_api_keeps_its_documented_path() -> None:
     from components.bare_metal.environment import BareMetalEnvironment
 
     assert components.bare_metal.BareMetalEnvironment is BareMetalEnvironment
+
+
+def test_the_graph_stands_in_a_project_only_where_the_plan_demands_one() -> None:
+    """The offline graph's "mock-project" stands for the project the plan has checked is named
+    (``fullserver.stacks.cloud_project``); a platform whose graph got a stand-in without that check
+    planned a stack ``pulumi up`` then refused."""
+    keys = {r.project.key for r in all_rules() if r.project is not None}
+    assert keys == {"gcp:project"}
+    for platform in Platform:
+        project = rules_for(platform).project
+        stand_ins = set(registry.entry(platform).mock_config) & keys
+        assert stand_ins == ({project.key} if project is not None else set()), platform

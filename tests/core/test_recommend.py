@@ -18,7 +18,7 @@ from fullserver.errors import EXIT_INPUT, BudgetExceeded, InputError
 from fullserver.plan import check_budget, check_max_monthly_usd, plan_paths
 from fullserver.platform import Platform
 from fullserver.profiles import Profile, Purpose, load_profiles
-from fullserver.recommend import GPU_PLATFORMS, MAX_TOP, RULES, Needs, recommend
+from fullserver.recommend import GPU_PLATFORMS, MAX_TOP, RULES, Needs, notes_for, recommend, recommendation
 from fullserver.stacks import find_stacks
 from fullserver.yamlio import validation_error
 
@@ -352,3 +352,58 @@ def test_ties_are_broken_by_the_on_demand_price_of_equal_capacity(shipped: tuple
     assert tied, "the question should produce a tie"
     for prices in tied:
         assert prices == sorted(prices)
+
+
+# --- notes: answers the ranking cannot honour together are said, never ranked silently ----------
+
+
+@pytest.mark.parametrize(
+    ("answers", "says"),
+    [
+        (
+            {"portability": True, "cloud": "aws"},
+            "--portable keeps the option to move between providers, and --cloud aws",
+        ),
+        ({"portability": True, "cloud": "gcp"}, "or --portable if the team stays on gcp"),
+        ({"demand": "steady", "maturity": "exploring"}, "--demand steady with --maturity exploring: steady demand"),
+        ({"demand": "steady", "maturity": "adapting"}, "with --maturity adapting"),
+        ({"purpose": "inference", "demand": "steady"}, "say --traffic steady-batch if the load is steady batches"),
+        (
+            {"purpose": "inference", "demand": "steady", "traffic": "realtime-variable"},
+            "inference is ranked for real-time traffic",
+        ),
+        ({"maturity": "production"}, "no training profile is for production work on a single node"),
+    ],
+)
+def test_answers_that_contradict_each_other_get_a_note_beside_the_ranking(
+    answers: dict[str, Any], says: str, shipped: tuple[dict[str, Profile], Catalog]
+) -> None:
+    result = recommendation(Needs.model_validate(answers), *shipped, top=2)
+    assert len(result.choices) == 2
+    assert [n for n in result.notes if says in n], result.notes
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        {},
+        {"portability": True},
+        {"cloud": "aws"},
+        {"demand": "steady", "maturity": "stable"},
+        {"demand": "steady", "maturity": "production"},  # dedicated-steady is favoured: no gap
+        {"maturity": "production", "scale": "multi-node"},
+        {"purpose": "inference", "traffic": "steady-batch", "demand": "steady"},
+        {"purpose": "inference", "maturity": "production", "traffic": "steady-batch"},  # the guide's example
+    ],
+)
+def test_answers_that_agree_get_no_note(answers: dict[str, Any], shipped: tuple[dict[str, Profile], Catalog]) -> None:
+    assert recommendation(Needs.model_validate(answers), *shipped, top=1).notes == []
+
+
+def test_a_note_is_true_of_the_ranking_it_is_shown_with(shipped: tuple[dict[str, Profile], Catalog]) -> None:
+    """The production single-node note says no profile is favoured: no profile rule matched."""
+    needs = Needs(maturity="production")
+    favoured = [r for r in RULES if r.weight > 0 and r.matches(needs) and r.target in shipped[0]]
+    assert favoured == [] and notes_for(needs)
+    steady = Needs(maturity="exploring", demand="steady")
+    assert [r for r in RULES if r.target == "dedicated-steady" and r.weight > 0 and r.matches(steady)] == []

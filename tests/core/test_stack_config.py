@@ -15,8 +15,18 @@ import yaml
 from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import StackPlan, plan_paths, plan_stack
+from fullserver.platform import Platform
+from fullserver.platforms import rules_for
 from fullserver.profiles import get_profile, load_profiles
-from fullserver.stacks import check_gcp_project, config_keys, find_stacks, load_stack, stack_name, workload_from_config
+from fullserver.stacks import (
+    check_gcp_project,
+    cloud_project,
+    config_keys,
+    find_stacks,
+    load_stack,
+    stack_name,
+    workload_from_config,
+)
 from fullserver.workload import CONFIG_NAMESPACE, MAX_NODES, Workload, check_workload
 from fullserver.yamlio import read_yaml
 
@@ -237,7 +247,23 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("owner", "exp-aws-spot", {"owner": 0o755}, "is the YAML number 493, not text"),
     ("region", "exp-aws-spot", {"region": False}, "is the YAML boolean false, not text"),
     ("zone", "exp-aws-spot", {"zone": "us-east-1z"}, "AWS zones are the region and a letter a-f"),
+    ("zone", "finetune-gcp-g2", {"zone": "us-central1-q"}, "Google Cloud zones are the region, '-' and a letter a-f"),
     ("image", "finetune-gcp-g2", {"image": "ami-0123456789abcdef0"}, "is an AWS AMI id, not a Compute Engine"),
+    # an accelerator of a kind the named platform does not take: what it takes, and who takes it
+    ("accelerator", "gke-tpu-slice", {"accelerator": "L4"}, "'L4' is a GPU, and gke-tpu takes TPU types: v4-8, v4-16,"),
+    (
+        "accelerator",
+        "train-tpu-v5e",
+        {"accelerator": "L4"},
+        "use fullserver:platform aws-gpu, gcp-gpu, bare-metal, gke",
+    ),
+    (
+        "accelerator",
+        "serve-gke-l4",
+        {"accelerator": "v5litepod-8"},
+        "is a TPU, and gke-gpu takes GPU accelerators: A100",
+    ),
+    ("accelerator", "exp-aws-spot", {"accelerator": "v5litepod-8"}, "use fullserver:platform tpu-vm, gke-tpu for"),
     ("cluster", "gke-gpu-attach", {"cluster": "ML_Prod"}, "GKE cluster name 'ML_Prod' does not match"),
     ("cluster", "gke-gpu-attach", {"cluster": "12345"}, "GKE cluster name '12345' does not match"),
     ("cluster", "gke-gpu-attach", {"cluster": "ml-pr\u00f8d"}, "does not match [a-z]([a-z0-9-]*[a-z0-9])?"),
@@ -290,6 +316,8 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("deployWorkload", "train-tpu-v5e", {"deployWorkload": True}, "applies only to gke-gpu, gke-tpu, eks-gpu"),
     ("clusterLocation", "gke-gpu-attach", {"clusterLocation": "us-east1-b"}, "neither region us-central1 nor"),
     ("clusterLocation", "gke-gpu-attach", {"clusterLocation": "us-central1b"}, "neither region us-central1 nor"),
+    # a zone of the region by name that Google Cloud does not have: refused where it is read, not blamed on balance
+    ("clusterLocation", "gke-gpu-attach", {"clusterLocation": "us-central1-q"}, "'us-central1-q' is not a zone of"),
     ("clusterLocation", "gke-tpu-slice", {"clusterLocation": "us-central1"}, "no fullserver:cluster is set"),
     (
         "clusterLocation",
@@ -500,3 +528,45 @@ def test_a_project_id_of_every_allowed_form_is_read(tmp_path: Path, project: str
     check_gcp_project(project, "x")
     config = stack_config("finetune-gcp-g2") | {"gcp:project": project}
     assert load_stack(write_stack(tmp_path, "finetune-gcp-g2", config)).name == "finetune-gcp-g2"
+
+
+PROJECT_ENV = ("GOOGLE_PROJECT", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT")
+
+
+@pytest.mark.parametrize("stack", ["finetune-gcp-g2", "train-tpu-v5e", "gke-gpu-attach", "gke-tpu-slice"])
+def test_a_google_cloud_stack_naming_no_project_is_refused_at_plan_time(stack: str, tmp_path: Path) -> None:
+    """It planned against the graph's stand-in "mock-project" while quota (and pulumi up) refused it."""
+    config = {k: v for k, v in stack_config(stack).items() if k != "gcp:project"}
+    path = write_stack(tmp_path, stack, config)
+    with pytest.raises(InputError) as info:
+        plan_stack(load_stack(path), load_profiles(), load_catalog(), environ={})
+    platform = config[f"{CONFIG_NAMESPACE}:platform"]
+    assert info.value.line() == (
+        f"{path}: gcp:project: not set, and {platform} creates its resources in a Google Cloud project "
+        "(pulumi config set gcp:project <project-id>, or export GOOGLE_PROJECT)"
+    )
+
+
+@pytest.mark.parametrize("variable", PROJECT_ENV)
+def test_a_project_pulumi_gcp_reads_from_the_environment_is_one(variable: str, tmp_path: Path) -> None:
+    """pulumi-gcp takes the project from these variables when gcp:project is unset, so the plan does."""
+    config = {k: v for k, v in stack_config("gke-gpu-attach").items() if k != "gcp:project"}
+    path = write_stack(tmp_path, "gke-gpu-attach", config)
+    plan = plan_stack(load_stack(path), load_profiles(), load_catalog(), environ={variable: "env-project"})
+    assert plan.spec.platform.value == "gke-gpu"
+    found = rules_for(plan.spec.platform).project
+    assert found is not None and found.of(config, {variable: "env-project"}) == ("env-project", variable)
+    assert found.of({"gcp:project": "my-ml-project"}, {variable: "env-project"}) == ("my-ml-project", "gcp:project")
+
+
+def test_the_environment_is_read_in_the_providers_order() -> None:
+    found = rules_for(Platform.GCP_GPU).project
+    assert found is not None and found.env == PROJECT_ENV
+    both = {"CLOUDSDK_CORE_PROJECT": "last", "GOOGLE_CLOUD_PROJECT": "second", "GOOGLE_PROJECT": ""}
+    assert found.of({}, both) == ("second", "GOOGLE_CLOUD_PROJECT")  # an empty variable is unset
+
+
+def test_a_stack_on_a_cloud_without_projects_needs_none(tmp_path: Path) -> None:
+    path = write_stack(tmp_path, "exp-aws-spot", stack_config("exp-aws-spot"))
+    assert plan_stack(load_stack(path), load_profiles(), load_catalog(), environ={}).stack == "exp-aws-spot"
+    assert cloud_project(Platform.AWS_GPU, {}, {}) is None

@@ -66,6 +66,25 @@ def test_bad_requests_fail_offline_without_calling_pulumi(
     assert fake_pulumi.calls() == []
 
 
+def test_a_google_cloud_base_stack_naming_no_project_fails_offline(
+    fake_pulumi: FakePulumi, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pulumi up would fail without a project; the run is refused before anything is created."""
+    for variable in ("GOOGLE_PROJECT", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"):
+        monkeypatch.delenv(variable, raising=False)
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    config = yaml.safe_load((STACKS / "Pulumi.finetune-gcp-g2.yaml").read_text())["config"]
+    del config["gcp:project"]
+    (stacks / "Pulumi.finetune-gcp-g2.yaml").write_text(yaml.safe_dump({"config": config}))
+    with (
+        pytest.raises(InputError, match="gcp:project: not set, and gcp-gpu creates its resources"),
+        ephemeral_stack(**opts(fake_pulumi, project, base_stack="finetune-gcp-g2", stacks_dir=stacks)),
+    ):
+        pytest.fail("must not get here")
+    assert fake_pulumi.calls() == []
+
+
 # -- the life of a stack ----------------------------------------------------------------------
 
 
@@ -533,6 +552,28 @@ def test_without_credentials_the_check_says_so_and_the_run_goes_on(fake_pulumi: 
         pass
     assert any(isinstance(e, QuotaCheckSkipped) and e.reason.startswith("AWS: no credentials") for e in events)
     assert "up" in fake_pulumi.commands()
+
+
+def test_an_unread_quota_is_not_mentioned_before_an_error_that_stops_the_run(
+    fake_pulumi: FakePulumi, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Said before "stack init failed" (or "the Pulumi CLI was not found"), the notice read as the
+    reason the run stopped; it is said when up goes on without the check, and only then."""
+
+    def none(needs: Any, project: Any) -> Any:
+        raise NoCredentials("AWS", "no credentials to read Service Quotas and EC2 with", "set AWS_PROFILE")
+
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack init:always")
+    events: list[Event] = []
+    with (
+        pytest.raises(PulumiFailed, match="pulumi stack init failed"),
+        ephemeral_stack(
+            base_stack="exp-aws-spot", **opts(fake_pulumi, project, quota_readers=none, notify=events.append)
+        ),
+    ):
+        pytest.fail("must not get here")
+    assert not any(isinstance(e, QuotaCheckSkipped) for e in events), events
+    assert any(isinstance(e, StackCreating) for e in events)
 
 
 def test_run_ephemeral_exits_4_when_a_quota_is_short(fake_pulumi: FakePulumi, project: Path) -> None:

@@ -148,6 +148,10 @@ def test_a_location_is_the_region_or_one_of_its_zones() -> None:
     assert location_problem("us-central1-f", "us-central1") is None
     assert location_problem("us-east1", "us-central1") is not None
     assert location_problem("us-central1-ab", "us-central1") is not None
+    assert location_problem("us-central1-q", "us-central1") == (
+        "'us-central1-q' is not a zone of region us-central1 (Google Cloud zones are the region, '-' and a letter a-f, "
+        "e.g. us-central1-a)"
+    )
 
 
 def test_each_key_belongs_to_one_way_in() -> None:
