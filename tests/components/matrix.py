@@ -27,6 +27,7 @@ from tests.core.test_stack_config import ED25519_KEY, stack_config
 
 EXAMPLES = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS.glob("Pulumi.*.yaml"))
 OFFICE = "198.51.100.0/24"
+PROJECT = "gcp:project"
 CERTIFICATE = "arn:aws:acm:us-east-1:123456789012:certificate/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"
 PLATFORMS = {
     "aws-gpu": "us-east-1",
@@ -51,8 +52,11 @@ def _axes(stack: str, config: dict[str, Any]) -> Iterator[tuple[str, dict[str, A
     yield "attached-cluster", {"cluster": "ml-prod"}
     moved = {"cluster": None, "clusterLocation": None, "zone": None, "subnets": None}
     for platform, region in PLATFORMS.items():
-        yield f"platform={platform}", {"platform": platform, **moved}
-        yield f"platform={platform}@{region}", {"platform": platform, "region": region, **moved}
+        # a created EKS cluster's API is reached from stated ranges only (fullserver.kube.access)
+        api: dict[str, Any] = {"controlPlaneSourceRanges": [OFFICE]} if platform == "eks-gpu" else {}
+        api |= {PROJECT: "ml-project"} if region == "us-central1" else {}  # GCP needs its project
+        yield f"platform={platform}", {"platform": platform, **moved, **api}
+        yield f"platform={platform}@{region}", {"platform": platform, "region": region, **moved, **api}
     for profile in PROFILES:
         yield f"profile={profile}", {"profile": profile}
     for profile in ("scale-training", "realtime-inference"):
@@ -90,14 +94,19 @@ def plan_config(stack: str, config: dict[str, Any]) -> StackPlan:
     """The plan of one stack's config, as ``fullserver plan`` makes it."""
     profiles, catalog = _context()
     path = str(Path(STACKS) / f"Pulumi.{stack}.yaml")
-    return plan_stack(Stack(name=stack, path=path, workload=workload_from_config(config, path)), profiles, catalog)
+    others = {k: v for k, v in config.items() if not k.startswith("fullserver:") and isinstance(v, str)}
+    stack_ = Stack(name=stack, path=path, workload=workload_from_config(config, path), config=others)
+    return plan_stack(stack_, profiles, catalog)
 
 
 def variants(stack: str) -> Iterator[Variant]:
     """Every variant of ``stack`` the plan accepts, with its graph (a refused one is skipped)."""
     seen: set[str] = set()
     for label, changes in _axes(stack, stack_config(stack)):
+        project = changes.pop(PROJECT, None)
         config = stack_config(stack, **changes)
+        if project is not None:
+            config.setdefault(PROJECT, project)
         try:
             plan = plan_config(stack, config)
             graph = graph_for_stack_plan(plan)

@@ -117,6 +117,7 @@ EKS_SERVING = {
     "fullserver:acceleratorCount": 1,
     "fullserver:framework": "pytorch",
     "fullserver:owner": "serving-team",
+    "fullserver:controlPlaneSourceRanges": ["198.51.100.0/24"],  # where pulumi up reaches the API from
     "fullserver:serving": {
         "apiKeySecret": "serving-team/api-key",
         "domains": ["llm.example.com"],
