@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms.name_rule import RFC1035 as RFC1035  # re-exported: every platform's names
 from fullserver.platforms.name_rule import NameRule as NameRule
+from fullserver.platforms.project import CloudProject
 from fullserver.platforms.quota import QuotaAsk, QuotaNeed, QuotaTable
 
 if TYPE_CHECKING:  # the spec and the node records are built on the platforms, not the other way
@@ -96,24 +97,6 @@ QuotaRule = Callable[[QuotaAsk, QuotaTable], list[QuotaNeed]]
 def no_quotas(ask: QuotaAsk, table: QuotaTable) -> list[QuotaNeed]:
     """A platform that rents from no cloud account (bare metal) needs no quota."""
     return []
-
-
-@dataclass(frozen=True)
-class CloudProject:
-    """The cloud project a platform's resources are created in: the stack's config ``key``, else
-    the first of ``env`` set, in the order its Pulumi provider reads them (so ``fullserver`` and
-    ``pulumi up`` agree on it, and a stack that names none is refused before ``up`` is)."""
-
-    key: str
-    env: tuple[str, ...]
-    cloud: str
-    """The cloud in words, for messages."""
-
-    def of(self, config: Mapping[str, object], environ: Mapping[str, str]) -> tuple[str, str] | None:
-        """(the project, where it was read: the key or a variable), or ``None``: nowhere."""
-        if config.get(self.key):
-            return str(config[self.key]), self.key
-        return next(((environ[v], v) for v in self.env if environ.get(v)), None)
 
 
 @dataclass(frozen=True)
@@ -293,7 +276,7 @@ class PlatformRules:
     local_ssd_price_kind: str | None = None
     """Local SSDs are billed apart from the machine, as this storage kind (else: in the price)."""
     project: CloudProject | None = None
-    """Where its resources' cloud project is read; ``None``: its cloud has no projects."""
+    """Where its resources' cloud project is read (``project``); ``None``: its cloud has none."""
     # --- zones and regions
     zone_form: ZoneForm | None = None
     """How zones are named; ``None``: a zone is a free label (where the servers are)."""

@@ -24,7 +24,6 @@ from fullserver.platforms.base import (
     CLOUD_LOGIN,
     GPU_SERVING,
     RFC1035,
-    CloudProject,
     DiskKind,
     DiskLimits,
     NameRule,
@@ -39,6 +38,7 @@ from fullserver.platforms.network.gcp import LOAD_BALANCER_SCHEMES as LOAD_BALAN
 from fullserver.platforms.network.gcp import NETWORK as NETWORK
 from fullserver.platforms.network.gcp import machine_vcpus as machine_vcpus
 from fullserver.platforms.network.gcp import tier1_eligible as tier1_eligible
+from fullserver.platforms.project import CloudProject
 from fullserver.platforms.quota import gcp as quota
 
 if TYPE_CHECKING:
@@ -303,18 +303,11 @@ RESERVATION_LABEL = "compute.googleapis.com/reservation-name"
 PROJECT = CloudProject(
     "gcp:project", ("GOOGLE_PROJECT", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"), "Google Cloud"
 )
-"""The project of every Google Cloud platform's resources: ``gcp:project``, else the variables
-pulumi-gcp reads, in its order (``pulumi_gcp/config/vars.py`` ``project`` and ``Provider.__init__``
-in ``pulumi_gcp/provider.py``: ``get_env('GOOGLE_PROJECT', 'GOOGLE_CLOUD_PROJECT', 'GCLOUD_PROJECT',
-'CLOUDSDK_CORE_PROJECT')`` when ``project`` is unset). With none, ``pulumi up`` fails (GKE's component refuses
-first), so the plan refuses too instead of planning against a stand-in project."""
-
+"""``gcp:project``, else pulumi-gcp's variables in its order (``get_env`` in ``provider.py`` ``Provider``)."""
 # --- zones and regions -------------------------------------------------------------------------
 
 ZONES = ZoneForm("-[a-f]", "Google Cloud zones are the region, '-' and a letter a-f, e.g. {region}-a")
-"""The letters in use: every Compute Engine zone ends in a-f (us-central1-a..c and -f, us-east1-b..d,
-europe-west1-b..d), per https://cloud.google.com/compute/docs/regions-zones ("Available regions and
-zones"); ``us-central1-q`` as a ``clusterLocation`` was accepted, then blamed on balance."""
+"""The letters in use (us-central1-a..c and -f), per https://cloud.google.com/compute/docs/regions-zones."""
 
 REGION_PEERS = {
     # AWS region -> the nearest Google Cloud region, so a comparison does not cross continents.

@@ -80,7 +80,7 @@ def test_limits_by_kind_read_the_platform_modules(monkeypatch: pytest.MonkeyPatc
             "us-central1",
             None,
             "'banana' is not a zone of region us-central1 (AWS zones are the region and a letter a-f, e.g. us-central1a; "
-            "Google Cloud zones are the region, '-' and a letter, e.g. us-central1-a)",
+            "Google Cloud zones are the region, '-' and a letter a-f, e.g. us-central1-a)",
         ),
     ],
 )
