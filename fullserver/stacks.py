@@ -246,10 +246,14 @@ def load_stack(path: Path) -> Stack:
     config = data.get("config", {})
     if not isinstance(config, dict):
         raise InputError(f"{path}: field 'config'", "expected a mapping of keys to values", "see stacks/ examples")
-    check_gcp_project(config.get("gcp:project"), str(path))
-    return Stack(
-        name=name, path=str(path), workload=workload_from_config(config, str(path)), config=_other_settings(config)
-    )
+    return stack_from_config(name, str(path), config)
+
+
+def stack_from_config(name: str, path: str, config: Mapping[str, Any]) -> Stack:
+    """A stack from its ``config:`` section (what ``load_stack`` reads, or a test's variant of it):
+    the ``fullserver:`` keys validated, the other namespaces' text settings kept."""
+    check_gcp_project(config.get("gcp:project"), path)
+    return Stack(name=name, path=path, workload=workload_from_config(config, path), config=_other_settings(config))
 
 
 def _other_settings(config: Mapping[str, Any]) -> dict[str, str]:

@@ -21,7 +21,7 @@ from fullserver.errors import FullserverError
 from fullserver.plan import StackPlan, plan_stack
 from fullserver.platforms import name_members
 from fullserver.profiles import load_profiles
-from fullserver.stacks import Stack, workload_from_config
+from fullserver.stacks import stack_from_config
 from tests.components.conftest import STACKS
 from tests.core.test_stack_config import ED25519_KEY, stack_config
 
@@ -94,9 +94,7 @@ def plan_config(stack: str, config: dict[str, Any]) -> StackPlan:
     """The plan of one stack's config, as ``fullserver plan`` makes it."""
     profiles, catalog = _context()
     path = str(Path(STACKS) / f"Pulumi.{stack}.yaml")
-    others = {k: v for k, v in config.items() if not k.startswith("fullserver:") and isinstance(v, str)}
-    stack_ = Stack(name=stack, path=path, workload=workload_from_config(config, path), config=others)
-    return plan_stack(stack_, profiles, catalog)
+    return plan_stack(stack_from_config(stack, path, config), profiles, catalog)
 
 
 def variants(stack: str) -> Iterator[Variant]:

@@ -24,6 +24,7 @@ from fullserver.plan import StackPlan
 from fullserver.platforms import name_rules
 from fullserver.platforms.kubernetes import type_token
 from tests.components.conftest import Plans
+from tests.components.matrix import CERTIFICATE
 from tests.components.test_kube_stacks import STACKS as KUBE_STACKS
 from tests.core.test_stack_config import stack_config
 
@@ -121,7 +122,7 @@ EKS_SERVING = {
     "fullserver:serving": {
         "apiKeySecret": "serving-team/api-key",
         "domains": ["llm.example.com"],
-        "certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b",
+        "certificateArn": CERTIFICATE,
     },
 }
 """A created EKS cluster that serves: the AWS Load Balancer Controller's Helm release, the Secret."""
