@@ -9,7 +9,7 @@ where the stack can land. ``Workload.platform_keys`` and the checks read these m
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from functools import cache
 
 from pydantic import BaseModel
 from pydantic.config import JsonDict
@@ -24,11 +24,6 @@ def is_platform_specific(field: FieldInfo) -> bool:
     return isinstance(extra, dict) and extra.get("platformSpecific") is True
 
 
-def _fields(model: type[BaseModel]) -> Iterator[tuple[str, str, FieldInfo]]:
-    for name, field in model.model_fields.items():
-        yield name, str(field.alias or name), field
-
-
 def _section(field: FieldInfo) -> type[BaseModel] | None:
     """The model a section key holds (``serving``'s ``ServingConfig``), or ``None`` for a value."""
     for arg in (field.annotation, *getattr(field.annotation, "__args__", ())):
@@ -37,10 +32,24 @@ def _section(field: FieldInfo) -> type[BaseModel] | None:
     return None
 
 
+@cache
+def _marks(model: type[BaseModel]) -> tuple[tuple[str, str, bool, bool], ...]:
+    """Per field that matters here: its name, its key, whether it is marked, whether it is a
+    section holding marks; worked out once per model class (a class does not change)."""
+    found = []
+    for name, field in model.model_fields.items():
+        section = _section(field)
+        inner = section is not None and bool(declared_keys(section))
+        if is_platform_specific(field) or inner:
+            found.append((name, str(field.alias or name), is_platform_specific(field), inner))
+    return tuple(found)
+
+
 def declared_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
     """Every platform-specific key ``model`` declares, inside its sections too, in field order."""
     keys: list[str] = []
-    for _, alias, field in _fields(model):
+    for name, field in model.model_fields.items():
+        alias = str(field.alias or name)
         if is_platform_specific(field):
             keys.append(prefix + alias)
         section = _section(field)
@@ -53,10 +62,10 @@ def set_keys(values: BaseModel, prefix: str = "") -> list[str]:
     """The platform-specific keys ``values`` sets: a value other than its "not set" (``None``,
     ``False``; the model reads a declared empty default as ``None``)."""
     keys: list[str] = []
-    for name, alias, field in _fields(type(values)):
+    for name, alias, marked, inner in _marks(type(values)):
         value = getattr(values, name)
-        if is_platform_specific(field) and value is not None and value is not False:
+        if marked and value is not None and value is not False:
             keys.append(prefix + alias)
-        if isinstance(value, BaseModel):
+        if inner and isinstance(value, BaseModel):
             keys += set_keys(value, f"{prefix}{alias}.")
     return keys
