@@ -32,7 +32,8 @@ from fullserver.quotas import CapacityAdvice, capacity_paths, quotas_for
 from fullserver.sizing import complete_spec, size, spec_for
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import Stack, cloud_project, load_stack
-from fullserver.workload import CONFIG_NAMESPACE, Alternative, Workload, check_workload
+from fullserver.workload import CONFIG_NAMESPACE, Alternative, Workload
+from fullserver.workload_checks import check_workload
 from fullserver.yamlio import read_yaml
 
 

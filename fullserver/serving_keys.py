@@ -10,6 +10,7 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from fullserver.keys import MAX_IMAGE, MAX_NAME, MAX_PATH, Camel, Count, finite
 from fullserver.tls import CertificateArn, Domains
+from fullserver.workload_keys import PLATFORM_SPECIFIC
 
 # Container image references (registry/name:tag@digest) and model ids (hub repo ids or paths):
 # no spaces or shell characters, since both end up on a systemd ExecStart line.
@@ -45,7 +46,7 @@ class ServingConfig(Camel):
     """The name of a secret in the same store, read the same way, holding the endpoint's API key:
     clients send it as ``Authorization: Bearer <key>`` (vLLM's ``--api-key``). An endpoint open to
     the internet needs one (``fullserver.serving.endpoint_problem``)."""
-    certificate_arn: CertificateArn | None = None
+    certificate_arn: CertificateArn | None = Field(default=None, json_schema_extra=PLATFORM_SPECIFIC)
     """AWS: the ACM certificate (in the stack's region) of an HTTPS listener (``fullserver.tls``)."""
     domains: Domains = Field(default_factory=list)
     """The names clients call; GCP: a Google-managed certificate for them (``fullserver.tls``)."""

@@ -3,9 +3,11 @@
 ``Workload`` is the one list of config keys (camelCase, as Pulumi config keys usually are):
 ``Pulumi.yaml`` declares exactly its fields, and ``fullserver plan`` and the Pulumi program
 (``components/program.py``) both validate every ``fullserver:`` key through it, so a key one of
-them refuses the other refuses with the same line. Each key is checked alone and against an
-explicit platform here; ``check_workload`` adds what needs the profile and the catalog. How a stack
-file and Pulumi's config become a ``Workload`` is ``fullserver.stacks``.
+them refuses the other refuses with the same line. This is the model: each key checked alone and
+against an explicit platform (that platform's own ``stack_rules`` included); the platform-specific
+keys are the fields marked ``PLATFORM_SPECIFIC`` (``fullserver.workload_keys``). What needs the
+profile and the catalog is ``fullserver.workload_checks``; how a stack file and Pulumi's config
+become a ``Workload`` is ``fullserver.stacks``.
 """
 
 from __future__ import annotations
@@ -37,12 +39,7 @@ from fullserver.rules import (
 )
 from fullserver.serving_keys import ServingConfig
 from fullserver.text import display_changing
-from fullserver.workload_checks import (
-    check_accelerator_kind,
-    check_attached_cluster,
-    check_dedicated_accelerator,
-    check_tpu_count,
-)
+from fullserver.workload_keys import PLATFORM_SPECIFIC, declared_keys, set_keys
 
 if TYPE_CHECKING:
     from fullserver.catalog import Catalog
@@ -193,7 +190,7 @@ class Workload(Camel):
     """One stack's ``fullserver:`` config; each field is one key, described as Pulumi.yaml declares it."""
 
     profile: Name = Field(
-        description="Workload-maturity profile (profiles/<name>.yaml), e.g. experimentation, fine-tuning, scale-training."
+        description="Workload-maturity profile (profiles/<name>.yaml), e.g. experimentation, fine-tuning, scale-training.",
     )
     platform: Annotated[Platform | None, _unset("")] = Field(
         default=None,
@@ -235,15 +232,21 @@ class Workload(Camel):
         default=None, description="Monthly budget in USD; plans and deployments over it fail. 0: no budget."
     )
     ssh_source_ranges: Annotated[Annotated[list[StrictStr], Field(max_length=MAX_SSH_RANGES)] | None, _unset([])] = (
-        Field(default=None, description="CIDR ranges SSH is open to (never wider than /8); empty: the profile's.")
+        Field(
+            json_schema_extra=PLATFORM_SPECIFIC,
+            default=None,
+            description="CIDR ranges SSH is open to (never wider than /8); empty: the profile's.",
+        )
     )
     ssh_public_keys: Annotated[
         Annotated[list[PublicKeyLine], Field(max_length=MAX_SSH_PUBLIC_KEYS)] | None, _unset([])
     ] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=None,
         description="OpenSSH public key lines (~/.ssh/id_*.pub) installed for the nodes' login user ubuntu; empty: none (AWS: Session Manager, GCP: OS Login).",
     )
     public_ip: Annotated[StrictBool | None, _unset("")] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=None,
         description="false: no public IP even where the profile gives one; true only where the profile allows it; empty: the profile's.",
     )
@@ -252,60 +255,77 @@ class Workload(Camel):
         description="Hours before an ephemeral environment is destroyed, at most the profile's TTL; 0: the profile's.",
     )
     queued: StrictBool = Field(
-        default=False, description="Request TPU capacity through a queued resource (tpu-vm only)."
+        json_schema_extra=PLATFORM_SPECIFIC,
+        default=False,
+        description="Request TPU capacity through a queued resource (tpu-vm only).",
     )
     image: Annotated[Annotated[StrictStr, Field(min_length=1, max_length=MAX_IMAGE)] | None, _unset("")] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=None,
         description="Boot image (AMI id, SSM path or GCP image) or TPU runtime version; empty: the framework's.",
     )
     reservation: Annotated[Name | None, _unset("")] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=None,
         description="Capacity to consume: an AWS capacity reservation id (cr-...) or a GCP reservation name.",
     )
     capacity_block: StrictBool = Field(
-        default=False, description="The AWS reservation is an EC2 Capacity Block for ML (aws-gpu only)."
+        json_schema_extra=PLATFORM_SPECIFIC,
+        default=False,
+        description="The AWS reservation is an EC2 Capacity Block for ML (aws-gpu only).",
     )
     cluster: Annotated[Name | None, _unset("")] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=None,
         description="gke-gpu, gke-tpu, eks-gpu: the existing Kubernetes cluster to add the node pools to; empty: a cluster is created.",
     )
     flex_start: StrictBool = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=False,
         description="gke-gpu, gke-tpu: flex-start node pools (Dynamic Workload Scheduler), without queued provisioning: pending pods get nodes as capacity allows.",
     )
     deploy_workload: StrictBool = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=False,
         description="gke-gpu, gke-tpu, eks-gpu: apply the workload's manifests (Job, or Deployment + Service + HPA) to the cluster.",
     )
     cluster_location: Annotated[Name | None, _unset("")] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=None,
         description="gke-gpu, gke-tpu with fullserver:cluster: the existing cluster's location, the region or one of its zones (a zonal cluster); empty: the region.",
     )
     private_endpoint: StrictBool = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=False,
         description="gke-gpu, gke-tpu, eks-gpu, a created cluster: its control plane answers only on its private address (kubectl and pulumi up then run from inside its network).",
     )
     cluster_identity: Annotated[access.Identity | None, _unset("")] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=None,
         description="eks-gpu, a created cluster: how pods get AWS credentials, pod-identity (the Pod Identity Agent add-on) or irsa (an IAM OIDC provider); empty: pod-identity.",
     )
     subnets: Annotated[access.Subnets | None, _unset([])] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=None,
         description="eks-gpu with fullserver:cluster: subnets of the cluster's VPC for the node groups (subnet-...); empty: the cluster's own.",
     )
     control_plane_source_ranges: Annotated[access.ApiRanges | None, _unset([])] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=None,
         description="gke-gpu, gke-tpu, eks-gpu, a created cluster: the only CIDR ranges its Kubernetes API admits (EKS at most 40, GKE 50; kubectl and pulumi up run from them); empty: none (EKS: private only; GKE: its DNS endpoint with IAM).",
     )
     control_plane_open_to_internet: StrictBool = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=False,
         description="gke-gpu, gke-tpu, eks-gpu, a created cluster: open its Kubernetes API to the whole internet (0.0.0.0/0), on purpose; the plan warns.",
     )
     dedicated: Annotated[Dedicated | None, _unset({})] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=None,
         description="Bare metal: the rented or owned servers (monthlyUsd, host hardware, hosts to reach over SSH).",
     )
     serving: Annotated[ServingConfig | None, _unset({})] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=None,
         description="Serving profiles: the model server of each replica (model, image, args, port, healthPath, requestsPerSecond, loadMinutes, tokenSecret, apiKeySecret, certificateArn, domains, podMetrics, plainHttp); empty: vLLM's OpenAI server with a small default model.",
     )
@@ -314,6 +334,7 @@ class Workload(Camel):
         description="Other platforms to price the same job on (platform, and optionally profile, accelerator, region).",
     )
     ssh_private_key: bool = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
         default=False,
         description="The SSH private key, set with `pulumi config set --secret fullserver:sshPrivateKey < key`: bare metal is configured with it; cloud nodes get its public half, and a profile with verify.on_up logs in with it; never read by the plan.",
     )
@@ -381,16 +402,18 @@ class Workload(Camel):
     @model_validator(mode="after")
     def _coherent(self) -> Workload:
         """Keys that cannot apply to the stack's platform are refused, never silently ignored."""
-        self._check_way_in()
+        found = access.cluster_keys_refusal(self)  # a created cluster's keys, or an existing one's
+        if found is not None:
+            raise KeyProblem(*found)
         platform = self.platform
         if platform is None:
             return self
-        declared = rules_for(platform).declared_hardware
-        if declared and self.dedicated is None:
+        rules = rules_for(platform)
+        if rules.declared_hardware and self.dedicated is None:
             raise KeyProblem(
                 "dedicated", f"platform {platform.value} needs a 'dedicated' section", "add monthlyUsd and host"
             )
-        if not declared and self.accelerator is None:
+        if not rules.declared_hardware and self.accelerator is None:
             raise KeyProblem(
                 "accelerator",
                 f"platform {platform.value} needs an accelerator",
@@ -400,66 +423,30 @@ class Workload(Camel):
             why = option_refusal(key, platform)
             if why is not None:
                 raise KeyProblem(key, why, f"remove fullserver:{key}")
-        if declared:
-            self._check_bare_metal()
+        for rule in rules.stack_rules:
+            refused = rule(self)
+            if refused is not None:
+                raise KeyProblem(refused.key, refused.what, refused.hint)
         return self
-
-    def _check_way_in(self) -> None:
-        """Keys of a created cluster with ``cluster`` set, or of an existing one without it."""
-        found = access.cluster_keys_refusal(self)
-        if found is not None:
-            raise KeyProblem(*found)
 
     def platform_keys(self) -> list[str]:
         """The keys set here that only some platforms take (``PlatformRules.options``) or some
-        refuse (``PlatformRules.lacks``): they narrow where the stack can land."""
-        keys = [
-            ("sshSourceRanges", self.ssh_source_ranges is not None),
-            ("publicIp", self.public_ip is not None),
-            ("queued", self.queued),
-            ("capacityBlock", self.capacity_block),
-            ("dedicated", self.dedicated is not None),
-            ("sshPrivateKey", self.ssh_private_key),
-            ("reservation", self.reservation is not None),
-            ("image", self.image is not None),
-            ("sshPublicKeys", self.ssh_public_keys is not None),
-            ("serving", self.serving is not None),
-            ("serving.certificateArn", self.serving is not None and self.serving.certificate_arn is not None),
-            ("cluster", self.cluster is not None),
-            ("flexStart", self.flex_start),
-            ("deployWorkload", self.deploy_workload),
-            ("clusterLocation", self.cluster_location is not None),
-            ("privateEndpoint", self.private_endpoint),
-            ("clusterIdentity", self.cluster_identity is not None),
-            ("subnets", self.subnets is not None),
-            ("controlPlaneSourceRanges", self.control_plane_source_ranges is not None),
-            ("controlPlaneOpenToInternet", self.control_plane_open_to_internet),
-        ]
-        return [key for key, is_set in keys if is_set]
+        refuse (``PlatformRules.lacks``): they narrow where the stack can land. The fields marked
+        ``PLATFORM_SPECIFIC`` say which (``fullserver.workload_keys``)."""
+        return set_keys(self)
 
     def takes_keys(self, platform: Platform) -> bool:
         """Whether ``platform`` takes every platform-specific key set here (``option_refusal``)."""
         return all(option_refusal(key, platform) is None for key in self.platform_keys())
 
-    def _check_bare_metal(self) -> None:
-        assert self.dedicated is not None
-        hosts, host = len(self.dedicated.hosts), self.dedicated.host
-        if hosts and self.nodes not in (1, hosts):
-            raise KeyProblem(
-                "nodes",
-                f"is {self.nodes}, but bare metal has one node per server in fullserver:dedicated.hosts ({hosts})",
-                "remove fullserver:nodes or list the servers",
-            )
-        if self.accelerator_count is not None and self.accelerator_count != host.accelerator_count:
-            raise KeyProblem(
-                "acceleratorCount",
-                f"is {self.accelerator_count}, but the dedicated host has {host.accelerator_count}",
-                "make them agree: fullserver:dedicated.host.acceleratorCount is what was rented",
-            )
-        if self.accelerator is not None and host.accelerator is None:
-            raise KeyProblem(
-                "accelerator", f"is {self.accelerator}, but the dedicated host has none", "make them agree"
-            )
+
+PLATFORM_KEYS = tuple(declared_keys(Workload))
+"""Every platform-specific stack key, as the model's fields mark them."""
+
+
+def key_refusal(key: str, platform: Platform) -> str | None:
+    """Why ``platform`` refuses the stack key ``key``; ``None`` also for a key every platform takes."""
+    return option_refusal(key, platform) if key in PLATFORM_KEYS else None
 
 
 def lifecycle_for(profile: Profile, workload: Workload) -> Lifecycle:
@@ -505,39 +492,3 @@ def platforms_for(profile: Profile, workload: Workload, catalog: Catalog) -> lis
         for p in profile.platforms
         if kind in rules_for(p).accelerator_kinds and (not rules_for(p).declared_hardware or workload.dedicated)
     ]
-
-
-def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> None:
-    """What the stack's keys mean for its profile and the catalog, before any sizing.
-
-    The model checks each key alone and the keys against an explicit platform; this checks what
-    needs the profile (its TTL) and the catalog (TPU chip counts, accelerator aliases), and keys
-    that apply to none of the platforms the stack can land on. Errors name the key.
-    ``fullserver.plan.plan_workload`` runs it before sizing: the one place it runs.
-    """
-    lifecycle_for(profile, workload)
-    if workload.serving is not None and profile.serving is None:
-        raise InputError(
-            "fullserver:serving",
-            f"profile '{profile.name}' runs no serving group",
-            "remove fullserver:serving or use a profile with serving, e.g. realtime-inference",
-        )
-    check_accelerator_kind(workload, catalog)
-    platforms = set(platforms_for(profile, workload, catalog))
-    if not platforms:
-        return  # sizing names the accelerator the profile's platforms lack
-    for key in workload.platform_keys():
-        # A key no platform owns (sshSourceRanges, publicIp) is allowed wherever it is not lacked.
-        allowed = {p for p in Platform if option_refusal(key, p) is None}
-        if not platforms & allowed:
-            landing = ", ".join(sorted(p.value for p in platforms))
-            raise InputError(
-                f"fullserver:{key}",
-                f"applies only to {', '.join(sorted(p.value for p in allowed))}; this stack lands on {landing}",
-                f"remove fullserver:{key} or set fullserver:platform",
-            )
-    check_attached_cluster(workload, platforms)
-    if any(rules_for(p).slices for p in platforms):
-        check_tpu_count(workload, catalog)
-    if all(rules_for(p).declared_hardware for p in platforms) and workload.accelerator and workload.dedicated:
-        check_dedicated_accelerator(workload, catalog)

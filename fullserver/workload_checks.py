@@ -1,6 +1,11 @@
-"""The checks of ``check_workload`` (``fullserver.workload``) that need the catalog or the platforms
-the stack may land on: a TPU slice's chip count, a dedicated host's accelerator, an attached
-cluster's name and subnets; each refused with the key at fault."""
+"""What a stack's keys mean for its profile and the catalog, checked before any sizing.
+
+The model (``fullserver.workload``) checks each key alone and the keys against an explicit
+platform; ``check_workload`` here adds what needs the profile (its TTL, its serving group), the
+catalog (TPU chip counts, accelerator kinds and aliases, a dedicated host's accelerator) or the
+platforms the stack may land on (keys none of them takes, an attached cluster's name). Each
+refusal names the key at fault.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,12 @@ from typing import TYPE_CHECKING
 
 from fullserver.catalog.model import AcceleratorKind, Platform
 from fullserver.errors import InputError
-from fullserver.platforms import all_rules, name_rules, pool_member_of, rules_for
+from fullserver.platforms import all_rules, name_rules, option_refusal, pool_member_of, rules_for
+from fullserver.workload import Workload, lifecycle_for, platforms_for
 
 if TYPE_CHECKING:
     from fullserver.catalog import Catalog
-    from fullserver.workload import Workload
+    from fullserver.profiles import Profile
 
 
 def check_tpu_count(workload: Workload, catalog: Catalog) -> None:
@@ -116,3 +122,39 @@ def check_accelerator_kind(workload: Workload, catalog: Catalog) -> None:
         f"'{named}' is a {KIND_NAMES[kind]}, and {platform.value} takes {what}: {', '.join(offered)}",
         f"name one of those, or use fullserver:platform {', '.join(takers)} for {named}",
     )
+
+
+def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> None:
+    """What the stack's keys mean for its profile and the catalog, before any sizing.
+
+    The model checks each key alone and the keys against an explicit platform; this checks what
+    needs the profile (its TTL) and the catalog (TPU chip counts, accelerator aliases), and keys
+    that apply to none of the platforms the stack can land on. Errors name the key.
+    ``fullserver.plan.plan_workload`` runs it before sizing: the one place it runs.
+    """
+    lifecycle_for(profile, workload)
+    if workload.serving is not None and profile.serving is None:
+        raise InputError(
+            "fullserver:serving",
+            f"profile '{profile.name}' runs no serving group",
+            "remove fullserver:serving or use a profile with serving, e.g. realtime-inference",
+        )
+    check_accelerator_kind(workload, catalog)
+    platforms = set(platforms_for(profile, workload, catalog))
+    if not platforms:
+        return  # sizing names the accelerator the profile's platforms lack
+    for key in workload.platform_keys():
+        # A key no platform owns (sshSourceRanges, publicIp) is allowed wherever it is not lacked.
+        allowed = {p for p in Platform if option_refusal(key, p) is None}
+        if not platforms & allowed:
+            landing = ", ".join(sorted(p.value for p in platforms))
+            raise InputError(
+                f"fullserver:{key}",
+                f"applies only to {', '.join(sorted(p.value for p in allowed))}; this stack lands on {landing}",
+                f"remove fullserver:{key} or set fullserver:platform",
+            )
+    check_attached_cluster(workload, platforms)
+    if any(rules_for(p).slices for p in platforms):
+        check_tpu_count(workload, catalog)
+    if all(rules_for(p).declared_hardware for p in platforms) and workload.accelerator and workload.dedicated:
+        check_dedicated_accelerator(workload, catalog)

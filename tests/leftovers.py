@@ -15,6 +15,8 @@ its owner's pid in its name:
 ``sweep`` removes the objects of owners that are no longer running (every session start), or of
 this process too (session end and SIGTERM). It never touches a name outside these patterns, and
 never one whose owner is a running test process, so two runs on one machine leave each other be.
+Its own tests pass a temp root and a liveness rule of their own (``base``, ``running``), so that
+what they plant belongs to a live owner in every other run's eyes.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 _DIR = re.compile(r"^fullserver-[a-z]+-(\d+)-")
@@ -43,7 +45,7 @@ def temp_dir(kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"fullserver-{kind}-{os.getpid()}-"))
 
 
-def _running_tests(pid: int) -> bool:
+def running_tests(pid: int) -> bool:
     """Whether ``pid`` is a live test process (a reused pid of another program does not count).
 
     A pytest-xdist worker's command line is execnet's bootstrap, not pytest's: a process with a
@@ -61,22 +63,24 @@ def _running_tests(pid: int) -> bool:
     return False
 
 
-def _owned(owner: str | None, mine: bool) -> bool:
+Running = Callable[[int], bool]
+
+
+def _owned(owner: str | None, mine: bool, running: Running) -> bool:
     """Whether an object whose name carries ``owner`` is to be removed now."""
     if owner is None:
         return False
     pid = int(owner)
     if pid == os.getpid():
         return mine
-    return not _running_tests(pid)
+    return not running(pid)
 
 
-def _dirs(mine: bool) -> list[Path]:
-    base = Path(tempfile.gettempdir())
+def _dirs(base: Path, mine: bool, running: Running) -> list[Path]:
     found = []
     for entry in base.iterdir() if base.is_dir() else ():
         match = _DIR.match(entry.name)
-        if match and _owned(match.group(1), mine):
+        if match and _owned(match.group(1), mine, running):
             found.append(entry)
     return found
 
@@ -132,14 +136,16 @@ def _loops_under(dirs: list[Path]) -> list[str]:
     return devices
 
 
-def sweep(*, mine: bool = False) -> list[str]:
+def sweep(*, mine: bool = False, base: Path | None = None, running: Running = running_tests) -> list[str]:
     """Remove what test runs that are no longer running left behind (and this run's, when
-    ``mine``); returns what was removed, one ``kind name`` each. Needs root; a no-op without."""
+    ``mine``); returns what was removed, one ``kind name`` each. Directories are looked for in
+    ``base`` (the system temp dir, where ``temp_dir`` makes them); an owner is gone when not
+    ``running``. Needs root; a no-op without."""
     if os.geteuid() != 0:
         return []
     removed: list[str] = []
-    dirs = _dirs(mine)
-    namespaces = [ns.split()[0] for ns in _lines("ip", "netns", "list") if _owned(_match(_NAME, ns), mine)]
+    dirs = _dirs(base or Path(tempfile.gettempdir()), mine, running)
+    namespaces = [ns.split()[0] for ns in _lines("ip", "netns", "list") if _owned(_match(_NAME, ns), mine, running)]
     for pid in sorted(set(_processes_using(dirs, namespaces))):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
@@ -155,13 +161,13 @@ def sweep(*, mine: bool = False) -> list[str]:
         removed.append(f"netns {ns}")
     for line in _lines("ip", "-o", "link", "show"):
         link = line.split(":")[1].strip().split("@")[0] if line.count(":") >= 2 else ""
-        if _owned(_match(_NAME, link), mine):
+        if _owned(_match(_NAME, link), mine, running):
             _quiet("ip", "link", "delete", link)
             removed.append(f"link {link}")
     with contextlib.suppress(OSError):
         for entry in Path("/etc/passwd").read_text().splitlines():
             user = entry.split(":")[0]
-            if _owned(_match(_NAME, user), mine):
+            if _owned(_match(_NAME, user), mine, running):
                 _quiet("userdel", "-f", user)
                 Path(f"/etc/sudoers.d/{user}").unlink(missing_ok=True)
                 removed.append(f"user {user}")

@@ -1,8 +1,11 @@
 """A run killed outright leaves nothing to the next: its objects are swept by name, and only its.
 
-Each test makes the objects a killed run leaves (tests/leftovers.py names them by owner pid) for
-an owner that is no longer running, sweeps, and checks that they are gone while this run's own
-objects, and anything not named by the suite, are left alone.
+Each test makes the objects a killed run leaves (tests/leftovers.py names them by owner pid),
+sweeps, and checks that they are gone while this run's own objects, and anything not named by the
+suite, are left alone. Each test owns its world: its directories are in its ``tmp_path`` (the
+sweep looks there only), and the "killed" owner is a live child of this run that only the test's
+own sweep is told is gone, so no other run's sweep (nor this run's at session start, in another
+worker) takes what the test planted, however loaded the machine.
 """
 
 from __future__ import annotations
@@ -33,6 +36,22 @@ def dead_pid() -> int:
     return proc.pid
 
 
+@pytest.fixture
+def owner() -> Iterator[int]:
+    """A live child of this run, standing for a killed run: its pid names what the test plants."""
+    proc = subprocess.Popen(["sleep", "600"])
+    try:
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def sweep_as_if_killed(owner: int, base: Path) -> list[str]:
+    """The sweep, told that ``owner`` is no longer running (every other run sees it running)."""
+    return leftovers.sweep(base=base, running=lambda pid: pid != owner and leftovers.running_tests(pid))
+
+
 def run(*cmd: str) -> str:
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
 
@@ -61,9 +80,9 @@ def users() -> list[str]:
 class Leftovers:
     """What a killed test run leaves, made for ``owner``."""
 
-    def __init__(self, owner: int) -> None:
+    def __init__(self, owner: int, base: Path) -> None:
         self.owner = owner
-        self.dir = Path(tempfile.mkdtemp(prefix=f"fullserver-testbed-{owner}-"))
+        self.dir = Path(tempfile.mkdtemp(prefix=f"fullserver-testbed-{owner}-", dir=base))
         self.ns = f"fst{owner}-host"
         self.bridge = f"fsb{owner}"
         self.veth = f"fst{owner}v0a"
@@ -124,8 +143,8 @@ class Leftovers:
 
 
 @pytest.fixture
-def killed_run() -> Iterator[Leftovers]:
-    made = Leftovers(dead_pid())
+def killed_run(owner: int, tmp_path: Path) -> Iterator[Leftovers]:
+    made = Leftovers(owner, tmp_path)
     try:
         yield made.make()
     finally:
@@ -133,8 +152,8 @@ def killed_run() -> Iterator[Leftovers]:
 
 
 @pytest.fixture
-def this_run() -> Iterator[Leftovers]:
-    made = Leftovers(os.getpid())
+def this_run(tmp_path: Path) -> Iterator[Leftovers]:
+    made = Leftovers(os.getpid(), tmp_path)
     made.ns, made.user = f"{leftovers.tag()}-keep", f"{leftovers.tag()}keep"
     made.bridge = made.veth = ""  # this run's real bridge may be in use by the test bed: never made here
     try:
@@ -143,46 +162,43 @@ def this_run() -> Iterator[Leftovers]:
         made.remove()
 
 
-def test_a_killed_runs_objects_are_all_swept(killed_run: Leftovers) -> None:
+def test_a_killed_runs_objects_are_all_swept(killed_run: Leftovers, tmp_path: Path) -> None:
     assert all(killed_run.present().values()), killed_run.present()
-    removed = leftovers.sweep()
+    removed = sweep_as_if_killed(killed_run.owner, tmp_path)
     assert not any(killed_run.present().values()), killed_run.present()
     assert f"netns {killed_run.ns}" in removed and f"user {killed_run.user}" in removed
 
 
-def test_a_running_test_process_keeps_its_objects(this_run: Leftovers) -> None:
+def test_a_running_test_process_keeps_its_objects(this_run: Leftovers, tmp_path: Path) -> None:
     """The sweep at a session's start never touches a live run's test bed (two runs on one
     machine, or this run's own objects)."""
     this_run.dir.mkdir(exist_ok=True)
     run("ip", "netns", "add", this_run.ns)
-    removed = leftovers.sweep()
+    removed = leftovers.sweep(base=tmp_path)
     assert this_run.dir.exists() and this_run.ns in namespaces()
     assert not any(str(os.getpid()) in item for item in removed)
 
 
-def test_a_worker_of_a_running_test_process_keeps_its_objects() -> None:
+def test_a_worker_of_a_running_test_process_keeps_its_objects(owner: int, tmp_path: Path) -> None:
     """A pytest-xdist worker's command line does not say pytest; its ancestry does."""
-    worker = subprocess.Popen(["sleep", "30"])  # a child of this run, named like a worker's
-    made = Leftovers(worker.pid)
+    made = Leftovers(owner, tmp_path)  # a child of this run, named like a worker's
     made.bridge = made.veth = ""
     try:
         made.dir.mkdir(exist_ok=True)
         run("ip", "netns", "add", made.ns)
-        removed = leftovers.sweep()
+        removed = leftovers.sweep(base=tmp_path)
         assert made.dir.exists() and made.ns in namespaces()
-        assert not any(str(worker.pid) in item for item in removed)
+        assert not any(str(owner) in item for item in removed)
     finally:
-        worker.kill()
-        worker.wait()
         made.remove()
 
 
 def test_names_outside_the_suites_patterns_are_never_touched(tmp_path: Path) -> None:
     ns = f"fullserver-other-{dead_pid()}"  # not fst<pid>: not the suite's
-    outside = Path(tempfile.mkdtemp(prefix="fullserver-keep-"))  # no owner pid in its name
+    outside = Path(tempfile.mkdtemp(prefix="fullserver-keep-", dir=tmp_path))  # no owner pid in its name
     run("ip", "netns", "add", ns)
     try:
-        removed = leftovers.sweep()
+        removed = leftovers.sweep(base=tmp_path)
         assert ns in namespaces() and outside.exists()
         assert not any(ns in item or str(outside) in item for item in removed)
     finally:

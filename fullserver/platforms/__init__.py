@@ -24,6 +24,7 @@ which limits, is this a zone of that region) are the functions below.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -178,13 +179,29 @@ def disk_limits(kind: str) -> DiskLimits | None:
     return found.limits if found is not None else None
 
 
+_DECLARED = sorted({key for r in _RULES.values() for key in (*r.options, *r.lacks)})
+"""Every key some platform takes or refuses: the model marks exactly these (``fullserver.workload_keys``)."""
+
+
+def _declared(key: str) -> None:
+    """A key no platform declares is a typo, never a key every platform takes: refused by name."""
+    if key not in _DECLARED:
+        close = difflib.get_close_matches(key, _DECLARED, n=1)
+        raise ValueError(
+            f"'{key}' is no platform-specific stack key" + (f"; did you mean '{close[0]}'?" if close else "")
+        )
+
+
 def owners(key: str) -> list[Platform]:
     """The platforms that take a platform-specific stack key."""
+    _declared(key)
     return list(_OWNERS.get(key, ()))
 
 
 def option_refusal(key: str, platform: Platform) -> str | None:
-    """Why ``platform`` refuses the stack key ``key`` (one message per key), or ``None``."""
+    """Why ``platform`` refuses the platform-specific stack key ``key`` (one message per key), or
+    ``None``; a key no platform declares raises (``_declared``)."""
+    _declared(key)
     rules = _RULES[platform]
     own = rules.lacks.get(key)
     if own is not None:

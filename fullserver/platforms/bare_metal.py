@@ -8,14 +8,71 @@ Region and zone are labels of where the servers are, not a cloud's names.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
-from fullserver.platforms.base import Leaning, PlatformRules
+from fullserver.platforms.base import Leaning, PlatformRules, Refusal
 
 RUNS_WHAT_IS_INSTALLED = "does not apply to bare-metal servers (they run what is installed on them)"
 
 SCRATCH = "/mnt/scratch"
 """Where a rented server's scratch filesystem is mounted unless the inventory says otherwise
 (what ``fullserver verify`` measures with fio)."""
+
+
+class _Host(Protocol):
+    @property
+    def accelerator(self) -> str | None: ...
+    @property
+    def accelerator_count(self) -> int: ...
+
+
+class _Dedicated(Protocol):
+    @property
+    def host(self) -> _Host: ...
+    @property
+    def hosts(self) -> Sequence[object]: ...
+
+
+class _Stack(Protocol):
+    """What ``servers_agree`` reads of a ``Workload``."""
+
+    @property
+    def nodes(self) -> int: ...
+    @property
+    def accelerator(self) -> str | None: ...
+    @property
+    def accelerator_count(self) -> int | None: ...
+    @property
+    def dedicated(self) -> _Dedicated | None: ...
+
+
+def servers_agree(stack: _Stack) -> Refusal | None:
+    """The stack's node and accelerator keys say what ``fullserver:dedicated`` declares: the
+    servers are rented, so a count that differs is a mistake, never a request for more."""
+    if stack.dedicated is None:
+        return None
+    hosts, host = len(stack.dedicated.hosts), stack.dedicated.host
+    if hosts and stack.nodes not in (1, hosts):
+        return Refusal(
+            "nodes",
+            "nodes",
+            f"is {stack.nodes}, but bare metal has one node per server in fullserver:dedicated.hosts ({hosts})",
+            "remove fullserver:nodes or list the servers",
+        )
+    if stack.accelerator_count is not None and stack.accelerator_count != host.accelerator_count:
+        return Refusal(
+            "acceleratorCount",
+            "accelerator_count",
+            f"is {stack.accelerator_count}, but the dedicated host has {host.accelerator_count}",
+            "make them agree: fullserver:dedicated.host.acceleratorCount is what was rented",
+        )
+    if stack.accelerator is not None and host.accelerator is None:
+        return Refusal(
+            "accelerator", "accelerator", f"is {stack.accelerator}, but the dedicated host has none", "make them agree"
+        )
+    return None
 
 
 RULES = PlatformRules(
@@ -39,6 +96,7 @@ RULES = PlatformRules(
         "sshSourceRanges": "does not apply to bare-metal servers (fullserver opens no firewall on them: set it at the provider)",
         "publicIp": "does not apply to bare-metal servers (their addresses are the provider's: list them in dedicated.hosts)",
     },
+    stack_rules=(servers_agree,),
     declared_hardware=True,
     configured_over_ssh=True,
     boot_disk_sized=False,  # the servers' disks are theirs, not provisioned or priced here

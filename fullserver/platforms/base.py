@@ -91,6 +91,9 @@ class Request:
 
 
 Rule = Callable[[Request], Refusal | None]
+StackRule = Callable[[Any], Refusal | None]
+"""A rule on a stack's ``Workload`` (typed by each rule as a Protocol of what it reads: the
+platforms sit below the model and do not import it)."""
 QuotaRule = Callable[[QuotaAsk, QuotaTable], list[QuotaNeed]]
 
 
@@ -294,6 +297,9 @@ class PlatformRules:
     """What it refuses of a ``Request``, checked in this order."""
     multi_node: Refusal | None = None
     """The refusal of more than one node, where an environment is one (a TPU slice)."""
+    stack_rules: tuple[StackRule, ...] = ()
+    """What it refuses of a stack's keys read together (``Workload``, read by attribute), checked
+    by the model when the stack names this platform."""
     # --- quotas
     quotas: QuotaRule = no_quotas
     """The quotas an environment counts against (``fullserver.quotas`` asks; names from the data)."""

@@ -1,7 +1,7 @@
 """What a person sees: the summary first, one-line usage errors, output that fits the terminal.
 
-The terminal tests run the real command on a real tmux screen of 80x40 and 120x40 and read the
-screen back: a line that wrapped is one tmux had to split, so the rows it joins (``-J``) and the
+The terminal tests run the real commands on a real tmux screen of each width class (80x40 and
+120x40), all of a class on one screen, and read the screen back: a line that wrapped is one tmux had to split, so the rows it joins (``-J``) and the
 rows it shows must be the same count.
 """
 
@@ -123,17 +123,18 @@ def test_every_exit_code_has_one_meaning_in_one_table() -> None:
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by make test")
 
 
-def _screen(command: str, width: int, height: int = 40, stderr: bool = True) -> list[str]:
-    """Run ``fullserver <command>`` on a detached tmux screen of ``width`` x ``height`` (no
-    COLUMNS in its environment: the program must ask the terminal); return its output lines as
-    tmux holds them, wrapped rows joined back (``-J``), so a line that did not fit shows as one
-    longer than the screen. ``stderr=False`` leaves out what the command says on stderr."""
+def _screens(commands: dict[str, bool], width: int, height: int = 40) -> dict[str, list[str]]:
+    """Run ``fullserver <command>`` for each of ``commands``, one after another, on one detached
+    tmux screen of ``width`` x ``height`` (no COLUMNS in its environment: the program must ask the
+    terminal); return each one's output lines as tmux holds them, wrapped rows joined back (``-J``),
+    so a line that did not fit shows as one longer than the screen. A command mapped to ``False``
+    leaves out what it says on stderr."""
     session = f"fs-{uuid.uuid4().hex[:8]}"
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["PS1"] = "$ "
-    # The markers print differently from how they are typed, so the echoed command never matches.
-    start_mark, done = f"start1-{session}", f"done1-{session}"
     shell = f"cd {shlex.quote(str(ROOT))} && exec bash --norc --noprofile"
+    # The markers print differently from how they are typed, so the echoed commands never match.
+    marks = [(f"start{i}-{session}", f"done{i}-{session}") for i in range(1, len(commands) + 1)]
     # A server of its own (-S, a socket in a temporary dir removed afterwards): a server shared
     # between tests exits when its last session is killed, and a new session asked of it
     # meanwhile fails ("server exited unexpectedly").
@@ -145,10 +146,14 @@ def _screen(command: str, width: int, height: int = 40, stderr: bool = True) -> 
             check=True,
             env=env,
         )
-        subprocess.run([*tmux, "set-option", "-t", session, "history-limit", "10000"], check=True)
-        line = f"echo; echo start$((1))-{session}; {shlex.quote(str(FULLSERVER))} {command} {'2>&1' if stderr else '2>/dev/null'}; echo done$((1))-{session}"
-        subprocess.run([*tmux, "send-keys", "-t", session, line, "Enter"], check=True)
-        deadline = time.monotonic() + 180
+        subprocess.run([*tmux, "set-option", "-t", session, "history-limit", "100000"], check=True)
+        script = "; ".join(
+            f"echo; echo start$(({i}))-{session}; {shlex.quote(str(FULLSERVER))} {command} "
+            f"{'2>&1' if stderr else '2>/dev/null'}; echo done$(({i}))-{session}"
+            for i, (command, stderr) in enumerate(commands.items(), start=1)
+        )
+        subprocess.run([*tmux, "send-keys", "-t", session, script, "Enter"], check=True)
+        deadline = time.monotonic() + 120 + 60 * len(commands)
         joined = ""
         while time.monotonic() < deadline:
             joined = subprocess.run(
@@ -157,19 +162,20 @@ def _screen(command: str, width: int, height: int = 40, stderr: bool = True) -> 
                 text=True,
                 check=True,
             ).stdout
-            if f"\n{done}\n" in joined:
+            if f"\n{marks[-1][1]}\n" in joined:
                 break
-            time.sleep(0.2)
+            time.sleep(0.5)
         else:
-            pytest.fail(f"{command!r} did not finish on the tmux screen within 180 s")
+            pytest.fail(f"{list(commands)} did not finish on the tmux screen in time")
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
         shutil.rmtree(sockets, ignore_errors=True)
     lines = joined.splitlines()
-    assert start_mark in lines, joined
-    start = lines.index(start_mark) + 1
-    end = lines.index(done)
-    return [row.rstrip() for row in lines[start:end]]
+    out = {}
+    for command, (start_mark, done) in zip(commands, marks, strict=True):
+        assert start_mark in lines, joined
+        out[command] = [row.rstrip() for row in lines[lines.index(start_mark) + 1 : lines.index(done)]]
+    return out
 
 
 def _words(text: str) -> set[str]:
@@ -293,32 +299,55 @@ TABLES: dict[str, Callable[[Any], set[str]]] = {
 """Every command that prints a table, and the words of its ``--json`` that the table shows."""
 
 
-@needs_tmux
-@pytest.mark.parametrize("width", [80, 120])
-@pytest.mark.parametrize("command", [*TABLES, "--help"])
-def test_output_fits_a_real_terminal(
-    command: str, width: int, fleet: Path, changed_tree: tuple[Path, Path], request: pytest.FixtureRequest
-) -> None:
-    """No line wider than the screen, and no word of what the table shows (its ``--json``: names,
-    shapes, regions, prices as the table formats them) split or cut: each is whole on the screen."""
+WIDTH_CLASSES = {"narrow": 80, "wide": 120}
+"""The real-terminal widths: a laptop's default terminal and a wide one (the tables' width rule
+itself is held at every width from 61 to 120 in ``tests/cli/test_tables.py``)."""
+
+
+def _problems(name: str, lines: list[str], width: int, expected: set[str] | None) -> list[str]:
+    """What is wrong with one command's screen: too few lines, a traceback, a line wider than the
+    screen, a word of its ``--json`` not whole on it."""
+    if len(lines) <= 3 or any("Traceback" in row for row in lines):
+        return [f"{name}: {len(lines)} line(s) or a traceback: {lines[-3:]}"]
+    too_long = sum(len(row) > width for row in lines)
+    found = [f"{name}: {too_long} line(s) wider than {width} columns"] if too_long else []
+    if expected is not None:
+        missing = sorted(expected - _words("\n".join(lines)))
+        found += [f"{name}: words of --json not whole on the {width}-column screen: {missing}"] if missing else []
+    return found
+
+
+@pytest.fixture(scope="module")
+def table_words(fleet: Path, changed_tree: tuple[Path, Path]) -> dict[str, set[str]]:
+    """The words each table shows, from its ``--json`` (run once, whatever the width)."""
     base, stacks = changed_tree
-    command = command.format(fleet=fleet, base=base, stacks=stacks)
-    # audit and verify say on stderr, one line per host, which hosts failed: lines meant for grep
-    # (a terminal wraps them), not tables
-    fleet_command = command.split()[0] in ("audit", "verify")
-    lines = _screen(command, width, stderr=not fleet_command)
-    assert len(lines) > 3 and not any("Traceback" in row for row in lines)
-    too_long = [row for row in lines if len(row) > width]
-    assert too_long == [], f"{len(too_long)} line(s) wider than {width} columns"
-    words = TABLES.get(request.node.callspec.params["command"])
-    if words is not None:
+    found = {}
+    for name, words in TABLES.items():
+        command = name.format(fleet=fleet, base=base, stacks=stacks)
         done = subprocess.run(
             [str(FULLSERVER), *shlex.split(command), "--json"], cwd=ROOT, capture_output=True, text=True, check=False
         )
-        expected = words(json.loads(done.stdout))
-        assert len(expected) > 3
-        missing = sorted(expected - _words("\n".join(lines)))
-        assert missing == [], f"words of --json not whole on the {width}-column screen: {missing}"
+        found[name] = words(json.loads(done.stdout))
+        assert len(found[name]) > 3, name
+    return found
+
+
+@needs_tmux
+@pytest.mark.parametrize("width_class", sorted(WIDTH_CLASSES))
+def test_output_fits_a_real_terminal(
+    width_class: str, fleet: Path, changed_tree: tuple[Path, Path], table_words: dict[str, set[str]]
+) -> None:
+    """Every table command and ``--help``, on one real screen of the class's width: no line wider
+    than the screen, and no word of what the table shows (its ``--json``: names, shapes, regions,
+    prices as the table formats them) split or cut: each is whole on the screen."""
+    width, (base, stacks) = WIDTH_CLASSES[width_class], changed_tree
+    names = [*TABLES, "--help"]
+    commands = {name: name.format(fleet=fleet, base=base, stacks=stacks) for name in names}
+    # audit and verify say on stderr, one line per host, which hosts failed: lines meant for grep
+    # (a terminal wraps them), not tables
+    screens = _screens({c: c.split()[0] not in ("audit", "verify") for c in commands.values()}, width)
+    problems = [p for name in names for p in _problems(name, screens[commands[name]], width, table_words.get(name))]
+    assert problems == []
 
 
 def test_a_successful_plan_leaves_nothing_on_stderr() -> None:

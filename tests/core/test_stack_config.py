@@ -27,7 +27,8 @@ from fullserver.stacks import (
     stack_name,
     workload_from_config,
 )
-from fullserver.workload import CONFIG_NAMESPACE, MAX_NODES, Workload, check_workload
+from fullserver.workload import CONFIG_NAMESPACE, MAX_NODES, Workload
+from fullserver.workload_checks import check_workload
 from fullserver.yamlio import read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -48,10 +48,9 @@ import yaml
 from fullserver.baremetal.inventory import load_inventory
 from fullserver.errors import EXIT_SHORT, EXIT_UNREACHABLE
 from fullserver.platform import Platform
-from fullserver.platforms import option_refusal
 from fullserver.profiles import load_profiles, profile_file_schema
 from fullserver.stacks import UNTYPED_KEYS, config_keys
-from fullserver.workload import Workload
+from fullserver.workload import Workload, key_refusal
 from tests.baremetal.testbed import A100_SXM, H100_SXM, Testbed
 from tests.templates.test_templates import pulumi_new
 
@@ -519,7 +518,7 @@ def test_readme_lists_every_config_key_and_what_not_set_is() -> None:
     said = text[text.index('means "not set"') : text.index("Setting one of these")]
     assert {k for k in _ticked(said) if k in keys} == unset
     # The keys only some platforms take, as the platform rules say.
-    taken_by_some = {k for k in keys if any(option_refusal(k, p) for p in Platform)}
+    taken_by_some = {k for k in keys if any(key_refusal(k, p) for p in Platform)}
     refused = text[text.index("A key only some platforms take") : text.index("Two keys are declared")]
     assert {k for k in _ticked(refused) if k in keys} == taken_by_some
     untyped = text[text.index("Two keys are declared without a type") :]
@@ -545,7 +544,7 @@ def test_template_readme_lists_the_prompts_the_template_asks(platform: str) -> N
     asked = {k.removeprefix("fullserver:") for k in prompts}
     assert set(_ticked(m.group(1))) == asked
     keys = set(config_keys())
-    takes = {k for k in keys if option_refusal(k, Platform(platform)) is None}
+    takes = {k for k in keys if key_refusal(k, Platform(platform)) is None}
     others = {k for k in _ticked(section[m.end() :]) if k in keys} - asked
     if platform == "bare-metal":  # lists what matters on bare metal, not every key it tolerates
         assert others <= takes and {"dedicated", "sshPrivateKey"} <= others

@@ -2,9 +2,9 @@
 
 Every test's temporary directories (the ephemeral workspaces, a kept one included, and the
 janitor's) go under its own ``tmp_path``: ``TMPDIR`` and ``tempfile.tempdir`` point there, for this
-process and the ``fullserver`` processes it starts. ``no_workspace_left_in_the_system_temp_dir``
-fails any test after which the real system temp dir holds a new ``fullserver-ephemeral-*`` or
-``fullserver-janitor-*`` directory.
+process and the ``fullserver`` processes it starts. ``workspaces_stay_in_tmp_path`` fails a test in
+which the stand-in ran in a stackops workspace outside it; it reads the test's own call log only,
+never the shared system temp dir (which other runs on the machine fill at the same time).
 """
 
 from __future__ import annotations
@@ -30,26 +30,32 @@ CLI = [sys.executable, "-m", "fullserver_cli.app"]
 OUR_TEMP_DIRS = ("fullserver-ephemeral-*", "fullserver-janitor-*")
 
 
-def our_temp_dirs(directory: Path) -> set[Path]:
-    """The workspaces stackops makes, by their name, in ``directory``."""
-    return {p for pattern in OUR_TEMP_DIRS for p in directory.glob(pattern)}
+def workspaces_in(log: Path) -> set[Path]:
+    """The stackops workspaces the stand-in ran in (its working directory or ``--cwd``), by its log."""
+    found: set[Path] = set()
+    lines = log.read_text().splitlines() if log.is_file() else []
+    for call in (json.loads(line) for line in lines if line.strip()):
+        argv = call["argv"]
+        given = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--cwd", "-C")]
+        for where in (Path(call["cwd"]), *map(Path, given)):
+            found |= {p for p in (where, *where.parents) if any(p.match(g) for g in OUR_TEMP_DIRS)}
+    return found
 
 
 @pytest.fixture(autouse=True)
-def no_workspace_left_in_the_system_temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Temporary directories go under ``tmp_path``; afterwards the system temp dir has no new
-    workspace in it. A real run keeps a workspace after a failed cleanup (the cleanup command runs
-    in it), and several tests fail a cleanup on purpose: they must not pile up in ``/tmp``."""
-    system_tmp = Path(tempfile.gettempdir())
-    before = our_temp_dirs(system_tmp)
+def workspaces_stay_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Temporary directories go under ``tmp_path``; afterwards every workspace the stand-in ran in
+    is there. A real run keeps a workspace after a failed cleanup (the cleanup command runs in it),
+    and several tests fail a cleanup on purpose: they must not pile up in the system temp dir."""
     private = tmp_path / "tmp"
     private.mkdir()
-    monkeypatch.setenv("TMPDIR", str(private))
+    for name in ("TMPDIR", "TEMP", "TMP"):  # tempfile reads all three, in this order
+        monkeypatch.setenv(name, str(private))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # the quota check's credential lookup: no IMDS wait
     monkeypatch.setattr(tempfile, "tempdir", str(private))
     yield private
-    left = sorted(str(p) for p in our_temp_dirs(system_tmp) - before)
-    assert not left, f"the test left workspaces in {system_tmp}: {left}"
+    outside = sorted(str(p) for p in workspaces_in(tmp_path / "pulumi-calls.jsonl") if not p.is_relative_to(tmp_path))
+    assert not outside, f"the stand-in ran in workspaces outside {tmp_path}: {outside}"
 
 
 @dataclass

@@ -428,10 +428,10 @@ def test_a_workspace_kept_for_the_cleanup_stays_under_work_root(
 
 
 def test_without_work_root_the_workspace_goes_to_the_temp_dir(
-    fake_pulumi: FakePulumi, project: Path, no_workspace_left_in_the_system_temp_dir: Path
+    fake_pulumi: FakePulumi, project: Path, workspaces_stay_in_tmp_path: Path
 ) -> None:
     with ephemeral_stack(base_stack="exp-aws-spot", **opts(fake_pulumi, project)) as env:
-        assert env.work_dir.parent == no_workspace_left_in_the_system_temp_dir
+        assert env.work_dir.parent == workspaces_stay_in_tmp_path
     assert not env.work_dir.exists()
 
 

@@ -52,3 +52,10 @@ def test_the_keys_it_takes_and_refuses(key: str, why: str | None) -> None:
 def test_no_capacity_rule_applies_to_declared_servers() -> None:
     assert RULES.refusal(Request("dedicated (own)", spot=True, reservation="r", queued=True)) is None
     assert RULES.multi_node is None
+
+
+def test_the_servers_rented_are_checked_by_bare_metal_itself() -> None:
+    """The model runs each platform's stack rules; bare metal's holds the stack's counts to
+    what ``dedicated`` declares."""
+    assert rules_for(Platform.BARE_METAL).stack_rules == (bare_metal.servers_agree,)
+    assert all(not rules_for(p).stack_rules for p in Platform if p is not Platform.BARE_METAL)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from fullserver import platforms
@@ -25,13 +27,25 @@ def test_every_platform_has_its_rules(platform: Platform) -> None:
         ("sshPrivateKey", [Platform.AWS_GPU, Platform.GCP_GPU, Platform.TPU_VM, Platform.BARE_METAL]),
         ("reservation", [Platform.AWS_GPU, Platform.GCP_GPU, Platform.TPU_VM]),
         ("image", [Platform.AWS_GPU, Platform.GCP_GPU, Platform.TPU_VM]),
-        ("region", []),  # every platform's key: not platform-specific
+        ("sshSourceRanges", []),  # refused by bare metal, owned by no platform: taken by the rest
     ],
 )
 def test_which_platforms_take_a_key(key: str, takers: list[Platform]) -> None:
     assert owners(key) == takers
     if not takers:
-        assert all(platforms.option_refusal(key, p) is None for p in Platform)
+        assert [p for p in Platform if platforms.option_refusal(key, p)] == [Platform.BARE_METAL]
+
+
+@pytest.mark.parametrize(
+    ("key", "nearest"), [("region", None), ("flexstart", "flexStart"), ("reservaton", "reservation")]
+)
+def test_a_key_no_platform_declares_is_refused_by_name(key: str, nearest: str | None) -> None:
+    """A typo is not a key every platform takes: asking about it fails naming the nearest key."""
+    said = f"'{key}' is no platform-specific stack key" + (f"; did you mean '{nearest}'?" if nearest else "")
+    with pytest.raises(ValueError, match=f"^{re.escape(said)}$"):
+        platforms.option_refusal(key, Platform.AWS_GPU)
+    with pytest.raises(ValueError, match=re.escape(said)):
+        owners(key)
 
 
 @pytest.mark.parametrize(
