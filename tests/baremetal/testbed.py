@@ -13,6 +13,7 @@ Needs root and OpenSSH's server (``apt-get install -y openssh-server``).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -130,6 +131,9 @@ while True:
             break
         emit(data)
 """
+
+
+_BRIDGES: list[str] = []  # this process's bridges, so two test beds in one run differ by name
 
 
 def _ip(*args: str) -> None:
@@ -329,18 +333,16 @@ class Testbed:
         self.close()
 
     NETNS_SUBNET = "10.231.{}.{}"
+    _third = 0
     """The test bed's own private /24 for namespace hosts (the bridge is .1, hosts from .10)."""
 
     def add_netns_host(self, name: str, gpus: list[str] | None = None) -> SshdHost:
         """A host in a network namespace of its own, on a veth pair whose root end sits on the test
         bed's bridge: namespace hosts reach each other (iperf3) and the tests reach their sshd on
         port 22 of the host's own address. Only these namespaces and loopback are ever targeted."""
-        third = os.getpid() % 200 + 20
         if self.bridge is None:
-            self.bridge = f"fsb{os.getpid()}"
-            _ip("link", "add", self.bridge, "type", "bridge")
-            _ip("addr", "add", f"{self.NETNS_SUBNET.format(third, 1)}/24", "dev", self.bridge)
-            _ip("link", "set", self.bridge, "up")
+            self._add_bridge()
+        third = self._third
         i = len(self.namespaces)
         ns = f"{self._tag}-{name}"[:40]
         _ip("netns", "add", ns)
@@ -354,6 +356,22 @@ class Testbed:
         _ip("-n", ns, "link", "set", inner, "up")
         _ip("-n", ns, "link", "set", "lo", "up")
         return self.add_host(name, gpus, address=address, netns=ns)
+
+    def _add_bridge(self) -> None:
+        """The bridge on a /24 no other interface of the machine holds: two test runs at once (or
+        two test beds in one run) each get their own subnet. Choosing and claiming happen under
+        one lock, so two runs cannot pick the same free /24 at the same moment."""
+        self.bridge = f"fsb{os.getpid()}b{len(_BRIDGES)}"  # fsb<pid>: the leftovers sweep reads the owner
+        _BRIDGES.append(self.bridge)
+        with open("/run/fullserver-testbed.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            held = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True, check=True).stdout
+            start = os.getpid() % 200
+            free = (20 + (start + k) % 200 for k in range(200))
+            self._third = next(t for t in free if f" {self.NETNS_SUBNET.format(t, '')}" not in held)
+            _ip("link", "add", self.bridge, "type", "bridge")
+            _ip("addr", "add", f"{self.NETNS_SUBNET.format(self._third, 1)}/24", "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
 
     def add_host(
         self, name: str, gpus: list[str] | None = None, *, address: str = LOOPBACK, netns: str | None = None
