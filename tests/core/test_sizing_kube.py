@@ -83,7 +83,7 @@ def test_the_pods_data_volume_makes_up_what_the_nodes_local_ssds_miss_as_the_vms
         profile, work.model_copy(update={"platform": None, "cluster": None}), Platform.GCP_GPU, CATALOG, "v"
     )
     kube = spec.kube
-    assert kube is not None and kube.data_volume is not None and spec.data_disk is not None
+    assert kube is not None and kube.data_volume is not None and spec.data_disk is not None and vm.data_disk is not None
     assert kube.data_volume.size_gib == spec.data_disk.size_gib == vm.data_disk.size_gib == 2000 - 1500
     nvme = next(line for line in spec.balance.lines if line.dimension == "nvme")
     assert nvme.ok and nvme.provided == 1500 + 500
