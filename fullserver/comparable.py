@@ -14,12 +14,18 @@ speed equivalence is in the catalog, so rows state their memory ratio and claim 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fullserver.catalog import Catalog, Offer
-from fullserver.platforms import rules_for
+from fullserver.catalog.model import Platform
+from fullserver.platforms import pool_members, rules_for
 from fullserver.profiles import PricingModel, Profile
 from fullserver.spec import EnvironmentSpec
+
+if TYPE_CHECKING:  # fullserver.cost labels its prices with this module's names
+    from fullserver.cost import CostEstimate
 
 # The pricing model a price is on, as comparisons label it (``CostEstimate.basis``): an hourly
 # rate's (``fullserver.hourly.Rate.basis``: these two or ``reserved N-year``), or the monthly
@@ -80,3 +86,39 @@ def as_on_demand(spec: EnvironmentSpec, profile: Profile) -> tuple[EnvironmentSp
         spec.model_copy(update={"spot": False, "pricing": PricingModel.ON_DEMAND}),
         profile.model_copy(update={"pricing": PricingModel.ON_DEMAND}),
     )
+
+
+# Node pools beside VMs (issue 38): a pool's nodes are its VM platform's machines, so a stack on
+# either side of the line compares with the other where the profile allows it.
+_SIZED_AS: dict[Platform, Platform] = {p: vm for r in pool_members() for p, vm in r.sized_as.items()}
+"""Each node-pool platform -> the VM platform its nodes are (``PoolRules.sized_as``)."""
+
+FEE_ITEMS = ("cluster fee", "system pool", "system pool disks")
+"""The cost lines a node-pool environment pays whatever its pools do (``fullserver.cost``)."""
+
+
+def _kind(platform: Platform) -> str:
+    """What a platform rents: GPUs by the hour (any such platform is comparable), else its own kind."""
+    vm = _SIZED_AS.get(platform, platform)
+    return "hourly GPUs" if rules_for(vm).hourly_gpus else vm.value
+
+
+def pool_alternatives(platforms: Sequence[Platform], chosen: Platform) -> tuple[Platform, ...]:
+    """The profile's ``platforms`` across the node-pool line from ``chosen``, of its kind: for a VM
+    stack the node pools of its accelerators (``gke-tpu`` for a TPU VM, ``eks-gpu`` and ``gke-gpu``
+    for GPU VMs); for a node-pool stack the VM platforms and the other cluster platform. VM to VM
+    is the comparison's own (``fullserver.plan``)."""
+    pools = chosen in _SIZED_AS
+    return tuple(p for p in platforms if p is not chosen and (pools or p in _SIZED_AS) and _kind(p) == _kind(chosen))
+
+
+def fees_stated(spec: EnvironmentSpec, cost: CostEstimate) -> str:
+    """A node-pool row's own fees, in words, so that a pool priced beside a VM says what it carries:
+    a created cluster's fee and system pool (the environment's alone, every hour it lives), or none
+    where it joins an existing cluster (that cluster's bill). "" for a VM."""
+    if spec.kube is None:
+        return ""
+    if not spec.kube.create_cluster:
+        return f"no cluster fee or system pool: joins the existing cluster '{spec.kube.cluster_name}', billed with it"
+    fees = [f"{line.item} ${line.usd_month:,.2f}" for line in cost.lines if line.item in FEE_ITEMS]
+    return f"a cluster of its own, in the price: {', '.join(fees)} a month"

@@ -19,13 +19,15 @@ from fullserver.comparable import (
     ON_DEMAND,
     Capacity,
     as_on_demand,
+    fees_stated,
     of_spec,
+    pool_alternatives,
     units_covering,
 )
 from fullserver.cost import CostEstimate, estimate, estimate_at_minimum, pricing_basis
 from fullserver.errors import BudgetExceeded, FullserverError, InputError
 from fullserver.kube.access import check_api_reach
-from fullserver.platforms import rules_for
+from fullserver.platforms import option_refusal, rules_for
 from fullserver.platforms.quota import QuotaNeed
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.quotas import CapacityAdvice, capacity_paths, quotas_for
@@ -85,7 +87,32 @@ def _alternatives(profile: Profile, workload: Workload, chosen: Platform) -> lis
     explicit = [a for a in workload.alternatives if a.platform is not chosen]
     if explicit:
         return explicit
-    return list(_hourly_alternatives(tuple(profile.platforms), chosen))
+    return [*_hourly_alternatives(tuple(profile.platforms), chosen), *_pool_rows(tuple(profile.platforms), chosen)]
+
+
+@functools.cache
+def _pool_rows(platforms: tuple[Platform, ...], chosen: Platform) -> tuple[Alternative, ...]:
+    """The profile's platforms across the node-pool line from ``chosen`` (``comparable.pool_alternatives``)."""
+    return tuple(Alternative(platform=p) for p in pool_alternatives(platforms, chosen))
+
+
+_OWN_CLUSTER = ("cluster", "clusterLocation", "subnets")
+"""Keys naming the stack's own cluster and network: another platform's row creates its own."""
+_THE_JOB = ("serving", "dedicated")
+"""Keys that are the job itself: a row whose platform refuses them says so, never drops them."""
+
+
+def _row_keys(workload: Workload, platform: Platform) -> dict[str, object]:
+    """The stack's keys a row on ``platform`` leaves at their defaults: those naming the stack's own
+    cluster, and the platform-only keys ``platform`` refuses (a node pool takes no SSH ranges, a VM no
+    control-plane ranges), so that each row is the same job as that platform would build it."""
+    fields = {field.alias: name for name, field in Workload.model_fields.items()}
+    dropped = [
+        key
+        for key in workload.platform_keys()
+        if key in fields and key not in _THE_JOB and (key in _OWN_CLUSTER or option_refusal(key, platform))
+    ]
+    return {fields[key]: Workload.model_fields[fields[key]].get_default() for key in dropped}
 
 
 @functools.cache
@@ -154,6 +181,7 @@ def _variant(
             changes["accelerator_count"] = alt.accelerator_count
         if alt.dedicated:
             changes["dedicated"] = alt.dedicated
+        changes |= _row_keys(workload, alt.platform)
         variant = workload.model_copy(update=changes)
         if alt.profile:
             profile = get_profile(alt.profile, profiles, where="fullserver:alternatives.profile")
@@ -181,6 +209,8 @@ def _compare(row: _Row, cost: CostEstimate | None, reference: Capacity | None, w
     note += f" (profile {row.other_profile})" if row.other_profile else ""
     note += f"; {why}" if why else ""
     note += "" if cost.complete else f"; a lower bound: {', '.join(cost.unpriced)} not priced"
+    fees = fees_stated(spec, cost)
+    note += f"; {fees}" if fees else ""
     return Comparison(
         platform=row.platform,
         offer=spec.offer,

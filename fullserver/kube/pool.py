@@ -180,9 +180,9 @@ class KubePlan(Frozen):
     compute_class: str | None = None
     """GKE: the ComputeClass that orders the pools; they carry its label and taint, the pods select it."""
     warnings: list[str] = []
-    """Where the pod's share, after the node's reservations, falls short of the profile's balance:
-    never for a spec ``fullserver.sizing.kube_spec`` sized (it ranks shapes by the pod's share), so
-    only for a VM-sized spec handed to ``kube_plan`` directly; and what an attached cluster must run."""
+    """What the pools build beyond the plan (a fixed pool without a zone), the VM platform's gaps and
+    what an attached cluster must run. The profile's balance is the node's shape, judged by sizing
+    (``fullserver.sizing.rank.assess``): what kubelet keeps of a node is not the workload's loss."""
 
     @property
     def node_labels(self) -> dict[str, str]:
@@ -424,16 +424,9 @@ def _data_volume(spec: EnvironmentSpec, provider: PoolKey) -> DataVolume | None:
     )
 
 
-def _warnings(
-    spec: EnvironmentSpec,
-    platform: Platform,
-    rules: PoolRules,
-    nodes: PoolNodes,
-    pod: PodShare,
-    volume: DataVolume | None,
-) -> list[str]:
-    attached = volume.size_gib if volume else 0
-    warnings = balance_shortfalls(spec, pod.resources, nodes.per_node, nodes.machine_type, attached)
+def _warnings(spec: EnvironmentSpec, platform: Platform, rules: PoolRules, nodes: PoolNodes) -> list[str]:
+    """A fixed pool without a zone that builds more nodes than planned, and the VM platform's gaps."""
+    warnings: list[str] = []
     if rules.fixed_nodes is not None and rules.unzoned_fixed is not None and spec.zone is None:
         built = rules.fixed_nodes(nodes.hosts, None)
         if not _counts(spec, nodes.hosts, False)[2] and built > nodes.hosts:
@@ -566,33 +559,7 @@ def kube_plan(
         spot_label=rules.spot_label,
         spot_first=order.line,
         compute_class=order.compute_class,
-        warnings=_warnings(spec, platform, rules, nodes, pod, volume)
+        warnings=_warnings(spec, platform, rules, nodes)
         + _notes(rules, pools, nodes, flex_start, cluster, volume)
         + order.attached,
     )
-
-
-def balance_shortfalls(
-    spec: EnvironmentSpec, pod: Resources, accelerators: int, machine_type: str, attached_gib: float = 0.0
-) -> list[str]:
-    """The profile's balance minimums (per host, as sizing checked them) the pod's share of the
-    node misses: vCPUs, RAM and NVMe (its ephemeral storage plus its data volume, ``attached_gib``,
-    as the VM's balance counts its data disk), scaled to the pod's accelerators."""
-    share = accelerators / spec.accelerator_count if spec.accelerator_count else 1.0
-    provided = {
-        ("cpu", "vCPUs"): pod.cpu_m / 1000,
-        ("ram", "GiB"): pod.memory_mib / 1024,
-        ("nvme", "GiB"): pod.ephemeral_mib / 1024 + attached_gib,
-    }
-    out = []
-    for line in spec.balance.lines:
-        got = provided.get((line.dimension, line.unit))
-        if got is None or not line.known:
-            continue
-        need = line.required * share
-        if got < need:
-            out.append(
-                f"the pod on a {machine_type} node gets {got:,.2f} {line.unit} of {line.dimension} after kubelet and "
-                f"system reservations, short of the profile's {need:,.2f}: use a larger shape on Kubernetes"
-            )
-    return out

@@ -102,7 +102,7 @@ def kube_spec(
     access = cluster_access(workload)
     # A zonal cluster's pools go to its zone unless the stack names another of the region's.
     zone = workload.zone or (access.location if access.zonal else None)
-    # Shapes ranked by the workload pod's share of each node, after kubelet and system reservations.
+    # Shapes balanced by the node's shape, as VMs, with room for the workload pod (rank.assess).
     sized = build_spec(
         as_vm, workload.model_copy(update={"platform": vm, "zone": zone}), vm, catalog, environment, pool=platform
     )

@@ -318,8 +318,8 @@ def build_spec(
     pool: Platform | None = None,
 ) -> EnvironmentSpec:
     """Choose the shape and everything attached to it; the spec the components will build.
-    ``pool``: the machines are nodes of that Kubernetes node-pool platform, ranked by the workload
-    pod's share of each (``fullserver.sizing.rank.assess``)."""
+    ``pool``: the machines are nodes of that Kubernetes node-pool platform, balanced as VMs and
+    leaving the workload pod room (``fullserver.sizing.rank.assess``)."""
     _check_platform(profile, workload, platform)
     rules = rules_for(platform)
     shape = _shape(profile, workload, platform, catalog, pool)

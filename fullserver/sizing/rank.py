@@ -17,6 +17,7 @@ from fullserver.hourly import hourly_rate
 from fullserver.kube.pool import node_reservations, pod_share
 from fullserver.nearmiss import nothing_fits_hint
 from fullserver.platforms import rules_for
+from fullserver.platforms.pool_rules import NodeResources
 from fullserver.profiles import Fabric, Profile, Topology
 from fullserver.spec import NearMiss, ShapeOption
 from fullserver.workload import Workload, resolve_accelerator
@@ -127,12 +128,11 @@ def efa_interfaces(profile: Profile, offer: Offer, nodes: int) -> int:
     return offer.efa_interfaces if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0
 
 
-def pod_host(profile: Profile, offer: Offer, platform: Platform, pool: Platform, nodes: int = 1) -> Host:
-    """What one workload pod gets of a node of ``offer`` in a ``pool`` node pool, as the balance
-    reads a host: the node's allocatable after kubelet and system reservations (and the huge pages
-    its EFA driver holds where ``nodes`` talk over EFA), less the DaemonSet allowance
-    (``fullserver.kube.pool``), with the node's local SSDs or instance store as its ephemeral
-    storage; whole vCPUs (a minimum is whole vCPUs, so flooring decides nothing)."""
+def pod_room(profile: Profile, offer: Offer, platform: Platform, pool: Platform, nodes: int = 1) -> NodeResources:
+    """What one workload pod requests of a node of ``offer`` in a ``pool`` node pool: the node's
+    allocatable after kubelet and system reservations (and the huge pages its EFA driver holds where
+    ``nodes`` talk over EFA), less the DaemonSet allowance (``fullserver.kube.pool.pod_share``), its
+    ephemeral storage on the local SSDs or instance store sizing uses, else on the boot disk."""
     local = local_nvme_count(offer, nvme_need_gib(profile, offer, platform))
     host = offer.host
     reserved = node_reservations(
@@ -144,15 +144,21 @@ def pod_host(profile: Profile, offer: Offer, platform: Platform, pool: Platform,
         profile.storage.boot_disk_gib,
         efa_interfaces(profile, offer, nodes),
     )
-    share = pod_share(reserved)
-    return host.model_copy(
-        update={
-            "vcpus": max(0, math.floor(share.cpu_m) // 1000),
-            "physical_cores": None,
-            "memory_gib": max(0.0, math.floor(share.memory_mib) / 1024),
-            "local_nvme_gib": max(0.0, math.floor(share.ephemeral_mib) / 1024),
-        }
-    )
+    return pod_share(reserved)
+
+
+def pod_misfit(profile: Profile, offer: Offer, platform: Platform, pool: Platform, nodes: int = 1) -> str:
+    """Why no workload pod fits a node of ``offer`` in a ``pool`` node pool ("" when one does).
+
+    The pod's requests are the node's allocatable less the DaemonSet allowance (``pod_room``), so
+    they fit whenever that is positive. The profile's minimums are not judged on them: they say
+    what the accelerators need of the server (the clouds sell, and the profiles cite, p4d, p6-b200
+    and a2-ultragpu as balanced), and what kubelet and the node's agents keep is the host's own
+    work, as a VM's kernel and agents are (``docs/kubernetes.md``, "Balance: the node's shape")."""
+    room = pod_room(profile, offer, platform, pool, nodes)
+    short = [what for what, left in (("CPU", room.cpu_m), ("memory", room.memory_mib)) if left < 1]
+    short += ["ephemeral storage"] if room.ephemeral_mib < 1 else []
+    return f"no room for a workload pod's {' or '.join(short)} after the node's reservations" if short else ""
 
 
 def assess(
@@ -162,16 +168,19 @@ def assess(
     non-empty reason rejects it outright (what no balance line says: a disk a multi-host slice
     cannot take, a missing scale-out fabric). Sizing and the reference-design table both ask this.
 
-    ``pool``: the offer is a node of that Kubernetes node-pool platform, and the balance is the
-    workload pod's share of it (``pod_host``); block storage making up NVMe is then the pod's data
-    volume, as it is the VM's data disk."""
+    ``pool``: the offer is a node of that Kubernetes node-pool platform. Its balance is the node's
+    shape, as a VM's (a boot disk is never scratch, so block storage makes up the same NVMe: the
+    pod's data volume is the VM's data disk), and the node must leave a workload pod room
+    (``pod_misfit``)."""
     balance = profile.balance_for(platform)
-    base = pod_host(profile, offer, platform, pool, nodes) if pool is not None else offer.host
+    base = offer.host
     attach = required_attached_gib(balance, base)
     host = base.model_copy(update={"attached_storage_gib": attach}) if attach else base
     # A slice's hosts talk over ICI; an environment of one slice is one node to the balance.
     nodes = 1 if rules_for(platform).slices else nodes
     report = evaluate(balance, host, nodes)
+    if pool is not None and (misfit := pod_misfit(profile, offer, platform, pool, nodes)):
+        return host, report, misfit
     if attach and offer.hosts > 1:
         return host, report, "needs an attached read-write disk, which cannot attach to a multi-host TPU slice"
     if not _fabric_ok(profile.topology, offer, nodes):
@@ -222,7 +231,7 @@ def rank(
 ) -> tuple[list[Candidate], list[NearMiss]]:
     """Every feasible offer on one platform, cheapest first (never empty: ``NothingFits``), and the
     rejected near-misses with their reasons; with ``pool``, each offer as a node of that node-pool
-    platform, balanced by the workload pod's share of it (``assess``).
+    platform, balanced by the node's shape with room for the workload pod (``assess``).
 
     A ranking depends on its ``question`` alone: the same question (the comparison's rows, many
     stacks of one kind) is answered once per catalog. Callers read the lists, never change them."""
@@ -269,10 +278,9 @@ def _rank(
     if not feasible:
         closest = "; ".join(f"{m.offer}: {m.reason}" for m in near[:3])
         on = f"{pool.value} (nodes of {platform.value})" if pool else platform.value
-        after = " with a pod's share after kubelet and system reservations" if pool else ""
         raise NothingFits(
             f"profile '{profile.name}' on {on} in {workload.region}",
-            f"no shape meets every minimum{after}; closest: {closest}",
+            f"no shape meets every minimum; closest: {closest}",
             nothing_fits_hint(workload, platform, catalog),
         )
     feasible.sort(key=lambda c: (c.usd_hour, -c.host.vcpus, -c.host.memory_gib, c.offer.name))

@@ -10,9 +10,11 @@ import pytest
 from fullserver.catalog import load_catalog
 from fullserver.comparable import DEDICATED
 from fullserver.errors import InputError
-from fullserver.plan import StackPlan, plan_paths
+from fullserver.kube import SIZED_AS
+from fullserver.plan import StackPlan, _row_keys, plan_paths
 from fullserver.platform import Platform
 from fullserver.stacks import find_stacks
+from fullserver.workload import Workload
 
 KNOWN = "batch-inference, dedicated-steady, experimentation, fine-tuning, realtime-inference, scale-training"
 
@@ -82,7 +84,8 @@ def test_a_mixed_comparison_is_repriced_on_demand_and_the_chosen_row_says_why() 
     assert mixed.baseline is not None
     assert {r.pricing for r in (mixed.baseline, *mixed.comparison)} == {"on-demand"}
     assert mixed.baseline.note.endswith(
-        "every row compared on demand, the one pricing model all have (their own: on-demand for aws-gpu; spot for gcp-gpu)"
+        "every row compared on demand, the one pricing model all have "
+        "(their own: on-demand for aws-gpu, eks-gpu; spot for gcp-gpu, gke-gpu)"
     )
     assert mixed.baseline.usd_month is not None
     assert mixed.cost.usd_month < mixed.baseline.usd_month  # the plan's own estimate stays spot
@@ -121,3 +124,74 @@ def test_an_explicitly_sized_alternative_states_its_capacity_ratio() -> None:
 def test_the_same_accelerator_elsewhere_is_the_same_capacity() -> None:
     for name in ("exp-aws-spot", "finetune-gcp-g2", "serve-gcp-realtime"):
         assert {c.capacity_ratio for c in _plan(name).comparison} == {1.0}
+
+
+# --- node pools in the comparison (issue 38) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["eks-gpu-cluster", "gke-gpu-attach", "gke-tpu-slice", "serve-gke-l4"])
+def test_every_kubernetes_example_compares_the_same_job_on_the_vm_platforms(name: str) -> None:
+    """Each node-pool stack is priced beside its nodes' own VM platform (and the other cloud's GPU
+    VMs and pools where the profile allows them), every row sized and priced."""
+    plan = _plan(name)
+    chosen = plan.spec.platform
+    rows = {c.platform: c for c in plan.comparison}
+    assert SIZED_AS[chosen] in rows
+    assert all(r.usd_month is not None and r.capacity_ratio == 1.0 for r in rows.values()), rows
+    vms = {p for p in rows if p not in SIZED_AS}
+    expected = {Platform.TPU_VM} if chosen is Platform.GKE_TPU else {Platform.AWS_GPU, Platform.GCP_GPU}
+    assert vms == expected
+    if chosen is not Platform.GKE_TPU:  # the other cloud's cluster platform too
+        assert {p for p in rows if p in SIZED_AS} == {Platform.GKE_GPU, Platform.EKS_GPU} - {chosen}
+
+
+def test_a_vm_example_lists_its_node_pool_options_each_with_the_fees_in_its_price() -> None:
+    """serve-aws-realtime (realtime-inference allows gke-gpu and eks-gpu): each pool row creates a
+    cluster of its own and says what that adds: the fee (0.10 USD an hour on both clouds, all month
+    for a persistent profile) and its system pool (EKS: one m6i.large at 0.096 an hour)."""
+    plan = _plan("serve-aws-realtime")
+    rows = {c.platform: c for c in plan.comparison}
+    assert list(rows) == [Platform.GCP_GPU, Platform.GKE_GPU, Platform.EKS_GPU]
+    eks, aws = rows[Platform.EKS_GPU], plan.baseline
+    assert aws is not None and eks.offer == aws.offer == "g6.4xlarge"
+    assert eks.note.endswith(
+        "a cluster of its own, in the price: cluster fee $73.00, system pool $70.08, system pool disks $1.60 a month"
+    )
+    assert "a cluster of its own" in rows[Platform.GKE_GPU].note
+    assert "cluster" not in aws.note and "cluster" not in rows[Platform.GCP_GPU].note
+    assert eks.usd_month is not None and aws.usd_month is not None
+    # The same compute, disks and NAT: the pool costs its fees (144.68) more, less 3.99 on its load
+    # balancer and the VM group's 0.20 of CloudWatch alarms.
+    assert eks.usd_month - aws.usd_month == pytest.approx(140.49)
+
+
+def test_a_pool_on_an_existing_cluster_says_it_carries_no_cluster_fee_and_the_other_cloud_creates_its_own() -> None:
+    plan = _plan("gke-gpu-attach")
+    assert plan.baseline is not None
+    assert plan.baseline.note.endswith(
+        "no cluster fee or system pool: joins the existing cluster 'ml-prod', billed with it"
+    )
+    eks = next(c for c in plan.comparison if c.platform is Platform.EKS_GPU)
+    assert "a cluster of its own, in the price: cluster fee $" in eks.note
+
+
+def test_a_row_leaves_the_stacks_own_cluster_and_the_keys_its_platform_refuses() -> None:
+    """An existing GKE cluster is no EKS cluster, and a VM takes no control-plane ranges; a node pool
+    takes no SSH keys. What the job is (serving) is never dropped: such a row says why it cannot be."""
+    attached = Workload.model_validate(
+        {"profile": "fine-tuning", "platform": "gke-gpu", "region": "us-central1", "accelerator": "L4"}
+        | {"cluster": "ml-prod", "clusterLocation": "us-central1-a", "controlPlaneSourceRanges": []}
+    )
+    assert _row_keys(attached, Platform.EKS_GPU) == {"cluster": None, "cluster_location": None}
+    created = Workload.model_validate(
+        {"profile": "scale-training", "platform": "eks-gpu", "region": "us-east-1", "accelerator": "H100"}
+        | {"controlPlaneSourceRanges": ["198.51.100.0/24"], "clusterIdentity": "irsa"}
+    )
+    assert _row_keys(created, Platform.GKE_GPU) == {"cluster_identity": None}
+    assert _row_keys(created, Platform.AWS_GPU) == {"control_plane_source_ranges": None, "cluster_identity": None}
+    vm = Workload.model_validate(
+        {"profile": "fine-tuning", "platform": "aws-gpu", "region": "us-east-1", "accelerator": "L4"}
+        | {"sshPublicKeys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOrTaXkV9hQ5Z8Ao4yYvR8dn2v7nXbX2gJv1X6bY3kQz a"]}
+    )
+    assert _row_keys(vm, Platform.EKS_GPU) == {"ssh_public_keys": None}
+    assert _row_keys(vm, Platform.GCP_GPU) == {}

@@ -53,7 +53,7 @@ def needs(plan: StackPlan) -> dict[str, tuple[str, float, str]]:
                 "NVIDIA_L4_GPUS": ("us-central1", 4, "GPUs"),
                 "GPUS_ALL_REGIONS": ("global", 8, "GPUs"),
                 "CPUS_ALL_REGIONS": ("global", 96, "vCPUs"),
-                "SSD_TOTAL_GB": ("us-central1", 1875, "GB"),  # 2 x (200 GiB boot + 673 GiB data volume)
+                "SSD_TOTAL_GB": ("us-central1", 1504, "GB"),  # 2 x (200 GiB boot + 500 GiB data volume)
                 "PREEMPTIBLE_LOCAL_SSD_GB": ("us-central1", 1611, "GB"),
                 "LOCAL_SSD_TOTAL_GB": ("us-central1", 1611, "GB"),
             },

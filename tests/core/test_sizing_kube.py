@@ -1,10 +1,10 @@
-"""Sizing for Kubernetes node pools: shapes ranked by the workload pod's share of each node (its
-allocatable after kubelet and system reservations, less the DaemonSet allowance), and the pod's data
-volume making up NVMe as a VM's data disk does."""
+"""Sizing for Kubernetes node pools: shapes balanced by the node's shape, as VMs (issue 38), with room
+for the workload pod after kubelet and system reservations, and the pod's data volume making up NVMe
+as the VM's data disk does."""
 
 from __future__ import annotations
 
-import math
+import dataclasses
 
 import pytest
 
@@ -12,7 +12,8 @@ from fullserver.catalog import load_catalog
 from fullserver.catalog.model import Platform
 from fullserver.errors import NothingFits
 from fullserver.profiles import load_profiles
-from fullserver.sizing import build_spec, kube_spec
+from fullserver.sizing import assess, build_spec, kube_spec
+from fullserver.sizing.rank import pod_misfit
 from fullserver.workload import Workload
 
 CATALOG = load_catalog()
@@ -25,23 +26,35 @@ def t4(platform: str) -> Workload:
     )
 
 
-def test_a_node_pool_takes_the_next_shape_when_the_vm_shape_leaves_its_pod_short() -> None:
-    """g4dn.xlarge (4 vCPUs, 16 GiB) meets experimentation's 4 vCPUs and 16 GiB as a VM; as a node its
-    pod gets 3 whole vCPUs and 13.1 GiB, so the pool is sized on g4dn.2xlarge, whose pod meets both."""
+def test_a_node_pool_takes_the_vms_shape_as_the_reservations_are_not_the_workloads_loss() -> None:
+    """g4dn.xlarge (4 vCPUs, 16 GiB) meets experimentation's 4 vCPUs and 16 GiB as a VM. As a node its pod
+    requests 3.42 vCPUs and 13.1 GiB, the rest kept by kubelet and the node's agents, as a VM's kernel
+    keeps some: the balance is the node's shape, so the pool takes the same g4dn.xlarge (issue 38)."""
     profile = PROFILES["experimentation"]
     vm = build_spec(profile, t4("aws-gpu"), Platform.AWS_GPU, CATALOG, "e")
-    assert vm.offer == "g4dn.xlarge"
     spec = kube_spec(profile, t4("eks-gpu"), Platform.EKS_GPU, CATALOG, "e")
-    assert spec.offer == "g4dn.2xlarge" and spec.platform is Platform.EKS_GPU
-    assert spec.near_misses[0].offer == "g4dn.xlarge"
-    assert spec.near_misses[0].reason == "short: cpu 3 vCPUs < 4 vCPUs; ram 13.1 GiB < 16 GiB"
+    assert vm.offer == spec.offer == "g4dn.xlarge" and spec.platform is Platform.EKS_GPU
+    assert spec.balance == vm.balance and spec.balance.ok
     assert not any(w.startswith("the pod on a") for w in spec.warnings)
-    # The balance the plan shows is the pod's: its whole vCPUs and its memory.
     kube = spec.kube
     assert kube is not None
+    assert (kube.pod.resources.cpu_m, kube.pod.resources.memory_mib) == (3420, 13430)
     lines = {line.dimension: line for line in spec.balance.lines}
-    assert lines["cpu"].provided == kube.pod.resources.cpu_m // 1000 == 7
-    assert lines["ram"].provided == pytest.approx(kube.pod.resources.memory_mib / 1024)
+    assert (lines["cpu"].provided, lines["ram"].provided) == (4, 16)
+
+
+def test_a_node_must_leave_its_pod_room_or_it_is_a_near_miss_with_the_reason() -> None:
+    """A node whose reservations take all its memory (1 vCPU, 1 GiB: EKS keeps 11 MiB x 110 pods +
+    255 MiB and 100 MiB eviction) leaves a pod nothing to request, whatever its balance."""
+    offer = CATALOG.offer("g4dn.xlarge")
+    assert offer is not None
+    tiny = dataclasses.replace(offer, host=offer.host.model_copy(update={"vcpus": 1, "memory_gib": 1.0}))
+    profile = PROFILES["experimentation"]
+    assert pod_misfit(profile, offer, Platform.AWS_GPU, Platform.EKS_GPU) == ""
+    why = pod_misfit(profile, tiny, Platform.AWS_GPU, Platform.EKS_GPU)
+    assert why == "no room for a workload pod's memory after the node's reservations"
+    assert assess(profile, tiny, Platform.AWS_GPU, 1, Platform.EKS_GPU)[2] == why
+    assert assess(profile, tiny, Platform.AWS_GPU)[2] == ""  # a VM has no pod to fit
 
 
 def test_a_second_node_pool_stack_of_one_kind_finds_the_shape_worked_out_for_the_first() -> None:
@@ -57,40 +70,56 @@ def test_a_second_node_pool_stack_of_one_kind_finds_the_shape_worked_out_for_the
     assert other.shape_limits is not first.shape_limits and other.profile == "fine-tuning"
 
 
-def test_the_pods_data_volume_makes_up_what_its_ephemeral_storage_misses() -> None:
-    """fine-tuning on 4 x L4 wants 2,000 GiB per node; a g2-standard-48 node's pod gets 1,327 GiB of its
-    1,500 GiB of local SSD, so its data volume is the rest (673 GiB), not the VM's 500."""
+def test_the_pods_data_volume_makes_up_what_the_nodes_local_ssds_miss_as_the_vms_data_disk() -> None:
+    """fine-tuning on 4 x L4 wants 2,000 GiB per node; a g2-standard-48 node has 1,500 GiB of local SSD,
+    so each pod's data volume is the rest, 500 GiB, the VM's data disk (issue 38: sized the same)."""
     profile = PROFILES["fine-tuning"]
     work = Workload.model_validate(
         {"profile": "fine-tuning", "platform": "gke-gpu", "region": "us-central1", "accelerator": "L4"}
         | {"acceleratorCount": 4, "cluster": "ml-prod"}
     )
     spec = kube_spec(profile, work, Platform.GKE_GPU, CATALOG, "ft")
+    vm = build_spec(
+        profile, work.model_copy(update={"platform": None, "cluster": None}), Platform.GCP_GPU, CATALOG, "v"
+    )
     kube = spec.kube
-    assert kube is not None and kube.data_volume is not None and spec.data_disk is not None
-    ephemeral = kube.pod.resources.ephemeral_mib / 1024
-    assert kube.data_volume.size_gib == spec.data_disk.size_gib == math.ceil(2000 - ephemeral) == 673
+    assert kube is not None and kube.data_volume is not None and spec.data_disk is not None and vm.data_disk is not None
+    assert kube.data_volume.size_gib == spec.data_disk.size_gib == vm.data_disk.size_gib == 2000 - 1500
     nvme = next(line for line in spec.balance.lines if line.dimension == "nvme")
-    assert nvme.ok and nvme.provided == pytest.approx(ephemeral + 673)
-    assert kube.node_labels["fullserver-pod-data-gib"] == "673"
+    assert nvme.ok and nvme.provided == 1500 + 500
+    assert kube.node_labels["fullserver-pod-data-gib"] == "500"
     assert kube.node_labels["fullserver-pod-data-kind"] == kube.data_volume.kind == "pd-balanced"
 
 
-def test_when_no_shape_leaves_a_pod_enough_sizing_refuses_in_one_line() -> None:
-    """A profile asking 64 vCPUs per L4: g6.16xlarge has 64 as a VM, its pod fewer; nothing fits."""
+def test_a_boot_disk_is_never_scratch_so_a_pool_without_local_ssd_gets_the_vms_data_volume() -> None:
+    """a2-highgpu-1g has no local SSD: its pod's ephemeral storage is on the boot disk (177 GiB), which
+    is not NVMe scratch. fine-tuning's 500 GiB per A100 is all data volume, as the VM's data disk is
+    (it was 327 GiB on GKE, the boot disk counted as NVMe)."""
+    profile = PROFILES["fine-tuning"]
+    asked = {"profile": "fine-tuning", "region": "us-central1", "accelerator": "A100-40GB"}
+    vm = build_spec(profile, Workload.model_validate(asked), Platform.GCP_GPU, CATALOG, "v")
+    work = Workload.model_validate(asked | {"platform": "gke-gpu", "cluster": "ml-prod"})
+    spec = kube_spec(profile, work, Platform.GKE_GPU, CATALOG, "k")
+    kube = spec.kube
+    assert kube is not None and kube.data_volume is not None and vm.data_disk is not None
+    assert spec.offer == vm.offer == "a2-highgpu-1g" and kube.local_ssd_count == 0
+    assert kube.pod.resources.ephemeral_mib // 1024 == 173
+    assert kube.data_volume.size_gib == vm.data_disk.size_gib == 500
+    nvme = next(line for line in spec.balance.lines if line.dimension == "nvme")
+    assert nvme.provided == 500 and nvme.ok
+
+
+def test_when_no_shape_is_balanced_a_pools_sizing_refuses_in_one_line_naming_the_pool() -> None:
+    """A profile asking 65 vCPUs per L4: no aws-gpu shape has them, so no eks-gpu node does."""
     base = PROFILES["experimentation"]
-    cpu = base.balance.cpu_per_accelerator.model_copy(update={"value": 64})
+    cpu = base.balance.cpu_per_accelerator.model_copy(update={"value": 65})
     profile = base.model_copy(update={"balance": base.balance.model_copy(update={"cpu_per_accelerator": cpu})})
     work = Workload.model_validate(
         {"profile": "experimentation", "platform": "eks-gpu", "region": "us-east-1", "accelerator": "L4"}
     )
-    assert build_spec(profile, work, Platform.AWS_GPU, CATALOG, "e").offer == "g6.16xlarge"
     with pytest.raises(NothingFits) as caught:
         kube_spec(profile, work, Platform.EKS_GPU, CATALOG, "e")
     error = caught.value
     assert error.where == "profile 'experimentation' on eks-gpu (nodes of aws-gpu) in us-east-1"
-    assert error.what.startswith(
-        "no shape meets every minimum with a pod's share after kubelet and system reservations; closest: g6.16xlarge: "
-        "short: cpu 63 vCPUs < 64 vCPUs"
-    )
+    assert error.what.startswith("no shape meets every minimum; closest: g6.16xlarge: short: cpu 64 vCPUs < 65 vCPUs")
     assert "\n" not in str(error)

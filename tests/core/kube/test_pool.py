@@ -30,22 +30,23 @@ def test_every_cloud_example_has_a_pool_whose_pod_fits_its_node(plans: dict[str,
         assert fits_node(plan), stack
         assert plan.node_allocatable.cpu_m < plan.node_capacity.cpu_m, stack
         assert plan.node_allocatable.memory_mib < spec.memory_gib * 1024, stack
-        # The balance the VM sizing checked survives the reservations, or the plan says where not.
-        short = {line.dimension for line in spec.balance.lines if line.dimension in ("cpu", "ram", "nvme")}
-        assert all(any(d in w for d in short) for w in plan.warnings), stack
+        # The balance is the node's shape (sizing judged it): no warning calls the pod short.
+        assert not any(w.startswith("the pod on a") for w in plan.warnings), stack
         assert plan.pod.accelerators == plan.accelerators_per_node, stack
         for pool in plan.pools:
             rule = name_rules(gke.NODE_POOL_TYPE if plan.provider == "gke" else eks.NODE_GROUP_TYPE)[0]
             assert rule.problem(pool.name) is None, (stack, pool.name)
 
 
-def test_a_small_shape_short_after_reservations_is_named(plans: dict[str, StackPlan]) -> None:
-    """g4dn.xlarge (4 vCPUs, 16 GiB) exactly meets experimentation's 4 vCPUs and 16 GiB as a VM;
-    as a node its pod gets less, and the plan says so."""
+def test_a_small_shape_keeps_its_vm_balance_as_a_node_and_its_pod_requests_what_is_left(
+    plans: dict[str, StackPlan],
+) -> None:
+    """g4dn.xlarge (4 vCPUs, 16 GiB) exactly meets experimentation's 4 vCPUs and 16 GiB as a VM; as a
+    node its pod requests what kubelet and the node's agents leave (3.42 vCPUs, 13.1 GiB) and the
+    plan does not call that short: the reservations are not the workload's loss (issue 38)."""
     plan = kube_plan(plans["exp-aws-spot"].spec, Platform.EKS_GPU)
-    assert len(plan.warnings) == 2
-    assert plan.warnings[0].startswith("the pod on a g4dn.xlarge node gets 3.42 vCPUs of cpu")
-    assert "GiB of ram" in plan.warnings[1] and "short of the profile's 16.00" in plan.warnings[1]
+    assert plan.warnings == []
+    assert (plan.pod.resources.cpu_m, plan.pod.resources.memory_mib) == (3420, 13430)
     assert kube_plan(plans["train-p5-cluster"].spec, Platform.EKS_GPU).warnings == []
 
 
