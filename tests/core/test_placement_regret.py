@@ -64,10 +64,10 @@ def _move(home: str, region: str, gib: int) -> float | None:
     if src_cloud == dst_cloud:
         continents = {RAW["regions"][src]["continent"], RAW["regions"][region]["continent"]}
         for row in RAW["inter_region"]:
-            if row["provider"] == src_cloud and row["from"] in (src, "*"):
-                if row.get("within") is None or continents == {row["within"]}:
-                    per_gb = row.get("usd_per_gb") or row["usd_per_gib"] / GB_PER_GIB
-                    return float(gib * GB_PER_GIB * per_gb)
+            ends_match = row.get("within") is None or continents == {row["within"]}
+            if row["provider"] == src_cloud and row["from"] in (src, "*") and ends_match:
+                per_gb = row.get("usd_per_gb") or row["usd_per_gib"] / GB_PER_GIB
+                return float(gib * GB_PER_GIB * per_gb)
         return None
     egress = load_catalog().egress_price(src_cloud, src)
     return None if egress is None else gib * GB_PER_GIB * egress.usd_per_gb
