@@ -23,6 +23,7 @@ from components.node_verify import NodeVerify, verify_warnings
 from components.serving import call_command
 from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError, InputError
+from fullserver.placement import check_pinned
 from fullserver.plan import StackPlan, check_budget, plan_workload
 from fullserver.platform import Platform
 from fullserver.platforms import rules_for
@@ -72,6 +73,7 @@ def plan_from_config(stack: str) -> StackPlan:
         workload = workload_from_config(read_config(), where)
         profiles, catalog = load_profiles(), load_catalog()
         plan = plan_workload(stack, where, workload, profiles, catalog)
+        check_pinned(plan.placement, stack)  # a location is the plan's question; up builds only a pin
         check_budget([plan], None)
         if rules_for(plan.spec.platform).configured_over_ssh and not workload.ssh_private_key:
             # The plan works offline without it; deploying reaches the servers over SSH.

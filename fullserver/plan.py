@@ -27,6 +27,7 @@ from fullserver.comparable import (
 from fullserver.cost import CostEstimate, estimate, estimate_at_minimum, pricing_basis
 from fullserver.errors import BudgetExceeded, FullserverError, InputError
 from fullserver.kube.access import check_api_reach
+from fullserver.placement import Placement, placed
 from fullserver.platforms import option_refusal, rules_for
 from fullserver.platforms.quota import QuotaNeed
 from fullserver.profiles import Profile, get_profile, load_profiles
@@ -75,6 +76,8 @@ class StackPlan(BaseModel):
     """Each quota the stack counts against, at the most it reaches (``fullserver.quotas``)."""
     capacity_paths: list[CapacityAdvice] = []
     """Where its accelerator quota starts at 0 in a new account: the ways to get capacity that fit."""
+    placement: Placement | None = None
+    """A stack with ``fullserver:location``: every platform x region ranked, and whether it is pinned."""
 
     @property
     def warnings(self) -> list[str]:
@@ -293,6 +296,7 @@ def plan_workload(
 ) -> StackPlan:
     profile = get_profile(workload.profile, profiles)
     check_workload(workload, profile, catalog)
+    workload, placement = placed(profile, workload, catalog, stack)
     spec = complete_spec(size(profile, workload, catalog, stack), workload, catalog)
     if spec.kube is not None:
         check_api_reach(spec.kube)  # sizing ranks such a cluster (recommend); a stack of it cannot be applied
@@ -308,6 +312,7 @@ def plan_workload(
         baseline=baseline,
         quotas=(quotas := quotas_for(spec, catalog=catalog)),
         capacity_paths=capacity_paths(spec, quotas, catalog),
+        placement=placement,
     )
 
 

@@ -78,6 +78,8 @@ MAX_SSH_RANGES = 60
 MAX_SSH_PUBLIC_KEYS = 32
 # Each alternative is a full sizing; four platforms times a few profiles is far below this.
 MAX_ALTERNATIVES = 16
+# A location names a few continents or metros, or a few regions of each cloud.
+MAX_LOCATIONS = 32
 # A host has one key per algorithm (ed25519, ecdsa, rsa) and rarely more than a few rotations.
 MAX_HOST_KEYS = 16
 # One server's monthly rent or setup fee: an 8 x H100 server rents for ~15,000 USD a month.
@@ -184,6 +186,11 @@ class KeyProblem(ValueError):
 
 
 _LABEL = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
+DATASET_LOCATION = re.compile(
+    r"(?:(?P<scheme>s3|gs)://(?P<bucket>[a-z0-9][a-z0-9._-]{1,221})(?:/\S*)?@)?(?P<region>[a-z0-9]([a-z0-9-]*[a-z0-9])?)"
+)
+"""``datasetLocation``: a region, or a bucket URL with its region after ``@`` (a bucket's URL does not
+say where it is; S3 and GCS bucket names are lowercase letters, digits, '.', '-' and '_')."""
 
 
 class Workload(Camel):
@@ -197,7 +204,14 @@ class Workload(Camel):
         description="tpu-vm, aws-gpu, gcp-gpu, bare-metal, gke-gpu, gke-tpu or eks-gpu; empty: the cheapest balanced option across the profile's platforms that offer the accelerator (the profile's order breaks ties, or is kept when it says platform_order: requirement).",
     )
     region: Annotated[StrictStr, Field(max_length=MAX_NAME)] = Field(
-        description="Cloud region, e.g. us-east-1 or us-central1 (bare metal: a label for where the servers are)."
+        default="",
+        description="Cloud region, e.g. us-east-1 or us-central1 (bare metal: a label for where the servers are); empty: fullserver:location must be set, and the region is chosen (fullserver plan --pin writes it here).",
+    )
+    location: Annotated[Annotated[list[Name], Field(min_length=1, max_length=MAX_LOCATIONS)] | None, _unset([])] = (
+        Field(
+            default=None,
+            description="Where the stack may land when wider than a region: named locations (us, europe, europe-west, asia, ...; fullserver/catalog/data/locations.yaml) and regions of either cloud; the plan ranks every platform x region x shape, and fullserver plan --pin writes the choice into region and platform.",
+        )
     )
     zone: Annotated[Name | None, _unset("")] = Field(
         default=None,
@@ -221,6 +235,10 @@ class Workload(Camel):
     )
     dataset_gib: Annotated[StrictInt, Field(ge=0, le=MAX_DATASET_GIB)] = Field(
         default=0, description="Dataset size in GiB; sizes the data disk."
+    )
+    dataset_location: Annotated[Annotated[StrictStr, Field(max_length=MAX_PATH)] | None, _unset("")] = Field(
+        default=None,
+        description="Where the dataset lives, for pricing its move to the chosen region: a region (us-east-1) or a bucket with its region (s3://bucket/path@us-east-1, gs://bucket@us-central1); empty: not priced.",
     )
     egress_gb_month: Annotated[StrictInt, Field(ge=0, le=MAX_EGRESS_GB_MONTH)] = Field(
         default=0, description="Expected internet egress in GB per month (priced)."
@@ -347,13 +365,29 @@ class Workload(Camel):
     @field_validator("region")
     @classmethod
     def _region_name(cls, region: str) -> str:
-        return check_region_name(region)
+        return region if region == "" else check_region_name(region)  # "": chosen from fullserver:location
+
+    @field_validator("location")
+    @classmethod
+    def _location_names(cls, names: list[str] | None) -> list[str] | None:
+        for name in names or []:
+            check_region_name(name)  # a location's name is held to a region name's form
+        return names
+
+    @field_validator("dataset_location")
+    @classmethod
+    def _dataset_home(cls, text: str | None) -> str | None:
+        if text is not None and not DATASET_LOCATION.fullmatch(text):
+            raise ValueError(
+                f"{text[:60]!r} is neither a region (us-east-1) nor a bucket with its region (s3://bucket/path@us-east-1)"
+            )
+        return text
 
     @field_validator("cluster_location")
     @classmethod
     def _location_in_region(cls, location: str | None, info: ValidationInfo) -> str | None:
         region = info.data.get("region")
-        problem = None if location is None or region is None else access.location_problem(location, region)
+        problem = None if location is None or not region else access.location_problem(location, region)
         if problem is not None:
             raise ValueError(problem)
         return location
@@ -388,8 +422,8 @@ class Workload(Camel):
         """A cloud zone in the form its platform names zones (``fullserver.platforms``; any cloud's
         when the platform is left to the profile), inside the region; elsewhere a label."""
         region, platform = info.data.get("region"), info.data.get("platform")
-        if zone is None or region is None:
-            return zone
+        if zone is None or not region:
+            return zone  # without a region, _check_place refuses it
         if platform is not None and rules_for(platform).zone_form is None:
             if not _LABEL.fullmatch(zone):
                 raise ValueError(f"'{zone}' is not a label (lowercase letters, digits and '-')")
@@ -402,9 +436,8 @@ class Workload(Camel):
     @model_validator(mode="after")
     def _coherent(self) -> Workload:
         """Keys that cannot apply to the stack's platform are refused, never silently ignored."""
-        found = access.cluster_keys_refusal(self)  # a created cluster's keys, or an existing one's
-        if found is not None:
-            raise KeyProblem(*found)
+        self._check_place()
+        self._check_way_in()
         platform = self.platform
         if platform is None:
             return self
@@ -428,6 +461,25 @@ class Workload(Camel):
             if refused is not None:
                 raise KeyProblem(refused.key, refused.what, refused.hint)
         return self
+
+    def _check_place(self) -> None:
+        """A region, or a location to choose one from: the zone belongs to a region, so it waits for the pin."""
+        if not self.region and self.location is None:
+            raise KeyProblem(
+                "region", "is not set", "set fullserver:region, or fullserver:location to let the plan choose"
+            )
+        if not self.region and self.zone is not None:
+            raise KeyProblem(
+                "zone",
+                "is set, but the region is still to be chosen",
+                "remove fullserver:zone until the stack is pinned",
+            )
+
+    def _check_way_in(self) -> None:
+        """Keys of a created cluster with ``cluster`` set, or of an existing one without it."""
+        found = access.cluster_keys_refusal(self)
+        if found is not None:
+            raise KeyProblem(*found)
 
     def platform_keys(self) -> list[str]:
         """The keys set here that only some platforms take (``PlatformRules.options``) or some

@@ -17,11 +17,13 @@ from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.staleness import DEFAULT_MAX_PRICE_AGE_DAYS, plan_staleness_warnings
 from fullserver.errors import FullserverError
 from fullserver.images import plan_image_warnings
+from fullserver.pinning import pin_stack
 from fullserver.plan import StackPlan, check_budget, check_max_monthly_usd, plan_paths
 from fullserver.stacks import find_stacks
 from fullserver_cli import render
 from fullserver_cli.output import STACKS_DIR as STACKS_DIR
 from fullserver_cli.output import console, emit_json, fail
+from fullserver_cli.placement_view import placement_view
 
 
 def plan(
@@ -38,6 +40,10 @@ def plan(
         int,
         typer.Option(min=1, max=3650, help="warn about any price used that is older than this many days"),
     ] = DEFAULT_MAX_PRICE_AGE_DAYS,
+    pin: Annotated[
+        bool,
+        typer.Option("--pin", help="write each located stack's chosen region and platform into its stack file"),
+    ] = False,
 ) -> None:
     """Plan stacks offline: shape, balance, cost and warnings for each (no credentials, no Pulumi CLI)."""
     try:
@@ -49,10 +55,29 @@ def plan(
     today = dt.date.today()
     warnings = {p.stack: [*p.warnings, *dated_warnings(p, catalog, today, max_price_age_days)] for p in plans}
     _print(plans, warnings, as_json, summary, max_monthly_usd)
+    if pin:
+        _pin(plans, today, as_json)
     try:
         check_budget(plans, max_monthly_usd)
     except FullserverError as exc:
         raise fail(exc) from None
+
+
+def _pin(plans: list[StackPlan], today: dt.date, as_json: bool) -> None:
+    """Pin every stack with a location to its winner (``fullserver.pinning``); one line per stack,
+    on stderr beside --json so the document stays one JSON value."""
+    con = console(stderr=as_json)
+    for p in plans:
+        if p.placement is None:
+            con.print(f"{p.stack}: names a region, nothing to pin")
+            continue
+        try:
+            changed = pin_stack(Path(p.path), p.placement, today)
+        except FullserverError as exc:
+            raise fail(exc) from None
+        w = p.placement.winner
+        what = "pinned" if changed else "already pinned"
+        con.print(f"{p.stack}: {what} to {w.platform.value} in {w.region} ({p.path})")
 
 
 def dated_warnings(plan: StackPlan, catalog: Catalog, today: dt.date, max_price_age_days: int) -> list[str]:
@@ -113,5 +138,7 @@ def _print(
                 except FullserverError as exc:
                     raise fail(exc) from None
                 con.print(render.stack_plan(p, [*warnings[p.stack], *g.warnings]))
+                if p.placement is not None:
+                    con.print(placement_view(p.stack, p.placement))
                 con.print(graph_table(g))
                 con.print()

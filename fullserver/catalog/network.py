@@ -27,7 +27,9 @@ IMAGES_FILE = "images.yaml"
 """The default boot images and their publishers' end-of-patch dates (``fullserver.images``)."""
 RESOURCES_FILE = "resources.yaml"
 """The resource-type ledger: each type's name rule, price and quota (``fullserver.ledger``)."""
-NOT_SHAPES = (NETWORK_FILE, QUOTAS_FILE, KUBERNETES_FILE, IMAGES_FILE, RESOURCES_FILE)
+LOCATIONS_FILE = "locations.yaml"
+"""Locations wider than a region and inter-region transfer prices (``fullserver.placement``)."""
+NOT_SHAPES = (NETWORK_FILE, QUOTAS_FILE, KUBERNETES_FILE, IMAGES_FILE, RESOURCES_FILE, LOCATIONS_FILE)
 """The data files the shape catalog's loader and refresh skip."""
 DATA_DIR = Path(__file__).resolve().parent / "data"
 

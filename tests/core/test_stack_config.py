@@ -101,9 +101,10 @@ def test_each_declaration_is_the_models(key: str) -> None:
     assert ("default" not in decl) == want.required
 
 
-def test_only_profile_and_region_are_required() -> None:
-    # Pulumi requires a declared key without a default in every stack.
-    assert sorted(k for k, d in _declared().items() if "default" not in d) == ["profile", "region"]
+def test_only_profile_is_required() -> None:
+    # Pulumi requires a declared key without a default in every stack; region may give way to
+    # location, so the model asks for one of the two (tests/core/test_placement.py).
+    assert sorted(k for k, d in _declared().items() if "default" not in d) == ["profile"]
 
 
 def _pulumi_text(value: Any) -> str:
@@ -210,8 +211,10 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("profile", "exp-aws-spot", {"profile": "yolo"}, "unknown profile 'yolo'"),
     ("platform", "exp-aws-spot", {"platform": "mainframe"}, "Input should be"),
     ("region", "exp-aws-spot", {"region": "US East"}, "is not a region name"),
-    ("region", "exp-aws-spot", {"region": ""}, "is not a region name"),
-    ("region", "exp-aws-spot", {"region": None}, "missing required field"),
+    ("region", "exp-aws-spot", {"region": ""}, "is not set (set fullserver:region, or fullserver:location"),
+    ("region", "exp-aws-spot", {"region": None}, "is not set (set fullserver:region, or fullserver:location"),
+    ("location", "exp-aws-spot", {"region": None, "location": ["Mars"]}, "is not a region name"),
+    ("datasetLocation", "exp-aws-spot", {"datasetLocation": "https://x/y"}, "is neither a region"),
     ("zone", "exp-aws-spot", {"zone": "us-west-2a"}, "is not a zone of region us-east-1"),
     ("zone", "finetune-gcp-g2", {"zone": "europe-west4-a"}, "is not a zone of region us-central1"),
     ("zone", "finetune-gcp-g2", {"zone": "banana"}, "is not a zone of region us-central1"),
