@@ -341,8 +341,8 @@ def main() -> None:
         cold_dir = Path(tmp) / "cold"
         cold_dir.mkdir()
         distinct = distinct_stacks(cold_dir, max(sizes))
-        cold = [(n, *measure(distinct[:n], cold=True)) for n in sizes if n <= len(distinct)]
-        cold_warm_table(results[: len(cold)], cold)
+        cold_rows = [(n, *measure(distinct[:n], cold=True)) for n in sizes if n <= len(distinct)]
+        cold_warm_table(results[: len(cold_rows)], cold_rows)
         if args.cli:
             cli_table(distinct)
 
