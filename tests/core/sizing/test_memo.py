@@ -70,11 +70,11 @@ def _asks() -> dict[Platform, list[Ask]]:
             seen: set[tuple[str, int | None]] = set()
             for o in offers:
                 tpu = o.hosts > 1 or bool(o.topology)
-                key = (o.name, None) if tpu else (str(o.accelerator), o.host.accelerator_count)
-                if key in seen or region not in o.prices:
+                name, count = (o.name, None) if tpu else (str(o.accelerator), o.host.accelerator_count)
+                if (name, count) in seen or region not in o.prices:
                     continue
-                seen.add(key)
-                out.setdefault(platform, []).append(Ask(platform, region, *key, tuple(o.zones_in(region))))
+                seen.add((name, count))
+                out.setdefault(platform, []).append(Ask(platform, region, name, count, tuple(o.zones_in(region))))
     return out
 
 
