@@ -1,6 +1,11 @@
 """Benchmark: offline planning time and peak memory, without and with resource graphs.
 
 Sizing and cost (issue 2): 1 and up to 500 generated stacks; target 500 in under 3 s, linear.
+Two columns (issue 36): warm, the same catalog planning stacks that cycle through 12 variants (the
+memo answers most questions), and cold, the memo cleared before each run over stacks that each ask
+sizing a question of their own (``distinct_stacks``); target: cold sizing + cost <= 0.5 ms per stack.
+Many distinct stacks through the CLI (issue 36): ``fullserver plan --summary`` over 1 and 200 of them,
+in a fresh process each; target <= 1 ms of CPU per stack beyond the first.
 Resource graphs (issue 3): every example stack, then up to 200 generated stacks evaluated under
 Pulumi's mock runtime; growth should be linear. The baseline of each table is the per-stack time
 of its first batch of 50 or more measured in the same run; "vs linear" says how far larger
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -33,9 +39,10 @@ sys.path.insert(0, str(ROOT))
 
 from fullserver.catalog import Catalog, load_catalog  # noqa: E402
 from fullserver.errors import InputError, NothingFits  # noqa: E402
-from fullserver.plan import plan_paths  # noqa: E402
+from fullserver.plan import plan_paths, plan_stack  # noqa: E402
 from fullserver.profiles import Profile, load_profiles  # noqa: E402
 from fullserver.sizing import size  # noqa: E402
+from fullserver.stacks import load_stack  # noqa: E402
 from fullserver.workload import Workload  # noqa: E402
 
 VARIANTS = [
@@ -59,34 +66,79 @@ def generate(directory: Path, n: int) -> list[Path]:
     """``n`` distinct stack files cycling through the variants with varying datasets and owners."""
     paths = []
     for i, (profile, platform, region, acc, count, nodes) in zip(range(n), itertools.cycle(VARIANTS), strict=False):
-        config: dict[str, object] = {
-            "fullserver:profile": profile,
-            "fullserver:platform": platform,
-            "fullserver:region": region,
-            "fullserver:accelerator": acc,
-            "fullserver:nodes": nodes,
-            "fullserver:owner": f"team-{i % 17}",
-            "fullserver:datasetGib": 10 * (i % 50),
-            "fullserver:egressGbMonth": 5 * (i % 40),
-        }
-        if count:
-            config["fullserver:acceleratorCount"] = count
-        if profile == "realtime-inference":  # an external endpoint needs its API key (issue 22), and TLS or
-            # plainHttp said (issue 33): plain HTTP keeps every variant's platform
-            config["fullserver:serving"] = {"apiKeySecret": "bench-api-key", "plainHttp": True}
+        config = _stack_config(profile, platform, region, acc, count, nodes, i)
         path = directory / f"Pulumi.gen-{i:04d}.yaml"
         path.write_text(yaml.safe_dump({"config": config}))
         paths.append(path)
     return paths
 
 
-def measure(paths: list[Path]) -> tuple[float, int]:
+def _stack_config(
+    profile: str, platform: str, region: str, acc: str, count: int | None, nodes: int, i: int
+) -> dict[str, object]:
+    """One generated stack's ``config``: the sizing question, then what only this stack owns."""
+    config: dict[str, object] = {
+        "fullserver:profile": profile,
+        "fullserver:platform": platform,
+        "fullserver:region": region,
+        "fullserver:accelerator": acc,
+        "fullserver:nodes": nodes,
+        "fullserver:owner": f"team-{i % 17}",
+        "fullserver:datasetGib": 10 * (i % 50),
+        "fullserver:egressGbMonth": 5 * (i % 40),
+        "gcp:project": "bench-project",
+    }
+    if count:
+        config["fullserver:acceleratorCount"] = count
+    if profile == "realtime-inference":  # an external endpoint needs its API key (issue 22), and TLS or
+        # plainHttp said (issue 33): plain HTTP keeps every variant's platform
+        config["fullserver:serving"] = {"apiKeySecret": "bench-api-key", "plainHttp": True}
+    return config
+
+
+def distinct_stacks(directory: Path, n: int) -> list[Path]:
+    """``n`` stack files that each ask sizing a question no other asks (profile, platform, region,
+    accelerator, count, nodes: ``decision_grid`` in a fixed random order), keeping only those that
+    plan; what the cold column measures."""
+    profiles, catalog = load_profiles(), load_catalog()
+    grid = decision_grid(profiles, catalog)
+    random.Random(36).shuffle(grid)
+    paths: list[Path] = []
+    for profile, workload in grid:
+        if len(paths) == n:
+            break
+        acc = str(workload.accelerator)
+        config = _stack_config(
+            profile.name,
+            str(workload.platform),
+            workload.region,
+            acc,
+            workload.accelerator_count,
+            workload.nodes,
+            len(paths),
+        )
+        path = directory / f"Pulumi.cold-{len(paths):04d}.yaml"
+        path.write_text(yaml.safe_dump({"config": config}))
+        try:
+            plan_stack(load_stack(path), profiles, catalog)
+        except (InputError, NothingFits):
+            path.unlink()
+            continue
+        paths.append(path)
+    catalog.memo.clear()
+    return paths
+
+
+def measure(paths: list[Path], cold: bool = False) -> tuple[float, int]:
     """CPU time of a plain run (best of 3), then peak traced memory of a separate run. CPU time of
     this process, not wall time: the machine is shared, and others' load moved the wall figure by
-    a factor of three between runs."""
+    a factor of three between runs. ``cold``: the catalog's memo is cleared before each run, so
+    every question the stacks ask is worked out afresh."""
     profiles, catalog = load_profiles(), load_catalog()
     elapsed = float("inf")
     for _ in range(3):
+        if cold:
+            catalog.memo.clear()
         start = time.process_time()
         plans = plan_paths(paths, profiles, catalog)
         elapsed = min(elapsed, time.process_time() - start)
@@ -113,6 +165,47 @@ def measure_graphs(paths: list[Path]) -> tuple[float, int]:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return elapsed, peak
+
+
+def cold_warm_table(warm: list[tuple[int, float, int]], cold: list[tuple[int, float, int]]) -> None:
+    """Warm (variants cycled, memo kept) beside cold (distinct questions, memo cleared), per stack."""
+    print("sizing + cost (no graph): warm = 12 variants cycled, memo kept; cold = distinct questions, memo cleared")
+    print(f"{'stacks':>7} {'warm ms/stack':>14} {'cold ms/stack':>14} {'cold peak MiB':>14}")
+    for (n, t, _), (_, c, peak) in zip(warm, cold, strict=True):
+        print(f"{n:>7} {1000 * t / n:>14.3f} {1000 * c / n:>14.3f} {peak / 2**20:>14.1f}")
+    n, c, _ = cold[-1]
+    verdict = "met" if 1000 * c / n <= 0.5 else "MISSED"
+    print(f"target cold <= 0.5 ms/stack: {verdict} ({1000 * c / n:.3f} ms/stack over {n} distinct stacks)")
+
+
+def cli_cpu(directory: Path, runs: int = 3) -> float:
+    """CPU seconds (best of ``runs``) of ``fullserver plan --summary`` over every stack in
+    ``directory``, in a fresh process each (user + system time of the child)."""
+    exe = Path(sys.executable).with_name("fullserver")
+    best = float("inf")
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(
+            [str(exe), "plan", "--summary", "--stacks-dir", str(directory)], cwd=ROOT, check=True, capture_output=True
+        )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        best = min(best, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return best
+
+
+def cli_table(paths: list[Path], many: int = 200) -> None:
+    """Issue 36: planning many distinct stacks through the CLI costs <= 1 ms per stack beyond the first."""
+    with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as lots:
+        for path in paths[:1]:
+            (Path(one) / path.name).write_text(path.read_text())
+        for path in paths[:many]:
+            (Path(lots) / path.name).write_text(path.read_text())
+        first, all_of_them = cli_cpu(Path(one)), cli_cpu(Path(lots))
+    n = min(many, len(paths))
+    beyond = 1000 * (all_of_them - first) / (n - 1)
+    print("\nfullserver plan --summary, distinct stacks (CPU s, best of 3, a fresh process each)")
+    print(f"  1 stack: {first:.2f} s; {n} stacks: {all_of_them:.2f} s; {beyond:.2f} ms per stack beyond the first")
+    print(f"target <= 1 ms per stack beyond the first: {'met' if beyond <= 1.0 else 'MISSED'}")
 
 
 def table(title: str, results: list[tuple[int, float, int]]) -> None:
@@ -222,6 +315,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1,50,100,250,500")
     parser.add_argument("--graph-sizes", default="50,100,200")
+    parser.add_argument("--no-cli", dest="cli", action="store_false", help="skip plan --summary over 1 and 200 stacks")
+    parser.add_argument("--no-first-line", dest="first_line", action="store_false", help="skip time to the first line")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     graph_sizes = [int(s) for s in args.graph_sizes.split(",") if s]
@@ -243,6 +338,13 @@ def main() -> None:
         largest = results[-1]
         target = "met" if largest[0] < 500 or largest[1] < 3.0 else "MISSED"
         print(f"target 500 stacks < 3 s: {target} ({largest[1]:.3f} s for {largest[0]})")
+        cold_dir = Path(tmp) / "cold"
+        cold_dir.mkdir()
+        distinct = distinct_stacks(cold_dir, max(sizes))
+        cold_rows = [(n, *measure(distinct[:n], cold=True)) for n in sizes if n <= len(distinct)]
+        cold_warm_table(results[: len(cold_rows)], cold_rows)
+        if args.cli:
+            cli_table(distinct)
 
         if graph_sizes:
             examples = sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))
@@ -256,7 +358,8 @@ def main() -> None:
                 f"again, warm: {again:.2f} s ({1000 * again / len(examples):.0f} ms/stack); wall incl. sizing {time.perf_counter() - start:.2f} s"
             )
             table("\nplan + resource graph", [(n, *measure_graphs(paths[:n])) for n in graph_sizes])
-    first_line_table()
+    if args.first_line:
+        first_line_table()
     print(f"process max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB")
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fullserver.catalog import Catalog, Offer
+from fullserver.catalog import Catalog, Offer, Same
 from fullserver.catalog.staleness import UsedPrice, commitment_read, offer_reads
 from fullserver.comparable import ON_DEMAND, SPOT
 from fullserver.platform import Platform
@@ -50,31 +50,44 @@ class Rate:
     """The catalog entries the rate read (``fullserver.catalog.staleness`` judges their age)."""
 
 
+@dataclass(frozen=True, slots=True)
+class RateQuestion:
+    """What a rate depends on: the offer, region and platform that builds it, and the profile's
+    pricing, spot share and commitment term; nothing else (``Catalog.answer``)."""
+
+    offer: Same[Offer]
+    region: str
+    built_by: Platform
+    pricing: PricingModel
+    spot_share: float
+    commitment_years: int
+
+
 def hourly_rate(
     offer: Offer, region: str, profile: Profile, catalog: Catalog, platform: Platform | None = None
 ) -> Rate:
     """The rate ``offer`` costs in ``region`` under ``profile``'s pricing (see the module doc).
     ``platform``: what builds it, when not the offer's own (a node pool of the offer's VMs, which
-    gets an on-demand fallback pool where the VMs alone get none).
-
-    A rate depends on the offer, region and platform and on the profile's pricing, spot share and
-    commitment term alone; sizing, every estimate and every comparison row ask it again, so it is
-    worked out once per catalog (``Catalog.remember``)."""
-    built_by = platform or offer.platform
+    gets an on-demand fallback pool where the VMs alone get none). Ranking and costing both ask
+    here with the platform that builds the shape, so the shape ranked cheapest is the one billed
+    cheapest. Sizing, every estimate and every comparison row ask again: one answer per catalog."""
     cost = profile.cost
-    key = ("rate", offer.name, region, built_by, profile.pricing, cost.spot_share, cost.commitment_years)
-    return catalog.remember(key, lambda: _rate(offer, region, profile, catalog, built_by))
+    asked = RateQuestion(
+        Same(offer), region, platform or offer.platform, profile.pricing, cost.spot_share, cost.commitment_years
+    )
+    return catalog.answer(_rate, asked)
 
 
-def _rate(offer: Offer, region: str, profile: Profile, catalog: Catalog, platform: Platform) -> Rate:
+def _rate(q: RateQuestion, catalog: Catalog) -> Rate:
+    offer, region = q.offer.of, q.region
     price = offer.prices[region]
     od = price.on_demand
-    rules = rules_for(platform)
-    if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None and rules.no_spot_fallback:
+    rules = rules_for(q.built_by)
+    if q.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None and rules.no_spot_fallback:
         note = f"spot {price.spot:.2f}/h (no on-demand fallback is built)"
         return Rate(price.spot, True, note, basis=SPOT, prices=offer_reads(offer, region, spot=True, on_demand=False))
-    if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:
-        share = profile.cost.spot_share
+    if q.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:
+        share = q.spot_share
         usd = share * price.spot + (1 - share) * od
         return Rate(
             usd,
@@ -86,8 +99,8 @@ def _rate(offer: Offer, region: str, profile: Profile, catalog: Catalog, platfor
             prices=offer_reads(offer, region, spot=True, on_demand=True),
         )
     on_demand = offer_reads(offer, region, spot=False, on_demand=True)
-    if profile.pricing is PricingModel.RESERVED:
-        years = profile.cost.commitment_years or 1
+    if q.pricing is PricingModel.RESERVED:
+        years = q.commitment_years or 1
         disc = catalog.commitment(rules.provider, offer.family, years, offer.name)
         if disc is None:
             return Rate(

@@ -3,18 +3,22 @@ why, and only the ways out of "nothing fits" that exist."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
 from fullserver.platforms import rules_for
 from fullserver.spec import NearMiss
-from fullserver.workload import Workload
 
 
-def nothing_fits_hint(workload: Workload, platform: Platform, catalog: Catalog) -> str:
-    """Only the ways out that exist: fewer accelerators only where the platform sells fewer per node."""
+def nothing_fits_hint(
+    accelerator: str | None, accelerator_count: int | None, platform: Platform, catalog: Catalog
+) -> str:
+    """Only the ways out that exist: fewer accelerators only where the platform sells fewer per node
+    (the stack's accelerator and count per node)."""
     ways = ["pick another region or platform", "relax the profile"]
-    count = workload.accelerator_count or 1
-    acc = workload.accelerator
+    count = accelerator_count or 1
+    acc = accelerator
     if not rules_for(platform).slices and acc is not None:
         name = catalog.aliases.get(acc.lower())
         fewer = sorted(
@@ -31,7 +35,7 @@ MAX_NEAR_MISSES = 5
 """Near-misses shown beyond those cheaper than the chosen shape (all of which are shown)."""
 
 
-def near_misses(near: list[NearMiss], chosen_usd: float) -> list[NearMiss]:
+def near_misses(near: Sequence[NearMiss], chosen_usd: float) -> list[NearMiss]:
     """Every rejected shape cheaper than the chosen one (cheapest first, each with why), then the
     closest others up to ``MAX_NEAR_MISSES``."""
     cheaper = sorted(

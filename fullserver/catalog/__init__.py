@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from fullserver.catalog.loader import _Loader
+from fullserver.catalog.memo import Same
 from fullserver.catalog.network import NOT_SHAPES
 from fullserver.catalog.offer import Catalog, Figure, Offer, Price
 from fullserver.errors import InputError
 from fullserver.yamlio import read_yaml
 
-__all__ = ["DATA_DIR", "Catalog", "Figure", "Offer", "Price", "catalog_from_data", "load_catalog"]
+__all__ = ["DATA_DIR", "Catalog", "Figure", "Offer", "Price", "Same", "catalog_from_data", "load_catalog"]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from fullserver.balance import Host
+from fullserver.catalog import memo as _memo
 from fullserver.catalog.model import (
     Accelerator,
     CommitmentDiscount,
@@ -91,10 +92,9 @@ class Offer:
         return list(found)
 
 
-MEMO_LIMIT = 10_000
-"""Answers a catalog keeps (``Catalog.remember``) before they are dropped and worked out afresh."""
-
 T = TypeVar("T")
+Q = TypeVar("Q", bound=Hashable)
+_UNKNOWN = object()
 
 
 @dataclass(frozen=True)
@@ -152,25 +152,25 @@ class Catalog:
 
     @functools.cached_property
     def memo(self) -> dict[Hashable, Any]:
-        """Answers derived from this read-only catalog alone and a request (``fullserver.sizing``
-        keeps a ranking per question here), kept as long as the catalog is: see ``remember``."""
+        """Answers derived from this read-only catalog and one question (``answer``), kept as long
+        as the catalog is; cleared, every question is worked out afresh."""
         return {}
 
-    def remember(self, key: Hashable, work: Callable[[], T], owner: object = None) -> T:
-        """``work()``, worked out once per ``key`` and kept in ``memo`` (at most ``MEMO_LIMIT``
-        answers: past it they are dropped and worked out afresh).
+    def answer(self, work: Callable[[Q, Catalog], T], question: Q) -> T:
+        """``work(question, self)``, worked out once per ``work`` and ``question`` and kept in
+        ``memo`` (at most ``MEMO_LIMIT`` answers: past it they are dropped and worked out afresh).
 
-        ``owner``: the object a key names by ``id`` (a profile), which only a live object owns: an
-        answer kept with it is taken only when that very object asks again (a freed object's id
-        may be reused). ``None``: an answer the key alone decides."""
+        ``work`` is a module-level function of the frozen ``question`` and this catalog alone, and
+        returns an immutable value (``fullserver.catalog.memo``): what it reads is what the key holds."""
         memo = self.memo
-        hit = memo.get(key)
-        if hit is None or hit[0] is not owner:
-            hit = (owner, work())
-            if len(memo) >= MEMO_LIMIT:
+        key = (work, question)
+        found = memo.get(key, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = work(question, self)
+            if len(memo) >= _memo.MEMO_LIMIT:
                 memo.clear()
-            memo[key] = hit
-        answer: T = hit[1]
+            memo[key] = found
+        answer: T = found
         return answer
 
     def offers_on(self, platform: Platform, accelerator: str | None = None) -> list[Offer]:

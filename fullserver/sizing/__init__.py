@@ -13,7 +13,9 @@ internode network minimum) applies only when the environment has more than one n
 
 from __future__ import annotations
 
-from fullserver.catalog import Catalog
+from dataclasses import dataclass
+
+from fullserver.catalog import Catalog, Same
 from fullserver.catalog.model import Platform
 from fullserver.errors import InputError, NothingFits
 from fullserver.hourly import hourly_rate
@@ -94,11 +96,9 @@ def kube_spec(
             f"allowed: {', '.join(p.value for p in profile.platforms)}",
         )
     # The profile's node pools, sized as their VMs: one copy per profile and VM platform, kept in
-    # the catalog's memo, so that the ranking and shape kept for it are found again (they are
-    # keyed by the profile's identity).
-    as_vm = catalog.remember(
-        ("as-vm", id(profile), vm), lambda: profile.model_copy(update={"platforms": [vm]}), profile
-    )
+    # the catalog's memo, so that the ranking and shape kept for it (whose questions hold the
+    # profile by identity) are found again.
+    as_vm = catalog.answer(_as_vm, _AsVm(Same(profile), vm))
     access = cluster_access(workload)
     # A zonal cluster's pools go to its zone unless the stack names another of the region's.
     zone = workload.zone or (access.location if access.zonal else None)
@@ -137,6 +137,17 @@ def kube_spec(
             "warnings": [*kept, *pools.warnings, *autoscaler_warnings(pools)],
         }
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _AsVm:
+    profile: Same[Profile]
+    vm: Platform
+
+
+def _as_vm(q: _AsVm, catalog: Catalog) -> Profile:
+    """The profile with the VM platform its node pools are sized as as its only platform."""
+    return q.profile.of.model_copy(update={"platforms": [q.vm]})
 
 
 def _created_api(pools: KubePlan, access: ClusterAccess, deploy_workload: bool) -> KubePlan:
@@ -224,13 +235,14 @@ def _sets_kube_keys(workload: Workload) -> bool:
 
 
 def expected_usd_hour(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> float | None:
-    """The expected compute cost of an environment an hour, as sizing ranks it
-    (``fullserver.hourly``: the expected rate under the profile's pricing), every node included;
-    ``None`` for declared servers, which are priced by their contract, not the catalog."""
+    """The expected compute cost of an environment an hour, as sizing ranks it and the cost
+    estimate bills it (``fullserver.hourly``: the expected rate under the profile's pricing on the
+    platform that builds it), every node included; ``None`` for declared servers, which are
+    priced by their contract, not the catalog."""
     offer = catalog.offer(spec.offer)
     if offer is None:
         return None
-    per_offer = hourly_rate(offer, workload.region, profile, catalog).usd
+    per_offer = hourly_rate(offer, workload.region, profile, catalog, spec.platform).usd
     return per_offer * (1 if rules_for(spec.platform).slices else spec.nodes)
 
 

@@ -7,7 +7,7 @@ they are. Which disk kind a shape attaches, and the kinds' limits, are each plat
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fullserver.balance import BalanceLine, Host, evaluate
@@ -21,12 +21,12 @@ from fullserver.profiles import Lifecycle, PricingModel, Profile, StoragePolicy
 from fullserver.rules import environment_labels
 from fullserver.sizing.rank import (
     Candidate,
+    RankQuestion,
     alternative_shapes,
     efa_interfaces,
     local_nvme_count,
     nvme_need_gib,
-    question,
-    rank,
+    ranked,
 )
 from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, ShapeLimits, ShapeOption, TpuSpec
 from fullserver.workload import DedicatedHost, Workload, lifecycle_for
@@ -70,16 +70,16 @@ def _provisioned(kind: str, size: int, limits: DiskLimits, pol: StoragePolicy, n
     return DataDisk(kind=kind, size_gib=size, iops=iops, throughput_mbps=mbps)
 
 
-def _zone(platform: Platform, offer: Offer, workload: Workload) -> str | None:
+def _zone(platform: Platform, offer: Offer, q: RankQuestion) -> str | None:
     """The zone to build in: the asked one, else the first the catalog lists in the region where
     the platform takes its zone from the catalog (TPU capacity is zonal and the catalog knows the
     zones); elsewhere an unset zone is left to the provider (AWS picks one; GCP uses the provider's
     ``gcp:zone`` config) and the plan says so (``PlatformRules.unset_zone_warning``).
     """
     rules = rules_for(platform)
-    if workload.zone or not rules.zone_from_catalog:
-        return workload.zone
-    in_region = offer.zones_in(workload.region)
+    if q.zone or not rules.zone_from_catalog:
+        return q.zone
+    in_region = offer.zones_in(q.region)
     return in_region[0] if in_region else None
 
 
@@ -135,24 +135,34 @@ def _check_capacity(
     request that cannot be spot, a capacity block without its id, ...): the same rules, in the
     same words, as the components refuse at build time (``fullserver.platforms``).
 
-    A rule reads the request alone, and stacks of one kind ask the same: each answer is kept per
-    catalog (``Catalog.remember``) under the platform and every fact the request holds."""
-    asked: dict[str, Any] = {
-        "shape": offer.name,
-        "hosts": offer.hosts,
-        "spot": profile.pricing is PricingModel.SPOT_WITH_FALLBACK,
-        "reservation": workload.reservation,
-        "zone": workload.zone if workload.reservation else zone,
-        "queued": queued,
-        "queued_asked": workload.queued,
-        "capacity_block": workload.capacity_block,
-        "data_disk": disk.kind if disk is not None else None,
-        "image": workload.image,
-    }
-    key = ("capacity", platform, *asked.items())
-    refusal = catalog.remember(key, lambda: rules_for(platform).refusal(Request(**asked)))
+    A rule reads the request alone (a frozen ``Request``), and stacks of one kind ask the same: one
+    answer per platform and request and catalog (``Catalog.answer``)."""
+    asked = Request(
+        shape=offer.name,
+        hosts=offer.hosts,
+        spot=profile.pricing is PricingModel.SPOT_WITH_FALLBACK,
+        reservation=workload.reservation,
+        zone=workload.zone if workload.reservation else zone,
+        queued=queued,
+        queued_asked=workload.queued,
+        capacity_block=workload.capacity_block,
+        data_disk=disk.kind if disk is not None else None,
+        image=workload.image,
+    )
+    refusal = catalog.answer(_refusal, _CapacityQuestion(platform, asked))
     if refusal is not None:
         raise refused(refusal)
+
+
+@dataclass(frozen=True, slots=True)
+class _CapacityQuestion:
+    platform: Platform
+    request: Request
+
+
+def _refusal(q: _CapacityQuestion, catalog: Catalog) -> Refusal | None:
+    """The platform's refusal of the request, if any (``PlatformRules.refusal``)."""
+    return rules_for(q.platform).refusal(q.request)
 
 
 def _check_platform(profile: Profile, workload: Workload, platform: Platform) -> None:
@@ -224,89 +234,71 @@ def _check_fabric(offer: Offer, platform: Platform, efa: int, nodes: int, public
 @dataclass(frozen=True)
 class _Shape:
     """The chosen shape and what the spec says of it that the ranking's question alone decides
-    (``rank.question``: the profile, platform, node pool, region, zone, accelerator, count and
-    nodes). Worked out once with the ranking and kept beside it (``Catalog.remember``), so that each
-    stack of one kind, and each comparison row, works out only what is its own (its dataset,
-    owner, keys and access; its network is kept per access asked). Readers copy the lists, never
-    change them."""
+    (``RankQuestion``). Worked out once with the ranking (``Catalog.answer``), so that each stack
+    of one kind, and each comparison row, works out only what is its own (its dataset, owner,
+    keys, access and network). Immutable: its sequences are tuples."""
 
     cand: Candidate
     nodes: int
     zone: str | None
-    warnings: list[str]
+    warnings: tuple[str, ...]
     """``_shape_warnings``."""
-    zone_warning: list[str]
+    zone_warning: tuple[str, ...]
     """The platform's word on an unset zone where it says one (``PlatformRules.unset_zone_warning``)."""
     local_disks: int
     disk_kind: str
     disk_limits: DiskLimits | None
     efa: int
-    near_misses: list[NearMiss]
-    alternatives: list[ShapeOption]
-    limits: ShapeLimits
+    near_misses: tuple[NearMiss, ...]
+    alternatives: tuple[ShapeOption, ...]
     accelerator_kind: AcceleratorKind | None
     compact_placement: bool
     """Multi-node, on a platform that places nodes close, under a profile that asks it."""
-    networks: dict[tuple[bool, tuple[str, ...], tuple[str, ...]], NetworkSpec] = field(default_factory=dict)
-    """``network``'s answers by the access asked."""
-
-    def network(self, public_ip: bool, ranges: list[str], keys: list[str]) -> NetworkSpec:
-        """The shape's network with a stack's access (public address, SSH source ranges and keys):
-        made once per access asked, as stacks of one kind mostly ask the same (a frozen model)."""
-        asked = (public_ip, tuple(ranges), tuple(keys))
-        found = self.networks.get(asked)
-        if found is None:
-            offer = self.cand.offer
-            found = self.networks[asked] = NetworkSpec(
-                interconnect=offer.interconnect,
-                efa_interfaces=self.efa,
-                compact_placement=self.compact_placement,
-                public_ip=public_ip,
-                ssh_source_ranges=list(ranges),
-                ssh_public_keys=list(keys),
-                gbps_per_node=offer.host.network_gbps or 0,  # unknown: warned (_shape_warnings)
-            )
-        return found
 
 
-def _shape(profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, pool: Platform | None) -> _Shape:
+def _network(shape: _Shape, public_ip: bool, ranges: list[str], keys: list[str]) -> NetworkSpec:
+    """The shape's network with a stack's access (public address, SSH source ranges and keys):
+    each spec its own, as its lists are its own."""
+    offer = shape.cand.offer
+    return NetworkSpec(
+        interconnect=offer.interconnect,
+        efa_interfaces=shape.efa,
+        compact_placement=shape.compact_placement,
+        public_ip=public_ip,
+        ssh_source_ranges=list(ranges),
+        ssh_public_keys=list(keys),
+        gbps_per_node=offer.host.network_gbps or 0,  # unknown: warned (_shape_warnings)
+    )
+
+
+def _shape(q: RankQuestion, catalog: Catalog) -> _Shape:
     """The ranking's cheapest shape (``rank``), with what its question alone decides (``_Shape``)."""
-
-    def work() -> _Shape:
-        feasible, near = rank(profile, workload, platform, catalog, pool)
-        cand = feasible[0]
-        offer, rules = cand.offer, rules_for(platform)
-        nodes = offer.hosts if rules.slices else workload.nodes
-        # A serving group is regional and spreads over the shape's zones (fullserver.serving): it
-        # takes a single zone only when the stack names one.
-        zone = workload.zone if profile.serving else _zone(platform, offer, workload)
-        unset = zone is None and rules.unset_zone_warning and profile.serving is None
-        efa = efa_interfaces(profile, offer, nodes)
-        kind = rules.disk_kind(offer.family)
-        return _Shape(
-            cand=cand,
-            nodes=nodes,
-            zone=zone,
-            warnings=_shape_warnings(profile, workload.region, cand, platform),
-            zone_warning=[rules.unset_zone_warning.format(accelerator=offer.accelerator)] if unset else [],
-            local_disks=_local_disks(profile, offer, platform),
-            disk_kind=kind,
-            disk_limits=disk_limits(kind),
-            efa=efa,
-            near_misses=near_misses(near, cand.usd_hour),
-            alternatives=alternative_shapes(cand, feasible, efa) if cand.spot else [],
-            limits=ShapeLimits(
-                max_local_ssds=offer.local_nvme_disks,
-                local_ssd_counts=list(offer.local_nvme_selectable_counts)
-                if offer.local_nvme_selectable_counts
-                else None,
-                efa_interfaces=offer.efa_interfaces,
-            ),
-            accelerator_kind=catalog.accelerators[offer.accelerator].kind if offer.accelerator else None,
-            compact_placement=profile.topology.compact_placement and nodes > 1 and rules.compact_placement,
-        )
-
-    return catalog.remember(("shape", *question(profile, workload, platform, pool)), work, profile)
+    profile, platform = q.profile.of, q.platform
+    feasible, near = ranked(q, catalog)
+    cand = feasible[0]
+    offer, rules = cand.offer, rules_for(platform)
+    nodes = offer.hosts if rules.slices else q.nodes
+    # A serving group is regional and spreads over the shape's zones (fullserver.serving): it
+    # takes a single zone only when the stack names one.
+    zone = q.zone if profile.serving else _zone(platform, offer, q)
+    unset = zone is None and rules.unset_zone_warning and profile.serving is None
+    efa = efa_interfaces(profile, offer, nodes)
+    kind = rules.disk_kind(offer.family)
+    return _Shape(
+        cand=cand,
+        nodes=nodes,
+        zone=zone,
+        warnings=tuple(_shape_warnings(profile, q.region, cand, platform)),
+        zone_warning=(rules.unset_zone_warning.format(accelerator=offer.accelerator),) if unset else (),
+        local_disks=_local_disks(profile, offer, platform),
+        disk_kind=kind,
+        disk_limits=disk_limits(kind),
+        efa=efa,
+        near_misses=tuple(near_misses(near, cand.usd_hour)),
+        alternatives=tuple(alternative_shapes(cand, feasible, efa)) if cand.spot else (),
+        accelerator_kind=catalog.accelerators[offer.accelerator].kind if offer.accelerator else None,
+        compact_placement=profile.topology.compact_placement and nodes > 1 and rules.compact_placement,
+    )
 
 
 def build_spec(
@@ -322,7 +314,7 @@ def build_spec(
     leaving the workload pod room (``fullserver.sizing.rank.assess``)."""
     _check_platform(profile, workload, platform)
     rules = rules_for(platform)
-    shape = _shape(profile, workload, platform, catalog, pool)
+    shape = catalog.answer(_shape, RankQuestion.of(profile, workload, platform, pool))
     cand, nodes, zone = shape.cand, shape.nodes, shape.zone
     offer = cand.offer
     # A slice is requested through a queued resource when the stack asks, or it spans hosts.
@@ -355,17 +347,21 @@ def build_spec(
         local_nvme_disks=shape.local_disks,
         local_nvme_disk_gib=offer.local_nvme_disk_gib,
         scratch_raid0=shape.local_disks > 0,
-        network=shape.network(public_ip, ranges, workload.ssh_public_keys or []),
+        network=_network(shape, public_ip, ranges, workload.ssh_public_keys or []),
         tpu=_tpu_spec(offer, workload, queued) if rules.slices else None,
         serving=profile.serving,
         image=None if rules.image_is_runtime else workload.image,
         reservation=workload.reservation,
         capacity_block=workload.capacity_block,
         balance=cand.report,
-        near_misses=shape.near_misses,
-        alternative_shapes=shape.alternatives,
+        near_misses=list(shape.near_misses),
+        alternative_shapes=list(shape.alternatives),
         warnings=warnings,
-        shape_limits=shape.limits,
+        shape_limits=ShapeLimits(
+            max_local_ssds=offer.local_nvme_disks,
+            local_ssd_counts=list(offer.local_nvme_selectable_counts) if offer.local_nvme_selectable_counts else None,
+            efa_interfaces=offer.efa_interfaces,
+        ),
         accelerator_kind=shape.accelerator_kind,
     )
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Hashable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
-from fullserver.catalog import Catalog, Offer
+from fullserver.catalog import Catalog, Offer, Same
 from fullserver.catalog.model import Interconnect, Platform
 from fullserver.errors import FullserverError, InputError, NothingFits
 from fullserver.hourly import hourly_rate
@@ -20,7 +20,7 @@ from fullserver.platforms import rules_for
 from fullserver.platforms.pool_rules import NodeResources
 from fullserver.profiles import Fabric, Profile, Topology
 from fullserver.spec import NearMiss, ShapeOption
-from fullserver.workload import Workload, resolve_accelerator
+from fullserver.workload import Workload
 
 _FABRIC_INTERCONNECTS: dict[Fabric, set[Interconnect]] = {
     Fabric.EFA: {Interconnect.EFA},
@@ -39,10 +39,14 @@ class Candidate:
     spot: bool
 
 
-def compute_price(offer: Offer, region: str, profile: Profile, catalog: Catalog) -> tuple[float, bool]:
+def compute_price(
+    offer: Offer, region: str, profile: Profile, catalog: Catalog, built_by: Platform | None = None
+) -> tuple[float, bool]:
     """Hourly rate of one node of an offer in a region under the profile's pricing, and whether
-    it is requested as spot (``fullserver.hourly``: the rate the cost estimate charges)."""
-    rate = hourly_rate(offer, region, profile, catalog)
+    it is requested as spot: ``fullserver.hourly`` asked with the platform that builds it (a node
+    pool's, where the cost estimate prices a spot pool with its on-demand fallback), so the
+    ranking ranks by the rate the cost estimate charges."""
+    rate = hourly_rate(offer, region, profile, catalog, built_by)
     return rate.usd, rate.spot
 
 
@@ -53,29 +57,38 @@ def suggest(value: str, choices: set[str] | list[str]) -> str:
     return f"did you mean {', '.join(close)}?" if close else f"choose one of: {listed}"
 
 
-def _tpu_requested(workload: Workload, offer: Offer, accelerator_name: str | None) -> bool:
-    if workload.accelerator == offer.name:
+def _tpu_requested(q: RankQuestion, offer: Offer, accelerator_name: str | None) -> bool:
+    if q.accelerator == offer.name:
         return True
-    return accelerator_name == offer.accelerator and workload.accelerator_count == offer.total_accelerators
+    return accelerator_name == offer.accelerator and q.accelerator_count == offer.total_accelerators
 
 
-def _candidates(profile: Profile, workload: Workload, platform: Platform, catalog: Catalog) -> list[Offer]:
-    acc_name, is_tpu_type = resolve_accelerator(workload, catalog)
+def _resolved(accelerator: str | None, catalog: Catalog) -> tuple[str | None, bool]:
+    """The accelerator model a stack names, and whether it names a TPU type (a slice), as
+    ``fullserver.workload.resolve_accelerator`` reads it from the stack."""
+    if accelerator in catalog.slice_types:
+        return None, True
+    return catalog.accelerator(str(accelerator)).name, False
+
+
+def _candidates(q: RankQuestion, catalog: Catalog) -> list[Offer]:
+    platform = q.platform
+    acc_name, is_tpu_type = _resolved(q.accelerator, catalog)
     offers = catalog.offers_on(platform)
     if rules_for(platform).slices:
-        matching = [o for o in offers if _tpu_requested(workload, o, acc_name)]
+        matching = [o for o in offers if _tpu_requested(q, o, acc_name)]
         if not matching:
             types = sorted(o.name for o in offers if acc_name in (None, o.accelerator))
             raise InputError(
                 "fullserver:accelerator",
-                f"no TPU type matches '{workload.accelerator}'"
-                + (f" with {workload.accelerator_count} chips" if workload.accelerator_count else ""),
-                suggest(workload.accelerator or "", types),
+                f"no TPU type matches '{q.accelerator}'"
+                + (f" with {q.accelerator_count} chips" if q.accelerator_count else ""),
+                suggest(q.accelerator or "", types),
             )
         return matching
     if is_tpu_type:
-        raise InputError("fullserver:accelerator", f"'{workload.accelerator}' is a TPU type", "use platform tpu-vm")
-    count = workload.accelerator_count or 1
+        raise InputError("fullserver:accelerator", f"'{q.accelerator}' is a TPU type", "use platform tpu-vm")
+    count = q.accelerator_count or 1
     same_model = catalog.offers_on(platform, acc_name)
     if not same_model:
         raise InputError(
@@ -188,22 +201,61 @@ def assess(
     return host, report, ""
 
 
-def _check_region(workload: Workload, platform: Platform, catalog: Catalog) -> None:
-    regions = catalog.regions(platform)
-    if workload.region not in regions:
-        raise InputError(
-            "fullserver:region",
-            f"no {platform.value} prices in region '{workload.region}'",
-            suggest(workload.region, regions),
+@dataclass(frozen=True, slots=True)
+class RankQuestion:
+    """What a ranking, and the shape kept with it (``fullserver.sizing.build``), depend on: the
+    profile (whole, by identity), the platform, the node-pool platform and the stack's region,
+    zone, accelerator, count and nodes. The ranking reads these and nothing else
+    (``Catalog.answer``), so stacks asking the same are answered once per catalog."""
+
+    profile: Same[Profile]
+    platform: Platform
+    pool: Platform | None
+    region: str
+    zone: str | None
+    accelerator: str | None
+    accelerator_count: int | None
+    nodes: int
+
+    @classmethod
+    def of(cls, profile: Profile, workload: Workload, platform: Platform, pool: Platform | None) -> RankQuestion:
+        return cls(
+            Same(profile),
+            platform,
+            pool,
+            workload.region,
+            workload.zone,
+            workload.accelerator,
+            workload.accelerator_count,
+            workload.nodes,
         )
 
 
-def _zone_ok(offer: Offer, workload: Workload) -> bool:
+@dataclass(frozen=True, slots=True)
+class _RegionQuestion:
+    """A region a platform may not price, and the platform (``_region_refusal``)."""
+
+    region: str
+    platform: Platform
+
+
+def _region_refusal(q: _RegionQuestion, catalog: Catalog) -> InputError | None:
+    """The refusal of a region the platform has no prices in (a comparison row asks it of every
+    platform; its "did you mean" is worked out once per region and platform)."""
+    regions = catalog.regions(q.platform)
+    if q.region in regions:
+        return None
+    return InputError(
+        "fullserver:region", f"no {q.platform.value} prices in region '{q.region}'", suggest(q.region, regions)
+    )
+
+
+def _zone_ok(offer: Offer, q: RankQuestion) -> bool:
     if not offer.zones:
         return True
-    if workload.zone:
-        return workload.zone in offer.zones
-    return bool(offer.zones_in(workload.region))
+    if q.zone:
+        return q.zone in offer.zones
+    return bool(offer.zones_in(q.region))
 
 
 def _distance(report: BalanceReport) -> float:
@@ -211,61 +263,66 @@ def _distance(report: BalanceReport) -> float:
     return sum(1 - line.provided / line.required for line in report.short if line.required)
 
 
-def question(profile: Profile, workload: Workload, platform: Platform, pool: Platform | None) -> tuple[Hashable, ...]:
-    """What a ranking depends on: the profile (by identity, see ``Catalog.remember``), the platform, the
-    node pool and the workload's region, zone, accelerator, count and nodes, and nothing else."""
-    return (
-        id(profile),
-        platform,
-        workload.region,
-        workload.zone,
-        workload.accelerator,
-        workload.accelerator_count,
-        workload.nodes,
-        pool,
-    )
+@dataclass(frozen=True, slots=True)
+class _AssessQuestion:
+    """``assess``'s arguments: one offer's balance does not depend on the region it is priced in."""
+
+    profile: Same[Profile]
+    offer: Same[Offer]
+    platform: Platform
+    nodes: int
+    pool: Platform | None
+
+
+def _assessed(q: _AssessQuestion, catalog: Catalog) -> tuple[Host, BalanceReport, str]:
+    return assess(q.profile.of, q.offer.of, q.platform, q.nodes, q.pool)
 
 
 def rank(
     profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, pool: Platform | None = None
-) -> tuple[list[Candidate], list[NearMiss]]:
+) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]]:
     """Every feasible offer on one platform, cheapest first (never empty: ``NothingFits``), and the
     rejected near-misses with their reasons; with ``pool``, each offer as a node of that node-pool
-    platform, balanced by the node's shape with room for the workload pod (``assess``).
+    platform, balanced by the node's shape with room for the workload pod (``assess``) and priced
+    as the pool bills it. One answer per ``RankQuestion`` and catalog."""
+    return ranked(RankQuestion.of(profile, workload, platform, pool), catalog)
 
-    A ranking depends on its ``question`` alone: the same question (the comparison's rows, many
-    stacks of one kind) is answered once per catalog. Callers read the lists, never change them."""
 
-    def work() -> tuple[list[Candidate], list[NearMiss]] | InputError | NothingFits:
-        try:
-            return _rank(profile, workload, platform, catalog, pool)
-        except (InputError, NothingFits) as exc:  # a refusal is an answer too, said afresh each time
-            return exc
-
-    answer = catalog.remember(("rank", *question(profile, workload, platform, pool)), work, profile)
-    if isinstance(answer, FullserverError):
+def ranked(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]]:
+    """``rank`` of a question already asked."""
+    answer = catalog.answer(_ranking, q)
+    if isinstance(answer, FullserverError):  # a refusal is an answer too, said afresh each time
         raise type(answer)(answer.where, answer.what, answer.hint)
     return answer
 
 
-def _rank(
-    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, pool: Platform | None
-) -> tuple[list[Candidate], list[NearMiss]]:
-    _check_region(workload, platform, catalog)
+def _ranking(
+    q: RankQuestion, catalog: Catalog
+) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]] | InputError | NothingFits:
+    try:
+        return _rank(q, catalog)
+    except (InputError, NothingFits) as exc:
+        return exc
+
+
+def _rank(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]]:
+    profile, platform, pool, region = q.profile.of, q.platform, q.pool, q.region
+    refusal = catalog.answer(_region_refusal, _RegionQuestion(region, platform))
+    if refusal is not None:
+        raise refusal
     feasible: list[Candidate] = []
     misses: list[tuple[float, float, NearMiss]] = []
-    for offer in _candidates(profile, workload, platform, catalog):
-        if workload.region not in offer.prices:
-            misses.append(
-                (99, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not priced in {workload.region}"))
-            )
+    for offer in _candidates(q, catalog):
+        if region not in offer.prices:
+            misses.append((99, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not priced in {region}")))
             continue
-        if not _zone_ok(offer, workload):
-            zone = workload.zone or workload.region
+        if not _zone_ok(offer, q):
+            zone = q.zone or region
             misses.append((98, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not offered in {zone}")))
             continue
-        usd, spot = compute_price(offer, workload.region, profile, catalog)
-        host, report, reason = assess(profile, offer, platform, workload.nodes, pool)
+        usd, spot = compute_price(offer, region, profile, catalog, pool)
+        asked = _AssessQuestion(q.profile, Same(offer), platform, q.nodes, pool)
+        host, report, reason = catalog.answer(_assessed, asked)
         if reason or not report.ok:
             why = reason or report.summary()
             misses.append(
@@ -274,17 +331,17 @@ def _rank(
             continue
         feasible.append(Candidate(offer, host, report, usd, spot))
     misses.sort(key=lambda m: (m[0], m[1], m[2].offer))
-    near = [m[2] for m in misses]
+    near = tuple(m[2] for m in misses)
     if not feasible:
         closest = "; ".join(f"{m.offer}: {m.reason}" for m in near[:3])
         on = f"{pool.value} (nodes of {platform.value})" if pool else platform.value
         raise NothingFits(
-            f"profile '{profile.name}' on {on} in {workload.region}",
+            f"profile '{profile.name}' on {on} in {region}",
             f"no shape meets every minimum; closest: {closest}",
-            nothing_fits_hint(workload, platform, catalog),
+            nothing_fits_hint(q.accelerator, q.accelerator_count, platform, catalog),
         )
     feasible.sort(key=lambda c: (c.usd_hour, -c.host.vcpus, -c.host.memory_gib, c.offer.name))
-    return feasible, near
+    return tuple(feasible), near
 
 
 # Spot alternatives: at most this many other shapes, each at most this many times the chosen
@@ -293,7 +350,7 @@ MAX_ALTERNATIVE_SHAPES = 4
 ALTERNATIVE_PRICE_RATIO = 1.5
 
 
-def alternative_shapes(chosen: Candidate, feasible: list[Candidate], efa_interfaces: int) -> list[ShapeOption]:
+def alternative_shapes(chosen: Candidate, feasible: Sequence[Candidate], efa_interfaces: int) -> list[ShapeOption]:
     """Other balanced shapes a spot request may run on instead of ``chosen`` (cheapest first).
 
     Spot capacity is per shape and zone; a request that may use several balanced shapes finds

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fullserver.catalog import Catalog, load_catalog
+from fullserver.catalog import Catalog, Same, load_catalog
 from fullserver.catalog.model import GB_PER_GIB, Platform
 from fullserver.errors import InputError
 
@@ -257,27 +258,41 @@ def test_a_price_given_twice_for_one_key_is_read_from_its_first_entry() -> None:
     assert twice.egress_price(egress.provider, "nowhere-1") is None
 
 
-def test_an_answer_is_worked_out_once_per_key_and_owner_and_the_memory_is_bounded(
+@dataclasses.dataclass(frozen=True)
+class _Asked:
+    word: str
+
+
+_WORKED: list[str] = []
+
+
+def _echo(q: _Asked, catalog: Catalog) -> str:
+    _WORKED.append(q.word)
+    return q.word.upper()
+
+
+def _other(q: _Asked, catalog: Catalog) -> str:
+    _WORKED.append(f"other {q.word}")
+    return q.word
+
+
+def test_an_answer_is_worked_out_once_per_function_and_question_and_the_memory_is_bounded(
     mini_catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``Catalog.remember`` (the rankings, shapes, capacity rules and rates sizing keeps): the same
-    key and owner get the kept answer without the work; another owner under the key (a freed
-    profile's id reused) gets its own; past ``MEMO_LIMIT`` answers the memory starts again."""
-    import fullserver.catalog.offer as offer_module
+    """``Catalog.answer`` (the rankings, shapes, capacity rules and rates sizing keeps): an equal
+    question to the same function gets the kept answer without the work; another function or
+    another question is worked out; past ``MEMO_LIMIT`` answers the memory starts again. ``Same``
+    holds an object by identity: an equal copy is another question."""
+    import fullserver.catalog.memo as memo_module
 
-    worked: list[str] = []
-
-    def work(answer: str) -> str:
-        worked.append(answer)
-        return answer
-
-    owner, other = object(), object()
-    assert mini_catalog.remember(("k", 1), lambda: work("a"), owner) == "a"
-    assert mini_catalog.remember(("k", 1), lambda: work("b"), owner) == "a"
-    assert mini_catalog.remember(("k", 1), lambda: work("c"), other) == "c"
-    assert mini_catalog.remember(("free", 1), lambda: work("d")) == "d"
-    assert mini_catalog.remember(("free", 1), lambda: work("e")) == "d"
-    assert worked == ["a", "c", "d"]
-    monkeypatch.setattr(offer_module, "MEMO_LIMIT", len(mini_catalog.memo))
-    mini_catalog.remember(("new", 1), lambda: work("f"))
-    assert list(mini_catalog.memo) == [("new", 1)]
+    _WORKED.clear()
+    assert mini_catalog.answer(_echo, _Asked("a")) == "A"
+    assert mini_catalog.answer(_echo, _Asked("a")) == "A"
+    assert mini_catalog.answer(_other, _Asked("a")) == "a"
+    assert mini_catalog.answer(_echo, _Asked("b")) == "B"
+    assert _WORKED == ["a", "other a", "b"]
+    one, copy = _Asked("x"), _Asked("x")
+    assert Same(one) == Same(one) != Same(copy) and hash(Same(one)) == id(one)
+    monkeypatch.setattr(memo_module, "MEMO_LIMIT", len(mini_catalog.memo))
+    mini_catalog.answer(_echo, _Asked("c"))
+    assert list(mini_catalog.memo) == [(_echo, _Asked("c"))]

@@ -18,6 +18,7 @@ from fullserver.errors import FullserverError, InputError, NothingFits
 from fullserver.kube.pool import SIZED_AS
 from fullserver.plan import plan_workload
 from fullserver.profiles import Profile, load_profiles
+from fullserver.sizing import build as build_module
 from fullserver.sizing import build_spec, compute_price, size
 from fullserver.workload import Workload
 
@@ -49,15 +50,17 @@ def test_what_the_ranking_decides_is_worked_out_once_and_each_stack_keeps_its_ow
     tmp_path: Path, mini_catalog: Catalog
 ) -> None:
     """The chosen shape and what its ranking's question alone decides (near-misses, spot
-    alternatives, warnings, limits) are kept with the ranking (``Catalog.memo``): a second stack
-    asking the same question gets them as the first did, with its own dataset, owner and keys;
-    another question (another region) is answered afresh."""
+    alternatives, warnings) are kept with the ranking (``Catalog.answer``): a second stack
+    asking the same question gets them as the first did, with its own dataset, owner, keys and
+    network (never an object another spec holds); another question (another region) is answered
+    afresh."""
     spot = PROFILE.replace("pricing: on-demand", "pricing: spot-with-fallback")
     profile = load_profiles(write_profiles(tmp_path, {"base": spot}))["base"]
     first = build_spec(profile, wl(owner="ana"), Platform.AWS_GPU, mini_catalog, "one")
     second = build_spec(profile, wl(owner="bo", datasetGib=400), Platform.AWS_GPU, mini_catalog, "two")
-    assert second.shape_limits is first.shape_limits  # worked out once, not again
-    assert second.network is first.network  # the same access asked
+    assert len(shapes_worked_out(mini_catalog)) == 1  # worked out once, not again
+    assert second.network == first.network and second.network is not first.network
+    assert second.network.ssh_source_ranges is not first.network.ssh_source_ranges
     narrowed = build_spec(profile, wl(sshSourceRanges=["10.0.0.0/8"]), Platform.AWS_GPU, mini_catalog, "five")
     assert narrowed.network.ssh_source_ranges == ["10.0.0.0/8"] != first.network.ssh_source_ranges
     same = ("offer", "spot", "zone", "near_misses", "alternative_shapes", "warnings", "local_nvme_disks")
@@ -69,10 +72,15 @@ def test_what_the_ranking_decides_is_worked_out_once_and_each_stack_keeps_its_ow
     with pytest.raises(InputError, match="fullserver:reservation: spot capacity cannot consume"):
         build_spec(profile, wl(reservation="res-1"), Platform.AWS_GPU, mini_catalog, "four")
     other = build_spec(profile, wl(region="r-2"), Platform.AWS_GPU, mini_catalog, "three")
-    assert other.shape_limits is not first.shape_limits
+    assert len(shapes_worked_out(mini_catalog)) == 2
     assert (other.offer, other.spot) == ("big.x", False) != (first.offer, first.spot)
     assert other.near_misses != first.near_misses
     assert other.warnings == ["no published spot price for big.x in r-2: priced and run on-demand"]
+
+
+def shapes_worked_out(catalog: Catalog) -> list[object]:
+    """The questions the catalog's memo holds a chosen shape for."""
+    return [key[1] for key in catalog.memo if isinstance(key, tuple) and key[0] is build_module._shape]
 
 
 def test_spot_pricing_ranks_by_spot_price(tmp_path: Path, mini_catalog: Catalog) -> None:
