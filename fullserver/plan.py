@@ -26,12 +26,14 @@ from fullserver.cost import CostEstimate, estimate, estimate_at_minimum, pricing
 from fullserver.errors import BudgetExceeded, FullserverError, InputError
 from fullserver.kube.access import check_api_reach
 from fullserver.platforms import rules_for
+from fullserver.platforms.capacity import CapacityStep
 from fullserver.platforms.quota import QuotaNeed
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.quotas import CapacityAdvice, capacity_paths, quotas_for
 from fullserver.sizing import complete_spec, size, spec_for
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import Stack, cloud_project, load_stack
+from fullserver.stockout import spot_capacity
 from fullserver.workload import CONFIG_NAMESPACE, Alternative, Workload, check_workload
 from fullserver.yamlio import read_yaml
 
@@ -72,6 +74,8 @@ class StackPlan(BaseModel):
     """Each quota the stack counts against, at the most it reaches (``fullserver.quotas``)."""
     capacity_paths: list[CapacityAdvice] = []
     """Where its accelerator quota starts at 0 in a new account: the ways to get capacity that fit."""
+    spot_capacity: list[CapacityStep] = []
+    """On spot: what the cloud tries, in order, and what each step bills (``fullserver.stockout``)."""
 
     @property
     def warnings(self) -> list[str]:
@@ -277,6 +281,7 @@ def plan_workload(
         baseline=baseline,
         quotas=(quotas := quotas_for(spec, catalog=catalog)),
         capacity_paths=capacity_paths(spec, quotas, catalog),
+        spot_capacity=spot_capacity(spec, catalog),
     )
 
 
