@@ -19,7 +19,9 @@ from fullserver.stacks import workload_from_config
 from tests.components.conftest import Build
 
 
-def spot_slice(catalog: Catalog, accelerator: str, platform: str = "tpu-vm", **extra: Any) -> StackPlan:
+def spot_slice(
+    catalog: Catalog, accelerator: str, platform: str = "tpu-vm", extra: dict[str, Any] | None = None
+) -> StackPlan:
     """A batch-inference (spot with fallback) stack on a multi-host slice, as the core plans it."""
     config = {
         "fullserver:profile": "batch-inference",
@@ -29,7 +31,7 @@ def spot_slice(catalog: Catalog, accelerator: str, platform: str = "tpu-vm", **e
         "fullserver:accelerator": accelerator,
         "fullserver:framework": "jax",
         "fullserver:owner": "batch-scoring",
-        **extra,
+        **(extra or {}),
     }
     return plan_workload("spot-slice", "s", workload_from_config(config, "s"), load_profiles(), catalog)
 
@@ -90,7 +92,7 @@ def test_an_on_demand_slice_asks_no_tier(catalog: Catalog, build: Build) -> None
 
 
 def test_a_single_host_spot_tpu_may_wait_in_the_queue_too(catalog: Catalog, build: Build) -> None:
-    plan = spot_slice(catalog, "v5litepod-8", **{"fullserver:queued": True})
+    plan = spot_slice(catalog, "v5litepod-8", extra={"fullserver:queued": True})
     assert plan.spec.tpu is not None and plan.spec.tpu.hosts == 1 and plan.spec.tpu.queued
     qr = build(lambda: TpuVmEnvironment("one", tpu_args(plan.spec))).one("fullserver:TpuQueuedResource").inputs
     assert "--spot" in queued_create_command(qr)
