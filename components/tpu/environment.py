@@ -15,8 +15,11 @@ Two resources can create TPU capacity, and the spec picks one:
   ``QueuedResource`` body and which creates it with ``gcloud compute tpus queued-resources create``
   (GA; ``--service-account``, ``--scopes`` and ``--labels`` set the node's), so the slice runs as the
   environment's own least-privilege service account (``components.gcp.identity``, as a TPU VM does)
-  and carries its labels. Spot, reservations, data disks and metadata stay refused at plan time
-  (``fullserver.platforms.tpu``), as before.
+  and carries its labels. A spot slice is the same request with the API's ``spot`` tier
+  (``--spot``); reservations, data disks and metadata stay refused at plan time
+  (``fullserver.platforms.tpu``). A preempted spot slice cannot be restarted, only recreated (Cloud
+  TPU "Manage TPU Spot VMs"): ``pulumi up --refresh`` reads its request as SUSPENDED and replaces it
+  (``components.tpu.queued``).
 
 Network: the environment's own VPC, whose firewall rules carry no target tags (a queued node
 is given none), so they cover every host of the slice: SSH from the configured ranges or IAP,
@@ -181,6 +184,7 @@ class TpuVmEnvironment(EnvironmentComponent):
             zone=zone,
             name=qr_name,
             tpu=_queued_body(name, args, node_id, proj, net, sa),
+            spot=args["spot"],
             opts=pulumi.ResourceOptions(parent=self, protect=args["protect"], delete_before_replace=True),
         )
         self.node_name = qr.name.apply(lambda _: node_id)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
+from fullserver.platforms.capacity import CapacityStep, SpotQuestion
 from fullserver.platforms.name_rule import RFC1035 as RFC1035  # re-exported: every platform's names
 from fullserver.platforms.name_rule import NameRule as NameRule
 from fullserver.platforms.project import CloudProject
@@ -290,6 +291,9 @@ class PlatformRules:
     no_spot_fallback: str = ""
     """What the plan says when a spot-with-fallback profile runs on spot here and the platform
     builds no on-demand fallback: what happens when spot capacity is out ("": it builds one)."""
+    spot_steps: Callable[[SpotQuestion], tuple[CapacityStep, ...]] | None = None
+    """What its cloud tries for spot capacity, in order, and what each step bills (the plan's
+    "spot capacity" table, ``fullserver.platforms.capacity``); ``None``: the plan shows none."""
     region_peers: Mapping[str, str] = field(default_factory=dict)
     """Another cloud's region -> this platform's nearest, so a comparison stays on one continent."""
     # --- refusals

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import gcp, tpu
 from fullserver.platforms.base import GPU_SERVING, RFC1035, NameRule, PlatformRules, Refusal, Request
+from fullserver.platforms.capacity import CapacityStep, SpotQuestion
 from fullserver.platforms.gke_flex import (  # re-exported: GKE flex-start pools
     FLEX_START_MIN_VERSION as FLEX_START_MIN_VERSION,
 )
@@ -254,6 +255,41 @@ def tpu_pool_shape(accelerator_type: str, chips: int, hosts: int, topology: str)
     return TpuPoolShape(f"{gen.machine_prefix}{per_vm}t", gen.accelerator_label, topology, hosts, per_vm)
 
 
+# --- spot TPU pools: what GKE tries, in order (the plan's "spot capacity" table) ------------------
+# GKE "About TPUs in GKE": Spot VMs are supported for TPUs; a multi-host slice pool is atomic, and
+# when one VM of it fails or is terminated GKE recreates the whole group. GKE "Spot VMs": a 30 s
+# termination notice, graceful node shutdown. The order spot-then-on-demand is the pools' custom
+# ComputeClass (``gke_pool.compute_class``); that GKE moves to the next priority at once on a
+# stockout except for TPUs is a third-party reading of Google's troubleshooting page
+# (shared reference capacity.md section 4), so the plan does not promise when.
+
+
+def tpu_pool_spot_steps(q: SpotQuestion) -> tuple[CapacityStep, ...]:
+    """A spot TPU pool and its on-demand fallback pool: the order, the rates, what a preemption does."""
+    nodes = f"{q.hosts} nodes" if q.hosts > 1 else "1 node"
+    whole = "the whole slice at once (a multi-host pool is 0 or all of its nodes)" if q.hosts > 1 else "the node"
+    spot = CapacityStep(
+        f"the spot pool grows: {q.shape} ({nodes})",
+        q.spot_usd_hour,
+        f"when the workload's pods are pending the cluster autoscaler creates {whole}; on a stockout it retries",
+    )
+    fallback = CapacityStep(
+        f"the on-demand pool grows: {q.shape} ({nodes})",
+        q.on_demand_usd_hour,
+        "the ComputeClass's next priority, when the spot pool cannot grow (for TPU pools GKE does not promise "
+        "at once); it shrinks when its pods end",
+    )
+    lost = (
+        "GKE recreates the whole slice (one preempted VM takes the group)" if q.hosts > 1 else "GKE replaces the node"
+    )
+    preempted = CapacityStep(
+        "a spot node is preempted",
+        None,
+        f"30 s notice; {lost} and the pods are scheduled again when it is back: checkpoint to Cloud Storage",
+    )
+    return (spot, fallback, preempted)
+
+
 # --- rules -----------------------------------------------------------------------------------------
 def tpu_slice_shape(req: Request) -> Refusal | None:
     """GKE TPU pools here take v5e, v5p and v6e slices (ct5lp-, ct5p-, ct6e- machine types)."""
@@ -340,6 +376,7 @@ TPU_RULES = PlatformRules(
     zone_from_catalog=True,
     region_peers=gcp.REGION_PEERS,
     rules=(tpu.zone_needed, tpu_slice_shape, flex_not_spot),
+    spot_steps=tpu_pool_spot_steps,
     multi_node=tpu.MULTISLICE,
     network=GKE_NETWORK,
     quotas=gke_quota.tpu_quotas,

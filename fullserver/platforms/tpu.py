@@ -27,6 +27,7 @@ from fullserver.platforms.base import (
     Request,
     disk_kind_refusal,
 )
+from fullserver.platforms.capacity import CapacityStep, SpotQuestion
 from fullserver.platforms.quota import tpu as quota
 
 QUEUED_RESOURCE_TYPE = "pulumi-python:dynamic/fullserver:TpuQueuedResource"
@@ -47,6 +48,12 @@ DATA_DEVICE = "/dev/disk/by-id/google-persistent-disk-1"
 """The first data disk of a TPU VM (TPU VMs name attached disks persistent-disk-N)."""
 
 QUEUED_LIMIT = "pulumi-gcp 10.2's V2QueuedResource has no field for it"
+QUEUED_STATES = ("WAITING_FOR_RESOURCES", "SUSPENDED", "FAILED")
+"""Cloud TPU ``QueuedResourceState.State``: waiting in the queue; its resources deleted (by the
+user or the service, a Spot preemption among them) and "no longer eligible for further
+allocation"; its window expired or the request was bad. The last two hold no TPU: such a request
+is only ever deleted (Cloud TPU "Manage queued resources"; ``google.cloud.tpu_v2`` State)."""
+GONE_STATES = QUEUED_STATES[1:]
 
 
 def _queued(req: Request) -> str:
@@ -67,17 +74,6 @@ def no_local_ssds(req: Request) -> Refusal | None:
     if not req.local_ssds:
         return None
     return Refusal("platform", "local_nvme_disks", f"TPU VMs have no local SSDs ({req.local_ssds} requested)", "")
-
-
-def queued_spot(req: Request) -> Refusal | None:
-    if not (req.queued and req.spot):
-        return None
-    return Refusal(
-        "queued" if req.queued_asked else "accelerator",
-        "spot",
-        f"{_queued(req)}, which cannot be spot: {QUEUED_LIMIT}",
-        "use an on-demand or reserved profile for this slice, or a single-host type without queued",
-    )
 
 
 def queued_reservation(req: Request) -> Refusal | None:
@@ -120,6 +116,56 @@ def data_disk_kind(req: Request) -> Refusal | None:
     return disk_kind_refusal(
         req.data_disk, DATA_DISK_KINDS, "TPU VMs attach pd-balanced or hyperdisk-balanced, not {kind}"
     )
+
+
+# --- spot capacity: what Cloud TPU tries, in order (the plan's "spot capacity" table) -------------
+# Cloud TPU "Manage TPU Spot VMs" (2025-08-11): Spot TPUs have no run-time limit, "can't be
+# restarted" and must be recreated after preemption; created directly or as queued resources
+# (``gcloud compute tpus queued-resources create --spot``, GA). "Manage queued resources": a request
+# waits in WAITING_FOR_RESOURCES until the resources are free or its optional valid-until time
+# passes (fullserver sets none); a SUSPENDED request is "no longer eligible for further allocation".
+# A slice is one TPU node with one state (the TPU API's ``Node.state``, PREEMPTED among its values),
+# so one preempted host takes the whole slice.
+
+
+def _recreate(queued: bool) -> str:
+    """How the stack gets a preempted spot TPU back: it cannot be restarted, only recreated."""
+    if queued:
+        return (
+            "Spot TPUs cannot be restarted, only recreated: pulumi up --refresh replaces a request Cloud TPU has "
+            "given up on (SUSPENDED or FAILED) with a new one that queues again (step 1), and pulumi up --replace "
+            "on the queued resource does it by hand; no TPU runs until then"
+        )
+    return (
+        "Spot TPUs cannot be restarted, only recreated: pulumi up --replace on the TPU VM (its URN: pulumi "
+        "stack --show-urns) deletes it and creates it again (step 1); no TPU runs until then"
+    )
+
+
+def spot_steps(q: SpotQuestion) -> tuple[CapacityStep, ...]:
+    """A spot TPU VM or queued spot slice: how it is obtained, what it bills, and how it comes back
+    after a preemption (the comment above gives the sources)."""
+    where = f"in {q.zone}" if q.zone else "in its zone"
+    slice_ = f"{q.shape} ({q.hosts} hosts)" if q.hosts > 1 else q.shape
+    rate = f"the spot price of the whole slice ({q.on_demand_usd_hour:,.2f}/h on-demand)"
+    if q.queued:
+        first = CapacityStep(
+            f"queue a spot request for {slice_} {where}",
+            None,
+            "pulumi up returns once the request is queued; it waits in WAITING_FOR_RESOURCES until the whole slice "
+            "is free, with no valid-until window (until filled or deleted); no TPU exists meanwhile",
+        )
+    else:
+        first = CapacityStep(
+            f"create the spot TPU VM {slice_} {where}",
+            None,
+            "at once or not at all: on a stockout pulumi up fails (no queue, no on-demand fallback); run it "
+            "again later, or set fullserver:queued: true to wait in Cloud TPU's queue instead",
+        )
+    running = CapacityStep(f"{slice_} runs on spot", q.spot_usd_hour, rate)
+    lost = "the whole slice goes, all hosts at once (one TPU node, one state)" if q.hosts > 1 else "the TPU VM stops"
+    preempted = CapacityStep("preempted (any time, no run-time limit)", None, f"{lost}; {_recreate(q.queued)}")
+    return (first, running, preempted)
 
 
 MULTISLICE = Refusal("nodes", "nodes", "multislice TPU environments are not supported", "use one larger slice")
@@ -302,17 +348,17 @@ RULES = PlatformRules(
     zone_from_catalog=True,  # capacity is zonal and the catalog lists the zones per type
     region_peers=gcp.REGION_PEERS,
     no_spot_fallback=(
-        "tpu-vm has no on-demand fallback for spot (Cloud TPU has none, and a queued request cannot be spot): "
-        "when spot capacity is out, pulumi up fails to create the TPU VM, and a preempted TPU VM stays "
-        "preempted until it is recreated (pulumi up --replace on the TPU) or the stack moves to an on-demand profile"
+        "tpu-vm has no on-demand fallback for spot (Cloud TPU has none): a spot TPU VM is created at once or "
+        "pulumi up fails, a queued spot slice waits in the queue, and a preempted spot TPU cannot be restarted "
+        "(the spot capacity table says how the stack gets it back)"
     ),
+    spot_steps=spot_steps,
     rules=(
         *CAPACITY_RULES,
         zone_needed,
         no_local_ssds,
         read_only_on_slices,
         data_disk_kind,
-        queued_spot,
         queued_reservation,
         queued_data_disk,
     ),

@@ -58,7 +58,10 @@ def _axes(stack: str, config: dict[str, Any]) -> Iterator[tuple[str, dict[str, A
         yield f"platform={platform}", {"platform": platform, **moved, **api}
         yield f"platform={platform}@{region}", {"platform": platform, "region": region, **moved, **api}
     for profile in PROFILES:
-        yield f"profile={profile}", {"profile": profile}
+        yield f"profile={profile}", {"profile": profile}  # batch-inference: multi-host TPU slices on spot
+    # Cloud TPU's queue on spot, one host or a slice (issue 37), without the data disk a queued TPU
+    # cannot attach; a platform without a queue refuses the key
+    yield "queued-spot", {"queued": True, "profile": "batch-inference", "datasetGib": None}
     for profile in ("scale-training", "realtime-inference"):
         for reservation in ("cr-0123456789abcdef0", "ml-reservation"):
             yield f"reserved={reservation},{profile}", {"reservation": reservation, "profile": profile}

@@ -409,3 +409,64 @@ def test_deploy_workload_applies_the_compute_class_before_the_job(plans: Plans, 
     kinds = [m["kind"] for m in group.inputs["objs"]]
     assert kinds == ["StorageClass", "ComputeClass", "Job"]
     assert group.inputs["objs"][1]["metadata"]["name"] == "fullserver-finetune-gcp-g2"
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "machine_type", "label", "topology", "spot_usd_hour", "on_demand_usd_hour"),
+    [
+        # catalog tpu_prices, us-central1, per chip-hour x 16 chips (v5p-32: 2 TensorCores per chip)
+        ("v5litepod-16", "ct5lp-hightpu-4t", "tpu-v5-lite-podslice", "4x4", 16 * 0.29771, 16 * 1.20),
+        ("v5p-32", "ct5p-hightpu-4t", "tpu-v5p-slice", "2x2x4", 16 * 0.78049, 16 * 4.20),
+    ],
+)
+def test_a_multi_host_tpu_slice_on_spot_is_a_spot_pool_with_an_on_demand_twin(
+    catalog: Catalog,
+    build: Build,
+    accelerator: str,
+    machine_type: str,
+    label: str,
+    topology: str,
+    spot_usd_hour: float,
+    on_demand_usd_hour: float,
+) -> None:
+    """Issue 37: GKE pools use no queued resources; a Spot multi-host slice pool is
+    ``node_config.spot`` with the slice's COMPACT placement and TPU topology (pulumi-gcp 10.2
+    ``NodePoolNodeConfigArgs.spot``, ``NodePoolPlacementPolicyArgs.tpu_topology``; GKE "About TPUs
+    in GKE": Spot VMs supported), and its on-demand twin the ComputeClass's second priority."""
+    config = {
+        "fullserver:profile": "batch-inference",
+        "fullserver:platform": "gke-tpu",
+        "fullserver:region": "us-central1",
+        "fullserver:zone": "us-central1-a",
+        "fullserver:accelerator": accelerator,
+        "fullserver:framework": "jax",
+        "fullserver:owner": "batch-scoring",
+    }
+    planned = plan_workload("spot-slice", "s", workload_from_config(config, "s"), load_profiles(), catalog)
+    plan = planned.spec.kube
+    assert plan is not None and planned.spec.spot is True
+    g = build(lambda: GkeEnvironment("spot-slice", gke_args(plan, "proj", workload=[])))
+    found = pools(g)
+    spot, fallback = found["spot-slice-spot"], found["spot-slice-ondemand"]
+    assert spot["nodeConfig"]["spot"] is True and fallback["nodeConfig"]["spot"] is False
+    for pool in (spot, fallback):
+        assert pool["nodeConfig"]["machineType"] == machine_type
+        assert pool["placementPolicy"] == {"type": "COMPACT", "tpuTopology": topology}
+        assert pool["nodeLocations"] == ["us-central1-a"]
+        # all or nothing: the autoscaler creates the whole 4-host slice or none of it
+        assert pool["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"}
+        assert "reservationAffinity" not in pool["nodeConfig"]  # spot consumes no reservation
+        assert pool["nodeConfig"]["labels"]["cloud.google.com/compute-class"] == "fullserver-spot-slice"
+    manifests = workload(plan, planned.spec, image="scorer:1", command=["python", "score.py"])
+    (compute_class,) = [m for m in manifests if m["kind"] == "ComputeClass"]
+    assert compute_class["spec"]["priorities"] == [
+        {"nodepools": ["spot-slice-spot"]},
+        {"nodepools": ["spot-slice-ondemand"]},
+    ]
+    pod = next(m for m in manifests if m["kind"] in ("Job", "JobSet"))
+    assert label in json.dumps(pod)
+    # the plan's spot capacity: the spot pool, then the on-demand pool, then what a preemption does
+    grow_spot, grow_fallback, preempted = planned.spot_capacity
+    assert grow_spot.usd_hour == pytest.approx(spot_usd_hour) and "whole slice" in grow_spot.how
+    assert grow_fallback.usd_hour == pytest.approx(on_demand_usd_hour)
+    assert preempted.usd_hour is None and "GKE recreates the whole slice" in preempted.how

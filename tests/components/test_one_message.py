@@ -57,20 +57,28 @@ def test_spot_with_a_reservation(plans: Plans, catalog: Catalog) -> None:
     assert (planned.where, aws.where, gcp.where) == ("fullserver:reservation", "spec.reservation", "spec.reservation")
 
 
-def test_a_queued_tpu_on_spot(plans: Plans, catalog: Catalog) -> None:
+def test_a_queued_tpu_naming_a_reservation(plans: Plans, catalog: Catalog) -> None:
     planned = _planned(
         catalog,
-        "fine-tuning",
+        "scale-training",
         Platform.TPU_VM,
         region="us-central1",
         zone="us-central1-a",
         accelerator="v5litepod-8",
         queued=True,
+        reservation="tpu-res",
     )
     spec = plans["train-tpu-v5e"].spec
     assert spec.tpu is not None
-    queued = spec_of(plans, "train-tpu-v5e", spot=True, tpu=spec.tpu.model_copy(update={"queued": True}))
+    queued = spec_of(
+        plans,
+        "train-tpu-v5e",
+        spot=False,
+        pricing=PricingModel.RESERVED,
+        reservation="tpu-res",
+        tpu=spec.tpu.model_copy(update={"queued": True}),
+    )
     built = _built(lambda: TpuVmEnvironment("x", tpu_args(queued)))
     assert planned.what == built.what
-    assert planned.what.startswith("v5litepod-8 is requested as a queued resource, which cannot be spot")
-    assert (planned.where, built.where) == ("fullserver:queued", "spec.spot")
+    assert planned.what.startswith("v5litepod-8 is requested as a queued resource, which cannot name a reservation")
+    assert (planned.where, built.where) == ("fullserver:reservation", "spec.reservation")

@@ -360,17 +360,17 @@ def test_a_disk_grows_to_carry_the_iops_and_throughput_the_profile_asks(tmp_path
     assert disk.size_gib == 8  # the 4 GiB dataset x 1.25 would give 5 GiB: grown for the IOPS
 
 
-def test_a_queued_or_multi_host_slice_cannot_be_spot(tmp_path: Path, mini_catalog: Catalog) -> None:
+def test_a_queued_or_multi_host_slice_may_be_spot(tmp_path: Path, mini_catalog: Catalog) -> None:
+    """Issue 37: the slice is created with gcloud, whose queued-resources create takes --spot."""
     spot = PROFILE.replace("pricing: on-demand", "pricing: spot-with-fallback").replace(
         "lifecycle: {mode: persistent}", "lifecycle: {mode: ephemeral, ttl_hours: 4}"
     )
     profile = load_profiles(write_profiles(tmp_path, {"base": spot}))["base"]
-    with pytest.raises(
-        InputError, match=r"fullserver:queued: tx-4 is requested as a queued resource, which cannot be spot"
-    ):
-        build_spec(profile, wl(accelerator="tx-4", queued=True), Platform.TPU_VM, mini_catalog, "env")
-    with pytest.raises(InputError, match=r"fullserver:accelerator: tx-16 .* \(4 hosts\), which cannot be spot"):
-        build_spec(profile, wl(accelerator="tx-16"), Platform.TPU_VM, mini_catalog, "env")
+    queued = build_spec(profile, wl(accelerator="tx-4", queued=True), Platform.TPU_VM, mini_catalog, "env")
+    multi = build_spec(profile, wl(accelerator="tx-16"), Platform.TPU_VM, mini_catalog, "env")
+    for spec in (queued, multi):
+        assert spec.spot is True and spec.tpu is not None and spec.tpu.queued is True
+    assert multi.tpu is not None and multi.tpu.hosts == 4
 
 
 def test_a_reservation_needs_its_zone(mini_catalog: Catalog, base_profile: Profile) -> None:

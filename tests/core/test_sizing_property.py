@@ -122,7 +122,7 @@ def check(profile: Profile, work: Workload, platform: Platform, catalog: Catalog
         assert feasible == {}, f"sizing found nothing; balanced: {sorted(feasible)}"
         return
     except InputError as exc:
-        # A platform rule on what the request asks (a queued TPU slice cannot be spot): not a price.
+        # A platform rule on what the request asks (a queued TPU slice names no reservation): not a price.
         assume("queued resource" not in str(exc))
         raise
     assert spec.offer in feasible, (spec.offer, sorted(feasible))

@@ -136,11 +136,12 @@ def test_refuses_a_read_write_disk_on_a_multi_host_slice(plans: Plans) -> None:
         TpuVmEnvironment("bad", tpu_args(spec))
 
 
-def test_refuses_spot_on_a_queued_request(plans: Plans) -> None:
-    spec = spec_of(plans, "train-tpu-v5p-slice", spot=True)
-    # The rule's one message (fullserver.platforms.tpu.queued_spot), the same words the plan refuses with.
+def test_refuses_a_reservation_on_a_queued_request(plans: Plans) -> None:
+    spec = spec_of(plans, "train-tpu-v5p-slice", reservation="tpu-res")
+    # The rule's one message (fullserver.platforms.tpu.queued_reservation), the same words the plan refuses with.
     with pytest.raises(
-        SpecRefused, match=r"spec\.spot: v5p-128 is requested as a queued resource \(16 hosts\), which cannot be spot"
+        SpecRefused,
+        match=r"spec\.reservation: v5p-128 is requested as a queued resource \(16 hosts\), which cannot name",
     ):
         TpuVmEnvironment("bad", tpu_args(spec))
 

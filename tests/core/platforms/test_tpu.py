@@ -8,6 +8,7 @@ import pytest
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import Request, gcp, option_refusal, rules_for, tpu
+from fullserver.platforms.capacity import SpotQuestion
 
 RULES = tpu.RULES
 
@@ -66,20 +67,9 @@ SLICE = Request("v5p-128", hosts=16, zone="us-east5-a", queued=True)
             "local_nvme_disks",
             "TPU VMs have no local SSDs (2 requested)",
         ),
-        (
-            Request("v5litepod-8", zone="us-west4-a", queued=True, queued_asked=True, spot=True),
-            "queued",
-            "spot",
-            "v5litepod-8 is requested as a queued resource, which cannot be spot: "
-            "pulumi-gcp 10.2's V2QueuedResource has no field for it",
-        ),
-        (
-            replace(SLICE, spot=True),
-            "accelerator",  # the multi-host type forced the queue: the type is the key at fault
-            "spot",
-            "v5p-128 is requested as a queued resource (16 hosts), which cannot be spot: "
-            "pulumi-gcp 10.2's V2QueuedResource has no field for it",
-        ),
+        # Spot is the request's tier (gcloud queued-resources create --spot): queued or not, one host or many.
+        (Request("v5litepod-8", zone="us-west4-a", queued=True, queued_asked=True, spot=True), None, None, None),
+        (replace(SLICE, spot=True), None, None, None),
         (
             replace(SLICE, reservation="tpu-res"),
             "reservation",
@@ -117,3 +107,34 @@ SLICE = Request("v5p-128", hosts=16, zone="us-east5-a", queued=True)
 def test_refusals(request_: Request, key: str | None, field: str | None, what: str | None) -> None:
     refusal = RULES.refusal(request_)
     assert ((refusal.key, refusal.field, refusal.what) if refusal else (None, None, None)) == (key, field, what)
+
+
+QUESTION = SpotQuestion(
+    shape="v5p-32", hosts=4, zone="us-east5-a", queued=True, spot_usd_hour=20.80, on_demand_usd_hour=67.20
+)
+
+
+def test_a_queued_spot_slice_waits_runs_whole_and_is_recreated_after_a_preemption() -> None:
+    queued, running, preempted = tpu.spot_steps(QUESTION)
+    assert queued.step == "queue a spot request for v5p-32 (4 hosts) in us-east5-a" and queued.usd_hour is None
+    assert "WAITING_FOR_RESOURCES" in queued.how and "no valid-until window" in queued.how
+    assert (running.step, running.usd_hour) == ("v5p-32 (4 hosts) runs on spot", 20.80)
+    assert running.how == "the spot price of the whole slice (67.20/h on-demand)"
+    assert preempted.usd_hour is None
+    assert preempted.how.startswith("the whole slice goes, all hosts at once")
+    assert "cannot be restarted, only recreated: pulumi up --refresh replaces a request" in preempted.how
+
+
+def test_a_spot_tpu_vm_is_created_at_once_or_not_and_replaced_by_hand_after_a_preemption() -> None:
+    one = replace(QUESTION, shape="v5litepod-8", hosts=1, queued=False, spot_usd_hour=2.38, on_demand_usd_hour=9.6)
+    create, running, preempted = tpu.spot_steps(one)
+    assert create.step == "create the spot TPU VM v5litepod-8 in us-east5-a" and create.usd_hour is None
+    assert "on a stockout pulumi up fails" in create.how and "fullserver:queued: true" in create.how
+    assert (running.step, running.usd_hour) == ("v5litepod-8 runs on spot", 2.38)
+    assert preempted.how.startswith("the TPU VM stops") and "pulumi up --replace on the TPU VM" in preempted.how
+
+
+def test_the_plan_states_tpu_spot_and_its_missing_fallback() -> None:
+    assert RULES.spot_steps is tpu.spot_steps
+    assert "a queued spot slice waits in the queue" in RULES.no_spot_fallback
+    assert tpu.GONE_STATES == ("SUSPENDED", "FAILED")  # what a refresh replaces (components.tpu.queued)
