@@ -220,7 +220,7 @@ def test_spot_gpus_count_against_the_preemptible_metric_and_unknown_models_name_
     assert gcp.gpu_quotas(replace(ask, accelerator="GB300"), TABLE) == []  # no sourced metric: no guess
 
 
-def test_a_tpu_generation_without_a_sourced_spot_quota_names_none() -> None:
+def test_spot_v5p_draws_the_preemptible_zone_quota_and_an_unsourced_generation_names_none() -> None:
     ask = QuotaAsk(
         shape="v5p-8",
         region="us-east5",
@@ -231,7 +231,9 @@ def test_a_tpu_generation_without_a_sourced_spot_quota_names_none() -> None:
         accelerators=4,
         spot=True,
     )
-    assert tpu.quotas(ask, TABLE) == []
+    # v5p counts TensorCores (v5p-8: 8); no source gave the preemptible region twin, so none is named
+    assert [(q.code, q.amount) for q in tpu.quotas(ask, TABLE)] == [("TPUV5PPreemptiblePerProjectPerZoneForTPUAPI", 8)]
+    assert tpu.quotas(replace(ask, shape="v3-8"), TABLE) == []  # no sourced quota for the generation: no guess
 
 
 def test_every_quota_the_rules_name_is_sourced() -> None:
