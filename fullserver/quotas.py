@@ -23,7 +23,6 @@ from fullserver.errors import InputError
 from fullserver.kube.pool import KubePlan
 from fullserver.platforms import pool_member, rules_for
 from fullserver.platforms.quota import Pool, QuotaAsk, QuotaNeed, QuotaTable, SystemMachines
-from fullserver.platforms.quota.aws import instance_family
 from fullserver.sources import check_cited
 from fullserver.spec import EnvironmentSpec
 from fullserver.yamlio import parse, read_yaml
@@ -174,7 +173,7 @@ def capacity_paths(
     table = table or load_quota_table()
     offer = catalog.offer(spec.offer)
     price = offer.prices.get(spec.region) if offer is not None else None
-    family = instance_family(spec.machine_type)  # the family a Capacity Block quota names
+    family = offer.family if offer is not None else ""  # the family a Capacity Block quota names
     out = []
     platform, pricing = spec.platform.value, spec.pricing.value
     for path in table.capacity_paths:

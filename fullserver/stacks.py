@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fullserver.catalog.model import Platform
+from fullserver.clouds import all_clouds
 from fullserver.errors import InputError
 from fullserver.platforms import rules_for
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_name_problem, stack_of_file
@@ -252,7 +253,8 @@ def load_stack(path: Path) -> Stack:
 def stack_from_config(name: str, path: str, config: Mapping[str, Any]) -> Stack:
     """A stack from its ``config:`` section (what ``load_stack`` reads, or a test's variant of it):
     the ``fullserver:`` keys validated, the other namespaces' text settings kept."""
-    check_gcp_project(config.get("gcp:project"), path)
+    for cloud in all_clouds():
+        cloud.check_config(config, path)
     return Stack(name=name, path=path, workload=workload_from_config(config, path), config=_other_settings(config))
 
 
@@ -276,24 +278,6 @@ def cloud_project(platform: Platform, config: Mapping[str, Any], environ: Mappin
             f"pulumi config set {need.key} <project-id>, or export {need.env[0]}",
         )
     return found[0]
-
-
-_GCP_PROJECT = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]")
-"""A project ID: 6-30 lowercase letters, digits or hyphens, starting with a letter, not ending with
-a hyphen (https://cloud.google.com/resource-manager/docs/creating-managing-projects)."""
-
-
-def check_gcp_project(value: object, where: str) -> None:
-    """``gcp:project``, when set, is a project ID by form: every GCP resource and quota is read in
-    it, and ``'My Project!'`` (a display name) planned, then failed at ``up``."""
-    if value is None or (isinstance(value, str) and _GCP_PROJECT.fullmatch(value)):
-        return
-    raise InputError(
-        where,
-        f"field 'gcp:project' is {str(value)[:60]!r}, not a project ID (6-30 lowercase letters, digits or "
-        "hyphens, starting with a letter)",
-        "set the project's ID, as gcloud projects list shows it, not its display name",
-    )
 
 
 _STACK_NAME_HINT = "a stack name is 1-100 letters, digits, '-', '_' and '.'"

@@ -17,16 +17,15 @@ from pydantic import ValidationError
 
 from fullserver import platforms
 from fullserver.baremetal.proxy import run_captured
+from fullserver.clouds import all_clouds
 from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
 
 LIST_TIMEOUT = 120.0
 """Seconds a group listing may take (one API call, plus the CLI's own start-up and auth)."""
 
-_INSTALL = {
-    "aws": "install the AWS CLI v2 (and, for Session Manager, its Session Manager plugin)",
-    "gcloud": "install the Google Cloud CLI (gcloud) and run `gcloud auth login`",
-}
+_INSTALL = {command: hint for cloud in all_clouds() for command, hint in cloud.cli_install.items()}
+"""How to install each cloud's CLI (``Cloud.cli_install``), by command name."""
 
 
 def stack_nodes(stack: str, outputs: Mapping[str, Any], user: str | None) -> list[NodeAccess]:

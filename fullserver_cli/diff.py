@@ -203,7 +203,7 @@ def plan_documents(
     by plan (the resource graph is a function of the plan alone), so a stack whose plan is the
     same on both sides is evaluated once: most of a diff's time is graphs.
     """
-    from components.graph import graph_for_stack_plan, rows_json
+    from components.graph import fast_graph, rows_json
     from fullserver_cli.guardrails import run_guardrails
 
     today = dt.date.today()
@@ -215,7 +215,7 @@ def plan_documents(
             key = plan.model_dump_json()
             done = graphs.get(key) if graphs is not None else None
             if done is None:
-                graph = graph_for_stack_plan(plan)
+                graph = fast_graph(plan)
                 done = Evaluated(rows_json(graph), graph.warnings, run_guardrails(graph))
                 if graphs is not None:
                     graphs[key] = done

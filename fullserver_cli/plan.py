@@ -112,10 +112,10 @@ def _print(
     The resource graph imports Pulumi (only here, never in the core), which takes longer than the
     whole plan: in text the summary is printed first, and Pulumi imported after it."""
     if as_json:
-        from components.graph import graph_for_stack_plan, rows_json
+        from components.graph import fast_graph, rows_json
 
         try:
-            graphs = [graph_for_stack_plan(p) for p in plans]
+            graphs = [fast_graph(p) for p in plans]
         except FullserverError as exc:
             raise fail(exc) from None
         emit_json(
@@ -129,12 +129,12 @@ def _print(
         con.print(render.summary_table(plans, warnings, max_monthly_usd))
         con.print(render.total_line(plans))
         if not summary:
-            from components.graph import graph_for_stack_plan
+            from components.graph import fast_graph
             from fullserver_cli.graph_view import graph_table
 
             for p in plans:
                 try:
-                    g = graph_for_stack_plan(p)
+                    g = fast_graph(p)
                 except FullserverError as exc:
                     raise fail(exc) from None
                 con.print(render.stack_plan(p, [*warnings[p.stack], *g.warnings]))

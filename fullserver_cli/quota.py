@@ -13,10 +13,11 @@ from typing import Annotated, Optional
 
 import typer
 
+from fullserver.clouds import readers_for
 from fullserver.errors import FullserverError
 from fullserver.plan import plan_paths
 from fullserver.platform import Platform
-from fullserver.quotacheck import QuotaShort, check_all, readers_for, short_error
+from fullserver.quotacheck import QuotaShort, check_all, short_error
 from fullserver.quotas import load_quota_table
 from fullserver.stacks import cloud_project, find_stacks
 from fullserver.yamlio import read_yaml

@@ -10,6 +10,7 @@ plan`` gives the full estimate. A machine the catalog cannot price fails the bud
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,9 +28,10 @@ from pulumi_policy import (
 from fullserver.catalog import Price
 from fullserver.catalog.network import Item, load_network_prices
 from fullserver.rules import HOURS_PER_MONTH, MAX_HOURS_PER_MONTH, disk_usd_month
+from policy.clouds import readers
 from policy.nodes import Disk, Node
 from policy.offers import catalog
-from policy.resources import describe, number, plain, truthy
+from policy.resources import describe, number, truthy
 from policy.stack_nodes import DISK_READERS, accelerator_nodes
 
 
@@ -135,47 +137,45 @@ def estimate_month(resources: Sequence[PolicyResource], hours: float = HOURS_PER
     return est
 
 
-AWS_LB = "aws:lb/loadBalancer:LoadBalancer"
-GCP_GLOBAL_RULE = "gcp:compute/globalForwardingRule:GlobalForwardingRule"
 CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
-AWS_SERVICE_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-"
-FORWARDING_RULES_BILLED_TOGETHER = 5
-"""A project's first five forwarding rules are billed at one rate (network catalog ``gcp-lb-pricing``)."""
 
 
 def _lb_services(objs: Any) -> list[tuple[str, str, Item]]:
     """(what, provider, item) of a node pool's load balancers (``fullserver.kube.serve``): a
-    LoadBalancer Service is the AWS Load Balancer Controller's NLB, else GKE's passthrough NLB (one
-    regional forwarding rule); GKE's HTTPS Gateway (``fullserver.platforms.gke_gateway``) is one
-    global forwarding rule at the same rate."""
+    LoadBalancer Service bills on the cloud whose annotation it carries, else on the cloud that
+    needs none (GKE's passthrough NLB); a Gateway (GKE's HTTPS Gateway) where a cloud bills one
+    (each cloud's policy reader, ``policy.clouds``)."""
     found: list[tuple[str, str, Item]] = []
     for obj in objs if isinstance(objs, list) else []:
         if not isinstance(obj, dict):
             continue
         if obj.get("kind") == "Gateway":
-            found.append(("Gateway", "gcp", "forwarding-rule"))
+            found += [("Gateway", rd.KEY, rd.GATEWAY_ITEM) for rd in readers() if rd.GATEWAY_ITEM]
         if obj.get("kind") != "Service" or (obj.get("spec") or {}).get("type") != "LoadBalancer":
             continue
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        aws = any(str(k).startswith(AWS_SERVICE_ANNOTATION) for k in annotations)
-        found.append(("LoadBalancer Service", *(("aws", "nlb") if aws else ("gcp", "forwarding-rule"))))
+        keys = [str(k) for k in (obj.get("metadata") or {}).get("annotations") or {}]
+        claims = [
+            rd for rd in readers() if rd.SERVICE_ANNOTATION and any(k.startswith(rd.SERVICE_ANNOTATION) for k in keys)
+        ]
+        owner = next(iter(claims), None) or next((rd for rd in readers() if not rd.SERVICE_ANNOTATION), None)
+        if owner is not None:
+            found.append(("LoadBalancer Service", owner.KEY, owner.SERVICE_ITEM))
     return found
 
 
 def load_balancers(resources: Sequence[PolicyResource]) -> list[tuple[str, str, Item]]:
-    """(what, provider, network item) of each load balancer the stack's resources make; Google's
-    forwarding rules up to five once (they are billed together)."""
+    """(what, provider, network item) of each load balancer the stack's resources make, as each
+    cloud's policy reader bills them (Google's forwarding rules up to five once: billed together)."""
+    bills = {t: (rd.KEY, bill) for rd in readers() for t, bill in rd.LOAD_BALANCERS.items()}
+    seen: Counter[str] = Counter()
     out: list[tuple[str, str, Item]] = []
-    rules = 0
     for r in resources:
         what = describe(r.resource_type, r.name)
-        if r.resource_type == AWS_LB:
-            kind = plain(r.props.get("loadBalancerType")) or "application"
-            out.append((what, "aws", "nlb" if kind == "network" else "alb"))
-        elif r.resource_type == GCP_GLOBAL_RULE:
-            rules += 1
-            if rules == 1 or rules > FORWARDING_RULES_BILLED_TOGETHER:
-                out.append((what, "gcp", "forwarding-rule"))
+        if r.resource_type in bills:
+            provider, bill = bills[r.resource_type]
+            item = bill(r, seen)
+            if item is not None:
+                out.append((what, provider, item))
         elif r.resource_type == CONFIG_GROUP:
             out.extend(
                 (f"{what}: {kind}", provider, item) for kind, provider, item in _lb_services(r.props.get("objs"))

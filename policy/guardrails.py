@@ -20,6 +20,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, Policy
 
+from fullserver.clouds import all_clouds
 from policy import admin_ports, balance, budget, capacity, clear_text, encryption, expiry, imdsv2, public_ip
 
 PACK_NAME = "fullserver-guardrails"
@@ -50,5 +51,5 @@ def pack_args() -> dict[str, Any]:
         "enforcement_level": EnforcementLevel.MANDATORY,
         "description": PACK_DESCRIPTION,
         "display_name": "fullserver guardrails",
-        "tags": ["fullserver", "aws", "gcp", "security", "cost"],
+        "tags": ["fullserver", *(c.key for c in all_clouds()), "security", "cost"],
     }

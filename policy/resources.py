@@ -13,48 +13,42 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pulumi_policy import PolicyResource
 from pulumi_policy.secret import Secret
 
-from fullserver.platforms import QUEUED_TPU_TYPE
+from fullserver.clouds import all_clouds, aws, gcp
+from fullserver.tls import PLAIN_HTTP_LABEL
 
-AWS_SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
-AWS_SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
-AWS_SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
-AWS_LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-AWS_INSTANCE = "aws:ec2/instance:Instance"
-AWS_SPOT_REQUEST = "aws:ec2/spotInstanceRequest:SpotInstanceRequest"
-AWS_SPOT_FLEET = "aws:ec2/spotFleetRequest:SpotFleetRequest"
-AWS_VOLUME = "aws:ebs/volume:Volume"
-AWS_VOLUME_ATTACHMENT = "aws:ec2/volumeAttachment:VolumeAttachment"
-AWS_SUBNET = "aws:ec2/subnet:Subnet"
-AWS_ASG = "aws:autoscaling/group:Group"
-GCP_FIREWALL = "gcp:compute/firewall:Firewall"
-GCP_INSTANCE = "gcp:compute/instance:Instance"
-GCP_TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
-GCP_REGION_TEMPLATE = "gcp:compute/regionInstanceTemplate:RegionInstanceTemplate"
-GCP_DISK = "gcp:compute/disk:Disk"
-GCP_REGION_DISK = "gcp:compute/regionDisk:RegionDisk"
-GCP_MIG = "gcp:compute/instanceGroupManager:InstanceGroupManager"
-GCP_REGION_MIG = "gcp:compute/regionInstanceGroupManager:RegionInstanceGroupManager"
-GCP_AUTOSCALER = "gcp:compute/autoscaler:Autoscaler"
-GCP_REGION_AUTOSCALER = "gcp:compute/regionAutoscaler:RegionAutoscaler"
-TPU_VM = "gcp:tpu/v2Vm:V2Vm"
-TPU_QUEUED = QUEUED_TPU_TYPE  # a dynamic resource: pulumi-gcp 10.2's queued node takes no service account
+# Each cloud's resource types, as the policies name them (the clouds' own tables).
+AWS_SECURITY_GROUP = aws.SECURITY_GROUP
+AWS_SG_INGRESS_RULE = aws.SG_INGRESS_RULE
+AWS_SG_RULE = aws.SG_RULE
+AWS_LAUNCH_TEMPLATE = aws.LAUNCH_TEMPLATE
+AWS_INSTANCE = aws.INSTANCE
+AWS_SPOT_REQUEST = aws.SPOT_REQUEST
+AWS_SPOT_FLEET = aws.SPOT_FLEET
+AWS_VOLUME = aws.VOLUME
+AWS_VOLUME_ATTACHMENT = aws.VOLUME_ATTACHMENT
+AWS_SUBNET = aws.SUBNET
+AWS_ASG = aws.ASG
+GCP_FIREWALL = gcp.FIREWALL
+GCP_INSTANCE = gcp.INSTANCE
+GCP_TEMPLATE = gcp.TEMPLATE
+GCP_REGION_TEMPLATE = gcp.REGION_TEMPLATE
+GCP_DISK = gcp.DISK
+GCP_REGION_DISK = gcp.REGION_DISK
+GCP_MIG = gcp.MIG
+GCP_REGION_MIG = gcp.REGION_MIG
+GCP_AUTOSCALER = gcp.AUTOSCALER
+GCP_REGION_AUTOSCALER = gcp.REGION_AUTOSCALER
+TPU_VM = gcp.TPU_VM
+TPU_QUEUED = gcp.TPU_QUEUED
 
-GCP_TEMPLATES = (GCP_TEMPLATE, GCP_REGION_TEMPLATE)
-GCP_DISKS = (GCP_DISK, GCP_REGION_DISK)
-# What runs (and bills) an environment's accelerators: the resources expiry and capacity rules watch.
-COMPUTE_TYPES = (
-    AWS_LAUNCH_TEMPLATE,
-    AWS_INSTANCE,
-    AWS_SPOT_REQUEST,
-    AWS_SPOT_FLEET,
-    AWS_ASG,
-    GCP_INSTANCE,
-    *GCP_TEMPLATES,
-    TPU_VM,
-    TPU_QUEUED,
-)
+GCP_TEMPLATES = gcp.TEMPLATES
+GCP_DISKS = gcp.DISKS
+COMPUTE_TYPES = tuple(t for cloud in all_clouds() for t in cloud.compute_types)
+"""What runs (and bills) an environment's accelerators: the resources expiry and capacity rules
+watch, every cloud's (``Cloud.compute_types``)."""
 
 
 def plain(value: Any) -> Any:
@@ -109,6 +103,16 @@ def last_segment(value: Any) -> str:
     """``zones/us-central1-a/machineTypes/a2-highgpu-1g`` -> ``a2-highgpu-1g``; names stay names."""
     text = str(plain(value) or "")
     return text.rstrip("/").rsplit("/", 1)[-1]
+
+
+def on(r: PolicyResource, key: str, resource_type: str) -> list[PolicyResource]:
+    """The resources of ``resource_type`` an input of ``r`` came from (the engine's property dependencies)."""
+    return [d for d in (r.property_dependencies or {}).get(key, []) if d.resource_type == resource_type]
+
+
+def marked(labels: object) -> bool:
+    """The stack said ``plainHttp`` (``fullserver.tls.PLAIN_HTTP_LABEL`` on the resource's tags or labels)."""
+    return bool(prop(labels, PLAIN_HTTP_LABEL) == "true")
 
 
 def describe(resource_type: str, name: str) -> str:

@@ -43,9 +43,10 @@ from typing import Any
 import yaml
 from pulumi import automation as auto
 
+from fullserver.clouds import readers_for
 from fullserver.errors import EXIT_INPUT, EXIT_PULUMI, FullserverError, InputError
 from fullserver.platforms.quota import QuotaNeed
-from fullserver.quotacheck import NoCredentials, Reader, check_all, readers_for, short_error
+from fullserver.quotacheck import NoCredentials, Reader, check_all, short_error
 from fullserver.quotas import load_quota_table
 from fullserver.stacks import cloud_project
 from stackops.events import (

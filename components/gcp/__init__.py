@@ -14,7 +14,6 @@ import pulumi
 
 from components.gcp.args import gcp_args
 from components.gcp.boot import gcp_secret_command
-from components.graph import MOCK_GCP_PROJECT
 from components.registry import PlatformEntry
 from fullserver.platform import Platform
 from fullserver.platforms import gcp
@@ -68,5 +67,4 @@ ENTRY = PlatformEntry(
     secret_command=secret_command,
     identity_exports={"serviceAccount": "service_account"},
     host_keys_parser=gcp.parse_host_keys,
-    mock_config={"gcp:project": MOCK_GCP_PROJECT},
 )

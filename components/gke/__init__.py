@@ -22,7 +22,6 @@ import pulumi
 from components import gcp
 from components.args import refuse
 from components.gke.args import GkeArgs, gke_args
-from components.graph import MOCK_GCP_PROJECT
 from components.registry import PlatformEntry
 from fullserver.kube.manifest import default_workload
 from fullserver.platform import Platform
@@ -77,7 +76,6 @@ def _entry(platform: Platform, key: str) -> PlatformEntry:
         secret_command=gcp.secret_command,  # the serving API key: a Secret Manager secret, as on gcp-gpu
         identity_exports={"serviceAccount": "service_account"},
         exports=exports,
-        mock_config={"gcp:project": MOCK_GCP_PROJECT},
     )
 
 

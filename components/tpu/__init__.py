@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from components import gcp
-from components.graph import MOCK_GCP_PROJECT
 from components.registry import PlatformEntry
 from components.tpu.args import tpu_args
 from fullserver.platform import Platform
@@ -45,5 +44,4 @@ ENTRY = PlatformEntry(
     identity_exports={"serviceAccount": "service_account"},
     exports=exports,
     host_keys_parser=tpu.parse_host_keys,
-    mock_config={"gcp:project": MOCK_GCP_PROJECT},
 )

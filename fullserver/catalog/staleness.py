@@ -24,13 +24,15 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import ChainMap
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fullserver import clouds
 from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import Source
 from fullserver.catalog.network import load_network_prices
+from fullserver.clouds import PriceRefresh
 from fullserver.platforms import rules_for
 
 if TYPE_CHECKING:
@@ -268,7 +270,7 @@ def fee_read(provider: str, item: str, source: str) -> UsedPrice:
 
 def machine_read(provider: str, machine: str, region: str, source: str) -> UsedPrice:
     """A CPU-only machine's on-demand price (a created cluster's system pool)."""
-    cloud = _CLOUD_REFRESH.get(provider)
+    cloud = _refresh_of(provider)
     refresh = cloud.machines(machine) if cloud is not None else ""
     return UsedPrice(f"on-demand {machine} in {region}", source, refresh)
 
@@ -289,7 +291,7 @@ def _offer_refresh(offer: Offer, spot: bool) -> str:
     )
     found = _OFFER_REFRESH.get(key)
     if found is None:
-        cloud = _CLOUD_REFRESH.get(rules_for(offer.platform).provider)
+        cloud = _refresh_of(rules_for(offer.platform).provider)
         found = _OFFER_REFRESH[key] = cloud.offers(offer, spot) if cloud is not None else ""
     return found
 
@@ -299,90 +301,22 @@ _OFFER_REFRESH: dict[tuple[object, ...], str] = {}
 refresh's tables are code)."""
 
 
-def _aws_offer_refresh(offer: Offer, spot: bool) -> str:
-    return "aws-spot" if spot else "aws"
-
-
-def _gcp_offer_refresh(offer: Offer, spot: bool) -> str:
-    from fullserver.catalog.refresh import gcp as gcp_skus  # the SKU mapping is the refresh's own table
-
-    if rules_for(offer.platform).slices:  # Cloud TPU slices: the TPU SKUs
-        return "tpu" if offer.family in gcp_skus.TPU_SKU_TOKENS else ""
-    count = offer.host.accelerator_count
-    covered = gcp_skus.refreshes_shape(offer.machine_type or offer.name, offer.family, offer.accelerator, count)
-    return "gcp" if covered or offer.family == "n1" else ""
-
-
-def _aws_disks() -> set[str]:
-    return {"gp3"}
-
-
-def _gcp_disks() -> set[str]:
-    from fullserver.catalog.refresh import gcp as gcp_skus
-
-    return set(gcp_skus.DISK_SKU_PREFIXES)
-
-
-def _no_commitments(source: str) -> str:
-    return ""
-
-
-def _aws_machine(machine: str) -> str:
-    return "aws"  # the Price List's EC2 offer prices every instance type
-
-
-def _gcp_machine(machine: str) -> str:
-    from fullserver.catalog.refresh import gcp as gcp_skus
-
-    return "gcp" if gcp_skus.refreshes_shape(machine, machine.split("-")[0], None, 0) else ""
-
-
-def _aws_commitments(source: str) -> str:
-    """AWS reserved and Savings Plans discounts are refreshed (the Price List's reserved terms, the
-    Savings Plans files)."""
-    from fullserver.catalog.refresh import savings_plans
-
-    return "aws-savings-plans" if source == savings_plans.SOURCE_KEY else "aws"
-
-
-@dataclass(frozen=True)
-class _CloudRefresh:
-    """What the refresh of one cloud's prices re-prices (its ``--provider`` names): the refresh's
-    own knowledge of its sources, read from the refresh's SKU tables. Keyed by the cloud's provider
-    key (``PlatformRules.provider``), so every platform on a cloud is covered by its refresh."""
-
-    offers: Callable[[Offer, bool], str]
-    """The refresh of an offer's price (offer, spot), or ""."""
-    storage: str
-    """The refresh of its disk prices, for the kinds ``disks`` names."""
-    disks: Callable[[], set[str]]
-    egress: str = ""
-    """The refresh of its egress price ("": not mapped)."""
-    commitments: Callable[[str], str] = _no_commitments
-    """The refresh of a commitment discount, by its source key ("": not mapped)."""
-    machines: Callable[[str], str] = _no_commitments
-    """The refresh of a CPU-only machine's price, by machine type ("": not mapped)."""
-
-
-_CLOUD_REFRESH = {
-    "aws": _CloudRefresh(_aws_offer_refresh, "aws", _aws_disks, commitments=_aws_commitments, machines=_aws_machine),
-    "gcp": _CloudRefresh(_gcp_offer_refresh, "gcp", _gcp_disks, egress="gcp", machines=_gcp_machine),
-}
-"""AWS: the EC2 offer (on-demand, gp3, reserved terms) and the EC2 API's spot prices; the
-AWSDataTransfer offer is not mapped. Google Cloud: the Cloud Billing GPU/machine, TPU and disk
-SKUs, and egress; commitment prices are not mapped."""
+def _refresh_of(provider: str) -> PriceRefresh | None:
+    """What the cloud's price refresh re-prices (``fullserver.clouds``); None on no cloud."""
+    found = clouds.cloud(provider)
+    return found.price_refresh if found is not None else None
 
 
 def _storage_refresh(provider: str, kind: str) -> str:
-    cloud = _CLOUD_REFRESH.get(provider)
+    cloud = _refresh_of(provider)
     return cloud.storage if cloud is not None and kind in cloud.disks() else ""
 
 
 def _egress_refresh(provider: str) -> str:
-    cloud = _CLOUD_REFRESH.get(provider)
+    cloud = _refresh_of(provider)
     return cloud.egress if cloud is not None else ""
 
 
 def _commitment_refresh(provider: str, source: str) -> str:
-    cloud = _CLOUD_REFRESH.get(provider)
+    cloud = _refresh_of(provider)
     return cloud.commitments(source) if cloud is not None else ""

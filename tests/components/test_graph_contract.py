@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from components import graph
-from components.graph import GraphMocks, aws_zone_ids, evaluate
+from components.graph import GraphMocks, evaluate
+from fullserver.clouds.aws import zone_ids as aws_zone_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 

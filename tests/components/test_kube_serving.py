@@ -15,8 +15,9 @@ from components.aws.labels import aws_tags
 from components.eks import EksEnvironment, eks_args
 from components.eks.load_balancer import POLICY_FILE
 from components.gke import GkeEnvironment, gke_args
-from components.graph import MOCK_SECRET_VALUE, Graph
+from components.graph import Graph
 from fullserver.catalog import load_catalog
+from fullserver.clouds.mock import SECRET_VALUE as MOCK_SECRET_VALUE
 from fullserver.kube.manifest import default_workload
 from fullserver.kube.serve import AWAIT_ANNOTATION, PLAIN_HTTP_ANNOTATION
 from fullserver.plan import plan_workload

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from components import registry
+from components import graph, registry
 from components.environment import EnvironmentArgs
 from components.outputs import OUTPUTS, EnvironmentComponent
 from fullserver.platform import Platform
@@ -136,5 +136,5 @@ def test_the_graph_stands_in_a_project_only_where_the_plan_demands_one() -> None
     assert keys == {"gcp:project"}
     for platform in Platform:
         project = rules_for(platform).project
-        stand_ins = set(registry.entry(platform).mock_config) & keys
+        stand_ins = set(graph.mock_config(platform)) & keys
         assert stand_ins == ({project.key} if project is not None else set()), platform

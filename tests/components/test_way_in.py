@@ -25,11 +25,12 @@ from components.aws.environment import AwsGpuEnvironment
 from components.aws.network import offering_zones
 from components.gcp.args import gcp_args
 from components.gcp.environment import GcpGpuEnvironment
-from components.graph import MOCK_GCP_PROJECT, Graph, GraphMocks, Row, graph_for_config
+from components.graph import Graph, GraphMocks, Row, graph_for_config
 from components.startup import LOGIN_USER
 from components.tpu.args import tpu_args
 from components.tpu.environment import TpuVmEnvironment
 from components.tpu.queued import TpuQueuedResourceProvider
+from fullserver.clouds.gcp import MOCK_PROJECT as MOCK_GCP_PROJECT
 from fullserver.platforms import aws as ec2
 from fullserver.platforms import gcp as gce
 from fullserver.platforms import tpu as cloud_tpu

@@ -10,8 +10,10 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from fullserver.clouds.aws import AwsReader
+from fullserver.clouds.gcp import GcpReader
 from fullserver.platforms.quota import QuotaNeed
-from fullserver.quotacheck import AwsReader, GcpReader, short_error
+from fullserver.quotacheck import short_error
 from fullserver.quotas import load_quota_table
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "quota"

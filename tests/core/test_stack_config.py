@@ -13,13 +13,13 @@ import pytest
 import yaml
 
 from fullserver.catalog import load_catalog
+from fullserver.clouds.gcp import check_gcp_project
 from fullserver.errors import FullserverError, InputError
 from fullserver.plan import StackPlan, plan_paths, plan_stack
 from fullserver.platform import Platform
 from fullserver.platforms import rules_for
 from fullserver.profiles import get_profile, load_profiles
 from fullserver.stacks import (
-    check_gcp_project,
     cloud_project,
     config_keys,
     find_stacks,

@@ -8,7 +8,11 @@ from typing import Any
 from fullserver.kube.manifest import workload
 from fullserver.kube.serve import PLAIN_HTTP_ANNOTATION
 from fullserver.tls import PLAIN_HTTP_LABEL
-from policy.clear_text import AWS_LB, AWS_LISTENER, CONFIG_GROUP, GCP_GLOBAL_RULE, GCP_URL_MAP
+from policy.clear_text import CONFIG_GROUP
+from policy.clouds.aws import LB as AWS_LB
+from policy.clouds.aws import LISTENER as AWS_LISTENER
+from policy.clouds.gcp import GLOBAL_RULE as GCP_GLOBAL_RULE
+from policy.clouds.gcp import URL_MAP as GCP_URL_MAP
 from tests.components.conftest import plain_http
 from tests.policy.conftest import CapturedStack, Stacks, made, one_violation, violations
 

@@ -55,17 +55,17 @@ import datetime as dt
 import os
 import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fullserver.catalog import DATA_DIR, catalog_from_data, load_catalog
 from fullserver.catalog.model import CatalogFile
 from fullserver.catalog.network import NOT_SHAPES
-from fullserver.catalog.refresh import aws, compute, ec2, gcp, savings_plans
 from fullserver.catalog.refresh.apply import apply_rows
+from fullserver.catalog.refresh.ask import Ask
 from fullserver.catalog.refresh.http import FetchError, Opener, redact, urllib_opener
-from fullserver.catalog.refresh.rows import Fetched, FigureChange, RefreshReport
+from fullserver.catalog.refresh.rows import FigureChange, RefreshReport
+from fullserver.clouds import RefreshSource, all_clouds
 from fullserver.errors import FullserverError, InputError
 from fullserver.yamlio import load_yaml_text, parse, read_yaml
 
@@ -81,95 +81,14 @@ __all__ = [
 ]
 
 
-@dataclass
-class _Ask:
-    """What one ``--provider``'s fetcher may need: the data file, its regions and the home region,
-    the clients and credentials the caller gave, and the Cloud Billing SKUs (listed once for both
-    Google Cloud files)."""
+SOURCES: dict[str, RefreshSource] = {name: src for c in all_clouds() for name, src in c.refresh_sources.items()}
+"""Each ``--provider``: the data file it refreshes and the fetcher that reads its source (each
+cloud's own, ``fullserver.clouds``)."""
 
-    provider: str
-    data: CatalogFile
-    where: list[str]
-    home: str
-    extra: list[str]
-    opener: Opener
-    given_opener: Opener | None
-    today: dt.date
-    now: dt.datetime | None
-    ec2_client_for: ec2.ClientFor | None
-    gcp_api_key: str | None
-    gcp_project: str | None
-    gcp_access_token: str | None
-    skus: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-
-def _aws(ask: _Ask) -> Fetched:
-    return aws.fetch(ask.data, ask.where, ask.opener, ask.today)
-
-
-def _aws_types(ask: _Ask) -> Fetched:
-    clients = ask.ec2_client_for or ec2.boto3_client_for()
-    return ec2.fetch_types(ask.data, ask.home, clients(ask.home), ask.now or dt.datetime.now(dt.UTC))
-
-
-def _aws_savings_plans(ask: _Ask) -> Fetched:
-    return savings_plans.fetch(ask.data, ask.home, ask.opener, ask.today)
-
-
-def _aws_spot(ask: _Ask) -> Fetched:
-    clients = ask.ec2_client_for or ec2.boto3_client_for()
-    when = ask.now or dt.datetime.now(dt.UTC)
-    return ec2.fetch_spot(ask.data, ask.where, clients, when)
-
-
-def _gcp_zones(ask: _Ask) -> Fetched:
-    if not ask.gcp_project or not ask.gcp_access_token:
-        raise InputError(
-            "--gcp-project" if not ask.gcp_project else "--gcp-token-env",
-            "the Compute Engine API needs a project and an OAuth access token",
-            "pass --gcp-project and export the token (gcloud auth print-access-token) in the variable "
-            "--gcp-token-env names",
-        )
-    api = ask.given_opener or urllib_opener(headers=compute.bearer_headers(ask.gcp_access_token))
-    return compute.fetch_zones(ask.data, api, ask.gcp_project, ask.today, ask.where)
-
-
-def _billing_skus(ask: _Ask) -> list[dict[str, Any]]:
-    """The Cloud Billing Catalog's SKUs, listed once per refresh for every Google Cloud file."""
-    if not ask.gcp_api_key:
-        raise InputError(
-            "--gcp-api-key",
-            "the Cloud Billing Catalog API needs an API key",
-            "create one in the Google Cloud console (APIs & Services > Credentials) with the Cloud Billing API enabled",
-        )
-    if "skus" not in ask.skus:
-        ask.skus["skus"] = gcp.list_skus(ask.opener, ask.gcp_api_key)
-    return ask.skus["skus"]
-
-
-def _gcp(ask: _Ask) -> Fetched:
-    return gcp.fetch_gcp(ask.data, _billing_skus(ask), ask.today, ask.extra)
-
-
-def _tpu(ask: _Ask) -> Fetched:
-    return gcp.fetch_tpu(ask.data, _billing_skus(ask), ask.today, ask.extra)
-
-
-SOURCES: dict[str, tuple[str, Callable[[_Ask], Fetched]]] = {
-    "aws": ("aws.yaml", _aws),
-    "aws-spot": ("aws.yaml", _aws_spot),
-    "aws-types": ("aws.yaml", _aws_types),
-    "aws-savings-plans": ("aws.yaml", _aws_savings_plans),
-    "gcp": ("gcp.yaml", _gcp),
-    "gcp-zones": ("gcp.yaml", _gcp_zones),
-    "tpu": ("tpu.yaml", _tpu),
-}
-"""Each ``--provider``: the data file it refreshes and the fetcher that reads its source."""
-
-DEFAULT_PROVIDERS = ("aws", "gcp", "tpu")
+DEFAULT_PROVIDERS = tuple(name for name, src in SOURCES.items() if src.default)
 """What ``catalog refresh`` runs when no ``--provider`` is named: the public price sources."""
 
-PROVIDER_FILES = {provider: name for provider, (name, _) in SOURCES.items()}
+PROVIDER_FILES = {provider: src.file for provider, src in SOURCES.items()}
 """The data file each ``--provider`` refreshes (``aws-spot`` and ``aws-types``: the EC2 API, with
 credentials; ``aws-savings-plans``: the public Savings Plans files; each works on the file the
 previous provider left when several are asked for)."""
@@ -196,7 +115,7 @@ def refresh(
     regions: Iterable[str] = (),
     prune: bool = False,
     write: bool = False,
-    ec2_client_for: ec2.ClientFor | None = None,
+    ec2_client_for: Callable[[str], Any] | None = None,
     now: dt.datetime | None = None,
     gcp_project: str | None = None,
     gcp_access_token: str | None = None,
@@ -220,16 +139,15 @@ def refresh(
     skus: dict[str, list[dict[str, Any]]] = {}
     reports: list[RefreshReport] = []
     for provider in wanted:
-        name, fetch = SOURCES[provider]
+        name, fetch = SOURCES[provider].file, SOURCES[provider].fetch
         path = data_dir / name
         if name not in texts:
             raise InputError(str(path), "no such data file", "run the refresh against the catalog's data directory")
         data = parse(CatalogFile, parsed[name], str(path))
-        ask = _Ask(
+        ask = Ask(
             provider,
             data,
             list(dict.fromkeys([*file_regions(data), *extra])),  # the file's regions and those asked for
-            aws.home_region(file_regions(data), extra[0] if extra else None),
             extra,
             opener,
             given_opener,

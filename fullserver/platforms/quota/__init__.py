@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict
 
 from fullserver.sources import Source
 
-Cloud = Literal["aws", "gcp"]
+Cloud = str
+"""A cloud's provider key (``PlatformRules.provider``, ``fullserver.clouds``): whose quota API reads it."""
 
 
 class _Strict(BaseModel):

@@ -1,0 +1,51 @@
+"""Google Cloud's policy reader (``fullserver.clouds.gcp``'s ``policy_reader``): its load
+balancers, as the budget bills them and the clear-text policy judges them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+
+from pulumi_policy import PolicyResource
+
+from fullserver.catalog.network import Item
+from fullserver.clouds import gcp
+from fullserver.tls import ClearText, clear_text
+from policy.resources import marked, on, plain, prop
+
+KEY = gcp.KEY
+GLOBAL_RULE = "gcp:compute/globalForwardingRule:GlobalForwardingRule"
+HTTP_PROXY = "gcp:compute/targetHttpProxy:TargetHttpProxy"
+URL_MAP = "gcp:compute/uRLMap:URLMap"
+FORWARDING_RULES_BILLED_TOGETHER = 5
+"""A project's first five forwarding rules are billed at one rate (network catalog ``gcp-lb-pricing``)."""
+SERVICE_ANNOTATION = ""
+"""A LoadBalancer Service no other cloud's annotation claims is GKE's passthrough NLB (one regional
+forwarding rule)."""
+SERVICE_ITEM: Item = "forwarding-rule"
+GATEWAY_ITEM: Item | None = "forwarding-rule"
+"""GKE's HTTPS Gateway (``fullserver.platforms.gke_gateway``): one global forwarding rule."""
+
+
+def _forwarding_rule(r: PolicyResource, seen: Counter[str]) -> Item | None:
+    """Billed once for the first five, then each (they are billed together)."""
+    seen[GLOBAL_RULE] += 1
+    n = seen[GLOBAL_RULE]
+    return "forwarding-rule" if n == 1 or n > FORWARDING_RULES_BILLED_TOGETHER else None
+
+
+LOAD_BALANCERS: Mapping[str, Callable[[PolicyResource, Counter[str]], Item | None]] = {GLOBAL_RULE: _forwarding_rule}
+"""The network item each load balancer type bills (the resource, how many of each type came before)."""
+
+
+def _forwarding(r: PolicyResource) -> Iterator[ClearText | None]:
+    """An ``EXTERNAL*`` forwarding rule to a target HTTP proxy whose URL map forwards (no redirect)."""
+    if not str(plain(r.props.get("loadBalancingScheme")) or "").startswith("EXTERNAL"):
+        return
+    for proxy in on(r, "target", HTTP_PROXY):
+        for url_map in on(proxy, "urlMap", URL_MAP):
+            if not prop(url_map.props, "defaultUrlRedirect"):
+                yield clear_text(KEY, "external", False, marked(r.props.get("labels")))
+
+
+CLEAR_TEXT: Mapping[str, Callable[[PolicyResource], Iterator[ClearText | None]]] = {GLOBAL_RULE: _forwarding}
