@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fullserver.balance import BalanceLine, Host, evaluate
+from fullserver.capacity import CapacitySet, balanced_set
 from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import AcceleratorKind, Platform
 from fullserver.errors import InputError
@@ -243,6 +244,8 @@ class _Shape:
     efa: int
     near_misses: list[NearMiss]
     alternatives: list[ShapeOption]
+    capacity: CapacitySet
+    """The balanced set (``fullserver.capacity``), its steps not yet said."""
     limits: ShapeLimits
     accelerator_kind: AcceleratorKind | None
     compact_placement: bool
@@ -295,6 +298,14 @@ def _shape(profile: Profile, workload: Workload, platform: Platform, catalog: Ca
             efa=efa,
             near_misses=near_misses(near, cand.usd_hour),
             alternatives=alternative_shapes(cand, feasible, efa) if cand.spot else [],
+            capacity=balanced_set(
+                (offer, cand.usd_hour),
+                [(c.offer, c.usd_hour) for c in feasible],
+                workload.region,
+                workload.zone,
+                profile.cost.capacity_band,
+                efa,
+            ),
             limits=ShapeLimits(
                 max_local_ssds=offer.local_nvme_disks,
                 local_ssd_counts=list(offer.local_nvme_selectable_counts)
@@ -335,7 +346,7 @@ def build_spec(
     _check_capacity(profile, workload, offer, platform, zone, disk, queued, catalog)
     lifecycle = lifecycle_for(profile, workload)
     _check_fabric(offer, platform, shape.efa, nodes, public_ip)
-    return EnvironmentSpec(
+    spec = EnvironmentSpec(
         **_identity(profile, workload, environment, lifecycle),
         platform=platform,
         zone=zone,
@@ -368,6 +379,14 @@ def build_spec(
         shape_limits=shape.limits,
         accelerator_kind=shape.accelerator_kind,
     )
+    return _with_capacity(spec, shape.capacity)
+
+
+def _with_capacity(spec: EnvironmentSpec, found: CapacitySet) -> EnvironmentSpec:
+    """The spec with its balanced set and the steps its platform's cloud takes on a stockout
+    (``PlatformRules.capacity_steps``); none where the platform states none."""
+    steps = rules_for(spec.platform).capacity_steps
+    return spec if steps is None else spec.model_copy(update={"capacity": steps(spec, found)})
 
 
 def gap_warning(offer: str, line: BalanceLine) -> str:
