@@ -119,12 +119,8 @@ def aws_network(
     """VPC, subnets in ``zones`` zones, internet/NAT gateway and the nodes' security group.
 
     ``zone`` pins every subnet to one zone (a cluster placement group lives in one zone);
-    otherwise subnets go to the region's available zones, in order, that offer ``instance_type``
-    (EC2 instance type offerings by availability zone): not every zone has every GPU type, and a
-    subnet in a zone without it would leave an instance or a group unable to launch there.
-
-    ``set_types``: the balanced set's other types (``fullserver.capacity``): a zone offering any
-    of them serves a group that may launch any of them.
+    otherwise to the region's zones offering ``instance_type`` or one of ``set_types`` (the balanced
+    set's others; EC2 instance type offerings): a subnet in a zone without them never launches.
 
     A created EKS cluster's (``components.eks.network``) gives ``zone_names`` (each subnet's zone)
     instead, ``subnet_tags`` by kind (load balancer discovery) and no nodes' security group.

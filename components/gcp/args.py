@@ -17,7 +17,7 @@ from components.args import (
     refuse,
     serving_args,
 )
-from fullserver.platforms import Request, gcp
+from fullserver.platforms import Request, gcp, gcp_capacity
 from fullserver.spec import EnvironmentSpec
 
 
@@ -69,7 +69,7 @@ def gcp_args(spec: EnvironmentSpec, project: pulumi.Input[str] | None = None) ->
     if serving is not None:
         args["serving"] = serving
     held = spec.capacity
-    if spec.spot and held is not None and held.used and not gcp.mig_reason(spec):
+    if spec.spot and held is not None and held.used and not gcp_capacity.mig_reason(spec):
         args["capacity_machine_types"] = held.machine_types
         args["capacity_zones"] = held.zones
     if project is not None:

@@ -20,7 +20,7 @@ import pulumi_gcp as gcp
 
 from components.args import refuse
 from components.names import logical, physical
-from fullserver.platforms import gcp as gce
+from fullserver.platforms import gcp_capacity as gce
 
 
 def flexible_group(

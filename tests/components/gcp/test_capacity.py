@@ -8,7 +8,7 @@ import pytest
 from components.args import SpecRefused
 from components.gcp.args import gcp_args
 from components.gcp.environment import GcpGpuEnvironment
-from fullserver.platforms import gcp
+from fullserver.platforms import gcp_capacity
 from tests.components.conftest import Build, Plans, spec_of
 
 
@@ -58,17 +58,17 @@ def test_spot_g2_is_a_regional_group_ranked_over_the_set(plans: Plans, build: Bu
 
 def test_a_reservation_keeps_single_vms(plans: Plans) -> None:
     spec = spec_of(plans, "finetune-gcp-g2", reservation="my-res")
-    assert gcp.mig_reason(spec) == "reservation my-res is zonal"
+    assert gcp_capacity.mig_reason(spec) == "reservation my-res is zonal"
     assert "capacity_machine_types" not in gcp_args(spec)
 
 
 def test_the_api_rules_are_checked_before_anything_is_made() -> None:
-    assert gcp.flexibility_refusal("BALANCED", "NONE", ["a", "b"]) is None
-    even = gcp.flexibility_refusal("EVEN", "PROACTIVE", ["a", "b"])
+    assert gcp_capacity.flexibility_refusal("BALANCED", "NONE", ["a", "b"]) is None
+    even = gcp_capacity.flexibility_refusal("EVEN", "PROACTIVE", ["a", "b"])
     assert even is not None and "target shape" in even.what
-    proactive = gcp.flexibility_refusal("BALANCED", "PROACTIVE", ["a", "b"])
+    proactive = gcp_capacity.flexibility_refusal("BALANCED", "PROACTIVE", ["a", "b"])
     assert proactive is not None and "NONE" in proactive.what
-    twice = gcp.flexibility_refusal("ANY", "NONE", ["a", "a"])
+    twice = gcp_capacity.flexibility_refusal("ANY", "NONE", ["a", "a"])
     assert twice is not None and "twice" in twice.what
 
 
