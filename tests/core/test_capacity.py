@@ -10,8 +10,9 @@ from pathlib import Path
 from fullserver.capacity import CapacitySet, balanced_set, capacity_rows, headline, launch_compatible
 from fullserver.catalog import load_catalog
 from fullserver.platform import Platform
+from fullserver.platforms.quota import QuotaNeed
 from fullserver.profiles import get_profile, load_profiles
-from fullserver.quotas import QuotaNeed, set_quotas
+from fullserver.quotas import set_quotas
 from fullserver.sizing import rank
 from fullserver.stacks import workload_from_config
 from tests.core.test_stack_config import plan_offline, stack_config, write_stack
