@@ -128,6 +128,9 @@ def _compute_hourly(
     if rate.warning:
         warnings.append(rate.warning)
     peak = rate.peak_usd * units if rate.peak_usd is not None else None
+    held = spec.capacity.peak_usd_hour if spec.capacity is not None else None
+    if held is not None and held * units > max(peak or 0.0, rate.usd * units):
+        peak = held * units  # the balanced set's dearest member (fullserver.capacity.peak_usd_hour)
     return rate.usd * units, f"{rate.note} x {units}", rate.basis, peak, rate.prices
 
 
@@ -353,13 +356,19 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
     return cost.model_copy(
         update={
             "usd_month_peak": round(cost.usd_month + more, 2),
-            "peak_what": (
-                "with every node pool at its maximum"
-                if spec.kube is not None
-                else "with the on-demand fallback running beside every spot node"
-            ),
+            "peak_what": ("with every node pool at its maximum" if spec.kube is not None else _set_peak_what(spec)),
         }
     )
+
+
+def _set_peak_what(spec: EnvironmentSpec) -> str:
+    """The peak month in words for VM nodes: a spot fallback beside every spot node, on the
+    balanced set's dearest member where the set is wider than the chosen shape."""
+    held = spec.capacity
+    dearest = f" on {held.dearest.machine_type}, the set's dearest" if held and len(held.members) > 1 else ""
+    if spec.spot and rules_for(spec.platform).no_spot_fallback:
+        return f"with every node spot{dearest}"
+    return f"with the on-demand fallback running beside every spot node{dearest}"
 
 
 class _Pricer:

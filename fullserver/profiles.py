@@ -221,6 +221,10 @@ class CostAssumptions(Strict):
     the on-demand fallback. Shapes are ranked and priced at this mix (the expected cost), so a
     shape is never preferred only because its spot price is known. The default assumes one hour in
     five falls back (spot capacity out at launch, or an interruption until capacity returns)."""
+    capacity_band: Annotated[float, Field(ge=0, le=1)] = 0.15
+    """The balanced set's price band (``fullserver.capacity``): other shapes that pass the profile
+    join the chosen one in the cloud's fallback (more shapes and zones find capacity far more often)
+    when their rate is at most this share over the chosen shape's; 0: the chosen shape alone."""
 
 
 class VerifyPolicy(Strict):

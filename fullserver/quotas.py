@@ -143,8 +143,30 @@ def kube_ask(ask: QuotaAsk, kube: KubePlan, catalog: Catalog | None) -> QuotaAsk
 def quotas_for(
     spec: EnvironmentSpec, table: QuotaTable | None = None, catalog: Catalog | None = None
 ) -> list[QuotaNeed]:
-    """Each quota the environment needs, with its amount at the most (its platform's rule)."""
-    return rules_for(spec.platform).quotas(ask_of(spec, catalog), table or load_quota_table())
+    """Each quota the environment needs, with its amount at the most (its platform's rule), over
+    every shape of the balanced set its cloud may launch (``set_quotas``)."""
+    rule, table = rules_for(spec.platform).quotas, table or load_quota_table()
+    ask = ask_of(spec, catalog)
+    held = spec.capacity
+    if held is None or not held.used or len(held.members) < 2:
+        return rule(ask, table)
+    return set_quotas([rule(replace(ask, shape=m.offer, vcpus=m.vcpus), table) for m in held.members])
+
+
+def set_quotas(per_member: list[list[QuotaNeed]]) -> list[QuotaNeed]:
+    """The quotas of a balanced set: every node may run on any member, so each quota any member
+    counts against is needed at the most any member needs of it (not their sum: the nodes are
+    one count), in the order first named; its reason names each member that needs it."""
+    out: dict[tuple[str, str, str], QuotaNeed] = {}
+    for needs in per_member:
+        for n in needs:
+            key = (n.service, n.code, n.scope)
+            seen = out.get(key)
+            if seen is None:
+                out[key] = n
+            elif n.why not in seen.why:
+                out[key] = replace(seen, amount=max(seen.amount, n.amount), why=f"{seen.why}, or {n.why}")
+    return list(out.values())
 
 
 class CapacityAdvice(BaseModel):

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from fullserver.balance import BalanceReport
+from fullserver.capacity import CapacitySet
 from fullserver.catalog.model import AcceleratorKind, Interconnect, Platform
 from fullserver.errors import InputError
 from fullserver.kube.pool import KubePlan
@@ -176,6 +177,9 @@ class EnvironmentSpec(Frozen):
     near_misses: list[NearMiss] = []
     alternative_shapes: list[ShapeOption] = []
     """Balanced alternatives to ``offer`` (cheapest first), filled for spot specs only."""
+    capacity: CapacitySet | None = None
+    """The balanced set and what the cloud tries on a stockout (``fullserver.capacity``); ``None``
+    where the platform states none (dumped only where there is one)."""
     warnings: list[str] = []
     shape_limits: ShapeLimits | None = Field(default=None, exclude=True)
     """The chosen shape's limits (``None``: declared servers); not dumped, so plan output is unchanged."""
@@ -191,6 +195,8 @@ class EnvironmentSpec(Frozen):
         data = handler(self)
         if isinstance(data, dict) and data.get("kube", 0) is None:
             del data["kube"]
+        if isinstance(data, dict) and data.get("capacity", 0) is None:
+            del data["capacity"]
         return data
 
     @property

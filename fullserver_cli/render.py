@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from fullserver.balance import BalanceReport
+from fullserver.capacity import CapacitySet, capacity_rows, headline
 from fullserver.catalog import Offer
 from fullserver.kube import KubePlan, Resources
 from fullserver.kube.access import control_plane, pod_credentials
@@ -106,6 +107,8 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
     parts: list[FitTable | Text] = [head, balance_table(s.balance), cost]
     if plan.quotas:
         parts.append(quota_table(plan))
+    if s.capacity is not None:
+        parts.append(stockout_table(s.capacity))
     if plan.capacity_paths:
         parts.append(capacity_table(plan))
     if plan.spot_capacity:
@@ -171,6 +174,8 @@ def _head_rows(plan: StackPlan) -> list[tuple[str, str]]:
             + f" {money(c.usd_per_productive_hour)} per productive hour with every cost included",
         ),
     ]
+    if s.capacity is not None:
+        rows.append(("capacity", headline(s.capacity, s.spot)))
     if s.tpu:
         rows.append(
             (
@@ -295,6 +300,14 @@ def quota_table(plan: StackPlan) -> FitTable:
     )
     for q in plan.quotas:
         t.add_row(f"{q.code}\n{q.name}", q.service, q.scope, f"{q.amount:g} {q.unit}", q.why)
+    return t
+
+
+def stockout_table(found: CapacitySet) -> FitTable:
+    """What the cloud tries when capacity is out, in order, and what a node costs on each step."""
+    t = table("step", "what the cloud tries", "USD/hour a node", title="capacity: on a stockout")
+    for row in capacity_rows(found):
+        t.add_row(*row)
     return t
 
 

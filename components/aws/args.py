@@ -31,7 +31,10 @@ class AwsGpuArgs(CommonArgs):
     """gpu, trainium or inferentia: picks the Deep Learning AMI."""
     spot_instance_types: NotRequired[list[str]]
     """Other balanced instance types the spot group may launch (its ``overrides``, after
-    ``machine_type``): the core's ``alternative_shapes``."""
+    ``machine_type``): the balanced set's other members (``fullserver.capacity``)."""
+    fallback_instance_types: NotRequired[list[str]]
+    """Every type of the set, cheapest on demand first: the on-demand fallback group's
+    ``overrides``, filled in this order (``prioritized``)."""
     serving: NotRequired[ServingArgs]
     zones: NotRequired[int]
     """Zones the subnets span (the core's ``billables.zones``: three for a spread serving group, two
@@ -50,8 +53,11 @@ def aws_args(spec: EnvironmentSpec) -> AwsGpuArgs:
         "accelerator_kind": kind,
     }
     args = cast(AwsGpuArgs, {**common, **extra})
-    if spec.spot and spec.alternative_shapes:
-        args["spot_instance_types"] = [s.machine_type for s in spec.alternative_shapes]
+    held = spec.capacity
+    if spec.spot and held is not None and held.used:
+        args["spot_instance_types"] = held.machine_types[1:]
+        by_price = sorted(held.members, key=lambda m: (m.on_demand_usd_hour, m.machine_type))
+        args["fallback_instance_types"] = [m.machine_type for m in by_price]
     serving = serving_args(spec)
     if serving is not None:
         args["serving"] = serving

@@ -23,7 +23,9 @@ scratch, data volume) and capacity options. How nodes are launched from it depen
   on-demand, ``price-capacity-optimized``, capacity rebalancing, and the instance type plus the
   core's other balanced types of the same GPUs as ``overrides``: spot capacity is per type and
   zone, so several types find capacity far more often) runs the nodes, and an on-demand
-  group from the same template waits at zero. A CloudWatch alarm on the spot group's
+  group from the same template waits at zero, over the same set (mixed instances with
+  ``prioritized`` on-demand allocation: the cheapest type first, the next when it is out).
+  A CloudWatch alarm on the spot group's
   ``GroupInServiceInstances`` below the node count for 10 minutes sets the on-demand group to the
   node count; when spot capacity is back (alarm OK) the on-demand group returns to zero. Data
   volumes of group-launched nodes live and die with the instance (stage data from S3).
@@ -206,6 +208,7 @@ def _network(parent: pulumi.Resource, name: str, args: AwsGpuArgs) -> AwsNetwork
         instance_type=args["machine_type"],
         lb_scheme=serving["load_balancer"] if serving is not None else None,
         lb_ports=tuple(lb_ports(serving)) if serving is not None else (80,),
+        set_types=tuple(args.get("spot_instance_types", [])),
     )
 
 
@@ -385,8 +388,17 @@ class AwsGpuEnvironment(EnvironmentComponent):
             return [], [served.group.name]
         if args["spot"]:
             overrides = [args["machine_type"], *args.get("spot_instance_types", [])]
+            fallback = args.get("fallback_instance_types", [args["machine_type"]])
             return [], spot_with_fallback(
-                self, name, args["region"], lt, subnet_ids, args["nodes"], args["labels"], overrides, net.egress
+                self,
+                name,
+                args["region"],
+                lt,
+                subnet_ids,
+                args["nodes"],
+                args["labels"],
+                (overrides, fallback),
+                net.egress,
             )
         return _instances(self, name, args, lt, net.egress), []
 

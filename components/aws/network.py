@@ -112,22 +112,22 @@ def aws_network(
     lb_scheme: str | None = None,
     lb_ports: tuple[int, ...] = (80,),
     zone_names: list[pulumi.Input[str]] | None = None,
+    set_types: tuple[str, ...] = (),
     subnet_tags: dict[str, dict[str, str]] | None = None,
     node_security_group: bool = True,
 ) -> AwsNetwork:
     """VPC, subnets in ``zones`` zones, internet/NAT gateway and the nodes' security group.
 
     ``zone`` pins every subnet to one zone (a cluster placement group lives in one zone);
-    otherwise subnets go to the region's available zones, in order, that offer ``instance_type``
-    (EC2 instance type offerings by availability zone): not every zone has every GPU type, and a
-    subnet in a zone without it would leave an instance or a group unable to launch there.
+    otherwise to the region's zones offering ``instance_type`` or one of ``set_types`` (the balanced
+    set's others; EC2 instance type offerings): a subnet in a zone without them never launches.
 
     A created EKS cluster's (``components.eks.network``) gives ``zone_names`` (each subnet's zone)
     instead, ``subnet_tags`` by kind (load balancer discovery) and no nodes' security group.
     """
     opts = pulumi.ResourceOptions(parent=parent)
     if zone_names is None:
-        zone_names = _zone_names(parent, region, zone, zones, instance_type, lb_scheme)
+        zone_names = _zone_names(parent, region, zone, zones, instance_type, lb_scheme, set_types)
     vpc = aws.ec2.Vpc(
         f"{name}-vpc",
         region=region,
@@ -186,22 +186,26 @@ def _zone_names(
     zones: int,
     instance_type: str | None,
     lb_scheme: str | None,
+    set_types: tuple[str, ...] = (),
 ) -> list[pulumi.Input[str]]:
-    """The zone of each subnet (``aws_network``): the pinned one, or the offering zones in order."""
+    """The zone of each subnet (``aws_network``): the pinned one, or the zones offering the type
+    (or any type of its set: the filter's values are ORed, EC2 ``DescribeInstanceTypeOfferings``)."""
     if zone:
         return [zone] * zones
     invoke = pulumi.InvokeOutputOptions(parent=parent)
     azs = aws.get_availability_zones_output(state="available", region=region, opts=invoke)
     if instance_type:
         offers = aws.ec2.get_instance_type_offerings_output(
-            filters=[{"name": "instance-type", "values": [instance_type]}],
+            filters=[{"name": "instance-type", "values": [instance_type, *set_types]}],
             location_type="availability-zone",
             region=region,
             opts=invoke,
         )
         least = ec2.LB_MIN_ZONES if lb_scheme is not None else 1
         usable = pulumi.Output.all(azs.names, offers.locations).apply(
-            lambda found: offering_zones(region, instance_type, list(found[0]), list(found[1]), least)
+            lambda found: offering_zones(
+                region, " or ".join([instance_type, *set_types]), list(found[0]), list(found[1]), least
+            )
         )
     else:
         usable = azs.names.apply(list)

@@ -22,21 +22,25 @@ def spot_with_fallback(
     subnet_ids: list[pulumi.Output[str]],
     nodes: int,
     tags: dict[str, str],
-    instance_types: list[str],
+    instance_types: tuple[list[str], list[str]],
     egress: tuple[pulumi.Resource, ...] = (),
 ) -> list[pulumi.Output[str]]:
     """Spot group at the node count, on-demand group at zero, an alarm that swaps them (module docstring).
 
-    The spot group may launch any of ``instance_types`` (the template's own type first, then
-    the core's balanced alternatives); ``price-capacity-optimized`` picks the pools least
-    likely to be interrupted among the cheapest, and capacity rebalancing replaces a node
-    that receives a rebalance recommendation before it is interrupted. Both groups wait for the
+    ``instance_types``: (spot, on-demand). The spot group may launch any of the first (the
+    template's own type first, then the balanced set's others); ``price-capacity-optimized``
+    picks the pools least likely to be interrupted among the cheapest, and capacity rebalancing
+    replaces a node that receives a rebalance recommendation before it is interrupted. The
+    on-demand group takes the second in order (``prioritized``: "the order of instance types in
+    the list of launch template overrides" sets the priority, AWS ``InstancesDistribution``; the
+    core lists them cheapest on demand first). Both groups wait for the
     subnets' routes to the internet (``egress``), as the serving group does: a node's first boot
     downloads what it runs.
     """
     version = lt.latest_version.apply(str)
     group_tags: Any = [{"key": k, "value": v, "propagate_at_launch": True} for k, v in sorted(tags.items())]
-    spot = _spot_group(parent, name, region, lt, version, subnet_ids, nodes, group_tags, instance_types, egress)
+    spot_types, on_demand_types = instance_types
+    spot = _spot_group(parent, name, region, lt, version, subnet_ids, nodes, group_tags, spot_types, egress)
     fallback = aws.autoscaling.Group(
         logical(aws.autoscaling.Group, f"{name}-ondemand"),
         region=region,
@@ -44,7 +48,7 @@ def spot_with_fallback(
         max_size=nodes,
         desired_capacity=0,
         vpc_zone_identifiers=subnet_ids,
-        launch_template={"id": lt.id, "version": version},
+        mixed_instances_policy=_on_demand_mix(lt, version, on_demand_types),
         wait_for_capacity_timeout="0",
         # A return to zero must not kill running jobs (module docstring).
         protect_from_scale_in=True,
@@ -54,6 +58,23 @@ def spot_with_fallback(
     )
     _fallback_alarm(parent, name, region, spot, fallback, nodes, tags)
     return [spot.name, fallback.name]
+
+
+def _on_demand_mix(lt: aws.ec2.LaunchTemplate, version: pulumi.Output[str], instance_types: list[str]) -> Any:
+    """All on demand, filled in the overrides' order: ``on_demand_allocation_strategy``
+    ``prioritized`` (pulumi_aws 7.51 ``GroupMixedInstancesPolicyInstancesDistributionArgs``; set,
+    though it is the default, since it is what the plan says), 100 % on demand above a base of 0."""
+    return {
+        "instances_distribution": {
+            "on_demand_allocation_strategy": "prioritized",
+            "on_demand_base_capacity": 0,
+            "on_demand_percentage_above_base_capacity": 100,
+        },
+        "launch_template": {
+            "launch_template_specification": {"launch_template_id": lt.id, "version": version},
+            "overrides": [{"instance_type": t} for t in dict.fromkeys(instance_types)],
+        },
+    }
 
 
 def _spot_group(

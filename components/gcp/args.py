@@ -17,7 +17,7 @@ from components.args import (
     refuse,
     serving_args,
 )
-from fullserver.platforms import Request, gcp
+from fullserver.platforms import Request, gcp, gcp_capacity
 from fullserver.spec import EnvironmentSpec
 
 
@@ -33,6 +33,11 @@ class GcpGpuArgs(CommonArgs):
     tier1_networking: bool
     serving: NotRequired[ServingArgs]
     project: NotRequired[pulumi.Input[str]]
+    capacity_machine_types: NotRequired[list[str]]
+    """Spot nodes as a regional group over the balanced set (``components.gcp.flexible``): its
+    machine types, cheapest first (the template's own first)."""
+    capacity_zones: NotRequired[list[str]]
+    """The zones the group spreads over: every zone of the region listing a member."""
 
 
 # GCP accelerator type names for GPUs attached to N1 hosts: the GCP platform module's table.
@@ -63,6 +68,10 @@ def gcp_args(spec: EnvironmentSpec, project: pulumi.Input[str] | None = None) ->
     serving = serving_args(spec)
     if serving is not None:
         args["serving"] = serving
+    held = spec.capacity
+    if spec.spot and held is not None and held.used and not gcp_capacity.mig_reason(spec):
+        args["capacity_machine_types"] = held.machine_types
+        args["capacity_zones"] = held.zones
     if project is not None:
         args["project"] = project
     return args

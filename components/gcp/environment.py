@@ -30,7 +30,9 @@ Each node is a ``compute.Instance``:
   configured ranges; else ``gcloud compute ssh`` (through IAP unless the nodes are reached directly:
   the firewall then admits IAP's range, ``components.gcp.network.gcp_ssh_ranges``).
 
-Inference profiles with ``serving`` get a managed instance group behind Google's global external
+Spot nodes that can take the balanced set (``fullserver.platforms.gcp.mig_reason``: no reservation,
+compact placement or zonal GPU NICs) are a regional managed instance group over it instead
+(``components.gcp.flexible``). Inference profiles with ``serving`` get a managed instance group behind Google's global external
 Application Load Balancer instead, each replica running the model server (``components.gcp.serving``).
 """
 
@@ -44,12 +46,13 @@ from components.gcp.access import gcloud_ssh, group_ssh, mig_access, public_ips,
 from components.gcp.args import GcpGpuArgs, validate_gcp
 from components.gcp.boot import GCP_DATA, GCP_LOCAL_SSD, gcp_image, gcp_login_metadata, gcp_secret_command
 from components.gcp.disks import gcp_data_disk, provisioned
+from components.gcp.flexible import flexible_group
 from components.gcp.gpu_nics import gpu_nic_plan, gpu_nics
 from components.gcp.identity import GCP_SCOPES, gcp_service_account
 from components.gcp.labels import gcp_labels
 from components.gcp.network import GcpNetwork, gcp_network, gcp_project
 from components.gcp.serving import GcpServing, gcp_serving_group
-from components.names import field, logical
+from components.names import field, logical, physical
 from components.network import direct_ssh
 from components.outputs import EnvironmentComponent
 from components.serving import server_boot_lines
@@ -77,14 +80,16 @@ scopes, display, shielded VM, advanced machine features, boot-time scheduling), 
 accelerators and network tier that only a stopped VM takes."""
 
 
-def _scheduling(spot: bool) -> Any:
+def _scheduling(spot: bool, grouped: bool = False) -> Any:
+    """``grouped``: a spot VM of a managed group is deleted on preemption, and the group creates
+    another to hold its target size when capacity returns (a stopped one would count as running)."""
     if spot:
         return {
             "on_host_maintenance": "TERMINATE",
             "provisioning_model": "SPOT",
             "preemptible": True,
             "automatic_restart": False,
-            "instance_termination_action": "STOP",
+            "instance_termination_action": "DELETE" if grouped else "STOP",
         }
     return {
         "on_host_maintenance": "TERMINATE",
@@ -204,7 +209,7 @@ def _serving_template(name: str, args: GcpGpuArgs, vm: _Vm, net: GcpNetwork) -> 
         "description": f"fullserver {name}: {args['machine_type']}",
         "disks": disks,
         "network_interfaces": [vm.nic],
-        "scheduling": _scheduling(args["spot"]),
+        "scheduling": _scheduling(args["spot"], grouped=args.get("serving") is None),
         "reservation_affinity": _reservation_affinity(args),
         "service_account": vm.service_account,
         "shielded_instance_config": vm.shielded,
@@ -341,6 +346,9 @@ class GcpGpuEnvironment(EnvironmentComponent):
             self.endpoint = group.endpoint
             self.lb_address = group.address
             instances: list[gcp.compute.Instance] = []
+        elif "capacity_machine_types" in args:
+            group = self._flexible(name, args, vm, net)
+            instances = []
         else:
             instances = _instances(self, name, args, vm, net)
             self.instance_group = pulumi.Output.from_input("")
@@ -349,6 +357,25 @@ class GcpGpuEnvironment(EnvironmentComponent):
         self.service_account = sa.email
         self._access(args, instances, group)
         self.register({"instance_names": self.instance_names, "instance_group": self.instance_group})
+
+    def _flexible(self, name: str, args: GcpGpuArgs, vm: _Vm, net: GcpNetwork) -> GcpServing:
+        """Spot nodes as a regional group over the balanced set (``components.gcp.flexible``)."""
+        mig = flexible_group(
+            self,
+            name,
+            project=args.get("project"),
+            region=args["region"],
+            nodes=args["nodes"],
+            template=_serving_template(name, args, vm, net),
+            machine_types=args["capacity_machine_types"],
+            zones=args.get("capacity_zones", []),
+            egress=net.egress,
+        )
+        self.instance_group = mig.instance_group
+        self.endpoint = pulumi.Output.from_input("")
+        self.lb_address = pulumi.Output.from_input("")
+        base = physical(gcp.compute.RegionInstanceGroupManager, name, "baseInstanceName")
+        return GcpServing(self.instance_group, self.endpoint, self.lb_address, base_instance_name=base, zone=None)
 
     def _access(self, args: GcpGpuArgs, instances: list[gcp.compute.Instance], group: GcpServing | None) -> None:
         """The addresses, ``connect``, ``nodes`` and ``node_groups`` outputs."""

@@ -349,7 +349,9 @@ def _security_group(i: dict[str, Any]) -> list[str]:
 def _autoscaling_group(i: dict[str, Any]) -> list[str]:
     parts = [f"min={i.get('minSize')} max={i.get('maxSize')}"]
     if i.get("mixedInstancesPolicy"):
-        parts.append("spot (0% on-demand)")
+        mix = i["mixedInstancesPolicy"].get("instancesDistribution") or {}
+        on_demand = mix.get("onDemandPercentageAboveBaseCapacity")
+        parts.append(f"on-demand, {mix.get('onDemandAllocationStrategy')}" if on_demand else "spot (0% on-demand)")
         overrides = i["mixedInstancesPolicy"].get("launchTemplate", {}).get("overrides") or []
         if overrides:
             parts.append("types=" + graph_text.fmt([o.get("instanceType") for o in overrides]))

@@ -15,6 +15,7 @@ from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
 from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
+from fullserver.platforms.aws_capacity import capacity_steps
 from fullserver.platforms.base import (
     CAPACITY_RULES,
     CLOUD_LOGIN,
@@ -390,6 +391,7 @@ RULES = PlatformRules(
     group_members=group_members,
     catalog_forms=("shapes",),
     fabric_refusal=efa_refusal,
+    capacity_steps=capacity_steps,
 )
 
 PLATFORMS = (RULES,)

@@ -23,6 +23,7 @@ from fullserver.platforms.project import CloudProject
 from fullserver.platforms.quota import QuotaAsk, QuotaNeed, QuotaTable
 
 if TYPE_CHECKING:  # the spec and the node records are built on the platforms, not the other way
+    from fullserver.capacity import CapacitySet
     from fullserver.catalog.network import NetworkPrice
     from fullserver.nodes import NodeAccess, NodeGroupAccess
     from fullserver.spec import EnvironmentSpec
@@ -329,6 +330,9 @@ class PlatformRules:
     fabric_refusal: FabricRule | None = None
     """Its rule for the scale-out fabric's interfaces (EFA on AWS): (interfaces asked, the most the
     shape has, nodes, machine type, public address) -> a refusal or ``None``."""
+    capacity_steps: Callable[[EnvironmentSpec, CapacitySet], CapacitySet] | None = None
+    """How it hands the balanced set to its cloud's fallback: the set with ``used`` and the steps
+    the cloud tries on a stockout, each priced (``fullserver.capacity``); ``None``: it says none."""
     machine_series: Callable[[str], str] | None = None
     """The series a machine type belongs to, where the catalog lists zones per series (GCP)."""
 

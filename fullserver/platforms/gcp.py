@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
 from fullserver.errors import InputError
@@ -33,6 +32,7 @@ from fullserver.platforms.base import (
     ZoneForm,
     disk_kind_refusal,
 )
+from fullserver.platforms.gcp_capacity import capacity_steps
 from fullserver.platforms.network.gcp import LOAD_BALANCER as LOAD_BALANCER
 from fullserver.platforms.network.gcp import LOAD_BALANCER_SCHEMES as LOAD_BALANCER_SCHEMES
 from fullserver.platforms.network.gcp import NETWORK as NETWORK
@@ -40,9 +40,6 @@ from fullserver.platforms.network.gcp import machine_vcpus as machine_vcpus
 from fullserver.platforms.network.gcp import tier1_eligible as tier1_eligible
 from fullserver.platforms.project import CloudProject
 from fullserver.platforms.quota import gcp as quota
-
-if TYPE_CHECKING:
-    pass
 
 # --- names ---------------------------------------------------------------------------------------
 # Compute Engine names are lowercase RFC 1035 labels of at most 63 characters ("Resource naming
@@ -382,9 +379,9 @@ RULES = PlatformRules(
     ),
     region_peers=REGION_PEERS,
     no_spot_fallback=(
-        "gcp-gpu has no on-demand fallback for spot (Compute Engine has none to configure on a VM): when spot "
-        "capacity is out, pulumi up fails to create the VM, and a preempted VM stays stopped until capacity "
-        "returns and it is started again (gcloud compute instances start) or the stack moves to an on-demand profile"
+        "gcp-gpu has no on-demand fallback for spot (Compute Engine has none to configure): when spot capacity "
+        "is out, a regional group over the balanced set keeps retrying, while a single spot VM fails pulumi up and "
+        "stays stopped after preemption until started again or the stack moves to an on-demand profile"
     ),
     rules=(*CAPACITY_RULES, data_disk_kind, image_form),
     quotas=quota.quotas,
@@ -394,6 +391,7 @@ RULES = PlatformRules(
     group_members=group_members,
     catalog_forms=("shapes", "attachable_gpus"),
     machine_series=machine_series,
+    capacity_steps=capacity_steps,
 )
 
 PLATFORMS = (RULES,)

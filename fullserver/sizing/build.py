@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fullserver.balance import BalanceLine, Host, evaluate
+from fullserver.capacity import CapacitySet, balanced_set
 from fullserver.catalog import Catalog, Offer
 from fullserver.catalog.model import AcceleratorKind, Platform
 from fullserver.errors import InputError
@@ -251,6 +252,8 @@ class _Shape:
     efa: int
     near_misses: tuple[NearMiss, ...]
     alternatives: tuple[ShapeOption, ...]
+    capacity: CapacitySet
+    """The balanced set (``fullserver.capacity``), its steps not yet said."""
     accelerator_kind: AcceleratorKind | None
     compact_placement: bool
     """Multi-node, on a platform that places nodes close, under a profile that asks it."""
@@ -296,6 +299,14 @@ def _shape(q: RankQuestion, catalog: Catalog) -> _Shape:
         efa=efa,
         near_misses=tuple(near_misses(near, cand.usd_hour)),
         alternatives=tuple(alternative_shapes(cand, feasible, efa)) if cand.spot else (),
+        capacity=balanced_set(
+            (offer, cand.usd_hour),
+            [(c.offer, c.usd_hour) for c in feasible],
+            q.region,
+            q.zone,
+            profile.cost.capacity_band,
+            efa,
+        ),
         accelerator_kind=catalog.accelerators[offer.accelerator].kind if offer.accelerator else None,
         compact_placement=profile.topology.compact_placement and nodes > 1 and rules.compact_placement,
     )
@@ -327,7 +338,7 @@ def build_spec(
     _check_capacity(profile, workload, offer, platform, zone, disk, queued, catalog)
     lifecycle = lifecycle_for(profile, workload)
     _check_fabric(offer, platform, shape.efa, nodes, public_ip)
-    return EnvironmentSpec(
+    spec = EnvironmentSpec(
         **_identity(profile, workload, environment, lifecycle),
         platform=platform,
         zone=zone,
@@ -364,6 +375,14 @@ def build_spec(
         ),
         accelerator_kind=shape.accelerator_kind,
     )
+    return _with_capacity(spec, shape.capacity)
+
+
+def _with_capacity(spec: EnvironmentSpec, found: CapacitySet) -> EnvironmentSpec:
+    """The spec with its balanced set and the steps its platform's cloud takes on a stockout
+    (``PlatformRules.capacity_steps``); none where the platform states none."""
+    steps = rules_for(spec.platform).capacity_steps
+    return spec if steps is None else spec.model_copy(update={"capacity": steps(spec, found)})
 
 
 def gap_warning(offer: str, line: BalanceLine) -> str:

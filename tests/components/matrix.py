@@ -68,6 +68,7 @@ def _axes(stack: str, config: dict[str, Any]) -> Iterator[tuple[str, dict[str, A
     h100s = {"profile": "scale-training", "nodes": 2, "accelerator": "H100-80GB", "acceleratorCount": 8}
     yield "2x8xH100", h100s
     yield "2x8xH100-created", {**h100s, **moved}
+    yield "any-zone", {"zone": None}  # a spot set over every zone listing it (fullserver.capacity)
     yield "way-in", {"sshPublicKeys": [ED25519_KEY], "sshSourceRanges": [OFFICE]}
     yield "no-public-ip", {"publicIp": False}
     for deploy in (True, False):

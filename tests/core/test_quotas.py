@@ -90,7 +90,8 @@ def needs(plan: StackPlan) -> dict[str, tuple[str, float, str]]:
             {
                 "PREEMPTIBLE_NVIDIA_L4_GPUS": ("us-central1", 1, "GPUs"),
                 "GPUS_ALL_REGIONS": ("global", 1, "GPUs"),
-                "CPUS_ALL_REGIONS": ("global", 12, "vCPUs"),
+                # the set's g2-standard-16, not the chosen g2-standard-12 (fullserver.capacity)
+                "CPUS_ALL_REGIONS": ("global", 16, "vCPUs"),
                 "SSD_TOTAL_GB": ("us-central1", 484, "GB"),
                 "PREEMPTIBLE_LOCAL_SSD_GB": ("us-central1", 403, "GB"),
                 "IN_USE_ADDRESSES": ("us-central1", 1, "addresses"),

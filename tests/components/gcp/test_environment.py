@@ -45,7 +45,9 @@ def nics_of(g: Graph) -> list[list[dict[str, str]]]:
 
 
 def test_g2_fine_tuning_vm(plans: Plans, build: Build) -> None:
-    g = build(lambda: GcpGpuEnvironment("g2", gcp_args(spec_of(plans, "finetune-gcp-g2"), project="proj")))
+    g = build(
+        lambda: GcpGpuEnvironment("g2", gcp_args(spec_of(plans, "finetune-gcp-g2", capacity=None), project="proj"))
+    )
     vm = g.one("compute/instance:Instance").inputs
     assert vm["machineType"] == "g2-standard-12" and vm["zone"] == "us-central1-a"
     assert vm["scheduling"] == {
@@ -102,7 +104,9 @@ def test_a_vm_with_local_ssds_is_replaced_rather_than_stopped_for_an_update(
     """The provider stops a VM for a machine-type (or service-account...) change without saying
     what becomes of its local SSDs, which Compute Engine refuses; such a change replaces the VM
     (its scratch data is lost either way), and the plan shows the replacement."""
-    g = build(lambda: GcpGpuEnvironment("ssd", gcp_args(spec_of(plans, "finetune-gcp-g2"), project="proj")))
+    g = build(
+        lambda: GcpGpuEnvironment("ssd", gcp_args(spec_of(plans, "finetune-gcp-g2", capacity=None), project="proj"))
+    )
     vm = g.one("compute/instance:Instance")
     assert vm.inputs["scratchDisks"] and vm.inputs["allowStoppingForUpdate"] is False
     opts = resource_options[vm.name]
@@ -165,7 +169,7 @@ def test_multi_node_gets_compact_placement_but_no_tier1_on_a_gpu_series(plans: P
 
 
 def test_tier1_goes_only_to_a_machine_type_that_takes_it(plans: Plans, build: Build) -> None:
-    args = gcp_args(plans["finetune-gcp-a2"].spec)
+    args = gcp_args(spec_of(plans, "finetune-gcp-a2", capacity=None))
     for machine_type, tier in (("n2-standard-32", "TIER_1"), ("n2-standard-16", None), ("a2-highgpu-1g", None)):
         wanted = {**args, "machine_type": machine_type, "tier1_networking": True, "accelerator_count": 0}
         vm = build(lambda w=wanted: GcpGpuEnvironment("t1", w)).one("compute/instance:Instance").inputs  # type: ignore[misc]
@@ -289,7 +293,7 @@ def test_a_single_a3_node_has_only_its_primary_nic(catalog: Catalog, build: Buil
 
 
 def test_boot_disk_kind_comes_from_the_spec(plans: Plans, build: Build) -> None:
-    spec = spec_of(plans, "finetune-gcp-g2", boot_disk_kind="hyperdisk-balanced")
+    spec = spec_of(plans, "finetune-gcp-g2", boot_disk_kind="hyperdisk-balanced", capacity=None)
     vm = build(lambda: GcpGpuEnvironment("bk", gcp_args(spec))).one("compute/instance:Instance").inputs
     assert vm["bootDisk"]["initializeParams"]["type"] == "hyperdisk-balanced"
     with pytest.raises(SpecRefused, match=r"spec\.boot_disk_kind: no boot disk kind is set"):
