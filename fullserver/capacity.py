@@ -50,7 +50,10 @@ class CapacityStep(Frozen):
 
     what: str
     usd_hour_low: float | None = None
+    """``None``: nothing runs on the step (a queued request waiting), so no compute is billed."""
     usd_hour_high: float | None = None
+    how: str = ""
+    """What happens meanwhile, where the step says more than its name (a queue, a preemption)."""
 
 
 class CapacitySet(Frozen):
@@ -196,7 +199,10 @@ def headline(found: CapacitySet, spot: bool) -> str:
 def capacity_rows(found: CapacitySet) -> list[tuple[str, str, str]]:
     """What the cloud tries on a stockout, a row a step: (order, what, USD/hour a node), then the
     expected rate sizing ranked the chosen shape at, and the peak at the set's dearest member."""
-    rows = [(str(i), step.what, _usd(step.usd_hour_low, step.usd_hour_high)) for i, step in enumerate(found.steps, 1)]
+    rows = [
+        (str(i), f"{step.what}: {step.how}" if step.how else step.what, _usd(step.usd_hour_low, step.usd_hour_high))
+        for i, step in enumerate(found.steps, 1)
+    ]
     chosen = found.members[0]
     rows.append(
         (

@@ -29,14 +29,13 @@ from fullserver.errors import BudgetExceeded, FullserverError, InputError
 from fullserver.kube.access import check_api_reach
 from fullserver.placement import Placement, placed
 from fullserver.platforms import option_refusal, rules_for
-from fullserver.platforms.capacity import CapacityStep
 from fullserver.platforms.quota import QuotaNeed
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.quotas import CapacityAdvice, capacity_paths, quotas_for
 from fullserver.sizing import complete_spec, size, spec_for
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import Stack, cloud_project, load_stack
-from fullserver.stockout import spot_capacity
+from fullserver.stockout import with_spot_steps
 from fullserver.workload import CONFIG_NAMESPACE, Alternative, Workload
 from fullserver.workload_checks import check_workload
 from fullserver.yamlio import read_yaml
@@ -80,8 +79,6 @@ class StackPlan(BaseModel):
     """Where its accelerator quota starts at 0 in a new account: the ways to get capacity that fit."""
     placement: Placement | None = None
     """A stack with ``fullserver:location``: every platform x region ranked, and whether it is pinned."""
-    spot_capacity: list[CapacityStep] = []
-    """On spot: what the cloud tries, in order, and what each step bills (``fullserver.stockout``)."""
 
     @property
     def warnings(self) -> list[str]:
@@ -301,7 +298,7 @@ def plan_workload(
     profile = get_profile(workload.profile, profiles)
     check_workload(workload, profile, catalog)
     workload, placement = placed(profile, workload, catalog, stack)
-    spec = complete_spec(size(profile, workload, catalog, stack), workload, catalog)
+    spec = with_spot_steps(complete_spec(size(profile, workload, catalog, stack), workload, catalog), catalog)
     if spec.kube is not None:
         check_api_reach(spec.kube)  # sizing ranks such a cluster (recommend); a stack of it cannot be applied
     cost = estimate(spec, profile, workload, catalog)
@@ -317,7 +314,6 @@ def plan_workload(
         quotas=(quotas := quotas_for(spec, catalog=catalog)),
         capacity_paths=capacity_paths(spec, quotas, catalog),
         placement=placement,
-        spot_capacity=spot_capacity(spec, catalog),
     )
 
 

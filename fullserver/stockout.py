@@ -1,12 +1,15 @@
-"""The plan's "spot capacity" table: what the cloud tries for a spot environment, in order, and
-what each step bills, as its platform answers (``PlatformRules.spot_steps``). The rates are the
-catalog's for the whole shape (a TPU slice is priced whole), the same entries the cost reads."""
+"""A spot TPU environment's stockout steps, as its platform answers them
+(``PlatformRules.spot_steps``), in the one place every platform's steps live: the spec's balanced
+set (``fullserver.capacity``), which the plan's "capacity: on a stockout" table reads. A slice
+has no set to hand over (one shape, one zone); its steps say what the queue and a preemption do.
+The rates are the catalog's for the whole shape, the same entries the cost reads."""
 
 from __future__ import annotations
 
+from fullserver.capacity import CapacitySet, member
 from fullserver.catalog import Catalog
 from fullserver.platforms import rules_for
-from fullserver.platforms.capacity import CapacityStep, SpotQuestion
+from fullserver.platforms.capacity import SpotQuestion
 from fullserver.spec import EnvironmentSpec
 
 
@@ -28,8 +31,14 @@ def spot_question(spec: EnvironmentSpec, catalog: Catalog) -> SpotQuestion | Non
     )
 
 
-def spot_capacity(spec: EnvironmentSpec, catalog: Catalog) -> list[CapacityStep]:
-    """The steps, in order; empty where the platform states none or the environment is not spot."""
+def with_spot_steps(spec: EnvironmentSpec, catalog: Catalog) -> EnvironmentSpec:
+    """The spec with its platform's spot steps as its capacity; unchanged where the platform states
+    none, the environment is not spot, or sizing already gave it a set."""
     steps = rules_for(spec.platform).spot_steps
-    question = spot_question(spec, catalog) if steps is not None else None
-    return list(steps(question)) if steps is not None and question is not None else []
+    question = spot_question(spec, catalog) if steps is not None and spec.capacity is None else None
+    offer = catalog.offer(spec.offer)
+    if steps is None or question is None or offer is None:
+        return spec
+    chosen = member(offer, spec.region, question.spot_usd_hour, spec.zone)
+    found = CapacitySet(band=0.0, members=[chosen], zones=chosen.zones, steps=list(steps(question)))
+    return spec.model_copy(update={"capacity": found})

@@ -111,8 +111,6 @@ def stack_plan(plan: StackPlan, warnings: list[str]) -> Group:
         parts.append(stockout_table(s.capacity))
     if plan.capacity_paths:
         parts.append(capacity_table(plan))
-    if plan.spot_capacity:
-        parts.append(spot_capacity_table(plan))
     if plan.comparison:
         parts.append(comparison_table(plan))
     if s.near_misses:
@@ -329,20 +327,6 @@ def capacity_table(plan: StackPlan) -> FitTable:
             else "its own terms"
         )
         t.add_row(p.path, price, p.how)
-    return t
-
-
-def spot_capacity_table(plan: StackPlan) -> FitTable:
-    """What the cloud tries for spot capacity, in order, and what each step bills (``fullserver.stockout``)."""
-    t = table(
-        "step",
-        "USD/hour",
-        "what happens",
-        title="spot capacity: what the cloud tries, in order",
-        narrow=[("step", "USD/hour"), ("what happens",)],
-    )
-    for i, s in enumerate(plan.spot_capacity, 1):
-        t.add_row(f"{i}. {s.step}", money(s.usd_hour) if s.usd_hour is not None else "no compute", s.how)
     return t
 
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
-from fullserver.platforms.capacity import CapacityStep, SpotQuestion
+from fullserver.platforms.capacity import SpotQuestion
 from fullserver.platforms.name_rule import RFC1035 as RFC1035  # re-exported: every platform's names
 from fullserver.platforms.name_rule import NameRule as NameRule
 from fullserver.platforms.project import CloudProject
 from fullserver.platforms.quota import QuotaAsk, QuotaNeed, QuotaTable
 
 if TYPE_CHECKING:  # the spec and the node records are built on the platforms, not the other way
-    from fullserver.capacity import CapacitySet
+    from fullserver.capacity import CapacitySet, CapacityStep
     from fullserver.catalog.network import NetworkPrice
     from fullserver.nodes import NodeAccess, NodeGroupAccess
     from fullserver.spec import EnvironmentSpec

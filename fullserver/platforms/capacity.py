@@ -1,10 +1,13 @@
 """What a platform's cloud tries for spot capacity, in order, and what each step bills
-(``PlatformRules.spot_steps``): the plan's "spot capacity" table. A platform answers from the
+(``PlatformRules.spot_steps``): the steps of the plan's "capacity: on a stockout" table
+(``fullserver.capacity``), as the VM platforms' ``capacity_steps`` give theirs. A platform answers from the
 facts of one question, so the plan, the docs and the tests read the same steps."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from fullserver.capacity import CapacityStep
 
 
 @dataclass(frozen=True)
@@ -22,11 +25,6 @@ class SpotQuestion:
     on_demand_usd_hour: float
 
 
-@dataclass(frozen=True)
-class CapacityStep:
-    """One step, in the order the cloud takes them: what happens, and what it bills per hour
-    (``None``: nothing is running for the step, so no compute is billed)."""
-
-    step: str
-    usd_hour: float | None
-    how: str
+def spot_step(what: str, usd_hour: float | None, how: str) -> CapacityStep:
+    """One step at one rate per hour (``None``: nothing runs, no compute is billed)."""
+    return CapacityStep(what=what, usd_hour_low=usd_hour, usd_hour_high=usd_hour, how=how)

@@ -23,10 +23,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fullserver.capacity import CapacityStep
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import gcp, tpu
 from fullserver.platforms.base import GPU_SERVING, RFC1035, NameRule, PlatformRules, Refusal, Request
-from fullserver.platforms.capacity import CapacityStep, SpotQuestion
+from fullserver.platforms.capacity import SpotQuestion, spot_step
 from fullserver.platforms.gke_flex import (  # re-exported: GKE flex-start pools
     FLEX_START_MIN_VERSION as FLEX_START_MIN_VERSION,
 )
@@ -268,12 +269,12 @@ def tpu_pool_spot_steps(q: SpotQuestion) -> tuple[CapacityStep, ...]:
     """A spot TPU pool and its on-demand fallback pool: the order, the rates, what a preemption does."""
     nodes = f"{q.hosts} nodes" if q.hosts > 1 else "1 node"
     whole = "the whole slice at once (a multi-host pool is 0 or all of its nodes)" if q.hosts > 1 else "the node"
-    spot = CapacityStep(
+    spot = spot_step(
         f"the spot pool grows: {q.shape} ({nodes})",
         q.spot_usd_hour,
         f"when the workload's pods are pending the cluster autoscaler creates {whole}; on a stockout it retries",
     )
-    fallback = CapacityStep(
+    fallback = spot_step(
         f"the on-demand pool grows: {q.shape} ({nodes})",
         q.on_demand_usd_hour,
         "the ComputeClass's next priority, when the spot pool cannot grow (for TPU pools GKE does not promise "
@@ -282,7 +283,7 @@ def tpu_pool_spot_steps(q: SpotQuestion) -> tuple[CapacityStep, ...]:
     lost = (
         "GKE recreates the whole slice (one preempted VM takes the group)" if q.hosts > 1 else "GKE replaces the node"
     )
-    preempted = CapacityStep(
+    preempted = spot_step(
         "a spot node is preempted",
         None,
         f"30 s notice; {lost} and the pods are scheduled again when it is back: checkpoint to Cloud Storage",

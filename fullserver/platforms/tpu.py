@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+from fullserver.capacity import CapacityStep
 from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
@@ -27,7 +28,7 @@ from fullserver.platforms.base import (
     Request,
     disk_kind_refusal,
 )
-from fullserver.platforms.capacity import CapacityStep, SpotQuestion
+from fullserver.platforms.capacity import SpotQuestion, spot_step
 from fullserver.platforms.quota import tpu as quota
 
 QUEUED_RESOURCE_TYPE = "pulumi-python:dynamic/fullserver:TpuQueuedResource"
@@ -149,22 +150,22 @@ def spot_steps(q: SpotQuestion) -> tuple[CapacityStep, ...]:
     slice_ = f"{q.shape} ({q.hosts} hosts)" if q.hosts > 1 else q.shape
     rate = f"the spot price of the whole slice ({q.on_demand_usd_hour:,.2f}/h on-demand)"
     if q.queued:
-        first = CapacityStep(
+        first = spot_step(
             f"queue a spot request for {slice_} {where}",
             None,
             "pulumi up returns once the request is queued; it waits in WAITING_FOR_RESOURCES until the whole slice "
             "is free, with no valid-until window (until filled or deleted); no TPU exists meanwhile",
         )
     else:
-        first = CapacityStep(
+        first = spot_step(
             f"create the spot TPU VM {slice_} {where}",
             None,
             "at once or not at all: on a stockout pulumi up fails (no queue, no on-demand fallback); run it "
             "again later, or set fullserver:queued: true to wait in Cloud TPU's queue instead",
         )
-    running = CapacityStep(f"{slice_} runs on spot", q.spot_usd_hour, rate)
+    running = spot_step(f"{slice_} runs on spot", q.spot_usd_hour, rate)
     lost = "the whole slice goes, all hosts at once (one TPU node, one state)" if q.hosts > 1 else "the TPU VM stops"
-    preempted = CapacityStep("preempted (any time, no run-time limit)", None, f"{lost}; {_recreate(q.queued)}")
+    preempted = spot_step("preempted (any time, no run-time limit)", None, f"{lost}; {_recreate(q.queued)}")
     return (first, running, preempted)
 
 

@@ -350,7 +350,7 @@ class Testbed:
         outer, inner = f"{self._tag}v{i}a"[:15], f"{self._tag}v{i}b"[:15]
         _ip("link", "add", outer, "type", "veth", "peer", "name", inner)
         _ip("link", "set", inner, "netns", ns)
-        _ip("link", "set", outer, "master", self.bridge, "up")
+        _ip("link", "set", outer, "master", str(self.bridge), "up")
         address = self.NETNS_SUBNET.format(third, 10 + i)
         _ip("-n", ns, "addr", "add", f"{address}/24", "dev", inner)
         _ip("-n", ns, "link", "set", inner, "up")
@@ -361,17 +361,17 @@ class Testbed:
         """The bridge on a /24 no other interface of the machine holds: two test runs at once (or
         two test beds in one run) each get their own subnet. Choosing and claiming happen under
         one lock, so two runs cannot pick the same free /24 at the same moment."""
-        self.bridge = f"fsb{os.getpid()}b{len(_BRIDGES)}"  # fsb<pid>: the leftovers sweep reads the owner
-        _BRIDGES.append(self.bridge)
+        bridge = self.bridge = f"fsb{os.getpid()}b{len(_BRIDGES)}"  # fsb<pid>: the leftovers sweep reads the owner
+        _BRIDGES.append(bridge)
         with open("/run/fullserver-testbed.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             held = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True, check=True).stdout
             start = os.getpid() % 200
             free = (20 + (start + k) % 200 for k in range(200))
             self._third = next(t for t in free if f" {self.NETNS_SUBNET.format(t, '')}" not in held)
-            _ip("link", "add", self.bridge, "type", "bridge")
-            _ip("addr", "add", f"{self.NETNS_SUBNET.format(self._third, 1)}/24", "dev", self.bridge)
-        _ip("link", "set", self.bridge, "up")
+            _ip("link", "add", bridge, "type", "bridge")
+            _ip("addr", "add", f"{self.NETNS_SUBNET.format(self._third, 1)}/24", "dev", bridge)
+        _ip("link", "set", bridge, "up")
 
     def add_host(
         self, name: str, gpus: list[str] | None = None, *, address: str = LOOPBACK, netns: str | None = None

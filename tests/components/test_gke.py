@@ -466,7 +466,7 @@ def test_a_multi_host_tpu_slice_on_spot_is_a_spot_pool_with_an_on_demand_twin(
     pod = next(m for m in manifests if m["kind"] in ("Job", "JobSet"))
     assert label in json.dumps(pod)
     # the plan's spot capacity: the spot pool, then the on-demand pool, then what a preemption does
-    grow_spot, grow_fallback, preempted = planned.spot_capacity
-    assert grow_spot.usd_hour == pytest.approx(spot_usd_hour) and "whole slice" in grow_spot.how
-    assert grow_fallback.usd_hour == pytest.approx(on_demand_usd_hour)
-    assert preempted.usd_hour is None and "GKE recreates the whole slice" in preempted.how
+    grow_spot, grow_fallback, preempted = planned.spec.capacity.steps  # type: ignore[union-attr]
+    assert grow_spot.usd_hour_low == pytest.approx(spot_usd_hour) and "whole slice" in grow_spot.how
+    assert grow_fallback.usd_hour_low == pytest.approx(on_demand_usd_hour)
+    assert preempted.usd_hour_low is None and "GKE recreates the whole slice" in preempted.how

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from fullserver.capacity import CapacityStep
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.plan import StackPlan, plan_paths
-from fullserver.stockout import spot_capacity, spot_question
+from fullserver.stockout import spot_question, with_spot_steps
 
 STACKS = Path(__file__).resolve().parents[2] / "stacks"
 
@@ -31,6 +32,11 @@ def plan(tmp_path: Path, accelerator: str, platform: str = "tpu-vm", profile: st
     return found
 
 
+def steps_of(planned: StackPlan) -> list[CapacityStep]:
+    assert planned.spec.capacity is not None
+    return planned.spec.capacity.steps
+
+
 def test_a_spot_v5p_slice_states_queue_spot_rate_and_recreate(tmp_path: Path, catalog: Catalog) -> None:
     planned = plan(tmp_path, "v5p-32")
     question = spot_question(planned.spec, catalog)
@@ -39,7 +45,7 @@ def test_a_spot_v5p_slice_states_queue_spot_rate_and_recreate(tmp_path: Path, ca
     assert (question.shape, question.hosts, question.zone, question.queued) == ("v5p-32", 4, "us-east5-a", True)
     assert question.spot_usd_hour == pytest.approx(16 * 1.29995)
     assert question.on_demand_usd_hour == pytest.approx(16 * 4.20)
-    steps = [(s.step, s.usd_hour) for s in planned.spot_capacity]
+    steps = [(s.what, s.usd_hour_low) for s in steps_of(planned)]
     assert steps == [
         ("queue a spot request for v5p-32 (4 hosts) in us-east5-a", None),
         ("v5p-32 (4 hosts) runs on spot", pytest.approx(20.7992)),
@@ -52,7 +58,7 @@ def test_a_spot_v5p_slice_states_queue_spot_rate_and_recreate(tmp_path: Path, ca
 
 def test_the_same_slice_as_a_gke_pool_states_the_spot_pool_then_its_on_demand_twin(tmp_path: Path) -> None:
     planned = plan(tmp_path, "v5p-32", platform="gke-tpu")
-    steps = [(s.step, s.usd_hour) for s in planned.spot_capacity]
+    steps = [(s.what, s.usd_hour_low) for s in steps_of(planned)]
     assert steps == [
         ("the spot pool grows: v5p-32 (4 nodes)", pytest.approx(20.7992)),
         ("the on-demand pool grows: v5p-32 (4 nodes)", pytest.approx(67.2)),
@@ -62,8 +68,9 @@ def test_the_same_slice_as_a_gke_pool_states_the_spot_pool_then_its_on_demand_tw
 
 def test_no_table_off_spot_or_where_the_platform_states_none(tmp_path: Path, catalog: Catalog) -> None:
     reserved = plan(tmp_path, "v5p-32", profile="scale-training")
-    assert reserved.spec.spot is False and reserved.spot_capacity == []
+    assert reserved.spec.spot is False and reserved.spec.capacity is None
     assert spot_question(reserved.spec, catalog) is None
-    for stack in ("exp-aws-l4-spot", "finetune-gcp-g2"):  # GPU VMs: their platforms state no steps (yet)
+    for stack in ("exp-aws-l4-spot", "finetune-gcp-g2"):  # GPU VMs: their set's steps come from sizing
         (gpu_spot,) = plan_paths([STACKS / f"Pulumi.{stack}.yaml"])
-        assert gpu_spot.spec.spot is True and spot_capacity(gpu_spot.spec, catalog) == []
+        assert gpu_spot.spec.spot is True and gpu_spot.spec.capacity is not None
+        assert with_spot_steps(gpu_spot.spec, catalog) is gpu_spot.spec  # not replaced by TPU steps

@@ -51,10 +51,10 @@ def test_a_multi_host_slice_on_spot_is_a_queued_resource_asked_with_spot(
     assert spec.spot is True and spec.tpu is not None and spec.tpu.queued and spec.tpu.hosts == hosts
     assert plan.cost.basis == "spot"
     # the plan's spot capacity: queued (no TPU yet), then the whole slice at the spot price, then preempted
-    queued, running, preempted = plan.spot_capacity
-    assert queued.usd_hour is None and "WAITING_FOR_RESOURCES" in queued.how
-    assert running.usd_hour == pytest.approx(spot_usd_hour)
-    assert preempted.usd_hour is None and "the whole slice goes" in preempted.how
+    queued, running, preempted = plan.spec.capacity.steps  # type: ignore[union-attr]
+    assert queued.usd_hour_low is None and "WAITING_FOR_RESOURCES" in queued.how
+    assert running.usd_hour_low == pytest.approx(spot_usd_hour)
+    assert preempted.usd_hour_low is None and "the whole slice goes" in preempted.how
     g = build(lambda: TpuVmEnvironment("slice", tpu_args(spec, project="proj")))
     qr = g.one("fullserver:TpuQueuedResource").inputs
     assert qr["spot"] == {}  # the API's tier union (QueuedResource.spot), what --spot sets
