@@ -28,11 +28,11 @@ def test_a_spot_tpu_pool_grows_whole_then_falls_back_on_demand_and_is_recreated_
 
     question = SpotQuestion("v5litepod-16", 4, "us-central1-a", False, spot_usd_hour=4.76, on_demand_usd_hour=19.2)
     spot, fallback, preempted = gke.tpu_pool_spot_steps(question)
-    assert (spot.step, spot.usd_hour) == ("the spot pool grows: v5litepod-16 (4 nodes)", 4.76)
+    assert (spot.what, spot.usd_hour_low) == ("the spot pool grows: v5litepod-16 (4 nodes)", 4.76)
     assert "the whole slice at once" in spot.how and "on a stockout it retries" in spot.how
-    assert (fallback.step, fallback.usd_hour) == ("the on-demand pool grows: v5litepod-16 (4 nodes)", 19.2)
+    assert (fallback.what, fallback.usd_hour_low) == ("the on-demand pool grows: v5litepod-16 (4 nodes)", 19.2)
     assert "ComputeClass's next priority" in fallback.how
-    assert preempted.usd_hour is None and "GKE recreates the whole slice" in preempted.how
+    assert preempted.usd_hour_low is None and "GKE recreates the whole slice" in preempted.how
     one = gke.tpu_pool_spot_steps(SpotQuestion("v5litepod-8", 1, None, False, 2.38, 9.6))
-    assert one[0].step == "the spot pool grows: v5litepod-8 (1 node)" and "GKE replaces the node" in one[2].how
+    assert one[0].what == "the spot pool grows: v5litepod-8 (1 node)" and "GKE replaces the node" in one[2].how
     assert gke.TPU_RULES.spot_steps is gke.tpu_pool_spot_steps and gke.GPU_RULES.spot_steps is None

@@ -116,11 +116,11 @@ QUESTION = SpotQuestion(
 
 def test_a_queued_spot_slice_waits_runs_whole_and_is_recreated_after_a_preemption() -> None:
     queued, running, preempted = tpu.spot_steps(QUESTION)
-    assert queued.step == "queue a spot request for v5p-32 (4 hosts) in us-east5-a" and queued.usd_hour is None
+    assert queued.what == "queue a spot request for v5p-32 (4 hosts) in us-east5-a" and queued.usd_hour_low is None
     assert "WAITING_FOR_RESOURCES" in queued.how and "no valid-until window" in queued.how
-    assert (running.step, running.usd_hour) == ("v5p-32 (4 hosts) runs on spot", 20.80)
+    assert (running.what, running.usd_hour_low) == ("v5p-32 (4 hosts) runs on spot", 20.80)
     assert running.how == "the spot price of the whole slice (67.20/h on-demand)"
-    assert preempted.usd_hour is None
+    assert preempted.usd_hour_low is None
     assert preempted.how.startswith("the whole slice goes, all hosts at once")
     assert "cannot be restarted, only recreated: pulumi up --refresh replaces a request" in preempted.how
 
@@ -128,9 +128,9 @@ def test_a_queued_spot_slice_waits_runs_whole_and_is_recreated_after_a_preemptio
 def test_a_spot_tpu_vm_is_created_at_once_or_not_and_replaced_by_hand_after_a_preemption() -> None:
     one = replace(QUESTION, shape="v5litepod-8", hosts=1, queued=False, spot_usd_hour=2.38, on_demand_usd_hour=9.6)
     create, running, preempted = tpu.spot_steps(one)
-    assert create.step == "create the spot TPU VM v5litepod-8 in us-east5-a" and create.usd_hour is None
+    assert create.what == "create the spot TPU VM v5litepod-8 in us-east5-a" and create.usd_hour_low is None
     assert "on a stockout pulumi up fails" in create.how and "fullserver:queued: true" in create.how
-    assert (running.step, running.usd_hour) == ("v5litepod-8 runs on spot", 2.38)
+    assert (running.what, running.usd_hour_low) == ("v5litepod-8 runs on spot", 2.38)
     assert preempted.how.startswith("the TPU VM stops") and "pulumi up --replace on the TPU VM" in preempted.how
 
 
