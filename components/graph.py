@@ -238,6 +238,9 @@ class GraphMocks(pulumi.runtime.Mocks):
             out["publicIp"] = self._next_ip("54.0.0") if self._lt_public.get(template) else ""
         elif typ == "aws:autoscaling/group:Group":
             out["name"] = inputs.get("name", name)
+        elif typ == "gcp:projects/iAMCustomRole:IAMCustomRole":
+            # the role's name is its full path, what role bindings take (pulumi-gcp IAMCustomRole.name)
+            out["name"] = f"projects/{out['project']}/roles/{inputs['roleId']}"
         elif typ == "gcp:compute/globalAddress:GlobalAddress":
             # reserved at `up`: the offline graph names it, so rules sharing it can be seen to
             out["address"] = f"<{name} address, known after pulumi up>"

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from fullserver.autostop.plan import KEY as AUTOSTOP_KEY
+from fullserver.autostop.plan import Autostop
+from fullserver.autostop.plan import decide as decide_autostop
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
 from fullserver.comparable import (
@@ -72,6 +75,8 @@ class StackPlan(BaseModel):
     """Each quota the stack counts against, at the most it reaches (``fullserver.quotas``)."""
     capacity_paths: list[CapacityAdvice] = []
     """Where its accelerator quota starts at 0 in a new account: the ways to get capacity that fit."""
+    autostop: Autostop | None = None
+    """Its idle autostop and its price beside always-on (``fullserver.autostop.plan``); None: off."""
 
     @property
     def warnings(self) -> list[str]:
@@ -277,6 +282,7 @@ def plan_workload(
         baseline=baseline,
         quotas=(quotas := quotas_for(spec, catalog=catalog)),
         capacity_paths=capacity_paths(spec, quotas, catalog),
+        autostop=decide_autostop(spec, profile, workload, cost, f"{path}: {AUTOSTOP_KEY}"),
     )
 
 

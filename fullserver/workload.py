@@ -74,6 +74,8 @@ MAX_EGRESS_GB_MONTH = 10_000_000
 MAX_BUDGET_USD = 100_000_000
 # A year; each profile's own TTL is the real bound (``check_workload``).
 MAX_TTL_HOURS = 8_760
+MAX_AUTOSTOP_MINUTES = 10_080
+"""A week: an idle limit longer than that is no limit (use 0, never)."""
 # AWS security groups take 60 inbound rules by default; GCP firewall rules take more, but one
 # list feeds both.
 MAX_SSH_RANGES = 60
@@ -254,6 +256,10 @@ class Workload(Camel):
     queued: StrictBool = Field(
         default=False, description="Request TPU capacity through a queued resource (tpu-vm only)."
     )
+    autostop_minutes: Annotated[Annotated[StrictInt, Field(ge=0, le=MAX_AUTOSTOP_MINUTES)] | None, _unset(-1)] = Field(
+        default=None,
+        description="Minutes a VM node may sit idle (no accelerator use, no session, no keep marker) before it stops; 0: never; -1: the profile's.",
+    )
     image: Annotated[Annotated[StrictStr, Field(min_length=1, max_length=MAX_IMAGE)] | None, _unset("")] = Field(
         default=None,
         description="Boot image (AMI id, SSM path or GCP image) or TPU runtime version; empty: the framework's.",
@@ -417,6 +423,7 @@ class Workload(Camel):
             ("sshSourceRanges", self.ssh_source_ranges is not None),
             ("publicIp", self.public_ip is not None),
             ("queued", self.queued),
+            ("autostopMinutes", bool(self.autostop_minutes)),
             ("capacityBlock", self.capacity_block),
             ("dedicated", self.dedicated is not None),
             ("sshPrivateKey", self.ssh_private_key),

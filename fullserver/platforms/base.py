@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fullserver.autostop.way import StopWay
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms.name_rule import RFC1035 as RFC1035  # re-exported: every platform's names
 from fullserver.platforms.name_rule import NameRule as NameRule
@@ -319,6 +320,10 @@ class PlatformRules:
     fabric_refusal: FabricRule | None = None
     """Its rule for the scale-out fabric's interfaces (EFA on AWS): (interfaces asked, the most the
     shape has, nodes, machine type, public address) -> a refusal or ``None``."""
+    autostop: Callable[[EnvironmentSpec], StopWay | str] = lambda _spec: (
+        "its environments have no VM nodes of their own to stop"
+    )
+    """How an idle environment of a spec stops itself (``fullserver.autostop``), or why it does not."""
     machine_series: Callable[[str], str] | None = None
     """The series a machine type belongs to, where the catalog lists zones per series (GCP)."""
 
