@@ -198,6 +198,13 @@ def deploy(plan: StackPlan) -> Environment:
             "items": plan.cost.model_dump(mode="json"),
         },
     )
+    if plan.autostop is not None and plan.autostop.on:
+        # When the nodes stop themselves, how to keep them up and start them again (docs/autostop.md).
+        a = plan.autostop
+        pulumi.export(
+            "autostop",
+            {"minutes": a.minutes, "how": a.how, "keep": "sudo touch /var/lib/fullserver/keep", "start": a.start},
+        )
     pulumi.export("warnings", plan.warnings)
     return env
 
