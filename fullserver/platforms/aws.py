@@ -366,7 +366,7 @@ GROUP_TO_ZERO = StopWay(
     "the node sets its environment's Auto Scaling groups to 0 (minimum, maximum and desired): "
     "the on-demand fallback cannot take over either",
     "the instances and their volumes (deleted with the instances): /scratch, /data and the root disk",
-    "fullserver start STACK: pulumi up --refresh restores each group's sizes",
+    "pulumi up --refresh restores each group's sizes",
     ENVIRONMENT_BILLS,
     restored_by_up=True,
 )
@@ -375,7 +375,7 @@ INSTANCE_SHUTDOWN = StopWay(
     "the node shuts itself down and the instance stops (the launch template's instance-initiated "
     "shutdown behaviour is stop)",
     "the instance store (/scratch comes back blank) and memory; the EBS root and data volumes stay",
-    "fullserver start STACK: aws ec2 start-instances for each node",
+    "aws ec2 start-instances for each node",
     ENVIRONMENT_BILLS | {"boot disk", "data disk"},
     restored_by_up=False,
 )

@@ -373,7 +373,7 @@ INSTANCE_STOP = StopWay(
     "the node stops its own VM (gcloud compute instances stop, local SSDs discarded: Compute Engine "
     "asks for --discard-local-ssd on a VM that has them), with a role on that VM only",
     "local SSDs (/scratch comes back blank) and memory; the boot and data disks stay",
-    "fullserver start STACK: gcloud compute instances start for each node",
+    "gcloud compute instances start for each node",
     ENVIRONMENT_BILLS | {"boot disk", "data disk"},
     restored_by_up=False,
 )

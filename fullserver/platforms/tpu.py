@@ -292,7 +292,7 @@ TPU_STOP = StopWay(
     "the node stops its own TPU VM (gcloud compute tpus tpu-vm stop)",
     "running work and memory; the data disk stays (Cloud TPU does not document what a stop keeps of "
     "the TPU VM's own boot disk: keep work on the data disk or in Cloud Storage)",
-    "fullserver start STACK: gcloud compute tpus tpu-vm start",
+    "gcloud compute tpus tpu-vm start",
     ENVIRONMENT_BILLS | {"data disk"},
     restored_by_up=False,
 )
@@ -300,7 +300,7 @@ TPU_DELETE = StopWay(
     "tpu-delete",
     "the node deletes its own TPU VM (gcloud compute tpus tpu-vm delete): a multi-host TPU cannot be stopped",
     "the TPU VM and its boot disks: everything not in Cloud Storage or on the data disk",
-    "fullserver start STACK: pulumi up --refresh creates the TPU VM again",
+    "pulumi up --refresh creates the TPU VM again",
     ENVIRONMENT_BILLS | {"data disk"},
     restored_by_up=True,
 )
