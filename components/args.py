@@ -132,6 +132,14 @@ class ShapeLimitArgs(TypedDict):
     max_efa_interfaces: NotRequired[int]
 
 
+class AutostopArgs(TypedDict):
+    """The idle agent the nodes run (``fullserver.autostop``): its minutes and the platform's way
+    of stopping (``StopWay.key``), as the plan decided them."""
+
+    minutes: int
+    way: str
+
+
 class CommonArgs(TypedDict):
     """What every cloud environment needs: where, how big, how paid, how reached, how labelled."""
 
@@ -157,6 +165,7 @@ class CommonArgs(TypedDict):
     protect: bool
     """Persistent environments are protected from accidental deletion."""
     shape: ShapeLimitArgs
+    autostop: NotRequired[AutostopArgs]
 
 
 def access_args(spec: EnvironmentSpec) -> AccessArgs:

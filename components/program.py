@@ -127,6 +127,13 @@ def profile_verifies_on_up(plan: StackPlan) -> bool:
     return get_profile(plan.spec.profile, load_profiles()).verify.on_up
 
 
+def with_autostop(args: Any, plan: StackPlan) -> None:
+    """Hand the plan's autostop to the platform's args, where the nodes run the idle agent."""
+    auto = plan.autostop
+    if auto is not None and auto.on:
+        args[registry.entry(plan.spec.platform).args_key]["autostop"] = {"minutes": auto.minutes, "way": auto.way}
+
+
 def deploy(plan: StackPlan) -> Environment:
     """Build the environment for a plan and export what people need to use and judge it."""
     spec = plan.spec
@@ -137,6 +144,7 @@ def deploy(plan: StackPlan) -> Environment:
         provider = cloud_provider(plan, project)
         opts = pulumi.ResourceOptions(providers=[provider]) if provider is not None else None
         args = environment_args(spec, project=project)
+        with_autostop(args, plan)
         if private_key is not None:
             install_public_half(args, private_key)
         env = Environment(plan.stack, args, opts)
@@ -192,6 +200,13 @@ def deploy(plan: StackPlan) -> Environment:
             "items": plan.cost.model_dump(mode="json"),
         },
     )
+    if plan.autostop is not None and plan.autostop.on:
+        # When the nodes stop themselves, how to keep them up and start them again (docs/autostop.md).
+        a = plan.autostop
+        pulumi.export(
+            "autostop",
+            {"minutes": a.minutes, "how": a.how, "keep": "sudo touch /var/lib/fullserver/keep", "start": a.start},
+        )
     pulumi.export("warnings", plan.warnings)
     return env
 

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from fullserver.autostop.plan import KEY as AUTOSTOP_KEY
+from fullserver.autostop.plan import Autostop
+from fullserver.autostop.plan import decide as decide_autostop
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.model import Platform
 from fullserver.comparable import (
@@ -79,6 +82,8 @@ class StackPlan(BaseModel):
     """Where its accelerator quota starts at 0 in a new account: the ways to get capacity that fit."""
     placement: Placement | None = None
     """A stack with ``fullserver:location``: every platform x region ranked, and whether it is pinned."""
+    autostop: Autostop | None = None
+    """Its idle autostop and its price beside always-on (``fullserver.autostop.plan``); None: off."""
 
     @property
     def warnings(self) -> list[str]:
@@ -314,6 +319,7 @@ def plan_workload(
         quotas=(quotas := quotas_for(spec, catalog=catalog)),
         capacity_paths=capacity_paths(spec, quotas, catalog),
         placement=placement,
+        autostop=decide_autostop(spec, profile, workload, cost, f"{path}: {AUTOSTOP_KEY}"),
     )
 
 

@@ -216,6 +216,10 @@ class CostAssumptions(Strict):
     hours_per_month: Annotated[float, Field(gt=0, le=MAX_HOURS_PER_MONTH)] = HOURS_PER_MONTH
     idle_share: Annotated[float, Field(ge=0, lt=1)] = 0.0
     commitment_years: Annotated[int, Field(ge=0, le=3)] = 0
+    idle_stretches_per_month: Annotated[float, Field(ge=0, le=MAX_HOURS_PER_MONTH)] = 0
+    """How many times a month the machine falls idle while up (the end of each working session or
+    run). Always on, the idle hours are ``idle_share`` of the paid hours; with autostop each
+    stretch bills at most the autostop minutes (``fullserver.autostop.pricing``)."""
     spot_share: Annotated[float, Field(ge=0, le=1)] = 0.8
     """Spot-with-fallback: the share of running hours expected on spot capacity; the rest runs on
     the on-demand fallback. Shapes are ranked and priced at this mix (the expected cost), so a
@@ -262,6 +266,11 @@ class Profile(Strict):
     storage: StoragePolicy = StoragePolicy()
     cost: CostAssumptions = CostAssumptions()
     verify: VerifyPolicy = VerifyPolicy()
+    autostop_minutes: Annotated[int, Field(ge=0, le=10_080)] = 0
+    """Minutes a VM node may sit idle (no accelerator use, no session, no keep marker) before it
+    stops itself (``fullserver.autostop``); 0: never. A stack overrides it with
+    ``fullserver:autostopMinutes``. Serving profiles never autostop: their floor is their minimum
+    replicas."""
 
     @model_validator(mode="after")
     def _coherent(self) -> Profile:
@@ -273,6 +282,10 @@ class Profile(Strict):
             raise ValueError(f"{self.pricing.value} pricing applies only to platforms: [{takers}]")
         if self.serving is not None and self.purpose is not Purpose.INFERENCE:
             raise ValueError("serving applies only to inference profiles")
+        if self.serving is not None and self.autostop_minutes:
+            raise ValueError(
+                "autostop_minutes: a serving profile never stops (its floor is serving.min_replicas); set 0"
+            )
         for platform in self.platform_balance:
             self.balance_for(platform)
         return self

@@ -71,6 +71,8 @@ MAX_EGRESS_GB_MONTH = 10_000_000
 MAX_BUDGET_USD = 100_000_000
 # A year; each profile's own TTL is the real bound (``check_workload``).
 MAX_TTL_HOURS = 8_760
+MAX_AUTOSTOP_MINUTES = 10_080
+"""A week: an idle limit longer than that is no limit (use 0, never)."""
 # AWS security groups take 60 inbound rules by default; GCP firewall rules take more, but one
 # list feeds both.
 MAX_SSH_RANGES = 60
@@ -276,6 +278,11 @@ class Workload(Camel):
         json_schema_extra=PLATFORM_SPECIFIC,
         default=False,
         description="Request TPU capacity through a queued resource (tpu-vm only).",
+    )
+    autostop_minutes: Annotated[Annotated[StrictInt, Field(ge=0, le=MAX_AUTOSTOP_MINUTES)] | None, _unset(-1)] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
+        default=None,
+        description="Minutes a VM node may sit idle (no accelerator use, no session, no keep marker) before it stops; 0: never; -1: the profile's.",
     )
     image: Annotated[Annotated[StrictStr, Field(min_length=1, max_length=MAX_IMAGE)] | None, _unset("")] = Field(
         json_schema_extra=PLATFORM_SPECIFIC,

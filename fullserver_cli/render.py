@@ -21,6 +21,7 @@ from fullserver.platforms import rules_for
 from fullserver.profiles import Profile
 from fullserver.serving import ServingSpec
 from fullserver.spec import EnvironmentSpec
+from fullserver_cli.autostop_view import autostop_rows
 from fullserver_cli.tables import FitTable, grid, table
 
 if TYPE_CHECKING:  # recommend's models are built only when `recommend` runs
@@ -184,6 +185,7 @@ def _head_rows(plan: StackPlan) -> list[tuple[str, str]]:
         )
     if s.kube is not None:
         rows.extend(_kube_rows(s.kube))
+    rows.extend(autostop_rows(plan.autostop))
     rows.append(("storage", _storage(s)))
     n = s.network
     net = f"{n.gbps_per_node:g} Gbps/node, fabric {n.interconnect.value}"

@@ -51,8 +51,10 @@ import pulumi
 import pulumi_aws as aws
 
 from components.args import refuse
+from components.autostop import autostop_boot_lines
 from components.aws.access import asg_access, group_instance, instance_access, ssm_command
 from components.aws.args import AwsGpuArgs, validate_aws
+from components.aws.autostop import grant_stop, stop_script
 from components.aws.boot import AWS_EBS, AWS_INSTANCE_STORE, aws_image_id, aws_secret_command, user_data_base64
 from components.aws.identity import AwsIdentity, aws_instance_profile, secret_reader
 from components.aws.labels import aws_tags
@@ -180,7 +182,7 @@ def _user_data(args: AwsGpuArgs) -> str:
             data_glob=AWS_EBS,
             data_disk=args.get("data_disk") is not None,
         ),
-        extra=server_boot_lines(serving, lambda secret: aws_secret_command(region, secret)),
+        extra=server_boot_lines(serving, lambda secret: aws_secret_command(region, secret)) + _autostop_lines(args),
         before=authorized_keys_script(list(args["access"].get("ssh_public_keys", []))),
     )
     too_big = ec2.user_data_problem(script)
@@ -191,6 +193,14 @@ def _user_data(args: AwsGpuArgs) -> str:
             "install fewer keys (ed25519 keys are ~100 bytes, RSA-4096 ~740), or give people access through IAM",
         )
     return script
+
+
+def _autostop_lines(args: AwsGpuArgs) -> str:
+    """The idle agent with the plan's way of stopping (``components.aws.autostop``); "" without."""
+    auto = args.get("autostop")
+    if auto is None:
+        return ""
+    return autostop_boot_lines(auto["minutes"], stop_script(auto["way"], args["region"], args["labels"]))
 
 
 def _network(parent: pulumi.Resource, name: str, args: AwsGpuArgs) -> AwsNetwork:
@@ -245,6 +255,8 @@ def _launch_template(
         capacity_reservation_specification=capacity,
         instance_market_options=market,
         user_data=user_data_base64(script),
+        # An idle node's shutdown stops it, keeping its volumes (components.aws.autostop).
+        instance_initiated_shutdown_behavior="stop" if args.get("autostop") is not None else None,
         tag_specifications=tag_specs,
         tags=aws_tags(tags, f"{name}-lt"),
         opts=pulumi.ResourceOptions(parent=parent),
@@ -341,6 +353,9 @@ class AwsGpuEnvironment(EnvironmentComponent):
         ident = aws_instance_profile(name, self, args["labels"], cloudwatch_agent=False)
         if serving is not None and serving["secrets"]:
             secret_reader(name, self, args["region"], ident.role, list(serving["secrets"].values()))
+        auto = args.get("autostop")
+        if auto is not None:
+            grant_stop(name, self, auto["way"], ident.role, args["labels"])
         lt = _launch_template(self, name, args, net, ident)
         self.launch_template_id = lt.id
         instances, groups = self._nodes(name, args, net, lt)

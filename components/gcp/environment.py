@@ -42,8 +42,10 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from components.autostop import autostop_boot_lines
 from components.gcp.access import gcloud_ssh, group_ssh, mig_access, public_ips, vm_access
 from components.gcp.args import GcpGpuArgs, validate_gcp
+from components.gcp.autostop import grant_on_vms, stop_role, vm_stop_script
 from components.gcp.boot import GCP_DATA, GCP_LOCAL_SSD, gcp_image, gcp_login_metadata, gcp_secret_command
 from components.gcp.disks import gcp_data_disk, provisioned
 from components.gcp.flexible import flexible_group
@@ -147,8 +149,14 @@ def _startup_script(args: GcpGpuArgs) -> str:
             data_glob=GCP_DATA,
             data_disk=args.get("data_disk") is not None,
         ),
-        extra=server_boot_lines(serving, gcp_secret_command),
+        extra=server_boot_lines(serving, gcp_secret_command) + _autostop_lines(args),
     )
+
+
+def _autostop_lines(args: GcpGpuArgs) -> str:
+    """The idle agent, stopping its own VM (``components.gcp.autostop``); "" without autostop."""
+    auto = args.get("autostop")
+    return autostop_boot_lines(auto["minutes"], vm_stop_script(args["local_ssd_count"])) if auto else ""
 
 
 def _vm(args: GcpGpuArgs, net: GcpNetwork, sa: gcp.serviceaccount.Account) -> _Vm:
@@ -351,6 +359,10 @@ class GcpGpuEnvironment(EnvironmentComponent):
             instances = []
         else:
             instances = _instances(self, name, args, vm, net)
+            auto = args.get("autostop")
+            if auto is not None:
+                role = stop_role(name, self, gce.STOP_PERMISSIONS[auto["way"]], args["environment"], project)
+                grant_on_vms(name, self, role, sa, instances)
             self.instance_group = pulumi.Output.from_input("")
             self.endpoint = pulumi.Output.from_input("")
             self.lb_address = pulumi.Output.from_input("")

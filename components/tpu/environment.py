@@ -62,6 +62,8 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from components.autostop import autostop_boot_lines
+from components.gcp.autostop import grant_on_project, stop_role
 from components.gcp.boot import gcp_login_metadata
 from components.gcp.disks import gcp_data_disk
 from components.gcp.identity import GCP_SCOPES, gcp_service_account
@@ -73,6 +75,7 @@ from components.outputs import EnvironmentComponent
 from components.startup import LOGIN_USER, DiskPlan, boot_script
 from components.tpu.access import private_ips, public_ips, queued_ssh, tpu_vm_ssh, tpu_worker_group, tpu_workers
 from components.tpu.args import TpuVmArgs, validate_tpu
+from components.tpu.autostop import tpu_stop_script
 from components.tpu.queued import TpuQueuedResource, queued_delete_command
 from fullserver.platforms import tpu
 
@@ -120,8 +123,10 @@ def _data_disks(name: str, args: TpuVmArgs, labels: dict[str, str], stateful: pu
     return [{"source_disk": data.id, "mode": "READ_ONLY" if disk.get("read_only") else "READ_WRITE"}]
 
 
-def _startup_script(args: TpuVmArgs) -> str:
+def _startup_script(args: TpuVmArgs, node_id: str) -> str:
     disk = args.get("data_disk")
+    auto = args.get("autostop")
+    stop = tpu_stop_script(auto["way"], node_id, args.get("zone", "")) if auto else ""
     return boot_script(
         DiskPlan(
             scratch_glob="",
@@ -129,7 +134,8 @@ def _startup_script(args: TpuVmArgs) -> str:
             data_glob=TPU_DATA,
             data_disk=disk is not None,
             data_read_only=bool(disk and disk.get("read_only")),
-        )
+        ),
+        extra=autostop_boot_lines(auto["minutes"], stop) if auto else "",
     )
 
 
@@ -218,12 +224,20 @@ class TpuVmEnvironment(EnvironmentComponent):
             scheduling_config={"spot": args["spot"], "reserved": bool(args.get("reservation"))},
             service_account=_sa(sa.email),
             data_disks=data_disks,
-            metadata={"startup-script": _startup_script(args), **gcp_login_metadata(keys, guest_attributes=False)},
+            metadata={
+                "startup-script": _startup_script(args, node_id),
+                **gcp_login_metadata(keys, guest_attributes=False),
+            },
             labels=labels,
             tags=net.tags or None,
             opts=stateful,
         )
         self.node_name = vm.name
+        auto = args.get("autostop")
+        if auto is not None:  # the node stops (or deletes) itself when idle: components.gcp.autostop
+            permissions = tpu.STOP_PERMISSIONS[auto["way"]]
+            role = stop_role(name, self, permissions, args["environment"], args.get("project"))
+            grant_on_project(name, self, role, sa)
         self.private_ips = vm.network_endpoints.apply(private_ips)
         self.public_ips = vm.network_endpoints.apply(public_ips)
         self.cleanup = pulumi.Output.from_input("")

@@ -239,6 +239,9 @@ def _mock_outputs(typ: str, name: str, inputs: dict[str, Any], out: dict[str, An
         out["selfLinkUnique"] = out["selfLink"] + "?uniqueId=1"
     elif typ.endswith(("InstanceGroupManager:RegionInstanceGroupManager", "instanceGroupManager:InstanceGroupManager")):
         out["instanceGroup"] = out["selfLink"].replace("instancegroupmanagers", "instanceGroups")
+    elif typ == "gcp:projects/iAMCustomRole:IAMCustomRole":
+        # the role's name is its full path, what role bindings take (pulumi-gcp IAMCustomRole.name)
+        out["name"] = f"projects/{out['project']}/roles/{inputs['roleId']}"
     elif typ == "gcp:compute/globalAddress:GlobalAddress":
         # reserved at `up`: the offline graph names it, so rules sharing it can be seen to
         out["address"] = f"<{name} address, known after pulumi up>"

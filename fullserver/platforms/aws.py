@@ -11,6 +11,7 @@ import json
 import re
 from typing import TYPE_CHECKING
 
+from fullserver.autostop.way import ENVIRONMENT_BILLS, StopWay
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
 from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
@@ -37,7 +38,7 @@ from fullserver.platforms.network.aws import SERVING_ZONES as SERVING_ZONES
 from fullserver.platforms.quota import aws as quota
 
 if TYPE_CHECKING:
-    pass
+    from fullserver.spec import EnvironmentSpec
 
 # gp3 provisions IOPS and throughput independently of size: 3,000-16,000 IOPS, at most 500 IOPS
 # per GiB; 125-1,000 MiB/s, at most 0.25 MiB/s per IOPS; 1-16,384 GiB.
@@ -359,6 +360,34 @@ def image_form(req: Request) -> Refusal | None:
     return Refusal("image", "image", f"'{image}' is not an AMI id or a Systems Manager parameter", f"use {IMAGE_FORMS}")
 
 
+# --- autostop (fullserver.autostop) ---------------------------------------------------------------
+
+GROUP_TO_ZERO = StopWay(
+    "aws-group-to-zero",
+    "the node sets its environment's Auto Scaling groups to 0 (minimum, maximum and desired): "
+    "the on-demand fallback cannot take over either",
+    "the instances and their volumes (deleted with the instances): /scratch, /data and the root disk",
+    "pulumi up --refresh restores each group's sizes",
+    ENVIRONMENT_BILLS,
+    restored_by_up=True,
+)
+INSTANCE_SHUTDOWN = StopWay(
+    "aws-instance-shutdown",
+    "the node shuts itself down and the instance stops (the launch template's instance-initiated "
+    "shutdown behaviour is stop)",
+    "the instance store (/scratch comes back blank) and memory; the EBS root and data volumes stay",
+    "aws ec2 start-instances for each node",
+    ENVIRONMENT_BILLS | {"boot disk", "data disk"},
+    restored_by_up=False,
+)
+
+
+def autostop(spec: EnvironmentSpec) -> StopWay:
+    """Spot nodes are a group's (``components.aws.spot``): the group goes to zero, or it would
+    launch a replacement; an instance of this component's stops itself."""
+    return GROUP_TO_ZERO if spec.spot else INSTANCE_SHUTDOWN
+
+
 RULES = PlatformRules(
     platform=Platform.AWS_GPU,
     provider="aws",
@@ -372,6 +401,7 @@ RULES = PlatformRules(
         "reservation": "an EC2 capacity reservation (cr-...)",
         "capacityBlock": "a Capacity Block is an AWS reservation",
         "image": "an AMI id or SSM parameter path",
+        "autostopMinutes": "its nodes run the idle agent and stop themselves",
         **CLOUD_LOGIN,
         **GPU_SERVING,
         "serving.certificateArn": "an ACM certificate for the Application Load Balancer's HTTPS listener",
@@ -392,6 +422,7 @@ RULES = PlatformRules(
     catalog_forms=("shapes",),
     fabric_refusal=efa_refusal,
     capacity_steps=capacity_steps,
+    autostop=autostop,
 )
 
 PLATFORMS = (RULES,)

@@ -101,6 +101,7 @@ RULES = PlatformRules(
     configured_over_ssh=True,
     boot_disk_sized=False,  # the servers' disks are theirs, not provisioned or priced here
     scratch=SCRATCH,
+    autostop=lambda _spec: "a dedicated server is billed by the month whether it runs or not: it is never stopped",
 )
 
 PLATFORMS = (RULES,)

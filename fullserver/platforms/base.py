@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fullserver.autostop.way import StopWay
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms.capacity import SpotQuestion
 from fullserver.platforms.name_rule import RFC1035 as RFC1035  # re-exported: every platform's names
@@ -333,6 +334,10 @@ class PlatformRules:
     capacity_steps: Callable[[EnvironmentSpec, CapacitySet], CapacitySet] | None = None
     """How it hands the balanced set to its cloud's fallback: the set with ``used`` and the steps
     the cloud tries on a stockout, each priced (``fullserver.capacity``); ``None``: it says none."""
+    autostop: Callable[[EnvironmentSpec], StopWay | str] = lambda _spec: (
+        "its environments have no VM nodes of their own to stop"
+    )
+    """How an idle environment of a spec stops itself (``fullserver.autostop``), or why it does not."""
     machine_series: Callable[[str], str] | None = None
     """The series a machine type belongs to, where the catalog lists zones per series (GCP)."""
 

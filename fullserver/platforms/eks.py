@@ -248,6 +248,7 @@ RULES = PlatformRules(
     region_peers=aws.REGION_PEERS,
     rules=(*CAPACITY_RULES, gpu_only, aws.data_disk_kind),
     quotas=quota.quotas,
+    autostop=gke.pools_stop,
 )
 
 

@@ -10,10 +10,13 @@ Balancing "Health checks overview", "Regions and zones".
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from fullserver.autostop.way import ENVIRONMENT_BILLS, StopWay
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
 from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
@@ -40,6 +43,9 @@ from fullserver.platforms.network.gcp import machine_vcpus as machine_vcpus
 from fullserver.platforms.network.gcp import tier1_eligible as tier1_eligible
 from fullserver.platforms.project import CloudProject
 from fullserver.platforms.quota import gcp as quota
+
+if TYPE_CHECKING:
+    from fullserver.spec import EnvironmentSpec
 
 # --- names ---------------------------------------------------------------------------------------
 # Compute Engine names are lowercase RFC 1035 labels of at most 63 characters ("Resource naming
@@ -88,6 +94,19 @@ NAME_RULES: dict[str, tuple[NameRule, ...]] = {
         )
         for r in _COMPUTE
     },
+    "gcp:projects/iAMCustomRole:IAMCustomRole": (
+        NameRule(
+            "custom role id",
+            64,
+            "a-zA-Z0-9_.",
+            "a-zA-Z0-9_.",
+            "a-zA-Z0-9_.",
+            "IAM custom roles",
+            min_len=3,
+            field="roleId",
+            autoname=False,
+        ),
+    ),
     "gcp:serviceaccount/account:Account": (
         NameRule(
             "service account id", 30, *RFC1035, "IAM service accounts", min_len=6, field="accountId", autoname=False
@@ -348,6 +367,39 @@ def image_form(req: Request) -> Refusal | None:
     return Refusal("image", "image", f"'{req.image}' is not a Compute Engine image reference", f"use {forms}")
 
 
+# --- autostop (fullserver.autostop) ---------------------------------------------------------------
+
+INSTANCE_STOP = StopWay(
+    "gcp-instance-stop",
+    "the node stops its own VM (gcloud compute instances stop, local SSDs discarded: Compute Engine "
+    "asks for --discard-local-ssd on a VM that has them), with a role on that VM only",
+    "local SSDs (/scratch comes back blank) and memory; the boot and data disks stay",
+    "gcloud compute instances start for each node",
+    ENVIRONMENT_BILLS | {"boot disk", "data disk"},
+    restored_by_up=False,
+)
+
+STOP_PERMISSIONS = {INSTANCE_STOP.key: ("compute.instances.get", "compute.instances.stop")}
+"""The custom role's permissions (IAM "Compute Engine roles and permissions"), bound on each VM."""
+
+
+def stop_role_id(environment: str) -> str:
+    """The stop role's id: ``fullserver_autostop_`` and the environment in the characters IAM takes
+    (3-64 of ``[a-zA-Z0-9_.]``), with a digest where the name had to change. Custom roles are soft
+    deleted: the provider undeletes one of the same id within 7 days of a destroy, but from 7 to 37
+    days after it the id is taken (pulumi-gcp ``projects.IAMCustomRole`` warning): docs/autostop.md."""
+    clean = re.sub(r"[^a-zA-Z0-9_]", "_", environment)
+    base = f"fullserver_autostop_{clean}"
+    if clean == environment and len(base) <= 64:
+        return base
+    return f"{base[:55]}_{hashlib.sha256(environment.encode()).hexdigest()[:8]}"
+
+
+def autostop(spec: EnvironmentSpec) -> StopWay:
+    """Every GCP GPU node outside a serving group is a VM of its own, which stops itself."""
+    return INSTANCE_STOP
+
+
 RULES = PlatformRules(
     platform=Platform.GCP_GPU,
     provider="gcp",
@@ -360,6 +412,7 @@ RULES = PlatformRules(
     options={
         "reservation": "a Compute Engine reservation name",
         "image": "a Compute Engine image",
+        "autostopMinutes": "its nodes run the idle agent and stop themselves",
         **CLOUD_LOGIN,
         **GPU_SERVING,
     },
@@ -392,6 +445,7 @@ RULES = PlatformRules(
     catalog_forms=("shapes", "attachable_gpus"),
     machine_series=machine_series,
     capacity_steps=capacity_steps,
+    autostop=autostop,
 )
 
 PLATFORMS = (RULES,)

@@ -326,6 +326,16 @@ SUBNETS_LACKED = "applies only to eks-gpu; a GKE pool's nodes are in its cluster
 
 _PRICING = frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED})
 
+POOLS_SCALE_TO_ZERO = (
+    "node pools scale to zero when their pods end (the autoscaler removes empty nodes): no idle agent is needed"
+)
+"""Why a node pool runs no idle agent (``PlatformRules.autostop``): GKE's and EKS's alike."""
+
+
+def pools_stop(_spec: object) -> str:
+    return POOLS_SCALE_TO_ZERO
+
+
 GPU_RULES = PlatformRules(
     platform=Platform.GKE_GPU,
     short="gke-gpu",
@@ -352,6 +362,7 @@ GPU_RULES = PlatformRules(
     region_peers=gcp.REGION_PEERS,
     rules=(flex_not_spot, gcp.data_disk_kind),
     quotas=gcp_quota.quotas,  # a GKE node is a Compute Engine VM: the GPU VM's quotas, pool by pool
+    autostop=pools_stop,
 )
 
 TPU_RULES = PlatformRules(
@@ -381,6 +392,7 @@ TPU_RULES = PlatformRules(
     multi_node=tpu.MULTISLICE,
     network=GKE_NETWORK,
     quotas=gke_quota.tpu_quotas,
+    autostop=pools_stop,
 )
 
 PLATFORMS = (GPU_RULES, TPU_RULES)

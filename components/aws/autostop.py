@@ -1,0 +1,96 @@
+"""The idle agent's stop on AWS (``fullserver.platforms.aws`` ``GROUP_TO_ZERO``, ``INSTANCE_SHUTDOWN``).
+
+* Spot nodes belong to Auto Scaling groups (the spot group and its on-demand fallback): the node
+  sets every group tagged with its environment to 0 (minimum, maximum and desired), so neither the
+  group nor the fallback alarm launches a replacement; ``pulumi up --refresh`` restores the sizes.
+  Its role may call ``UpdateAutoScalingGroup`` only on groups carrying its environment's tag
+  (``autoscaling:ResourceTag/<key>``) and only with a minimum and maximum of 0
+  (``autoscaling:MinSize``, ``autoscaling:MaxSize``: Amazon EC2 Auto Scaling's condition keys), so
+  it can shrink its own environment and nothing else; it cannot grow anything.
+* An instance of the component's stops itself (``shutdown``): the launch template's
+  ``instance_initiated_shutdown_behavior`` is ``stop`` (EC2 "Change the instance initiated shutdown
+  behavior"), so its EBS volumes stay; no permission is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pulumi
+import pulumi_aws as aws
+
+from components.names import logical
+from fullserver.platforms import aws as ec2
+from fullserver.rules import LABEL_ENVIRONMENT
+
+SHUTDOWN = """#!/bin/sh
+# fullserver: stop this instance (instance-initiated shutdown behaviour: stop)
+exec shutdown -h now "fullserver-autostop: idle"
+"""
+
+_GROUPS = """#!/bin/sh
+# fullserver: set this environment's Auto Scaling groups to 0 (its role allows only that)
+set -eu
+groups="$(aws autoscaling describe-auto-scaling-groups --region __REGION__ \\
+  --filters Name=tag:__KEY__,Values=__VALUE__ --query 'AutoScalingGroups[].AutoScalingGroupName' --output text)"
+[ -n "$groups" ] || { echo "no Auto Scaling group tagged __KEY__=__VALUE__" >&2; exit 1; }
+for group in $groups; do
+  aws autoscaling update-auto-scaling-group --region __REGION__ --auto-scaling-group-name "$group" \\
+    --min-size 0 --max-size 0 --desired-capacity 0
+done
+"""
+
+
+def stop_script(way: str, region: str, labels: dict[str, str]) -> str:
+    """The stop command the agent runs, for the plan's way."""
+    if way == ec2.INSTANCE_SHUTDOWN.key:
+        return SHUTDOWN
+    if way != ec2.GROUP_TO_ZERO.key:
+        raise ValueError(f"no AWS stop for autostop way '{way}'")
+    values = {
+        "__REGION__": shlex.quote(region),
+        "__KEY__": LABEL_ENVIRONMENT,
+        "__VALUE__": shlex.quote(labels[LABEL_ENVIRONMENT]),
+    }
+    text = _GROUPS
+    for key, value in values.items():
+        text = text.replace(key, value)
+    return text
+
+
+def group_stop_policy(environment: str) -> dict[str, object]:
+    """Find the groups, and set only this environment's to zero (module docstring)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "FindGroups",
+                "Effect": "Allow",
+                "Action": "autoscaling:DescribeAutoScalingGroups",
+                "Resource": "*",
+            },
+            {
+                "Sid": "OwnGroupsToZero",
+                "Effect": "Allow",
+                "Action": "autoscaling:UpdateAutoScalingGroup",
+                "Resource": "*",
+                "Condition": {
+                    "StringEquals": {f"autoscaling:ResourceTag/{LABEL_ENVIRONMENT}": environment},
+                    "NumericEquals": {"autoscaling:MinSize": 0, "autoscaling:MaxSize": 0},
+                },
+            },
+        ],
+    }
+
+
+def grant_stop(name: str, parent: pulumi.Resource, way: str, role: aws.iam.Role, labels: dict[str, str]) -> None:
+    """The role's grant for the way: none for an instance's shutdown."""
+    if way != ec2.GROUP_TO_ZERO.key:
+        return
+    aws.iam.RolePolicy(
+        logical(aws.iam.RolePolicy, f"{name}-autostop"),
+        role=role.id,
+        policy=json.dumps(group_stop_policy(labels[LABEL_ENVIRONMENT])),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )

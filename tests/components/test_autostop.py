@@ -1,0 +1,141 @@
+"""Every VM example stack of a non-serving profile boots the idle agent, and its nodes may stop
+their own environment and nothing else (``components.autostop``, ``fullserver.autostop``).
+
+The stacks are built through the whole program (``graph_for_config``, with Pulumi.yaml's declared
+defaults: ``autostopMinutes: -1`` is the profile's), so what is checked is what ``pulumi up`` sends.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+from functools import cache
+
+import pytest
+
+from components.autostop import AGENT, CONFIG, STOP, UNIT, agent_source
+from components.graph import Graph, graph_for_config
+from tests.components.test_boot_secrets import boot_texts
+from tests.components.test_graph import CLOUD_STACKS
+from tests.components.test_program_config import _declared_defaults
+from tests.core.test_stack_config import stack_config
+
+AGENT_STACKS = {
+    "batch-tpu-v5e": 30,
+    "exp-aws-l4-spot": 30,
+    "exp-aws-spot": 30,
+    "finetune-gcp-a2": 60,
+    "finetune-gcp-g2": 60,
+    "train-tpu-v5e": 60,
+}
+"""The VM stacks of experimentation, fine-tuning and batch-inference, with their profile's minutes."""
+NO_AGENT = {
+    "serve-aws-realtime": "serving: its floor is its minimum replicas",
+    "serve-gcp-realtime": "serving: its floor is its minimum replicas",
+    "train-p5-cluster": "scale-training: persistent and protected, no autostop",
+    "train-tpu-v5p-slice": "scale-training, and a queued slice takes no startup script",
+}
+
+
+@cache
+def graph(stack: str) -> Graph:
+    return graph_for_config(stack, {**_declared_defaults(), **stack_config(stack)}, full=True)
+
+
+def scripts(stack: str) -> list[str]:
+    return [t for where, t in boot_texts(graph(stack)).items() if where.endswith(("userData", "startup-script"))]
+
+
+def _heredoc(script: str, path: str) -> str:
+    found = re.search(rf"cat > {re.escape(path)} <<'FULLSERVER_EOF'\n(.*?)FULLSERVER_EOF\n", script, re.S)
+    assert found, path
+    return found.group(1)
+
+
+def test_every_vm_example_stack_is_classified() -> None:
+    assert sorted([*AGENT_STACKS, *NO_AGENT]) == CLOUD_STACKS
+
+
+@pytest.mark.parametrize("stack", sorted(AGENT_STACKS))
+def test_the_agent_is_installed_as_a_service_with_the_profile_s_minutes(stack: str) -> None:
+    found = scripts(stack)
+    assert found, stack
+    for script in found:
+        packed = re.search(
+            rf"base64 -d <<'FULLSERVER_EOF' \| gunzip > {re.escape(AGENT)}\n(.*?)FULLSERVER_EOF\n", script, re.S
+        )
+        assert packed, f"{stack}: the agent is not written"
+        assert gzip.decompress(base64.b64decode(packed.group(1))).decode() == agent_source()
+        config = json.loads(_heredoc(script, CONFIG))
+        assert config["idle_seconds"] == AGENT_STACKS[stack] * 60
+        assert config["stop"] == [STOP]
+        unit = _heredoc(script, f"/etc/systemd/system/{UNIT}")
+        assert f"ExecStart=/usr/bin/python3 {AGENT} {CONFIG}" in unit and "Restart=always" in unit
+        assert f"systemctl enable {UNIT}" in script
+
+
+@pytest.mark.parametrize("stack", sorted(NO_AGENT))
+def test_stacks_that_never_stop_boot_no_agent(stack: str) -> None:
+    assert all(UNIT not in s for s in scripts(stack)), NO_AGENT[stack]
+    assert not [r for r in graph(stack).rows if "autostop" in r.name]
+
+
+def test_spot_groups_may_only_shrink_their_own_environment_to_zero() -> None:
+    g = graph("exp-aws-l4-spot")
+    rows = [r for r in g.rows if r.name.endswith("-autostop") and r.type == "aws:iam/rolePolicy:RolePolicy"]
+    assert len(rows) == 1
+    policy = json.loads(rows[0].inputs["policy"])
+    describe, update = policy["Statement"]
+    assert describe["Action"] == "autoscaling:DescribeAutoScalingGroups"  # takes no resource-level permission
+    assert update["Action"] == "autoscaling:UpdateAutoScalingGroup"
+    assert update["Condition"] == {
+        "StringEquals": {"autoscaling:ResourceTag/fullserver-environment": "exp-aws-l4-spot"},
+        "NumericEquals": {"autoscaling:MinSize": 0, "autoscaling:MaxSize": 0},
+    }
+    groups = g.of_type("autoscaling/group:Group")
+    assert groups and all(
+        {"key": "fullserver-environment", "value": "exp-aws-l4-spot", "propagateAtLaunch": True} in r.inputs["tags"]
+        for r in groups
+    )
+    stop = _heredoc(scripts("exp-aws-l4-spot")[0], STOP)
+    assert "--min-size 0 --max-size 0 --desired-capacity 0" in stop
+    assert "Name=tag:fullserver-environment,Values=exp-aws-l4-spot" in stop
+
+
+def test_an_aws_instance_stops_itself_and_keeps_its_volumes() -> None:
+    g = graph("exp-aws-spot")
+    assert g.one("launchTemplate:LaunchTemplate").inputs["instanceInitiatedShutdownBehavior"] == "stop"
+    assert not [r for r in g.rows if r.type == "aws:iam/rolePolicy:RolePolicy" and "autostop" in r.name]
+    assert "exec shutdown -h now" in _heredoc(scripts("exp-aws-spot")[0], STOP)
+
+
+def test_a_gcp_vm_may_stop_itself_only() -> None:
+    g = graph("finetune-gcp-g2")
+    role = g.one("iAMCustomRole:IAMCustomRole").inputs
+    assert role["permissions"] == ["compute.instances.get", "compute.instances.stop"]
+    (vm,) = g.of_type("compute/instance:Instance")
+    (binding,) = g.of_type("compute/instanceIAMMember:InstanceIAMMember")
+    assert binding.inputs["instanceName"] == vm.inputs.get("name", binding.inputs["instanceName"])
+    assert binding.inputs["role"] == f"projects/{role['project']}/roles/{role['roleId']}"
+    assert (
+        binding.inputs["member"]
+        == "serviceAccount:"
+        + g.one("serviceaccount/account:Account").inputs["accountId"]
+        + "@mock-project.iam.gserviceaccount.com"
+    )
+    assert binding.inputs["zone"] == vm.inputs["zone"]
+    assert "--discard-local-ssd=true --async" in _heredoc(scripts("finetune-gcp-g2")[0], STOP)  # its local SSD
+    assert "--discard-local-ssd=false --async" in _heredoc(scripts("finetune-gcp-a2")[0], STOP)
+
+
+def test_a_tpu_vm_may_stop_tpu_nodes_and_do_nothing_else() -> None:
+    g = graph("train-tpu-v5e")
+    role = g.one("iAMCustomRole:IAMCustomRole").inputs
+    assert role["permissions"] == ["tpu.nodes.get", "tpu.nodes.stop", "tpu.operations.get"]
+    bindings = [r for r in g.of_type("projects/iAMMember:IAMMember") if r.name.endswith("-autostop")]
+    assert [b.inputs["role"] for b in bindings] == [f"projects/{role['project']}/roles/{role['roleId']}"]
+    node = g.one("tpu/v2Vm:V2Vm").inputs
+    stop = _heredoc(scripts("train-tpu-v5e")[0], STOP)
+    assert f"gcloud compute tpus tpu-vm stop {node['name']} --zone {node['zone']} --async --quiet" in stop
