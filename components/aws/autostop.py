@@ -21,7 +21,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.names import logical
-from fullserver.platforms import aws as ec2
+from fullserver.platforms import aws_autostop as ec2
 from fullserver.rules import LABEL_ENVIRONMENT
 
 SHUTDOWN = """#!/bin/sh

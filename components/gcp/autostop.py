@@ -13,7 +13,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from fullserver.platforms import gcp as gce
+from fullserver.platforms import gcp_autostop as gce
 
 _VM = """#!/bin/sh
 # fullserver: stop this VM (its service account holds a role on this VM only)

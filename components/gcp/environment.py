@@ -61,6 +61,7 @@ from components.serving import server_boot_lines
 from components.startup import LOGIN_USER, DiskPlan, boot_script
 from fullserver.nodes import Via
 from fullserver.platforms import gcp as gce
+from fullserver.platforms import gcp_autostop
 
 TOKEN = "fullserver:index:GcpGpuEnvironment"
 
@@ -361,7 +362,7 @@ class GcpGpuEnvironment(EnvironmentComponent):
             instances = _instances(self, name, args, vm, net)
             auto = args.get("autostop")
             if auto is not None:
-                role = stop_role(name, self, gce.STOP_PERMISSIONS[auto["way"]], args["environment"], project)
+                role = stop_role(name, self, gcp_autostop.STOP_PERMISSIONS[auto["way"]], args["environment"], project)
                 grant_on_vms(name, self, role, sa, instances)
             self.instance_group = pulumi.Output.from_input("")
             self.endpoint = pulumi.Output.from_input("")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shlex
 
-from fullserver.platforms import tpu
+from fullserver.platforms import tpu_autostop as tpu
 
 _TPU = """#!/bin/sh
 # fullserver: __VERB__ this TPU VM (its service account holds a role of just that)

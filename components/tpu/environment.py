@@ -77,7 +77,7 @@ from components.tpu.access import private_ips, public_ips, queued_ssh, tpu_vm_ss
 from components.tpu.args import TpuVmArgs, validate_tpu
 from components.tpu.autostop import tpu_stop_script
 from components.tpu.queued import TpuQueuedResource, queued_delete_command
-from fullserver.platforms import tpu
+from fullserver.platforms import tpu, tpu_autostop
 
 TOKEN = "fullserver:index:TpuVmEnvironment"
 TPU_DATA = tpu.DATA_DEVICE
@@ -235,7 +235,7 @@ class TpuVmEnvironment(EnvironmentComponent):
         self.node_name = vm.name
         auto = args.get("autostop")
         if auto is not None:  # the node stops (or deletes) itself when idle: components.gcp.autostop
-            permissions = tpu.STOP_PERMISSIONS[auto["way"]]
+            permissions = tpu_autostop.STOP_PERMISSIONS[auto["way"]]
             role = stop_role(name, self, permissions, args["environment"], args.get("project"))
             grant_on_project(name, self, role, sa)
         self.private_ips = vm.network_endpoints.apply(private_ips)

@@ -2,8 +2,7 @@
 
 Sources: Amazon EBS "General Purpose SSD volumes" (gp3 limits), EC2 API ``VolumeSize`` (gp3
 size), EC2 "Capacity Blocks for ML", EC2 "Maximize network bandwidth ... with multiple network
-cards" (EFA), EC2 "Regions and Zones" (zone names).
-"""
+cards" (EFA), EC2 "Regions and Zones" (zone names)."""
 
 from __future__ import annotations
 
@@ -11,11 +10,11 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from fullserver.autostop.way import ENVIRONMENT_BILLS, StopWay
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
 from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
+from fullserver.platforms.aws_autostop import autostop
 from fullserver.platforms.aws_capacity import capacity_steps
 from fullserver.platforms.base import (
     CAPACITY_RULES,
@@ -38,7 +37,7 @@ from fullserver.platforms.network.aws import SERVING_ZONES as SERVING_ZONES
 from fullserver.platforms.quota import aws as quota
 
 if TYPE_CHECKING:
-    from fullserver.spec import EnvironmentSpec
+    pass
 
 # gp3 provisions IOPS and throughput independently of size: 3,000-16,000 IOPS, at most 500 IOPS
 # per GiB; 125-1,000 MiB/s, at most 0.25 MiB/s per IOPS; 1-16,384 GiB.
@@ -358,34 +357,6 @@ def image_form(req: Request) -> Refusal | None:
     if found and len(found["name"]) <= _SSM_MAX_NAME and found["name"].strip("/").count("/") < _SSM_MAX_LEVELS:
         return None
     return Refusal("image", "image", f"'{image}' is not an AMI id or a Systems Manager parameter", f"use {IMAGE_FORMS}")
-
-
-# --- autostop (fullserver.autostop) ---------------------------------------------------------------
-
-GROUP_TO_ZERO = StopWay(
-    "aws-group-to-zero",
-    "the node sets its environment's Auto Scaling groups to 0 (minimum, maximum and desired): "
-    "the on-demand fallback cannot take over either",
-    "the instances and their volumes (deleted with the instances): /scratch, /data and the root disk",
-    "pulumi up --refresh restores each group's sizes",
-    ENVIRONMENT_BILLS,
-    restored_by_up=True,
-)
-INSTANCE_SHUTDOWN = StopWay(
-    "aws-instance-shutdown",
-    "the node shuts itself down and the instance stops (the launch template's instance-initiated "
-    "shutdown behaviour is stop)",
-    "the instance store (/scratch comes back blank) and memory; the EBS root and data volumes stay",
-    "aws ec2 start-instances for each node",
-    ENVIRONMENT_BILLS | {"boot disk", "data disk"},
-    restored_by_up=False,
-)
-
-
-def autostop(spec: EnvironmentSpec) -> StopWay:
-    """Spot nodes are a group's (``components.aws.spot``): the group goes to zero, or it would
-    launch a replacement; an instance of this component's stops itself."""
-    return GROUP_TO_ZERO if spec.spot else INSTANCE_SHUTDOWN
 
 
 RULES = PlatformRules(

@@ -10,13 +10,10 @@ Balancing "Health checks overview", "Regions and zones".
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fullserver.autostop.way import ENVIRONMENT_BILLS, StopWay
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
 from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
@@ -35,7 +32,12 @@ from fullserver.platforms.base import (
     ZoneForm,
     disk_kind_refusal,
 )
+from fullserver.platforms.gcp_autostop import autostop
 from fullserver.platforms.gcp_capacity import capacity_steps
+from fullserver.platforms.gcp_gpu_nics import GPU_NIC_PLANS as GPU_NIC_PLANS
+from fullserver.platforms.gcp_gpu_nics import GpuNicPlan as GpuNicPlan
+from fullserver.platforms.gcp_gpu_nics import gpu_nic_plan as gpu_nic_plan
+from fullserver.platforms.gcp_gpu_nics import gpu_nic_refusal as gpu_nic_refusal
 from fullserver.platforms.network.gcp import LOAD_BALANCER as LOAD_BALANCER
 from fullserver.platforms.network.gcp import LOAD_BALANCER_SCHEMES as LOAD_BALANCER_SCHEMES
 from fullserver.platforms.network.gcp import NETWORK as NETWORK
@@ -45,7 +47,7 @@ from fullserver.platforms.project import CloudProject
 from fullserver.platforms.quota import gcp as quota
 
 if TYPE_CHECKING:
-    from fullserver.spec import EnvironmentSpec
+    pass
 
 # --- names ---------------------------------------------------------------------------------------
 # Compute Engine names are lowercase RFC 1035 labels of at most 63 characters ("Resource naming
@@ -159,55 +161,6 @@ ATTACHED_GPU_TYPES = {
     "P4": "nvidia-tesla-p4",
     "P100": "nvidia-tesla-p100",
 }
-
-
-@dataclass(frozen=True)
-class GpuNicPlan:
-    """The NICs a multi-node A3/A4 node needs besides its primary gVNIC, and their networks."""
-
-    fabric: str
-    gpu_nics: int
-    """NICs for GPU-to-GPU traffic between nodes."""
-    nic_type: str
-    """GVNIC (GPUDirect-TCPX/TCPXO) or MRDMA (GPUDirect RDMA over RoCE)."""
-    rdma: bool
-    """All GPU NICs on ONE RoCE VPC network (``network_profile`` ZONE-vpc-roce), a subnet each;
-    otherwise each GPU NIC gets its own VPC network, subnet and internal firewall rule."""
-    host_nics: int
-    """gVNICs for host traffic, the primary (the environment's network) included."""
-    mtu: int
-
-
-# "Networking and GPU machines": A3 High 1,000 Gbps over GPUDirect-TCPX (4 GPU NICs + 1 gVNIC),
-# A3 Mega 1,800 Gbps over GPUDirect-TCPXO (8 + 1), A3 Ultra and A4 3,600 Gbps: 8 ConnectX-7 NICs
-# for GPU traffic only (MRDMA) + 2 gVNICs; the same counts as the catalog's NIC notes (5 / 9 / 10
-# physical NICs). The A3 High / Mega GPUDirect guides: one VPC network + subnet + firewall rule
-# per GPU NIC, MTU 8244. "RDMA network profiles": RoCE networks take the profile ZONE-vpc-roce,
-# only MRDMA NICs, MTU 8896, instances in that zone only, implied allow rules.
-GPU_NIC_PLANS: dict[str, GpuNicPlan] = {
-    "a3-highgpu-8g": GpuNicPlan("GPUDirect-TCPX", 4, "GVNIC", rdma=False, host_nics=1, mtu=8244),
-    "a3-megagpu-8g": GpuNicPlan("GPUDirect-TCPXO", 8, "GVNIC", rdma=False, host_nics=1, mtu=8244),
-    "a3-ultragpu-8g": GpuNicPlan("GPUDirect RDMA (RoCE)", 8, "MRDMA", rdma=True, host_nics=2, mtu=8896),
-    "a4-highgpu-8g": GpuNicPlan("GPUDirect RDMA (RoCE)", 8, "MRDMA", rdma=True, host_nics=2, mtu=8896),
-}
-
-
-def gpu_nic_plan(machine_type: str, nodes: int) -> GpuNicPlan | None:
-    """The GPU NICs an environment builds: its shape's plan, for multi-node environments only."""
-    return GPU_NIC_PLANS.get(machine_type) if nodes > 1 else None
-
-
-def gpu_nic_refusal(machine_type: str, nodes: int, zone: str | None) -> Refusal | None:
-    """RoCE networks are zonal: the nodes' zone must be known before the network is made."""
-    plan = gpu_nic_plan(machine_type, nodes)
-    if plan is None or not plan.rdma or zone:
-        return None
-    return Refusal(
-        "zone",
-        "zone",
-        f"{machine_type} nodes talk over a RoCE network, which is zonal, and no zone is set",
-        "set fullserver:zone to a zone offering the shape",
-    )
 
 
 MAX_MTU = 8896
@@ -365,39 +318,6 @@ def image_form(req: Request) -> Refusal | None:
     if req.image is None or re.fullmatch(_GCP_IMAGE, req.image):
         return None
     return Refusal("image", "image", f"'{req.image}' is not a Compute Engine image reference", f"use {forms}")
-
-
-# --- autostop (fullserver.autostop) ---------------------------------------------------------------
-
-INSTANCE_STOP = StopWay(
-    "gcp-instance-stop",
-    "the node stops its own VM (gcloud compute instances stop, local SSDs discarded: Compute Engine "
-    "asks for --discard-local-ssd on a VM that has them), with a role on that VM only",
-    "local SSDs (/scratch comes back blank) and memory; the boot and data disks stay",
-    "gcloud compute instances start for each node",
-    ENVIRONMENT_BILLS | {"boot disk", "data disk"},
-    restored_by_up=False,
-)
-
-STOP_PERMISSIONS = {INSTANCE_STOP.key: ("compute.instances.get", "compute.instances.stop")}
-"""The custom role's permissions (IAM "Compute Engine roles and permissions"), bound on each VM."""
-
-
-def stop_role_id(environment: str) -> str:
-    """The stop role's id: ``fullserver_autostop_`` and the environment in the characters IAM takes
-    (3-64 of ``[a-zA-Z0-9_.]``), with a digest where the name had to change. Custom roles are soft
-    deleted: the provider undeletes one of the same id within 7 days of a destroy, but from 7 to 37
-    days after it the id is taken (pulumi-gcp ``projects.IAMCustomRole`` warning): docs/autostop.md."""
-    clean = re.sub(r"[^a-zA-Z0-9_]", "_", environment)
-    base = f"fullserver_autostop_{clean}"
-    if clean == environment and len(base) <= 64:
-        return base
-    return f"{base[:55]}_{hashlib.sha256(environment.encode()).hexdigest()[:8]}"
-
-
-def autostop(spec: EnvironmentSpec) -> StopWay:
-    """Every GCP GPU node outside a serving group is a VM of its own, which stops itself."""
-    return INSTANCE_STOP
 
 
 RULES = PlatformRules(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from fullserver.capacity import CapacitySet, CapacityStep, peak_usd_hour, shapes_text, single_shape, spot_range
 from fullserver.platforms.base import Refusal
+from fullserver.platforms.gcp_gpu_nics import gpu_nic_plan
 
 if TYPE_CHECKING:
     from fullserver.spec import EnvironmentSpec
@@ -51,8 +52,6 @@ def mig_reason(spec: EnvironmentSpec) -> str:
         return f"reservation {spec.reservation} is zonal"
     if spec.network.compact_placement:
         return "compact placement keeps the nodes in one zone"
-    from fullserver.platforms.gcp import gpu_nic_plan  # the platform's module registers this one
-
     if gpu_nic_plan(spec.machine_type, spec.nodes) is not None:
         return "the GPU NICs' networks are zonal"
     if spec.offer != spec.machine_type:

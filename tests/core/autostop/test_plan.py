@@ -6,7 +6,9 @@ import pytest
 
 from fullserver.errors import FullserverError
 from fullserver.plan import StackPlan
-from fullserver.platforms import aws, gcp, tpu
+from fullserver.platforms import aws_autostop as aws
+from fullserver.platforms import gcp_autostop as gcp
+from fullserver.platforms import tpu_autostop as tpu
 from tests.components.matrix import plan_config
 from tests.core.test_stack_config import stack_config
 

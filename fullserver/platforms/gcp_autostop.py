@@ -1,0 +1,45 @@
+"""How an idle gcp environment stops itself (``PlatformRules.autostop``, ``fullserver.autostop``):
+the stop ways its nodes' agent takes and the permissions each needs, apart from the platform's
+other rules."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import TYPE_CHECKING
+
+from fullserver.autostop.way import ENVIRONMENT_BILLS, StopWay
+
+if TYPE_CHECKING:
+    from fullserver.spec import EnvironmentSpec
+
+
+INSTANCE_STOP = StopWay(
+    "gcp-instance-stop",
+    "the node stops its own VM (gcloud compute instances stop, local SSDs discarded: Compute Engine "
+    "asks for --discard-local-ssd on a VM that has them), with a role on that VM only",
+    "local SSDs (/scratch comes back blank) and memory; the boot and data disks stay",
+    "gcloud compute instances start for each node",
+    ENVIRONMENT_BILLS | {"boot disk", "data disk"},
+    restored_by_up=False,
+)
+
+STOP_PERMISSIONS = {INSTANCE_STOP.key: ("compute.instances.get", "compute.instances.stop")}
+"""The custom role's permissions (IAM "Compute Engine roles and permissions"), bound on each VM."""
+
+
+def stop_role_id(environment: str) -> str:
+    """The stop role's id: ``fullserver_autostop_`` and the environment in the characters IAM takes
+    (3-64 of ``[a-zA-Z0-9_.]``), with a digest where the name had to change. Custom roles are soft
+    deleted: the provider undeletes one of the same id within 7 days of a destroy, but from 7 to 37
+    days after it the id is taken (pulumi-gcp ``projects.IAMCustomRole`` warning): docs/autostop.md."""
+    clean = re.sub(r"[^a-zA-Z0-9_]", "_", environment)
+    base = f"fullserver_autostop_{clean}"
+    if clean == environment and len(base) <= 64:
+        return base
+    return f"{base[:55]}_{hashlib.sha256(environment.encode()).hexdigest()[:8]}"
+
+
+def autostop(spec: EnvironmentSpec) -> StopWay:
+    """Every GCP GPU node outside a serving group is a VM of its own, which stops itself."""
+    return INSTANCE_STOP
