@@ -235,7 +235,7 @@ def spot_first_line(members: Sequence[ClassMember]) -> str:
 
 
 def spot_first_attached(members: Sequence[ClassMember]) -> str:
-    first, last = members[0].label, members[-1].label
+    first, last = (m.pool or m.label for m in (members[0], members[-1]))
     return (
         f"the existing GKE cluster must run GKE {gke.COMPUTE_CLASS_MIN_VERSION} or later for the ComputeClass that "
         f"tries {first} before {last}: on an older one the workload's manifests do not apply"
