@@ -54,6 +54,7 @@ import pulumi_aws as aws
 from components.eks.trust import service_account_role
 from components.names import physical
 from fullserver.kube import KubePlan
+from fullserver.kube.fallback import fallback_members
 from fullserver.platforms import eks
 
 NAMESPACE = "kube-system"
@@ -120,11 +121,11 @@ def expander_values(plan: KubePlan) -> dict[str, Any]:
     (kubernetes/autoscaler chart 9.59.0, and 9.51.0/9.53.0 alike: ``templates/priority-expander-configmap.yaml``,
     ``templates/role.yaml``, ``values.yaml``). Helm merges the map into the chart's default
     ``extraArgs``. Nothing without a fallback group: the default expander stands."""
-    spot = next((p.name for p in plan.pools if p.spot), None)
-    fallback = next((p.name for p in plan.pools if not p.spot), None)
-    if spot is None or fallback is None:
+    if not plan.spot_first:
         return {}
-    return {"extraArgs": {"expander": eks.EXPANDER}, "expanderPriorities": eks.expander_priorities(spot, fallback)}
+    members = fallback_members([(p.name, p.spot) for p in plan.pools], plan.machine_type, plan.instance_types, None, 0)
+    groups = [m.pool for m in members if m.pool is not None]
+    return {"extraArgs": {"expander": eks.EXPANDER}, "expanderPriorities": eks.expander_priorities(groups)}
 
 
 def cluster_autoscaler(

@@ -3,17 +3,19 @@ autoscaler, which would grow either (the Cluster Autoscaler's default expander i
 before 2025), while the plan prices the profile's spot share (``cost.spot_share``) of the hours on
 spot. Each member says how its autoscaler is told the order (``PoolRules.spot_first``): EKS the
 Cluster Autoscaler's priority expander, GKE a custom ComputeClass the pods select. What the plan
-carries: the line that says the order, the compute class the pools are bound to, and what an
-attached cluster must run for the order to hold.
+carries: the line that says what the cloud tries in order on a stockout (``capacity_order``: spot
+first, then the on-demand fallback, then the rest of the set), the compute class the pools are
+bound to, and what an attached cluster must run for the order to hold.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fullserver.naming import fit_name
 from fullserver.platforms.kubernetes import COMPUTE_CLASS_TYPE
-from fullserver.platforms.pool_rules import PoolRules
+from fullserver.platforms.pool_rules import ClassMember, PoolRules, capacity_order
 
 
 def class_name(environment: str) -> str:
@@ -31,13 +33,35 @@ class SpotFirstPlan:
     attached: list[str] = field(default_factory=list)
 
 
-def spot_first(
-    rules: PoolRules, spot: str | None, fallback: str | None, environment: str, attached: bool
-) -> SpotFirstPlan:
-    """The order of ``spot`` before ``fallback`` as the member enforces it; nothing without both pools."""
+def fallback_members(
+    pools: Sequence[tuple[str, bool]],
+    machine_type: str,
+    spot_types: Sequence[str],
+    gpu_type: str | None,
+    gpu_count: int,
+) -> list[ClassMember]:
+    """The stack's pools as fallback members: each (name, spot) pool runs the machine type, a spot
+    pool every type it takes (``spot_types``: EKS's balanced alternatives), in ``capacity_order``."""
+    members = [
+        ClassMember(
+            machine_types=tuple(spot_types or [machine_type]) if spot else (machine_type,),
+            spot=spot,
+            pool=name,
+            gpu_type=gpu_type,
+            gpu_count=gpu_count if gpu_type else 0,  # a TPU pool's chips are no GPUs
+        )
+        for name, spot in pools
+    ]
+    return capacity_order(members)
+
+
+def spot_first(rules: PoolRules, members: Sequence[ClassMember], environment: str, attached: bool) -> SpotFirstPlan:
+    """The order of the spot members before the on-demand ones as the member enforces it; nothing
+    without both a spot pool and an on-demand one."""
     how = rules.spot_first
-    if how is None or spot is None or fallback is None:
+    if how is None or not any(m.spot for m in members) or all(m.spot for m in members):
         return SpotFirstPlan()
-    needs = [how.attached_needs(spot, fallback)] if attached and how.attached_needs is not None else []
+    ordered = capacity_order(members)
+    needs = [how.attached_needs(ordered)] if attached and how.attached_needs is not None else []
     name = class_name(environment) if how.compute_class is not None else None
-    return SpotFirstPlan(line=how.line(spot, fallback), compute_class=name, attached=needs)
+    return SpotFirstPlan(line=how.line(ordered), compute_class=name, attached=needs)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from fullserver.kube import serve
+from fullserver.kube.fallback import fallback_members
 from fullserver.kube.pool import KubePlan
 from fullserver.kube.volume import mount, pod_volume, storage_class
 from fullserver.naming import fit_name
@@ -291,8 +292,14 @@ def _with_storage(plan: KubePlan, manifests: list[Manifest]) -> list[Manifest]:
         first.append(storage_class(plan.data_volume, _labels(plan, workload_name(plan))))
     how = pool_member(plan.provider).spot_first
     if plan.compute_class is not None and how is not None and how.compute_class is not None:
-        spot, fallback = (next(p.name for p in plan.pools if p.spot is s) for s in (True, False))
-        first.append(how.compute_class(plan.compute_class, spot, fallback, _labels(plan, workload_name(plan))))
+        members = fallback_members(
+            [(p.name, p.spot) for p in plan.pools],
+            plan.machine_type,
+            plan.instance_types,
+            plan.accelerator_type,
+            plan.accelerators_per_node,
+        )
+        first.append(how.compute_class(plan.compute_class, members, _labels(plan, workload_name(plan))))
     return [*first, *manifests]
 
 

@@ -34,7 +34,7 @@ from fullserver.errors import InputError
 from fullserver.kube.access import ClusterAccess
 from fullserver.kube.attached import attached_warnings
 from fullserver.kube.fabric import fabric_reserved, pod_devices
-from fullserver.kube.fallback import SpotFirstPlan, spot_first
+from fullserver.kube.fallback import SpotFirstPlan, fallback_members, spot_first
 from fullserver.kube.volume import LABEL_GIB, DataVolume
 from fullserver.naming import fit_name
 from fullserver.platform import Platform, PricingModel
@@ -462,9 +462,9 @@ def _scheduling(
     in (``fullserver.kube.fallback``): where a compute class orders them, the pools carry its label and
     ``NoSchedule`` taint and the pods select it. Its notes carry what an attached cluster must run for
     the order and for the pods' fabric interfaces."""
-    spot = next((p.name for p in pools if p.spot), None)
-    fallback = next((p.name for p in pools if not p.spot), None) if spot else None
-    order = spot_first(rules, spot, fallback, spec.environment, attached)
+    types, gpu = _instance_types(spec, rules, nodes.machine_type), nodes.accelerator_type
+    members = fallback_members([(p.name, p.spot) for p in pools], nodes.machine_type, types, gpu, nodes.per_node)
+    order = spot_first(rules, members, spec.environment, attached)
     taints = [Taint(key=nodes.taint[0], value=nodes.taint[1], effect=nodes.taint[2])]
     selector = {**nodes.node_selector, LABEL_ENVIRONMENT: labels[LABEL_ENVIRONMENT]}
     if order.compute_class is not None and rules.spot_first is not None:

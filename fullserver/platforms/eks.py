@@ -18,6 +18,7 @@ digit, then letters, digits, ``-`` and ``_``).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import aws, gke
@@ -145,15 +146,18 @@ least-waste, the default since 2025-01-20, among groups of one priority (kuberne
 ``cluster-autoscaler/FAQ.md``: "a comma list chains expanders")."""
 
 
-def expander_priorities(spot_group: str, fallback_group: str) -> dict[str, list[str]]:
-    """The priority expander's priorities, highest first: a positive integer to a list of regular
-    expressions over node group names, here the Auto Scaling groups' (kubernetes/autoscaler
-    ``cluster-autoscaler/expander/priority/readme.md``). EKS names a managed group's Auto Scaling
-    group ``eks-<node group name>-<uuid>`` (aws/containers-roadmap#1304; terraform-aws-eks#3007), so
-    each expression matches its group's name between ``eks-`` and the id. A node group name is
-    letters, digits, ``-`` and ``_`` (``NAME_RULES``), none special in a regular expression. The keys
-    are strings: the chart renders them with ``int`` (``templates/priority-expander-configmap.yaml``)."""
-    return {"20": [f"^eks-{spot_group}-[0-9a-f-]+$"], "10": [f"^eks-{fallback_group}-[0-9a-f-]+$"]}
+def expander_priorities(groups: Sequence[str]) -> dict[str, list[str]]:
+    """The priority expander's priorities for node groups in the order to grow them (the cost
+    model's: ``pool_rules.capacity_order``): a positive integer to a list of regular expressions
+    over node group names, here the Auto Scaling groups', the highest value first and ten apart
+    (kubernetes/autoscaler ``cluster-autoscaler/expander/priority/readme.md``: the highest wins,
+    groups of one value are tied). EKS names a managed group's Auto Scaling group
+    ``eks-<node group name>-<uuid>`` (aws/containers-roadmap#1304; terraform-aws-eks#3007), so each
+    expression matches its group's name between ``eks-`` and the id. A node group name is letters,
+    digits, ``-`` and ``_`` (``NAME_RULES``), none special in a regular expression. The keys are
+    strings: the chart renders them with ``int`` (``templates/priority-expander-configmap.yaml``)."""
+    top = 10 * len(groups)
+    return {str(top - 10 * i): [f"^eks-{group}-[0-9a-f-]+$"] for i, group in enumerate(groups)}
 
 
 CAPACITY_LABEL = "eks.amazonaws.com/capacityType"

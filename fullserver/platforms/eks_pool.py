@@ -8,12 +8,13 @@ EKS's serving load balancer, secrets and metrics are.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fullserver.platforms import eks
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gke_reserved import Allocatable
-from fullserver.platforms.pool_rules import FabricPod, GpuNodes, PoolRules, SpotFirst
+from fullserver.platforms.pool_rules import ClassMember, FabricPod, GpuNodes, PoolRules, SpotFirst
 
 if TYPE_CHECKING:
     from fullserver.tls import Tls
@@ -95,22 +96,31 @@ EFA_POD = FabricPod(
 """Each pod takes every EFA interface of its node and the huge pages of AWS's NCCL example."""
 
 
-def _priorities(spot: str, fallback: str) -> str:
-    return "; ".join(f"{k}: {v[0]}" for k, v in eks.expander_priorities(spot, fallback).items())
+def _priorities(members: Sequence[ClassMember]) -> str:
+    groups = [m.pool for m in members if m.pool is not None]
+    return "; ".join(f"{k}: {v[0]}" for k, v in eks.expander_priorities(groups).items())
 
 
-def spot_first_line(spot: str, fallback: str) -> str:
+def _steps(members: Sequence[ClassMember]) -> str:
+    return "; ".join(f"{i}. {m.label}" for i, m in enumerate(members, 1))
+
+
+def spot_first_line(members: Sequence[ClassMember]) -> str:
+    """The expander orders the groups; within the spot group EC2 picks among its instance types."""
     return (
-        f"{spot} first, then {fallback} when spot capacity is out: the Cluster Autoscaler's "
-        f"--expander={eks.EXPANDER} with its cluster-autoscaler-priority-expander ConfigMap ({_priorities(spot, fallback)})"
+        f"on a stockout the Cluster Autoscaler tries, in order: {_steps(members)}; then nothing (the pods wait): "
+        f"its --expander={eks.EXPANDER} with the cluster-autoscaler-priority-expander ConfigMap ({_priorities(members)})"
     )
 
 
-def spot_first_attached(spot: str, fallback: str) -> str:
+def spot_first_attached(members: Sequence[ClassMember]) -> str:
+    first, last = members[0].pool, members[-1].pool
     return (
-        f"the existing EKS cluster's Cluster Autoscaler must run with --expander={eks.EXPANDER} and a "
-        f"cluster-autoscaler-priority-expander ConfigMap in its namespace giving {_priorities(spot, fallback)}: "
-        f"otherwise it may grow {fallback} as often as {spot} and the profile's spot share the plan prices does not hold"
+        f"the existing EKS cluster must grow {first} before {last}: its Cluster Autoscaler with "
+        f"--expander={eks.EXPANDER} and a cluster-autoscaler-priority-expander ConfigMap in its namespace giving "
+        f"{_priorities(members)}, or Karpenter with a NodePool whose requirements allow these instance types as "
+        f"spot and on-demand (karpenter.sh/capacity-type); otherwise it may grow {last} as often as {first} and "
+        "the profile's spot share the plan prices does not hold"
     )
 
 

@@ -8,13 +8,14 @@ are.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from fullserver.platform import Platform
 from fullserver.platforms import gcp, gke, gke_gateway
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gke_reserved import Allocatable
-from fullserver.platforms.pool_rules import GpuNodes, PoolNodes, PoolRules, SpotFirst, TlsFront
+from fullserver.platforms.pool_rules import ClassMember, GpuNodes, PoolNodes, PoolRules, SpotFirst, TlsFront
 
 if TYPE_CHECKING:
     from fullserver.tls import Tls
@@ -186,35 +187,58 @@ def pod_monitoring(name: str, labels: dict[str, str], selector: dict[str, str], 
     }
 
 
-def compute_class(name: str, spot: str, fallback: str, labels: dict[str, str]) -> dict[str, Any]:
-    """The custom ComputeClass that tries the spot pool first (``cloud.google.com/v1``, GKE's
-    ComputeClass CRD reference): ``priorities`` in order, each naming one existing pool
-    (``nodepools``); ``whenUnsatisfiable: DoNotScaleUp`` so no other pool or machine is scaled up
-    when both are out; ``nodePoolAutoCreation`` off, as the pools are the stack's. GKE falls back to
-    the next priority when a scale-up of one fails (its Cluster Autoscaler's backoff)."""
+COMPUTE_CLASS_REFERENCE = "https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass"
+"""Google's ComputeClass CRD reference: every field the class below sets is read there (and its
+JSON schema, ``tests/data/crds/computeclass.schema.json``, written from it)."""
+
+
+def class_rules(member: ClassMember) -> list[dict[str, Any]]:
+    """A member's priority rules: a pool the stack builds is named (``nodepools``, its nodes carry
+    the class's label and taint); a shape of the balanced set without one is one rule per machine
+    type (``machineType``, ``gpu`` {``type``, ``count``}, ``spot``), which GKE's node pool
+    auto-creation serves (the reference's ``priorities[]`` fields)."""
+    if member.pool is not None:
+        return [{"nodepools": [member.pool]}]
+    gpu = {"gpu": {"type": member.gpu_type, "count": member.gpu_count}} if member.gpu_type else {}
+    return [{"machineType": t, **gpu, "spot": member.spot} for t in member.machine_types]
+
+
+def compute_class(name: str, members: Sequence[ClassMember], labels: dict[str, str]) -> dict[str, Any]:
+    """The custom ComputeClass that hands GKE the fallback in the cost model's order
+    (``capacity_order``: spot first, then the on-demand pool, then the rest of the set), GKE trying
+    each rule in turn when a scale-up of the one before fails (``COMPUTE_CLASS_REFERENCE``).
+    ``whenUnsatisfiable: DoNotScaleUp``, said explicitly: when every rule is out the pods wait, never
+    on a machine outside the set. ``nodePoolAutoCreation`` only where a member has no pool of the
+    stack's to name."""
+    auto = any(m.pool is None for m in members)
     return {
         "apiVersion": "cloud.google.com/v1",
         "kind": "ComputeClass",
         "metadata": {"name": name, "labels": labels},
         "spec": {
-            "priorities": [{"nodepools": [spot]}, {"nodepools": [fallback]}],
+            "priorities": [rule for m in members for rule in class_rules(m)],
             "whenUnsatisfiable": "DoNotScaleUp",
-            "nodePoolAutoCreation": {"enabled": False},
+            "nodePoolAutoCreation": {"enabled": auto},
         },
     }
 
 
-def spot_first_line(spot: str, fallback: str) -> str:
+def _steps(members: Sequence[ClassMember]) -> str:
+    return "; ".join(f"{i}. {m.label}" for i, m in enumerate(members, 1))
+
+
+def spot_first_line(members: Sequence[ClassMember]) -> str:
     return (
-        f"{spot} first, then {fallback} when spot capacity is out: a custom ComputeClass whose priorities "
-        "name the spot pool, then the on-demand one (whenUnsatisfiable DoNotScaleUp); the pods select it"
+        f"on a stockout GKE tries, in order: {_steps(members)}; then nothing (whenUnsatisfiable DoNotScaleUp: "
+        "the pods wait): a custom ComputeClass the pods select, its priorities in this order"
     )
 
 
-def spot_first_attached(spot: str, fallback: str) -> str:
+def spot_first_attached(members: Sequence[ClassMember]) -> str:
+    first, last = (m.pool or m.label for m in (members[0], members[-1]))
     return (
         f"the existing GKE cluster must run GKE {gke.COMPUTE_CLASS_MIN_VERSION} or later for the ComputeClass that "
-        f"tries {spot} before {fallback}: on an older one the workload's manifests do not apply"
+        f"tries {first} before {last}: on an older one the workload's manifests do not apply"
     )
 
 

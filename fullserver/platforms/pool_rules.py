@@ -18,7 +18,7 @@ member has it or not.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # TLS and the serving spec are the core's
 
 __all__ = [
     "Allocatable",
+    "ClassMember",
     "FabricPod",
     "GpuNodes",
     "NodeResources",
@@ -109,20 +110,51 @@ class FabricPod:
 
 
 @dataclass(frozen=True)
+class ClassMember:
+    """One step of the fallback a cluster's autoscaler is handed: a machine (its types, its GPU type
+    and count), spot or on-demand, and the pool or node group the stack builds for it (``None``: a
+    shape of the balanced set with no pool, which only a member that creates pools itself can take:
+    GKE's node pool auto-creation)."""
+
+    machine_types: tuple[str, ...]
+    spot: bool
+    pool: str | None = None
+    gpu_type: str | None = None
+    gpu_count: int = 0
+
+    @property
+    def label(self) -> str:
+        kind = "spot" if self.spot else "on-demand"
+        where = f"{self.pool}: " if self.pool else ""
+        return f"{where}{kind} {', '.join(self.machine_types)}"
+
+
+def capacity_order(members: Sequence[ClassMember]) -> list[ClassMember]:
+    """The order the cost model ranks capacity in, which every member's autoscaler is told: the
+    spot members first (the profile's spot share is priced on them), each in the order given (the
+    set's cost order), then the on-demand fallback the stack builds, then the rest of the set
+    on-demand. One rule for GKE's ComputeClass priorities and EKS's expander priorities."""
+    spot = [m for m in members if m.spot]
+    built = [m for m in members if not m.spot and m.pool is not None]
+    rest = [m for m in members if not m.spot and m.pool is None]
+    return [*spot, *built, *rest]
+
+
+@dataclass(frozen=True)
 class SpotFirst:
     """How a member's autoscaler is told to grow the spot pool before its on-demand fallback, so
-    the profile's spot share (``cost.spot_share``) is what the plan prices and the cluster does."""
+    the profile's spot share (``cost.spot_share``) is what the plan prices and the cluster does.
+    Every callable takes the members in ``capacity_order``."""
 
-    line: Callable[[str, str], str]
-    """(spot pool, fallback pool) -> the plan's line saying the order and what enforces it."""
-    attached_needs: Callable[[str, str], str] | None = None
-    """(spot pool, fallback pool) -> what an attached cluster must run for the order to hold."""
+    line: Callable[[Sequence[ClassMember]], str]
+    """The members -> the plan's line: what the cloud tries, in order, on a stockout, and what enforces it."""
+    attached_needs: Callable[[Sequence[ClassMember]], str] | None = None
+    """The members -> what an attached cluster must run for the order to hold."""
     class_label: str = ""
     """The node label (and ``NoSchedule`` taint key) that binds the pools to a compute class,
     which the pods select: GKE's custom ComputeClass; "" where the member has none."""
-    compute_class: Callable[[str, str, str, dict[str, str]], dict[str, Any]] | None = None
-    """(class name, spot pool, fallback pool, labels) -> the compute class object the workload's
-    manifests start with."""
+    compute_class: Callable[[str, Sequence[ClassMember], dict[str, str]], dict[str, Any]] | None = None
+    """(class name, members, labels) -> the compute class object the workload's manifests start with."""
 
 
 def _no_gaps(platform: Platform, machine_type: str, nodes: int) -> list[str]:

@@ -20,6 +20,7 @@ from fullserver.profiles import load_profiles
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import workload_from_config
 from tests.components.conftest import Build, Plans, spec_of
+from tests.crds import validate
 
 
 def tpu_slice(catalog: Catalog, accelerator: str = "v5litepod-16", profile: str = "scale-training") -> EnvironmentSpec:
@@ -406,6 +407,7 @@ def test_deploy_workload_applies_the_compute_class_before_the_job(plans: Plans, 
     manifests = workload(plan, spec, image="trainer:1", command=["python", "train.py"])
     g = build(lambda: GkeEnvironment("ft", gke_args(plan, "proj", workload=manifests, deploy_workload=True)))
     (group,) = [r for r in g.rows if r.type == "kubernetes:yaml/v2:ConfigGroup"]
+    validate(group.inputs["objs"][1])  # as applied: against the schema from Google's reference (tests/crds.py)
     kinds = [m["kind"] for m in group.inputs["objs"]]
     assert kinds == ["StorageClass", "ComputeClass", "Job"]
     assert group.inputs["objs"][1]["metadata"]["name"] == "fullserver-finetune-gcp-g2"

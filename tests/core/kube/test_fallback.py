@@ -17,6 +17,7 @@ from fullserver.plan import StackPlan
 from fullserver.platform import Platform
 from fullserver.platforms import eks, gke
 from fullserver.profiles import load_profiles
+from tests.crds import validate
 
 UUID_SUFFIX = "-6ebc2b82-8f1f-c8ee-b3d2-8d2a9e0e6a2b"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -26,7 +27,7 @@ def test_eks_tries_the_spot_group_first_through_the_priority_expander(plans: dic
     plan = kube_plan(plans["exp-aws-l4-spot"].spec, Platform.EKS_GPU)
     spot, fallback = (p.name for p in plan.pools)
     assert (spot, fallback) == ("exp-aws-l4-spot-spot", "exp-aws-l4-spot-ondemand")
-    priorities = eks.expander_priorities(spot, fallback)
+    priorities = eks.expander_priorities([spot, fallback])
     assert priorities == {
         "20": ["^eks-exp-aws-l4-spot-spot-[0-9a-f-]+$"],
         "10": ["^eks-exp-aws-l4-spot-ondemand-[0-9a-f-]+$"],
@@ -35,7 +36,12 @@ def test_eks_tries_the_spot_group_first_through_the_priority_expander(plans: dic
     high, low = (re.compile(priorities[k][0]) for k in ("20", "10"))
     assert high.match(f"eks-{spot}{UUID_SUFFIX}") and not high.match(f"eks-{fallback}{UUID_SUFFIX}")
     assert low.match(f"eks-{fallback}{UUID_SUFFIX}") and not low.match(f"eks-{spot}{UUID_SUFFIX}")
-    assert plan.spot_first.startswith(f"{spot} first, then {fallback} when spot capacity is out")
+    # the plan says what the cloud tries in order on a stockout: the spot group's types, then on-demand
+    assert plan.spot_first.startswith(
+        f"on a stockout the Cluster Autoscaler tries, in order: 1. {spot}: spot {', '.join(plan.instance_types)}; "
+        f"2. {fallback}: on-demand {plan.machine_type}; then nothing (the pods wait)"
+    )
+    assert len(plan.instance_types) > 1  # the spot group runs the balanced alternatives too
     assert f"--expander={eks.EXPANDER}" in plan.spot_first
     assert plan.compute_class is None and len(plan.taints) == 1  # nothing to bind on EKS
     assert not any("priority-expander" in w for w in plan.warnings)  # a created cluster: fullserver configures it
@@ -45,9 +51,21 @@ def test_an_attached_eks_cluster_is_told_how_to_order_its_groups(plans: dict[str
     plan = kube_plan(plans["exp-aws-l4-spot"].spec, Platform.EKS_GPU, cluster="ml-prod")
     (needs,) = [w for w in plan.warnings if "priority-expander" in w]
     assert needs.startswith(
-        "the existing EKS cluster's Cluster Autoscaler must run with --expander=priority,least-waste"
+        "the existing EKS cluster must grow exp-aws-l4-spot-spot before exp-aws-l4-spot-ondemand: its Cluster "
+        "Autoscaler with --expander=priority,least-waste"
     )
     assert "20: ^eks-exp-aws-l4-spot-spot-[0-9a-f-]+$; 10: ^eks-exp-aws-l4-spot-ondemand-[0-9a-f-]+$" in needs
+    # or what the issue's later round builds: Karpenter with a NodePool over the same types
+    assert "or Karpenter with a NodePool" in needs and "karpenter.sh/capacity-type" in needs
+
+
+def test_the_expander_ranks_groups_in_the_order_given_ten_apart() -> None:
+    """The highest value wins (the priority expander's readme), so the first group gets the most."""
+    assert eks.expander_priorities(["a-spot", "b-spot", "c-ondemand"]) == {
+        "30": ["^eks-a-spot-[0-9a-f-]+$"],
+        "20": ["^eks-b-spot-[0-9a-f-]+$"],
+        "10": ["^eks-c-ondemand-[0-9a-f-]+$"],
+    }
 
 
 def test_gke_binds_both_pools_to_a_compute_class_that_names_the_spot_pool_first(plans: dict[str, StackPlan]) -> None:
@@ -64,6 +82,7 @@ def test_gke_binds_both_pools_to_a_compute_class_that_names_the_spot_pool_first(
     manifests = workload(plan, stack.spec, image="trainer:1", command=["python", "train.py"])
     assert [m["kind"] for m in manifests] == ["StorageClass", "ComputeClass", "Job"]
     compute_class = manifests[1]
+    validate(compute_class)  # against the schema written from Google's reference (tests/data/crds)
     assert compute_class == {
         "apiVersion": "cloud.google.com/v1",
         "kind": "ComputeClass",
@@ -77,7 +96,10 @@ def test_gke_binds_both_pools_to_a_compute_class_that_names_the_spot_pool_first(
     pod = manifests[2]["spec"]["template"]["spec"]
     assert pod["nodeSelector"]["cloud.google.com/compute-class"] == "fullserver-gke-gpu-attach"
     assert {"key": "cloud.google.com/compute-class", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
-    assert plan.spot_first.startswith(f"{spot} first, then {fallback} when spot capacity is out: a custom ComputeClass")
+    assert plan.spot_first.startswith(
+        f"on a stockout GKE tries, in order: 1. {spot}: spot {plan.machine_type}; "
+        f"2. {fallback}: on-demand {plan.machine_type}; then nothing (whenUnsatisfiable DoNotScaleUp"
+    )
     # attached: the cluster must be new enough for ComputeClasses
     assert any(gke.COMPUTE_CLASS_MIN_VERSION in w and "ComputeClass" in w for w in plan.warnings)
 
