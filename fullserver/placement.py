@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
 from fullserver.catalog.network import DATA_DIR, GIB, LOCATIONS_FILE
+from fullserver.clouds import all_clouds
 from fullserver.cost import estimate
 from fullserver.errors import InputError, NothingFits
 from fullserver.kube import SIZED_AS
@@ -149,7 +150,7 @@ def dataset_home(text: str | None, data: LocationsFile) -> DatasetHome | None:
         raise InputError(
             DATASET_KEY, f"region '{region}' is not in {LOCATIONS_FILE}", "name a region of AWS or GCP listed there"
         )
-    scheme = {"s3": "aws", "gs": "gcp"}.get(match["scheme"] or "", place.provider)
+    scheme = {c.bucket_scheme: c.key for c in all_clouds()}.get(match["scheme"] or "", place.provider)
     if scheme != place.provider:
         raise InputError(
             DATASET_KEY,

@@ -401,6 +401,7 @@ CLOUD = Cloud(
     },
     graph_unlabelled=frozenset({SECURITY_GROUP}),
     policy_reader="policy.clouds.aws",
+    bucket_scheme="s3",
     mock_outputs=_mock_outputs,
     mock_invoke=_mock_invoke,
     region_config="aws:region",

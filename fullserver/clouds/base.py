@@ -101,6 +101,8 @@ class Cloud:
     policy_reader: str = ""
     """Its policy reader module (``policy.clouds.<key>``): its load balancers for the budget and
     the clear-text policy."""
+    bucket_scheme: str = ""
+    """Its object store's URL scheme (``s3``, ``gs``): where ``fullserver:datasetLocation`` says a bucket lives."""
     region_config: str = ""
     """The config key of the region its invokes default to (``aws:region``), "" for none."""
     compute_types: tuple[str, ...] = ()

@@ -398,6 +398,7 @@ CLOUD = Cloud(
         FIREWALL: _firewall,
     },
     policy_reader="policy.clouds.gcp",
+    bucket_scheme="gs",
     mock_outputs=_mock_outputs,
     mock_invoke=_mock_invoke,
     mock_config={"gcp:project": MOCK_PROJECT},
