@@ -93,7 +93,8 @@ def config_keys() -> dict[str, ConfigKey]:
         if field.is_required():
             default: Any = None
         elif field.default is None:
-            default = _EMPTY[typed]
+            unset = [m.func.empty for m in field.metadata if hasattr(getattr(m, "func", None), "empty")]
+            default = unset[0] if unset else _EMPTY[typed]
         elif name in SECRET_KEYS:
             default = ""
         else:

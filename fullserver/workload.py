@@ -117,6 +117,7 @@ def _unset(empty: object) -> BeforeValidator:
     def check(value: object) -> object:
         return None if type(value) is type(empty) and value == empty else value
 
+    check.empty = empty  # type: ignore[attr-defined]  # what Pulumi.yaml declares (stacks.config_keys)
     return BeforeValidator(check)
 
 

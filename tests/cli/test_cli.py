@@ -76,7 +76,7 @@ BAD_STACKS: dict[str, tuple[dict[str, object], str]] = {
     ),
     "open-ssh": ({"fullserver:sshSourceRanges": ["0.0.0.0/0"]}, "would open SSH to much of the internet"),
     "unknown-profile": ({"fullserver:profile": "yolo"}, "unknown profile 'yolo'"),
-    "missing-region": ({"fullserver:region": None}, "missing required field 'fullserver:region'"),
+    "missing-region": ({"fullserver:region": None}, "field 'fullserver:region': is not set (set fullserver:region, or"),
 }
 
 

@@ -314,6 +314,8 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("ttlHours", "serve-gcp-realtime", {"ttlHours": 3}, "is persistent"),
     ("ttlHours", "dedicated-h100", {"ttlHours": 3}, "is persistent"),
     ("queued", "exp-aws-spot", {"queued": True}, "applies only to tpu-vm"),
+    ("autostopMinutes", "exp-aws-spot", {"autostopMinutes": -5}, "greater than or equal to 0"),
+    ("autostopMinutes", "dedicated-h100", {"autostopMinutes": 30}, "applies only to aws-gpu, gcp-gpu, tpu-vm"),
     ("queued", "train-tpu-v5e", {"queued": "yes"}, "valid boolean"),
     ("cluster", "exp-aws-spot", {"cluster": "ml-prod"}, "applies only to gke-gpu, gke-tpu, eks-gpu"),
     ("flexStart", "finetune-gcp-g2", {"flexStart": True}, "applies only to gke-gpu, gke-tpu"),

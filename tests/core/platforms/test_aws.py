@@ -17,6 +17,7 @@ def test_it_is_the_aws_gpu_platform() -> None:
     assert PricingModel.DEDICATED_MONTHLY not in RULES.pricing
     assert set(RULES.options) == {
         "reservation",
+        "autostopMinutes",
         "capacityBlock",
         "image",
         "sshPublicKeys",

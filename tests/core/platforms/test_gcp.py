@@ -15,7 +15,14 @@ def test_it_is_the_gcp_gpu_platform() -> None:
     assert rules_for(Platform.GCP_GPU) is RULES
     assert (RULES.provider, set(RULES.accelerator_kinds)) == ("gcp", {AcceleratorKind.GPU})
     assert PricingModel.DEDICATED_MONTHLY not in RULES.pricing
-    assert set(RULES.options) == {"reservation", "image", "sshPublicKeys", "sshPrivateKey", "serving"}
+    assert set(RULES.options) == {
+        "reservation",
+        "image",
+        "sshPublicKeys",
+        "sshPrivateKey",
+        "serving",
+        "autostopMinutes",
+    }
     # serving: only the global external Application Load Balancer (no proxy-instance price sourced)
     assert gcp.LOAD_BALANCER_SCHEMES == ("external",) and gcp.LOAD_BALANCER == "gcp-global-external"
     assert (RULES.compact_placement, RULES.hourly_gpus, RULES.boot_disk_sized) == (True, True, True)

@@ -17,7 +17,7 @@ def test_it_is_the_tpu_vm_platform() -> None:
     assert rules_for(Platform.TPU_VM) is RULES
     assert (RULES.provider, set(RULES.accelerator_kinds)) == ("gcp", {AcceleratorKind.TPU})
     assert PricingModel.DEDICATED_MONTHLY not in RULES.pricing
-    assert set(RULES.options) == {"queued", "reservation", "image", "sshPublicKeys", "sshPrivateKey"}
+    assert set(RULES.options) == {"queued", "reservation", "image", "sshPublicKeys", "sshPrivateKey", "autostopMinutes"}
     # A slice is one resource: its hosts are the nodes, its boot disk is part of it, it is not
     # placed by a policy, and fullserver:image names its runtime version.
     assert (RULES.slices, RULES.boot_disk_sized, RULES.compact_placement, RULES.image_is_runtime) == (
