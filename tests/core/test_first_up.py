@@ -44,11 +44,17 @@ def test_only_spot_specs_carry_alternatives(tmp_path: Path) -> None:
 
 
 def test_spot_without_a_fallback_is_said_in_one_sentence_naming_the_platform(tmp_path: Path) -> None:
-    for stack, platform in (("finetune-gcp-g2", Platform.GCP_GPU), ("batch-tpu-v5e", Platform.TPU_VM)):
+    # each says what its platform does when spot capacity is out: a regional group keeps retrying
+    # (Compute Engine); a spot TPU VM is created at once or fails, a queued slice waits (Cloud TPU)
+    for stack, platform, out in (
+        ("finetune-gcp-g2", Platform.GCP_GPU, ("when spot capacity is out", "keeps retrying", "fails pulumi up")),
+        ("batch-tpu-v5e", Platform.TPU_VM, ("created at once or pulumi up fails", "waits in the queue")),
+    ):
         plan = plan_offline(write_stack(tmp_path, stack, stack_config(stack)))
         said = [w for w in plan.warnings if "no on-demand fallback" in w]
         assert said == [rules_for(platform).no_spot_fallback], plan.warnings
-        assert said[0].startswith(platform.value) and "when spot capacity is out" in said[0]
+        assert said[0].startswith(f"{platform.value} has no on-demand fallback for spot")
+        assert all(what in said[0] for what in out), said[0]
         assert "\n" not in said[0] and ". " not in said[0]
     # AWS builds its fallback (a spot group and an on-demand group): nothing to say
     assert rules_for(Platform.AWS_GPU).no_spot_fallback == ""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policy.resources import AWS_ASG, AWS_LAUNCH_TEMPLATE, GCP_INSTANCE, GCP_TEMPLATE, TPU_VM
+from policy.resources import AWS_ASG, AWS_LAUNCH_TEMPLATE, GCP_TEMPLATE, TPU_VM
 from tests.policy.conftest import (
     Stacks,
     made,
@@ -34,7 +34,9 @@ def test_spot_group_and_spot_template(stacks: Stacks) -> None:
 
 
 def test_spot_allowed_for_spot_profiles_and_batch_inference_by_default(stacks: Stacks) -> None:
-    assert capacity(stacks["finetune-gcp-g2"].one(GCP_INSTANCE)) == []  # fine-tuning is not production
+    spot = stacks["finetune-gcp-g2"].one(GCP_TEMPLATE)  # its spot VMs come from a regional group's template
+    assert spot.inputs["scheduling"]["provisioningModel"] == "SPOT"
+    assert capacity(spot) == []  # fine-tuning is not production
     batch = stacks["batch-tpu-v5e"].one(TPU_VM)
     assert capacity(batch) == []  # production stage, but the profile itself prices spot-with-fallback
     one_violation(capacity(batch, {"allowProfileSpot": False}), "batch-inference", "schedulingConfig.spot false")

@@ -47,17 +47,22 @@ def test_instance_root_and_ebs_blocks() -> None:
 
 
 def test_gcp_cmek_only_on_request(stacks: Stacks) -> None:
-    disk = stacks["finetune-gcp-g2"].one(GCP_DISK)
+    disk = stacks["train-tpu-v5e"].one(GCP_DISK)  # the TPU VM's data disk: a standalone persistent disk
     assert encrypted(disk) == [NOT_APPLICABLE]
     one_violation(encrypted(disk, {"requireGcpCmek": True}), "kmsKeySelfLink", "requireGcpCmek")
     disk.inputs["diskEncryptionKey"] = {"kmsKeySelfLink": "projects/p/locations/l/keyRings/r/cryptoKeys/k"}
     assert encrypted(disk, {"requireGcpCmek": True}) == []
     template = stacks["serve-gcp-realtime"].one(GCP_TEMPLATE)
     one_violation(encrypted(template, {"requireGcpCmek": True}), "disks[0]")  # the local SSD is exempt
+    # A spot G2's data disk is inline in its regional group's template, judged there with the boot disk.
+    spot = stacks["finetune-gcp-g2"].one(GCP_TEMPLATE)
+    assert encrypted(spot) == [NOT_APPLICABLE]
+    found = encrypted(spot, {"requireGcpCmek": True})
+    assert len(found) == 2 and "disks[0]" in found[0] and "disks[2]" in found[1], found  # disks[1]: local SSD
 
 
 def test_gcp_disks_are_not_applicable_to_encryption(captured: dict[str, CapturedStack]) -> None:
-    disk = captured["finetune-gcp-g2"].one(GCP_DISK)
+    disk = captured["train-tpu-v5e"].one(GCP_DISK)
     policy = by_name("encrypted-disks")
     assert isinstance(policy, ResourceValidationPolicy)
     assert run_resource(policy, disk) == [NOT_APPLICABLE]

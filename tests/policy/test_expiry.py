@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policy.resources import AWS_INSTANCE, AWS_LAUNCH_TEMPLATE, GCP_INSTANCE, TPU_VM
+from policy.resources import AWS_INSTANCE, AWS_LAUNCH_TEMPLATE, GCP_INSTANCE, GCP_TEMPLATE, TPU_VM
 from tests.policy.conftest import (
     Stacks,
     made,
@@ -14,7 +14,7 @@ expiry = violations("ephemeral-expiry")
 
 
 def test_ephemeral_vm_without_ttl(stacks: Stacks) -> None:
-    vm = stacks["finetune-gcp-g2"].one(GCP_INSTANCE)
+    vm = stacks["finetune-gcp-g2"].one(GCP_TEMPLATE)  # the spot VMs' regional group's template
     del vm.inputs["labels"]["fullserver-ttl-hours"]
     one_violation(expiry(vm), "finetune-gcp-g2", "no expiry", "fullserver-ttl-hours=<hours>", "fullserver janitor")
     assert expiry(vm, stack_tags={"fullserver:expires-at": "2030-01-01T00:00:00Z"}) == []

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from policy.budget import estimate_month
-from policy.resources import AWS_INSTANCE, AWS_LAUNCH_TEMPLATE, GCP_INSTANCE
+from policy.resources import AWS_INSTANCE, AWS_LAUNCH_TEMPLATE, GCP_TEMPLATE
 from policy.stack_nodes import accelerator_nodes
 from tests.policy.conftest import (
     CapturedStack,
@@ -83,7 +83,7 @@ def test_unknown_values_skip_only_their_node(stacks: Stacks) -> None:
             return super().get(key, default)
 
     stack = stacks["finetune-gcp-g2"]
-    vm = stack.one(GCP_INSTANCE)
+    vm = stack.one(GCP_TEMPLATE)  # its spot VMs' regional group's template: the stack's only node
     vm.outputs = Unknown(vm.outputs)
     assert balance(stack) == []
     nodes, skipped = accelerator_nodes(policy_resources(stack))

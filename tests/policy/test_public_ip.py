@@ -6,7 +6,6 @@ from policy.resources import (
     AWS_INSTANCE,
     AWS_LAUNCH_TEMPLATE,
     AWS_SUBNET,
-    GCP_INSTANCE,
     GCP_TEMPLATE,
     TPU_QUEUED,
     TPU_VM,
@@ -45,10 +44,12 @@ def test_external_ip_on_gcp_template_and_tpu(stacks: Stacks) -> None:
 
 
 def test_public_ip_allowed_by_the_profile(stacks: Stacks) -> None:
-    """fine-tuning allows a public IP: its TPU VM and GPU VM have one and pass."""
+    """fine-tuning allows a public IP: its TPU VM and its spot GPU VMs' template have one and pass."""
     assert stacks["train-tpu-v5e"].one(TPU_VM).inputs["networkConfig"]["enableExternalIps"] is True
     assert public_ip(stacks["train-tpu-v5e"].one(TPU_VM)) == []
-    assert public_ip(stacks["finetune-gcp-a2"].one(GCP_INSTANCE)) == []
+    template = stacks["finetune-gcp-a2"].one(GCP_TEMPLATE)  # the spot VMs' regional group's template
+    assert template.inputs["networkInterfaces"][0]["accessConfigs"]
+    assert public_ip(template) == []
 
 
 def test_public_ip_without_a_profile(stacks: Stacks) -> None:
@@ -59,6 +60,6 @@ def test_public_ip_without_a_profile(stacks: Stacks) -> None:
     one_violation(public_ip(qr), "no fullserver-profile label", "label it fullserver-profile=<profile>")
     one_violation(public_ip(qr, stack_tags={"fullserver:profile": "scale-training"}), "scale-training")
     assert public_ip(qr, stack_tags={"fullserver:profile": "fine-tuning"}) == []
-    vm = stacks["finetune-gcp-a2"].one(GCP_INSTANCE)
+    vm = stacks["finetune-gcp-a2"].one(GCP_TEMPLATE)
     vm.inputs["labels"]["fullserver-profile"] = "no-such-profile"
     one_violation(public_ip(vm), "unknown profile 'no-such-profile'", "experimentation")
