@@ -38,11 +38,14 @@ def stop_role(
     project: pulumi.Input[str] | None,
 ) -> gcp.projects.IAMCustomRole:
     """The custom role of the way's permissions (its platform's ``STOP_PERMISSIONS``), one per
-    environment."""
+    environment. Custom roles are project-wide: a stack deployed from another's plan (the same
+    environment under another stack name) gets its stack in the id, so the two never share one."""
+    stack = pulumi.get_stack()
+    key = environment if stack == environment else f"{environment}_{stack}"
     return gcp.projects.IAMCustomRole(
         f"{name}-autostop",
         project=project,
-        role_id=gce.stop_role_id(environment),
+        role_id=gce.stop_role_id(key),
         title=f"fullserver autostop {environment}"[:100],
         description="lets an idle node of this environment stop itself, and nothing else",
         permissions=list(permissions),

@@ -9,6 +9,7 @@ import re
 from typing import TYPE_CHECKING
 
 from fullserver.autostop.way import ENVIRONMENT_BILLS, StopWay
+from fullserver.platforms import gcp_capacity
 
 if TYPE_CHECKING:
     from fullserver.spec import EnvironmentSpec
@@ -40,6 +41,17 @@ def stop_role_id(environment: str) -> str:
     return f"{base[:55]}_{hashlib.sha256(environment.encode()).hexdigest()[:8]}"
 
 
-def autostop(spec: EnvironmentSpec) -> StopWay:
-    """Every GCP GPU node outside a serving group is a VM of its own, which stops itself."""
+GROUP_OFF = (
+    "spot nodes run in a regional managed instance group over the balanced set, which would recreate "
+    "a VM that stopped itself (resizing the group to 0 is not built yet): its TTL ends it"
+)
+"""Why no agent runs on a spot group's members (``components.gcp.flexible``)."""
+
+
+def autostop(spec: EnvironmentSpec) -> StopWay | str:
+    """A GCP GPU node outside a group is a VM of its own, which stops itself; spot nodes over the
+    balanced set are a regional group's members, which must not (``GROUP_OFF``)."""
+    held = spec.capacity
+    if spec.spot and held is not None and held.used and not gcp_capacity.mig_reason(spec):
+        return GROUP_OFF
     return INSTANCE_STOP

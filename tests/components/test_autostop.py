@@ -12,11 +12,14 @@ import gzip
 import json
 import re
 from functools import cache
+from pathlib import Path
 
 import pytest
 
 from components.autostop import AGENT, CONFIG, STOP, UNIT, agent_source
 from components.graph import Graph, graph_for_config
+from fullserver.plan import plan_paths
+from tests.components.conftest import STACKS
 from tests.components.test_boot_secrets import boot_texts
 from tests.components.test_graph import CLOUD_STACKS
 from tests.components.test_program_config import _declared_defaults
@@ -26,8 +29,6 @@ AGENT_STACKS = {
     "batch-tpu-v5e": 30,
     "exp-aws-l4-spot": 30,
     "exp-aws-spot": 30,
-    "finetune-gcp-a2": 60,
-    "finetune-gcp-g2": 60,
     "train-tpu-v5e": 60,
 }
 """The VM stacks of experimentation, fine-tuning and batch-inference, with their profile's minutes."""
@@ -36,6 +37,8 @@ NO_AGENT = {
     "serve-gcp-realtime": "serving: its floor is its minimum replicas",
     "train-p5-cluster": "scale-training: persistent and protected, no autostop",
     "train-tpu-v5p-slice": "scale-training, and a queued slice takes no startup script",
+    "finetune-gcp-a2": "spot over the balanced set: a regional group, which would recreate a stopped VM",
+    "finetune-gcp-g2": "spot over the balanced set: a regional group, which would recreate a stopped VM",
 }
 
 
@@ -111,8 +114,36 @@ def test_an_aws_instance_stops_itself_and_keeps_its_volumes() -> None:
     assert "exec shutdown -h now" in _heredoc(scripts("exp-aws-spot")[0], STOP)
 
 
-def test_a_gcp_vm_may_stop_itself_only() -> None:
+def _on_demand(stack: str, project: Path) -> Graph:
+    """A fine-tuning stack on demand (a profile of the project's own): one VM per node."""
+    (project / "Pulumi.yaml").write_text("name: team\nruntime: python\n")
+    (project / "profiles").mkdir(exist_ok=True)
+    (project / "profiles" / "on-demand-tuning.yaml").write_text(
+        "extends: fine-tuning\ndescription: fine-tuning on demand\npricing: on-demand\n"
+    )
+    config = {**_declared_defaults(), **stack_config(stack, profile="on-demand-tuning")}
+    return graph_for_config(stack, config, full=True)
+
+
+def _scripts(g: Graph) -> list[str]:
+    return [t for where, t in boot_texts(g).items() if where.endswith(("userData", "startup-script"))]
+
+
+def test_a_gcp_spot_group_runs_no_agent_and_the_plan_says_why() -> None:
+    """A spot group's member must not stop itself (the group would recreate it); resizing the group
+    to 0 is not built, so no agent is installed there and the plan says so."""
+    from fullserver.platforms.gcp_autostop import GROUP_OFF
+
     g = graph("finetune-gcp-g2")
+    assert g.of_type("RegionInstanceGroupManager") and g.of_type("iAMCustomRole:IAMCustomRole") == []
+    assert all(UNIT not in s for s in scripts("finetune-gcp-g2"))
+    plan = plan_paths([STACKS / "Pulumi.finetune-gcp-g2.yaml"])[0]
+    assert plan.autostop is not None and not plan.autostop.on and plan.autostop.off == GROUP_OFF
+
+
+def test_a_gcp_vm_may_stop_itself_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    g = _on_demand("finetune-gcp-g2", tmp_path)
     role = g.one("iAMCustomRole:IAMCustomRole").inputs
     assert role["permissions"] == ["compute.instances.get", "compute.instances.stop"]
     (vm,) = g.of_type("compute/instance:Instance")
@@ -126,8 +157,9 @@ def test_a_gcp_vm_may_stop_itself_only() -> None:
         + "@mock-project.iam.gserviceaccount.com"
     )
     assert binding.inputs["zone"] == vm.inputs["zone"]
-    assert "--discard-local-ssd=true --async" in _heredoc(scripts("finetune-gcp-g2")[0], STOP)  # its local SSD
-    assert "--discard-local-ssd=false --async" in _heredoc(scripts("finetune-gcp-a2")[0], STOP)
+    assert "--discard-local-ssd=true --async" in _heredoc(_scripts(g)[0], STOP)  # its local SSD
+    a2 = _on_demand("finetune-gcp-a2", tmp_path)
+    assert "--discard-local-ssd=false --async" in _heredoc(_scripts(a2)[0], STOP)
 
 
 def test_a_tpu_vm_may_stop_tpu_nodes_and_do_nothing_else() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from pulumi.provider.experimental.analyzer import Analyzer
@@ -17,10 +18,11 @@ PUBLIC = [Environment, TpuVmEnvironment, AwsGpuEnvironment, GcpGpuEnvironment]
 
 
 @pytest.mark.parametrize(
-    ("stack", "token", "connect"),
+    ("stack", "changes", "token", "connect"),
     [
         (
             "train-tpu-v5e",
+            {},
             "fullserver:index:TpuVmEnvironment",
             # external IP allowed but no SSH ranges: through IAP (the alpha command tunnels)
             r"gcloud alpha compute tpus tpu-vm ssh train-tpu-v5e-tpu --zone us-central1-a --project mock-project"
@@ -28,23 +30,37 @@ PUBLIC = [Environment, TpuVmEnvironment, AwsGpuEnvironment, GcpGpuEnvironment]
         ),
         (
             "train-p5-cluster",
+            {},
             "fullserver:index:AwsGpuEnvironment",
             # no SSH ingress: Session Manager to the first node
             r"aws ssm start-session --region us-east-1 --target train-p5-cluster-node-0-id",
         ),
         (
             "finetune-gcp-g2",
+            {"spot": False},  # on demand: one VM per node (spot takes a regional group, below)
             "fullserver:index:GcpGpuEnvironment",
             # public IP but no SSH ranges: through IAP
             r"gcloud compute ssh finetune-gcp-g2-node-0-[0-9a-f]{6} --zone us-central1-a --project mock-project"
             r" --tunnel-through-iap",
         ),
+        (
+            "finetune-gcp-g2",
+            {},
+            "fullserver:index:GcpGpuEnvironment",
+            # spot over the balanced set: a regional group's first member, through IAP
+            r"gcloud compute ssh \$\(gcloud compute instance-groups managed list-instances (finetune-gcp-g2-spot-[0-9a-f]{6})"
+            r" --region us-central1 --project mock-project --limit 1 --format=\"value\(instance\.basename\(\)\)\"\)"
+            r" --zone \$\(gcloud compute instance-groups managed list-instances \1 --region us-central1"
+            r" --project mock-project --limit 1 --format=\"value\(instance\.scope\(zones\)\.segment\(0\)\)\"\)"
+            r" --project mock-project --tunnel-through-iap",
+        ),
     ],
 )
 def test_environment_builds_the_platforms_component(
-    plans: Plans, build: Build, stack: str, token: str, connect: str
+    plans: Plans, build: Build, stack: str, changes: dict[str, Any], token: str, connect: str
 ) -> None:
-    g = build(lambda: Environment(stack, environment_args(plans[stack].spec)))
+    spec = plans[stack].spec.model_copy(update=changes)
+    g = build(lambda: Environment(stack, environment_args(spec)))
     components = [r.type for r in g.rows if not r.custom]
     assert "fullserver:index:Environment" in components and token in components
     assert g.outputs["platform"] == plans[stack].spec.platform.value

@@ -69,7 +69,14 @@ def test_every_node_is_labelled_and_nothing_is_open_to_the_internet(graphs: dict
     assert [r.name for r in g.rows if r.custom and not summary(r).strip()] == []
 
 
-def test_summaries_show_the_inputs_that_matter(graphs: dict[str, Graph]) -> None:
+@pytest.fixture(scope="module")
+def on_demand_g2(plans: Plans) -> Graph:
+    """finetune-gcp-g2 on demand: one VM per node (on spot, capvm builds a regional group)."""
+    plan = plans["finetune-gcp-g2"]
+    return graph_for_plan(plan.model_copy(update={"spec": plan.spec.model_copy(update={"spot": False})}))
+
+
+def test_summaries_show_the_inputs_that_matter(graphs: dict[str, Graph], on_demand_g2: Graph) -> None:
     def row(stack: str, name: str) -> str:
         return summary(next(r for r in graphs[stack].rows if r.name == name))
 
@@ -78,10 +85,17 @@ def test_summaries_show_the_inputs_that_matter(graphs: dict[str, Graph]) -> None
         "/latest/ami-id, 32 EFA (cards 0-31), /dev/sda1 gp3 300GiB encrypted=true, IMDS tokens=required, "
         "cluster placement, reservation=open, labelled"
     )
-    assert row("finetune-gcp-g2", "finetune-gcp-g2-node-0") == (
-        "g2-standard-12, 1 local SSD, SPOT onHostMaintenance=TERMINATE, nic=GVNIC external=yes, "
+    vm = next(r for r in on_demand_g2.rows if r.name == "finetune-gcp-g2-node-0")
+    assert summary(vm) == (
+        "g2-standard-12, 1 local SSD, STANDARD onHostMaintenance=TERMINATE, nic=GVNIC external=yes, "
         "boot=pytorch-2-7-cu128-ubuntu-2204-nvidia-570, labelled"
     )
+    # spot: the regional group over the balanced set, and its members' template
+    spot = [r for r in graphs["finetune-gcp-g2"].rows if r.name == "finetune-gcp-g2-spot"]
+    assert sorted(summary(r) for r in spot) == [
+        "distributionPolicyTargetShape=BALANCED, waitForInstances=false, targetSize=1, baseInstanceName=finetune-gcp-g2",
+        "machineType=g2-standard-12, labelled",
+    ]
     assert row("train-tpu-v5p-slice", "train-tpu-v5p-slice-qr") == "v5p-128, runtime=v2-alpha-tpuv5, queued, labelled"
     assert row("train-tpu-v5p-slice", "train-tpu-v5p-slice-internal") == (
         "from=[10.64.0.0/20] allow=[{protocol=tcp}, {protocol=udp}, {protocol=icmp}], to=every node of its network"
@@ -92,7 +106,7 @@ def test_summaries_show_the_inputs_that_matter(graphs: dict[str, Graph]) -> None
     assert row("train-p5-cluster", "train-p5-cluster-sg") == "in -1:0 from self"
 
 
-def test_stack_graph_shapes(graphs: dict[str, Graph]) -> None:
+def test_stack_graph_shapes(graphs: dict[str, Graph], on_demand_g2: Graph) -> None:
     counts = {name: {r.type.rsplit(":", 1)[-1] for r in g.rows} for name, g in graphs.items()}
     assert "V2Vm" in counts["train-tpu-v5e"] and "V2Vm" in counts["batch-tpu-v5e"]
     assert "TpuQueuedResource" in counts["train-tpu-v5p-slice"]
@@ -103,8 +117,19 @@ def test_stack_graph_shapes(graphs: dict[str, Graph]) -> None:
     assert len(graphs["train-p5-cluster"].of_type("ec2/instance:Instance")) == 2
     lt = graphs["train-p5-cluster"].one("ec2/launchTemplate:LaunchTemplate").inputs
     assert [n["networkCardIndex"] for n in lt["networkInterfaces"]] == list(range(32))
-    assert graphs["finetune-gcp-g2"].one("compute/instance:Instance").inputs["scratchDisks"] == [
-        {"interface": "NVME", "size": 375}
+    assert on_demand_g2.one("compute/instance:Instance").inputs["scratchDisks"] == [{"interface": "NVME", "size": 375}]
+    # spot: a regional group over the balanced set, its template carrying the same local SSD
+    spot = graphs["finetune-gcp-g2"]
+    assert spot.of_type("compute/instance:Instance") == []
+    mig = spot.one("RegionInstanceGroupManager").inputs
+    assert [s["machineTypes"] for s in mig["instanceFlexibilityPolicy"]["instanceSelections"]] == [
+        ["g2-standard-12"],
+        ["g2-standard-16"],
+    ]
+    template = spot.one("compute/instanceTemplate:InstanceTemplate").inputs
+    assert template["scheduling"]["provisioningModel"] == "SPOT"
+    assert [d for d in template["disks"] if d.get("type") == "SCRATCH"] == [
+        {"diskSizeGb": 375, "diskType": "local-ssd", "type": "SCRATCH", "interface": "NVME"}
     ]
     assert graphs["batch-tpu-v5e"].one("tpu/v2Vm:V2Vm").inputs["schedulingConfig"]["spot"] is True
     # the queued slice runs as its own account with its labels: nothing about it to warn of

@@ -83,9 +83,15 @@ def test_a_private_gcp_cluster_exports_each_vm_behind_iap(catalog: Catalog, buil
 
 def test_a_gcp_vm_open_to_ssh_ranges_is_reached_directly_at_its_public_address(plans: Plans, build: Build) -> None:
     spec = with_network(
-        spec_of(plans, "finetune-gcp-g2"), public_ip=True, ssh_source_ranges=[OFFICE], ssh_public_keys=[ED25519_KEY]
+        spec_of(plans, "finetune-gcp-g2", spot=False),  # on demand: one VM per node
+        public_ip=True,
+        ssh_source_ranges=[OFFICE],
+        ssh_public_keys=[ED25519_KEY],
     )
     g = build(lambda: GcpGpuEnvironment("g2", gcp_args(spec, project="proj")))
+    # spot: the regional group's members are as public, so its row says ssh too
+    group = build(lambda: GcpGpuEnvironment("g2s", gcp_args(spec.model_copy(update={"spot": True}), project="proj")))
+    assert group.outputs["nodes"] == [] and [gr["via"] for gr in group.outputs["node_groups"]] == ["ssh"]
     [node] = g.outputs["nodes"]
     assert node["via"] == "ssh" and node["proxyCommand"] == []
     assert node["publicIp"] == g.outputs["public_ips"][0] and node["publicIp"]
@@ -95,8 +101,11 @@ def test_a_gcp_vm_open_to_ssh_ranges_is_reached_directly_at_its_public_address(p
 
 def test_a_public_gcp_vm_without_ssh_ranges_still_goes_through_iap(plans: Plans, build: Build) -> None:
     """A public address alone is not a way in: without SSH ranges the firewall admits only IAP."""
-    g = build(lambda: Environment("ft", environment_args(spec_of(plans, "finetune-gcp-g2"))))
+    g = build(lambda: Environment("ft", environment_args(spec_of(plans, "finetune-gcp-g2", spot=False))))
     [node] = g.outputs["nodes"]
+    # spot: the regional group is reached through IAP as well
+    spot = build(lambda: Environment("fs", environment_args(spec_of(plans, "finetune-gcp-g2"))))
+    assert spot.outputs["nodes"] == [] and [gr["via"] for gr in spot.outputs["node_groups"]] == ["iap"]
     assert node["publicIp"] and node["via"] == "iap"
     # the provider's project when the args name none (the mock's), the configured zone
     assert node["proxyCommand"] == iap(node["name"], "us-central1-a", "mock-project")

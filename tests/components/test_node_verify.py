@@ -37,6 +37,11 @@ def team_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "extends: fine-tuning\n"
         "description: fine-tuning, and every node measured after pulumi up\n"
         "verify: {on_up: true, fio_seconds: 3, fio_size_mib: 64}\n"
+        # on demand: one VM per node, which verify reaches (a spot stack's regional group, below, is not)
+        "pricing: on-demand\n"
+    )
+    (tmp_path / "profiles" / "verified-spot-tuning.yaml").write_text(
+        "extends: fine-tuning\ndescription: fine-tuning on spot, verified\nverify: {on_up: true}\n"
     )
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -69,6 +74,12 @@ def test_an_opted_in_profile_with_a_stack_key_verifies_the_nodes_last(
     [vm, *_] = [r for r in g.rows if r.type == "gcp:compute/instance:Instance"]
     assert " ".join(public.split()[:2]) in vm.inputs["metadata"]["ssh-keys"]
     assert "PRIVATE KEY" not in json.dumps(vm.inputs) and "PRIVATE KEY" not in json.dumps(g.outputs)
+    # spot: a regional group's members are listed at connect time (nodeGroups), not verified here
+    spot = _graph("verified-spot-tuning", text)
+    assert g.outputs["nodes"] and spot.outputs["nodes"] == [] and spot.outputs["nodeGroups"]
+    assert all(row.inputs["nodes"] == [] for row in _verify_rows(spot))
+    [template] = [r for r in spot.rows if r.type == "gcp:compute/instanceTemplate:InstanceTemplate"]
+    assert " ".join(public.split()[:2]) in template.inputs["metadata"]["ssh-keys"]
 
 
 def test_the_private_key_input_stays_secret(team_project: Path, private_key: tuple[str, str]) -> None:
@@ -83,8 +94,10 @@ def test_nothing_is_verified_unless_the_profile_asks(team_project: Path, private
     text, public = private_key
     g = _graph("fine-tuning", text)
     assert _verify_rows(g) == []
-    [vm, *_] = [r for r in g.rows if r.type == "gcp:compute/instance:Instance"]
-    assert " ".join(public.split()[:2]) in vm.inputs["metadata"]["ssh-keys"]  # still installed: verify STACK -i uses it
+    # still installed (verify STACK -i uses it); on spot, the regional group's template carries it
+    types = ("gcp:compute/instance:Instance", "gcp:compute/instanceTemplate:InstanceTemplate")
+    [node, *_] = [r for r in g.rows if r.type in types]
+    assert " ".join(public.split()[:2]) in node.inputs["metadata"]["ssh-keys"]
 
 
 def test_nothing_is_verified_without_the_stack_key(team_project: Path) -> None:

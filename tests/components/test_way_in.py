@@ -30,11 +30,11 @@ from components.startup import LOGIN_USER
 from components.tpu.args import tpu_args
 from components.tpu.environment import TpuVmEnvironment
 from components.tpu.queued import TpuQueuedResourceProvider
+from fullserver.capacity import CapacityMember, CapacitySet
 from fullserver.clouds.gcp import MOCK_PROJECT as MOCK_GCP_PROJECT
 from fullserver.platforms import aws as ec2
 from fullserver.platforms import gcp as gce
 from fullserver.platforms import tpu as cloud_tpu
-from fullserver.spec import ShapeOption
 from tests.components.conftest import STACKS, Build, Plans, ResourceOpts, rsa_4096_line, spec_of
 from tests.components.test_program_config import _declared_defaults
 from tests.core.test_stack_config import ED25519_KEY, stack_config
@@ -289,10 +289,21 @@ def _check_nodes(g: Graph, config: dict[str, Any]) -> None:
         assert len(nodes) == len(vms) and all(any(n["name"].startswith(vm.name) for vm in vms) for n in nodes)
     for group in groups:
         # an AWS spot group in public subnets, with keys and SSH ranges, is logged into directly
-        public_members = platform == "aws-gpu" and any(
-            nic.get("associatePublicIpAddress") == "true"
-            for lt in g.of_type("ec2/launchTemplate:LaunchTemplate")
-            for nic in lt.inputs.get("networkInterfaces", [])
+        # so is a GCP spot group (capvm) whose instance template gives its members a public address
+        public_members = (
+            platform == "aws-gpu"
+            and any(
+                nic.get("associatePublicIpAddress") == "true"
+                for lt in g.of_type("ec2/launchTemplate:LaunchTemplate")
+                for nic in lt.inputs.get("networkInterfaces", [])
+            )
+        ) or (
+            platform == "gcp-gpu"
+            and any(
+                nic.get("accessConfigs")
+                for t in g.of_type("compute/instanceTemplate:InstanceTemplate")
+                for nic in t.inputs.get("networkInterfaces", [])
+            )
         )
         direct = public_members and keys and ranges
         assert group["user"] == LOGIN_USER and group["keys"] == keys
@@ -382,13 +393,16 @@ def test_a_data_volume_detaches_from_a_stopped_instance_and_is_replaced_by_delet
 def test_a_spot_group_diversifies_over_balanced_types_and_connect_covers_the_fallback(
     plans: Plans, build: Build
 ) -> None:
-    alternatives = [
-        ShapeOption(offer="g4dn.2xlarge", machine_type="g4dn.2xlarge", usd_hour=0.752),
-        ShapeOption(offer="g4dn.4xlarge", machine_type="g4dn.4xlarge", usd_hour=0.79),
+    # the balanced set (fullserver.capacity, capvm) replaced alternative_shapes
+    members = [
+        CapacityMember(offer=t, machine_type=t, vcpus=v, usd_hour=p, on_demand_usd_hour=p)
+        for t, v, p in (("g4dn.xlarge", 4, 0.526), ("g4dn.2xlarge", 8, 0.752), ("g4dn.4xlarge", 16, 1.204))
     ]
-    spec = spec_of(plans, "exp-aws-spot", spot=True, alternative_shapes=alternatives)
+    held = CapacitySet(band=0.1, members=members, used=True)
+    spec = spec_of(plans, "exp-aws-spot", spot=True, capacity=held)
     args = aws_args(spec)
     assert args["spot_instance_types"] == ["g4dn.2xlarge", "g4dn.4xlarge"]
+    assert args["fallback_instance_types"] == ["g4dn.xlarge", "g4dn.2xlarge", "g4dn.4xlarge"]
     g = build(lambda: AwsGpuEnvironment("sp", args))
     groups = {r.name: r.inputs for r in g.of_type("autoscaling/group:Group")}
     policy = groups["sp-spot"]["mixedInstancesPolicy"]
@@ -399,7 +413,9 @@ def test_a_spot_group_diversifies_over_balanced_types_and_connect_covers_the_fal
     ]
     assert policy["instancesDistribution"]["spotAllocationStrategy"] == "price-capacity-optimized"
     assert groups["sp-spot"]["capacityRebalance"] is True
-    assert "mixedInstancesPolicy" not in groups["sp-ondemand"]  # the fallback runs the planned type
+    # the on-demand fallback takes the whole set too, cheapest on demand first (prioritized)
+    fallback = groups["sp-ondemand"]["mixedInstancesPolicy"]
+    assert [o["instanceType"] for o in fallback["launchTemplate"]["overrides"]] == args["fallback_instance_types"]
     connect = g.outputs["connect"]
     assert "--auto-scaling-group-names sp-spot sp-ondemand --query" in connect  # whichever runs the nodes
     # without alternatives the group still names its one type
@@ -523,10 +539,16 @@ def test_keys_reach_gcp_and_tpu_nodes_as_metadata_and_aws_nodes_through_user_dat
         spec = plans[stack].spec
         return spec.model_copy(update={"network": spec.network.model_copy(update={"ssh_public_keys": keys})})
 
-    vm = build(lambda: GcpGpuEnvironment("g", gcp_args(with_keys("finetune-gcp-g2")))).one("compute/instance:Instance")
-    assert vm.inputs["metadata"]["ssh-keys"] == f"ubuntu:{ED25519_KEY}"
-    assert vm.inputs["metadata"]["enable-oslogin"] == "FALSE"
-    assert vm.inputs["metadata"]["block-project-ssh-keys"] == "TRUE"
+    on_demand = with_keys("finetune-gcp-g2").model_copy(update={"spot": False})  # one VM per node
+    vm = build(lambda: GcpGpuEnvironment("g", gcp_args(on_demand))).one("compute/instance:Instance")
+    # spot: the regional group's instance template carries them to every member
+    member = build(lambda: GcpGpuEnvironment("gs", gcp_args(with_keys("finetune-gcp-g2")))).one(
+        "compute/instanceTemplate:InstanceTemplate"
+    )
+    for node in (vm, member):
+        assert node.inputs["metadata"]["ssh-keys"] == f"ubuntu:{ED25519_KEY}"
+        assert node.inputs["metadata"]["enable-oslogin"] == "FALSE"
+        assert node.inputs["metadata"]["block-project-ssh-keys"] == "TRUE"
     tpu = build(lambda: TpuVmEnvironment("t", tpu_args(with_keys("train-tpu-v5e")))).one("tpu/v2Vm:V2Vm")
     assert tpu.inputs["metadata"]["ssh-keys"] == f"ubuntu:{ED25519_KEY}"
     template = build(lambda: GcpGpuEnvironment("s", gcp_args(with_keys("serve-gcp-realtime")))).one(

@@ -32,10 +32,11 @@ ANSWERS = {"gcp:project": "my-ml-project"}
 # Secrets a real stack sets with `pulumi config set --secret` after `pulumi new`.
 SECRETS = {"bare-metal": {"fullserver:sshPrivateKey": "mock-private-key"}}
 # Resource types that show the program built the template's platform.
-PLATFORM_TYPES = {
+PLATFORM_TYPES: dict[str, str | tuple[str, ...]] = {
     "tpu-vm": "gcp:tpu/v2Vm:V2Vm",
     "aws-gpu": "aws:ec2/launchTemplate:LaunchTemplate",
-    "gcp-gpu": "gcp:compute/instance:Instance",
+    # one VM per node, or on spot a regional group over the balanced set (components.gcp.flexible)
+    "gcp-gpu": ("gcp:compute/instance:Instance", "gcp:compute/regionInstanceGroupManager:RegionInstanceGroupManager"),
     "bare-metal": "BareMetalFleet",
     "gke-gpu": "gcp:container/nodePool:NodePool",
     "gke-tpu": "gcp:container/nodePool:NodePool",
@@ -73,7 +74,14 @@ def test_template_prompts_for_what_fullserver_reads(platform: str) -> None:
     section = template(platform)["template"]
     assert section["displayName"] and section["description"]
     config: dict[str, dict[str, Any]] = section["config"]
-    wanted = {"fullserver:platform", "fullserver:profile", "fullserver:region", "fullserver:accelerator", "fullserver:owner", "fullserver:budgetMonthlyUsd"}
+    wanted = {
+        "fullserver:platform",
+        "fullserver:profile",
+        "fullserver:region",
+        "fullserver:accelerator",
+        "fullserver:owner",
+        "fullserver:budgetMonthlyUsd",
+    }
     if platform in GCP:
         wanted |= {"fullserver:zone", "gcp:project"}
     assert wanted <= set(config)
@@ -110,7 +118,9 @@ def test_requirements_fail_closed_until_repointed_and_the_readme_says_why(platfo
     assert "`--index-url https://<your index>/simple`" in section and "Never `--extra-index-url`" in section
 
 
-def pulumi_new(platform: str, dest: Path, project: str = "team-gpu", description: str = "Our GPU box", stack: str = "dev") -> Path:
+def pulumi_new(
+    platform: str, dest: Path, project: str = "team-gpu", description: str = "Our GPU box", stack: str = "dev"
+) -> Path:
     """What ``pulumi new <template> -n <project> -d <description> -s <stack> --yes`` writes: the
     files copied, ${PROJECT}/${DESCRIPTION} substituted, the template section dropped, and the
     prompts' defaults (or answers) saved to the stack's config under their namespaced keys."""
@@ -118,7 +128,9 @@ def pulumi_new(platform: str, dest: Path, project: str = "team-gpu", description
     for path in dest.rglob("*"):
         if path.is_file():
             text = path.read_text(encoding="utf-8")
-            path.write_text(text.replace("${PROJECT}", project).replace("${DESCRIPTION}", description), encoding="utf-8")
+            path.write_text(
+                text.replace("${PROJECT}", project).replace("${DESCRIPTION}", description), encoding="utf-8"
+            )
     manifest = _yaml(dest / "Pulumi.yaml")
     prompts: dict[str, dict[str, Any]] = manifest.pop("template")["config"]
     (dest / "Pulumi.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
@@ -135,11 +147,17 @@ def project_config(manifest: dict[str, Any], stack_config: dict[str, Any]) -> di
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_generated_project_is_valid_and_plans_offline(platform: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_generated_project_is_valid_and_plans_offline(
+    platform: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     generated = pulumi_new(platform, tmp_path / "team-gpu")
     manifest = _yaml(generated / "Pulumi.yaml")
     assert "template" not in manifest and manifest["name"] == "team-gpu"
-    leftovers = [p.name for p in generated.rglob("*") if p.is_file() and re.search(r"\$\{(PROJECT|DESCRIPTION)\}", p.read_text(encoding="utf-8"))]
+    leftovers = [
+        p.name
+        for p in generated.rglob("*")
+        if p.is_file() and re.search(r"\$\{(PROJECT|DESCRIPTION)\}", p.read_text(encoding="utf-8"))
+    ]
     assert leftovers == []
     assert project_errors(manifest) == []
     stack_config = _yaml(generated / "Pulumi.dev.yaml")["config"]
@@ -155,7 +173,9 @@ def test_generated_project_is_valid_and_plans_offline(platform: str, tmp_path: P
 
 
 @pytest.mark.parametrize("platform", sorted(set(PLATFORMS) - {"bare-metal"}))
-def test_fullserver_plan_reads_the_generated_stack(platform: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fullserver_plan_reads_the_generated_stack(
+    platform: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``fullserver plan --stacks-dir . dev`` in the new project: the stack file alone says it all."""
     generated = pulumi_new(platform, tmp_path / "team-gpu")
     monkeypatch.chdir(generated)
