@@ -6,12 +6,7 @@ components run with the same core, catalog and profiles they were written agains
 is inferred from the type annotations of the classes listed below (``pulumi.provider.
 experimental``): ``args`` TypedDicts become inputs, class annotations become outputs.
 
-A platform whose component takes keyword arguments (bare metal) has an adapter with one
-``args`` TypedDict for other languages (``components.bare_metal.adapter``); its registry entry
-names the class to serve.
-
-The package version is ``fullserver.__version__``; tag releases ``v<version>`` so
-``pulumi package add https://github.com/<org>/fullserver/components@v<version>`` pins it.
+Design notes: docs/design/components.md.
 """
 
 import pulumi

@@ -4,16 +4,7 @@ Args are ``TypedDict``s so the components can later be served to other languages
 (``pulumi.provider.experimental``); the analyzer rejects ``Union`` types other than ``Optional``,
 so optional fields are ``NotRequired`` and mutually exclusive choices are separate fields.
 
-Most fields are *plain* values, not ``pulumi.Input``s, on purpose: they decide the shape of the
-resource graph (how many NICs, a VM or a queued resource) and the refusals, and that must be
-known at plan time. An ``Output`` there could only be checked during ``pulumi up``. Fields that
-only flow into a resource property (``project``) are ``Input``s.
-
-Each platform's own args (``AwsGpuArgs``, ``GcpGpuArgs``, ``TpuVmArgs``) and the builder that
-fills them from a spec live in its package (``components.<platform>.args``); what they share is
-here. The core decided every size; the builders copy the decisions and adds the shape's limits
-from the catalog so a component can refuse what the shape cannot do (more local SSDs than it
-has, EFA where it has none) even when the args were written by hand.
+Design notes: docs/design/components.md.
 """
 
 import math

@@ -3,14 +3,7 @@
 all been idle for the configured time (docs/autostop.md). Standard library only: it runs on the
 node's own python3, installed by the boot script as a systemd service; its log is the journal.
 
-Busy means any of: an NVIDIA GPU at or above ``gpu_busy_percent`` utilization (``nvidia-smi
---query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits``); a TPU device file held
-open by a process (``/dev/accel*`` up to v4, ``/dev/vfio/<n>`` from v5: how tpu-info finds the
-chips in use, AI-Hypercomputer/cloud-accelerator-diagnostics ``tpu_info/device.py``; libtpu's
-utilization metrics exist only while a workload enables them); an SSH session (sshd's per-session
-process, which IAP-tunnelled SSH is too) or a Session Manager session (``ssm-session-worker``);
-the keep marker file. The idle-since time is kept in the state file with the boot's id, so a
-restart of the agent neither resets nor loses the count, and a new boot starts afresh.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

@@ -5,11 +5,7 @@ one stack; ``graph_for_config`` runs the whole program from a stack's config. No
 no Pulumi CLI are involved: a ``Mocks`` records every registered resource and answers the few
 invokes the components make.
 
-Isolation: ``pulumi.runtime.set_mocks`` is process-global *through context variables* (settings,
-the root stack resource, config all live in ``contextvars``). Each evaluation runs inside a fresh
-``contextvars.Context``, so it installs its own mocks and config there and leaves the caller's
-runtime (for example a test session's mocks from ``conftest.py``) untouched, without a
-subprocess. It must not be called from inside a running Pulumi program or ``@pulumi.runtime.test``.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
 """Applying a ``KubePlan``'s workload to its cluster (``fullserver:deployWorkload``): shared by
 ``components.gke`` and ``components.eks``.
 
-A Pulumi Kubernetes provider on the cluster's kubeconfig (``fullserver.kube.kubeconfig``: the
-cloud's credential plugin, no stored token; server-side apply, the v4 default, said explicitly)
-and a ``yaml.v2.ConfigGroup`` of the manifests (``fullserver.kube.manifest``), which orders the
-objects and waits for them to be ready (a LoadBalancer Service until it has its address). It
-depends on the node pools, so a Job or Deployment is created once its nodes can exist.
-
-A serving workload also gets:
-
-* its serving secrets as one Kubernetes ``Secret`` (``fullserver.kube.serve.secret_name``), whose
-  values the platform reads from the cloud's store at deploy time (``SecretReader``) and which stay
-  Pulumi secrets (the provider also marks a Secret's ``data`` secret); the
-  ConfigGroup waits for it, so no pod starts without its key;
-* the endpoint: the LoadBalancer Service read back (``Service.get`` after the group, its id an
-  output of the group's so that no preview reads a Service not yet created) for the
-  address its load balancer got (``status.loadBalancer.ingress[0]``: an IP on GKE, a DNS name on
-  EKS).
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

@@ -3,13 +3,8 @@ names each provider's API accepts, names the program sets itself (``fullserver.n
 nested output fields read alike from typed objects and mocks. Each cloud's labels are its own
 (``components.aws.labels``, ``components.gcp.labels``).
 
-Helm releases: a release on a cluster the stack created is named after its chart
-(``nvidia-device-plugin``, ``cluster-autoscaler``, ``aws-load-balancer-controller``) through
-``physical``: one of each per cluster, a name that does not depend on the stack's
-(pulumi-kubernetes' autoname, ``<logical>-<8 hex>``, passed Helm's 53 characters once the stack's
-name passed 15 to 25, and kept its upper case, ``_`` and ``.``), and the chart's objects named as
-its documentation shows them. Such a release is deleted before it is replaced: a second copy
-beside it would claim the same ServiceAccount and run a second controller."""
+Design notes: docs/design/components.md.
+"""
 
 from __future__ import annotations
 

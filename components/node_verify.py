@@ -6,24 +6,7 @@ a node that does not deliver (a narrow PCIe link, a missing NVLink, retired GPU 
 scratch, a slow network between the nodes) is reported while it is still cheap to replace. Bare
 metal does the same inside its own provider (``components.bare_metal``).
 
-A dynamic resource beside the environment, depending on it. ``create`` for every ``nodes`` row:
-
-* reads the node's SSH host keys from the cloud (its ``hostKeysCommand``: guest attributes on GCP
-  and TPU, the console output on AWS), which heard them from the node at first boot, and pins
-  them: a connection is never trusted on first use. The keys appear a little after the node is
-  RUNNING, so the command is retried every ``key_retry_seconds`` within ``key_wait_seconds``;
-* measures every node whose keys were read (``fullserver.baremetal.verify.verify_fleet``: probe,
-  GPUs, scratch fio, then iperf3 from each node to the next over their private addresses), each
-  through its own way in (direct SSH, IAP, Session Manager: the row's ``proxyCommand``).
-
-A node whose keys never appear, that cannot be reached, or that does not deliver is *reported*
-(``node_status``: ``{status, summary, lines}`` by node, ``lines`` as bare metal's; ``components.program`` warns once per node),
-never a failed ``up``: the nodes exist and replacing one is a person's call. ``diff`` re-verifies
-only when the nodes change (a replaced node has new addresses or a new name). Serving groups'
-replicas and TPU workers behind IAP are listed at connect time (``nodeGroups``), not here.
-
-The private key is a secret input and stays one (``additional_secret_outputs``); nothing of it is
-logged, and the summaries name only nodes and measurements. The provider holds no state.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

@@ -6,8 +6,7 @@ are declared here and nowhere else. A platform sets the ones it has; ``register`
 their empty value (an AWS environment has no service account, bare metal no ``nodes`` rows) and
 registers them with the platform's own extra outputs.
 
-No ``from __future__ import annotations`` here: the component analyzer reads these annotations
-as types (``pulumi.provider.experimental``), not as strings.
+Design notes: docs/design/components.md.
 """
 
 from typing import Any

@@ -3,11 +3,7 @@
 ``__main__.py`` calls ``main()``. ``fullserver plan`` runs ``deploy()`` (and tests run ``main()``)
 under Pulumi's mock runtime, so the graph it prints is the one ``pulumi up`` creates.
 
-Config: every ``fullserver:`` key of the stack (not only the ones fullserver knows, so a typo
-such as ``fullserver:acceleratorcount`` is refused instead of ignored) goes through the core's
-``workload_from_config`` and ``plan_workload`` (which runs ``check_workload`` once), exactly as
-``fullserver plan`` reads the stack file, so a bad key fails ``pulumi up`` with the same one-line error (as a ``RunError``: Pulumi
-prints it without a traceback).
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

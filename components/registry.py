@@ -6,11 +6,7 @@ for a package serving several: ``components.gke``): everything the program, the 
 verify need to know about the platform. Callers ask the entry; nothing outside a platform's
 package compares platform names.
 
-Imports are lazy, twice over: a package is imported on the first question about its platform,
-and its ``__init__`` imports no provider SDK (the component class, the provider and anything
-else that needs ``pulumi_aws`` / ``pulumi_gcp`` are named by module path or imported inside the
-function that needs them). A stack therefore loads only the SDK of its own cloud: ``fullserver
-plan`` of an AWS stack never imports Google's (about a second each).
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

@@ -5,30 +5,7 @@ Everything here was decided by the core (``fullserver.serving.ServingSpec``, car
 ``ServingArgs``): the server's port and health path, how long a replica may take to load its
 model before a health check judges it, the load balancer's scheme, a replica's request capacity.
 
-* GCP: an instance template, a managed instance group (regional with the ``BALANCED`` target
-  shape when spreading zones, which places replicas only where GPUs are obtainable, else zonal)
-  with the named port ``http``, one HTTP health check on the server's health path (autohealing,
-  with ``initial_delay_sec`` = the model load time, and the load balancer's backends), and
-  Google's global external Application Load Balancer (``EXTERNAL_MANAGED``: backend service in
-  ``RATE`` mode with ``max_rate_per_instance`` = a replica's capacity, URL map, target HTTP proxy,
-  global forwarding rule on port 80; with ``serving.domains``, a Google-managed certificate and a
-  target HTTPS proxy on 443, port 80 redirecting to it from the same reserved address). Being global, it needs no proxy-only subnet; its proxies and
-  health checks connect from 35.191.0.0/16 and 130.211.0.0/22, which the network's firewall
-  admits to the server port (``components.network``). The autoscaler holds the load balancer's
-  utilisation (``load_balancing_utilization``): one number per replica whatever its GPU count.
-  Zones of the regional group (``distribution_policy_zones``): the zones the catalog lists for the
-  shape in the region (``ServingArgs.zones``); without them (the catalog does not source GPU zones
-  for every GCP shape) Compute Engine selects the region's zones and the plan warns. Zones can only
-  be chosen when the group is created: adding them later replaces the group.
-* AWS: an Auto Scaling group from the launch template across the environment's subnets, an
-  Application Load Balancer (internet-facing in the public subnets, or internal in the nodes'
-  subnets; at least two zones, which the core's ``billables.zones`` guarantees) with its own
-  security group, a target group health-checking the server's path (``matcher`` 200) on the
-  traffic port, an HTTP listener (with ``serving.certificateArn``: an HTTPS listener on 443, the
-  HTTP one redirecting to it), the group attached (``target_group_arns``) with
-  ``health_check_type = ELB`` and a grace period of the model load time, and target tracking on
-  ``ALBRequestCountPerTarget``. The policy depends on the listener: AWS refuses a request-count
-  policy whose target group is not yet behind a load balancer.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

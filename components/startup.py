@@ -1,23 +1,9 @@
 """Boot-time configuration shared by AWS user data, GCP startup scripts and TPU VM metadata.
 
 One script, rendered per cloud, installs a systemd oneshot unit that runs on *every* boot
-(AWS user data runs only on the first one) and:
+(AWS user data runs only on the first one) and: see the design notes.
 
-* assembles the local NVMe disks into one RAID0 array mounted at ``/scratch``. Local SSDs and
-  instance store are ephemeral: after a stop/start they come back blank, so the array is created
-  again; on a reboot it is re-assembled. Where the Deep Learning AMI already mounted the instance
-  store at ``/opt/dlami/nvme`` (DLAMI release notes, "nvme_location"), ``/scratch`` links to it
-  instead of fighting over the devices.
-* waits (bounded, ``DATA_WAIT_SECONDS``) for the data disk: on AWS the EBS volume of an on-demand
-  or reserved node is attached only after the instance runs, so on first boot it is not there
-  yet. It then formats the disk only when it carries no filesystem *and* no partition table (a
-  partitioned disk without a filesystem is left alone), skips any device that is mounted or part
-  of something, and mounts it at ``/data`` with ``nofail`` (a dataset disk is never reformatted;
-  read-only disks are never formatted at all).
-
-Prior art: Google Cluster Toolkit ``setup-raid.yml`` (guards on the mount point, devices by id,
-``nofail``). Devices are found by stable ``/dev/disk/by-id`` names, never by ``/dev/nvmeXn1``
-order, which changes between boots.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

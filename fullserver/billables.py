@@ -4,19 +4,9 @@ Components used to decide these on their own (a NAT gateway when nodes had no pu
 load balancer's addresses) and the plan never priced them. Now the core decides them from the
 spec (``decide``), the spec carries them (``EnvironmentSpec.billables``), the components build
 exactly what it says, and ``network_lines`` prices each one from the network catalog
-(``fullserver/catalog/data/network.yaml``) so ``fullserver plan``'s total is the bill:
+(``fullserver/catalog/data/network.yaml``) so ``fullserver plan``'s total is the bill.
 
-* NAT: nodes without a public address reach package mirrors and model hubs through one NAT
-  gateway with an Elastic IP (AWS) or Cloud NAT with one automatically allocated address (GCP,
-  billed per VM using it, plus the address).
-* Public IPv4 addresses: every node that has one, the NAT's, and an internet-facing ALB's (one per
-  zone it spans); each is billed per address-hour on both clouds.
-* Serving: the load balancer (an ALB with its LCUs, or a global forwarding rule with the data it
-  processes) and its health check (no charge on either cloud's pricing page: a line says so).
-
-Data processed is priced from ``fullserver:egressGbMonth`` (the responses the load balancer
-carries out); data a NAT processes (container images and model weights pulled at each replica
-start) depends on pulls the plan cannot know, and the line's note says so with its rate.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """The balanced set: every shape and zone a stack's capacity may come from, and what the cloud
 tries, in order, when the first choice is out.
 
-Accelerator capacity runs out per shape and zone, so a request that names one type in one zone
-is the one most often refused. Sizing therefore hands each platform, beside the cheapest shape,
-every other shape that passes the same profile within the profile's price band
-(``CostAssumptions.capacity_band``: at most that share over the cheapest) and takes the same
-launch template, with every zone of the region the catalog lists for it (``balanced_set``). Each
-platform hands the set to its cloud's own fallback (an Auto Scaling group's mixed instances, a
-regional managed instance group's instance flexibility) and says, in ``CapacityStep`` rows, what
-the cloud will try and what each step costs (``PlatformRules.capacity_steps``).
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

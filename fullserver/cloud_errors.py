@@ -6,11 +6,7 @@ errors as tracebacks (exit 1): ``AWS_PROFILE`` naming no profile, a binary ``AWS
 key without its secret, an unreachable proxy. The command line passes every uncaught exception
 through ``one_line`` once (``fullserver_cli.app``), so no command handles them on its own.
 
-``ANSWERS`` is the one table: (module, class) -> where / what / hint templates over the
-exception's own fields (botocore's ``kwargs``, a response's code or status, a URL without its
-query or user info, which may hold a key). A class not in it is answered by its nearest base
-in it (``BotoCoreError``, ``GoogleAuthError``, ``RequestException``...); anything else is not a
-cloud error and stays a bug (exit 1). Nothing here imports an SDK: classes are matched by name.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

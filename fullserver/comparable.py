@@ -5,10 +5,7 @@ smaller, cheaper row win ties; the plan's "same job elsewhere" put spot prices b
 ones without a word. Every comparison now says what capacity it priced and on which pricing
 model, and sizes its rows to the same capacity where it chooses them.
 
-Capacity is total accelerator memory: the catalog's per-device ``memory_gib`` times devices.
-Whether the weights, optimizer state or KV cache fit is what a team sizes by first, and the
-catalog states it (with its source) for every GPU and TPU chip. Devices also differ in speed; no
-speed equivalence is in the catalog, so rows state their memory ratio and claim nothing more.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

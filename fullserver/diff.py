@@ -1,14 +1,6 @@
 """What a change does to each stack: two plan documents in, one typed diff out.
 
-A plan document is what ``fullserver plan --json`` prints (a list, one entry per stack), and the
-same entries ``fullserver diff`` builds for both sides of a change, with the guardrail results
-added; ``fullserver.plan_document`` reads one into ``StackDoc``s. The comparison is keyed by names, never by position or by today's figures: stacks by
-name, balance lines by dimension, cost lines by item, resources by logical name, warnings and
-guardrail findings by their text. A cost line, balance dimension or resource that appears on one
-side only is shown as added or removed, so new kinds of line need no change here.
-
-Pure: no git, no Pulumi, no printing. ``fullserver_cli.diff`` makes the documents and renders
-the result.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

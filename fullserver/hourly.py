@@ -2,21 +2,7 @@
 (which shape is cheapest) and for the cost estimate (what it costs), so the shape chosen is the
 shape that costs least.
 
-- spot with on-demand fallback, where the platform builds the fallback (AWS: an on-demand group
-  the spot shortage alarm fills): the expected rate, the profile's ``spot_share`` of the hours at
-  the spot price and the rest at on-demand. Ranking at the bare spot price would prefer a shape
-  only because its spot price is known (a 64-vCPU g6.16xlarge, $3.40/h when it falls back, over a
-  balanced g6.4xlarge at $1.32/h). The fallback fills the whole node count while spot nodes may
-  still run, and its nodes are protected from scale-in until their jobs end, so both groups can
-  run at once: ``peak_usd`` (spot and on-demand) is the most an hour can cost, and budgets hold
-  to it.
-- spot where the platform builds no fallback (Compute Engine, Cloud TPU: ``no_spot_fallback``):
-  the spot price, for every hour: nothing on-demand is built, so nothing on-demand is billed; the
-  work waits while spot is out (the plan says so).
-- A shape without a published spot price runs on-demand, at on-demand.
-- reserved: on-demand less the commitment discount published for that exact shape (or its whole
-  family where the source prices every size); none found: on-demand, with a warning.
-- otherwise on-demand.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

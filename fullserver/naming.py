@@ -1,22 +1,6 @@
 """Physical names the providers accept, for every stack name Pulumi accepts.
 
-A stack name may be 100 characters of letters, digits, ``-``, ``_`` and ``.``; the resources a
-stack creates are named after it, by the program (a TPU node id, a service account id) or by the
-Pulumi provider's autonaming (the logical name, ``-`` and random hex characters, seven for the
-bridged providers and eight for pulumi-kubernetes, never shortened; lowercased for a few GCP
-types). Each API has its own rule (``NameRule``, kept by each platform's module: ELB allows 32
-characters, IAM roles 64, Compute Engine lowercase RFC 1035 labels of 63, Helm releases 53, a
-Kubernetes Service an RFC 1035 label), and a name that breaks it fails the update: at preview
-where the provider knows the limit, at create time (after the network already exists) where only
-the API does. The objects a Kubernetes ``ConfigGroup`` creates are judged from its manifests.
-
-So every name is fitted here before Pulumi sees it, and the offline graph is judged by the same
-rules (``graph_problems``), so ``fullserver plan`` refuses what a provider would. A name that
-already fits is kept as it is (existing stacks keep their resources; a stack whose name broke the
-rule never created that resource); one that does not becomes the rule's alphabet, cut to leave
-room, plus six hex characters of a hash of the whole original, so it stays stable across runs
-and distinct from every other stack's (``Team_ML`` and ``team-ml`` differ, and so do two long
-names that share their first 40 characters).
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """The way into each node of a cloud environment: the stack's ``nodes`` and ``nodeGroups`` outputs.
 
-``pulumi up`` is the only moment that knows every node's name, addresses and the way in its access
-settings chose (direct SSH to a public address, IAP TCP forwarding on GCP, Session Manager on AWS).
-So the components export it per node, in this shape, and nothing downstream re-derives it:
-``fullserver verify STACK`` connects through it, and a person can paste a node's ``proxyCommand``
-into ``~/.ssh/config``. A serving group's replicas are not known until they run: the group is
-exported with the command that lists its members (``NodeGroupAccess``), whose answer the
-platform module turns into ``NodeAccess`` rows. So is a TPU VM reached through IAP: its workers
-are known at deploy time, but the Compute Engine instance name an IAP tunnel needs is only in each
-worker's guest attributes, read when someone connects (``fullserver.platforms.tpu``).
-
-The proxy commands and listing commands themselves are platform facts and live in
-``fullserver.platforms.gcp``, ``fullserver.platforms.aws`` and ``fullserver.platforms.tpu``.
+Design notes: docs/design/core.md.
 """
 
 from typing import Literal, TypedDict, cast

@@ -1,13 +1,6 @@
 """Placement: a stack wider than a region, ranked over every platform x region x shape, then pinned.
 
-A stack may name ``fullserver:location`` (continents, metros or regions of either cloud,
-``catalog/data/locations.yaml``) instead of ``fullserver:region``. Each region of it is sized as a
-region-bound stack is (``fullserver.sizing.size``, one call per platform and region), each
-result priced whole (``fullserver.cost.estimate``: compute by pricing model, disks, egress, load
-balancers, NAT, fees) plus the dataset's move from ``fullserver:datasetLocation``; the cheapest is
-the winner, the next the runner-up. ``up`` never chooses: ``fullserver plan --pin`` writes the
-winner into the stack file (``fullserver.pinning``), and the program refuses an unpinned stack
-(``check_pinned``), so a place changes only in a reviewed commit.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

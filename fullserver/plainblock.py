@@ -6,13 +6,7 @@ marks and a resolver call per scalar) than in sizing it. This reader accepts onl
 exactly as PyYAML does, and answers ``None`` for anything else, which ``fullserver.yamlio`` then
 reads with PyYAML; so a file reads the same either way, and every error is still PyYAML's.
 
-Accepted: lines that are blank, whole-line comments, or ``key:`` / ``key: value`` (and a comment) indented by
-spaces, where the key and the value are plain scalars of a narrow ASCII alphabet (no quote,
-``#``, ``:`` in a value, ``,``, bracket, anchor, alias, tag or indicator character) and every
-line is at the indentation of an open mapping or opens one under an empty key. A key is a
-string, a value a string, a decimal integer, a boolean or null, typed by the resolver's own
-table (so ``yes`` is ``True`` and ``1`` is ``1``, as YAML 1.1 says). A duplicate key, a tab, a
-flow collection, a sequence, a quoted or multi-line scalar, a float or a timestamp: ``None``.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

@@ -6,17 +6,7 @@ accelerator (each with the reason it exists), the topology and the security defa
 ``extends:`` inherits another profile, every field (``description`` too) the file leaves out;
 nested mappings merge, lists and scalars replace.
 
-Where profiles come from (``load_profiles()`` without a directory), so that a project made from
-a template finds them without a checkout and a team can add its own without forking:
-
-1. the shipped set: ``profiles/`` of the source checkout when fullserver runs from one, else the
-   copy the wheel installs under ``<prefix>/share/fullserver/profiles`` (``profiles/`` stays the
-   single source at the repository top; ``pyproject.toml`` ships it as data files), then
-2. on top, ``profiles/`` beside the nearest ``Pulumi.yaml`` at or above the working directory
-   (Pulumi runs a program in its project directory): a file there replaces the shipped profile
-   of the same name or adds a new one, and may ``extends:`` a shipped profile, including the one
-   it replaces (``fine-tuning.yaml`` with ``extends: fine-tuning`` changes the shipped profile
-   instead of copying it).
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """``fullserver quota``: each quota a stack needs, against the account's limit and usage.
 
-The plan names the quotas (``fullserver.quotas``); this reads them with the caller's credentials
-and answers need / limit / in use / short per quota, with the request that raises it. AWS:
-Service Quotas ``GetServiceQuota`` (a quota never changed from its default has no applied value:
-``NoSuchResourceException``, then ``GetAWSDefaultServiceQuota``), and EC2 for the usage a quota
-counts (vCPUs of running instances of the quota's families and purchase option, Elastic IPs,
-VPCs). Google Cloud: Compute Engine ``regions.get`` / ``projects.get`` (``quotas[]`` of
-``{metric, limit, usage}``) and the Cloud Quotas API's ``quotaInfos`` for Cloud TPU (limits only).
-A quota the account does not report is *unknown*, never zero, and never counted short.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

@@ -6,17 +6,7 @@ endpoint, the request capacity of a replica, how long a model takes to load); th
 ``fullserver:serving`` key says what it serves (model, server image, extra arguments). This module
 joins the two into a ``ServingSpec`` the components build without deciding anything.
 
-The default server is vLLM's OpenAI-compatible server (``vllm/vllm-openai``, vLLM docs "Using
-Docker"): it listens on port 8000, answers ``GET /health`` with 200 once the model is loaded (and
-not before, so a health check on it is a readiness check), and serves ``/v1/chat/completions``,
-``/v1/completions`` and ``/v1/models``. Its tensor parallel size is the replica's GPU count, so a
-model is sharded across every GPU of a multi-GPU shape instead of running on one.
-
-Autoscaling holds *requests per replica*, not GPU utilisation: on GCP the load balancer's
-utilisation (requests per second against each replica's ``max_rate_per_instance``), on AWS the
-ALB's ``ALBRequestCountPerTarget``. Both are one number per replica whatever its GPU count, where
-the agents' GPU utilisation is one time series per GPU and cannot drive a managed group's
-autoscaler on a multi-GPU shape.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """Stacks: where a workload runs. A Pulumi stack file (``stacks/Pulumi.<env>.yaml``, keys
 ``fullserver:<key>``) and the config Pulumi hands the program, read into a ``Workload``.
 
-The keys are ``Workload``'s fields (``config_keys`` derives what ``Pulumi.yaml`` declares from the
-model; a test keeps the two equal). Values are read the way Pulumi hands them to a program: a
-scalar is text (``8``, ``true``) decoded by the key's declared type, so ``acceleratorCount: true``
-is refused rather than read as 1; a value set with ``pulumi config set --secret`` is only known to
-be set: fullserver never decrypts, keeps or prints it. ``fullserver plan`` and the Pulumi program
-read stacks through this one module, so a key one of them refuses the other refuses with the same
-line.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
 """HTTPS on a serving load balancer: built when the stack gives a certificate (AWS) or the domain
 names clients call (GCP), checked here before anything is built.
 
-* AWS: ``fullserver:serving.certificateArn`` names an AWS Certificate Manager certificate you
-  requested or imported. ACM certificates are regional and cannot be copied between regions ("To
-  use a certificate with Elastic Load Balancing ... in more than one AWS region, you must request
-  or import a certificate for each region", ACM user guide, "Supported Regions"), so its region
-  must be the stack's. The ALB then listens with HTTPS on 443 and its port-80 listener answers a
-  301 redirect to HTTPS. ``serving.domains`` is optional there: the names you point at the ALB
-  (the certificate must cover them); the first becomes the endpoint's host, without it the
-  endpoint is the ALB's own DNS name, which an ACM certificate cannot name. fullserver requests no
-  certificate on AWS (ACM validation needs DNS records in your zone).
-* GCP: ``fullserver:serving.domains`` are the names for a Google-managed certificate
-  (``compute.ManagedSslCertificate``), which Google provisions once each name resolves to the
-  load balancer's address and renews itself. Google-managed certificates take "up to 100 domains"
-  (pulumi-gcp 10.2 ``ManagedSslCertificateManagedArgs.domains``; Config Connector
-  ``managed.domains``) and no wildcard names (Cloud Load Balancing, "Use Google-managed SSL
-  certificates": wildcards need Certificate Manager's DNS authorization), and serve only the global
-  external Application Load Balancer: "Google-managed SSL certificates aren't supported for
-  regional external Application Load Balancers and regional internal Application Load Balancers"
-  (same page). An internal GCP endpoint with HTTPS is refused (GCP builds none yet either).
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

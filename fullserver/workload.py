@@ -1,13 +1,6 @@
 """A workload: what one environment needs, as written in one stack's config.
 
-``Workload`` is the one list of config keys (camelCase, as Pulumi config keys usually are):
-``Pulumi.yaml`` declares exactly its fields, and ``fullserver plan`` and the Pulumi program
-(``components/program.py``) both validate every ``fullserver:`` key through it, so a key one of
-them refuses the other refuses with the same line. This is the model: each key checked alone and
-against an explicit platform (that platform's own ``stack_rules`` included); the platform-specific
-keys are the fields marked ``PLATFORM_SPECIFIC`` (``fullserver.workload_keys``). What needs the
-profile and the catalog is ``fullserver.workload_checks``; how a stack file and Pulumi's config
-become a ``Workload`` is ``fullserver.stacks``.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

@@ -2,22 +2,9 @@
 
 Every file fullserver reads (profiles, stacks, catalog data, inventories) goes through
 ``read_yaml``, so every reader gets the same guards, each ending in one ``file[:line]: what``
-line instead of a traceback or a crash:
+line instead of a traceback or a crash: see the design notes.
 
-* size: at most ``MAX_BYTES``, and no byte further is read, so a wrong path (a log, a device)
-  cannot exhaust memory;
-* encoding: UTF-8 only (what every file in the repository is, and YAML's default); Latin-1,
-  UTF-16 or binary data is refused naming the byte offset, not left to a ``UnicodeDecodeError``;
-* nesting: at most ``MAX_DEPTH`` levels. libyaml composes nodes recursively in C and takes the
-  interpreter down (a segfault, not an exception) on tens of thousands of nested brackets, so
-  the depth is bounded *before* the composer sees the text: a cheap scan gives an upper bound,
-  and only when that bound is above the limit are the parser's events counted exactly (the
-  parser keeps its own stack, so counting is safe at any depth);
-* aliases: a file whose aliases expand it past ``MAX_EXPANDED`` values or ``MAX_DEPTH`` levels
-  ("billion laughs"), or make it contain itself, is refused: code that walks the data follows
-  every alias;
-* duplicate keys: YAML forbids them, but PyYAML keeps the last one silently, so a profile with
-  ``stage:`` twice would change its stage without a word. They are refused naming both lines.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """The ``fullserver`` command: profiles, catalog, plan, diff, recommend, audit, verify, ephemeral,
 janitor.
 
-Every command but ``ephemeral`` and ``janitor`` works without the Pulumi CLI, and every one but
-those two, ``audit`` and ``verify`` (which reach hosts over SSH) and ``catalog refresh`` (which
-reads the providers' price sources) works offline, without credentials.
-Bad input, a misused flag included, ends with one line on stderr (``error: where: what (hint)``)
-and the exit code of the one table in ``fullserver.errors``; never a traceback or a framed box.
-A cloud SDK's error (botocore, google-auth, requests) becomes that line here, once, for every
-command (``OneLineErrors.main``, ``fullserver.cloud_errors``).
+Design notes: docs/design/cli.md.
 """
 
 from __future__ import annotations

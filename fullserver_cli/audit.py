@@ -1,16 +1,6 @@
 """``fullserver audit INVENTORY --profile P``: probe every host over SSH and check its balance.
 
-Hosts are probed concurrently (a thread and a connection per host) behind a progress bar on
-stderr; then one table per host. Exit 0 when every host is balanced; 4 (``EXIT_SHORT``) when any
-host is short of a minimum or could not be verified (unknown or mixed GPUs, no GPU visible, or
-short of its ``expect:`` contract), naming each host and what it misses; 5 when every audited
-host is fine but some could not be reached or probed. Jump hosts (entries only named as another
-entry's ``jump``, or ``role: jump``) are passed through with their own keys, never audited.
-
-Every private key (hosts' and jump hosts') is read *and parsed* before any host is contacted: a
-key that cannot be used is bad input (exit 2, one line naming the host and the key source, never
-the key), not an unreachable host. Library log output (paramiko's) reaches stderr only as one
-line through this command's console (``liblog``), never as a traceback.
+Design notes: docs/design/cli.md.
 """
 
 from __future__ import annotations

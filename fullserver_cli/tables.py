@@ -2,18 +2,9 @@
 
 A table is declared once, with its columns and, when it has many, how they stack when the screen
 is narrow (``narrow``: groups of columns that share one column, one cell line each). At print
-time the rule picks the first layout whose longest words all fit side by side:
+time the rule picks the first layout whose longest words all fit side by side: see the design notes.
 
-1. the wide layout, every column on its own;
-2. the narrow layout, each group's cells stacked into one column, a line each (so is its header);
-3. as a last resort (a screen narrower than the longest words), the narrow layout with only its
-   longest words folded.
-
-Within the chosen layout every column is at least as wide as its longest word (header words
-included), so cells wrap at spaces and no word loses a letter or splits; the space left over goes
-to the columns in proportion to what they could use (their longest line). The widths are set here rather
-than left to rich, whose own shrinking can split words and, when its minimums do not add up,
-print wider than the screen (where the console crops the last column).
+Design notes: docs/design/cli.md.
 """
 
 from __future__ import annotations

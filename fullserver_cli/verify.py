@@ -1,20 +1,6 @@
 """``fullserver verify INVENTORY --profile P``: measure what each host delivers beside the promise.
 
-Like ``audit`` (same inventory, same pinned-key SSH, same exit codes), and then it measures: GPU
-PCIe links, NVLink, memory health and NUMA placement, scratch throughput with fio (only inside a
-directory of its own under the *mounted* scratch filesystem), TCP throughput between the hosts
-with iperf3. One table per host: promised, delivered, ratio. Exit 0 when every host delivers;
-4 when any host is short or could not be verified (each named, with what it misses); 5 when the
-rest deliver but some host could not be reached.
-
-``verify STACK`` (a name in ``stacks/``, or its ``Pulumi.<env>.yaml``): for a bare-metal stack,
-offline from the stack file: the hosts and their pinned host keys from ``fullserver:dedicated.hosts``,
-the promise from the stack's plan (its profile, and ``dedicated.host`` as every host's contract),
-the private key from ``--identity FILE`` (the stack's ``sshPrivateKey`` is a Pulumi secret this
-tool does not decrypt; the key text and its passphrase are held in memory only, never printed or
-written). A cloud stack's nodes come from its outputs (``fullserver_cli.cloud_nodes``): each
-node's way in, direct or through IAP / Session Manager, and a serving group's members listed now.
-A Kubernetes pool stack's nodes are measured through the cluster (``fullserver_cli.kube_verify``).
+Design notes: docs/design/cli.md.
 """
 
 from __future__ import annotations

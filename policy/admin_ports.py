@@ -1,13 +1,6 @@
 """Policy ``no-open-admin-ports``: no SSH or other admin port open to much of the internet.
 
-Admin ports reachable from the internet are how GPU hosts get hijacked for mining; nodes need none.
-How wide a source may be is not decided here: it is the core's rule,
-``fullserver.netcheck.check_ssh_ranges`` (no range wider than /8 for IPv4 or /32 for IPv6, and the
-ranges together no more than one such range), the function profiles, stack config and components
-call too, so the pack cannot pass what the rest of fullserver refuses (``0.0.0.0/1`` +
-``128.0.0.0/1`` is the whole internet as surely as ``0.0.0.0/0``). The rule holds for every admin
-port, and a port's sources are collected across all rules of the resource, so two rules of one
-security group cannot add up to what one rule may not open.
+Design notes: docs/design/policy.md.
 """
 
 from __future__ import annotations

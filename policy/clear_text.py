@@ -3,14 +3,9 @@ clear unless its stack said so (``fullserver:serving.plainHttp: true``).
 
 Clients send ``Authorization: Bearer <key>`` with every request; over plain HTTP anyone on the path
 reads it. The rule is the core's (``fullserver.tls.clear_text``); this reads what the stack builds:
+see the design notes.
 
-* each cloud's load balancers, as its policy reader's ``CLEAR_TEXT`` reads them (``policy.clouds``:
-  an AWS ``HTTP`` listener that forwards, a Google ``EXTERNAL*`` forwarding rule whose URL map does);
-* node pools: a LoadBalancer Service of the applied workload (``kubernetes:yaml/v2:ConfigGroup``),
-  read by ``fullserver.kube.serve.clear_text_of``.
-
-The stack's ``plainHttp`` is read where the components write it: the load balancer's tag, the
-forwarding rule's label (``fullserver.tls.PLAIN_HTTP_LABEL``), the Service's annotation.
+Design notes: docs/design/policy.md.
 """
 
 from __future__ import annotations

@@ -3,15 +3,9 @@
 ``policy/__main__.py`` only hands :func:`pack_args` to ``PolicyPack``, which starts a gRPC server
 and blocks forever; everything else is importable, so tests can call each policy's ``validate``
 with hand-built ``ResourceValidationArgs`` / ``StackValidationArgs``. One module per policy holds
-its check and its ``Policy`` object; what they share lives beside them:
+its check and its ``Policy`` object; what they share lives beside them: see the design notes.
 
-* ``policy.resources``: the resource type tokens and reading props (wire names, camelCase);
-* ``policy.labels``: which environment and profile a resource belongs to;
-* ``policy.offers``, ``policy.nodes``, ``policy.aws_nodes``, ``policy.gcp_nodes``,
-  ``policy.stack_nodes``: the stack view, each compute node's shape, count and disks, read back
-  from the resources;
-* rules the rest of fullserver also applies are the core's own functions and figures
-  (``fullserver.rules``, ``fullserver.platforms``, ``fullserver.balance``, the catalog, the profiles).
+Design notes: docs/design/policy.md.
 """
 
 from __future__ import annotations

@@ -3,20 +3,7 @@
 read like the VM readers (``policy.gcp_nodes``, ``policy.aws_nodes``): a pool's nodes are the VMs
 of the platform it is sized as, so its machine type is looked up among that platform's offers.
 
-A pool counts at its ceiling (autoscaling maximum, else its fixed count), as the budget holds a
-serving group to its maximum; a spot pool's nodes are spot. Labels are the pool's cloud labels
-(GKE ``nodeConfig.resourceLabels``, the node group's ``tags``). A TPU pool (``ct5lp-``/``ct5p-``/
-``ct6e-`` machine types) has no per-node offer: its slice is priced by ``fullserver plan``, and the
-node says so (``why_unpriced``).
-
-A pool whose workload pods each mount a data volume (``fullserver.kube.volume``: the VM's data
-disk as a generic ephemeral volume, built by the exported workload manifests, not by a cloud
-resource of the graph) says it in node labels (``DataVolume.node_labels``): its size, which the
-node counts as attached block storage, as a VM counts its data disk; and its disk kind, IOPS and
-throughput, by which the node carries it as one more disk per node, so the budget prices it at the
-kind's storage price as ``fullserver plan`` does (``fullserver.kube.cost.volume_usd_hour``). A pool
-labelled with a size and no kind (made by an older fullserver) gets the platform's default data
-disk kind (GKE ``pd-balanced``, EKS ``gp3``, what the plan's data disk defaults to).
+Design notes: docs/design/policy.md.
 """
 
 from __future__ import annotations

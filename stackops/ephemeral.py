@@ -1,28 +1,11 @@
 """Ephemeral stacks: create, ``up``, use, and always destroy and remove.
 
 CI pipelines test ML code against a real environment before production, and nothing may be left
-running afterwards. ``ephemeral_stack()`` is the Python API (usable from pytest)::
+running afterwards. ``ephemeral_stack()`` is the Python API (usable from pytest), and
+``run_ephemeral()`` is what ``fullserver ephemeral`` runs. A stack the process could not tear
+down is tagged to expire, for ``fullserver janitor`` to destroy.
 
-    with ephemeral_stack(profile="experimentation", ttl="2h", base_stack="exp-aws-spot") as env:
-        ssh(env.outputs["connect"])
-
-and ``run_ephemeral()`` is what ``fullserver ephemeral [--profile P] [--stack BASE] [--ttl 2h] --
-<command>`` runs: the command gets the stack outputs in its environment (a secret output only
-when the run names it: ``stackops.outputs``).
-
-The stack is uniquely named (``stackops.naming``), its config is copied from a base stack file
-under ``stacks/`` with ``fullserver:ttlHours`` set (``stackops.stackconfig``: every cloud label
-carries the TTL), and right after ``stack init``, before any other CLI call, it is tagged
-``fullserver:ephemeral=true`` and ``fullserver:expires-at=<ISO UTC>``, so that if this process dies
-(SIGKILL, a lost runner) ``fullserver janitor`` still finds and destroys it once it has expired.
-Secret config is set after the tags, through stdin (``set_secret_config``), never on argv.
-
-Teardown runs on success, on failure, on Ctrl-C (SIGINT) and on SIGTERM (``stackops.signals``);
-after an interrupted or failed ``up``, ``pulumi refresh`` runs before ``destroy``. A failed
-destroy is retried with bounded exponential backoff; if it still fails, or the state still lists
-pending operations, ``LeftoverStackError`` says exactly what is left (``stackops.leftover``),
-with exit code ``EXIT_LEFT_BEHIND`` (7). The workspace directory is removed with the stack, and
-kept only when something is left, for the cleanup command to run in.
+Design notes: docs/design/stackops.md.
 """
 
 from __future__ import annotations

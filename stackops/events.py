@@ -5,12 +5,7 @@ whoever called decides what a person sees. The command line prints each as the l
 printed (``fullserver_cli.stackops_view``); a Python caller (a pytest fixture around
 ``ephemeral_stack``) may log them, collect them, or drop them (the default, ``ignore``).
 
-Why events and not lines: the words belong to the command line, the facts to stackops. A test of
-a teardown asserts ``Retrying(delay_s=0.02)``, not the wording of a sentence, and the command
-line can change its wording without touching the operations.
-
-An event is delivered the moment it happens, from the thread (or signal handler) it happens in:
-a teardown's progress must be in a CI log even if the runner is killed half-way.
+Design notes: docs/design/stackops.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
 """The janitor: find ephemeral stacks whose time is up and destroy them.
 
-``fullserver ephemeral`` tears its stack down itself; the janitor is the backstop for the runs
-that could not (a runner killed with SIGKILL, a machine lost, a destroy that kept failing).
-Every ephemeral stack is tagged ``fullserver:ephemeral=true`` and ``fullserver:expires-at``
-before anything is created, so the janitor needs nothing but the backend: ``pulumi stack ls
---json --tag fullserver:ephemeral=true`` (tags and tag filters work on Pulumi Cloud and, since
-CLI v3.211, on DIY backends too), then ``pulumi stack tag ls --json`` for each.
-
-Dry-run by default: it reports what it would destroy (the command line prints the report,
-``fullserver_cli.janitor_view``). ``--destroy`` refreshes, destroys and
-removes each expired stack (retried once). A stack with an update in progress (``updateInProgress``
-in ``stack ls --json``, reported by backends that track it, such as Pulumi Cloud) is skipped: its
-owner is still working on it. One stack's failure (its tags unreadable, its destroy failing) never
-stops the sweep: every failure is collected, named at the end, and the exit code is
-``EXIT_LEFT_BEHIND`` (7, from the one table in ``fullserver.errors``).
-
-``--all-projects`` lists ephemeral stacks of every project in the backend, but destroys only this
-project's: ``pulumi destroy`` must run in a directory whose ``Pulumi.yaml`` names the stack's
-project, with that stack's config (its secrets provider and encryption salt), which only that
-project's checkout has. Expired stacks of other projects are listed and refused, one line each.
+Design notes: docs/design/stackops.md.
 """
 
 from __future__ import annotations

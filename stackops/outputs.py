@@ -1,13 +1,6 @@
 """What the command (or the ``with`` block) gets from the stack: its outputs, secrets only by name.
 
-Stack outputs reach the command as ``FULLSERVER_OUTPUT_<NAME>`` variables and as a JSON file
-(``FULLSERVER_OUTPUTS_FILE``). A *secret* output (an API token, a password the program made) is
-different: an environment is inherited by every process the command starts and often dumped by
-CI on failure, and a file outlives the process (a workspace kept after a failed cleanup keeps
-it). So a secret output is given to the command only when the run names it
-(``pass_secret_outputs``, ``--secret-output NAME``), only in the environment, and never written
-to disk: the JSON file holds ``SECRET_MARK`` in its place, which says the output exists without
-saying what it is.
+Design notes: docs/design/stackops.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """One Automation API workspace per run, in a private directory, for this project's program.
 
-Why a private directory instead of the repository root: the project keeps its stack files in
-``stacks/`` (``stackConfigDir``), and ``fullserver plan`` plans every file there. An ephemeral
-stack's config must not appear in that directory, not even while it runs, and must not be left
-behind by a crash. So each run writes a copy of ``Pulumi.yaml`` into a temporary directory, with
-``main`` pointing back at the project (Pulumi accepts an absolute ``main``; the Automation API
-itself sets one for inline programs) and the virtualenv made absolute, and keeps the stack's
-config file next to it.
-
-The ``pulumi`` executable is whatever the Automation API finds: ``$PATH`` by default, or
-``<root>/bin/pulumi`` when ``pulumi_root`` is given (``PulumiCommand(root=...)``, which also puts
-that directory first on ``PATH`` for the plugins next to it). ``PULUMI_HOME`` only moves the
-CLI's own state (plugins, credentials), never the executable.
-
-Every CLI process runs in its own session (``PulumiCLI``): a terminal's Ctrl-C reaches only this
-process, which decides what the CLI gets. The Pulumi CLI takes a first SIGINT as "cancel: finish
-the operations in flight, save the state" and a second as "terminate now", which leaves pending
-operations in the state (resources created in the cloud that ``destroy`` cannot see). Sharing our
-process group, it would get the terminal's interrupts on top of the ones we forward.
+Design notes: docs/design/stackops.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """The idle agent's stop on AWS (``fullserver.platforms.aws`` ``GROUP_TO_ZERO``, ``INSTANCE_SHUTDOWN``).
 
-* Spot nodes belong to Auto Scaling groups (the spot group and its on-demand fallback): the node
-  sets every group tagged with its environment to 0 (minimum, maximum and desired), so neither the
-  group nor the fallback alarm launches a replacement; ``pulumi up --refresh`` restores the sizes.
-  Its role may call ``UpdateAutoScalingGroup`` only on groups carrying its environment's tag
-  (``autoscaling:ResourceTag/<key>``) and only with a minimum and maximum of 0
-  (``autoscaling:MinSize``, ``autoscaling:MaxSize``: Amazon EC2 Auto Scaling's condition keys), so
-  it can shrink its own environment and nothing else; it cannot grow anything.
-* An instance of the component's stops itself (``shutdown``): the launch template's
-  ``instance_initiated_shutdown_behavior`` is ``stop`` (EC2 "Change the instance initiated shutdown
-  behavior"), so its EBS volumes stay; no permission is needed.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

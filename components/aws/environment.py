@@ -3,46 +3,9 @@
 One launch template carries the whole node: the Deep Learning AMI, instance type, EFA interfaces,
 placement group, encrypted gp3 volumes, IMDSv2, the instance profile, user data (NVMe RAID0
 scratch, data volume) and capacity options. How nodes are launched from it depends on pricing:
+see the design notes.
 
-* on-demand / reserved: one ``ec2.Instance`` per node, each with its own encrypted gp3 data
-  volume that survives instance replacement. Reserved pricing (Savings Plans, RIs) is billing;
-  capacity is taken from a configured capacity reservation or capacity block, else from any
-  matching open reservation (``capacity_reservation_preference: open``). The volume is attached
-  after the instance runs (it must be in the instance's zone), so the boot script waits for it.
-
-  Template edits and these nodes: the template keeps ``update_default_version``, so every edit is
-  a new default version. An instance's ``launch_template`` is replace-only in the AWS provider
-  (``ForceNew``), so following the new version would replace the node, and a persistent
-  environment's nodes are protected. Each node therefore records the version it was launched
-  from and ignores later ones (``ignore_changes: launch_template``): ``pulumi up`` after a
-  template edit updates the template (new launches and the groups use it) and leaves running
-  nodes alone. To move a node to the new version: ``pulumi state unprotect <urn>``, then
-  ``pulumi up --replace <urn>`` (a new instance; its data volume is re-attached).
-* spot with on-demand fallback: EC2 does not fall back by itself (an Auto Scaling group with a
-  spot allocation keeps retrying spot). So a spot group (``MixedInstancesPolicy`` with 0 %
-  on-demand, ``price-capacity-optimized``, capacity rebalancing, and the instance type plus the
-  core's other balanced types of the same GPUs as ``overrides``: spot capacity is per type and
-  zone, so several types find capacity far more often) runs the nodes, and an on-demand
-  group from the same template waits at zero, over the same set (mixed instances with
-  ``prioritized`` on-demand allocation: the cheapest type first, the next when it is out).
-  A CloudWatch alarm on the spot group's
-  ``GroupInServiceInstances`` below the node count for 10 minutes sets the on-demand group to the
-  node count; when spot capacity is back (alarm OK) the on-demand group returns to zero. Data
-  volumes of group-launched nodes live and die with the instance (stage data from S3).
-  On-demand nodes are launched with scale-in protection, so the return to zero does *not* kill a
-  running job: the group's desired capacity drops, its protected nodes keep running (and
-  billing) until someone releases them (``aws autoscaling set-instance-protection
-  --no-protected-from-scale-in``, or terminate the instance); the group then removes them.
-  Meanwhile the spot group is back at full size too: for a while you pay for both.
-* serving (inference with ``serving``): an Auto Scaling group across zones (the core's
-  ``billables.zones``: an ALB needs two or more) behind an Application Load Balancer, each replica
-  running the model server, target tracking on requests per replica (see ``components.aws.serving``).
-
-EFA rule (AWS "Maximize network bandwidth ... with multiple network cards"): one EFA per network
-card, interface *i* on network card *i*. Card 0 carries the primary interface (device index 0,
-type ``efa``: EFA with ENA, so it also carries the instance's IP traffic); cards 1..N-1 carry
-``efa-only`` interfaces at device index 0, which use no IP addresses. A p5.48xlarge thus gets
-32 EFA devices on its 32 network cards.
+Design notes: docs/design/components.md.
 """
 
 from typing import Any, Optional

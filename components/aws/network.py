@@ -1,15 +1,9 @@
 """The AWS network of an environment: a VPC with its subnets, gateways and security groups.
 
 Each environment gets its own VPC rather than the default one, which gives every instance a
-public address. Secure defaults:
+public address. Secure defaults: see the design notes.
 
-* SSH only from the configured ranges, and only with keys to log in with; otherwise nothing
-  (Session Manager needs no inbound port).
-* No public address unless the spec allows one; nodes without one reach the internet through a
-  NAT gateway (the core's ``billables.nat``, which the plan prices with its address).
-* Serving: the load balancer gets its own security group (clients in on its port, out only to
-  the server port) and the nodes take the server port from it alone.
-* Node-to-node traffic is open inside the environment only (NCCL, EFA need it).
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

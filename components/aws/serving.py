@@ -1,15 +1,7 @@
 """The AWS serving group: an Auto Scaling group of model-server replicas behind an Application
 Load Balancer, target tracking on requests per replica (``components.serving``).
 
-An Auto Scaling group from the launch template across the environment's subnets, an
-Application Load Balancer (internet-facing in the public subnets, or internal in the nodes'
-subnets; at least two zones, which the core's ``billables.zones`` guarantees) with its own
-security group, a target group health-checking the server's path (``matcher`` 200) on the
-traffic port, an HTTP listener (with ``serving.certificateArn``: an HTTPS listener on 443, the
-HTTP one redirecting to it), the group attached (``target_group_arns``) with
-``health_check_type = ELB`` and a grace period of the model load time, and target tracking on
-``ALBRequestCountPerTarget``. The policy depends on the listener: AWS refuses a request-count
-policy whose target group is not yet behind a load balancer.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

@@ -1,56 +1,9 @@
 """The dynamic provider behind ``BareMetalEnvironment`` (``components.bare_metal.environment``):
 dedicated servers over SSH.
 
-It does the work with the Pulumi-free core (``fullserver.baremetal``):
+It does the work with the Pulumi-free core (``fullserver.baremetal``): see the design notes.
 
-* ``check`` validates the inventory, the configuration, the profile and the private key
-  *before* any host is touched (field-level failures);
-* ``create`` = probe + audit + configure every host; ``read`` re-probes and re-plans, so
-  ``pulumi refresh`` shows drift (facts, steps no longer in place, and under ``commands`` the
-  exact commands the next update would run on each host); ``diff`` compares the desired steps
-  with each host's journal and facts; ``update`` applies only the difference (steps no longer
-  wanted are undone; hosts dropped from the inventory are reverted); ``delete`` reverts what
-  fullserver changed, newest step first.
-* ``diff`` connects to every host, also during ``pulumi preview``: it reads each host's journal
-  and runs each step's read-only fact script (``cat``, ``blkid -p``, ``getent``...; no writes),
-  because drift lives on the hosts, not in the inputs — without it a knob reset by hand would
-  never show as a change. A dynamic provider's ``DiffResult`` can only say *whether* something
-  changes, so ``diff`` also logs, per host, each pending step and the exact commands the update
-  would run (``fullserver.baremetal.engine.plan``). ``read`` (``pulumi refresh``) also re-probes
-  the hardware.
-* Jump hosts (entries only named as another entry's ``jump``, or ``role: jump``) are passed
-  through, never audited or configured. ``expected`` (the stack's ``dedicated.host``) or a host's
-  ``expect`` is the rented-hardware contract the audit checks each host against.
-* ``delete`` never forgets a host silently: a host it cannot reach fails the delete, naming the
-  host. When a host is gone for good, ``FULLSERVER_FORGET_UNREACHABLE=<name>[,<name>...]`` (or
-  ``*``) in the environment of ``pulumi destroy`` drops the named *unreachable* hosts without
-  reverting them, with a warning naming each (``pulumi destroy`` does not run the program, so an
-  input could not be changed at that point). Hosts that answer are still reverted, and any other
-  failure (auth, a refused step) still fails the delete.
-* The provider object holds **no** client, socket or key: it is dill-pickled into the state
-  (``serialize_as_secret_always``). Every call opens its own connections and closes them.
-  The private key arrives as a Pulumi secret input; it is only ever held in memory, never
-  printed or written, and the resource marks it as a secret output.
-* Keys per host, as in an inventory file and ``fullserver audit``: a host's or a jump host's own
-  ``privateKeyFile``/``privateKeyEnv`` wins over ``private_key`` (which is then only needed for
-  hosts without one). The component reads those sources once, when the program runs, with the
-  same code as the audit (``Inventory``), and passes the texts as the secret input
-  ``private_keys`` (by host name), so ``pulumi destroy``, which does not run the program, still
-  has them. ``check`` parses every key a host or hop will use and names the host and the key
-  source of one that cannot be used — never the key.
-
-Fleet design — one resource fanning out over the inventory, not one resource per host.
-Measured (``bench/fleet.py``, which drives ``python -m pulumi.dynamic`` over gRPC like the engine
-does): the Python dynamic-provider server runs CRUD calls on a ``ThreadPoolExecutor(max_workers=4)``,
-so **at most 4 calls run at once** whatever ``pulumi up --parallel`` says (16 concurrent
-Creates of 0.5 s each took 2.0 s: 4 waves). One resource per host would therefore configure a
-32-host fleet in 8 serial waves, and the engine stops scheduling new resources after the first
-failure, so one bad host would leave later hosts untouched. One resource per inventory instead
-runs every host in its own thread with its own connection (``run_fleet``): the fleet takes about
-as long as its slowest host, and a failing host is recorded *by name* in ``failed_hosts`` while
-the others are configured. The next ``pulumi up`` sees the failed hosts in ``diff`` and retries
-only them (steps are idempotent and journaled on each host). If every host fails, ``create``
-raises so nothing half-made enters the state.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """EKS GPU managed node groups (``eks-gpu``): the cluster when one is created, the node groups,
 and the registry entry.
 
-``EksEnvironment`` builds a ``fullserver.kube.KubePlan`` and decides nothing: a cluster (created
-only when the plan names none, in a VPC of its own (``components.eks.network``), with NVIDIA's
-device plugin and the Cluster Autoscaler, ``components.eks.autoscaler``), and
-the node role, the launch template with the nodeadm NodeConfig, EFA and placement, one managed
-node group per pool.
-
-Importing this package loads no provider SDK: ``pulumi_aws`` comes with the component module
-(``components.eks.environment``), ``pulumi_kubernetes`` only for a created cluster's device plugin
-and an applied workload.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

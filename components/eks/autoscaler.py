@@ -3,44 +3,7 @@ own ("Amazon EKS doesn't automatically scale your node group in or out. However,
 the Kubernetes Cluster Autoscaler", awsdocs/amazon-eks-user-guide: latest/ug/nodes/create-managed-node-group.adoc),
 so without it a group at zero and a serving range never grow.
 
-* A ``kubernetes:helm.sh/v3:Release`` of chart ``cluster-autoscaler`` from
-  ``https://kubernetes.github.io/autoscaler``, the chart version and image tag pinned for the
-  cluster's Kubernetes minor (``eks.CLUSTER_AUTOSCALER``), in ``kube-system``, with the chart's
-  ``autoDiscovery.clusterName`` (it then finds the groups tagged ``k8s.io/cluster-autoscaler/enabled``
-  and ``k8s.io/cluster-autoscaler/<cluster>``, chart values.yaml ``autoDiscovery.tags``; EKS tags
-  managed node groups so, managed-node-groups.adoc), ``awsRegion``, ``rbac.serviceAccount.name``,
-  and a ``nodeSelector`` on the system node group (``eks.amazonaws.com/nodegroup``, a label EKS puts
-  on managed nodes, managed-node-update-behavior.adoc): every GPU group is tainted and may be at zero.
-* Its IAM role, the "Full Cluster Autoscaler Features Policy (Recommended)" of
-  kubernetes/autoscaler: cluster-autoscaler/cloudprovider/aws/README.md (2026-08-22), with its second
-  block ("only the second block of actions should be updated to restrict the resources/add
-  conditionals") restricted to this cluster's groups by both discovery tags, as the EKS Best
-  Practices Guide's least-privilege policy conditions them
-  (``aws:ResourceTag/k8s.io/cluster-autoscaler/enabled: true`` and
-  ``aws:ResourceTag/k8s.io/cluster-autoscaler/<cluster>: owned``; aws/aws-eks-best-practices
-  latest/bpg/autoscaling/cluster-autoscaler.adoc, "Employ least privileged access to the IAM role",
-  as of 9c71626^, 2025-10-01, before the snippet moved out of the page). EKS tags a managed group's
-  Auto Scaling group for discovery itself ("Nodes launched as part of a managed node group are
-  automatically tagged for auto-discovery by the Kubernetes Cluster Autoscaler",
-  latest/ug/nodes/managed-node-groups.adoc), but no EKS page lists the tags and values, so
-  fullserver writes both on every group with a range to scale in (``DISCOVERY_TAGS``,
-  ``components.eks.environment``): discovery and this condition hold whatever EKS writes.
-  ``autoscaling:DescribeTags`` is left out: the current README no longer lists it and
-  cloudprovider/aws calls no DescribeTags. ``eks:DescribeNodegroup`` lets the autoscaler read a
-  managed group's labels and taints when it has never had a node (it finds the group through the
-  ``eks:nodegroup-name``/``eks:cluster-name`` tags EKS puts on the Auto Scaling group,
-  cloudprovider/aws/aws_manager.go ``buildNodeFromTemplate``); "Once nodes are added, even if the
-  managed nodegroup is scaled back to 0 nodes, this functionality will not be called anymore"
-  (README), so the groups at zero also carry the node-template tags on their Auto Scaling group.
-* With a spot group and its on-demand fallback, the priority expander tries the spot group first
-  (``expander_values``): the default expander would grow either, while the plan prices the
-  profile's spot share on spot (``fullserver.kube.fallback``).
-* Credentials: EKS Pod Identity (the role trusts ``pods.eks.amazonaws.com`` with ``sts:AssumeRole``
-  and ``sts:TagSession``, latest/ug/manage-access/aws-access/pod-id-role.adoc; an
-  ``aws.eks.PodIdentityAssociation`` names the service account), or with ``identity = irsa`` the
-  cluster's IAM OIDC provider (``sts:AssumeRoleWithWebIdentity`` for
-  ``system:serviceaccount:kube-system:cluster-autoscaler`` and audience ``sts.amazonaws.com``,
-  service-accounts.adoc) and the service account's ``eks.amazonaws.com/role-arn`` annotation.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

@@ -2,39 +2,9 @@
 
 Inputs follow pulumi-aws 7.51.1 ``eks.Cluster``/``eks.NodeGroup``/``ec2.LaunchTemplate`` (names
 checked against ``sdk/python/pulumi_aws/eks/{cluster,node_group,_inputs}.py`` at that version):
+see the design notes.
 
-* the cluster, created only when the plan names none: its IAM role (``AmazonEKSClusterPolicy``),
-  its subnets (``components.eks.network``), the private endpoint always on and the public one only for
-  the stack's ``controlPlaneSourceRanges`` (``vpc_config``), access entries (``authentication_mode = API``), standard support
-  (``upgrade_policy.support_type = STANDARD``: the API default EXTENDED bills $0.60 per hour once
-  the version leaves standard support), deletion protection for protected profiles, and workload
-  identity: the Pod Identity Agent add-on (default), or an IAM OIDC provider for IRSA;
-* the node role (``AmazonEKSWorkerNodePolicy``, ``AmazonEC2ContainerRegistryReadOnly``,
-  ``AmazonEKS_CNI_Policy``);
-* a launch template per environment: the nodeadm ``NodeConfig`` as MIME multi-part user data
-  (pinned ``maxPods`` and ``kubeReserved``, the instance store as RAID0 for kubelet and
-  containerd), a gp3 root volume of the planned size, IMDSv2 with hop limit 1, and for EFA shapes the
-  interfaces (card 0 ``efa``, the rest ``efa-only``) in a cluster placement group with a security
-  group that admits all traffic from itself, the node group's subnets narrowed to one zone
-  (``_one_zone``); no AMI (EKS merges its own NodeConfig and picks the
-  accelerated AL2023 NVIDIA AMI from ``ami_type``) and no subnet (the node group's);
-* each node group: the AMI type ``AL2023_x86_64_NVIDIA``, ``SPOT`` or ``ON_DEMAND``, the planned
-  instance type (spot groups: the balanced alternatives too), the plan's labels and taints
-  (``NO_SCHEDULE``), the scaling range with ``desiredSize`` left to the autoscaler after creation
-  (``ignore_changes``: Pulumi would otherwise reset what the autoscaler set, pulumi-eks#321), and
-  on the Auto Scaling group of every group with a range, the Cluster Autoscaler's discovery tags
-  (``autoscaler.discovery_tags``: ``enabled: true``, ``<cluster>: owned``, which its IAM condition
-  requires), and for groups that scale from zero its node-template tags (labels, taints, GPUs),
-  which EKS does not propagate from the group's labels and taints (eksctl#7543; the autoscaler reads
-  them through ``eks:DescribeNodegroup`` only for a group that never had a node, its AWS README);
-* a created cluster's untainted system node group (``eks.SYSTEM_AMI_TYPE``), where CoreDNS and the
-  Cluster Autoscaler run;
-* a created cluster's network (``components.eks.network``: its own VPC, private subnets behind a
-  NAT gateway) and its Cluster Autoscaler (``components.eks.autoscaler``); its Kubernetes version
-  is pinned (``eks.KUBERNETES_VERSION``) so the autoscaler's release matches it;
-* on a created cluster whose nodes have EFA interfaces, AWS's EFA device plugin
-  and NVIDIA's with ``mofedEnabled: false`` (``components.eks.device_plugins``), so the pods' requests for
-  ``vpc.amazonaws.com/efa`` and huge pages (``fullserver.kube.fabric``) are served.
+Design notes: docs/design/components.md.
 """
 
 import base64

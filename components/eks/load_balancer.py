@@ -5,26 +5,7 @@ IP targets) into a Network Load Balancer. EKS runs no such controller itself (EK
 without it the in-tree provider would build a Classic/instance-mode load balancer from a Service it
 leaves alone here).
 
-* A ``kubernetes:helm.sh/v3:Release`` of chart ``aws-load-balancer-controller`` from
-  ``https://aws.github.io/eks-charts``, pinned (``CHART``: 3.5.0, app v3.5.0, kubernetes-sigs/
-  aws-load-balancer-controller ``helm/aws-load-balancer-controller/Chart.yaml`` at tag v3.5.0,
-  2026-08-03), in ``kube-system`` on the system node group, with the chart's ``clusterName``,
-  ``region``, ``vpcId`` and ``serviceAccount.name``: the region and VPC are given because the nodes'
-  IMDSv2 hop limit of 1 keeps the controller's pod from the instance metadata it would read them
-  from (the chart's values.yaml: "region: The AWS region for the kubernetes cluster. Set to use KIAM
-  or kube2iam for example"; "vpcId: The VPC ID for the Kubernetes cluster").
-* Its IAM role holds the policy the controller's install guide gives for that release
-  (``docs/install/iam_policy.json`` at v3.5.0, kept verbatim in ``data/``), and reaches the pod as
-  the Cluster Autoscaler's does: Pod Identity (a ``PodIdentityAssociation``) or IRSA (the service
-  account's ``eks.amazonaws.com/role-arn``), through ``components.eks.trust.service_account_role``.
-* The HPA's CPU metric (``fullserver.kube.serve``, without ``serving.podMetrics``) comes from the
-  Kubernetes Metrics Server, which "isn't deployed by default in Amazon EKS clusters" (EKS user
-  guide, "View resource usage with the Kubernetes Metrics Server", which names its EKS add-on):
-  the ``metrics-server`` EKS add-on (``metrics_server``), running on the untainted system group.
-* The subnets the controller discovers carry ``kubernetes.io/role/elb`` (public, internet-facing)
-  and ``kubernetes.io/role/internal-elb`` (private, internal): a created cluster's network sets them
-  (``eks.PUBLIC_SUBNET_TAGS``/``PRIVATE_SUBNET_TAGS``). An attached cluster must run its own
-  controller: the plan says so (``fullserver.platforms.eks_pool.EKS_ATTACHED_LB_CONTROLLER``).
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

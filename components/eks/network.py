@@ -1,14 +1,7 @@
 """Where an EKS environment's nodes (and a created cluster) go: given subnets, an attached
 cluster's own, or, for a created cluster, a VPC of its own (``created_network``).
 
-A created cluster's VPC is ``components.aws.network.aws_network``'s, as ``aws-gpu`` builds it:
-a public and a private subnet in each of ``eks.CLUSTER_ZONES`` zones (the nodes' zone first),
-one NAT gateway with its Elastic IP in the nodes' zone, and the private subnets routed through it.
-The nodes go into the private subnets; the cluster's ``vpc_config`` gets both kinds, less those
-in zones EKS refuses for a control plane (``eks.CONTROL_PLANE_EXCLUDED_ZONE_IDS``). The default
-VPC was used before: its subnets are public, and an EFA node (more than one network interface)
-gets no public IPv4 address there, so with no NAT it could not pull the VPC CNI and never became
-Ready (dstack#2271 met the same on EC2).
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,6 @@
 """The Amazon EBS CSI driver on a created EKS cluster, for the workload pods' data volumes.
 
-A ``KubePlan`` with a data volume (``fullserver.kube.volume``) has every workload pod mount a
-generic ephemeral volume from a ``StorageClass`` whose provisioner is ``ebs.csi.aws.com``. No EKS
-cluster runs that driver until it is installed: the EKS user guide ("Amazon EBS CSI driver",
-https://docs.aws.amazon.com/eks/latest/userguide/add-ons-aws-ebs-csi-driver.html) names the add-on
-``aws-ebs-csi-driver`` and requires the ``AmazonEBSCSIDriverPolicy`` managed policy on an IAM role for
-its controller's service account ``ebs-csi-controller-sa`` in ``kube-system``. The role is given:
-
-* with Pod Identity (the cluster's default here): trusted by ``pods.eks.amazonaws.com`` for
-  ``sts:AssumeRole`` and ``sts:TagSession`` and associated through the add-on's
-  ``pod_identity_associations`` (EKS user guide, "Use Pod Identities to assign an IAM role to an
-  Amazon EKS add-on"), after the Pod Identity Agent add-on;
-* with IRSA: trusted by the cluster's IAM OIDC provider for that service account
-  (``sts:AssumeRoleWithWebIdentity``, ``sub`` and ``aud`` conditions) and set as the add-on's
-  ``service_account_role_arn`` (pulumi-aws ``eks.Addon``).
-
-Where the controller runs, and ``pulumi up``'s wait: the add-on is created after the created
-cluster's untainted system node group (``eks.SYSTEM_INSTANCE_TYPE``, fixed at ``SYSTEM_NODES``,
-never at zero), so its controller Deployment has a node to run on however many GPU nodes there are;
-a GPU group at zero leaves it running. pulumi-aws's ``eks.Addon`` is terraform-provider-aws's
-``aws_eks_addon``, whose create waits for the add-on with ``CREATING`` and ``DEGRADED`` pending and
-``ACTIVE`` the target, 20 minutes by default, and fails on ``CREATE_FAILED`` with the add-on's health
-issues (internal/service/eks ``waitAddonCreated``): an add-on whose controller had no node would
-hold ``up`` 20 minutes and then fail it, which the system group rules out. The configuration
-still lets the controller tolerate the GPU taint and the node DaemonSet every taint (the driver
-chart's ``controller.tolerations`` and ``node.tolerateAllTaints``, which the add-on's configuration
-values follow; the add-on's own schema, ``aws eks describe-addon-configuration``, was not read here):
-the node plugin must run on the GPU nodes whose pods mount the volumes.
+Design notes: docs/design/components.md.
 """
 
 import json

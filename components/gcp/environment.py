@@ -1,39 +1,8 @@
 """``GcpGpuEnvironment``: Compute Engine GPU VMs (A2/A3/A4/G2, or N1 with attached GPUs), per the spec.
 
-Each node is a ``compute.Instance``:
+Each node is a ``compute.Instance``: see the design notes.
 
-* ``on_host_maintenance: TERMINATE`` (GPU VMs cannot live-migrate); spot nodes use the ``SPOT``
-  provisioning model and *stop* on preemption, so the boot and data disks survive and the VM can
-  be started again when capacity returns.
-* local NVMe SSDs, as many as the spec says, listed explicitly (A3/A2-ultra/G2 bundle theirs and
-  the API expects the full set), assembled into RAID0 ``/scratch`` by the startup script.
-* gVNIC on every node (required by A3/A4, supported by every DLVM image); per-VM Tier_1 egress only
-  where the args ask for it (the core's ``billables.tier1``) and the machine type takes it
-  (``fullserver.platforms.gcp.tier1_eligible``:
-  N2/N2D/C2/C2D/C3 with 30+ vCPUs; never a GPU series, whose bandwidth comes with the machine type).
-* multi-node A3/A4: the GPU NICs the shape's bandwidth comes from
-  (``fullserver.platforms.gcp.GPU_NIC_PLANS``), each on the networks Google's A3/A4 guides describe.
-  The sizing credits these shapes their full bandwidth (a3-megagpu-8g 1,800 Gbps), which only the
-  GPU NICs carry: the primary gVNIC alone gives a fraction. NCCL needs the matching plugin in the image (GPUDirect-TCPX/TCPXO: Google's
-  NCCL net plugins; RDMA: the gIB NCCL plugin); the NICs are what this component builds.
-* a compact placement policy (``COLLOCATED``) for multi-node environments.
-* the Deep Learning VM image family of the framework (``components.gcp.boot``).
-* Shielded VM with vTPM and integrity monitoring. Secure Boot stays off: the NVIDIA kernel modules
-  the DLVM images build at first boot are not signed for it (Compute Engine "Shielded VM" /
-  "Install GPU drivers": Secure Boot needs signed drivers).
-* the project's SSH keys are blocked. Without ``fullserver:sshPublicKeys`` OS Login is on, so IAM
-  decides who can SSH (``roles/compute.osAdminLogin``, ``roles/iam.serviceAccountUser`` on the
-  nodes' service account, and ``roles/iap.tunnelResourceAccessor`` through IAP); with keys, they
-  are the node's ``ssh-keys`` metadata for the user ``ubuntu`` and OS Login is off on the node
-  (Compute Engine ignores ``ssh-keys`` under OS Login).
-* ``connect``: ``ssh ubuntu@<ip>`` with keys and a public address SSH is open to from the
-  configured ranges; else ``gcloud compute ssh`` (through IAP unless the nodes are reached directly:
-  the firewall then admits IAP's range, ``components.gcp.network.gcp_ssh_ranges``).
-
-Spot nodes that can take the balanced set (``fullserver.platforms.gcp.mig_reason``: no reservation,
-compact placement or zonal GPU NICs) are a regional managed instance group over it instead
-(``components.gcp.flexible``). Inference profiles with ``serving`` get a managed instance group behind Google's global external
-Application Load Balancer instead, each replica running the model server (``components.gcp.serving``).
+Design notes: docs/design/components.md.
 """
 
 from dataclasses import dataclass

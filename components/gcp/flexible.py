@@ -1,14 +1,6 @@
 """Spot nodes as a regional managed instance group over the balanced set (``fullserver.capacity``).
 
-Compute Engine has no spot market of several machine types on one VM, but a regional managed
-instance group does: its instance flexibility policy lists machine types, one selection each,
-ranked cheapest first ("lower rank, higher preference": pulumi_gcp 10.2
-``RegionInstanceGroupManagerInstanceFlexibilityPolicyInstanceSelectionArgs``), and its
-distribution policy spreads the nodes over every zone listing a member with target shape
-BALANCED (zones with capacity first). The rules the API enforces are checked before anything is
-made (``fullserver.platforms.gcp.flexibility_refusal``). A preempted VM stops; the group
-recreates it when capacity returns. The data disk is a template disk, deleted with its VM (stage
-data from a bucket), as a spot VM's instance is not kept across preemption by the group.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

@@ -6,12 +6,7 @@ by its owner to the identity this exports, never by a broad project role here:
 runtime write), with the ``cloud-platform`` scope so IAM alone decides access (Compute Engine
 "Service accounts" best practice: scopes are legacy, use IAM).
 
-A service account is eventually consistent after it is created (IAM overview, "Consistency"). The
-provider waits for it: since terraform-provider-google 6.43 (magic-modules #14447; pulumi-gcp 10.x
-bridges 7.x) a create succeeds only after three consecutive successful reads, after a 10-second
-pause (#10813), so the role bindings and the nodes that name the account below are not refused on a
-first ``up``. A role that has not reached every server yet only delays a node's first secret read:
-the model server unit exits on a failed read and systemd starts it again (``components.startup``).
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

@@ -2,22 +2,9 @@
 
 Each environment gets its own network rather than the project's ``default`` one, because the
 default network's firewall opens SSH (and RDP, ICMP) to 0.0.0.0/0. Secure defaults:
+see the design notes.
 
-* SSH only from the configured ranges, plus Google's IAP range whenever nodes are reached
-  through IAP (``iap_ssh``: no external address, or no ranges to reach one from), which is what
-  the exported ``connect`` command then uses (``gcloud ... --tunnel-through-iap``).
-* No external address unless the spec allows one; nodes without one reach the internet (package
-  mirrors, model hubs) through Cloud NAT (the core's ``billables.nat``), and Google APIs through
-  Private Google Access.
-* Serving: the firewall admits Google's proxies and health checks (``HEALTH_CHECK_RANGES``) to
-  the model server's port.
-* Node-to-node traffic is open inside the environment only (NCCL, JAX multi-host need it).
-
-Firewall rules either target the nodes' network tag or, where nodes cannot carry tags, every
-instance of the network. TPU environments take the second form: a queued slice's node is given no
-``tags`` (``components.tpu.environment``), and a rule with target tags would leave a queued
-slice's hosts unreachable from each other (JAX multi-host) and from SSH. That is safe because the
-VPC belongs to this environment alone: the only instances in it are its nodes.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

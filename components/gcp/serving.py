@@ -1,22 +1,7 @@
 """The GCP serving group: a managed instance group of model-server replicas behind Google's global
 external Application Load Balancer, with an autoscaler (``components.serving``).
 
-An instance template, a managed instance group (regional with the ``BALANCED`` target shape when
-spreading zones, which places replicas only where GPUs are obtainable, else zonal) with the named
-port ``http``, one HTTP health check on the server's health path (autohealing, with
-``initial_delay_sec`` = the model load time, and the load balancer's backends), and Google's
-global external Application Load Balancer (``EXTERNAL_MANAGED``: backend service in ``RATE`` mode
-with ``max_rate_per_instance`` = a replica's capacity, URL map, target HTTP proxy, global
-forwarding rule on port 80; with ``serving.domains``, a Google-managed certificate and a target
-HTTPS proxy on 443, port 80 redirecting to it from the same reserved address). Being global, it
-needs no proxy-only subnet; its proxies and health checks connect from 35.191.0.0/16 and
-130.211.0.0/22, which the network's firewall admits to the server port
-(``components.gcp.network``). The autoscaler holds the load balancer's utilisation
-(``load_balancing_utilization``): one number per replica whatever its GPU count. Zones of the
-regional group (``distribution_policy_zones``): the zones the catalog lists for the shape in the
-region (``ServingArgs.zones``); without them (the catalog does not source GPU zones for every GCP
-shape) Compute Engine selects the region's zones and the plan warns. Zones can only be chosen when
-the group is created: adding them later replaces the group.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

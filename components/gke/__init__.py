@@ -1,14 +1,7 @@
 """GKE accelerator node pools (``gke-gpu``, ``gke-tpu``): the cluster when one is created, the pools,
 and their registry entries.
 
-``GkeEnvironment`` builds a ``fullserver.kube.KubePlan`` and decides nothing: a minimal private
-regional Standard cluster with Workload Identity, on its own VPC with Cloud NAT (or nothing when
-the plan attaches to a named cluster), and the plan's pools with their least-privilege node
-service account. A GKE node is a Compute Engine VM: the provider, project and identity are
-Google Cloud's (``components.gcp``).
-
-Importing this package loads no provider SDK: ``pulumi_gcp`` comes with the component module
-(``components.gke.environment``), ``pulumi_kubernetes`` only when the workload is applied.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

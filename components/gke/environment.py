@@ -1,29 +1,9 @@
 """``GkeEnvironment``: GKE node pools for a ``KubePlan``, on a named cluster or a new one.
 
 Inputs follow pulumi-gcp 10.2 ``container.Cluster``/``container.NodePool`` (names checked against
-``sdk/python/pulumi_gcp/container/{cluster,node_pool,_inputs}.py`` at 10.2.0):
+``sdk/python/pulumi_gcp/container/{cluster,node_pool,_inputs}.py`` at 10.2.0): see the design notes.
 
-* the cluster, created only when the plan names none: regional (``location`` = the region),
-  Standard, default pool removed, ``workload_identity_config.workload_pool = <project>.svc.id.goog``,
-  private nodes (``private_cluster_config``), the API reachable only as the stack says
-  (``control_plane_inputs``), on a VPC-native subnet with ``pods``/``services``
-  secondary ranges, Cloud NAT for image pulls, release channel REGULAR, deletion protection when the
-  profile protects the environment;
-* each pool: the planned machine type; GPUs as ``guest_accelerators`` with the driver installed by
-  GKE (``gpu_driver_installation_config.gpu_driver_version``, set explicitly: magic-modules#11152);
-  taints ``nvidia.com/gpu``/``google.com/tpu`` ``NO_SCHEDULE``; the plan's labels on nodes and as
-  resource labels; autoscaling from zero (elastic), to the serving range, or a fixed ``node_count``
-  (steady; per zone, ``gke.fixed_pool_nodes``); spot on the spot pool; local SSDs as ephemeral storage
-  (``ephemeral_storage_local_ssd_config``); a COMPACT placement policy with ``tpu_topology`` for a
-  multi-host TPU slice (never ``tpu_topology`` on a single host: xpk#825), max 15 pods per node
-  there, per-zone ``max_node_count`` covering the slice with ``location_policy = ANY``
-  (ci-infra#545); flex-start (``node_config.flex_start``, no queued provisioning:
-  ``gke.FLEX_START_MIN_VERSION`` says why) and no auto-repair where asked; Workload
-  Identity's metadata server (``GKE_METADATA``) and shielded nodes;
-* a created cluster's untainted system pool (``system_pool``), where GKE's own Deployments run.
-
-``initial_node_count`` of an autoscaled pool is ignored after creation: changing it replaces the
-pool (pulumi-gcp node_pool docstring), and the autoscaler moves the count anyway.
+Design notes: docs/design/components.md.
 """
 
 import json

@@ -2,21 +2,9 @@
 reserved address the Gateway takes and the Certificate Manager certificate its map serves.
 
 Inputs follow pulumi-gcp 10.2 (its SDK docstrings, and the Terraform provider's examples they
-come from):
+come from): see the design notes.
 
-* ``compute.GlobalAddress`` ``address_type = EXTERNAL``: the Gateway names it
-  (``spec.addresses`` ``NamedAddress``), so the address is stable across Gateway changes and known
-  here, where it is exported as the ``dnsTarget`` the domains point at;
-* ``certificatemanager.Certificate`` with ``managed.domains`` and no ``dns_authorizations``: a
-  Google-managed certificate authorised by the load balancer, which Google issues once each name
-  resolves to the address; ``scope = DEFAULT`` ("served from core Google data centers. If unsure,
-  choose this option"), the scope a global external Application Load Balancer serves;
-* ``certificatemanager.CertificateMap`` and one ``CertificateMapEntry`` per domain (``hostname``
-  the domain, ``certificates`` the certificate's id, ``map`` the map's name), the map the Gateway's
-  ``networking.gke.io/certmap`` annotation names.
-
-Names are the core's (``gke_gateway.gateway_names``): the manifests name the address and the map
-before they exist.
+Design notes: docs/design/components.md.
 """
 
 from __future__ import annotations

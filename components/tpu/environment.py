@@ -1,60 +1,8 @@
 """``TpuVmEnvironment``: a Cloud TPU VM or a multi-host TPU slice, with its network and identity.
 
-Two resources can create TPU capacity, and the spec picks one:
+Two resources can create TPU capacity, and the spec picks one: see the design notes.
 
-* ``tpu.V2Vm`` for a single host: it carries everything (spot/reserved scheduling, a data disk,
-  the dedicated service account, labels, a startup script).
-* a queued resource whenever the spec asks for queued capacity (the core queues every multi-host
-  slice: ``TpuSpec.queued``): Cloud TPU queues the request until the whole slice is free, which is
-  how large slices are obtained. pulumi-gcp 10.2's ``tpu.V2QueuedResource`` (and the Terraform
-  provider's ``google_tpu_v2_queued_resource`` it is built from, still in magic-modules of
-  2026-08) gives the queued node only a runtime, a type, a description and a network: no service
-  account (so the slice would run as the project's default compute service account, often
-  ``roles/editor``), no labels, scheduling, data disks, metadata or tags. So the slice is a
-  ``TpuQueuedResource`` instead: a dynamic resource whose inputs are the Cloud TPU API's
-  ``QueuedResource`` body and which creates it with ``gcloud compute tpus queued-resources create``
-  (GA; ``--service-account``, ``--scopes`` and ``--labels`` set the node's), so the slice runs as the
-  environment's own least-privilege service account (``components.gcp.identity``, as a TPU VM does)
-  and carries its labels. A spot slice is the same request with the API's ``spot`` tier
-  (``--spot``); reservations, data disks and metadata stay refused at plan time
-  (``fullserver.platforms.tpu``). A preempted spot slice cannot be restarted, only recreated (Cloud
-  TPU "Manage TPU Spot VMs"): ``pulumi up --refresh`` reads its request as SUSPENDED and replaces it
-  (``components.tpu.queued``).
-
-Network: the environment's own VPC, whose firewall rules carry no target tags (a queued node
-is given none), so they cover every host of the slice: SSH from the configured ranges or IAP,
-and all node-to-node traffic from the subnet (JAX multi-host coordination, DCN).
-
-Data disks: a multi-host slice can only attach disks read-only (Cloud TPU "Attach durable
-block storage"), so a read-write data disk on one is refused.
-
-Access (``connect``): a TPU VM takes ``fullserver:sshPublicKeys`` as ``ssh-keys`` metadata for the
-user ``ubuntu`` (OS Login off on it; without keys OS Login decides, as on GCP GPU VMs). Reached
-directly (external IP and SSH ranges): ``ssh ubuntu@<ip>`` with keys, else ``gcloud compute tpus
-tpu-vm ssh``; otherwise through IAP, which only the *alpha* ``tpu-vm ssh`` takes
-(``--tunnel-through-iap``), and the firewall admits IAP's range. A queued slice takes no metadata:
-its hint is ``gcloud compute tpus queued-resources ssh`` (GA, IAP included), and keys come from OS
-Login or the project's ``ssh-keys`` metadata.
-
-The way into the workers (``fullserver.nodes``). Reached directly, each worker of a TPU VM is a
-``nodes`` row ``<node>-w<i>`` (the API's ``networkEndpoints``, one per host, in worker order),
-``via: ssh`` at its external address. Otherwise an IAP tunnel must target the worker's Compute
-Engine instance, whose name the TPU API gives only as the worker's ``hostname`` guest attribute
-(``nodes.getGuestAttributes``, which ``gcloud alpha compute tpus tpu-vm ssh --tunnel-through-iap``
-reads at connect time), not in the node the provider returns; so ``pulumi up`` cannot know it, and
-the TPU VM is exported as a ``nodeGroups`` row instead (provider ``tpu``): its ``listCommand`` is
-``gcloud compute tpus tpu-vm get-guest-attributes``, which ``fullserver.platforms.tpu`` turns into
-one IAP-tunnelled node per worker when ``fullserver verify`` runs, with the worker's internal
-address from the row's ``privateIps``. A queued slice exports neither: its TPU node is created by
-the queued resource when capacity arrives, after ``pulumi up`` (``connect`` reaches it).
-
-Creating and destroying a queued slice (``TpuQueuedResourceProvider``): created with the
-deployer's gcloud credentials; every input change replaces it, deleting first (the new request
-names the same TPU node; the API has no update for a queued resource, and pulumi-gcp's replaced
-it too). It is deleted with ``--force``, because Cloud TPU refuses to delete a queued resource
-holding a running TPU (ACTIVE): "the queued resource will only be deleted if its nodes have
-already been deleted or it is ACCEPTED, FAILED or SUSPENDED" (``queuedResources.delete``). Without
-gcloud, ``up`` or ``destroy`` stops and names the command (also the ``cleanup`` output).
+Design notes: docs/design/components.md.
 """
 
 from typing import Any, Optional

@@ -6,13 +6,7 @@ H100 NVL or a V100-32GB is *not* passed off as the 80 GB / 16 GB entry). An unkn
 reported, and the RAM ratio still uses the memory ``nvidia-smi`` reports. Mixed models are
 reported too, and the balance then uses the largest memory (the conservative requirement).
 
-A host with no GPU visible (``nvidia-smi`` missing, the driver not loaded, GPUs off the bus) is
-``unverified`` with the reason, never ``balanced``: the minimums are per accelerator, and a
-GPU server that shows none cannot be judged. With a contract (a stack's ``dedicated.host`` or an
-inventory ``expect:``), ``contract_problems`` also names where the host falls short of it.
-
-Fleets: ``run_fleet`` gives every host its own thread and its own connection; one host failing
-(unreachable, refused key, broken probe) is recorded by name and never stops the others.
+Design notes: docs/design/bare-metal.md.
 """
 
 from __future__ import annotations

@@ -3,17 +3,9 @@ verify, and journal the undo record, all under the host lock.
 
 Every step's facts are read from the host itself (not only from our journal), so re-applying
 with nothing to change runs no write at all, and a run cut short converges when re-run. Per step:
+see the design notes.
 
-1. a journaled step whose change cannot be made in place (``undo_before_change``: scratch on other
-   devices or at another mountpoint) is undone first, by its own journaled record;
-2. the facts are read and the step decides (``Step.decide``): refusals come before any write;
-3. in place: journal it if the journal does not say so yet (a run cut short after applying);
-4. otherwise journal the intent (``applying``, with the *original* values), run the commands,
-   re-read the facts until the step is in place (a step may need several rounds, each decided
-   from fresh facts), then journal it ``applied`` with the record to keep.
-
-An update keeps the *oldest* original values (``Step.merge_undo``). ``plan`` is read-only and
-shows, per step, the exact commands ``converge`` would run.
+Design notes: docs/design/bare-metal.md.
 """
 
 from __future__ import annotations

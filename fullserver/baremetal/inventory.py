@@ -6,43 +6,7 @@ rotation), the login user, the timeouts, an optional jump host. Host keys come f
 inventory/stack config or from a known_hosts file *named in that config* — never from the
 operator's own ``~/.ssh/known_hosts``.
 
-Inventory file (YAML, read by ``fullserver.yamlio.read_yaml`` like every file fullserver reads:
-UTF-8 only, duplicate keys refused with their lines): ``{defaults: {...}, hosts: [...]}``, where
-``defaults`` is optional. (``read_yaml`` takes a mapping at the top level, so the bare list of
-hosts older inventories used is refused; the provider's ``hosts`` input is still a list.)::
-
-    defaults:
-      user: gpuops
-      privateKeyEnv: FULLSERVER_SSH_KEY      # or privateKeyFile: ~/.ssh/fleet_ed25519
-      knownHostsFile: fleet_known_hosts      # relative to the inventory file
-    hosts:
-      - name: gpu-01
-        address: 203.0.113.10
-        hostKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA..."]
-      - name: gpu-02
-        address: 203.0.113.11
-        port: 2222
-        jump: bastion                        # another entry's name, reached first
-        expect: {accelerator: H100-80GB, acceleratorCount: 8, vcpus: 224, memoryGib: 2048, networkGbps: 400}
-      - name: bastion                        # only a jump target: never audited or configured
-        address: 203.0.113.1
-        privateKeyFile: ~/.ssh/bastion_ed25519  # each hop uses its own key source
-      - name: node-a                         # a cloud node with no public address
-        address: node-a                      # what %h gives the proxy, and the key's name
-        proxyCommand: [gcloud, compute, start-iap-tunnel, "%h", "%p", --listen-on-stdin, --zone=us-central1-a]
-        peerAddress: 10.128.0.7              # where the other hosts reach it (verify's iperf3)
-
-An entry is a *jump host* when another entry's ``jump`` names it (or it says ``role: jump``); jump
-hosts are only passed through, never probed, audited or configured (``role: gpu`` overrides).
-``expect`` is the rented-hardware contract (a stack's ``dedicated.host``): the audit reports
-where the real host falls short of it.
-
-``proxyCommand`` is an argv (no shell) whose stdin/stdout carry the SSH stream, as OpenSSH's
-``ProxyCommand``: ``%h`` (the address), ``%p`` (the port), ``%r`` (the user), ``%n`` (the name) and
-``%%`` are substituted in each word. The host key is still looked up under ``address`` — with a
-proxy that is a node name (OpenSSH's ``HostKeyAlias``), never where the proxy goes. A host is
-reached through a proxy or a jump host, not both. ``peerAddress`` is where the inventory's other
-hosts reach this one (verify's iperf3 ring); without it, ``address``.
+Design notes: docs/design/bare-metal.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """The on-host journal: which steps fullserver applied to a host, and how to undo each.
 
-``/var/lib/fullserver/journal.json`` (under ``HostLayout.root``, mode 0600) is a ``Journal``:
-``{"version": 1, "steps": {<step id>: {"desired", "undo", "status", "at"}}}``, steps in the order
-they were applied (undo runs newest first). It is written atomically (temp file + rename)
-*before* a step applies (status ``applying``, with the pre-change values) and again after it
-verifies (``applied``): a connection killed in between leaves the pre-change values on the host,
-so a later undo still restores the original state, never our half state. With no step left the
-file is removed. Writes go through the host lock (``fullserver.baremetal.lock``).
-
-Versions: the file says which ``version`` of this layout it follows. A journal without one (a
-pre-release layout) is migrated on read: the same entries, ``status`` taken as ``applying``
-(the next converge re-checks and re-journals it) and ``at`` as 0 when missing; it is written back
-as version 1 with the next change. A journal of a *newer* version than this fullserver knows is
-refused with one line (``StepRefused``) and never rewritten: an older fullserver would drop what
-it does not understand, and the host could no longer be restored. Each future version adds one
-step to ``_MIGRATIONS``.
+Design notes: docs/design/bare-metal.md.
 """
 
 from __future__ import annotations

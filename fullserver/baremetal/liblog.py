@@ -1,21 +1,6 @@
 """Third-party log records (paramiko's) through fullserver's own output: one line, or nothing.
 
-paramiko logs through ``logging`` and, with no handler configured, Python's last-resort handler
-prints every WARNING-or-worse record on stderr. Its transport thread logs each connection it
-loses as ``Exception (client): ...`` followed by a traceback, one record per traceback line,
-and a stalled host gets retried, so a person would see tracebacks of a library for what is one
-unreachable host. Here paramiko's logger gets one handler of ours and stops propagating (so
-neither the last-resort handler nor a root handler someone else configured ever sees a record):
-
-* ERROR records are dropped: they describe the death of a transport, whose exception paramiko
-  also re-raises in the calling thread, where ``fullserver.baremetal.ssh`` turns it into the
-  host's one-line error (``no SSH banner within 3 s ...``). Printing both would say it twice,
-  and the tracebacks are ERROR records too.
-* WARNING records (rare: an unexpected packet type, say) are passed on as one line, whitespace
-  collapsed and capped, to a sink: by default the ``fullserver.baremetal`` logger (the core
-  prints nothing; the command line decides where a warning goes); ``fullserver audit`` points it
-  at its console, so the line lands above its progress bar.
-* Anything quieter (DEBUG, INFO) is dropped.
+Design notes: docs/design/bare-metal.md.
 """
 
 from __future__ import annotations

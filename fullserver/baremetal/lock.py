@@ -1,17 +1,6 @@
 """The host lock: one converge or revert at a time per host, across machines and stacks.
 
-A converge or revert holds the host's **journal lock** (``journal.lock`` beside the journal) from
-its first read of the journal to its last write, so two runs on one host (two stacks, or ``pulumi
-refresh`` during ``up``) never read-modify-write the journal over each other and drop each
-other's undo records. The lock file names its owner (who, where, pid, what, since when) and the
-host-side process of the owner's SSH connection (its sshd session, pid + start time). Taking,
-checking and releasing it are short critical sections under ``flock`` on the journal's directory
-(the kernel releases that by itself). A second run waits a bounded time, then fails with one line
-naming the owner (``JournalLocked``). A lock is stale — and broken, under the same ``flock``, so
-two runs can never both break it — when its owner's SSH session has ended (its process is gone:
-the owner crashed, or its connection was cut), or when it has had no heartbeat (every journal write
-is one) for ``LOCK_STALE_AFTER``. Every journal write first checks, under the ``flock``, that the
-lock is still ours (``write_locked``), so a run whose lock was broken stops instead of writing.
+Design notes: docs/design/bare-metal.md.
 """
 
 from __future__ import annotations

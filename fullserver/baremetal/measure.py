@@ -1,30 +1,6 @@
 """What ``fullserver verify`` measures on a host: commands out, pure parsers in.
 
-The probe (``fullserver.baremetal.probe``) reads what a host *has*; these read what it *delivers*:
-each GPU's PCIe link against its maximum, NVLink and NUMA placement, ECC and retired memory
-(``nvidia-smi -q -x`` and ``nvidia-smi topo -m``); sequential and 4 KiB random throughput of the
-mounted scratch filesystem (``fio --output-format=json``); TCP throughput between two hosts
-(``iperf3 -J``). Only machine-readable output is parsed, except ``topo -m``, whose tab-separated
-matrix has no other form.
-
-Safety, in the commands themselves: every tool runs under its own ``timeout -k``; fio runs only
-in a fresh ``mktemp -d`` directory under the scratch mountpoint after ``findmnt --mountpoint``
-confirmed a filesystem is mounted *there* and, from inside the new directory, that it sits on
-that very filesystem (``stat -c %m``: findmnt follows symlinks, and a scratch unmounted meanwhile
-would leave the directory on the filesystem below; never on a bare device, never on the root
-filesystem by accident), capped by ``--size`` and ``--runtime`` and only when that file fits with
-a quarter to spare, and the directory is removed on every exit path (``trap``; a signal ends the
-script); the iperf3 server serves one test (``-1``) under a deadline and is killed after. A GPU's
-PCIe width is judged against its own capability from sysfs, not NVML's slot-limited maximum.
-
-Parsed examples::
-
-    parse_nvidia_xml(...)  -> [GpuLink(index=3, name='NVIDIA H100 80GB HBM3', width=8, width_max=16,
-                               gen_max=5, gen_device_max=5, ecc='Enabled', retired_sbe=0, ...)]
-    parse_topology(...)    -> Topology(nvlinks={(0, 1): 18, ...}, gpu_numa={0: 0, ...},
-                               gpu_nic={0: 'PIX', ...}, nics={'NIC0': 'mlx5_0', ...})
-    parse_fio(...)         -> FioJob(read_mb_s=847.6, write_mb_s=0.0, read_iops=206939.5)
-    parse_iperf(...)       -> 21.16 (Gbit/s received)
+Design notes: docs/design/bare-metal.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """Probe a host's hardware in one round trip → ``HostFacts``.
 
-One read-only ``sh`` script prints machine-readable sections between sentinel lines
-(``@@fullserver:section NAME`` … ``@@fullserver:end NAME RC``), so MOTD or profile noise can't
-corrupt parsing and each source's exit status is known. Sources: ``/etc/os-release``, ``uname``,
-``/proc/cpuinfo`` (model only), sysfs CPU topology (sockets, physical cores, threads), sysfs NUMA
-nodes, ``/proc/meminfo``, ``lsblk -J -b``, ``/sys/class/net``, ``/sys/class/infiniband``, and
-``nvidia-smi --query-gpu=... --format=csv,noheader,nounits``. Slow sources run under their own
-``timeout`` (a wedged GPU driver hangs ``nvidia-smi``); the whole script runs under the SSH
-layer's remote + local deadline. Nothing ``statvfs``-es a mount (a dead NFS mount hangs that).
-
-The parsers below are pure and tested against captured output (``tests/baremetal/golden``).
-A parsed example (8 x H100 server)::
-
-    HostFacts(host='gpu-01', os='Ubuntu 22.04.4 LTS', kernel='5.15.0-105-generic', arch='x86_64',
-              cpu=CpuFacts(model='Intel(R) Xeon(R) Platinum 8480C', sockets=2, physical_cores=112,
-                           threads=224, numa_nodes=2),
-              memory_bytes=2163473154048, gpus=[Gpu(index=0, name='NVIDIA H100 80GB HBM3',
-              memory_mib=81559, driver_version='550.54.15', persistence_mode=True), ...], ...)
+Design notes: docs/design/bare-metal.md.
 """
 
 from __future__ import annotations

@@ -1,35 +1,6 @@
 """A ProxyCommand for the SSH layer: a process whose stdin and stdout carry the SSH stream.
 
-What ``gcloud compute start-iap-tunnel %h %p --listen-on-stdin`` or ``aws ssm start-session
---document-name AWS-StartSSHSession`` are to OpenSSH's ``ProxyCommand``. The process is started
-from an argv (no shell) with its stdin on one socket pair and its stdout on another, and
-``ProxySocket`` holds our ends: real sockets to paramiko, so its timeouts, its ``recv() == b""``
-end of stream and its ``send`` back-pressure behave as over TCP. Two pairs, not one end for
-both: gcloud sets O_NONBLOCK on its stdin (``_StdinSocket``), a flag of the open file, and on a
-shared end its stdout would turn non-blocking too and drop what we are slow to read.
-
-Before the server's identification line (``SSH-2.0-...``) the proxy may print lines of its own:
-Session Manager's plugin prints "Starting session with SessionId: ..." first. paramiko gives the
-first line its banner timeout but each later line only 2 s, so a greeting slower than that after
-the plugin's line failed where OpenSSH waits. ``recv`` drops whole lines before the ``SSH-``
-line (kept for the error message), so paramiko's first line is the server's, within its full
-budget; after it, bytes pass untouched.
-
-The proxy and its helpers get our environment minus the names ``withhold_from_children``
-registered (a private key's text in ``privateKeyEnv``, a passphrase's variable): gcloud, aws and
-session-manager-plugin have no use for them, and a process's environment is readable in
-``/proc/PID/environ`` by its user.
-
-paramiko's own ``ProxyCommand`` is not used: its stderr is a pipe nobody reads (the user never
-sees why gcloud refused, and a chatty proxy stalls once 64 KiB are buffered), its ``recv`` spins
-until the timeout on end of stream (a proxy that exited looks like a server that is silent until
-the banner timeout), and ``close()`` sends SIGTERM without ever reaping the process.
-
-Here stderr is read by a thread that keeps its tail for the error message, and ``close()`` (from
-paramiko's transport, from the session, from every failure path) is idempotent: it closes our
-end (the proxy sees end of input), sends SIGTERM to the proxy's process group (started in a
-session of its own, so helpers it spawned go too: ``aws ssm`` runs ``session-manager-plugin``),
-SIGKILL after the grace period, and reaps. No paramiko here; ``fullserver.baremetal.ssh`` wires it.
+Design notes: docs/design/bare-metal.md.
 """
 
 from __future__ import annotations

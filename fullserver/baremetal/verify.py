@@ -1,25 +1,6 @@
 """Delivered balance: measure what each host gives and set it beside what the plan promised.
 
-The audit (``fullserver.baremetal.audit``) checks what a host *has* against the profile; verify
-also measures what it *delivers*: each GPU's PCIe link against the GPU's maximum, NVLink between
-every GPU pair, ECC and retired or remapped memory, whether each GPU shares a NUMA node with a
-NIC, the scratch filesystem's sequential and 4 KiB random throughput (fio), and TCP throughput
-from each host to the next one of the same inventory (iperf3, a ring: every host sends once and
-receives once, to the receiver's ``peerAddress``, else its address). Every line is ``promised | delivered | ratio``; a promise the plan does not make
-(no profile figure, no catalog rating) is shown as ``n/a``, never invented.
-
-Where promises come from:
-  - the profile's bare-metal balance minimums per accelerator (CPU, RAM, NVMe capacity, network
-    link) and the inventory's ``expect:`` contract (the audit's lines and problems, unchanged, and
-    the contract's link speed against the negotiated one);
-  - the profile's ``storage`` minimums per accelerator for scratch throughput and IOPS;
-  - the profile's inter-node network minimum (else its host network one) for iperf3;
-  - the GPUs themselves for PCIe (the width and generation the GPU supports), NVLink (every pair
-    as many links as the best pair), NUMA (one NIC on each GPU's node) and memory health (none
-    retired, pending or failed).
-
-Everything is bounded (``measure.Caps``); every host runs in its own thread and connection, one
-host failing never stops the others (``audit.run_fleet``).
+Design notes: docs/design/bare-metal.md.
 """
 
 from __future__ import annotations

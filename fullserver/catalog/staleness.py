@@ -6,17 +6,7 @@ whose source is older than ``DEFAULT_MAX_PRICE_AGE_DAYS`` (configurable) becomes
 the figure, its source, its date and how sure that date is. ``today`` is always passed in, never
 read from the clock here, so the answer is reproducible (and testable).
 
-One rule for every price: each price look-up records the entry it read on the cost line it prices
-(``CostLine.prices``: ``offer_reads``, ``storage_read``, ``network_read``, ``fee_read``...), and the
-rule judges every entry a plan's lines read - compute, commitments, disks, egress, load balancers,
-NAT, addresses, cluster fees, system pools, alarms - so a new priced item is checked by construction.
-A line that bills money and read nothing is itself a warning. Combined sources (``a+b``: an N1 host
-plus its attached GPUs) are as old as their oldest part.
-
-Each warning says what brings the figure up to date: ``fullserver catalog refresh --provider X`` where
-a refresh provider prices that very figure, and otherwise the source to update from a newer snapshot
-(``catalog refresh`` cannot update A3 Ultra / A4 machine prices, TPU v4, AWS egress, or
-GCP commitment discounts, so telling the reader to run it would send them nowhere).
+Design notes: docs/design/catalog.md.
 """
 
 from __future__ import annotations

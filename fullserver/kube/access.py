@@ -1,26 +1,7 @@
 """How the Kubernetes node-pool platforms reach their cluster: the stack keys a created or an
 attached cluster takes beside ``fullserver:cluster``, checked before any sizing.
 
-* ``clusterLocation`` (GKE, attached): the existing cluster's location, the region or one of its
-  zones. A GKE cluster lives in a region (regional) or a zone (zonal), and a node pool's
-  ``location`` is its cluster's (pulumi-gcp ``container.NodePool.location``: "The location
-  (region or zone) of the cluster"), so a zonal cluster's pool sent to the region is not found.
-  A cluster fullserver creates is regional, in the stack's region.
-* ``privateEndpoint`` (GKE and EKS, created): the control plane answers only on its private
-  address. GKE: ``private_cluster_config.enable_private_endpoint`` ("access to the public
-  endpoint of the GKE cluster is denied", GKE API ``PrivateClusterConfig``); EKS:
-  ``vpc_config.endpoint_public_access = false`` beside ``endpoint_private_access = true`` (EKS
-  user guide, "Cluster API server endpoint"). An attached cluster's endpoint is its own.
-* ``clusterIdentity`` (EKS, created): ``pod-identity`` (the Pod Identity Agent add-on) or
-  ``irsa`` (the cluster's IAM OIDC provider); GKE clusters use Workload Identity.
-* ``subnets`` (EKS, attached): the subnets of the cluster's VPC the node groups go into (its
-  private ones, say); unset, the cluster's own. A created cluster builds its own network.
-* ``controlPlaneSourceRanges`` (GKE and EKS, created): the only addresses the control plane's
-  public endpoint admits (``control_plane``); unset, it has none (EKS: private only; GKE: its
-  IAM-guarded DNS endpoint). ``controlPlaneOpenToInternet`` opens it to everyone, on purpose.
-
-Which platform takes which key is each platform's ``PlatformRules.options``; which way in
-(created or attached) takes it is said here, one line each.
+Design notes: docs/design/kubernetes.md.
 """
 
 from __future__ import annotations

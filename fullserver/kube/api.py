@@ -1,17 +1,6 @@
 """The Kubernetes API calls ``fullserver verify`` makes, through the official ``kubernetes`` client.
 
-Five calls and nothing else: list the pool's nodes (by its labels), create the measuring Job,
-list its pod (by the ``job-name`` label the Job controller sets), read the pod's log, delete the
-Job with ``propagationPolicy: Background`` so its pod goes too. The Job is deleted on every way
-out of ``run_job``: success, failure, timeout, and an interrupt (``cancel``, set by the command
-line on Ctrl-C, ends the wait at once); what cannot be deleted is named (its
-``ttlSecondsAfterFinished`` removes it later, ``fullserver.kube.verify_job``).
-
-Credentials are the user's kubeconfig (``KUBECONFIG`` or ``~/.kube/config``, or ``--kubeconfig``)
-and the context ``--context`` names, else the one for the plan's cluster (``gcloud container
-clusters get-credentials`` names it ``gke_<project>_<location>_<cluster>``, ``aws eks
-update-kubeconfig`` ``arn:aws:eks:<region>:<account>:cluster/<cluster>``), else the current one.
-The client loads only when this module does, on a Kubernetes stack's verify.
+Design notes: docs/design/kubernetes.md.
 """
 
 from __future__ import annotations

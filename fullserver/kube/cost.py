@@ -1,32 +1,7 @@
 """What a ``KubePlan`` costs per hour and per month: the cluster fee, and the pools at their floor
 and their ceiling.
 
-* Cluster fee (``data/kubernetes.yaml``): GKE and EKS charge per cluster-hour. A pool attached to
-  an existing cluster pays none here (the cluster is billed whoever runs pools on it). GKE's
-  free-tier credit covers zonal and Autopilot clusters only: the regional Standard cluster
-  fullserver creates pays the whole fee, and the estimate says so. EKS clusters are created on
-  standard support (the extended-support rate is in the file, not charged).
-* Pools: each node at the VM platform's price for its capacity (the catalog's offer of the spec):
-  a spot pool at the spot price, its on-demand fallback pool at on-demand, a single pool at the
-  rate sizing ranked the shape by (on-demand, or less a commitment discount for reserved); a TPU
-  pool's node is its share of the slice's price. The floor is what runs while nothing is asked
-  of the pool (0 for an elastic pool); the ceiling is every pool at its maximum together. Where the
-  autoscaler is told to grow the spot pool first (``KubePlan.spot_first``), the fallback pool runs
-  only the hours spot is out: the profile's ``spot_share`` is what the compute line's expected rate
-  rests on (``fullserver.hourly``), and the notes say so.
-  Disks, local SSD and network stay the VM estimate's lines (``fullserver.cost``).
-* System pool: a created cluster's untainted CPU pool for its own pods (kube-dns/CoreDNS,
-  konnectivity-agent, metrics-server; ``gke.SYSTEM_POOL_MACHINE_TYPE``, ``eks.SYSTEM_INSTANCE_TYPE``)
-  runs all month whatever the accelerator pools do, so it is in the floor and the ceiling alike:
-  GKE ``SYSTEM_POOL_NODES_PER_ZONE`` in each zone of the pool (one zone when the plan has one, else
-  the regional default), EKS ``SYSTEM_NODES``, at the catalog's on-demand price of the CPU machine
-  (``Catalog.machine_price``), and each node's boot disk as the component builds it
-  (``PoolRules.system_disk``: GKE 50 GiB pd-balanced, EKS a 20 GiB gp3 root volume) at the
-  catalog's storage price. An attached cluster runs its own: nothing here.
-* Data volumes: each workload pod's data volume (``fullserver.kube.volume``) lives as long as its
-  pod, one pod per node, so each pool's floor and ceiling carry one volume per node at the disk
-  kind's price (``disk_usd_month`` over the month's hours); the estimate's data line bills the
-  workload's own nodes' volumes, as it bills a VM's data disk.
+Design notes: docs/design/kubernetes.md.
 """
 
 from __future__ import annotations

@@ -2,18 +2,9 @@
 
 No credential is written into it: the client runs the cloud's own credential plugin at each call
 (``client.authentication.k8s.io/v1beta1`` exec), with whatever identity runs ``pulumi up``:
+see the design notes.
 
-* GKE: ``gke-gcloud-auth-plugin`` (the Google Cloud CLI component kubectl needs since GKE 1.26);
-  the endpoint is the control plane's address (``https://`` + ``Cluster.endpoint``), or, for a
-  created cluster reached through its DNS endpoint (``fullserver.kube.access.through_dns``), that
-  name (``control_plane_endpoints_config.dns_endpoint_config.endpoint``, "accessible from the public
-  internet", Container API ``DNSEndpointConfig``) with no cluster CA: Google's front end serves it
-  with a publicly trusted certificate, so the system's roots verify it, as in the kubeconfig
-  ``get-credentials --dns-endpoint`` writes;
-* EKS: ``aws eks get-token --cluster-name <name> --region <region>``; ``Cluster.endpoint`` is
-  already a URL.
-
-JSON is a YAML subset, which is what a kubeconfig is.
+Design notes: docs/design/kubernetes.md.
 """
 
 from __future__ import annotations

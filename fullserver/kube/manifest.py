@@ -1,28 +1,6 @@
 """The workload a ``KubePlan``'s pools run, as Kubernetes objects (plain dicts, apply-ready).
 
-* Training: a ``Job``. On a multi-host TPU slice (or any pool whose replica spans several
-  nodes) it is an *indexed* Job with ``completions = parallelism =`` the nodes of a replica, a
-  headless ``Service`` so each pod has a stable DNS name (``<job>-<index>.<service>``), the
-  pool's node selector, so every host of the slice runs one pod; on a TPU slice GKE gives each
-  pod its ``TPU_WORKER_ID`` and ``TPU_WORKER_HOSTNAMES`` (``TPU_WORKER_WEBHOOK``), as xpk's JobSet
-  pods get them (parallelism = completions = VMs per slice, host networking, toleration on
-  ``google.com/tpu``).
-* Serving: ``Deployment`` + ``Service`` of type ``LoadBalancer`` + ``HorizontalPodAutoscaler`` for
-  the model server of ``spec.endpoint`` (vLLM by default): readiness, liveness and startup probes on
-  its health path (``/health`` on port 8000; the startup probe gives the profile's model-load time),
-  a memory-backed ``/dev/shm`` for tensor parallelism (vLLM docs ``deployment/k8s.md``); the load
-  balancer's annotations, the API key's ``secretKeyRef`` and the HPA's metric are
-  ``fullserver.kube.serve``'s.
-
-Every pod requests exactly ``plan.pod``: its accelerators (limits; requests equal them, as
-Kubernetes requires for extended resources) and its share of the node's allocatable CPU, memory
-and ephemeral storage, with ``limits == requests`` (Guaranteed QoS), the pool's tolerations and
-node selector, and a preference for spot nodes where a spot pool exists. Where the plan has a data
-volume (the VM's data disk, ``fullserver.kube.volume``), every pod mounts it at ``/data`` as a
-generic ephemeral volume, and the manifests start with its ``StorageClass``. Pods on EFA nodes request
-every interface and the fabric's huge pages (``fullserver.kube.fabric``); where a compute class orders
-the spot pool before its fallback (GKE), the pods select it and the manifests start with it too
-(``fullserver.kube.fallback``).
+Design notes: docs/design/kubernetes.md.
 """
 
 from __future__ import annotations

@@ -2,23 +2,9 @@
 
 The spec is the VM platform's (``SIZED_AS``): its machine shape, accelerators, zone, local NVMe,
 EFA and placement are what the pool's nodes get; nothing is re-sized here. What Kubernetes adds:
+see the design notes.
 
-* the cluster: attached (``fullserver:cluster`` names it; nothing of it is touched) or created
-  (GKE Standard, regional, Workload Identity, private nodes; EKS with managed node groups, Pod
-  Identity, a private endpoint when asked);
-* the pools: ``spot-with-fallback`` builds a spot pool and an on-demand fallback pool (pods
-  prefer spot nodes; the autoscaler grows the on-demand pool when spot is out); an elastic
-  profile (ephemeral lifecycle, flex-start) scales from zero; a serving profile holds its minimum
-  replicas and grows to its maximum; a steady one is fixed at its nodes. A multi-host TPU slice
-  is all-or-nothing: 0 or all of its hosts;
-* taints and labels: ``nvidia.com/gpu`` / ``google.com/tpu`` ``NoSchedule``, and the profile,
-  stage, owner, environment and expiry on every node;
-* the node's allocatable after kubelet and system reservations (GKE's and EKS's formulas,
-  ``fullserver.platforms.gke``/``eks``) and each pod's share of it: one pod per node takes all
-  of its accelerators, and the allocatable left after ``DAEMONSET_ALLOWANCE``.
-
-Where the members differ, the member's ``PoolRules`` answers (``fullserver.platforms.pool_member``:
-``gke_pool``, ``eks_pool``); nothing here names a member.
+Design notes: docs/design/kubernetes.md.
 """
 
 from __future__ import annotations

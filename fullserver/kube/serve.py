@@ -2,60 +2,7 @@
 pods read, and the metric the HorizontalPodAutoscaler holds (``fullserver.kube.manifest.serving``
 builds the objects from these).
 
-* Load balancer: a ``Service`` of type ``LoadBalancer``, port 80 (``ServingSpec.lb_port``) to the
-  model server's port, with the provider's annotations for the profile's scheme:
-
-  - GKE (``service_annotations``): external, a backend-service-based external passthrough Network
-    Load Balancer (``cloud.google.com/l4-rbs: "enabled"``, GKE "About LoadBalancer Services": "As a
-    best practice, when creating an external LoadBalancer Service, include the cloud.google.com/l4-rbs:
-    "enabled" annotation"; GKE 1.25.5 and later, "LoadBalancer Service parameters"); internal, an
-    internal passthrough Network Load Balancer (``networking.gke.io/load-balancer-type: "Internal"``,
-    "all supported versions"; ``spec.loadBalancerClass`` needs 1.33.1-gke.1779000 and GKE subsetting,
-    so the annotation is used). ``externalTrafficPolicy: Local``: one pod per node, so the load
-    balancer's health check (kube-proxy's per-node check) sends traffic only to nodes with a ready
-    model server, never through the system pool.
-  - EKS: the AWS Load Balancer Controller's Network Load Balancer (kubernetes-sigs/
-    aws-load-balancer-controller v3.5.0 ``docs/guide/service/annotations.md``):
-    ``aws-load-balancer-type: external`` (the controller reconciles it, not the in-tree provider),
-    ``aws-load-balancer-nlb-target-type: ip`` (traffic straight to the pod), ``aws-load-balancer-scheme``
-    ``internet-facing`` or ``internal`` (the controller's default is internal), and an HTTP target-group
-    health check on the model server's health path at the traffic port (its default is TCP, which
-    passes while the model is still loading). The controller finds subnets tagged
-    ``kubernetes.io/role/elb`` (public) or ``kubernetes.io/role/internal-elb`` (private), which a
-    created cluster's network carries (``eks.PUBLIC_SUBNET_TAGS``).
-
-  HTTPS (``fullserver.tls``; without it an internet-facing endpoint needs ``serving.plainHttp``,
-  ``fullserver.tls.clear_text``): GKE's passthrough NLB cannot terminate TLS, so with
-  ``serving.domains`` the Service becomes a ``ClusterIP`` behind a Gateway with a Google-managed
-  certificate (the member's ``PoolRules.tls_front``, ``fullserver.platforms.gke_gateway``). On EKS
-  ``serving.certificateArn`` (an ACM certificate in the stack's region) gives the NLB a TLS listener
-  on 443 instead of port 80 (``service_ports``): an L4 listener cannot answer the redirect the VM
-  path's port 80 gives; ``serving.domains`` name the endpoint's host (``HOST_ANNOTATION``).
-
-* API key: the stack's ``serving.apiKeySecret`` (and ``tokenSecret``) name the cloud's secret as on
-  the VM path (a Secret Manager secret on GCP, an SSM SecureString parameter on AWS). With
-  ``fullserver:deployWorkload`` the program reads the value at deploy time, keeps it a Pulumi
-  secret, and writes the Kubernetes ``Secret`` ``secret_name``; the pods read it through
-  ``secretKeyRef`` as ``VLLM_API_KEY`` ("API key for vLLM API server", ``vllm/envs.py``; the OpenAI
-  server takes it where no ``--api-key`` is given, ``vllm/entrypoints/openai/api_server.py``: "Ensure
-  --api-key option from CLI takes precedence over VLLM_API_KEY") and ``HF_TOKEN``. The exported manifests only name the Secret; the Deployment's
-  ``fullserver/secret`` annotation gives the command that creates it when they are applied by hand.
-
-* Autoscaling (``hpa_metrics``): CPU is a poor signal for a GPU server (the engine loop keeps about
-  one core busy whatever the load). GKE's "Best practices for autoscaling LLM inference workloads
-  with GPUs" names the server's queue size (vLLM's ``vllm:num_requests_waiting`` gauge) as the
-  metric for throughput within a latency target, read through Google Cloud Managed Service for
-  Prometheus (a ``PodMonitoring``) and the Custom Metrics Stackdriver Adapter. With
-  ``fullserver:serving.podMetrics: true`` the HPA holds that gauge per pod at
-  ``queue_target``: the requests a replica serves in one second at the profile's target
-  utilisation (``replica_requests_per_second x target_utilisation``), so a request waits about a
-  second before the group grows. EKS offers no adapter of its own: Prometheus with
-  prometheus-adapter exposing ``eks_pool.POD_METRIC_EKS`` (its rule in docs/kubernetes.md). Without the key
-  the HPA holds CPU utilisation, which every cluster has, and the plan says what to install.
-
-What differs by member (the annotations, the metric's name, the secret store, the TLS refusal, what
-an attached cluster must run) is the member's ``PoolRules`` (``fullserver.platforms.gke_pool``,
-``eks_pool``); the functions here ask it.
+Design notes: docs/design/kubernetes.md.
 """
 
 from __future__ import annotations

@@ -1,50 +1,6 @@
 """The Job ``fullserver verify`` runs on one node of a Kubernetes pool, and the script it runs.
 
-The SSH path (``fullserver.baremetal.verify``) logs into a host and runs the probe and the GPU
-commands; on GKE and EKS there is no login, so the same commands run in a one-pod Job pinned to
-the node (``nodeSelector: kubernetes.io/hostname``), tolerating the pool's taints and requesting
-*all* of the node's accelerators, so the device plugin hands them to the container. On GKE the
-plugin mounts the node's driver directory (``/home/kubernetes/bin/nvidia``) into every GPU
-container at ``/usr/local/nvidia`` (GoogleCloudPlatform/container-engine-accelerators,
-``cmd/nvidia_gpu/nvidia_gpu.go``: ``-host-path`` and ``-container-path`` defaults), so
-``nvidia-smi`` is ``/usr/local/nvidia/bin/nvidia-smi`` and NVML is in ``/usr/local/nvidia/lib64``,
-which GKE's own GPU manifests put on ``LD_LIBRARY_PATH`` (``cmd/nvidia_gpu/device-plugin.yaml``,
-``gpudirect-rdma/nccl-test-a4.yaml``). The script puts both first itself (``GPU_ENV``) rather than
-rely on the image: NVIDIA's CUDA images set them (``ENV PATH /usr/local/nvidia/bin:...``,
-``LD_LIBRARY_PATH /usr/local/nvidia/lib:/usr/local/nvidia/lib64``, "Required for nvidia-docker v1"),
-a ``--image`` need not. On EKS the NVIDIA container toolkit puts ``nvidia-smi`` and NVML in the
-container's standard paths, and the directories added do not exist there. The pod's log is the
-sections the SSH path reads (``fullserver.kube.verify_lines`` parses them with the same parsers).
-
-What it needs, and why nothing is privileged (``privileged: false``, every capability dropped,
-no privilege escalation, a read-only root filesystem):
-
-* the node's ``/sys``, mounted read-only at ``/host/sys`` (hostPath): a container's own
-  ``/sys/class/net`` shows its network namespace (one veth), not the node's NICs and their link
-  speed; the node's sysfs does, with no ``hostNetwork``. CPU topology, NUMA nodes, InfiniBand
-  ports and each GPU's own PCIe capability (``max_link_width``) are world-readable in the
-  container's own ``/sys``;
-* the node's ``/proc``, read-only at ``/host/proc``: only ``/host/proc/1/mountinfo``, the node's
-  mount table, which tells its OS disk from its local NVMe (inside the container ``lsblk`` sees
-  the container's mounts, in which the node's root disk carries none). No ``hostPID`` is needed: a
-  procfs lists the processes of the PID namespace it was mounted in, not the reader's ("By
-  default, procfs will use the calling process's active pid namespace" when mounted, and an
-  instance's namespace "cannot be modified": Linux Documentation/filesystems/proc.rst, ``pidns=``),
-  and the hostPath bind-mounts the node's own ``/proc``, mounted at boot in the node's namespace,
-  so ``/host/proc/1`` is the node's init. Where that read fails (a node mounting ``/proc`` with
-  ``hidepid``, say) the log says so and verify flags local NVMe as unjudged
-  (``verify_lines.parse_log``), never counting the root disk as NVMe silently;
-* the accelerators, through the resource request (``nvidia.com/gpu`` / ``google.com/tpu``):
-  ``nvidia-smi -q -x`` reads ECC, retired pages and PCIe links through ``/dev/nvidia*`` without
-  any capability.
-
-What would need privilege is left out: fio on the node's disks (the SSH path measures a mounted
-scratch filesystem; a pod's is its ephemeral storage) and iperf3 between nodes, so scratch and
-network throughput are not measured here. Nothing is written on the node.
-
-Cleanup does not rely on the caller alone: ``activeDeadlineSeconds`` ends the pod, and
-``ttlSecondsAfterFinished`` removes a finished Job the caller could not delete (Kubernetes docs,
-"Automatic Cleanup for Finished Jobs": the TTL controller deletes the Job and its pods).
+Design notes: docs/design/kubernetes.md.
 """
 
 from __future__ import annotations

@@ -2,27 +2,9 @@
 
 The log is the SSH path's sections (``fullserver.kube.verify_job.measure_script``), read by the
 same parsers: the probe (``parse_probe``), the GPU script (``fullserver.baremetal.verify.gpu_measures``).
-Two things differ inside a container, and are put right here:
+Two things differ inside a container, and are put right here: see the design notes.
 
-* the node's OS disk: ``lsblk`` in the container sees the container's mounts, where the node's
-  root disk carries none, so it would count as local NVMe (an EBS root volume is an NVMe device
-  on Nitro). The node's own mount table (``/proc/1/mountinfo``) names the devices of ``/`` and
-  ``/boot``; sysfs follows them through device-mapper and RAID to their disks (``os_disks``);
-* a TPU node shows no GPU: its chips are the ones the node offers (``google.com/tpu`` in its
-  allocatable, as the device plugin counts them) and the plan's accelerator;
-* a NIC whose driver reports no link speed: EC2's ENA gives none in sysfs ("cat
-  /sys/class/net/ens5/speed: Invalid argument", amzn/amzn-drivers#289, open; the device does not
-  support ``ENA_ADMIN_LINK_CONFIG``, amzn/amzn-drivers#61), and the kernel's sysfs ABI says ``speed``
-  "is only valid for interfaces that implement the ethtool get_link_ksettings method"
-  (Documentation/ABI/testing/sysfs-class-net); ethtool prints "Speed: Unknown!" for 0 and -1. Such
-  a NIC adds 0 Gb/s, so an EKS node's network line would read short when nothing was measured. The
-  SSH path's answer to a figure it cannot have is "not measured" (``Line.delivered = None``, shown
-  ``n/a``, and a problem, so the host is unverified, never delivering nor short: ``gpu_problems``);
-  ``unreadable_links`` does the same for a network line the known links alone leave short.
-
-Kubernetes adds what the node offers pods: its allocatable CPU, memory and ephemeral storage
-against what the workload's pods request on it (``KubePlan.pod`` x pods per node), and its
-allocatable accelerators against the pool's.
+Design notes: docs/design/kubernetes.md.
 """
 
 from __future__ import annotations

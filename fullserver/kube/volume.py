@@ -1,33 +1,6 @@
 """The pod's data volume: the node-pool twin of a VM's data disk.
 
-A VM gets a persistent data disk that counts toward the profile's NVMe balance (block storage may
-make up local NVMe the shape lacks, ``Balance.nvme_may_be_attached``). A GKE node pool cannot attach
-a data disk to its nodes (a node's disks are its boot disk, local SSDs and read-only secondary boot
-disks), and an EKS node's extra EBS volume would reach a pod only through a hostPath. So the
-Kubernetes-native equivalent is used on both: every workload pod mounts a *generic ephemeral
-volume* (``spec.volumes[].ephemeral.volumeClaimTemplate``) of the data disk's size, kind, IOPS and
-throughput, on a ``StorageClass`` of the environment's own that the workload manifests carry:
-
-* GKE: provisioner ``pd.csi.storage.gke.io`` (the Compute Engine persistent disk CSI driver),
-  ``type`` the disk kind (``pd-balanced``; Hyperdisk kinds take
-  ``provisioned-iops-on-create``/``provisioned-throughput-on-create``). GKE "Using the Compute
-  Engine persistent disk CSI Driver": "In Standard clusters, you must enable" the driver
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/gce-pd-csi-driver): a created cluster
-  enables it (``addons_config.gce_persistent_disk_csi_driver_config``), an attached one must have it.
-* EKS: provisioner ``ebs.csi.aws.com`` (the Amazon EBS CSI driver), ``type: gp3`` with ``iops``,
-  ``throughput`` and ``encrypted`` (kubernetes-sigs/aws-ebs-csi-driver ``docs/parameters.md``). The
-  driver is not on a new EKS cluster: a created cluster gets the ``aws-ebs-csi-driver`` EKS add-on
-  with an IAM role holding ``AmazonEBSCSIDriverPolicy`` (EKS user guide, "Amazon EBS CSI driver",
-  https://docs.aws.amazon.com/eks/latest/userguide/add-ons-aws-ebs-csi-driver.html); an attached
-  cluster must already run it, and the plan says so.
-
-``WaitForFirstConsumer`` binds each volume in its pod's zone; ``reclaimPolicy: Delete`` and the
-ephemeral volume's lifecycle (created with the pod, deleted with it: Kubernetes "Ephemeral
-Volumes", generic ephemeral volumes) mean a volume exists exactly while its pod does - one per
-pod, and one pod per node, so the plan bills one volume per node at the pools' floor and ceiling.
-
-Each member's provisioner and StorageClass parameters are its ``PoolRules``' (``volume_provisioner``,
-``volume_parameters``).
+Design notes: docs/design/kubernetes.md.
 """
 
 from __future__ import annotations

@@ -4,22 +4,9 @@
 pricing models it takes, its disks and their limits, how its zones are named, its nearest
 regions for comparisons, the stack keys it accepts, and its refusal rules with their one message
 each. Sizing, cost, the plan, the components' validators and the policy pack ask it. Facts of one
-platform only (GCP's GPU NIC plans and Tier_1 eligibility, AWS's EFA rule) are in its module:
+platform only (GCP's GPU NIC plans, AWS's EFA rule) are in its module; the list is in the notes.
 
-* ``aws`` - AWS GPU, Trainium and Inferentia instances
-* ``gcp`` - Compute Engine GPU VMs
-* ``tpu`` - Cloud TPU VMs and slices
-* ``bare_metal`` - rented servers reached over SSH
-* ``gke`` - GKE GPU and TPU node pools (sized as ``gcp`` and ``tpu``)
-* ``eks`` - EKS GPU managed node groups (sized as ``aws``)
-
-Each module registers its own platforms (``PLATFORMS``) and names (``NAME_RULES``); this package
-finds them by listing its modules, so adding a platform adds a module and a ``Platform`` member.
-A member of the node-pool family also registers what the family's core asks it (``POOL_RULES``,
-``pool_rules.PoolRules``) from a module of its own (``gke_pool``, ``eks_pool``): ``pool_member_of``.
-
-The questions asked across platforms (which platforms take a stack key, which disk kind has
-which limits, is this a zone of that region) are the functions below.
+Design notes: docs/design/platforms.md.
 """
 
 from __future__ import annotations

@@ -5,14 +5,7 @@ An EKS node is an EC2 instance: instance types, prices, zones, EBS and EFA are E
 (``SIZED_AS``) and then turned into a group (``fullserver.kube.pool``). What EKS adds lives here:
 names, AMI types, the nodeadm ``NodeConfig`` a launch template passes, and the node's allocatable.
 
-Sources: botocore 1.44 ``botocore/data/eks/2017-11-01/service-2.json`` (AMI types, capacity
-types); awslabs/amazon-eks-ami ``nodeadm`` (``internal/kubelet/config.go``:
-kube-reserved CPU tiers, memory ``11 x maxPods + 255`` MiB, 1 GiB ephemeral storage, evictionHard
-100Mi / 10 %; ``api/v1alpha1/nodeconfig_types.go``: ``localStorage`` RAID0); the EKS user guide
-(launch templates need MIME multi-part user data, EFA interfaces, Pod Identity); the EKS API
-reference (cluster names: 100 characters, alphanumerics, ``-`` and ``_``, starting alphanumeric)
-and pulumi-aws ``eks.NodeGroup`` (node group names: 63 characters, starting with a letter or
-digit, then letters, digits, ``-`` and ``_``).
+Design notes: docs/design/platforms.md.
 """
 
 from __future__ import annotations

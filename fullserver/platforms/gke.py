@@ -1,21 +1,7 @@
 """Google Kubernetes Engine accelerator node pools (``gke-gpu``, ``gke-tpu``): everything fullserver
 knows about them.
 
-A GKE node is a Compute Engine VM: its machine types, prices, zones, disks and networking are
-Compute Engine's (``fullserver.platforms.gcp``) and, for TPU node pools, Cloud TPU's slices on
-``ct5lp-``/``ct5p-``/``ct6e-`` machine types (``fullserver.platforms.tpu``). So a GKE pool is sized
-as the VM platform sizes the same workload (``SIZED_AS``) and then turned into a pool
-(``fullserver.kube.pool``); only what Kubernetes adds lives here: names, the accelerator and TPU
-vocabulary of node pools, and the node's allocatable after GKE's reservations.
-
-Sources: pulumi-gcp 10.2.0 ``sdk/python/pulumi_gcp/container/{node_pool,cluster,_inputs}.py``
-(``container.NodePool``/``Cluster`` inputs); GKE "Plan GKE Standard node sizes" (reservations), as
-implemented by kubernetes/autoscaler ``cluster-autoscaler/cloudprovider/gce/reserved.go`` (which
-predicts GKE's numbers: brackets, kernel reservation, eviction thresholds, local-SSD filesystem
-overhead); AI-Hypercomputer/xpk ``system_characteristics.py`` and ``nodepool.py`` (TPU machine
-types, labels, placement); Cluster Toolkit ``modules/compute/gke-node-pool`` (GPU taint and
-driver); the API's name limits as quoted in cloudnative-pg#8714 (clusters) and magic-modules#18477
-(node pools).
+Design notes: docs/design/platforms.md.
 """
 
 from __future__ import annotations

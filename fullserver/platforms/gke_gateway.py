@@ -2,26 +2,9 @@
 
 A GKE ``LoadBalancer`` Service is a passthrough Network Load Balancer, which cannot terminate TLS.
 So with ``fullserver:serving.domains`` the model server sits behind GKE's Gateway controller
-instead (GKE "Deploying Gateways", "Secure a Gateway"):
+instead (GKE "Deploying Gateways", "Secure a Gateway"): see the design notes.
 
-* ``Gateway`` of class ``gke-l7-global-external-managed`` (the global external Application Load
-  Balancer, the VM path's load balancer), one ``HTTPS`` listener on 443 and no HTTP one, so no key
-  crosses the internet in clear; its address is a reserved global address the stack builds
-  (``spec.addresses`` ``NamedAddress``), so it is known, stable and exported before DNS points at it;
-* its certificate: a Certificate Manager *certificate map* named by the annotation
-  ``networking.gke.io/certmap`` (the Gateway controller takes no ``ManagedCertificate``); the map's
-  entries hold one Google-managed certificate for the domains, authorised by the load balancer, so
-  Google issues it once the names resolve to the address;
-* ``HTTPRoute`` from the domains to the Service (``ClusterIP``, container-native through NEGs:
-  ``cloud.google.com/neg``), a ``HealthCheckPolicy`` on the server's health path (the controller's
-  default checks ``/``, which vLLM answers 404), and a ``GCPBackendPolicy`` holding the backend
-  timeout to the request timeout (the default, 30 s, would cut long generations) with the draining.
-
-The cluster needs the Gateway API (``gateway_api_config.channel = CHANNEL_STANDARD``, set on a
-created cluster; an attached one is warned). The CRD fields follow the Gateway API v1 types and
-GKE's ``networking.gke.io/v1`` policies as GKE documents them ("Configure Gateway resources using
-policies", https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources; the
-fields were read from public manifests using them, as that page's stored copies were unreadable).
+Design notes: docs/design/platforms.md.
 """
 
 from __future__ import annotations

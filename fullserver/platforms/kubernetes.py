@@ -2,20 +2,9 @@
 and the objects a ``yaml/v2:ConfigGroup`` creates, read out of its inputs (``NAME_MEMBERS``).
 
 Shared by every member of the node-pool family (GKE and EKS build the same kinds), so it registers
-no platform. Sources:
+no platform. Sources: see the design notes.
 
-* Helm: a release name is at most 53 characters matching
-  ``^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`` (https://github.com/helm/helm,
-  ``pkg/chartutil/validate_name.go``); pulumi-kubernetes names a ``helm.v3.Release`` without
-  ``name`` ``<logical>-<8 hex>``, uncapped (``provider/pkg/provider/helm_release.go``,
-  ``assignNameIfAutonameable``; pulumi ``resource.NewUniqueHex``, 8 by default), and likewise
-  every object without ``metadata.name``.
-* Kubernetes "Object Names and IDs" (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/): most kinds take a DNS-1123 subdomain (at most 253, lowercase
-  alphanumerics, ``-`` and ``.``, alphanumeric ends); a Service's name is an RFC 1035 label (at most
-  63, a letter first; ``RelaxedServiceNameValidation`` is alpha in 1.34 and off).
-* Kubernetes "Jobs" (https://kubernetes.io/docs/concepts/workloads/controllers/job/): "Even when the name is a DNS subdomain, the name must be no longer than 63
-  characters" (it becomes the pods' ``job-name`` label value); a pod's ``subdomain`` is an RFC 1123
-  label (``ValidatePodSpec``) and an Indexed Job's pods are named ``<job>-<index>`` as hostnames.
+Design notes: docs/design/platforms.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """What every member of the Kubernetes node-pool family answers: ``PoolRules``.
 
-The family's core (``fullserver.kube``) turns a sized spec into node pools, their workload, their
-cost and their warnings the same way on every member; where a member differs (names, labels, the
-node's reservations, the load balancer's annotations, what an attached cluster must already run) it
-asks the member's ``PoolRules``, never compares the member's name. Each member declares one in its
-own module (``gke_pool``, ``eks_pool``) as ``POOL_RULES``, and the registry finds it by listing the
-package (``fullserver.platforms.pool_member_of``): a new member adds its module and a key to
-``PoolKey``.
-
-A node's resources and what it keeps of them (``NodeResources``, ``Allocatable``) are the family's
-arithmetic: the formulas are GKE's (``gke_reserved``), which EKS's nodeadm reuses, so the types are
-taken from there and named here for the core.
-
-A field that is a capability (a bool, an optional function, a mapping) says in its docstring why a
-member has it or not.
+Design notes: docs/design/platforms.md.
 """
 
 from __future__ import annotations

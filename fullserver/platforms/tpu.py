@@ -1,13 +1,6 @@
 """Cloud TPU VMs and slices (``tpu-vm``): everything fullserver knows about them.
 
-A TPU is bought as a slice of a type (``v5litepod-8``, ``v5p-128``): one resource, priced as a
-whole, whose hosts are the environment's nodes. Sources (Google Cloud documentation): Cloud TPU
-"TPU regions and zones", "Attach durable block storage" (Hyperdisk on v6e/TPU7x, read-only disks
-on multi-host slices), "Queued resources"; pulumi-gcp 10.2's ``tpu.V2QueuedResource`` (no
-scheduling, data disks, service account, labels, metadata or tags: a queued slice is created with
-gcloud instead, ``components.tpu.queued``, which gives it a service account and labels); the TPU API v2
-``nodes.getGuestAttributes`` reference and the Google Cloud CLI 578.0.0 source (the way into the
-workers, below).
+Design notes: docs/design/platforms.md.
 """
 
 from __future__ import annotations

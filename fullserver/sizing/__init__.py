@@ -1,14 +1,6 @@
 """Sizing: (profile, workload) -> the cheapest catalog shape that meets every balance minimum.
 
-The search is exhaustive over the catalog's offers for the requested accelerator, so it is
-deterministic and explainable: the winner is the lowest hourly compute rate under the
-profile's pricing model (``fullserver.hourly``: the expected rate for spot with fallback, the
-committed rate for reserved; ties broken by more vCPUs, more RAM, then name), and every rejected
-shape is kept as a near-miss with the minimum it missed; every one cheaper than the winner is
-shown, so nothing cheaper is passed over unexplained.
-
-Minimums follow the topology: what only traffic between nodes needs (a scale-out fabric, the
-internode network minimum) applies only when the environment has more than one node.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Size, as a specification (issue 23): no function over 80 lines, no module over 600 lines, in
-``fullserver/``, ``fullserver_cli/``, ``components/`` and ``stackops/``.
+``fullserver/``, ``fullserver_cli/``, ``components/`` and ``stackops/``; no module docstring over 10
+lines there or in ``policy/`` (issue 36: longer reasoning goes to ``docs/design/``).
 
 A function is measured from its first decorator (or its ``def`` line) to its last line, nested
 functions and methods included, each on its own. A module is measured in lines. Why these limits:
@@ -21,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("fullserver", "fullserver_cli", "components", "stackops")
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 600
+DOCSTRING_PACKAGES = (*PACKAGES, "policy")
+MAX_MODULE_DOCSTRING_LINES = 10
 
 
 def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, int]]:
@@ -104,3 +107,46 @@ def test_a_module_over_600_lines_is_found(tmp_path: Path) -> None:
     (package / "long.py").write_text("x = 1\n" * 601)
     (package / "short.py").write_text("x = 1\n" * 600)
     assert offenders(tmp_path) == {("stackops/long.py", None): 601}
+
+
+def long_module_docstrings(root: Path = ROOT) -> dict[str, int]:
+    """Every module docstring over ``MAX_MODULE_DOCSTRING_LINES`` under the packages, by file, with
+    its length from the opening quotes' line to the closing quotes' line."""
+    out: dict[str, int] = {}
+    for package in DOCSTRING_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            if ".venv" in path.parts:
+                continue
+            rel = path.relative_to(root).as_posix()
+            body = ast.parse(path.read_text(), rel).body
+            first = body[0] if body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                lines = (first.end_lineno or first.lineno) - first.lineno + 1
+                if lines > MAX_MODULE_DOCSTRING_LINES:
+                    out[rel] = lines
+    return out
+
+
+def test_module_docstrings_fit_in_10_lines() -> None:
+    """What a module is and why, in a few lines; the longer reasoning and its sources live in
+    ``docs/design/<topic>.md``, which the docstring points to."""
+    long = long_module_docstrings()
+    assert not long, (
+        f"module docstrings over {MAX_MODULE_DOCSTRING_LINES} lines (move the reasoning to docs/design/): "
+        + ", ".join(f"{file} ({lines} lines)" for file, lines in sorted(long.items()))
+    )
+
+
+def test_a_module_docstring_over_10_lines_is_found(tmp_path: Path) -> None:
+    """The closing quotes' line counts; a function's docstring and a module without one do not."""
+    package = tmp_path / "policy"
+    package.mkdir()
+    (package / "long.py").write_text('"""Summary.\n' + "more\n" * 9 + '"""\nx = 1\n')
+    (package / "short.py").write_text('"""Summary.\n' + "more\n" * 8 + '"""\nx = 1\n')
+    (package / "function.py").write_text('def f():\n    """' + "more\n" * 20 + '"""\n')
+    (package / "none.py").write_text("x = 1\n")
+    assert long_module_docstrings(tmp_path) == {"policy/long.py": 11}

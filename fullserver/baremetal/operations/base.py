@@ -1,15 +1,6 @@
 """A configuration step as pure decisions: the host's facts and the desired state in, commands out.
 
-pyinfra's operation shape, without its global ``host``: a step reads nothing and runs nothing.
-``decide(facts, ctx, journaled)`` returns the exact ``Command``s that would bring the host to
-the desired state (``Change``), or why nothing is needed (``NoOp``), or raises a ``Refusal``
-(it would destroy data, needs consent) or a ``Failure`` (the host cannot do it). ``undo(layout,
-record)`` returns the commands that restore what the undo record says. The engine
-(``fullserver.baremetal.engine``) reads the facts, runs the commands, verifies, journals and
-locks; the tables in ``tests/baremetal/operations`` test every decision without a host.
-
-The undo record (``Record``) is the JSON a step keeps in the host's journal: what undo needs to
-restore the host as it was *before fullserver*. Each step documents its own record's shape.
+Design notes: docs/design/bare-metal.md.
 """
 
 from __future__ import annotations

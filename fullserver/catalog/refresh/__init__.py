@@ -6,47 +6,7 @@ figures up or down (with percentages), rows added or gone, shapes the provider s
 catalog lacks or no longer sells, and anything it could not use. With ``write=True`` the edited file
 is written, but only after the whole catalog, edited files included, loads and validates.
 
-What is refreshed, and from where:
-
-* AWS (``aws.py``): Linux on-demand prices of the catalog's instance types, the standard
-  no-upfront reserved discount per family, and EBS gp3 (storage, IOPS and throughput over the
-  baselines), from the AWS Price List Bulk API (public JSON, no credentials) for the regions the
-  file already prices (or those given).
-* GCP (``gcp.py``): attachable GPU prices, N1 / A2 Standard / G2 machine prices (cores + memory +
-  GPUs), pd-balanced / pd-ssd / local-ssd disk prices and premium internet egress, from the Cloud
-  Billing Catalog API (an API key); on-demand and spot.
-* TPU (``gcp.py``): per chip-hour prices of v5e, v5p and v6e from the same API.
-* AWS shapes (``ec2.py``, ``--provider aws-types``): each shape's vCPUs, memory, accelerators,
-  instance store, baseline network and EFA interfaces from EC2 ``DescribeInstanceTypes`` (AWS
-  credentials), written with the API as the figure's source; sizes of tracked families the catalog
-  lacks are reported.
-* AWS Savings Plans (``savings_plans.py``, ``--provider aws-savings-plans``): the No Upfront
-  Compute Savings Plan discount, 1 and 3 years, of each shape the file prices on demand in one
-  region (us-east-1 unless ``--region`` names another), from the public Savings Plans price list
-  files (no credentials): 1 - plan rate / on-demand (Linux, shared tenancy), written per shape
-  (``applies_to`` and ``shapes`` the shape), so it takes precedence over the reserved discount per
-  family for that shape; missing or ambiguous rates are reported, never guessed.
-* GCP zones (``compute.py``, ``--provider gcp-zones``): the zones each machine series is sold in
-  (``machine_zones``), from Compute Engine ``machineTypes.aggregatedList`` (a project and an OAuth
-  access token), kept to the regions the file prices.
-* AWS spot (``ec2.py``, ``--provider aws-spot``): the current Linux/UNIX spot price of each shape
-  the file prices, lowest over the region's zones, from EC2 ``DescribeSpotPriceHistory`` (AWS
-  credentials, boto3 from the ``refresh`` extra); written as the row's spot figure and
-  ``spot_source``.
-
-Every refreshed row names the refresh's source, whose entry records the title, URL, date and how
-sure that date is (``published`` for the AWS files' publicationDate, ``retrieved`` for the Cloud
-Billing API, which returns "the latest pricing"). Figures the new source does not give keep theirs.
-
-Next steps (they need credentials, so they take client libraries from the ``refresh`` extra and
-slot in as further ``Fetched`` producers applied by ``apply.apply_rows``):
-
-* adding the instance types ``aws-types`` reports as "not in the catalog" (a new shape needs its
-  accelerator model named and its prices);
-* Compute Engine machine types' own figures (vCPUs, memory, GPUs), acceleratorTypes for the
-  attachable GPUs' zones, TPU zones; A3 Ultra / A4 prices (their H200 / B200 SKUs are not mapped);
-* the Cloud TPU service (``E000-3F24-B8AA``) for TPU v4 prices, once its per-device unit is mapped;
-* AWS data-transfer prices (the AWSDataTransfer offer).
+Design notes: docs/design/catalog.md.
 """
 
 from __future__ import annotations

@@ -1,38 +1,9 @@
 """AWS prices from the AWS Price List Bulk API: public JSON over HTTPS, no credentials.
 
 Formats (AWS Billing User Guide, "Reading the price list files"; "Service Region index file"):
+see the design notes.
 
-* the region index ``/offers/v1.0/aws/AmazonEC2/current/region_index.json`` lists
-  ``regions[code].currentVersionUrl``, a path on the same host, e.g.
-  ``/offers/v1.0/aws/AmazonEC2/20230328234721/us-east-1/index.json``;
-* a service price list (offer) file is one JSON object: ``formatVersion``, ``disclaimer``,
-  ``offerCode``, ``version``, ``publicationDate`` (UTC, e.g. ``2023-03-28T23:47:21Z``), then
-  ``products`` (SKU -> ``{sku, productFamily, attributes}``) and ``terms``
-  (``OnDemand`` / ``Reserved`` -> SKU -> ``"<sku>.<offerTermCode>"`` -> ``{offerTermCode, sku,
-  effectiveDate, termAttributes, priceDimensions: {rateCode: {unit, pricePerUnit: {USD}}}}``).
-
-The EC2 file of one region is hundreds of megabytes, so it is streamed (``jsonstream``): only the
-products of instance families the catalog tracks are decoded, and only their terms.
-
-An instance's Linux on-demand price is the SKU whose attributes say ``operatingSystem: Linux``,
-``tenancy: Shared``, ``preInstalledSw: NA``, ``capacitystatus: Used`` (and, where the file has them,
-``licenseModel: No License required``, ``marketoption: OnDemand``, ``operation: RunInstances``): the
-other SKUs of the same instance type price Windows, dedicated hosts, reservations already paid for,
-or Capacity Blocks. Reserved rates give the commitment discount per family: 1 - (standard, No
-Upfront hourly rate) / on-demand, the smallest over the family's catalog sizes (a discount is never
-overstated), rounded down to four places.
-
-EBS gp3 (the same file, ``volumeApiName: gp3``): three SKUs price a volume, told apart by the end of
-their ``usagetype`` (region prefix such as ``USE2-`` before ``EBS:``, none in us-east-1), each with
-its own unit in ``terms.OnDemand`` (Amazon EBS User Guide, "Understand codes for Amazon EBS in billing
-and usage reports": ``EBS:VolumeUsage.gp3`` storage per GB-Month, ``EBS:VolumeP-IOPS.gp3`` IOPS "over
-3,000" per IOPS-Month, ``EBS:VolumeP-Throughput.gp3`` throughput "over 125 MB/s"). The Price List gives
-throughput per ``GiBps-mo``; the catalog's figure is per MB/s-month, 1/1024 of it. The two free
-baselines are not in the file: they are that page's 3,000 IOPS and 125 MB/s (``GP3_FREE``).
-
-Spot prices are not in the Price List: they come from EC2 DescribeSpotPriceHistory (credentials;
-see ``refresh/__init__.py`` for the next steps). A catalog row's spot figure therefore keeps its own
-source (``spot_source``) when its on-demand figure is refreshed from here.
+Design notes: docs/design/catalog.md.
 """
 
 from __future__ import annotations

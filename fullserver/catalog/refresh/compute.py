@@ -1,22 +1,6 @@
 """Where Compute Engine sells each machine series and each attachable GPU, from its own API.
 
-``machine_zones`` in ``gcp.yaml`` decides where a node is built and which zones a serving group
-spreads over (``fullserver.sizing``, ``fullserver.serving``); a zone that stops selling a series
-means a ``pulumi up`` that waits for capacity that is not there. This refresh rewrites each
-series' zones from ``machineTypes.aggregatedList`` (REST: ``GET https://compute.googleapis.com/
-compute/v1/projects/{project}/aggregated/machineTypes``), which lists, per zone, the machine types
-the project can create there: ``{"items": {"zones/us-central1-a": {"machineTypes": [{"name":
-"g2-standard-12", "zone": "us-central1-a", ...}]}, "zones/x": {"warning": {...}}}, "nextPageToken":
-...}``. The request filters on the series' names (``filter=name eq "(a3-highgpu|g2-standard)-.*"``,
-the API's regular-expression ``eq`` form) so the answer stays small.
-
-The attachable GPUs' zones (``attachable_gpus[].zones``) come the same way from
-``acceleratorTypes.aggregatedList`` (``items`` keyed by zone, each an ``acceleratorTypes`` list).
-
-It needs credentials (``compute.machineTypes.list`` on the project): an OAuth access token, e.g.
-``gcloud auth print-access-token``, read from an environment variable so it never lands in shell
-history, a report or a file. Zones are kept only in the regions the file prices (or those given),
-so the list stays the catalog's, not Google's whole footprint.
+Design notes: docs/design/catalog.md.
 """
 
 from __future__ import annotations

@@ -5,18 +5,7 @@ third-party snapshots, dated and often missing (issue 13: no us-east-1 spot pric
 which made sizing prefer a shape whose price happened to be known). The EC2 API gives them to
 anyone with AWS credentials (``ec2:DescribeSpotPriceHistory``; no cost).
 
-What is read: for each region, the Linux/UNIX spot price in effect *now* in every Availability
-Zone (a request whose start time is now returns, per zone, the last price change before it, i.e.
-the effective price). The catalog's figure is the lowest of those zones, as ``aws.yaml`` documents
-its spot column; a zone is where a spot request lands when it names none. Each figure is written
-as the row's ``spot_usd_hour`` with this source as its ``spot_source``; on-demand prices and their
-source stay (``Fetched.spot_only``).
-
-Credentials and the client come from boto3 (the ``refresh`` extra), read the usual way (environment,
-shared config, instance role); nothing here stores or prints them. Their errors (no credentials,
-a bad profile, an unreachable proxy, a refused call) become one line where every command's do
-(``fullserver.cloud_errors``). Tests hand in a client whose responses botocore validates against
-the EC2 service model (``botocore.stub.Stubber``).
+Design notes: docs/design/catalog.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """GCP and Cloud TPU prices from the Cloud Billing Catalog API (JSON over HTTPS, an API key).
 
-Format (googleapis ``google/cloud/billing/v1/cloud_catalog.proto``; REST reference
-``services.skus.list``): ``GET https://cloudbilling.googleapis.com/v1/services/{id}/skus?key=...``
-returns ``{"skus": [...], "nextPageToken": "..."}`` (at most 5,000 SKUs a page; the token is empty
-or absent on the last page). Each SKU has ``skuId``, ``description``, ``category {resourceFamily,
-resourceGroup, usageType}`` (usage ``OnDemand``, ``Preemptible``, ``Commit1Yr``...),
-``serviceRegions`` and ``pricingInfo[]`` (a timeline; without a time range in the request it holds
-the latest pricing, "up to 12 hours old") with ``pricingExpression {usageUnit, tieredRates[]
-{startUsageAmount, unitPrice {currencyCode, units, nanos}}}`` and ``effectiveTime``. ``units`` is
-an int64, so JSON carries it as a string; proto3 JSON may omit zero fields.
-
-Compute Engine is service ``6F81-5844-456A``; TPU v5e, v5p and v6e are priced there per chip-hour
-(descriptions name ``TpuV5e``, ``TpuV5p``, ``TpuV6e``; a spot TPU SKU says "Preemptible" in its
-description while its usageType stays ``OnDemand``). TPU v4 is priced in the separate Cloud TPU
-service per device, a unit not mapped here: v4 rows are left as they are.
-
-SKUs are matched by their description, the only place the model is named, and every match is
-checked: the unit must be the expected one, and when two SKUs give one component (say the T4
-on-demand price in us-central1) different prices, neither is used and the report says so.
+Design notes: docs/design/catalog.md.
 """
 
 from __future__ import annotations

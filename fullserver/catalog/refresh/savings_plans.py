@@ -1,38 +1,6 @@
 """AWS Compute Savings Plans rates from the public Savings Plans price list files (no credentials).
 
-Why per shape: a Compute Savings Plan rate is published per instance type, and the catalog's
-commitment discounts apply only to the exact shapes their source names (issue 13, item 6). Each
-shape priced on demand in the region gets one row per term, ``applies_to`` the shape itself and
-``shapes: [that shape]``, so it sits beside ``aws.py``'s reserved-instance rows per family (whose
-``applies_to`` is the family) and wins over them: ``Catalog.commitment`` takes an entry naming the
-exact shape first, and ``fullserver.hourly`` asks for the offer's own name.
-
-Formats (AWS Billing User Guide, "Reading the service index file", "Service Region index file for
-Savings Plan", "Reading the service price list file for a Savings Plan"):
-
-* the offer index ``/offers/v1.0/aws/index.json`` gives ``offers.AmazonEC2.currentSavingsPlanIndexUrl``,
-  e.g. ``/savingsPlan/v1.0/aws/AWSComputeSavingsPlan/current/region_index.json``;
-* that region index is ``{disclaimer, publicationDate, regions: [{regionCode, versionUrl}]}``;
-* a region's file is ``{version, publicationDate, regionCode, products: [{sku, productFamily,
-  serviceCode, attributes: {purchaseOption, purchaseTerm, ...}}], terms: {savingsPlan: [{sku,
-  description, effectiveDate, leaseContractLength: {duration, unit}, rates: [{discountedSku,
-  discountedUsageType, discountedOperation, discountedServiceCode, rateCode, unit, discountedRate:
-  {price, currency}, discountedRegionCode, discountedInstanceType}]}]}}``.
-
-A region's file is large (every plan's rates for every usage type), so it is streamed
-(``jsonstream``), rate by rate. A rate is kept when it prices the catalog's Linux shared-tenancy
-instance hour in that region: ``discountedServiceCode`` AmazonEC2, ``discountedOperation``
-RunInstances (other operations are Windows, RHEL, SQL Server...), a ``BoxUsage:<type>`` usage type
-(``DedicatedUsage`` / ``HostUsage`` are other tenancies), ``discountedRegionCode`` the region itself
-(a region's file also prices its Local Zones), unit ``Hrs``, currency USD. The plan is the product
-whose ``productFamily`` is ComputeSavingsPlans and ``purchaseOption`` No Upfront (EC2 Instance
-Savings Plans bind one family in one region; upfront plans move part of the price out of the
-hourly rate). The term's ``leaseContractLength`` must agree with the product's ``purchaseTerm``.
-
-Discount = 1 - rate / the file's on-demand price of the same shape in the same region (run with
-``--provider aws`` first, in the same command, to take that from the Price List too), rounded down
-to four places. Two different rates for one shape and term, a missing rate, or a rate not below
-on-demand give no row and one problem line each: nothing is guessed.
+Design notes: docs/design/catalog.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """The billed network of Kubernetes node pools (``PlatformRules.network`` of ``gke-gpu``, ``gke-tpu``
 and ``eks-gpu``): the nodes' NAT is their VM platform's (``network.gcp`` / ``network.aws``); the
 serving load balancer is the one a ``LoadBalancer`` Service gets (``fullserver.kube.serve``):
+see the design notes.
 
-* GKE: a regional passthrough Network Load Balancer (with HTTPS a Gateway's global external
-  Application Load Balancer instead, ``gke_lb_line``; external: backend-service based; internal:
-  ``networking.gke.io/load-balancer-type: Internal``), billed as one regional forwarding rule and
-  the data it processes: Cloud Load Balancing pricing's forwarding-rule and data-processing tables
-  "apply to ... internal and external passthrough Network Load Balancers" (network catalog source
-  ``gcp-lb-pricing``). Its health check has no charge; the address of a forwarding rule is billed
-  as the rule, not as a VM's address.
-* EKS: a Network Load Balancer the AWS Load Balancer Controller creates (IP targets), billed per
-  NLB-hour and per NLCU-hour (an NLCU covers 1 GB processed an hour for TCP, the dimension the
-  plan knows: ``fullserver:egressGbMonth``), and, internet-facing, one public IPv4 address per
-  zone it spans (``NLB_ZONES``).
+Design notes: docs/design/platforms.md.
 """
 
 from __future__ import annotations
