@@ -205,7 +205,15 @@ def deploy(plan: StackPlan) -> Environment:
         a = plan.autostop
         pulumi.export(
             "autostop",
-            {"minutes": a.minutes, "how": a.how, "keep": "sudo touch /var/lib/fullserver/keep", "start": a.start},
+            {
+                "minutes": a.minutes,
+                "how": a.how,
+                "keep": "sudo touch /var/lib/fullserver/keep",
+                "start": a.start,
+                # what `fullserver start` does (fullserver.autostop.start): up --refresh, or these argvs
+                "restoredByUp": a.restored_by_up,
+                "startCommands": env.start_commands,
+            },
         )
     pulumi.export("warnings", plan.warnings)
     return env

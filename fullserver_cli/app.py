@@ -1,8 +1,8 @@
 """The ``fullserver`` command: profiles, catalog, plan, diff, recommend, audit, verify, ephemeral,
-janitor.
+janitor, start.
 
-Every command but ``ephemeral`` and ``janitor`` works without the Pulumi CLI, and every one but
-those two, ``audit`` and ``verify`` (which reach hosts over SSH) and ``catalog refresh`` (which
+Every command but ``ephemeral``, ``janitor`` and ``start`` works without the Pulumi CLI, and every
+one but those three, ``audit`` and ``verify`` (which reach hosts over SSH) and ``catalog refresh`` (which
 reads the providers' price sources) works offline, without credentials.
 Bad input, a misused flag included, ends with one line on stderr (``error: where: what (hint)``)
 and the exit code of the one table in ``fullserver.errors``; never a traceback or a framed box.
@@ -42,6 +42,7 @@ COMMANDS = (
     ("verify", "fullserver_cli.verify:verify"),
     ("ephemeral", None),
     ("janitor", None),
+    ("start", "fullserver_cli.start:start"),
     ("profiles", None),
     ("catalog", "fullserver_cli.catalog:catalog_app"),
 )

@@ -32,6 +32,11 @@ INSTANCE_SHUTDOWN = StopWay(
 )
 
 
+def start_argv(instance_id: str, region: str) -> list[str]:
+    """How ``fullserver start`` starts one stopped instance (AWS CLI ``ec2 start-instances``), argv."""
+    return ["aws", "ec2", "start-instances", "--instance-ids", instance_id, "--region", region]
+
+
 def autostop(spec: EnvironmentSpec) -> StopWay:
     """Spot nodes are a group's (``components.aws.spot``): the group goes to zero, or it would
     launch a replacement; an instance of this component's stops itself."""
