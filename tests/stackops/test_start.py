@@ -61,7 +61,7 @@ def start(fake: FakePulumi, project: Path, clouds: Clouds, stack: str, *extra: s
     argv = [*CLI, "start", stack, "--backend", fake.backend, "--project-dir", str(project)]
     argv += ["--stacks-dir", str(project / "stacks"), "--pulumi-root", str(fake.root), *extra]
     path = f"{clouds.bin}:{fake.subprocess_env()['PATH']}"
-    return run(argv, fake, PATH=path, **env)
+    return run(argv, fake, 120, PATH=path, **env)
 
 
 def stopped(restored: bool, commands: list[list[str]]) -> dict[str, Any]:
