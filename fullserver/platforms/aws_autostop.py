@@ -33,7 +33,8 @@ INSTANCE_SHUTDOWN = StopWay(
 
 
 def start_argv(instance_id: str, region: str) -> list[str]:
-    """How ``fullserver start`` starts one stopped instance (AWS CLI ``ec2 start-instances``), argv."""
+    """How ``fullserver start`` starts one stopped instance, argv (AWS CLI ``aws ec2 start-instances
+    --instance-ids``, the EC2 API's ``StartInstances``: an EBS-backed instance stopped before)."""
     return ["aws", "ec2", "start-instances", "--instance-ids", instance_id, "--region", region]
 
 

@@ -29,7 +29,8 @@ STOP_PERMISSIONS = {INSTANCE_STOP.key: ("compute.instances.get", "compute.instan
 
 
 def start_argv(name: str, zone: str, project: str) -> list[str]:
-    """How ``fullserver start`` starts one stopped VM (``gcloud compute instances start``), argv."""
+    """How ``fullserver start`` starts one stopped VM, argv (https://cloud.google.com/sdk/gcloud/
+    reference/compute/instances/start: ``INSTANCE_NAMES --zone``, and the gcloud-wide ``--project``)."""
     return ["gcloud", "compute", "instances", "start", name, "--zone", zone, "--project", project]
 
 

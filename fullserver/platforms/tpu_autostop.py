@@ -41,8 +41,9 @@ STOP_PERMISSIONS = {
 
 
 def start_argv(node: str, zone: str, project: str) -> list[str]:
-    """How ``fullserver start`` starts one stopped single-host TPU VM (``gcloud compute tpus tpu-vm
-    start``), argv; a deleted multi-host one is created again by ``pulumi up --refresh``."""
+    """How ``fullserver start`` starts one stopped single-host TPU VM, argv (https://cloud.google.com/
+    sdk/gcloud/reference/compute/tpus/tpu-vm/start: ``TPU --zone``, and the gcloud-wide ``--project``);
+    a deleted multi-host one is created again by ``pulumi up --refresh``."""
     return ["gcloud", "compute", "tpus", "tpu-vm", "start", node, "--zone", zone, "--project", project]
 
 
