@@ -37,6 +37,9 @@ class EnvironmentComponent(pulumi.ComponentResource):
     node_groups: pulumi.Output[list[NodeGroupAccessOutput]]
     """Groups that start and replace their nodes, with the command that lists them
     (``fullserver.nodes.NodeGroupAccess``)."""
+    start_commands: pulumi.Output[list[list[str]]]
+    """Nodes that stop themselves when idle and stay stopped until started: one argv per node,
+    which ``fullserver start`` runs (empty where ``pulumi up --refresh`` brings them back)."""
 
     def register(self, extra: dict[str, Any] | None = None) -> None:
         """Give every contract output this platform has not set its empty value, then register
@@ -57,6 +60,7 @@ EMPTY: dict[str, Any] = {
     "endpoint": "",
     "nodes": [],
     "node_groups": [],
+    "start_commands": [],
 }
 """Each contract output's value where a platform has none."""
 OUTPUTS = tuple(EMPTY)

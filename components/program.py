@@ -130,6 +130,25 @@ def with_autostop(args: Any, plan: StackPlan) -> None:
         args[registry.entry(plan.spec.platform).args_key]["autostop"] = {"minutes": auto.minutes, "way": auto.way}
 
 
+def export_autostop(plan: StackPlan, env: Environment) -> None:
+    """When the nodes stop themselves, how to keep them up and start them again (docs/autostop.md):
+    what ``fullserver start`` reads (``fullserver.autostop.start``)."""
+    a = plan.autostop
+    if a is None or not a.on:
+        return
+    pulumi.export(
+        "autostop",
+        {
+            "minutes": a.minutes,
+            "how": a.how,
+            "keep": "sudo touch /var/lib/fullserver/keep",
+            "start": a.start,
+            "restoredByUp": a.restored_by_up,
+            "startCommands": env.start_commands,
+        },
+    )
+
+
 def deploy(plan: StackPlan) -> Environment:
     """Build the environment for a plan and export what people need to use and judge it."""
     spec = plan.spec
@@ -196,13 +215,7 @@ def deploy(plan: StackPlan) -> Environment:
             "items": plan.cost.model_dump(mode="json"),
         },
     )
-    if plan.autostop is not None and plan.autostop.on:
-        # When the nodes stop themselves, how to keep them up and start them again (docs/autostop.md).
-        a = plan.autostop
-        pulumi.export(
-            "autostop",
-            {"minutes": a.minutes, "how": a.how, "keep": "sudo touch /var/lib/fullserver/keep", "start": a.start},
-        )
+    export_autostop(plan, env)
     pulumi.export("warnings", plan.warnings)
     return env
 

@@ -13,7 +13,7 @@ EXIT_INPUT = 2  # bad input: a file, field, flag, host entry, or cloud credentia
 EXIT_BUDGET = 3  # a monthly estimate is above the budget given
 EXIT_SHORT = 4  # audit, verify: a host short of the profile (or unverified); quota, ephemeral: a quota short
 EXIT_UNREACHABLE = 5  # audit, verify: a host could not be reached or logged into
-EXIT_PULUMI = 6  # ephemeral: Pulumi failed, and nothing was left behind
+EXIT_PULUMI = 6  # ephemeral: Pulumi failed, and nothing was left behind; start: a start failed
 EXIT_LEFT_BEHIND = 7  # ephemeral, janitor: a stack or its resources were left behind; each is named
 EXIT_CODES: dict[int, str] = {
     EXIT_OK: "success",
@@ -22,7 +22,7 @@ EXIT_CODES: dict[int, str] = {
     EXIT_BUDGET: "a monthly estimate is above --max-monthly-usd",
     EXIT_SHORT: "audit, verify: a host is short of its profile, or could not be verified; quota, ephemeral: a quota is short",
     EXIT_UNREACHABLE: "audit, verify: a host could not be reached or logged into",
-    EXIT_PULUMI: "ephemeral: Pulumi failed; nothing was left behind",
+    EXIT_PULUMI: "ephemeral: Pulumi failed; nothing was left behind; start: pulumi up or a node's start command failed",
     EXIT_LEFT_BEHIND: "ephemeral, janitor: a stack or its resources were left behind (each is named)",
 }
 

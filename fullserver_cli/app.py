@@ -1,5 +1,5 @@
 """The ``fullserver`` command: profiles, catalog, plan, diff, recommend, audit, verify, ephemeral,
-janitor.
+janitor, start.
 
 Design notes: docs/design/cli.md.
 """
@@ -36,6 +36,7 @@ COMMANDS = (
     ("verify", "fullserver_cli.verify:verify"),
     ("ephemeral", None),
     ("janitor", None),
+    ("start", "fullserver_cli.start:start"),
     ("profiles", None),
     ("catalog", "fullserver_cli.catalog:catalog_app"),
 )

@@ -35,6 +35,7 @@ from components.startup import (
 )
 from fullserver.nodes import Via
 from fullserver.platforms import aws as ec2
+from fullserver.platforms import aws_autostop
 
 TOKEN = "fullserver:index:AwsGpuEnvironment"
 
@@ -406,3 +407,8 @@ class AwsGpuEnvironment(EnvironmentComponent):
         self.node_groups = self.group_names.apply(
             lambda names: [asg_access(names, region, keys=keys, via=via).exported()] if names else []
         )
+        auto = args.get("autostop")
+        if (
+            auto is not None and auto["way"] == aws_autostop.INSTANCE_SHUTDOWN.key and instances
+        ):  # an idle instance stops itself: start it again
+            self.start_commands = self.instance_ids.apply(lambda ids: [aws_autostop.start_argv(i, region) for i in ids])

@@ -396,6 +396,10 @@ class GcpGpuEnvironment(EnvironmentComponent):
                 for n, z, nics in pv[1:]
             ]
         )
+        if args.get("autostop") is not None and instances:  # an idle VM stops itself: start it again
+            self.start_commands = pulumi.Output.all(
+                proj, *[pulumi.Output.all(i.name, i.zone) for i in instances]
+            ).apply(lambda pv: [gcp_autostop.start_argv(str(n), str(z or zone or ""), str(pv[0])) for n, z in pv[1:]])
         if group is not None:
             served_group = group
             self.node_groups = pulumi.Output.all(self.instance_group, proj).apply(

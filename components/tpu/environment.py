@@ -186,6 +186,10 @@ class TpuVmEnvironment(EnvironmentComponent):
             permissions = tpu_autostop.STOP_PERMISSIONS[auto["way"]]
             role = stop_role(name, self, permissions, args["environment"], args.get("project"))
             grant_on_project(name, self, role, sa)
+            if auto["way"] == tpu_autostop.TPU_STOP.key:  # stopped, not deleted: it waits to be started
+                self.start_commands = pulumi.Output.all(vm.name, vm.zone, proj).apply(
+                    lambda nzp: [tpu_autostop.start_argv(str(nzp[0]), str(nzp[1] or zone), str(nzp[2]))]
+                )
         self.private_ips = vm.network_endpoints.apply(private_ips)
         self.public_ips = vm.network_endpoints.apply(public_ips)
         self.cleanup = pulumi.Output.from_input("")

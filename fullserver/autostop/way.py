@@ -23,8 +23,9 @@ class StopWay:
     """How ``fullserver start`` brings it back."""
     bills_while_stopped: frozenset[str]
     restored_by_up: bool
-    """``pulumi up --refresh`` restores it (group sizes, a deleted node); else ``fullserver start``
-    also runs each node's start command from the stack's ``autostop`` output."""
+    """``pulumi up --refresh`` restores it (group sizes, a deleted node), which ``fullserver start``
+    runs; else ``fullserver start`` runs each node's start command from the stack's ``autostop``
+    output (``startCommands``, ``fullserver.autostop.start``)."""
 
 
 ENVIRONMENT_BILLS = frozenset({"NAT gateway", "CloudWatch alarms", "cluster fee"})

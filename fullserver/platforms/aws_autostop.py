@@ -32,6 +32,12 @@ INSTANCE_SHUTDOWN = StopWay(
 )
 
 
+def start_argv(instance_id: str, region: str) -> list[str]:
+    """How ``fullserver start`` starts one stopped instance, argv (AWS CLI ``aws ec2 start-instances
+    --instance-ids``, the EC2 API's ``StartInstances``: an EBS-backed instance stopped before)."""
+    return ["aws", "ec2", "start-instances", "--instance-ids", instance_id, "--region", region]
+
+
 def autostop(spec: EnvironmentSpec) -> StopWay:
     """Spot nodes are a group's (``components.aws.spot``): the group goes to zero, or it would
     launch a replacement; an instance of this component's stops itself."""

@@ -29,6 +29,12 @@ STOP_PERMISSIONS = {INSTANCE_STOP.key: ("compute.instances.get", "compute.instan
 """The custom role's permissions (IAM "Compute Engine roles and permissions"), bound on each VM."""
 
 
+def start_argv(name: str, zone: str, project: str) -> list[str]:
+    """How ``fullserver start`` starts one stopped VM, argv (https://cloud.google.com/sdk/gcloud/
+    reference/compute/instances/start: ``INSTANCE_NAMES --zone``, and the gcloud-wide ``--project``)."""
+    return ["gcloud", "compute", "instances", "start", name, "--zone", zone, "--project", project]
+
+
 def stop_role_id(environment: str) -> str:
     """The stop role's id: ``fullserver_autostop_`` and the environment in the characters IAM takes
     (3-64 of ``[a-zA-Z0-9_.]``), with a digest where the name had to change. Custom roles are soft

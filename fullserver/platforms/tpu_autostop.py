@@ -40,6 +40,13 @@ STOP_PERMISSIONS = {
 """The custom role's permissions per way (IAM "Cloud TPU roles and permissions")."""
 
 
+def start_argv(node: str, zone: str, project: str) -> list[str]:
+    """How ``fullserver start`` starts one stopped single-host TPU VM, argv (https://cloud.google.com/
+    sdk/gcloud/reference/compute/tpus/tpu-vm/start: ``TPU --zone``, and the gcloud-wide ``--project``);
+    a deleted multi-host one is created again by ``pulumi up --refresh``."""
+    return ["gcloud", "compute", "tpus", "tpu-vm", "start", node, "--zone", zone, "--project", project]
+
+
 def autostop(spec: EnvironmentSpec) -> StopWay | str:
     """A single-host TPU VM stops, a multi-host one is deleted; a queued slice takes no startup
     script (``components.tpu``), so no agent runs on it."""

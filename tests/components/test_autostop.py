@@ -171,3 +171,69 @@ def test_a_tpu_vm_may_stop_tpu_nodes_and_do_nothing_else() -> None:
     node = g.one("tpu/v2Vm:V2Vm").inputs
     stop = _heredoc(scripts("train-tpu-v5e")[0], STOP)
     assert f"gcloud compute tpus tpu-vm stop {node['name']} --zone {node['zone']} --async --quiet" in stop
+
+
+def _start(g: Graph) -> tuple[bool, list[list[str]]]:
+    """The stack's ``autostop`` output as ``fullserver start`` reads it (``fullserver.autostop.start``)."""
+    auto = g.outputs["autostop"]
+    return auto["restoredByUp"], auto["startCommands"]
+
+
+def test_an_aws_instance_is_started_again_by_its_own_start_command() -> None:
+    g = graph("exp-aws-spot")
+    (instance,) = g.of_type("ec2/instance:Instance")
+    assert _start(g) == (
+        False,
+        [["aws", "ec2", "start-instances", "--instance-ids", f"{instance.name}-id", "--region", "us-east-1"]],
+    )
+
+
+def test_spot_groups_set_to_zero_are_restored_by_up_with_no_start_command() -> None:
+    assert _start(graph("exp-aws-l4-spot")) == (True, [])
+
+
+def test_a_stopped_gcp_vm_is_started_again_by_its_name_zone_and_project() -> None:
+    # N1 with an attached T4: single VMs (fullserver.platforms.gcp_capacity.mig_reason), not a spot group
+    config = {**_declared_defaults(), **stack_config("finetune-gcp-a2"), "fullserver:accelerator": "T4"}
+    g = graph_for_config("finetune-gcp-a2", config, full=True)
+    (vm,) = g.of_type("compute/instance:Instance")
+    (binding,) = g.of_type("compute/instanceIAMMember:InstanceIAMMember")  # the VM's own name, resolved
+    assert _start(g) == (
+        False,
+        [
+            [
+                "gcloud",
+                "compute",
+                "instances",
+                "start",
+                binding.inputs["instanceName"],
+                "--zone",
+                vm.inputs["zone"],
+                "--project",
+                vm.inputs["project"],
+            ]
+        ],
+    )
+    assert binding.inputs["instanceName"].startswith("finetune-gcp-a2-node-0")
+
+
+@pytest.mark.parametrize("stack", ["train-tpu-v5e", "batch-tpu-v5e"])
+def test_a_stopped_single_host_tpu_is_started_again_by_gcloud(stack: str) -> None:
+    node = graph(stack).one("tpu/v2Vm:V2Vm").inputs
+    assert _start(graph(stack)) == (
+        False,
+        [
+            [
+                "gcloud",
+                "compute",
+                "tpus",
+                "tpu-vm",
+                "start",
+                node["name"],
+                "--zone",
+                node["zone"],
+                "--project",
+                "my-ml-project",
+            ]
+        ],
+    )
