@@ -21,7 +21,6 @@ def test_each_profile_default_reaches_its_vm_stacks_with_the_platform_s_way() ->
     ways = {
         "exp-aws-spot": (30, aws.INSTANCE_SHUTDOWN.key),  # priced and run on demand: an instance
         "exp-aws-l4-spot": (30, aws.GROUP_TO_ZERO.key),  # spot: the groups go to zero
-        "finetune-gcp-g2": (60, gcp.INSTANCE_STOP.key),
         "train-tpu-v5e": (60, tpu.TPU_STOP.key),
         "batch-tpu-v5e": (30, tpu.TPU_STOP.key),
     }
@@ -29,6 +28,14 @@ def test_each_profile_default_reaches_its_vm_stacks_with_the_platform_s_way() ->
         auto = plan(stack).autostop
         assert auto is not None and auto.on, stack
         assert (auto.minutes, auto.way) == (minutes, way), stack
+    single = plan("finetune-gcp-g2", accelerator="T4").autostop  # N1 + T4: single VMs, not a group
+    assert single is not None and (single.minutes, single.way) == (60, gcp.INSTANCE_STOP.key)
+
+
+def test_a_gcp_spot_group_runs_no_agent_and_the_plan_says_why() -> None:
+    auto = plan("finetune-gcp-g2").autostop  # spot G2: a regional group over the balanced set
+    assert auto is not None and not auto.on
+    assert auto.off.startswith("spot nodes run in a regional managed")
 
 
 def test_serving_scale_training_and_bare_metal_stacks_never_stop() -> None:
@@ -43,7 +50,7 @@ def test_a_node_pool_stack_says_why_it_runs_no_agent() -> None:
 
 
 def test_idle_hours_are_capped_at_the_minutes_per_idle_stretch() -> None:
-    p = plan("finetune-gcp-g2")
+    p = plan("finetune-gcp-g2", accelerator="T4")
     auto = p.autostop
     assert auto is not None
     idle = p.cost.paid_hours - p.cost.productive_hours  # 375 - 300 = 75 h always on
@@ -63,7 +70,7 @@ def test_a_stack_s_minutes_override_the_profile_s_and_zero_turns_it_off() -> Non
 
 
 def test_what_the_stopped_state_still_bills_is_listed_from_the_cost_lines() -> None:
-    gce = plan("finetune-gcp-g2").autostop
+    gce = plan("finetune-gcp-g2", accelerator="T4").autostop
     assert gce is not None
     assert {b.item for b in gce.bills_while_stopped} == {"boot disk", "data disk"}  # local SSD and IPs stop
     group = plan("exp-aws-l4-spot").autostop
