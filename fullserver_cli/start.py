@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from fullserver.autostop.start import StartPlan, start_plan
+from fullserver.clouds import all_clouds
 from fullserver.errors import EXIT_PULUMI, FullserverError, InputError
 from fullserver_cli.output import STACKS_DIR, fail
 
 if TYPE_CHECKING:  # the Automation API is imported only when a stack is started
     from stackops.workspace import PulumiOptions
 
-CLIS = {"aws": "install the AWS CLI v2", "gcloud": "install the Google Cloud CLI"}
-"""What to install for each program a start command runs."""
+CLIS = {program: hint for c in all_clouds() for program, hint in c.cli_install.items()}
+"""What to install for each program a start command runs (each cloud says: ``Cloud.cli_install``)."""
 
 
 class StartFailed(FullserverError):

@@ -74,9 +74,12 @@ def balanced(profile: Profile, platform: Platform, offer: Offer, nodes: int) -> 
     )
 
 
-def expected_usd_hour(profile: Profile, offer: Offer, price: Price, catalog: Catalog) -> float:
+def expected_usd_hour(
+    profile: Profile, offer: Offer, price: Price, catalog: Catalog, built_by: Platform | None = None
+) -> float:
+    """``built_by``: a node-pool platform building the offer's VMs, which adds an on-demand pool."""
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:
-        if offer.platform in (Platform.GCP_GPU, Platform.TPU_VM):  # no on-demand fallback is built there
+        if (built_by or offer.platform) in (Platform.GCP_GPU, Platform.TPU_VM):  # no on-demand fallback there
             return price.spot
         share = profile.cost.spot_share
         return share * price.spot + (1 - share) * price.on_demand
@@ -403,7 +406,7 @@ def test_property_a_node_pool_takes_the_cheapest_balanced_shape_whose_pod_fits(
         if offer.zones and not any(z.startswith(f"{region}-") for z in offer.zones):
             continue
         if pod_balanced(profile, pool, vm, offer, nodes):
-            feasible[offer.name] = expected_usd_hour(profile, offer, price, SHIPPED)
+            feasible[offer.name] = expected_usd_hour(profile, offer, price, SHIPPED, pool)
     try:
         spec = kube_spec(profile, work, pool, SHIPPED, "prop")
     except NothingFits:
