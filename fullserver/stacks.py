@@ -24,7 +24,7 @@ from fullserver.clouds import all_clouds
 from fullserver.errors import InputError
 from fullserver.platforms import rules_for
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_name_problem, stack_of_file
-from fullserver.workload import CONFIG_NAMESPACE, KeyProblem, Workload
+from fullserver.workload import CONFIG_NAMESPACE, KeyProblem, Unset, Workload
 from fullserver.yamlio import read_yaml, validation_error
 
 
@@ -87,7 +87,7 @@ def config_keys() -> dict[str, ConfigKey]:
         if field.is_required():
             default: Any = None
         elif field.default is None:
-            unset = [m.func.empty for m in field.metadata if hasattr(getattr(m, "func", None), "empty")]
+            unset = [m.empty for m in field.metadata if isinstance(m, Unset)]
             default = unset[0] if unset else _EMPTY[typed]
         elif name in SECRET_KEYS:
             default = ""

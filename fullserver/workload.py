@@ -6,6 +6,7 @@ Design notes: docs/design/core.md.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import (
@@ -99,7 +100,14 @@ Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME, pattern=r"^
 Money = Annotated[float, Field(strict=True, ge=0, le=MAX_SERVER_USD, allow_inf_nan=False)]
 
 
-def _unset(empty: object) -> BeforeValidator:
+@dataclass(frozen=True)
+class Unset(BeforeValidator):
+    """A key's "not set" validator, holding the value Pulumi.yaml declares for it (``config_keys``)."""
+
+    empty: object = None
+
+
+def _unset(empty: object) -> Unset:
     """Read a key's declared "not set" value (``""``, ``0``, ``[]``, ``{}``) as not set.
 
     Pulumi.yaml has to give every optional key a default (a declared key without one is required
@@ -110,8 +118,7 @@ def _unset(empty: object) -> BeforeValidator:
     def check(value: object) -> object:
         return None if type(value) is type(empty) and value == empty else value
 
-    check.empty = empty  # type: ignore[attr-defined]  # what Pulumi.yaml declares (stacks.config_keys)
-    return BeforeValidator(check)
+    return Unset(check, empty=empty)
 
 
 def check_region_name(region: str) -> str:
