@@ -17,15 +17,12 @@ from pydantic import ValidationError
 
 from fullserver import platforms
 from fullserver.baremetal.proxy import run_captured
-from fullserver.clouds import all_clouds
+from fullserver.clouds import install_hint
 from fullserver.errors import InputError
 from fullserver.nodes import NodeAccess, NodeGroupAccess
 
 LIST_TIMEOUT = 120.0
 """Seconds a group listing may take (one API call, plus the CLI's own start-up and auth)."""
-
-_INSTALL = {command: hint for cloud in all_clouds() for command, hint in cloud.cli_install.items()}
-"""How to install each cloud's CLI (``Cloud.cli_install``), by command name."""
 
 
 def stack_nodes(stack: str, outputs: Mapping[str, Any], user: str | None) -> list[NodeAccess]:
@@ -79,7 +76,7 @@ def group_members(group: NodeGroupAccess, stack: str) -> list[NodeAccess]:
     argv = group.list_command
     where = f"stack '{stack}' group {', '.join(group.groups)}"
     if shutil.which(argv[0]) is None:
-        raise InputError(where, f"'{argv[0]}' is not installed", _INSTALL.get(argv[0], f"put {argv[0]} on PATH"))
+        raise InputError(where, f"'{argv[0]}' is not installed", install_hint(argv[0]) or f"put {argv[0]} on PATH")
     try:
         done = run_captured(argv, LIST_TIMEOUT)  # our secrets withheld; on timeout its whole group killed
     except subprocess.TimeoutExpired:

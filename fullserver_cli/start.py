@@ -19,15 +19,12 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from fullserver.autostop.start import StartPlan, start_plan
-from fullserver.clouds import all_clouds
+from fullserver.clouds import install_hint
 from fullserver.errors import EXIT_PULUMI, FullserverError, InputError
 from fullserver_cli.output import STACKS_DIR, fail
 
 if TYPE_CHECKING:  # the Automation API is imported only when a stack is started
     from stackops.workspace import PulumiOptions
-
-CLIS = {program: hint for c in all_clouds() for program, hint in c.cli_install.items()}
-"""What to install for each program a start command runs (each cloud says: ``Cloud.cli_install``)."""
 
 
 class StartFailed(FullserverError):
@@ -65,7 +62,9 @@ def _run(plan: StartPlan) -> None:
     failed: list[str] = []
     for argv in plan.commands:
         if shutil.which(argv[0]) is None:
-            raise InputError(argv[0], "not found on PATH", f"{CLIS.get(argv[0], 'install it')}; nothing was started")
+            raise InputError(
+                argv[0], "not found on PATH", f"{install_hint(argv[0]) or 'install it'}; nothing was started"
+            )
     for argv in plan.commands:
         _say(f"running {shlex.join(argv)}")
         code = subprocess.run(list(argv), stdin=subprocess.DEVNULL, check=False).returncode

@@ -43,6 +43,11 @@ def cloud(key: str) -> Cloud | None:
     return _registry().get(key)
 
 
+def install_hint(program: str) -> str | None:
+    """How to install a cloud's CLI by its command name (``Cloud.cli_install``); None: no cloud's."""
+    return next((c.cli_install[program] for c in all_clouds() if program in c.cli_install), None)
+
+
 def of_type(resource_type: str) -> Cloud | None:
     """The cloud whose provider a resource type token belongs to (``aws:ec2/...``)."""
     return cloud(resource_type.split(":", 1)[0])
