@@ -1,6 +1,7 @@
 """``GcpGpuEnvironment``: Compute Engine GPU VMs (A2/A3/A4/G2, or N1 with attached GPUs), per the spec.
 
-Each node is a ``compute.Instance``: see the design notes.
+Nodes are a regional group over the balanced set (``components.gcp.flexible``) or, where
+``gcp_capacity.mig_reason`` says why not, one ``compute.Instance`` each: see the design notes.
 
 Design notes: docs/design/components.md.
 """
@@ -341,16 +342,19 @@ class GcpGpuEnvironment(EnvironmentComponent):
         self.register({"instance_names": self.instance_names, "instance_group": self.instance_group})
 
     def _flexible(self, name: str, args: GcpGpuArgs, vm: _Vm, net: GcpNetwork) -> GcpServing:
-        """Spot nodes as a regional group over the balanced set (``components.gcp.flexible``)."""
+        """Spot or on-demand nodes as a regional group over the balanced set (``components.gcp.flexible``)."""
         mig = flexible_group(
             self,
             name,
+            kind="spot" if args["spot"] else "ondemand",
             project=args.get("project"),
             region=args["region"],
             nodes=args["nodes"],
             template=_serving_template(name, args, vm, net),
             machine_types=args["capacity_machine_types"],
             zones=args.get("capacity_zones", []),
+            stateful_disks=args.get("capacity_stateful_disks", []),
+            protect=args["protect"],
             egress=net.egress,
         )
         self.instance_group = mig.instance_group

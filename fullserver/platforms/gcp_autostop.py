@@ -57,7 +57,6 @@ GROUP_OFF = (
 def autostop(spec: EnvironmentSpec) -> StopWay | str:
     """A GCP GPU node outside a group is a VM of its own, which stops itself; spot nodes over the
     balanced set are a regional group's members, which must not (``GROUP_OFF``)."""
-    held = spec.capacity
-    if spec.spot and held is not None and held.used and not gcp_capacity.mig_reason(spec):
+    if gcp_capacity.in_group(spec):
         return GROUP_OFF
     return INSTANCE_STOP
