@@ -178,18 +178,6 @@ def test_an_on_demand_group_is_reached_as_a_spot_group_is(tmp_path: Path, build:
     assert g.outputs["nodes"] == [] and g.outputs["instance_names"] == []
 
 
-def test_the_plan_says_what_an_on_demand_group_tries_and_keeps(tmp_path: Path) -> None:
-    held = _h100_on_demand(tmp_path).capacity
-    assert held is not None and held.used and held.machine_types == ["a3-highgpu-8g", "a3-megagpu-8g"]
-    first, last = held.steps
-    assert first.what.startswith("on-demand: a regional group over a3-highgpu-8g, a3-megagpu-8g")
-    assert "us-central1-a, us-central1-b, us-central1-c (BALANCED)" in first.what
-    assert first.usd_hour_low == held.members[0].usd_hour and first.usd_hour_high == held.members[1].usd_hour
-    assert "keeps its name, zone and its /data disk" in first.how and "/scratch" in first.how
-    assert last.usd_hour_low is None and "keeps retrying" in last.what
-    assert held.peak_usd_hour == held.dearest.on_demand_usd_hour  # every node on the dearest member
-
-
 def test_an_on_demand_group_is_a_group_to_autostop_too(tmp_path: Path) -> None:
     """Its members must not stop themselves (the group would recreate them): ``in_group``."""
     assert gcp_autostop.autostop(_h100_on_demand(tmp_path)) == gcp_autostop.GROUP_OFF
