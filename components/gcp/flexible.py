@@ -50,8 +50,8 @@ def flexible_group(
 ) -> gcp.compute.RegionInstanceGroupManager:
     """The ``kind`` ("spot", "ondemand") template and the regional group over ``machine_types`` in
     ``zones``; ``stateful_disks``: the template's device names the group keeps, deleted with their
-    VM's permanent deletion (``gce.STATEFUL_DELETE_RULE``). The group holding them is protected as
-    the VMs' disks would be (``protect``)."""
+    VM's permanent deletion (``gce.STATEFUL_DELETE_RULE``). ``protect``: the group (and with it the
+    disks it holds) is protected as single VMs and their disks would be (a persistent profile)."""
     update = _update_policy(len(zones), bool(stateful_disks))
     policy = gce.GroupPolicy(
         target_shape=gce.MIG_TARGET_SHAPE,
@@ -88,5 +88,5 @@ def flexible_group(
         update_policy=update,
         # `up` never waits for capacity: the group keeps trying (the plan's capacity steps)
         wait_for_instances=False,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(egress), protect=protect and bool(stateful_disks)),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(egress), protect=protect),
     )

@@ -149,11 +149,8 @@ def stateful_disks(spec: EnvironmentSpec) -> list[str]:
 def _kept(spec: EnvironmentSpec) -> str:
     """What a recreated VM of an on-demand group keeps (Compute Engine "How some operations affect
     preserved state": stateful disks are reattached; a stateless boot disk comes from the image)."""
-    data = "its /data disk, " if spec.data_disk is not None else ""
-    return (
-        f"a VM the group recreates (host error, repair) keeps its name, zone and {data}not its boot disk, "
-        "/scratch or addresses"
-    )
+    kept = "name, zone and /data disk" if spec.data_disk is not None else "name and zone"
+    return f"a VM the group recreates (host error, repair) keeps its {kept}, not its boot disk, /scratch or addresses"
 
 
 def capacity_steps(spec: EnvironmentSpec, found: CapacitySet) -> CapacitySet:

@@ -110,7 +110,7 @@ def test_gcp_on_demand_is_a_regional_group_over_the_set_that_keeps_each_data_dis
         "on-demand: a regional group over a3-highgpu-8g, a3-megagpu-8g (instance flexibility, cheapest ranked "
         "first) in us-central1-a, us-central1-b, us-central1-c (BALANCED): a VM the group recreates"
     )
-    assert "keeps its name, zone and its /data disk, not its boot disk, /scratch or addresses" in rows[0][1]
+    assert "keeps its name, zone and /data disk, not its boot disk, /scratch or addresses" in rows[0][1]
     # the committed rates sizing ranked the two at, cheapest first, as the cost lines bill them
     low, high = held.members[0].usd_hour, held.members[1].usd_hour
     assert low < high and rows[0][2] == f"${low:,.2f}-{high:,.2f}" and rows[2][2] == f"${low:,.2f}"
