@@ -291,13 +291,13 @@ class GcpGpuEnvironment(EnvironmentComponent):
     """GCP GPU VMs (or a managed serving group) with network, identity and storage per the spec.
 
     ``connect``: SSH through IAP (or directly to a public IP when SSH ranges are configured).
-    ``nodes``: each VM and the way into it, empty for a serving group; ``node_groups``: the
-    serving group and the command that lists its replicas.
+    ``nodes``: each VM and the way into it, empty for a group; ``node_groups``: the serving or
+    regional group (spot or on demand) and the command that lists its members.
     """
 
     instance_names: pulumi.Output[list[str]]
     instance_group: pulumi.Output[str]
-    """The serving group's instance group URL (empty without serving)."""
+    """The serving or regional group's instance group URL (empty for single VMs)."""
 
     def __init__(self, name: str, args: GcpGpuArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         validate_gcp(args)  # before super().__init__: a refused spec registers nothing
