@@ -28,6 +28,7 @@ from components.network import direct_ssh
 from components.outputs import EnvironmentComponent
 from components.serving import server_boot_lines
 from components.startup import LOGIN_USER, DiskPlan, boot_script
+from fullserver.autostop.way import running_nodes
 from fullserver.nodes import Via
 from fullserver.platforms import gcp as gce
 from fullserver.platforms import gcp_autostop
@@ -334,6 +335,9 @@ class GcpGpuEnvironment(EnvironmentComponent):
             if auto is not None:
                 role = stop_role(name, self, gcp_autostop.STOP_PERMISSIONS[auto["way"]], args["environment"], project)
                 grant_on_vms(name, self, role, sa, instances)
+            self.running_nodes = pulumi.Output.all(*[i.current_status for i in instances]).apply(
+                lambda states: running_nodes(states, gcp_autostop.STOPPED_STATES)
+            )
             self.instance_group = pulumi.Output.from_input("")
             self.endpoint = pulumi.Output.from_input("")
             self.lb_address = pulumi.Output.from_input("")
@@ -362,6 +366,7 @@ class GcpGpuEnvironment(EnvironmentComponent):
         if auto is not None:  # a member resizes its own group to 0 (components.gcp.autostop)
             role = stop_role(name, self, gcp_autostop.STOP_PERMISSIONS[auto["way"]], args["environment"], project)
             grant_on_group(name, self, role, sa, mig, args["region"])
+            self.running_nodes = mig.target_size.apply(lambda n: running_nodes([], frozenset(), [n]))
         self.instance_group = mig.instance_group
         self.endpoint = pulumi.Output.from_input("")
         self.lb_address = pulumi.Output.from_input("")

@@ -70,6 +70,12 @@ def group_condition(project: str, region: str, group: str) -> dict[str, str]:
     }
 
 
+STOPPED_STATES = frozenset({"STOPPING", "TERMINATED", "SUSPENDING", "SUSPENDED"})
+"""A VM's ``current_status`` (pulumi-gcp ``compute.Instance``: PROVISIONING, STAGING, RUNNING,
+STOPPING, SUSPENDING, SUSPENDED, REPAIRING, TERMINATED) that is not running, nor about to: a stopped
+VM reads TERMINATED."""
+
+
 def start_argv(name: str, zone: str, project: str) -> list[str]:
     """How ``fullserver start`` starts one stopped VM, argv (https://cloud.google.com/sdk/gcloud/
     reference/compute/instances/start: ``INSTANCE_NAMES --zone``, and the gcloud-wide ``--project``)."""

@@ -13,6 +13,7 @@ import json
 import re
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -262,3 +263,34 @@ def test_a_stopped_single_host_tpu_is_started_again_by_gcloud(stack: str) -> Non
             ]
         ],
     )
+
+
+@pytest.mark.parametrize("stack", sorted(AGENT_STACKS))
+def test_the_autostop_output_counts_the_nodes_the_provider_read_running(stack: str) -> None:
+    auto = graph(stack).outputs["autostop"]
+    assert (auto["runningNodes"], auto["stoppedNow"]) == (1, False)
+
+
+@pytest.mark.parametrize(
+    ("stack", "kind", "read"),
+    [
+        ("finetune-gcp-g2", ":RegionInstanceGroupManager", {"targetSize": 0}),  # the member resized it to 0
+        ("exp-aws-l4-spot", "autoscaling/group:Group", {"desiredCapacity": 0}),  # both groups at 0
+        ("exp-aws-spot", "ec2/instance:Instance", {"instanceState": "stopped"}),
+        ("train-tpu-v5e", "tpu/v2Vm:V2Vm", {"state": "STOPPED"}),
+    ],
+)
+def test_the_autostop_output_says_stopped_when_the_provider_reads_the_nodes_stopped(
+    stack: str, kind: str, read: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``pulumi up --refresh`` (or ``refresh --run-program``) hands the program after a stop."""
+    from components.graph import GraphMocks
+
+    computed = GraphMocks._computed
+
+    def stopped(self: GraphMocks, typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        return {**computed(self, typ, name, inputs), **(read if typ.endswith(kind) else {})}
+
+    monkeypatch.setattr(GraphMocks, "_computed", stopped)
+    auto = graph_for_config(stack, {**_declared_defaults(), **stack_config(stack)}, full=True).outputs["autostop"]
+    assert (auto["runningNodes"], auto["stoppedNow"]) == (0, True)
