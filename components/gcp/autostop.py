@@ -1,5 +1,5 @@
-"""The idle agent's stop on Compute Engine (``fullserver.platforms.gcp`` ``INSTANCE_STOP``), and the
-grant both Compute Engine and Cloud TPU nodes get (``components.tpu.autostop``: the TPU's stop).
+"""The idle agent's stop on Compute Engine (``fullserver.platforms.gcp_autostop`` ``INSTANCE_STOP``,
+``GROUP_TO_ZERO``), and the grant Compute Engine and Cloud TPU nodes get (``components.tpu.autostop``).
 
 A GPU VM stops itself (``--async``), found by its name and zone on the metadata server; a group's
 member resizes its group to 0, found by its ``created-by``; a TPU VM is told its node. The grant is
