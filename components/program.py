@@ -145,6 +145,9 @@ def export_autostop(plan: StackPlan, env: Environment) -> None:
             "start": a.start,
             "restoredByUp": a.restored_by_up,
             "startCommands": env.start_commands,
+            # as the provider read them at the last program run (docs/autostop.md, "Is it stopped now?")
+            "runningNodes": env.running_nodes,
+            "stoppedNow": env.running_nodes.apply(lambda n: n == 0),
         },
     )
 

@@ -31,6 +31,10 @@ INSTANCE_SHUTDOWN = StopWay(
     restored_by_up=False,
 )
 
+STOPPED_STATES = frozenset({"stopping", "stopped", "shutting-down", "terminated"})
+"""An instance's ``instance_state`` (pulumi-aws ``ec2.Instance``; EC2 ``InstanceState``: pending,
+running, shutting-down, terminated, stopping, stopped) that is not running, nor about to."""
+
 
 def start_argv(instance_id: str, region: str) -> list[str]:
     """How ``fullserver start`` starts one stopped instance, argv (AWS CLI ``aws ec2 start-instances

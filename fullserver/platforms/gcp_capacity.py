@@ -59,6 +59,14 @@ def mig_reason(spec: EnvironmentSpec) -> str:
     return ""
 
 
+def in_group(spec: EnvironmentSpec) -> bool:
+    """Whether the nodes are a regional managed instance group's members over the balanced set
+    (``components.gcp.flexible``) rather than VMs of their own: spot, a set found, and nothing
+    ``mig_reason`` names keeping them single."""
+    held = spec.capacity
+    return spec.spot and held is not None and held.used and not mig_reason(spec)
+
+
 def capacity_steps(spec: EnvironmentSpec, found: CapacitySet) -> CapacitySet:
     """What Compute Engine tries on a stockout, in order (``PlatformRules.capacity_steps``).
 
