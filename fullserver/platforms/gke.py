@@ -61,6 +61,7 @@ from fullserver.platforms.gke_reserved import (
 from fullserver.platforms.gke_reserved import (
     memory_reserved_mib as memory_reserved_mib,
 )
+from fullserver.platforms.kubernetes import JOB_TTL_HOURS
 from fullserver.platforms.network.kube import GKE_NETWORK
 from fullserver.platforms.quota import gcp as gcp_quota
 from fullserver.platforms.quota import gke as gke_quota
@@ -313,7 +314,8 @@ SUBNETS_LACKED = "applies only to eks-gpu; a GKE pool's nodes are in its cluster
 _PRICING = frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED})
 
 POOLS_SCALE_TO_ZERO = (
-    "node pools scale to zero when their pods end (the autoscaler removes empty nodes): no idle agent is needed"
+    "node pools scale to zero when their pods end (the autoscaler removes empty nodes): no idle agent is needed;"
+    f" a finished training Job is removed {JOB_TTL_HOURS} h after it ends"
 )
 """Why a node pool runs no idle agent (``PlatformRules.autostop``): GKE's and EKS's alike."""
 
