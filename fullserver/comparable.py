@@ -70,7 +70,7 @@ def slice_covering(reference: Capacity, generation: str, catalog: Catalog) -> Of
     """The smallest slice of a TPU generation holding ``reference`` (the largest if none does)."""
     acc = catalog.accelerator(generation)
     slices = sorted(
-        (o for o in catalog.offers if rules_for(o.platform).slices and o.accelerator == acc.name),
+        (o for o in catalog.offers if o.name in catalog.slice_types and o.accelerator == acc.name),
         key=lambda o: o.total_accelerators,
     )
     covering = [o for o in slices if o.total_accelerators * acc.memory_gib >= reference.gib]
