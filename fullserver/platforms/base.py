@@ -322,6 +322,8 @@ class PlatformRules:
     addresses are per network, not per zone; the plan's one-NAT warning counts these)."""
     group_members: GroupMembers | None = None
     """Reads the JSON its ``NodeGroupAccess.list_command`` prints into the running members."""
+    host_keys_parser: Callable[[str, NodeAccess], list[str]] | None = None
+    """Reads what a node's ``hostKeysCommand`` printed into its host key lines (``components.node_verify``)."""
     scratch: str = CLOUD_SCRATCH
     """Where ``fullserver verify`` measures scratch on its nodes unless told."""
     catalog_forms: tuple[str, ...] = ()

@@ -372,6 +372,7 @@ RULES = PlatformRules(
     group_members=group_members,
     catalog_forms=("tpu_types",),
     autostop=autostop,
+    host_keys_parser=parse_host_keys,
 )
 
 PLATFORMS = (RULES,)
