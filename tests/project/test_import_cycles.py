@@ -178,8 +178,8 @@ def test_no_module_imports_one_that_imports_it_back_at_run_time() -> None:
 
 KNOWN_CORE_TYPE_CHECKING_CYCLES = 1
 """Issue 36: the core's ``TYPE_CHECKING`` imports close one cycle today (the platforms, catalog,
-spec and workload group); this holds it from growing. (The catalog's staleness reads a plan's
-cost lines as Protocols, so the sizing, plan and cost group is gone.)"""
+spec and workload group: the platform modules annotate with ``fullserver.spec``, ``serving``,
+``tls`` and ``catalog.network``, which import ``fullserver.platforms``); this holds it from growing."""
 
 
 def test_type_checking_imports_close_no_new_cycle_through_the_core() -> None:
