@@ -137,12 +137,12 @@ def _nodes_for(alt: Alternative, workload: Workload, reference: Capacity | None,
     """Nodes of the alternative whose accelerator memory holds the chosen environment's (the
     capacity measure of ``fullserver.comparable``): a v5p-128 slice, 64 chips of 95 GiB, is
     matched by 10 nodes of 8 H100s (6,400 GiB), not by 8 nodes (5,120 GiB) as chip for chip."""
-    rules = rules_for(alt.platform)
-    if rules.slices:
+    supply = rules_for(alt.platform).supply
+    if supply.named_by_type:
         return 1  # a slice is one TPU resource, whatever its host count
     if alt.nodes:
         return alt.nodes
-    if rules.declared_hardware:
+    if not supply.from_catalog:
         dedicated = alt.dedicated or workload.dedicated
         per_node = dedicated.host.accelerator_count if dedicated else 0
         accelerator = dedicated.host.accelerator if dedicated else None

@@ -307,7 +307,7 @@ def stack_inventory(
             "drop --profile: a stack's promise is its plan's",
         )
     idle = idle_probe(idle_sentence(spec, plan.autostop), spec.dedicated.monthly_usd if spec.dedicated else None)
-    if not rules_for(spec.platform).declared_hardware:  # a cloud stack: its nodes are in its outputs
+    if rules_for(spec.platform).supply.from_catalog:  # a cloud stack: its nodes are in its outputs
         key = _identity(identity, name)
         inv = cloud_inventory(name, spec.profile, key.text, cloud)
         return inv, get_profile(spec.profile, profiles), None, spec.platform, idle

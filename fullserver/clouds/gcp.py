@@ -95,7 +95,7 @@ def _tpus(ask: Ask) -> Fetched:
 def _offer_refresh(offer: Offer, spot: bool) -> str:
     from fullserver.catalog.refresh import gcp as gcp_skus  # the SKU mapping is the refresh's own table
 
-    if rules_for(offer.platform).slices:  # Cloud TPU slices: the TPU SKUs
+    if rules_for(offer.platform).supply.named_by_type:  # Cloud TPU slices: the TPU SKUs
         return "tpu" if offer.family in gcp_skus.TPU_SKU_TOKENS else ""
     count = offer.host.accelerator_count
     covered = gcp_skus.refreshes_shape(offer.machine_type or offer.name, offer.family, offer.accelerator, count)

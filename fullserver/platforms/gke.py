@@ -65,6 +65,7 @@ from fullserver.platforms.kubernetes import JOB_TTL_HOURS
 from fullserver.platforms.network.kube import GKE_NETWORK
 from fullserver.platforms.quota import gcp as gcp_quota
 from fullserver.platforms.quota import gke as gke_quota
+from fullserver.platforms.supply import SLICES
 
 # --- names ---------------------------------------------------------------------------------------
 # GKE cluster names: lowercase RFC 1035 labels; the API refuses longer ones with "Cluster.name
@@ -365,7 +366,7 @@ TPU_RULES = PlatformRules(
     pricing=_PRICING,
     options=GKE_OPTIONS,
     lacks={"clusterIdentity": IDENTITY_LACKED, "subnets": SUBNETS_LACKED},
-    slices=True,
+    supply=SLICES,
     compact_placement=True,
     disk_kinds=gcp.DISKS,
     family_disk_kinds=(tpu.HYPERDISK_ONLY,),

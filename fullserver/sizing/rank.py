@@ -75,7 +75,7 @@ def _candidates(q: RankQuestion, catalog: Catalog) -> list[Offer]:
     platform = q.platform
     acc_name, is_tpu_type = _resolved(q.accelerator, catalog)
     offers = catalog.offers_on(platform)
-    if rules_for(platform).slices:
+    if rules_for(platform).supply.named_by_type:
         matching = [o for o in offers if _tpu_requested(q, o, acc_name)]
         if not matching:
             types = sorted(o.name for o in offers if acc_name in (None, o.accelerator))
@@ -190,7 +190,7 @@ def assess(
     attach = required_attached_gib(balance, base)
     host = base.model_copy(update={"attached_storage_gib": attach}) if attach else base
     # A slice's hosts talk over ICI; an environment of one slice is one node to the balance.
-    nodes = 1 if rules_for(platform).slices else nodes
+    nodes = rules_for(platform).supply.units(nodes)
     report = evaluate(balance, host, nodes)
     if pool is not None and (misfit := pod_misfit(profile, offer, platform, pool, nodes)):
         return host, report, misfit
