@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from fullserver import collector
 from fullserver.autostop.plan import KEY as AUTOSTOP_KEY
 from fullserver.autostop.plan import Autostop
 from fullserver.autostop.plan import decide as decide_autostop
@@ -344,7 +345,8 @@ def plan_paths(
 ) -> list[StackPlan]:
     profiles = profiles if profiles is not None else load_profiles()
     catalog = catalog if catalog is not None else load_catalog()
-    return [plan_stack(_load_stack(p, profiles), profiles, catalog) for p in paths]
+    with collector.batch():
+        return [plan_stack(_load_stack(p, profiles), profiles, catalog) for p in paths]
 
 
 def _load_stack(path: Path, profiles: dict[str, Profile]) -> Stack:

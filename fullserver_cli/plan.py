@@ -13,6 +13,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from fullserver import collector
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.staleness import DEFAULT_MAX_PRICE_AGE_DAYS, plan_staleness_warnings
 from fullserver.errors import FullserverError
@@ -53,8 +54,9 @@ def plan(
     except FullserverError as exc:
         raise fail(exc) from None
     today = dt.date.today()
-    warnings = {p.stack: [*p.warnings, *dated_warnings(p, catalog, today, max_price_age_days)] for p in plans}
-    _print(plans, warnings, as_json, summary, max_monthly_usd)
+    with collector.batch():  # the warnings and the summary of every stack: a batch too
+        warnings = {p.stack: [*p.warnings, *dated_warnings(p, catalog, today, max_price_age_days)] for p in plans}
+        _print(plans, warnings, as_json, summary, max_monthly_usd)
     if pin:
         _pin(plans, today, as_json)
     try:
