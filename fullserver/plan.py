@@ -116,13 +116,16 @@ def _row_keys(workload: Workload, platform: Platform) -> dict[str, object]:
     """The stack's keys a row on ``platform`` leaves at their defaults: those naming the stack's own
     cluster, and the platform-only keys ``platform`` refuses (a node pool takes no SSH ranges, a VM no
     control-plane ranges), so that each row is the same job as that platform would build it."""
-    fields = {field.alias: name for name, field in Workload.model_fields.items()}
     dropped = [
         key
         for key in workload.platform_keys()
-        if key in fields and key not in _THE_JOB and (key in _OWN_CLUSTER or option_refusal(key, platform))
+        if key in _FIELDS and key not in _THE_JOB and (key in _OWN_CLUSTER or option_refusal(key, platform))
     ]
-    return {fields[key]: Workload.model_fields[fields[key]].get_default() for key in dropped}
+    return {_FIELDS[key]: Workload.model_fields[_FIELDS[key]].get_default() for key in dropped}
+
+
+_FIELDS = {field.alias: name for name, field in Workload.model_fields.items()}
+"""The stack model's field name of each stack key (the model's, fixed when it is defined)."""
 
 
 @functools.cache
