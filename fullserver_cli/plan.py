@@ -50,7 +50,9 @@ def plan(
     try:
         check_max_monthly_usd(max_monthly_usd)  # a cap that is no number is bad input before any work
         catalog = load_catalog()
-        plans = plan_paths(find_stacks(stacks_dir, stacks or []), catalog=catalog)
+        # The summary table shows no comparison row: a text summary plans without them.
+        compared = as_json or not summary
+        plans = plan_paths(find_stacks(stacks_dir, stacks or []), catalog=catalog, compared=compared)
     except FullserverError as exc:
         raise fail(exc) from None
     today = dt.date.today()
