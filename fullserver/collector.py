@@ -13,7 +13,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-BATCH_THRESHOLD = 100_000
+BATCH_THRESHOLD = 20_000
 """Allocations between collections of the youngest generation inside ``batch`` (CPython's: 700)."""
 
 
