@@ -19,7 +19,8 @@ from typing import Any
 CONFIG = "/etc/fullserver/autostop.json"
 SESSION_PREFIXES = ("sshd: ", "sshd-session: ")  # OpenSSH 9.8 renamed the per-session process
 SSM_WORKER = "ssm-session-wor"  # /proc/<pid>/comm keeps 15 characters of ssm-session-worker
-TPU_DEVICES = ("/dev/accel*", "/dev/vfio/[0-9]*")
+TPU_DEVICES = ("dev/accel*", "dev/vfio/[0-9]*")  # under ``device_root``: "/" on a node
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
 Config = dict[str, Any]
 
 
@@ -59,18 +60,24 @@ def gpu_busy(cfg: Config) -> str | None:
 
 
 def _processes(scope: int) -> list[tuple[int, str, str]]:
-    """(pid, comm, cmdline) of every process under ``scope`` (1: the whole machine)."""
+    """(pid, comm, cmdline) of every process under ``scope`` (1: the whole machine), except this
+    program's own ancestors: run by ``fullserver audit`` over SSH, its own session is not a user's."""
     parents: dict[int, int] = {}
     found: list[tuple[int, str, str]] = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             stat = _read(f"/proc/{entry}/stat")
             parents[int(entry)] = int(stat.rpartition(")")[2].split()[1]) if ")" in stat else 0
+    own: set[int] = set()
+    p = os.getpid()
+    while p not in own and p in parents:
+        own.add(p)
+        p = parents[p]
     for pid in parents:
         p = pid
         while p not in (0, scope) and p in parents:
             p = parents[p]
-        if p == scope or scope == 1:
+        if (p == scope or scope == 1) and pid not in own:
             cmd = _read(f"/proc/{pid}/cmdline").replace("\0", " ").strip()
             found.append((pid, _read(f"/proc/{pid}/comm").strip(), cmd))
     return found
@@ -86,7 +93,10 @@ def sessions_busy(cfg: Config) -> str | None:
 
 
 def tpu_busy(cfg: Config) -> str | None:
-    devices = {os.path.realpath(d) for pattern in TPU_DEVICES for d in glob.glob(pattern)}
+    """Why the TPU is busy (a process holds one of its device files open), or None. The devices
+    are found under ``device_root`` ("/" on a node; a test's own directory on the test bed)."""
+    root = cfg.get("device_root", "/")
+    devices = {os.path.realpath(d) for pattern in TPU_DEVICES for d in glob.glob(os.path.join(root, pattern))}
     if not devices:
         return None
     for fd in glob.glob("/proc/[0-9]*/fd/*"):
@@ -146,9 +156,21 @@ def step(cfg: Config, state: Config, now: float) -> bool:
     return True
 
 
+def report(cfg: Config) -> Config:
+    """One sample for ``fullserver audit``/``verify`` (``--report``): the same ``busy`` the loop
+    asks, and the idle-since time the agent's state holds for this boot (None where no agent runs)."""
+    why = busy(cfg)
+    state = load_state(cfg, _read(BOOT_ID).strip())
+    since = None if why is not None else state.get("idle_since")
+    return {"busy": why, "idle_since": since, "now": time.time(), "agent": os.path.exists(cfg["state"])}
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--report"]:  # the configuration is the next argument, as JSON
+        sys.stdout.write(json.dumps(report(json.loads(sys.argv[2]))) + "\n")
+        return
     cfg = json.loads(_read(sys.argv[1] if len(sys.argv) > 1 else CONFIG))
-    boot = _read("/proc/sys/kernel/random/boot_id").strip()
+    boot = _read(BOOT_ID).strip()
     state = load_state(cfg, boot)
     if state["idle_since"] is not None:
         log(f"idle since {time.ctime(state['idle_since'])} (kept across a restart of the agent)")

@@ -21,7 +21,6 @@ from typing import Any, Optional
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from components import registry
 from fullserver.baremetal.inventory import Target, expand_proxy, parse_key_line
 from fullserver.baremetal.measure import Caps
 from fullserver.baremetal.proxy import run_captured
@@ -30,6 +29,7 @@ from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError
 from fullserver.nodes import NodeAccess
 from fullserver.platform import Platform
+from fullserver.platforms import rules_for
 from fullserver.platforms.base import CLOUD_SCRATCH
 from fullserver.profiles import load_profiles
 
@@ -49,8 +49,8 @@ HostKeysParser = Callable[[str, NodeAccess], list[str]]
 
 
 def host_keys_parser(platform: str) -> HostKeysParser:
-    """What reads a ``hostKeysCommand``'s answer: the nodes' platform's parser (``components.registry``)."""
-    parse = registry.entry(Platform(platform)).host_keys_parser
+    """What reads a ``hostKeysCommand``'s answer: the nodes' platform's parser (its ``PlatformRules``)."""
+    parse = rules_for(Platform(platform)).host_keys_parser
     if parse is None:
         raise ValueError(f"{platform} nodes publish no host keys to read")
     return parse

@@ -40,6 +40,10 @@ class EnvironmentComponent(pulumi.ComponentResource):
     start_commands: pulumi.Output[list[list[str]]]
     """Nodes that stop themselves when idle and stay stopped until started: one argv per node,
     which ``fullserver start`` runs (empty where ``pulumi up --refresh`` brings them back)."""
+    running_nodes: pulumi.Output[int]
+    """Nodes that stop themselves: how many are not stopped, as the provider last read them (a VM's
+    or TPU node's state, a group's target size; ``fullserver.autostop.way.running_nodes``); 0 where
+    nothing stops itself."""
 
     def register(self, extra: dict[str, Any] | None = None) -> None:
         """Give every contract output this platform has not set its empty value, then register
@@ -61,6 +65,7 @@ EMPTY: dict[str, Any] = {
     "nodes": [],
     "node_groups": [],
     "start_commands": [],
+    "running_nodes": 0,
 }
 """Each contract output's value where a platform has none."""
 OUTPUTS = tuple(EMPTY)

@@ -71,7 +71,7 @@ def plan_from_config(stack: str) -> StackPlan:
         plan = plan_workload(stack, where, workload, profiles, catalog)
         check_pinned(plan.placement, stack)  # a location is the plan's question; up builds only a pin
         check_budget([plan], None)
-        if rules_for(plan.spec.platform).configured_over_ssh and not workload.ssh_private_key:
+        if rules_for(plan.spec.platform).supply.reached_over_ssh and not workload.ssh_private_key:
             # The plan works offline without it; deploying reaches the servers over SSH.
             raise InputError(
                 f"{CONFIG_NAMESPACE}:sshPrivateKey",
@@ -99,7 +99,7 @@ def cloud_private_key(plan: StackPlan) -> str | None:
     """The text of ``fullserver:sshPrivateKey`` on a cloud stack (None: not set, or bare metal,
     whose provider takes the key itself). Read from the config Pulumi decrypted for the program,
     only to derive the public half; it is never logged or exported."""
-    if rules_for(plan.spec.platform).configured_over_ssh:
+    if rules_for(plan.spec.platform).supply.reached_over_ssh:
         return None
     text = stack_config().get(f"{CONFIG_NAMESPACE}:sshPrivateKey")
     return str(text) if text else None
@@ -145,6 +145,9 @@ def export_autostop(plan: StackPlan, env: Environment) -> None:
             "start": a.start,
             "restoredByUp": a.restored_by_up,
             "startCommands": env.start_commands,
+            # as the provider read them at the last program run (docs/autostop.md, "Is it stopped now?")
+            "runningNodes": env.running_nodes,
+            "stoppedNow": env.running_nodes.apply(lambda n: n == 0),
         },
     )
 

@@ -21,8 +21,8 @@ from fullserver.platforms import pool_members, rules_for
 from fullserver.profiles import PricingModel, Profile
 from fullserver.spec import EnvironmentSpec
 
-if TYPE_CHECKING:  # fullserver.cost labels its prices with this module's names
-    from fullserver.cost import CostEstimate
+if TYPE_CHECKING:  # fullserver.cost labels its prices with this module's names: its lines as the catalog reads them
+    from fullserver.catalog.staleness import Billed
 
 # The pricing model a price is on, as comparisons label it (``CostEstimate.basis``): an hourly
 # rate's (``fullserver.hourly.Rate.basis``: these two or ``reserved N-year``), or the monthly
@@ -70,7 +70,7 @@ def slice_covering(reference: Capacity, generation: str, catalog: Catalog) -> Of
     """The smallest slice of a TPU generation holding ``reference`` (the largest if none does)."""
     acc = catalog.accelerator(generation)
     slices = sorted(
-        (o for o in catalog.offers if rules_for(o.platform).slices and o.accelerator == acc.name),
+        (o for o in catalog.offers if o.name in catalog.slice_types and o.accelerator == acc.name),
         key=lambda o: o.total_accelerators,
     )
     covering = [o for o in slices if o.total_accelerators * acc.memory_gib >= reference.gib]
@@ -109,7 +109,7 @@ def pool_alternatives(platforms: Sequence[Platform], chosen: Platform) -> tuple[
     return tuple(p for p in platforms if p is not chosen and (pools or p in _SIZED_AS) and _kind(p) == _kind(chosen))
 
 
-def fees_stated(spec: EnvironmentSpec, cost: CostEstimate) -> str:
+def fees_stated(spec: EnvironmentSpec, cost: Billed) -> str:
     """A node-pool row's own fees, in words, so that a pool priced beside a VM says what it carries:
     a created cluster's fee and system pool (the environment's alone, every hour it lives), or none
     where it joins an existing cluster (that cluster's bill). "" for a VM."""

@@ -123,7 +123,7 @@ def _compute_hourly(
     the entries the rate read."""
     offer = catalog.offer(spec.offer)
     assert offer is not None, spec.offer
-    units = (1 if rules_for(spec.platform).slices else spec.nodes) * spec.replicas
+    units = rules_for(spec.platform).supply.units(spec.nodes) * spec.replicas
     rate = hourly_rate(offer, spec.region, profile, catalog, spec.platform)
     if rate.warning:
         warnings.append(rate.warning)
@@ -175,7 +175,7 @@ def pricing_basis(spec: EnvironmentSpec, profile: Profile, catalog: Catalog) -> 
     """The pricing model ``estimate`` prices ``spec``'s compute on (``CostEstimate.basis``), known
     without the estimate: a comparison decides from every row's basis which model it prices all of
     them on, before it prices any."""
-    if rules_for(spec.platform).declared_hardware:
+    if not rules_for(spec.platform).supply.from_catalog:
         return DEDICATED
     offer = catalog.offer(spec.offer)
     assert offer is not None, spec.offer
@@ -298,7 +298,7 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
     productive, paid = _hours(profile, workload)
     lines: list[CostLine] = []
     peak_hour: float | None = None
-    if rules_for(spec.platform).declared_hardware:  # priced by the contract, not the catalog
+    if not rules_for(spec.platform).supply.from_catalog:  # priced by the contract, not the catalog
         compute_hour = _contract_lines(spec, workload, productive, lines)
         basis = DEDICATED
     else:

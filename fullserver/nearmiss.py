@@ -19,7 +19,7 @@ def nothing_fits_hint(
     ways = ["pick another region or platform", "relax the profile"]
     count = accelerator_count or 1
     acc = accelerator
-    if not rules_for(platform).slices and acc is not None:
+    if not rules_for(platform).supply.named_by_type and acc is not None:
         name = catalog.aliases.get(acc.lower())
         fewer = sorted(
             {o.host.accelerator_count for o in catalog.offers_on(platform, name) if o.host.accelerator_count < count}

@@ -242,7 +242,7 @@ def movable_platforms(profile: Profile, workload: Workload, catalog: Catalog) ->
     return [
         p
         for p in platforms_for(profile, workload, catalog)
-        if not rules_for(p).declared_hardware
+        if rules_for(p).supply.from_catalog
         and workload.takes_keys(p)
         and (p not in SIZED_AS or workload.platform is not None or kube_keys)
     ]

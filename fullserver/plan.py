@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from fullserver import collector
 from fullserver.autostop.plan import KEY as AUTOSTOP_KEY
 from fullserver.autostop.plan import Autostop
 from fullserver.autostop.plan import decide as decide_autostop
@@ -115,13 +116,16 @@ def _row_keys(workload: Workload, platform: Platform) -> dict[str, object]:
     """The stack's keys a row on ``platform`` leaves at their defaults: those naming the stack's own
     cluster, and the platform-only keys ``platform`` refuses (a node pool takes no SSH ranges, a VM no
     control-plane ranges), so that each row is the same job as that platform would build it."""
-    fields = {field.alias: name for name, field in Workload.model_fields.items()}
     dropped = [
         key
         for key in workload.platform_keys()
-        if key in fields and key not in _THE_JOB and (key in _OWN_CLUSTER or option_refusal(key, platform))
+        if key in _FIELDS and key not in _THE_JOB and (key in _OWN_CLUSTER or option_refusal(key, platform))
     ]
-    return {fields[key]: Workload.model_fields[fields[key]].get_default() for key in dropped}
+    return {_FIELDS[key]: Workload.model_fields[_FIELDS[key]].get_default() for key in dropped}
+
+
+_FIELDS = {field.alias: name for name, field in Workload.model_fields.items()}
+"""The stack model's field name of each stack key (the model's, fixed when it is defined)."""
 
 
 @functools.cache
@@ -137,12 +141,12 @@ def _nodes_for(alt: Alternative, workload: Workload, reference: Capacity | None,
     """Nodes of the alternative whose accelerator memory holds the chosen environment's (the
     capacity measure of ``fullserver.comparable``): a v5p-128 slice, 64 chips of 95 GiB, is
     matched by 10 nodes of 8 H100s (6,400 GiB), not by 8 nodes (5,120 GiB) as chip for chip."""
-    rules = rules_for(alt.platform)
-    if rules.slices:
+    supply = rules_for(alt.platform).supply
+    if supply.named_by_type:
         return 1  # a slice is one TPU resource, whatever its host count
     if alt.nodes:
         return alt.nodes
-    if rules.declared_hardware:
+    if not supply.from_catalog:
         dedicated = alt.dedicated or workload.dedicated
         per_node = dedicated.host.accelerator_count if dedicated else 0
         accelerator = dedicated.host.accelerator if dedicated else None
@@ -298,8 +302,17 @@ def default_region(platform: Platform, region: str, catalog: Catalog) -> str:
 
 
 def plan_workload(
-    stack: str, path: str, workload: Workload, profiles: dict[str, Profile], catalog: Catalog
+    stack: str,
+    path: str,
+    workload: Workload,
+    profiles: dict[str, Profile],
+    catalog: Catalog,
+    *,
+    compared: bool = True,
 ) -> StackPlan:
+    """One stack's plan. ``compared=False``: without the comparison rows (``comparison`` empty,
+    ``baseline`` None), for a caller that shows none (``plan --summary``): a row never fails a plan
+    nor feeds any other field, so the rest of the plan is the same (``tests/core/test_plan.py``)."""
     profile = get_profile(workload.profile, profiles)
     check_workload(workload, profile, catalog)
     workload, placement = placed(profile, workload, catalog, stack)
@@ -307,7 +320,7 @@ def plan_workload(
     if spec.kube is not None:
         check_api_reach(spec.kube)  # sizing ranks such a cluster (recommend); a stack of it cannot be applied
     cost = estimate(spec, profile, workload, catalog)
-    comparison, baseline = compare(profile, workload, spec, catalog, stack, profiles, cost)
+    comparison, baseline = compare(profile, workload, spec, catalog, stack, profiles, cost) if compared else ([], None)
     return StackPlan(
         stack=stack,
         path=path,
@@ -324,12 +337,17 @@ def plan_workload(
 
 
 def plan_stack(
-    stack: Stack, profiles: dict[str, Profile], catalog: Catalog, environ: Mapping[str, str] | None = None
+    stack: Stack,
+    profiles: dict[str, Profile],
+    catalog: Catalog,
+    environ: Mapping[str, str] | None = None,
+    *,
+    compared: bool = True,
 ) -> StackPlan:
     """One stack's plan; its platform's cloud project (``cloud_project``) must be named, in the stack
     or in ``environ`` (the process's environment unless given), as ``pulumi up`` needs it."""
     try:
-        plan = plan_workload(stack.name, stack.path, stack.workload, profiles, catalog)
+        plan = plan_workload(stack.name, stack.path, stack.workload, profiles, catalog, compared=compared)
         cloud_project(plan.spec.platform, stack.config, os.environ if environ is None else environ)
         return plan
     except FullserverError as exc:
@@ -340,11 +358,17 @@ def plan_stack(
 
 
 def plan_paths(
-    paths: list[Path], profiles: dict[str, Profile] | None = None, catalog: Catalog | None = None
+    paths: list[Path],
+    profiles: dict[str, Profile] | None = None,
+    catalog: Catalog | None = None,
+    *,
+    compared: bool = True,
 ) -> list[StackPlan]:
+    """Each stack file's plan (``compared``: with its comparison rows, ``plan_workload``)."""
     profiles = profiles if profiles is not None else load_profiles()
     catalog = catalog if catalog is not None else load_catalog()
-    return [plan_stack(_load_stack(p, profiles), profiles, catalog) for p in paths]
+    with collector.batch():
+        return [plan_stack(_load_stack(p, profiles), profiles, catalog, compared=compared) for p in paths]
 
 
 def _load_stack(path: Path, profiles: dict[str, Profile]) -> Stack:

@@ -346,7 +346,7 @@ def _workload(needs: Needs, profile: Profile, platform: Platform, catalog: Catal
         "framework": needs.framework,
     }
     rules = rules_for(platform)
-    if rules.slices:
+    if rules.supply.named_by_type:
         generation = "TPU-v5p" if needs.scale == "multi-node" else "TPU-v5e"
         fits = slice_covering(reference_job(needs, profile, catalog), generation, catalog)
         data["accelerator"] = needs.tpu or (fits.name if fits else None)
@@ -355,7 +355,7 @@ def _workload(needs: Needs, profile: Profile, platform: Platform, catalog: Catal
             data["region"] = sorted(offer.prices)[0]  # TPU generations live in few regions
     else:
         data["accelerator"], data["accelerator_count"], data["nodes"] = _reference_gpus(needs, profile)
-    if rules.declared_hardware:
+    if not rules.supply.from_catalog:
         data["dedicated"] = _dedicated(
             needs, profile, platform, str(data["accelerator"]), int(str(data["accelerator_count"])), catalog
         )
@@ -386,7 +386,7 @@ def _dedicated(
 
 def _price(needs: Needs, profile: Profile, platform: Platform, catalog: Catalog) -> Priced:
     reference = reference_job(needs, profile, catalog)
-    declared = rules_for(platform).declared_hardware
+    declared = not rules_for(platform).supply.from_catalog
     if declared and needs.dedicated_monthly_usd is None:
         return Priced(
             offer=None,
@@ -449,7 +449,7 @@ def check_region(region: str | None, catalog: Catalog) -> None:
     exited 0 where ``plan`` refuses it with "did you mean"."""
     if region is None:
         return
-    clouds = [rules_for(p) for p in Platform if not rules_for(p).declared_hardware]
+    clouds = [rules_for(p) for p in Platform if rules_for(p).supply.from_catalog]
     known = {r for rules in clouds for r in (*catalog.regions(rules.platform), *rules.region_peers)}
     if region not in known:
         raise InputError("--region", f"no cloud prices in region '{region}'", suggest(region, known))
@@ -502,11 +502,11 @@ def _check_tpu(needs: Needs, catalog: Catalog) -> None:
     silently dropped beside ``--gpu`` or ``--cloud aws``."""
     if needs.tpu is not None and needs.gpu is not None:
         raise InputError("--tpu", "and --gpu both name the accelerator to price", "give one of them")
-    sellers = sorted({rules_for(o.platform).provider for o in catalog.offers if rules_for(o.platform).slices})
+    sellers = sorted({rules_for(o.platform).provider for o in catalog.offers if o.name in catalog.slice_types})
     if needs.tpu is not None and needs.cloud != "any" and needs.cloud not in sellers:
         raise InputError("--tpu", f"TPUs are sold on {', '.join(sellers)}, not {needs.cloud}", "drop --tpu or --cloud")
     if needs.tpu is not None:
-        types = {o.name.lower(): o.name for o in catalog.offers if rules_for(o.platform).slices}
+        types = {o.name.lower(): o.name for o in catalog.offers if o.name in catalog.slice_types}
         if needs.tpu.lower() not in types:
             key = catalog.aliases.get(needs.tpu.lower())
             generation = catalog.accelerators[key] if key else None

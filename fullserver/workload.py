@@ -450,16 +450,9 @@ class Workload(Camel):
         if platform is None:
             return self
         rules = rules_for(platform)
-        if rules.declared_hardware and self.dedicated is None:
-            raise KeyProblem(
-                "dedicated", f"platform {platform.value} needs a 'dedicated' section", "add monthlyUsd and host"
-            )
-        if not rules.declared_hardware and self.accelerator is None:
-            raise KeyProblem(
-                "accelerator",
-                f"platform {platform.value} needs an accelerator",
-                "name a GPU model like H100-80GB, or a TPU type like v5litepod-8",
-            )
+        key = rules.supply.hardware_key
+        if getattr(self, key) is None:
+            raise KeyProblem(key, *rules.supply.hardware_missing(platform.value))
         for key in self.platform_keys():
             why = option_refusal(key, platform)
             if why is not None:
@@ -544,11 +537,11 @@ def platforms_for(profile: Profile, workload: Workload, catalog: Catalog) -> lis
     if workload.platform is not None:
         return [workload.platform]
     if workload.accelerator is None:
-        return [p for p in profile.platforms if rules_for(p).declared_hardware]
+        return [p for p in profile.platforms if not rules_for(p).supply.from_catalog]
     acc_name, is_tpu_type = resolve_accelerator(workload, catalog)
     kind = AcceleratorKind.TPU if is_tpu_type else catalog.accelerators[str(acc_name)].kind
     return [
         p
         for p in profile.platforms
-        if kind in rules_for(p).accelerator_kinds and (not rules_for(p).declared_hardware or workload.dedicated)
+        if kind in rules_for(p).accelerator_kinds and (rules_for(p).supply.from_catalog or workload.dedicated)
     ]

@@ -28,7 +28,7 @@ def check_tpu_count(workload: Workload, catalog: Catalog) -> None:
     count = workload.accelerator_count
     if count is None or workload.accelerator is None:
         return
-    tpus = [o for o in catalog.offers if rules_for(o.platform).slices]
+    tpus = [o for o in catalog.offers if o.name in catalog.slice_types]
     named = next((o for o in tpus if o.name == workload.accelerator), None)
     if named is not None:
         if count != named.total_accelerators:
@@ -111,11 +111,11 @@ def check_accelerator_kind(workload: Workload, catalog: Catalog) -> None:
         return
     member = pool_member_of(platform)
     sized_as = member.sized_as[platform] if member is not None else platform
-    slices = rules_for(sized_as).slices
-    offered = sorted({o.name if slices else str(o.accelerator) for o in catalog.offers_on(sized_as)}, key=_natural)
+    supply = rules_for(sized_as).supply
+    offered = sorted({supply.offered_as(o.name, o.accelerator) for o in catalog.offers_on(sized_as)}, key=_natural)
     kinds = [KIND_NAMES[k] for k in AcceleratorKind if k in takes]
     what = " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
-    what += " types" if slices else " accelerators"
+    what += f" {supply.offered_noun}"
     takers = [r.platform.value for r in all_rules() if kind in r.accelerator_kinds]
     raise InputError(
         "fullserver:accelerator",
@@ -154,7 +154,7 @@ def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> No
                 f"remove fullserver:{key} or set fullserver:platform",
             )
     check_attached_cluster(workload, platforms)
-    if any(rules_for(p).slices for p in platforms):
+    if any(rules_for(p).supply.named_by_type for p in platforms):
         check_tpu_count(workload, catalog)
-    if all(rules_for(p).declared_hardware for p in platforms) and workload.accelerator and workload.dedicated:
+    if not any(rules_for(p).supply.from_catalog for p in platforms) and workload.accelerator and workload.dedicated:
         check_dedicated_accelerator(workload, catalog)

@@ -13,6 +13,7 @@ import typer
 from rich.text import Text
 
 from fullserver.baremetal.audit import HostAudit, audit_fleet
+from fullserver.baremetal.idle import RENTED, IdleProbe
 from fullserver.baremetal.inventory import Inventory, InventoryEntry, load_inventory
 from fullserver.catalog import load_catalog
 from fullserver.errors import FullserverError
@@ -48,7 +49,14 @@ def audit(
 
     with fleet_progress(err, "probing", len(hosts)) as done:
         audits = audit_fleet(
-            hosts, prof, catalog, max_workers=workers, on_done=done, expected=expected, jump_keys=jump_keys
+            hosts,
+            prof,
+            catalog,
+            max_workers=workers,
+            on_done=done,
+            expected=expected,
+            jump_keys=jump_keys,
+            idle=idle_probe(RENTED),
         )
 
     show_fleet(audits, err, as_json=as_json, to_json=_json, table=host_table)
@@ -63,6 +71,14 @@ def check_keys(inv: Inventory, entries: list[InventoryEntry]) -> None:
 
     for e in {e.name: e for e in entries}.values():
         load_private_key(inv.private_key(e), inv.key_source(e))
+
+
+def idle_probe(stop: str, monthly_usd: float | None = None) -> IdleProbe:
+    """How audit and verify read a host's idleness: the idle agent's own sample (its source and
+    its default configuration, ``components.autostop``), priced at ``monthly_usd`` a server."""
+    from components.autostop import agent_config, agent_source
+
+    return IdleProbe(agent=agent_source(), config=agent_config(0), stop=stop, monthly_usd=monthly_usd)
 
 
 def _json(a: HostAudit) -> dict[str, object]:
@@ -110,4 +126,10 @@ def host_table(a: HostAudit) -> FitTable:
         t.add_row("problem", "", "", Text("!", style="yellow"), Text(p))
     for w in f.warnings:
         t.add_row("warning", "", "", Text("!", style="yellow"), Text(w))
+    if a.idle is not None:
+        t.add_row("idle", "", "", idle_mark(a.idle.idle), Text(a.idle.line()))
     return t
+
+
+def idle_mark(idle: bool | None) -> Text:
+    return Text("n/a", style="dim") if idle is None else Text("idle", style="yellow") if idle else Text("busy")

@@ -40,7 +40,7 @@ def catalog(
         cat = load_catalog()
         offers = cat.offers
         if provider:
-            wanted = {p for p in platforms.named(provider) if not rules_for(p).declared_hardware}
+            wanted = {p for p in platforms.named(provider) if rules_for(p).supply.from_catalog}
             if not wanted:
                 raise FullserverError("--provider", f"unknown provider '{provider}'", f"use {_CATALOG_NAMES}")
             offers = [o for o in offers if o.platform in wanted]

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from fullserver import collector
 from fullserver.catalog import Catalog, load_catalog
 from fullserver.catalog.staleness import DEFAULT_MAX_PRICE_AGE_DAYS, plan_staleness_warnings
 from fullserver.errors import FullserverError
@@ -49,12 +50,15 @@ def plan(
     try:
         check_max_monthly_usd(max_monthly_usd)  # a cap that is no number is bad input before any work
         catalog = load_catalog()
-        plans = plan_paths(find_stacks(stacks_dir, stacks or []), catalog=catalog)
+        # The summary table shows no comparison row: a text summary plans without them.
+        compared = as_json or not summary
+        plans = plan_paths(find_stacks(stacks_dir, stacks or []), catalog=catalog, compared=compared)
     except FullserverError as exc:
         raise fail(exc) from None
     today = dt.date.today()
-    warnings = {p.stack: [*p.warnings, *dated_warnings(p, catalog, today, max_price_age_days)] for p in plans}
-    _print(plans, warnings, as_json, summary, max_monthly_usd)
+    with collector.batch():  # the warnings and the summary of every stack: a batch too
+        warnings = {p.stack: [*p.warnings, *dated_warnings(p, catalog, today, max_price_age_days)] for p in plans}
+        _print(plans, warnings, as_json, summary, max_monthly_usd)
     if pin:
         _pin(plans, today, as_json)
     try:

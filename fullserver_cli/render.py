@@ -128,7 +128,7 @@ def _storage(s: EnvironmentSpec) -> str:
     """The disks of a node: boot (where the platform sizes one, or the declared servers'), data, local NVMe."""
     rules = rules_for(s.platform)
     # a TPU VM's boot disk is part of the TPU; declared servers show the boot disk the profile asks of them
-    shown = rules.boot_disk_sized or rules.declared_hardware
+    shown = rules.supply.boot_disk_shown(rules.boot_disk_sized)
     storage = [f"boot {s.boot_disk_gib} GiB {s.boot_disk_kind}".rstrip()] if shown else []
     if s.data_disk:
         d = s.data_disk

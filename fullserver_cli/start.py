@@ -3,7 +3,8 @@
 The stack's ``autostop`` output says how (``fullserver.autostop.start``): ``pulumi up --refresh``
 through the Automation API, in a private workspace with the stack's own config file (as
 ``stackops`` runs every operation), or each node's start command, run as an argv without a
-shell, its output passed through. ``--dry-run`` prints what would run and runs nothing.
+shell, its output passed through. ``--dry-run`` prints what would run and runs nothing, after
+what the outputs say of the nodes now (``runningNodes``, as of the last program run).
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def start(
         opts.check()
         plan = start_plan(stack, read_stack_outputs(project_dir, stack, opts))
         if dry_run:
+            _say(plan.state())
             for argv in [["pulumi", "up", "--refresh", "--stack", stack]] if plan.up else plan.commands:
                 print(shlex.join(argv))
             return

@@ -16,7 +16,9 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from fullserver.autostop.plan import idle_sentence
 from fullserver.baremetal.config import check_path
+from fullserver.baremetal.idle import RENTED, IdleProbe
 from fullserver.baremetal.inventory import Inventory, Target, inventory_from_data, load_inventory
 from fullserver.baremetal.keys import passphrase_protected
 from fullserver.baremetal.measure import Caps
@@ -31,7 +33,7 @@ from fullserver.platforms import rules_for
 from fullserver.profiles import Profile, get_profile, load_profiles
 from fullserver.rules import STACK_FILE_GLOB, stack_file, stack_of_file
 from fullserver.workload import DedicatedHost
-from fullserver_cli.audit import check_keys
+from fullserver_cli.audit import check_keys, idle_mark, idle_probe
 from fullserver_cli.cloud_nodes import inventory_hosts, stack_nodes
 from fullserver_cli.fleet_view import exit_code, fleet_progress, show_fleet
 from fullserver_cli.kube_verify import KubeAccess, verify_kube
@@ -151,6 +153,7 @@ def _measure(found: _Targets, caps: Caps, scratch: str | None, workers: int, as_
         expect=found.contract,
         scratch=scratch or rules_for(found.platform).scratch,
         platform=found.platform,
+        idle=found.idle,
     )
     with fleet_progress(err, "measuring", len(found.hosts)) as done:
         results = verify_fleet(
@@ -178,6 +181,7 @@ class _Targets:
     contract: DedicatedHost | None
     platform: Platform
     key: Identity | None
+    idle: IdleProbe
 
 
 def _targets(
@@ -200,9 +204,10 @@ def _targets(
     contract: DedicatedHost | None = None
     platform = Platform.BARE_METAL  # an inventory lists rented servers
     key: Identity | None = None
+    idle = idle_probe(RENTED)
     if stack is not None:
         key = read_identity(identity, passphrase_env) if identity is not None else None
-        inv, prof, contract, platform = stack_inventory(stack, profiles, profile, key, cloud)
+        inv, prof, contract, platform, idle = stack_inventory(stack, profiles, profile, key, cloud)
     else:
         if identity is not None:
             raise InputError(
@@ -223,6 +228,7 @@ def _targets(
         contract=contract,
         platform=platform,
         key=key,
+        idle=idle,
     )
 
 
@@ -284,10 +290,11 @@ def stack_inventory(
     profile: str | None,
     identity: Identity | None,
     cloud: CloudAccess | None = None,
-) -> tuple[Inventory, Profile, DedicatedHost | None, Platform]:
+) -> tuple[Inventory, Profile, DedicatedHost | None, Platform, IdleProbe]:
     """A bare-metal stack's hosts (``fullserver:dedicated.hosts``, pinned host keys), its plan's
     profile and contract (``dedicated.host``), and the key read from ``--identity``; a cloud
-    stack's nodes from its outputs (``cloud_inventory``); and the platform whose minimums apply.
+    stack's nodes from its outputs (``cloud_inventory``); the platform whose minimums apply; and
+    how its idle hosts are read and priced (a dedicated server at its monthly price, prorated).
 
     Offline: the stack file and the catalog only. The key's text stays in memory; every message
     names the file, never its content."""
@@ -299,10 +306,11 @@ def stack_inventory(
             f"stack '{name}' plans profile '{spec.profile}', not '{profile}'",
             "drop --profile: a stack's promise is its plan's",
         )
-    if not rules_for(spec.platform).declared_hardware:  # a cloud stack: its nodes are in its outputs
+    idle = idle_probe(idle_sentence(spec, plan.autostop), spec.dedicated.monthly_usd if spec.dedicated else None)
+    if rules_for(spec.platform).supply.from_catalog:  # a cloud stack: its nodes are in its outputs
         key = _identity(identity, name)
         inv = cloud_inventory(name, spec.profile, key.text, cloud)
-        return inv, get_profile(spec.profile, profiles), None, spec.platform
+        return inv, get_profile(spec.profile, profiles), None, spec.platform, idle
     dedicated = spec.dedicated
     if dedicated is None or not dedicated.hosts:
         raise InputError(
@@ -314,7 +322,7 @@ def stack_inventory(
     hosts = [h.model_dump(by_alias=True, exclude_none=True) for h in dedicated.hosts]
     # relative knownHostsFile paths as the stack's program reads them: from the project directory
     inv = inventory_from_data(hosts, Path.cwd(), f"{path}: fullserver:dedicated.hosts", default_key=key.text)
-    return inv, get_profile(spec.profile, profiles), dedicated.host, spec.platform
+    return inv, get_profile(spec.profile, profiles), dedicated.host, spec.platform, idle
 
 
 @dataclass(frozen=True)
@@ -451,4 +459,6 @@ def host_table(r: HostVerify) -> FitTable:
         )
     for p in r.problems:
         t.add_row("problem", "", "", "", Text("!", style="yellow"), Text(p))
+    if r.idle is not None:
+        t.add_row("idle", "", "", "", idle_mark(r.idle.idle), Text(r.idle.line()))
     return t

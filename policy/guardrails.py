@@ -15,12 +15,23 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, Policy
 
 from fullserver.clouds import all_clouds
-from policy import admin_ports, balance, budget, capacity, clear_text, encryption, expiry, imdsv2, public_ip
+from policy import (
+    admin_ports,
+    autostop_grants,
+    balance,
+    budget,
+    capacity,
+    clear_text,
+    encryption,
+    expiry,
+    imdsv2,
+    public_ip,
+)
 
 PACK_NAME = "fullserver-guardrails"
 PACK_DESCRIPTION = (
     "fullserver guardrails: no admin ports from the internet, IMDSv2, encrypted disks, public IPs only where the "
-    "profile allows, no API key in clear, expiring ephemeral environments, balanced shapes, production on on-demand or reserved "
+    "profile allows, no API key in clear, autostop grants scoped to their own environment, expiring ephemeral environments, balanced shapes, production on on-demand or reserved "
     "capacity, and a monthly budget."
 )
 
@@ -30,6 +41,7 @@ POLICIES: list[Policy] = [
     encryption.POLICY,
     public_ip.POLICY,
     clear_text.POLICY,
+    autostop_grants.POLICY,
     expiry.POLICY,
     balance.POLICY,
     capacity.POLICY,

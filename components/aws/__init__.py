@@ -12,9 +12,8 @@ import pulumi
 
 from components.aws.args import aws_args
 from components.aws.boot import aws_secret_command
-from components.registry import PlatformEntry
+from components.entry import PlatformEntry
 from fullserver.platform import Platform
-from fullserver.platforms import aws
 
 if TYPE_CHECKING:
     from fullserver.plan import StackPlan
@@ -47,6 +46,5 @@ ENTRY = PlatformEntry(
     provider=provider,
     secret_command=_secret_command,
     identity_exports={"instanceRole": "instance_role", "instanceRoleArn": "instance_role_arn"},
-    host_keys_parser=aws.parse_host_keys,
     mock_region=lambda plan: plan.spec.region,
 )

@@ -50,38 +50,13 @@ def stop_script(way: str, region: str, labels: dict[str, str]) -> str:
     return text
 
 
-def group_stop_policy(environment: str) -> dict[str, object]:
-    """Find the groups, and set only this environment's to zero (module docstring)."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "FindGroups",
-                "Effect": "Allow",
-                "Action": "autoscaling:DescribeAutoScalingGroups",
-                "Resource": "*",
-            },
-            {
-                "Sid": "OwnGroupsToZero",
-                "Effect": "Allow",
-                "Action": "autoscaling:UpdateAutoScalingGroup",
-                "Resource": "*",
-                "Condition": {
-                    "StringEquals": {f"autoscaling:ResourceTag/{LABEL_ENVIRONMENT}": environment},
-                    "NumericEquals": {"autoscaling:MinSize": 0, "autoscaling:MaxSize": 0},
-                },
-            },
-        ],
-    }
-
-
 def grant_stop(name: str, parent: pulumi.Resource, way: str, role: aws.iam.Role, labels: dict[str, str]) -> None:
     """The role's grant for the way: none for an instance's shutdown."""
     if way != ec2.GROUP_TO_ZERO.key:
         return
     aws.iam.RolePolicy(
-        logical(aws.iam.RolePolicy, f"{name}-autostop"),
+        logical(aws.iam.RolePolicy, f"{name}{ec2.GRANT_SUFFIX}"),
         role=role.id,
-        policy=json.dumps(group_stop_policy(labels[LABEL_ENVIRONMENT])),
+        policy=json.dumps(ec2.group_stop_policy(labels[LABEL_ENVIRONMENT])),
         opts=pulumi.ResourceOptions(parent=parent),
     )

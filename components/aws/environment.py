@@ -33,6 +33,7 @@ from components.startup import (
     authorized_keys_script,
     boot_script,
 )
+from fullserver.autostop.way import running_nodes
 from fullserver.nodes import Via
 from fullserver.platforms import aws as ec2
 from fullserver.platforms import aws_autostop
@@ -336,9 +337,9 @@ class AwsGpuEnvironment(EnvironmentComponent):
 
     def _nodes(
         self, name: str, args: AwsGpuArgs, net: AwsNetwork, lt: aws.ec2.LaunchTemplate
-    ) -> tuple[list[aws.ec2.Instance], list[pulumi.Output[str]]]:
+    ) -> tuple[list[aws.ec2.Instance], list[aws.autoscaling.Group]]:
         """Who launches the nodes (module docstring): a serving group, spot with its fallback, or
-        this component; the instances it launched and the groups' names."""
+        this component; the instances it launched and the groups."""
         serving = args.get("serving")
         subnet_ids = [s.id for s in net.subnets]
         self.endpoint = pulumi.Output.from_input("")
@@ -364,7 +365,7 @@ class AwsGpuEnvironment(EnvironmentComponent):
             )
             self.endpoint = served.endpoint
             self.lb_address = served.load_balancer.dns_name
-            return [], [served.group.name]
+            return [], [served.group]
         if args["spot"]:
             overrides = [args["machine_type"], *args.get("spot_instance_types", [])]
             fallback = args.get("fallback_instance_types", [args["machine_type"]])
@@ -381,8 +382,8 @@ class AwsGpuEnvironment(EnvironmentComponent):
             )
         return _instances(self, name, args, lt, net.egress), []
 
-    def _access(self, args: AwsGpuArgs, instances: list[aws.ec2.Instance], groups: list[pulumi.Output[str]]) -> None:
-        """The addresses, ``connect``, ``nodes`` and ``node_groups`` outputs."""
+    def _access(self, args: AwsGpuArgs, instances: list[aws.ec2.Instance], groups: list[aws.autoscaling.Group]) -> None:
+        """The addresses, ``connect``, ``nodes`` and ``node_groups`` outputs, and how many nodes run."""
         region = args["region"]
         access = args["access"]
         self.instance_ids = pulumi.Output.all(*[i.id for i in instances]).apply(list)
@@ -392,7 +393,7 @@ class AwsGpuEnvironment(EnvironmentComponent):
         self.public_ips = pulumi.Output.all(*[i.public_ip for i in instances]).apply(
             lambda ips: [str(ip) for ip in ips if ip]
         )
-        self.group_names = pulumi.Output.all(*groups).apply(lambda names: [str(n) for n in names])
+        self.group_names = pulumi.Output.all(*[g.name for g in groups]).apply(lambda names: [str(n) for n in names])
         keys = bool(access.get("ssh_public_keys"))
         if instances and aws_direct_ssh(access):
             self.connect = instances[0].public_ip.apply(lambda ip: f"ssh {LOGIN_USER}@{ip}")
@@ -412,3 +413,8 @@ class AwsGpuEnvironment(EnvironmentComponent):
             auto is not None and auto["way"] == aws_autostop.INSTANCE_SHUTDOWN.key and instances
         ):  # an idle instance stops itself: start it again
             self.start_commands = self.instance_ids.apply(lambda ids: [aws_autostop.start_argv(i, region) for i in ids])
+        if auto is not None:  # read from the cloud: each instance's state, each group's desired capacity
+            self.running_nodes = pulumi.Output.all(
+                pulumi.Output.all(*[i.instance_state for i in instances]),
+                pulumi.Output.all(*[g.desired_capacity for g in groups]),
+            ).apply(lambda sg: running_nodes(sg[0], aws_autostop.STOPPED_STATES, sg[1]))

@@ -24,7 +24,7 @@ def spot_with_fallback(
     tags: dict[str, str],
     instance_types: tuple[list[str], list[str]],
     egress: tuple[pulumi.Resource, ...] = (),
-) -> list[pulumi.Output[str]]:
+) -> list[aws.autoscaling.Group]:
     """Spot group at the node count, on-demand group at zero, an alarm that swaps them (module docstring).
 
     ``instance_types``: (spot, on-demand). The spot group may launch any of the first (the
@@ -57,7 +57,7 @@ def spot_with_fallback(
         opts=pulumi.ResourceOptions(parent=parent, ignore_changes=["desired_capacity"], depends_on=list(egress)),
     )
     _fallback_alarm(parent, name, region, spot, fallback, nodes, tags)
-    return [spot.name, fallback.name]
+    return [spot, fallback]
 
 
 def _on_demand_mix(lt: aws.ec2.LaunchTemplate, version: pulumi.Output[str], instance_types: list[str]) -> Any:

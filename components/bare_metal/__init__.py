@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from components.registry import PlatformEntry
+from components.entry import PlatformEntry
 from fullserver.platform import Platform
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import pulumi
 from components import aws
 from components.aws.boot import aws_secret_command
 from components.eks.args import EksArgs, eks_args
-from components.registry import PlatformEntry
+from components.entry import PlatformEntry
 from fullserver.kube.manifest import default_workload
 from fullserver.platform import Platform
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import pulumi
 
+from components.entry import PlatformEntry
 from components.gcp.args import gcp_args
 from components.gcp.boot import gcp_secret_command
-from components.registry import PlatformEntry
 from fullserver.platform import Platform
 from fullserver.platforms import gcp
 
@@ -66,5 +66,4 @@ ENTRY = PlatformEntry(
     project=project,
     secret_command=secret_command,
     identity_exports={"serviceAccount": "service_account"},
-    host_keys_parser=gcp.parse_host_keys,
 )

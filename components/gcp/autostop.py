@@ -1,11 +1,10 @@
-"""The idle agent's stop on Compute Engine (``fullserver.platforms.gcp`` ``INSTANCE_STOP``), and the
-grant both Compute Engine and Cloud TPU nodes get (``components.tpu.autostop``: the TPU's stop).
+"""The idle agent's stop on Compute Engine (``fullserver.platforms.gcp_autostop`` ``INSTANCE_STOP``,
+``GROUP_TO_ZERO``), and the grant Compute Engine and Cloud TPU nodes get (``components.tpu.autostop``).
 
-The node calls the API on itself with ``--async`` (the call returns before the VM goes down): a GPU
-VM finds its own name and zone on the metadata server, a TPU VM is told its node id and zone. The
-grant is a custom role holding only the permissions of the way (the platform's ``STOP_PERMISSIONS``),
-bound to the nodes' service account on each VM (``compute.InstanceIAMMember``), or, for Cloud TPU,
-which has neither per-node IAM nor IAM Conditions on resource names, on the project.
+A GPU VM stops itself (``--async``), found by its name and zone on the metadata server; a group's
+member resizes its group to 0, found by its ``created-by``; a TPU VM is told its node. The grant is
+a custom role of the way's permissions (``STOP_PERMISSIONS``) for the nodes' account: on each VM,
+on the project under a condition naming the group, or (Cloud TPU) on the project. docs/autostop.md.
 """
 
 from __future__ import annotations
@@ -24,10 +23,43 @@ exec gcloud compute instances stop "$name" --zone "${zone##*/}" --discard-local-
 """
 
 
+def stop_script(way: str, local_ssds: int) -> str:
+    """The stop command the agent runs, for the plan's way."""
+    if way == gce.GROUP_TO_ZERO.key:
+        return group_stop_script()
+    if way != gce.INSTANCE_STOP.key:
+        raise ValueError(f"no Compute Engine stop for autostop way '{way}'")
+    return vm_stop_script(local_ssds)
+
+
 def vm_stop_script(local_ssds: int) -> str:
     """A GPU VM's stop; Compute Engine asks whether to discard local SSDs on a VM with them
     (gcloud compute instances stop, ``--discard-local-ssd``): they are scratch, discarded."""
     return _VM.replace("__DISCARD__", "true" if local_ssds else "false")
+
+
+_GROUP = """#!/bin/sh
+# fullserver: resize this VM's own regional managed instance group to 0 (its service account holds
+# a role on that group only); the group then deletes its VMs, this one included
+set -eu
+md() { curl -fsS -H 'Metadata-Flavor: Google' "http://metadata.google.internal/computeMetadata/v1/instance/$1"; }
+# a group's member: projects/NUMBER/regions/REGION/instanceGroupManagers/NAME
+group="$(md attributes/created-by)"
+case "$group" in
+  projects/*/regions/*/instanceGroupManagers/*) ;;
+  *) echo "not a member of a regional managed instance group (created-by: '$group')" >&2; exit 1 ;;
+esac
+region="${group#*/regions/}"; region="${region%%/*}"
+exec gcloud compute instance-groups managed resize "${group##*/}" --size 0 --region "$region" --quiet
+"""
+
+
+def group_stop_script() -> str:
+    """A regional group member's stop: its group, read from the metadata server's ``created-by``
+    (set by the group on each VM it creates), resized to 0 (https://cloud.google.com/sdk/gcloud/
+    reference/compute/instance-groups/managed/resize: ``NAME --size --region``). The template is
+    made before the group, so it cannot name it: the node asks."""
+    return _GROUP
 
 
 def stop_role(
@@ -86,5 +118,27 @@ def grant_on_project(
         project=role.project,
         role=role.name,
         member=member(sa),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def grant_on_group(
+    name: str,
+    parent: pulumi.Resource,
+    role: gcp.projects.IAMCustomRole,
+    sa: gcp.serviceaccount.Account,
+    group: gcp.compute.RegionInstanceGroupManager,
+    region: str,
+) -> None:
+    """The role on the project, conditioned on the group's own name (pulumi-gcp has no per-group IAM
+    resource; IAM Conditions read ``resource.name`` for Compute Engine): ``gce.group_condition``."""
+    gcp.projects.IAMMember(
+        f"{name}-autostop",
+        project=role.project,
+        role=role.name,
+        member=member(sa),
+        condition=pulumi.Output.all(role.project, group.name).apply(
+            lambda pn: gcp.projects.IAMMemberConditionArgs(**gce.group_condition(str(pn[0]), region, str(pn[1])))
+        ),
         opts=pulumi.ResourceOptions(parent=parent),
     )

@@ -15,7 +15,7 @@ import pulumi_gcp as gcp
 from components.autostop import autostop_boot_lines
 from components.gcp.access import gcloud_ssh, group_ssh, mig_access, public_ips, vm_access
 from components.gcp.args import GcpGpuArgs, validate_gcp
-from components.gcp.autostop import grant_on_vms, stop_role, vm_stop_script
+from components.gcp.autostop import grant_on_group, grant_on_vms, stop_role, stop_script
 from components.gcp.boot import GCP_DATA, GCP_LOCAL_SSD, gcp_image, gcp_login_metadata, gcp_secret_command
 from components.gcp.disks import gcp_data_disk, provisioned
 from components.gcp.flexible import flexible_group
@@ -29,6 +29,7 @@ from components.network import direct_ssh
 from components.outputs import EnvironmentComponent
 from components.serving import server_boot_lines
 from components.startup import LOGIN_USER, DiskPlan, boot_script
+from fullserver.autostop.way import running_nodes
 from fullserver.nodes import Via
 from fullserver.platforms import gcp as gce
 from fullserver.platforms import gcp_autostop
@@ -125,9 +126,10 @@ def _startup_script(args: GcpGpuArgs) -> str:
 
 
 def _autostop_lines(args: GcpGpuArgs) -> str:
-    """The idle agent, stopping its own VM (``components.gcp.autostop``); "" without autostop."""
+    """The idle agent, stopping its own VM or its group (``components.gcp.autostop``); "" without
+    autostop."""
     auto = args.get("autostop")
-    return autostop_boot_lines(auto["minutes"], vm_stop_script(args["local_ssd_count"])) if auto else ""
+    return autostop_boot_lines(auto["minutes"], stop_script(auto["way"], args["local_ssd_count"])) if auto else ""
 
 
 def _vm(args: GcpGpuArgs, net: GcpNetwork, sa: gcp.serviceaccount.Account) -> _Vm:
@@ -326,7 +328,7 @@ class GcpGpuEnvironment(EnvironmentComponent):
             self.lb_address = group.address
             instances: list[gcp.compute.Instance] = []
         elif "capacity_machine_types" in args:
-            group = self._flexible(name, args, vm, net)
+            group = self._flexible(name, args, vm, net, sa)
             instances = []
         else:
             instances = _instances(self, name, args, vm, net)
@@ -334,6 +336,9 @@ class GcpGpuEnvironment(EnvironmentComponent):
             if auto is not None:
                 role = stop_role(name, self, gcp_autostop.STOP_PERMISSIONS[auto["way"]], args["environment"], project)
                 grant_on_vms(name, self, role, sa, instances)
+            self.running_nodes = pulumi.Output.all(*[i.current_status for i in instances]).apply(
+                lambda states: running_nodes(states, gcp_autostop.STOPPED_STATES)
+            )
             self.instance_group = pulumi.Output.from_input("")
             self.endpoint = pulumi.Output.from_input("")
             self.lb_address = pulumi.Output.from_input("")
@@ -341,13 +346,17 @@ class GcpGpuEnvironment(EnvironmentComponent):
         self._access(args, instances, group)
         self.register({"instance_names": self.instance_names, "instance_group": self.instance_group})
 
-    def _flexible(self, name: str, args: GcpGpuArgs, vm: _Vm, net: GcpNetwork) -> GcpServing:
-        """Spot or on-demand nodes as a regional group over the balanced set (``components.gcp.flexible``)."""
+    def _flexible(
+        self, name: str, args: GcpGpuArgs, vm: _Vm, net: GcpNetwork, sa: gcp.serviceaccount.Account
+    ) -> GcpServing:
+        """Spot or on-demand nodes as a regional group over the balanced set
+        (``components.gcp.flexible``), whose members may resize it to 0 when idle."""
+        project = args.get("project")
         mig = flexible_group(
             self,
             name,
             kind="spot" if args["spot"] else "ondemand",
-            project=args.get("project"),
+            project=project,
             region=args["region"],
             nodes=args["nodes"],
             template=_serving_template(name, args, vm, net),
@@ -357,6 +366,11 @@ class GcpGpuEnvironment(EnvironmentComponent):
             protect=args["protect"],
             egress=net.egress,
         )
+        auto = args.get("autostop")
+        if auto is not None:  # a member resizes its own group to 0 (components.gcp.autostop)
+            role = stop_role(name, self, gcp_autostop.STOP_PERMISSIONS[auto["way"]], args["environment"], project)
+            grant_on_group(name, self, role, sa, mig, args["region"])
+            self.running_nodes = mig.target_size.apply(lambda n: running_nodes([], frozenset(), [n]))
         self.instance_group = mig.instance_group
         self.endpoint = pulumi.Output.from_input("")
         self.lb_address = pulumi.Output.from_input("")

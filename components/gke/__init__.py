@@ -14,8 +14,8 @@ import pulumi
 
 from components import gcp
 from components.args import refuse
+from components.entry import PlatformEntry
 from components.gke.args import GkeArgs, gke_args
-from components.registry import PlatformEntry
 from fullserver.kube.manifest import default_workload
 from fullserver.platform import Platform
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from components import gcp
-from components.registry import PlatformEntry
+from components.entry import PlatformEntry
 from components.tpu.args import tpu_args
 from fullserver.platform import Platform
-from fullserver.platforms import tpu
 
 if TYPE_CHECKING:
     import pulumi
@@ -43,5 +42,4 @@ ENTRY = PlatformEntry(
     secret_command=gcp.secret_command,
     identity_exports={"serviceAccount": "service_account"},
     exports=exports,
-    host_keys_parser=tpu.parse_host_keys,
 )

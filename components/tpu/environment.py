@@ -25,6 +25,7 @@ from components.tpu.access import private_ips, public_ips, queued_ssh, tpu_vm_ss
 from components.tpu.args import TpuVmArgs, validate_tpu
 from components.tpu.autostop import tpu_stop_script
 from components.tpu.queued import TpuQueuedResource, queued_delete_command
+from fullserver.autostop.way import running_nodes
 from fullserver.platforms import tpu, tpu_autostop
 
 TOKEN = "fullserver:index:TpuVmEnvironment"
@@ -186,6 +187,7 @@ class TpuVmEnvironment(EnvironmentComponent):
             permissions = tpu_autostop.STOP_PERMISSIONS[auto["way"]]
             role = stop_role(name, self, permissions, args["environment"], args.get("project"))
             grant_on_project(name, self, role, sa)
+            self.running_nodes = vm.state.apply(lambda state: running_nodes([state], tpu_autostop.STOPPED_STATES))
             if auto["way"] == tpu_autostop.TPU_STOP.key:  # stopped, not deleted: it waits to be started
                 self.start_commands = pulumi.Output.all(vm.name, vm.zone, proj).apply(
                     lambda nzp: [tpu_autostop.start_argv(str(nzp[0]), str(nzp[1] or zone), str(nzp[2]))]

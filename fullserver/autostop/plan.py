@@ -109,3 +109,14 @@ def _priced(way: StopWay, minutes: int, profile: Profile, cost: CostEstimate) ->
             if line.item in way.bills_while_stopped
         ],
     )
+
+
+def idle_sentence(spec: EnvironmentSpec, autostop: Autostop | None) -> str:
+    """What an idle node of this stack does, in words: the last part of the idle report of
+    ``fullserver audit``/``verify`` (``fullserver.baremetal.idle``)."""
+    if autostop is not None and autostop.on:
+        return f"it stops itself after {autostop.minutes} idle minutes ({autostop.how})"
+    if autostop is not None and autostop.off:
+        return autostop.off
+    way = rules_for(spec.platform).autostop(spec)
+    return way if isinstance(way, str) else "autostop is off for this stack (0 minutes): it is not stopped"

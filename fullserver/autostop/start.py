@@ -39,11 +39,27 @@ def _fits(argv: tuple[str, ...], form: tuple[str, ...]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class StartPlan:
-    """``up``: run ``pulumi up --refresh`` on the stack; ``commands``: each node's start argv."""
+    """``up``: run ``pulumi up --refresh`` on the stack; ``commands``: each node's start argv;
+    ``running``: the nodes not stopped as the provider read them at the stack's last program run
+    (``runningNodes``; None where the output predates it)."""
 
     stack: str
     up: bool
     commands: tuple[tuple[str, ...], ...] = ()
+    running: int | None = None
+
+    def state(self) -> str:
+        """What the outputs say of the nodes now, and as of when (docs/autostop.md)."""
+        if self.running is None:
+            return f"{self.stack}: its outputs do not say whether it is stopped (run `pulumi up` once)"
+        now = "stopped" if self.running == 0 else f"{self.running} node(s) running"
+        return f"{self.stack}: {now}, as of its last pulumi up (or pulumi refresh --run-program)"
+
+
+def _running(auto: Mapping[str, Any]) -> int | None:
+    """``runningNodes``, a count or nothing: the outputs come from the state backend."""
+    value = auto.get("runningNodes")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _where(stack: str) -> str:
@@ -82,8 +98,8 @@ def start_plan(stack: str, outputs: Mapping[str, Any]) -> StartPlan:
             f"run `pulumi up --refresh --stack {stack}` once, then `fullserver start {stack}` after a stop",
         )
     if auto["restoredByUp"]:
-        return StartPlan(stack, up=True)
+        return StartPlan(stack, up=True, running=_running(auto))
     commands = tuple(_argv(stack, item) for item in auto["startCommands"])
     if not commands:
         raise InputError(_where(stack), "lists no node to start", f"run `pulumi up --refresh --stack {stack}`")
-    return StartPlan(stack, up=False, commands=commands)
+    return StartPlan(stack, up=False, commands=commands, running=_running(auto))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -31,3 +32,10 @@ class StopWay:
 ENVIRONMENT_BILLS = frozenset({"NAT gateway", "CloudWatch alarms", "cluster fee"})
 """Lines billed by the hour whether or not any node runs (an AWS NAT gateway is billed per hour it
 exists; a Cloud NAT per VM using it, so it stops with the VMs)."""
+
+
+def running_nodes(states: Sequence[str | None], stopped: frozenset[str], group_sizes: Sequence[int | None] = ()) -> int:
+    """The nodes not known to be stopped, from what the provider last read: each node whose state
+    is not one of its platform's ``STOPPED_STATES`` (a state not read counts as running: the output
+    never says stopped without the cloud saying so), and each group's target size."""
+    return sum(1 for s in states if s not in stopped) + sum(int(n or 0) for n in group_sizes)

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fullserver.balance import BalanceReport, Host, evaluate
 from fullserver.baremetal.errors import BareMetalError
+from fullserver.baremetal.idle import Idleness, IdleProbe, read_idleness
 from fullserver.baremetal.inventory import Target
 from fullserver.baremetal.probe import HostFacts, probe
 from fullserver.catalog import Catalog
@@ -67,6 +68,8 @@ class HostAudit(BaseModel):
     facts: HostFacts | None = None
     problems: list[str] = []
     error: str | None = None
+    idle: Idleness | None = None
+    """Whether its accelerators are idle, and what that costs (``fullserver.baremetal.idle``)."""
 
     @property
     def ok(self) -> bool:
@@ -223,13 +226,17 @@ def audit_host(
     expected: DedicatedHost | None = None,
     *,
     jump_keys: Mapping[str, str] | None = None,
+    idle: IdleProbe | None = None,
 ) -> HostAudit:
-    """Connect (pinned key), probe in one round trip, audit. Raises per-host errors."""
+    """Connect (pinned key), probe in one round trip, audit; ``idle``: also read whether the
+    host is idle, in the same session. Raises per-host errors."""
     from fullserver.baremetal.ssh import session
 
     with session(target, private_key, jump_keys=jump_keys) as s:
         facts = probe(s)
-    return audit_facts(facts, profile, catalog, address=target.endpoint, expected=expected)
+        idleness = read_idleness(s, idle) if idle is not None else None
+    audit = audit_facts(facts, profile, catalog, address=target.endpoint, expected=expected)
+    return audit.model_copy(update={"idle": idleness})
 
 
 def audit_fleet(
@@ -241,16 +248,18 @@ def audit_fleet(
     on_done: Callable[[str, HostAudit | FullserverError], None] | None = None,
     expected: Mapping[str, DedicatedHost] | None = None,
     jump_keys: Mapping[str, str] | None = None,
+    idle: IdleProbe | None = None,
 ) -> list[HostAudit]:
     """Audit every ``(target, private key)`` concurrently; failures become ``status="error"`` rows.
 
-    ``expected`` is each host's contract by name; ``jump_keys`` the jump hosts' own keys by name."""
+    ``expected`` is each host's contract by name; ``jump_keys`` the jump hosts' own keys by name;
+    ``idle`` how to read each host's idleness (None: not read)."""
     targets = {t.name: t for t, _ in hosts}
     contracts = expected or {}
     results = run_fleet(
         hosts,
         lambda h: h[0].name,
-        lambda h: audit_host(h[0], h[1], profile, catalog, contracts.get(h[0].name), jump_keys=jump_keys),
+        lambda h: audit_host(h[0], h[1], profile, catalog, contracts.get(h[0].name), jump_keys=jump_keys, idle=idle),
         max_workers=max_workers,
         on_done=on_done,
     )

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from fullserver.baremetal import measure
 from fullserver.baremetal.audit import HostAudit, audit_facts, run_fleet
 from fullserver.baremetal.errors import AuthFailed, HostKeyMismatch, HostUnreachable, ProbeError
+from fullserver.baremetal.idle import Idleness, IdleProbe, read_idleness
 from fullserver.baremetal.inventory import Target
 from fullserver.baremetal.probe import HostFacts, probe
 from fullserver.baremetal.transport import Runner
@@ -61,6 +62,7 @@ class HostVerify(BaseModel):
     gpus: str = ""
     error: str | None = None
     seconds: float = 0.0
+    idle: Idleness | None = None
 
     @property
     def ok(self) -> bool:
@@ -95,6 +97,8 @@ class Promise:
     scratch: str = "/mnt/scratch"
     platform: Platform = Platform.BARE_METAL
     """Whose balance minimums apply: a cloud node is held to its own platform's, as its plan was."""
+    idle: IdleProbe | None = None
+    """How to read whether each host is idle and what that costs (None: not read)."""
 
 
 @dataclass
@@ -107,6 +111,7 @@ class Measured:
     problems: list[str]
     gpus: str
     seconds: float
+    idle: Idleness | None = None
 
 
 # --- pure: measurements → lines -----------------------------------------------------------------
@@ -351,6 +356,7 @@ def measure_host(runner: Runner, promise: Promise, caps: measure.Caps, address: 
     )
     lines = balance_lines(audit)
     problems = list(audit.problems)
+    idle = read_idleness(runner, promise.idle) if promise.idle is not None else None  # before fio and the GPU load
     gpus = ", ".join(f"{c} x {m}" for m, c in facts.gpu_models.items()) or "no GPU"
     if facts.gpus:
         res = runner.run(measure.gpu_script(caps), timeout=2 * caps.gpu_seconds + 15, label="verify gpus", check=False)
@@ -375,12 +381,11 @@ def measure_host(runner: Runner, promise: Promise, caps: measure.Caps, address: 
     try:
         script = measure.disk_script(promise.scratch, caps)
     except ValueError as exc:  # /, /var, a relative path: fio never runs there
-        return Measured(
-            audit, facts, lines, [*problems, f"{exc}: scratch throughput not measured"], gpus, time.monotonic() - start
-        )
+        problems.append(f"{exc}: scratch throughput not measured")
+        return Measured(audit, facts, lines, problems, gpus, time.monotonic() - start, idle)
     res = runner.run(script, timeout=caps.disk_deadline, sudo=True, label="verify scratch", check=False)
     d_lines, d_problems = disk_lines(measure.sections(res.stdout), promise, len(facts.gpus), caps)
-    return Measured(audit, facts, lines + d_lines, problems + d_problems, gpus, time.monotonic() - start)
+    return Measured(audit, facts, lines + d_lines, problems + d_problems, gpus, time.monotonic() - start, idle)
 
 
 def network_promise(promise: Promise, accelerators: int) -> float | None:
@@ -404,6 +409,7 @@ def host_result(
         problems=all_problems,
         gpus=m.gpus,
         seconds=round(m.seconds, 2),
+        idle=m.idle,
     )
 
 

@@ -141,7 +141,7 @@ class Catalog:
     @functools.cached_property
     def slice_types(self) -> frozenset[str]:
         """Names of the offers sold as slices by type (TPU types)."""
-        return frozenset(o.name for o in self.offers if rules_for(o.platform).slices)
+        return frozenset(o.name for o in self.offers if rules_for(o.platform).supply.named_by_type)
 
     @functools.cached_property
     def _by_model(self) -> dict[tuple[Platform, str | None], list[Offer]]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import ChainMap
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from fullserver import clouds
 from fullserver.catalog import Catalog, Offer
@@ -24,10 +24,6 @@ from fullserver.catalog.model import Source
 from fullserver.catalog.network import load_network_prices
 from fullserver.clouds import PriceRefresh
 from fullserver.platforms import rules_for
-
-if TYPE_CHECKING:
-    from fullserver.cost import CostLine
-    from fullserver.plan import StackPlan
 
 DEFAULT_MAX_PRICE_AGE_DAYS = 90
 """A price older than this many days is reported as stale (``--max-price-age-days``)."""
@@ -163,21 +159,47 @@ def price_sources(catalog: Catalog) -> Mapping[str, Source]:
     return ChainMap(dict(catalog.sources), dict(load_network_prices().sources), dict(load_cluster_fees().sources))
 
 
-def plan_prices_used(plan: StackPlan, catalog: Catalog) -> list[UsedPrice]:
+class BilledLine(Protocol):
+    """What the age rule reads of a cost line (``fullserver.cost.CostLine``): read here as this
+    shape, so the catalog does not import the cost and plan built on it."""
+
+    @property
+    def item(self) -> str: ...
+    @property
+    def usd_month(self) -> float: ...
+    @property
+    def prices(self) -> tuple[UsedPrice, ...]: ...
+
+
+class Billed(Protocol):
+    """An estimate's lines (``fullserver.cost.CostEstimate``)."""
+
+    @property
+    def lines(self) -> Sequence[BilledLine]: ...
+
+
+class Priced(Protocol):
+    """A plan, as far as its prices' ages go (``fullserver.plan.StackPlan``)."""
+
+    @property
+    def cost(self) -> Billed: ...
+
+
+def plan_prices_used(plan: Priced, catalog: Catalog) -> list[UsedPrice]:
     """Every catalog entry behind a plan's cost lines, as each line's price look-up recorded it
     (``CostLine.prices``): compute, commitments, disks, egress, load balancers, NAT, public
     addresses, cluster fees, system pools, alarms - whatever a line bills, not a list per surface."""
     return list(dict.fromkeys(read for line in plan.cost.lines for read in line.prices))
 
 
-def undated_lines(lines: Iterable[CostLine]) -> list[str]:
+def undated_lines(lines: Iterable[BilledLine]) -> list[str]:
     """The cost lines that bill money but recorded no price they read: a price added without an
     entry (so without a source and a date) can never go stale in the plan's eyes."""
     return [line.item for line in lines if line.usd_month and not line.prices]
 
 
 def plan_staleness_warnings(
-    plan: StackPlan,
+    plan: Priced,
     catalog: Catalog,
     today: dt.date,
     max_age_days: int = DEFAULT_MAX_PRICE_AGE_DAYS,

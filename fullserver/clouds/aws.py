@@ -231,6 +231,7 @@ def _mock_outputs(typ: str, name: str, inputs: dict[str, Any], out: dict[str, An
         out["availabilityZone"] = str(inputs.get("availabilityZone") or f"{m.aws_region}a")
         template = str((inputs.get("launchTemplate") or {}).get("id", ""))
         out["publicIp"] = m.next_ip("54.0.0") if m.notes.get(f"public:{template}") else ""
+        out["instanceState"] = "running"  # an instance launched and up
     elif typ == "aws:autoscaling/group:Group":
         out["name"] = inputs.get("name", name)
 

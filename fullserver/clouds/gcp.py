@@ -95,7 +95,7 @@ def _tpus(ask: Ask) -> Fetched:
 def _offer_refresh(offer: Offer, spot: bool) -> str:
     from fullserver.catalog.refresh import gcp as gcp_skus  # the SKU mapping is the refresh's own table
 
-    if rules_for(offer.platform).slices:  # Cloud TPU slices: the TPU SKUs
+    if rules_for(offer.platform).supply.named_by_type:  # Cloud TPU slices: the TPU SKUs
         return "tpu" if offer.family in gcp_skus.TPU_SKU_TOKENS else ""
     count = offer.host.accelerator_count
     covered = gcp_skus.refreshes_shape(offer.machine_type or offer.name, offer.family, offer.accelerator, count)
@@ -220,6 +220,7 @@ def _mock_outputs(typ: str, name: str, inputs: dict[str, Any], out: dict[str, An
     if typ == "gcp:serviceaccount/account:Account":
         out["email"] = f"{inputs['accountId']}@{MOCK_PROJECT}.iam.gserviceaccount.com"
     elif typ == "gcp:tpu/v2Vm:V2Vm":
+        out["state"] = "READY"  # a node made and up (Cloud TPU ``Node.State``)
         public = bool((inputs.get("networkConfig") or {}).get("enableExternalIps"))
         out["networkEndpoints"] = [
             {
@@ -233,6 +234,7 @@ def _mock_outputs(typ: str, name: str, inputs: dict[str, Any], out: dict[str, An
             acs = [{**ac, "natIp": m.next_ip("34.2.0")} for ac in nic.get("accessConfigs", [])]
             nics.append({**nic, "networkIp": m.next_ip("10.64.0"), "accessConfigs": acs})
         out["networkInterfaces"] = nics
+        out["currentStatus"] = "RUNNING"  # a VM made and up
     elif typ == "gcp:container/cluster:Cluster":
         _cluster_outputs(inputs, out)
     elif typ == "gcp:compute/instanceTemplate:InstanceTemplate":

@@ -13,7 +13,7 @@ from fullserver.kube.pool import KubePlan
 from fullserver.kube.volume import mount, pod_volume, storage_class
 from fullserver.naming import fit_name
 from fullserver.platforms import pool_member
-from fullserver.platforms.kubernetes import SERVICE_TYPE
+from fullserver.platforms.kubernetes import JOB_TTL_HOURS, SERVICE_TYPE
 from fullserver.serving import ServingSpec
 from fullserver.spec import EnvironmentSpec
 from fullserver.tls import Tls
@@ -95,14 +95,20 @@ be is GKE's to say. xpk, Google's own tool, relies on the same injection: it set
 
 
 def training_job(plan: KubePlan, image: str, command: list[str]) -> list[Manifest]:
-    """A Job running ``command`` in ``image`` on every node of one replica."""
+    """A Job running ``command`` in ``image`` on every node of one replica, removed by Kubernetes
+    ``JOB_TTL_HOURS`` after it finishes (what ``pulumi refresh`` then does: docs/kubernetes.md)."""
     name = workload_name(plan)
     labels = _labels(plan, name)
     container: dict[str, Any] = {"name": "train", "image": image, "command": command}
     nodes = plan.nodes_per_replica
     extra: dict[str, Any] = {"restartPolicy": "Never"}
     out: list[Manifest] = []
-    job_spec: dict[str, Any] = {"backoffLimit": 0, "completions": nodes, "parallelism": nodes}
+    job_spec: dict[str, Any] = {
+        "backoffLimit": 0,
+        "completions": nodes,
+        "parallelism": nodes,
+        "ttlSecondsAfterFinished": JOB_TTL_HOURS * 3600,
+    }
     if nodes > 1:
         job_spec["completionMode"] = "Indexed"
         extra["subdomain"] = name

@@ -110,7 +110,7 @@ def module_of(platform: Platform) -> str:
 def clouds() -> list[str]:
     """The providers of the platforms a cloud rents (declared hardware is no cloud), sorted: what
     ``recommend --cloud`` accepts besides ``any``."""
-    return sorted({r.provider for r in _RULES.values() if not r.declared_hardware})
+    return sorted({r.provider for r in _RULES.values() if r.supply.from_catalog})
 
 
 def default_region(cloud: str) -> str:

@@ -381,8 +381,7 @@ RULES = PlatformRules(
     hourly_gpus=True,
     disk_kinds=DISKS,
     default_disk_kind="gp3",
-    zone_form=ZONES,
-    # An unset zone is left to AWS (the subnet's zone); nothing to warn about.
+    zone_form=ZONES,  # an unset zone is left to AWS (the subnet's zone): nothing to warn about
     region_peers=REGION_PEERS,
     rules=(*CAPACITY_RULES, capacity_block_needs_reservation, data_disk_kind, image_form),
     quotas=quota.quotas,
@@ -394,6 +393,7 @@ RULES = PlatformRules(
     fabric_refusal=efa_refusal,
     capacity_steps=capacity_steps,
     autostop=autostop,
+    host_keys_parser=parse_host_keys,
 )
 
 PLATFORMS = (RULES,)

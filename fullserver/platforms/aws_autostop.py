@@ -4,9 +4,11 @@ other rules."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
 
 from fullserver.autostop.way import ENVIRONMENT_BILLS, StopWay
+from fullserver.rules import LABEL_ENVIRONMENT
 
 if TYPE_CHECKING:
     from fullserver.spec import EnvironmentSpec
@@ -31,6 +33,10 @@ INSTANCE_SHUTDOWN = StopWay(
     restored_by_up=False,
 )
 
+STOPPED_STATES = frozenset({"stopping", "stopped", "shutting-down", "terminated"})
+"""An instance's ``instance_state`` (pulumi-aws ``ec2.Instance``; EC2 ``InstanceState``: pending,
+running, shutting-down, terminated, stopping, stopped) that is not running, nor about to."""
+
 
 def start_argv(instance_id: str, region: str) -> list[str]:
     """How ``fullserver start`` starts one stopped instance, argv (AWS CLI ``aws ec2 start-instances
@@ -42,3 +48,81 @@ def autostop(spec: EnvironmentSpec) -> StopWay:
     """Spot nodes are a group's (``components.aws.spot``): the group goes to zero, or it would
     launch a replacement; an instance of this component's stops itself."""
     return GROUP_TO_ZERO if spec.spot else INSTANCE_SHUTDOWN
+
+
+GRANT_SUFFIX = "-autostop"
+"""The node role's autostop policy is named ``<environment>-autostop``: what the policy pack judges
+as an autostop grant (the EKS cluster autoscaler's Auto Scaling grant is another matter)."""
+
+
+def group_stop_policy(environment: str) -> dict[str, object]:
+    """The node's grant for ``GROUP_TO_ZERO``: find the groups (``DescribeAutoScalingGroups`` has no
+    resource-level permission), and update only groups tagged with ``environment``, only to
+    0/0 (IAM "Actions, resources and condition keys for Amazon EC2 Auto Scaling":
+    ``autoscaling:ResourceTag/${TagKey}``, ``autoscaling:MinSize``, ``autoscaling:MaxSize``)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "FindGroups",
+                "Effect": "Allow",
+                "Action": "autoscaling:DescribeAutoScalingGroups",
+                "Resource": "*",
+            },
+            {
+                "Sid": "OwnGroupsToZero",
+                "Effect": "Allow",
+                "Action": "autoscaling:UpdateAutoScalingGroup",
+                "Resource": "*",
+                "Condition": {
+                    "StringEquals": {f"autoscaling:ResourceTag/{LABEL_ENVIRONMENT}": environment},
+                    "NumericEquals": {"autoscaling:MinSize": 0, "autoscaling:MaxSize": 0},
+                },
+            },
+        ],
+    }
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _words(value: object) -> list[str]:
+    return [value] if isinstance(value, str) else [str(v) for v in value] if isinstance(value, list) else []
+
+
+def group_stop_problems(document: Mapping[str, Any], environments: Collection[str]) -> list[str]:
+    """Where an IAM policy document lets a node change Auto Scaling groups beyond its own
+    environment's (``environments``: the stack's groups' environment tags), or to anything but
+    0/0: the rule ``group_stop_policy`` is built to, and the policy pack judges every role by."""
+    out = []
+    statements = document.get("Statement")
+    for i, st in enumerate(statements if isinstance(statements, list) else [statements]):
+        if not isinstance(st, Mapping) or st.get("Effect") != "Allow":
+            continue
+        writes = [a for a in _words(st.get("Action")) if _writes_groups(a)]
+        if not writes:
+            continue
+        where = f"statement {st.get('Sid') or i}"
+        if writes != ["autoscaling:UpdateAutoScalingGroup"]:
+            out.append(f"{where} allows {', '.join(writes)}: allow only autoscaling:UpdateAutoScalingGroup")
+        cond = _mapping(st.get("Condition"))
+        tag = _mapping(cond.get("StringEquals")).get(f"autoscaling:ResourceTag/{LABEL_ENVIRONMENT}")
+        if tag not in environments:
+            out.append(
+                f"{where} is not conditioned on autoscaling:ResourceTag/{LABEL_ENVIRONMENT} naming this stack's groups"
+                f" ({', '.join(sorted(environments)) or 'none'}), but {tag!r}: scope it to the stack's own groups"
+            )
+        sizes = _mapping(cond.get("NumericEquals"))
+        if any(str(sizes.get(k)) != "0" for k in ("autoscaling:MinSize", "autoscaling:MaxSize")):
+            out.append(f"{where} does not hold autoscaling:MinSize and autoscaling:MaxSize to 0: it could grow a group")
+    return out
+
+
+def _writes_groups(action: str) -> bool:
+    """An action that can change a group: any of ``autoscaling:`` but the read-only ``Describe*``,
+    and wildcards (``*``, ``autoscaling:*``, ``autoscaling:Update*``)."""
+    service, _, name = action.partition(":")
+    if action == "*":
+        return True
+    return service.lower() == "autoscaling" and not (name.startswith("Describe") and "*" not in name)

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms.base import Leaning, PlatformRules, Refusal
+from fullserver.platforms.supply import DECLARED
 
 RUNS_WHAT_IS_INSTALLED = "does not apply to bare-metal servers (they run what is installed on them)"
 
@@ -97,8 +98,7 @@ RULES = PlatformRules(
         "publicIp": "does not apply to bare-metal servers (their addresses are the provider's: list them in dedicated.hosts)",
     },
     stack_rules=(servers_agree,),
-    declared_hardware=True,
-    configured_over_ssh=True,
+    supply=DECLARED,
     boot_disk_sized=False,  # the servers' disks are theirs, not provisioned or priced here
     scratch=SCRATCH,
     autostop=lambda _spec: "a dedicated server is billed by the month whether it runs or not: it is never stopped",

@@ -22,6 +22,7 @@ from fullserver.platforms.name_rule import RFC1035 as RFC1035  # re-exported: ev
 from fullserver.platforms.name_rule import NameRule as NameRule
 from fullserver.platforms.project import CloudProject
 from fullserver.platforms.quota import QuotaAsk, QuotaNeed, QuotaTable
+from fullserver.platforms.supply import MACHINES, Supply
 
 if TYPE_CHECKING:  # the spec and the node records are built on the platforms, not the other way
     from fullserver.capacity import CapacitySet, CapacityStep
@@ -255,16 +256,14 @@ class PlatformRules:
     """Its policy reader, as a module path (``policy.stack_nodes`` reads the stack's nodes with
     each reader's ``NODE_READERS``); "": nothing of it is read by the policies (bare metal)."""
     """Its own refusal of a key it does not take (else: "applies only to ...")."""
-    declared_hardware: bool = False
-    """The stack declares rented servers (audited later); nothing is chosen or priced from the catalog."""
-    configured_over_ssh: bool = False
-    slices: bool = False
-    """Capacity comes as slices named by type: an environment is one slice, its hosts are its
-    nodes, built and priced as one resource (no multislice)."""
+    supply: Supply = MACHINES
+    """How its capacity comes (``fullserver.platforms.supply``): what an environment is built and
+    billed as, what a stack names, where hardware is priced; asked, never branched on by name."""
     compact_placement: bool = False
     """Multi-node environments can be placed close together (placement group / policy)."""
-    image_is_runtime: bool = False
-    """``fullserver:image`` names a runtime version, not a boot image."""
+    boot_image: Callable[[str | None], str | None] = lambda image: image
+    """The boot image a spec carries for the stack's ``fullserver:image`` (``None``: the key names a
+    runtime version, not an image to boot)."""
     hourly_gpus: bool = False
     """Rents GPU shapes by the hour: the same job is compared across these platforms."""
     # --- disks
@@ -323,6 +322,8 @@ class PlatformRules:
     addresses are per network, not per zone; the plan's one-NAT warning counts these)."""
     group_members: GroupMembers | None = None
     """Reads the JSON its ``NodeGroupAccess.list_command`` prints into the running members."""
+    host_keys_parser: Callable[[str, NodeAccess], list[str]] | None = None
+    """Reads what a node's ``hostKeysCommand`` printed into its host key lines (``components.node_verify``)."""
     scratch: str = CLOUD_SCRATCH
     """Where ``fullserver verify`` measures scratch on its nodes unless told."""
     catalog_forms: tuple[str, ...] = ()
@@ -368,6 +369,6 @@ class PlatformRules:
 
     def nearest_region(self, region: str, priced: set[str]) -> str:
         """``region`` where the platform prices it (or names regions freely), else its nearest peer."""
-        if region in priced or self.declared_hardware:
+        if region in priced or not self.supply.from_catalog:
             return region
         return self.region_peers.get(region, region)

@@ -366,6 +366,7 @@ RULES = PlatformRules(
     machine_series=machine_series,
     capacity_steps=capacity_steps,
     autostop=autostop,
+    host_keys_parser=parse_host_keys,
 )
 
 PLATFORMS = (RULES,)

@@ -25,8 +25,55 @@ INSTANCE_STOP = StopWay(
     restored_by_up=False,
 )
 
-STOP_PERMISSIONS = {INSTANCE_STOP.key: ("compute.instances.get", "compute.instances.stop")}
-"""The custom role's permissions (IAM "Compute Engine roles and permissions"), bound on each VM."""
+GROUP_TO_ZERO = StopWay(
+    "gcp-group-to-zero",
+    "the node resizes its own regional managed instance group to 0 (gcloud compute instance-groups "
+    "managed resize --size 0), with a role on that group only: the group deletes its VMs and recreates none",
+    "the VMs and all their disks (boot, data and local SSD: the template's disks are deleted with them): "
+    "everything not in Cloud Storage",
+    "pulumi up --refresh sets the group's target size back",
+    ENVIRONMENT_BILLS,
+    restored_by_up=True,
+)
+
+STOP_PERMISSIONS = {
+    INSTANCE_STOP.key: ("compute.instances.get", "compute.instances.stop"),
+    GROUP_TO_ZERO.key: (
+        "compute.instanceGroupManagers.get",
+        "compute.instanceGroupManagers.update",
+        "compute.regionOperations.get",
+    ),
+}
+"""The custom role's permissions per way (IAM "Compute Engine roles and permissions"): a VM's stop,
+bound on each VM; a regional group's resize (``regionInstanceGroupManagers.resize`` asks for
+``compute.instanceGroupManagers.update`` on the group; gcloud reads the group and waits on the
+resize's region operation), bound on the project under ``group_condition``."""
+
+
+def group_resource_name(project: str, region: str, group: str) -> str:
+    """A regional group's name as IAM Conditions read it (``resource.name``; IAM "Resource attributes
+    for IAM Conditions", Compute Engine: ``projects/PROJECT/regions/REGION/instanceGroupManagers/NAME``)."""
+    return f"projects/{project}/regions/{region}/instanceGroupManagers/{group}"
+
+
+def group_condition(project: str, region: str, group: str) -> dict[str, str]:
+    """The binding's condition: the group itself, and the operations of its region (the resize's,
+    which gcloud polls). Only names are matched, never "any other type", so a type IAM does not
+    name the way we expect falls outside the grant rather than inside it."""
+    return {
+        "title": f"fullserver autostop {group}"[:100],
+        "description": "this environment's own managed instance group, and its region's operations",
+        "expression": (
+            f'resource.name == "{group_resource_name(project, region, group)}" || '
+            f'resource.name.startsWith("projects/{project}/regions/{region}/operations/")'
+        ),
+    }
+
+
+STOPPED_STATES = frozenset({"STOPPING", "TERMINATED", "SUSPENDING", "SUSPENDED"})
+"""A VM's ``current_status`` (pulumi-gcp ``compute.Instance``: PROVISIONING, STAGING, RUNNING,
+STOPPING, SUSPENDING, SUSPENDED, REPAIRING, TERMINATED) that is not running, nor about to: a stopped
+VM reads TERMINATED."""
 
 
 def start_argv(name: str, zone: str, project: str) -> list[str]:
@@ -47,16 +94,7 @@ def stop_role_id(environment: str) -> str:
     return f"{base[:55]}_{hashlib.sha256(environment.encode()).hexdigest()[:8]}"
 
 
-GROUP_OFF = (
-    "spot nodes run in a regional managed instance group over the balanced set, which would recreate "
-    "a VM that stopped itself (resizing the group to 0 is not built yet): its TTL ends it"
-)
-"""Why no agent runs on a spot group's members (``components.gcp.flexible``)."""
-
-
-def autostop(spec: EnvironmentSpec) -> StopWay | str:
-    """A GCP GPU node outside a group is a VM of its own, which stops itself; spot nodes over the
-    balanced set are a regional group's members, which must not (``GROUP_OFF``)."""
-    if gcp_capacity.in_group(spec):
-        return GROUP_OFF
-    return INSTANCE_STOP
+def autostop(spec: EnvironmentSpec) -> StopWay:
+    """A GCP GPU node outside a group is a VM of its own, which stops itself; a group's member must
+    not (the group would recreate it), so it sets its group's size to 0 (``gcp_capacity.in_group``)."""
+    return GROUP_TO_ZERO if gcp_capacity.in_group(spec) else INSTANCE_STOP

@@ -61,9 +61,11 @@ from fullserver.platforms.gke_reserved import (
 from fullserver.platforms.gke_reserved import (
     memory_reserved_mib as memory_reserved_mib,
 )
+from fullserver.platforms.kubernetes import JOB_TTL_HOURS
 from fullserver.platforms.network.kube import GKE_NETWORK
 from fullserver.platforms.quota import gcp as gcp_quota
 from fullserver.platforms.quota import gke as gke_quota
+from fullserver.platforms.supply import SLICES
 
 # --- names ---------------------------------------------------------------------------------------
 # GKE cluster names: lowercase RFC 1035 labels; the API refuses longer ones with "Cluster.name
@@ -313,7 +315,8 @@ SUBNETS_LACKED = "applies only to eks-gpu; a GKE pool's nodes are in its cluster
 _PRICING = frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED})
 
 POOLS_SCALE_TO_ZERO = (
-    "node pools scale to zero when their pods end (the autoscaler removes empty nodes): no idle agent is needed"
+    "node pools scale to zero when their pods end (the autoscaler removes empty nodes): no idle agent is needed;"
+    f" a finished training Job is removed {JOB_TTL_HOURS} h after it ends"
 )
 """Why a node pool runs no idle agent (``PlatformRules.autostop``): GKE's and EKS's alike."""
 
@@ -363,7 +366,7 @@ TPU_RULES = PlatformRules(
     pricing=_PRICING,
     options=GKE_OPTIONS,
     lacks={"clusterIdentity": IDENTITY_LACKED, "subnets": SUBNETS_LACKED},
-    slices=True,
+    supply=SLICES,
     compact_placement=True,
     disk_kinds=gcp.DISKS,
     family_disk_kinds=(tpu.HYPERDISK_ONLY,),

@@ -13,7 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fullserver.platforms import gcp
 from fullserver.platforms.base import RFC1035, NameRule
+from fullserver.platforms.name_rule import fit_to
 
 if TYPE_CHECKING:
     from fullserver.serving import ServingSpec
@@ -49,6 +51,13 @@ NAME_RULES: dict[str, tuple[NameRule, ...]] = {
 }
 
 
+def fit_name(type_token: str, text: str) -> str:
+    """``text`` fitted to the ``name`` rule of ``type_token`` (Compute Engine's, or this module's):
+    read here, not through ``fullserver.naming``, which reads every platform's rules, this one's too."""
+    rule = next(r for r in {**gcp.NAME_RULES, **NAME_RULES}[type_token] if r.field == "name")
+    return fit_to(rule, text)
+
+
 @dataclass(frozen=True)
 class GatewayNames:
     """The cloud names the manifests and the component share: the manifests name the address and
@@ -62,9 +71,7 @@ class GatewayNames:
 
 
 def gateway_names(environment: str, domains: list[str]) -> GatewayNames:
-    """Names the APIs accept for any environment name (``fullserver.naming``)."""
-    from fullserver.naming import fit_name  # naming reads the platforms' rules, this module among them
-
+    """Names the APIs accept for any environment name (fitted as ``fullserver.naming.fit_name`` does)."""
     return GatewayNames(
         address=fit_name(GLOBAL_ADDRESS, f"{environment}-gateway"),
         certificate=fit_name(CERTIFICATE, f"{environment}-cert"),

@@ -24,6 +24,11 @@ joined by ``.`` (``separator``)."""
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 SERVICE_TYPE = "kubernetes:core/v1:Service"
 JOB_TYPE = "kubernetes:batch/v1:Job"
+JOB_TTL_HOURS = 24
+"""How long a finished training Job stays (``ttlSecondsAfterFinished``): a working day to read its
+status and its pods' logs. Its nodes do not wait for it: finished pods request nothing, so the
+pool scales to zero when they end. The TTL-after-finished controller (stable since Kubernetes
+1.23, https://kubernetes.io/docs/concepts/workloads/controllers/ttlafterfinished/) deletes it."""
 STORAGE_CLASS_TYPE = "kubernetes:storage.k8s.io/v1:StorageClass"
 CONFIG_GROUP_TYPE = "kubernetes:yaml/v2:ConfigGroup"
 COMPUTE_CLASS_TYPE = "kubernetes:cloud.google.com/v1:ComputeClass"

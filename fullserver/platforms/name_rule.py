@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -59,3 +60,49 @@ class NameRule:
 
 RFC1035 = "a-z0-9-", "a-z", "a-z0-9"
 """Compute Engine and Cloud TPU names: ``[a-z]([-a-z0-9]*[a-z0-9])?`` (RFC 1035 labels)."""
+
+AUTONAME_SUFFIX = "-0a1b2c3"
+"""What bridged autonaming adds: ``-`` and seven random hex characters (these stand for them in checks)."""
+
+_HEX = "0a1b2c3d4e5f"
+_DIGEST = 6
+
+
+def autoname_suffix(rule: NameRule | None = None) -> str:
+    """What ``rule``'s provider adds to a logical name: ``-`` and its count of hex characters."""
+    return "-" + _HEX[: rule.autoname_hex] if rule is not None else AUTONAME_SUFFIX
+
+
+def autoname(logical: str, rule: NameRule | None = None) -> str:
+    """The name a provider's autonaming gives ``logical`` (its random part stood in for)."""
+    name = logical + autoname_suffix(rule)
+    return name.lower() if rule is not None and rule.lowercases else name
+
+
+def fit_to(rule: NameRule, text: str, suffix: str = "", autonamed: bool = False) -> str:
+    """``text`` if the API takes it (with ``suffix`` after it: the autoname's, or the room kept),
+    else the rule's alphabet, cut, and a digest of ``text``."""
+
+    def refused(name: str) -> str | None:  # what the API sees: the autoname, or the name itself
+        return rule.problem(autoname(name, rule) if autonamed else name + suffix)
+
+    if refused(text) is None:
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:_DIGEST]
+    base = text if re.fullmatch(f"[{rule.alphabet}]", "A") else text.lower()
+    base = re.sub(f"[^{rule.alphabet}]+", "-", base)
+    if rule.reserved_prefix:
+        base = base.removeprefix(rule.reserved_prefix)
+    base = re.sub(f"^[^{rule.first}]+", "", base)
+    room = rule.max_len - len(suffix) - _DIGEST - 1
+    # The resource's own part ("-tg", "-net") stays readable at the end; the stack's is cut.
+    head, dash, tail = base.rpartition("-")
+    kind = f"-{tail}" if dash and head and 0 < len(tail) <= min(12, room // 3) else ""
+    if kind:
+        base = head
+    base = re.sub(f"[^{rule.last}]+$", "", base[: room - len(kind)])
+    if not base:
+        base = "fs"
+    name = f"{base}-{digest}{kind}"
+    assert refused(name) is None, (rule, name)
+    return name

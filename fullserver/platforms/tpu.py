@@ -24,6 +24,7 @@ from fullserver.platforms.base import (
 )
 from fullserver.platforms.capacity import SpotQuestion, spot_step
 from fullserver.platforms.quota import tpu as quota
+from fullserver.platforms.supply import SLICES
 from fullserver.platforms.tpu_autostop import autostop
 
 if TYPE_CHECKING:
@@ -337,8 +338,8 @@ RULES = PlatformRules(
         "autostopMinutes": "its nodes run the idle agent and stop themselves",
         **CLOUD_LOGIN,
     },
-    slices=True,
-    image_is_runtime=True,
+    supply=SLICES,
+    boot_image=lambda _image: None,  # fullserver:image names the runtime version (TpuSpec)
     disk_kinds=gcp.DISKS,
     family_disk_kinds=(HYPERDISK_ONLY,),
     default_disk_kind="pd-balanced",
@@ -371,6 +372,7 @@ RULES = PlatformRules(
     group_members=group_members,
     catalog_forms=("tpu_types",),
     autostop=autostop,
+    host_keys_parser=parse_host_keys,
 )
 
 PLATFORMS = (RULES,)

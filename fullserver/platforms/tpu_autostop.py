@@ -39,6 +39,10 @@ STOP_PERMISSIONS = {
 }
 """The custom role's permissions per way (IAM "Cloud TPU roles and permissions")."""
 
+STOPPED_STATES = frozenset({"STOPPING", "STOPPED", "PREEMPTED", "TERMINATED"})
+"""A TPU node's ``state`` (pulumi-gcp ``tpu.V2Vm``; Cloud TPU API ``Node.State``) that is not
+running, nor about to."""
+
 
 def start_argv(node: str, zone: str, project: str) -> list[str]:
     """How ``fullserver start`` starts one stopped single-host TPU VM, argv (https://cloud.google.com/

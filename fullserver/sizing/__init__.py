@@ -66,7 +66,7 @@ def spec_for(
     profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, environment: str
 ) -> EnvironmentSpec:
     """The spec on one platform: declared servers as they are, else the shape sizing chooses."""
-    if rules_for(platform).declared_hardware:
+    if not rules_for(platform).supply.from_catalog:
         return dedicated_spec(profile, workload, catalog, environment, platform)
     if platform in SIZED_AS:
         return kube_spec(profile, workload, platform, catalog, environment)
@@ -235,7 +235,7 @@ def expected_usd_hour(spec: EnvironmentSpec, profile: Profile, workload: Workloa
     if offer is None:
         return None
     per_offer = hourly_rate(offer, workload.region, profile, catalog, spec.platform).usd
-    return per_offer * (1 if rules_for(spec.platform).slices else spec.nodes)
+    return per_offer * rules_for(spec.platform).supply.units(spec.nodes)
 
 
 def _with_choice_note(

@@ -280,7 +280,7 @@ def _shape(q: RankQuestion, catalog: Catalog) -> _Shape:
     feasible, near = ranked(q, catalog)
     cand = feasible[0]
     offer, rules = cand.offer, rules_for(platform)
-    nodes = offer.hosts if rules.slices else q.nodes
+    nodes = rules.supply.nodes(offer.hosts, q.nodes)
     # A serving group is regional and spreads over the shape's zones (fullserver.serving): it
     # takes a single zone only when the stack names one.
     zone = q.zone if profile.serving else _zone(platform, offer, q)
@@ -329,7 +329,7 @@ def build_spec(
     cand, nodes, zone = shape.cand, shape.nodes, shape.zone
     offer = cand.offer
     # A slice is requested through a queued resource when the stack asks, or it spans hosts.
-    queued = rules.slices and (workload.queued or offer.hosts > 1)
+    queued = rules.supply.queued(workload.queued, offer.hosts)
     warnings = [*shape.warnings, *_stack_warnings(workload, offer, queued), *shape.zone_warning]
     public_ip, ranges = _access(profile, workload)
     placeholder = placeholder_ranges_warning(workload.ssh_source_ranges or [], "sshSourceRanges", "SSH connects from")
@@ -359,9 +359,9 @@ def build_spec(
         local_nvme_disk_gib=offer.local_nvme_disk_gib,
         scratch_raid0=shape.local_disks > 0,
         network=_network(shape, public_ip, ranges, workload.ssh_public_keys or []),
-        tpu=_tpu_spec(offer, workload, queued) if rules.slices else None,
+        tpu=_tpu_spec(offer, workload, queued) if rules.supply.named_by_type else None,
         serving=profile.serving,
-        image=None if rules.image_is_runtime else workload.image,
+        image=rules.boot_image(workload.image),
         reservation=workload.reservation,
         capacity_block=workload.capacity_block,
         balance=cand.report,

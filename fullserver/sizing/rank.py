@@ -57,7 +57,7 @@ def suggest(value: str, choices: set[str] | list[str]) -> str:
     return f"did you mean {', '.join(close)}?" if close else f"choose one of: {listed}"
 
 
-def _tpu_requested(q: RankQuestion, offer: Offer, accelerator_name: str | None) -> bool:
+def _tpu_requested(q: _OffersQuestion, offer: Offer, accelerator_name: str | None) -> bool:
     if q.accelerator == offer.name:
         return True
     return accelerator_name == offer.accelerator and q.accelerator_count == offer.total_accelerators
@@ -71,11 +71,11 @@ def _resolved(accelerator: str | None, catalog: Catalog) -> tuple[str | None, bo
     return catalog.accelerator(str(accelerator)).name, False
 
 
-def _candidates(q: RankQuestion, catalog: Catalog) -> list[Offer]:
+def _candidates(q: _OffersQuestion, catalog: Catalog) -> list[Offer]:
     platform = q.platform
     acc_name, is_tpu_type = _resolved(q.accelerator, catalog)
     offers = catalog.offers_on(platform)
-    if rules_for(platform).slices:
+    if rules_for(platform).supply.named_by_type:
         matching = [o for o in offers if _tpu_requested(q, o, acc_name)]
         if not matching:
             types = sorted(o.name for o in offers if acc_name in (None, o.accelerator))
@@ -190,7 +190,7 @@ def assess(
     attach = required_attached_gib(balance, base)
     host = base.model_copy(update={"attached_storage_gib": attach}) if attach else base
     # A slice's hosts talk over ICI; an environment of one slice is one node to the balance.
-    nodes = 1 if rules_for(platform).slices else nodes
+    nodes = rules_for(platform).supply.units(nodes)
     report = evaluate(balance, host, nodes)
     if pool is not None and (misfit := pod_misfit(profile, offer, platform, pool, nodes)):
         return host, report, misfit
@@ -264,18 +264,22 @@ def _distance(report: BalanceReport) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class _AssessQuestion:
-    """``assess``'s arguments: one offer's balance does not depend on the region it is priced in."""
+class _OffersQuestion:
+    """A ``RankQuestion`` less its region and zone: which offers a ranking weighs and their balance
+    (``assess``) do not depend on where each is priced or sold, so every region asks once."""
 
     profile: Same[Profile]
-    offer: Same[Offer]
     platform: Platform
-    nodes: int
     pool: Platform | None
+    accelerator: str | None
+    accelerator_count: int | None
+    nodes: int
 
 
-def _assessed(q: _AssessQuestion, catalog: Catalog) -> tuple[Host, BalanceReport, str]:
-    return assess(q.profile.of, q.offer.of, q.platform, q.nodes, q.pool)
+def _weighed(q: _OffersQuestion, catalog: Catalog) -> tuple[tuple[Offer, Host, BalanceReport, str], ...]:
+    """Each offer of the requested accelerator and count, with its ``assess`` (host, balance,
+    reason), in catalog order; a stack asking for none the platform sells is refused."""
+    return tuple((o, *assess(q.profile.of, o, q.platform, q.nodes, q.pool)) for o in _candidates(q, catalog))
 
 
 def rank(
@@ -312,7 +316,8 @@ def _rank(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tup
         raise refusal
     feasible: list[Candidate] = []
     misses: list[tuple[float, float, NearMiss]] = []
-    for offer in _candidates(q, catalog):
+    weighing = _OffersQuestion(q.profile, platform, pool, q.accelerator, q.accelerator_count, q.nodes)
+    for offer, host, report, reason in catalog.answer(_weighed, weighing):
         if region not in offer.prices:
             misses.append((99, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not priced in {region}")))
             continue
@@ -321,8 +326,6 @@ def _rank(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tup
             misses.append((98, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not offered in {zone}")))
             continue
         usd, spot = compute_price(offer, region, profile, catalog, pool)
-        asked = _AssessQuestion(q.profile, Same(offer), platform, q.nodes, pool)
-        host, report, reason = catalog.answer(_assessed, asked)
         if reason or not report.ok:
             why = reason or report.summary()
             misses.append(

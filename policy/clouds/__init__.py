@@ -2,7 +2,8 @@
 
 A reader module defines ``CLEAR_TEXT`` (resource type -> the clear-text verdicts of one resource),
 ``load_balancers`` (its billed load balancers among a stack's resources), and how a node pool's
-Kubernetes load balancers bill on it (``SERVICE_ANNOTATION``, ``SERVICE_ITEM``, ``GATEWAY_ITEM``).
+Kubernetes load balancers bill on it (``SERVICE_ANNOTATION``, ``SERVICE_ITEM``, ``GATEWAY_ITEM``),
+and ``autostop_grants`` (each autostop grant that reaches beyond the stack, with why).
 """
 
 from __future__ import annotations

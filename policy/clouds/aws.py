@@ -1,8 +1,9 @@
 """AWS's policy reader (``fullserver.clouds.aws``'s ``policy_reader``): its load balancers, as the
-budget bills them and the clear-text policy judges them."""
+budget bills them and the clear-text policy judges them; its nodes' autostop grants."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 
@@ -10,7 +11,10 @@ from pulumi_policy import PolicyResource
 
 from fullserver.catalog.network import Item
 from fullserver.clouds import aws
+from fullserver.platforms import aws_autostop
+from fullserver.rules import LABEL_ENVIRONMENT
 from fullserver.tls import ClearText, clear_text
+from policy.labels import labels_of
 from policy.resources import as_list, marked, on, plain, prop, truthy
 
 KEY = aws.KEY
@@ -43,3 +47,22 @@ def _listener(r: PolicyResource) -> Iterator[ClearText | None]:
 
 
 CLEAR_TEXT: Mapping[str, Callable[[PolicyResource], Iterator[ClearText | None]]] = {LISTENER: _listener}
+
+
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+
+
+def autostop_grants(resources: list[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
+    """Each autostop role policy (``aws_autostop.GRANT_SUFFIX``) that lets a node change Auto Scaling
+    groups beyond the stack's own, or to anything but 0/0 (``aws_autostop.group_stop_problems``)."""
+    groups = [r for r in resources if r.resource_type == aws.ASG]
+    environments = {e for r in groups if (e := labels_of(r.props).get(LABEL_ENVIRONMENT))}
+    for r in resources:
+        autostop = r.resource_type == ROLE_POLICY and r.name.endswith(aws_autostop.GRANT_SUFFIX)
+        text = plain(r.props.get("policy")) if autostop else None
+        try:
+            document = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            continue
+        if isinstance(document, dict):
+            yield from ((r, p) for p in aws_autostop.group_stop_problems(document, environments))

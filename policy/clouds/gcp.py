@@ -1,5 +1,6 @@
 """Google Cloud's policy reader (``fullserver.clouds.gcp``'s ``policy_reader``): its load
-balancers, as the budget bills them and the clear-text policy judges them."""
+balancers, as the budget bills them and the clear-text policy judges them; its nodes' autostop
+grants."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from collections.abc import Callable, Iterator, Mapping
 
 from pulumi_policy import PolicyResource
 
+from fullserver.autostop import grants
 from fullserver.catalog.network import Item
 from fullserver.clouds import gcp
 from fullserver.tls import ClearText, clear_text
-from policy.resources import marked, on, plain, prop
+from policy.resources import as_list, marked, on, plain, prop
 
 KEY = gcp.KEY
 GLOBAL_RULE = "gcp:compute/globalForwardingRule:GlobalForwardingRule"
@@ -49,3 +51,40 @@ def _forwarding(r: PolicyResource) -> Iterator[ClearText | None]:
 
 
 CLEAR_TEXT: Mapping[str, Callable[[PolicyResource], Iterator[ClearText | None]]] = {GLOBAL_RULE: _forwarding}
+
+
+CUSTOM_ROLE = "gcp:projects/iAMCustomRole:IAMCustomRole"
+VM_MEMBER = "gcp:compute/instanceIAMMember:InstanceIAMMember"
+PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
+
+
+def autostop_grants(resources: list[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
+    """Each stop role that holds more than one stop way needs, and each binding of one that reaches
+    beyond the stack's own VMs and groups (``fullserver.autostop.grants``)."""
+    roles: dict[str, list[str]] = {}
+    for r in resources:
+        role_id = str(plain(r.props.get("roleId")) or "") if r.resource_type == CUSTOM_ROLE else ""
+        if role_id.startswith(grants.STOP_ROLE_PREFIX):
+            roles[role_id] = [str(plain(p)) for p in as_list(plain(r.props.get("permissions")))]
+            problem = grants.role_problem(roles[role_id])
+            if problem:
+                yield r, problem
+    vms = {str(plain(r.props.get("name"))) for r in resources if r.resource_type == gcp.INSTANCE}
+    groups = {str(plain(r.props.get("name"))) for r in resources if r.resource_type in (gcp.MIG, gcp.REGION_MIG)}
+    for r in resources:
+        if r.resource_type not in (VM_MEMBER, PROJECT_MEMBER):
+            continue
+        role_id = str(plain(r.props.get("role")) or "").rpartition("/roles/")[2]
+        if role_id not in roles:
+            continue
+        instance = str(plain(r.props.get("instanceName"))) if r.resource_type == VM_MEMBER else None
+        expression = prop(r.props, "condition", "expression")
+        problem = grants.binding_problem(
+            roles[role_id],
+            instance=instance,
+            vms=vms,
+            condition=str(expression) if expression else None,
+            groups=groups,
+        )
+        if problem:
+            yield r, problem

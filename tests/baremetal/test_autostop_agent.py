@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from components import autostop_agent
 from components.autostop import agent_config
 from fullserver.baremetal.ssh import connect, load_private_key
 from tests.baremetal.testbed import SshdHost
@@ -197,3 +199,77 @@ def test_a_restarted_agent_keeps_counting_from_where_it_was(host: SshdHost) -> N
         assert "kept across a restart of the agent" in agent.log()
     finally:
         agent.close()
+
+
+HOLD = """import sys, time
+f = open(sys.argv[1], "rb")
+print("open", flush=True)
+time.sleep(60)
+"""
+
+
+class Holder:
+    """A child process holding ``path`` open, as a TPU workload holds its chips' device files."""
+
+    def __init__(self, path: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL
+        )
+        assert self.proc.stdout is not None and self.proc.stdout.readline() == b"open\n"
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("device", ["dev/accel0", "dev/vfio/0"], ids=["v4-and-earlier", "v5e-and-later"])
+def test_a_tpu_device_file_held_open_is_busy_and_closed_is_idle(tmp_path: Path, device: str) -> None:
+    """Up to v4 a TPU chip is ``/dev/accel<n>``, from v5e ``/dev/vfio/<n>``: the agent finds them
+    under its device root ("/" on a node) and the process holding one in ``/proc/<pid>/fd``."""
+    chip = tmp_path / device
+    chip.parent.mkdir(parents=True)
+    chip.touch()
+    cfg = agent_config(30, device_root=str(tmp_path))
+    assert autostop_agent.tpu_busy(cfg) is None
+    holder = Holder(chip)
+    try:
+        assert autostop_agent.tpu_busy(cfg) == f"TPU device held by pid {holder.proc.pid}"
+    finally:
+        holder.close()
+    assert autostop_agent.tpu_busy(cfg) is None
+
+
+def test_a_tpu_device_is_found_through_its_symlink_and_vfios_control_file_is_not_a_chip(tmp_path: Path) -> None:
+    """``/dev/vfio/vfio`` is VFIO's container, opened by anything using VFIO: only numbered groups
+    are chips. A device reached through a symlink is the file it points to."""
+    (tmp_path / "dev" / "vfio").mkdir(parents=True)
+    control = tmp_path / "dev" / "vfio" / "vfio"
+    control.touch()
+    real = tmp_path / "devices" / "accel-real"
+    real.parent.mkdir()
+    real.touch()
+    (tmp_path / "dev" / "accel1").symlink_to(real)
+    cfg = agent_config(30, device_root=str(tmp_path))
+    holder = Holder(control)
+    try:
+        assert autostop_agent.tpu_busy(cfg) is None
+    finally:
+        holder.close()
+    holder = Holder(real)
+    try:
+        assert autostop_agent.tpu_busy(cfg) == f"TPU device held by pid {holder.proc.pid}"
+    finally:
+        holder.close()
+
+
+def test_without_a_device_root_the_agent_looks_under_the_real_root(tmp_path: Path) -> None:
+    """The node's configuration names no root: a device-like file elsewhere is nobody's chip."""
+    chip = tmp_path / "dev" / "accel0"
+    chip.parent.mkdir()
+    chip.touch()
+    holder = Holder(chip)
+    try:
+        assert autostop_agent.tpu_busy(agent_config(30)) is None
+        assert autostop_agent.tpu_busy(agent_config(30, device_root=str(tmp_path))) is not None
+    finally:
+        holder.close()

@@ -13,13 +13,12 @@ import json
 import re
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from components.autostop import AGENT, CONFIG, STOP, UNIT, agent_source
 from components.graph import Graph, graph_for_config
-from fullserver.plan import plan_paths
-from tests.components.conftest import STACKS
 from tests.components.test_boot_secrets import boot_texts
 from tests.components.test_graph import CLOUD_STACKS
 from tests.components.test_program_config import _declared_defaults
@@ -29,6 +28,8 @@ AGENT_STACKS = {
     "batch-tpu-v5e": 30,
     "exp-aws-l4-spot": 30,
     "exp-aws-spot": 30,
+    "finetune-gcp-a2": 60,
+    "finetune-gcp-g2": 60,
     "train-tpu-v5e": 60,
 }
 """The VM stacks of experimentation, fine-tuning and batch-inference, with their profile's minutes."""
@@ -37,8 +38,6 @@ NO_AGENT = {
     "serve-gcp-realtime": "serving: its floor is its minimum replicas",
     "train-p5-cluster": "scale-training: persistent and protected, no autostop",
     "train-tpu-v5p-slice": "scale-training, and a queued slice takes no startup script",
-    "finetune-gcp-a2": "spot over the balanced set: a regional group, which would recreate a stopped VM",
-    "finetune-gcp-g2": "spot over the balanced set: a regional group, which would recreate a stopped VM",
 }
 
 
@@ -130,16 +129,43 @@ def _scripts(g: Graph) -> list[str]:
     return [t for where, t in boot_texts(g).items() if where.endswith(("userData", "startup-script"))]
 
 
-def test_a_gcp_spot_group_runs_no_agent_and_the_plan_says_why() -> None:
-    """A spot group's member must not stop itself (the group would recreate it); resizing the group
-    to 0 is not built, so no agent is installed there and the plan says so."""
-    from fullserver.platforms.gcp_autostop import GROUP_OFF
+GROUP_PERMISSIONS = [
+    "compute.instanceGroupManagers.get",
+    "compute.instanceGroupManagers.update",
+    "compute.regionOperations.get",
+]
 
-    g = graph("finetune-gcp-g2")
-    assert g.of_type("RegionInstanceGroupManager") and g.of_type("iAMCustomRole:IAMCustomRole") == []
-    assert all(UNIT not in s for s in scripts("finetune-gcp-g2"))
-    plan = plan_paths([STACKS / "Pulumi.finetune-gcp-g2.yaml"])[0]
-    assert plan.autostop is not None and not plan.autostop.on and plan.autostop.off == GROUP_OFF
+
+@pytest.mark.parametrize("stack", ["finetune-gcp-g2", "finetune-gcp-a2"])
+def test_a_gcp_spot_group_s_members_may_resize_their_own_group_and_nothing_else(stack: str) -> None:
+    """A group's member must not stop itself (the group would recreate it): it resizes its group to
+    0, under a role of just that, granted on the project under a condition naming that group."""
+    g = graph(stack)
+    (mig,) = g.of_type("compute/regionInstanceGroupManager:RegionInstanceGroupManager")
+    role = g.one("iAMCustomRole:IAMCustomRole").inputs
+    assert role["permissions"] == GROUP_PERMISSIONS
+    (binding,) = [r for r in g.of_type("projects/iAMMember:IAMMember") if r.name.endswith("-autostop")]
+    assert binding.inputs["role"] == f"projects/{role['project']}/roles/{role['roleId']}"
+    assert binding.inputs["member"] == f"serviceAccount:fs-{stack}@mock-project.iam.gserviceaccount.com"
+    assert binding.inputs["project"] == role["project"] == mig.inputs["project"] == "my-ml-project"
+    group = binding.inputs["condition"]["title"].removeprefix("fullserver autostop ")
+    assert group.startswith(f"{stack}-spot")  # the group's own name, as the provider made it
+    where = f"projects/my-ml-project/regions/{mig.inputs['region']}"
+    assert binding.inputs["condition"]["expression"] == (
+        f'resource.name == "{where}/instanceGroupManagers/{group}" || resource.name.startsWith("{where}/operations/")'
+    )
+    assert not g.of_type("compute/instanceIAMMember:InstanceIAMMember")
+
+
+def test_a_group_s_member_finds_its_group_on_the_metadata_server_and_resizes_it_to_zero() -> None:
+    stop = _heredoc(scripts("finetune-gcp-g2")[0], STOP)
+    assert "md attributes/created-by" in stop
+    assert 'gcloud compute instance-groups managed resize "${group##*/}" --size 0 --region "$region"' in stop
+    assert "instances stop" not in stop
+
+
+def test_a_stopped_gcp_group_is_restored_by_up_with_no_start_command() -> None:
+    assert _start(graph("finetune-gcp-g2")) == (True, [])
 
 
 def test_a_gcp_vm_may_stop_itself_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -238,3 +264,34 @@ def test_a_stopped_single_host_tpu_is_started_again_by_gcloud(stack: str) -> Non
             ]
         ],
     )
+
+
+@pytest.mark.parametrize("stack", sorted(AGENT_STACKS))
+def test_the_autostop_output_counts_the_nodes_the_provider_read_running(stack: str) -> None:
+    auto = graph(stack).outputs["autostop"]
+    assert (auto["runningNodes"], auto["stoppedNow"]) == (1, False)
+
+
+@pytest.mark.parametrize(
+    ("stack", "kind", "read"),
+    [
+        ("finetune-gcp-g2", ":RegionInstanceGroupManager", {"targetSize": 0}),  # the member resized it to 0
+        ("exp-aws-l4-spot", "autoscaling/group:Group", {"desiredCapacity": 0}),  # both groups at 0
+        ("exp-aws-spot", "ec2/instance:Instance", {"instanceState": "stopped"}),
+        ("train-tpu-v5e", "tpu/v2Vm:V2Vm", {"state": "STOPPED"}),
+    ],
+)
+def test_the_autostop_output_says_stopped_when_the_provider_reads_the_nodes_stopped(
+    stack: str, kind: str, read: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``pulumi up --refresh`` (or ``refresh --run-program``) hands the program after a stop."""
+    from components.graph import GraphMocks
+
+    computed = GraphMocks._computed
+
+    def stopped(self: GraphMocks, typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        return {**computed(self, typ, name, inputs), **(read if typ.endswith(kind) else {})}
+
+    monkeypatch.setattr(GraphMocks, "_computed", stopped)
+    auto = graph_for_config(stack, {**_declared_defaults(), **stack_config(stack)}, full=True).outputs["autostop"]
+    assert (auto["runningNodes"], auto["stoppedNow"]) == (0, True)

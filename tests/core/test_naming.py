@@ -211,3 +211,12 @@ def test_the_graph_check_reads_the_objects_a_config_group_creates_and_metadata_n
         "Team-workload/t (kubernetes:batch/v1:Job): pod subdomain 't.x' does not match "
         "[a-z0-9]([a-z0-9-]*[a-z0-9])? (Kubernetes object names)",
     ]
+
+
+def test_the_gke_gateway_fits_its_names_as_naming_does_without_importing_it() -> None:
+    from fullserver.platforms import gke_gateway
+
+    long = "Team_ML.v2-" + "x" * 80
+    for token in (gke_gateway.GLOBAL_ADDRESS, gke_gateway.CERTIFICATE, gke_gateway.CERTIFICATE_MAP_ENTRY):
+        assert gke_gateway.fit_name(token, long) == naming.fit_name(token, long) != long
+        assert gke_gateway.fit_name(token, "prod-gateway") == "prod-gateway"

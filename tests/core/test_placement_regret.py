@@ -91,7 +91,7 @@ def _config(profile: str, acc: str, count: int, gib: int, home: str, **place: An
 def brute_force(profile: str, acc: str, count: int, location: str, gib: int, home: str) -> list[Found]:
     """Every hand-written platform x region stack of the location that plans, priced whole."""
     profiles, catalog = load_profiles(), load_catalog()
-    allowed = [p for p in profiles[profile].platforms if p not in SIZED_AS and not rules_for(p).declared_hardware]
+    allowed = [p for p in profiles[profile].platforms if p not in SIZED_AS and rules_for(p).supply.from_catalog]
     found: list[Found] = []
     for region in RAW["locations"][location]["regions"]:
         for platform in allowed:

@@ -195,3 +195,20 @@ def test_a_row_leaves_the_stacks_own_cluster_and_the_keys_its_platform_refuses()
     )
     assert _row_keys(vm, Platform.EKS_GPU) == {"ssh_public_keys": None}
     assert _row_keys(vm, Platform.GCP_GPU) == {}
+
+
+# --- a plan without its comparison rows (plan --summary) ------------------------------------------
+
+
+def test_a_plan_without_comparison_rows_is_the_same_plan_less_its_rows() -> None:
+    """``plan --summary`` shows no row, so it plans without them: every other field of every example
+    stack's plan is the same, as no row fails a plan or feeds another field (issue 36)."""
+    paths = find_stacks(STACKS, [])
+    full, summary = plan_paths(paths), plan_paths(paths, compared=False)
+    assert [p.stack for p in summary] == [p.stack for p in full]
+    for with_rows, without in zip(full, summary, strict=True):
+        assert without.comparison == [] and without.baseline is None
+        assert without.model_dump(exclude={"comparison", "baseline"}) == with_rows.model_dump(
+            exclude={"comparison", "baseline"}
+        )
+    assert any(p.comparison for p in full), "no example stack has rows: the test proves nothing"

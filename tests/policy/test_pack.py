@@ -33,12 +33,13 @@ EXPECTED = {
     "encrypted-disks": EnforcementLevel.MANDATORY,
     "public-ip-by-profile": EnforcementLevel.MANDATORY,
     "no-api-key-in-clear": EnforcementLevel.MANDATORY,
+    "autostop-grants-scoped": EnforcementLevel.MANDATORY,
     "ephemeral-expiry": EnforcementLevel.MANDATORY,
     "balance-minimums": EnforcementLevel.ADVISORY,
     "production-on-demand-or-reserved": EnforcementLevel.MANDATORY,
     "monthly-budget": EnforcementLevel.MANDATORY,
 }
-STACK_POLICIES = {"balance-minimums", "monthly-budget", "no-api-key-in-clear"}
+STACK_POLICIES = {"autostop-grants-scoped", "balance-minimums", "monthly-budget", "no-api-key-in-clear"}
 
 
 def test_main_only_starts_the_pack() -> None:

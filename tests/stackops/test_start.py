@@ -94,10 +94,13 @@ def test_an_aws_spot_stack_is_brought_back_by_up_with_refresh(
 
 
 def test_dry_run_prints_the_commands_and_runs_none(fake_pulumi: FakePulumi, project: Path, clouds: Clouds) -> None:
-    deployed(fake_pulumi, project, "ft-gcp", stopped(False, GCP_VMS))
+    outputs = stopped(False, GCP_VMS)
+    outputs["autostop"] |= {"runningNodes": 0, "stoppedNow": True}
+    deployed(fake_pulumi, project, "ft-gcp", outputs)
     res = start(fake_pulumi, project, clouds, "ft-gcp", "--dry-run")
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == [" ".join(argv) for argv in GCP_VMS]
+    assert "fullserver start: ft-gcp: stopped, as of its last pulumi up" in res.stderr
     assert clouds.calls() == []
 
 

@@ -199,8 +199,11 @@ def test_an_on_demand_group_is_reached_as_a_spot_group_is(tmp_path: Path, build:
 
 
 def test_an_on_demand_group_is_a_group_to_autostop_too(tmp_path: Path) -> None:
-    """Its members must not stop themselves (the group would recreate them): ``in_group``."""
-    assert gcp_autostop.autostop(_h100_on_demand(tmp_path)) == gcp_autostop.GROUP_OFF
+    """Its members must not stop themselves (the group would recreate them, and Compute Engine
+    stops no stateful group's VM): idle, it is resized to 0, which deletes the data disks too, as
+    the plan's autostop line says (``in_group``)."""
+    way = gcp_autostop.autostop(_h100_on_demand(tmp_path))
+    assert way is gcp_autostop.GROUP_TO_ZERO and "data" in way.lost
 
 
 def test_reserved_and_spot_nodes_keep_no_stateful_disk(plans: Plans) -> None:

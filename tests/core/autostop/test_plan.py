@@ -32,10 +32,25 @@ def test_each_profile_default_reaches_its_vm_stacks_with_the_platform_s_way() ->
     assert single is not None and (single.minutes, single.way) == (60, gcp.INSTANCE_STOP.key)
 
 
-def test_a_gcp_spot_group_runs_no_agent_and_the_plan_says_why() -> None:
+def test_a_gcp_spot_group_is_resized_to_zero_and_restored_by_up() -> None:
     auto = plan("finetune-gcp-g2").autostop  # spot G2: a regional group over the balanced set
-    assert auto is not None and not auto.on
-    assert auto.off.startswith("spot nodes run in a regional managed")
+    assert auto is not None and auto.on
+    assert (auto.minutes, auto.way, auto.restored_by_up) == (60, gcp.GROUP_TO_ZERO.key, True)
+
+
+def test_a_stopped_gcp_group_bills_nothing_of_its_nodes() -> None:
+    """The group deletes its VMs and their disks (the template's disks auto-delete), and a Cloud
+    NAT bills per VM using it: a G2 stack's stopped month is its stack's other lines, here none."""
+    p = plan("finetune-gcp-g2")
+    auto = p.autostop
+    assert auto is not None and auto.bills_while_stopped == []
+    assert {"boot disk", "data disk", "local SSD"} <= {line.item for line in p.cost.lines}
+    assert "all their disks" in auto.lost
+    idle = p.cost.paid_hours - p.cost.productive_hours
+    assert (auto.idle_hours_always_on, auto.idle_hours_with_autostop) == (round(idle, 1), 30.0)
+    assert auto.usd_month_with_autostop == pytest.approx(
+        p.cost.usd_month - p.cost.compute_usd_hour * (idle - 30.0), abs=0.01
+    )
 
 
 def test_serving_scale_training_and_bare_metal_stacks_never_stop() -> None:

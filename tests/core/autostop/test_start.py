@@ -64,3 +64,20 @@ def test_an_output_from_before_start_existed_asks_for_one_up() -> None:
 def test_nothing_to_start_is_an_error_not_a_silent_success() -> None:
     with pytest.raises(InputError, match="lists no node to start"):
         start_plan("ft", outputs(False, []))
+
+
+@pytest.mark.parametrize(
+    ("running", "said"),
+    [
+        (0, "ft: stopped, as of its last pulumi up (or pulumi refresh --run-program)"),
+        (2, "ft: 2 node(s) running, as of its last pulumi up (or pulumi refresh --run-program)"),
+        (None, "ft: its outputs do not say whether it is stopped (run `pulumi up` once)"),
+        ("0", "ft: its outputs do not say whether it is stopped (run `pulumi up` once)"),  # not a count
+        (True, "ft: its outputs do not say whether it is stopped (run `pulumi up` once)"),
+    ],
+)
+def test_the_plan_says_whether_the_nodes_are_stopped_and_as_of_when(running: Any, said: str) -> None:
+    out = outputs(True, [])
+    if running is not None:
+        out["autostop"]["runningNodes"] = running
+    assert start_plan("ft", out).state() == said

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jsonschema
 import pytest
 
 from fullserver import naming
@@ -19,7 +20,8 @@ from fullserver.kube.serve import secret_name
 from fullserver.plan import StackPlan
 from fullserver.platform import Platform
 from fullserver.platforms import name_rules
-from fullserver.platforms.kubernetes import CONFIG_GROUP_TYPE, JOB_TYPE, SERVICE_TYPE
+from fullserver.platforms.kubernetes import CONFIG_GROUP_TYPE, JOB_TTL_HOURS, JOB_TYPE, SERVICE_TYPE
+from tests.crds import validate
 
 
 def test_serving_objects_for_a_serving_spec(plans: dict[str, StackPlan]) -> None:
@@ -125,6 +127,33 @@ def test_a_multi_host_tpu_job_is_what_gke_s_tpu_webhook_gives_its_worker_variabl
     # A GPU job's pods find each other their own way (torchrun's rendezvous): no TPU variables.
     gpu_job, _ = training_job(kube_plan(plans["train-p5-cluster"].spec, Platform.EKS_GPU), "t:1", ["torchrun"])
     assert "env" not in gpu_job["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_a_finished_job_is_removed_a_day_later_and_every_job_is_a_valid_batch_v1_job(
+    plans: dict[str, StackPlan],
+) -> None:
+    """Kubernetes' TTL-after-finished controller deletes the Job ``JOB_TTL_HOURS`` after it ends
+    (its pods with it); every example's Job passes the Job schema written from the API reference
+    (``tests/data/crds/job.schema.json``), which refuses a misspelt or mistyped field."""
+    slice_plan = plans["gke-tpu-slice"].spec.kube
+    assert slice_plan is not None
+    kube_plans = [
+        kube_plan(plans["train-tpu-v5e"].spec, Platform.GKE_TPU),
+        kube_plan(plans["train-p5-cluster"].spec, Platform.EKS_GPU),
+        slice_plan,
+    ]
+    jobs = [training_job(plan, "trainer:1", ["python", "train.py"])[0] for plan in kube_plans]
+    for job in jobs:
+        assert job["spec"]["ttlSecondsAfterFinished"] == JOB_TTL_HOURS * 3600 == 86_400
+        validate(job)
+    wrong = {**jobs[0], "spec": {**jobs[0]["spec"], "ttlSecondsAfterFinished": "1d"}}
+    with pytest.raises(jsonschema.ValidationError, match="'1d' is not of type 'integer'"):
+        validate(wrong)
+    misspelt = {**jobs[0], "spec": {**jobs[0]["spec"], "ttlSecondAfterFinished": 60}}
+    with pytest.raises(jsonschema.ValidationError, match="ttlSecondAfterFinished"):
+        validate(misspelt)
+    assert plans["gke-gpu-attach"].autostop is not None
+    assert plans["gke-gpu-attach"].autostop.off.endswith("a finished training Job is removed 24 h after it ends")
 
 
 def test_a_job_needs_an_image_and_serving_an_endpoint(plans: dict[str, StackPlan]) -> None:

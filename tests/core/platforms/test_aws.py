@@ -6,13 +6,14 @@ import pytest
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import DiskLimits, Request, aws, rules_for
+from fullserver.platforms.supply import MACHINES
 
 RULES = aws.RULES
 
 
 def test_it_is_the_aws_gpu_platform() -> None:
     assert rules_for(Platform.AWS_GPU) is RULES
-    assert (RULES.provider, RULES.declared_hardware, RULES.slices) == ("aws", False, False)
+    assert (RULES.provider, RULES.supply, RULES.boot_image("ami-0abc")) == ("aws", MACHINES, "ami-0abc")
     assert RULES.accelerator_kinds == {AcceleratorKind.GPU, AcceleratorKind.TRAINIUM, AcceleratorKind.INFERENTIA}
     assert PricingModel.DEDICATED_MONTHLY not in RULES.pricing
     assert set(RULES.options) == {

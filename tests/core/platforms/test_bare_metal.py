@@ -6,24 +6,20 @@ import pytest
 
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import Request, bare_metal, option_refusal, rules_for, zone_problem
+from fullserver.platforms.supply import DECLARED
 
 RULES = bare_metal.RULES
 
 
 def test_it_is_the_bare_metal_platform() -> None:
     assert rules_for(Platform.BARE_METAL) is RULES
-    assert (RULES.provider, RULES.declared_hardware, RULES.configured_over_ssh) == ("dedicated", True, True)
+    assert (RULES.provider, RULES.supply) == ("dedicated", DECLARED)
     assert RULES.accelerator_kinds == {AcceleratorKind.GPU}
     assert RULES.pricing == set(PricingModel)  # the contract sets the price
     assert set(RULES.options) == {"dedicated", "sshPrivateKey"}
     # Nothing is provisioned: no cloud disks, no placement, no catalog zones, no hourly comparison.
     assert (RULES.default_disk_kind, RULES.disk_kinds, RULES.boot_disk_sized) == ("", {}, False)
-    assert (RULES.compact_placement, RULES.zone_from_catalog, RULES.hourly_gpus, RULES.slices) == (
-        False,
-        False,
-        False,
-        False,
-    )
+    assert (RULES.compact_placement, RULES.zone_from_catalog, RULES.hourly_gpus) == (False, False, False)
 
 
 @pytest.mark.parametrize("zone", ["fra-rack-4", "dc1", "us-east-1a"])

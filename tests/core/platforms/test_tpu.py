@@ -9,6 +9,7 @@ import pytest
 from fullserver.platform import AcceleratorKind, Platform, PricingModel
 from fullserver.platforms import Request, gcp, option_refusal, rules_for, tpu
 from fullserver.platforms.capacity import SpotQuestion
+from fullserver.platforms.supply import SLICES
 
 RULES = tpu.RULES
 
@@ -20,12 +21,8 @@ def test_it_is_the_tpu_vm_platform() -> None:
     assert set(RULES.options) == {"queued", "reservation", "image", "sshPublicKeys", "sshPrivateKey", "autostopMinutes"}
     # A slice is one resource: its hosts are the nodes, its boot disk is part of it, it is not
     # placed by a policy, and fullserver:image names its runtime version.
-    assert (RULES.slices, RULES.boot_disk_sized, RULES.compact_placement, RULES.image_is_runtime) == (
-        True,
-        False,
-        False,
-        True,
-    )
+    assert (RULES.supply, RULES.boot_disk_sized, RULES.compact_placement) == (SLICES, False, False)
+    assert RULES.boot_image("tpu-ubuntu2204-base") is None
     assert RULES.multi_node == tpu.MULTISLICE and RULES.zone_from_catalog and not RULES.hourly_gpus
     # The same disks, zones and region peers as Compute Engine.
     assert (RULES.disk_kinds, RULES.zone_form, RULES.region_peers) == (gcp.DISKS, gcp.ZONES, gcp.REGION_PEERS)
