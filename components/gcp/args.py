@@ -34,10 +34,12 @@ class GcpGpuArgs(CommonArgs):
     serving: NotRequired[ServingArgs]
     project: NotRequired[pulumi.Input[str]]
     capacity_machine_types: NotRequired[list[str]]
-    """Spot nodes as a regional group over the balanced set (``components.gcp.flexible``): its
-    machine types, cheapest first (the template's own first)."""
+    """Spot or on-demand nodes as a regional group over the balanced set (``components.gcp.flexible``):
+    its machine types, cheapest first (the template's own first)."""
     capacity_zones: NotRequired[list[str]]
     """The zones the group spreads over: every zone of the region listing a member."""
+    capacity_stateful_disks: NotRequired[list[str]]
+    """The template disks the group keeps across a VM's recreation (``gcp_capacity.stateful_disks``)."""
 
 
 # GCP accelerator type names for GPUs attached to N1 hosts: the GCP platform module's table.
@@ -69,9 +71,10 @@ def gcp_args(spec: EnvironmentSpec, project: pulumi.Input[str] | None = None) ->
     if serving is not None:
         args["serving"] = serving
     held = spec.capacity
-    if spec.spot and held is not None and held.used and not gcp_capacity.mig_reason(spec):
+    if held is not None and gcp_capacity.in_group(spec):
         args["capacity_machine_types"] = held.machine_types
         args["capacity_zones"] = held.zones
+        args["capacity_stateful_disks"] = gcp_capacity.stateful_disks(spec)
     if project is not None:
         args["project"] = project
     return args

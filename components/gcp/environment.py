@@ -1,6 +1,7 @@
 """``GcpGpuEnvironment``: Compute Engine GPU VMs (A2/A3/A4/G2, or N1 with attached GPUs), per the spec.
 
-Each node is a ``compute.Instance``: see the design notes.
+Nodes are a regional group over the balanced set (``components.gcp.flexible``) or, where
+``gcp_capacity.mig_reason`` says why not, one ``compute.Instance`` each: see the design notes.
 
 Design notes: docs/design/components.md.
 """
@@ -292,13 +293,13 @@ class GcpGpuEnvironment(EnvironmentComponent):
     """GCP GPU VMs (or a managed serving group) with network, identity and storage per the spec.
 
     ``connect``: SSH through IAP (or directly to a public IP when SSH ranges are configured).
-    ``nodes``: each VM and the way into it, empty for a serving group; ``node_groups``: the
-    serving group and the command that lists its replicas.
+    ``nodes``: each VM and the way into it, empty for a group; ``node_groups``: the serving or
+    regional group (spot or on demand) and the command that lists its members.
     """
 
     instance_names: pulumi.Output[list[str]]
     instance_group: pulumi.Output[str]
-    """The serving group's instance group URL (empty without serving)."""
+    """The serving or regional group's instance group URL (empty for single VMs)."""
 
     def __init__(self, name: str, args: GcpGpuArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         validate_gcp(args)  # before super().__init__: a refused spec registers nothing
@@ -348,18 +349,21 @@ class GcpGpuEnvironment(EnvironmentComponent):
     def _flexible(
         self, name: str, args: GcpGpuArgs, vm: _Vm, net: GcpNetwork, sa: gcp.serviceaccount.Account
     ) -> GcpServing:
-        """Spot nodes as a regional group over the balanced set (``components.gcp.flexible``), whose
-        members may resize it to 0 when idle."""
+        """Spot or on-demand nodes as a regional group over the balanced set
+        (``components.gcp.flexible``), whose members may resize it to 0 when idle."""
         project = args.get("project")
         mig = flexible_group(
             self,
             name,
+            kind="spot" if args["spot"] else "ondemand",
             project=project,
             region=args["region"],
             nodes=args["nodes"],
             template=_serving_template(name, args, vm, net),
             machine_types=args["capacity_machine_types"],
             zones=args.get("capacity_zones", []),
+            stateful_disks=args.get("capacity_stateful_disks", []),
+            protect=args["protect"],
             egress=net.egress,
         )
         auto = args.get("autostop")

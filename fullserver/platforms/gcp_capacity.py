@@ -1,12 +1,23 @@
 """What Compute Engine tries when GPU capacity is out, for ``gcp-gpu`` (``PlatformRules.capacity_steps``):
 the balanced set (``fullserver.capacity``) handed to a regional managed instance group's instance
-flexibility, and the rules the API enforces on such a group, checked before anything is made."""
+flexibility, spot or on demand, and the rules the API enforces on such a group, checked before
+anything is made (docs/deploying.md, "GCP instance flexibility")."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fullserver.capacity import CapacitySet, CapacityStep, peak_usd_hour, shapes_text, single_shape, spot_range
+from fullserver.capacity import (
+    CapacitySet,
+    CapacityStep,
+    peak_usd_hour,
+    price_range,
+    shapes_text,
+    single_shape,
+    spot_range,
+)
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gcp_gpu_nics import gpu_nic_plan
 
@@ -26,25 +37,88 @@ FLEXIBLE_SHAPES = frozenset({"BALANCED", "ANY", "ANY_SINGLE_ZONE"})
 """Target shapes that take an instance flexibility policy: EVEN (and an unset shape) does not.
 Google's limitations section was not read whole; Spinnaker clouddriver's validator (2026) refuses
 flexibility with EVEN and on zonal groups, and ``docs/deploying.md`` records it."""
+DATA_DEVICE = "data"
+"""The data disk's device name in the template (``/dev/disk/by-id/google-data``), kept by the group."""
+STATEFUL_DELETE_RULE = "ON_PERMANENT_INSTANCE_DELETION"
+"""A stateful disk outlives autohealing, updates and recreation, and goes with its VM's permanent
+deletion, the group's own included (Compute API ``StatefulPolicyPreservedStateDiskDevice.autoDelete``):
+``pulumi destroy`` leaves no disk behind. ``NEVER``, the default, would."""
+STATEFUL_REPLACEMENT = "RECREATE"
+"""A stateful group replaces a VM under its own name ("Configuring stateful persistent disks in MIGs",
+limitations: rolling updates need ``RECREATE``)."""
 
 
-def flexibility_refusal(target_shape: str, redistribution: str, machine_types: list[str]) -> Refusal | None:
-    """What the API refuses of a regional group's flexibility policy, checked before any resource:
-    a shape that takes none (``FLEXIBLE_SHAPES``), proactive redistribution with a shape that
-    needs it off, and a machine type listed twice (selections must not overlap)."""
-    if len(machine_types) > 1 and target_shape not in FLEXIBLE_SHAPES:
-        what = f"instance flexibility needs target shape {', '.join(sorted(FLEXIBLE_SHAPES))}, not {target_shape}"
-        return Refusal("capacity", "distribution_policy_target_shape", what, "re-plan with the core")
-    if target_shape != "EVEN" and redistribution != "NONE":
-        what = f"target shape {target_shape} needs instance_redistribution_type NONE, not {redistribution}"
-        return Refusal("capacity", "update_policy", what, "re-plan with the core")
-    if len(set(machine_types)) != len(machine_types):
-        return Refusal("capacity", "machine_types", "a machine type is listed twice", "re-plan with the core")
+@dataclass(frozen=True)
+class GroupPolicy:
+    """What a regional group is asked for, as the API judges it (``flexibility_refusal``)."""
+
+    target_shape: str
+    redistribution: str
+    machine_types: tuple[str, ...]
+    stateful_disks: tuple[str, ...] = ()
+    replacement: str = "SUBSTITUTE"
+    max_unavailable: int = 1
+
+
+def _flexible_shape(g: GroupPolicy) -> str:
+    if len(g.machine_types) > 1 and g.target_shape not in FLEXIBLE_SHAPES:
+        return f"instance flexibility needs target shape {', '.join(sorted(FLEXIBLE_SHAPES))}, not {g.target_shape}"
+    return ""
+
+
+def _shape_redistribution(g: GroupPolicy) -> str:
+    if g.target_shape != "EVEN" and g.redistribution != "NONE":
+        return f"target shape {g.target_shape} needs instance_redistribution_type NONE, not {g.redistribution}"
+    return ""
+
+
+def _listed_twice(g: GroupPolicy) -> str:
+    return "a machine type is listed twice" if len(set(g.machine_types)) < len(g.machine_types) else ""
+
+
+def _stateful_redistribution(g: GroupPolicy) -> str:
+    if g.stateful_disks and g.redistribution != "NONE":
+        return f"a regional stateful group needs instance_redistribution_type NONE, not {g.redistribution}"
+    return ""
+
+
+def _stateful_replacement(g: GroupPolicy) -> str:
+    if g.stateful_disks and g.replacement != STATEFUL_REPLACEMENT:
+        return f"a stateful group replaces by {STATEFUL_REPLACEMENT}, not {g.replacement}"
+    return ""
+
+
+def _recreate_unavailable(g: GroupPolicy) -> str:
+    if g.replacement == "RECREATE" and g.max_unavailable < 1:
+        return "RECREATE needs max_unavailable_fixed above 0"
+    return ""
+
+
+GROUP_RULES: tuple[tuple[str, Callable[[GroupPolicy], str]], ...] = (
+    ("distribution_policy_target_shape", _flexible_shape),
+    ("update_policy", _shape_redistribution),
+    ("machine_types", _listed_twice),
+    # "Configuring stateful MIGs", limitations: redistribution NONE (it would delete stateful VMs
+    # to rebalance zones), and rolling updates by RECREATE
+    ("update_policy", _stateful_redistribution),
+    ("update_policy", _stateful_replacement),
+    # pulumi-gcp RegionInstanceGroupManagerUpdatePolicy.replacement_method: RECREATE needs max unavailable > 0
+    ("update_policy", _recreate_unavailable),
+)
+"""Each rule the API enforces on a regional group with flexibility: its field and what it refuses."""
+
+
+def flexibility_refusal(group: GroupPolicy) -> Refusal | None:
+    """The first of ``GROUP_RULES`` the group breaks, before any resource is made."""
+    for field, broken in GROUP_RULES:
+        what = broken(group)
+        if what:
+            return Refusal("capacity", field, what, "re-plan with the core")
     return None
 
 
 def mig_reason(spec: EnvironmentSpec) -> str:
-    """Why the spot nodes stay single VMs ("": a regional group takes the set). A reservation is
+    """Why the nodes stay single VMs ("": a regional group takes the set). A reservation is
     zonal and named; compact placement keeps nodes in one zone and a multi-node A3/A4's GPU NICs
     are zonal networks; a serving group is its own MIG (``components.gcp.serving``); N1 with
     attached GPUs carries them in the template, not the machine type (unconfirmed with flexibility)."""
@@ -60,49 +134,62 @@ def mig_reason(spec: EnvironmentSpec) -> str:
 
 
 def in_group(spec: EnvironmentSpec) -> bool:
-    """Whether the nodes are a regional managed instance group's members over the balanced set
-    (``components.gcp.flexible``) rather than VMs of their own: spot, a set found, and nothing
-    ``mig_reason`` names keeping them single."""
+    """The nodes are a regional group's members over the balanced set (spot or on demand), not VMs
+    of their own: what the components build and what may stop them (``gcp_autostop``) ask this."""
     held = spec.capacity
-    return spec.spot and held is not None and held.used and not mig_reason(spec)
+    return held is not None and held.used and not mig_reason(spec)
+
+
+def stateful_disks(spec: EnvironmentSpec) -> list[str]:
+    """The template disks an on-demand group keeps across a VM's recreation: its data disk. A spot
+    group keeps none (a preempted VM is deleted and its disks with it: stage data from a bucket)."""
+    return [DATA_DEVICE] if in_group(spec) and not spec.spot and spec.data_disk is not None else []
+
+
+def _kept(spec: EnvironmentSpec) -> str:
+    """What a recreated VM of an on-demand group keeps (Compute Engine "How some operations affect
+    preserved state": stateful disks are reattached; a stateless boot disk comes from the image)."""
+    kept = "name, zone and /data disk" if spec.data_disk is not None else "name and zone"
+    return f"a VM the group recreates (host error, repair) keeps its {kept}, not its boot disk, /scratch or addresses"
 
 
 def capacity_steps(spec: EnvironmentSpec, found: CapacitySet) -> CapacitySet:
     """What Compute Engine tries on a stockout, in order (``PlatformRules.capacity_steps``).
 
-    Spot: one regional managed instance group whose instance flexibility policy lists the set
-    (each member its own selection, ranked cheapest first: "lower rank, higher preference") over
-    every zone listing a member, shape BALANCED; a preempted VM is recreated by the group when
-    capacity returns. No on-demand fallback is built (``no_spot_fallback``). On-demand, reserved
-    and the cases ``mig_reason`` names stay one ``compute.Instance`` per node, the chosen type
-    in one zone."""
+    Spot or on demand: one regional managed instance group whose instance flexibility policy lists
+    the set (each member its own selection, ranked cheapest first: "lower rank, higher preference")
+    over every zone listing a member, shape BALANCED; it keeps retrying a node it cannot create.
+    Spot has no on-demand fallback (docs/deploying.md: no Compute Engine mechanism starts one).
+    Reserved nodes and the cases ``mig_reason`` names stay one ``compute.Instance`` per node, the
+    chosen type in one zone; serving is its own group (``components.gcp.serving``)."""
     chosen = found.members[0]
     zone = spec.zone or "the provider's default zone"
     if spec.serving is not None:
         what = f"on-demand {chosen.machine_type} replicas in the serving group's zones; a zone out of capacity, another"
         return single_shape(found, what, chosen.on_demand_usd_hour)
-    if not spec.spot:
-        what = (
-            f"on-demand {chosen.machine_type}, one VM per node in {zone}: a stockout "
-            "(ZONE_RESOURCE_POOL_EXHAUSTED) fails pulumi up and nothing else is tried; re-run up later or pin another zone"
-        )
-        return single_shape(found, what, chosen.usd_hour)
     why = mig_reason(spec)
     if why:
+        kind, rate = ("spot", chosen.spot_usd_hour or chosen.usd_hour) if spec.spot else ("on-demand", chosen.usd_hour)
         what = (
-            f"spot {chosen.machine_type}, one VM per node in {zone} ({why}): a stockout fails pulumi up; nothing else"
+            f"{kind} {chosen.machine_type}, one VM per node in {zone} ({why}): a stockout "
+            "(ZONE_RESOURCE_POOL_EXHAUSTED) fails pulumi up and nothing else is tried; re-run up later"
         )
-        return single_shape(found, what, chosen.spot_usd_hour or chosen.usd_hour)
+        return single_shape(found, what, rate)
     zones = ", ".join(found.zones) or "the region's zones"
-    low, high = spot_range(found.members)
-    steps = [
-        CapacityStep(
-            what=f"spot: a regional group over {shapes_text(found.members)} (instance flexibility, cheapest "
-            f"ranked first) in {zones} ({MIG_TARGET_SHAPE}); a preempted VM is recreated when capacity returns",
+    group = f"a regional group over {shapes_text(found.members)} (instance flexibility, cheapest ranked first) in {zones} ({MIG_TARGET_SHAPE})"
+    if spec.spot:
+        low, high = spot_range(found.members)
+        first = CapacityStep(
+            what=f"spot: {group}; a preempted VM is recreated when capacity returns",
             usd_hour_low=low,
             usd_hour_high=high,
-        ),
-        CapacityStep(what="spot out everywhere: the group keeps retrying; no on-demand fallback is built"),
-    ]
-    used = found.model_copy(update={"steps": steps, "used": True})
-    return used.model_copy(update={"peak_usd_hour": peak_usd_hour(used, spot=True, fallback=False)})
+        )
+        last = CapacityStep(what="spot out everywhere: the group keeps retrying; no on-demand fallback is built")
+    else:
+        low, high = price_range([m.usd_hour for m in found.members])  # on demand, or its committed rate
+        first = CapacityStep(what=f"on-demand: {group}", usd_hour_low=low, usd_hour_high=high, how=_kept(spec))
+        last = CapacityStep(
+            what="every type out in every zone: the group keeps retrying (pulumi up does not wait); nothing else is tried"
+        )
+    used = found.model_copy(update={"steps": [first, last], "used": True})
+    return used.model_copy(update={"peak_usd_hour": peak_usd_hour(used, spot=spec.spot, fallback=False)})

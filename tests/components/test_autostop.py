@@ -114,13 +114,14 @@ def test_an_aws_instance_stops_itself_and_keeps_its_volumes() -> None:
 
 
 def _on_demand(stack: str, project: Path) -> Graph:
-    """A fine-tuning stack on demand (a profile of the project's own): one VM per node."""
+    """A fine-tuning stack on demand (a profile of the project's own) in a zonal reservation: one VM
+    per node (``gcp_capacity.mig_reason``; without one the nodes are a regional group's)."""
     (project / "Pulumi.yaml").write_text("name: team\nruntime: python\n")
     (project / "profiles").mkdir(exist_ok=True)
     (project / "profiles" / "on-demand-tuning.yaml").write_text(
         "extends: fine-tuning\ndescription: fine-tuning on demand\npricing: on-demand\n"
     )
-    config = {**_declared_defaults(), **stack_config(stack, profile="on-demand-tuning")}
+    config = {**_declared_defaults(), **stack_config(stack, profile="on-demand-tuning", reservation="ml-reservation")}
     return graph_for_config(stack, config, full=True)
 
 

@@ -37,7 +37,7 @@ PUBLIC = [Environment, TpuVmEnvironment, AwsGpuEnvironment, GcpGpuEnvironment]
         ),
         (
             "finetune-gcp-g2",
-            {"spot": False},  # on demand: one VM per node (spot takes a regional group, below)
+            {"spot": False, "capacity": None},  # no balanced set: one VM per node (over it, a regional group, below)
             "fullserver:index:GcpGpuEnvironment",
             # public IP but no SSH ranges: through IAP
             r"gcloud compute ssh finetune-gcp-g2-node-0-[0-9a-f]{6} --zone us-central1-a --project mock-project"

@@ -71,9 +71,12 @@ def test_every_node_is_labelled_and_nothing_is_open_to_the_internet(graphs: dict
 
 @pytest.fixture(scope="module")
 def on_demand_g2(plans: Plans) -> Graph:
-    """finetune-gcp-g2 on demand: one VM per node (on spot, capvm builds a regional group)."""
+    """finetune-gcp-g2 on demand without a balanced set: one VM per node (over the set, spot or on
+    demand, the nodes are a regional group's: ``gcp_capacity.in_group``)."""
     plan = plans["finetune-gcp-g2"]
-    return graph_for_plan(plan.model_copy(update={"spec": plan.spec.model_copy(update={"spot": False})}))
+    return graph_for_plan(
+        plan.model_copy(update={"spec": plan.spec.model_copy(update={"spot": False, "capacity": None})})
+    )
 
 
 def test_summaries_show_the_inputs_that_matter(graphs: dict[str, Graph], on_demand_g2: Graph) -> None:

@@ -83,14 +83,16 @@ def test_a_private_gcp_cluster_exports_each_vm_behind_iap(catalog: Catalog, buil
 
 def test_a_gcp_vm_open_to_ssh_ranges_is_reached_directly_at_its_public_address(plans: Plans, build: Build) -> None:
     spec = with_network(
-        spec_of(plans, "finetune-gcp-g2", spot=False),  # on demand: one VM per node
+        spec_of(plans, "finetune-gcp-g2", spot=False, capacity=None),  # no balanced set: one VM per node
         public_ip=True,
         ssh_source_ranges=[OFFICE],
         ssh_public_keys=[ED25519_KEY],
     )
     g = build(lambda: GcpGpuEnvironment("g2", gcp_args(spec, project="proj")))
-    # spot: the regional group's members are as public, so its row says ssh too
-    group = build(lambda: GcpGpuEnvironment("g2s", gcp_args(spec.model_copy(update={"spot": True}), project="proj")))
+    # spot over the set: the regional group's members are as public, so its row says ssh too
+    held = spec_of(plans, "finetune-gcp-g2").capacity
+    spot = spec.model_copy(update={"spot": True, "capacity": held})
+    group = build(lambda: GcpGpuEnvironment("g2s", gcp_args(spot, project="proj")))
     assert group.outputs["nodes"] == [] and [gr["via"] for gr in group.outputs["node_groups"]] == ["ssh"]
     [node] = g.outputs["nodes"]
     assert node["via"] == "ssh" and node["proxyCommand"] == []
@@ -101,7 +103,8 @@ def test_a_gcp_vm_open_to_ssh_ranges_is_reached_directly_at_its_public_address(p
 
 def test_a_public_gcp_vm_without_ssh_ranges_still_goes_through_iap(plans: Plans, build: Build) -> None:
     """A public address alone is not a way in: without SSH ranges the firewall admits only IAP."""
-    g = build(lambda: Environment("ft", environment_args(spec_of(plans, "finetune-gcp-g2", spot=False))))
+    single = spec_of(plans, "finetune-gcp-g2", spot=False, capacity=None)  # no balanced set: one VM
+    g = build(lambda: Environment("ft", environment_args(single)))
     [node] = g.outputs["nodes"]
     # spot: the regional group is reached through IAP as well
     spot = build(lambda: Environment("fs", environment_args(spec_of(plans, "finetune-gcp-g2"))))

@@ -37,7 +37,8 @@ def team_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "extends: fine-tuning\n"
         "description: fine-tuning, and every node measured after pulumi up\n"
         "verify: {on_up: true, fio_seconds: 3, fio_size_mib: 64}\n"
-        # on demand: one VM per node, which verify reaches (a spot stack's regional group, below, is not)
+        # on demand (in a zonal reservation, below): one VM per node, which verify reaches (a regional
+        # group's members, spot or on demand, are not)
         "pricing: on-demand\n"
     )
     (tmp_path / "profiles" / "verified-spot-tuning.yaml").write_text(
@@ -47,8 +48,8 @@ def team_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _graph(profile: str, key: str | None) -> Graph:
-    config = stack_config("finetune-gcp-a2", profile=profile)
+def _graph(profile: str, key: str | None, **changes: Any) -> Graph:
+    config = stack_config("finetune-gcp-a2", profile=profile, **changes)
     if key is not None:
         config["fullserver:sshPrivateKey"] = key  # what the program is handed: Pulumi decrypted it
     return graph_for_config("finetune-gcp-a2", config)
@@ -62,7 +63,7 @@ def test_an_opted_in_profile_with_a_stack_key_verifies_the_nodes_last(
     team_project: Path, private_key: tuple[str, str]
 ) -> None:
     text, public = private_key
-    g = _graph("verified-tuning", text)
+    g = _graph("verified-tuning", text, reservation="ml-reservation")  # a reservation keeps single VMs
     [row] = _verify_rows(g)
     assert row.inputs["profile"] == "verified-tuning"
     assert (row.inputs["fio_seconds"], row.inputs["fio_size_mib"], row.inputs["scratch"]) == (3, 64, "/scratch")

@@ -539,7 +539,7 @@ def test_keys_reach_gcp_and_tpu_nodes_as_metadata_and_aws_nodes_through_user_dat
         spec = plans[stack].spec
         return spec.model_copy(update={"network": spec.network.model_copy(update={"ssh_public_keys": keys})})
 
-    on_demand = with_keys("finetune-gcp-g2").model_copy(update={"spot": False})  # one VM per node
+    on_demand = with_keys("finetune-gcp-g2").model_copy(update={"spot": False, "capacity": None})  # one VM a node
     vm = build(lambda: GcpGpuEnvironment("g", gcp_args(on_demand))).one("compute/instance:Instance")
     # spot: the regional group's instance template carries them to every member
     member = build(lambda: GcpGpuEnvironment("gs", gcp_args(with_keys("finetune-gcp-g2")))).one(

@@ -93,6 +93,32 @@ def test_gcp_spot_is_a_regional_group_over_the_set_without_an_on_demand_step(tmp
     assert held.peak_usd_hour == held.dearest.spot_usd_hour
 
 
+def test_gcp_on_demand_is_a_regional_group_over_the_set_that_keeps_each_data_disk(tmp_path: Path) -> None:
+    """8 x H100 of scale-training on demand (no reservation): Compute Engine picks the first type
+    with capacity, cheapest ranked first, in any zone listing one; nothing else is tried after."""
+    config = stack_config(
+        "finetune-gcp-g2", zone=None, profile="scale-training", accelerator="H100-80GB", acceleratorCount=8
+    )
+    plan = plan_offline(write_stack(tmp_path, "h100", config))
+    held = plan.spec.capacity
+    assert isinstance(held, CapacitySet) and held.used
+    assert held.machine_types == ["a3-highgpu-8g", "a3-megagpu-8g"]
+    assert headline(held, spot=False) == "on-demand over 2 shape(s) x 3 zones"
+    rows = capacity_rows(held)
+    assert [r[0] for r in rows] == ["1", "2", "expected", "at most"]
+    assert rows[0][1].startswith(
+        "on-demand: a regional group over a3-highgpu-8g, a3-megagpu-8g (instance flexibility, cheapest ranked "
+        "first) in us-central1-a, us-central1-b, us-central1-c (BALANCED): a VM the group recreates"
+    )
+    assert "keeps its name, zone and /data disk, not its boot disk, /scratch or addresses" in rows[0][1]
+    # the committed rates sizing ranked the two at, cheapest first, as the cost lines bill them
+    low, high = held.members[0].usd_hour, held.members[1].usd_hour
+    assert low < high and rows[0][2] == f"${low:,.2f}-{high:,.2f}" and rows[2][2] == f"${low:,.2f}"
+    assert rows[1][2] == "" and "keeps retrying" in rows[1][1] and "nothing else is tried" in rows[1][1]
+    assert held.peak_usd_hour == held.dearest.on_demand_usd_hour == held.members[1].on_demand_usd_hour
+    assert rows[3][2] == f"${held.peak_usd_hour:,.2f}"
+
+
 def test_a_set_asks_each_quota_at_the_most_any_member_needs_not_the_sum() -> None:
     def need(code: str, amount: float, why: str) -> QuotaNeed:
         return QuotaNeed("aws", "ec2", code, code, "us-east-1", amount, "vCPUs", why, "src")

@@ -30,7 +30,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.policy import _NotApplicableError
 
-from components.graph import GraphMocks, Row, plan_with_graphs
+from components.graph import Graph, GraphMocks, Row, plan_with_graphs
 from fullserver.plan import StackPlan, plan_paths
 from fullserver.stacks import find_stacks
 from policy import guardrails
@@ -200,16 +200,18 @@ def by_name(name: str) -> ResourceValidationPolicy | StackValidationPolicy:
 @pytest.fixture(scope="session")
 def captured() -> dict[str, CapturedStack]:
     """Every example stack (sized by the core, built by the real program under mocks), by name."""
-    out: dict[str, CapturedStack] = {}
-    for plan, graph in plan_with_graphs(plan_paths(find_stacks(STACKS, []))):
-        stack = CapturedStack(plan.stack, plan)
-        for row in graph.rows:
-            if row.custom:
-                stack.resources.append(
-                    Captured(plan.stack, row.type, row.name, copy.deepcopy(row.inputs), _mock_outputs(row))
-                )
-        out[plan.stack] = stack
-    return out
+    return {plan.stack: capture(plan, graph) for plan, graph in plan_with_graphs(plan_paths(find_stacks(STACKS, [])))}
+
+
+def capture(plan: StackPlan, graph: Graph) -> CapturedStack:
+    """One stack's resources as the policy engine would hand them to the pack."""
+    stack = CapturedStack(plan.stack, plan)
+    for row in graph.rows:
+        if row.custom:
+            stack.resources.append(
+                Captured(plan.stack, row.type, row.name, copy.deepcopy(row.inputs), _mock_outputs(row))
+            )
+    return stack
 
 
 @pytest.fixture

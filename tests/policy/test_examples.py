@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
 
+from components.graph import graph_for_stack_plan
 from policy import guardrails
-from tests.policy.conftest import NOT_APPLICABLE, CapturedStack, policy_resources, run_resource, run_stack
+from tests.core.test_stack_config import plan_offline, stack_config, write_stack
+from tests.policy.conftest import NOT_APPLICABLE, CapturedStack, capture, policy_resources, run_resource, run_stack
 
 RESOURCE_POLICIES = [p for p in guardrails.POLICIES if isinstance(p, ResourceValidationPolicy)]
 STACK_POLICIES = [p for p in guardrails.POLICIES if isinstance(p, StackValidationPolicy)]
@@ -43,3 +47,20 @@ def test_stack_policies_pass_on_every_example(
     failures = {s.stack: run_stack(policy, policy_resources(s), GENEROUS) for s in captured.values()}
     found = {k: v for k, v in failures.items() if v}
     assert found == {}
+
+
+def test_every_policy_passes_on_an_on_demand_gcp_group_over_the_set(tmp_path: Path) -> None:
+    """No example stack builds one (the GCP GPU examples are spot): 8 x H100 of scale-training on
+    demand, a stateful regional group over a3-highgpu-8g and a3-megagpu-8g."""
+    config = stack_config(
+        "finetune-gcp-g2", zone=None, profile="scale-training", accelerator="H100-80GB", acceleratorCount=8
+    )
+    plan = plan_offline(write_stack(tmp_path, "h100", config))
+    stack = capture(plan, graph_for_stack_plan(plan))
+    assert {r.type for r in stack.resources} >= {
+        "gcp:compute/regionInstanceGroupManager:RegionInstanceGroupManager",
+        "gcp:compute/instanceTemplate:InstanceTemplate",
+    }
+    failures = [f"{r.name}: {v}" for p in RESOURCE_POLICIES for r in stack.resources for v in run_resource(p, r)]
+    failures += [f"{p.name}: {v}" for p in STACK_POLICIES for v in run_stack(p, policy_resources(stack), GENEROUS)]
+    assert [f for f in failures if not f.endswith(NOT_APPLICABLE)] == []

@@ -91,7 +91,7 @@ def test_g2_fine_tuning_vm(plans: Plans, build: Build) -> None:
 
 
 def test_on_demand_a2_uses_standard_provisioning(plans: Plans, build: Build) -> None:
-    spec = spec_of(plans, "finetune-gcp-a2", spot=False)
+    spec = spec_of(plans, "finetune-gcp-a2", spot=False, capacity=None)
     vm = build(lambda: GcpGpuEnvironment("a2", gcp_args(spec))).one("compute/instance:Instance").inputs
     assert vm["scheduling"]["provisioningModel"] == "STANDARD" and vm["scheduling"]["automaticRestart"] is True
     assert vm["reservationAffinity"] == {"type": "ANY_RESERVATION"}
@@ -118,7 +118,7 @@ def test_a_vm_with_local_ssds_is_replaced_rather_than_stopped_for_an_update(
 def test_a_vm_without_local_ssds_may_be_stopped_for_an_update(
     plans: Plans, build: Build, resource_options: ResourceOpts
 ) -> None:
-    spec = spec_of(plans, "finetune-gcp-a2", spot=False)
+    spec = spec_of(plans, "finetune-gcp-a2", spot=False, capacity=None)
     vm = build(lambda: GcpGpuEnvironment("a2", gcp_args(spec))).one("compute/instance:Instance")
     assert vm.inputs["scratchDisks"] == [] and vm.inputs["allowStoppingForUpdate"] is True
     assert not resource_options[vm.name].replace_on_changes
@@ -128,7 +128,7 @@ def test_a_vm_without_an_external_address_waits_for_cloud_nat(
     plans: Plans, build: Build, resource_options: ResourceOpts
 ) -> None:
     """Its first boot installs what the image lacks (mdadm for several local SSDs): Cloud NAT first."""
-    spec = spec_of(plans, "finetune-gcp-a2", spot=False)
+    spec = spec_of(plans, "finetune-gcp-a2", spot=False, capacity=None)
     args = gcp_args(spec)
     args["access"] = {**args["access"], "public_ip": False, "nat": True}
     g = build(lambda: GcpGpuEnvironment("nat", args))
