@@ -26,6 +26,7 @@ from fullserver.errors import InputError
 from fullserver.keys import MAX_IMAGE, MAX_NAME, MAX_PATH, Camel, Count
 from fullserver.keys import finite as _finite
 from fullserver.kube import access
+from fullserver.kube.karpenter import Provisioner
 from fullserver.platforms import option_refusal, rules_for, zone_problem
 from fullserver.rules import (
     MAX_HOURS_PER_MONTH,
@@ -329,6 +330,11 @@ class Workload(Camel):
         json_schema_extra=PLATFORM_SPECIFIC,
         default=None,
         description="eks-gpu, a created cluster: how pods get AWS credentials, pod-identity (the Pod Identity Agent add-on) or irsa (an IAM OIDC provider); empty: pod-identity.",
+    )
+    node_provisioner: Annotated[Provisioner | None, _unset("")] = Field(
+        json_schema_extra=PLATFORM_SPECIFIC,
+        default=None,
+        description="eks-gpu: what grows the accelerator nodes, cluster-autoscaler (managed node groups, spot first by its priority expander) or karpenter (a NodePool over the balanced set, spot before on-demand); on an existing cluster, what the plan expects it to run; empty: cluster-autoscaler.",
     )
     subnets: Annotated[access.Subnets | None, _unset([])] = Field(
         json_schema_extra=PLATFORM_SPECIFIC,

@@ -28,6 +28,7 @@ from policy.resources import as_list, last_segment, number, plain, prop, truthy
 
 GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+KARPENTER_NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 TPU_MACHINE_PREFIXES = ("ct5lp-", "ct5p-", "ct6e-")
 TPU_SLICE_PREFIXES = {"ct5lp-": "v5litepod-", "ct5p-": "v5p-", "ct6e-": "v6e-"}
 DEFAULT_VOLUME_KIND = {"gcp": "pd-balanced", "aws": "gp3"}
@@ -150,6 +151,41 @@ def eks_group_node(r: PolicyResource, region: str | None) -> Node:
     return node
 
 
+def karpenter_node(r: PolicyResource, region: str | None) -> Node:
+    """A Karpenter NodePool as the nodes it may launch: its first allowed instance type (the set's
+    chosen shape, ``fullserver.kube.karpenter.requirements``), ``limits.nodes`` of them, spot when
+    ``karpenter.sh/capacity-type`` allows it, and its template's labels."""
+    spec = r.props.get("spec") or {}
+    template = prop(spec, "template") or {}
+    wanted = {
+        str(plain(prop(q, "key"))): as_list(prop(q, "values")) for q in as_list(prop(template, "spec", "requirements"))
+    }
+    types = [str(plain(t)) for t in wanted.get("node.kubernetes.io/instance-type", [])]
+    offer = offer_of(Platform.AWS_GPU, types[0]) if types else None
+    count = number(prop(spec, "limits", "nodes")) or 1.0
+    labels = prop(template, "metadata", "labels")
+    node = Node(
+        r,
+        Platform.AWS_GPU,
+        offer.name if offer is not None else (types[0] if types else "no instance-type requirement"),
+        offer,
+        region,
+        labels_of({"labels": labels}),
+        count=count,
+        attached_gib=_data_volume_gib(labels),
+        disks=_data_volume(labels, "aws"),
+    )
+    spot = "spot" in [str(plain(v)) for v in wanted.get("karpenter.sh/capacity-type", [])]
+    node.spot_count = count if spot else 0.0
+    return node
+
+
+def _karpenter(r: PolicyResource, resources: Sequence[PolicyResource], used_templates: set[str]) -> list[Node]:
+    """The NodePool's region: its stack's AWS resources' (a Kubernetes object names none)."""
+    region = next((found for x in resources if x.resource_type.startswith("aws:") and (found := aws_region(x))), None)
+    return [karpenter_node(r, region)]
+
+
 def _pool(r: PolicyResource, resources: Sequence[PolicyResource], used_templates: set[str]) -> list[Node]:
     return [gke_pool_node(r)]
 
@@ -158,8 +194,8 @@ def _group(r: PolicyResource, resources: Sequence[PolicyResource], used_template
     return [eks_group_node(r, aws_region(r))]
 
 
-NODE_READERS: dict[str, NodeReader] = {GKE_NODE_POOL: _pool, EKS_NODE_GROUP: _group}
-"""GKE node pools and EKS managed node groups (``policy.stack_nodes``)."""
+NODE_READERS: dict[str, NodeReader] = {GKE_NODE_POOL: _pool, EKS_NODE_GROUP: _group, KARPENTER_NODE_POOL: _karpenter}
+"""GKE node pools, EKS managed node groups and Karpenter NodePools (``policy.stack_nodes``)."""
 LAUNCHERS: dict[str, TemplateOf] = {EKS_NODE_GROUP: launch_template_of}
 """A node group's launch template (its disks) is read with it."""
 DISK_READERS: dict[str, DiskReader] = {}

@@ -19,6 +19,7 @@ from components.aws.labels import aws_tags
 from components.eks.args import EksArgs
 from components.eks.autoscaler import chart_for, cluster_autoscaler, discovery_tags
 from components.eks.device_plugins import GPU_PRESENT, device_plugin, efa_plugin
+from components.eks.karpenter import karpenter
 from components.eks.load_balancer import lb_controller, metrics_server
 from components.eks.network import EksNetwork, eks_network
 from components.eks.storage import ebs_csi_driver
@@ -26,6 +27,7 @@ from components.names import logical
 from components.outputs import EnvironmentComponent
 from fullserver.kube import KubePlan, Pool
 from fullserver.kube.access import api_endpoint
+from fullserver.kube.karpenter import KARPENTER
 from fullserver.kube.kubeconfig import eks_kubeconfig
 from fullserver.kube.serve import endpoint_of, lb_service_name, manual_endpoint
 from fullserver.naming import fit_name
@@ -284,16 +286,17 @@ class _EksNodeGroups(pulumi.ComponentResource):
                 opts=child,
             )
             placement = group.name
-        template = aws.ec2.LaunchTemplate(
-            logical(aws.ec2.LaunchTemplate, f"{name}-lt"),
-            description=f"fullserver {plan.environment}: EKS GPU nodes",
-            tags=aws_tags(tags, f"{name}-lt"),
-            opts=child,
-            **launch_template_inputs(plan, security_groups, placement),
-        )
         self.groups: list[aws.eks.NodeGroup] = []
-        for pool in plan.pools:
-            self.groups.append(self._group(name, plan, pool, network, cluster_name, template, attachments))
+        if plan.provisioner != KARPENTER:  # Karpenter's NodePool launches them (components.eks.karpenter)
+            template = aws.ec2.LaunchTemplate(
+                logical(aws.ec2.LaunchTemplate, f"{name}-lt"),
+                description=f"fullserver {plan.environment}: EKS GPU nodes",
+                tags=aws_tags(tags, f"{name}-lt"),
+                opts=child,
+                **launch_template_inputs(plan, security_groups, placement),
+            )
+            for pool in plan.pools:
+                self.groups.append(self._group(name, plan, pool, network, cluster_name, template, attachments))
         if plan.create_cluster:
             self.system_group = self._system_group(name, plan, network, cluster_name, attachments)
         self.register_outputs({"groups": [g.node_group_name for g in self.groups]})
@@ -386,7 +389,7 @@ def _created_cluster_charts(
     parent: pulumi.Resource,
     serving_vpc: pulumi.Input[str] | None = None,
 ) -> list[pulumi.Resource]:
-    """A created cluster's NVIDIA device plugin and Cluster Autoscaler, through one provider, and
+    """A created cluster's NVIDIA device plugin and Cluster Autoscaler (or Karpenter), through one provider, and
     where it serves (``serving_vpc``: its VPC), the AWS Load Balancer Controller and the Metrics
     Server add-on (``components.eks.load_balancer``), and on EFA nodes AWS's EFA device plugin,
     returned for the workload to wait on."""
@@ -402,17 +405,10 @@ def _created_cluster_charts(
             lb_controller(name, plan, created.cluster, created.oidc, serving_vpc, system, provider, parent, after)
         )
         controllers.append(metrics_server(name, plan, created.cluster, parent, [groups]))
-    cluster_autoscaler(
-        name,
-        plan,
-        created.version,
-        created.cluster,
-        created.oidc,
-        system,
-        provider,
-        parent,
-        after,
-    )
+    if plan.provisioner == KARPENTER:  # the NodePool: the workload waits for it, destroy removes it first
+        controllers.append(karpenter(name, plan, created.cluster, created.oidc, system, provider, parent, after))
+        return controllers
+    cluster_autoscaler(name, plan, created.version, created.cluster, created.oidc, system, provider, parent, after)
     return controllers
 
 

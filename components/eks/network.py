@@ -16,6 +16,7 @@ import pulumi_aws as aws
 from components.aws.network import aws_network, offering_zones
 from components.eks.args import EksArgs
 from fullserver.kube import KubePlan
+from fullserver.kube.karpenter import subnet_tags
 from fullserver.platforms import eks
 
 
@@ -85,7 +86,10 @@ def created_network(name: str, plan: KubePlan, parent: pulumi.Resource) -> EksNe
         tags=dict(plan.cloud_labels),
         efa=plan.efa_interfaces > 0,
         zone_names=[zones.apply(_nth(i)) for i in range(eks.CLUSTER_ZONES)],
-        subnet_tags={"public": dict(eks.PUBLIC_SUBNET_TAGS), "private": dict(eks.PRIVATE_SUBNET_TAGS)},
+        subnet_tags={
+            "public": dict(eks.PUBLIC_SUBNET_TAGS),
+            "private": {**eks.PRIVATE_SUBNET_TAGS, **subnet_tags(plan)},
+        },
         node_security_group=False,
     )
     pairs = [pulumi.Output.all(s.id, s.availability_zone) for s in [*net.public_subnets, *net.subnets]]

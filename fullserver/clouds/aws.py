@@ -234,6 +234,8 @@ def _mock_outputs(typ: str, name: str, inputs: dict[str, Any], out: dict[str, An
         out["instanceState"] = "running"  # an instance launched and up
     elif typ == "aws:autoscaling/group:Group":
         out["name"] = inputs.get("name", name)
+    elif typ == "aws:sqs/queue:Queue":  # a queue's URL: https://sqs.<region>.amazonaws.com/<account>/<name>
+        out["url"] = f"https://sqs.{m.aws_region}.amazonaws.com/{mock.ACCOUNT_NUMBER}/{out['name']}"
 
 
 def _subnets(region: str, args: Mapping[str, Any]) -> list[str]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
 
 from fullserver.errors import InputError
+from fullserver.kube.karpenter import Provisioner
 from fullserver.netcheck import check_ssh_ranges
 from fullserver.platforms import owners, pool_member, pool_member_of, rules_for, zone_problem
 
@@ -29,6 +30,7 @@ KUBE_KEYS = (
     "clusterLocation",
     "privateEndpoint",
     "clusterIdentity",
+    "nodeProvisioner",
     "subnets",
     "controlPlaneSourceRanges",
     "controlPlaneOpenToInternet",
@@ -58,6 +60,8 @@ class ClusterAccess(BaseModel):
     """A created cluster's control plane answers only on its private address."""
     identity: Identity = "pod-identity"
     """EKS: how pods get AWS credentials on a created cluster."""
+    provisioner: Provisioner = "cluster-autoscaler"
+    """EKS: what grows the accelerator nodes (``fullserver:nodeProvisioner``, ``fullserver.kube.karpenter``)."""
     subnets: list[str] = []
     """EKS, attached: the node groups' subnets (empty: the cluster's own)."""
     api_ranges: list[str] = []

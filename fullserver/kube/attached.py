@@ -26,8 +26,9 @@ def attached_warnings(rules: PoolRules, attached: bool, volume: DataVolume | Non
 def autoscaler_warnings(plan: KubePlan) -> list[str]:
     """One line when an attached cluster's pools have a range to grow in and its member scales no
     pool itself: a created EKS cluster gets the Cluster Autoscaler (``components.eks.autoscaler``),
-    an attached one must run its own (``PoolRules.attached_autoscaler``)."""
+    an attached one must run its own (``PoolRules.attached_autoscaler``); under Karpenter the plan
+    names the NodePool it must run instead (``fullserver.kube.karpenter.attached_needs``)."""
     needs = pool_member(plan.provider).attached_autoscaler
-    if not needs or plan.create_cluster:
+    if not needs or plan.create_cluster or plan.provisioner == "karpenter":
         return []
     return [needs] if any(p.min_nodes < p.max_nodes for p in plan.pools) else []

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 from fullserver.errors import InputError
+from fullserver.kube import karpenter
 from fullserver.kube.access import ClusterAccess
 from fullserver.kube.attached import attached_warnings
 from fullserver.kube.fabric import fabric_reserved, pod_devices
@@ -111,7 +112,12 @@ class KubePlan(Frozen):
     """Persistent, protected environments: the created cluster keeps deletion protection."""
     machine_type: str
     instance_types: list[str] = []
-    """EKS spot pools: the balanced alternatives too (more spot capacity pools)."""
+    """EKS spot pools (and a Karpenter NodePool): the balanced set's types (more capacity pools)."""
+    zones: list[str] = []
+    """The balanced set's zones (a Karpenter NodePool's ``topology.kubernetes.io/zone``); []: any."""
+    provisioner: karpenter.Provisioner = "cluster-autoscaler"
+    """EKS: what grows the accelerator nodes (``fullserver:nodeProvisioner``): the Cluster Autoscaler
+    over managed node groups, or Karpenter's NodePool (``fullserver.kube.karpenter``), no groups."""
     accelerator: str | None
     accelerator_type: str | None
     """GKE's guest accelerator type (GPU pools only)."""
@@ -461,12 +467,42 @@ def _scheduling(
     return taints, selector, SpotFirstPlan(order.line, order.compute_class, notes)
 
 
-def _instance_types(spec: EnvironmentSpec, rules: PoolRules, machine_type: str) -> list[str]:
-    """The pools' machine type, and for a spot pool of a member that takes several the spec's
-    balanced alternatives (``PoolRules.spot_alternatives``)."""
-    if rules.spot_alternatives and spec.pricing is PricingModel.SPOT_WITH_FALLBACK:
+def _node_labels(spec: EnvironmentSpec) -> dict[str, str]:
+    """The environment's labels (profile, environment, owner, lifecycle, TTL or expiry) and its stage."""
+    labels = {k: label_value(v) for k, v in spec.labels.items()}
+    labels["fullserver-stage"] = label_value(spec.stage.value)
+    return labels
+
+
+def _instance_types(spec: EnvironmentSpec, rules: PoolRules, machine_type: str, every: bool = False) -> list[str]:
+    """The pools' machine type, and for a spot pool of a member that takes several (or ``every``
+    pool: a Karpenter NodePool's) the balanced set's types (``fullserver.capacity``), the shapes the
+    plan's capacity table lists (``PoolRules.spot_alternatives``)."""
+    if rules.spot_alternatives and (every or spec.pricing is PricingModel.SPOT_WITH_FALLBACK):
+        if spec.capacity is not None:
+            return [machine_type, *(t for t in spec.capacity.machine_types if t != machine_type)]
         return [machine_type, *(o.machine_type for o in spec.alternative_shapes)]
     return [machine_type]
+
+
+def _karpenter(plan: KubePlan, spec: EnvironmentSpec, attached: bool, expander_needs: list[str]) -> KubePlan:
+    """The plan under Karpenter (``fullserver:nodeProvisioner``): one NodePool over the set's types
+    and zones in place of the node groups' expander line, no spot-label preference (the NodePool
+    orders spot first itself), and on an attached cluster the NodePool it must already run in place
+    of the Cluster Autoscaler's needs. EFA interfaces, a placement group and a reservation stay the
+    node groups' (the EC2NodeClass here names none of them)."""
+    if plan.efa_interfaces or plan.compact_placement or spec.reservation is not None:
+        raise InputError(
+            "fullserver:nodeProvisioner",
+            "karpenter: fullserver's EC2NodeClass builds no EFA interfaces, placement group or capacity reservation",
+            "use cluster-autoscaler (managed node groups) for this shape",
+        )
+    zones = spec.capacity.zones if spec.capacity is not None else []
+    where = [spec.zone] if spec.zone else list(zones)
+    plan = plan.model_copy(update={"provisioner": karpenter.KARPENTER, "zones": where, "spot_label": ""})
+    warnings = [w for w in plan.warnings if w not in expander_needs]
+    warnings += [karpenter.attached_needs(plan)] if attached else []
+    return plan.model_copy(update={"spot_first": karpenter.order_line(plan), "warnings": warnings})
 
 
 def kube_plan(
@@ -477,17 +513,16 @@ def kube_plan(
     flex_start: bool = False,
     max_run_hours: float | None = None,
     deploy_workload: bool = False,
+    provisioner: karpenter.Provisioner = "cluster-autoscaler",
 ) -> KubePlan:
     """The node pools of ``platform`` (``gke-gpu``, ``gke-tpu``, ``eks-gpu``) for ``spec``, which
     the core sized for the VM platform the pool's nodes are. ``cluster``: attach to that cluster
     (``fullserver:cluster``); else one is created. ``flex_start``: GKE flex-start nodes for pending
     pods, without queued provisioning (``fullserver:flexStart``; ``gke.FLEX_START_MIN_VERSION`` says
-    why), at most ``max_run_hours`` per node."""
+    why), at most ``max_run_hours`` per node. ``provisioner``: what grows EKS's nodes (``_karpenter``)."""
     rules = _refuse(spec, platform, flex_start)
     nodes = _nodes(spec, rules)
-    # The environment's labels (profile, environment, owner, lifecycle, TTL or expiry) and its stage.
-    labels = {k: label_value(v) for k, v in spec.labels.items()}
-    labels["fullserver-stage"] = label_value(spec.stage.value)
+    labels = _node_labels(spec)
     efa = spec.network.efa_interfaces if rules.efa else 0
     reserved = _reserved(spec, platform)
     pod = _pod(reserved, nodes, pod_devices(rules, efa))
@@ -495,7 +530,7 @@ def kube_plan(
     serving = spec.serving
     pools = _pools(spec, rules, nodes.hosts, flex_start)
     taints, node_selector, order = _scheduling(spec, rules, nodes, pools, labels, cluster is not None)
-    return KubePlan(
+    plan = KubePlan(  # under Karpenter, turned into its NodePool's plan (_karpenter)
         platform=platform,
         provider=rules.key,
         environment=spec.environment,
@@ -509,7 +544,7 @@ def kube_plan(
         create_cluster=cluster is None,
         protect=spec.lifecycle.protect,
         machine_type=nodes.machine_type,
-        instance_types=_instance_types(spec, rules, nodes.machine_type),
+        instance_types=_instance_types(spec, rules, nodes.machine_type, provisioner == karpenter.KARPENTER),
         accelerator=spec.accelerator,
         accelerator_type=nodes.accelerator_type,
         accelerators_per_node=nodes.per_node,
@@ -549,3 +584,4 @@ def kube_plan(
         + _notes(rules, pools, nodes, flex_start, cluster, volume)
         + order.attached,
     )
+    return _karpenter(plan, spec, cluster is not None, order.attached) if provisioner == karpenter.KARPENTER else plan

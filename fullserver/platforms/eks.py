@@ -229,6 +229,7 @@ RULES = PlatformRules(
     options={
         **{k: v for k, v in gke.KUBE_OPTIONS.items() if k != "flexStart"},
         "clusterIdentity": "a created EKS cluster's Pod Identity Agent or IAM OIDC provider (IRSA)",
+        "nodeProvisioner": "Karpenter or the Cluster Autoscaler grows an EKS cluster's accelerator nodes",
         "subnets": "the subnets of an existing EKS cluster's VPC for the node groups",
         **GPU_SERVING,  # a LoadBalancer Service: an NLB through the AWS Load Balancer Controller
         "serving.certificateArn": "an ACM certificate for the Network Load Balancer's TLS listener",

@@ -54,7 +54,7 @@ API_WITHOUT_RANGES = "private endpoint only (inside its VPC; no fullserver:contr
 the VPC reaches the API, where EKS's default public endpoint admits 0.0.0.0/0."""
 APPLIED_THROUGH_API = (
     "NVIDIA's device plugin",
-    "the Cluster Autoscaler",
+    "the Cluster Autoscaler or Karpenter (fullserver:nodeProvisioner)",
     "AWS's EFA device plugin (EFA nodes)",
     "the AWS Load Balancer Controller (serving)",
 )

@@ -311,6 +311,7 @@ GKE_OPTIONS = {**KUBE_OPTIONS, "clusterLocation": "an existing GKE cluster's reg
 
 IDENTITY_LACKED = "applies only to eks-gpu; GKE pods get Google credentials through Workload Identity"
 SUBNETS_LACKED = "applies only to eks-gpu; a GKE pool's nodes are in its cluster's subnetwork"
+PROVISIONER_LACKED = "applies only to eks-gpu; GKE's own autoscaler grows its pools, ordered by a ComputeClass"
 
 _PRICING = frozenset({PricingModel.SPOT_WITH_FALLBACK, PricingModel.ON_DEMAND, PricingModel.RESERVED})
 
@@ -336,7 +337,7 @@ GPU_RULES = PlatformRules(
     accelerator_kinds=frozenset({AcceleratorKind.GPU}),
     pricing=_PRICING,
     options={**GKE_OPTIONS, **GPU_SERVING},  # serving: a LoadBalancer Service (fullserver.kube.serve)
-    lacks={"clusterIdentity": IDENTITY_LACKED, "subnets": SUBNETS_LACKED},
+    lacks={"clusterIdentity": IDENTITY_LACKED, "subnets": SUBNETS_LACKED, "nodeProvisioner": PROVISIONER_LACKED},
     compact_placement=True,  # a COMPACT placement policy on the pool
     network=GKE_NETWORK,
     disk_kinds=gcp.DISKS,
@@ -365,7 +366,7 @@ TPU_RULES = PlatformRules(
     accelerator_kinds=frozenset({AcceleratorKind.TPU}),
     pricing=_PRICING,
     options=GKE_OPTIONS,
-    lacks={"clusterIdentity": IDENTITY_LACKED, "subnets": SUBNETS_LACKED},
+    lacks={"clusterIdentity": IDENTITY_LACKED, "subnets": SUBNETS_LACKED, "nodeProvisioner": PROVISIONER_LACKED},
     supply=SLICES,
     compact_placement=True,
     disk_kinds=gcp.DISKS,

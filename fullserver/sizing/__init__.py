@@ -11,7 +11,7 @@ from fullserver.catalog import Catalog, Same
 from fullserver.catalog.model import Platform
 from fullserver.errors import InputError, NothingFits
 from fullserver.hourly import hourly_rate
-from fullserver.kube import SIZED_AS, kube_plan
+from fullserver.kube import SIZED_AS, karpenter, kube_plan
 from fullserver.kube.access import (
     KUBE_KEYS,
     ClusterAccess,
@@ -104,6 +104,7 @@ def kube_spec(
         cluster=workload.cluster,
         flex_start=workload.flex_start,
         deploy_workload=workload.deploy_workload,
+        provisioner=access.provisioner,
     )
     too_many = api_ranges_problem(access.api_ranges, pools.provider) if pools.create_cluster else None
     if too_many is not None:  # a stack whose platform was left open: known only now
@@ -121,9 +122,13 @@ def kube_spec(
     vm_only = [rules.no_spot_fallback or "\0", (rules.unset_zone_warning or "\0").split("{", 1)[0]]
     kept = [w for w in sized.warnings if not any(w.startswith(v) for v in vm_only)]
     tpu = sized.tpu.model_copy(update={"queued": False}) if sized.tpu else None  # a pool, not a queued resource
+    held = sized.capacity
+    if held is not None and pools.provisioner == karpenter.KARPENTER:  # one NodePool over the set, not groups
+        held = karpenter.capacity(held, karpenter.is_spot(pools), karpenter.object_name(pools.environment))
     return sized.model_copy(
         update={
             "platform": platform,
+            "capacity": held,
             "kube": pools,
             "tpu": tpu,
             "warnings": [*kept, *pools.warnings, *autoscaler_warnings(pools)],
@@ -160,6 +165,7 @@ def cluster_access(workload: Workload) -> ClusterAccess:
         location=workload.cluster_location or workload.region,
         private_endpoint=workload.private_endpoint,
         identity=workload.cluster_identity or "pod-identity",
+        provisioner=workload.node_provisioner or "cluster-autoscaler",
         subnets=list(workload.subnets or []),
         api_ranges=list(workload.control_plane_source_ranges or []),
         api_open=workload.control_plane_open_to_internet,

@@ -54,7 +54,7 @@ def test_summary_only_prints_just_the_table_and_the_total() -> None:
     code, out, _ = run("plan", "--stacks-dir", str(STACKS), "--summary")
     assert code == 0
     assert "cost per month" not in out and "resources pulumi up creates" not in out
-    assert out.rstrip().splitlines()[-1].startswith("15 stack(s), $")
+    assert out.rstrip().splitlines()[-1].startswith("16 stack(s), $")
 
 
 def test_over_budget_names_every_stack_over_not_only_the_first() -> None:

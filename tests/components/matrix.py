@@ -75,6 +75,7 @@ def _axes(stack: str, config: dict[str, Any]) -> Iterator[tuple[str, dict[str, A
         yield f"deployWorkload={deploy}", {"deployWorkload": deploy}
     yield "private-endpoint", {"privateEndpoint": True}
     yield "irsa", {"clusterIdentity": "irsa"}
+    yield "karpenter", {"nodeProvisioner": "karpenter"}  # EKS: one NodePool, no node groups (issue 37)
     if config.get("fullserver:serving") is not None:
         yield "https-domains", {"serving": _serving(config, domains=["llm.example.com"])}
         yield "https-acm", {"serving": _serving(config, domains=["llm.example.com"], certificateArn=CERTIFICATE)}

@@ -52,11 +52,11 @@ def test_every_resource_type_in_every_graph_is_in_the_ledger(variants: tuple[Var
 
 def test_a_type_the_ledger_does_not_know_fails_in_one_line_naming_the_three_questions() -> None:
     def program() -> None:
-        aws.sqs.Queue("work")
+        aws.sns.Topic("work")
 
     graph = evaluate(program, "ledger-demo")
     (line,) = load_ledger().unaccounted(resource_types(graph))
-    assert line.startswith("aws:sqs/queue:Queue: not in resources.yaml; add its name rule")
+    assert line.startswith("aws:sns/topic:Topic: not in resources.yaml; add its name rule")
     assert "the cost line that bills it (or free)" in line and "the quota that counts it (or none)" in line
 
 

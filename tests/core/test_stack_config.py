@@ -342,6 +342,13 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
         "cluster fullserver creates",
     ),
     ("clusterIdentity", "gke-tpu-slice", {"clusterIdentity": "irsa"}, "GKE pods get Google credentials through"),
+    (
+        "nodeProvisioner",
+        "eks-gpu-cluster",
+        {"nodeProvisioner": "keda"},
+        "Input should be 'cluster-autoscaler' or 'karpenter'",
+    ),
+    ("nodeProvisioner", "gke-tpu-slice", {"nodeProvisioner": "karpenter"}, "GKE's own autoscaler grows its pools"),
     ("subnets", "eks-gpu-cluster", {"subnets": ["subnet-0a1b2c3d"]}, "no fullserver:cluster is set"),
     ("subnets", "eks-gpu-cluster", {"cluster": "prod", "subnets": ["sg-0a1b2c3d"]}, "is not a subnet id"),
     ("subnets", "eks-gpu-cluster", {"cluster": "prod", "subnets": ["subnet-0A1B2C3D"]}, "is not a subnet id"),

@@ -19,9 +19,9 @@ GENEROUS = {"maxMonthlyUsd": 1_000_000}
 
 
 def test_every_example_stack_was_captured(captured: dict[str, CapturedStack]) -> None:
-    assert len(captured) == 15
+    assert len(captured) == 16
     cloud = [s for s in captured.values() if s.plan.spec.platform.value != "bare-metal"]
-    assert len(cloud) == 14
+    assert len(cloud) == 15
     assert all(s.resources for s in cloud)
 
 

@@ -49,6 +49,7 @@ def test_without_the_keys_the_cluster_is_in_the_region_with_pod_identity(tmp_pat
         "location": "us-east-1",
         "private_endpoint": False,
         "identity": "pod-identity",
+        "provisioner": "cluster-autoscaler",
         "subnets": [],
         "api_ranges": ["203.0.113.0/24"],
         "api_open": False,
