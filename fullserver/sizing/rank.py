@@ -4,6 +4,7 @@ the others kept as near-misses with the minimum they missed (``fullserver.sizing
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from fullserver.kube.pool import node_reservations, pod_share
 from fullserver.nearmiss import nothing_fits_hint
 from fullserver.platforms import rules_for
 from fullserver.platforms.pool_rules import NodeResources
-from fullserver.profiles import Fabric, Profile, Topology
+from fullserver.profiles import Balance, Fabric, Profile, Topology
 from fullserver.spec import NearMiss, ShapeOption
 from fullserver.workload import Workload
 
@@ -132,13 +133,36 @@ def local_nvme_count(offer: Offer, balance_need_gib: float) -> int:
 
 def nvme_need_gib(profile: Profile, offer: Offer, platform: Platform) -> float:
     """The profile's NVMe minimum for one host of ``offer`` (0 where it sets none)."""
-    nvme = profile.balance_for(platform).nvme_gib_per_accelerator
+    return _nvme_need(profile.balance_for(platform), offer)
+
+
+def _nvme_need(balance: Balance, offer: Offer) -> float:
+    nvme = balance.nvme_gib_per_accelerator
     return nvme.value * max(offer.host.accelerator_count, 1) if nvme else 0.0
 
 
 def efa_interfaces(profile: Profile, offer: Offer, nodes: int) -> int:
     """EFA interfaces per node where the profile's fabric is EFA and nodes talk to each other."""
-    return offer.efa_interfaces if profile.topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0
+    return _efa(profile.topology, offer, nodes)
+
+
+def _efa(topology: Topology, offer: Offer, nodes: int) -> int:
+    return offer.efa_interfaces if topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Minimums:
+    """What weighing an offer (``assess``) reads of a profile on one platform: its balance there,
+    its topology and its boot disk; nothing else. A node pool's copy of the profile (sized as its
+    VMs, ``fullserver.sizing.kube_spec``) holds the very same objects, so both weigh once."""
+
+    balance: Same[Balance]
+    topology: Same[Topology]
+    boot_disk_gib: int
+
+    @classmethod
+    def of(cls, profile: Profile, platform: Platform) -> Minimums:
+        return cls(Same(profile.balance_for(platform)), Same(profile.topology), profile.storage.boot_disk_gib)
 
 
 def pod_room(profile: Profile, offer: Offer, platform: Platform, pool: Platform, nodes: int = 1) -> NodeResources:
@@ -146,7 +170,11 @@ def pod_room(profile: Profile, offer: Offer, platform: Platform, pool: Platform,
     allocatable after kubelet and system reservations (and the huge pages its EFA driver holds where
     ``nodes`` talk over EFA), less the DaemonSet allowance (``fullserver.kube.pool.pod_share``), its
     ephemeral storage on the local SSDs or instance store sizing uses, else on the boot disk."""
-    local = local_nvme_count(offer, nvme_need_gib(profile, offer, platform))
+    return _pod_room(Minimums.of(profile, platform), offer, pool, nodes)
+
+
+def _pod_room(m: Minimums, offer: Offer, pool: Platform, nodes: int) -> NodeResources:
+    local = local_nvme_count(offer, _nvme_need(m.balance.of, offer))
     host = offer.host
     reserved = node_reservations(
         pool,
@@ -154,8 +182,8 @@ def pod_room(profile: Profile, offer: Offer, platform: Platform, pool: Platform,
         host.memory_gib,
         local,
         offer.local_nvme_disk_gib,
-        profile.storage.boot_disk_gib,
-        efa_interfaces(profile, offer, nodes),
+        m.boot_disk_gib,
+        _efa(m.topology.of, offer, nodes),
     )
     return pod_share(reserved)
 
@@ -168,7 +196,10 @@ def pod_misfit(profile: Profile, offer: Offer, platform: Platform, pool: Platfor
     what the accelerators need of the server (the clouds sell, and the profiles cite, p4d, p6-b200
     and a2-ultragpu as balanced), and what kubelet and the node's agents keep is the host's own
     work, as a VM's kernel and agents are (``docs/kubernetes.md``, "Balance: the node's shape")."""
-    room = pod_room(profile, offer, platform, pool, nodes)
+    return _misfit(pod_room(profile, offer, platform, pool, nodes))
+
+
+def _misfit(room: NodeResources) -> str:
     short = [what for what, left in (("CPU", room.cpu_m), ("memory", room.memory_mib)) if left < 1]
     short += ["ephemeral storage"] if room.ephemeral_mib < 1 else []
     return f"no room for a workload pod's {' or '.join(short)} after the node's reservations" if short else ""
@@ -184,20 +215,26 @@ def assess(
     ``pool``: the offer is a node of that Kubernetes node-pool platform. Its balance is the node's
     shape, as a VM's (a boot disk is never scratch, so block storage makes up the same NVMe: the
     pod's data volume is the VM's data disk), and the node must leave a workload pod room
-    (``pod_misfit``)."""
-    balance = profile.balance_for(platform)
+    (``pod_misfit``), which comes before any other reason."""
+    m = Minimums.of(profile, platform)
+    host, report, reason = _assess(m, offer, platform, nodes)
+    misfit = _misfit(_pod_room(m, offer, pool, rules_for(platform).supply.units(nodes))) if pool is not None else ""
+    return host, report, misfit or reason
+
+
+def _assess(m: Minimums, offer: Offer, platform: Platform, nodes: int) -> tuple[Host, BalanceReport, str]:
+    """``assess`` as a VM: what a node pool adds (``_misfit``) reads the same and no more."""
+    balance, topology = m.balance.of, m.topology.of
     base = offer.host
     attach = required_attached_gib(balance, base)
     host = base.model_copy(update={"attached_storage_gib": attach}) if attach else base
     # A slice's hosts talk over ICI; an environment of one slice is one node to the balance.
     nodes = rules_for(platform).supply.units(nodes)
     report = evaluate(balance, host, nodes)
-    if pool is not None and (misfit := pod_misfit(profile, offer, platform, pool, nodes)):
-        return host, report, misfit
     if attach and offer.hosts > 1:
         return host, report, "needs an attached read-write disk, which cannot attach to a multi-host TPU slice"
-    if not _fabric_ok(profile.topology, offer, nodes):
-        return host, report, f"no {_fabric_name(profile.topology.fabric)} (has {offer.interconnect.value})"
+    if not _fabric_ok(topology, offer, nodes):
+        return host, report, f"no {_fabric_name(topology.fabric)} (has {offer.interconnect.value})"
     return host, report, ""
 
 
@@ -265,10 +302,11 @@ def _distance(report: BalanceReport) -> float:
 
 @dataclass(frozen=True, slots=True)
 class _OffersQuestion:
-    """A ``RankQuestion`` less its region and zone: which offers a ranking weighs and their balance
-    (``assess``) do not depend on where each is priced or sold, so every region asks once."""
+    """A ``RankQuestion`` less its region and zone, holding of the profile only what weighing reads
+    (``Minimums``): which offers a ranking weighs and their balance (``assess``) do not depend on
+    where each is priced or sold, nor on the profile's pricing or name, so every region asks once."""
 
-    profile: Same[Profile]
+    minimums: Minimums
     platform: Platform
     pool: Platform | None
     accelerator: str | None
@@ -278,8 +316,15 @@ class _OffersQuestion:
 
 def _weighed(q: _OffersQuestion, catalog: Catalog) -> tuple[tuple[Offer, Host, BalanceReport, str], ...]:
     """Each offer of the requested accelerator and count, with its ``assess`` (host, balance,
-    reason), in catalog order; a stack asking for none the platform sells is refused."""
-    return tuple((o, *assess(q.profile.of, o, q.platform, q.nodes, q.pool)) for o in _candidates(q, catalog))
+    reason), in catalog order; a stack asking for none the platform sells is refused. A node pool's
+    are its VMs' with the pod's room checked first (``assess``): only that is weighed afresh."""
+    if q.pool is None:
+        return tuple((o, *_assess(q.minimums, o, q.platform, q.nodes)) for o in _candidates(q, catalog))
+    units = rules_for(q.platform).supply.units(q.nodes)
+    return tuple(
+        (o, host, report, _misfit(_pod_room(q.minimums, o, q.pool, units)) or reason)
+        for o, host, report, reason in catalog.answer(_weighed, dataclasses.replace(q, pool=None))
+    )
 
 
 def rank(
@@ -316,7 +361,9 @@ def _rank(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tup
         raise refusal
     feasible: list[Candidate] = []
     misses: list[tuple[float, float, NearMiss]] = []
-    weighing = _OffersQuestion(q.profile, platform, pool, q.accelerator, q.accelerator_count, q.nodes)
+    weighing = _OffersQuestion(
+        Minimums.of(profile, platform), platform, pool, q.accelerator, q.accelerator_count, q.nodes
+    )
     for offer, host, report, reason in catalog.answer(_weighed, weighing):
         if region not in offer.prices:
             misses.append((99, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not priced in {region}")))

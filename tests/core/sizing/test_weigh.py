@@ -1,0 +1,63 @@
+"""Weighing offers (issue 36): a node pool's offers are weighed as its VMs' once, and only the pod's
+room is checked afresh; what is kept is what ``assess`` says of each offer as a node of the pool.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from fullserver.catalog import load_catalog
+from fullserver.platform import Platform
+from fullserver.profiles import load_profiles
+from fullserver.sizing import assess, spec_for
+from fullserver.sizing.rank import _OffersQuestion, _weighed
+from fullserver.workload import Workload
+
+CATALOG = load_catalog()
+PROFILES = load_profiles()
+
+
+def _stack(platform: Platform, region: str) -> Workload:
+    return Workload.model_validate(
+        {
+            "profile": "batch-inference",
+            "platform": platform.value,
+            "region": region,
+            "accelerator": "L4",
+            "acceleratorCount": 1,
+        }
+    )
+
+
+def _weighings() -> dict[Platform | None, Any]:
+    """The weighings the memo keeps, by the node-pool platform each is for (None: the VMs)."""
+    kept: dict[Platform | None, Any] = {}
+    for key, answer in CATALOG.memo.items():
+        work, question = cast("tuple[object, _OffersQuestion]", key)
+        if work is _weighed:
+            kept[question.pool] = answer
+    return kept
+
+
+@pytest.mark.parametrize(
+    ("vm", "pool", "region"),
+    [(Platform.GCP_GPU, Platform.GKE_GPU, "us-central1"), (Platform.AWS_GPU, Platform.EKS_GPU, "us-east-1")],
+)
+def test_a_node_pool_and_its_vms_weigh_the_offers_once(vm: Platform, pool: Platform, region: str) -> None:
+    """The VM stack and its node-pool twin (sized with the profile's copy, ``kube_spec``) keep one
+    weighing each, the pool's holding the very balance reports of the VMs' (not weighed again),
+    and it is ``assess`` of each offer as a node of the pool."""
+    profile = PROFILES["batch-inference"]
+    CATALOG.memo.clear()
+    on_vm = _stack(vm, region)
+    spec_for(profile, on_vm, vm, CATALOG, "t")
+    spec_for(profile, on_vm.model_copy(update={"platform": pool}), pool, CATALOG, "t")
+    kept = _weighings()
+    CATALOG.memo.clear()
+    assert sorted(kept, key=str) == sorted([None, pool], key=str)
+    offers = [row[0] for row in kept[pool]]
+    assert offers and all(o.accelerator == "L4" for o in offers)
+    assert all(mine[2] is theirs[2] for mine, theirs in zip(kept[pool], kept[None], strict=True))
+    assert list(kept[pool]) == [(o, *assess(profile, o, vm, 1, pool)) for o in offers]
