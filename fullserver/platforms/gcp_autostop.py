@@ -12,7 +12,7 @@ from fullserver.autostop.way import ENVIRONMENT_BILLS, StopWay
 from fullserver.platforms import gcp_capacity
 
 if TYPE_CHECKING:
-    from fullserver.spec import EnvironmentSpec
+    from fullserver.platforms.reads import SpecReads
 
 
 INSTANCE_STOP = StopWay(
@@ -94,7 +94,7 @@ def stop_role_id(environment: str) -> str:
     return f"{base[:55]}_{hashlib.sha256(environment.encode()).hexdigest()[:8]}"
 
 
-def autostop(spec: EnvironmentSpec) -> StopWay:
+def autostop(spec: SpecReads) -> StopWay:
     """A GCP GPU node outside a group is a VM of its own, which stops itself; a group's member must
     not (the group would recreate it), so it sets its group's size to 0 (``gcp_capacity.in_group``)."""
     return GROUP_TO_ZERO if gcp_capacity.in_group(spec) else INSTANCE_STOP
