@@ -3,7 +3,8 @@
 A platform's rules (``PlatformRules.layout``, ``autostop``, ``capacity_steps``) are called with an
 ``EnvironmentSpec``, which is built on the platforms; annotating with ``fullserver.spec`` closed an
 import cycle through the core (issue 36). ``EnvironmentSpec`` satisfies ``SpecReads`` as it stands;
-a rule that reads a new field adds it here. The same holds for a network price.
+a rule that reads a new field adds it here. The same holds for a network price, and for the
+serving endpoint and TLS the node-pool members' Service and Gateway objects read.
 """
 
 from __future__ import annotations
@@ -94,3 +95,38 @@ class PriceReads(Protocol):
     def gb_per_unit_hour(self) -> float | None: ...
     @property
     def max_units(self) -> int | None: ...
+
+
+class TlsReads(Protocol):
+    """``tls.Tls`` as a member's Service annotations read it."""
+
+    @property
+    def port(self) -> int: ...
+    @property
+    def certificate_arn(self) -> str | None: ...
+
+
+class _ServerReads(Protocol):
+    @property
+    def health_path(self) -> str: ...
+
+
+class EndpointReads(Protocol):
+    """``serving.ServingSpec`` as a member's TLS front reads it (``pool_rules.TlsFront.objects``)."""
+
+    @property
+    def tls(self) -> TlsReads | None: ...
+    @property
+    def server(self) -> _ServerReads: ...
+    @property
+    def lb_port(self) -> int: ...
+    @property
+    def health_interval_seconds(self) -> int: ...
+    @property
+    def healthy_threshold(self) -> int: ...
+    @property
+    def unhealthy_threshold(self) -> int: ...
+    @property
+    def request_timeout_seconds(self) -> int: ...
+    @property
+    def drain_seconds(self) -> int: ...
