@@ -173,6 +173,9 @@ class EnvironmentSpec(Frozen):
     capacity_block: bool = False
     dedicated: Dedicated | None = None
     labels: dict[str, str] = {}
+    autostop_minutes: int = 0
+    """Idle minutes before the nodes stop themselves, 0: never (``workload.autostop_minutes_for``):
+    what the plan prices and what a platform's node layout may depend on (``gcp_capacity.mig_reason``)."""
     balance: BalanceReport
     near_misses: list[NearMiss] = []
     alternative_shapes: list[ShapeOption] = []

@@ -529,6 +529,12 @@ def lifecycle_for(profile: Profile, workload: Workload) -> Lifecycle:
     return life.model_copy(update={"ttl_hours": workload.ttl_hours})
 
 
+def autostop_minutes_for(profile: Profile, workload: Workload) -> int:
+    """The stack's idle minutes, ``autostopMinutes``, else its profile's ``autostop_minutes`` (0:
+    never): carried in the spec (``EnvironmentSpec.autostop_minutes``) for the plan and the platforms."""
+    return workload.autostop_minutes if workload.autostop_minutes is not None else profile.autostop_minutes
+
+
 def resolve_accelerator(workload: Workload, catalog: Catalog) -> tuple[str | None, bool]:
     """The accelerator model named by the workload, and whether it names a TPU type (slice)."""
     assert workload.accelerator is not None

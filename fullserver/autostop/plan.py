@@ -57,11 +57,6 @@ class Autostop(BaseModel):
         return self.minutes > 0 and bool(self.way)
 
 
-def minutes_for(profile: Profile, workload: Workload) -> int:
-    """The stack's minutes, else the profile's (0: never)."""
-    return workload.autostop_minutes if workload.autostop_minutes is not None else profile.autostop_minutes
-
-
 def decide(
     spec: EnvironmentSpec, profile: Profile, workload: Workload, cost: CostEstimate, where: str = KEY
 ) -> Autostop | None:
@@ -69,7 +64,7 @@ def decide(
 
     A stack that asks for autostop where its environment cannot stop itself is refused; a
     profile's default there is reported off, with the platform's reason."""
-    minutes = minutes_for(profile, workload)
+    minutes = spec.autostop_minutes  # the stack's, else the profile's (workload.autostop_minutes_for)
     if minutes == 0:
         return None
     asked = workload.autostop_minutes is not None

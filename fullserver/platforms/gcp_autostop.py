@@ -94,7 +94,18 @@ def stop_role_id(environment: str) -> str:
     return f"{base[:55]}_{hashlib.sha256(environment.encode()).hexdigest()[:8]}"
 
 
-def autostop(spec: SpecReads) -> StopWay:
+KEEPS_DATA = (
+    "its nodes are a stateful group's, which keeps /data: resizing it to 0 would delete the data disks "
+    "and its VMs cannot be stopped, so nothing stops it when idle"
+)
+"""Why a group holding stateful disks is never stopped (``autostop``); sizing keeps nodes with /data
+and autostop out of such a group (``gcp_capacity.STOPPED_WITH_DATA``), so only autostop off meets it."""
+
+
+def autostop(spec: SpecReads) -> StopWay | str:
     """A GCP GPU node outside a group is a VM of its own, which stops itself; a group's member must
-    not (the group would recreate it), so it sets its group's size to 0 (``gcp_capacity.in_group``)."""
+    not (the group would recreate it), so it sets its group's size to 0 (``gcp_capacity.in_group``).
+    Never a group with stateful disks: resizing it deletes them (``KEEPS_DATA``), whatever asks."""
+    if gcp_capacity.stateful_disks(spec):
+        return KEEPS_DATA
     return GROUP_TO_ZERO if gcp_capacity.in_group(spec) else INSTANCE_STOP

@@ -46,6 +46,10 @@ deletion, the group's own included (Compute API ``StatefulPolicyPreservedStateDi
 STATEFUL_REPLACEMENT = "RECREATE"
 """A stateful group replaces a VM under its own name ("Configuring stateful persistent disks in MIGs",
 limitations: rolling updates need ``RECREATE``)."""
+STOPPED_WITH_DATA = "autostop stops each VM and keeps /data; a stateful group's VMs cannot be stopped, only deleted"
+"""Why idle on-demand nodes with a data disk stay VMs of their own: a stateful group's VMs cannot be
+stopped ("Configuring stateful MIGs", limitations), and resizing it to 0 deletes their stateful disks
+with them (``gcp_autostop.GROUP_TO_ZERO``). With autostop off (0 minutes) the group stays."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,8 @@ def mig_reason(spec: SpecReads) -> str:
     """Why the nodes stay single VMs ("": a regional group takes the set). A reservation is
     zonal and named; compact placement keeps nodes in one zone and a multi-node A3/A4's GPU NICs
     are zonal networks; a serving group is its own MIG (``components.gcp.serving``); N1 with
-    attached GPUs carries them in the template, not the machine type (unconfirmed with flexibility)."""
+    attached GPUs carries them in the template, not the machine type (unconfirmed with flexibility);
+    on-demand nodes with /data that autostop must stop, not delete (``STOPPED_WITH_DATA``)."""
     if spec.reservation is not None:
         return f"reservation {spec.reservation} is zonal"
     if spec.network.compact_placement:
@@ -130,6 +135,8 @@ def mig_reason(spec: SpecReads) -> str:
         return "the GPU NICs' networks are zonal"
     if spec.offer != spec.machine_type:
         return "GPUs attached to an N1 host are not taken by instance flexibility"
+    if spec.autostop_minutes > 0 and not spec.spot and spec.data_disk is not None:
+        return STOPPED_WITH_DATA
     return ""
 
 

@@ -30,7 +30,7 @@ from fullserver.sizing.rank import (
     ranked,
 )
 from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, ShapeLimits, ShapeOption, TpuSpec
-from fullserver.workload import DedicatedHost, Workload, lifecycle_for
+from fullserver.workload import DedicatedHost, Workload, autostop_minutes_for, lifecycle_for
 
 
 def _data_disk(
@@ -412,6 +412,7 @@ def _identity(profile: Profile, workload: Workload, environment: str, lifecycle:
         "region": workload.region,
         "lifecycle": lifecycle,
         "labels": labels,
+        "autostop_minutes": autostop_minutes_for(profile, workload),
     }
 
 

@@ -113,16 +113,46 @@ def test_an_aws_instance_stops_itself_and_keeps_its_volumes() -> None:
     assert "exec shutdown -h now" in _heredoc(scripts("exp-aws-spot")[0], STOP)
 
 
-def _on_demand(stack: str, project: Path) -> Graph:
+def _on_demand(stack: str, project: Path, **changes: object) -> Graph:
     """A fine-tuning stack on demand (a profile of the project's own) in a zonal reservation: one VM
-    per node (``gcp_capacity.mig_reason``; without one the nodes are a regional group's)."""
+    per node (``gcp_capacity.mig_reason``), or with ``changes``."""
     (project / "Pulumi.yaml").write_text("name: team\nruntime: python\n")
     (project / "profiles").mkdir(exist_ok=True)
     (project / "profiles" / "on-demand-tuning.yaml").write_text(
         "extends: fine-tuning\ndescription: fine-tuning on demand\npricing: on-demand\n"
     )
-    config = {**_declared_defaults(), **stack_config(stack, profile="on-demand-tuning", reservation="ml-reservation")}
+    asked = {"reservation": "ml-reservation", **changes}
+    config = {**_declared_defaults(), **stack_config(stack, profile="on-demand-tuning", **asked)}
     return graph_for_config(stack, config, full=True)
+
+
+def test_on_demand_nodes_with_data_stop_as_vms_and_never_as_a_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a reservation, on-demand nodes with /data that autostop stops are VMs of their own,
+    each stopping itself and keeping its data disk (``gcp_capacity.STOPPED_WITH_DATA``); with
+    autostop off they are a stateful group keeping /data, and nothing stops it."""
+    monkeypatch.chdir(tmp_path)
+    g = _on_demand("finetune-gcp-g2", tmp_path, reservation=None, zone=None)
+    assert not g.of_type("compute/regionInstanceGroupManager:RegionInstanceGroupManager")
+    (vm,) = g.of_type("compute/instance:Instance")
+    (disk,) = g.of_type("compute/disk:Disk")
+    assert disk.inputs["size"] >= 200 and disk.inputs["zone"] == vm.inputs["zone"]  # the 200 GiB dataset, with room
+    assert [d["deviceName"] for d in vm.inputs["attachedDisks"]] == ["data"]
+    assert g.one("iAMCustomRole:IAMCustomRole").inputs["permissions"] == [
+        "compute.instances.get",
+        "compute.instances.stop",
+    ]
+    (binding,) = g.of_type("compute/instanceIAMMember:InstanceIAMMember")
+    assert binding.inputs["zone"] == vm.inputs["zone"] and binding.inputs["instanceName"].startswith(
+        "finetune-gcp-g2-node-0"
+    )
+    assert "gcloud compute instances stop" in _heredoc(_scripts(g)[0], STOP)
+    kept = _on_demand("finetune-gcp-g2", tmp_path, reservation=None, zone=None, autostopMinutes=0)
+    mig = kept.one("compute/regionInstanceGroupManager:RegionInstanceGroupManager").inputs
+    assert mig["statefulDisks"] == [{"deviceName": "data", "deleteRule": "ON_PERMANENT_INSTANCE_DELETION"}]
+    assert not kept.of_type("compute/instance:Instance") and not kept.of_type("iAMCustomRole:IAMCustomRole")
+    assert all(UNIT not in s for s in _scripts(kept)) and not [r for r in kept.rows if "autostop" in r.name]
 
 
 def _scripts(g: Graph) -> list[str]:

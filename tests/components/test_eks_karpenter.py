@@ -1,4 +1,4 @@
-"""Karpenter on a created EKS cluster under the mock runtime (``stacks/Pulumi.eks-karpenter-spot.yaml``):
+"""Karpenter on a created EKS cluster under the mock runtime (``stacks/Pulumi.exp-eks-l4-karpenter.yaml``):
 every new resource's inputs, the NodePool and EC2NodeClass against Karpenter's published CRDs, and
 the order destroy takes.
 
@@ -26,7 +26,7 @@ from fullserver.platforms import eks_karpenter as k
 from tests.components.conftest import Build, Plans, spec_of
 from tests.crds import validate
 
-STACK = "eks-karpenter-spot"
+STACK = "exp-eks-l4-karpenter"
 
 
 def _plan(plans: Plans) -> KubePlan:

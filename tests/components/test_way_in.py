@@ -43,7 +43,7 @@ CLOUD_STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS.glo
 # VM stacks: nodes reached over SSH, IAP or Session Manager. The Kubernetes node-pool stacks
 # (gke-*, eks-*) are reached through their cluster (``connect`` is its credentials command) and
 # take no SSH keys; test_kube_stacks.py covers them.
-KUBE_STACKS = {"gke-gpu-attach", "gke-tpu-slice", "eks-gpu-cluster", "eks-karpenter-spot", "serve-gke-l4"}
+KUBE_STACKS = {"gke-gpu-attach", "gke-tpu-slice", "eks-gpu-cluster", "exp-eks-l4-karpenter", "serve-gke-l4"}
 CLOUD_STACKS = [s for s in CLOUD_STACKS if s != "dedicated-h100" and s not in KUBE_STACKS]
 SECOND_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOdxa8FJ42wwS51NSUShy8AnhcSqHlneQjBFh7l9eov/ second-person's key"
 OFFICE = "198.51.100.0/24"

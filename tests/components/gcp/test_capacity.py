@@ -13,6 +13,7 @@ import pytest
 from components.args import SpecRefused
 from components.gcp.args import gcp_args
 from components.gcp.environment import GcpGpuEnvironment
+from fullserver.plan import StackPlan
 from fullserver.platforms import gcp_autostop, gcp_capacity
 from fullserver.platforms.gcp_capacity import GroupPolicy
 from fullserver.spec import EnvironmentSpec
@@ -198,12 +199,57 @@ def test_an_on_demand_group_is_reached_as_a_spot_group_is(tmp_path: Path, build:
     assert g.outputs["nodes"] == [] and g.outputs["instance_names"] == []
 
 
-def test_an_on_demand_group_is_a_group_to_autostop_too(tmp_path: Path) -> None:
-    """Its members must not stop themselves (the group would recreate them, and Compute Engine
-    stops no stateful group's VM): idle, it is resized to 0, which deletes the data disks too, as
-    the plan's autostop line says (``in_group``)."""
-    way = gcp_autostop.autostop(_h100_on_demand(tmp_path))
-    assert way is gcp_autostop.GROUP_TO_ZERO and "data" in way.lost
+def test_a_group_holding_data_is_never_resized_to_zero(tmp_path: Path) -> None:
+    """Resizing a stateful group to 0 deletes its data disks, and its VMs cannot be stopped: idle,
+    nothing stops it, whatever asks (the plan reports the reason, a stack asking is refused)."""
+    held = _h100_on_demand(tmp_path)  # scale-training: autostop off, so the group keeps /data
+    assert held.autostop_minutes == 0 and gcp_capacity.stateful_disks(held) == ["data"]
+    assert gcp_autostop.autostop(held) == gcp_autostop.KEEPS_DATA
+    bare = held.model_copy(update={"data_disk": None})  # nothing kept: the group may go to zero
+    assert gcp_capacity.in_group(bare) and gcp_autostop.autostop(bare) is gcp_autostop.GROUP_TO_ZERO
+
+
+def _on_demand_tuning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **changes: object) -> StackPlan:
+    """finetune-gcp-g2 on demand (a project profile extending fine-tuning: 60 idle minutes) over
+    every zone listing G2, with its 200 GiB data disk."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "Pulumi.yaml").write_text("name: team\nruntime: python\n")
+    (tmp_path / "profiles").mkdir(exist_ok=True)
+    (tmp_path / "profiles" / "on-demand-tuning.yaml").write_text(
+        "extends: fine-tuning\ndescription: fine-tuning on demand\npricing: on-demand\n"
+    )
+    config = stack_config("finetune-gcp-g2", profile="on-demand-tuning", zone=None, **changes)
+    return plan_offline(write_stack(tmp_path, "odft", config))
+
+
+def test_on_demand_nodes_with_data_that_autostop_stops_stay_single_vms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stateful group's VMs cannot be stopped, only deleted: with autostop on, each node is a VM
+    that stops itself and keeps /data (``STOPPED_WITH_DATA``); one type in one zone."""
+    p = _on_demand_tuning(tmp_path, monkeypatch)
+    spec = p.spec
+    assert not spec.spot and spec.data_disk is not None and spec.autostop_minutes == 60
+    assert gcp_capacity.mig_reason(spec) == gcp_capacity.STOPPED_WITH_DATA
+    assert not gcp_capacity.in_group(spec) and gcp_capacity.stateful_disks(spec) == []
+    assert spec.capacity is not None and len(spec.capacity.steps) == 1
+    what = spec.capacity.steps[0].what
+    assert spec.zone is not None and what.startswith(f"on-demand {spec.machine_type}, one VM per node in {spec.zone} (")
+    assert gcp_capacity.STOPPED_WITH_DATA in what
+    assert p.autostop is not None and (p.autostop.minutes, p.autostop.way) == (60, gcp_autostop.INSTANCE_STOP.key)
+    assert p.autostop.lost.endswith("the boot and data disks stay") and p.autostop.restored_by_up is False
+    assert "data disk" in {b.item for b in p.autostop.bills_while_stopped}  # kept, so still billed
+
+
+def test_with_autostop_off_on_demand_nodes_with_data_are_a_stateful_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = _on_demand_tuning(tmp_path, monkeypatch, autostopMinutes=0)
+    spec = p.spec
+    assert spec.autostop_minutes == 0 and p.autostop is None
+    assert gcp_capacity.mig_reason(spec) == "" and gcp_capacity.stateful_disks(spec) == ["data"]
+    assert spec.capacity is not None and spec.capacity.steps[0].what.startswith("on-demand: a regional group over ")
+    assert "keeps its name, zone and /data disk" in spec.capacity.steps[0].how
 
 
 def test_reserved_and_spot_nodes_keep_no_stateful_disk(plans: Plans) -> None:

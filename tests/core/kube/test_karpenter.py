@@ -13,7 +13,7 @@ from fullserver.kube import karpenter
 from fullserver.plan import StackPlan
 from tests.core.test_stack_config import plan_offline, stack_config, write_stack
 
-STACK = "eks-karpenter-spot"
+STACK = "exp-eks-l4-karpenter"
 
 
 def _plan(tmp_path: Path, **changes: object) -> StackPlan:
@@ -38,7 +38,7 @@ def test_the_node_pool_requires_the_balanced_set_spot_before_on_demand(plans: di
         "values": ["spot", "on-demand"],
     }
     assert plan.spot_label == ""  # no preference for a managed group's label: the NodePool orders spot first
-    assert plan.spot_first.startswith("on a stockout Karpenter's NodePool fullserver-eks-karpenter-spot tries")
+    assert plan.spot_first.startswith("on a stockout Karpenter's NodePool fullserver-exp-eks-l4-karpenter tries")
 
 
 def test_the_capacity_table_says_what_karpenter_tries(plans: dict[str, StackPlan]) -> None:
@@ -46,8 +46,8 @@ def test_the_capacity_table_says_what_karpenter_tries(plans: dict[str, StackPlan
     assert capacity is not None and capacity.used
     spot, on_demand = capacity.steps
     types = ", ".join(capacity.machine_types)
-    assert spot.what.startswith(f"spot (NodePool fullserver-eks-karpenter-spot): any of {types}")
-    assert on_demand.what.startswith("no spot offering left: on-demand (NodePool fullserver-eks-karpenter-spot)")
+    assert spot.what.startswith(f"spot (NodePool fullserver-exp-eks-l4-karpenter): any of {types}")
+    assert on_demand.what.startswith("no spot offering left: on-demand (NodePool fullserver-exp-eks-l4-karpenter)")
     low = min(m.spot_usd_hour or 0.0 for m in capacity.members)
     assert spot.usd_hour_low == pytest.approx(low)
     assert on_demand.usd_hour_high == pytest.approx(max(m.on_demand_usd_hour for m in capacity.members))
@@ -76,9 +76,9 @@ def test_an_attached_cluster_is_told_the_node_pool_it_must_run(tmp_path: Path) -
     assert spec.kube is not None
     needs = [w for w in spec.warnings if "must run Karpenter" in w]
     assert len(needs) == 1
-    assert "a NodePool named fullserver-eks-karpenter-spot requiring node.kubernetes.io/instance-type In" in needs[0]
+    assert "a NodePool named fullserver-exp-eks-l4-karpenter requiring node.kubernetes.io/instance-type In" in needs[0]
     assert "karpenter.sh/capacity-type In spot,on-demand" in needs[0]
-    assert "fullserver-environment=eks-karpenter-spot" in needs[0]
+    assert "fullserver-environment=exp-eks-l4-karpenter" in needs[0]
     assert not any("Cluster Autoscaler" in w for w in spec.warnings)  # not the node groups' needs
 
 
