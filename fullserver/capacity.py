@@ -6,13 +6,49 @@ Design notes: docs/design/core.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-if TYPE_CHECKING:
-    from fullserver.catalog.offer import Offer
+
+class _HostReads(Protocol):
+    @property
+    def vcpus(self) -> int: ...
+    @property
+    def accelerator_count(self) -> int: ...
+
+
+class _PriceReads(Protocol):
+    @property
+    def on_demand(self) -> float: ...
+    @property
+    def spot(self) -> float | None: ...
+
+
+class Offer(Protocol):
+    """``catalog.offer.Offer`` as a balanced set reads it: the catalog builds on the platforms,
+    which read this module, so naming the catalog here closed an import cycle (issue 36)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def machine_type(self) -> str: ...
+    @property
+    def host(self) -> _HostReads: ...
+    @property
+    def hosts(self) -> int: ...
+    @property
+    def accelerator(self) -> str | None: ...
+    @property
+    def efa_interfaces(self) -> int: ...
+    @property
+    def local_nvme_disks(self) -> int: ...
+    @property
+    def prices(self) -> Mapping[str, _PriceReads]: ...
+
+    def zones_in(self, region: str) -> list[str]: ...
+
 
 MAX_SET_SHAPES = 8
 """The most shapes one set names: an Auto Scaling group takes up to 40 instance types

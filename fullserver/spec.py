@@ -14,7 +14,7 @@ from fullserver.balance import BalanceReport
 from fullserver.capacity import CapacitySet
 from fullserver.catalog.model import AcceleratorKind, Interconnect, Platform
 from fullserver.errors import InputError
-from fullserver.kube.pool import KubePlan
+from fullserver.kube.model import KubePlan
 from fullserver.platforms import disk, rules_for
 from fullserver.profiles import Lifecycle, PricingModel, Purpose, Serving, Stage
 from fullserver.serving import ServingSpec

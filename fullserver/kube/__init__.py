@@ -8,6 +8,7 @@ see the design notes.
 Design notes: docs/design/kubernetes.md.
 """
 
-from fullserver.kube.pool import SIZED_AS, KubePlan, PodShare, Pool, Resources, Taint, kube_plan
+from fullserver.kube.model import KubePlan, PodShare, Pool, Resources, Taint
+from fullserver.kube.pool import SIZED_AS, kube_plan
 
 __all__ = ["SIZED_AS", "KubePlan", "PodShare", "Pool", "Resources", "Taint", "kube_plan"]

@@ -7,21 +7,21 @@ Design notes: docs/design/kubernetes.md.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
+from pydantic import AfterValidator, Field, StrictStr
 
 from fullserver.errors import InputError
-from fullserver.kube.karpenter import Provisioner
+from fullserver.kube.model import ClusterAccess as ClusterAccess  # re-exported: where callers look
+from fullserver.kube.model import Identity as Identity
 from fullserver.netcheck import check_ssh_ranges
 from fullserver.platforms import owners, pool_member, pool_member_of, rules_for, zone_problem
 
 if TYPE_CHECKING:
-    from fullserver.kube.pool import KubePlan
-    from fullserver.workload import Workload
-
-Identity = Literal["pod-identity", "irsa"]
+    from fullserver.kube.model import KubePlan
+    from fullserver.platform import Platform
 
 KUBE_KEYS = (
     "cluster",
@@ -47,33 +47,6 @@ MAX_SUBNETS = 16
 MAX_API_RANGES = 50
 """The most ``controlPlaneSourceRanges`` any member's control plane takes (GKE's 50); each member's
 own limit (``PoolRules.api_ranges_max``) is checked where the platform is known."""
-
-
-class ClusterAccess(BaseModel):
-    """Where the pools' cluster is and how it is reached (``KubePlan.access``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    location: str
-    """The cluster's location: GKE's region or zone (``container.Cluster.location``); EKS's region."""
-    private_endpoint: bool = False
-    """A created cluster's control plane answers only on its private address."""
-    identity: Identity = "pod-identity"
-    """EKS: how pods get AWS credentials on a created cluster."""
-    provisioner: Provisioner = "cluster-autoscaler"
-    """EKS: what grows the accelerator nodes (``fullserver:nodeProvisioner``, ``fullserver.kube.karpenter``)."""
-    subnets: list[str] = []
-    """EKS, attached: the node groups' subnets (empty: the cluster's own)."""
-    api_ranges: list[str] = []
-    """A created cluster: the CIDR ranges its public API endpoint admits (``controlPlaneSourceRanges``)."""
-    api_open: bool = False
-    """A created cluster: its public API endpoint admits the whole internet (``controlPlaneOpenToInternet``)."""
-
-    @property
-    def zonal(self) -> bool:
-        """A cluster in one zone (its pools' nodes default to that zone): a location in the zone
-        form of the platforms whose clusters have one (``clusterLocation``: GKE's)."""
-        return any(rules_for(p).region_of_zone(self.location) is not None for p in owners("clusterLocation"))
 
 
 def check_subnet_id(subnet: str) -> str:
@@ -102,7 +75,29 @@ def location_problem(location: str, region: str) -> str | None:
     return f"'{location}' is neither region {region} nor one of its zones (e.g. {region}-a)"
 
 
-def cluster_keys_refusal(w: Workload) -> tuple[str, str, str] | None:
+class StackKeys(Protocol):
+    """``workload.Workload``'s cluster keys as ``cluster_keys_refusal`` reads them (the stack model
+    calls it, so naming the model here closed an import cycle: issue 36)."""
+
+    @property
+    def platform(self) -> Platform | None: ...
+    @property
+    def cluster(self) -> str | None: ...
+    @property
+    def cluster_location(self) -> str | None: ...
+    @property
+    def private_endpoint(self) -> bool: ...
+    @property
+    def cluster_identity(self) -> str | None: ...
+    @property
+    def subnets(self) -> Sequence[str] | None: ...
+    @property
+    def control_plane_source_ranges(self) -> list[str] | None: ...
+    @property
+    def control_plane_open_to_internet(self) -> bool: ...
+
+
+def cluster_keys_refusal(w: StackKeys) -> tuple[str, str, str] | None:
     """The cluster key of a stack (``Workload``) that does not apply to its way in or contradicts
     another (``way_in_refusal``), or lists more control-plane ranges than its platform's clusters
     take (``api_ranges_problem``; a stack whose platform is left open is checked when sized)."""

@@ -11,7 +11,7 @@ from fullserver.platforms import pool_member
 from fullserver.platforms.pool_rules import PoolRules
 
 if TYPE_CHECKING:
-    from fullserver.kube.pool import KubePlan
+    from fullserver.kube.model import KubePlan
 
 
 def attached_warnings(rules: PoolRules, attached: bool, volume: DataVolume | None) -> list[str]:

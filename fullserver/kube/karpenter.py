@@ -9,17 +9,16 @@ Design notes: docs/design/kubernetes.md.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from fullserver.capacity import CapacitySet, CapacityStep, on_demand_range, shapes_text, spot_range
+from fullserver.kube.model import Provisioner as Provisioner  # re-exported: where callers look
 from fullserver.naming import fit_name
 from fullserver.platforms import eks_karpenter as k
 
 if TYPE_CHECKING:
-    from fullserver.kube.pool import KubePlan
+    from fullserver.kube.model import KubePlan
 
-Provisioner = Literal["cluster-autoscaler", "karpenter"]
-"""What grows an EKS cluster's accelerator nodes (``fullserver:nodeProvisioner``)."""
 KARPENTER: Provisioner = "karpenter"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ZONE = "topology.kubernetes.io/zone"

@@ -11,7 +11,7 @@ from fullserver.autostop.way import ENVIRONMENT_BILLS, StopWay
 from fullserver.rules import LABEL_ENVIRONMENT
 
 if TYPE_CHECKING:
-    from fullserver.spec import EnvironmentSpec
+    from fullserver.platforms.reads import SpecReads
 
 
 GROUP_TO_ZERO = StopWay(
@@ -44,7 +44,7 @@ def start_argv(instance_id: str, region: str) -> list[str]:
     return ["aws", "ec2", "start-instances", "--instance-ids", instance_id, "--region", region]
 
 
-def autostop(spec: EnvironmentSpec) -> StopWay:
+def autostop(spec: SpecReads) -> StopWay:
     """Spot nodes are a group's (``components.aws.spot``): the group goes to zero, or it would
     launch a replacement; an instance of this component's stops itself."""
     return GROUP_TO_ZERO if spec.spot else INSTANCE_SHUTDOWN

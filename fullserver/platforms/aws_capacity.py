@@ -16,14 +16,14 @@ from fullserver.capacity import (
 )
 
 if TYPE_CHECKING:
-    from fullserver.spec import EnvironmentSpec
+    from fullserver.platforms.reads import SpecReads
 
 
 FALLBACK_AFTER_MINUTES = 10
 """Minutes the spot group stays short before the on-demand group fills (``components.aws.spot``)."""
 
 
-def capacity_steps(spec: EnvironmentSpec, found: CapacitySet) -> CapacitySet:
+def capacity_steps(spec: SpecReads, found: CapacitySet) -> CapacitySet:
     """What EC2 tries on a stockout, in order (``PlatformRules.capacity_steps``).
 
     Spot: one Auto Scaling group over the whole set (mixed instances, ``price-capacity-optimized``:

@@ -26,9 +26,8 @@ from fullserver.platforms.supply import MACHINES, Supply
 
 if TYPE_CHECKING:  # the spec and the node records are built on the platforms, not the other way
     from fullserver.capacity import CapacitySet, CapacityStep
-    from fullserver.catalog.network import NetworkPrice
     from fullserver.nodes import NodeAccess, NodeGroupAccess
-    from fullserver.spec import EnvironmentSpec
+    from fullserver.platforms.reads import PriceReads, SpecReads
 
 
 @dataclass(frozen=True)
@@ -178,7 +177,7 @@ class NetworkPricer(Protocol):
     hours: float
     warnings: list[str]
 
-    def price(self, item: str) -> NetworkPrice | None: ...
+    def price(self, item: str) -> PriceReads | None: ...
 
     def hourly(self, item: str, what: str) -> float | None:
         """The item's hourly rate, or ``None`` with a warning naming ``what`` is not priced."""
@@ -198,7 +197,7 @@ class NetworkRules:
     """The network catalog's item for a serving health check."""
     spot_node_ip_item: str
     """The network catalog's item for a spot node's public address."""
-    layout: Callable[[EnvironmentSpec], dict[str, Any]]
+    layout: Callable[[SpecReads], dict[str, Any]]
     """The cloud's own part of ``Billables`` (zones, load-balancer addresses, alarms, Tier_1)."""
     nat_line: Callable[[NetworkPricer, int, int], Line | None]
     """The NAT's line for (pricer, machines, zones), warnings added to the pricer's."""
@@ -332,10 +331,10 @@ class PlatformRules:
     fabric_refusal: FabricRule | None = None
     """Its rule for the scale-out fabric's interfaces (EFA on AWS): (interfaces asked, the most the
     shape has, nodes, machine type, public address) -> a refusal or ``None``."""
-    capacity_steps: Callable[[EnvironmentSpec, CapacitySet], CapacitySet] | None = None
+    capacity_steps: Callable[[SpecReads, CapacitySet], CapacitySet] | None = None
     """How it hands the balanced set to its cloud's fallback: the set with ``used`` and the steps
     the cloud tries on a stockout, each priced (``fullserver.capacity``); ``None``: it says none."""
-    autostop: Callable[[EnvironmentSpec], StopWay | str] = lambda _spec: (
+    autostop: Callable[[SpecReads], StopWay | str] = lambda _spec: (
         "its environments have no VM nodes of their own to stop"
     )
     """How an idle environment of a spec stops itself (``fullserver.autostop``), or why it does not."""

@@ -17,7 +17,7 @@ from fullserver.platforms.gke_reserved import Allocatable
 from fullserver.platforms.pool_rules import ClassMember, FabricPod, GpuNodes, PoolRules, SpotFirst
 
 if TYPE_CHECKING:
-    from fullserver.tls import Tls
+    from fullserver.platforms.reads import TlsReads
 
 
 def gpu_nodes(machine_type: str, accelerator: str | None) -> GpuNodes | Refusal:
@@ -159,7 +159,7 @@ def nlb_idle_seconds(request_timeout_seconds: int) -> int:
 
 
 def service_annotations(
-    scheme: str, health_path: str, tls: Tls | None, request_timeout_seconds: int, lb_port: int
+    scheme: str, health_path: str, tls: TlsReads | None, request_timeout_seconds: int, lb_port: int
 ) -> dict[str, str]:
     """The AWS Load Balancer Controller's NLB (``fullserver.kube.serve``), and with
     ``serving.certificateArn`` its TLS listener (``ssl-cert``, ``ssl-ports``,

@@ -12,7 +12,7 @@ from fullserver.autostop.way import ENVIRONMENT_BILLS, StopWay
 from fullserver.platforms import gcp_capacity
 
 if TYPE_CHECKING:
-    from fullserver.spec import EnvironmentSpec
+    from fullserver.platforms.reads import SpecReads
 
 
 INSTANCE_STOP = StopWay(
@@ -102,7 +102,7 @@ KEEPS_DATA = (
 and autostop out of such a group (``gcp_capacity.STOPPED_WITH_DATA``), so only autostop off meets it."""
 
 
-def autostop(spec: EnvironmentSpec) -> StopWay | str:
+def autostop(spec: SpecReads) -> StopWay | str:
     """A GCP GPU node outside a group is a VM of its own, which stops itself; a group's member must
     not (the group would recreate it), so it sets its group's size to 0 (``gcp_capacity.in_group``).
     Never a group with stateful disks: resizing it deletes them (``KEEPS_DATA``), whatever asks."""

@@ -22,7 +22,7 @@ from fullserver.platforms.base import Refusal
 from fullserver.platforms.gcp_gpu_nics import gpu_nic_plan
 
 if TYPE_CHECKING:
-    from fullserver.spec import EnvironmentSpec
+    from fullserver.platforms.reads import SpecReads
 
 
 # A regional managed instance group with instance flexibility (``components.gcp.flexible``):
@@ -121,7 +121,7 @@ def flexibility_refusal(group: GroupPolicy) -> Refusal | None:
     return None
 
 
-def mig_reason(spec: EnvironmentSpec) -> str:
+def mig_reason(spec: SpecReads) -> str:
     """Why the nodes stay single VMs ("": a regional group takes the set). A reservation is
     zonal and named; compact placement keeps nodes in one zone and a multi-node A3/A4's GPU NICs
     are zonal networks; a serving group is its own MIG (``components.gcp.serving``); N1 with
@@ -140,27 +140,27 @@ def mig_reason(spec: EnvironmentSpec) -> str:
     return ""
 
 
-def in_group(spec: EnvironmentSpec) -> bool:
+def in_group(spec: SpecReads) -> bool:
     """The nodes are a regional group's members over the balanced set (spot or on demand), not VMs
     of their own: what the components build and what may stop them (``gcp_autostop``) ask this."""
     held = spec.capacity
     return held is not None and held.used and not mig_reason(spec)
 
 
-def stateful_disks(spec: EnvironmentSpec) -> list[str]:
+def stateful_disks(spec: SpecReads) -> list[str]:
     """The template disks an on-demand group keeps across a VM's recreation: its data disk. A spot
     group keeps none (a preempted VM is deleted and its disks with it: stage data from a bucket)."""
     return [DATA_DEVICE] if in_group(spec) and not spec.spot and spec.data_disk is not None else []
 
 
-def _kept(spec: EnvironmentSpec) -> str:
+def _kept(spec: SpecReads) -> str:
     """What a recreated VM of an on-demand group keeps (Compute Engine "How some operations affect
     preserved state": stateful disks are reattached; a stateless boot disk comes from the image)."""
     kept = "name, zone and /data disk" if spec.data_disk is not None else "name and zone"
     return f"a VM the group recreates (host error, repair) keeps its {kept}, not its boot disk, /scratch or addresses"
 
 
-def capacity_steps(spec: EnvironmentSpec, found: CapacitySet) -> CapacitySet:
+def capacity_steps(spec: SpecReads, found: CapacitySet) -> CapacitySet:
     """What Compute Engine tries on a stockout, in order (``PlatformRules.capacity_steps``).
 
     Spot or on demand: one regional managed instance group whose instance flexibility policy lists

@@ -18,7 +18,7 @@ from fullserver.platforms.base import RFC1035, NameRule
 from fullserver.platforms.name_rule import fit_to
 
 if TYPE_CHECKING:
-    from fullserver.serving import ServingSpec
+    from fullserver.platforms.reads import EndpointReads
 
 GATEWAY_CLASS = "gke-l7-global-external-managed"
 GATEWAY_API = "gateway.networking.k8s.io/v1"
@@ -92,7 +92,7 @@ def _target(service: str) -> dict[str, str]:
 
 
 def front(
-    environment: str, service: str, labels: dict[str, str], endpoint: ServingSpec, domains: list[str]
+    environment: str, service: str, labels: dict[str, str], endpoint: EndpointReads, domains: list[str]
 ) -> list[dict[str, Any]]:
     """The Gateway, its route to ``service`` (port ``endpoint.lb_port``) and the policies that
     check the server's health and keep long generations open (module doc)."""

@@ -18,7 +18,7 @@ from fullserver.platforms.gke_reserved import Allocatable
 from fullserver.platforms.pool_rules import ClassMember, GpuNodes, PoolNodes, PoolRules, SpotFirst, TlsFront
 
 if TYPE_CHECKING:
-    from fullserver.tls import Tls
+    from fullserver.platforms.reads import TlsReads
 
 
 def gpu_nodes(machine_type: str, accelerator: str | None) -> GpuNodes | Refusal:
@@ -152,7 +152,7 @@ GKE_INTERNAL = {"networking.gke.io/load-balancer-type": "Internal"}
 
 
 def service_annotations(
-    scheme: str, health_path: str, tls: Tls | None, request_timeout_seconds: int, lb_port: int
+    scheme: str, health_path: str, tls: TlsReads | None, request_timeout_seconds: int, lb_port: int
 ) -> dict[str, str]:
     """A backend-service-based external passthrough NLB, or an internal one (``fullserver.kube.serve``)."""
     return dict(GKE_INTERNAL if scheme == "internal" else GKE_EXTERNAL)

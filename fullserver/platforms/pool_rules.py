@@ -13,9 +13,8 @@ from fullserver.platform import Platform
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gke_reserved import Allocatable, NodeResources
 
-if TYPE_CHECKING:  # TLS and the serving spec are the core's
-    from fullserver.serving import ServingSpec
-    from fullserver.tls import Tls
+if TYPE_CHECKING:  # TLS and the serving spec are the core's, read through Protocols
+    from fullserver.platforms.reads import EndpointReads, TlsReads
 
 __all__ = [
     "Allocatable",
@@ -153,7 +152,7 @@ class TlsFront:
     """How a member terminates TLS in front of the pods where its LoadBalancer Service cannot (GKE's
     passthrough NLB): the objects in front, and what becomes of the Service behind them."""
 
-    objects: Callable[[str, str, dict[str, str], ServingSpec, list[str]], list[dict[str, Any]]]
+    objects: Callable[[str, str, dict[str, str], EndpointReads, list[str]], list[dict[str, Any]]]
     """(environment, Service name, labels, endpoint, domains) -> the objects in front of the Service."""
     service: Callable[[dict[str, Any], dict[str, str]], tuple[dict[str, Any], dict[str, str]]]
     """(the Service's spec, its annotations) -> the same behind the front (no load balancer of its own)."""
@@ -251,7 +250,7 @@ class PoolRules:
     volume_parameters: Callable[[str, int | None, int | None], dict[str, str]]
     """(disk kind, IOPS, MB/s) -> the StorageClass parameters (strings, as Kubernetes takes them)."""
     # --- serving
-    service_annotations: Callable[[str, str, Tls | None, int, int], dict[str, str]]
+    service_annotations: Callable[[str, str, TlsReads | None, int, int], dict[str, str]]
     """(scheme, health path, TLS, request timeout s, port) -> the LoadBalancer Service's annotations."""
     pod_metric: str
     """vLLM's queue-size gauge as the member's custom-metrics adapter names it."""

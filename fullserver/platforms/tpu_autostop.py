@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from fullserver.autostop.way import ENVIRONMENT_BILLS, StopWay
 
 if TYPE_CHECKING:
-    from fullserver.spec import EnvironmentSpec
+    from fullserver.platforms.reads import SpecReads
 
 
 # Cloud TPU API ``nodes.stop``: "only available with single TPU nodes"; a multi-host TPU is
@@ -51,7 +51,7 @@ def start_argv(node: str, zone: str, project: str) -> list[str]:
     return ["gcloud", "compute", "tpus", "tpu-vm", "start", node, "--zone", zone, "--project", project]
 
 
-def autostop(spec: EnvironmentSpec) -> StopWay | str:
+def autostop(spec: SpecReads) -> StopWay | str:
     """A single-host TPU VM stops, a multi-host one is deleted; a queued slice takes no startup
     script (``components.tpu``), so no agent runs on it."""
     if spec.tpu is not None and spec.tpu.queued:

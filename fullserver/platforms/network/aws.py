@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from fullserver.platforms.base import Line, NetworkPricer, NetworkRules
 
 if TYPE_CHECKING:
-    from fullserver.spec import EnvironmentSpec
+    from fullserver.platforms.reads import SpecReads
 
 LOAD_BALANCER_SCHEMES = ("internal", "external")
 """Serving load balancers built here: an Application Load Balancer, internet-facing or internal."""
@@ -23,7 +23,7 @@ SERVING_ZONES = 3
 """A serving group that spreads across zones spans three (most regions have three or more)."""
 
 
-def billed_network(spec: EnvironmentSpec) -> dict[str, Any]:
+def billed_network(spec: SpecReads) -> dict[str, Any]:
     """AWS's part of the billed network (``fullserver.billables``): the zones the subnets span,
     the internet-facing ALB's addresses (one per zone) and the CloudWatch alarms."""
     # the spot group's fallback alarm (components.aws.spot), two per target-tracking policy

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from fullserver.platforms.base import Line, NetworkPricer, NetworkRules
 
 if TYPE_CHECKING:
-    from fullserver.spec import EnvironmentSpec
+    from fullserver.platforms.reads import SpecReads
 
 TIER1_FAMILIES = ("n2", "n2d", "c2", "c2d", "c3")
 TIER1_MIN_VCPUS = 30
@@ -45,7 +45,7 @@ Balancers bill proxy instances, whose price the network catalog does not hold ye
 LOAD_BALANCER = "gcp-global-external"
 
 
-def billed_network(spec: EnvironmentSpec) -> dict[str, Any]:
+def billed_network(spec: SpecReads) -> dict[str, Any]:
     """Google Cloud's part of the billed network (``fullserver.billables``): Tier_1 only where
     Compute Engine accepts it, and only for multi-node environments, where node-to-node bandwidth
     is what the profile pays for."""

@@ -15,7 +15,7 @@ from fullserver.platforms.network import aws as aws_network
 from fullserver.platforms.network import gcp as gcp_network
 
 if TYPE_CHECKING:
-    from fullserver.spec import EnvironmentSpec
+    from fullserver.platforms.reads import SpecReads
 
 LOAD_BALANCER_SCHEMES = ("internal", "external")
 """Both clouds' LoadBalancer Services are built internal or external (``fullserver.kube.serve``)."""
@@ -27,12 +27,12 @@ zone, and a created cluster has public subnets in ``eks.CLUSTER_ZONES`` (3) zone
 cluster, whose subnets the plan cannot see, fullserver assumes the same three."""
 
 
-def gke_layout(spec: EnvironmentSpec) -> dict[str, Any]:
+def gke_layout(spec: SpecReads) -> dict[str, Any]:
     """A passthrough NLB's address is the forwarding rule's: nothing billed apart."""
     return {}
 
 
-def eks_layout(spec: EnvironmentSpec) -> dict[str, Any]:
+def eks_layout(spec: SpecReads) -> dict[str, Any]:
     """An internet-facing NLB's public IPv4 addresses, one per zone."""
     scheme = spec.endpoint.load_balancer if spec.endpoint else spec.serving.load_balancer if spec.serving else ""
     return {"lb_public_ips": NLB_ZONES if scheme == "external" else 0}
