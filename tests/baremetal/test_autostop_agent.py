@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,6 @@ import pytest
 
 from components import autostop_agent
 from components.autostop import agent_config
-from fullserver.baremetal.ssh import connect, load_private_key
 from tests.baremetal.testbed import SshdHost
 
 AGENT = Path(__file__).resolve().parents[2] / "components" / "autostop_agent.py"
@@ -145,15 +143,7 @@ def test_an_unreadable_gpu_counts_as_busy(agent: Agent) -> None:
 
 
 def test_an_open_ssh_session_holds_the_node_up(agent: Agent, host: SshdHost) -> None:
-    def hold() -> None:
-        other = connect(host.target(), load_private_key(host.user_key, host.name))
-        try:
-            other.run("sleep 7", timeout=20)
-        finally:
-            other.close()
-
-    holding = threading.Thread(target=hold)
-    holding.start()
+    holding = host.hold_session(7)
     try:
         time.sleep(0.5)
         agent.start()

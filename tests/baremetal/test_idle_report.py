@@ -7,7 +7,6 @@ second real connection is."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from components.autostop import agent_config, agent_source
 from fullserver.baremetal.audit import audit_fleet
 from fullserver.baremetal.idle import Idleness, IdleProbe, read_idleness
 from fullserver.baremetal.measure import Caps
-from fullserver.baremetal.ssh import connect, load_private_key, session
+from fullserver.baremetal.ssh import session
 from fullserver.baremetal.verify import Promise, verify_host
 from fullserver.catalog import load_catalog
 from fullserver.profiles import get_profile, load_profiles
@@ -99,15 +98,7 @@ def test_another_ssh_session_counts_as_busy_and_the_reports_own_does_not(host: S
     gpus(host, "0, 0\n0, 0\n")
     assert read(host).idle is True  # the report's own session alone
 
-    def hold() -> None:
-        other = connect(host.target(), load_private_key(host.user_key, host.name))
-        try:
-            other.run("sleep 4", timeout=20)
-        finally:
-            other.close()
-
-    holding = threading.Thread(target=hold)
-    holding.start()
+    holding = host.hold_session(4)
     try:
         time.sleep(1.0)
         idle = read(host)

@@ -21,11 +21,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fullserver.baremetal.inventory import Target, Timeouts, parse_key_line
+from fullserver.baremetal.ssh import connect, load_private_key
 from tests import leftovers
 
 SSHD = Path("/usr/sbin/sshd")
@@ -223,6 +225,21 @@ class SshdHost:
         if not script.exists():
             script.write_text(PROXY_STANDIN)
         return [sys.executable, str(script), mode, str(log), self.address, str(self.port), "%h", "%p", "%r", "%n"]
+
+    def hold_session(self, seconds: float) -> threading.Thread:
+        """Another user's SSH session on this host for ``seconds``, already started: join the
+        thread to wait for it to end (the idle agent and its report count it as busy)."""
+
+        def hold() -> None:
+            other = connect(self.target(), load_private_key(self.user_key, self.name))
+            try:
+                other.run(f"sleep {seconds}", timeout=20)
+            finally:
+                other.close()
+
+        holding = threading.Thread(target=hold)
+        holding.start()
+        return holding
 
     def authorize(self, user: str, pub: str | None = None) -> None:
         path = self.dir / "authorized_keys" / user
