@@ -11,11 +11,6 @@ from collections.abc import Collection
 
 from fullserver.platforms import gcp_autostop, tpu_autostop
 
-STOP_ROLE_PREFIX = "fullserver_autostop_"
-"""Every stop role's id starts so (``gcp_autostop.stop_role_id``)."""
-GROUP_RESOURCE = "instanceGroupManagers/"
-"""How an IAM Condition names a managed instance group (``resource.name`` ends ``.../instanceGroupManagers/<name>``)."""
-
 
 def stop_ways() -> list[frozenset[str]]:
     """The permission sets of every Google Cloud stop way, as the platforms declare them."""
@@ -49,12 +44,12 @@ def binding_problem(
     expression, ``vms`` and ``groups`` the stack's own VM and managed instance group names."""
     if instance is not None:
         return None if instance in vms else f"is on VM {instance!r}, not one of this stack's ({', '.join(sorted(vms))})"
-    if condition and any(f"{GROUP_RESOURCE}{g}" in condition for g in groups):
+    if condition and any(f"{gcp_autostop.GROUP_RESOURCE}{g}" in condition for g in groups):
         return None
     if all(p.startswith("tpu.") for p in permissions):
         return None  # Cloud TPU: no per-node IAM, no Conditions on its resources (tpu_autostop)
     named = f" ({', '.join(sorted(groups))})" if groups else ""
     return (
         "is on the whole project: bind it on the stack's VMs, or give it an IAM Condition whose expression "
-        f"names {GROUP_RESOURCE}<this stack's group>{named}"
+        f"names {gcp_autostop.GROUP_RESOURCE}<this stack's group>{named}"
     )

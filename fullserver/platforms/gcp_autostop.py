@@ -50,10 +50,16 @@ bound on each VM; a regional group's resize (``regionInstanceGroupManagers.resiz
 resize's region operation), bound on the project under ``group_condition``."""
 
 
+STOP_ROLE_PREFIX = "fullserver_autostop_"
+"""Every stop role's id starts so (``stop_role_id``); the policy pack finds the roles by it."""
+GROUP_RESOURCE = "instanceGroupManagers/"
+"""The part of a regional group's ``resource.name`` before its name (``group_resource_name``)."""
+
+
 def group_resource_name(project: str, region: str, group: str) -> str:
     """A regional group's name as IAM Conditions read it (``resource.name``; IAM "Resource attributes
     for IAM Conditions", Compute Engine: ``projects/PROJECT/regions/REGION/instanceGroupManagers/NAME``)."""
-    return f"projects/{project}/regions/{region}/instanceGroupManagers/{group}"
+    return f"projects/{project}/regions/{region}/{GROUP_RESOURCE}{group}"
 
 
 def group_condition(project: str, region: str, group: str) -> dict[str, str]:
@@ -88,7 +94,7 @@ def stop_role_id(environment: str) -> str:
     deleted: the provider undeletes one of the same id within 7 days of a destroy, but from 7 to 37
     days after it the id is taken (pulumi-gcp ``projects.IAMCustomRole`` warning): docs/autostop.md."""
     clean = re.sub(r"[^a-zA-Z0-9_]", "_", environment)
-    base = f"fullserver_autostop_{clean}"
+    base = f"{STOP_ROLE_PREFIX}{clean}"
     if clean == environment and len(base) <= 64:
         return base
     return f"{base[:55]}_{hashlib.sha256(environment.encode()).hexdigest()[:8]}"

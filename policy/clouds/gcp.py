@@ -12,6 +12,7 @@ from pulumi_policy import PolicyResource
 from fullserver.autostop import grants
 from fullserver.catalog.network import Item
 from fullserver.clouds import gcp
+from fullserver.platforms import gcp_autostop
 from fullserver.tls import ClearText, clear_text
 from policy.resources import as_list, marked, on, plain, prop
 
@@ -64,7 +65,7 @@ def autostop_grants(resources: list[PolicyResource]) -> Iterator[tuple[PolicyRes
     roles: dict[str, list[str]] = {}
     for r in resources:
         role_id = str(plain(r.props.get("roleId")) or "") if r.resource_type == CUSTOM_ROLE else ""
-        if role_id.startswith(grants.STOP_ROLE_PREFIX):
+        if role_id.startswith(gcp_autostop.STOP_ROLE_PREFIX):
             roles[role_id] = [str(plain(p)) for p in as_list(plain(r.props.get("permissions")))]
             problem = grants.role_problem(roles[role_id])
             if problem:
