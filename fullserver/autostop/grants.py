@@ -44,7 +44,8 @@ def binding_problem(
     expression, ``vms`` and ``groups`` the stack's own VM and managed instance group names."""
     if instance is not None:
         return None if instance in vms else f"is on VM {instance!r}, not one of this stack's ({', '.join(sorted(vms))})"
-    if condition and any(f"{gcp_autostop.GROUP_RESOURCE}{g}" in condition for g in groups):
+    # the name as the expression quotes it: "own-group" must not pass a condition naming "own-group-2"
+    if condition and any(f'{gcp_autostop.GROUP_RESOURCE}{g}"' in condition for g in groups):
         return None
     if all(p.startswith("tpu.") for p in permissions):
         return None  # Cloud TPU: no per-node IAM, no Conditions on its resources (tpu_autostop)

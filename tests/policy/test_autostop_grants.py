@@ -109,6 +109,12 @@ def test_a_gcp_stop_role_on_the_project_needs_a_condition_naming_the_stacks_grou
         {"project": "p", "condition": {"title": "t", "expression": expression.replace("own", "their")}},
     )
     one_violation(scoped(other), "is on the whole project")
+    longer = _gcp_stack_with_a_compute_stop_role(
+        stacks,
+        PROJECT_MEMBER,
+        {"project": "p", "condition": {"title": "t", "expression": expression.replace("own-group", "own-group-2")}},
+    )
+    one_violation(scoped(longer), "is on the whole project")  # a group whose name only begins with ours
     own = _gcp_stack_with_a_compute_stop_role(
         stacks, PROJECT_MEMBER, {"project": "p", "condition": {"title": "t", "expression": expression}}
     )
