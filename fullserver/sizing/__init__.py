@@ -214,7 +214,7 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
         try:
             specs.append(spec_for(profile, workload, platform, catalog, environment))
         except (InputError, NothingFits) as exc:
-            errors.append((platform, exc))
+            errors.append((platform, exc.with_traceback(None)))  # kept: its frames would hold ``errors``
     if not specs:
         raise _none_fits(profile, workload, errors)
     if len(specs) == 1:
@@ -283,7 +283,7 @@ def _none_fits(
     """
     first = errors[0][1]
     if len({(exc.where, exc.what) for _, exc in errors}) == 1:
-        return first
+        return type(first)(first.where, first.what, first.hint)  # afresh: raised, it would hold ``errors``
     # Each reason may hold "; " itself (a list of near-misses), so a platform's name in brackets
     # starts each one.
     reasons = " ".join(

@@ -351,7 +351,7 @@ def _ranking(
     try:
         return _rank(q, catalog)
     except (InputError, NothingFits) as exc:
-        return exc
+        return exc.with_traceback(None)  # kept in the memo: its frames would hold the memo in a cycle
 
 
 def _rank(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]]:

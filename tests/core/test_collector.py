@@ -1,60 +1,91 @@
-"""``fullserver.collector.batch``: fewer collections inside the block, the caller's thresholds after."""
+"""``fullserver.collector.batch``: no automatic collection inside the block, the caller's setting
+after; and the premise that makes it safe, that planning makes no reference cycles."""
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from fullserver.collector import BATCH_THRESHOLD, batch
+from fullserver.catalog import load_catalog
+from fullserver.collector import batch
+from fullserver.plan import plan_paths
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "stacks").glob("Pulumi.*.yaml"))
+
+LEFT_OPEN = """\
+config:
+  fullserver:profile: fine-tuning
+  fullserver:location: [us, europe]
+  fullserver:accelerator: A100-40GB
+  fullserver:acceleratorCount: 1
+  gcp:project: example-project
+"""
+"""Platform and region left to the plan, and one cloud refusing the accelerator count: the refusals
+kept while the others are weighed."""
 
 
 @pytest.fixture(autouse=True)
-def _thresholds() -> Iterator[tuple[int, int, int]]:
-    before = gc.get_threshold()
-    gc.set_threshold(700, 10, 10)
-    yield gc.get_threshold()
-    gc.set_threshold(*before)
+def _collector_on() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.enable()
+    yield
+    if not enabled:
+        gc.disable()
 
 
-def test_inside_a_batch_the_youngest_generation_waits_for_more_allocations() -> None:
+def test_inside_a_batch_nothing_is_collected_automatically_and_after_it_is_again() -> None:
     with batch():
-        assert gc.get_threshold() == (BATCH_THRESHOLD, 10, 10)
-    assert gc.get_threshold() == (700, 10, 10)
+        assert not gc.isenabled()
+    assert gc.isenabled()
 
 
-def test_the_callers_thresholds_come_back_when_the_block_raises() -> None:
+def test_the_callers_setting_comes_back_when_the_block_raises() -> None:
     with pytest.raises(RuntimeError), batch():
         raise RuntimeError("planning failed")
-    assert gc.get_threshold() == (700, 10, 10)
+    assert gc.isenabled()
 
 
-def test_a_caller_collecting_less_often_already_is_left_as_it_is() -> None:
-    gc.set_threshold(BATCH_THRESHOLD * 2, 5, 5)
+def test_a_caller_that_had_collection_off_keeps_it_off() -> None:
+    gc.disable()
     with batch():
-        assert gc.get_threshold() == (BATCH_THRESHOLD * 2, 5, 5)
-    assert gc.get_threshold() == (BATCH_THRESHOLD * 2, 5, 5)
+        pass
+    assert not gc.isenabled()
 
 
-def test_batches_nest_and_unwind_to_the_outermost_callers_thresholds() -> None:
-    with batch(), batch():
-        assert gc.get_threshold()[0] == BATCH_THRESHOLD
-    assert gc.get_threshold() == (700, 10, 10)
-
-
-def test_collection_still_happens_inside_a_batch() -> None:
-    collected: list[int] = []
-
-    def seen(phase: str, info: dict[str, int]) -> None:
-        if phase == "stop":
-            collected.append(info["generation"])
-
-    gc.callbacks.append(seen)
-    try:
+def test_batches_nest_and_unwind_to_the_outermost_callers_setting() -> None:
+    with batch():
         with batch():
-            kept: list[list[int]] = [[] for _ in range(3 * BATCH_THRESHOLD)]  # containers the collector tracks, alive
-    finally:
-        gc.callbacks.remove(seen)
-    assert len(kept) == 3 * BATCH_THRESHOLD
-    assert collected, "the collector never ran inside the batch"
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_a_cycle_made_inside_a_batch_is_collected_after_it() -> None:
+    gc.collect()
+    with batch():
+        looped: list[object] = []
+        looped.append(looped)
+        del looped
+    assert gc.collect() == 1
+
+
+def test_planning_makes_no_reference_cycle_for_the_collector_to_find(tmp_path: Path) -> None:
+    """What lets ``batch`` pause the collector: every example's plan, its comparison rows (a refused
+    row among them), a placement with refusals and the memo's answers are freed by reference
+    counting alone."""
+    (tmp_path / "Pulumi.left-open.yaml").write_text(LEFT_OPEN)
+    stacks = [*EXAMPLES, tmp_path / "Pulumi.left-open.yaml"]
+    catalog = load_catalog()
+    plan_paths(stacks, catalog=catalog)  # imports and first-use caches made before we count
+    catalog.memo.clear()
+    gc.collect()
+    with batch():
+        plans = plan_paths(stacks, catalog=catalog)
+        assert any(row.usd_month is None for plan in plans for row in plan.comparison), "no refused row planned"
+        assert plans[-1].placement is not None and plans[-1].placement.skipped, "no refused placement"
+        del plans
+        catalog.memo.clear()
+        assert gc.collect() == 0
