@@ -3,7 +3,8 @@
 Sizing and cost (issue 2): 1 and up to 500 generated stacks; target 500 in under 3 s, linear.
 Two columns (issue 36): warm, the same catalog planning stacks that cycle through 12 variants (the
 memo answers most questions), and cold, the memo cleared before each run over stacks that each ask
-sizing a question of their own (``distinct_stacks``); target: cold sizing + cost <= 0.5 ms per stack.
+sizing a question of their own (``distinct_stacks``); target: cold sizing + cost <= 0.5 ms per stack;
+beside it the cold work per stack as counts (``work_done``), which the machine's load does not move.
 Many distinct stacks through the CLI (issue 36): ``fullserver plan --summary`` over 1 and 200 of them,
 in a fresh process each; target <= 1 ms of CPU per stack beyond the first.
 Resource graphs (issue 3): every example stack, then up to 200 generated stacks evaluated under
@@ -170,6 +171,22 @@ def measure_graphs(paths: list[Path]) -> tuple[float, int]:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return elapsed, peak
+
+
+def work_done(paths: list[Path]) -> dict[str, float]:
+    """What planning ``paths`` cold works out, per stack: environments sized (each stack's own and
+    its comparison rows that plan) and the memo's answers by kind. Counts, not times: they do not
+    move with the machine's load, so a change to the work shows here before the timings agree."""
+    profiles, catalog = load_profiles(), load_catalog()
+    catalog.memo.clear()
+    plans = plan_paths(paths, profiles, catalog)
+    kinds: dict[str, int] = {
+        "environments sized": sum(1 + sum(r.offer is not None for r in p.comparison) for p in plans)
+    }
+    for work, _ in catalog.memo:
+        name = getattr(work, "__name__", str(work)).strip("_")
+        kinds[name] = kinds.get(name, 0) + 1
+    return {kind: n / len(paths) for kind, n in kinds.items()}
 
 
 def cold_warm_table(warm: list[tuple[int, float, int]], cold: list[tuple[int, float, int]]) -> None:
@@ -351,6 +368,9 @@ def main() -> None:
         distinct = distinct_stacks(cold_dir, max(sizes))
         cold_rows = [(n, *measure(distinct[:n], cold=True)) for n in sizes if n <= len(distinct)]
         cold_warm_table(results[: len(cold_rows)], cold_rows)
+        work = work_done(distinct)
+        print(f"cold work per stack ({len(distinct)} distinct stacks; counts, not times):")
+        print("  " + ", ".join(f"{kind} {n:.2f}" for kind, n in sorted(work.items(), key=lambda kv: -kv[1])))
         if args.cli:
             cli_table(distinct)
 
