@@ -256,20 +256,21 @@ def _kube_lines(
     persistent profile, the paid hours for an ephemeral one, whose cluster goes with the stack)."""
     assert spec.kube is not None
     pools = kube_cost(spec.kube, spec, profile, catalog)
+    cluster = pools.cluster
     hours = HOURS_PER_MONTH * share
     when = "all month" if share == 1.0 else f"{hours:.0f} h: the stack's paid hours"
-    fee_note = f"{pools.cluster_note}, {when}" if pools.cluster_usd_hour else pools.cluster_note
-    usd = round(pools.cluster_usd_hour * hours, 2)
-    lines.append(CostLine(item="cluster fee", usd_month=usd, note=fee_note, prices=pools.cluster_prices))
-    if pools.system_note:
-        note = f"{pools.system_note}, {when}"
-        usd = round(pools.system_usd_hour * hours, 2)
-        lines.append(CostLine(item="system pool", usd_month=usd, note=note, prices=pools.system_prices))
-    if pools.system_disk_note and pools.system_disk_usd_hour:
-        note = f"{pools.system_disk_note}, {when}"
-        usd = round(pools.system_disk_usd_hour * hours, 2)
-        lines.append(CostLine(item="system pool disks", usd_month=usd, note=note, prices=pools.system_disk_prices))
-    unpriced.extend(pools.unpriced)
+    fee_note = f"{cluster.note}, {when}" if cluster.usd_hour else cluster.note
+    usd = round(cluster.usd_hour * hours, 2)
+    lines.append(CostLine(item="cluster fee", usd_month=usd, note=fee_note, prices=cluster.prices))
+    if cluster.system_note:
+        note = f"{cluster.system_note}, {when}"
+        usd = round(cluster.system_usd_hour * hours, 2)
+        lines.append(CostLine(item="system pool", usd_month=usd, note=note, prices=cluster.system_prices))
+    if cluster.system_disk_note and cluster.system_disk_usd_hour:
+        note = f"{cluster.system_disk_note}, {when}"
+        usd = round(cluster.system_disk_usd_hour * hours, 2)
+        lines.append(CostLine(item="system pool disks", usd_month=usd, note=note, prices=cluster.system_disk_prices))
+    unpriced.extend(cluster.unpriced)
     ranges = "; ".join(f"{p.pool} {p.min_usd_hour:,.2f}-{p.max_usd_hour:,.2f}/h ({p.note})" for p in pools.pools)
     spot = profile.cost.spot_share
     order = f", {spot:.0%} of hours on the spot pool the autoscaler grows first" if spec.kube.spot_first else ""
@@ -284,7 +285,7 @@ def _kube_lines(
     # Every pool at its maximum, less the workload's own nodes' data volumes the data line bills:
     # what the peak adds to compute is the extra nodes and their pods' volumes.
     base_volumes = sum(p.volume_usd_hour for p in pools.pools[:1]) * spec.machines
-    kube_peak = pools.max_usd_hour - pools.always_usd_hour - base_volumes
+    kube_peak = pools.max_usd_hour - cluster.always_usd_hour - base_volumes
     return max(peak_hour or 0.0, kube_peak) if kube_peak > compute_hour else peak_hour
 
 
