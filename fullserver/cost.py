@@ -89,7 +89,7 @@ class CostEstimate(BaseModel):
     @property
     def usd_month(self) -> float:
         """The sum of the priced lines: the whole cost only when ``complete``."""
-        return round(sum(line.usd_month for line in self.lines), 2)
+        return _total(self.lines)
 
     @property
     def usd_month_at_most(self) -> float:
@@ -104,6 +104,11 @@ class CostEstimate(BaseModel):
     @property
     def usd_per_productive_hour(self) -> float:
         return round(self.usd_month / self.productive_hours, 4) if self.productive_hours else 0.0
+
+
+def _total(lines: list[CostLine]) -> float:
+    """What the priced lines add up to (``CostEstimate.usd_month``)."""
+    return round(sum(line.usd_month for line in lines), 2)
 
 
 def _hours(profile: Profile, workload: Workload) -> tuple[float, float]:
@@ -337,7 +342,13 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
                 prices=lines[0].prices,  # the compute's (or the contract's) rate, for the hours unused
             ),
         )
-    cost = CostEstimate(
+    peak: dict[str, object] = {}
+    if peak_hour is not None:
+        # AWS spot with its fallback, or node pools at their maximum: for every paid hour
+        more = (peak_hour - compute_hour) * round(paid, 1)
+        what = "with every node pool at its maximum" if spec.kube is not None else _set_peak_what(spec)
+        peak = {"usd_month_peak": round(_total(lines) + more, 2), "peak_what": what}
+    return CostEstimate(
         platform=spec.platform,
         offer=spec.offer,
         region=spec.region,
@@ -349,16 +360,7 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
         lines=lines,
         warnings=warnings,
         unpriced=unpriced,
-    )
-    if peak_hour is None:
-        return cost
-    # AWS spot with its fallback: both groups running for every paid hour (fullserver.hourly)
-    more = (peak_hour - compute_hour) * cost.paid_hours
-    return cost.model_copy(
-        update={
-            "usd_month_peak": round(cost.usd_month + more, 2),
-            "peak_what": ("with every node pool at its maximum" if spec.kube is not None else _set_peak_what(spec)),
-        }
+        **peak,  # built once with its peak, not copied to add it
     )
 
 
