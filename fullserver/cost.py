@@ -89,7 +89,7 @@ class CostEstimate(BaseModel):
     @property
     def usd_month(self) -> float:
         """The sum of the priced lines: the whole cost only when ``complete``."""
-        return round(sum(line.usd_month for line in self.lines), 2)
+        return _total(self.lines)
 
     @property
     def usd_month_at_most(self) -> float:
@@ -104,6 +104,11 @@ class CostEstimate(BaseModel):
     @property
     def usd_per_productive_hour(self) -> float:
         return round(self.usd_month / self.productive_hours, 4) if self.productive_hours else 0.0
+
+
+def _total(lines: list[CostLine]) -> float:
+    """What the priced lines add up to (``CostEstimate.usd_month``)."""
+    return round(sum(line.usd_month for line in lines), 2)
 
 
 def _hours(profile: Profile, workload: Workload) -> tuple[float, float]:
@@ -256,20 +261,21 @@ def _kube_lines(
     persistent profile, the paid hours for an ephemeral one, whose cluster goes with the stack)."""
     assert spec.kube is not None
     pools = kube_cost(spec.kube, spec, profile, catalog)
+    cluster = pools.cluster
     hours = HOURS_PER_MONTH * share
     when = "all month" if share == 1.0 else f"{hours:.0f} h: the stack's paid hours"
-    fee_note = f"{pools.cluster_note}, {when}" if pools.cluster_usd_hour else pools.cluster_note
-    usd = round(pools.cluster_usd_hour * hours, 2)
-    lines.append(CostLine(item="cluster fee", usd_month=usd, note=fee_note, prices=pools.cluster_prices))
-    if pools.system_note:
-        note = f"{pools.system_note}, {when}"
-        usd = round(pools.system_usd_hour * hours, 2)
-        lines.append(CostLine(item="system pool", usd_month=usd, note=note, prices=pools.system_prices))
-    if pools.system_disk_note and pools.system_disk_usd_hour:
-        note = f"{pools.system_disk_note}, {when}"
-        usd = round(pools.system_disk_usd_hour * hours, 2)
-        lines.append(CostLine(item="system pool disks", usd_month=usd, note=note, prices=pools.system_disk_prices))
-    unpriced.extend(pools.unpriced)
+    fee_note = f"{cluster.note}, {when}" if cluster.usd_hour else cluster.note
+    usd = round(cluster.usd_hour * hours, 2)
+    lines.append(CostLine(item="cluster fee", usd_month=usd, note=fee_note, prices=cluster.prices))
+    if cluster.system_note:
+        note = f"{cluster.system_note}, {when}"
+        usd = round(cluster.system_usd_hour * hours, 2)
+        lines.append(CostLine(item="system pool", usd_month=usd, note=note, prices=cluster.system_prices))
+    if cluster.system_disk_note and cluster.system_disk_usd_hour:
+        note = f"{cluster.system_disk_note}, {when}"
+        usd = round(cluster.system_disk_usd_hour * hours, 2)
+        lines.append(CostLine(item="system pool disks", usd_month=usd, note=note, prices=cluster.system_disk_prices))
+    unpriced.extend(cluster.unpriced)
     ranges = "; ".join(f"{p.pool} {p.min_usd_hour:,.2f}-{p.max_usd_hour:,.2f}/h ({p.note})" for p in pools.pools)
     spot = profile.cost.spot_share
     order = f", {spot:.0%} of hours on the spot pool the autoscaler grows first" if spec.kube.spot_first else ""
@@ -284,7 +290,7 @@ def _kube_lines(
     # Every pool at its maximum, less the workload's own nodes' data volumes the data line bills:
     # what the peak adds to compute is the extra nodes and their pods' volumes.
     base_volumes = sum(p.volume_usd_hour for p in pools.pools[:1]) * spec.machines
-    kube_peak = pools.max_usd_hour - pools.always_usd_hour - base_volumes
+    kube_peak = pools.max_usd_hour - cluster.always_usd_hour - base_volumes
     return max(peak_hour or 0.0, kube_peak) if kube_peak > compute_hour else peak_hour
 
 
@@ -336,7 +342,13 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
                 prices=lines[0].prices,  # the compute's (or the contract's) rate, for the hours unused
             ),
         )
-    cost = CostEstimate(
+    peak: dict[str, object] = {}
+    if peak_hour is not None:
+        # AWS spot with its fallback, or node pools at their maximum: for every paid hour
+        more = (peak_hour - compute_hour) * round(paid, 1)
+        what = "with every node pool at its maximum" if spec.kube is not None else _set_peak_what(spec)
+        peak = {"usd_month_peak": round(_total(lines) + more, 2), "peak_what": what}
+    return CostEstimate(
         platform=spec.platform,
         offer=spec.offer,
         region=spec.region,
@@ -348,16 +360,7 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
         lines=lines,
         warnings=warnings,
         unpriced=unpriced,
-    )
-    if peak_hour is None:
-        return cost
-    # AWS spot with its fallback: both groups running for every paid hour (fullserver.hourly)
-    more = (peak_hour - compute_hour) * cost.paid_hours
-    return cost.model_copy(
-        update={
-            "usd_month_peak": round(cost.usd_month + more, 2),
-            "peak_what": ("with every node pool at its maximum" if spec.kube is not None else _set_peak_what(spec)),
-        }
+        **peak,  # built once with its peak, not copied to add it
     )
 
 

@@ -12,15 +12,16 @@ that platform's rule (``PlatformRules.quotas``); their names, codes and units ar
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from fullserver.catalog import Catalog, load_catalog
+from fullserver.catalog import Catalog, Same, load_catalog
 from fullserver.catalog.network import DATA_DIR, QUOTAS_FILE
 from fullserver.errors import InputError
 from fullserver.kube.pool import KubePlan
+from fullserver.platform import Platform, PricingModel
 from fullserver.platforms import pool_member, rules_for
 from fullserver.platforms.quota import Pool, QuotaAsk, QuotaNeed, QuotaTable, SystemMachines
 from fullserver.sources import check_cited
@@ -189,15 +190,32 @@ def capacity_paths(
 ) -> list[CapacityAdvice]:
     """The capacity paths that fit the profile's pricing, when a quota the stack needs starts at 0
     in a new account: a first ``pulumi up`` there fails on quota, so the plan says what to ask for
-    before it does (quota increases take days; some paths draw on another, easier quota)."""
+    before it does (quota increases take days; some paths draw on another, easier quota). They
+    depend on the offer, region, platform and pricing alone: one answer per catalog (``_paths``)."""
     if not any(n.new_account_zero for n in needs):
         return []
-    table = table or load_quota_table()
-    offer = catalog.offer(spec.offer)
-    price = offer.prices.get(spec.region) if offer is not None else None
+    asked = _PathQuestion(Same(table or load_quota_table()), spec.offer, spec.region, spec.platform, spec.pricing)
+    return list(catalog.answer(_paths, asked))
+
+
+@dataclass(frozen=True, slots=True)
+class _PathQuestion:
+    """What the capacity paths of a stack depend on (``capacity_paths``)."""
+
+    table: Same[QuotaTable]
+    offer: str
+    region: str
+    platform: Platform
+    pricing: PricingModel
+
+
+def _paths(q: _PathQuestion, catalog: Catalog) -> tuple[CapacityAdvice, ...]:
+    table = q.table.of
+    offer = catalog.offer(q.offer)
+    price = offer.prices.get(q.region) if offer is not None else None
     family = offer.family if offer is not None else ""  # the family a Capacity Block quota names
     out = []
-    platform, pricing = spec.platform.value, spec.pricing.value
+    platform, pricing = q.platform.value, q.pricing.value
     for path in table.capacity_paths:
         if platform not in path.platforms or pricing not in path.fits:
             continue
@@ -208,6 +226,6 @@ def capacity_paths(
             usd = price.on_demand if path.priced == "on-demand" else price.spot
         url = table.sources[path.source].url if path.source else None
         out.append(
-            CapacityAdvice(path=path.name, how=path.how, priced=path.priced, usd_hour=usd, offer=spec.offer, source=url)
+            CapacityAdvice(path=path.name, how=path.how, priced=path.priced, usd_hour=usd, offer=q.offer, source=url)
         )
-    return out
+    return tuple(out)

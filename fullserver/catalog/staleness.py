@@ -12,6 +12,7 @@ Design notes: docs/design/catalog.md.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections import ChainMap
 from collections.abc import Iterable, Mapping, Sequence
@@ -242,6 +243,8 @@ def _parts(sources: Mapping[str, Source], key: str) -> list[Source]:
 
 
 # --- What each look-up records: the entry it read, and the refresh that re-prices that entry.
+# A read is a pure function of its arguments and code tables (never stale); the reads every
+# estimate makes (disks, egress, network) are kept by their arguments, a few per catalog entry.
 
 
 def offer_reads(offer: Offer, region: str, *, spot: bool, on_demand: bool) -> tuple[UsedPrice, ...]:
@@ -261,14 +264,17 @@ def commitment_read(provider: str, family: str, years: int, source: str) -> Used
     return UsedPrice(f"{years}-year commitment discount for {family}", source, _commitment_refresh(provider, source))
 
 
+@functools.lru_cache(maxsize=4096)
 def storage_read(provider: str, kind: str, region: str, source: str) -> UsedPrice:
     return UsedPrice(f"{kind} storage in {region}", source, _storage_refresh(provider, kind))
 
 
+@functools.lru_cache(maxsize=4096)
 def egress_read(provider: str, region: str, source: str) -> UsedPrice:
     return UsedPrice(f"internet egress from {region}", source, _egress_refresh(provider))
 
 
+@functools.lru_cache(maxsize=4096)
 def network_read(item: str, region: str, source: str) -> UsedPrice:
     """A network catalog entry (``data/network.yaml``): no refresh prices it, so a stale one names
     its source to update."""

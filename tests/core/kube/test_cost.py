@@ -47,10 +47,10 @@ def test_attached_pools_pay_no_cluster_fee(plans: dict[str, StackPlan]) -> None:
     spec = plans["serve-gcp-realtime"].spec
     profile = load_profiles()[spec.profile]
     attached = kube_cost(kube_plan(spec, Platform.GKE_GPU, cluster="prod"), spec, profile, load_catalog())
-    assert attached.cluster_usd_hour == 0 and "existing cluster 'prod'" in attached.cluster_note
+    assert attached.cluster.usd_hour == 0 and "existing cluster 'prod'" in attached.cluster.note
     created = kube_cost(kube_plan(spec, Platform.GKE_GPU), spec, profile, load_catalog())
-    assert created.cluster_usd_hour == 0.10 and "not this regional one" in created.cluster_note
-    assert created.sources == ["gke-pricing", "gcp-cyclenerd-machines", "gcp-cyclenerd-pricing"]
+    assert created.cluster.usd_hour == 0.10 and "not this regional one" in created.cluster.note
+    assert created.cluster.sources == ("gke-pricing", "gcp-cyclenerd-machines", "gcp-cyclenerd-pricing")
     # Serving: 2 replicas at the floor, 8 at the ceiling, each a node at the on-demand rate.
     offer = load_catalog().offer(spec.offer)
     assert offer is not None
@@ -59,12 +59,12 @@ def test_attached_pools_pay_no_cluster_fee(plans: dict[str, StackPlan]) -> None:
     assert pool.min_usd_hour == pytest.approx(2 * node) and pool.max_usd_hour == pytest.approx(8 * node)
     # The created regional cluster's system pool: one e2-standard-4 in each of the region's 3 zones
     # (no zone planned), in the floor and the ceiling alike; the attached pool has none.
-    assert spec.zone is None and created.system_usd_hour == pytest.approx(3 * E2_STANDARD_4_US_CENTRAL1)
-    assert "3 x e2-standard-4" in created.system_note
-    assert attached.system_usd_hour == 0 and attached.system_note == ""
+    assert spec.zone is None and created.cluster.system_usd_hour == pytest.approx(3 * E2_STANDARD_4_US_CENTRAL1)
+    assert "3 x e2-standard-4" in created.cluster.system_note
+    assert attached.cluster.system_usd_hour == 0 and attached.cluster.system_note == ""
     # ... and their three 50 GiB pd-balanced boot disks at $0.10 per GiB-month (Cyclenerd 2026-07-30).
-    assert created.system_disk_usd_hour == pytest.approx(3 * 50 * 0.10 / HOURS_PER_MONTH, abs=1e-6)
-    system = created.system_usd_hour + created.system_disk_usd_hour
+    assert created.cluster.system_disk_usd_hour == pytest.approx(3 * 50 * 0.10 / HOURS_PER_MONTH, abs=1e-6)
+    system = created.cluster.system_usd_hour + created.cluster.system_disk_usd_hour
     assert created.min_usd_hour == pytest.approx(0.10 + system + 2 * node)
     assert created.max_usd_month == pytest.approx(round((0.10 + system + 8 * node) * profile.cost.hours_per_month, 2))
 
@@ -88,11 +88,11 @@ def test_spot_and_fallback_pools_at_their_own_prices(plans: dict[str, StackPlan]
     assert f"a {disk.size_gib} GiB gp3 data volume per node" in spot.note
     assert spot.min_usd_hour == fallback.min_usd_hour == 0  # elastic: nothing runs at the floor
     # Only the cluster and its system node group (one m6i.large, Karpenter's 2026-07-20 us-east-1 price).
-    assert cost.system_usd_hour == pytest.approx(0.096) and "1 x m6i.large" in cost.system_note
+    assert cost.cluster.system_usd_hour == pytest.approx(0.096) and "1 x m6i.large" in cost.cluster.system_note
     assert cost.min_usd_hour == pytest.approx(
         0.10 + 0.096 + 20 * 0.08 / HOURS_PER_MONTH, abs=1e-6
     )  # + its 20 GiB gp3 root
-    assert cost.cluster_note.startswith("EKS cluster fee 0.10/h on standard support")
+    assert cost.cluster.note.startswith("EKS cluster fee 0.10/h on standard support")
 
 
 def test_a_tpu_pool_costs_its_slice(plans: dict[str, StackPlan]) -> None:
@@ -125,10 +125,11 @@ def test_a_created_zonal_gke_cluster_s_system_pool_is_one_node(plans: dict[str, 
     spec = plans["gke-tpu-slice"].spec
     assert spec.kube is not None and spec.zone == "us-central1-a"
     cost = kube_cost(spec.kube, spec, load_profiles()[spec.profile], load_catalog())
-    assert cost.system_usd_hour == pytest.approx(E2_STANDARD_4_US_CENTRAL1)
-    assert cost.system_disk_usd_hour == pytest.approx(50 * 0.10 / HOURS_PER_MONTH, abs=1e-6)  # its one boot disk
+    assert cost.cluster.system_usd_hour == pytest.approx(E2_STANDARD_4_US_CENTRAL1)
+    # its one boot disk
+    assert cost.cluster.system_disk_usd_hour == pytest.approx(50 * 0.10 / HOURS_PER_MONTH, abs=1e-6)
     assert cost.min_usd_hour == pytest.approx(
-        0.10 + E2_STANDARD_4_US_CENTRAL1 + cost.system_disk_usd_hour + sum(p.min_usd_hour for p in cost.pools)
+        0.10 + E2_STANDARD_4_US_CENTRAL1 + cost.cluster.system_disk_usd_hour + sum(p.min_usd_hour for p in cost.pools)
     )
 
 
