@@ -159,9 +159,13 @@ def _check_text(key: ConfigKey, value: object, where: str) -> None:
 
 
 @functools.cache
-def _read_as() -> dict[str, tuple[ConfigKey, str | None]]:
-    """Each key with the type ``_decode`` reads its value as, worked out once (the keys are fixed)."""
-    return {name: (key, key.type or UNTYPED_KEYS.get(name)) for name, key in config_keys().items()}
+def _read_as() -> dict[str, tuple[str, ConfigKey, str | None]]:
+    """Each key by its name in a stack file (``fullserver:owner``), with the type ``_decode`` reads
+    its value as: worked out once, as the keys are fixed."""
+    return {
+        f"{CONFIG_NAMESPACE}:{name}": (name, key, key.type or UNTYPED_KEYS.get(name))
+        for name, key in config_keys().items()
+    }
 
 
 _SMALL = 10**18
@@ -193,13 +197,15 @@ def workload_from_config(config: Mapping[str, Any], where: str) -> Workload:
     read_as = _read_as()
     ours: dict[str, Any] = {}
     for raw_key, value in config.items():
-        ns, _, name = str(raw_key).rpartition(":")
-        if ns != CONFIG_NAMESPACE:
-            continue
-        found = read_as.get(name)
-        if found is None:
-            raise _unknown_key(where, name, config_keys())
-        key, kind = found
+        found = read_as.get(raw_key) if type(raw_key) is str else None
+        if found is None:  # another namespace's key, or one of ours that is unknown
+            ns, _, name = str(raw_key).rpartition(":")
+            if ns != CONFIG_NAMESPACE:
+                continue
+            found = read_as.get(f"{CONFIG_NAMESPACE}:{name}")
+            if found is None:
+                raise _unknown_key(where, name, config_keys())
+        name, key, kind = found
         # Text for a text key and a (not huge) number for an integer key are what _decode makes of
         # them, and pass _check_text: the common case, taken without the general steps.
         if (type(value) is str and kind == "string") or (
