@@ -345,7 +345,7 @@ def _read_bytes(path: Path, max_bytes: int = MAX_BYTES, kind: str = "a YAML file
         try:
             # Asking for the size the file has (+1 to see it end) spares allocating max_bytes for
             # a 300-byte stack file; a file that grew meanwhile is read on, to the same limit.
-            data = _read_upto(fd, min(found.st_size, max_bytes) + 1, max_bytes + 1)
+            data = _read_upto(fd, found.st_size, max_bytes + 1)
         finally:
             os.close(fd)
     except OSError as exc:
@@ -357,11 +357,13 @@ def _read_bytes(path: Path, max_bytes: int = MAX_BYTES, kind: str = "a YAML file
     return data
 
 
-def _read_upto(fd: int, first: int, limit: int) -> bytes:
-    """The descriptor's bytes up to its end or ``limit``, asking for ``first`` first: a short read
-    is read on, as a buffered file's ``read`` does (a directory's read fails: EISDIR)."""
+def _read_upto(fd: int, size: int, limit: int) -> bytes:
+    """The descriptor's bytes up to its end or ``limit``, asking for ``size`` + 1 first. Fewer
+    bytes than asked, and as many as the file had (``size``), is its end: the one read a stack
+    file takes. Any other short read is read on, as a buffered file's ``read`` does (a
+    directory's read fails: EISDIR)."""
     data = b""
-    want = first
+    want = min(size, limit - 1) + 1
     while len(data) < limit:
         chunk = os.read(fd, want - len(data))
         if not chunk:
@@ -369,6 +371,8 @@ def _read_upto(fd: int, first: int, limit: int) -> bytes:
         data += chunk
         if len(data) == want:
             want = limit
+        elif len(data) == size:
+            break
     return data
 
 
