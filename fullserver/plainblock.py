@@ -36,14 +36,16 @@ class Tagger:
     """Plain scalars' tags as PyYAML's resolver gives them, remembered: the safe loader has no path
     resolvers and none for every first character, so a scalar's tag is the first implicit resolver
     of its first character that matches it, else ``str``. Why remembered: the same keys and values
-    (``fullserver:region``, ``1``) recur in every stack file, and each match is a regular expression."""
+    (``fullserver:region``, ``1``) recur in every stack file, and each match is a regular expression.
+    ``lines`` remembers whole lines as ``read_plain_block`` reads them, for the same reason."""
 
     MAX_REMEMBERED = 4096
-    """Scalars remembered before the memory starts again: a bound whatever is read."""
+    """Scalars (and lines) remembered before the memory starts again: a bound whatever is read."""
 
     def __init__(self, resolvers: Resolvers) -> None:
         self.resolvers = resolvers
         self.known: dict[str, str] = {}
+        self.lines: dict[str, _Line] = {}
 
     def tag(self, value: str) -> str:
         found = self.known.get(value)
@@ -54,6 +56,51 @@ class Tagger:
             self.known.clear()
         self.known[value] = found
         return found
+
+    def line(self, line: str) -> _Line:
+        """What one line says (``_read_line``), remembered."""
+        found = self.lines.get(line)
+        if found is None:
+            found = _read_line(line, self)
+            if len(self.lines) >= self.MAX_REMEMBERED:
+                self.lines.clear()
+            self.lines[line] = found
+        return found
+
+
+_Line = tuple[int, str, int, Any]
+"""A line read: ``(indentation, key, what it says, the value or the boolean word)``; independent
+of the file it is in, so it can be remembered."""
+_NO_VALUE, _VALUE, _BOOL, _BLANK, _DECLINED = range(5)
+"""What a line says: a key and nothing after it (a mapping or null follows), a key and a value, a
+key and a boolean word (the loader's ``bools`` say which), no content (blanks or a comment), or
+something this reader leaves to PyYAML."""
+_BLANK_LINE: _Line = (0, "", _BLANK, None)
+_DECLINED_LINE: _Line = (0, "", _DECLINED, None)
+
+
+def _read_line(line: str, tagger: Tagger) -> _Line:
+    stripped = line.lstrip(" ")
+    if not stripped or stripped[0] == "#":
+        return _BLANK_LINE
+    match = _LINE.fullmatch(line)
+    if match is None or tagger.tag(match[2]) != STR_TAG:
+        return _DECLINED_LINE  # ... or a key that is not a string: PyYAML says what it makes of it
+    value = match[3]
+    if value is None:
+        return (len(match[1]), match[2], _NO_VALUE, None)
+    tag = tagger.tag(value)
+    if tag == _BOOL_TAG:
+        return (len(match[1]), match[2], _BOOL, value.lower())
+    if tag == STR_TAG:
+        scalar: object = value
+    elif tag == INT_TAG and (number := decimal(value)) is not None:
+        scalar = number
+    elif tag == _NULL_TAG:
+        scalar = None
+    else:
+        return _DECLINED_LINE
+    return (len(match[1]), match[2], _VALUE, scalar)
 
 
 def read_plain_block(text: str, tagger: Tagger, bools: dict[str, bool], max_depth: int) -> dict[str, Any] | None:
@@ -67,58 +114,37 @@ def read_plain_block(text: str, tagger: Tagger, bools: dict[str, bool], max_dept
     open_: list[tuple[int, dict[str, Any]]] = []  # (indentation, mapping), outermost first
     empty: tuple[int, dict[str, Any], str] | None = None  # the last key, when it had no value
     for line in text.split("\n"):
-        stripped = line.lstrip(" ")
-        if not stripped or stripped[0] == "#":
+        indent, key, follows, value = tagger.line(line)
+        if follows == _BLANK:
             continue
-        match = _LINE.fullmatch(line)
-        if match is None:
+        if follows == _DECLINED:
             return None
-        indent = len(match[1])
         if empty is not None:
-            at, parent, key = empty
+            at, parent, named = empty
             if indent > at:  # the key's value is the mapping this line starts
                 child: dict[str, Any] = {}
-                parent[key] = child
+                parent[named] = child
                 open_.append((indent, child))
                 if len(open_) > max_depth:
                     return None
             empty = None
         if not open_:
             open_.append((indent, root))
-        while open_ and open_[-1][0] > indent:
+        while open_[-1][0] > indent:
             open_.pop()
-        if not open_ or open_[-1][0] != indent:  # between open mappings, or under a key with a value
+            if not open_:
+                return None
+        if open_[-1][0] != indent:  # between open mappings, or under a key with a value
             return None
         mapping = open_[-1][1]
-        key = match[2]
-        if key in mapping or tagger.tag(key) != STR_TAG:
-            return None  # a duplicate, or a key that is not a string: PyYAML says what it makes of it
-        value = match[3]
-        if value is None:
+        if key in mapping:
+            return None  # a duplicate: PyYAML refuses it naming both lines
+        if follows == _NO_VALUE:
             mapping[key] = None
             empty = (indent, mapping, key)
-            continue
-        scalar = _scalar(value, tagger, bools)
-        if scalar is _NOT_PLAIN:
-            return None
-        mapping[key] = scalar
+        else:
+            mapping[key] = bools[value] if follows == _BOOL else value
     return root if open_ else None
-
-
-_NOT_PLAIN = object()
-
-
-def _scalar(value: str, tagger: Tagger, bools: dict[str, bool]) -> object:
-    tag = tagger.tag(value)
-    if tag == STR_TAG:
-        return value
-    if tag == INT_TAG and (number := decimal(value)) is not None:
-        return number
-    if tag == _BOOL_TAG:
-        return bools[value.lower()]
-    if tag == _NULL_TAG:
-        return None
-    return _NOT_PLAIN
 
 
 def decimal(value: str) -> int | None:

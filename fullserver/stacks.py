@@ -158,6 +158,20 @@ def _check_text(key: ConfigKey, value: object, where: str) -> None:
     )
 
 
+@functools.cache
+def _read_as() -> dict[str, tuple[str, ConfigKey, str | None]]:
+    """Each key by its name in a stack file (``fullserver:owner``), with the type ``_decode`` reads
+    its value as: worked out once, as the keys are fixed."""
+    return {
+        f"{CONFIG_NAMESPACE}:{name}": (name, key, key.type or UNTYPED_KEYS.get(name))
+        for name, key in config_keys().items()
+    }
+
+
+_SMALL = 10**18
+"""Integers this far from 0 are written in fewer digits than Python's limit on ``str(int)``."""
+
+
 def _is_encrypted(value: object) -> bool:
     return isinstance(value, dict) and set(value) == {"secure"}
 
@@ -180,15 +194,25 @@ def workload_from_config(config: Mapping[str, Any], where: str) -> Workload:
     each secret as ``{"secure": ...}``); scalars are read as Pulumi's text either way, so both
     accept and refuse the same values.
     """
-    known = config_keys()
+    read_as = _read_as()
     ours: dict[str, Any] = {}
     for raw_key, value in config.items():
-        ns, _, name = str(raw_key).rpartition(":")
-        if ns != CONFIG_NAMESPACE:
+        found = read_as.get(raw_key) if type(raw_key) is str else None
+        if found is None:  # another namespace's key, or one of ours that is unknown
+            ns, _, name = str(raw_key).rpartition(":")
+            if ns != CONFIG_NAMESPACE:
+                continue
+            found = read_as.get(f"{CONFIG_NAMESPACE}:{name}")
+            if found is None:
+                raise _unknown_key(where, name, config_keys())
+        name, key, kind = found
+        # Text for a text key and a (not huge) number for an integer key are what _decode makes of
+        # them, and pass _check_text: the common case, taken without the general steps.
+        if (type(value) is str and kind == "string") or (
+            type(value) is int and kind == "integer" and -_SMALL < value < _SMALL
+        ):
+            ours[name] = value
             continue
-        key = known.get(name)
-        if key is None:
-            raise _unknown_key(where, name, known)
         if _is_encrypted(value) and not key.secret:
             raise InputError(
                 where,
@@ -253,8 +277,11 @@ def stack_from_config(name: str, path: str, config: Mapping[str, Any]) -> Stack:
     return Stack(name=name, path=path, workload=workload_from_config(config, path), config=_other_settings(config))
 
 
+_OURS = f"{CONFIG_NAMESPACE}:"
+
+
 def _other_settings(config: Mapping[str, Any]) -> dict[str, str]:
-    return {k: v for k, v in config.items() if not k.startswith(f"{CONFIG_NAMESPACE}:") and isinstance(v, str)}
+    return {k: v for k, v in config.items() if not k.startswith(_OURS) and isinstance(v, str)}
 
 
 def cloud_project(platform: Platform, config: Mapping[str, Any], environ: Mapping[str, str]) -> str | None:

@@ -21,7 +21,10 @@ REFUSED_CATEGORIES = {
 
 def display_changing(text: str) -> str | None:
     """What the first character that changes how ``text`` displays is (``U+202E, a format
-    character ...``); ``None`` when there is none."""
+    character ...``); ``None`` when there is none. Printable ASCII (letters, digits, punctuation,
+    symbols and the space) holds none of the refused categories: answered without the loop."""
+    if text.isascii() and text.isprintable():
+        return None
     for char in text:
         kind = REFUSED_CATEGORIES.get(unicodedata.category(char))
         if kind is not None:

@@ -10,6 +10,7 @@ where the stack can land. ``Workload.platform_keys`` and the checks read these m
 from __future__ import annotations
 
 from functools import cache
+from typing import NamedTuple
 
 from pydantic import BaseModel
 from pydantic.config import JsonDict
@@ -32,17 +33,26 @@ def _section(field: FieldInfo) -> type[BaseModel] | None:
     return None
 
 
+class _Mark(NamedTuple):
+    name: str
+    key: str
+    marked: bool
+    section: bool  # a section holding marks
+    by_default: bool  # its default is a value ``set_keys`` counts as set
+
+
 @cache
-def _marks(model: type[BaseModel]) -> tuple[tuple[str, str, bool, bool], ...]:
-    """Per field that matters here: its name, its key, whether it is marked, whether it is a
-    section holding marks; worked out once per model class (a class does not change)."""
+def _marks(model: type[BaseModel]) -> tuple[tuple[_Mark, ...], frozenset[str], bool]:
+    """The fields that matter here, their names, and whether any of them counts as set by its
+    default; worked out once per model class (a class does not change)."""
     found = []
     for name, field in model.model_fields.items():
         section = _section(field)
         inner = section is not None and bool(declared_keys(section))
         if is_platform_specific(field) or inner:
-            found.append((name, str(field.alias or name), is_platform_specific(field), inner))
-    return tuple(found)
+            by_default = field.default_factory is not None or not (field.default is None or field.default is False)
+            found.append(_Mark(name, str(field.alias or name), is_platform_specific(field), inner, by_default))
+    return tuple(found), frozenset(m.name for m in found), any(m.by_default for m in found)
 
 
 def declared_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
@@ -60,9 +70,18 @@ def declared_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 def set_keys(values: BaseModel, prefix: str = "") -> list[str]:
     """The platform-specific keys ``values`` sets: a value other than its "not set" (``None``,
-    ``False``; the model reads a declared empty default as ``None``)."""
+    ``False``; the model reads a declared empty default as ``None``).
+
+    Only the fields given (``model_fields_set``) can hold anything but their default, so a model
+    given none of them is answered without reading one: most stacks, each time a check asks."""
+    marks, names, by_default = _marks(type(values))
+    given = values.model_fields_set
+    if not by_default and given.isdisjoint(names):
+        return []
     keys: list[str] = []
-    for name, alias, marked, inner in _marks(type(values)):
+    for name, alias, marked, inner, default_counts in marks:
+        if name not in given and not default_counts:
+            continue
         value = getattr(values, name)
         if marked and value is not None and value is not False:
             keys.append(prefix + alias)

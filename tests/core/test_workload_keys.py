@@ -58,6 +58,22 @@ def test_the_marks_walk_sections_and_read_not_set_values() -> None:
     assert set_keys(Model(section=Section(inner="x"))) == ["section.inner"]
 
 
+def test_a_default_that_counts_as_set_is_counted_without_being_given() -> None:
+    """``set_keys`` skips fields not given only where their default is a "not set" value: a mark
+    defaulting to 0 or True, or to a factory's value, counts as set even when left out; a field
+    given by ``model_copy(update=...)`` is read like one given to the model."""
+
+    class Model(Camel):
+        zero: int = Field(default=0, json_schema_extra=PLATFORM_SPECIFIC)
+        on: bool = Field(default=True, json_schema_extra=PLATFORM_SPECIFIC)
+        made: list[str] = Field(default_factory=list, json_schema_extra=PLATFORM_SPECIFIC)
+        flag: bool = Field(default=False, json_schema_extra=PLATFORM_SPECIFIC)
+
+    assert set_keys(Model()) == ["zero", "on", "made"]
+    assert set_keys(Model(on=False)) == ["zero", "made"]
+    assert set_keys(Model(on=False).model_copy(update={"flag": True})) == ["zero", "made", "flag"]
+
+
 def _workload(**keys: object) -> Workload:
     config: dict[str, object] = {"fullserver:profile": "experimentation", "fullserver:region": "us-east-1"}
     config |= {f"fullserver:{k}": v for k, v in keys.items()}
