@@ -1,7 +1,6 @@
 """The device plugins of a created EKS cluster's GPU nodes, as Helm releases through the cluster's
-provider: NVIDIA's (every GPU node) and AWS's EFA plugin (nodes with EFA interfaces), each named
-after its chart (Helm refuses a generated name past 53 characters) and replaced before it is
-recreated (two copies would claim the same service account)."""
+provider (``components.eks.controller.chart_release``): NVIDIA's (every GPU node) and AWS's EFA
+plugin (nodes with EFA interfaces), in ``kube-system``, needing no IAM role."""
 
 from typing import Any
 
