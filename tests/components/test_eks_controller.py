@@ -11,21 +11,26 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.eks import EksEnvironment, eks_args
 from components.eks.controller import NODEGROUP_LABEL, merged
 from components.graph import Graph
-from fullserver.catalog import load_catalog
-from fullserver.kube.manifest import default_workload
-from fullserver.plan import plan_workload
-from fullserver.profiles import load_profiles
-from fullserver.stacks import workload_from_config
 from tests.components.conftest import Build, ResourceOpts
+from tests.components.test_kube_serving import build_eks, eks_serving
 
 CONTROLLERS = {
     # role's resource name, release's resource name, Helm release name, where the account's values go
-    "cluster-autoscaler": ("cc-autoscaler", "cc-cluster-autoscaler", "cluster-autoscaler", ("rbac", "serviceAccount")),
-    "karpenter": ("cc-karpenter", "cc-karpenter", "karpenter", ("serviceAccount",)),
-    "lb": ("cc-lb-controller", "cc-aws-load-balancer-controller", "aws-load-balancer-controller", ("serviceAccount",)),
+    "cluster-autoscaler": (
+        "llm-autoscaler",
+        "llm-cluster-autoscaler",
+        "cluster-autoscaler",
+        ("rbac", "serviceAccount"),
+    ),
+    "karpenter": ("llm-karpenter", "llm-karpenter", "karpenter", ("serviceAccount",)),
+    "lb": (
+        "llm-lb-controller",
+        "llm-aws-load-balancer-controller",
+        "aws-load-balancer-controller",
+        ("serviceAccount",),
+    ),
 }
 SERVICE_ACCOUNTS = {
     "cluster-autoscaler": "cluster-autoscaler",
@@ -37,29 +42,9 @@ SERVICE_ACCOUNTS = {
 def serving_graph(build: Build, provisioner: str, identity: str) -> Graph:
     """A created cluster that serves (so it runs the load balancer controller) and scales with
     ``provisioner``."""
-    config = {
-        "fullserver:profile": "realtime-inference",
-        "fullserver:platform": "eks-gpu",
-        "fullserver:region": "us-east-1",
-        "fullserver:accelerator": "L4",
-        "fullserver:acceleratorCount": 1,
-        "fullserver:framework": "pytorch",
-        "fullserver:owner": "serving-team",
-        "fullserver:nodeProvisioner": provisioner,
-        "fullserver:serving": {"apiKeySecret": "serving-team/api-key", "plainHttp": True},
-        "fullserver:controlPlaneSourceRanges": ["198.18.0.0/24"],
-    }
-    spec = plan_workload("cc", "cc", workload_from_config(config, "cc"), load_profiles(), load_catalog()).spec
-    plan, endpoint = spec.kube, spec.endpoint
-    assert plan is not None and endpoint is not None and plan.provisioner == provisioner
-    args = eks_args(
-        plan,
-        identity="irsa" if identity == "irsa" else "pod-identity",
-        workload=default_workload(plan, spec),
-        deploy_workload=True,
-        serving_secrets=endpoint.server.secrets,
-    )
-    return build(lambda: EksEnvironment("cc", args))
+    spec = eks_serving(provisioner=provisioner)
+    assert spec.kube is not None and spec.kube.provisioner == provisioner
+    return build_eks(build, spec, identity)
 
 
 def refs(opts: pulumi.ResourceOptions) -> set[tuple[str, str]]:
@@ -81,19 +66,19 @@ def test_every_controller_release_waits_for_its_role_and_sits_on_the_system_grou
         opts = resource_options[resource]
         assert opts.delete_before_replace is True  # two copies would claim the same service account
         assert opts.provider is not None and type(opts.provider).__name__ == "Provider"
-        assert opts.provider._name == "cc-plugin-k8s"  # the created cluster's own provider
+        assert opts.provider._name == "llm-plugin-k8s"  # the created cluster's own provider
         assert type(opts.parent).__name__ == "EksEnvironment"
         waits = refs(opts)
         # Its permissions and the node groups (and the cluster's identity: the Pod Identity agent or
         # the OIDC provider) outlive it on destroy.
-        assert {("RolePolicy", role), ("_EksNodeGroups", "cc")} <= waits
+        assert {("RolePolicy", role), ("_EksNodeGroups", "llm")} <= waits
         if identity == "pod-identity":
-            assert {("PodIdentityAssociation", role), ("Addon", "cc-pod-identity")} <= waits
+            assert {("PodIdentityAssociation", role), ("Addon", "llm-pod-identity")} <= waits
         else:
-            assert ("OpenIdConnectProvider", "cc-oidc") in waits
+            assert ("OpenIdConnectProvider", "llm-oidc") in waits
             assert not any(kind == "PodIdentityAssociation" for kind, _ in waits)
         values = release.inputs["values"]
-        assert values["nodeSelector"] == {NODEGROUP_LABEL: "cc-system"}
+        assert values["nodeSelector"] == {NODEGROUP_LABEL: "llm-system"}
         account = values
         for key_ in account_at:
             account = account[key_]
@@ -108,10 +93,10 @@ def test_every_controller_release_waits_for_its_role_and_sits_on_the_system_grou
 
 def test_karpenter_also_waits_for_its_interruption_queue(build: Build, resource_options: ResourceOpts) -> None:
     serving_graph(build, "karpenter", "pod-identity")
-    waits = refs(resource_options["cc-karpenter"])
-    assert ("QueuePolicy", "cc-karpenter") in waits
+    waits = refs(resource_options["llm-karpenter"])
+    assert ("QueuePolicy", "llm-karpenter") in waits
     assert {name for kind, name in waits if kind == "EventTarget"} == {
-        f"cc-karpenter-{event}" for event in ("health", "spot", "rebalance", "state", "reservation")
+        f"llm-karpenter-{event}" for event in ("health", "spot", "rebalance", "state", "reservation")
     }
 
 
