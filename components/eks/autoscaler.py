@@ -11,11 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pulumi
-import pulumi_aws as aws
-
-from components.eks.trust import service_account_role
-from components.names import physical
+from components.eks.controller import Chart, Controller, Site, controller_release
 from fullserver.kube import KubePlan
 from fullserver.kube.fallback import fallback_members
 from fullserver.platforms import eks
@@ -91,44 +87,21 @@ def expander_values(plan: KubePlan) -> dict[str, Any]:
     return {"extraArgs": {"expander": eks.EXPANDER}, "expanderPriorities": eks.expander_priorities(groups)}
 
 
-def cluster_autoscaler(
-    name: str,
-    plan: KubePlan,
-    version: str,
-    cluster: aws.eks.Cluster,
-    oidc: aws.iam.OpenIdConnectProvider | None,
-    system_group: pulumi.Input[str],
-    provider: pulumi.ProviderResource,
-    parent: pulumi.Resource,
-    after: list[pulumi.Resource],
-) -> Any:
-    """The role, its credentials' wiring and the Helm release (module doc); ``oidc``: IRSA's provider,
-    else Pod Identity."""
-    import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
+AUTOSCALER = Controller("autoscaler", "cluster-autoscaler", NAMESPACE, SERVICE_ACCOUNT, ("rbac", "serviceAccount"))
+"""The chart takes its service account under ``rbac.serviceAccount`` (chart ``values.yaml``)."""
 
+
+def cluster_autoscaler(site: Site, version: str) -> Any:
+    """The role, its credentials' wiring and the Helm release (module doc), for a cluster of
+    Kubernetes ``version``."""
     chart_version, image_tag = chart_for(version)
-    child = pulumi.ResourceOptions(parent=parent)
-    tags = dict(plan.cloud_labels)
-    policy = cluster.name.apply(lambda c: json.dumps(autoscaler_policy(c)))
-    service_account, waits = service_account_role(
-        f"{name}-autoscaler", tags, oidc, cluster, NAMESPACE, SERVICE_ACCOUNT, policy, child
-    )
-    waits += after
-    return k8s.helm.v3.Release(
-        f"{name}-cluster-autoscaler",
-        name=physical(k8s.helm.v3.Release, eks.CLUSTER_AUTOSCALER_CHART),  # named after its chart (components.names)
-        chart=eks.CLUSTER_AUTOSCALER_CHART,
-        version=chart_version,
-        repository_opts={"repo": eks.CLUSTER_AUTOSCALER_REPO},
-        namespace=NAMESPACE,
-        values={
-            "cloudProvider": "aws",
-            "autoDiscovery": {"clusterName": cluster.name},
-            "awsRegion": plan.region,
-            "image": {"tag": image_tag},
-            "rbac": {"serviceAccount": service_account},
-            "nodeSelector": {"eks.amazonaws.com/nodegroup": system_group},
-            **expander_values(plan),
-        },
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=waits, delete_before_replace=True),
-    )
+    chart = Chart(eks.CLUSTER_AUTOSCALER_CHART, chart_version, eks.CLUSTER_AUTOSCALER_REPO)
+    policy = site.cluster.name.apply(lambda c: json.dumps(autoscaler_policy(c)))
+    values = {
+        "cloudProvider": "aws",
+        "autoDiscovery": {"clusterName": site.cluster.name},
+        "awsRegion": site.plan.region,
+        "image": {"tag": image_tag},
+        **expander_values(site.plan),
+    }
+    return controller_release(site, AUTOSCALER, chart, policy, values)

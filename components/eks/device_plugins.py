@@ -1,20 +1,21 @@
 """The device plugins of a created EKS cluster's GPU nodes, as Helm releases through the cluster's
-provider: NVIDIA's (every GPU node) and AWS's EFA plugin (nodes with EFA interfaces), each named
-after its chart (Helm refuses a generated name past 53 characters) and replaced before it is
-recreated (two copies would claim the same service account)."""
+provider (``components.eks.controller.chart_release``): NVIDIA's (every GPU node) and AWS's EFA
+plugin (nodes with EFA interfaces), in ``kube-system``, needing no IAM role."""
 
 from typing import Any
 
 import pulumi
 
-from components.names import physical
+from components.eks.controller import Chart, chart_release
 from fullserver.kube import KubePlan
 from fullserver.platforms import eks
 
-DEVICE_PLUGIN_CHART = ("nvidia-device-plugin", "0.17.4", "https://nvidia.github.io/k8s-device-plugin")
+NAMESPACE = "kube-system"
+DEVICE_PLUGIN_CHART = Chart("nvidia-device-plugin", "0.17.4", "https://nvidia.github.io/k8s-device-plugin")
 """NVIDIA's device plugin chart, pinned: the EKS user guide ("Install Kubernetes device plugin for
 GPUs", ml-eks-k8s-device-plugin) says AL2023 NVIDIA AMIs need it installed (Helm, other tooling or
 the GPU Operator; Bottlerocket NVIDIA AMIs ship it) and lists chart 0.17.4 from this repository."""
+EFA_PLUGIN_CHART = Chart(*eks.EFA_DEVICE_PLUGIN_CHART)
 GPU_PRESENT = {"nvidia.com/gpu.present": "true"}
 """On every GPU node and the plugin's node selector. Chart 0.17.4's default ``affinity`` is
 required node affinity with three alternative terms: NFD's ``feature.node.kubernetes.io/pci-10de.present``,
@@ -48,8 +49,14 @@ def device_plugin(
 ) -> None:
     """NVIDIA's device plugin on a created cluster (``DEVICE_PLUGIN_CHART``): the AL2023 NVIDIA AMI
     does not run it, and without it no pod requesting ``nvidia.com/gpu`` schedules."""
-    _kube_system_release(
-        f"{name}-nvidia-device-plugin", DEVICE_PLUGIN_CHART, device_plugin_values(plan), provider, parent, after
+    chart_release(
+        f"{name}-nvidia-device-plugin",
+        DEVICE_PLUGIN_CHART,
+        NAMESPACE,
+        device_plugin_values(plan),
+        provider,
+        parent,
+        after,
     )
 
 
@@ -71,30 +78,6 @@ def efa_plugin(
     """AWS's EFA device plugin on a created cluster whose nodes have EFA interfaces: the AL2023 NVIDIA
     AMI carries the EFA software but not the plugin, so without it no pod gets ``vpc.amazonaws.com/efa``
     (EKS user guide, "Manage EFA devices"). In ``kube-system``, as the user guide installs it."""
-    return _kube_system_release(
-        f"{name}-efa-device-plugin", eks.EFA_DEVICE_PLUGIN_CHART, efa_plugin_values(plan), provider, parent, after
-    )
-
-
-def _kube_system_release(
-    resource: str,
-    chart_spec: tuple[str, str, str],
-    values: dict[str, Any],
-    provider: pulumi.ProviderResource,
-    parent: pulumi.Resource,
-    after: list[pulumi.Resource],
-) -> Any:
-    """A pinned chart (name, version, repository) released in ``kube-system`` under its chart's name."""
-    import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
-
-    chart, version, repo = chart_spec
-    return k8s.helm.v3.Release(
-        resource,
-        name=physical(k8s.helm.v3.Release, chart),  # named after its chart (components.names)
-        chart=chart,
-        version=version,
-        repository_opts={"repo": repo},
-        namespace="kube-system",
-        values=values,
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=after, delete_before_replace=True),
+    return chart_release(
+        f"{name}-efa-device-plugin", EFA_PLUGIN_CHART, NAMESPACE, efa_plugin_values(plan), provider, parent, after
     )

@@ -18,6 +18,7 @@ from components.args import check_workload_exposure
 from components.aws.labels import aws_tags
 from components.eks.args import EksArgs
 from components.eks.autoscaler import chart_for, cluster_autoscaler, discovery_tags
+from components.eks.controller import Site
 from components.eks.device_plugins import GPU_PRESENT, device_plugin, efa_plugin
 from components.eks.karpenter import karpenter
 from components.eks.load_balancer import lb_controller, metrics_server
@@ -398,17 +399,15 @@ def _created_cluster_charts(
     provider = k8s.Provider(f"{name}-plugin-k8s", kubeconfig=config, opts=pulumi.ResourceOptions(parent=parent))
     device_plugin(name, plan, provider, parent, [groups])
     system = groups.system_group.node_group_name
-    after: list[pulumi.Resource] = [groups, created.identity]
+    site = Site(name, plan, created.cluster, created.oidc, system, provider, parent, (groups, created.identity))
     controllers = [efa_plugin(name, plan, provider, parent, [groups])] if plan.efa_interfaces else []
     if serving_vpc is not None:
-        controllers.append(
-            lb_controller(name, plan, created.cluster, created.oidc, serving_vpc, system, provider, parent, after)
-        )
+        controllers.append(lb_controller(site, serving_vpc))
         controllers.append(metrics_server(name, plan, created.cluster, parent, [groups]))
     if plan.provisioner == KARPENTER:  # the NodePool: the workload waits for it, destroy removes it first
-        controllers.append(karpenter(name, plan, created.cluster, created.oidc, system, provider, parent, after))
+        controllers.append(karpenter(site))
         return controllers
-    cluster_autoscaler(name, plan, created.version, created.cluster, created.oidc, system, provider, parent, after)
+    cluster_autoscaler(site, created.version)
     return controllers
 
 

@@ -16,9 +16,9 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.labels import aws_tags
+from components.eks.controller import Chart, Controller, Site, controller_release
 from components.eks.device_plugins import GPU_PRESENT
-from components.eks.trust import service_account_role
-from components.names import logical, physical
+from components.names import logical
 from fullserver.kube import KubePlan
 from fullserver.kube import karpenter as core
 from fullserver.platforms import eks_karpenter as k
@@ -103,46 +103,27 @@ def interruption_queue(name: str, plan: KubePlan, parent: pulumi.Resource) -> tu
     return queue, waits
 
 
-def karpenter(
-    name: str,
-    plan: KubePlan,
-    cluster: aws.eks.Cluster,
-    oidc: aws.iam.OpenIdConnectProvider | None,
-    system_group: pulumi.Input[str],
-    provider: pulumi.ProviderResource,
-    parent: pulumi.Resource,
-    after: list[pulumi.Resource],
-) -> Any:
+CONTROLLER = Controller("karpenter", "karpenter", k.NAMESPACE, k.SERVICE_ACCOUNT)
+CHART = Chart(k.CHART, k.CHART_VERSION, None, k.RELEASE)
+"""An OCI chart: no Helm repository."""
+
+
+def karpenter(site: Site) -> Any:
     """Everything above (module doc); returns the NodePool, which the workload waits on."""
     import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
 
-    child = pulumi.ResourceOptions(parent=parent)
-    tags = dict(plan.cloud_labels)
-    role, joined = node_role(name, plan, cluster, parent)
+    name, plan, parent, provider = site.name, site.plan, site.parent, site.provider
+    role, joined = node_role(name, plan, site.cluster, parent)
     queue, events = interruption_queue(name, plan, parent)
-    policy = pulumi.Output.all(cluster.name, cluster.arn, role.arn, queue.arn).apply(
+    policy = pulumi.Output.all(site.cluster.name, site.cluster.arn, role.arn, queue.arn).apply(
         lambda v: json.dumps(k.controller_policy(str(v[0]), plan.region, *map(str, v[1:])), separators=(",", ":"))
     )
-    service_account, waits = service_account_role(
-        f"{name}-karpenter", tags, oidc, cluster, k.NAMESPACE, k.SERVICE_ACCOUNT, policy, child
-    )
-    release = k8s.helm.v3.Release(
-        f"{name}-karpenter",
-        name=physical(k8s.helm.v3.Release, k.RELEASE),
-        chart=k.CHART,
-        version=k.CHART_VERSION,
-        namespace=k.NAMESPACE,
-        values={
-            "settings": {"clusterName": cluster.name, "interruptionQueue": queue.name},
-            "serviceAccount": service_account,
-            "replicas": CONTROLLER_REPLICAS,
-            "nodeSelector": {"eks.amazonaws.com/nodegroup": system_group},
-        },
-        opts=pulumi.ResourceOptions(
-            parent=parent, provider=provider, depends_on=[*waits, *events, *after], delete_before_replace=True
-        ),
-    )
-    body = role.name.apply(lambda r: core.node_class(plan, str(r), dict(sorted(tags.items()))))
+    values = {
+        "settings": {"clusterName": site.cluster.name, "interruptionQueue": queue.name},
+        "replicas": CONTROLLER_REPLICAS,
+    }
+    release = controller_release(site, CONTROLLER, CHART, policy, values, events)
+    body = role.name.apply(lambda r: core.node_class(plan, str(r), dict(sorted(plan.cloud_labels.items()))))
     node_class = k8s.apiextensions.CustomResource(
         f"{name}-karpenter-nodeclass",
         api_version="karpenter.k8s.aws/v1",

@@ -18,14 +18,14 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.labels import aws_tags
-from components.eks.trust import service_account_role
-from components.names import physical
+from components.eks.controller import Chart, Controller, Site, controller_release
 from fullserver.kube import KubePlan
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
-CHART = ("aws-load-balancer-controller", "3.5.0", "https://aws.github.io/eks-charts")
-"""(chart, version, repository): the newest release at the controller repository's snapshot (2026-08-17)."""
+CHART = Chart("aws-load-balancer-controller", "3.5.0", "https://aws.github.io/eks-charts")
+"""The newest release at the controller repository's snapshot (2026-08-17)."""
+LB_CONTROLLER = Controller("lb-controller", "aws-load-balancer-controller", NAMESPACE, SERVICE_ACCOUNT)
 POLICY_FILE = Path(__file__).resolve().parent / "data" / "aws-load-balancer-controller-v3.5.0-iam-policy.json"
 
 
@@ -34,45 +34,16 @@ def controller_policy() -> str:
     return json.dumps(json.loads(POLICY_FILE.read_text()))
 
 
-def lb_controller(
-    name: str,
-    plan: KubePlan,
-    cluster: aws.eks.Cluster,
-    oidc: aws.iam.OpenIdConnectProvider | None,
-    vpc_id: pulumi.Input[str],
-    system_group: pulumi.Input[str],
-    provider: pulumi.ProviderResource,
-    parent: pulumi.Resource,
-    after: list[pulumi.Resource],
-) -> Any:
-    """The role, its policy, its credentials' wiring and the Helm release (module doc); ``oidc``:
-    IRSA's provider, else Pod Identity."""
-    import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
-
-    chart, version, repo = CHART
-    child = pulumi.ResourceOptions(parent=parent)
-    tags = dict(plan.cloud_labels)
-    service_account, waits = service_account_role(
-        f"{name}-lb-controller", tags, oidc, cluster, NAMESPACE, SERVICE_ACCOUNT, controller_policy(), child
-    )
-    service_account["create"] = True
-    waits += after
-    return k8s.helm.v3.Release(
-        f"{name}-aws-load-balancer-controller",
-        name=physical(k8s.helm.v3.Release, chart),  # named after its chart (components.names)
-        chart=chart,
-        version=version,
-        repository_opts={"repo": repo},
-        namespace=NAMESPACE,
-        values={
-            "clusterName": cluster.name,
-            "region": plan.region,
-            "vpcId": vpc_id,
-            "serviceAccount": service_account,
-            "nodeSelector": {"eks.amazonaws.com/nodegroup": system_group},
-        },
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=waits, delete_before_replace=True),
-    )
+def lb_controller(site: Site, vpc_id: pulumi.Input[str]) -> Any:
+    """The role, its policy, its credentials' wiring and the Helm release (module doc), the
+    service account created by the chart."""
+    values = {
+        "clusterName": site.cluster.name,
+        "region": site.plan.region,
+        "vpcId": vpc_id,
+        "serviceAccount": {"create": True},
+    }
+    return controller_release(site, LB_CONTROLLER, CHART, controller_policy(), values)
 
 
 METRICS_SERVER_ADDON = "metrics-server"

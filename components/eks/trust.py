@@ -1,7 +1,7 @@
 """Who may assume the IAM role a cluster's add-on or controller runs as: the EKS Pod Identity agent,
-or (IRSA) one service account through the cluster's IAM OIDC provider. The EBS CSI driver and the
-Cluster Autoscaler both take their role this way (EKS user guide, "Pod Identity" and "IAM roles for
-service accounts")."""
+or (IRSA) one service account through the cluster's IAM OIDC provider. The EBS CSI driver and
+every Helm-installed controller (``components.eks.controller``) take their role this way (EKS
+user guide, "Pod Identity" and "IAM roles for service accounts")."""
 
 from __future__ import annotations
 

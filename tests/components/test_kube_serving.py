@@ -33,7 +33,7 @@ MOCK_VALUE_BASE64 = base64.b64encode(MOCK_SECRET_VALUE.encode()).decode()
 ENDPOINT_BEFORE_UP = "http://<load balancer address, known after pulumi up>"
 
 
-def eks_serving(cluster: str | None = None, **serving: Any) -> EnvironmentSpec:
+def eks_serving(cluster: str | None = None, provisioner: str = "cluster-autoscaler", **serving: Any) -> EnvironmentSpec:
     config = {
         "fullserver:profile": "realtime-inference",
         "fullserver:platform": "eks-gpu",
@@ -43,6 +43,7 @@ def eks_serving(cluster: str | None = None, **serving: Any) -> EnvironmentSpec:
         "fullserver:framework": "pytorch",
         "fullserver:owner": "serving-team",
         "fullserver:deployWorkload": True,
+        "fullserver:nodeProvisioner": provisioner,
         "fullserver:serving": {
             "apiKeySecret": "serving-team/api-key",
             "tokenSecret": "hf-token",
