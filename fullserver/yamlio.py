@@ -9,7 +9,6 @@ Design notes: docs/design/core.md.
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 from collections.abc import Hashable
@@ -335,44 +334,24 @@ def _decode(path: Path, data: bytes) -> str:
 def _read_bytes(path: Path, max_bytes: int = MAX_BYTES, kind: str = "a YAML file") -> bytes:
     """At most ``max_bytes`` + 1 bytes: enough to tell the file is too large, and no more. A named
     pipe or a device is refused before it is opened (opening a pipe waits for a writer; /dev/zero
-    never ends). Read through ``os`` calls on the descriptor: pathlib's and the buffered file
-    object's layers were a third of the cost of reading a 300-byte stack file."""
+    never ends)."""
     try:
-        found = os.stat(path)
+        found = path.stat()
         if not (stat.S_ISREG(found.st_mode) or stat.S_ISDIR(found.st_mode)):  # a directory fails below
             raise InputError(str(path), "not a regular file (a pipe, socket or device)", "give the path of a file")
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
+        with path.open("rb") as stream:
             # Asking for the size the file has (+1 to see it end) spares allocating max_bytes for
             # a 300-byte stack file; a file that grew meanwhile is read on, to the same limit.
-            data = _read_upto(fd, found.st_size, max_bytes + 1)
-        finally:
-            os.close(fd)
+            first = min(found.st_size, max_bytes) + 1
+            data = stream.read(first)
+            if len(data) == first and first <= max_bytes:
+                data += stream.read(max_bytes + 1 - first)
     except OSError as exc:
         raise InputError(str(path), f"cannot read file: {exc.strerror or exc}", "check the path") from None
     if len(data) > max_bytes:
         raise InputError(
             str(path), f"larger than {max_bytes >> 20} MiB, the most {kind} may be", "is this the right file?"
         )
-    return data
-
-
-def _read_upto(fd: int, size: int, limit: int) -> bytes:
-    """The descriptor's bytes up to its end or ``limit``, asking for ``size`` + 1 first. Fewer
-    bytes than asked, and as many as the file had (``size``), is its end: the one read a stack
-    file takes. Any other short read is read on, as a buffered file's ``read`` does (a
-    directory's read fails: EISDIR)."""
-    data = b""
-    want = min(size, limit - 1) + 1
-    while len(data) < limit:
-        chunk = os.read(fd, want - len(data))
-        if not chunk:
-            break
-        data += chunk
-        if len(data) == want:
-            want = limit
-        elif len(data) == size:
-            break
     return data
 
 

@@ -7,7 +7,6 @@ crashed interpreter.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -135,23 +134,6 @@ def test_a_file_at_the_size_bound_is_read(tmp_path: Path) -> None:
 
 def test_a_directory_is_refused(tmp_path: Path) -> None:
     assert refusal(tmp_path) == f"{tmp_path}: cannot read file: Is a directory (check the path)"
-
-
-@pytest.mark.parametrize(
-    ("stated", "limit", "read"),
-    [(10, 100, 10), (3, 100, 10), (20, 100, 10), (0, 100, 10), (3, 6, 6), (10, 6, 6)],
-    ids=["as-stated", "grew", "shrank", "was-empty", "grew-past-the-limit", "over-the-limit"],
-)
-def test_a_file_is_read_to_its_end_whatever_its_size_was_when_stated(
-    tmp_path: Path, stated: int, limit: int, read: int
-) -> None:
-    """The size ``stat`` gave is only where reading starts: a file that grew or shrank since is
-    read to its end, and never past the limit."""
-    fd = os.open(write(tmp_path, b"x" * 10), os.O_RDONLY)
-    try:
-        assert yamlio._read_upto(fd, stated, limit) == b"x" * read
-    finally:
-        os.close(fd)
 
 
 # --- nesting ----------------------------------------------------------------------------------
