@@ -22,7 +22,7 @@ from fullserver.profiles import Profile
 from fullserver.serving import ServingSpec
 from fullserver.spec import EnvironmentSpec
 from fullserver_cli.autostop_view import autostop_rows
-from fullserver_cli.tables import FitTable, grid, table
+from fullserver_cli.tables import Cell, FitTable, grid, table
 
 if TYPE_CHECKING:  # recommend's models are built only when `recommend` runs
     from fullserver.recommend import Choice
@@ -59,7 +59,8 @@ def _shortfall(plan: StackPlan) -> str:
 
 def summary_table(plans: list[StackPlan], warnings: dict[str, list[str]], max_monthly_usd: float | None) -> FitTable:
     """One row per stack, the first thing ``plan`` prints: what each stack is, whether it is
-    balanced, what it costs and whether that fits its budget (a status line each)."""
+    balanced, what it costs and whether that fits its budget (a status line each). Its cells are
+    plain text, never markup: a profile is named by its file, and ``tune[red]`` is a file name."""
     t = table(
         "stack",
         "profile",
@@ -84,7 +85,8 @@ def summary_table(plans: list[StackPlan], warnings: dict[str, list[str]], max_mo
         if p.cost.usd_month_peak is not None:  # a serving group: its minimum to its maximum
             cost += f"\nto ${p.cost.usd_month_peak:,.0f}"
         shape = s.offer + (f"\n{s.nodes} nodes" if s.nodes > 1 else "")
-        t.add_row(p.stack, s.profile, s.platform.value, s.region, shape, cost, Text("\n").join(status))
+        named = (p.stack, s.profile, s.platform.value, s.region, shape, cost)
+        t.add_row(*(Text(cell) for cell in named), Text("\n").join(status))
     return t
 
 
@@ -143,13 +145,14 @@ def _storage(s: EnvironmentSpec) -> str:
     return ", ".join(storage) or "none attached (a TPU VM's boot disk is part of the TPU)"
 
 
-def _head_rows(plan: StackPlan) -> list[tuple[str, str]]:
-    """The decision in rows: stack, profile, platform, shape, pricing, cost, TPU, storage, network, serving."""
+def _head_rows(plan: StackPlan) -> list[tuple[str, Cell]]:
+    """The decision in rows: stack, profile, platform, shape, pricing, cost, TPU, storage, network,
+    serving. The stack's file and its profile's name are plain text, never markup (as in the summary)."""
     s, c = plan.spec, plan.cost
     accel = f"{s.accelerator_count} x {s.accelerator}" if s.accelerator else "none"
-    rows = [
-        ("stack", f"{plan.stack}  ({plan.path})"),
-        ("profile", escape(f"{s.profile}  [{s.stage.value}, {s.purpose.value}]")),
+    rows: list[tuple[str, Cell]] = [
+        ("stack", Text(f"{plan.stack}  ({plan.path})")),
+        ("profile", Text(f"{s.profile}  [{s.stage.value}, {s.purpose.value}]")),
         ("platform", f"{s.platform.value} in {s.region}" + (f" ({s.zone})" if s.zone else "")),
         ("shape", f"{s.offer}: {accel} per node, {s.vcpus} vCPU, {s.memory_gib:g} GiB, {s.nodes} node(s)"),
         (

@@ -49,32 +49,27 @@ class FitTable:
             raise ValueError(f"{len(cells)} cells for {len(self.headers)} columns {self.headers}")
         self.rows.append(cells)
 
-    def layouts(self) -> list[tuple[tuple[str, ...], list[tuple[Cell, ...]]]]:
-        """The wide layout, then the narrow one when there is one."""
-        out = [(self.headers, self.rows)]
-        if self.narrow is not None:
-            index = {h: i for i, h in enumerate(self.headers)}
-            headers = tuple("\n".join(group) for group in self.narrow)
-            rows = [tuple(_stack([row[index[h]] for h in group]) for group in self.narrow) for row in self.rows]
-            out.append((headers, rows))
-        return out
-
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """The wide layout where its longest words fit, else the narrow one; the last resort folds
+        the longest words. Each cell is parsed as markup once, here, not at every measurement and
+        again by rich's table: rich text prints as the markup it came from, byte for byte."""
         width = options.max_width
         measuring = options.update_width(_UNBOUNDED)
-        layouts = self.layouts()
-        for headers, rows in layouts:
-            lows, highs = _measure(console, measuring, headers, rows)
-            available = width - _overhead(len(headers))
-            if sum(lows) <= available:
-                yield self._table(headers, rows, _spread(highs, lows, available))
-                return
-        headers, rows = layouts[-1]
+        headers = tuple(_text(console, h) for h in self.headers)
+        rows = [tuple(_text(console, c) for c in row) for row in self.rows]
         lows, highs = _measure(console, measuring, headers, rows)
         available = width - _overhead(len(headers))
-        yield self._table(headers, rows, _spread(highs, _fold_longest(lows, available), available))
+        if sum(lows) > available and self.narrow is not None:  # the narrow layout is built only now
+            index = {h: i for i, h in enumerate(self.headers)}
+            headers = tuple(Text("\n".join(group)) for group in self.narrow)
+            rows = [tuple(_stack([row[index[h]] for h in group]) for group in self.narrow) for row in rows]
+            lows, highs = _measure(console, measuring, headers, rows)
+            available = width - _overhead(len(headers))
+        if sum(lows) > available:
+            lows = _fold_longest(lows, available)
+        yield self._table(headers, rows, _spread(highs, lows, available))
 
-    def _table(self, headers: Sequence[str], rows: Sequence[Sequence[Cell]], widths: Sequence[int]) -> Table:
+    def _table(self, headers: Sequence[Cell], rows: Sequence[Sequence[Cell]], widths: Sequence[int]) -> Table:
         t = Table(
             title=self.title,
             title_justify="left",
@@ -114,10 +109,14 @@ def grid(rows: Sequence[tuple[Cell, Cell]]) -> FitTable:
     return t
 
 
-def _stack(cells: Sequence[Cell]) -> Cell:
+def _text(console: Console, cell: Cell) -> Text:
+    """A cell as rich text: markup parsed as the console parses a ``str`` it prints."""
+    return console.render_str(cell) if isinstance(cell, str) else cell
+
+
+def _stack(cells: Sequence[Text]) -> Text:
     """Cells of one row stacked into one cell, a line each; empty ones leave no blank line."""
-    texts = [Text.from_markup(c) if isinstance(c, str) else c for c in cells]
-    return Text("\n").join(t for t in texts if t.plain)
+    return Text("\n").join(t for t in cells if t.plain)
 
 
 def _overhead(columns: int) -> int:
@@ -127,7 +126,7 @@ def _overhead(columns: int) -> int:
 
 
 def _measure(
-    console: Console, options: ConsoleOptions, headers: Sequence[str], rows: Sequence[Sequence[Cell]]
+    console: Console, options: ConsoleOptions, headers: Sequence[Cell], rows: Sequence[Sequence[Cell]]
 ) -> tuple[list[int], list[int]]:
     """Per column: its longest word and its longest line, header included."""
     lows, highs = [], []

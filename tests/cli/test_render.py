@@ -1,13 +1,22 @@
 """``fullserver plan``'s serving row says what ``up`` builds: where the load balancer listens, with
-which certificate, and the URL clients call (``fullserver_cli.render``)."""
+which certificate, and the URL clients call; its summary shows every name as it is written
+(``fullserver_cli.render``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+import yaml
 from rich.console import Console
+from typer.testing import CliRunner
 
 from fullserver.plan import StackPlan
+from fullserver_cli.app import app
 from fullserver_cli.render import stack_plan
 from tests.core.test_tls import CERT, serve
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def shown(plan: StackPlan) -> str:
@@ -32,3 +41,25 @@ def test_the_serving_row_names_the_managed_certificates_domains_and_the_url_clie
     text = shown(serve("gcp-gpu", "us-central1", domains=["api.example.com", "chat.example.com"]))
     assert "with HTTPS on port 443 (a Google-managed certificate for api.example.com, chat.example.com)" in text
     assert "OpenAI API at https://api.example.com/v1 (point api.example.com at `pulumi stack output dnsTarget`" in text
+
+
+def test_a_profile_named_like_markup_is_shown_as_it_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profile is named by its file, and a file may be named ``tune[red].yaml`` or
+    ``tune:fire:.yaml``: the summary and each stack's head show those names, not red text or an emoji."""
+    (tmp_path / "Pulumi.yaml").write_text("name: team\nruntime: python\n", encoding="utf-8")
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "stacks").mkdir()
+    example = yaml.safe_load((ROOT / "stacks/Pulumi.batch-tpu-v5e.yaml").read_text(encoding="utf-8"))
+    for stack, profile in (("red", "tune[red]"), ("fire", "tune:fire:")):
+        (tmp_path / "profiles" / f"{profile}.yaml").write_text("extends: fine-tuning\n", encoding="utf-8")
+        config = {**example, "config": {**example["config"], "fullserver:profile": profile}}
+        (tmp_path / "stacks" / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["plan", "--stacks-dir", "stacks"])
+    assert result.exit_code == 0, result.stderr
+    lines = [line.split() for line in result.stdout.splitlines()]
+    assert {line[0]: line[1] for line in lines if line[:1] in (["red"], ["fire"])} == {
+        "red": "tune[red]",
+        "fire": "tune:fire:",
+    }
+    assert [line[1] for line in lines if line[:1] == ["profile"]] == ["tune:fire:", "tune[red]"]
