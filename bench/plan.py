@@ -183,7 +183,8 @@ def work_done(paths: list[Path]) -> dict[str, float]:
     kinds: dict[str, int] = {
         "environments sized": sum(1 + sum(r.offer is not None for r in p.comparison) for p in plans)
     }
-    for work, _ in catalog.memo:
+    for key in catalog.memo:
+        work = key[0] if isinstance(key, tuple) else key  # ``Catalog.answer`` keys (work, question)
         name = getattr(work, "__name__", str(work)).strip("_")
         kinds[name] = kinds.get(name, 0) + 1
     return {kind: n / len(paths) for kind, n in kinds.items()}
