@@ -9,6 +9,7 @@ import difflib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
 from fullserver.catalog import Catalog, Offer, Same
@@ -314,16 +315,43 @@ class _OffersQuestion:
     nodes: int
 
 
-def _weighed(q: _OffersQuestion, catalog: Catalog) -> tuple[tuple[Offer, Host, BalanceReport, str], ...]:
+class _Weighed(NamedTuple):
+    """One offer as a ranking weighs it wherever it is priced: ``assess``'s host, report and reason,
+    then what a near-miss says of it (``why``: the reason, else the balance's shortfall; "" when it
+    is feasible) and how far from feasible it ranks (``far``: a reason puts it past every shortfall)."""
+
+    offer: Offer
+    host: Host
+    report: BalanceReport
+    reason: str
+    why: str
+    far: float
+
+
+def _verdict(offer: Offer, host: Host, report: BalanceReport, reason: str) -> _Weighed:
+    """``assess``'s answer with its verdict, worked out once per weighing, not once per region."""
+    why = reason or ("" if report.ok else report.summary())
+    return _Weighed(offer, host, report, reason, why, _distance(report) + (10 if reason else 0))
+
+
+def _weighed(q: _OffersQuestion, catalog: Catalog) -> tuple[_Weighed, ...] | InputError:
     """Each offer of the requested accelerator and count, with its ``assess`` (host, balance,
-    reason), in catalog order; a stack asking for none the platform sells is refused. A node pool's
-    are its VMs' with the pod's room checked first (``assess``): only that is weighed afresh."""
+    reason) and verdict, in catalog order; a stack asking for none the platform sells is refused
+    (the refusal kept as the answer, as ``_ranking`` keeps its own). A node pool's are its VMs'
+    with the pod's room checked first (``assess``): only that is weighed afresh."""
     if q.pool is None:
-        return tuple((o, *_assess(q.minimums, o, q.platform, q.nodes)) for o in _candidates(q, catalog))
+        try:
+            offers = _candidates(q, catalog)
+        except InputError as exc:
+            return exc.with_traceback(None)  # kept in the memo: its frames would hold the memo in a cycle
+        return tuple(_verdict(o, *_assess(q.minimums, o, q.platform, q.nodes)) for o in offers)
+    vms = catalog.answer(_weighed, dataclasses.replace(q, pool=None))
+    if isinstance(vms, InputError):
+        return vms
     units = rules_for(q.platform).supply.units(q.nodes)
     return tuple(
-        (o, host, report, _misfit(_pod_room(q.minimums, o, q.pool, units)) or reason)
-        for o, host, report, reason in catalog.answer(_weighed, dataclasses.replace(q, pool=None))
+        _verdict(w.offer, w.host, w.report, _misfit(_pod_room(q.minimums, w.offer, q.pool, units)) or w.reason)
+        for w in vms
     )
 
 
@@ -364,7 +392,11 @@ def _rank(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tup
     weighing = _OffersQuestion(
         Minimums.of(profile, platform), platform, pool, q.accelerator, q.accelerator_count, q.nodes
     )
-    for offer, host, report, reason in catalog.answer(_weighed, weighing):
+    weighed = catalog.answer(_weighed, weighing)
+    if isinstance(weighed, InputError):
+        raise InputError(weighed.where, weighed.what, weighed.hint)  # afresh, as ``ranked`` says it
+    for w in weighed:
+        offer = w.offer
         if region not in offer.prices:
             misses.append((99, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not priced in {region}")))
             continue
@@ -373,13 +405,10 @@ def _rank(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tup
             misses.append((98, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not offered in {zone}")))
             continue
         usd, spot = compute_price(offer, region, profile, catalog, pool)
-        if reason or not report.ok:
-            why = reason or report.summary()
-            misses.append(
-                (_distance(report) + (10 if reason else 0), usd, NearMiss(offer=offer.name, usd_hour=usd, reason=why))
-            )
+        if w.why:
+            misses.append((w.far, usd, NearMiss(offer=offer.name, usd_hour=usd, reason=w.why)))
             continue
-        feasible.append(Candidate(offer, host, report, usd, spot))
+        feasible.append(Candidate(offer, w.host, w.report, usd, spot))
     misses.sort(key=lambda m: (m[0], m[1], m[2].offer))
     near = tuple(m[2] for m in misses)
     if not feasible:
