@@ -112,17 +112,21 @@ def _fmt(value: float) -> str:
     return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
 
 
-def _line(dimension: str, unit: str, minimum: Minimum, required: float, provided: float, note: str = "") -> BalanceLine:
-    # Round the requirement up to what can be bought: whole vCPUs, whole GiB.
+def _line(
+    dimension: str, unit: str, minimum: Minimum, required: float, provided: float, note: str = "", known: bool = True
+) -> BalanceLine:
+    # Round the requirement up to what can be bought: whole vCPUs, whole GiB. A figure not known
+    # is a gap, never a shortfall (``BalanceLine.known``).
     required = math.ceil(required - 1e-9)
     return BalanceLine(
         dimension=dimension,
         unit=unit,
         required=required,
         provided=provided,
-        ok=provided + 1e-9 >= required,
+        ok=not known or provided + 1e-9 >= required,
         reason=minimum.reason,
         note=note,
+        known=known,
     )
 
 
@@ -138,8 +142,7 @@ def _network_line(dimension: str, minimum: Minimum, required: float, gbps: float
     """A host network minimum; an unpublished bandwidth is a gap (``known`` False), never 0 Gbps
     and never a refusal: the rule cannot be checked, so the plan asks for the figure instead."""
     if gbps is None:
-        line = _line(dimension, "Gbps", minimum, required, 0.0, "no source publishes the host's bandwidth")
-        return line.model_copy(update={"ok": True, "known": False})
+        return _line(dimension, "Gbps", minimum, required, 0.0, "no source publishes the host's bandwidth", known=False)
     return _line(dimension, "Gbps", minimum, required, gbps, note)
 
 

@@ -5,7 +5,7 @@ Design notes: docs/design/core.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from fullserver.catalog import Catalog, Same
 from fullserver.catalog.model import Platform
@@ -111,11 +111,10 @@ def kube_spec(
         raise InputError(
             "fullserver:controlPlaneSourceRanges", f"{too_many} ({platform.value})", "list fewer, wider ranges"
         )
-    if pools.create_cluster:
-        pools = _created_api(pools, access, workload.deploy_workload)
+    said = _created_api(pools, access, workload.deploy_workload) if pools.create_cluster else []
     if access.subnets and (pools.efa_interfaces or pools.compact_placement):
-        pools = pools.model_copy(update={"warnings": [*pools.warnings, one_zone_warning(pools.zone)]})
-    pools = pools.model_copy(update={"access": access})
+        said.append(one_zone_warning(pools.zone))
+    pools = pools.model_copy(update={"access": access, "warnings": [*pools.warnings, *said]})  # one copy
     # What the VM platform says of its own VMs (no spot fallback, the provider's default zone) is
     # not so of node pools (a fallback pool; a regional cluster's zones).
     rules = rules_for(vm)
@@ -136,8 +135,7 @@ def kube_spec(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _AsVm:
+class _AsVm(NamedTuple):
     profile: Same[Profile]
     vm: Platform
 
@@ -147,7 +145,7 @@ def _as_vm(q: _AsVm, catalog: Catalog) -> Profile:
     return q.profile.of.model_copy(update={"platforms": [q.vm]})
 
 
-def _created_api(pools: KubePlan, access: ClusterAccess, deploy_workload: bool) -> KubePlan:
+def _created_api(pools: KubePlan, access: ClusterAccess, deploy_workload: bool) -> list[str]:
     """The plan's warnings of who reaches a created cluster's API, and of documentation ranges left
     in ``controlPlaneSourceRanges`` (a stack whose API ``pulumi up`` cannot reach is refused when
     planned: ``fullserver.plan.plan_workload``, not when sized, so recommendations still rank it)."""
@@ -155,7 +153,7 @@ def _created_api(pools: KubePlan, access: ClusterAccess, deploy_workload: bool) 
         control_plane_warning(pools.provider, access, deploy_workload),
         placeholder_ranges_warning(access.api_ranges, "controlPlaneSourceRanges", "pulumi up and kubectl run from"),
     ]
-    return pools.model_copy(update={"warnings": [*pools.warnings, *(w for w in said if w is not None)]})
+    return [w for w in said if w is not None]
 
 
 def cluster_access(workload: Workload) -> ClusterAccess:

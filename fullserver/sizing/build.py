@@ -7,8 +7,7 @@ they are. Which disk kind a shape attaches, and the kinds' limits, are each plat
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from fullserver.balance import BalanceLine, Host, evaluate
 from fullserver.capacity import CapacitySet, balanced_set
@@ -155,8 +154,7 @@ def _check_capacity(
         raise refused(refusal)
 
 
-@dataclass(frozen=True, slots=True)
-class _CapacityQuestion:
+class _CapacityQuestion(NamedTuple):
     platform: Platform
     request: Request
 
@@ -232,8 +230,7 @@ def _check_fabric(offer: Offer, platform: Platform, efa: int, nodes: int, public
         raise refused(found)
 
 
-@dataclass(frozen=True)
-class _Shape:
+class _Shape(NamedTuple):
     """The chosen shape and what the spec says of it that the ranking's question alone decides
     (``RankQuestion``). Worked out once with the ranking (``Catalog.answer``), so that each stack
     of one kind, and each comparison row, works out only what is its own (its dataset, owner,

@@ -4,11 +4,10 @@ the others kept as near-misses with the minimum they missed (``fullserver.sizing
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
 from fullserver.catalog import Catalog, Offer, Same
@@ -31,8 +30,9 @@ _FABRIC_INTERCONNECTS: dict[Fabric, set[Interconnect]] = {
 }
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
+    """A feasible offer as the ranking keeps it: its host and balance, and its rate in the region."""
+
     offer: Offer
     host: Host
     report: BalanceReport
@@ -58,7 +58,15 @@ def suggest(value: str, choices: set[str] | list[str]) -> str:
     return f"did you mean {', '.join(close)}?" if close else f"choose one of: {listed}"
 
 
-def _tpu_requested(q: _OffersQuestion, offer: Offer, accelerator_name: str | None) -> bool:
+class _Asked(NamedTuple):
+    """What a stack asks of a platform's offers: the accelerator (or TPU type) and per-node count."""
+
+    platform: Platform
+    accelerator: str | None
+    accelerator_count: int | None
+
+
+def _tpu_requested(q: _Asked, offer: Offer, accelerator_name: str | None) -> bool:
     if q.accelerator == offer.name:
         return True
     return accelerator_name == offer.accelerator and q.accelerator_count == offer.total_accelerators
@@ -72,7 +80,17 @@ def _resolved(accelerator: str | None, catalog: Catalog) -> tuple[str | None, bo
     return catalog.accelerator(str(accelerator)).name, False
 
 
-def _candidates(q: _OffersQuestion, catalog: Catalog) -> list[Offer]:
+def _candidates(q: _Asked, catalog: Catalog) -> tuple[Offer, ...] | InputError:
+    """The offers a ranking weighs, in catalog order, or the refusal of a stack asking for none the
+    platform sells: one answer per platform, accelerator and count (``Catalog.answer``), kept even
+    when a refusal (as ``_ranking`` keeps its own), as every region and profile asks the same."""
+    try:
+        return tuple(_matching(q, catalog))
+    except InputError as exc:
+        return exc.with_traceback(None)  # kept in the memo: its frames would hold the memo in a cycle
+
+
+def _matching(q: _Asked, catalog: Catalog) -> list[Offer]:
     platform = q.platform
     acc_name, is_tpu_type = _resolved(q.accelerator, catalog)
     offers = catalog.offers_on(platform)
@@ -150,8 +168,7 @@ def _efa(topology: Topology, offer: Offer, nodes: int) -> int:
     return offer.efa_interfaces if topology.fabric in (Fabric.EFA, Fabric.ANY) and nodes > 1 else 0
 
 
-@dataclass(frozen=True, slots=True)
-class Minimums:
+class Minimums(NamedTuple):
     """What weighing an offer (``assess``) reads of a profile on one platform: its balance there,
     its topology and its boot disk; nothing else. A node pool's copy of the profile (sized as its
     VMs, ``fullserver.sizing.kube_spec``) holds the very same objects, so both weigh once."""
@@ -238,12 +255,12 @@ def _assess(m: Minimums, offer: Offer, platform: Platform, nodes: int) -> tuple[
     return host, report, ""
 
 
-@dataclass(frozen=True, slots=True)
-class RankQuestion:
+class RankQuestion(NamedTuple):
     """What a ranking, and the shape kept with it (``fullserver.sizing.build``), depend on: the
     profile (whole, by identity), the platform, the node-pool platform and the stack's region,
     zone, accelerator, count and nodes. The ranking reads these and nothing else
-    (``Catalog.answer``), so stacks asking the same are answered once per catalog."""
+    (``Catalog.answer``), so stacks asking the same are answered once per catalog. The questions
+    here are named tuples: built and hashed by the interpreter, as each distinct stack asks anew."""
 
     profile: Same[Profile]
     platform: Platform
@@ -268,8 +285,7 @@ class RankQuestion:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _RegionQuestion:
+class _RegionQuestion(NamedTuple):
     """A region a platform may not price, and the platform (``_region_refusal``)."""
 
     region: str
@@ -300,8 +316,7 @@ def _distance(report: BalanceReport) -> float:
     return sum(1 - line.provided / line.required for line in report.short if line.required)
 
 
-@dataclass(frozen=True, slots=True)
-class _OffersQuestion:
+class _OffersQuestion(NamedTuple):
     """A ``RankQuestion`` less its region and zone, holding of the profile only what weighing reads
     (``Minimums``): which offers a ranking weighs and their balance (``assess``) do not depend on
     where each is priced or sold, nor on the profile's pricing or name, so every region asks once."""
@@ -314,16 +329,41 @@ class _OffersQuestion:
     nodes: int
 
 
-def _weighed(q: _OffersQuestion, catalog: Catalog) -> tuple[tuple[Offer, Host, BalanceReport, str], ...]:
+class _Weighed(NamedTuple):
+    """One offer as a ranking weighs it wherever it is priced: ``assess``'s host, report and reason,
+    then what a near-miss says of it (``why``: the reason, else the balance's shortfall; "" when it
+    is feasible) and how far from feasible it ranks (``far``: a reason puts it past every shortfall)."""
+
+    offer: Offer
+    host: Host
+    report: BalanceReport
+    reason: str
+    why: str
+    far: float
+
+
+def _verdict(offer: Offer, host: Host, report: BalanceReport, reason: str) -> _Weighed:
+    """``assess``'s answer with its verdict, worked out once per weighing, not once per region."""
+    why = reason or ("" if report.ok else report.summary())
+    return _Weighed(offer, host, report, reason, why, _distance(report) + (10 if reason else 0))
+
+
+def _weighed(q: _OffersQuestion, catalog: Catalog) -> tuple[_Weighed, ...] | InputError:
     """Each offer of the requested accelerator and count, with its ``assess`` (host, balance,
-    reason), in catalog order; a stack asking for none the platform sells is refused. A node pool's
-    are its VMs' with the pod's room checked first (``assess``): only that is weighed afresh."""
+    reason) and verdict, in catalog order, or the refusal of ``_candidates``. A node pool's are its VMs'
+    with the pod's room checked first (``assess``): only that is weighed afresh."""
     if q.pool is None:
-        return tuple((o, *_assess(q.minimums, o, q.platform, q.nodes)) for o in _candidates(q, catalog))
+        offers = catalog.answer(_candidates, _Asked(q.platform, q.accelerator, q.accelerator_count))
+        if isinstance(offers, InputError):
+            return offers
+        return tuple(_verdict(o, *_assess(q.minimums, o, q.platform, q.nodes)) for o in offers)
+    vms = catalog.answer(_weighed, q._replace(pool=None))
+    if isinstance(vms, InputError):
+        return vms
     units = rules_for(q.platform).supply.units(q.nodes)
     return tuple(
-        (o, host, report, _misfit(_pod_room(q.minimums, o, q.pool, units)) or reason)
-        for o, host, report, reason in catalog.answer(_weighed, dataclasses.replace(q, pool=None))
+        _verdict(w.offer, w.host, w.report, _misfit(_pod_room(q.minimums, w.offer, q.pool, units)) or w.reason)
+        for w in vms
     )
 
 
@@ -364,7 +404,11 @@ def _rank(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tup
     weighing = _OffersQuestion(
         Minimums.of(profile, platform), platform, pool, q.accelerator, q.accelerator_count, q.nodes
     )
-    for offer, host, report, reason in catalog.answer(_weighed, weighing):
+    weighed = catalog.answer(_weighed, weighing)
+    if isinstance(weighed, InputError):
+        raise InputError(weighed.where, weighed.what, weighed.hint)  # afresh, as ``ranked`` says it
+    for w in weighed:
+        offer = w.offer
         if region not in offer.prices:
             misses.append((99, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not priced in {region}")))
             continue
@@ -373,13 +417,10 @@ def _rank(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tup
             misses.append((98, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not offered in {zone}")))
             continue
         usd, spot = compute_price(offer, region, profile, catalog, pool)
-        if reason or not report.ok:
-            why = reason or report.summary()
-            misses.append(
-                (_distance(report) + (10 if reason else 0), usd, NearMiss(offer=offer.name, usd_hour=usd, reason=why))
-            )
+        if w.why:
+            misses.append((w.far, usd, NearMiss(offer=offer.name, usd_hour=usd, reason=w.why)))
             continue
-        feasible.append(Candidate(offer, host, report, usd, spot))
+        feasible.append(Candidate(offer, w.host, w.report, usd, spot))
     misses.sort(key=lambda m: (m[0], m[1], m[2].offer))
     near = tuple(m[2] for m in misses)
     if not feasible:

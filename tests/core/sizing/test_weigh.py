@@ -9,6 +9,7 @@ from typing import Any, cast
 import pytest
 
 from fullserver.catalog import load_catalog
+from fullserver.errors import InputError
 from fullserver.platform import Platform
 from fullserver.profiles import load_profiles
 from fullserver.sizing import assess, spec_for
@@ -60,4 +61,22 @@ def test_a_node_pool_and_its_vms_weigh_the_offers_once(vm: Platform, pool: Platf
     offers = [row[0] for row in kept[pool]]
     assert offers and all(o.accelerator == "L4" for o in offers)
     assert all(mine[2] is theirs[2] for mine, theirs in zip(kept[pool], kept[None], strict=True))
-    assert list(kept[pool]) == [(o, *assess(profile, o, vm, 1, pool)) for o in offers]
+    assert [row[:4] for row in kept[pool]] == [(o, *assess(profile, o, vm, 1, pool)) for o in offers]
+
+
+def test_a_refusal_is_weighed_once_and_said_afresh_in_every_region() -> None:
+    """A platform that sells none of the accelerator asked refuses it in every region: the refusal
+    is kept with the weighing (asked once, not once per region), and each ranking raises its own."""
+    profile = PROFILES["batch-inference"]
+    CATALOG.memo.clear()
+    raised = []
+    for region in ("us-east-1", "eu-central-1"):
+        stack = _stack(Platform.AWS_GPU, region).model_copy(update={"accelerator": "P100"})
+        with pytest.raises(InputError) as caught:
+            spec_for(profile, stack, Platform.AWS_GPU, CATALOG, "t")
+        raised.append(caught.value)
+    kept = _weighings()
+    CATALOG.memo.clear()
+    assert raised[0] is not raised[1] and raised[0].what == raised[1].what
+    assert raised[0].where == "fullserver:accelerator" and "aws-gpu" in raised[0].what
+    assert isinstance(kept[None], InputError) and kept[None].what == raised[0].what
