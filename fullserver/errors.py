@@ -6,6 +6,8 @@ Every error fullserver shows on bad input is a ``FullserverError``. The CLI prin
 
 from __future__ import annotations
 
+from typing import Self
+
 # One table of exit codes for every command (README "Exit codes" shows the same table): each
 # outcome has a code of its own, so a CI script can tell "a host is down" from "a stack was left".
 EXIT_OK = 0
@@ -37,6 +39,11 @@ class FullserverError(Exception):
         self.what = what
         self.hint = hint
         super().__init__(self.line())
+
+    def afresh(self) -> Self:
+        """The same error as a new object: one that is kept (a memo's refusal) is raised as a copy,
+        so raising it never ties the kept one to the raiser's frames."""
+        return type(self)(self.where, self.what, self.hint)
 
     def line(self) -> str:
         text = f"{self.where}: {self.what}" if self.where else self.what

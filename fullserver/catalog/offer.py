@@ -21,7 +21,7 @@ from fullserver.catalog.model import (
     Source,
     StoragePrice,
 )
-from fullserver.errors import InputError
+from fullserver.errors import FullserverError, InputError
 from fullserver.platforms import rules_for
 
 
@@ -97,6 +97,13 @@ Q = TypeVar("Q", bound=Hashable)
 _UNKNOWN = object()
 
 
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """A refusal ``Catalog.answer`` keeps (apart from any error a work returns as its value)."""
+
+    error: FullserverError
+
+
 @dataclass(frozen=True)
 class Catalog:
     sources: dict[str, Source]
@@ -161,15 +168,22 @@ class Catalog:
         ``memo`` (at most ``MEMO_LIMIT`` answers: past it they are dropped and worked out afresh).
 
         ``work`` is a module-level function of the frozen ``question`` and this catalog alone, and
-        returns an immutable value (``fullserver.catalog.memo``): what it reads is what the key holds."""
+        returns an immutable value (``fullserver.catalog.memo``): what it reads is what the key holds.
+        A refusal (a ``FullserverError`` it raises) is an answer too: kept without its traceback,
+        whose frames would hold the memo in a cycle, and raised afresh to each caller."""
         memo = self.memo
         key = (work, question)
         found = memo.get(key, _UNKNOWN)
         if found is _UNKNOWN:
-            found = work(question, self)
+            try:
+                found = work(question, self)
+            except FullserverError as exc:
+                found = _Refused(exc.with_traceback(None))
             if len(memo) >= _memo.MEMO_LIMIT:
                 memo.clear()
             memo[key] = found
+        if type(found) is _Refused:
+            raise found.error.afresh()
         answer: T = found
         return answer
 

@@ -281,7 +281,7 @@ def _none_fits(
     """
     first = errors[0][1]
     if len({(exc.where, exc.what) for _, exc in errors}) == 1:
-        return type(first)(first.where, first.what, first.hint)  # afresh: raised, it would hold ``errors``
+        return first.afresh()  # raised, the kept one would hold ``errors``
     # Each reason may hold "; " itself (a list of near-misses), so a platform's name in brackets
     # starts each one.
     reasons = " ".join(

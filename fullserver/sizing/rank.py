@@ -12,7 +12,7 @@ from typing import NamedTuple
 from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
 from fullserver.catalog import Catalog, Offer, Same
 from fullserver.catalog.model import Interconnect, Platform
-from fullserver.errors import FullserverError, InputError, NothingFits
+from fullserver.errors import InputError, NothingFits
 from fullserver.hourly import hourly_rate
 from fullserver.kube.pool import node_reservations, pod_share
 from fullserver.nearmiss import nothing_fits_hint
@@ -80,14 +80,11 @@ def _resolved(accelerator: str | None, catalog: Catalog) -> tuple[str | None, bo
     return catalog.accelerator(str(accelerator)).name, False
 
 
-def _candidates(q: _Asked, catalog: Catalog) -> tuple[Offer, ...] | InputError:
-    """The offers a ranking weighs, in catalog order, or the refusal of a stack asking for none the
-    platform sells: one answer per platform, accelerator and count (``Catalog.answer``), kept even
-    when a refusal (as ``_ranking`` keeps its own), as every region and profile asks the same."""
-    try:
-        return tuple(_matching(q, catalog))
-    except InputError as exc:
-        return exc.with_traceback(None)  # kept in the memo: its frames would hold the memo in a cycle
+def _candidates(q: _Asked, catalog: Catalog) -> tuple[Offer, ...]:
+    """The offers a ranking weighs, in catalog order (a stack asking for none the platform sells is
+    refused): one answer per platform, accelerator and count (``Catalog.answer``, which keeps a
+    refusal too), as every region and profile asks the same."""
+    return tuple(_matching(q, catalog))
 
 
 def _matching(q: _Asked, catalog: Catalog) -> list[Offer]:
@@ -292,13 +289,13 @@ class _RegionQuestion(NamedTuple):
     platform: Platform
 
 
-def _region_refusal(q: _RegionQuestion, catalog: Catalog) -> InputError | None:
-    """The refusal of a region the platform has no prices in (a comparison row asks it of every
-    platform; its "did you mean" is worked out once per region and platform)."""
+def _region_refusal(q: _RegionQuestion, catalog: Catalog) -> None:
+    """Refuses a region the platform has no prices in (a comparison row asks it of every platform;
+    its "did you mean" is worked out once per region and platform)."""
     regions = catalog.regions(q.platform)
     if q.region in regions:
-        return None
-    return InputError(
+        return
+    raise InputError(
         "fullserver:region", f"no {q.platform.value} prices in region '{q.region}'", suggest(q.region, regions)
     )
 
@@ -348,18 +345,14 @@ def _verdict(offer: Offer, host: Host, report: BalanceReport, reason: str) -> _W
     return _Weighed(offer, host, report, reason, why, _distance(report) + (10 if reason else 0))
 
 
-def _weighed(q: _OffersQuestion, catalog: Catalog) -> tuple[_Weighed, ...] | InputError:
+def _weighed(q: _OffersQuestion, catalog: Catalog) -> tuple[_Weighed, ...]:
     """Each offer of the requested accelerator and count, with its ``assess`` (host, balance,
     reason) and verdict, in catalog order, or the refusal of ``_candidates``. A node pool's are its VMs'
     with the pod's room checked first (``assess``): only that is weighed afresh."""
     if q.pool is None:
         offers = catalog.answer(_candidates, _Asked(q.platform, q.accelerator, q.accelerator_count))
-        if isinstance(offers, InputError):
-            return offers
         return tuple(_verdict(o, *_assess(q.minimums, o, q.platform, q.nodes)) for o in offers)
     vms = catalog.answer(_weighed, q._replace(pool=None))
-    if isinstance(vms, InputError):
-        return vms
     units = rules_for(q.platform).supply.units(q.nodes)
     return tuple(
         _verdict(w.offer, w.host, w.report, _misfit(_pod_room(q.minimums, w.offer, q.pool, units)) or w.reason)
@@ -379,34 +372,18 @@ def rank(
 
 def ranked(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]]:
     """``rank`` of a question already asked."""
-    answer = catalog.answer(_ranking, q)
-    if isinstance(answer, FullserverError):  # a refusal is an answer too, said afresh each time
-        raise type(answer)(answer.where, answer.what, answer.hint)
-    return answer
-
-
-def _ranking(
-    q: RankQuestion, catalog: Catalog
-) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]] | InputError | NothingFits:
-    try:
-        return _rank(q, catalog)
-    except (InputError, NothingFits) as exc:
-        return exc.with_traceback(None)  # kept in the memo: its frames would hold the memo in a cycle
+    return catalog.answer(_rank, q)  # a refusal is an answer too, raised afresh each time
 
 
 def _rank(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]]:
     profile, platform, pool, region = q.profile.of, q.platform, q.pool, q.region
-    refusal = catalog.answer(_region_refusal, _RegionQuestion(region, platform))
-    if refusal is not None:
-        raise refusal
+    catalog.answer(_region_refusal, _RegionQuestion(region, platform))
     feasible: list[Candidate] = []
     misses: list[tuple[float, float, NearMiss]] = []
     weighing = _OffersQuestion(
         Minimums.of(profile, platform), platform, pool, q.accelerator, q.accelerator_count, q.nodes
     )
     weighed = catalog.answer(_weighed, weighing)
-    if isinstance(weighed, InputError):
-        raise InputError(weighed.where, weighed.what, weighed.hint)  # afresh, as ``ranked`` says it
     for w in weighed:
         offer = w.offer
         if region not in offer.prices:

@@ -9,6 +9,7 @@ from typing import Any, cast
 import pytest
 
 from fullserver.catalog import load_catalog
+from fullserver.catalog.offer import _Refused
 from fullserver.errors import InputError
 from fullserver.platform import Platform
 from fullserver.profiles import load_profiles
@@ -79,4 +80,6 @@ def test_a_refusal_is_weighed_once_and_said_afresh_in_every_region() -> None:
     CATALOG.memo.clear()
     assert raised[0] is not raised[1] and raised[0].what == raised[1].what
     assert raised[0].where == "fullserver:accelerator" and "aws-gpu" in raised[0].what
-    assert isinstance(kept[None], InputError) and kept[None].what == raised[0].what
+    assert isinstance(kept[None], _Refused)  # the memo keeps the refusal itself, not an answer
+    assert isinstance(kept[None].error, InputError) and kept[None].error.what == raised[0].what
+    assert kept[None].error not in raised and kept[None].error.__traceback__ is None
