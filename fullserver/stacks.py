@@ -118,9 +118,23 @@ def _as_text(value: object) -> str:
 _INTEGER = re.compile(rf"[+-]?\d{{1,{sys.int_info.default_max_str_digits}}}")
 
 
-def _decode(key: ConfigKey, value: object) -> object:
-    """A value as its declared type reads it; anything else is left for the model to refuse."""
-    kind = key.type or UNTYPED_KEYS.get(key.name)
+_SMALL = 10**18
+"""Integers this far from 0 are written in fewer digits than Python's limit on ``str(int)``."""
+
+
+def _kind(key: ConfigKey) -> str | None:
+    """The type a key's value is read as: its declared one, else the model's (``UNTYPED_KEYS``)."""
+    return key.type or UNTYPED_KEYS.get(key.name)
+
+
+def _decode(value: object, kind: str | None) -> object:
+    """A value as its declared type (``kind``) reads it; anything else is left for the model to
+    refuse. Text for a text key and a (not huge) integer for an integer key are already that: the
+    common case, returned before the general steps."""
+    if (type(value) is str and kind == "string") or (
+        type(value) is int and kind == "integer" and -_SMALL < value < _SMALL
+    ):
+        return value
     if kind in ("array", "object"):
         if isinstance(value, str):
             try:
@@ -147,7 +161,7 @@ def _check_text(key: ConfigKey, value: object, where: str) -> None:
     Why: YAML 1.1 reads an unquoted ``0755`` as the octal number 493 and ``no`` as false, so
     ``owner: 0755`` became the label "493" and ``region: no`` the region 'false'; the text
     written is gone by then, so the one fix is quotes."""
-    if (key.type or UNTYPED_KEYS.get(key.name)) != "string" or not isinstance(value, bool | int | float):
+    if _kind(key) != "string" or not isinstance(value, bool | int | float):
         return
     kind = "boolean" if isinstance(value, bool) else "number"
     raise InputError(
@@ -162,14 +176,7 @@ def _check_text(key: ConfigKey, value: object, where: str) -> None:
 def _read_as() -> dict[str, tuple[str, ConfigKey, str | None]]:
     """Each key by its name in a stack file (``fullserver:owner``), with the type ``_decode`` reads
     its value as: worked out once, as the keys are fixed."""
-    return {
-        f"{CONFIG_NAMESPACE}:{name}": (name, key, key.type or UNTYPED_KEYS.get(name))
-        for name, key in config_keys().items()
-    }
-
-
-_SMALL = 10**18
-"""Integers this far from 0 are written in fewer digits than Python's limit on ``str(int)``."""
+    return {f"{CONFIG_NAMESPACE}:{name}": (name, key, _kind(key)) for name, key in config_keys().items()}
 
 
 def _is_encrypted(value: object) -> bool:
@@ -197,22 +204,13 @@ def workload_from_config(config: Mapping[str, Any], where: str) -> Workload:
     read_as = _read_as()
     ours: dict[str, Any] = {}
     for raw_key, value in config.items():
-        found = read_as.get(raw_key) if type(raw_key) is str else None
+        found = read_as.get(str(raw_key))
         if found is None:  # another namespace's key, or one of ours that is unknown
             ns, _, name = str(raw_key).rpartition(":")
             if ns != CONFIG_NAMESPACE:
                 continue
-            found = read_as.get(f"{CONFIG_NAMESPACE}:{name}")
-            if found is None:
-                raise _unknown_key(where, name, config_keys())
+            raise _unknown_key(where, name, config_keys())
         name, key, kind = found
-        # Text for a text key and a (not huge) number for an integer key are what _decode makes of
-        # them, and pass _check_text: the common case, taken without the general steps.
-        if (type(value) is str and kind == "string") or (
-            type(value) is int and kind == "integer" and -_SMALL < value < _SMALL
-        ):
-            ours[name] = value
-            continue
         if _is_encrypted(value) and not key.secret:
             raise InputError(
                 where,
@@ -220,7 +218,7 @@ def workload_from_config(config: Mapping[str, Any], where: str) -> Workload:
                 f"pulumi config set {CONFIG_NAMESPACE}:{name} <value> (without --secret)",
             )
         _check_text(key, value, where)
-        ours[name] = value if key.secret else _decode(key, value)
+        ours[name] = value if key.secret else _decode(value, kind)
     try:
         return Workload.model_validate(ours)
     except ValidationError as exc:
