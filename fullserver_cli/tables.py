@@ -65,9 +65,7 @@ class FitTable:
             rows = [tuple(_stack([row[index[h]] for h in group]) for group in self.narrow) for row in rows]
             lows, highs = _measure(console, measuring, headers, rows)
             available = width - _overhead(len(headers))
-        if sum(lows) > available:
-            lows = _fold_longest(lows, available)
-        yield self._table(headers, rows, _spread(highs, lows, available))
+        yield self._table(headers, rows, _spread(highs, _fold_longest(lows, available), available))
 
     def _table(self, headers: Sequence[Cell], rows: Sequence[Sequence[Cell]], widths: Sequence[int]) -> Table:
         t = Table(
