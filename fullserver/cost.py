@@ -342,10 +342,11 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
                 prices=lines[0].prices,  # the compute's (or the contract's) rate, for the hours unused
             ),
         )
+    paid_hours = round(paid, 1)
     peak: dict[str, object] = {}
     if peak_hour is not None:
         # AWS spot with its fallback, or node pools at their maximum: for every paid hour
-        more = (peak_hour - compute_hour) * round(paid, 1)
+        more = (peak_hour - compute_hour) * paid_hours
         what = "with every node pool at its maximum" if spec.kube is not None else _set_peak_what(spec)
         peak = {"usd_month_peak": round(_total(lines) + more, 2), "peak_what": what}
     return CostEstimate(
@@ -355,7 +356,7 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
         pricing=spec.pricing,
         basis=basis,
         compute_usd_hour=round(compute_hour, 4),
-        paid_hours=round(paid, 1),
+        paid_hours=paid_hours,
         productive_hours=round(productive, 1),
         lines=lines,
         warnings=warnings,
