@@ -65,9 +65,12 @@ class FitTable:
             rows = [tuple(_stack([row[index[h]] for h in group]) for group in self.narrow) for row in rows]
             lows, highs = _measure(console, measuring, headers, rows)
             available = width - _overhead(len(headers))
-        yield self._table(headers, rows, _spread(highs, _fold_longest(lows, available), available))
+        widths = _spread(highs, _fold_longest(lows, available), available)
+        yield self._table(headers, rows, widths, [w >= h for w, h in zip(widths, highs, strict=True)])
 
-    def _table(self, headers: Sequence[Cell], rows: Sequence[Sequence[Cell]], widths: Sequence[int]) -> Table:
+    def _table(
+        self, headers: Sequence[Cell], rows: Sequence[Sequence[Cell]], widths: Sequence[int], fits: Sequence[bool]
+    ) -> Table:
         t = Table(
             title=self.title,
             title_justify="left",
@@ -80,8 +83,10 @@ class FitTable:
             padding=(0, 1),
             pad_edge=False,
         )
-        for header, w in zip(headers, widths, strict=True):
-            t.add_column(header, width=max(w, 1), overflow="fold")
+        # A column whose longest line fits is not wrapped: rich then renders each of its cells as
+        # lines, without splitting them into words first (the same output, for less work).
+        for header, w, fit in zip(headers, widths, fits, strict=True):
+            t.add_column(header, width=max(w, 1), overflow="fold", no_wrap=fit)
         for row in rows:
             t.add_row(*row)
         return t
