@@ -26,7 +26,7 @@ from fullserver.sizing.rank import (
     efa_interfaces,
     local_nvme_count,
     nvme_need_gib,
-    ranked,
+    ranking,
 )
 from fullserver.spec import DataDisk, EnvironmentSpec, NearMiss, NetworkSpec, ShapeLimits, ShapeOption, TpuSpec
 from fullserver.workload import DedicatedHost, Workload, autostop_minutes_for, lifecycle_for
@@ -249,8 +249,9 @@ class _Shape(NamedTuple):
     efa: int
     near_misses: tuple[NearMiss, ...]
     alternatives: tuple[ShapeOption, ...]
-    capacity: CapacitySet
-    """The balanced set (``fullserver.capacity``), its steps not yet said."""
+    capacity: CapacitySet | None
+    """The balanced set (``fullserver.capacity``), its steps not yet said; ``None`` where the platform
+    states no steps (``PlatformRules.capacity_steps``), which is where a spec carries none."""
     accelerator_kind: AcceleratorKind | None
     compact_placement: bool
     """Multi-node, on a platform that places nodes close, under a profile that asks it."""
@@ -274,7 +275,7 @@ def _network(shape: _Shape, public_ip: bool, ranges: list[str], keys: list[str])
 def _shape(q: RankQuestion, catalog: Catalog) -> _Shape:
     """The ranking's cheapest shape (``rank``), with what its question alone decides (``_Shape``)."""
     profile, platform = q.profile.of, q.platform
-    feasible, near = ranked(q, catalog)
+    feasible, near = ranking(q, catalog)
     cand = feasible[0]
     offer, rules = cand.offer, rules_for(platform)
     nodes = rules.supply.nodes(offer.hosts, q.nodes)
@@ -303,7 +304,9 @@ def _shape(q: RankQuestion, catalog: Catalog) -> _Shape:
             q.zone,
             profile.cost.capacity_band,
             efa,
-        ),
+        )
+        if rules.capacity_steps is not None
+        else None,
         accelerator_kind=catalog.accelerators[offer.accelerator].kind if offer.accelerator else None,
         compact_placement=profile.topology.compact_placement and nodes > 1 and rules.compact_placement,
     )
@@ -375,11 +378,12 @@ def build_spec(
     return _with_capacity(spec, shape.capacity)
 
 
-def _with_capacity(spec: EnvironmentSpec, found: CapacitySet) -> EnvironmentSpec:
+def _with_capacity(spec: EnvironmentSpec, found: CapacitySet | None) -> EnvironmentSpec:
     """The spec with its balanced set and the steps its platform's cloud takes on a stockout
-    (``PlatformRules.capacity_steps``); none where the platform states none."""
+    (``PlatformRules.capacity_steps``); none where the platform states none (``found`` is then
+    ``None``: ``_shape`` builds no set for it)."""
     steps = rules_for(spec.platform).capacity_steps
-    return spec if steps is None else spec.model_copy(update={"capacity": steps(spec, found)})
+    return spec if steps is None or found is None else spec.model_copy(update={"capacity": steps(spec, found)})
 
 
 def gap_warning(offer: str, line: BalanceLine) -> str:

@@ -367,15 +367,13 @@ def rank(
     rejected near-misses with their reasons; with ``pool``, each offer as a node of that node-pool
     platform, balanced by the node's shape with room for the workload pod (``assess``) and priced
     as the pool bills it. One answer per ``RankQuestion`` and catalog."""
-    return ranked(RankQuestion.of(profile, workload, platform, pool), catalog)
+    # a refusal is an answer too, raised afresh each time
+    return catalog.answer(ranking, RankQuestion.of(profile, workload, platform, pool))
 
 
-def ranked(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]]:
-    """``rank`` of a question already asked."""
-    return catalog.answer(_rank, q)  # a refusal is an answer too, raised afresh each time
-
-
-def _rank(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]]:
+def ranking(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]]:
+    """``rank`` of a question, worked out: sizing keeps the shape chosen from it
+    (``fullserver.sizing.build``), not the ranking as well."""
     profile, platform, pool, region = q.profile.of, q.platform, q.pool, q.region
     catalog.answer(_region_refusal, _RegionQuestion(region, platform))
     feasible: list[Candidate] = []
