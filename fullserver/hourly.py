@@ -8,6 +8,7 @@ Design notes: docs/design/core.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fullserver.catalog import Catalog, Offer, Same
 from fullserver.catalog.staleness import UsedPrice, commitment_read, offer_reads
@@ -36,10 +37,10 @@ class Rate:
     """The catalog entries the rate read (``fullserver.catalog.staleness`` judges their age)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RateQuestion:
+class RateQuestion(NamedTuple):
     """What a rate depends on: the offer, region and platform that builds it, and the profile's
-    pricing, spot share and commitment term; nothing else (``Catalog.answer``)."""
+    pricing, spot share and commitment term; nothing else (``Catalog.answer``). A named tuple, as
+    ``RankQuestion`` is: built and hashed by the interpreter, for every offer every ranking prices."""
 
     offer: Same[Offer]
     region: str
