@@ -4,11 +4,11 @@ why, and only the ways out of "nothing fits" that exist."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from fullserver.catalog import Catalog
 from fullserver.catalog.model import Platform
 from fullserver.platforms import rules_for
-from fullserver.spec import NearMiss
 
 
 def nothing_fits_hint(
@@ -35,9 +35,21 @@ MAX_NEAR_MISSES = 5
 """Near-misses shown beyond those cheaper than the chosen shape (all of which are shown)."""
 
 
-def near_misses(near: Sequence[NearMiss], chosen_usd: float) -> list[NearMiss]:
+class _Missed(Protocol):
+    """A rejected shape as ``near_misses`` reads it (the ranking's ``Miss``, a spec's ``NearMiss``)."""
+
+    @property
+    def offer(self) -> str: ...
+    @property
+    def usd_hour(self) -> float | None: ...
+
+
+M = TypeVar("M", bound=_Missed)
+
+
+def near_misses(near: Sequence[M], chosen_usd: float) -> list[M]:
     """Every rejected shape cheaper than the chosen one (cheapest first, each with why), then the
-    closest others up to ``MAX_NEAR_MISSES``."""
+    closest others up to ``MAX_NEAR_MISSES`` (``near``: closest first)."""
     cheaper = sorted(
         (m for m in near if m.usd_hour is not None and m.usd_hour < chosen_usd - 1e-9),
         key=lambda m: (m.usd_hour or 0.0, m.offer),

@@ -295,7 +295,9 @@ def _shape(q: RankQuestion, catalog: Catalog) -> _Shape:
         disk_kind=kind,
         disk_limits=disk_limits(kind),
         efa=efa,
-        near_misses=tuple(near_misses(near, cand.usd_hour)),
+        near_misses=tuple(
+            NearMiss(offer=m.offer, usd_hour=m.usd_hour, reason=m.reason) for m in near_misses(near, cand.usd_hour)
+        ),
         alternatives=tuple(alternative_shapes(cand, feasible, efa)) if cand.spot else (),
         capacity=balanced_set(
             (offer, cand.usd_hour),

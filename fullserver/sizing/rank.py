@@ -19,7 +19,7 @@ from fullserver.nearmiss import nothing_fits_hint
 from fullserver.platforms import rules_for
 from fullserver.platforms.pool_rules import NodeResources
 from fullserver.profiles import Balance, Fabric, Profile, Topology
-from fullserver.spec import NearMiss, ShapeOption
+from fullserver.spec import ShapeOption
 from fullserver.workload import Workload
 
 _FABRIC_INTERCONNECTS: dict[Fabric, set[Interconnect]] = {
@@ -184,22 +184,38 @@ def pod_room(profile: Profile, offer: Offer, platform: Platform, pool: Platform,
     allocatable after kubelet and system reservations (and the huge pages its EFA driver holds where
     ``nodes`` talk over EFA), less the DaemonSet allowance (``fullserver.kube.pool.pod_share``), its
     ephemeral storage on the local SSDs or instance store sizing uses, else on the boot disk."""
-    return _pod_room(Minimums.of(profile, platform), offer, pool, nodes)
+    return _room(_Node.of(Minimums.of(profile, platform), offer, pool, nodes))
 
 
-def _pod_room(m: Minimums, offer: Offer, pool: Platform, nodes: int) -> NodeResources:
-    local = local_nvme_count(offer, _nvme_need(m.balance.of, offer))
+class _Node(NamedTuple):
+    """What a node's room for the workload pod depends on (``_room``): the offer, the node-pool
+    platform, and the local disks, boot disk and EFA interfaces sizing gives it; profiles and node
+    counts that agree on these are one question (``_misfit_of``)."""
+
+    offer: Same[Offer]
+    pool: Platform
+    local_disks: int
+    boot_disk_gib: int
+    efa: int
+
+    @classmethod
+    def of(cls, m: Minimums, offer: Offer, pool: Platform, nodes: int) -> _Node:
+        local = local_nvme_count(offer, _nvme_need(m.balance.of, offer))
+        return cls(Same(offer), pool, local, m.boot_disk_gib, _efa(m.topology.of, offer, nodes))
+
+
+def _room(q: _Node) -> NodeResources:
+    offer = q.offer.of
     host = offer.host
     reserved = node_reservations(
-        pool,
-        host.vcpus,
-        host.memory_gib,
-        local,
-        offer.local_nvme_disk_gib,
-        m.boot_disk_gib,
-        _efa(m.topology.of, offer, nodes),
+        q.pool, host.vcpus, host.memory_gib, q.local_disks, offer.local_nvme_disk_gib, q.boot_disk_gib, q.efa
     )
     return pod_share(reserved)
+
+
+def _misfit_of(q: _Node, catalog: Catalog) -> str:
+    """``_misfit`` of the node's room: one answer per ``_Node`` and catalog (``Catalog.answer``)."""
+    return _misfit(_room(q))
 
 
 def pod_misfit(profile: Profile, offer: Offer, platform: Platform, pool: Platform, nodes: int = 1) -> str:
@@ -232,7 +248,9 @@ def assess(
     (``pod_misfit``), which comes before any other reason."""
     m = Minimums.of(profile, platform)
     host, report, reason = _assess(m, offer, platform, nodes)
-    misfit = _misfit(_pod_room(m, offer, pool, rules_for(platform).supply.units(nodes))) if pool is not None else ""
+    misfit = (
+        _misfit(_room(_Node.of(m, offer, pool, rules_for(platform).supply.units(nodes)))) if pool is not None else ""
+    )
     return host, report, misfit or reason
 
 
@@ -280,6 +298,18 @@ class RankQuestion(NamedTuple):
             workload.accelerator_count,
             workload.nodes,
         )
+
+
+class Miss(NamedTuple):
+    """A rejected offer as a ranking orders it (``far``, then ``usd``: unpriced and unsold ones
+    last) with its rate and why. A plan shows only some of them (``fullserver.nearmiss``), so its
+    ``NearMiss`` is made for those alone (``fullserver.sizing.build``)."""
+
+    far: float
+    usd: float
+    offer: str
+    usd_hour: float | None
+    reason: str
 
 
 class _RegionQuestion(NamedTuple):
@@ -354,15 +384,17 @@ def _weighed(q: _OffersQuestion, catalog: Catalog) -> tuple[_Weighed, ...]:
         return tuple(_verdict(o, *_assess(q.minimums, o, q.platform, q.nodes)) for o in offers)
     vms = catalog.answer(_weighed, q._replace(pool=None))
     units = rules_for(q.platform).supply.units(q.nodes)
+    pool = q.pool
+    misfits = [catalog.answer(_misfit_of, _Node.of(q.minimums, w.offer, pool, units)) for w in vms]
+    # A node with room for the pod is weighed as its VM was: the VM's verdict is kept as it is.
     return tuple(
-        _verdict(w.offer, w.host, w.report, _misfit(_pod_room(q.minimums, w.offer, q.pool, units)) or w.reason)
-        for w in vms
+        _verdict(w.offer, w.host, w.report, misfit) if misfit else w for w, misfit in zip(vms, misfits, strict=True)
     )
 
 
 def rank(
     profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, pool: Platform | None = None
-) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]]:
+) -> tuple[tuple[Candidate, ...], tuple[Miss, ...]]:
     """Every feasible offer on one platform, cheapest first (never empty: ``NothingFits``), and the
     rejected near-misses with their reasons; with ``pool``, each offer as a node of that node-pool
     platform, balanced by the node's shape with room for the workload pod (``assess``) and priced
@@ -371,13 +403,13 @@ def rank(
     return catalog.answer(ranking, RankQuestion.of(profile, workload, platform, pool))
 
 
-def ranking(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tuple[NearMiss, ...]]:
+def ranking(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], tuple[Miss, ...]]:
     """``rank`` of a question, worked out: sizing keeps the shape chosen from it
     (``fullserver.sizing.build``), not the ranking as well."""
     profile, platform, pool, region = q.profile.of, q.platform, q.pool, q.region
     catalog.answer(_region_refusal, _RegionQuestion(region, platform))
     feasible: list[Candidate] = []
-    misses: list[tuple[float, float, NearMiss]] = []
+    misses: list[Miss] = []
     weighing = _OffersQuestion(
         Minimums.of(profile, platform), platform, pool, q.accelerator, q.accelerator_count, q.nodes
     )
@@ -385,19 +417,19 @@ def ranking(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], t
     for w in weighed:
         offer = w.offer
         if region not in offer.prices:
-            misses.append((99, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not priced in {region}")))
+            misses.append(Miss(99, math.inf, offer.name, None, f"not priced in {region}"))
             continue
         if not _zone_ok(offer, q):
             zone = q.zone or region
-            misses.append((98, math.inf, NearMiss(offer=offer.name, usd_hour=None, reason=f"not offered in {zone}")))
+            misses.append(Miss(98, math.inf, offer.name, None, f"not offered in {zone}"))
             continue
         usd, spot = compute_price(offer, region, profile, catalog, pool)
         if w.why:
-            misses.append((w.far, usd, NearMiss(offer=offer.name, usd_hour=usd, reason=w.why)))
+            misses.append(Miss(w.far, usd, offer.name, usd, w.why))
             continue
         feasible.append(Candidate(offer, w.host, w.report, usd, spot))
-    misses.sort(key=lambda m: (m[0], m[1], m[2].offer))
-    near = tuple(m[2] for m in misses)
+    misses.sort(key=lambda m: (m.far, m.usd, m.offer))
+    near = tuple(misses)
     if not feasible:
         closest = "; ".join(f"{m.offer}: {m.reason}" for m in near[:3])
         on = f"{pool.value} (nodes of {platform.value})" if pool else platform.value
