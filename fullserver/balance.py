@@ -101,10 +101,12 @@ class BalanceReport(BaseModel):
         return [line for line in self.lines if not line.known]
 
     def summary(self) -> str:
-        if not self.ok:
-            return "short: " + "; ".join(line.shortfall for line in self.short)
-        if self.gaps:
-            return "balanced where published; unchecked: " + "; ".join(line.shortfall for line in self.gaps)
+        short = self.short  # not ``ok``: that is no line short
+        if short:
+            return "short: " + "; ".join(line.shortfall for line in short)
+        gaps = self.gaps
+        if gaps:
+            return "balanced where published; unchecked: " + "; ".join(line.shortfall for line in gaps)
         return "balanced"
 
 

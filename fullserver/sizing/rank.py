@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from fullserver.balance import BalanceReport, Host, evaluate, required_attached_gib
+from fullserver.balance import BalanceLine, BalanceReport, Host, evaluate, required_attached_gib
 from fullserver.catalog import Catalog, Offer, Same
 from fullserver.catalog.model import Interconnect, Platform
 from fullserver.errors import InputError, NothingFits
@@ -338,9 +338,9 @@ def _zone_ok(offer: Offer, q: RankQuestion) -> bool:
     return bool(offer.zones_in(q.region))
 
 
-def _distance(report: BalanceReport) -> float:
+def _distance(short: list[BalanceLine]) -> float:
     """How far a shape is from feasible: the summed relative shortfall of its short dimensions."""
-    return sum(1 - line.provided / line.required for line in report.short if line.required)
+    return sum(1 - line.provided / line.required for line in short if line.required)
 
 
 class _OffersQuestion(NamedTuple):
@@ -371,8 +371,9 @@ class _Weighed(NamedTuple):
 
 def _verdict(offer: Offer, host: Host, report: BalanceReport, reason: str) -> _Weighed:
     """``assess``'s answer with its verdict, worked out once per weighing, not once per region."""
-    why = reason or ("" if report.ok else report.summary())
-    return _Weighed(offer, host, report, reason, why, _distance(report) + (10 if reason else 0))
+    short = report.short  # what ``ok`` and the summary read: worked out once here
+    why = reason or (report.summary() if short else "")
+    return _Weighed(offer, host, report, reason, why, _distance(short) + (10 if reason else 0))
 
 
 def _weighed(q: _OffersQuestion, catalog: Catalog) -> tuple[_Weighed, ...]:
