@@ -4,7 +4,8 @@ Sizing and cost (issue 2): 1 and up to 500 generated stacks; target 500 in under
 Two columns (issue 36): warm, the same catalog planning stacks that cycle through 12 variants (the
 memo answers most questions), and cold, the memo cleared before each run over stacks that each ask
 sizing a question of their own (``distinct_stacks``); target: cold sizing + cost <= 0.5 ms per stack;
-beside it the cold work per stack as counts (``work_done``), which the machine's load does not move.
+beside it the cold work per stack as counts (``work_done``), which the machine's load does not move,
+and the comparison rows' part of the cold figure (``rows_share``).
 Many distinct stacks through the CLI (issue 36): ``fullserver plan --summary`` over 1 and 500 of them,
 in a fresh process each; target <= 1 ms of CPU per stack beyond the first.
 Resource graphs (issue 3): every example stack, then up to 200 generated stacks evaluated under
@@ -190,6 +191,22 @@ def work_done(paths: list[Path]) -> dict[str, float]:
     return {kind: n / len(paths) for kind, n in kinds.items()}
 
 
+def rows_share(paths: list[Path], runs: int = 5) -> tuple[float, float, float]:
+    """Cold CPU seconds of planning ``paths`` with their comparison rows and without
+    (``plan_paths(compared=False)``, as ``plan --summary`` plans), alternating, best of ``runs``
+    each, and the rows per stack: what the rows alone cost, the plan's largest part (issue 36)."""
+    profiles, catalog = load_profiles(), load_catalog()
+    best = {True: float("inf"), False: float("inf")}
+    for _ in range(runs):
+        for compared in (True, False):
+            catalog.memo.clear()
+            start = time.process_time()
+            plan_paths(paths, profiles, catalog, compared=compared)
+            best[compared] = min(best[compared], time.process_time() - start)
+    rows = sum(len(p.comparison) for p in plan_paths(paths, profiles, catalog)) / len(paths)
+    return best[True], best[False], rows
+
+
 def cold_warm_table(warm: list[tuple[int, float, int]], cold: list[tuple[int, float, int]]) -> None:
     """Warm (variants cycled, memo kept) beside cold (distinct questions, memo cleared), per stack."""
     print("sizing + cost (no graph): warm = 12 variants cycled, memo kept; cold = distinct questions, memo cleared")
@@ -369,6 +386,12 @@ def main() -> None:
         distinct = distinct_stacks(cold_dir, max(sizes))
         cold_rows = [(n, *measure(distinct[:n], cold=True)) for n in sizes if n <= len(distinct)]
         cold_warm_table(results[: len(cold_rows)], cold_rows)
+        with_rows, without, rows = rows_share(distinct)
+        n = len(distinct)
+        print(
+            f"  of which comparison rows: {1000 * (with_rows - without) / n:.3f} ms/stack, {rows:.2f} rows per stack "
+            f"(cold, {1000 * with_rows / n:.3f} with them, {1000 * without / n:.3f} without; best of 5, alternating)"
+        )
         work = work_done(distinct)
         print(f"cold work per stack ({len(distinct)} distinct stacks; counts, not times):")
         print("  " + ", ".join(f"{kind} {n:.2f}" for kind, n in sorted(work.items(), key=lambda kv: -kv[1])))
