@@ -24,10 +24,11 @@ def console(stderr: bool = False) -> Console:
     Why 80 for a pipe: rich would otherwise ask whichever of stdin, stdout and stderr is still a
     terminal, so ``fullserver audit ... | tee log`` came out as wide as the terminal, and a log
     read elsewhere at 80 columns wrapped every line. Tables fit this width (``tables``).
+    No emoji codes: cells carry a stack's values (``:fire:`` in an image tag is text, not a picture).
     """
     stream = sys.stderr if stderr else sys.stdout
     piped = not stream.isatty() and "COLUMNS" not in os.environ
-    return Console(stderr=stderr, soft_wrap=False, highlight=False, width=80 if piped else None)
+    return Console(stderr=stderr, soft_wrap=False, highlight=False, emoji=False, width=80 if piped else None)
 
 
 def emit_json(data: Any) -> None:

@@ -13,7 +13,9 @@ from typer.testing import CliRunner
 
 from fullserver.plan import StackPlan
 from fullserver_cli.app import app
+from fullserver_cli.output import console
 from fullserver_cli.render import stack_plan
+from fullserver_cli.tables import table
 from tests.core.test_tls import CERT, serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,3 +65,16 @@ def test_a_profile_named_like_markup_is_shown_as_it_is_named(tmp_path: Path, mon
         "fire": "tune:fire:",
     }
     assert [line[1] for line in lines if line[:1] == ["profile"]] == ["tune:fire:", "tune[red]"]
+
+
+def test_a_value_that_reads_like_an_emoji_code_is_printed_as_written(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cells built from a stack's values (an image tag, a warning quoting a key) are markup with
+    ``[`` escaped; a ``:fire:`` in them is text too: the CLI's console prints no emoji codes."""
+    monkeypatch.setenv("COLUMNS", "80")
+    t = table("image", "note")
+    t.add_row("team/train:fire:", "tag :smile: kept")
+    console().print(t)
+    out = capsys.readouterr().out
+    assert "team/train:fire:" in out and "tag :smile: kept" in out
