@@ -129,13 +129,15 @@ def _overhead(columns: int) -> int:
 
 
 def _measure(
-    console: Console, options: ConsoleOptions, headers: Sequence[Cell], rows: Sequence[Sequence[Cell]]
+    console: Console, options: ConsoleOptions, headers: Sequence[Text], rows: Sequence[Sequence[Text]]
 ) -> tuple[list[int], list[int]]:
-    """Per column: its longest word and its longest line, header included."""
+    """Per column: its longest word and its longest line, header included. Rich measures a text by
+    its plain characters alone, so each distinct one is measured once: a column of many stacks
+    repeats a few profiles, platforms, regions and statuses."""
     lows, highs = [], []
     for i, header in enumerate(headers):
-        cells: list[RenderableType] = [header, *(row[i] for row in rows)]
-        sizes = [Measurement.get(console, options, c) for c in cells]
+        distinct = {header.plain: header, **{row[i].plain: row[i] for row in rows}}
+        sizes = [Measurement.get(console, options, c) for c in distinct.values()]
         lows.append(max(m.minimum for m in sizes))
         highs.append(max(m.maximum for m in sizes))
     return lows, highs
