@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from rich import box
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -22,6 +23,8 @@ Cell = str | Text
 """A cell: rich markup (a ``str``) or styled ``Text``; several lines are separated by ``\\n``."""
 
 _UNBOUNDED = 1_000_000
+_GAP = 2
+"""Spaces between a column and the rule after it, and that rule and the next column (one each)."""
 
 
 @dataclass
@@ -69,7 +72,7 @@ class FitTable:
         yield self._table(headers, rows, widths, [w >= h for w, h in zip(widths, highs, strict=True)])
 
     def _table(
-        self, headers: Sequence[Cell], rows: Sequence[Sequence[Cell]], widths: Sequence[int], fits: Sequence[bool]
+        self, headers: Sequence[Text], rows: Sequence[Sequence[Text]], widths: Sequence[int], fits: Sequence[bool]
     ) -> Table:
         t = Table(
             title=self.title,
@@ -80,15 +83,22 @@ class FitTable:
             show_edge=False,
             show_lines=self.lines,
             box=box.SIMPLE_HEAD if self.show_header else None,
-            padding=(0, 1),
-            pad_edge=False,
+            padding=0,
         )
-        # A column whose longest line fits is not wrapped: rich then renders each of its cells as
-        # lines, without splitting them into words first (the same output, for less work).
-        for header, w, fit in zip(headers, widths, fits, strict=True):
-            t.add_column(header, width=max(w, 1), overflow="fold", no_wrap=fit)
+        # The space either side of the rule between two columns (``_overhead``) is the left-hand
+        # column's own: its width, left-justified. A column whose longest line fits then renders its
+        # cells as they are, without wrapping them or padding each in rich's Padding; a column that
+        # wraps keeps the space in a Padding, so it wraps at its own width.
+        last = len(widths) - 1
+        gaps = [0 if i == last else _GAP for i in range(len(widths))]
+
+        def cell(i: int, text: Text) -> RenderableType:
+            return Padding(text, (0, gaps[i], 0, 0)) if gaps[i] and not fits[i] else text
+
+        for i, (w, fit) in enumerate(zip(widths, fits, strict=True)):
+            t.add_column(cell(i, headers[i]), width=max(w, 1) + gaps[i], overflow="fold", no_wrap=fit)
         for row in rows:
-            t.add_row(*row)
+            t.add_row(*(cell(i, c) for i, c in enumerate(row)))
         return t
 
 
@@ -123,9 +133,9 @@ def _stack(cells: Sequence[Text]) -> Text:
 
 
 def _overhead(columns: int) -> int:
-    """Columns of the screen a table spends on itself: one padding space each side of every
-    column but the outer edges, and one rule between columns (``show_edge=False``)."""
-    return 3 * (columns - 1)
+    """Columns of the screen a table spends on itself: a space each side of the rule between two
+    columns, and the rule (``show_edge=False``)."""
+    return (_GAP + 1) * (columns - 1)
 
 
 def _measure(
