@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from collections import ChainMap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -157,7 +156,7 @@ def price_sources(catalog: Catalog) -> Mapping[str, Source]:
     cluster fees' (``data/*.yaml``). One key names one source across the files (a test holds it)."""
     from fullserver.kube.fees import load_cluster_fees  # the fee file's loader sits beside its users
 
-    return ChainMap(dict(catalog.sources), dict(load_network_prices().sources), dict(load_cluster_fees().sources))
+    return {**load_cluster_fees().sources, **load_network_prices().sources, **catalog.sources}  # the catalog's wins
 
 
 class BilledLine(Protocol):
