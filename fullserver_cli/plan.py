@@ -47,16 +47,18 @@ def plan(
     ] = False,
 ) -> None:
     """Plan stacks offline: shape, balance, cost and warnings for each (no credentials, no Pulumi CLI)."""
-    try:
-        check_max_monthly_usd(max_monthly_usd)  # a cap that is no number is bad input before any work
-        catalog = load_catalog()
-        # The summary table shows no comparison row: a text summary plans without them.
-        compared = as_json or not summary
-        plans = plan_paths(find_stacks(stacks_dir, stacks or []), catalog=catalog, compared=compared)
-    except FullserverError as exc:
-        raise fail(exc) from None
-    today = dt.date.today()
-    with collector.batch():  # the warnings and the summary of every stack: a batch too
+    # Planning, the warnings and the summary in one batch (``fullserver.collector``): each batch's
+    # end lets the collector scan all the batch kept, every plan, so two batches scanned it twice.
+    with collector.batch():
+        try:
+            check_max_monthly_usd(max_monthly_usd)  # a cap that is no number is bad input before any work
+            catalog = load_catalog()
+            # The summary table shows no comparison row: a text summary plans without them.
+            compared = as_json or not summary
+            plans = plan_paths(find_stacks(stacks_dir, stacks or []), catalog=catalog, compared=compared)
+        except FullserverError as exc:
+            raise fail(exc) from None
+        today = dt.date.today()
         warnings = {p.stack: [*p.warnings, *dated_warnings(p, catalog, today, max_price_age_days)] for p in plans}
         _print(plans, warnings, as_json, summary, max_monthly_usd)
     if pin:
