@@ -87,8 +87,9 @@ class FitTable:
         )
         # The space either side of the rule between two columns (``_overhead``) is the left-hand
         # column's own: its width, left-justified. A column whose longest line fits then renders its
-        # cells as they are, without wrapping them or padding each in rich's Padding; a column that
-        # wraps keeps the space in a Padding, so it wraps at its own width.
+        # cells as they are: no Padding, no wrapping and nothing to crop or fold (``ignore``: rich
+        # neither pads nor truncates each line, and the table pads it). A column that wraps keeps
+        # the space in a Padding, so it wraps at its own width.
         last = len(widths) - 1
         gaps = [0 if i == last else _GAP for i in range(len(widths))]
 
@@ -96,7 +97,9 @@ class FitTable:
             return Padding(text, (0, gaps[i], 0, 0)) if gaps[i] and not fits[i] else text
 
         for i, (w, fit) in enumerate(zip(widths, fits, strict=True)):
-            t.add_column(cell(i, headers[i]), width=max(w, 1) + gaps[i], overflow="fold", no_wrap=fit)
+            t.add_column(
+                cell(i, headers[i]), width=max(w, 1) + gaps[i], overflow="ignore" if fit else "fold", no_wrap=fit
+            )
         for row in rows:
             t.add_row(*(cell(i, c) for i, c in enumerate(row)))
         return t
