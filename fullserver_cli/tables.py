@@ -131,8 +131,10 @@ def _text(console: Console, cell: Cell) -> Text:
 
 
 def _stack(cells: Sequence[Text]) -> Text:
-    """Cells of one row stacked into one cell, a line each; empty ones leave no blank line."""
-    return Text("\n").join(t for t in cells if t.plain)
+    """Cells of one row stacked into one cell, a line each; empty ones leave no blank line. A
+    group's one non-empty cell is that cell (a one-column group: the shape, the price)."""
+    kept = [t for t in cells if t.plain]
+    return kept[0] if len(kept) == 1 else Text("\n").join(kept)
 
 
 def _overhead(columns: int) -> int:
