@@ -6,6 +6,7 @@ Design notes: docs/design/cli.md.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from collections.abc import Sequence
@@ -420,6 +421,10 @@ def main() -> None:
         graph = sys.modules.get("components.graph")
         if graph is not None:
             graph.close_event_loop()
+        # The command is done and the process ends: what it kept (every plan, the catalog's memo)
+        # is left to the operating system rather than scanned by the interpreter's last cyclic
+        # collection (about 0.1 ms per stack planned, and 70 ms of every command).
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -24,6 +24,17 @@ def test_the_version_is_printed_without_importing_the_core_or_any_command() -> N
     assert out.splitlines()[1] == "nothing", out
 
 
+def test_what_a_command_kept_is_not_scanned_again_as_the_process_ends() -> None:
+    code = (
+        "import gc, sys; from fullserver_cli.app import main; sys.argv = ['fullserver', 'plan', '--summary']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(gc.get_freeze_count())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    # the plans and the catalog's memo are frozen: the interpreter's last collection skips them
+    assert int(out.splitlines()[-1]) > 0, out
+
+
 def test_help_lists_every_command_in_the_declared_order() -> None:
     result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
     listed = [line.split()[0] for line in result.output.split("Commands:")[1].splitlines() if line.strip()]
