@@ -1,4 +1,7 @@
-"""The offline plan of one stack: spec, balance, cost and the same job on the other platforms."""
+"""The offline plan of one stack: spec, balance, cost and the same job on the other platforms.
+
+Design notes: docs/design/core.md.
+"""
 
 from __future__ import annotations
 
