@@ -126,8 +126,14 @@ def grid(rows: Sequence[tuple[Cell, Cell]]) -> FitTable:
 
 
 def _text(console: Console, cell: Cell) -> Text:
-    """A cell as rich text: markup parsed as the console parses a ``str`` it prints."""
-    return console.render_str(cell) if isinstance(cell, str) else cell
+    """A cell as rich text: markup parsed as the console parses a ``str`` it prints, its tabs
+    expanded as rich prints them (rich measures a tab as nothing: a column measured with one fits
+    on paper and loses the cell's end)."""
+    text = console.render_str(cell) if isinstance(cell, str) else cell
+    if "\t" in text.plain:
+        text = text.copy()
+        text.expand_tabs()
+    return text
 
 
 def _stack(cells: Sequence[Text]) -> Text:

@@ -95,6 +95,16 @@ def test_a_screen_narrower_than_the_words_folds_only_the_longest_rather_than_cro
     assert "hyphenated-words" in "".join(line[20:].strip() for line in lines)
 
 
+def test_a_tab_in_a_cell_is_measured_as_the_spaces_it_prints_as() -> None:
+    """A fact read from a host may hold a tab: rich measures it as nothing but prints up to 8
+    spaces, so a column measured by rich alone looked wide enough and lost the cell's end."""
+    t = table("fact", "b")
+    t.add_row("tab\there", "q")
+    lines = screen(t, 15)
+    assert max(len(line) for line in lines) <= 15
+    assert whole({"tab", "here", "q"}, lines) == set(), lines
+
+
 def test_a_narrow_layout_names_every_column_once() -> None:
     with pytest.raises(ValueError, match="does not cover the columns"):
         table("stack", "profile", "region", narrow=[("stack", "profile")])
