@@ -49,6 +49,9 @@ from fullserver.workload import Workload  # noqa: E402
 
 COLD_TARGET_MS = 0.5
 """Issue 36: sizing + cost of a distinct stack, memo cleared (ms of CPU per stack)."""
+FULLSERVER = [sys.executable, "-m", "fullserver_cli.app"]
+"""The command line of this tree (run with ``cwd=ROOT``, which ``-m`` puts first on ``sys.path``), not
+the installed ``fullserver`` script: that runs whichever checkout the virtualenv was installed from."""
 CLI_TARGET_MS = 1.0
 """Issue 36: ``fullserver plan --summary`` over many distinct stacks, ms of CPU per stack beyond the first."""
 
@@ -223,10 +226,9 @@ def cold_warm_table(warm: list[tuple[int, float, int]], cold: list[tuple[int, fl
 def cli_cpu(directory: Path) -> float:
     """CPU seconds of one ``fullserver plan --summary`` over every stack in ``directory``, in a
     fresh process (user + system time of the child)."""
-    exe = Path(sys.executable).with_name("fullserver")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(
-        [str(exe), "plan", "--summary", "--stacks-dir", str(directory)], cwd=ROOT, check=True, capture_output=True
+        [*FULLSERVER, "plan", "--summary", "--stacks-dir", str(directory)], cwd=ROOT, check=True, capture_output=True
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -324,11 +326,10 @@ def _cpu_seconds(pid: int) -> float:
 def first_line(args: list[str], runs: int = 3) -> tuple[float, float, float]:
     """Best-of-``runs`` seconds until ``fullserver <args>`` prints its first line, the CPU seconds
     it had used by then (what a shared machine's load does not inflate), and until it ends."""
-    exe = Path(sys.executable).with_name("fullserver")
     first, cpu, total = [], [], []
     for _ in range(runs):
         start = time.perf_counter()
-        proc = subprocess.Popen([str(exe), *args], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([*FULLSERVER, *args], cwd=ROOT, stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         proc.stdout.readline()
         first.append(time.perf_counter() - start)
