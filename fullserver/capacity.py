@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class _HostReads(Protocol):
@@ -43,6 +43,8 @@ class Offer(Protocol):
     @property
     def efa_interfaces(self) -> int: ...
     @property
+    def pods(self) -> int | None: ...
+    @property
     def local_nvme_disks(self) -> int: ...
     @property
     def prices(self) -> Mapping[str, _PriceReads]: ...
@@ -72,6 +74,9 @@ class CapacityMember(Frozen):
     spot_usd_hour: float | None = None
     zones: list[str] = []
     """The region's zones the catalog lists for it ([]: the catalog lists none; the cloud is asked at deploy)."""
+    pods: int | None = Field(default=None, exclude=True)
+    """Pods its pod network addresses per machine (``Offer.pods``): a node group of the set pins no
+    more (``fullserver.kube.pool.network_pods``); carried for the plan, as ``ShapeLimits`` is."""
 
 
 class CapacityStep(Frozen):
@@ -143,6 +148,7 @@ def member(offer: Offer, region: str, usd_hour: float, zone: str | None) -> Capa
         on_demand_usd_hour=price.on_demand,
         spot_usd_hour=price.spot,
         zones=zones,
+        pods=offer.pods,
     )
 
 

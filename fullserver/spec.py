@@ -120,6 +120,9 @@ class ShapeOption(Frozen):
     offer: str
     machine_type: str
     usd_hour: float
+    pods: int | None = Field(default=None, exclude=True)
+    """Pods its pod network addresses per machine (``Offer.pods``): a node group of it pins no more
+    (``fullserver.kube.pool.network_pods``); carried for the plan, as ``ShapeLimits`` is."""
 
 
 class ShapeLimits(Frozen):
@@ -132,6 +135,8 @@ class ShapeLimits(Frozen):
     """The counts of local SSDs it can be built with, where only some are allowed (GCP)."""
     efa_interfaces: int = 0
     """EFA interfaces the shape has (AWS; 0 elsewhere)."""
+    pods: int | None = None
+    """Pods its pod network addresses per machine (``Offer.pods``; None: not published)."""
 
 
 class EnvironmentSpec(Frozen):

@@ -53,6 +53,7 @@ def _shape_figures(shape: Shape) -> dict[str, Figure]:
         "local_nvme_total_gb": "GB in total (per-disk split not published)",
         "network_gbps": "Gbps",
         "efa_interfaces": "interfaces",
+        "pods": "pods (ENI-limited)",
         "interconnect": "",
     }
     return {
@@ -202,6 +203,7 @@ class _Loader:
                     host=_shape_host(shape, acc),
                     interconnect=shape.interconnect,
                     efa_interfaces=shape.efa_interfaces,
+                    pods=shape.pods,
                     local_nvme_disks=shape.local_nvme_disks,
                     local_nvme_disk_gib=disk_gib,
                     local_nvme_selectable_counts=tuple(shape.local_nvme_selectable_counts)

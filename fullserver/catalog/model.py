@@ -84,6 +84,9 @@ class Shape(Strict):
     a total, so the balance counts it, instead of being left out (which read as 0 GiB)."""
     network_gbps: Positive
     efa_interfaces: Count = 0
+    pods: Annotated[int, Field(gt=0)] | None = None
+    """Pods the cloud's pod network gives addresses to on one machine (AWS: the VPC CNI's
+    ENI-limited figure, what nodeadm and Karpenter default maxPods to); a node pins no more."""
     interconnect: Interconnect = Interconnect.NONE
     source: str
     figure_sources: dict[str, str] = {}

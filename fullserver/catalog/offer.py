@@ -59,6 +59,8 @@ class Offer:
     hosts: int = 1
     interconnect: Interconnect = Interconnect.NONE
     efa_interfaces: int = 0
+    pods: int | None = None
+    """Pods its pod network addresses per machine (``catalog.model.Shape.pods``; None: not published)."""
     local_nvme_disks: int = 0
     local_nvme_disk_gib: float = 0.0
     local_nvme_selectable_counts: tuple[int, ...] | None = None

@@ -196,6 +196,7 @@ def node_reservations(
     local_disk_gib: float,
     boot_disk_gib: float,
     efa_interfaces: int = 0,
+    pods: int | None = None,
 ) -> Allocatable:
     """A node's capacity and what kubelet and the system keep of it (the member's formulas):
     ephemeral storage on the local SSDs (a GKE GPU node) or the instance-store RAID0 (an EKS node)
@@ -206,7 +207,7 @@ def node_reservations(
         raise ValueError(f"{platform.value} is not a Kubernetes node-pool platform")
     local = local_disks if platform in rules.local_ssd_ephemeral or rules.instance_store_raid0 else 0
     return fabric_reserved(
-        rules, rules.allocatable(vcpus, memory_gib, local, local_disk_gib, boot_disk_gib), efa_interfaces
+        rules, rules.allocatable(vcpus, memory_gib, local, local_disk_gib, boot_disk_gib, pods), efa_interfaces
     )
 
 
@@ -215,7 +216,7 @@ def pod_share(reserved: Allocatable) -> NodeResources:
     return reserved.allocatable.minus(DAEMONSET_ALLOWANCE)
 
 
-def _reserved(spec: EnvironmentSpec, platform: Platform) -> Allocatable:
+def _reserved(spec: EnvironmentSpec, platform: Platform, pods: int | None) -> Allocatable:
     return node_reservations(
         platform,
         spec.vcpus,
@@ -224,6 +225,7 @@ def _reserved(spec: EnvironmentSpec, platform: Platform) -> Allocatable:
         spec.local_nvme_disk_gib,
         spec.boot_disk_gib,
         spec.network.efa_interfaces,
+        pods,
     )
 
 
@@ -312,6 +314,33 @@ def _node_labels(spec: EnvironmentSpec) -> dict[str, str]:
     return labels
 
 
+def _node_resources(reserved: Allocatable) -> dict[str, Resources]:
+    """The node's capacity, what kubelet and the system keep of it and what is left, as a plan states them."""
+    return {
+        "node_capacity": _resources(reserved.capacity),
+        "node_reserved": _resources(reserved.reserved),
+        "node_allocatable": _resources(reserved.allocatable),
+    }
+
+
+def network_pods(spec: EnvironmentSpec, machine_types: list[str]) -> int | None:
+    """The fewest pods the pod network addresses on any of ``machine_types`` (the spec's shape and
+    its set, ``Offer.pods``): what a node group that may run any of them pins at most; ``None``
+    where the catalog gives none of them."""
+    known = {spec.machine_type: spec.shape_limits.pods if spec.shape_limits else None}
+    known |= {o.machine_type: o.pods for o in spec.alternative_shapes}
+    if spec.capacity is not None:
+        known |= {m.machine_type: m.pods for m in spec.capacity.members}
+    figures = [p for t in machine_types if (p := known.get(t)) is not None]
+    return min(figures) if figures else None
+
+
+def pinned_pods(member_pin: int | None, pods: int | None) -> int | None:
+    """The pods per node a pool pins: the member's own pin, never above what its nodes' pod network
+    addresses (``network_pods``)."""
+    return min(member_pin, pods) if member_pin is not None and pods is not None else member_pin
+
+
 def _instance_types(spec: EnvironmentSpec, rules: PoolRules, machine_type: str, every: bool = False) -> list[str]:
     """The pools' machine type, and for a spot pool of a member that takes several (or ``every``
     pool: a Karpenter NodePool's) the balanced set's types (``fullserver.capacity``), the shapes the
@@ -362,7 +391,9 @@ def kube_plan(
     nodes = _nodes(spec, rules)
     labels = _node_labels(spec)
     efa = spec.network.efa_interfaces if rules.efa else 0
-    reserved = _reserved(spec, platform)
+    types = _instance_types(spec, rules, nodes.machine_type, provisioner == karpenter.KARPENTER)
+    pods = network_pods(spec, types)
+    reserved = _reserved(spec, platform, pods)
     pod = _pod(reserved, nodes, pod_devices(rules, efa))
     volume = _data_volume(spec, rules.key)
     serving = spec.serving
@@ -382,7 +413,7 @@ def kube_plan(
         create_cluster=cluster is None,
         protect=spec.lifecycle.protect,
         machine_type=nodes.machine_type,
-        instance_types=_instance_types(spec, rules, nodes.machine_type, provisioner == karpenter.KARPENTER),
+        instance_types=types,
         accelerator=spec.accelerator,
         accelerator_type=nodes.accelerator_type,
         accelerators_per_node=nodes.per_node,
@@ -401,16 +432,14 @@ def kube_plan(
         max_run_hours=max_run_hours if flex_start else None,
         deploy_workload=deploy_workload,
         data_volume=volume,
-        max_pods=nodes.max_pods,
-        kube_reserved=rules.kube_reserved(spec.vcpus) if rules.kube_reserved is not None else {},
+        max_pods=pinned_pods(nodes.max_pods, pods),
+        kube_reserved=rules.kube_reserved(spec.vcpus, pods) if rules.kube_reserved is not None else {},
         labels=labels,
         cloud_labels=dict(spec.labels),
         taints=taints,
         node_selector=node_selector,
         pools=pools,
-        node_capacity=_resources(reserved.capacity),
-        node_reserved=_resources(reserved.reserved),
-        node_allocatable=_resources(reserved.allocatable),
+        **_node_resources(reserved),
         pod=pod,
         nodes_per_replica=nodes.hosts,
         min_replicas=serving.min_replicas if serving else 1,

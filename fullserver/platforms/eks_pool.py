@@ -26,9 +26,17 @@ def gpu_nodes(machine_type: str, accelerator: str | None) -> GpuNodes | Refusal:
     return GpuNodes(driver=eks.GPU_AMI_TYPE, resource=eks.GPU_RESOURCE, taint=eks.GPU_TAINT, max_pods=eks.MAX_PODS)
 
 
-def allocatable(vcpus: int, memory_gib: float, disks: int, disk_gib: float, boot_gib: float) -> Allocatable:
-    """nodeadm's reservations; ephemeral storage on the instance-store RAID0, else the root volume."""
-    return eks.allocatable(vcpus, memory_gib, disks * disk_gib, boot_gib)
+def allocatable(
+    vcpus: int, memory_gib: float, disks: int, disk_gib: float, boot_gib: float, pods: int | None
+) -> Allocatable:
+    """nodeadm's reservations at the ``maxPods`` pinned for the node (``eks.max_pods``); ephemeral
+    storage on the instance-store RAID0, else the root volume."""
+    return eks.allocatable(vcpus, memory_gib, disks * disk_gib, boot_gib, eks.max_pods(pods))
+
+
+def kube_reserved(vcpus: int, pods: int | None) -> dict[str, str]:
+    """The ``kubeReserved`` pinned beside the node's ``maxPods`` (``eks.max_pods``)."""
+    return eks.kube_reserved(vcpus, eks.max_pods(pods))
 
 
 def system_pool(zone: str | None) -> tuple[str, int]:
@@ -213,7 +221,7 @@ POOL_RULES = PoolRules(
     fabric_pod=EFA_POD,
     spot_first=SPOT_FIRST,
     spot_alternatives=True,
-    kube_reserved=eks.kube_reserved,
+    kube_reserved=kube_reserved,
     system_pool=system_pool,
     system_disk=(eks.SYSTEM_DISK_KIND, eks.SYSTEM_DISK_GIB),
     fee_note="EKS cluster fee {usd_hour:.2f}/h on standard support",

@@ -62,9 +62,12 @@ def tpu_nodes(accelerator_type: str, chips: int, hosts: int, topology: str) -> P
     )
 
 
-def allocatable(vcpus: int, memory_gib: float, local_ssds: int, local_ssd_gib: float, boot_gib: float) -> Allocatable:
+def allocatable(
+    vcpus: int, memory_gib: float, local_ssds: int, local_ssd_gib: float, boot_gib: float, pods: int | None
+) -> Allocatable:
     """GKE's reservations; ephemeral storage on the local SSDs, else the boot disk (the SSDs' count
-    sets their filesystem overhead, not their size)."""
+    sets their filesystem overhead, not their size). GKE reserves by the machine's size, not its
+    pods, so ``pods`` is not read."""
     return gke.allocatable(vcpus, memory_gib, local_ssds, boot_gib)
 
 

@@ -50,7 +50,8 @@ class GpuNodes:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     """The labels that pick the accelerator's nodes (none: the environment's own label does)."""
     max_pods: int | None = None
-    """The pods per node the member pins (``None``: the member's default)."""
+    """The pods per node the member pins (``None``: the member's default), never above what the
+    node's pod network addresses (``fullserver.kube.pool.pinned_pods``)."""
 
 
 @dataclass(frozen=True)
@@ -179,9 +180,10 @@ class PoolRules:
     # --- the nodes
     gpu_nodes: Callable[[str, str | None], GpuNodes | Refusal]
     """(machine type, accelerator) -> how the member's GPU pool runs them, or why it cannot."""
-    allocatable: Callable[[int, float, int, float, float], Allocatable]
-    """(vCPUs, memory GiB, local disks that hold ephemeral storage, GiB each, boot disk GiB) -> the
-    node's capacity and what kubelet and the system keep of it: the member's formulas."""
+    allocatable: Callable[[int, float, int, float, float, int | None], Allocatable]
+    """(vCPUs, memory GiB, local disks that hold ephemeral storage, GiB each, boot disk GiB, pods the
+    node's pod network addresses or ``None``) -> the node's capacity and what kubelet and the system
+    keep of it: the member's formulas."""
     tpu_nodes: Callable[[str, int, int, str], PoolNodes | Refusal] | None = None
     """(TPU type, chips, hosts, topology) -> a slice's pool, or why not; ``None``: no TPU pools."""
     local_ssd_ephemeral: frozenset[Platform] = frozenset()
@@ -200,9 +202,10 @@ class PoolRules:
     spot_alternatives: bool = False
     """A spot pool also runs the spec's balanced alternative shapes (an EKS managed node group
     takes several instance types: more spot capacity pools)."""
-    kube_reserved: Callable[[int], dict[str, str]] | None = None
-    """vCPUs -> the kubelet reservation pinned into the node's config, so allocatable is what
-    ``allocatable`` says (EKS's nodeadm); ``None``: the member's own is already known."""
+    kube_reserved: Callable[[int, int | None], dict[str, str]] | None = None
+    """(vCPUs, pods the node's pod network addresses) -> the kubelet reservation pinned into the
+    node's config, so allocatable is what ``allocatable`` says (EKS's nodeadm); ``None``: the
+    member's own is already known."""
     vm_gaps: Callable[[Platform, str, int], list[str]] = _no_gaps
     """(platform, machine type, nodes) -> what the pool's nodes lack that the VM platform's get."""
     fixed_nodes: Callable[[int, int | None], int] | None = None

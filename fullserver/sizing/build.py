@@ -374,6 +374,7 @@ def build_spec(
             max_local_ssds=offer.local_nvme_disks,
             local_ssd_counts=list(offer.local_nvme_selectable_counts) if offer.local_nvme_selectable_counts else None,
             efa_interfaces=offer.efa_interfaces,
+            pods=offer.pods,
         ),
         accelerator_kind=shape.accelerator_kind,
     )

@@ -208,7 +208,14 @@ def _room(q: _Node) -> NodeResources:
     offer = q.offer.of
     host = offer.host
     reserved = node_reservations(
-        q.pool, host.vcpus, host.memory_gib, q.local_disks, offer.local_nvme_disk_gib, q.boot_disk_gib, q.efa
+        q.pool,
+        host.vcpus,
+        host.memory_gib,
+        q.local_disks,
+        offer.local_nvme_disk_gib,
+        q.boot_disk_gib,
+        q.efa,
+        offer.pods,
     )
     return pod_share(reserved)
 
@@ -470,5 +477,7 @@ def alternative_shapes(chosen: Candidate, feasible: Sequence[Candidate], efa_int
             continue
         if cand.usd_hour > chosen.usd_hour * ALTERNATIVE_PRICE_RATIO:
             continue
-        out.append(ShapeOption(offer=offer.name, machine_type=offer.machine_type, usd_hour=cand.usd_hour))
+        out.append(
+            ShapeOption(offer=offer.name, machine_type=offer.machine_type, usd_hour=cand.usd_hour, pods=offer.pods)
+        )
     return out[:MAX_ALTERNATIVE_SHAPES]

@@ -12,6 +12,8 @@ import pytest
 from fullserver.catalog import Catalog, Same, load_catalog
 from fullserver.catalog.model import GB_PER_GIB, Platform
 from fullserver.errors import InputError
+from fullserver.kube import SIZED_AS
+from fullserver.platforms import pool_member_of
 
 from .conftest import MINI, SOURCE, shape, write_catalog
 
@@ -46,6 +48,18 @@ def test_the_shipped_catalog_covers_the_required_families(shipped: Catalog) -> N
     gcp = {o.family.split("-")[0].split("+")[0] for o in shipped.offers if o.platform is Platform.GCP_GPU}
     assert gcp >= REQUIRED_GCP_FAMILIES
     assert {o.family for o in shipped.offers if o.platform is Platform.TPU_VM} >= REQUIRED_TPU_GENERATIONS
+
+
+def test_every_shape_a_pinning_node_pool_may_run_says_how_many_pods_its_network_addresses(shipped: Catalog) -> None:
+    """A member that pins its nodes' reservations (EKS's nodeadm) pins ``maxPods`` at what the VPC
+    CNI addresses (``eks.max_pods``): a shape without the figure would pin 110 and strand pods
+    past its ENIs without an address. Every shape such a pool may run has it."""
+    for pool, vm in SIZED_AS.items():
+        member = pool_member_of(pool)
+        if member is None or member.kube_reserved is None:
+            continue
+        missing = [o.name for o in shipped.offers if o.platform is vm and o.pods is None]
+        assert missing == [], pool
 
 
 def test_every_figure_and_price_names_a_dated_source(shipped: Catalog) -> None:

@@ -31,7 +31,8 @@ def test_the_efa_drivers_huge_pages_come_off_the_nodes_allocatable_memory(plans:
     plan = spec.kube
     assert plan is not None
     args = (Platform.EKS_GPU, spec.vcpus, spec.memory_gib, spec.local_nvme_disks, spec.local_nvme_disk_gib, 300)
-    plain, held = node_reservations(*args), node_reservations(*args, efa_interfaces=32)
+    pods = plan.max_pods  # the p5's VPC CNI addresses 100 pods
+    plain, held = node_reservations(*args, pods=pods), node_reservations(*args, efa_interfaces=32, pods=pods)
     # 5128 pages of 2 MiB (EKS user guide): kubelet reports that much less memory
     assert held.allocatable.memory_mib == plain.allocatable.memory_mib - 10256
     assert held.capacity == plain.capacity and held.allocatable.cpu_m == plain.allocatable.cpu_m

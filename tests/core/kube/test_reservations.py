@@ -91,3 +91,11 @@ def test_node_config_user_data_is_mime_multipart() -> None:
     text = eks.user_data(config)
     assert 'Content-Type: multipart/mixed; boundary="==FULLSERVER=="' in text
     assert "Content-Type: application/node.eks.aws" in text and text.endswith("--==FULLSERVER==--\r\n")
+
+
+def test_an_eks_node_pins_no_more_pods_than_its_vpc_cni_addresses() -> None:
+    """A pod past what the VPC CNI addresses never gets an IP and stays in ContainerCreating: a
+    g4dn.xlarge addresses 29 (3 ENIs x (10 - 1) + 2), so it pins 29, not nodeadm's fallback 110."""
+    assert eks.max_pods(29) == 29 and eks.max_pods(737) == eks.MAX_PODS == 110
+    assert eks.max_pods(None) == 110  # no figure: nodeadm's own fallback
+    assert eks.memory_reserved_mib(eks.max_pods(29)) == 574  # 11 x 29 + 255
