@@ -366,7 +366,8 @@ def pod_balanced(profile: Profile, pool: Platform, vm: Platform, offer: Offer, n
     if pool is Platform.GKE_GPU:
         node = gke.allocatable(host.vcpus, host.memory_gib, local, boot).allocatable
     else:
-        node = eks.allocatable(host.vcpus, host.memory_gib, local * offer.local_nvme_disk_gib, boot).allocatable
+        disks, pods = local * offer.local_nvme_disk_gib, eks.max_pods(offer.pods)  # what the VPC CNI addresses
+        node = eks.allocatable(host.vcpus, host.memory_gib, disks, boot, pods).allocatable
     room = min(node.cpu_m - DAEMONSETS_CPU_M, node.memory_mib - DAEMONSETS_MIB, node.ephemeral_mib) >= 1
     return room and balanced(profile, vm, offer, nodes)
 
