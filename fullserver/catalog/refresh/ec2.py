@@ -160,7 +160,23 @@ def shape_figures(info: dict[str, Any]) -> tuple[dict[str, Decimal], list[str]]:
     efa = (network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") if network.get("EfaSupported") else 0
     if isinstance(efa, int):
         figures["efa_interfaces"] = Decimal(efa)
+    pods = _eni_pods(network)
+    if pods is not None:
+        figures["pods"] = Decimal(pods)
     return figures, problems
+
+
+def _eni_pods(network: dict[str, Any]) -> int | None:
+    """The pods the VPC CNI addresses without prefix delegation: the default network card's ENIs x
+    (IPv4 addresses per ENI - 1) + 2, nodeadm's default ``maxPods`` (amazon-eks-ami
+    ``nodeadm/internal/kubelet/eni_max_pods.go``); ``None`` where the API leaves a member out."""
+    index = network.get("DefaultNetworkCardIndex", 0)
+    cards: list[dict[str, Any]] = network.get("NetworkCards") or []
+    card = next((c for c in cards if c.get("NetworkCardIndex") == index), {})
+    enis, ips = card.get("MaximumNetworkInterfaces"), network.get("Ipv4AddressesPerInterface")
+    if isinstance(enis, int) and isinstance(ips, int) and enis > 0 and ips > 1:
+        return enis * (ips - 1) + 2
+    return None
 
 
 def fetch_types(data: CatalogFile, region: str, client: Any, now: dt.datetime) -> Fetched:
@@ -179,7 +195,8 @@ def fetch_types(data: CatalogFile, region: str, client: Any, now: dt.datetime) -
             "vcpus = VCpuInfo.DefaultVCpus; memory_gib = MemoryInfo.SizeInMiB / 1024; accelerator_count = GpuInfo "
             "or NeuronInfo device counts; local_nvme_disks / local_nvme_disk_gb = InstanceStorageInfo.Disks (NVMe "
             "SSD, decimal GB per disk); network_gbps = sum of NetworkCards[].BaselineBandwidthInGbps; "
-            "efa_interfaces = EfaInfo.MaximumEfaInterfaces (0 without EFA)."
+            "efa_interfaces = EfaInfo.MaximumEfaInterfaces (0 without EFA); pods = the default network card's "
+            "MaximumNetworkInterfaces x (Ipv4AddressesPerInterface - 1) + 2 (nodeadm's default maxPods)."
         ),
     )
     fetched = Fetched(TYPES_SOURCE_KEY, source, figures_only=True)

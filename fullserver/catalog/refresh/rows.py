@@ -75,6 +75,7 @@ SECTIONS: dict[str, Section] = {
                 "local_nvme_disk_gb",
                 "network_gbps",
                 "efa_interfaces",
+                "pods",
             ),
         ),
     )

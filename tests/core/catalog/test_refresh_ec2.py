@@ -220,8 +220,10 @@ def instance_type(
     cards: list[float],
     disks: list[tuple[int, int]] | None = None,
     efa: int | None = None,
+    enis: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """One InstanceTypeInfo with the members the refresh reads, as the EC2 API returns them."""
+    """One InstanceTypeInfo with the members the refresh reads, as the EC2 API returns them
+    (``enis``: the default card's network interfaces and the IPv4 addresses each takes)."""
     info: dict[str, Any] = {
         "InstanceType": name,
         "VCpuInfo": {"DefaultVCpus": vcpus},
@@ -239,6 +241,10 @@ def instance_type(
     }
     if efa is not None:
         info["NetworkInfo"]["EfaInfo"] = {"MaximumEfaInterfaces": efa}
+    if enis is not None:
+        info["NetworkInfo"] |= {"DefaultNetworkCardIndex": 0, "Ipv4AddressesPerInterface": enis[1]}
+        for card in info["NetworkInfo"]["NetworkCards"]:
+            card["MaximumNetworkInterfaces"] = enis[0]
     if disks:
         info["InstanceStorageSupported"] = True
         info["InstanceStorageInfo"] = {
@@ -302,6 +308,36 @@ def test_shape_figures_come_from_describe_instance_types_each_with_its_source(tm
     offer = cat.offer("g6.12xlarge")
     assert offer is not None
     assert offer.local_nvme_disks * offer.local_nvme_disk_gib == pytest.approx(4 * 940 / 1.073741824)
+
+
+def test_the_pods_a_shapes_vpc_cni_addresses_come_from_its_default_network_cards_enis(tmp_path: Path) -> None:
+    """nodeadm's default maxPods: the default card's ENIs x (IPv4 addresses each - 1) + 2, never every
+    card's (a p5.48xlarge has 32). A figure the file lacks is added (g5.4xlarge: 8 x 29 + 2), one the
+    API reports differently is rewritten, and each is reported."""
+    client, stub = types_client(
+        [
+            [
+                instance_type("g5.xlarge", 4, 16384, 1, [2.5], enis=(4, 14)),
+                instance_type("g5.4xlarge", 16, 65536, 1, [8.0], enis=(8, 30)),
+                instance_type("g6.12xlarge", 48, 196608, 4, [20.0]),
+                instance_type("p5.48xlarge", 192, 2097152, 8, [100.0] * 32, efa=32, enis=(2, 51)),
+            ]
+        ]
+    )
+    directory = data_dir(tmp_path, "aws.yaml")
+    [report] = refresh(
+        ["aws-types"], today=TODAY, data_dir=directory, ec2_client_for=lambda region: client, now=NOW, write=True
+    )
+    stub.assert_no_pending_responses()
+    shapes = {s["name"]: s for s in read_yaml(directory / "aws.yaml")["shapes"]}
+    assert [shapes[n]["pods"] for n in ("g5.xlarge", "g5.4xlarge", "p5.48xlarge")] == [54, 234, 102]
+    assert [c.line() for c in report.changes if c.field == "pods"] == [
+        "shapes g5.4xlarge: pods new 234",
+        "shapes g5.xlarge: pods 58 -> 54 (down 6.90%)",
+        "shapes p5.48xlarge: pods 100 -> 102 (up 2.00%)",
+    ]
+    assert shapes["g5.xlarge"]["figure_sources"]["pods"] == "aws-ec2-describe-instance-types"
+    assert shapes["g6.12xlarge"]["pods"] == 234  # the API left the members out: the figure stays
 
 
 def test_a_figure_the_api_reports_differently_is_rewritten_and_reported(tmp_path: Path) -> None:
