@@ -27,7 +27,7 @@ from fullserver.platform import Platform, PricingModel
 from fullserver.platforms import pool_member, pool_member_of, pool_members, rules_for
 from fullserver.platforms.base import Refusal, Request
 from fullserver.platforms.kubernetes import STORAGE_CLASS_TYPE
-from fullserver.platforms.pool_rules import Allocatable, NodeResources, PoolKey, PoolNodes, PoolRules
+from fullserver.platforms.pool_rules import Allocatable, NodeResources, PoolKey, PoolNodes, PoolRules, pinned_pods
 from fullserver.rules import LABEL_ENVIRONMENT
 
 if TYPE_CHECKING:  # the spec carries a KubePlan (``EnvironmentSpec.kube``)
@@ -335,12 +335,6 @@ def network_pods(spec: EnvironmentSpec, machine_types: list[str]) -> int | None:
     return min(figures) if figures else None
 
 
-def pinned_pods(member_pin: int | None, pods: int | None) -> int | None:
-    """The pods per node a pool pins: the member's own pin, never above what its nodes' pod network
-    addresses (``network_pods``)."""
-    return min(member_pin, pods) if member_pin is not None and pods is not None else member_pin
-
-
 def _instance_types(spec: EnvironmentSpec, rules: PoolRules, machine_type: str, every: bool = False) -> list[str]:
     """The pools' machine type, and for a spot pool of a member that takes several (or ``every``
     pool: a Karpenter NodePool's) the balanced set's types (``fullserver.capacity``), the shapes the
@@ -432,7 +426,7 @@ def kube_plan(
         max_run_hours=max_run_hours if flex_start else None,
         deploy_workload=deploy_workload,
         data_volume=volume,
-        max_pods=pinned_pods(nodes.max_pods, pods),
+        max_pods=None if nodes.max_pods is None else pinned_pods(nodes.max_pods, pods),
         kube_reserved=rules.kube_reserved(spec.vcpus, pods) if rules.kube_reserved is not None else {},
         labels=labels,
         cloud_labels=dict(spec.labels),

@@ -167,13 +167,6 @@ reservation that depends on it is known before the node exists (nodeadm's own fa
 lacks ENI data, and Kubernetes' recommended limit per node)."""
 
 
-def max_pods(pods: int | None) -> int:
-    """The ``maxPods`` pinned for a node whose VPC CNI addresses ``pods`` pods (the catalog's
-    ENI-limited figure; ``None``: unknown): no more than it addresses, for a pod past that never
-    gets an address and stays in ContainerCreating, and no more than ``MAX_PODS``."""
-    return MAX_PODS if pods is None else min(MAX_PODS, pods)
-
-
 EPHEMERAL_RESERVED_MIB = 1024.0
 MEMORY_EVICTION_MIB = 100.0
 NODEFS_EVICTION_RATIO = 0.1

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from fullserver.platforms import eks
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gke_reserved import Allocatable
-from fullserver.platforms.pool_rules import ClassMember, FabricPod, GpuNodes, PoolRules, SpotFirst
+from fullserver.platforms.pool_rules import ClassMember, FabricPod, GpuNodes, PoolRules, SpotFirst, pinned_pods
 
 if TYPE_CHECKING:
     from fullserver.platforms.reads import TlsReads
@@ -29,14 +29,14 @@ def gpu_nodes(machine_type: str, accelerator: str | None) -> GpuNodes | Refusal:
 def allocatable(
     vcpus: int, memory_gib: float, disks: int, disk_gib: float, boot_gib: float, pods: int | None
 ) -> Allocatable:
-    """nodeadm's reservations at the ``maxPods`` pinned for the node (``eks.max_pods``); ephemeral
+    """nodeadm's reservations at the ``maxPods`` pinned for the node (``pinned_pods``); ephemeral
     storage on the instance-store RAID0, else the root volume."""
-    return eks.allocatable(vcpus, memory_gib, disks * disk_gib, boot_gib, eks.max_pods(pods))
+    return eks.allocatable(vcpus, memory_gib, disks * disk_gib, boot_gib, pinned_pods(eks.MAX_PODS, pods))
 
 
 def kube_reserved(vcpus: int, pods: int | None) -> dict[str, str]:
-    """The ``kubeReserved`` pinned beside the node's ``maxPods`` (``eks.max_pods``)."""
-    return eks.kube_reserved(vcpus, eks.max_pods(pods))
+    """The ``kubeReserved`` pinned beside the node's ``maxPods`` (``pinned_pods``)."""
+    return eks.kube_reserved(vcpus, pinned_pods(eks.MAX_PODS, pods))
 
 
 def system_pool(zone: str | None) -> tuple[str, int]:

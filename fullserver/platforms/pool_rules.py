@@ -51,7 +51,14 @@ class GpuNodes:
     """The labels that pick the accelerator's nodes (none: the environment's own label does)."""
     max_pods: int | None = None
     """The pods per node the member pins (``None``: the member's default), never above what the
-    node's pod network addresses (``fullserver.kube.pool.pinned_pods``)."""
+    node's pod network addresses (``pinned_pods``)."""
+
+
+def pinned_pods(pin: int, pods: int | None) -> int:
+    """The pods per node a member pins: its own ``pin``, never above the ``pods`` the node's pod
+    network addresses (the catalog's figure, e.g. the VPC CNI's ENI-limited one; ``None``: unknown),
+    for a pod past that never gets an address and stays in ContainerCreating."""
+    return pin if pods is None else min(pin, pods)
 
 
 @dataclass(frozen=True)

@@ -356,6 +356,7 @@ def _local_ssds(offer: Offer, need_gib: float) -> int:
 
 def pod_balanced(profile: Profile, pool: Platform, vm: Platform, offer: Offer, nodes: int) -> bool:
     from fullserver.platforms import eks, gke
+    from fullserver.platforms.pool_rules import pinned_pods
 
     bal = profile.balance_for(vm)
     host = offer.host
@@ -366,7 +367,10 @@ def pod_balanced(profile: Profile, pool: Platform, vm: Platform, offer: Offer, n
     if pool is Platform.GKE_GPU:
         node = gke.allocatable(host.vcpus, host.memory_gib, local, boot).allocatable
     else:
-        disks, pods = local * offer.local_nvme_disk_gib, eks.max_pods(offer.pods)  # what the VPC CNI addresses
+        disks, pods = (
+            local * offer.local_nvme_disk_gib,
+            pinned_pods(eks.MAX_PODS, offer.pods),
+        )  # what the VPC CNI addresses
         node = eks.allocatable(host.vcpus, host.memory_gib, disks, boot, pods).allocatable
     room = min(node.cpu_m - DAEMONSETS_CPU_M, node.memory_mib - DAEMONSETS_MIB, node.ephemeral_mib) >= 1
     return room and balanced(profile, vm, offer, nodes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fullserver.platforms import eks, gke
+from fullserver.platforms.pool_rules import pinned_pods
 
 MIB = 1024 * 1024
 
@@ -96,6 +97,6 @@ def test_node_config_user_data_is_mime_multipart() -> None:
 def test_an_eks_node_pins_no_more_pods_than_its_vpc_cni_addresses() -> None:
     """A pod past what the VPC CNI addresses never gets an IP and stays in ContainerCreating: a
     g4dn.xlarge addresses 29 (3 ENIs x (10 - 1) + 2), so it pins 29, not nodeadm's fallback 110."""
-    assert eks.max_pods(29) == 29 and eks.max_pods(737) == eks.MAX_PODS == 110
-    assert eks.max_pods(None) == 110  # no figure: nodeadm's own fallback
-    assert eks.memory_reserved_mib(eks.max_pods(29)) == 574  # 11 x 29 + 255
+    assert pinned_pods(eks.MAX_PODS, 29) == 29 and pinned_pods(eks.MAX_PODS, 737) == eks.MAX_PODS == 110
+    assert pinned_pods(eks.MAX_PODS, None) == 110  # no figure: nodeadm's own fallback
+    assert eks.memory_reserved_mib(pinned_pods(eks.MAX_PODS, 29)) == 574  # 11 x 29 + 255
