@@ -4,8 +4,10 @@ Planning makes many short-lived objects and no reference cycles (``tests/core/te
 plans every example stack and finds none), so reference counting frees all of it and the cyclic
 collector only rescanned what planning kept: a fifth of the cold planning time even at a raised
 threshold (issue 36). ``batch`` pauses automatic collection inside its block and puts the
-caller's setting back after: nothing outside the block changes, and a cycle made inside is
-collected by the first collection after it.
+caller's setting back after. What the block kept is moved to the oldest generation as it ends
+(``gc.freeze`` then ``gc.unfreeze``, unless the caller froze objects of its own): the first young
+collection after it would otherwise scan all of it, 0.05 to 0.08 ms per stack planned. A cycle made
+inside is collected by the next full collection.
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ from contextlib import contextmanager
 
 @contextmanager
 def batch() -> Iterator[None]:
-    """The block without automatic cyclic collection, then the caller's setting again."""
+    """The block without automatic cyclic collection, then the caller's setting again, with what
+    the block kept in the oldest generation."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()

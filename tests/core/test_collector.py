@@ -63,6 +63,27 @@ def test_batches_nest_and_unwind_to_the_outermost_callers_setting() -> None:
     assert gc.isenabled()
 
 
+def test_what_a_batch_keeps_goes_to_the_oldest_generation_unscanned() -> None:
+    gc.collect()
+    with batch():
+        kept = [[n] for n in range(5_000)]
+    oldest = gc.get_objects(generation=2)
+    assert any(o is kept[0] for o in oldest), "what the batch kept is left to the young collections"
+    assert gc.get_freeze_count() == 0
+
+
+def test_objects_a_caller_froze_stay_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with batch():
+            kept = [[n] for n in range(1_000)]
+        assert gc.get_freeze_count() == frozen
+        assert kept
+    finally:
+        gc.unfreeze()
+
+
 def test_a_cycle_made_inside_a_batch_is_collected_after_it() -> None:
     gc.collect()
     with batch():
