@@ -204,11 +204,19 @@ def single_shape(found: CapacitySet, what: str, usd_hour: float) -> CapacitySet:
     )
 
 
+def in_use(found: CapacitySet, steps: list[CapacityStep], spot: bool, fallback: bool) -> CapacitySet:
+    """The set as a platform hands it whole to its cloud: ``used``, with its ``steps`` and its peak
+    (``peak_usd_hour``), in one copy of ``found``."""
+    return found.model_copy(
+        update={"steps": steps, "used": True, "peak_usd_hour": peak_usd_hour(found, spot, fallback)}
+    )
+
+
 def peak_usd_hour(found: CapacitySet, spot: bool, fallback: bool) -> float | None:
-    """The most one node's hour can cost on the set: its dearest member's spot hour (and, where an
-    on-demand fallback may run beside every spot node, that member's on-demand hour as well);
-    ``None`` for one shape on demand (the rate itself)."""
-    if not found.used or (len(found.members) < 2 and not spot):
+    """The most one node's hour can cost on the set handed whole to its cloud (``in_use``): its
+    dearest member's spot hour (and, where an on-demand fallback may run beside every spot node,
+    that member's on-demand hour as well); ``None`` for one shape on demand (the rate itself)."""
+    if len(found.members) < 2 and not spot:
         return None
     dear = found.dearest
     if not spot:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from fullserver.capacity import (
     CapacitySet,
     CapacityStep,
+    in_use,
     on_demand_range,
-    peak_usd_hour,
     shapes_text,
     single_shape,
     spot_range,
@@ -69,5 +69,4 @@ def capacity_steps(spec: SpecReads, found: CapacitySet) -> CapacitySet:
             usd_hour_high=od_high,
         ),
     ]
-    used = found.model_copy(update={"steps": steps, "used": True})
-    return used.model_copy(update={"peak_usd_hour": peak_usd_hour(used, spot=True, fallback=True)})
+    return in_use(found, steps, spot=True, fallback=True)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from fullserver.capacity import (
     CapacitySet,
     CapacityStep,
-    peak_usd_hour,
+    in_use,
     price_range,
     shapes_text,
     single_shape,
@@ -198,5 +198,4 @@ def capacity_steps(spec: SpecReads, found: CapacitySet) -> CapacitySet:
         last = CapacityStep(
             what="every type out in every zone: the group keeps retrying (pulumi up does not wait); nothing else is tried"
         )
-    used = found.model_copy(update={"steps": [first, last], "used": True})
-    return used.model_copy(update={"peak_usd_hour": peak_usd_hour(used, spot=spec.spot, fallback=False)})
+    return in_use(found, [first, last], spot=spec.spot, fallback=False)

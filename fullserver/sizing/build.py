@@ -193,8 +193,9 @@ def _shape_warnings(profile: Profile, region: str, cand: Candidate, platform: Pl
             f"{offer.name} has {offer.host.local_nvme_gib:,.0f} GiB of local NVMe whose per-disk split is not "
             "published: the balance counts it, but no RAID0 scratch is assembled from it"
         )
-    warnings.extend(gap_warning(offer.name, line) for line in cand.report.gaps)
-    if offer.host.network_gbps is None and not cand.report.gaps:
+    gaps = cand.report.gaps
+    warnings.extend(gap_warning(offer.name, line) for line in gaps)
+    if offer.host.network_gbps is None and not gaps:
         warnings.append(f"no source publishes the host network bandwidth of {offer.name}")
     if profile.pricing is PricingModel.SPOT_WITH_FALLBACK and not cand.spot:
         warnings.append(f"no published spot price for {offer.name} in {region}: priced and run on-demand")
