@@ -42,8 +42,11 @@ class FullserverError(Exception):
 
     def afresh(self) -> Self:
         """The same error as a new object: one that is kept (a memo's refusal) is raised as a copy,
-        so raising it never ties the kept one to the raiser's frames."""
-        return type(self)(self.where, self.what, self.hint)
+        so raising it never ties the kept one to the raiser's frames. Copied, not made again: its
+        line is the kept one's (whoever changes ``where`` or ``what`` sets ``args`` with them)."""
+        fresh = type(self).__new__(type(self), *self.args)
+        fresh.__dict__.update(self.__dict__)
+        return fresh
 
     def line(self) -> str:
         text = f"{self.where}: {self.what}" if self.where else self.what

@@ -144,9 +144,10 @@ def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> No
     if not platforms:
         return  # sizing names the accelerator the profile's platforms lack
     for key in workload.platform_keys():
-        # A key no platform owns (sshSourceRanges, publicIp) is allowed wherever it is not lacked.
-        allowed = {p for p in Platform if option_refusal(key, p) is None}
-        if not platforms & allowed:
+        # A key no platform owns (sshSourceRanges, publicIp) is allowed wherever it is not lacked;
+        # every platform that allows it is worked out only to name them in the refusal.
+        if all(option_refusal(key, p) is not None for p in platforms):
+            allowed = {p for p in Platform if option_refusal(key, p) is None}
             landing = ", ".join(sorted(p.value for p in platforms))
             raise InputError(
                 f"fullserver:{key}",

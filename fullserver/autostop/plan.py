@@ -86,6 +86,7 @@ def _priced(way: StopWay, minutes: int, profile: Profile, cost: CostEstimate) ->
     stretches = profile.cost.idle_stretches_per_month or cost.paid_hours / 24
     capped = idle if profile.pricing in COMMITTED else min(idle, stretches * minutes / 60)
     saved = cost.compute_usd_hour * (idle - capped)
+    always_on = cost.usd_month  # a sum of the lines: added up once
     return Autostop(
         minutes=minutes,
         way=way.key,
@@ -96,8 +97,8 @@ def _priced(way: StopWay, minutes: int, profile: Profile, cost: CostEstimate) ->
         idle_stretches=round(stretches, 1),
         idle_hours_always_on=round(idle, 1),
         idle_hours_with_autostop=round(capped, 1),
-        usd_month_always_on=cost.usd_month,
-        usd_month_with_autostop=round(cost.usd_month - saved, 2),
+        usd_month_always_on=always_on,
+        usd_month_with_autostop=round(always_on - saved, 2),
         bills_while_stopped=[
             StoppedBill(item=line.item, usd_month=line.usd_month)
             for line in cost.lines
