@@ -1,13 +1,12 @@
 """No cyclic garbage collection while a batch of stacks is planned, for that batch only.
 
 Planning makes many short-lived objects and no reference cycles (``tests/core/test_collector.py``
-plans every example stack and finds none), so reference counting frees all of it and the cyclic
-collector only rescanned what planning kept: a fifth of the cold planning time even at a raised
-threshold (issue 36). ``batch`` pauses automatic collection inside its block and puts the
-caller's setting back after. What the block kept is moved to the oldest generation as it ends
-(``gc.freeze`` then ``gc.unfreeze``, unless the caller froze objects of its own): the first young
-collection after it would otherwise scan all of it, 0.05 to 0.08 ms per stack planned. A cycle made
-inside is collected by the next full collection.
+plans every example stack and finds none), so reference counting frees them and the collector
+only rescanned what planning kept: a fifth of the cold planning time (issue 36). ``batch`` pauses
+automatic collection in its block, then moves what it kept to the oldest generation (``gc.freeze``
+then ``gc.unfreeze``, unless the caller froze objects of its own), which the first young
+collection would otherwise scan whole, and puts the caller's setting back. A cycle made inside is
+collected by the next full collection.
 """
 
 from __future__ import annotations
