@@ -105,6 +105,7 @@ def kube_spec(
         flex_start=workload.flex_start,
         deploy_workload=workload.deploy_workload,
         provisioner=access.provisioner,
+        catalog=catalog,
     )
     too_many = api_ranges_problem(access.api_ranges, pools.provider) if pools.create_cluster else None
     if too_many is not None:  # a stack whose platform was left open: known only now
