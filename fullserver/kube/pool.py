@@ -19,8 +19,8 @@ from fullserver.kube import karpenter
 from fullserver.kube.attached import attached_warnings
 from fullserver.kube.fabric import fabric_reserved, pod_devices
 from fullserver.kube.fallback import SpotFirstPlan, fallback_members, spot_first
+from fullserver.kube.model import ClusterAccess, PodShare, Pool, Resources, Taint
 from fullserver.kube.model import KubePlan as KubePlan  # re-exported: where callers look
-from fullserver.kube.model import PodShare, Pool, Resources, Taint
 from fullserver.kube.volume import LABEL_GIB, DataVolume
 from fullserver.naming import fit_name
 from fullserver.platform import Platform, PricingModel
@@ -407,6 +407,7 @@ def kube_plan(
     max_run_hours: float | None = None,
     deploy_workload: bool = False,
     provisioner: karpenter.Provisioner = "cluster-autoscaler",
+    access: ClusterAccess | None = None,
     catalog: Catalog | None = None,
 ) -> KubePlan:
     """The node pools of ``platform`` (``gke-gpu``, ``gke-tpu``, ``eks-gpu``) for ``spec``, which
@@ -414,6 +415,7 @@ def kube_plan(
     (``fullserver:cluster``); else one is created. ``flex_start``: GKE flex-start nodes for pending
     pods, without queued provisioning (``fullserver:flexStart``; ``gke.FLEX_START_MIN_VERSION`` says
     why), at most ``max_run_hours`` per node. ``provisioner``: what grows EKS's nodes (``_karpenter``).
+    ``access``: the cluster's location and way in, as the plan carries it (``fullserver.kube.access``).
     ``catalog``: where given, what rows of many stacks share (``_node``) is kept in its memo."""
     rules = _refuse(spec, platform, flex_start)
     nodes = _nodes(spec, rules)
@@ -439,6 +441,7 @@ def kube_plan(
         zone=spec.zone,
         cluster_name=cluster or cluster_name(spec.environment, rules.key),
         create_cluster=cluster is None,
+        access=access,
         protect=spec.lifecycle.protect,
         machine_type=nodes.machine_type,
         instance_types=types,

@@ -107,6 +107,7 @@ def kube_spec(
         flex_start=workload.flex_start,
         deploy_workload=workload.deploy_workload,
         provisioner=access.provisioner,
+        access=access,
         catalog=catalog,
     )
     too_many = api_ranges_problem(access.api_ranges, pools.provider) if pools.create_cluster else None
@@ -117,7 +118,7 @@ def kube_spec(
     said = _created_api(pools, access, workload.deploy_workload) if pools.create_cluster else []
     if access.subnets and (pools.efa_interfaces or pools.compact_placement):
         said.append(one_zone_warning(pools.zone))
-    pools = pools.model_copy(update={"access": access, "warnings": [*pools.warnings, *said]})  # one copy
+    pools = pools.model_copy(update={"warnings": [*pools.warnings, *said]}) if said else pools
     # What the VM platform says of its own VMs (no spot fallback, the provider's default zone) is
     # not so of node pools (a fallback pool; a regional cluster's zones).
     rules = rules_for(vm)
