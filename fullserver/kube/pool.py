@@ -328,14 +328,21 @@ def _notes(
 
 
 def _scheduling(
-    spec: EnvironmentSpec, rules: PoolRules, nodes: PoolNodes, pools: list[Pool], labels: dict[str, str], attached: bool
+    spec: EnvironmentSpec,
+    rules: PoolRules,
+    nodes: PoolNodes,
+    pools: list[Pool],
+    labels: dict[str, str],
+    attached: bool,
+    types: list[str],
 ) -> tuple[list[Taint], dict[str, str], SpotFirstPlan]:
     """The pools' taints, the pods' node selector (the accelerator's labels and the environment's own,
     wherever else the cluster runs the same accelerator) and the order the autoscaler grows the pools
     in (``fullserver.kube.fallback``): where a compute class orders them, the pools carry its label and
     ``NoSchedule`` taint and the pods select it. Its notes carry what an attached cluster must run for
-    the order and for the pods' fabric interfaces."""
-    types, gpu = _instance_types(spec, rules, nodes.machine_type), nodes.accelerator_type
+    the order and for the pods' fabric interfaces. ``types``: the plan's (``_instance_types``), which
+    only a spot pool reads, and there is one only where they are the spot pool's."""
+    gpu = nodes.accelerator_type
     members = fallback_members([(p.name, p.spot) for p in pools], nodes.machine_type, types, gpu, nodes.per_node)
     order = spot_first(rules, members, spec.environment, attached)
     taints = [Taint(key=nodes.taint[0], value=nodes.taint[1], effect=nodes.taint[2])]
@@ -428,7 +435,7 @@ def kube_plan(
     volume = _data_volume(spec, rules.key)
     serving = spec.serving
     pools = _pools(spec, rules, nodes.hosts, flex_start)
-    taints, node_selector, order = _scheduling(spec, rules, nodes, pools, labels, cluster is not None)
+    taints, node_selector, order = _scheduling(spec, rules, nodes, pools, labels, cluster is not None, types)
     plan = KubePlan(  # under Karpenter, turned into its NodePool's plan (_karpenter)
         platform=platform,
         provider=rules.key,
