@@ -57,11 +57,11 @@ def fallback_members(
 
 def spot_first(rules: PoolRules, members: Sequence[ClassMember], environment: str, attached: bool) -> SpotFirstPlan:
     """The order of the spot members before the on-demand ones as the member enforces it; nothing
-    without both a spot pool and an on-demand one."""
+    without both a spot pool and an on-demand one. ``members``: in ``capacity_order``, as
+    ``fallback_members`` gives them."""
     how = rules.spot_first
     if how is None or not any(m.spot for m in members) or all(m.spot for m in members):
         return SpotFirstPlan()
-    ordered = capacity_order(members)
-    needs = [how.attached_needs(ordered)] if attached and how.attached_needs is not None else []
+    needs = [how.attached_needs(members)] if attached and how.attached_needs is not None else []
     name = class_name(environment) if how.compute_class is not None else None
-    return SpotFirstPlan(line=how.line(ordered), compute_class=name, attached=needs)
+    return SpotFirstPlan(line=how.line(members), compute_class=name, attached=needs)

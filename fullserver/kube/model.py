@@ -44,9 +44,14 @@ class ClusterAccess(BaseModel):
 
     @property
     def zonal(self) -> bool:
-        """A cluster in one zone (its pools' nodes default to that zone): a location in the zone
-        form of the platforms whose clusters have one (``clusterLocation``: GKE's)."""
-        return any(rules_for(p).region_of_zone(self.location) is not None for p in owners("clusterLocation"))
+        """A cluster in one zone (``zonal``)."""
+        return zonal(self.location)
+
+
+def zonal(location: str) -> bool:
+    """Whether a cluster's location (``ClusterAccess.location``) is one zone, where its pools' nodes
+    default to: in the zone form of the platforms whose clusters have one (``clusterLocation``: GKE's)."""
+    return any(rules_for(p).region_of_zone(location) is not None for p in owners("clusterLocation"))
 
 
 class Frozen(BaseModel):

@@ -12,15 +12,15 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from fullserver.errors import InputError
 from fullserver.kube import karpenter
 from fullserver.kube.attached import attached_warnings
 from fullserver.kube.fabric import fabric_reserved, pod_devices
 from fullserver.kube.fallback import SpotFirstPlan, fallback_members, spot_first
+from fullserver.kube.model import ClusterAccess, PodShare, Pool, Resources, Taint
 from fullserver.kube.model import KubePlan as KubePlan  # re-exported: where callers look
-from fullserver.kube.model import PodShare, Pool, Resources, Taint
 from fullserver.kube.volume import LABEL_GIB, DataVolume
 from fullserver.naming import fit_name
 from fullserver.platform import Platform, PricingModel
@@ -31,6 +31,7 @@ from fullserver.platforms.pool_rules import Allocatable, NodeResources, PoolKey,
 from fullserver.rules import LABEL_ENVIRONMENT
 
 if TYPE_CHECKING:  # the spec carries a KubePlan (``EnvironmentSpec.kube``)
+    from fullserver.catalog import Catalog
     from fullserver.spec import EnvironmentSpec
 
 
@@ -216,28 +217,68 @@ def pod_share(reserved: Allocatable) -> NodeResources:
     return reserved.allocatable.minus(DAEMONSET_ALLOWANCE)
 
 
-def _reserved(spec: EnvironmentSpec, platform: Platform, pods: int | None) -> Allocatable:
-    return node_reservations(
-        platform,
-        spec.vcpus,
-        spec.memory_gib,
-        spec.local_nvme_disks,
-        spec.local_nvme_disk_gib,
-        spec.boot_disk_gib,
-        spec.network.efa_interfaces,
-        pods,
+class _NodeAsk(NamedTuple):
+    """What a pool node's reservations and the workload pod's share of it depend on (``_node``):
+    the node's machine and disks, its EFA interfaces and the pods its network addresses. Rows of
+    many stacks size the same machine, so the answer is kept once per question (``Catalog.answer``)."""
+
+    platform: Platform
+    machine_type: str
+    vcpus: int
+    memory_gib: float
+    local_disks: int
+    local_disk_gib: float
+    boot_disk_gib: int
+    efa_interfaces: int
+    pods: int | None
+
+    @classmethod
+    def of(cls, spec: EnvironmentSpec, platform: Platform, machine_type: str, pods: int | None) -> _NodeAsk:
+        return cls(
+            platform,
+            machine_type,
+            spec.vcpus,
+            spec.memory_gib,
+            spec.local_nvme_disks,
+            spec.local_nvme_disk_gib,
+            spec.boot_disk_gib,
+            spec.network.efa_interfaces,
+            pods,
+        )
+
+
+class _Node(NamedTuple):
+    """A node as a plan states it (``KubePlan.node_capacity`` and the rest) and the workload pod's share."""
+
+    capacity: Resources
+    reserved: Resources
+    allocatable: Resources
+    share: Resources
+
+
+def _node(q: _NodeAsk) -> _Node:
+    """The node's reservations and what is left for one pod (``pod_share``), or why no pod fits."""
+    reserved = node_reservations(
+        q.platform, q.vcpus, q.memory_gib, q.local_disks, q.local_disk_gib, q.boot_disk_gib, q.efa_interfaces, q.pods
     )
-
-
-def _pod(reserved: Allocatable, nodes: PoolNodes, devices: dict[str, str]) -> PodShare:
     share = pod_share(reserved)
     if min(share.cpu_m, share.memory_mib, share.ephemeral_mib) <= 0:
         raise InputError(
             "fullserver:accelerator",
-            f"{nodes.machine_type} leaves no room for a workload pod after the node's reservations",
+            f"{q.machine_type} leaves no room for a workload pod after the node's reservations",
             "use a larger shape",
         )
-    return PodShare(accelerators=nodes.per_node, resources=_resources(share), devices=devices)
+    return _Node(
+        _resources(reserved.capacity),
+        _resources(reserved.reserved),
+        _resources(reserved.allocatable),
+        _resources(share),
+    )
+
+
+def _node_of(q: _NodeAsk, catalog: Catalog) -> _Node:
+    """``_node``, one answer per question and catalog (``Catalog.answer``)."""
+    return _node(q)
 
 
 def _data_volume(spec: EnvironmentSpec, provider: PoolKey) -> DataVolume | None:
@@ -287,14 +328,21 @@ def _notes(
 
 
 def _scheduling(
-    spec: EnvironmentSpec, rules: PoolRules, nodes: PoolNodes, pools: list[Pool], labels: dict[str, str], attached: bool
+    spec: EnvironmentSpec,
+    rules: PoolRules,
+    nodes: PoolNodes,
+    pools: list[Pool],
+    labels: dict[str, str],
+    attached: bool,
+    types: list[str],
 ) -> tuple[list[Taint], dict[str, str], SpotFirstPlan]:
     """The pools' taints, the pods' node selector (the accelerator's labels and the environment's own,
     wherever else the cluster runs the same accelerator) and the order the autoscaler grows the pools
     in (``fullserver.kube.fallback``): where a compute class orders them, the pools carry its label and
     ``NoSchedule`` taint and the pods select it. Its notes carry what an attached cluster must run for
-    the order and for the pods' fabric interfaces."""
-    types, gpu = _instance_types(spec, rules, nodes.machine_type), nodes.accelerator_type
+    the order and for the pods' fabric interfaces. ``types``: the plan's (``_instance_types``), which
+    only a spot pool reads, and there is one only where they are the spot pool's."""
+    gpu = nodes.accelerator_type
     members = fallback_members([(p.name, p.spot) for p in pools], nodes.machine_type, types, gpu, nodes.per_node)
     order = spot_first(rules, members, spec.environment, attached)
     taints = [Taint(key=nodes.taint[0], value=nodes.taint[1], effect=nodes.taint[2])]
@@ -312,15 +360,6 @@ def _node_labels(spec: EnvironmentSpec) -> dict[str, str]:
     labels = {k: label_value(v) for k, v in spec.labels.items()}
     labels["fullserver-stage"] = label_value(spec.stage.value)
     return labels
-
-
-def _node_resources(reserved: Allocatable) -> dict[str, Resources]:
-    """The node's capacity, what kubelet and the system keep of it and what is left, as a plan states them."""
-    return {
-        "node_capacity": _resources(reserved.capacity),
-        "node_reserved": _resources(reserved.reserved),
-        "node_allocatable": _resources(reserved.allocatable),
-    }
 
 
 def network_pods(spec: EnvironmentSpec, machine_types: list[str]) -> int | None:
@@ -375,24 +414,28 @@ def kube_plan(
     max_run_hours: float | None = None,
     deploy_workload: bool = False,
     provisioner: karpenter.Provisioner = "cluster-autoscaler",
+    access: ClusterAccess | None = None,
+    catalog: Catalog | None = None,
 ) -> KubePlan:
     """The node pools of ``platform`` (``gke-gpu``, ``gke-tpu``, ``eks-gpu``) for ``spec``, which
     the core sized for the VM platform the pool's nodes are. ``cluster``: attach to that cluster
     (``fullserver:cluster``); else one is created. ``flex_start``: GKE flex-start nodes for pending
     pods, without queued provisioning (``fullserver:flexStart``; ``gke.FLEX_START_MIN_VERSION`` says
-    why), at most ``max_run_hours`` per node. ``provisioner``: what grows EKS's nodes (``_karpenter``)."""
+    why), at most ``max_run_hours`` per node. ``provisioner``: what grows EKS's nodes (``_karpenter``).
+    ``access``: the cluster's location and way in, as the plan carries it (``fullserver.kube.access``).
+    ``catalog``: where given, what rows of many stacks share (``_node``) is kept in its memo."""
     rules = _refuse(spec, platform, flex_start)
     nodes = _nodes(spec, rules)
     labels = _node_labels(spec)
     efa = spec.network.efa_interfaces if rules.efa else 0
     types = _instance_types(spec, rules, nodes.machine_type, provisioner == karpenter.KARPENTER)
     pods = network_pods(spec, types)
-    reserved = _reserved(spec, platform, pods)
-    pod = _pod(reserved, nodes, pod_devices(rules, efa))
+    asked = _NodeAsk.of(spec, platform, nodes.machine_type, pods)
+    node = _node(asked) if catalog is None else catalog.answer(_node_of, asked)
     volume = _data_volume(spec, rules.key)
     serving = spec.serving
     pools = _pools(spec, rules, nodes.hosts, flex_start)
-    taints, node_selector, order = _scheduling(spec, rules, nodes, pools, labels, cluster is not None)
+    taints, node_selector, order = _scheduling(spec, rules, nodes, pools, labels, cluster is not None, types)
     plan = KubePlan(  # under Karpenter, turned into its NodePool's plan (_karpenter)
         platform=platform,
         provider=rules.key,
@@ -405,6 +448,7 @@ def kube_plan(
         zone=spec.zone,
         cluster_name=cluster or cluster_name(spec.environment, rules.key),
         create_cluster=cluster is None,
+        access=access,
         protect=spec.lifecycle.protect,
         machine_type=nodes.machine_type,
         instance_types=types,
@@ -433,8 +477,10 @@ def kube_plan(
         taints=taints,
         node_selector=node_selector,
         pools=pools,
-        **_node_resources(reserved),
-        pod=pod,
+        node_capacity=node.capacity,
+        node_reserved=node.reserved,
+        node_allocatable=node.allocatable,
+        pod=PodShare(accelerators=nodes.per_node, resources=node.share, devices=pod_devices(rules, efa)),
         nodes_per_replica=nodes.hosts,
         min_replicas=serving.min_replicas if serving else 1,
         max_replicas=serving.max_replicas if serving else 1,

@@ -20,6 +20,7 @@ from fullserver.kube.access import (
     one_zone_warning,
 )
 from fullserver.kube.attached import autoscaler_warnings
+from fullserver.kube.model import zonal
 from fullserver.kube.pool import KubePlan
 from fullserver.netcheck import placeholder_ranges_warning
 from fullserver.platforms import option_refusal, rules_for
@@ -91,13 +92,14 @@ def kube_spec(
     # the catalog's memo, so that the ranking and shape kept for it (whose questions hold the
     # profile by identity) are found again.
     as_vm = catalog.answer(_as_vm, _AsVm(Same(profile), vm))
-    access = cluster_access(workload)
     # A zonal cluster's pools go to its zone unless the stack names another of the region's.
-    zone = workload.zone or (access.location if access.zonal else None)
+    location = _location(workload)
+    zone = workload.zone or (location if catalog.answer(_zonal, _Location(location)) else None)
     # Shapes balanced by the node's shape, as VMs, with room for the workload pod (rank.assess).
     sized = build_spec(
         as_vm, workload.model_copy(update={"platform": vm, "zone": zone}), vm, catalog, environment, pool=platform
     )
+    access = cluster_access(workload)
     pools = kube_plan(
         sized,
         platform,
@@ -105,6 +107,8 @@ def kube_spec(
         flex_start=workload.flex_start,
         deploy_workload=workload.deploy_workload,
         provisioner=access.provisioner,
+        access=access,
+        catalog=catalog,
     )
     too_many = api_ranges_problem(access.api_ranges, pools.provider) if pools.create_cluster else None
     if too_many is not None:  # a stack whose platform was left open: known only now
@@ -114,7 +118,7 @@ def kube_spec(
     said = _created_api(pools, access, workload.deploy_workload) if pools.create_cluster else []
     if access.subnets and (pools.efa_interfaces or pools.compact_placement):
         said.append(one_zone_warning(pools.zone))
-    pools = pools.model_copy(update={"access": access, "warnings": [*pools.warnings, *said]})  # one copy
+    pools = pools.model_copy(update={"warnings": [*pools.warnings, *said]}) if said else pools
     # What the VM platform says of its own VMs (no spot fallback, the provider's default zone) is
     # not so of node pools (a fallback pool; a regional cluster's zones).
     rules = rules_for(vm)
@@ -145,6 +149,21 @@ def _as_vm(q: _AsVm, catalog: Catalog) -> Profile:
     return q.profile.of.model_copy(update={"platforms": [q.vm]})
 
 
+class _Location(NamedTuple):
+    location: str
+
+
+def _zonal(q: _Location, catalog: Catalog) -> bool:
+    """Whether a cluster's location is one zone (``fullserver.kube.model.zonal``): rows of many
+    stacks ask it of the same few regions."""
+    return zonal(q.location)
+
+
+def _location(workload: Workload) -> str:
+    """The cluster's location: the stack's ``clusterLocation``, else its region."""
+    return workload.cluster_location or workload.region
+
+
 def _created_api(pools: KubePlan, access: ClusterAccess, deploy_workload: bool) -> list[str]:
     """The plan's warnings of who reaches a created cluster's API, and of documentation ranges left
     in ``controlPlaneSourceRanges`` (a stack whose API ``pulumi up`` cannot reach is refused when
@@ -160,7 +179,7 @@ def cluster_access(workload: Workload) -> ClusterAccess:
     """The stack's ``clusterLocation``, ``privateEndpoint``, ``clusterIdentity`` and ``subnets``
     (checked by ``Workload``), as the components take them."""
     return ClusterAccess(
-        location=workload.cluster_location or workload.region,
+        location=_location(workload),
         private_endpoint=workload.private_endpoint,
         identity=workload.cluster_identity or "pod-identity",
         provisioner=workload.node_provisioner or "cluster-autoscaler",
