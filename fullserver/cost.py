@@ -9,7 +9,9 @@ month whether used or not. The difference shows as its own "idle" line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Annotated, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -107,8 +109,12 @@ class CostEstimate(BaseModel):
 
 
 def _total(lines: list[CostLine]) -> float:
-    """What the priced lines add up to (``CostEstimate.usd_month``)."""
-    return round(sum(line.usd_month for line in lines), 2)
+    """What the priced lines add up to (``CostEstimate.usd_month``), summed in order as a
+    generator would, without a Python frame per line (a plan reads it several times)."""
+    return round(sum(map(_USD_MONTH, lines)), 2)
+
+
+_USD_MONTH: Callable[[CostLine], float] = attrgetter("usd_month")
 
 
 def _hours(profile: Profile, workload: Workload) -> tuple[float, float]:
@@ -276,7 +282,7 @@ def _kube_lines(
         usd = round(cluster.system_disk_usd_hour * hours, 2)
         lines.append(CostLine(item="system pool disks", usd_month=usd, note=note, prices=cluster.system_disk_prices))
     unpriced.extend(cluster.unpriced)
-    ranges = "; ".join(f"{p.pool} {p.min_usd_hour:,.2f}-{p.max_usd_hour:,.2f}/h ({p.note})" for p in pools.pools)
+    ranges = "; ".join([f"{p.pool} {p.min_usd_hour:,.2f}-{p.max_usd_hour:,.2f}/h ({p.note})" for p in pools.pools])
     spot = profile.cost.spot_share
     order = f", {spot:.0%} of hours on the spot pool the autoscaler grows first" if spec.kube.spot_first else ""
     lines.append(
@@ -289,7 +295,7 @@ def _kube_lines(
     )
     # Every pool at its maximum, less the workload's own nodes' data volumes the data line bills:
     # what the peak adds to compute is the extra nodes and their pods' volumes.
-    base_volumes = sum(p.volume_usd_hour for p in pools.pools[:1]) * spec.machines
+    base_volumes = sum([p.volume_usd_hour for p in pools.pools[:1]]) * spec.machines
     kube_peak = pools.max_usd_hour - cluster.always_usd_hour - base_volumes
     return max(peak_hour or 0.0, kube_peak) if kube_peak > compute_hour else peak_hour
 

@@ -76,11 +76,11 @@ class KubeCost:
 
     @property
     def min_usd_hour(self) -> float:
-        return self.cluster.always_usd_hour + sum(p.min_usd_hour for p in self.pools)
+        return self.cluster.always_usd_hour + sum([p.min_usd_hour for p in self.pools])
 
     @property
     def max_usd_hour(self) -> float:
-        return self.cluster.always_usd_hour + sum(p.max_usd_hour for p in self.pools)
+        return self.cluster.always_usd_hour + sum([p.max_usd_hour for p in self.pools])
 
     @property
     def min_usd_month(self) -> float:
