@@ -9,6 +9,7 @@ Design notes: docs/design/kubernetes.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fullserver.catalog import Catalog, Same
 from fullserver.catalog.staleness import UsedPrice, fee_read, machine_read, storage_read
@@ -103,11 +104,11 @@ def cluster_cost(plan: KubePlan, catalog: Catalog, fees: ClusterFees | None = No
     return catalog.answer(_created, place)
 
 
-@dataclass(frozen=True, slots=True)
-class _Place:
+class _Place(NamedTuple):
     """All a created cluster's own part depends on: the fee data, its platform, its node-pool
     member (``KubePlan.provider``), region and zone (a regional GKE cluster runs a system node in
-    each of the region's zones)."""
+    each of the region's zones). A named tuple, as ``hourly.RateQuestion`` is: built and hashed by
+    the interpreter, for every node-pool estimate."""
 
     fees: Same[ClusterFees]
     platform: Platform
