@@ -9,13 +9,15 @@ month whether used or not. The difference shows as its own "idle" line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated
+from operator import attrgetter
+from typing import Annotated, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from fullserver.billables import decide
-from fullserver.catalog import Catalog
+from fullserver.catalog import Catalog, Same
 from fullserver.catalog.model import Platform
 from fullserver.catalog.network import NetworkPrice, NetworkPrices, load_network_prices
 from fullserver.catalog.staleness import CONTRACT, UsedPrice, egress_read, network_read, storage_read
@@ -25,7 +27,7 @@ from fullserver.kube.cost import kube_cost
 from fullserver.platforms import rules_for
 from fullserver.profiles import PricingModel, Profile
 from fullserver.rules import HOURS_PER_MONTH, disk_usd_month
-from fullserver.spec import EnvironmentSpec
+from fullserver.spec import Billables, EnvironmentSpec
 from fullserver.workload import Workload
 
 __all__ = [
@@ -107,8 +109,12 @@ class CostEstimate(BaseModel):
 
 
 def _total(lines: list[CostLine]) -> float:
-    """What the priced lines add up to (``CostEstimate.usd_month``)."""
-    return round(sum(line.usd_month for line in lines), 2)
+    """What the priced lines add up to (``CostEstimate.usd_month``), summed in order as a
+    generator would, without a Python frame per line (a plan reads it several times)."""
+    return round(sum(map(_USD_MONTH, lines)), 2)
+
+
+_USD_MONTH: Callable[[CostLine], float] = attrgetter("usd_month")
 
 
 def _hours(profile: Profile, workload: Workload) -> tuple[float, float]:
@@ -276,7 +282,7 @@ def _kube_lines(
         usd = round(cluster.system_disk_usd_hour * hours, 2)
         lines.append(CostLine(item="system pool disks", usd_month=usd, note=note, prices=cluster.system_disk_prices))
     unpriced.extend(cluster.unpriced)
-    ranges = "; ".join(f"{p.pool} {p.min_usd_hour:,.2f}-{p.max_usd_hour:,.2f}/h ({p.note})" for p in pools.pools)
+    ranges = "; ".join([f"{p.pool} {p.min_usd_hour:,.2f}-{p.max_usd_hour:,.2f}/h ({p.note})" for p in pools.pools])
     spot = profile.cost.spot_share
     order = f", {spot:.0%} of hours on the spot pool the autoscaler grows first" if spec.kube.spot_first else ""
     lines.append(
@@ -289,7 +295,7 @@ def _kube_lines(
     )
     # Every pool at its maximum, less the workload's own nodes' data volumes the data line bills:
     # what the peak adds to compute is the extra nodes and their pods' volumes.
-    base_volumes = sum(p.volume_usd_hour for p in pools.pools[:1]) * spec.machines
+    base_volumes = sum([p.volume_usd_hour for p in pools.pools[:1]]) * spec.machines
     kube_peak = pools.max_usd_hour - cluster.always_usd_hour - base_volumes
     return max(peak_hour or 0.0, kube_peak) if kube_peak > compute_hour else peak_hour
 
@@ -317,7 +323,11 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
                 spec, profile, catalog, lines, compute_hour, peak_hour, compute_prices, share, unpriced
             )
         lines.extend(_storage_lines(spec, catalog, share, warnings, unpriced))
-        lines.extend(network_lines(spec, workload, share, warnings))
+        network = _network(spec, workload, share)
+        if network is not None:  # many estimates share one network (``_Network``)
+            network_part, said = catalog.answer(_network_answer, network)
+            lines.extend(network_part)
+            warnings.extend(said)
         if workload.egress_gb_month:
             egress = catalog.egress_price(spec.provider, spec.region)
             if egress is None:
@@ -378,8 +388,8 @@ def _set_peak_what(spec: EnvironmentSpec) -> str:
 class _Pricer:
     """The network catalog as one spec's cloud and region see it (``platforms.base.NetworkPricer``)."""
 
-    def __init__(self, prices: NetworkPrices, spec: EnvironmentSpec, hours: float, warnings: list[str]) -> None:
-        self.by_item, self.region = prices.in_region(spec.provider, spec.region), spec.region
+    def __init__(self, prices: NetworkPrices, provider: str, region: str, hours: float, warnings: list[str]) -> None:
+        self.by_item, self.region = prices.in_region(provider, region), region
         self.hours, self.warnings = hours, warnings
         self.read: list[UsedPrice] = []
         """The entries read since the last line was added (``take``): every look-up records one."""
@@ -403,14 +413,61 @@ class _Pricer:
         return p.usd_hour
 
 
-def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warnings: list[str]) -> list[CostLine]:
-    """A cost line per billed network resource of ``spec`` (``fullserver.billables``; ``share``: the
-    part of the month it runs), each priced as its platform prices it (``PlatformRules.network``)."""
+class _Network(NamedTuple):
+    """All a spec's network lines read (``network_lines``): the network prices, its billables, its
+    platform and region, the share of the month, and, only where a line reads them, the item its
+    nodes' addresses are billed as and its load balancer's listeners and GB. Comparison rows of
+    many stacks share one (``Catalog.answer``): the egress a stack states is read only by a
+    load balancer."""
+
+    prices: Same[NetworkPrices]
+    billables: Billables
+    platform: Platform
+    region: str
+    share: float
+    node_ip_item: str
+    listeners: int
+    lb_gb: float
+
+
+def _network(spec: EnvironmentSpec, workload: Workload, share: float) -> _Network | None:
+    """What ``spec``'s network lines read; None where its platform bills no network of its own."""
     b = spec.billables or decide(spec)
     network = rules_for(spec.platform).network  # a node pool's: its VMs' NAT, its Service's load balancer
     if network is None:
+        return None
+    node_ip_item = (network.spot_node_ip_item if spec.spot else "public-ipv4") if b.node_public_ips else ""
+    listeners, gb = 0, 0.0
+    if b.load_balancer:
+        listeners = 2 if spec.endpoint is not None and spec.endpoint.tls is not None else 1
+        gb = float(workload.egress_gb_month)
+    return _Network(Same(load_network_prices()), b, spec.platform, spec.region, share, node_ip_item, listeners, gb)
+
+
+def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warnings: list[str]) -> list[CostLine]:
+    """A cost line per billed network resource of ``spec`` (``fullserver.billables``; ``share``: the
+    part of the month it runs), each priced as its platform prices it (``PlatformRules.network``)."""
+    asked = _network(spec, workload, share)
+    if asked is None:
         return []
-    pricer = _Pricer(load_network_prices(), spec, HOURS_PER_MONTH * share, warnings)
+    lines, said = _network_lines(asked)
+    warnings.extend(said)
+    return list(lines)
+
+
+def _network_answer(q: _Network, catalog: Catalog) -> tuple[tuple[CostLine, ...], tuple[str, ...]]:
+    """``_network_lines`` as the catalog keeps it (``Catalog.answer``): the prices are not the
+    catalog's, the question holds them."""
+    return _network_lines(q)
+
+
+def _network_lines(q: _Network) -> tuple[tuple[CostLine, ...], tuple[str, ...]]:
+    """The lines of ``network_lines`` and the warnings they raise."""
+    b = q.billables
+    network = rules_for(q.platform).network
+    assert network is not None
+    warnings: list[str] = []
+    pricer = _Pricer(q.prices.of, rules_for(q.platform).provider, q.region, HOURS_PER_MONTH * q.share, warnings)
     hours = pricer.hours
     lines: list[CostLine] = []
 
@@ -424,9 +481,8 @@ def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warni
         add(network.nat_line(pricer, b.machines, b.zones))
     if b.node_public_ips + b.nat_public_ips + b.lb_public_ips:
         usd, parts = 0.0, []
-        node_item = network.spot_node_ip_item if spec.spot else "public-ipv4"
         addresses = [
-            (b.node_public_ips, node_item, "node"),
+            (b.node_public_ips, q.node_ip_item, "node"),
             (b.nat_public_ips, "public-ipv4", "NAT"),
             (b.lb_public_ips, "public-ipv4", "load balancer"),
         ]
@@ -438,8 +494,7 @@ def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warni
         if parts:
             add(("public IPv4 addresses", usd, ", ".join(parts)))
     if b.load_balancer:
-        listeners = 2 if spec.endpoint is not None and spec.endpoint.tls is not None else 1
-        add(network.lb_line(pricer, float(workload.egress_gb_month), listeners))
+        add(network.lb_line(pricer, q.lb_gb, q.listeners))
     if b.health_checks:
         p = pricer.price(network.health_check_item)
         if p is not None:
@@ -449,7 +504,7 @@ def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warni
     if b.alarms:
         p = pricer.price("cloudwatch-alarm")
         if p is None or p.usd_month is None:
-            warnings.append(f"no CloudWatch alarm price for {spec.region} in the network catalog: alarms not priced")
+            warnings.append(f"no CloudWatch alarm price for {q.region} in the network catalog: alarms not priced")
         else:
-            add(("CloudWatch alarms", p.usd_month * b.alarms * share, f"{b.alarms} x {p.usd_month}/month"))
-    return lines
+            add(("CloudWatch alarms", p.usd_month * b.alarms * q.share, f"{b.alarms} x {p.usd_month}/month"))
+    return tuple(lines), tuple(warnings)

@@ -38,16 +38,21 @@ class Rate:
 
 
 class RateQuestion(NamedTuple):
-    """What a rate depends on: the offer, region and platform that builds it, and the profile's
-    pricing, spot share and commitment term; nothing else (``Catalog.answer``). A named tuple, as
+    """What a rate depends on: the offer and region, the profile's pricing, and only what the rate
+    reads of the rest (``Catalog.answer``): the spot share where spot with a fallback is priced,
+    the commitment term where reserved, and of the platform that builds it its cloud (the
+    commitment's) and whether it builds a spot fallback. So a node pool and its VMs, which sizing
+    prices alike, ask one question unless their fallbacks differ. A named tuple, as
     ``RankQuestion`` is: built and hashed by the interpreter, for every offer every ranking prices."""
 
     offer: Same[Offer]
     region: str
-    built_by: Platform
+    provider: str
     pricing: PricingModel
     spot_share: float
     commitment_years: int
+    fallback_built: bool
+    """Spot with a fallback only: the platform builds the on-demand fallback (``no_spot_fallback``)."""
 
 
 def hourly_rate(
@@ -58,9 +63,17 @@ def hourly_rate(
     gets an on-demand fallback pool where the VMs alone get none). Ranking and costing both ask
     here with the platform that builds the shape, so the shape ranked cheapest is the one billed
     cheapest. Sizing, every estimate and every comparison row ask again: one answer per catalog."""
-    cost = profile.cost
+    cost, pricing = profile.cost, profile.pricing
+    rules = rules_for(platform or offer.platform)
+    spot = pricing is PricingModel.SPOT_WITH_FALLBACK
     asked = RateQuestion(
-        Same(offer), region, platform or offer.platform, profile.pricing, cost.spot_share, cost.commitment_years
+        Same(offer),
+        region,
+        rules.provider,
+        pricing,
+        cost.spot_share if spot else 0.0,
+        cost.commitment_years if pricing is PricingModel.RESERVED else 0,
+        spot and not rules.no_spot_fallback,
     )
     return catalog.answer(_rate, asked)
 
@@ -69,8 +82,7 @@ def _rate(q: RateQuestion, catalog: Catalog) -> Rate:
     offer, region = q.offer.of, q.region
     price = offer.prices[region]
     od = price.on_demand
-    rules = rules_for(q.built_by)
-    if q.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None and rules.no_spot_fallback:
+    if q.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None and not q.fallback_built:
         note = f"spot {price.spot:.2f}/h (no on-demand fallback is built)"
         return Rate(price.spot, True, note, basis=SPOT, prices=offer_reads(offer, region, spot=True, on_demand=False))
     if q.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:
@@ -88,7 +100,7 @@ def _rate(q: RateQuestion, catalog: Catalog) -> Rate:
     on_demand = offer_reads(offer, region, spot=False, on_demand=True)
     if q.pricing is PricingModel.RESERVED:
         years = q.commitment_years or 1
-        disc = catalog.commitment(rules.provider, offer.family, years, offer.name)
+        disc = catalog.commitment(q.provider, offer.family, years, offer.name)
         if disc is None:
             return Rate(
                 od,
@@ -103,6 +115,6 @@ def _rate(q: RateQuestion, catalog: Catalog) -> Rate:
             False,
             f"{years}-year commitment: {disc.discount:.0%} off {od:.2f}/h",
             basis=f"reserved {years}-year",
-            prices=(*on_demand, commitment_read(rules.provider, offer.family, years, disc.source)),
+            prices=(*on_demand, commitment_read(q.provider, offer.family, years, disc.source)),
         )
     return Rate(od, False, f"on-demand {od:.2f}/h", prices=on_demand)

@@ -9,6 +9,7 @@ Design notes: docs/design/kubernetes.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fullserver.catalog import Catalog, Same
 from fullserver.catalog.staleness import UsedPrice, fee_read, machine_read, storage_read
@@ -76,11 +77,11 @@ class KubeCost:
 
     @property
     def min_usd_hour(self) -> float:
-        return self.cluster.always_usd_hour + sum(p.min_usd_hour for p in self.pools)
+        return self.cluster.always_usd_hour + sum([p.min_usd_hour for p in self.pools])
 
     @property
     def max_usd_hour(self) -> float:
-        return self.cluster.always_usd_hour + sum(p.max_usd_hour for p in self.pools)
+        return self.cluster.always_usd_hour + sum([p.max_usd_hour for p in self.pools])
 
     @property
     def min_usd_month(self) -> float:
@@ -103,11 +104,11 @@ def cluster_cost(plan: KubePlan, catalog: Catalog, fees: ClusterFees | None = No
     return catalog.answer(_created, place)
 
 
-@dataclass(frozen=True, slots=True)
-class _Place:
+class _Place(NamedTuple):
     """All a created cluster's own part depends on: the fee data, its platform, its node-pool
     member (``KubePlan.provider``), region and zone (a regional GKE cluster runs a system node in
-    each of the region's zones)."""
+    each of the region's zones). A named tuple, as ``hourly.RateQuestion`` is: built and hashed by
+    the interpreter, for every node-pool estimate."""
 
     fees: Same[ClusterFees]
     platform: Platform
@@ -187,9 +188,7 @@ def kube_cost(
     fees: ClusterFees | None = None,
 ) -> KubeCost:
     """The cluster's own part and each pool at its floor and ceiling (see the module doc)."""
-    volume = plan.data_volume
-    volume_price = catalog.storage_price(spec.provider, volume.kind, spec.region) if volume is not None else None
-    volume_usd, volume_what = volume_usd_hour(plan, spec, catalog)
+    volume_usd, volume_what, volume_reads = volume_usd_hour(plan, spec, catalog)
     offer = catalog.offer(spec.offer)
     if offer is None:
         raise ValueError(f"{spec.offer} is not in the catalog")
@@ -221,22 +220,22 @@ def kube_cost(
         cluster=cluster_cost(plan, catalog, fees),
         pools=tuple(pools),
         hours_per_month=profile.cost.hours_per_month,
-        pool_prices=(
-            (storage_read(spec.provider, volume.kind, spec.region, volume_price.source),)
-            if volume is not None and volume_price is not None
-            else ()
-        ),
+        pool_prices=volume_reads,
     )
 
 
-def volume_usd_hour(plan: KubePlan, spec: EnvironmentSpec, catalog: Catalog) -> tuple[float, str]:
-    """One pod's data volume an hour, and how the pool's note names it (none: 0 and "")."""
+def volume_usd_hour(
+    plan: KubePlan, spec: EnvironmentSpec, catalog: Catalog
+) -> tuple[float, str, tuple[UsedPrice, ...]]:
+    """One pod's data volume an hour, how the pool's note names it (none: 0 and "") and the entry
+    its price read (``KubeCost.pool_prices``)."""
     volume = plan.data_volume
     if volume is None:
-        return 0.0, ""
-    price = catalog.storage_price(spec.provider, volume.kind, spec.region)
+        return 0.0, "", ()
+    provider = spec.provider
+    price = catalog.storage_price(provider, volume.kind, spec.region)
     what = f" + a {volume.size_gib} GiB {volume.kind} data volume per node"
     if price is None:  # the estimate's data line names the missing price
-        return 0.0, f"{what} (unpriced)"
+        return 0.0, f"{what} (unpriced)", ()
     usd = disk_usd_month(price, volume.size_gib, volume.iops or 0, volume.throughput_mbps or 0) / HOURS_PER_MONTH
-    return usd, what
+    return usd, what, (storage_read(provider, volume.kind, spec.region, price.source),)
