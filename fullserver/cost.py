@@ -9,9 +9,7 @@ month whether used or not. The difference shows as its own "idle" line.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Annotated, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -109,12 +107,8 @@ class CostEstimate(BaseModel):
 
 
 def _total(lines: list[CostLine]) -> float:
-    """What the priced lines add up to (``CostEstimate.usd_month``), summed in order as a
-    generator would, without a Python frame per line (a plan reads it several times)."""
-    return round(sum(map(_USD_MONTH, lines)), 2)
-
-
-_USD_MONTH: Callable[[CostLine], float] = attrgetter("usd_month")
+    """What the priced lines add up to (``CostEstimate.usd_month``)."""
+    return round(sum([line.usd_month for line in lines]), 2)
 
 
 def _hours(profile: Profile, workload: Workload) -> tuple[float, float]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fullserver.errors import InputError
 from fullserver.kube import karpenter
@@ -281,6 +281,30 @@ def _node_of(q: _NodeAsk, catalog: Catalog) -> _Node:
     return _node(q)
 
 
+def _node_resources(
+    spec: EnvironmentSpec,
+    platform: Platform,
+    rules: PoolRules,
+    nodes: PoolNodes,
+    types: list[str],
+    efa: int,
+    catalog: Catalog | None,
+) -> dict[str, Any]:
+    """What a plan states of a node's resources: the pods it pins (the fewest its network addresses
+    over ``types``), what kubelet and the system keep, what is left, and the workload pod's share."""
+    pods = network_pods(spec, types)
+    asked = _NodeAsk.of(spec, platform, nodes.machine_type, pods)
+    node = _node(asked) if catalog is None else catalog.answer(_node_of, asked)
+    return {
+        "max_pods": None if nodes.max_pods is None else pinned_pods(nodes.max_pods, pods),
+        "kube_reserved": rules.kube_reserved(spec.vcpus, pods) if rules.kube_reserved is not None else {},
+        "node_capacity": node.capacity,
+        "node_reserved": node.reserved,
+        "node_allocatable": node.allocatable,
+        "pod": PodShare(accelerators=nodes.per_node, resources=node.share, devices=pod_devices(rules, efa)),
+    }
+
+
 def _data_volume(spec: EnvironmentSpec, provider: PoolKey) -> DataVolume | None:
     """The spec's data disk as each pod's data volume (``fullserver.kube.volume``)."""
     disk = spec.data_disk
@@ -429,9 +453,6 @@ def kube_plan(
     labels = _node_labels(spec)
     efa = spec.network.efa_interfaces if rules.efa else 0
     types = _instance_types(spec, rules, nodes.machine_type, provisioner == karpenter.KARPENTER)
-    pods = network_pods(spec, types)
-    asked = _NodeAsk.of(spec, platform, nodes.machine_type, pods)
-    node = _node(asked) if catalog is None else catalog.answer(_node_of, asked)
     volume = _data_volume(spec, rules.key)
     serving = spec.serving
     pools = _pools(spec, rules, nodes.hosts, flex_start)
@@ -470,17 +491,12 @@ def kube_plan(
         max_run_hours=max_run_hours if flex_start else None,
         deploy_workload=deploy_workload,
         data_volume=volume,
-        max_pods=None if nodes.max_pods is None else pinned_pods(nodes.max_pods, pods),
-        kube_reserved=rules.kube_reserved(spec.vcpus, pods) if rules.kube_reserved is not None else {},
         labels=labels,
         cloud_labels=dict(spec.labels),
         taints=taints,
         node_selector=node_selector,
         pools=pools,
-        node_capacity=node.capacity,
-        node_reserved=node.reserved,
-        node_allocatable=node.allocatable,
-        pod=PodShare(accelerators=nodes.per_node, resources=node.share, devices=pod_devices(rules, efa)),
+        **_node_resources(spec, platform, rules, nodes, types, efa, catalog),
         nodes_per_replica=nodes.hosts,
         min_replicas=serving.min_replicas if serving else 1,
         max_replicas=serving.max_replicas if serving else 1,
