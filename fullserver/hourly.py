@@ -82,9 +82,10 @@ def _rate(q: RateQuestion, catalog: Catalog) -> Rate:
     offer, region = q.offer.of, q.region
     price = offer.prices[region]
     od = price.on_demand
+    reads = offer_reads(offer, region, catalog)
     if q.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None and not q.fallback_built:
         note = f"spot {price.spot:.2f}/h (no on-demand fallback is built)"
-        return Rate(price.spot, True, note, basis=SPOT, prices=offer_reads(offer, region, spot=True, on_demand=False))
+        return Rate(price.spot, True, note, basis=SPOT, prices=reads.spot)
     if q.pricing is PricingModel.SPOT_WITH_FALLBACK and price.spot is not None:
         share = q.spot_share
         usd = share * price.spot + (1 - share) * od
@@ -95,9 +96,9 @@ def _rate(q: RateQuestion, catalog: Catalog) -> Rate:
             f"{1 - share:.0%} on-demand fallback {od:.2f}/h",
             basis=SPOT,
             peak_usd=price.spot + od,
-            prices=offer_reads(offer, region, spot=True, on_demand=True),
+            prices=(*reads.spot, reads.on_demand),
         )
-    on_demand = offer_reads(offer, region, spot=False, on_demand=True)
+    on_demand = (reads.on_demand,)
     if q.pricing is PricingModel.RESERVED:
         years = q.commitment_years or 1
         disc = catalog.commitment(q.provider, offer.family, years, offer.name)

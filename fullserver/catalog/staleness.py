@@ -16,10 +16,10 @@ import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from fullserver import clouds
-from fullserver.catalog import Catalog, Offer
+from fullserver.catalog import Catalog, Offer, Same
 from fullserver.catalog.model import Source
 from fullserver.catalog.network import load_network_prices
 from fullserver.clouds import PriceRefresh
@@ -246,17 +246,41 @@ def _parts(sources: Mapping[str, Source], key: str) -> list[Source]:
 # estimate makes (disks, egress, network) are kept by their arguments, a few per catalog entry.
 
 
-def offer_reads(offer: Offer, region: str, *, spot: bool, on_demand: bool) -> tuple[UsedPrice, ...]:
-    """The offer's price entries a rate read in ``region``: its spot figure, its on-demand one, or both
-    (spot with an on-demand fallback)."""
+class OfferReads(NamedTuple):
+    """An offer's price entries in one region as a rate reads them (``offer_reads``): its spot
+    figure (none where it publishes none) and its on-demand one."""
+
+    spot: tuple[UsedPrice, ...]
+    on_demand: UsedPrice
+
+
+class _OfferPlace(NamedTuple):
+    """An offer in a region: all its reads depend on (``offer_reads``)."""
+
+    offer: Same[Offer]
+    region: str
+
+
+def offer_reads(offer: Offer, region: str, catalog: Catalog) -> OfferReads:
+    """The entries of ``offer`` in ``region`` a rate reads: one answer per offer and region
+    (``Catalog.answer``), whichever pricing the rate is on."""
+    return catalog.answer(_offer_reads, _OfferPlace(Same(offer), region))
+
+
+def _offer_reads(q: _OfferPlace, catalog: Catalog) -> OfferReads:
+    offer, region = q.offer.of, q.region
     price = offer.prices[region]
     where = f"{offer.name} in {region}"
-    reads = []
-    if spot and price.spot is not None:
-        reads.append(UsedPrice(f"spot {where}", price.spot_from, _offer_refresh(offer, spot=True)))
-    if on_demand or price.spot is None:
-        reads.append(UsedPrice(f"on-demand {where}", price.source, _offer_refresh(offer, spot=False)))
-    return tuple(reads)
+    spot, on_demand = catalog.answer(_offer_refreshes, q.offer)
+    return OfferReads(
+        (UsedPrice(f"spot {where}", price.spot_from, spot),) if price.spot is not None else (),
+        UsedPrice(f"on-demand {where}", price.source, on_demand),
+    )
+
+
+def _offer_refreshes(q: Same[Offer], catalog: Catalog) -> tuple[str, str]:
+    """The refresh providers of an offer's spot and on-demand figures, the same in every region."""
+    return _offer_refresh(q.of, spot=True), _offer_refresh(q.of, spot=False)
 
 
 def commitment_read(provider: str, family: str, years: int, source: str) -> UsedPrice:
@@ -293,29 +317,9 @@ def machine_read(provider: str, machine: str, region: str, source: str) -> UsedP
 
 
 def _offer_refresh(offer: Offer, spot: bool) -> str:
-    """The ``--provider`` whose refresh prices this offer (see ``fullserver.catalog.refresh``), or "".
-
-    Asked for every rate sizing ranks (``fullserver.hourly`` records its reads), so each answer is
-    kept by what decides it: the offer's identity in the refresh's SKU tables and its platform."""
-    key = (
-        offer.name,
-        offer.machine_type,
-        offer.family,
-        offer.accelerator,
-        offer.host.accelerator_count,
-        offer.platform,
-        spot,
-    )
-    found = _OFFER_REFRESH.get(key)
-    if found is None:
-        cloud = _refresh_of(rules_for(offer.platform).provider)
-        found = _OFFER_REFRESH[key] = cloud.offers(offer, spot) if cloud is not None else ""
-    return found
-
-
-_OFFER_REFRESH: dict[tuple[object, ...], str] = {}
-"""``_offer_refresh``'s answers: as many as the catalog has offers (times two), never stale (the
-refresh's tables are code)."""
+    """The ``--provider`` whose refresh prices this offer (see ``fullserver.catalog.refresh``), or ""."""
+    cloud = _refresh_of(rules_for(offer.platform).provider)
+    return cloud.offers(offer, spot) if cloud is not None else ""
 
 
 def _refresh_of(provider: str) -> PriceRefresh | None:
