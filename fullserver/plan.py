@@ -273,7 +273,8 @@ def compare(
     row is priced on one pricing model: the plan's own where every row has it, else on demand
     (a spot price beside an on-demand one is no comparison). A dedicated server keeps its
     monthly contract, labelled as such. Which model each row is on is known before any is priced
-    (``pricing_basis``), so a row is estimated once, on the model it is compared on.
+    (``pricing_basis``; the chosen environment's from ``cost``, its estimate's basis), so a row is
+    estimated once, on the model it is compared on.
     """
     reference = of_spec(spec)
     rows = [
@@ -281,7 +282,10 @@ def compare(
         for a in _alternatives(profile, workload, spec.platform)
     ]
     chosen = _Row(spec.platform, spec.region, profile, workload, spec)
-    bases = [(r, pricing_basis(r.spec, r.profile, catalog) if r.spec else None) for r in [chosen, *rows]]
+    bases: list[tuple[_Row, str | None]] = [
+        (chosen, cost.basis if cost is not None else pricing_basis(spec, profile, catalog)),
+        *((r, pricing_basis(r.spec, r.profile, catalog) if r.spec else None) for r in rows),
+    ]
     by_basis: dict[str, list[str]] = {}
     for r, basis in bases:
         if basis is not None:
