@@ -25,7 +25,15 @@ from fullserver.kube.pool import KubePlan
 from fullserver.netcheck import placeholder_ranges_warning
 from fullserver.platforms import option_refusal, rules_for
 from fullserver.profiles import Profile
-from fullserver.sizing.build import build_spec, declared_host, dedicated_spec, gap_warning, refused
+from fullserver.sizing.build import (
+    build_spec,
+    check_platform,
+    declared_host,
+    dedicated_spec,
+    gap_warning,
+    refused,
+    sized_spec,
+)
 from fullserver.sizing.finish import complete_spec
 from fullserver.sizing.rank import (
     ALTERNATIVE_PRICE_RATIO,
@@ -82,12 +90,7 @@ def kube_spec(
     spec names the node-pool platform and carries the ``KubePlan``; the plan's warnings join the
     spec's."""
     vm = SIZED_AS[platform]
-    if platform not in profile.platforms:
-        raise InputError(
-            "fullserver:platform",
-            f"platform {platform.value} is not allowed by profile '{profile.name}'",
-            f"allowed: {', '.join(p.value for p in profile.platforms)}",
-        )
+    check_platform(profile, workload, vm, catalog, pool=platform)
     # The profile's node pools, sized as their VMs: one copy per profile and VM platform, kept in
     # the catalog's memo, so that the ranking and shape kept for it (whose questions hold the
     # profile by identity) are found again.
@@ -96,7 +99,7 @@ def kube_spec(
     location = _location(workload)
     zone = workload.zone or (location if catalog.answer(_zonal, _Location(location)) else None)
     # Shapes balanced by the node's shape, as VMs, with room for the workload pod (rank.assess).
-    sized = build_spec(
+    sized = sized_spec(
         as_vm, workload.model_copy(update={"platform": vm, "zone": zone}), vm, catalog, environment, pool=platform
     )
     access = cluster_access(workload)
