@@ -122,11 +122,8 @@ def kube_spec(
     if access.subnets and (pools.efa_interfaces or pools.compact_placement):
         said.append(one_zone_warning(pools.zone))
     pools = pools.model_copy(update={"warnings": [*pools.warnings, *said]}) if said else pools
-    # What the VM platform says of its own VMs (no spot fallback, the provider's default zone) is
-    # not so of node pools (a fallback pool; a regional cluster's zones).
-    rules = rules_for(vm)
-    vm_only = [rules.no_spot_fallback or "\0", (rules.unset_zone_warning or "\0").split("{", 1)[0]]
-    kept = [w for w in sized.warnings if not any(w.startswith(v) for v in vm_only)]
+    vm_only = _VM_ONLY[vm]
+    kept = [w for w in sized.warnings if not w.startswith(vm_only)]
     tpu = sized.tpu.model_copy(update={"queued": False}) if sized.tpu else None  # a pool, not a queued resource
     held = sized.capacity
     if held is not None and pools.provisioner == karpenter.KARPENTER:  # one NodePool over the set, not groups
@@ -140,6 +137,18 @@ def kube_spec(
             "warnings": [*kept, *pools.warnings, *autoscaler_warnings(pools)],
         }
     )
+
+
+def _vm_only(vm: Platform) -> tuple[str, str]:
+    """How the warnings start that the VM platform says of its own VMs (no spot fallback, the
+    provider's default zone) and that are not so of node pools (a fallback pool; a regional
+    cluster's zones); "\0" where it says none."""
+    rules = rules_for(vm)
+    return rules.no_spot_fallback or "\0", (rules.unset_zone_warning or "\0").split("{", 1)[0]
+
+
+_VM_ONLY: dict[Platform, tuple[str, str]] = {vm: _vm_only(vm) for vm in SIZED_AS.values()}
+"""``_vm_only`` of each VM platform node pools are sized as: its rules' alone, so worked out once."""
 
 
 class _AsVm(NamedTuple):
