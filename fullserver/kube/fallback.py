@@ -55,13 +55,21 @@ def fallback_members(
     return capacity_order(members)
 
 
-def spot_first(rules: PoolRules, members: Sequence[ClassMember], environment: str, attached: bool) -> SpotFirstPlan:
-    """The order of the spot members before the on-demand ones as the member enforces it; nothing
-    without both a spot pool and an on-demand one. ``members``: in ``capacity_order``, as
-    ``fallback_members`` gives them."""
+def spot_first(
+    rules: PoolRules,
+    pools: Sequence[tuple[str, bool]],
+    machine: tuple[str, Sequence[str], str | None, int],
+    environment: str,
+    attached: bool,
+) -> SpotFirstPlan:
+    """The order of the spot pools before the on-demand ones as the member enforces it; nothing
+    without both a spot pool and an on-demand one. ``pools`` and ``machine`` (its type, spot types,
+    GPU type and count): what ``fallback_members`` takes, which builds the members only where
+    there is an order to tell (not where the pools are all spot or all on-demand)."""
     how = rules.spot_first
-    if how is None or not any(m.spot for m in members) or all(m.spot for m in members):
+    if how is None or not any(spot for _, spot in pools) or all(spot for _, spot in pools):
         return SpotFirstPlan()
+    members = fallback_members(pools, *machine)
     needs = [how.attached_needs(members)] if attached and how.attached_needs is not None else []
     name = class_name(environment) if how.compute_class is not None else None
     return SpotFirstPlan(line=how.line(members), compute_class=name, attached=needs)

@@ -18,7 +18,7 @@ from fullserver.errors import InputError
 from fullserver.kube import karpenter
 from fullserver.kube.attached import attached_warnings
 from fullserver.kube.fabric import fabric_reserved, pod_devices
-from fullserver.kube.fallback import SpotFirstPlan, fallback_members, spot_first
+from fullserver.kube.fallback import SpotFirstPlan, spot_first
 from fullserver.kube.model import ClusterAccess, PodShare, Pool, Resources, Taint
 from fullserver.kube.model import KubePlan as KubePlan  # re-exported: where callers look
 from fullserver.kube.volume import LABEL_GIB, DataVolume
@@ -367,8 +367,8 @@ def _scheduling(
     the order and for the pods' fabric interfaces. ``types``: the plan's (``_instance_types``), which
     only a spot pool reads, and there is one only where they are the spot pool's."""
     gpu = nodes.accelerator_type
-    members = fallback_members([(p.name, p.spot) for p in pools], nodes.machine_type, types, gpu, nodes.per_node)
-    order = spot_first(rules, members, spec.environment, attached)
+    machine = (nodes.machine_type, types, gpu, nodes.per_node)
+    order = spot_first(rules, [(p.name, p.spot) for p in pools], machine, spec.environment, attached)
     taints = [Taint(key=nodes.taint[0], value=nodes.taint[1], effect=nodes.taint[2])]
     selector = {**nodes.node_selector, LABEL_ENVIRONMENT: labels[LABEL_ENVIRONMENT]}
     if order.compute_class is not None and rules.spot_first is not None:

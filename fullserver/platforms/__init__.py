@@ -243,6 +243,10 @@ def pool_member(key: str) -> PoolRules:
     return _POOLS[key]
 
 
+_POOL_OF: dict[Platform, PoolRules] = {p: r for r in reversed(_POOLS.values()) for p in r.sized_as}
+"""Each node-pool platform's member (the first that builds its pools, as members are listed)."""
+
+
 def pool_member_of(platform: Platform) -> PoolRules | None:
     """The node-pool member whose pools ``platform`` builds, or ``None``: not a node-pool platform."""
-    return next((r for r in _POOLS.values() if platform in r.sized_as), None)
+    return _POOL_OF.get(platform)

@@ -112,9 +112,22 @@ class ZoneForm:
     suffix: str
     rule: str
     """The form in words, with ``{region}``, for messages."""
+    _suffix: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _zone: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    """``suffix`` and a zone of any region, compiled once with the form, not on every look-up."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_suffix", re.compile(self.suffix))  # frozen: set once, here
+        object.__setattr__(self, "_zone", re.compile(r"(.+?)" + self.suffix))
 
     def fits(self, zone: str, region: str) -> bool:
-        return re.fullmatch(re.escape(region) + self.suffix, zone) is not None
+        """The region, then the suffix, and nothing else."""
+        return zone.startswith(region) and self._suffix.fullmatch(zone, len(region)) is not None
+
+    def region_of(self, zone: str) -> str | None:
+        """The region a zone of this form lies in, or ``None`` (not such a zone)."""
+        found = self._zone.fullmatch(zone)
+        return found.group(1) if found else None
 
 
 def spot_with_reservation(req: Request) -> Refusal | None:
@@ -358,10 +371,7 @@ class PlatformRules:
 
     def region_of_zone(self, zone: str) -> str | None:
         """The region a zone of this platform's form lies in, or ``None`` (not such a zone)."""
-        if self.zone_form is None:
-            return None
-        found = re.fullmatch(r"(.+?)" + self.zone_form.suffix, zone)
-        return found.group(1) if found else None
+        return self.zone_form.region_of(zone) if self.zone_form is not None else None
 
     def zone_in_region(self, zone: str, region: str) -> bool:
         return self.zone_form is not None and self.zone_form.fits(zone, region)

@@ -25,7 +25,15 @@ from fullserver.kube.pool import KubePlan
 from fullserver.netcheck import placeholder_ranges_warning
 from fullserver.platforms import option_refusal, rules_for
 from fullserver.profiles import Profile
-from fullserver.sizing.build import build_spec, declared_host, dedicated_spec, gap_warning, refused
+from fullserver.sizing.build import (
+    build_spec,
+    check_platform,
+    declared_host,
+    dedicated_spec,
+    gap_warning,
+    refused,
+    sized_spec,
+)
 from fullserver.sizing.finish import complete_spec
 from fullserver.sizing.rank import (
     ALTERNATIVE_PRICE_RATIO,
@@ -82,12 +90,7 @@ def kube_spec(
     spec names the node-pool platform and carries the ``KubePlan``; the plan's warnings join the
     spec's."""
     vm = SIZED_AS[platform]
-    if platform not in profile.platforms:
-        raise InputError(
-            "fullserver:platform",
-            f"platform {platform.value} is not allowed by profile '{profile.name}'",
-            f"allowed: {', '.join(p.value for p in profile.platforms)}",
-        )
+    check_platform(profile, workload, vm, catalog, pool=platform)
     # The profile's node pools, sized as their VMs: one copy per profile and VM platform, kept in
     # the catalog's memo, so that the ranking and shape kept for it (whose questions hold the
     # profile by identity) are found again.
@@ -96,7 +99,7 @@ def kube_spec(
     location = _location(workload)
     zone = workload.zone or (location if catalog.answer(_zonal, _Location(location)) else None)
     # Shapes balanced by the node's shape, as VMs, with room for the workload pod (rank.assess).
-    sized = build_spec(
+    sized = sized_spec(
         as_vm, workload.model_copy(update={"platform": vm, "zone": zone}), vm, catalog, environment, pool=platform
     )
     access = cluster_access(workload)
@@ -119,11 +122,8 @@ def kube_spec(
     if access.subnets and (pools.efa_interfaces or pools.compact_placement):
         said.append(one_zone_warning(pools.zone))
     pools = pools.model_copy(update={"warnings": [*pools.warnings, *said]}) if said else pools
-    # What the VM platform says of its own VMs (no spot fallback, the provider's default zone) is
-    # not so of node pools (a fallback pool; a regional cluster's zones).
-    rules = rules_for(vm)
-    vm_only = [rules.no_spot_fallback or "\0", (rules.unset_zone_warning or "\0").split("{", 1)[0]]
-    kept = [w for w in sized.warnings if not any(w.startswith(v) for v in vm_only)]
+    vm_only = _VM_ONLY[vm]
+    kept = [w for w in sized.warnings if not w.startswith(vm_only)]
     tpu = sized.tpu.model_copy(update={"queued": False}) if sized.tpu else None  # a pool, not a queued resource
     held = sized.capacity
     if held is not None and pools.provisioner == karpenter.KARPENTER:  # one NodePool over the set, not groups
@@ -137,6 +137,18 @@ def kube_spec(
             "warnings": [*kept, *pools.warnings, *autoscaler_warnings(pools)],
         }
     )
+
+
+def _vm_only(vm: Platform) -> tuple[str, str]:
+    """How the warnings start that the VM platform says of its own VMs (no spot fallback, the
+    provider's default zone) and that are not so of node pools (a fallback pool; a regional
+    cluster's zones); "\0" where it says none."""
+    rules = rules_for(vm)
+    return rules.no_spot_fallback or "\0", (rules.unset_zone_warning or "\0").split("{", 1)[0]
+
+
+_VM_ONLY: dict[Platform, tuple[str, str]] = {vm: _vm_only(vm) for vm in SIZED_AS.values()}
+"""``_vm_only`` of each VM platform node pools are sized as: its rules' alone, so worked out once."""
 
 
 class _AsVm(NamedTuple):

@@ -23,6 +23,7 @@ from fullserver.sizing.rank import (
     Candidate,
     RankQuestion,
     alternative_shapes,
+    check_region,
     efa_interfaces,
     local_nvme_count,
     nvme_need_gib,
@@ -164,12 +165,18 @@ def _refusal(q: _CapacityQuestion, catalog: Catalog) -> Refusal | None:
     return rules_for(q.platform).refusal(q.request)
 
 
-def _check_platform(profile: Profile, workload: Workload, platform: Platform) -> None:
-    """The platform is the profile's, and takes as many nodes as the stack asks."""
-    if platform not in profile.platforms:
+def check_platform(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, pool: Platform | None = None
+) -> None:
+    """The platform is the profile's, takes as many nodes as the stack asks, and has prices in the
+    stack's region: asked, in that order, before any sizing, so that a comparison row on a platform
+    that prices no such region costs one lookup (``check_region``). ``pool``: the machines are nodes
+    of that node-pool platform, which is what the profile must allow; ``platform`` is its VMs'."""
+    allowed = pool or platform
+    if allowed not in profile.platforms:
         raise InputError(
             "fullserver:platform",
-            f"platform {platform.value} is not allowed by profile '{profile.name}'",
+            f"platform {allowed.value} is not allowed by profile '{profile.name}'",
             f"allowed: {', '.join(p.value for p in profile.platforms)}",
         )
     if workload.nodes > 1 and profile.topology.nodes == "single":
@@ -181,6 +188,7 @@ def _check_platform(profile: Profile, workload: Workload, platform: Platform) ->
     multi_node = rules_for(platform).multi_node
     if workload.nodes > 1 and multi_node is not None:
         raise refused(multi_node)
+    check_region(workload.region, platform, catalog)
 
 
 def _shape_warnings(profile: Profile, region: str, cand: Candidate, platform: Platform) -> list[str]:
@@ -316,6 +324,14 @@ def _shape(q: RankQuestion, catalog: Catalog) -> _Shape:
 
 
 def build_spec(
+    profile: Profile, workload: Workload, platform: Platform, catalog: Catalog, environment: str
+) -> EnvironmentSpec:
+    """Choose the shape and everything attached to it; the spec the components will build."""
+    check_platform(profile, workload, platform, catalog)
+    return sized_spec(profile, workload, platform, catalog, environment)
+
+
+def sized_spec(
     profile: Profile,
     workload: Workload,
     platform: Platform,
@@ -323,10 +339,9 @@ def build_spec(
     environment: str,
     pool: Platform | None = None,
 ) -> EnvironmentSpec:
-    """Choose the shape and everything attached to it; the spec the components will build.
+    """``build_spec`` past its checks (``check_platform``, which the caller has asked).
     ``pool``: the machines are nodes of that Kubernetes node-pool platform, balanced as VMs and
     leaving the workload pod room (``fullserver.sizing.rank.assess``)."""
-    _check_platform(profile, workload, platform)
     rules = rules_for(platform)
     shape = catalog.answer(_shape, RankQuestion.of(profile, workload, platform, pool))
     cand, nodes, zone = shape.cand, shape.nodes, shape.zone

@@ -326,6 +326,13 @@ class _RegionQuestion(NamedTuple):
     platform: Platform
 
 
+def check_region(region: str, platform: Platform, catalog: Catalog) -> None:
+    """Refuses a region the platform has no prices in (``_region_refusal``), once per region and
+    platform and catalog (``Catalog.answer``): sizing asks it before any other work of the row's
+    (``fullserver.sizing.build.check_platform``), a ranking first of its own."""
+    catalog.answer(_region_refusal, _RegionQuestion(region, platform))
+
+
 def _region_refusal(q: _RegionQuestion, catalog: Catalog) -> None:
     """Refuses a region the platform has no prices in (a comparison row asks it of every platform;
     its "did you mean" is worked out once per region and platform)."""
@@ -415,7 +422,7 @@ def ranking(q: RankQuestion, catalog: Catalog) -> tuple[tuple[Candidate, ...], t
     """``rank`` of a question, worked out: sizing keeps the shape chosen from it
     (``fullserver.sizing.build``), not the ranking as well."""
     profile, platform, pool, region = q.profile.of, q.platform, q.pool, q.region
-    catalog.answer(_region_refusal, _RegionQuestion(region, platform))
+    check_region(region, platform, catalog)
     feasible: list[Candidate] = []
     misses: list[Miss] = []
     weighing = _OffersQuestion(
