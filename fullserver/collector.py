@@ -3,10 +3,10 @@
 Planning makes many short-lived objects and no reference cycles (``tests/core/test_collector.py``
 plans every example stack and finds none), so reference counting frees them and the collector
 only rescanned what planning kept: a fifth of the cold planning time (issue 36). ``batch`` pauses
-automatic collection in its block, then moves what it kept to the oldest generation (``gc.freeze``
-then ``gc.unfreeze``, unless the caller froze objects of its own), which the first young
-collection would otherwise scan whole, and puts the caller's setting back. A cycle made inside is
-collected by the next full collection.
+automatic collection in its block, then moves every young object, the block's and the caller's,
+to the oldest generation (``gc.freeze`` then ``gc.unfreeze``, unless the caller froze objects of
+its own), which the first young collection would otherwise scan whole. A cycle among them waits
+for the next full collection, which on Python 3.11 they do not bring nearer.
 """
 
 from __future__ import annotations
