@@ -217,68 +217,34 @@ def pod_share(reserved: Allocatable) -> NodeResources:
     return reserved.allocatable.minus(DAEMONSET_ALLOWANCE)
 
 
-class _NodeAsk(NamedTuple):
-    """What a pool node's reservations and the workload pod's share of it depend on (``_node``):
-    the node's machine and disks, its EFA interfaces and the pods its network addresses. Rows of
-    many stacks size the same machine, so the answer is kept once per question (``Catalog.answer``)."""
+class NodeAsk(NamedTuple):
+    """What a pool node's reservations and the workload pod's share of it depend on (``node_room``):
+    the node-pool platform, the machine's size and the disks, EFA interfaces and pods sizing gives
+    it, in ``node_reservations``' order. Sizing asks it of every offer a pool ranks
+    (``fullserver.sizing.rank``) and a plan of the node it builds: one answer per question."""
 
     platform: Platform
-    machine_type: str
     vcpus: int
     memory_gib: float
     local_disks: int
     local_disk_gib: float
-    boot_disk_gib: int
+    boot_disk_gib: float
     efa_interfaces: int
     pods: int | None
 
-    @classmethod
-    def of(cls, spec: EnvironmentSpec, platform: Platform, machine_type: str, pods: int | None) -> _NodeAsk:
-        return cls(
-            platform,
-            machine_type,
-            spec.vcpus,
-            spec.memory_gib,
-            spec.local_nvme_disks,
-            spec.local_nvme_disk_gib,
-            spec.boot_disk_gib,
-            spec.network.efa_interfaces,
-            pods,
-        )
+
+class NodeRoom(NamedTuple):
+    """A node's capacity and reservations (``node_reservations``) and the workload pod's share."""
+
+    reserved: Allocatable
+    share: NodeResources
 
 
-class _Node(NamedTuple):
-    """A node as a plan states it (``KubePlan.node_capacity`` and the rest) and the workload pod's share."""
-
-    capacity: Resources
-    reserved: Resources
-    allocatable: Resources
-    share: Resources
-
-
-def _node(q: _NodeAsk) -> _Node:
-    """The node's reservations and what is left for one pod (``pod_share``), or why no pod fits."""
-    reserved = node_reservations(
-        q.platform, q.vcpus, q.memory_gib, q.local_disks, q.local_disk_gib, q.boot_disk_gib, q.efa_interfaces, q.pods
-    )
-    share = pod_share(reserved)
-    if min(share.cpu_m, share.memory_mib, share.ephemeral_mib) <= 0:
-        raise InputError(
-            "fullserver:accelerator",
-            f"{q.machine_type} leaves no room for a workload pod after the node's reservations",
-            "use a larger shape",
-        )
-    return _Node(
-        _resources(reserved.capacity),
-        _resources(reserved.reserved),
-        _resources(reserved.allocatable),
-        _resources(share),
-    )
-
-
-def _node_of(q: _NodeAsk, catalog: Catalog) -> _Node:
-    """``_node``, one answer per question and catalog (``Catalog.answer``)."""
-    return _node(q)
+def node_room(q: NodeAsk, catalog: Catalog | None = None) -> NodeRoom:
+    """The node's reservations and what is left for one pod (``pod_share``); kept once per question
+    and catalog where asked through ``Catalog.answer``."""
+    reserved = node_reservations(*q)
+    return NodeRoom(reserved, pod_share(reserved))
 
 
 def _node_resources(
@@ -291,17 +257,33 @@ def _node_resources(
     catalog: Catalog | None,
 ) -> dict[str, Any]:
     """What a plan states of a node's resources: the pods it pins (the fewest its network addresses
-    over ``types``), what kubelet and the system keep, what is left, and the workload pod's share."""
+    over ``types``), what kubelet and the system keep, what is left, and the workload pod's share,
+    or why no pod fits."""
     pods = network_pods(spec, types)
-    asked = _NodeAsk.of(spec, platform, nodes.machine_type, pods)
-    node = _node(asked) if catalog is None else catalog.answer(_node_of, asked)
+    asked = NodeAsk(
+        platform,
+        spec.vcpus,
+        spec.memory_gib,
+        spec.local_nvme_disks,
+        spec.local_nvme_disk_gib,
+        spec.boot_disk_gib,
+        spec.network.efa_interfaces,
+        pods,
+    )
+    reserved, share = node_room(asked) if catalog is None else catalog.answer(node_room, asked)
+    if min(share.cpu_m, share.memory_mib, share.ephemeral_mib) <= 0:
+        raise InputError(
+            "fullserver:accelerator",
+            f"{nodes.machine_type} leaves no room for a workload pod after the node's reservations",
+            "use a larger shape",
+        )
     return {
         "max_pods": None if nodes.max_pods is None else pinned_pods(nodes.max_pods, pods),
         "kube_reserved": rules.kube_reserved(spec.vcpus, pods) if rules.kube_reserved is not None else {},
-        "node_capacity": node.capacity,
-        "node_reserved": node.reserved,
-        "node_allocatable": node.allocatable,
-        "pod": PodShare(accelerators=nodes.per_node, resources=node.share, devices=pod_devices(rules, efa)),
+        "node_capacity": _resources(reserved.capacity),
+        "node_reserved": _resources(reserved.reserved),
+        "node_allocatable": _resources(reserved.allocatable),
+        "pod": PodShare(accelerators=nodes.per_node, resources=_resources(share), devices=pod_devices(rules, efa)),
     }
 
 
@@ -447,7 +429,7 @@ def kube_plan(
     pods, without queued provisioning (``fullserver:flexStart``; ``gke.FLEX_START_MIN_VERSION`` says
     why), at most ``max_run_hours`` per node. ``provisioner``: what grows EKS's nodes (``_karpenter``).
     ``access``: the cluster's location and way in, as the plan carries it (``fullserver.kube.access``).
-    ``catalog``: where given, what rows of many stacks share (``_node``) is kept in its memo."""
+    ``catalog``: where given, what rows of many stacks share (``node_room``) is kept in its memo."""
     rules = _refuse(spec, platform, flex_start)
     nodes = _nodes(spec, rules)
     labels = _node_labels(spec)

@@ -14,7 +14,7 @@ from fullserver.catalog import Catalog, Offer, Same
 from fullserver.catalog.model import Interconnect, Platform
 from fullserver.errors import InputError, NothingFits
 from fullserver.hourly import hourly_rate
-from fullserver.kube.pool import node_reservations, pod_share
+from fullserver.kube.pool import NodeAsk, node_room
 from fullserver.nearmiss import nothing_fits_hint
 from fullserver.platforms import rules_for
 from fullserver.platforms.pool_rules import NodeResources
@@ -184,45 +184,23 @@ def pod_room(profile: Profile, offer: Offer, platform: Platform, pool: Platform,
     allocatable after kubelet and system reservations (and the huge pages its EFA driver holds where
     ``nodes`` talk over EFA), less the DaemonSet allowance (``fullserver.kube.pool.pod_share``), its
     ephemeral storage on the local SSDs or instance store sizing uses, else on the boot disk."""
-    return _room(_Node.of(Minimums.of(profile, platform), offer, pool, nodes))
+    return node_room(_node(Minimums.of(profile, platform), offer, pool, nodes)).share
 
 
-class _Node(NamedTuple):
-    """What a node's room for the workload pod depends on (``_room``): the offer, the node-pool
-    platform, and the local disks, boot disk and EFA interfaces sizing gives it; profiles and node
-    counts that agree on these are one question (``_misfit_of``)."""
-
-    offer: Same[Offer]
-    pool: Platform
-    local_disks: int
-    boot_disk_gib: int
-    efa: int
-
-    @classmethod
-    def of(cls, m: Minimums, offer: Offer, pool: Platform, nodes: int) -> _Node:
-        local = local_nvme_count(offer, _nvme_need(m.balance.of, offer))
-        return cls(Same(offer), pool, local, m.boot_disk_gib, _efa(m.topology.of, offer, nodes))
-
-
-def _room(q: _Node) -> NodeResources:
-    offer = q.offer.of
+def _node(m: Minimums, offer: Offer, pool: Platform, nodes: int) -> NodeAsk:
+    """A node of ``offer`` in a ``pool`` node pool, with the local disks, boot disk and EFA
+    interfaces sizing gives it: profiles and node counts that agree on these are one question."""
     host = offer.host
-    reserved = node_reservations(
-        q.pool,
+    return NodeAsk(
+        pool,
         host.vcpus,
         host.memory_gib,
-        q.local_disks,
+        local_nvme_count(offer, _nvme_need(m.balance.of, offer)),
         offer.local_nvme_disk_gib,
-        q.boot_disk_gib,
-        q.efa,
+        m.boot_disk_gib,
+        _efa(m.topology.of, offer, nodes),
         offer.pods,
     )
-    return pod_share(reserved)
-
-
-def _misfit_of(q: _Node, catalog: Catalog) -> str:
-    """``_misfit`` of the node's room: one answer per ``_Node`` and catalog (``Catalog.answer``)."""
-    return _misfit(_room(q))
 
 
 def pod_misfit(profile: Profile, offer: Offer, platform: Platform, pool: Platform, nodes: int = 1) -> str:
@@ -256,7 +234,9 @@ def assess(
     m = Minimums.of(profile, platform)
     host, report, reason = _assess(m, offer, platform, nodes)
     misfit = (
-        _misfit(_room(_Node.of(m, offer, pool, rules_for(platform).supply.units(nodes)))) if pool is not None else ""
+        _misfit(node_room(_node(m, offer, pool, rules_for(platform).supply.units(nodes))).share)
+        if pool is not None
+        else ""
     )
     return host, report, misfit or reason
 
@@ -400,7 +380,7 @@ def _weighed(q: _OffersQuestion, catalog: Catalog) -> tuple[_Weighed, ...]:
     vms = catalog.answer(_weighed, q._replace(pool=None))
     units = rules_for(q.platform).supply.units(q.nodes)
     pool = q.pool
-    misfits = [catalog.answer(_misfit_of, _Node.of(q.minimums, w.offer, pool, units)) for w in vms]
+    misfits = [_misfit(catalog.answer(node_room, _node(q.minimums, w.offer, pool, units)).share) for w in vms]
     # A node with room for the pod is weighed as its VM was: the VM's verdict is kept as it is.
     return tuple(
         _verdict(w.offer, w.host, w.report, misfit) if misfit else w for w, misfit in zip(vms, misfits, strict=True)
