@@ -97,7 +97,7 @@ def kube_spec(
     as_vm = catalog.answer(_as_vm, _AsVm(Same(profile), vm))
     # A zonal cluster's pools go to its zone unless the stack names another of the region's.
     location = _location(workload)
-    zone = workload.zone or (location if catalog.answer(_zonal, _Location(location)) else None)
+    zone = workload.zone or (location if zonal(location) else None)
     # Shapes balanced by the node's shape, as VMs, with room for the workload pod (rank.assess).
     sized = sized_spec(
         as_vm, workload.model_copy(update={"platform": vm, "zone": zone}), vm, catalog, environment, pool=platform
@@ -159,16 +159,6 @@ class _AsVm(NamedTuple):
 def _as_vm(q: _AsVm, catalog: Catalog) -> Profile:
     """The profile with the VM platform its node pools are sized as as its only platform."""
     return q.profile.of.model_copy(update={"platforms": [q.vm]})
-
-
-class _Location(NamedTuple):
-    location: str
-
-
-def _zonal(q: _Location, catalog: Catalog) -> bool:
-    """Whether a cluster's location is one zone (``fullserver.kube.model.zonal``): rows of many
-    stacks ask it of the same few regions."""
-    return zonal(q.location)
 
 
 def _location(workload: Workload) -> str:
