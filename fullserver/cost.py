@@ -317,11 +317,7 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
                 spec, profile, catalog, lines, compute_hour, peak_hour, compute_prices, share, unpriced
             )
         lines.extend(_storage_lines(spec, catalog, share, warnings, unpriced))
-        network = _network(spec, workload, share)
-        if network is not None:  # many estimates share one network (``_Network``)
-            network_part, said = catalog.answer(_network_answer, network)
-            lines.extend(network_part)
-            warnings.extend(said)
+        lines.extend(network_lines(spec, workload, share, warnings, catalog))
         if workload.egress_gb_month:
             egress = catalog.egress_price(spec.provider, spec.region)
             if egress is None:
@@ -438,25 +434,23 @@ def _network(spec: EnvironmentSpec, workload: Workload, share: float) -> _Networ
     return _Network(Same(load_network_prices()), b, spec.platform, spec.region, share, node_ip_item, listeners, gb)
 
 
-def network_lines(spec: EnvironmentSpec, workload: Workload, share: float, warnings: list[str]) -> list[CostLine]:
+def network_lines(
+    spec: EnvironmentSpec, workload: Workload, share: float, warnings: list[str], catalog: Catalog | None = None
+) -> list[CostLine]:
     """A cost line per billed network resource of ``spec`` (``fullserver.billables``; ``share``: the
-    part of the month it runs), each priced as its platform prices it (``PlatformRules.network``)."""
+    part of the month it runs), each priced as its platform prices it (``PlatformRules.network``).
+    ``catalog``: where given, estimates that share one network (``_Network``) are answered once."""
     asked = _network(spec, workload, share)
     if asked is None:
         return []
-    lines, said = _network_lines(asked)
+    lines, said = _network_lines(asked) if catalog is None else catalog.answer(_network_lines, asked)
     warnings.extend(said)
     return list(lines)
 
 
-def _network_answer(q: _Network, catalog: Catalog) -> tuple[tuple[CostLine, ...], tuple[str, ...]]:
-    """``_network_lines`` as the catalog keeps it (``Catalog.answer``): the prices are not the
-    catalog's, the question holds them."""
-    return _network_lines(q)
-
-
-def _network_lines(q: _Network) -> tuple[tuple[CostLine, ...], tuple[str, ...]]:
-    """The lines of ``network_lines`` and the warnings they raise."""
+def _network_lines(q: _Network, catalog: Catalog | None = None) -> tuple[tuple[CostLine, ...], tuple[str, ...]]:
+    """The lines of ``network_lines`` and the warnings they raise (the catalog's are not read: the
+    question holds the network prices)."""
     b = q.billables
     network = rules_for(q.platform).network
     assert network is not None
