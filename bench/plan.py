@@ -5,7 +5,8 @@ Two columns (issue 36): warm, the same catalog planning stacks that cycle throug
 memo answers most questions), and cold, the memo cleared before each run over stacks that each ask
 sizing a question of their own (``distinct_stacks``); target: cold sizing + cost <= 0.5 ms per stack;
 beside it the cold work per stack as counts (``work_done``), which the machine's load does not move,
-and the comparison rows' part of the cold figure (``rows_share``).
+the comparison rows' part of the cold figure (``rows_share``), and the part of it that ranks shapes
+and prices environments (``sizing_proper``), which no change to the rest can take below.
 Many distinct stacks through the CLI (issue 36): ``fullserver plan --summary`` over 1 and 500 of them,
 in a fresh process each; target <= 1 ms of CPU per stack beyond the first.
 Resource graphs (issue 3): every example stack, then up to 200 generated stacks evaluated under
@@ -23,8 +24,10 @@ Run: ``.venv/bin/python bench/plan.py [--sizes 1,50,100,250,500] [--graph-sizes 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import itertools
 import os
+import pstats
 import random
 import resource
 import subprocess
@@ -210,6 +213,31 @@ def rows_share(paths: list[Path], runs: int = 5) -> tuple[float, float, float]:
     return best[True], best[False], rows
 
 
+SIZING_PROPER = {("fullserver/sizing/rank.py", "ranking"), ("fullserver/cost.py", "estimate_at_minimum")}
+"""What ranks a platform's shapes (a ranking worked out, not a memo hit) and what prices an environment."""
+
+
+def sizing_proper(paths: list[Path]) -> float:
+    """The share of a cold plan of ``paths`` spent in ``SIZING_PROPER`` (under cProfile, which weighs
+    many small calls a little more than few large ones; what ``docs/design/core.md`` reasons from)."""
+    profiles, catalog = load_profiles(), load_catalog()
+    catalog.memo.clear()
+    profiler = cProfile.Profile()
+    profiler.runcall(plan_paths, paths, profiles, catalog)
+    # (file, line, name) -> (primitive calls, calls, own time, cumulative time, callers)
+    stats: dict[tuple[str, int, str], tuple[int, int, float, float, object]]
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    total = sum(entry[2] for entry in stats.values())
+    found = {
+        (file, name): entry[3]
+        for (file, _, name), entry in stats.items()
+        for suffix, wanted in SIZING_PROPER
+        if name == wanted and file.endswith(suffix)
+    }
+    assert len(found) == len(SIZING_PROPER), f"not found under cProfile: {SIZING_PROPER}"
+    return sum(found.values()) / total
+
+
 def cold_warm_table(warm: list[tuple[int, float, int]], cold: list[tuple[int, float, int]]) -> None:
     """Warm (variants cycled, memo kept) beside cold (distinct questions, memo cleared), per stack."""
     print("sizing + cost (no graph): warm = 12 variants cycled, memo kept; cold = distinct questions, memo cleared")
@@ -392,6 +420,11 @@ def main() -> None:
         print(
             f"  of which comparison rows: {1000 * (with_rows - without) / n:.3f} ms/stack, {rows:.2f} rows per stack "
             f"(cold, {1000 * with_rows / n:.3f} with them, {1000 * without / n:.3f} without; best of 5, alternating)"
+        )
+        proper = sizing_proper(distinct)
+        print(
+            f"  of which ranking shapes and pricing environments: {100 * proper:.0f} % "
+            f"(~{1000 * with_rows * proper / n:.2f} ms/stack; cProfile share of one cold run)"
         )
         work = work_done(distinct)
         print(f"cold work per stack ({len(distinct)} distinct stacks; counts, not times):")
