@@ -209,7 +209,7 @@ class CostAssumptions(Strict):
     idle_stretches_per_month: Annotated[float, Field(ge=0, le=MAX_HOURS_PER_MONTH)] = 0
     """How many times a month the machine falls idle while up (the end of each working session or
     run). Always on, the idle hours are ``idle_share`` of the paid hours; with autostop each
-    stretch bills at most the autostop minutes (``fullserver.autostop.pricing``)."""
+    stretch bills at most the autostop minutes (``fullserver.autostop.plan``)."""
     spot_share: Annotated[float, Field(ge=0, le=1)] = 0.8
     """Spot-with-fallback: the share of running hours expected on spot capacity; the rest runs on
     the on-demand fallback. Shapes are ranked and priced at this mix (the expected cost), so a
