@@ -83,11 +83,6 @@ class Ledger(_Strict):
         price = self.types[type_token].price
         return price.line if isinstance(price, Billed) else None
 
-    def counted_by(self, type_token: str) -> tuple[str, ...]:
-        """The quota keys or sections that count ``type_token`` (empty: none)."""
-        quota = self.types[type_token].quota
-        return quota.counts if isinstance(quota, Counted) else ()
-
 
 @functools.lru_cache(maxsize=2)
 def load_ledger(path: Path = DATA_DIR / RESOURCES_FILE) -> Ledger:

@@ -110,7 +110,6 @@ class Rule:
         return all(getattr(needs, key) in values for key, values in self.when.items())
 
 
-JAX_TF = ("jax", "tensorflow")
 GPU = tuple(p.value for p in GPU_PLATFORMS)
 TRAINING = (Purpose.TRAINING,)
 INFERENCE = (Purpose.INFERENCE,)

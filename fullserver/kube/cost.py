@@ -84,10 +84,6 @@ class KubeCost:
         return self.cluster.always_usd_hour + sum([p.max_usd_hour for p in self.pools])
 
     @property
-    def min_usd_month(self) -> float:
-        return round(self.min_usd_hour * self.hours_per_month, 2)
-
-    @property
     def max_usd_month(self) -> float:
         return round(self.max_usd_hour * self.hours_per_month, 2)
 

@@ -89,6 +89,7 @@ GPU_TAINT = (GPU_RESOURCE, "present", "NoSchedule")
 every GPU pool as Cluster Toolkit does: GKE adds it only when the cluster has a non-GPU pool."""
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 SPOT_LABEL = "cloud.google.com/gke-spot"
+"""GKE labels spot nodes ``cloud.google.com/gke-spot=true`` (GKE "Spot VMs")."""
 COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
 """Pods select a custom ComputeClass with this node selector; a manually created Standard pool
 serves the class only with this node label and a ``NoSchedule`` taint of the same key and value
@@ -98,8 +99,6 @@ serves the class only with this node label and a ``NoSchedule`` taint of the sam
 COMPUTE_CLASS_MIN_VERSION = "1.30.3-gke.1451000"
 """Custom ComputeClasses in Standard and Autopilot: "version 1.30.3-gke.1451000 and later"
 (GKE "About custom ComputeClasses")."""
-"""GKE labels spot nodes ``cloud.google.com/gke-spot=true`` (GKE "Spot VMs")."""
-NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 GPU_DRIVER = "LATEST"
 """``gpu_driver_installation_config.gpu_driver_version``: set explicitly (the server-side default
 changed in GKE 1.30 and caused perma-diffs, magic-modules#11152). ``LATEST`` as xpk passes it;

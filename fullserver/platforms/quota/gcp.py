@@ -65,11 +65,6 @@ def cpu_quotas(ask: QuotaAsk, table: QuotaTable, accelerator_hosts: bool = True)
     return out
 
 
-def cpu_quota(ask: QuotaAsk, table: QuotaTable) -> list[QuotaNeed]:
-    """The machine series' CPU quota of the accelerator machines alone."""
-    return series_cpus(ask.shape, ask.machines, ask.vcpus, ask, table)
-
-
 def storage_and_address_quotas(ask: QuotaAsk, table: QuotaTable) -> list[QuotaNeed]:
     """Persistent Disk SSD and local SSD in GB (quotas count decimal GB of the disks' GiB sizes),
     and in-use external addresses (the nodes' own and Cloud NAT's): Compute Engine's regional
