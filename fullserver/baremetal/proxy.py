@@ -163,9 +163,6 @@ class ProxySocket:
         self._in.settimeout(timeout)
         self._out.settimeout(timeout)
 
-    def gettimeout(self) -> float | None:
-        return self._timeout
-
     def fileno(self) -> int:
         """The end we read (what a ``select`` on this socket waits for)."""
         return self._out.fileno()
