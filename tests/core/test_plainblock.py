@@ -7,7 +7,6 @@ own reading, keys, types and order included; whatever PyYAML refuses it must dec
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,7 @@ from hypothesis import strategies as st
 from fullserver.errors import InputError
 from fullserver.plainblock import Tagger, read_plain_block
 from fullserver.yamlio import _TAGGER, MAX_DEPTH, _Loader, load_yaml_text
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.project.repo import ROOT, tracked
 
 
 def fast(text: str) -> dict[str, Any] | None:
@@ -46,8 +44,7 @@ def same(a: Any, b: Any) -> bool:
 
 
 def _repo_yaml() -> list[Path]:
-    listed = subprocess.run(["git", "ls-files", "*.yaml", "*.yml"], cwd=ROOT, capture_output=True, text=True)
-    return [ROOT / p for p in listed.stdout.split()]
+    return [ROOT / p for p in tracked("*.yaml", "*.yml")]
 
 
 def test_every_yaml_file_of_the_repository_reads_as_pyyaml_reads_it() -> None:

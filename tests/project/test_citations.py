@@ -9,10 +9,10 @@ primary source (the provider's page, the upstream repository path at a version) 
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.project.repo import ROOT, tracked
+
 OUTSIDE = re.compile(r"(?<![~\w])/wor[k]/|shared[/]reference|\.\./share[d]/")  # [k]: the pattern cites nothing itself
 """A path into the author's workspace (``~/work/...`` in a shell example is the reader's own)."""
 WORKSPACE_SAMPLE = "/" + "/".join(("work", "shared", "reference", "kubernetes.md"))
@@ -20,8 +20,7 @@ CITING = (".py", ".yaml", ".yml", ".md", ".toml", ".json", ".txt")
 
 
 def tracked_files() -> list[Path]:
-    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return [ROOT / name for name in listed.splitlines() if name.endswith(CITING)]
+    return [ROOT / name for name in tracked() if name.endswith(CITING)]
 
 
 def outside_citations(paths: list[Path]) -> list[str]:

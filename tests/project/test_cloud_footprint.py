@@ -27,7 +27,8 @@ import pytest
 
 from fullserver.clouds import Cloud, all_clouds
 from fullserver.platforms import all_rules, module_of
-from tests.project.test_platform_footprint import MAX_OUTSIDE, ROOT, SHARED_OWN, tracked
+from tests.project.repo import ROOT
+from tests.project.test_platform_footprint import MAX_OUTSIDE, SHARED_OWN, tracked
 from tests.project.test_platform_footprint import is_own as platform_own
 
 

@@ -10,19 +10,16 @@ withholds from children): state of the process by nature, so not held to this.
 from __future__ import annotations
 
 import ast
-import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.project.repo import ROOT, tracked
+
 MUTATING = {"append", "extend", "insert", "update", "setdefault", "add", "discard", "remove", "pop", "popitem", "clear"}
 """The methods of ``list``, ``dict`` and ``set`` that change the object in place."""
 
 
 def core_modules() -> list[Path]:
-    listed = subprocess.run(["git", "ls-files", "fullserver"], cwd=ROOT, capture_output=True, text=True, check=True)
-    return [
-        ROOT / p for p in listed.stdout.splitlines() if p.endswith(".py") and not p.startswith("fullserver/baremetal/")
-    ]
+    return [ROOT / p for p in tracked("fullserver/*.py") if not p.startswith("fullserver/baremetal/")]
 
 
 def _module_names(tree: ast.Module) -> set[str]:

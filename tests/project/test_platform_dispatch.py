@@ -20,13 +20,11 @@ component registry's entry). The scan reads every tracked Python file of the shi
 from __future__ import annotations
 
 import ast
-import subprocess
-from pathlib import Path
 
 from fullserver.platform import Platform
 from fullserver.platforms import all_rules, module_of
+from tests.project.repo import ROOT, tracked
 
-ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("fullserver/", "fullserver_cli/", "components/", "policy/", "stackops/", "__main__.py")
 
 
@@ -97,13 +95,8 @@ def _op(op: ast.cmpop) -> str:
 
 
 def scanned_files() -> list[str]:
-    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
-    own = own_code()
-    return [
-        f
-        for f in tracked.stdout.split()
-        if f.startswith(SCANNED) and not f.startswith(tuple(own)) and (ROOT / f).is_file()
-    ]
+    own = tuple(own_code())
+    return [f for f in tracked("*.py") if f.startswith(SCANNED) and not f.startswith(own)]
 
 
 def test_no_comparison_outside_the_platforms_names_a_platform() -> None:

@@ -9,9 +9,9 @@ reading them again, or the ``Supply``'s private answers, anywhere but ``fullserv
 from __future__ import annotations
 
 import ast
-import subprocess
 
-from tests.project.test_platform_dispatch import ROOT, SCANNED
+from tests.project.repo import ROOT, tracked
+from tests.project.test_platform_dispatch import SCANNED
 
 FLAGS = frozenset({"declared_hardware", "slices", "configured_over_ssh", "image_is_runtime", "_by_type", "_declared"})
 
@@ -26,12 +26,7 @@ def flag_reads(source: str) -> list[tuple[int, str]]:
 
 
 def test_no_call_site_outside_the_platforms_reads_a_converted_flag() -> None:
-    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
-    files = [
-        f
-        for f in tracked.stdout.split()
-        if f.startswith(SCANNED) and not f.startswith("fullserver/platforms/") and (ROOT / f).is_file()
-    ]
+    files = [f for f in tracked("*.py") if f.startswith(SCANNED) and not f.startswith("fullserver/platforms/")]
     found = [f"{f}:{line}: {what}" for f in files for line, what in flag_reads((ROOT / f).read_text())]
     assert not found, "ask the platform (rules.supply, rules.boot_image) instead:\n" + "\n".join(found)
 

@@ -48,17 +48,16 @@ from __future__ import annotations
 import ast
 import io
 import re
-import subprocess
 import tokenize
 from functools import cache
-from pathlib import Path
 
 import pytest
 
 from fullserver.platform import AcceleratorKind, Platform
 from fullserver.platforms import PlatformRules, all_rules, module_of
+from tests.project import repo
+from tests.project.repo import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 MAX_OUTSIDE = 6
 """Issue 23: at most 6 files outside a platform's own."""
 SHARED_OWN = ("tests/", "bench/", "docs/", "stacks/", "examples/", "profiles/", "fullserver/catalog/data/")
@@ -87,8 +86,7 @@ def is_own(path: str, rules: PlatformRules) -> bool:
 
 @cache
 def tracked() -> tuple[str, ...]:
-    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return tuple(f for f in out.split() if (ROOT / f).is_file())
+    return tuple(repo.tracked())
 
 
 def _names_module(name: str, modules: list[str]) -> bool:

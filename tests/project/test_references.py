@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
-import subprocess
 from pathlib import Path
 
 from pydantic import BaseModel
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.project.repo import ROOT, tracked
+
 PACKAGES = ("fullserver", "fullserver_cli", "components", "policy", "stackops")
 NAME = re.compile(r"`{1,2}((?:" + "|".join(PACKAGES) + r")\.[A-Za-z_][\w.]*\w)(?:\(\))?`{1,2}")
 """A dotted name in backticks, single (Markdown) or double (reST docstrings), maybe called."""
@@ -32,9 +32,8 @@ FILE_LIKE = re.compile(r"(\.(py|md|yaml|yml|json|toml|txt)|/)$")
 """A path that names a file or a folder, not a name a program makes at run time (``components/venv``)."""
 
 
-def tracked(*suffixes: str) -> list[Path]:
-    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return [ROOT / name for name in listed.splitlines() if name.endswith(suffixes)]
+def tracked_with(*suffixes: str) -> list[Path]:
+    return [ROOT / name for name in tracked() if name.endswith(suffixes)]
 
 
 def resolves(name: str) -> bool:
@@ -102,15 +101,15 @@ def broken_links(docs: list[Path]) -> list[str]:
 
 
 def test_every_name_the_prose_gives_exists() -> None:
-    assert dangling_names(tracked(".py", ".md")) == []
+    assert dangling_names(tracked_with(".py", ".md")) == []
 
 
 def test_every_path_the_docs_give_exists() -> None:
-    assert dangling_paths(tracked(".md")) == []
+    assert dangling_paths(tracked_with(".md")) == []
 
 
 def test_every_relative_link_the_docs_give_leads_somewhere() -> None:
-    assert broken_links(tracked(".md")) == []
+    assert broken_links(tracked_with(".md")) == []
 
 
 def test_a_renamed_function_is_found_where_the_prose_still_names_it(tmp_path: Path) -> None:

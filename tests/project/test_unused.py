@@ -12,20 +12,15 @@ from __future__ import annotations
 import ast
 import importlib
 import re
-import subprocess
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.project.repo import ROOT, tracked
+
 PACKAGES = ("fullserver", "fullserver_cli", "components", "policy", "stackops")
 WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 NOT_REGISTERING = {"property", "functools.cached_property", "cached_property", "classmethod", "staticmethod"}
 """Decorators that change how a method is called, not who calls it."""
-
-
-def tracked() -> list[Path]:
-    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return [ROOT / name for name in listed.splitlines() if (ROOT / name).is_file()]
 
 
 def defined(tree: ast.Module) -> list[tuple[str | None, str, bool]]:
@@ -71,7 +66,7 @@ def unused(files: list[Path], root: Path = ROOT) -> list[str]:
 
 
 def test_every_function_and_constant_is_used_somewhere() -> None:
-    assert unused(tracked()) == []
+    assert unused([ROOT / name for name in tracked()]) == []
 
 
 def test_a_left_over_function_is_found(tmp_path: Path) -> None:
