@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING
 
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
 from fullserver.errors import InputError
@@ -35,9 +34,6 @@ from fullserver.platforms.network.aws import LOAD_BALANCER_SCHEMES as LOAD_BALAN
 from fullserver.platforms.network.aws import NETWORK
 from fullserver.platforms.network.aws import SERVING_ZONES as SERVING_ZONES
 from fullserver.platforms.quota import aws as quota
-
-if TYPE_CHECKING:
-    pass
 
 # gp3 provisions IOPS and throughput independently of size: 3,000-16,000 IOPS, at most 500 IOPS
 # per GiB; 125-1,000 MiB/s, at most 0.25 MiB/s per IOPS; 1-16,384 GiB.

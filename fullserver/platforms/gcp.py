@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING
 
 from fullserver.baremetal.keys import KNOWN_KEY_TYPES, parse_key_line
 from fullserver.errors import InputError
@@ -45,9 +44,6 @@ from fullserver.platforms.network.gcp import machine_vcpus as machine_vcpus
 from fullserver.platforms.network.gcp import tier1_eligible as tier1_eligible
 from fullserver.platforms.project import CloudProject
 from fullserver.platforms.quota import gcp as quota
-
-if TYPE_CHECKING:
-    pass
 
 # --- names ---------------------------------------------------------------------------------------
 # Compute Engine names are lowercase RFC 1035 labels of at most 63 characters ("Resource naming

@@ -6,7 +6,6 @@ Design notes: docs/design/platforms.md.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from fullserver.capacity import CapacityStep
 from fullserver.errors import InputError
@@ -26,9 +25,6 @@ from fullserver.platforms.capacity import SpotQuestion, spot_step
 from fullserver.platforms.quota import tpu as quota
 from fullserver.platforms.supply import SLICES
 from fullserver.platforms.tpu_autostop import autostop
-
-if TYPE_CHECKING:
-    pass
 
 QUEUED_RESOURCE_TYPE = "pulumi-python:dynamic/fullserver:TpuQueuedResource"
 """A queued slice is this dynamic resource, not pulumi-gcp's ``tpu.V2QueuedResource``, whose
