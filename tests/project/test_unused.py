@@ -60,7 +60,8 @@ def unused(files: list[Path], root: Path = ROOT) -> list[str]:
         if path.suffix != ".py" or module.parts[0] not in PACKAGES:
             continue
         for owner, name, based in defined(ast.parse(text)):
-            if words[name] < 2 and not (owner and based and overrides(".".join(module.parts), owner, name)):
+            dotted = ".".join(module.parts[:-1] if module.name == "__init__" else module.parts)
+            if words[name] < 2 and not (owner and based and overrides(dotted, owner, name)):
                 found.append(f"{module}.py: {f'{owner}.' if owner else ''}{name}")
     return found
 
