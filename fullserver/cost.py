@@ -20,7 +20,7 @@ from fullserver.catalog.model import Platform
 from fullserver.catalog.network import NetworkPrice, NetworkPrices, load_network_prices
 from fullserver.catalog.staleness import CONTRACT, UsedPrice, egress_read, network_read, storage_read
 from fullserver.comparable import DEDICATED
-from fullserver.hourly import hourly_rate
+from fullserver.hourly import hourly_rate, units_billed
 from fullserver.kube.cost import kube_cost
 from fullserver.platforms import rules_for
 from fullserver.profiles import PricingModel, Profile
@@ -128,7 +128,7 @@ def _compute_hourly(
     the entries the rate read."""
     offer = catalog.offer(spec.offer)
     assert offer is not None, spec.offer
-    units = rules_for(spec.platform).supply.units(spec.nodes) * spec.replicas
+    units = units_billed(spec.platform, spec.nodes, spec.replicas)
     rate = hourly_rate(offer, spec.region, profile, catalog, spec.platform)
     if rate.warning:
         warnings.append(rate.warning)

@@ -55,6 +55,12 @@ class RateQuestion(NamedTuple):
     """Spot with a fallback only: the platform builds the on-demand fallback (``no_spot_fallback``)."""
 
 
+def units_billed(platform: Platform, nodes: int, replicas: int) -> int:
+    """How many of its offer's hourly rates an environment runs: each node (a TPU slice is one) of
+    each replica. Sizing's expected cost and the estimate both count them here."""
+    return rules_for(platform).supply.units(nodes) * replicas
+
+
 def hourly_rate(
     offer: Offer, region: str, profile: Profile, catalog: Catalog, platform: Platform | None = None
 ) -> Rate:

@@ -10,7 +10,7 @@ from typing import NamedTuple
 from fullserver.catalog import Catalog, Same
 from fullserver.catalog.model import Platform
 from fullserver.errors import InputError, NothingFits
-from fullserver.hourly import hourly_rate
+from fullserver.hourly import hourly_rate, units_billed
 from fullserver.kube import SIZED_AS, karpenter, kube_plan
 from fullserver.kube.access import (
     KUBE_KEYS,
@@ -238,7 +238,7 @@ def size(profile: Profile, workload: Workload, catalog: Catalog, environment: st
         raise _none_fits(profile, workload, errors)
     if len(specs) == 1:
         return specs[0]  # nothing to weigh it against
-    fits = [(spec, expected_usd_hour(spec, profile, workload, catalog)) for spec in specs]
+    fits = [(spec, expected_usd_hour(spec, profile, catalog)) for spec in specs]
     priced = [(spec, usd) for spec, usd in fits if usd is not None]
     cheapest = min(priced, key=lambda f: f[1]) if priced else fits[0]  # min keeps the first of equals
     chosen = fits[0] if profile.platform_order == "requirement" else cheapest
@@ -251,16 +251,16 @@ def _sets_kube_keys(workload: Workload) -> bool:
     return not set(KUBE_KEYS).isdisjoint(workload.platform_keys())
 
 
-def expected_usd_hour(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> float | None:
+def expected_usd_hour(spec: EnvironmentSpec, profile: Profile, catalog: Catalog) -> float | None:
     """The expected compute cost of an environment an hour, as sizing ranks it and the cost
     estimate bills it (``fullserver.hourly``: the expected rate under the profile's pricing on the
-    platform that builds it), every node included; ``None`` for declared servers, which are
-    priced by their contract, not the catalog."""
+    platform that builds it), every node of every replica included (``units_billed``); ``None``
+    for declared servers, which are priced by their contract, not the catalog."""
     offer = catalog.offer(spec.offer)
     if offer is None:
         return None
-    per_offer = hourly_rate(offer, workload.region, profile, catalog, spec.platform).usd
-    return per_offer * rules_for(spec.platform).supply.units(spec.nodes)
+    per_offer = hourly_rate(offer, spec.region, profile, catalog, spec.platform).usd
+    return per_offer * units_billed(spec.platform, spec.nodes, spec.replicas)
 
 
 def _with_choice_note(

@@ -340,6 +340,27 @@ def test_an_open_platform_says_what_the_profiles_first_platform_would_have_cost(
     ) in spec.warnings
 
 
+def test_an_open_platforms_note_prices_every_replica_as_the_estimate_bills_them() -> None:
+    """A serving group runs the shape once per replica: the note's hourly figures are the
+    estimate's compute hour, not one replica's."""
+    from fullserver.cost import estimate
+    from fullserver.sizing import size
+
+    cheap_aws = [
+        (shape("a1.x", "G24", 1, 16, 64), 1.00, None),
+        (shape("g1.x", "G24", 1, 16, 64, platform="gcp-gpu"), 1.69, None),
+    ]
+    base, work, catalog = _cross(cheap_aws, "preference", "on-demand")
+    serving = {"min_replicas": 2, "max_replicas": 4}
+    profile = Profile.model_validate(base.model_dump() | {"purpose": "inference", "serving": serving})
+    spec = size(profile, work, catalog, "prop")
+    assert (
+        "platform left open: aws-gpu (a1.x, $2.00/h expected) is the cheapest balanced option; the profile's first "
+        "platform, gcp-gpu (g1.x), would cost $3.38/h (+69%)"
+    ) in spec.warnings
+    assert estimate(spec, profile, work, catalog).compute_usd_hour == pytest.approx(2.00)
+
+
 # Kubernetes node pools: the same regret 0, with each shape balanced by the node's shape (as a VM) and
 # leaving the workload pod room after the node's reservations. The reservations come from the
 # platforms' formulas (tested on their own against GKE's and nodeadm's figures in
