@@ -43,14 +43,14 @@ __all__ = [
 class CostLine:
     """One line of the bill. A plain dataclass, not a model: an estimate makes a dozen, each from
     values the estimate computed itself (nothing to validate), and a model cost twice as much to
-    build; ``CostEstimate`` dumps it as it dumped the model (its fields, in order)."""
+    build; ``CostEstimate`` dumps its fields in order, as a model's would be."""
 
     item: str
     usd_month: float
     note: str = ""
     prices: Annotated[tuple[UsedPrice, ...], Field(exclude=True)] = ()
     """The catalog entries the line read, as each look-up recorded them: the one rule of
-    ``fullserver.catalog.staleness`` judges every one's age. Not dumped: plan output is unchanged."""
+    ``fullserver.catalog.staleness`` judges every one's age. Excluded from the plan's JSON."""
 
 
 class CostEstimate(BaseModel):
@@ -62,7 +62,7 @@ class CostEstimate(BaseModel):
     pricing: PricingModel
     basis: str = Field(exclude=True)
     """The pricing model the compute is priced on, as comparisons label it: the hourly rate's
-    (``Rate.basis``), or ``dedicated monthly`` for a contract. Not dumped: plan output is unchanged."""
+    (``Rate.basis``), or ``dedicated monthly`` for a contract. Excluded from the plan's JSON."""
     compute_usd_hour: float
     paid_hours: float
     productive_hours: float
@@ -74,8 +74,9 @@ class CostEstimate(BaseModel):
     spend, not to the quiet month."""
     peak_replicas: int | None = None
     peak_what: str = ""
-    """What the peak month is, in words: "at 8 replicas", or "with the on-demand fallback
-    running beside every spot node" (AWS spot with fallback, ``fullserver.hourly``)."""
+    """What the peak month is, in words: "at 8 replicas", "with the on-demand fallback running
+    beside every spot node" (a spot fallback, ``Rate.peak_usd``), "with every node pool at its
+    maximum", or on the balanced set's dearest member (``CapacitySet.peak_usd_hour``)."""
     unpriced: list[str] = []
     """Items the environment pays for that the catalog has no price for (e.g. "boot disk
     (1200 GiB hyperdisk-balanced)"). They are not in ``lines`` and never count as $0: the total is
@@ -189,8 +190,8 @@ def pricing_basis(spec: EnvironmentSpec, profile: Profile, catalog: Catalog) -> 
 
 def estimate(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
     """The monthly and hourly cost of one environment spec, and the most a month can cost where
-    that is more (``usd_month_peak``): a serving group at its maximum replicas, or spot nodes with
-    their on-demand fallback running beside them for every paid hour."""
+    that is more (``usd_month_peak``): a serving group at its maximum replicas, else every paid
+    hour at the peak hour ``estimate_at_minimum`` finds."""
     cost = estimate_at_minimum(spec, profile, workload, catalog)
     serving = spec.serving
     if serving is not None and serving.max_replicas > serving.min_replicas:
@@ -296,7 +297,8 @@ def _kube_lines(
 
 def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workload, catalog: Catalog) -> CostEstimate:
     """``estimate`` with a serving group at its minimum replicas only: no month at its maximum
-    (``usd_month_peak`` is set only by a spot fallback's or node pools' peak hour). What a
+    (``usd_month_peak`` is set only by a peak hour: a spot fallback running beside spot nodes,
+    node pools at their maximum, or the balanced set's dearest member). What a
     comparison row reads (its month, its productive hour, its basis and what is unpriced), without
     pricing the environment a second time at its maximum replicas for a peak no row shows."""
     warnings: list[str] = []
@@ -345,7 +347,7 @@ def estimate_at_minimum(spec: EnvironmentSpec, profile: Profile, workload: Workl
     paid_hours = round(paid, 1)
     peak: dict[str, object] = {}
     if peak_hour is not None:
-        # AWS spot with its fallback, or node pools at their maximum: for every paid hour
+        # a spot fallback, node pools at their maximum or the set's dearest member: every paid hour
         more = (peak_hour - compute_hour) * paid_hours
         what = "with every node pool at its maximum" if spec.kube is not None else _set_peak_what(spec)
         peak = {"usd_month_peak": round(_total(lines) + more, 2), "peak_what": what}

@@ -31,8 +31,9 @@ class Rate:
     """The pricing model the rate is on, as comparisons label it: ``spot``, ``reserved N-year``
     or ``on-demand``; the cost estimate carries it (``CostEstimate.basis``)."""
     peak_usd: float | None = None
-    """The most one node's hour can cost when that is more than ``usd``: AWS spot with its
-    on-demand fallback running beside it (see the module doc)."""
+    """The most one node's hour can cost when that is more than ``usd``: spot with the on-demand
+    fallback its platform builds running beside it (AWS VMs' fallback group, GKE and EKS on-demand
+    pools; docs/design/core.md, ``fullserver/hourly.py``)."""
     prices: tuple[UsedPrice, ...] = ()
     """The catalog entries the rate read (``fullserver.catalog.staleness`` judges their age)."""
 
@@ -64,8 +65,8 @@ def units_billed(platform: Platform, nodes: int, replicas: int) -> int:
 def hourly_rate(
     offer: Offer, region: str, profile: Profile, catalog: Catalog, platform: Platform | None = None
 ) -> Rate:
-    """The rate ``offer`` costs in ``region`` under ``profile``'s pricing (see the module doc).
-    ``platform``: what builds it, when not the offer's own (a node pool of the offer's VMs, which
+    """The rate ``offer`` costs in ``region`` under ``profile``'s pricing (each model's rate:
+    docs/design/core.md, ``fullserver/hourly.py``). ``platform``: what builds it, when not the offer's own (a node pool of the offer's VMs, which
     gets an on-demand fallback pool where the VMs alone get none). Ranking and costing both ask
     here with the platform that builds the shape, so the shape ranked cheapest is the one billed
     cheapest. Sizing, every estimate and every comparison row ask again: one answer per catalog."""

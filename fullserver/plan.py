@@ -96,7 +96,8 @@ class StackPlan(BaseModel):
 
 def _alternatives(profile: Profile, workload: Workload, chosen: Platform) -> list[Alternative]:
     """Explicit alternatives from the stack, else the same accelerator on the profile's other
-    platforms that rent GPUs by the hour (``PlatformRules.hourly_gpus``)."""
+    platforms that rent GPUs by the hour (``PlatformRules.hourly_gpus``) and on its platforms
+    across the node-pool line (``_pool_rows``)."""
     explicit = [a for a in workload.alternatives if a.platform is not chosen]
     if explicit:
         return explicit
@@ -398,8 +399,8 @@ def check_max_monthly_usd(
     """The caller's cap, refused in one line unless a finite number at or above 0; ``unit`` is
     ``USD`` (a budget) or ``%`` (``diff --max-increase-pct``), named as such in the message.
 
-    ``nan`` compares false with every estimate, so it switched the guard off without a word; a
-    negative cap failed every plan with a message blaming the plan. Commands taking the flag
+    ``nan`` compares false with every estimate, so it would switch the guard off without a word; a
+    negative cap would fail every plan with a message blaming the plan. Commands taking the flag
     call this before planning, so a bad cap fails fast; ``check_budget`` calls it too.
     """
     if max_monthly_usd is None:

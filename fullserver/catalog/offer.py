@@ -141,7 +141,7 @@ class Catalog:
 
     @functools.cached_property
     def _by_name(self) -> dict[str, Offer]:
-        return {o.name: o for o in reversed(self.offers)}  # the first of a name wins, as before
+        return {o.name: o for o in reversed(self.offers)}  # the first of a name wins
 
     @functools.cached_property
     def _regions(self) -> dict[Platform, frozenset[str]]:

@@ -92,8 +92,8 @@ def kube_spec(
     vm = SIZED_AS[platform]
     check_platform(profile, workload, vm, catalog, pool=platform)
     # The profile's node pools, sized as their VMs: one copy per profile and VM platform, kept in
-    # the catalog's memo, so that the ranking and shape kept for it (whose questions hold the
-    # profile by identity) are found again.
+    # the catalog's memo, so that the shape kept for it (``_shape``, whose ``RankQuestion`` holds
+    # the profile by identity) is found again.
     as_vm = catalog.answer(_as_vm, _AsVm(Same(profile), vm))
     # A zonal cluster's pools go to its zone unless the stack names another of the region's.
     location = _location(workload)

@@ -225,12 +225,13 @@ def assess(
 ) -> tuple[Host, BalanceReport, str]:
     """Balance of ``nodes`` nodes of one offer under a profile, with attachable storage added; a
     non-empty reason rejects it outright (what no balance line says: a disk a multi-host slice
-    cannot take, a missing scale-out fabric). Sizing and the reference-design table both ask this.
+    cannot take, a missing scale-out fabric). The reference-design table asks this; sizing weighs
+    the same way through ``_weighed`` (``_assess``, then the pod's room), once per weighing.
 
     ``pool``: the offer is a node of that Kubernetes node-pool platform. Its balance is the node's
     shape, as a VM's (a boot disk is never scratch, so block storage makes up the same NVMe: the
     pod's data volume is the VM's data disk), and the node must leave a workload pod room
-    (``pod_misfit``), which comes before any other reason."""
+    (``_misfit`` of ``node_room``, as ``pod_misfit`` says it), which comes before any other reason."""
     m = Minimums.of(profile, platform)
     host, report, reason = _assess(m, offer, platform, nodes)
     misfit = (
@@ -308,8 +309,8 @@ class _RegionQuestion(NamedTuple):
 
 def check_region(region: str, platform: Platform, catalog: Catalog) -> None:
     """Refuses a region the platform has no prices in (``_region_refusal``), once per region and
-    platform and catalog (``Catalog.answer``): sizing asks it before any other work of the row's
-    (``fullserver.sizing.build.check_platform``), a ranking first of its own."""
+    platform and catalog (``Catalog.answer``): sizing asks it last of its checks and before any
+    sizing (``fullserver.sizing.build.check_platform``), a ranking first of its own."""
     catalog.answer(_region_refusal, _RegionQuestion(region, platform))
 
 
