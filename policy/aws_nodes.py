@@ -38,7 +38,7 @@ def aws_region(resource: PolicyResource, *more: PolicyResource) -> str | None:
     return region if isinstance(region, str) and region else None
 
 
-def _lt_disks(lt: PolicyResource | None) -> tuple[list[Disk], float]:
+def launch_template_disks(lt: PolicyResource | None) -> tuple[list[Disk], float]:
     """A launch template's EBS volumes (each launched machine gets them) and its non-root GiB."""
     if lt is None:
         return [], 0.0
@@ -93,7 +93,7 @@ def aws_node(r: PolicyResource, resources: Sequence[PolicyResource]) -> Node:
         overrides = as_list(prop(r.props, "mixedInstancesPolicy", "launchTemplate", "overrides"))
         itype = prop(overrides[0], "instanceType") if overrides else None
     offer = offer_of(Platform.AWS_GPU, str(itype)) if itype else None
-    disks, attached = _lt_disks(lt)
+    disks, attached = launch_template_disks(lt)
     labels = {**(labels_of(lt.props) if lt is not None else {}), **labels_of(r.props)}
     region = aws_region(r, *([lt] if lt is not None else []))
     shape = str(itype) if itype else "no instanceType"

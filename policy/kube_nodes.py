@@ -18,7 +18,7 @@ from fullserver.kube.volume import LABEL_IOPS, LABEL_KIND, LABEL_MBPS
 from fullserver.platform import Platform
 from fullserver.platforms.gcp import DEFAULT_BOOT_DISK_GIB, LOCAL_SSD_GIB
 from fullserver.platforms.gke import REGIONAL_DEFAULT_ZONES
-from policy.aws_nodes import aws_region, launch_template_of
+from policy.aws_nodes import aws_region, launch_template_disks, launch_template_of
 from policy.gcp_nodes import gcp_offer, gcp_shape
 from policy.labels import labels_of
 from policy.nodes import Disk, DiskReader, Node, NodeReader, TemplateOf, zone_region
@@ -128,13 +128,16 @@ def gke_pool_node(r: PolicyResource) -> Node:
     return node
 
 
-def eks_group_node(r: PolicyResource, region: str | None) -> Node:
-    """An EKS managed node group as its nodes: the (first) instance type, capacity type, tags, count."""
+def eks_group_node(r: PolicyResource, region: str | None, template: PolicyResource | None = None) -> Node:
+    """An EKS managed node group as its nodes: the (first) instance type, capacity type, tags, count,
+    and each node's root volume: ``diskSize``, else its launch template's (``template``: the
+    components size it there, as a group with a launch template may not set ``diskSize``)."""
     p = r.props
     types = [str(plain(t)) for t in as_list(p.get("instanceTypes"))]
     offer = offer_of(Platform.AWS_GPU, types[0]) if types else None
     count = number(prop(p.get("scalingConfig"), "maxSize")) or 1.0
     disk = number(p.get("diskSize"))
+    root = [Disk("aws", "gp3", disk)] if disk else launch_template_disks(template)[0]
     node = Node(
         r,
         Platform.AWS_GPU,
@@ -144,8 +147,7 @@ def eks_group_node(r: PolicyResource, region: str | None) -> Node:
         labels_of(p),
         count=count,
         attached_gib=_data_volume_gib(p.get("labels")),
-        # the root volume when the group names its size (else the launch template's), and the pods' volumes
-        disks=([Disk("aws", "gp3", disk)] if disk else []) + _data_volume(p.get("labels"), "aws"),
+        disks=root + _data_volume(p.get("labels"), "aws"),  # and the pods' volumes
     )
     node.spot_count = count if str(plain(p.get("capacityType")) or "").upper() == "SPOT" else 0.0
     return node
@@ -191,11 +193,11 @@ def _pool(r: PolicyResource, resources: Sequence[PolicyResource], used_templates
 
 
 def _group(r: PolicyResource, resources: Sequence[PolicyResource], used_templates: set[str]) -> list[Node]:
-    return [eks_group_node(r, aws_region(r))]
+    return [eks_group_node(r, aws_region(r), launch_template_of(r, resources))]
 
 
 NODE_READERS: dict[str, NodeReader] = {GKE_NODE_POOL: _pool, EKS_NODE_GROUP: _group, KARPENTER_NODE_POOL: _karpenter}
 """GKE node pools, EKS managed node groups and Karpenter NodePools (``policy.stack_nodes``)."""
 LAUNCHERS: dict[str, TemplateOf] = {EKS_NODE_GROUP: launch_template_of}
-"""A node group's launch template (its disks) is read with it."""
+"""A node group's launch template is read with it (its root volume: ``eks_group_node``), not as a node."""
 DISK_READERS: dict[str, DiskReader] = {}

@@ -173,7 +173,7 @@ def test_a_created_cluster_s_system_pool_is_priced_as_its_cpu_machine(captured: 
     """The untainted system pool / node group of a created cluster is a CPU machine the catalog prices but
     never offers: the budget prices it at that price (GKE: per zone x its zones), never as unpriced."""
     eks = estimate_month(policy_resources(captured["eks-gpu-cluster"]))
-    (line,) = [item for _, item in eks.items if "eks-gpu-cluster-system" in item]
+    (line,) = [item for _, item in eks.items if "eks-gpu-cluster-system" in item and "m6i.large" in item]
     assert "1 x m6i.large on-demand" in line and line.endswith("us-east-1 price) $0.10/h")
     gke = estimate_month(policy_resources(captured["gke-tpu-slice"]))
     (usd, line) = next((usd, item) for usd, item in gke.items if "gke-tpu-slice-system'" in item)
@@ -276,6 +276,21 @@ def test_an_eks_group_s_volumes_are_priced_with_their_provisioned_iops_and_throu
         prices.append(usd)
     assert prices[0] == pytest.approx(2 * disk_usd_month(price, 500, 0, 0))
     assert prices[1] == pytest.approx(2 * disk_usd_month(price, 500, 16000, 1000)) and prices[1] > prices[0]
+
+
+def test_an_eks_group_s_root_volumes_are_priced_from_its_launch_template(stacks: Stacks) -> None:
+    """The components size a node group's root volume in its launch template, never in ``diskSize``:
+    each node of the group's ceiling bills one, as the plan's disks do."""
+    stack = stacks["eks-gpu-cluster"]
+    group = stack.one(EKS_NODE_GROUP, "-accelerators")
+    assert group.outputs.get("diskSize") is None and group.outputs["launchTemplate"]
+    (mapping,) = stack.one(AWS_LAUNCH_TEMPLATE, "cluster-lt").outputs["blockDeviceMappings"]
+    gib, ceiling = mapping["ebs"]["volumeSize"], group.outputs["scalingConfig"]["maxSize"]
+    price = catalog().storage_price("aws", "gp3", "us-east-1")
+    assert price is not None
+    est = estimate_month(policy_resources(stack))
+    (usd,) = [usd for usd, item in est.items if group.name in item and f"{ceiling} x {gib:g} GiB gp3" in item]
+    assert usd == pytest.approx(ceiling * disk_usd_month(price, gib, 0, 0))
 
 
 def test_a_volume_labelled_with_its_size_only_takes_the_platform_s_default_kind(stacks: Stacks) -> None:
