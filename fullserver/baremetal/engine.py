@@ -114,8 +114,13 @@ def plan(
             out[step.id] = StepPlan("ok", status.detail)
         elif entry is not None and not same and step.undo_before_change:
             undo = _texts(step.undo(layout, entry.undo))
+            refusal = step.change_refusal(entry.desired)
             out[step.id] = StepPlan(
-                "replace", status.detail, undo, ("apply anew, decided from the host after the undo",)
+                "replace",
+                status.detail,
+                undo,
+                ("apply anew, decided from the host after the undo",),
+                refused=None if refusal is None else _said(refusal),
             )
         elif status.done:
             out[step.id] = StepPlan("journal", status.detail)
@@ -132,10 +137,14 @@ def _preview(step: AnyStep, facts: Any, ctx: HostContext, journaled: Record | No
     try:
         decision = step.decide(facts, ctx, journaled)
     except (Refusal, Failure) as exc:
-        return StepPlan("apply", detail, refused=f"{exc.what} ({exc.hint})" if exc.hint else exc.what)
+        return StepPlan("apply", detail, refused=_said(exc))
     if isinstance(decision, NoOp):  # not reached: decide agrees with status
         return StepPlan("apply", detail)
     return StepPlan("apply", detail, _texts(decision.commands), decision.then)
+
+
+def _said(exc: Refusal | Failure) -> str:
+    return f"{exc.what} ({exc.hint})" if exc.hint else exc.what
 
 
 def converge(
@@ -167,7 +176,11 @@ def _converge(
         entry = journal.steps.get(step.id)
         if entry is not None and step.undo_before_change and entry.desired != step.desired():
             # Not changeable in place (scratch on other devices, at another mountpoint): the old
-            # one comes down first, by its own journaled record, then the new one is applied.
+            # one comes down first, by its own journaled record, then the new one is applied;
+            # unless the new one could not be applied then, which is refused with nothing undone.
+            refusal = step.change_refusal(entry.desired)
+            if refusal is not None:
+                raise refusal.at(r.host)
             _run(r, step.undo(layout, entry.undo))
             del journal.steps[step.id]
             write_journal(r, layout, journal, lock)

@@ -377,6 +377,25 @@ def test_scratch_moves_undo_the_old_one_first(bed: Testbed, host: SshdHost) -> N
     assert "fullserver" not in (host.root / "etc/fstab").read_text()
 
 
+def test_scratch_remade_on_its_own_disks_is_refused_with_the_old_one_in_place(bed: Testbed, host: SshdHost) -> None:
+    disk = bed.loop_device(f"{host.name}-r1")
+    layout = HostConfig(root=str(host.root)).layout
+    mountpoint, fstab = host.root / "mnt/scratch", host.root / "etc/fstab"
+    relabelled = ScratchStep([disk], label="fs-fast", consent_to_format=True)
+    with session(host.target(), host.user_key) as s:
+        converge(s, layout, [ScratchStep([disk], consent_to_format=True)])
+        before = fstab.read_text(), read_journal(s, layout).steps["scratch"].desired
+        previewed = plan(s, layout, [relabelled])["scratch"]
+        assert previewed.action == "replace" and previewed.refused and "formatting them again" in previewed.refused
+        writes = s.writes
+        with pytest.raises(StepRefused, match="on the same disks means formatting them again"):
+            converge(s, layout, [relabelled])
+        assert s.writes == writes  # nothing undone, nothing journaled
+        assert _mounted(mountpoint) and (fstab.read_text(), read_journal(s, layout).steps["scratch"].desired) == before
+        revert(s, layout, [ScratchStep([disk], consent_to_format=True)])
+    assert not _mounted(mountpoint)
+
+
 def test_service_user_never_takes_over_an_existing_user(host: SshdHost, ops: str, nosudo: str) -> None:
     layout = HostConfig(root=str(host.root)).layout
     with session(host.target(user=ops), host.user_key) as s:

@@ -217,3 +217,19 @@ def test_every_device_and_mountpoint_is_shell_quoted() -> None:
 
 def test_fstab_escapes_whitespace_in_the_mountpoint() -> None:
     assert fstab_escape("/mnt/my scratch\tx\\y") == "/mnt/my\\040scratch\\011x\\134y"
+
+
+def test_scratch_refuses_to_remake_its_own_disks_before_anything_is_undone() -> None:
+    """A new filesystem type or label on the disks it already formatted would leave the old scratch
+    unmounted and the new one refused (the disks hold a filesystem that is no longer "ours"), so
+    the change is refused up front; other disks or another mountpoint are a move, undone first."""
+    old = ScratchStep(["/dev/nvme1n1"], consent_to_format=True).desired()
+    refusal = ScratchStep(["/dev/nvme1n1"], label="fs-fast", consent_to_format=True).change_refusal(old)
+    assert refusal is not None
+    assert refusal.what == (
+        "scratch on /dev/nvme1n1 is ext4 'fs-scratch'; ext4 'fs-fast' on the same disks means formatting them again"
+    )
+    assert "wipe the disks" in refusal.hint
+    assert ScratchStep(["/dev/nvme1n1"], fstype="xfs").change_refusal(old) is not None
+    assert ScratchStep(["/dev/nvme1n1"], mountpoint="/mnt/fast").change_refusal(old) is None
+    assert ScratchStep(["/dev/nvme2n1"], label="fs-fast").change_refusal(old) is None

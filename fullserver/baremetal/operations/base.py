@@ -6,11 +6,12 @@ Design notes: docs/design/bare-metal.md.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from fullserver.baremetal.config import HostLayout
-from fullserver.baremetal.errors import Failure
+from fullserver.baremetal.errors import Failure, Refusal
 from fullserver.baremetal.facts import Fact, FactModel
 from fullserver.baremetal.shell import Command
 
@@ -70,6 +71,12 @@ class Step(ABC, Generic[F]):
     undo_before_change: ClassVar[bool] = False
     """When the desired state changes, undo the journaled old one before applying the new one
     (a change that cannot be made in place, such as scratch moving to other devices)."""
+
+    def change_refusal(self, journaled: Mapping[str, Any]) -> Refusal | None:
+        """Why the desired state may not replace the journaled one (``journaled``: its ``desired``)
+        at all; asked before anything is undone, so a change that could not be applied after the
+        undo leaves the host as it was. ``None``: it may."""
+        return None
 
     @abstractmethod
     def describe(self) -> str: ...

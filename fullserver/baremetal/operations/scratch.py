@@ -7,7 +7,7 @@ Formatting destroys data, so this step is mostly refusals: a disk is formatted o
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fullserver.baremetal.config import FS_LABEL, FS_TYPE, HostLayout, check_device, check_path
@@ -32,7 +32,8 @@ class ScratchStep(Step[ScratchState]):
     ``lsblk`` must succeed and show no partition, holder or mount. With ``consent_to_format`` it
     creates the array and the filesystem on such disks; without it, it only re-assembles and
     mounts what it made before. A change of devices or mountpoint undoes the old scratch first
-    (unmount, fstab, mdadm.conf, stop the array), then applies the new one.
+    (unmount, fstab, mdadm.conf, stop the array), then applies the new one; a new filesystem type
+    or label on the same disks is refused before anything is undone (``change_refusal``).
 
     Applying takes up to three rounds, each decided from freshly read facts: the array (assemble
     or create), the filesystem (``mkfs``; refused if the array holds a foreign one), then mount +
@@ -87,6 +88,19 @@ class ScratchStep(Step[ScratchState]):
             "label": self.label,
             "array": self.array if self.raid else None,
         }
+
+    def change_refusal(self, journaled: Mapping[str, Any]) -> Refusal | None:
+        """The same disks made anew (another ``fstype`` or ``label``): after the undo they would
+        hold a filesystem that is not ours and be refused, the old scratch already unmounted."""
+        made = (journaled.get("fstype"), journaled.get("label"))
+        if journaled.get("devices") != self.devices or made == (self.fstype, self.label):
+            return None
+        return Refusal(
+            f"scratch on {', '.join(self.devices)} is {made[0]} '{made[1]}'; {self.fstype} '{self.label}' "
+            "on the same disks means formatting them again",
+            "keep fstype and label as they are, or remove the scratch step (undone, its data kept), "
+            "wipe the disks and add it again with consent_to_format",
+        )
 
     def fact(self, layout: HostLayout) -> ScratchFact:
         return ScratchFact(
