@@ -315,7 +315,7 @@ class AwsGpuEnvironment(EnvironmentComponent):
         super().__init__(TOKEN, name, {}, opts)
         serving = args.get("serving")
         net = _network(self, name, args)
-        ident = aws_instance_profile(name, self, args["labels"], cloudwatch_agent=False)
+        ident = aws_instance_profile(name, self, args["labels"])
         if serving is not None and serving["secrets"]:
             secret_reader(name, self, args["region"], ident.role, list(serving["secrets"].values()))
         auto = args.get("autostop")

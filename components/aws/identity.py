@@ -5,8 +5,7 @@ by its owner to the role this exports, never by a broad policy here: Session Man
 actions (``fullserver.platforms.aws.SESSION_MANAGER_ACTIONS``), so it replaces inbound SSH, and
 not ``AmazonSSMManagedInstanceCore``, which lets a node read every SSM parameter; a serving node
 reads its model server's parameters (``secret_reader``). Serving groups scale on the
-ALB's request count, which needs nothing from the nodes; ``cloudwatch_agent`` adds
-``CloudWatchAgentServerPolicy`` where an agent publishes metrics.
+ALB's request count, which needs nothing from the nodes, so no metrics policy is attached.
 """
 
 from __future__ import annotations
@@ -28,9 +27,7 @@ class AwsIdentity:
     profile: aws.iam.InstanceProfile
 
 
-def aws_instance_profile(
-    name: str, parent: pulumi.Resource, tags: dict[str, str], cloudwatch_agent: bool
-) -> AwsIdentity:
+def aws_instance_profile(name: str, parent: pulumi.Resource, tags: dict[str, str]) -> AwsIdentity:
     opts = pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(
         logical(aws.iam.Role, f"{name}-role"),
@@ -42,7 +39,7 @@ def aws_instance_profile(
                 ],
             }
         ),
-        description=f"fullserver {name} nodes: Session Manager (and GPU metrics for serving groups)",
+        description=f"fullserver {name} nodes: Session Manager",
         tags=aws_tags(tags, f"{name}-role"),
         opts=opts,
     )
@@ -56,9 +53,6 @@ def aws_instance_profile(
         policy=json.dumps(session_manager),
         opts=opts,
     )
-    if cloudwatch_agent:
-        arn = "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"
-        aws.iam.RolePolicyAttachment(f"{name}-cloudwatchagentserverpolicy", role=role.name, policy_arn=arn, opts=opts)
     profile = aws.iam.InstanceProfile(
         logical(aws.iam.InstanceProfile, f"{name}-profile"),
         role=role.name,
