@@ -26,7 +26,7 @@ from typing import Any
 import pulumi
 
 # --- the adapter onto the Pulumi SDK's internals --------------------------------------------------
-# Evaluating a program offline without the engine needs four SDK functions, two of them private
+# Evaluating a program offline without the engine needs four SDK functions, three of them private
 # (underscore or undocumented module paths), and evaluating it fast a fifth (``_get_stack_trace``,
 # see ``offline_speedups``). They are imported here and nowhere else, and
 # tests/components/test_graph_contract.py pins their signatures and the SDK versions

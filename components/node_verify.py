@@ -41,8 +41,8 @@ KEY_WAIT_SECONDS = 600.0
 """How long a node's host keys may take to appear (they are published during first boot)."""
 KEY_RETRY_SECONDS = 15.0
 COMMAND_TIMEOUT = 60.0
-_NO_COMMAND = "no command reads its host keys from the cloud"
 """Seconds one host-keys command may take (one API call, plus the CLI's start-up and auth)."""
+_NO_COMMAND = "no command reads its host keys from the cloud"
 
 
 HostKeysParser = Callable[[str, NodeAccess], list[str]]

@@ -214,9 +214,9 @@ def _heredoc(path: str, content: str, mode: str) -> str:
 MODEL_UNIT = "fullserver-model.service"
 MODEL_CONTAINER = "fullserver-model"
 MODEL_ENV_FILE = "/etc/fullserver/model-server.env"
-"""Optional ``KEY=value`` lines handed to the server container (e.g. ``HF_TOKEN`` for gated
-models): written by whoever operates the nodes, never by the boot script, so no secret sits in
-user data or instance metadata."""
+"""``KEY=value`` lines handed to the server container: rewritten at every server start from the
+serving secrets (``HF_TOKEN``, ``VLLM_API_KEY``) where there are any, so lines written by hand
+last only on nodes without secrets. No secret sits in user data or instance metadata."""
 GPU_WAIT_SECONDS = 900
 """The Deep Learning VM images build and load the NVIDIA driver on first boot; the server waits
 (bounded) until ``nvidia-smi`` sees the GPUs."""
@@ -337,9 +337,9 @@ def model_server_script(
     """Boot-script lines that install the container runtime where missing and start the model
     server as a systemd unit (restarted when it exits, started on every boot).
 
-    ``image``, every argument and the token command are shell-quoted into the server's wrapper
-    script; the core already refused anything with line breaks or shell characters in them
-    (``fullserver.workload.ServingConfig``), and the unit itself names only the image.
+    ``image`` and every argument are shell-quoted into the server's wrapper script (the core refuses
+    shell characters in the image and model and line breaks in every argument:
+    ``fullserver.serving_keys``), and the unit itself names only the image.
     ``secrets`` maps ``token`` / ``api_key`` to the command printing it (``aws_secret_command``,
     ``gcp_secret_command``); the values never enter the script, the state or user data.
     ``keep_alive_seconds`` becomes vLLM's ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` (``components.serving.

@@ -222,7 +222,9 @@ class CostAssumptions(Strict):
 
 
 class VerifyPolicy(Strict):
-    """``fullserver verify`` as the last step of ``pulumi up`` on bare metal (opt-in): each host's
+    """``fullserver verify`` as the last step of ``pulumi up`` (opt-in: bare metal inside its
+    provider, cloud nodes through ``components.node_verify`` where the stack holds
+    ``fullserver:sshPrivateKey``): each host's
     delivered balance (GPU links, NVLink, memory health, scratch throughput) is measured after it is
     configured, and a host that does not deliver is reported while it is still cheap to replace."""
 

@@ -64,8 +64,8 @@ TAG_EPHEMERAL = "fullserver:ephemeral"
 TAG_EXPIRES_AT = "fullserver:expires-at"
 TAG_BASE_STACK = "fullserver:base-stack"
 TAG_PROFILE = "fullserver:profile"
-"""Stack tags ``fullserver ephemeral`` writes and the janitor and policy pack read; a queued TPU
-slice carries no labels, so the policy pack falls back to ``TAG_PROFILE``."""
+"""Stack tags ``fullserver ephemeral`` writes and the janitor and policy pack read; the policy pack
+falls back to ``TAG_PROFILE`` for a resource without a profile label."""
 
 
 def environment_labels(

@@ -128,8 +128,9 @@ def check_workload(workload: Workload, profile: Profile, catalog: Catalog) -> No
     """What the stack's keys mean for its profile and the catalog, before any sizing.
 
     The model checks each key alone and the keys against an explicit platform; this checks what
-    needs the profile (its TTL) and the catalog (TPU chip counts, accelerator aliases), and keys
-    that apply to none of the platforms the stack can land on. Errors name the key.
+    needs the profile (its TTL, whether it serves) and the catalog (TPU chip counts, accelerator
+    aliases and kinds, a dedicated server's accelerator), an attached cluster's name and subnets,
+    and keys that apply to none of the platforms the stack can land on. Errors name the key.
     ``fullserver.plan.plan_workload`` runs it before sizing: the one place it runs.
     """
     lifecycle_for(profile, workload)

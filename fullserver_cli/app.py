@@ -1,5 +1,5 @@
-"""The ``fullserver`` command: profiles, catalog, plan, diff, recommend, audit, verify, ephemeral,
-janitor, start.
+"""The ``fullserver`` command: profiles, catalog, plan, diff, quota, recommend, audit, verify,
+ephemeral, janitor, start.
 
 Design notes: docs/design/cli.md.
 """
@@ -146,8 +146,8 @@ def _root(
     """Balanced full-server environments for ML accelerators, from workload-maturity profiles.
 
     Exit codes, the same for every command: 0 success; 2 bad input; 3 over budget;
-    4 a host short of its profile, or a quota short; 5 a host unreachable; 6 Pulumi failed, nothing
-    left; 7 something was left behind.
+    4 a host short of its profile or not verified, or a quota short; 5 a host unreachable; 6 Pulumi
+    (or start's start command) failed; 7 something was left behind.
     """
 
 
@@ -322,8 +322,8 @@ def ephemeral(
     The command sees FULLSERVER_STACK, FULLSERVER_OUTPUT_<NAME> per stack output and
     FULLSERVER_OUTPUTS_FILE (all outputs as JSON); a secret output only with --secret-output NAME,
     and the file shows "[secret]" for every secret output. Exit code: the command's; 128+N after
-    signal N; 2 bad input, 3 over budget, 6 Pulumi failed (nothing left); 7 a stack or its
-    resources were left behind.
+    signal N; 2 bad input, 3 over budget, 4 a quota short (checked before anything is created), 6
+    Pulumi failed (nothing left); 7 a stack or its resources were left behind.
     """
     from fullserver.plan import check_max_monthly_usd
     from fullserver.yamlio import load_yaml_text
@@ -377,7 +377,9 @@ def janitor(
 ) -> None:
     """List ephemeral stacks whose fullserver:expires-at has passed; --destroy destroys and removes them.
 
-    Exit code 7 when any stack could not be read or destroyed, or had to be left alone; each is named.
+    Exit code 7 when a stack's tags could not be read, its destroy or removal failed, or (with --destroy)
+    an expired stack belongs to another project; stacks with an unreadable expiry or an update in
+    progress are only reported. Each is named.
     """
     from fullserver_cli.janitor_view import render as render_report
     from fullserver_cli.stackops_view import to_stderr
@@ -417,7 +419,7 @@ def main() -> None:
         app()
     finally:
         # A plan's resource graph leaves the SDK's event loop behind: close it while the process is
-        # whole (only when the graph ran: other commands never import Pulumi).
+        # whole (only where ``components.graph`` was imported: plan, diff).
         graph = sys.modules.get("components.graph")
         if graph is not None:
             graph.close_event_loop()

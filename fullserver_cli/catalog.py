@@ -1,4 +1,5 @@
-"""``fullserver catalog``: every shape with its figures, sources and their age; ``catalog refresh``
+"""``fullserver catalog``: every shape with its main figures, prices and dated sources (``--json``:
+every figure with its unit, source and age); ``catalog refresh``
 rebuilds the data files from the providers' own published prices."""
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def catalog(
     accelerator: Annotated[Optional[str], typer.Option(help="model or alias, e.g. H100")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """List catalog shapes with every figure, its unit, its source and its age; `refresh` rebuilds them."""
+    """List catalog shapes with their figures, prices and dated sources (--json: every figure with unit, source and age); `refresh` rebuilds them."""
     if ctx.invoked_subcommand is not None:
         return
     today = dt.date.today()
@@ -114,7 +115,7 @@ def refresh(
         ),
     ] = None,
     region: Annotated[
-        Optional[list[str]], typer.Option("--region", help="also price this region (with a single --provider)")
+        Optional[list[str]], typer.Option("--region", help="also price this region (with providers of one cloud only)")
     ] = None,
     gcp_api_key_env: Annotated[
         str, typer.Option(help="environment variable holding the Cloud Billing API key (gcp, tpu)")
@@ -148,7 +149,7 @@ def refresh(
         if unknown:
             raise FullserverError("--provider", f"unknown provider '{unknown[0]}'", f"use {', '.join(PROVIDER_FILES)}")
         if region and len({PROVIDER_FILES[p] for p in providers}) != 1:
-            raise FullserverError("--region", "region names differ between clouds", "give exactly one --provider")
+            raise FullserverError("--region", "region names differ between clouds", "give providers of one cloud only")
         reports = run_refresh(
             providers,
             today=dt.date.today(),

@@ -198,7 +198,8 @@ def plan_documents(
     """``plan --json``'s entry for each stack file, with the guardrail findings added.
 
     With ``tolerate`` (the base side), a stack the current code cannot plan is left out and its
-    error returned by stack name, so the diff shows it as added with the reason; on the working
+    error returned by stack name, so the diff shows it as added (or removed, where the working tree
+    deleted it) with the reason; on the working
     tree an error is bad input, as for ``fullserver plan``. ``graphs`` holds what was evaluated
     by plan (the resource graph is a function of the plan alone), so a stack whose plan is the
     same on both sides is evaluated once: most of a diff's time is graphs.

@@ -245,7 +245,7 @@ def stack_path(target: str, stacks_dir: Path) -> Path | None:
     raise InputError(
         target,
         f"no such inventory file, and no stack {stacks_dir / stack_file(path.stem if path.suffix else target)}",
-        "pass an inventory file, or a bare-metal stack's name" + (f" (known stacks: {known})" if known else ""),
+        "pass an inventory file, or a stack's name" + (f" (known stacks: {known})" if known else ""),
     )
 
 
@@ -296,7 +296,8 @@ def stack_inventory(
     stack's nodes from its outputs (``cloud_inventory``); the platform whose minimums apply; and
     how its idle hosts are read and priced (a dedicated server at its monthly price, prorated).
 
-    Offline: the stack file and the catalog only. The key's text stays in memory; every message
+    A bare-metal stack is read offline (the stack file and the catalog); a cloud stack's nodes come
+    from its backend's outputs and the cloud's CLI. The key's text stays in memory; every message
     names the file, never its content."""
     plan = plan_paths([path], profiles)[0]
     spec, name = plan.spec, plan.stack

@@ -31,7 +31,7 @@ def check_balance(args: StackValidationArgs, report: ReportViolation) -> None:
             continue
         profile = profile_for(node.labels, args.stack_tags)
         if profile is None:
-            continue  # not a fullserver environment (or a queued slice without labels): nothing to hold it to
+            continue  # not a fullserver environment: nothing to hold it to
         balance = profile.balance_for(node.platform)
         update: dict[str, float] = {}
         if node.local_nvme_gib is not None:

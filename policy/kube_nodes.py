@@ -31,9 +31,9 @@ EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 KARPENTER_NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 TPU_MACHINE_PREFIXES = ("ct5lp-", "ct5p-", "ct6e-")
 TPU_SLICE_PREFIXES = {"ct5lp-": "v5litepod-", "ct5p-": "v5p-", "ct6e-": "v6e-"}
+"""GKE TPU machine type -> the Cloud TPU slice types of that generation (``fullserver.platforms.gke``)."""
 DEFAULT_VOLUME_KIND = {"gcp": "pd-balanced", "aws": "gp3"}
 """A volume labelled with its size only: the platforms' default data disk kinds (``PlatformRules.default_disk_kind``)."""
-"""GKE TPU machine type -> the Cloud TPU slice types of that generation (``fullserver.platforms.gke``)."""
 
 
 def _tpu_slice(machine_type: str, topology: str, nodes: float) -> Offer | None:

@@ -1,8 +1,8 @@
 """Policy ``public-ip-by-profile``: a resource gets a public address only where its profile allows.
 
 A public address bypasses the IAP / Session Manager path; only profiles that accept that
-(``security.public_ip: true``) get one, and a resource without a profile label has no profile to
-say so.
+(``security.public_ip: true``) get one, and a resource without a profile label or stack tag has
+no profile to say so.
 """
 
 from __future__ import annotations

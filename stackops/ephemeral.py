@@ -384,7 +384,7 @@ def run_command(argv: Sequence[str], env: Mapping[str, str], guard: SignalGuard,
 
 def run_ephemeral(command: Sequence[str], settings: EphemeralSettings, grace_s: float = 30.0) -> int:
     """``fullserver ephemeral -- <command>``: the exit code is the command's, unless interrupted
-    (128 + signal), the stack could not be created (2 input, 3 budget, 6 Pulumi) or something
+    (128 + signal), the stack could not be created (2 input, 3 budget, 4 quota, 6 Pulumi) or something
     was left behind (``EXIT_LEFT_BEHIND``, 7, with a ``LeftBehind`` event saying what). Every
     outcome is an event to ``settings.notify``; nothing is raised for them."""
     notify = settings.notify

@@ -169,7 +169,7 @@ class CommandExited:
 
 SignalAction = Literal["shielded", "to-command", "cancelling-pulumi", "already-cancelling", "cancelling"]
 """What a signal did: noted while teardown runs; passed to the command; the one SIGINT sent to
-the Pulumi CLI; noted because that SIGINT went already; noted before any CLI ran."""
+the Pulumi CLI; noted because that SIGINT went already; noted while no Pulumi CLI was running."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +197,8 @@ class RunFailed:
 
 @dataclass(frozen=True, slots=True)
 class LeftBehind:
-    """Teardown failed after every retry: ``report`` says what is left and how to clean it up
+    """Teardown left something (a step failed after every retry, or pending operations remain):
+    ``report`` says what is left and how to clean it up
     (``stackops.leftover``); ``command_code`` is the user's command's exit code (0 when it never
     ran or succeeded)."""
 

@@ -19,7 +19,8 @@ from stackops.workspace import PulumiOptions, StackOpsError
 
 
 class LeftoverStackError(StackOpsError):
-    """Teardown failed after every retry: something is left and a person must act."""
+    """Teardown left something (a step failed after every retry, or the state still lists pending
+    operations): a person must act."""
 
     exit_code = EXIT_LEFT_BEHIND
 

@@ -80,7 +80,7 @@ def ephemeral_config(
             raise InputError(
                 f"{base.path}: {key}",
                 "is a secret encrypted for the base stack and cannot be copied",
-                "pass it to the ephemeral stack with secrets={...} instead",
+                "pass it with ephemeral_stack(secrets={...}) from Python, or drop the key from the base stack",
             )
         config[key] = value
     for key, value in overrides.items():

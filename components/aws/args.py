@@ -37,8 +37,8 @@ class AwsGpuArgs(CommonArgs):
     ``overrides``, filled in this order (``prioritized``)."""
     serving: NotRequired[ServingArgs]
     zones: NotRequired[int]
-    """Zones the subnets span (the core's ``billables.zones``: three for a spread serving group, two
-    for any other, since an ALB needs two); default 1."""
+    """Zones the subnets span (the core's ``billables.zones``: a serving group 3 when spread, else 2,
+    as an ALB needs two; spot nodes without compact placement 3; otherwise 1); default 1."""
 
 
 def aws_args(spec: EnvironmentSpec) -> AwsGpuArgs:

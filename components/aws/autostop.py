@@ -1,4 +1,4 @@
-"""The idle agent's stop on AWS (``fullserver.platforms.aws`` ``GROUP_TO_ZERO``, ``INSTANCE_SHUTDOWN``).
+"""The idle agent's stop on AWS (``fullserver.platforms.aws_autostop`` ``GROUP_TO_ZERO``, ``INSTANCE_SHUTDOWN``).
 
 Design notes: docs/design/components.md.
 """

@@ -286,8 +286,8 @@ def _lb_security_group(
     lb_ports: tuple[int, ...],
     serving_port: int,
 ) -> aws.ec2.SecurityGroup:
-    """Clients: anyone for an internet-facing load balancer, the VPC (and what is routed into it)
-    for an internal one, on each listener's port (HTTP, and HTTPS when it is served: the HTTP one
+    """Clients: anyone for an internet-facing load balancer, the VPC's own range only for an
+    internal one, on each listener's port (HTTP, and HTTPS when it is served: the HTTP one
     then answers its redirect); out: the nodes' server port only (requests and health checks)."""
     clients = ["0.0.0.0/0"] if lb_scheme == "external" else [AWS_VPC_CIDR]
     return aws.ec2.SecurityGroup(

@@ -71,7 +71,7 @@ def chart_release(
     after: Sequence[pulumi.Resource],
 ) -> Any:
     """A pinned chart released through the cluster's provider, named after its chart (Helm refuses a
-    generated name past 53 characters) and replaced before it is recreated (two copies would claim
+    generated name past 53 characters) and deleted before its replacement is created (two copies would claim
     the same service account)."""
     import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
 

@@ -392,8 +392,9 @@ def _created_cluster_charts(
 ) -> list[pulumi.Resource]:
     """A created cluster's NVIDIA device plugin and Cluster Autoscaler (or Karpenter), through one provider, and
     where it serves (``serving_vpc``: its VPC), the AWS Load Balancer Controller and the Metrics
-    Server add-on (``components.eks.load_balancer``), and on EFA nodes AWS's EFA device plugin,
-    returned for the workload to wait on."""
+    Server add-on (``components.eks.load_balancer``), and on EFA nodes AWS's EFA device plugin; the
+    EFA plugin, the load balancer controller, the Metrics Server and Karpenter are returned for the
+    workload to wait on."""
     import pulumi_kubernetes as k8s  # only for created EKS clusters and applied workloads
 
     provider = k8s.Provider(f"{name}-plugin-k8s", kubeconfig=config, opts=pulumi.ResourceOptions(parent=parent))

@@ -52,7 +52,7 @@ METRICS_SERVER_ADDON = "metrics-server"
 def metrics_server(
     name: str, plan: KubePlan, cluster: aws.eks.Cluster, parent: pulumi.Resource, after: list[Any]
 ) -> Any:
-    """The Metrics Server EKS add-on (module doc): the HPA's resource metrics."""
+    """The Metrics Server EKS add-on: the HPA's CPU metric (EKS deploys no Metrics Server itself)."""
     return aws.eks.Addon(
         f"{name}-metrics-server",
         cluster_name=cluster.name,

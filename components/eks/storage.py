@@ -19,7 +19,8 @@ EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
 
 
 def configuration(plan: KubePlan) -> str:
-    """The add-on's configuration values: the controller on the GPU nodes, the node plugin on every node."""
+    """The add-on's configuration values: the controller tolerating the GPU taints (it lands on the
+    system group while the GPU groups sit at zero), the node plugin on every node."""
     tolerations = [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in plan.taints]
     return json.dumps({"controller": {"tolerations": tolerations}, "node": {"tolerateAllTaints": True}}, sort_keys=True)
 

@@ -53,7 +53,7 @@ def vm_access(name: str, zone: str, project: str, nics: list[Any], *, keys: bool
 def mig_access(
     instance_group: str, group: GcpServing, region: str, project: str, *, keys: bool, via: Via
 ) -> NodeGroupAccess:
-    """The serving group's row of the ``nodeGroups`` output: its replicas are listed when needed,
+    """The serving or regional group's row of the ``nodeGroups`` output: its replicas are listed when needed,
     by the name the group gives them (``fullserver.platforms.gcp.group_list_command``). The group is
     named by the last segment of its URL."""
     return NodeGroupAccess(

@@ -1,4 +1,4 @@
-"""The idle agent's stop on Cloud TPU (``fullserver.platforms.tpu`` ``TPU_STOP``, ``TPU_DELETE``):
+"""The idle agent's stop on Cloud TPU (``fullserver.platforms.tpu_autostop`` ``TPU_STOP``, ``TPU_DELETE``):
 the node calls the Cloud TPU API on itself, ``--async`` (the call returns before the VM goes down);
 its grant is ``components.gcp.autostop``'s custom role, on the project (Cloud TPU has no per-node
 IAM)."""

@@ -91,8 +91,8 @@ def _startup_script(args: TpuVmArgs, node_id: str) -> str:
 class TpuVmEnvironment(EnvironmentComponent):
     """A TPU VM (single host) or slice (multi-host) built exactly as the spec says.
 
-    ``private_ips``: the internal address of each TPU host (empty for a queued slice until it is
-    provisioned). ``connect``: how to reach worker 0 (IAP when there is no external IP).
+    ``private_ips``: the internal address of each TPU host (always empty for a queued slice: its
+    node is not read back). ``connect``: how to reach worker 0 (IAP when there is no external IP).
     ``service_account``: the nodes' (a TPU VM's and a queued slice's alike); grant it access to
     your buckets. ``nodes``: each worker reached directly (module docstring); empty behind IAP and
     for a queued slice. ``node_groups``: behind IAP, the TPU VM and the command that names its

@@ -54,7 +54,8 @@ def sections(text: str) -> dict[str, tuple[int, str]]:
 
 def gpu_script(caps: Caps) -> str:
     """``nvidia-smi -q -x`` and ``nvidia-smi topo -m``, each under its own deadline (a wedged
-    driver hangs nvidia-smi); 127 when nvidia-smi is not installed."""
+    driver hangs nvidia-smi), then each GPU's PCIe capability from sysfs (``PCIE_SYSFS_SCRIPT``);
+    127 for both nvidia-smi sections, and no PCIe section, when nvidia-smi is not installed."""
     t = caps.gpu_seconds
     return (
         f"{SECTION_FUNCTIONS}\n"

@@ -294,7 +294,7 @@ _INVOKES: dict[str, Callable[[str, Mapping[str, Any], MockSession], dict[str, An
         "arn": f"arn:aws:iam::{mock.ACCOUNT_NUMBER}:user/mock",
         "userId": "mock",
     },
-    # the region's default VPC (a created EKS cluster's)
+    # the region's default VPC (no component reads it; a created EKS cluster builds its own)
     "aws:ec2/getVpc:getVpc": lambda r, a, m: {"id": MOCK_DEFAULT_VPC, "default": True, "cidrBlock": "172.31.0.0/16"},
     "aws:ec2/getSubnets:getSubnets": lambda r, a, m: {"id": r, "ids": _subnets(r, a)},
     "aws:eks/getCluster:getCluster": lambda r, a, m: _cluster(r, a),

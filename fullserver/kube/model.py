@@ -166,7 +166,7 @@ class KubePlan(Frozen):
     (``fullserver.kube.volume``): one per pod, one pod per node."""
     max_pods: int | None = None
     kube_reserved: dict[str, str] = {}
-    """EKS: pinned into the NodeConfig so allocatable is what ``node`` says."""
+    """EKS: pinned into the NodeConfig so allocatable is what ``node_allocatable`` says."""
     labels: dict[str, str]
     """Kubernetes node labels: profile, stage, owner, environment, lifecycle, expiry."""
     cloud_labels: dict[str, str]

@@ -57,9 +57,9 @@ def on_host(script: str) -> str:
 
 
 def measure_script(caps: Caps, gpus: bool) -> str:
-    """The probe (CPU, RAM, disks, NICs, InfiniBand, GPUs), then on a GPU node ``nvidia-smi -q -x``,
-    ``topo -m``, the PCIe capabilities and the NICs' NUMA nodes, then the node's mount table and
-    block device numbers, and ``DONE``. Each piece that ends with ``exit`` runs in a subshell."""
+    """The probe (CPU, RAM, disks, NICs, InfiniBand, GPUs), the node's mount table, block device
+    numbers and the container's cgroup limits, then on a GPU node ``nvidia-smi -q -x``, ``topo -m``,
+    the PCIe capabilities and the NICs' NUMA nodes, and ``DONE``. Each piece that ends with ``exit`` runs in a subshell."""
     parts = [
         *([GPU_ENV] if gpus else []),
         SECTION_FUNCTIONS,

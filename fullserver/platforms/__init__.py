@@ -67,12 +67,10 @@ __all__ = [
 
 
 def _modules() -> list[ModuleType]:
-    """Every module of this package: a platform module registers its platforms in ``PLATFORMS``
-    and the names its resources take in ``NAME_RULES``, a node-pool member's module its
-    ``POOL_RULES``, the node-pool family's ``kubernetes`` the names of Kubernetes objects and
-    Helm releases (``NAME_RULES``, ``NAME_MEMBERS``) (the other shared ones, ``base``,
-    ``pool_rules`` and the ``network`` and ``quota`` packages, register nothing). Adding a platform adds its module;
-    nothing here names it."""
+    """Every module of this package: only a platform module registers platforms (``PLATFORMS``), a
+    node-pool member's module its ``POOL_RULES``, and any module the names its resources take
+    (``NAME_RULES``, ``NAME_MEMBERS``: the platforms', ``kubernetes``'s, ``gke_gateway``'s,
+    ``eks_karpenter``'s). Adding a platform adds its module; nothing here names it."""
     found = (m.name for m in pkgutil.iter_modules(__path__) if not m.ispkg)
     return [importlib.import_module(f"{__name__}.{name}") for name in sorted(found)]
 

@@ -2,7 +2,7 @@
 
 ``PlatformRules`` is the one set of questions sizing, cost, the plan, the components' validators
 and the policy pack ask about a platform; each platform module (``aws``, ``gcp``, ``tpu``,
-``bare_metal``) answers them with its own data. Rules are functions of a ``Request`` (what an
+``bare_metal``, ``gke``, ``eks``) answers them with its own data. Rules are functions of a ``Request`` (what an
 environment asks of the platform) that return a ``Refusal`` with the one message for that rule:
 the core names the stack key at fault (``fullserver:<key>``), a component the spec field
 (``spec.<field>``), and both say the same words.
@@ -81,9 +81,11 @@ class Request:
     reservation: str | None = None
     zone: str | None = None
     queued: bool = False
-    """Requested through a queued resource (Cloud TPU), whether asked for or forced by the slice."""
+    """Requested through a queued resource (Cloud TPU), whether asked for or forced by the slice;
+    on GKE pools, flex-start (``fullserver:flexStart``)."""
     queued_asked: bool = False
-    """The stack set ``fullserver:queued`` (else a multi-host type forced it): the key at fault."""
+    """The stack set ``fullserver:queued`` (else a multi-host type forced it), or on GKE pools
+    ``fullserver:flexStart``: the key at fault."""
     capacity_block: bool = False
     data_disk: str | None = None
     """The data disk's kind, when there is one."""
@@ -168,7 +170,6 @@ CLOUD_LOGIN = {
 """The option every cloud platform takes (``PlatformRules.options``), said once."""
 GPU_SERVING = {"serving": "serving groups of GPU replicas behind a load balancer are built there"}
 """The option of the platforms that build serving groups."""
-"""Rules of every platform that rents capacity by the hour."""
 
 
 def disk_kind_refusal(kind: str, allowed: tuple[str, ...], said: str, field: str = "data_disk.kind") -> Refusal | None:
@@ -216,7 +217,8 @@ class NetworkRules:
     """The NAT's line for (pricer, machines, zones), warnings added to the pricer's."""
     lb_line: Callable[[NetworkPricer, float, int], Line | None]
     """The load balancer's line for the GB a month it processes and its listeners: 1 (HTTP), or 2
-    with HTTPS (HTTPS, and HTTP answering a redirect to it); GCP bills each as a forwarding rule."""
+    with TLS (``cost.network_lines``): the VM paths build HTTPS and an HTTP redirect (GCP bills each
+    as a forwarding rule), GKE's Gateway one rule on 443, EKS one TLS listener."""
 
 
 @dataclass(frozen=True)
@@ -245,7 +247,8 @@ class PlatformRules:
     the one source of it (``EnvironmentSpec.provider`` asks here)."""
     short: str
     """The platform's short name: ``fullserver catalog --provider``'s and the node-group kind
-    (``NodeGroupAccess.provider``): aws, gcp, tpu, bare-metal."""
+    (``NodeGroupAccess.provider``, for aws, gcp and tpu): aws, gcp, tpu, bare-metal, gke-gpu,
+    gke-tpu, eks-gpu."""
     components: str
     """Its component package, as a module path (``components.registry`` imports it when a stack
     of the platform is built, and nothing else names it)."""
@@ -260,6 +263,7 @@ class PlatformRules:
     options: Mapping[str, str]
     """Stack keys only some platforms take, each with why it belongs here."""
     lacks: Mapping[str, str] = field(default_factory=dict)
+    """Its own refusal of a key it does not take (else: "applies only to ...")."""
     core: str = ""
     """The core package its logic beyond this module lives in, as a module path, shared by a family
     of platforms (``fullserver.kube``: the node pools); "": its module holds it all. What is the
@@ -267,7 +271,6 @@ class PlatformRules:
     policy_reader: str = ""
     """Its policy reader, as a module path (``policy.stack_nodes`` reads the stack's nodes with
     each reader's ``NODE_READERS``); "": nothing of it is read by the policies (bare metal)."""
-    """Its own refusal of a key it does not take (else: "applies only to ...")."""
     supply: Supply = MACHINES
     """How its capacity comes (``fullserver.platforms.supply``): what an environment is built and
     billed as, what a stack names, where hardware is priced; asked, never branched on by name."""

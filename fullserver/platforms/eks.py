@@ -32,6 +32,12 @@ NAME_RULES: dict[str, tuple[NameRule, ...]] = {
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 """The accelerated AL2023 AMI: NVIDIA driver and container toolkit installed; the NVIDIA device
 plugin is not (install it, or the GPU Operator). AL2 AMIs ended 2025-11-26."""
+# A cluster fullserver creates gets one untainted managed node group besides the GPU groups: every
+# GPU group is tainted ``nvidia.com/gpu`` and may sit at zero, and CoreDNS (an EKS default add-on)
+# does not tolerate that taint, so without it cluster DNS never runs (the same holds on GKE,
+# ``fullserver.platforms.gke.SYSTEM_POOL_DISK_KIND``'s note). ``AL2023_x86_64_STANDARD`` is EKS's plain
+# AL2023 AMI type (aws-cdk ``NodegroupAmiType.AL2023_X86_64_STANDARD``); one m6i.large is
+# fullserver's choice, not a sourced size.
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 SYSTEM_INSTANCE_TYPE = "m6i.large"
 SYSTEM_NODES = 1
@@ -41,12 +47,6 @@ SYSTEM_DISK_KIND = "gp3"
 EKS's own default size ("The default disk size is 20 GiB for Linux", EKS API
 ``CreateNodegroup.diskSize``), as encrypted gp3 where EKS's default launch template would make it
 gp2 (aws/containers-roadmap#1417), which the catalog does not price."""
-"""A cluster fullserver creates gets one untainted managed node group besides the GPU groups: every
-GPU group is tainted ``nvidia.com/gpu`` and may sit at zero, and CoreDNS (an EKS default add-on)
-does not tolerate that taint, so without it cluster DNS never runs (the same holds on GKE,
-``fullserver.platforms.gke.SYSTEM_POOL_MACHINE_TYPE``). ``AL2023_x86_64_STANDARD`` is EKS's plain
-AL2023 AMI type (aws-cdk ``NodegroupAmiType.AL2023_X86_64_STANDARD``); one m6i.large is
-fullserver's choice, not a sourced size."""
 CLUSTER_ZONES = 3
 """A created cluster's VPC (``components.eks.network``) has a public and a private subnet in each
 of three zones, the nodes' zone first, behind one NAT gateway with its Elastic IP in the nodes'
@@ -70,7 +70,8 @@ discovery (kubernetes-sigs.github.io/aws-load-balancer-controller, deploy/subnet
 ``kubernetes.io/role/elb`` public, ``kubernetes.io/role/internal-elb`` private, value ``1`` or
 empty; the ``kubernetes.io/cluster/<name>`` tag only for controller 2.1.1 and older)."""
 KUBERNETES_VERSION = "1.35"
-"""A created cluster's Kubernetes version unless the stack names one, pinned rather than EKS's
+"""A created cluster's Kubernetes version (unless the component's ``kubernetes_version`` argument
+names one; no stack key sets it), pinned rather than EKS's
 default because the Cluster Autoscaler must match it: the newest EKS version on standard support
 found (EKS release 2026-01-27/28, standard support to 2027-03-27: endoflife.date/amazon-eks and the
 aws-samples EKS version calendar "last verified 2026-04-24"; read 2026-11-26). 1.34 leaves standard

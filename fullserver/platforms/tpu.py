@@ -43,7 +43,8 @@ HYPERDISK_ONLY = (r"^(v6e|tpu7x)", "hyperdisk-balanced")
 DATA_DEVICE = "/dev/disk/by-id/google-persistent-disk-1"
 """The first data disk of a TPU VM (TPU VMs name attached disks persistent-disk-N)."""
 
-QUEUED_LIMIT = "pulumi-gcp 10.2's V2QueuedResource has no field for it"
+QUEUED_LIMIT = "fullserver creates it with gcloud (components.tpu.queued) and passes none"
+"""Why a queued resource takes no reservation or data disk: its create command names neither."""
 QUEUED_STATES = ("WAITING_FOR_RESOURCES", "SUSPENDED", "FAILED")
 """Cloud TPU ``QueuedResourceState.State``: waiting in the queue; its resources deleted (by the
 user or the service, a Spot preemption among them) and "no longer eligible for further

@@ -1,7 +1,8 @@
 """Each cloud's policy reader (``Cloud.policy_reader``): what the shared policies ask of a cloud.
 
 A reader module defines ``CLEAR_TEXT`` (resource type -> the clear-text verdicts of one resource),
-``load_balancers`` (its billed load balancers among a stack's resources), and how a node pool's
+``LOAD_BALANCERS`` (resource type -> the network item one such resource bills, given how many came
+before), and how a node pool's
 Kubernetes load balancers bill on it (``SERVICE_ANNOTATION``, ``SERVICE_ITEM``, ``GATEWAY_ITEM``),
 and ``autostop_grants`` (each autostop grant that reaches beyond the stack, with why).
 """

@@ -1,6 +1,6 @@
 """The vocabulary of quotas: what an environment asks of an account, and each quota it needs.
 
-Each platform's rule is a module here (``aws``, ``gcp``, ``tpu``) whose ``quotas(ask, table)`` its
+Each platform's rule is a module here (``aws``, ``gcp``, ``tpu``, ``gke``, ``eks``) whose ``quotas(ask, table)`` its
 ``PlatformRules.quotas`` names; the names, codes and units come from ``table`` (the sourced data
 file ``fullserver/catalog/data/quotas.yaml``, loaded by ``fullserver.quotas``), never from code.
 The types are here, below the platform modules, so they and the loader share them without a cycle.
@@ -136,9 +136,9 @@ class QuotaTable(_Strict):
     @cached_property
     def aws_vcpu_group_by_family(self) -> dict[str, AwsVcpuGroup | None]:
         """``aws.vcpu_group``'s answer for each instance family it was asked about, kept with the
-        table it was read from: every AWS plan asks it, and the families are the catalog's few.
-        Like ``aws_vcpu_prefixes`` it is derived from ``aws_vcpu_groups`` once: the table is
-        read-only data (``fullserver.quotas.load_quota_table``), never copied with other groups."""
+        table it was read from: every AWS plan asks it, and the families are the catalog's few. An
+        empty cache here, filled by ``aws.vcpu_group`` one family at a time; the table is read-only
+        data (``fullserver.quotas.load_quota_table``), never copied with other groups."""
         return {}
 
 

@@ -72,7 +72,7 @@ SLICE = Request("v5p-128", hosts=16, zone="us-east5-a", queued=True)
             "reservation",
             "reservation",
             "v5p-128 is requested as a queued resource (16 hosts), which cannot name a reservation: "
-            "pulumi-gcp 10.2's V2QueuedResource has no field for it",
+            "fullserver creates it with gcloud (components.tpu.queued) and passes none",
         ),
         (
             replace(SLICE, data_disk="pd-balanced"),
@@ -85,7 +85,7 @@ SLICE = Request("v5p-128", hosts=16, zone="us-east5-a", queued=True)
             "datasetGib",
             "data_disk",
             "v5p-128 is requested as a queued resource (16 hosts), which cannot attach a data disk: "
-            "pulumi-gcp 10.2's V2QueuedResource has no field for it",
+            "fullserver creates it with gcloud (components.tpu.queued) and passes none",
         ),
         (
             Request("v5litepod-8", zone="us-west4-a", data_disk="gp3"),
