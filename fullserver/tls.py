@@ -204,7 +204,9 @@ def tls_notes(provider: str, tls: Tls) -> list[str]:
             f"{KEY}.domains: point {names} at the load balancer after pulumi up "
             f"(pulumi stack output dnsTarget: an A record to an address, a CNAME to a name){issued}"
         )
-    placeholders = [d for d in tls.domains if d.endswith(tuple(f".{p}" for p in PLACEHOLDER_DOMAINS))]
+    placeholders = [
+        d for d in tls.domains if d in PLACEHOLDER_DOMAINS or d.endswith(tuple(f".{p}" for p in PLACEHOLDER_DOMAINS))
+    ]
     if placeholders:
         out.append(
             f"{KEY}.domains: {', '.join(placeholders)} is a placeholder (RFC 2606 reserves example.*): "

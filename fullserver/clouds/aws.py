@@ -43,7 +43,7 @@ def _on_demand(ask: Ask) -> Fetched:
 def _types(ask: Ask) -> Fetched:
     from fullserver.catalog.refresh import ec2
 
-    clients = ask.ec2_client_for or ec2.boto3_client_for()
+    clients = ask.ec2_client_for or ec2.boto3_client_for("aws-types", "ec2:DescribeInstanceTypes")
     return ec2.fetch_types(ask.data, _home(ask), clients(_home(ask)), ask.now or dt.datetime.now(dt.UTC))
 
 
@@ -56,7 +56,7 @@ def _savings_plans(ask: Ask) -> Fetched:
 def _spot(ask: Ask) -> Fetched:
     from fullserver.catalog.refresh import ec2
 
-    clients = ask.ec2_client_for or ec2.boto3_client_for()
+    clients = ask.ec2_client_for or ec2.boto3_client_for("aws-spot", "ec2:DescribeSpotPriceHistory")
     return ec2.fetch_spot(ask.data, ask.where, clients, ask.now or dt.datetime.now(dt.UTC))
 
 

@@ -202,6 +202,8 @@ def test_the_plan_says_where_the_names_point_and_which_values_are_placeholders()
         "with your ACM certificate's ARN (aws acm list-certificates)"
     ]
     assert tls_notes("aws", Tls(certificate_arn=CERT.replace("123456789012", "210987654321"))) == []
+    bare = tls_notes("gcp", Tls(domains=["example.org"]))
+    assert bare[-1].startswith("fullserver:serving.domains: example.org is a placeholder")  # the reserved name itself
     planned = serve("aws-gpu", "us-east-1", certificateArn=CERT).spec.warnings
     assert aws[0] in planned
 

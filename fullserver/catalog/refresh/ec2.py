@@ -30,15 +30,16 @@ ClientFor = Callable[[str], Any]
 """A region's EC2 client (``boto3.client("ec2", region_name=...)`` or a stubbed one in tests)."""
 
 
-def boto3_client_for() -> ClientFor:
-    """EC2 clients from boto3 with the default credential chain; a one-line error without boto3."""
+def boto3_client_for(provider: str, permission: str) -> ClientFor:
+    """EC2 clients from boto3 with the default credential chain; without boto3, a one-line error
+    naming the ``--provider`` that needs it and the EC2 ``permission`` its credentials need."""
     try:
         import boto3  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
         raise InputError(
-            "--spot",
-            "EC2 spot prices need boto3",
-            "pip install 'fullserver[refresh]' (and AWS credentials allowed ec2:DescribeSpotPriceHistory)",
+            "--provider",
+            f"{provider} reads the EC2 API, which needs boto3",
+            f"pip install 'fullserver[refresh]' (and AWS credentials allowed {permission})",
         ) from None
     session = boto3.session.Session()
     return lambda region: session.client("ec2", region_name=region)
@@ -89,7 +90,7 @@ def fetch_spot(data: CatalogFile, regions: Iterable[str], client_for: ClientFor,
         as_of=now.date(),
         as_of_kind="retrieved",
         note=(
-            f"Written by `fullserver catalog refresh --spot` at {now.strftime('%Y-%m-%dT%H:%MZ')}: one request "
+            f"Written by `fullserver catalog refresh --provider aws-spot` at {now.strftime('%Y-%m-%dT%H:%MZ')}: one request "
             "per region with StartTime = EndTime = now, which returns each zone's price in effect then. Spot "
             "prices move with supply and demand; this is a snapshot, not a forecast."
         ),

@@ -204,9 +204,12 @@ def test_without_boto3_the_refresh_says_what_to_install(tmp_path: Path, monkeypa
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_boto3)
-    with pytest.raises(InputError) as err:
-        refresh(["aws-spot"], today=TODAY, data_dir=data_dir(tmp_path, "aws.yaml"), now=NOW)
-    assert "pip install 'fullserver[refresh]'" in str(err.value)
+    data = data_dir(tmp_path, "aws.yaml")
+    for provider, permission in (("aws-spot", "DescribeSpotPriceHistory"), ("aws-types", "DescribeInstanceTypes")):
+        with pytest.raises(InputError) as err:
+            refresh([provider], today=TODAY, data_dir=data, now=NOW)
+        assert err.value.where == "--provider" and err.value.what == f"{provider} reads the EC2 API, which needs boto3"
+        assert "pip install 'fullserver[refresh]'" in str(err.value) and f"ec2:{permission}" in str(err.value)
 
 
 # --- aws-types: DescribeInstanceTypes --------------------------------------------------------------
