@@ -32,7 +32,8 @@ def nothing_fits_hint(
 
 
 MAX_NEAR_MISSES = 5
-"""Near-misses shown beyond those cheaper than the chosen shape (all of which are shown)."""
+"""The most near-misses shown in all, unless more are cheaper than the chosen shape: those are all
+shown, and the others only fill up to this many."""
 
 
 class _Missed(Protocol):

@@ -26,8 +26,9 @@ NOT_INTERNET: tuple[Network, ...] = tuple(
     ipaddress.ip_network(n)
     for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7", "fe80::/10")
 )
-"""Private (RFC 1918, RFC 4193), shared (RFC 6598) and link-local space: a VPN's ranges there reach
-no one on the internet, so they do not count towards the total (each range is still at most /8)."""
+"""Private (RFC 1918, RFC 4193), shared (RFC 6598) and IPv6 link-local space: a VPN's ranges there
+reach no one on the internet, so they do not count towards the total (each range is still at most
+/8, /32 for IPv6)."""
 
 
 def _internet_addresses(net: Network) -> int:

@@ -57,7 +57,7 @@ class ModelServer(Frozen):
     image: str
     model: str
     args: list[str]
-    """The server's full argument list (model, port, tensor parallel size, then the stack's own)."""
+    """The server's full argument list (model, host, port, tensor parallel size, then the stack's own)."""
     port: int
     health_path: str
     tensor_parallel_size: int

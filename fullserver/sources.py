@@ -1,7 +1,7 @@
 """Where a figure comes from and the date it describes: one model for every data file that cites
 its sources (the shape catalog, the network prices, the quota table).
 
-A leaf module (it imports nothing of fullserver) so the platforms' own data can cite sources
+A leaf module (it imports only ``fullserver.errors``, itself a leaf) so the platforms' own data can cite sources
 without importing the catalog package.
 """
 

@@ -304,7 +304,7 @@ _STACK_NAME_HINT = "a stack name is 1-100 letters, digits, '-', '_' and '.'"
 
 
 def find_stacks(directory: Path, names: list[str]) -> list[Path]:
-    """The named stacks (all of them when none is named), in name order."""
+    """The named stacks in the order given, else every stack file in name order."""
     if not names:
         found = sorted(directory.glob(STACK_FILE_GLOB))
         if not found:

@@ -29,13 +29,14 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 M = TypeVar("M", bound=BaseModel)
 
 MAX_BYTES = 1 << 20
-"""The largest YAML file read (1 MiB); the largest catalog data file is under 50 KiB."""
+"""The largest YAML file read (1 MiB); the largest catalog data file is under 64 KiB."""
 
 MAX_DEPTH = 64
 """The deepest nesting accepted; the repository's files nest fewer than ten levels."""
 
 MAX_EXPANDED = 1_000_000
-"""The most values a file may stand for once its aliases are expanded (the catalog: ~20,000)."""
+"""The most values a file may stand for once its aliases are expanded (the largest catalog file:
+~2,300)."""
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _VALUE_TAG = "tag:yaml.org,2002:value"

@@ -109,7 +109,7 @@ def _priced(way: StopWay, minutes: int, profile: Profile, cost: CostEstimate) ->
 
 def idle_sentence(spec: EnvironmentSpec, autostop: Autostop | None) -> str:
     """What an idle node of this stack does, in words: the last part of the idle report of
-    ``fullserver audit``/``verify`` (``fullserver.baremetal.idle``)."""
+    ``fullserver verify`` (``fullserver.baremetal.idle``; audit's rented hosts say ``RENTED``)."""
     if autostop is not None and autostop.on:
         return f"it stops itself after {autostop.minutes} idle minutes ({autostop.how})"
     if autostop is not None and autostop.off:

@@ -26,7 +26,7 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 
 @functools.lru_cache(maxsize=8)
 def _load_directory(directory: Path) -> Catalog:
-    # network.yaml (prices of load balancers, NAT, addresses) and quotas.yaml are read apart
+    # the non-shape data files (``NOT_SHAPES``: network, quotas, kubernetes, images, ...) are read apart
     paths = sorted(p for p in directory.glob("*.yaml") if p.name not in NOT_SHAPES)
     if not paths:
         raise InputError(str(directory), "no catalog data files", "add data/*.yaml files")

@@ -1,7 +1,8 @@
 """Refreshing the catalog's prices from the providers' own published sources.
 
 ``refresh(["aws", "gcp", "tpu"], today=...)`` reads each provider's price source, compares it with
-the data file (``aws.yaml``, ``gcp.yaml``, ``tpu.yaml``), and returns one ``RefreshReport`` per file:
+the data file (``aws.yaml``, ``gcp.yaml``, ``tpu.yaml``), and returns one ``RefreshReport`` per
+provider, in the order asked (several may edit one file, each from the text the previous left):
 figures up or down (with percentages), rows added or gone, shapes the provider sells that the
 catalog lacks or no longer sells, and anything it could not use. With ``write=True`` the edited file
 is written, but only after the whole catalog, edited files included, loads and validates.
@@ -50,7 +51,8 @@ DEFAULT_PROVIDERS = tuple(name for name, src in SOURCES.items() if src.default)
 
 PROVIDER_FILES = {provider: src.file for provider, src in SOURCES.items()}
 """The data file each ``--provider`` refreshes (``aws-spot`` and ``aws-types``: the EC2 API, with
-credentials; ``aws-savings-plans``: the public Savings Plans files; each works on the file the
+credentials; ``aws-savings-plans``: the public Savings Plans files; ``gcp-zones``: the Compute
+Engine API, with a project and an access token; each works on the file the
 previous provider left when several are asked for)."""
 
 _PRICE_SECTIONS = ("shape_prices", "accelerator_prices", "tpu_prices", "storage_prices", "egress_prices")
@@ -80,7 +82,7 @@ def refresh(
     gcp_project: str | None = None,
     gcp_access_token: str | None = None,
 ) -> list[RefreshReport]:
-    """Refresh the data files of ``providers`` (``aws``, ``gcp``, ``tpu``); see the module docstring.
+    """Refresh the data files of ``providers`` (keys of ``PROVIDER_FILES``); see the module docstring.
 
     ``regions`` adds regions to those each file already prices. ``prune`` removes rows the provider
     no longer prices (they are reported either way). Nothing is written unless ``write`` is true and
@@ -93,7 +95,7 @@ def refresh(
     given_opener = opener
     opener = opener or urllib_opener()
     extra = list(regions)
-    # network.yaml (load balancer, NAT and address prices) and quotas.yaml are not shape files
+    # the non-shape data files (``NOT_SHAPES``: network, quotas, kubernetes, images, ...) are read apart
     texts = {p.name: p.read_text(encoding="utf-8") for p in sorted(data_dir.glob("*.yaml")) if p.name not in NOT_SHAPES}
     parsed = {name: read_yaml(data_dir / name) for name in texts}
     skus: dict[str, list[dict[str, Any]]] = {}

@@ -67,7 +67,8 @@ def zones_by_series(opener: Opener, project: str, series: set[str]) -> dict[str,
 
 
 def fetch_zones(data: CatalogFile, opener: Opener, project: str, today: dt.date, regions: Iterable[str]) -> Fetched:
-    """machine_zones rows for the file's series, restricted to ``regions``."""
+    """machine_zones rows for the file's series and attachable_gpus zone rows for its attachable
+    GPUs, restricted to ``regions``."""
     series = {row.series for row in data.machine_zones}
     wanted = set(regions)
     source = Source(

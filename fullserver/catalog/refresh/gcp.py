@@ -273,7 +273,8 @@ def _source(index: PriceIndex, today: dt.date, what: str) -> Source:
 def fetch_gcp(
     data: CatalogFile, raw_skus: list[dict[str, Any]], today: dt.date, regions: Iterable[str] = ()
 ) -> Fetched:
-    """Rows of gcp.yaml: attachable GPU prices, N1/A2 Standard/G2 machine prices, disks and egress."""
+    """Rows of gcp.yaml: attachable GPU prices, machine prices of N1, G2 and the types
+    ``MACHINE_SKU_PARTS`` maps (A2 Standard and Ultra, A3 High and Mega), disks and egress."""
     index = PriceIndex(raw_skus)
     sections = ("shape_prices", "accelerator_prices", "storage_prices", "egress_prices")
     where = _regions(data, regions, sections)

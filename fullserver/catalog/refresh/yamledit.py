@@ -3,8 +3,8 @@
 The data files are curated by hand: comments say why a figure is what it is, rows are grouped
 and styled (block mappings in aws.yaml, one flow mapping per line in gcp.yaml and tpu.yaml).
 Dumping the parsed data back would lose all of that, so a refresh edits the text instead: PyYAML's
-node marks give the exact span of each scalar, and an edit replaces that span, adds a key after the
-last one of a mapping (in the mapping's own style), appends a row in the style of the row before it,
+node marks give the exact span of each scalar, and an edit replaces that span, adds a key after a
+named one (default: the last) of a mapping (in the mapping's own style), appends a row in the style of the row before it,
 or removes a row's lines. The result is parsed again and validated by the caller before anything
 is written.
 """
