@@ -14,7 +14,8 @@ from fullserver.baremetal.keys import check_public_key
 from fullserver.errors import FullserverError
 from fullserver.kube.serve import clear_text_of
 from fullserver.netcheck import check_ssh_ranges
-from fullserver.platforms import disk_limits
+from fullserver.platform import Platform
+from fullserver.platforms import disk_limits, load_balancer_problem, rules_for
 from fullserver.serving import endpoint_problem
 from fullserver.spec import EnvironmentSpec
 from fullserver.tls import check_certificate_arn, check_domain, clear_text
@@ -262,12 +263,17 @@ def check_access(access: AccessArgs) -> None:
             raise refuse(f"network.ssh_public_keys[{i}]", str(exc)) from None
 
 
-def check_serving(serving: ServingArgs | None, provider: str) -> None:
-    """An endpoint on the internet answers only with its API key, and sends it only over TLS unless
-    the stack said otherwise: the core's rules (``fullserver.serving.endpoint_problem``,
+def check_serving(serving: ServingArgs | None, platform: Platform) -> None:
+    """A load balancer the platform builds; an endpoint on the internet answers only with its API
+    key, and sends it only over TLS unless the stack said otherwise: the core's rules
+    (``fullserver.platforms.load_balancer_problem``, ``fullserver.serving.endpoint_problem``,
     ``fullserver.tls.clear_text``), for args that never passed through the core."""
     if serving is None:
         return
+    scheme = load_balancer_problem(platform, serving["load_balancer"])
+    if scheme is not None:
+        raise refuse("serving.load_balancer", *scheme)
+    provider = rules_for(platform).provider
     problem = endpoint_problem(serving["load_balancer"], serving["secrets"].get("api_key"))
     if problem is not None:
         raise refuse("serving.server.api_key_secret", *problem)

@@ -15,6 +15,7 @@ from components.args import (
     refuse,
     serving_args,
 )
+from fullserver.platform import Platform
 from fullserver.platforms import Request
 from fullserver.platforms import aws as ec2
 from fullserver.spec import EnvironmentSpec
@@ -69,7 +70,7 @@ def aws_args(spec: EnvironmentSpec) -> AwsGpuArgs:
 def validate_aws(args: AwsGpuArgs) -> None:
     """Refuse, before any resource exists, what this shape or this cloud cannot do."""
     check_access(args["access"])
-    check_serving(args.get("serving"), "aws")
+    check_serving(args.get("serving"), Platform.AWS_GPU)
     served = args.get("serving")
     tls = served.get("tls") if served is not None else None
     if tls is not None and "certificate_arn" not in tls:

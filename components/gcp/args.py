@@ -17,6 +17,7 @@ from components.args import (
     refuse,
     serving_args,
 )
+from fullserver.platform import Platform
 from fullserver.platforms import Request, gcp, gcp_capacity
 from fullserver.spec import EnvironmentSpec
 
@@ -83,7 +84,7 @@ def gcp_args(spec: EnvironmentSpec, project: pulumi.Input[str] | None = None) ->
 def validate_gcp(args: GcpGpuArgs) -> None:
     """Refuse, before any resource exists, what this shape or this cloud cannot do."""
     check_access(args["access"])
-    check_serving(args.get("serving"), "gcp")
+    check_serving(args.get("serving"), Platform.GCP_GPU)
     served = args.get("serving")
     tls = served.get("tls") if served is not None else None
     if tls is not None and (not tls["domains"] or "certificate_arn" in tls):

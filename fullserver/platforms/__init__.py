@@ -209,6 +209,20 @@ def zone_problem(zone: str, region: str, platform: Platform | None) -> str | Non
     return f"'{zone}' is not a zone of region {region} ({rules})"
 
 
+def load_balancer_problem(platform: Platform, scheme: str) -> tuple[str, str] | None:
+    """Why ``platform`` cannot put a serving group behind a ``scheme`` load balancer (what, hint),
+    or ``None``: the one rule the plan (``fullserver.sizing.finish``) and the components' own
+    argument checks (``components.args.check_serving``) both ask."""
+    network = _RULES[platform].network
+    schemes: tuple[str, ...] = network.load_balancer_schemes if network is not None else ()
+    if scheme in schemes:
+        return None
+    return (
+        f"{platform.value} builds no {scheme} load balancer (it builds: {', '.join(schemes) or 'none'})",
+        "use a profile whose serving.load_balancer the platform builds, or another platform",
+    )
+
+
 _NAMES: dict[str, tuple[NameRule, ...]] = {k: v for m in _MODULES for k, v in getattr(m, "NAME_RULES", {}).items()}
 
 

@@ -10,7 +10,7 @@ from fullserver.catalog import Catalog
 from fullserver.errors import InputError
 from fullserver.kube.serve import serving_warnings
 from fullserver.platform import AcceleratorKind
-from fullserver.platforms import rules_for
+from fullserver.platforms import load_balancer_problem
 from fullserver.serving import (
     DEFAULT_MODEL,
     MAX_INITIAL_DELAY_SECONDS,
@@ -55,15 +55,9 @@ def complete_spec(spec: EnvironmentSpec, workload: Workload, catalog: Catalog) -
 def _check_serving(spec: EnvironmentSpec, catalog: Catalog) -> None:
     """A serving group needs a load balancer its platform builds and a GPU for its model server."""
     assert spec.serving is not None
-    network = rules_for(spec.platform).network
-    schemes: tuple[str, ...] = network.load_balancer_schemes if network is not None else ()
-    if spec.serving.load_balancer not in schemes:
-        raise InputError(
-            f"profiles/{spec.profile}.yaml: serving.load_balancer",
-            f"{spec.platform.value} builds no {spec.serving.load_balancer} load balancer "
-            f"(it builds: {', '.join(schemes) or 'none'})",
-            "use a profile whose serving.load_balancer the platform builds, or another platform",
-        )
+    problem = load_balancer_problem(spec.platform, spec.serving.load_balancer)
+    if problem is not None:
+        raise InputError(f"profiles/{spec.profile}.yaml: serving.load_balancer", *problem)
     accelerator = catalog.accelerators.get(spec.accelerator) if spec.accelerator else None
     if accelerator is not None and accelerator.kind is not AcceleratorKind.GPU:
         # the replicas run a CUDA container (``docker run --gpus all``) once ``nvidia-smi`` sees the GPUs

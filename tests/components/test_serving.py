@@ -362,6 +362,19 @@ def test_gcp_serving_group_spreads_over_the_zones_that_sell_the_shape(plans: Pla
     assert not any("no zones are known" in w for w in g.warnings), g.warnings
 
 
+def test_a_load_balancer_scheme_the_cloud_does_not_build_is_refused_by_the_component(plans: Plans) -> None:
+    """GCP builds only the global external Application Load Balancer: args asking for an internal one
+    (written by hand, never through the plan) would get an endpoint on the internet, so they are
+    refused in the plan's own words (``fullserver.platforms.load_balancer_problem``)."""
+    args = gcp_args(spec_of(plans, "serve-gcp-realtime"))
+    args["serving"]["load_balancer"] = "internal"
+    with pytest.raises(
+        SpecRefused,
+        match=r"spec\.serving\.load_balancer: gcp-gpu builds no internal load balancer \(it builds: external\)",
+    ):
+        GcpGpuEnvironment("internal", args)
+
+
 def test_gcp_serving_zones_outside_the_region_are_refused(plans: Plans) -> None:
     args = gcp_args(spec_of(plans, "serve-gcp-realtime"))
     args["serving"]["zones"] = ["us-central1-a", "us-east1-b"]
