@@ -71,8 +71,10 @@ def secret_reader(name: str, parent: pulumi.Resource, region: str, role: aws.iam
     ``kms:Decrypt`` for the role, granted where the key is managed. The ARN's partition and
     account are the caller's own (``aws:`` in China and GovCloud differs).
     """
-    partition = aws.get_partition_output().partition
-    account = aws.get_caller_identity_output().account_id
+    # through ``parent``, the stack's explicit provider (its region): the default provider has none
+    invoke = pulumi.InvokeOutputOptions(parent=parent)
+    partition = aws.get_partition_output(opts=invoke).partition
+    account = aws.get_caller_identity_output(opts=invoke).account_id
     paths = [p if p.startswith("/") else f"/{p}" for p in parameters]
     policy = pulumi.Output.all(partition, account).apply(
         lambda pa: json.dumps(

@@ -25,10 +25,13 @@ class TpuReads(Protocol):
 
 
 class NetworkReads(Protocol):
-    """``spec.NetworkSpec``: whether the nodes share a compact placement."""
+    """``spec.NetworkSpec``: whether the nodes share a compact placement, and their EFA interfaces."""
 
     @property
     def compact_placement(self) -> bool: ...
+
+    @property
+    def efa_interfaces(self) -> int: ...
 
 
 class LoadBalancerReads(Protocol):

@@ -34,9 +34,10 @@ def billed_network(spec: SpecReads) -> dict[str, Any]:
         zones = SERVING_ZONES if spec.serving.spread_zones else LB_MIN_ZONES
         lb_ips = zones if scheme == "external" else 0
         alarms += 2
-    elif spec.spot and not spec.network.compact_placement:
+    elif spec.spot and not spec.network.compact_placement and not spec.network.efa_interfaces:
         # A spot group launches in whichever zone has spare capacity: subnets in every zone that
-        # offers the type (up to SERVING_ZONES) widen its pools (a cluster placement group keeps one).
+        # offers the type (up to SERVING_ZONES) widen its pools (a cluster placement group keeps
+        # one, and so does EFA, whose OS-bypass traffic never leaves its subnet: AWS EFA guide).
         zones = SERVING_ZONES
     return {"alarms": alarms, "zones": zones, "lb_public_ips": lb_ips}
 

@@ -180,3 +180,20 @@ def test_anything_else_is_refused_by_its_form_at_plan_time(image: str) -> None:
 def test_the_image_rule_is_one_of_the_platform_rules() -> None:
     request = Request("g6.xlarge", image="not-an-ami")
     assert RULES.refusal(request) == aws.image_form(request) is not None
+
+
+def test_spot_nodes_spread_over_zones_unless_a_placement_group_or_efa_keeps_them_in_one() -> None:
+    """A spot group widens its pools over three zones; EFA's OS-bypass traffic never leaves its
+    subnet (AWS EFA guide), so EFA nodes stay in one zone as a cluster placement group's do."""
+    from types import SimpleNamespace
+
+    from fullserver.platforms.network.aws import billed_network
+
+    def zones(compact: bool, efa: int) -> int:
+        net = SimpleNamespace(compact_placement=compact, efa_interfaces=efa)
+        spec = SimpleNamespace(spot=True, serving=None, endpoint=None, network=net)
+        return int(billed_network(spec)["zones"])
+
+    assert zones(compact=False, efa=0) == aws.SERVING_ZONES
+    assert zones(compact=True, efa=0) == 1
+    assert zones(compact=False, efa=32) == 1
