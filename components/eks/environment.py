@@ -171,10 +171,16 @@ def _first_asg(resources: Any) -> str:
 
 def autoscaler_tags(plan: KubePlan) -> dict[str, str]:
     """The Cluster Autoscaler's node-template tags for a group at zero nodes (autoscaler AWS README):
-    every label the group's nodes get (``GPU_PRESENT`` too), its taints and its GPUs."""
+    every label the group's nodes get (``GPU_PRESENT`` too), its taints, and every resource the
+    workload pod requests beyond CPU and memory (which the autoscaler reads from the instance type):
+    its GPUs, the node's allocatable ephemeral storage and, with EFA, the interfaces and huge pages.
+    A resource missing from the template leaves the pod "Insufficient" there, so a group at zero
+    (a fallback group, always) would never grow (kubernetes/autoscaler#1869)."""
     tags = {f"{CA_TEMPLATE}/label/{k}": v for k, v in {**plan.node_labels, **GPU_PRESENT}.items()}
     tags |= {f"{CA_TEMPLATE}/taint/{t.key}": f"{t.value}:{t.effect}" for t in plan.taints}
     tags[f"{CA_TEMPLATE}/resources/{plan.accelerator_resource}"] = str(plan.accelerators_per_node)
+    tags[f"{CA_TEMPLATE}/resources/ephemeral-storage"] = f"{plan.node_allocatable.ephemeral_mib}Mi"
+    tags |= {f"{CA_TEMPLATE}/resources/{name}": value for name, value in plan.pod.devices.items()}
     return tags
 
 

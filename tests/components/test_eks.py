@@ -245,6 +245,10 @@ def test_spot_fallback_groups_scale_from_zero_on_an_existing_cluster(plans: Plan
         assert group["scalingConfig"] == {"minSize": 0, "maxSize": 1, "desiredSize": 0}
         assert group["tags"]["k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu"] == "present:NoSchedule"
         assert group["tags"]["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "1"
+        # the pod requests ephemeral storage too: without it in the template, a group at zero never grows
+        ephemeral = group["tags"]["k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage"]
+        assert ephemeral == f"{plan.node_allocatable.ephemeral_mib}Mi"
+        assert plan.pod.resources.ephemeral_mib <= plan.node_allocatable.ephemeral_mib
         assert group["labels"]["fullserver-ttl-hours"] == "8"
     tags = g.of_type("autoscaling/tag:Tag")
     # On each group's Auto Scaling group: the node template (labels, taint, GPUs) and the discovery
@@ -458,3 +462,14 @@ def test_the_workload_waits_on_the_ebs_csi_driver(plans: Plans, build: Build, mo
     manifests = workload(plan, spec, image="train:1")
     build(lambda: EksEnvironment("vol", eks_args(plan, SUBNETS, "vpc-1", workload=manifests, deploy_workload=True)))
     assert "vol-ebs-csi" in {d._name for d in seen["vol-workload"].depends_on}
+
+
+def test_a_group_at_zero_tells_the_autoscaler_every_resource_its_efa_pod_requests(plans: Plans) -> None:
+    """An EFA pod also requests its node's interfaces and their huge pages: the template names them
+    with the pod's own figures, so the autoscaler sees the pod fit a node it has not started yet."""
+    plan = spec_of(plans, "eks-gpu-cluster").kube
+    assert plan is not None and plan.pod.devices
+    tags = autoscaler_tags(plan)
+    template = "k8s.io/cluster-autoscaler/node-template/resources"
+    assert {name: tags[f"{template}/{name}"] for name in plan.pod.devices} == plan.pod.devices
+    assert tags[f"{template}/vpc.amazonaws.com/efa"] == str(plan.efa_interfaces) == "32"
