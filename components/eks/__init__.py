@@ -37,6 +37,7 @@ def _args(spec: EnvironmentSpec, _catalog: Any, _project: Any) -> EksArgs:
         workload=default_workload(plan, spec),
         deploy_workload=plan.deploy_workload,
         serving_secrets=spec.endpoint.server.secrets if spec.endpoint is not None else None,
+        aws_profile=pulumi.Config("aws").get("profile"),  # who deploys: the AWS provider's too
     )
 
 

@@ -37,6 +37,9 @@ class EksArgs(TypedDict):
     deploy_workload: bool
     """Apply them to the cluster with pulumi-kubernetes (``components.kube_workload``)."""
     serving_secrets: NotRequired[dict[str, str]]
+    aws_profile: NotRequired[str]
+    """The named AWS profile ``pulumi up`` deploys with (``aws:profile``): the Kubernetes provider's
+    token is asked with it too, as a created cluster's creator is its only admin."""
     """A serving workload's secrets, kind (``api_key``, ``token``) -> the cloud secret's name, read at
     deploy time into the pods' Kubernetes Secret (``fullserver.kube.serve``); only with ``deploy_workload``."""
 
@@ -53,6 +56,7 @@ def eks_args(
     workload: list[Manifest] | None = None,
     deploy_workload: bool = False,
     serving_secrets: dict[str, str] | None = None,
+    aws_profile: str | None = None,
 ) -> EksArgs:
     if plan.provider != "eks":
         raise ValueError(f"{plan.platform.value} is not an EKS plan")
@@ -78,4 +82,6 @@ def eks_args(
         args["kubernetes_version"] = kubernetes_version
     if serving_secrets:
         args["serving_secrets"] = dict(serving_secrets)
+    if aws_profile:
+        args["aws_profile"] = aws_profile
     return args

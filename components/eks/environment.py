@@ -468,7 +468,9 @@ class EksEnvironment(EnvironmentComponent):
                 found = aws.eks.get_cluster_output(name=plan.cluster_name, opts=pulumi.InvokeOptions(parent=self))
                 endpoint, ca = found.endpoint, found.certificate_authorities.apply(lambda c: _ca((c or [None])[0]))
             config = pulumi.Output.all(endpoint, ca).apply(
-                lambda v: eks_kubeconfig(plan.cluster_name, str(v[0] or ""), str(v[1] or ""), plan.region)
+                lambda v: eks_kubeconfig(
+                    plan.cluster_name, str(v[0] or ""), str(v[1] or ""), plan.region, args.get("aws_profile")
+                )
             )
             if plan.create_cluster:
                 serving_vpc = network.vpc_id if lb_service_name(manifests) else None

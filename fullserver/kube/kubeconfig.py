@@ -51,9 +51,11 @@ def gke_kubeconfig(name: str, endpoint: str, ca_data: str, *, dns: bool = False)
     return kubeconfig(name, server, None if dns else ca_data, "gke-gcloud-auth-plugin", [])
 
 
-def eks_kubeconfig(name: str, endpoint: str, ca_data: str, region: str) -> str:
+def eks_kubeconfig(name: str, endpoint: str, ca_data: str, region: str, profile: str | None = None) -> str:
+    """``profile``: the named AWS profile the token is asked with, the one that deployed (and so
+    administers) a created cluster; none: the caller's default credentials."""
     args = ["eks", "get-token", "--cluster-name", name, "--region", region, "--output", "json"]
-    return kubeconfig(name, endpoint, ca_data, "aws", args)
+    return kubeconfig(name, endpoint, ca_data, "aws", [*args, *(["--profile", profile] if profile else [])])
 
 
 def credentials_hint(plan: KubePlan, project: str | None) -> str:

@@ -337,6 +337,19 @@ def test_deploy_workload_on_an_existing_cluster_reads_it(plans: Plans, build: Bu
     assert g.of_type("eks/cluster:Cluster") == []  # still nothing of the cluster is touched
 
 
+def test_the_kubernetes_token_is_asked_as_the_aws_profile_that_deploys(plans: Plans, build: Build) -> None:
+    """A created cluster's creator is its only admin: with ``aws:profile``, the provider's token must
+    come from that profile too, not from the shell's default credentials."""
+    spec = spec_of(plans, "serve-aws-realtime")
+    plan = kube_plan(spec, Platform.EKS_GPU, cluster="prod")
+    manifests = workload(plan, spec)
+    args = eks_args(plan, SUBNETS, "vpc-1", workload=manifests, deploy_workload=True, aws_profile="ml-deploy")
+    g = build(lambda: EksEnvironment("dw", args))
+    (provider,) = [r for r in g.rows if r.type == "pulumi:providers:kubernetes"]
+    user = json.loads(provider.inputs["kubeconfig"])["users"][0]["user"]["exec"]
+    assert user["args"][-2:] == ["--profile", "ml-deploy"]
+
+
 def test_a_created_cluster_gets_the_ebs_csi_driver_for_the_pods_data_volumes(
     plans: Plans, build: Build, resource_options: Any
 ) -> None:
