@@ -7,6 +7,7 @@ Design notes: docs/design/components.md.
 """
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 import pulumi
@@ -209,10 +210,17 @@ def node_config(
 
 
 def system_pool(
-    name: str, plan: KubePlan, args: GkeArgs, cluster: Any, service_account: pulumi.Input[str], parent: pulumi.Resource
+    name: str,
+    plan: KubePlan,
+    args: GkeArgs,
+    cluster: Any,
+    service_account: pulumi.Input[str],
+    parent: pulumi.Resource,
+    grants: Sequence[pulumi.Resource] = (),
 ) -> Any:
     """A created cluster's untainted pool for GKE's own Deployments (``gke.SYSTEM_POOL_MACHINE_TYPE``):
-    fixed, in the accelerator pools' zone when the plan has one, no taints."""
+    fixed, in the accelerator pools' zone when the plan has one, no taints; started once its
+    account's ``grants`` are."""
     node_pool: Any = gcp.container.NodePool
     return node_pool(
         f"{name}-system",
@@ -235,7 +243,7 @@ def system_pool(
             "workload_metadata_config": {"mode": "GKE_METADATA"},
             "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
         },
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(grants)),
     )
 
 
@@ -263,7 +271,8 @@ class _GkeNodePools(pulumi.ComponentResource):
             description="GKE nodes: logs, metrics, resource metadata and image pulls only",
             opts=child,
         )
-        for role in NODE_ROLES:
+        # The nodes start with their account's roles granted (logging, metrics, image pulls).
+        grants = [
             gcp.projects.IAMMember(
                 f"{name}-{role.split('/')[-1].replace('.', '-').lower()}",
                 project=project,
@@ -271,12 +280,14 @@ class _GkeNodePools(pulumi.ComponentResource):
                 member=self.service_account.email.apply(lambda email: f"serviceAccount:{email}"),
                 opts=child,
             )
+            for role in NODE_ROLES
+        ]
         self.pools: list[gcp.container.NodePool] = []
         target: Any = cluster  # an id Output or a name: pulumi-gcp's Input[str | None] is invariant
         # mypy gives up on NodePool's overloads ("too many unions") for optional nested inputs.
         node_pool: Any = gcp.container.NodePool
         if plan.create_cluster:
-            self.system_pool = system_pool(name, plan, args, target, self.service_account.email, self)
+            self.system_pool = system_pool(name, plan, args, target, self.service_account.email, self, grants)
         for pool in plan.pools:
             placement: dict[str, Any] | None = None
             if plan.compact_placement:
@@ -305,7 +316,9 @@ class _GkeNodePools(pulumi.ComponentResource):
                     management={"auto_repair": not plan.flex_start, "auto_upgrade": True},
                     node_config=node_config(plan, pool, self.service_account.email, metadata),
                     opts=pulumi.ResourceOptions(
-                        parent=self, ignore_changes=["initialNodeCount"] if pool.autoscaled else None
+                        parent=self,
+                        depends_on=grants,
+                        ignore_changes=["initialNodeCount"] if pool.autoscaled else None,
                     ),
                 )
             )

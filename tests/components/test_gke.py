@@ -19,7 +19,7 @@ from fullserver.platform import Platform, PricingModel
 from fullserver.profiles import load_profiles
 from fullserver.spec import EnvironmentSpec
 from fullserver.stacks import workload_from_config
-from tests.components.conftest import Build, Plans, spec_of
+from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
 from tests.crds import validate
 
 
@@ -472,3 +472,17 @@ def test_a_multi_host_tpu_slice_on_spot_is_a_spot_pool_with_an_on_demand_twin(
     assert grow_spot.usd_hour_low == pytest.approx(spot_usd_hour) and "whole slice" in grow_spot.how
     assert grow_fallback.usd_hour_low == pytest.approx(on_demand_usd_hour)
     assert preempted.usd_hour_low is None and "GKE recreates the whole slice" in preempted.how
+
+
+def test_every_pool_starts_once_its_nodes_account_holds_its_roles(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    """The nodes write logs and metrics and pull images as their own account from their first boot:
+    each pool (the system pool too) waits for that account's role grants."""
+    plan = kube_plan(spec_of(plans, "finetune-gcp-g2"), Platform.GKE_GPU)
+    g = build(lambda: GkeEnvironment("ft", gke_args(plan, "proj")))
+    grants = {r.name for r in g.of_type("projects/iAMMember:IAMMember") if r.name.startswith("ft-")}
+    assert len(grants) >= 2
+    for pool in ("ft-spot", "ft-on-demand", "ft-system"):
+        waits: Any = resource_options[pool].depends_on or []
+        assert grants <= {d._name for d in waits}, pool
