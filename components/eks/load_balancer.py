@@ -42,6 +42,10 @@ def lb_controller(site: Site, vpc_id: pulumi.Input[str]) -> Any:
         "region": site.plan.region,
         "vpcId": vpc_id,
         "serviceAccount": {"create": True},
+        # Its Service webhook (failurePolicy Fail) would refuse every Service created while its own
+        # pods are not ready, the charts' installed beside it included (aws-load-balancer-controller
+        # #4140); the workload's Service names the controller by its annotations and needs no mutation.
+        "enableServiceMutatorWebhook": False,
     }
     return controller_release(site, LB_CONTROLLER, CHART, controller_policy(), values)
 
