@@ -21,12 +21,21 @@ exec shutdown -h now "fullserver-autostop: idle"
 """
 
 _GROUPS = """#!/bin/sh
-# fullserver: set this environment's Auto Scaling groups to 0 (its role allows only that)
+# fullserver: set this environment's Auto Scaling groups to 0 (its role allows only that). A group's
+# members protected from scale-in (the on-demand fallback's, components.aws.spot) would keep running
+# at desired 0, so their protection is lifted first.
 set -eu
 groups="$(aws autoscaling describe-auto-scaling-groups --region __REGION__ \\
   --filters Name=tag:__KEY__,Values=__VALUE__ --query 'AutoScalingGroups[].AutoScalingGroupName' --output text)"
 [ -n "$groups" ] || { echo "no Auto Scaling group tagged __KEY__=__VALUE__" >&2; exit 1; }
 for group in $groups; do
+  protected="$(aws autoscaling describe-auto-scaling-groups --region __REGION__ --auto-scaling-group-names "$group" \\
+    --query 'AutoScalingGroups[0].Instances[?ProtectedFromScaleIn].InstanceId' --output text)"
+  if [ -n "$protected" ]; then
+    # shellcheck disable=SC2086  # one argument per instance id
+    aws autoscaling set-instance-protection --region __REGION__ --auto-scaling-group-name "$group" \\
+      --instance-ids $protected --no-protected-from-scale-in
+  fi
   aws autoscaling update-auto-scaling-group --region __REGION__ --auto-scaling-group-name "$group" \\
     --min-size 0 --max-size 0 --desired-capacity 0
 done

@@ -55,11 +55,18 @@ GRANT_SUFFIX = "-autostop"
 as an autostop grant (the EKS cluster autoscaler's Auto Scaling grant is another matter)."""
 
 
+RESIZE = "autoscaling:UpdateAutoScalingGroup"
+"""What sets a group's sizes (held to 0/0 by the grant's conditions)."""
+UNPROTECT = "autoscaling:SetInstanceProtection"
+"""What lifts a group member's scale-in protection; it cannot grow a group."""
+
+
 def group_stop_policy(environment: str) -> dict[str, object]:
     """The node's grant for ``GROUP_TO_ZERO``: find the groups (``DescribeAutoScalingGroups`` has no
-    resource-level permission), and update only groups tagged with ``environment``, only to
-    0/0 (IAM "Actions, resources and condition keys for Amazon EC2 Auto Scaling":
-    ``autoscaling:ResourceTag/${TagKey}``, ``autoscaling:MinSize``, ``autoscaling:MaxSize``)."""
+    resource-level permission), lift their members' scale-in protection (the on-demand fallback's
+    would otherwise keep running at desired 0) and update them only to 0/0, both only on groups
+    tagged with ``environment`` (IAM "Actions, resources and condition keys for Amazon EC2 Auto
+    Scaling": ``autoscaling:ResourceTag/${TagKey}``, ``autoscaling:MinSize``, ``autoscaling:MaxSize``)."""
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -72,12 +79,19 @@ def group_stop_policy(environment: str) -> dict[str, object]:
             {
                 "Sid": "OwnGroupsToZero",
                 "Effect": "Allow",
-                "Action": "autoscaling:UpdateAutoScalingGroup",
+                "Action": RESIZE,
                 "Resource": "*",
                 "Condition": {
                     "StringEquals": {f"autoscaling:ResourceTag/{LABEL_ENVIRONMENT}": environment},
                     "NumericEquals": {"autoscaling:MinSize": 0, "autoscaling:MaxSize": 0},
                 },
+            },
+            {
+                "Sid": "OwnGroupsUnprotected",
+                "Effect": "Allow",
+                "Action": UNPROTECT,
+                "Resource": "*",
+                "Condition": {"StringEquals": {f"autoscaling:ResourceTag/{LABEL_ENVIRONMENT}": environment}},
             },
         ],
     }
@@ -94,7 +108,8 @@ def _words(value: object) -> list[str]:
 def group_stop_problems(document: Mapping[str, Any], environments: Collection[str]) -> list[str]:
     """Where an IAM policy document lets a node change Auto Scaling groups beyond its own
     environment's (``environments``: the stack's groups' environment tags), or to anything but
-    0/0: the rule ``group_stop_policy`` is built to, and the policy pack judges every role by."""
+    0/0 (a statement that resizes), or to anything but that and lifting scale-in protection: the
+    rule ``group_stop_policy`` is built to, and the policy pack judges every role by."""
     out = []
     statements = document.get("Statement")
     for i, st in enumerate(statements if isinstance(statements, list) else [statements]):
@@ -104,8 +119,8 @@ def group_stop_problems(document: Mapping[str, Any], environments: Collection[st
         if not writes:
             continue
         where = f"statement {st.get('Sid') or i}"
-        if writes != ["autoscaling:UpdateAutoScalingGroup"]:
-            out.append(f"{where} allows {', '.join(writes)}: allow only autoscaling:UpdateAutoScalingGroup")
+        if not set(writes) <= {RESIZE, UNPROTECT}:
+            out.append(f"{where} allows {', '.join(writes)}: allow only {RESIZE} and {UNPROTECT}")
         cond = _mapping(st.get("Condition"))
         tag = _mapping(cond.get("StringEquals")).get(f"autoscaling:ResourceTag/{LABEL_ENVIRONMENT}")
         if tag not in environments:
@@ -114,7 +129,9 @@ def group_stop_problems(document: Mapping[str, Any], environments: Collection[st
                 f" ({', '.join(sorted(environments)) or 'none'}), but {tag!r}: scope it to the stack's own groups"
             )
         sizes = _mapping(cond.get("NumericEquals"))
-        if any(str(sizes.get(k)) != "0" for k in ("autoscaling:MinSize", "autoscaling:MaxSize")):
+        if writes != [UNPROTECT] and any(
+            str(sizes.get(k)) != "0" for k in ("autoscaling:MinSize", "autoscaling:MaxSize")
+        ):
             out.append(f"{where} does not hold autoscaling:MinSize and autoscaling:MaxSize to 0: it could grow a group")
     return out
 

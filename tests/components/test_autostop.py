@@ -89,12 +89,17 @@ def test_spot_groups_may_only_shrink_their_own_environment_to_zero() -> None:
     rows = [r for r in g.rows if r.name.endswith("-autostop") and r.type == "aws:iam/rolePolicy:RolePolicy"]
     assert len(rows) == 1
     policy = json.loads(rows[0].inputs["policy"])
-    describe, update = policy["Statement"]
+    describe, update, unprotect = policy["Statement"]
     assert describe["Action"] == "autoscaling:DescribeAutoScalingGroups"  # takes no resource-level permission
     assert update["Action"] == "autoscaling:UpdateAutoScalingGroup"
     assert update["Condition"] == {
         "StringEquals": {"autoscaling:ResourceTag/fullserver-environment": "exp-aws-l4-spot"},
         "NumericEquals": {"autoscaling:MinSize": 0, "autoscaling:MaxSize": 0},
+    }
+    # the fallback's protected nodes would keep running at desired 0: their protection goes first
+    assert unprotect["Action"] == "autoscaling:SetInstanceProtection"
+    assert unprotect["Condition"] == {
+        "StringEquals": {"autoscaling:ResourceTag/fullserver-environment": "exp-aws-l4-spot"}
     }
     groups = g.of_type("autoscaling/group:Group")
     assert groups and all(

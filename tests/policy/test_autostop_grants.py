@@ -132,3 +132,14 @@ def test_every_declared_stop_way_passes_the_role_rule() -> None:
     for way in grants.stop_ways():
         assert grants.role_problem(way) is None
     assert grants.role_problem([*tpu_autostop.STOP_PERMISSIONS[tpu_autostop.TPU_STOP.key], "tpu.nodes.delete"])
+
+
+def test_lifting_scale_in_protection_is_held_to_the_stacks_own_groups() -> None:
+    """The stop lifts the fallback's scale-in protection (it cannot grow a group, so no size
+    condition), but only on the stack's own groups."""
+    policy = aws_autostop.group_stop_policy("exp-aws-l4-spot")
+    statements: Any = policy["Statement"]
+    unprotect = next(s for s in statements if s["Action"] == aws_autostop.UNPROTECT)
+    del unprotect["Condition"]
+    (problem,) = aws_autostop.group_stop_problems(policy, {"exp-aws-l4-spot"})
+    assert problem.startswith("statement OwnGroupsUnprotected is not conditioned on autoscaling:ResourceTag/")
