@@ -52,8 +52,8 @@ def start_argv(node: str, zone: str, project: str) -> list[str]:
 
 
 def autostop(spec: SpecReads) -> StopWay | str:
-    """A single-host TPU VM stops, a multi-host one is deleted; a queued slice takes no startup
-    script (``components.tpu``), so no agent runs on it."""
+    """A single-host TPU VM stops, a multi-host one is deleted; fullserver's queued slice carries no
+    startup script (``components.tpu.queued`` passes gcloud none), so no agent runs on it."""
     if spec.tpu is not None and spec.tpu.queued:
-        return "a queued TPU slice takes no startup script, so no agent runs on it: its TTL ends it"
+        return "fullserver's queued TPU slice carries no startup script, so no agent runs on it: its TTL ends it"
     return TPU_DELETE if spec.tpu is not None and spec.tpu.hosts > 1 else TPU_STOP

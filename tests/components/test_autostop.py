@@ -37,7 +37,7 @@ NO_AGENT = {
     "serve-aws-realtime": "serving: its floor is its minimum replicas",
     "serve-gcp-realtime": "serving: its floor is its minimum replicas",
     "train-p5-cluster": "scale-training: persistent and protected, no autostop",
-    "train-tpu-v5p-slice": "scale-training, and a queued slice takes no startup script",
+    "train-tpu-v5p-slice": "scale-training, and fullserver's queued slice carries no startup script",
 }
 
 
