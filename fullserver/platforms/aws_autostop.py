@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from fullserver.autostop.way import ENVIRONMENT_BILLS, StopWay
+from fullserver.platform import AcceleratorKind
 from fullserver.rules import LABEL_ENVIRONMENT
 
 if TYPE_CHECKING:
@@ -44,9 +45,17 @@ def start_argv(instance_id: str, region: str) -> list[str]:
     return ["aws", "ec2", "start-instances", "--instance-ids", instance_id, "--region", region]
 
 
-def autostop(spec: SpecReads) -> StopWay:
+NEURON = frozenset({AcceleratorKind.TRAINIUM, AcceleratorKind.INFERENTIA})
+"""Accelerators the idle agent cannot see at work (``components.autostop_agent`` reads NVIDIA GPUs
+and TPU devices): their nodes would look idle with a job running."""
+
+
+def autostop(spec: SpecReads) -> StopWay | str:
     """Spot nodes are a group's (``components.aws.spot``): the group goes to zero, or it would
-    launch a replacement; an instance of this component's stops itself."""
+    launch a replacement; an instance of this component's stops itself. Neuron nodes get no agent:
+    it would stop them mid-job."""
+    if spec.accelerator_kind in NEURON:
+        return "the idle agent sees NVIDIA GPUs and TPUs at work, not Neuron devices, so it would stop a running job"
     return GROUP_TO_ZERO if spec.spot else INSTANCE_SHUTDOWN
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from fullserver.platform import AcceleratorKind
+
 if TYPE_CHECKING:
     from fullserver.capacity import CapacitySet
 
@@ -71,6 +73,9 @@ class SpecReads(Protocol):
     def data_disk(self) -> object | None: ...
     @property
     def autostop_minutes(self) -> int: ...
+
+    @property
+    def accelerator_kind(self) -> AcceleratorKind | None: ...
     @property
     def network(self) -> NetworkReads: ...
     @property

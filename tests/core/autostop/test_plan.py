@@ -104,3 +104,13 @@ def test_reserved_capacity_saves_nothing() -> None:
     auto = plan("train-p5-cluster", autostopMinutes=30).autostop
     assert auto is not None and auto.on
     assert auto.usd_month_with_autostop == auto.usd_month_always_on
+
+
+def test_neuron_nodes_run_no_agent_that_would_stop_them_mid_job() -> None:
+    """The agent sees NVIDIA GPUs and TPU devices at work, not Trainium or Inferentia: their nodes
+    would look idle with a job running, so the profile's default is off and a stack's ask refused."""
+    for accelerator in ("Trainium", "Inferentia2"):
+        auto = plan("exp-aws-spot", accelerator=accelerator).autostop
+        assert auto is not None and not auto.on and "not Neuron devices" in auto.off, accelerator
+    with pytest.raises(FullserverError, match="autostopMinutes: aws-gpu: the idle agent sees NVIDIA GPUs"):
+        plan("exp-aws-spot", accelerator="Inferentia2", autostopMinutes=30)
