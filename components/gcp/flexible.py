@@ -14,6 +14,7 @@ import pulumi_gcp as gcp
 
 from components.args import refuse
 from components.names import logical, physical
+from fullserver.platforms import gcp as gcp_rules
 from fullserver.platforms import gcp_capacity as gce
 
 
@@ -23,9 +24,10 @@ def _update_policy(zones: int, stateful: bool) -> Any:
     policy: dict[str, Any] = {
         "type": "OPPORTUNISTIC",
         "minimal_action": "REPLACE",
-        # a regional group's fixed surge and unavailability are 0 or at least its zone count
+        # a regional group's fixed surge and unavailability are 0 or at least its zone count (the
+        # three Compute Engine spreads it over where the catalog names no zones: ``gcp_rules.SERVING_ZONES``)
         "max_surge_fixed": 0,
-        "max_unavailable_fixed": max(zones, 1),
+        "max_unavailable_fixed": zones or gcp_rules.SERVING_ZONES,
         "instance_redistribution_type": gce.MIG_REDISTRIBUTION,
     }
     if stateful:

@@ -265,3 +265,13 @@ def test_a_doubled_machine_type_is_refused_by_the_component(plans: Plans, build:
     args["capacity_machine_types"] = ["g2-standard-12", "g2-standard-12"]
     with pytest.raises(SpecRefused, match="listed twice"):
         build(lambda: GcpGpuEnvironment("ft", args))
+
+
+def test_a_group_without_catalog_zones_still_holds_the_regional_rule_for_its_update_policy() -> None:
+    """A regional group's fixed unavailability is 0 or at least its zone count: where the catalog
+    names no zones, Compute Engine spreads the group over three, so 1 would be refused."""
+    from components.gcp.flexible import _update_policy
+    from fullserver.platforms import gcp
+
+    assert _update_policy(0, stateful=True)["max_unavailable_fixed"] == gcp.SERVING_ZONES == 3
+    assert _update_policy(2, stateful=False)["max_unavailable_fixed"] == 2
