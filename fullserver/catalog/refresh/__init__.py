@@ -1,11 +1,10 @@
 """Refreshing the catalog's prices from the providers' own published sources.
 
-``refresh(["aws", "gcp", "tpu"], today=...)`` reads each provider's price source, compares it with
-the data file (``aws.yaml``, ``gcp.yaml``, ``tpu.yaml``), and returns one ``RefreshReport`` per
-provider, in the order asked (several may edit one file, each from the text the previous left):
-figures up or down (with percentages), rows added or gone, shapes the provider sells that the
-catalog lacks or no longer sells, and anything it could not use. With ``write=True`` the edited file
-is written, but only after the whole catalog, edited files included, loads and validates.
+``refresh(["aws", "gcp", "tpu"], today=...)`` compares each provider's price source with its data
+file and returns one ``RefreshReport`` per provider, in the order asked (several may edit one file,
+each from the text the previous left): figures up or down, rows added or gone, shapes the catalog
+lacks or no longer sells, and what it could not use. ``write=True`` writes the edited file, but
+only after the whole catalog, edited files included, loads and validates.
 
 Design notes: docs/design/catalog.md.
 """

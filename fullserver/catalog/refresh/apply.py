@@ -4,12 +4,9 @@ For each row the provider priced: if the file has it, changed figures are replac
 ``source`` becomes the refresh's source; if not, the row is appended. A figure the file has but the
 new source does not give stays only when it can keep its own source: the spot price (as
 ``spot_source``, e.g. AWS spot prices from another source while the Price List gives on-demand).
-A spot-only or figures-only source (``Fetched.spot_only``/``figures_only``) never adds a row and
-names itself in ``spot_source`` or ``figure_sources``; a row whose lists it refreshes names it in
-the field its ``list_source`` says (``zones_source``).
 Any other such figure leaves the row untouched and is reported ("kept"). Rows in the refresh's
 scope that the provider no longer prices are reported as gone and removed only with ``prune``.
-The source entry is written with the refresh's title, URL, date and how sure that date is.
+Spot-only, figures-only and list sources: docs/design/catalog.md.
 """
 
 from __future__ import annotations
