@@ -309,6 +309,26 @@ def test_an_external_endpoint_without_an_api_key_is_refused(plans: Plans, compon
             GcpGpuEnvironment("open", gcp_args(spec))
 
 
+def test_every_aws_invoke_of_a_serving_stack_goes_through_its_explicit_provider(
+    plans: Plans, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The program's region comes from fullserver:region through an explicit provider; an invoke
+    on the default provider (the secret policy's partition and account, once) has no region where
+    aws:region is unset, and fails at preview."""
+    seen: list[tuple[str, str]] = []
+    original = GraphMocks.call
+
+    def record(self: GraphMocks, args: Any) -> dict[str, Any]:
+        seen.append((args.token, str(getattr(args, "provider", "") or "")))
+        return original(self, args)
+
+    monkeypatch.setattr(GraphMocks, "call", record)
+    graph_for_plan(plans["serve-aws-realtime"])
+    tokens = {token for token, _ in seen}
+    assert {"aws:index/getPartition:getPartition", "aws:index/getCallerIdentity:getCallerIdentity"} <= tokens
+    assert [token for token, provider in seen if token.startswith("aws:") and not provider] == []
+
+
 def test_the_export_says_how_to_call_the_endpoint_with_its_key(plans: Plans) -> None:
     aws_call = graph_for_plan(plans["serve-aws-realtime"]).outputs["call"]
     assert aws_call == (
