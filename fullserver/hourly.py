@@ -66,10 +66,11 @@ def hourly_rate(
     offer: Offer, region: str, profile: Profile, catalog: Catalog, platform: Platform | None = None
 ) -> Rate:
     """The rate ``offer`` costs in ``region`` under ``profile``'s pricing (each model's rate:
-    docs/design/core.md, ``fullserver/hourly.py``). ``platform``: what builds it, when not the offer's own (a node pool of the offer's VMs, which
-    gets an on-demand fallback pool where the VMs alone get none). Ranking and costing both ask
-    here with the platform that builds the shape, so the shape ranked cheapest is the one billed
-    cheapest. Sizing, every estimate and every comparison row ask again: one answer per catalog."""
+    docs/design/core.md, ``fullserver/hourly.py``). ``platform``: what builds it, when not the
+    offer's own (a node pool of the offer's VMs, which gets an on-demand fallback pool where the VMs
+    alone get none). Ranking and costing both ask here with the platform that builds the shape, so
+    the shape ranked cheapest is the one billed cheapest. Sizing, every estimate and every
+    comparison row ask again: one answer per catalog."""
     cost, pricing = profile.cost, profile.pricing
     rules = rules_for(platform or offer.platform)
     spot = pricing is PricingModel.SPOT_WITH_FALLBACK

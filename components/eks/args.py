@@ -37,11 +37,11 @@ class EksArgs(TypedDict):
     deploy_workload: bool
     """Apply them to the cluster with pulumi-kubernetes (``components.kube_workload``)."""
     serving_secrets: NotRequired[dict[str, str]]
+    """A serving workload's secrets, kind (``api_key``, ``token``) -> the cloud secret's name, read at
+    deploy time into the pods' Kubernetes Secret (``fullserver.kube.serve``); only with ``deploy_workload``."""
     aws_profile: NotRequired[str]
     """The named AWS profile ``pulumi up`` deploys with (``aws:profile``): the Kubernetes provider's
     token is asked with it too, as a created cluster's creator is its only admin."""
-    """A serving workload's secrets, kind (``api_key``, ``token``) -> the cloud secret's name, read at
-    deploy time into the pods' Kubernetes Secret (``fullserver.kube.serve``); only with ``deploy_workload``."""
 
 
 def eks_args(
