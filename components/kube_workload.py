@@ -13,7 +13,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.kube_volumes import DataVolumesGone
 from fullserver.kube.manifest import NAMESPACE, Manifest
+from fullserver.kube.model import KubePlan
 from fullserver.kube.serve import SECRET_VARIABLES, lb_service_name, secret_name
 
 SecretReader = Callable[[str], pulumi.Output[str]]
@@ -81,9 +83,13 @@ def apply_workload(
     depends_on: list[pulumi.Resource],
     secrets: dict[str, str] | None = None,
     read: SecretReader | None = None,
+    *,
+    plan: KubePlan | None = None,
 ) -> pulumi.Output[str]:
     """The provider, the serving Secret (``secrets`` read by ``read``) and the ConfigGroup applying
-    ``manifests``; returns the LoadBalancer Service's address ("" without one)."""
+    ``manifests``; returns the LoadBalancer Service's address ("" without one). With ``plan``'s data
+    volume, the group waits on ``DataVolumesGone``, which waits on ``depends_on``: destroy deletes the
+    pods' disks before the nodes and the CSI driver (``components.kube_volumes``)."""
     provider = k8s.Provider(
         f"{name}-k8s",
         kubeconfig=kubeconfig,
@@ -91,6 +97,19 @@ def apply_workload(
         opts=pulumi.ResourceOptions(parent=parent),
     )
     waits = list(depends_on)
+    volume = plan.data_volume if plan is not None else None
+    if plan is not None and volume is not None:
+        waits.append(
+            DataVolumesGone(
+                f"{name}-volumes",
+                kubeconfig=kubeconfig,
+                storage_class=volume.storage_class,
+                pool=volume.provider,
+                region=plan.region,
+                cluster=plan.cluster_name,
+                opts=pulumi.ResourceOptions(parent=parent, depends_on=depends_on),
+            )
+        )
     if secrets and read is not None:
         labels = {"app.kubernetes.io/managed-by": "fullserver"}
         opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on)

@@ -479,14 +479,16 @@ class EksEnvironment(EnvironmentComponent):
                     # after the untainted system group, where the controller runs (components.eks.storage)
                     after: list[pulumi.Resource] = [groups, groups.system_group]
                     after += [created.pod_identity] if created.pod_identity else []
-                    # the workload waits on it: destroy deletes the pods' volumes before the driver
+                    # the workload's volumes wait on it: destroy deletes them before the driver (kube_volumes)
                     controllers.append(ebs_csi_driver(name, plan, created.cluster.name, created.oidc, after, self))
             if args["deploy_workload"] and manifests:
                 from components.kube_workload import apply_workload  # pulumi_kubernetes: only when applying
 
                 secrets = args.get("serving_secrets") or {}
                 reader = read_parameter(plan.region, self)
-                address = apply_workload(name, manifests, config, self, [groups, *controllers], secrets, reader)
+                address = apply_workload(
+                    name, manifests, config, self, [groups, *controllers], secrets, reader, plan=plan
+                )
                 if lb_service_name(manifests):
                     self.endpoint = address.apply(lambda a: endpoint_of(manifests, a))
                     self.lb_address = address  # where serving.domains must point (the program's dnsTarget)

@@ -430,7 +430,7 @@ class GkeEnvironment(EnvironmentComponent):
             )
             secrets = args.get("serving_secrets") or {}
             reader = read_secret(args["project"], self)
-            address = apply_workload(name, manifests, config, self, [pools, *gateway], secrets, reader)
+            address = apply_workload(name, manifests, config, self, [pools, *gateway], secrets, reader, plan=plan)
             if lb_service_name(manifests):
                 self.endpoint = address.apply(lambda a: endpoint_of(manifests, a))
                 self.lb_address = address  # where serving.domains must point (the program's dnsTarget)

@@ -1,4 +1,5 @@
-"""The Kubernetes API calls ``fullserver verify`` makes, through the official ``kubernetes`` client.
+"""The Kubernetes API calls fullserver makes, through the official ``kubernetes`` client: ``fullserver
+verify``'s measuring Job, and destroy's wait for the pods' data volumes (``components.kube_volumes``).
 
 Design notes: docs/design/kubernetes.md.
 """
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -69,6 +71,15 @@ def connect(cluster: str, kubeconfig: Path | None, context: str | None, hint: st
     return Cluster(api=api, cluster=cluster, context=str(chosen or ""), hint=hint)
 
 
+def connect_config(text: str, cluster: str, hint: str) -> Cluster:
+    """An API client from a kubeconfig's text (the one the stack's Kubernetes provider uses)."""
+    try:
+        api = config.new_client_from_config_dict(yaml.safe_load(text))  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError, yaml.YAMLError) as exc:
+        raise ClusterUnreachable(f"cluster '{cluster}'", f"no usable kubeconfig: {_said(exc)}", hint) from None
+    return Cluster(api=api, cluster=cluster, context="", hint=hint)
+
+
 def _said(exc: BaseException) -> str:
     """What went wrong, short: the HTTP status, or the connection's own failure (not urllib3's retry story)."""
     if isinstance(exc, ApiException):
@@ -79,17 +90,58 @@ def _said(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
+def _unreachable(c: Cluster, exc: BaseException) -> ClusterUnreachable:
+    context = f" (context '{c.context}')" if c.context else ""
+    return ClusterUnreachable(f"cluster '{c.cluster}'", f"cannot reach its API server{context}: {_said(exc)}", c.hint)
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A PersistentVolume: its name, the disk it is (``spec.csi.volumeHandle``) and its phase."""
+
+    name: str
+    handle: str
+    phase: str
+
+
+def volumes_of_class(c: Cluster, storage_class: str) -> list[Volume]:
+    """The PersistentVolumes provisioned from ``storage_class``, by name: each is a disk the cloud
+    bills until its CSI driver deletes it (reclaim policy ``Delete``)."""
+    try:
+        found = client.CoreV1Api(c.api).list_persistent_volume(_request_timeout=REQUEST_TIMEOUT)
+    except (ApiException, HTTPError, OSError) as exc:
+        raise _unreachable(c, exc) from None
+    volumes = []
+    for pv in found.items or []:
+        spec = pv.spec
+        if spec is None or spec.storage_class_name != storage_class:
+            continue
+        handle = spec.csi.volume_handle if spec.csi is not None else ""
+        phase = pv.status.phase if pv.status is not None else ""
+        volumes.append(Volume(str(pv.metadata.name if pv.metadata else ""), str(handle or ""), str(phase or "")))
+    return sorted(volumes, key=lambda v: v.name)
+
+
+def wait_volumes_gone(
+    c: Cluster, storage_class: str, timeout: float, poll: float = POLL_SECONDS, sleep: Any = time.sleep
+) -> list[Volume]:
+    """Wait up to ``timeout`` seconds for every volume of ``storage_class`` to be deleted (their
+    pods gone, the driver detaching and deleting each disk); what is left then ([] when all went)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = volumes_of_class(c, storage_class)
+        if not left or time.monotonic() >= deadline:
+            return left
+        sleep(poll)
+
+
 def list_nodes(c: Cluster, selector: dict[str, str]) -> list[Node]:
     """The nodes carrying every label of ``selector`` (the pool's), by name."""
     text = ",".join(f"{k}={v}" for k, v in selector.items())
     try:
         found = client.CoreV1Api(c.api).list_node(label_selector=text, _request_timeout=REQUEST_TIMEOUT)
     except (ApiException, HTTPError, OSError) as exc:
-        raise ClusterUnreachable(
-            f"cluster '{c.cluster}'",
-            f"cannot reach its API server (context '{c.context}'): {_said(exc)}",
-            c.hint,
-        ) from None
+        raise _unreachable(c, exc) from None
     nodes = []
     for item in found.items or []:
         status = item.status

@@ -199,6 +199,11 @@ POD_METRIC_EKS = "vllm_num_requests_waiting"
 custom metric name cannot carry vLLM's colon). EKS offers no adapter of its own."""
 
 
+def delete_volume(handle: str, region: str) -> str:
+    """The EBS CSI driver's handle is the volume's id (``vol-...``)."""
+    return f"aws ec2 delete-volume --volume-id {handle} --region {region}"
+
+
 def read_secret(region: str, secret: str) -> list[str]:
     """An SSM SecureString parameter (a name without a leading ``/`` and with one inside gets one)."""
     name = secret if secret.startswith("/") or "/" not in secret else f"/{secret}"
@@ -237,6 +242,7 @@ POOL_RULES = PoolRules(
     attached_metrics_server=EKS_ATTACHED_METRICS_SERVER,
     volume_provisioner="ebs.csi.aws.com",
     volume_parameters=volume_parameters,
+    delete_volume=delete_volume,
     service_annotations=service_annotations,
     pod_metric=POD_METRIC_EKS,
     pod_metrics_install=(

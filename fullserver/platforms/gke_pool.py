@@ -254,6 +254,15 @@ SPOT_FIRST = SpotFirst(
 """Two autoscaled pools of one machine type look alike to GKE's autoscaler; a ComputeClass orders them."""
 
 
+def delete_volume(handle: str, region: str) -> str:
+    """The PD CSI driver's handle is ``projects/P/zones/Z/disks/D`` (``regions/R`` for a regional disk)."""
+    parts = handle.split("/")
+    if len(parts) == 6 and parts[0] == "projects" and parts[2] in ("zones", "regions") and parts[4] == "disks":
+        where = "--zone" if parts[2] == "zones" else "--region"
+        return f"gcloud compute disks delete {parts[5]} {where} {parts[3]} --project {parts[1]}"
+    return f"gcloud compute disks delete {handle} --region {region}"
+
+
 def read_secret(region: str, secret: str) -> list[str]:
     """A Secret Manager secret's latest version."""
     return ["gcloud", "secrets", "versions", "access", "latest", f"--secret={secret}"]
@@ -290,6 +299,7 @@ POOL_RULES = PoolRules(
     attached_volume_needs=GKE_ATTACHED_PD_CSI,
     volume_provisioner="pd.csi.storage.gke.io",
     volume_parameters=volume_parameters,
+    delete_volume=delete_volume,
     service_annotations=service_annotations,
     # One pod per node: the load balancer's health check (kube-proxy's per-node check) sends traffic
     # only to nodes with a ready model server, never through the system pool.

@@ -259,6 +259,9 @@ class PoolRules:
     volume_provisioner: str
     volume_parameters: Callable[[str, int | None, int | None], dict[str, str]]
     """(disk kind, IOPS, MB/s) -> the StorageClass parameters (strings, as Kubernetes takes them)."""
+    delete_volume: Callable[[str, str], str]
+    """(a PersistentVolume's ``volumeHandle``, the region) -> the command that deletes that disk, for
+    a person when destroy could not wait it out (``components.kube_volumes``)."""
     # --- serving
     service_annotations: Callable[[str, str, TlsReads | None, int, int], dict[str, str]]
     """(scheme, health path, TLS, request timeout s, port) -> the LoadBalancer Service's annotations."""

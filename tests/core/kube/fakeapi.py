@@ -7,7 +7,8 @@ URL building, JSON (de)serialisation, errors).
 * ``GET /api/v1/namespaces/{ns}/pods?labelSelector=job-name=`` - the Job's pod, whose phase
   follows the script its node is given (``phases``: one phase per read, the last one repeats);
 * ``GET /api/v1/namespaces/{ns}/pods/{pod}/log?container=`` - the node's log;
-* ``DELETE /apis/batch/v1/namespaces/{ns}/jobs/{name}`` - removes the Job, recording the options.
+* ``DELETE /apis/batch/v1/namespaces/{ns}/jobs/{name}`` - removes the Job, recording the options;
+* ``GET /api/v1/persistentvolumes`` - the volumes ``volumes`` scripts (one list per read, the last repeats).
 
 Every request is recorded (method, path, query, body) for the tests' assertions.
 """
@@ -60,6 +61,8 @@ class FakeCluster:
     phases: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """The pod status each read returns, by node name (the last one repeats)."""
     refuse_create: int | None = None
+    volumes: list[list[dict[str, Any]]] = field(default_factory=lambda: [[]])
+    """The PersistentVolumes each read returns (the last list repeats)."""
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     deleted: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     requests: list[tuple[str, str, dict[str, list[str]]]] = field(default_factory=list)
@@ -78,6 +81,21 @@ def node(name: str, labels: dict[str, str], allocatable: dict[str, str], ready: 
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
             "addresses": [{"type": "InternalIP", "address": "10.0.1.23"}, {"type": "Hostname", "address": name}],
         },
+    }
+
+
+def volume(name: str, storage_class: str, handle: str, phase: str = "Released") -> dict[str, Any]:
+    """A PersistentVolume a CSI driver provisioned (``spec.csi.volumeHandle``: the disk)."""
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "storageClassName": storage_class,
+            "capacity": {"storage": "100Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Delete",
+            "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": handle},
+        },
+        "status": {"phase": phase},
     }
 
 
@@ -124,6 +142,12 @@ class _Handler(BaseHTTPRequestHandler):
             wanted = dict(kv.split("=", 1) for kv in query.get("labelSelector", [""])[0].split(",") if kv)
             items = [n for n in c.nodes if wanted.items() <= n["metadata"]["labels"].items()]
             return self._send(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": items})
+        if parts == ["api", "v1", "persistentvolumes"]:
+            with c.lock:
+                seen = c.reads.get("persistentvolumes", 0)
+                c.reads["persistentvolumes"] = seen + 1
+            items = c.volumes[min(seen, len(c.volumes) - 1)]
+            return self._send(200, {"kind": "PersistentVolumeList", "apiVersion": "v1", "metadata": {}, "items": items})
         if parts[:3] == ["api", "v1", "namespaces"] and parts[4:] == ["pods"]:
             job = query.get("labelSelector", [""])[0].removeprefix("job-name=")
             items = []

@@ -1,0 +1,109 @@
+"""``DataVolumesGone``: destroy waits for the pods' data volumes to be deleted before the nodes,
+the CSI driver and the cluster go.
+
+A pod's data volume (``fullserver.kube.volume``) is a disk its CSI driver makes and deletes. Deleting
+the workload only starts that, and nothing waits for the driver (GKE only attempts to delete such
+disks with the cluster; an EBS volume is no part of an EKS cluster). Without a wait, destroy went on
+to the nodes and the driver, and the disks stayed, billed. The workload depends on this resource and
+it on the nodes and the driver: destroy deletes the workload, waits here, then deletes the rest.
+Design notes: docs/design/components.md (``components/kube_workload.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Optional
+
+import pulumi
+from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
+
+from fullserver.platforms import pool_member
+
+TYPE: str = "pulumi-python:dynamic/fullserver:DataVolumesGone"
+WAIT_SECONDS = 900.0
+"""How long destroy waits for the disks: a detach and a delete take seconds to minutes each."""
+POLL_SECONDS = 5.0
+REPLACED_BY = ("storage_class", "cluster")
+"""What names other volumes: a change waits for the old ones (a replace); the rest is how to ask."""
+
+
+def _gone_or_why(props: dict[str, Any], wait_seconds: float, poll_seconds: float) -> str:
+    """ "" once no volume of the environment's StorageClass is left, else the line a person reads."""
+    from fullserver.kube.api import ClusterUnreachable, connect_config, wait_volumes_gone
+
+    storage_class, region = str(props["storage_class"]), str(props["region"])
+    hint = "check the cluster is up and your credentials reach it, then run destroy again"
+    try:
+        cluster = connect_config(str(props["kubeconfig"]), str(props["cluster"]), hint)
+        left = wait_volumes_gone(cluster, storage_class, wait_seconds, poll_seconds)
+    except ClusterUnreachable as exc:
+        return (
+            f"{exc.line()}; the pods' data volumes (StorageClass '{storage_class}') may outlive the cluster: "
+            "find them in the cloud console (disks named pvc-...)"
+        )
+    if not left:
+        return ""
+    rules = pool_member(str(props["pool"]))
+    named = ", ".join(f"{v.name} ({v.phase or 'no phase'})" for v in left)
+    commands = "; ".join(rules.delete_volume(v.handle, region) for v in left if v.handle)
+    return (
+        f"{len(left)} data volume(s) of StorageClass '{storage_class}' not deleted within {wait_seconds:.0f} s: "
+        f"{named}; run destroy again once the CSI driver has deleted them, or delete the disks yourself"
+        + (f" ({commands})" if commands else "")
+    )
+
+
+class DataVolumesGoneProvider(ResourceProvider):
+    """Makes nothing; its delete waits (module docstring)."""
+
+    wait_seconds: float = WAIT_SECONDS
+    poll_seconds: float = POLL_SECONDS
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(id_=f"{props['cluster']}/{props['storage_class']}", outs=props)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = sorted(k for k in set(olds) | set(news) if k != "__provider" and olds.get(k) != news.get(k))
+        return DiffResult(changes=bool(changed), replaces=[k for k in changed if k in REPLACED_BY])
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=news)
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        why = _gone_or_why(props, self.wait_seconds, self.poll_seconds)
+        if why:
+            raise RuntimeError(why)
+
+
+class DataVolumesGone(Resource, module="fullserver", name="DataVolumesGone"):
+    """Destroy's wait for the pods' data volumes of one StorageClass (module docstring).
+
+    Args:
+        kubeconfig: the kubeconfig the workload's Kubernetes provider uses (kept as a secret).
+        storage_class: the environment's StorageClass (``DataVolume.storage_class``).
+        pool: the node-pool member (``gke``, ``eks``), whose rules name the disk's delete command.
+        region: the environment's region.
+        cluster: the cluster's name.
+    """
+
+    pulumi_type: ClassVar[str] = TYPE
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        kubeconfig: pulumi.Input[str],
+        storage_class: str,
+        pool: str,
+        region: str,
+        cluster: str,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        props = {
+            "kubeconfig": pulumi.Output.secret(kubeconfig),
+            "storage_class": storage_class,
+            "pool": pool,
+            "region": region,
+            "cluster": cluster,
+        }
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
+        super().__init__(DataVolumesGoneProvider(), resource_name, props, pulumi.ResourceOptions.merge(opts, secret))
