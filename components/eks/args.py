@@ -16,10 +16,11 @@ class EksArgs(TypedDict):
     plan: str
     """``KubePlan`` as JSON (``fullserver.kube``)."""
     subnet_ids: list[str]
-    """Subnets for the nodes (and a created cluster); one zone's for EFA and placement. Empty: an
-    attached cluster's own subnets, or a created cluster's own VPC (``components.eks.network``). On an
-    attached cluster without ``vpc_id`` (``fullserver:subnets``): subnets of its VPC for the node
-    groups, the VPC and security group read from the cluster."""
+    """Subnets for the nodes (and a created cluster, which EKS creates only in two or more zones: the
+    preview refuses fewer; nodes with EFA or placement keep to one zone of them). Empty: an attached
+    cluster's own subnets, or a created cluster's own VPC (``components.eks.network``). On an
+    attached cluster: the node groups' as given (one zone's for EFA and placement); without
+    ``vpc_id`` (``fullserver:subnets``), the VPC and security group read from the cluster."""
     vpc_id: str
     """The subnets' VPC (the EFA security group lives there); empty: found with the subnets."""
     cluster_security_group_id: NotRequired[str]

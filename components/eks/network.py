@@ -1,5 +1,6 @@
-"""Where an EKS environment's nodes (and a created cluster) go: given subnets, an attached
-cluster's own, or, for a created cluster, a VPC of its own (``created_network``).
+"""Where an EKS environment's nodes (and a created cluster) go: given subnets (a created cluster's
+in two or more zones: ``given_network``), an attached cluster's own, or, for a created cluster, a
+VPC of its own (``created_network``).
 
 Design notes: docs/design/components.md.
 """
@@ -63,6 +64,63 @@ def control_plane_subnets(subnets: list[tuple[str, str]], names: list[str], zone
     return [s for s, _ in kept]
 
 
+def given_cluster_subnets(found: list[tuple[str, str, str]]) -> list[str]:
+    """The given subnets (id, zone, zone id) a created cluster takes: EKS CreateCluster wants them in
+    at least two zones, none in a zone id it refuses (network-reqs.adoc, as ``control_plane_subnets``);
+    fewer would fail ``pulumi up`` at the cluster, so the preview stops here first, with a
+    ``RunError``: Pulumi reports it as its one line, where a ``ValueError`` gets a traceback."""
+    kept = [(s, z) for s, z, zone_id in found if zone_id not in eks.CONTROL_PLANE_EXCLUDED_ZONE_IDS]
+    if len({z for _, z in kept}) < 2:
+        zones = ", ".join(sorted({f"{z} ({zone_id})" for _, z, zone_id in found}))
+        raise pulumi.RunError(
+            f"subnet_ids: a created EKS cluster needs subnets in two or more zones EKS accepts for a control "
+            f"plane, and these are in {zones}; pass subnets in two or more zones (node groups that must keep to "
+            "one zone, for EFA or cluster placement, pick one of them: _one_zone)"
+        )
+    return [s for s, _ in kept]
+
+
+def given_one_zone(
+    found: list[tuple[str, str, str]], pinned: str | None, offering: list[str], machine: str
+) -> list[str]:
+    """The given subnets (id, zone, zone id) of the one zone the nodes keep to: the plan's, else the
+    first zone of the region (AWS's order) that offers the instance type and holds one of them."""
+    zones = sorted({z for _, z, _ in found})
+    zone = pinned or next((z for z in offering if z in zones), None)
+    if zone is None:
+        raise pulumi.RunError(
+            f"subnet_ids: none of their zones ({', '.join(zones)}) offers {machine}; pass subnets in one that "
+            f"does ({', '.join(offering)})"
+        )
+    chosen = [s for s, z, _ in found if z == zone]
+    if not chosen:
+        raise pulumi.RunError(
+            f"subnet_ids: none is in {zone}, the plan's zone, where nodes with EFA or cluster placement keep "
+            "to; pass a subnet there"
+        )
+    return chosen
+
+
+def given_network(plan: KubePlan, args: EksArgs, parent: pulumi.Resource) -> EksNetwork:
+    """A created cluster in the given subnets: each one's zone read (``ec2.get_subnet``), the cluster
+    in those of two or more zones (``given_cluster_subnets``), nodes that keep to one zone in one of
+    theirs (``_one_zone``)."""
+    invoke = pulumi.InvokeOptions(parent=parent)
+    lookups = [aws.ec2.get_subnet_output(id=s, opts=invoke) for s in args["subnet_ids"]]
+    found = pulumi.Output.all(*lookups).apply(
+        lambda subnets: [(str(s.id), str(s.availability_zone), str(s.availability_zone_id)) for s in subnets]
+    )
+    network = EksNetwork(
+        args["subnet_ids"],
+        args["vpc_id"],
+        args.get("cluster_security_group_id"),
+        cluster_subnet_ids=found.apply(given_cluster_subnets),
+    )
+    if plan.compact_placement or plan.efa_interfaces:
+        network.node_subnet_ids = _one_zone(plan, args["subnet_ids"], parent, found)
+    return network
+
+
 def created_network(name: str, plan: KubePlan, parent: pulumi.Resource) -> EksNetwork:
     """A created cluster's VPC (module doc)."""
     invoke = pulumi.InvokeOutputOptions(parent=parent)
@@ -117,8 +175,10 @@ def _nth(i: int) -> Callable[[list[str]], str]:
 def eks_network(plan: KubePlan, args: EksArgs, name: str, parent: pulumi.Resource) -> EksNetwork:
     """The given subnets, else an attached cluster's own, else a created cluster's VPC."""
     invoke = pulumi.InvokeOptions(parent=parent)
-    if args["subnet_ids"] and (plan.create_cluster or args["vpc_id"]):
-        # taken as the one zone's where the nodes keep to one (``_one_zone``)
+    if args["subnet_ids"] and plan.create_cluster:
+        return given_network(plan, args, parent)
+    if args["subnet_ids"] and args["vpc_id"]:
+        # an attached cluster's nodes: taken as the one zone's where they keep to one (``_one_zone``)
         return EksNetwork(args["subnet_ids"], args["vpc_id"], args.get("cluster_security_group_id"))
     if not plan.create_cluster:
         found = aws.eks.get_cluster_output(name=plan.cluster_name, opts=invoke)
@@ -135,28 +195,38 @@ def eks_network(plan: KubePlan, args: EksArgs, name: str, parent: pulumi.Resourc
     return network
 
 
-def _one_zone(plan: KubePlan, subnet_ids: pulumi.Input[list[str]], parent: pulumi.Resource) -> pulumi.Output[list[str]]:
+def _one_zone(
+    plan: KubePlan,
+    subnet_ids: pulumi.Input[list[str]],
+    parent: pulumi.Resource,
+    found: pulumi.Output[list[tuple[str, str, str]]] | None = None,
+) -> pulumi.Output[list[str]]:
     """The subnets of one zone among ``subnet_ids`` (an attached cluster's span several): a
     cluster placement group is "a logical grouping of instances within a single Availability
     Zone" (EC2 user guide, placement strategies), and the EKS user guide's EFA node group takes
     one zone while its cluster takes two (awsdocs/amazon-eks-user-guide: latest/ug/ml/node-efa.adoc,
     ``efa-cluster.yaml``). The zone is the plan's, else the first zone of the region offering the
-    instance type, as the VM platform picks it (``components.aws.network.offering_zones``). Given
-    subnets (``EksArgs.subnet_ids``) are taken as the one zone's the caller chose."""
+    instance type, as the VM platform picks it (``components.aws.network.offering_zones``); among a
+    created cluster's given subnets (``found``: id, zone, zone id), the first that holds one of them
+    (``given_one_zone``). An attached cluster's given subnets (``EksArgs.subnet_ids`` with
+    ``vpc_id``) are taken as the one zone's the caller chose."""
     invoke = pulumi.InvokeOptions(parent=parent)
-    zone: pulumi.Input[str]
-    if plan.zone:
-        zone = plan.zone
-    else:
+    offering: pulumi.Output[list[str]] = pulumi.Output.from_input([])
+    if not plan.zone:
         azs = aws.get_availability_zones_output(state="available", opts=invoke)
         offers = aws.ec2.get_instance_type_offerings_output(
             filters=[{"name": "instance-type", "values": [plan.machine_type]}],
             location_type="availability-zone",
             opts=invoke,
         )
-        zone = pulumi.Output.all(azs.names, offers.locations).apply(
-            lambda found: offering_zones(plan.region, plan.machine_type, list(found[0]), list(found[1]))[0]
+        offering = pulumi.Output.all(azs.names, offers.locations).apply(
+            lambda found: offering_zones(plan.region, plan.machine_type, list(found[0]), list(found[1]))
         )
+    if found is not None:
+        return pulumi.Output.all(found, offering).apply(
+            lambda v: given_one_zone(v[0], plan.zone, list(v[1]), plan.machine_type)
+        )
+    zone: pulumi.Input[str] = plan.zone or offering.apply(lambda zones: zones[0])
     filters: Any = [
         {"name": "subnet-id", "values": subnet_ids},
         {"name": "availability-zone", "values": [zone]},

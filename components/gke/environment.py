@@ -48,7 +48,14 @@ EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSche
 class _GkeCluster(pulumi.ComponentResource):
     """A minimal private regional GKE Standard cluster with Workload Identity, on its own VPC."""
 
-    def __init__(self, name: str, plan: KubePlan, args: GkeArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(
+        self,
+        name: str,
+        plan: KubePlan,
+        args: GkeArgs,
+        nodes: "_GkeNodePools",
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
         super().__init__("fullserver:index:GkeCluster", name, {}, opts)
         child = pulumi.ResourceOptions(parent=self)
         project = args["project"]
@@ -94,6 +101,7 @@ class _GkeCluster(pulumi.ComponentResource):
             subnetwork=subnet.id,
             remove_default_node_pool=True,
             initial_node_count=1,
+            node_config=default_pool_config(nodes.service_account.email),
             deletion_protection=plan.protect,
             release_channel={"channel": "REGULAR"},
             workload_identity_config={"workload_pool": f"{project}.svc.id.goog"},
@@ -111,9 +119,24 @@ class _GkeCluster(pulumi.ComponentResource):
             ),
             monitoring_config=_monitoring_config(json.loads(args["workload"])),
             gateway_api_config=_gateway_api_config(json.loads(args["workload"])),
-            opts=pulumi.ResourceOptions(parent=self, protect=plan.protect),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                protect=plan.protect,
+                depends_on=nodes.grants,  # the default pool's nodes log and pull images as their account
+                ignore_changes=["nodeConfig"],  # see default_pool_config
+            ),
         )
         self.register_outputs({"cluster": self.cluster.name})
+
+
+def default_pool_config(service_account: pulumi.Input[str]) -> Any:
+    """The temporary default pool's ``node_config`` (``remove_default_node_pool`` deletes the pool once
+    the cluster is up). Without it those nodes run as the Compute Engine default service account,
+    often an Editor, and creation fails where that account is deleted or disabled
+    (hashicorp/terraform-provider-google#4435). Ignored after creation: the provider's
+    ``node_config`` forces a new cluster on change (clusters made before it would be replaced), and
+    GKE reports the first remaining pool's config there (Container API ``Cluster.nodeConfig``)."""
+    return {"service_account": service_account, "oauth_scopes": SCOPES}
 
 
 def control_plane_inputs(plan: KubePlan, private_endpoint: bool) -> dict[str, Any]:
@@ -248,18 +271,12 @@ def system_pool(
 
 
 class _GkeNodePools(pulumi.ComponentResource):
-    """The plan's node pools on ``cluster`` (an id or a name in ``location``), and their identity."""
+    """The plan's node pools and their identity: the account and its grants first (a created
+    cluster's temporary default pool runs as it too), the pools once the cluster is known (``add``)."""
 
-    def __init__(
-        self,
-        name: str,
-        plan: KubePlan,
-        args: GkeArgs,
-        cluster: pulumi.Input[str],
-        opts: Optional[pulumi.ResourceOptions] = None,
-        metadata: pulumi.Input[str] = "GKE_METADATA",
-    ):
+    def __init__(self, name: str, plan: KubePlan, args: GkeArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("fullserver:index:GkeNodePools", name, {}, opts)
+        self._name, self._plan, self._args = name, plan, args
         child = pulumi.ResourceOptions(parent=self)
         project = args["project"]
         account_id = gcp_account_id(name)
@@ -272,7 +289,7 @@ class _GkeNodePools(pulumi.ComponentResource):
             opts=child,
         )
         # The nodes start with their account's roles granted (logging, metrics, image pulls).
-        grants = [
+        self.grants: list[pulumi.Resource] = [
             gcp.projects.IAMMember(
                 f"{name}-{role.split('/')[-1].replace('.', '-').lower()}",
                 project=project,
@@ -283,6 +300,11 @@ class _GkeNodePools(pulumi.ComponentResource):
             for role in NODE_ROLES
         ]
         self.pools: list[gcp.container.NodePool] = []
+
+    def add(self, cluster: pulumi.Input[str], metadata: pulumi.Input[str] = "GKE_METADATA") -> None:
+        """The pools on ``cluster`` (an id or a name in the args' location)."""
+        name, plan, args, grants = self._name, self._plan, self._args, self.grants
+        project = args["project"]
         target: Any = cluster  # an id Output or a name: pulumi-gcp's Input[str | None] is invariant
         # mypy gives up on NodePool's overloads ("too many unions") for optional nested inputs.
         node_pool: Any = gcp.container.NodePool
@@ -390,12 +412,12 @@ class GkeEnvironment(EnvironmentComponent):
         if plan.provider != "gke":
             raise ValueError(f"spec.platform: {plan.platform.value} is not built by GkeEnvironment")
         super().__init__(TOKEN, name, {}, opts)
-        depends: list[pulumi.Resource] = []
+        # the nodes' account before the cluster, whose temporary default pool runs as it
+        pools = _GkeNodePools(f"{name}", plan, args, pulumi.ResourceOptions(parent=self))
         if plan.create_cluster:
-            created = _GkeCluster(f"{name}", plan, args, opts=pulumi.ResourceOptions(parent=self))
+            created = _GkeCluster(f"{name}", plan, args, pools, opts=pulumi.ResourceOptions(parent=self))
             cluster: pulumi.Input[str] = created.cluster.id
             self.cluster_name = created.cluster.name
-            depends.append(created)
         else:
             cluster = plan.cluster_name  # attached: nothing of the cluster is touched, only read
             self.cluster_name = pulumi.Output.from_input(plan.cluster_name)
@@ -403,9 +425,7 @@ class GkeEnvironment(EnvironmentComponent):
                 name=plan.cluster_name, location=args["cluster_location"], project=args["project"]
             )
         metadata = "GKE_METADATA" if plan.create_cluster else found.workload_identity_configs.apply(metadata_mode)
-        pools = _GkeNodePools(
-            f"{name}", plan, args, cluster, pulumi.ResourceOptions(parent=self, depends_on=depends), metadata
-        )
+        pools.add(cluster, metadata)  # on a created cluster: after it, through its id
         manifests = json.loads(args["workload"])
         check_workload_exposure(manifests)
         front = gke_gateway.front_of(manifests, plan.environment)

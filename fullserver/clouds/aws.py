@@ -252,6 +252,16 @@ def _subnets(region: str, args: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def _subnet(region: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """A subnet by id, as EC2 DescribeSubnets gives it: ``subnet-<zone id>`` (``_subnets``' own) is in
+    that zone; any other in the zone its last letter names (``subnet-0b``: ``<region>b``), else ``a``."""
+    subnet = str(args.get("id") or "")
+    names, ids = [f"{region}{z}" for z in "abc"], zone_ids(region)
+    by_id = {f"subnet-{i}": n for n, i in zip(names, ids, strict=True)}
+    zone = by_id.get(subnet) or (f"{region}{subnet[-1]}" if subnet[-1:] in ("a", "b", "c") else names[0])
+    return {"id": subnet, "availabilityZone": zone, "availabilityZoneId": ids[names.index(zone)]}
+
+
 def _offerings(region: str, args: Mapping[str, Any], m: MockSession) -> dict[str, Any]:
     """Every zone of the region offers every type (a test narrows this to check the choice)."""
     types = [v for f in args.get("filters") or [] for v in f.get("values", [])]
@@ -297,6 +307,7 @@ _INVOKES: dict[str, Callable[[str, Mapping[str, Any], MockSession], dict[str, An
     # the region's default VPC (no component reads it; a created EKS cluster builds its own)
     "aws:ec2/getVpc:getVpc": lambda r, a, m: {"id": MOCK_DEFAULT_VPC, "default": True, "cidrBlock": "172.31.0.0/16"},
     "aws:ec2/getSubnets:getSubnets": lambda r, a, m: {"id": r, "ids": _subnets(r, a)},
+    "aws:ec2/getSubnet:getSubnet": lambda r, a, m: _subnet(r, a),
     "aws:eks/getCluster:getCluster": lambda r, a, m: _cluster(r, a),
     "aws:ssm/getParameter:getParameter": lambda r, a, m: {
         "name": a.get("name"),

@@ -7,11 +7,13 @@ import base64
 import json
 from typing import Any
 
+import pulumi
+import pulumi_aws
 import pytest
 
 from components.eks import EksEnvironment, autoscaler_tags, eks_args
-from components.eks.network import control_plane_subnets, subnet_zones
-from components.graph import Graph
+from components.eks.network import control_plane_subnets, given_cluster_subnets, given_one_zone, subnet_zones
+from components.graph import Graph, GraphMocks
 from fullserver.billables import decide
 from fullserver.kube import kube_plan
 from fullserver.kube.manifest import fits_node, workload
@@ -104,7 +106,8 @@ def test_p5_efa_node_group_with_a_new_cluster(plans: Plans, build: Build) -> Non
     assert group["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
     assert group["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
     assert group["labels"]["fullserver-stage"] == "scale-training"
-    assert group["subnetIds"] == SUBNETS and "diskSize" not in group
+    # EFA and cluster placement: one zone of the given subnets (us-east-1a, the first offering p5)
+    assert group["subnetIds"] == ["subnet-0a"] and "diskSize" not in group
     assert not any(k.startswith("k8s.io/cluster-autoscaler/node-template") for k in group["tags"])
     assert g.of_type("autoscaling/tag:Tag") == []
     # Launch template: 32 EFA interfaces (card 0 efa, the rest efa-only), cluster placement, RAID0.
@@ -207,6 +210,65 @@ def test_control_plane_subnets_leave_out_refused_zones() -> None:
     assert control_plane_subnets(pairs, names, ids) == ["s-b", "s-c"]
     with pytest.raises(ValueError, match="two zones it accepts"):
         control_plane_subnets(pairs[:2], names, ids)
+
+
+def test_a_created_cluster_refuses_given_subnets_in_one_zone(plans: Plans, build: Build) -> None:
+    """EKS CreateCluster takes subnets in at least two zones (network-reqs.adoc): one zone's, what
+    EFA and placement once asked for, would fail ``pulumi up`` at the cluster, so preview stops."""
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU)
+    with pytest.raises(
+        pulumi.RunError, match=r"^subnet_ids: a created EKS cluster needs subnets in two or more zones"
+    ) as err:
+        build(lambda: EksEnvironment("p5", eks_args(plan, ["subnet-0a", "subnet-1a"], "vpc-1")))
+    line = str(err.value)
+    assert "\n" not in line and "us-east-1a (use1-az1)" in line and "pass subnets in two or more zones" in line
+
+
+def test_given_subnets_in_two_zones_make_the_cluster_and_the_efa_group_keeps_to_one(
+    plans: Plans, build: Build, mocks: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each given subnet's zone is read through the environment's explicit provider; the cluster and
+    the system group take them all, the EFA group those of the first zone offering p5."""
+    seen: list[tuple[str, str]] = []
+    original = GraphMocks.call
+
+    def record(self: GraphMocks, args: Any) -> dict[str, Any]:
+        seen.append((args.token, str(getattr(args, "provider", "") or "")))
+        return original(self, args)
+
+    monkeypatch.setattr(GraphMocks, "call", record)
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU)
+    mocks.zones_without[("p5.48xlarge",)] = ("us-east-1a",)
+
+    def environment() -> EksEnvironment:
+        provider = pulumi_aws.Provider("use1", region="us-east-1")
+        args = eks_args(plan, SUBNETS, "vpc-1")
+        return EksEnvironment("p5", args, pulumi.ResourceOptions(providers=[provider]))
+
+    try:
+        g = build(environment)
+    finally:
+        mocks.zones_without.clear()
+    assert g.one("eks/cluster:Cluster").inputs["vpcConfig"]["subnetIds"] == SUBNETS
+    system = system_group(g)
+    assert system is not None and system["subnetIds"] == SUBNETS
+    (group,) = groups(g).values()
+    assert group["subnetIds"] == ["subnet-0b"]  # us-east-1b: 1a offers no p5
+    assert [t for t, _ in seen].count("aws:ec2/getSubnet:getSubnet") == len(SUBNETS)
+    assert [token for token, provider in seen if token.startswith("aws:") and not provider] == []
+
+
+def test_given_cluster_subnets_leave_out_refused_zones_and_name_the_zones() -> None:
+    found = [("s-a", "us-east-1a", "use1-az1"), ("s-c", "us-east-1c", "use1-az3"), ("s-b", "us-east-1b", "use1-az2")]
+    assert given_cluster_subnets(found) == ["s-a", "s-b"]
+    with pytest.raises(pulumi.RunError, match=r"us-east-1a \(use1-az1\), us-east-1c \(use1-az3\)"):
+        given_cluster_subnets(found[:2])  # use1-az3 is refused for a control plane
+    assert given_one_zone(found, None, ["us-east-1c", "us-east-1b"], "p5") == ["s-c"]
+    assert given_one_zone(found, "us-east-1b", [], "p5") == ["s-b"]
+    with pytest.raises(pulumi.RunError, match=r"subnet_ids: none is in us-east-1d, the plan's zone"):
+        given_one_zone(found, "us-east-1d", [], "p5")
+    with pytest.raises(pulumi.RunError, match=r"subnet_ids: none of their zones .* offers p5"):
+        given_one_zone(found, None, ["us-east-1d"], "p5")
 
 
 def test_efa_node_group_joining_a_cluster_keeps_to_one_of_its_zones(plans: Plans, build: Build, mocks: Any) -> None:

@@ -486,3 +486,26 @@ def test_every_pool_starts_once_its_nodes_account_holds_its_roles(
     for pool in ("ft-spot", "ft-on-demand", "ft-system"):
         waits: Any = resource_options[pool].depends_on or []
         assert grants <= {d._name for d in waits}, pool
+
+
+def test_a_created_cluster_s_default_pool_runs_as_the_nodes_account(
+    plans: Plans, build: Build, resource_options: ResourceOpts
+) -> None:
+    """The temporary default pool (``remove_default_node_pool``) would otherwise run as the Compute
+    Engine default account, often an Editor, and fail where it is deleted or disabled
+    (terraform-provider-google#4435); ignored afterwards, so clusters made without it are not
+    replaced and GKE's report of the first remaining pool there is no drift."""
+    plan = kube_plan(spec_of(plans, "finetune-gcp-g2"), Platform.GKE_GPU)
+    g = build(lambda: GkeEnvironment("dp", gke_args(plan, "proj")))
+    account = g.one("serviceaccount/account:Account").inputs["accountId"]
+    cluster = g.one("container/cluster:Cluster").inputs
+    assert cluster["nodeConfig"] == {
+        "serviceAccount": f"{account}@mock-project.iam.gserviceaccount.com",
+        "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"],
+    }
+    assert cluster["removeDefaultNodePool"] is True
+    options = resource_options["dp-cluster"]
+    assert options.ignore_changes == ["nodeConfig"]
+    grants = {r.name for r in g.of_type("projects/iAMMember:IAMMember") if r.name.startswith("dp-")}
+    waits: Any = options.depends_on or []
+    assert len(grants) == 2 and grants <= {d._name for d in waits}  # its nodes log as the account
