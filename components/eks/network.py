@@ -75,7 +75,7 @@ def given_cluster_subnets(found: list[tuple[str, str, str]]) -> list[str]:
         raise pulumi.RunError(
             f"subnet_ids: a created EKS cluster needs subnets in two or more zones EKS accepts for a control "
             f"plane, and these are in {zones}; pass subnets in two or more zones (node groups that must keep to "
-            "one zone, for EFA or cluster placement, pick one of them: _one_zone)"
+            "one zone, for EFA or cluster placement, use one of them)"
         )
     return [s for s, _ in kept]
 
