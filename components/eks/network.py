@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -81,35 +80,62 @@ def given_cluster_subnets(found: list[tuple[str, str, str]]) -> list[str]:
 
 
 def given_one_zone(
-    found: list[tuple[str, str, str]], pinned: str | None, offering: list[str], machine: str
+    found: list[tuple[str, str, str]], pinned: str | None, offering: list[str], machine: str, cluster: str = ""
 ) -> list[str]:
-    """The given subnets (id, zone, zone id) of the one zone the nodes keep to: the plan's, else the
-    first zone of the region (AWS's order) that offers the instance type and holds one of them."""
+    """The subnets (id, zone, zone id) of the one zone the nodes keep to: the plan's, else the
+    first zone of the region (AWS's order) that offers the instance type and holds one of them.
+    None left would fail ``pulumi up`` at the node group (EKS takes one subnet or more), so the
+    preview stops with a ``RunError`` line; ``cluster`` names the attached cluster whose own
+    subnets these are ("" for given ``subnet_ids``)."""
     zones = sorted({z for _, z, _ in found})
     zone = pinned or next((z for z in offering if z in zones), None)
-    if zone is None:
-        raise pulumi.RunError(
-            f"subnet_ids: none of their zones ({', '.join(zones)}) offers {machine}; pass subnets in one that "
-            f"does ({', '.join(offering)})"
-        )
     chosen = [s for s, z, _ in found if z == zone]
     if not chosen:
-        raise pulumi.RunError(
-            f"subnet_ids: none is in {zone}, the plan's zone, where nodes with EFA or cluster placement keep "
-            "to; pass a subnet there"
-        )
+        raise pulumi.RunError(_no_zone(", ".join(zones), pinned, ", ".join(offering), machine, cluster))
     return chosen
 
 
+def _no_zone(zones: str, pinned: str | None, offering: str, machine: str, cluster: str) -> str:
+    """Why no subnet is left in the nodes' one zone, and what to do."""
+    if not cluster and pinned:
+        return (
+            f"subnet_ids: none is in {pinned}, the plan's zone, where nodes with EFA or cluster placement keep "
+            "to; pass a subnet there"
+        )
+    if not cluster:
+        return f"subnet_ids: none of their zones ({zones}) offers {machine}; pass subnets in one that does ({offering})"
+    keep = f"EKS cluster {cluster}: nodes with EFA or cluster placement keep to one zone"
+    given = "pass subnet_ids (fullserver:subnets) of its VPC"
+    if pinned:
+        return (
+            f"{keep}, and none of its subnets is in {pinned}, the plan's zone (they are in {zones}); pin "
+            f"fullserver:zone to one of those that offers {machine}, or {given} in {pinned}"
+        )
+    return f"{keep}, and none of its subnets' zones ({zones}) offers {machine}; {given} in one that does ({offering})"
+
+
+def subnets_found(
+    subnet_ids: pulumi.Input[list[str]], parent: pulumi.Resource
+) -> pulumi.Output[list[tuple[str, str, str]]]:
+    """Each subnet's (id, zone, zone id), read with ``ec2.get_subnet`` through the component's
+    provider. An attached cluster's ids are an Output: an invoke per id needs the list, so the
+    lookups run inside an apply (its function may return an Output, which Pulumi flattens)."""
+    invoke = pulumi.InvokeOptions(parent=parent)
+
+    def look_up(ids: list[str]) -> pulumi.Output[list[tuple[str, str, str]]]:
+        lookups = [aws.ec2.get_subnet_output(id=s, opts=invoke) for s in ids]
+        return pulumi.Output.all(*lookups).apply(
+            lambda subnets: [(str(s.id), str(s.availability_zone), str(s.availability_zone_id)) for s in subnets]
+        )
+
+    return pulumi.Output.from_input(subnet_ids).apply(look_up)
+
+
 def given_network(plan: KubePlan, args: EksArgs, parent: pulumi.Resource) -> EksNetwork:
-    """A created cluster in the given subnets: each one's zone read (``ec2.get_subnet``), the cluster
+    """A created cluster in the given subnets: each one's zone read (``subnets_found``), the cluster
     in those of two or more zones (``given_cluster_subnets``), nodes that keep to one zone in one of
     theirs (``_one_zone``)."""
-    invoke = pulumi.InvokeOptions(parent=parent)
-    lookups = [aws.ec2.get_subnet_output(id=s, opts=invoke) for s in args["subnet_ids"]]
-    found = pulumi.Output.all(*lookups).apply(
-        lambda subnets: [(str(s.id), str(s.availability_zone), str(s.availability_zone_id)) for s in subnets]
-    )
+    found = subnets_found(args["subnet_ids"], parent)
     network = EksNetwork(
         args["subnet_ids"],
         args["vpc_id"],
@@ -117,7 +143,7 @@ def given_network(plan: KubePlan, args: EksArgs, parent: pulumi.Resource) -> Eks
         cluster_subnet_ids=found.apply(given_cluster_subnets),
     )
     if plan.compact_placement or plan.efa_interfaces:
-        network.node_subnet_ids = _one_zone(plan, args["subnet_ids"], parent, found)
+        network.node_subnet_ids = _one_zone(plan, found, parent)
     return network
 
 
@@ -191,25 +217,22 @@ def eks_network(plan: KubePlan, args: EksArgs, name: str, parent: pulumi.Resourc
     else:
         return created_network(name, plan, parent)
     if (plan.compact_placement or plan.efa_interfaces) and not args["subnet_ids"]:  # given: the stack's zone
-        network.node_subnet_ids = _one_zone(plan, network.subnet_ids, parent)
+        own = subnets_found(config.subnet_ids, parent)
+        network.node_subnet_ids = _one_zone(plan, own, parent, cluster=plan.cluster_name)
     return network
 
 
 def _one_zone(
-    plan: KubePlan,
-    subnet_ids: pulumi.Input[list[str]],
-    parent: pulumi.Resource,
-    found: pulumi.Output[list[tuple[str, str, str]]] | None = None,
+    plan: KubePlan, found: pulumi.Output[list[tuple[str, str, str]]], parent: pulumi.Resource, cluster: str = ""
 ) -> pulumi.Output[list[str]]:
-    """The subnets of one zone among ``subnet_ids`` (an attached cluster's span several): a
-    cluster placement group is "a logical grouping of instances within a single Availability
-    Zone" (EC2 user guide, placement strategies), and the EKS user guide's EFA node group takes
-    one zone while its cluster takes two (awsdocs/amazon-eks-user-guide: latest/ug/ml/node-efa.adoc,
-    ``efa-cluster.yaml``). The zone is the plan's, else the first zone of the region offering the
-    instance type, as the VM platform picks it (``components.aws.network.offering_zones``); among a
-    created cluster's given subnets (``found``: id, zone, zone id), the first that holds one of them
-    (``given_one_zone``). An attached cluster's given subnets (``EksArgs.subnet_ids`` with
-    ``vpc_id``) are taken as the one zone's the caller chose."""
+    """The subnets of one zone among ``found`` (id, zone, zone id: a created cluster's given
+    subnets, or an attached cluster's own), which span several: a cluster placement group is "a
+    logical grouping of instances within a single Availability Zone" (EC2 user guide, placement
+    strategies), and the EKS user guide's EFA node group takes one zone while its cluster takes two
+    (awsdocs/amazon-eks-user-guide: latest/ug/ml/node-efa.adoc, ``efa-cluster.yaml``). The zone is
+    the plan's, else the first zone of the region offering the instance type that holds one of them
+    (``given_one_zone``; ``components.aws.network.offering_zones``). An attached cluster's given
+    subnets (``EksArgs.subnet_ids``) are taken as the one zone's the caller chose."""
     invoke = pulumi.InvokeOptions(parent=parent)
     offering: pulumi.Output[list[str]] = pulumi.Output.from_input([])
     if not plan.zone:
@@ -222,13 +245,6 @@ def _one_zone(
         offering = pulumi.Output.all(azs.names, offers.locations).apply(
             lambda found: offering_zones(plan.region, plan.machine_type, list(found[0]), list(found[1]))
         )
-    if found is not None:
-        return pulumi.Output.all(found, offering).apply(
-            lambda v: given_one_zone(v[0], plan.zone, list(v[1]), plan.machine_type)
-        )
-    zone: pulumi.Input[str] = plan.zone or offering.apply(lambda zones: zones[0])
-    filters: Any = [
-        {"name": "subnet-id", "values": subnet_ids},
-        {"name": "availability-zone", "values": [zone]},
-    ]
-    return aws.ec2.get_subnets_output(filters=filters, opts=invoke).ids
+    return pulumi.Output.all(found, offering).apply(
+        lambda v: given_one_zone(v[0], plan.zone, list(v[1]), plan.machine_type, cluster)
+    )

@@ -282,6 +282,77 @@ def test_efa_node_group_joining_a_cluster_keeps_to_one_of_its_zones(plans: Plans
     assert group["subnetIds"] == ["subnet-use1-az2"]  # us-east-1b: 1a offers no p5
 
 
+def attached_cluster_in(monkeypatch: pytest.MonkeyPatch, subnet_ids: list[str]) -> list[tuple[str, str]]:
+    """The attached cluster's own subnets narrowed to ``subnet_ids`` (the mock's span every zone;
+    ``subnet-0b`` is in us-east-1b); returns every invoke made, as (token, provider)."""
+    seen: list[tuple[str, str]] = []
+    original = GraphMocks.call
+
+    def call(self: GraphMocks, args: Any) -> dict[str, Any]:
+        seen.append((args.token, str(getattr(args, "provider", "") or "")))
+        answer = original(self, args)
+        if args.token == "aws:eks/getCluster:getCluster":
+            answer = {**answer, "vpcConfig": {**answer["vpcConfig"], "subnetIds": subnet_ids}}
+        return answer
+
+    monkeypatch.setattr(GraphMocks, "call", call)
+    return seen
+
+
+def test_an_attached_clusters_efa_group_keeps_to_a_zone_of_its_subnets(
+    plans: Plans, build: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """us-east-1a offers p5 but holds none of the cluster's subnets: the group takes the cluster's
+    subnets of us-east-1b, the first offering zone that holds one, each read through the provider."""
+    seen = attached_cluster_in(monkeypatch, ["subnet-0c", "subnet-use1-az2", "subnet-1b"])
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU, cluster="prod")
+
+    def environment() -> EksEnvironment:
+        provider = pulumi_aws.Provider("use1", region="us-east-1")
+        return EksEnvironment("p5", eks_args(plan), pulumi.ResourceOptions(providers=[provider]))
+
+    (group,) = groups(build(environment)).values()
+    assert group["subnetIds"] == ["subnet-use1-az2", "subnet-1b"]
+    assert [t for t, _ in seen].count("aws:ec2/getSubnet:getSubnet") == 3
+    assert [token for token, provider in seen if token.startswith("aws:") and not provider] == []
+
+
+def test_an_attached_clusters_efa_group_skips_an_offering_zone_without_its_subnets(
+    plans: Plans, build: Build, mocks: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    attached_cluster_in(monkeypatch, ["subnet-0a", "subnet-0c"])
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU, cluster="prod")
+    mocks.zones_without[("p5.48xlarge",)] = ("us-east-1a",)
+    try:
+        g = build(lambda: EksEnvironment("p5", eks_args(plan)))
+    finally:
+        mocks.zones_without.clear()
+    (group,) = groups(g).values()
+    assert group["subnetIds"] == ["subnet-0c"]  # us-east-1b offers p5 but holds none of them
+
+
+def test_an_attached_cluster_without_a_subnet_where_efa_nodes_can_run_stops_the_preview(
+    plans: Plans, build: Build, mocks: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node group of no subnet would fail ``pulumi up``: the preview stops, one line that names
+    the cluster, its zones, the instance type and the way out."""
+    attached_cluster_in(monkeypatch, ["subnet-0b", "subnet-0c"])
+    plan = kube_plan(spec_of(plans, "train-p5-cluster"), Platform.EKS_GPU, cluster="prod")
+    mocks.zones_without[("p5.48xlarge",)] = ("us-east-1b", "us-east-1c")
+    try:
+        with pytest.raises(pulumi.RunError, match=r"^EKS cluster prod: nodes with EFA") as err:
+            build(lambda: EksEnvironment("p5", eks_args(plan)))
+    finally:
+        mocks.zones_without.clear()
+    line = str(err.value)
+    assert "\n" not in line
+    assert "none of its subnets' zones (us-east-1b, us-east-1c) offers p5.48xlarge" in line
+    assert "pass subnet_ids (fullserver:subnets) of its VPC in one that does (us-east-1a)" in line
+    pinned = plan.model_copy(update={"zone": "us-east-1a"})
+    with pytest.raises(pulumi.RunError, match=r"pin fullserver:zone to one of those that offers p5\.48xlarge"):
+        build(lambda: EksEnvironment("p5", eks_args(pinned)))
+
+
 def test_a_group_without_efa_or_placement_spans_the_cluster_subnets(plans: Plans, build: Build) -> None:
     plan = kube_plan(spec_of(plans, "serve-aws-realtime"), Platform.EKS_GPU, cluster="prod")
     assert not plan.compact_placement and not plan.efa_interfaces
