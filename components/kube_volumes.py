@@ -22,6 +22,12 @@ TYPE: str = "pulumi-python:dynamic/fullserver:DataVolumesGone"
 WAIT_SECONDS = 900.0
 """How long destroy waits for the disks: a detach and a delete take seconds to minutes each."""
 POLL_SECONDS = 5.0
+GIVE_UP = (
+    "to stop waiting (a cluster that is gone), `pulumi state delete` this resource "
+    "(`pulumi stack --show-urns` names it), then destroy again"
+)
+"""The way out when the cluster can no longer be asked: without it, destroy would fail the same way
+every time, and the nodes and the cluster, which wait on this resource, would never go."""
 REPLACED_BY = ("storage_class", "cluster")
 """What names other volumes: a change waits for the old ones (a replace); the rest is how to ask."""
 
@@ -38,7 +44,7 @@ def _gone_or_why(props: dict[str, Any], wait_seconds: float, poll_seconds: float
     except ClusterUnreachable as exc:
         return (
             f"{exc.line()}; the pods' data volumes (StorageClass '{storage_class}') may outlive the cluster: "
-            "find them in the cloud console (disks named pvc-...)"
+            f"find them in the cloud console (disks named pvc-...); {GIVE_UP}"
         )
     if not left:
         return ""
@@ -48,12 +54,14 @@ def _gone_or_why(props: dict[str, Any], wait_seconds: float, poll_seconds: float
     return (
         f"{len(left)} data volume(s) of StorageClass '{storage_class}' not deleted within {wait_seconds:.0f} s: "
         f"{named}; run destroy again once the CSI driver has deleted them, or delete the disks yourself"
-        + (f" ({commands})" if commands else "")
+        + (f" once detached ({commands})" if commands else "")
+        + f"; {GIVE_UP}"
     )
 
 
 class DataVolumesGoneProvider(ResourceProvider):
-    """Makes nothing; its delete waits (module docstring)."""
+    """Makes nothing; its delete waits (module docstring). Destroy unpickles it by this module and
+    class name from the state: keep both, or existing stacks cannot be destroyed."""
 
     wait_seconds: float = WAIT_SECONDS
     poll_seconds: float = POLL_SECONDS

@@ -129,9 +129,14 @@ def wait_volumes_gone(
     pods gone, the driver detaching and deleting each disk); what is left then ([] when all went)."""
     deadline = time.monotonic() + timeout
     while True:
-        left = volumes_of_class(c, storage_class)
-        if not left or time.monotonic() >= deadline:
-            return left
+        try:
+            left = volumes_of_class(c, storage_class)
+        except ClusterUnreachable:
+            if time.monotonic() >= deadline:  # one failed read is no answer: only the last one is
+                raise
+        else:
+            if not left or time.monotonic() >= deadline:
+                return left
         sleep(poll)
 
 

@@ -259,8 +259,8 @@ def delete_volume(handle: str, region: str) -> str:
     parts = handle.split("/")
     if len(parts) == 6 and parts[0] == "projects" and parts[2] in ("zones", "regions") and parts[4] == "disks":
         where = "--zone" if parts[2] == "zones" else "--region"
-        return f"gcloud compute disks delete {parts[5]} {where} {parts[3]} --project {parts[1]}"
-    return f"gcloud compute disks delete {handle} --region {region}"
+        return f"gcloud compute disks delete {parts[5]} {where} {parts[3]} --project {parts[1]} --quiet"
+    return f"gcloud compute disks delete {handle} --quiet"  # gcloud asks for the zone itself
 
 
 def read_secret(region: str, secret: str) -> list[str]:

@@ -14,6 +14,7 @@ import pytest
 from components.eks import EksEnvironment, eks_args
 from components.gke import GkeEnvironment, gke_args
 from components.kube_volumes import TYPE, DataVolumesGoneProvider
+from fullserver.kube import api as kube_api
 from fullserver.kube import kube_plan
 from fullserver.kube.manifest import workload
 from fullserver.platform import Platform
@@ -138,7 +139,10 @@ def test_volumes_left_after_the_wait_fail_destroy_with_the_commands_that_delete_
     line = str(failed.value)
     assert "\n" not in line
     assert line.startswith(f"1 data volume(s) of StorageClass '{CLASS}' not deleted within 0 s: pvc-1 (Failed)")
-    assert line.endswith("(aws ec2 delete-volume --volume-id vol-0a --region us-east-1)")
+    assert "once detached (aws ec2 delete-volume --volume-id vol-0a --region us-east-1); " in line
+    assert line.endswith(
+        "`pulumi state delete` this resource (`pulumi stack --show-urns` names it), then destroy again"
+    )
 
 
 def test_on_gke_the_command_names_the_disk_by_its_zone() -> None:
@@ -146,7 +150,7 @@ def test_on_gke_the_command_names_the_disk_by_its_zone() -> None:
     fake = FakeCluster(nodes=[], volumes=[[volume("pvc-1", CLASS, handle)]])
     with serve(fake) as url, pytest.raises(RuntimeError, match="delete the disks yourself") as failed:
         _provider(wait_seconds=0.05).delete("ml-prod/" + CLASS, _props(url, pool="gke"))
-    assert str(failed.value).endswith("(gcloud compute disks delete pvc-1 --zone us-central1-a --project ml-proj)")
+    assert "(gcloud compute disks delete pvc-1 --zone us-central1-a --project ml-proj --quiet)" in str(failed.value)
 
 
 def test_an_unreachable_cluster_fails_destroy_naming_it_and_the_disks_at_stake() -> None:
@@ -155,6 +159,25 @@ def test_an_unreachable_cluster_fails_destroy_naming_it_and_the_disks_at_stake()
     line = str(failed.value)
     assert line.startswith("cluster 'ml-prod': cannot reach its API server: ")
     assert f"StorageClass '{CLASS}'" in line and "\n" not in line
+    assert "`pulumi state delete` this resource" in line  # the way out when the cluster is gone
+
+
+def test_a_failed_read_during_the_wait_is_asked_again() -> None:
+    fake = FakeCluster(nodes=[], volumes=[[volume("pvc-1", CLASS, "vol-0a")], []])
+    with serve(fake) as url:
+        calls = {"n": 0}
+        real = kube_api.volumes_of_class
+
+        def flaky(c: Any, storage_class: str) -> Any:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise kube_api.ClusterUnreachable("cluster 'ml-prod'", "cannot reach its API server: reset")
+            return real(c, storage_class)
+
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(kube_api, "volumes_of_class", flaky)
+            _provider().delete("ml-prod/" + CLASS, _props(url))
+    assert calls["n"] == 3
 
 
 def test_create_makes_nothing_and_keeps_what_its_delete_reads() -> None:
