@@ -14,22 +14,12 @@ from __future__ import annotations
 from typing import Any, ClassVar, Optional
 
 import pulumi
-from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
+from pulumi.dynamic import Resource
 
+from components.kube_waits import CLUSTER_HINT, GIVE_UP, WaitOnDelete
 from fullserver.platforms import pool_member
 
 TYPE: str = "pulumi-python:dynamic/fullserver:DataVolumesGone"
-WAIT_SECONDS = 900.0
-"""How long destroy waits for the disks: a detach and a delete take seconds to minutes each."""
-POLL_SECONDS = 5.0
-GIVE_UP = (
-    "to stop waiting (a cluster that is gone), `pulumi state delete` this resource "
-    "(`pulumi stack --show-urns` names it), then destroy again"
-)
-"""The way out when the cluster can no longer be asked: without it, destroy would fail the same way
-every time, and the nodes and the cluster, which wait on this resource, would never go."""
-REPLACED_BY = ("storage_class", "cluster")
-"""What names other volumes: a change waits for the old ones (a replace); the rest is how to ask."""
 
 
 def _gone_or_why(props: dict[str, Any], wait_seconds: float, poll_seconds: float) -> str:
@@ -37,9 +27,8 @@ def _gone_or_why(props: dict[str, Any], wait_seconds: float, poll_seconds: float
     from fullserver.kube.api import ClusterUnreachable, connect_config, wait_volumes_gone
 
     storage_class, region = str(props["storage_class"]), str(props["region"])
-    hint = "check the cluster is up and your credentials reach it, then run destroy again"
     try:
-        cluster = connect_config(str(props["kubeconfig"]), str(props["cluster"]), hint)
+        cluster = connect_config(str(props["kubeconfig"]), str(props["cluster"]), CLUSTER_HINT)
         left = wait_volumes_gone(cluster, storage_class, wait_seconds, poll_seconds)
     except ClusterUnreachable as exc:
         return (
@@ -59,27 +48,14 @@ def _gone_or_why(props: dict[str, Any], wait_seconds: float, poll_seconds: float
     )
 
 
-class DataVolumesGoneProvider(ResourceProvider):
-    """Makes nothing; its delete waits (module docstring). Destroy unpickles it by this module and
-    class name from the state: keep both, or existing stacks cannot be destroyed."""
+class DataVolumesGoneProvider(WaitOnDelete):
+    """Waits for the volumes (module docstring); keep this module and class name (``WaitOnDelete``)."""
 
-    wait_seconds: float = WAIT_SECONDS
-    poll_seconds: float = POLL_SECONDS
+    replaced_by: ClassVar[tuple[str, ...]] = ("storage_class", "cluster")
+    id_keys: ClassVar[tuple[str, ...]] = ("cluster", "storage_class")
 
-    def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult(id_=f"{props['cluster']}/{props['storage_class']}", outs=props)
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = sorted(k for k in set(olds) | set(news) if k != "__provider" and olds.get(k) != news.get(k))
-        return DiffResult(changes=bool(changed), replaces=[k for k in changed if k in REPLACED_BY])
-
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs=news)
-
-    def delete(self, _id: str, props: dict[str, Any]) -> None:
-        why = _gone_or_why(props, self.wait_seconds, self.poll_seconds)
-        if why:
-            raise RuntimeError(why)
+    def gone_or_why(self, props: dict[str, Any]) -> str:
+        return _gone_or_why(props, self.wait_seconds, self.poll_seconds)
 
 
 class DataVolumesGone(Resource, module="fullserver", name="DataVolumesGone"):

@@ -13,10 +13,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.kube_negs import EndpointGroupsGone
 from components.kube_volumes import DataVolumesGone
 from fullserver.kube.manifest import NAMESPACE, Manifest
 from fullserver.kube.model import KubePlan
 from fullserver.kube.serve import SECRET_VARIABLES, lb_service_name, secret_name
+from fullserver.platforms import pool_member
 
 SecretReader = Callable[[str], pulumi.Output[str]]
 """A cloud secret's value by its name (the platform's invoke), kept secret."""
@@ -75,6 +77,42 @@ def _base64(value: str) -> str:
     return base64.b64encode(value.encode()).decode()
 
 
+def _destroy_waits(
+    name: str, manifests: list[Manifest], kubeconfig: pulumi.Input[str], plan: KubePlan, opts: pulumi.ResourceOptions
+) -> list[pulumi.Resource]:
+    """What destroy waits for between the workload and the nodes, the drivers and the cluster: the
+    pods' data volumes (``components.kube_volumes``) and, where the member's controller records
+    them, the Services' load-balancer endpoint groups (``components.kube_negs``)."""
+    waits: list[pulumi.Resource] = []
+    volume = plan.data_volume
+    if volume is not None:
+        waits.append(
+            DataVolumesGone(
+                f"{name}-volumes",
+                kubeconfig=kubeconfig,
+                storage_class=volume.storage_class,
+                pool=volume.provider,
+                region=plan.region,
+                cluster=plan.cluster_name,
+                opts=opts,
+            )
+        )
+    services = [m["metadata"] for m in manifests if m.get("kind") == "Service"]
+    if services and pool_member(plan.provider).endpoint_records is not None:
+        waits.append(
+            EndpointGroupsGone(
+                f"{name}-endpoint-groups",
+                kubeconfig=kubeconfig,
+                namespace=str(services[0].get("namespace") or NAMESPACE),
+                services=[str(m["name"]) for m in services],
+                pool=plan.provider,
+                cluster=plan.cluster_name,
+                opts=opts,
+            )
+        )
+    return waits
+
+
 def apply_workload(
     name: str,
     manifests: list[Manifest],
@@ -87,9 +125,8 @@ def apply_workload(
     plan: KubePlan | None = None,
 ) -> pulumi.Output[str]:
     """The provider, the serving Secret (``secrets`` read by ``read``) and the ConfigGroup applying
-    ``manifests``; returns the LoadBalancer Service's address ("" without one). With ``plan``'s data
-    volume, the group waits on ``DataVolumesGone``, which waits on ``depends_on``: destroy deletes the
-    pods' disks before the nodes and the CSI driver (``components.kube_volumes``)."""
+    ``manifests``; returns the LoadBalancer Service's address ("" without one). With ``plan``, the
+    group waits on destroy's waits (``_destroy_waits``), which wait on ``depends_on``."""
     provider = k8s.Provider(
         f"{name}-k8s",
         kubeconfig=kubeconfig,
@@ -97,18 +134,9 @@ def apply_workload(
         opts=pulumi.ResourceOptions(parent=parent),
     )
     waits = list(depends_on)
-    volume = plan.data_volume if plan is not None else None
-    if plan is not None and volume is not None:
-        waits.append(
-            DataVolumesGone(
-                f"{name}-volumes",
-                kubeconfig=kubeconfig,
-                storage_class=volume.storage_class,
-                pool=volume.provider,
-                region=plan.region,
-                cluster=plan.cluster_name,
-                opts=pulumi.ResourceOptions(parent=parent, depends_on=depends_on),
-            )
+    if plan is not None:
+        waits += _destroy_waits(
+            name, manifests, kubeconfig, plan, pulumi.ResourceOptions(parent=parent, depends_on=depends_on)
         )
     if secrets and read is not None:
         labels = {"app.kubernetes.io/managed-by": "fullserver"}

@@ -1,5 +1,7 @@
 """The Kubernetes API calls fullserver makes, through the official ``kubernetes`` client: ``fullserver
-verify``'s measuring Job, and destroy's wait for the pods' data volumes (``components.kube_volumes``).
+verify``'s measuring Job, and destroy's waits for what the cluster's controllers delete after the
+workload: the pods' data volumes (``components.kube_volumes``) and the load balancer's endpoint
+groups (``components.kube_negs``).
 
 Design notes: docs/design/kubernetes.md.
 """
@@ -8,9 +10,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from kubernetes import client, config
@@ -22,10 +25,12 @@ from fullserver.baremetal.errors import HostUnreachable, ProbeError
 from fullserver.errors import EXIT_UNREACHABLE, FullserverError
 from fullserver.kube.verify_job import CONTAINER
 from fullserver.kube.verify_lines import Node
+from fullserver.platforms.pool_rules import EndpointRecords
 
 POLL_SECONDS = 2.0
 REQUEST_TIMEOUT = 30.0
 """Seconds one API call may take (connect and read)."""
+T = TypeVar("T")
 PROPAGATION = "Background"
 """Deleting the Job deletes its pod too (the garbage collector, in the background)."""
 
@@ -127,12 +132,60 @@ def wait_volumes_gone(
 ) -> list[Volume]:
     """Wait up to ``timeout`` seconds for every volume of ``storage_class`` to be deleted (their
     pods gone, the driver detaching and deleting each disk); what is left then ([] when all went)."""
+    return wait_gone(lambda: volumes_of_class(c, storage_class), timeout, poll, sleep)
+
+
+@dataclass(frozen=True)
+class EndpointGroups:
+    """A controller's record of one Service's endpoint groups: the record, its Service and the
+    groups' self links (empty before the controller has made any)."""
+
+    record: str
+    service: str
+    self_links: tuple[str, ...]
+
+
+def endpoint_groups_of(
+    c: Cluster, records: EndpointRecords, namespace: str, services: Sequence[str]
+) -> list[EndpointGroups]:
+    """The records ``records`` names for ``services`` in ``namespace``, by name: each stays until
+    the cloud's groups it lists are deleted. A cluster without the record's kind made none."""
+    selector = f"{records.service_label} in ({','.join(sorted(services))})"
+    try:
+        found: Any = client.CustomObjectsApi(c.api).list_namespaced_custom_object(
+            records.group,
+            records.version,
+            namespace,
+            records.plural,
+            label_selector=selector,
+            _request_timeout=REQUEST_TIMEOUT,
+        )
+    except ApiException as exc:
+        if exc.status == 404:  # the kind is not served: no controller records groups here
+            return []
+        raise _unreachable(c, exc) from None
+    except (HTTPError, OSError) as exc:
+        raise _unreachable(c, exc) from None
+    groups = []
+    for item in found.get("items") or []:
+        meta, status = item.get("metadata") or {}, item.get("status") or {}
+        links = tuple(str(g.get("selfLink", "")) for g in status.get("networkEndpointGroups") or [])
+        service = str((meta.get("labels") or {}).get(records.service_label, ""))
+        groups.append(EndpointGroups(str(meta.get("name", "")), service, tuple(x for x in links if x)))
+    return sorted(groups, key=lambda g: g.record)
+
+
+def wait_gone(
+    ask: Callable[[], list[T]], timeout: float, poll: float = POLL_SECONDS, sleep: Any = time.sleep
+) -> list[T]:
+    """Ask until the answer is empty or ``timeout`` seconds have passed; the last answer. A failed
+    read is no answer: only one at the deadline raises."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            left = volumes_of_class(c, storage_class)
+            left = ask()
         except ClusterUnreachable:
-            if time.monotonic() >= deadline:  # one failed read is no answer: only the last one is
+            if time.monotonic() >= deadline:
                 raise
         else:
             if not left or time.monotonic() >= deadline:

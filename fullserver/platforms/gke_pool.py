@@ -15,7 +15,15 @@ from fullserver.platform import Platform
 from fullserver.platforms import gcp, gke, gke_gateway
 from fullserver.platforms.base import Refusal
 from fullserver.platforms.gke_reserved import Allocatable
-from fullserver.platforms.pool_rules import ClassMember, GpuNodes, PoolNodes, PoolRules, SpotFirst, TlsFront
+from fullserver.platforms.pool_rules import (
+    ClassMember,
+    EndpointRecords,
+    GpuNodes,
+    PoolNodes,
+    PoolRules,
+    SpotFirst,
+    TlsFront,
+)
 
 if TYPE_CHECKING:
     from fullserver.platforms.reads import TlsReads
@@ -263,6 +271,28 @@ def delete_volume(handle: str, region: str) -> str:
     return f"gcloud compute disks delete {handle} --quiet"  # gcloud asks for the zone itself
 
 
+def delete_endpoint_group(self_link: str) -> str:
+    """A NEG's self link ends ``projects/P/zones/Z/networkEndpointGroups/N``."""
+    parts = self_link.split("/")[-6:]
+    if len(parts) == 6 and parts[0] == "projects" and parts[2] == "zones" and parts[4] == "networkEndpointGroups":
+        return (
+            f"gcloud compute network-endpoint-groups delete {parts[5]} --zone {parts[3]} --project {parts[1]} --quiet"
+        )
+    return f"gcloud compute network-endpoint-groups delete {self_link} --quiet"  # gcloud asks for the zone
+
+
+NEG_RECORDS = EndpointRecords(
+    group="networking.gke.io",
+    version="v1beta1",
+    plural="servicenetworkendpointgroups",
+    service_label="networking.gke.io/service-name",
+    delete=delete_endpoint_group,
+)
+"""GKE's NEG controller keeps one ``ServiceNetworkEndpointGroup`` per Service port until it has deleted
+the NEGs (ingress-gce, ``pkg/apis/svcneg``); GKE's "standalone NEGs" page: a cluster deleted before
+the controller deletes them leaves the NEGs behind."""
+
+
 def read_secret(region: str, secret: str) -> list[str]:
     """A Secret Manager secret's latest version."""
     return ["gcloud", "secrets", "versions", "access", "latest", f"--secret={secret}"]
@@ -300,6 +330,7 @@ POOL_RULES = PoolRules(
     volume_provisioner="pd.csi.storage.gke.io",
     volume_parameters=volume_parameters,
     delete_volume=delete_volume,
+    endpoint_records=NEG_RECORDS,
     service_annotations=service_annotations,
     # One pod per node: the load balancer's health check (kube-proxy's per-node check) sends traffic
     # only to nodes with a ready model server, never through the system pool.

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # TLS and the serving spec are the core's, read through Proto
 __all__ = [
     "Allocatable",
     "ClassMember",
+    "EndpointRecords",
     "FabricPod",
     "GpuNodes",
     "NodeResources",
@@ -168,6 +169,22 @@ class TlsFront:
     """What an attached cluster must have for the objects in front (the plan's warning)."""
 
 
+@dataclass(frozen=True)
+class EndpointRecords:
+    """Where a member's controller records the load balancer's endpoint groups it made for a Service
+    (GKE's NEG controller: a ``ServiceNetworkEndpointGroup``), each kept by a finalizer until the
+    cloud's groups are deleted. Destroy waits for them before the cluster goes (``components.kube_negs``):
+    a group left behind blocks the subnet's deletion."""
+
+    group: str
+    version: str
+    plural: str
+    service_label: str
+    """The label naming the Service a record belongs to."""
+    delete: Callable[[str], str]
+    """(a group's self link) -> the command that deletes it, for a person when destroy could not wait."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class PoolRules:
     """Everything the node-pool core asks one member (module doc)."""
@@ -262,6 +279,9 @@ class PoolRules:
     delete_volume: Callable[[str, str], str]
     """(a PersistentVolume's ``volumeHandle``, the region) -> the command that deletes that disk, for
     a person when destroy could not wait it out (``components.kube_volumes``)."""
+    endpoint_records: EndpointRecords | None = None
+    """Where the member records a Service's endpoint groups (``None``: it makes none that outlive the
+    Service's own deletion)."""
     # --- serving
     service_annotations: Callable[[str, str, TlsReads | None, int, int], dict[str, str]]
     """(scheme, health path, TLS, request timeout s, port) -> the LoadBalancer Service's annotations."""

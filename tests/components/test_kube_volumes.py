@@ -154,8 +154,8 @@ def test_on_gke_the_command_names_the_disk_by_its_zone() -> None:
 
 
 def test_an_unreachable_cluster_fails_destroy_naming_it_and_the_disks_at_stake() -> None:
-    with pytest.raises(RuntimeError) as failed:
-        _provider().delete("ml-prod/" + CLASS, _props("http://127.0.0.1:1"))
+    with pytest.raises(RuntimeError) as failed:  # every read fails: asked again until the wait ends
+        _provider(wait_seconds=0.2).delete("ml-prod/" + CLASS, _props("http://127.0.0.1:1"))
     line = str(failed.value)
     assert line.startswith("cluster 'ml-prod': cannot reach its API server: ")
     assert f"StorageClass '{CLASS}'" in line and "\n" not in line

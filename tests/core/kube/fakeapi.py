@@ -8,7 +8,10 @@ URL building, JSON (de)serialisation, errors).
   follows the script its node is given (``phases``: one phase per read, the last one repeats);
 * ``GET /api/v1/namespaces/{ns}/pods/{pod}/log?container=`` - the node's log;
 * ``DELETE /apis/batch/v1/namespaces/{ns}/jobs/{name}`` - removes the Job, recording the options;
-* ``GET /api/v1/persistentvolumes`` - the volumes ``volumes`` scripts (one list per read, the last repeats).
+* ``GET /api/v1/persistentvolumes`` - the volumes ``volumes`` scripts (one list per read, the last repeats);
+* ``GET /apis/networking.gke.io/v1beta1/namespaces/{ns}/servicenetworkendpointgroups?labelSelector=
+  key in (a,b)`` - GKE's NEG records ``negs`` scripts, those of the Services asked for (404 where
+  ``negs`` is ``None``: the kind is not served).
 
 Every request is recorded (method, path, query, body) for the tests' assertions.
 """
@@ -63,6 +66,8 @@ class FakeCluster:
     refuse_create: int | None = None
     volumes: list[list[dict[str, Any]]] = field(default_factory=lambda: [[]])
     """The PersistentVolumes each read returns (the last list repeats)."""
+    negs: list[list[dict[str, Any]]] | None = field(default_factory=lambda: [list[dict[str, Any]]()])
+    """The ServiceNetworkEndpointGroups each read returns (the last list repeats; ``None``: no such kind)."""
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     deleted: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     requests: list[tuple[str, str, dict[str, list[str]]]] = field(default_factory=list)
@@ -97,6 +102,32 @@ def volume(name: str, storage_class: str, handle: str, phase: str = "Released") 
         },
         "status": {"phase": phase},
     }
+
+
+def svcneg(name: str, service: str, namespace: str = "default", *links: str) -> dict[str, Any]:
+    """GKE's record of one Service port's NEGs (ingress-gce ``ServiceNetworkEndpointGroup``)."""
+    return {
+        "apiVersion": "networking.gke.io/v1beta1",
+        "kind": "ServiceNetworkEndpointGroup",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"networking.gke.io/service-name": service, "networking.gke.io/managed-by": "neg-controller"},
+            "finalizers": ["networking.gke.io/neg-finalizer"],
+        },
+        "spec": {},
+        "status": {
+            "networkEndpointGroups": [
+                {"id": "1", "selfLink": x, "networkEndpointType": "GCE_VM_IP_PORT"} for x in links
+            ]
+        },
+    }
+
+
+def _set_selector(text: str) -> tuple[str, set[str]]:
+    """``key in (a,b)`` -> (key, {a, b})."""
+    key, _, values = text.partition(" in ")
+    return key.strip(), {v.strip() for v in values.strip().removeprefix("(").removesuffix(")").split(",")}
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -148,6 +179,27 @@ class _Handler(BaseHTTPRequestHandler):
                 c.reads["persistentvolumes"] = seen + 1
             items = c.volumes[min(seen, len(c.volumes) - 1)]
             return self._send(200, {"kind": "PersistentVolumeList", "apiVersion": "v1", "metadata": {}, "items": items})
+        if parts[:3] == ["apis", "networking.gke.io", "v1beta1"] and parts[5:] == ["servicenetworkendpointgroups"]:
+            if c.negs is None:
+                return self._send(404, _status(404, "NotFound", "the server could not find the requested resource"))
+            with c.lock:
+                seen = c.reads.get("servicenetworkendpointgroups", 0)
+                c.reads["servicenetworkendpointgroups"] = seen + 1
+            key, services = _set_selector(query.get("labelSelector", [""])[0])
+            items = [
+                n
+                for n in c.negs[min(seen, len(c.negs) - 1)]
+                if n["metadata"]["namespace"] == parts[4] and n["metadata"]["labels"].get(key) in services
+            ]
+            return self._send(
+                200,
+                {
+                    "apiVersion": "networking.gke.io/v1beta1",
+                    "kind": "ServiceNetworkEndpointGroupList",
+                    "metadata": {},
+                    "items": items,
+                },
+            )
         if parts[:3] == ["api", "v1", "namespaces"] and parts[4:] == ["pods"]:
             job = query.get("labelSelector", [""])[0].removeprefix("job-name=")
             items = []
