@@ -34,6 +34,10 @@ FULLSERVER = Path(sys.executable).with_name("fullserver")
 runner = CliRunner()
 
 
+pytestmark = pytest.mark.xdist_group("screens")
+"""One worker runs this module: its module fixtures (every table's --json, a base plan) run once."""
+
+
 def run(*args: str, columns: int = 80) -> tuple[int, str, str]:
     result = runner.invoke(app, list(args), env={"COLUMNS": str(columns)})
     return result.exit_code, result.stdout, result.stderr

@@ -16,6 +16,9 @@ from fullserver.ledger import Billed, Counted, load_ledger, quota_keys
 from fullserver.quotas import load_quota_table
 from tests.components.matrix import PLATFORMS, Variant, matrix, resource_types
 
+pytestmark = pytest.mark.xdist_group("ledger")
+"""One worker runs this module: the matrix (about a minute of graphs) is built once, not once per worker."""
+
 
 @pytest.fixture(scope="module")
 def variants() -> tuple[Variant, ...]:
