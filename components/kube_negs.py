@@ -27,7 +27,8 @@ def _gone_or_why(props: dict[str, Any], wait_seconds: float, poll_seconds: float
     from fullserver.kube.api import ClusterUnreachable, connect_config, endpoint_groups_of, wait_gone
 
     records = pool_member(str(props["pool"])).endpoint_records
-    assert records is not None, f"pool {props['pool']} records no endpoint groups"
+    if records is None:  # a member that stopped recording them: nothing left to ask about
+        return ""
     namespace, services = str(props["namespace"]), [str(s) for s in props["services"]]
     try:
         cluster = connect_config(str(props["kubeconfig"]), str(props["cluster"]), CLUSTER_HINT)
@@ -35,7 +36,7 @@ def _gone_or_why(props: dict[str, Any], wait_seconds: float, poll_seconds: float
     except ClusterUnreachable as exc:
         return (
             f"{exc.line()}; the load balancer's endpoint groups of Service(s) {', '.join(services)} may outlive "
-            f"the cluster and block the network's deletion: find them in the cloud console (named k8s1-...); {GIVE_UP}"
+            f"the cluster and block the network's deletion: find them in the cloud console (named k8s1-... or k8s2-...); {GIVE_UP}"
         )
     if not left:
         return ""
@@ -52,7 +53,9 @@ def _gone_or_why(props: dict[str, Any], wait_seconds: float, poll_seconds: float
 class EndpointGroupsGoneProvider(WaitOnDelete):
     """Waits for the endpoint groups (module docstring); keep this module and class name (``WaitOnDelete``)."""
 
-    replaced_by: ClassVar[tuple[str, ...]] = ("namespace", "services", "cluster")
+    replaced_by: ClassVar[tuple[str, ...]] = ("cluster",)
+    """Another cluster only: a replace deletes the old wait last, which would wait for the records of
+    Services the workload still has (another set of Services is an update)."""
 
     def gone_or_why(self, props: dict[str, Any]) -> str:
         return _gone_or_why(props, self.wait_seconds, self.poll_seconds)

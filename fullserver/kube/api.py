@@ -95,8 +95,15 @@ def _said(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
+class CredentialsRefused(ClusterUnreachable):
+    """The API server answered 401 or 403: asking again with the same credentials gets the same."""
+
+
 def _unreachable(c: Cluster, exc: BaseException) -> ClusterUnreachable:
     context = f" (context '{c.context}')" if c.context else ""
+    if isinstance(exc, ApiException) and exc.status in (401, 403):
+        what = f"its API server{context} refused your credentials: {_said(exc)}"
+        return CredentialsRefused(f"cluster '{c.cluster}'", what, c.hint)
     return ClusterUnreachable(f"cluster '{c.cluster}'", f"cannot reach its API server{context}: {_said(exc)}", c.hint)
 
 
@@ -179,11 +186,13 @@ def wait_gone(
     ask: Callable[[], list[T]], timeout: float, poll: float = POLL_SECONDS, sleep: Any = time.sleep
 ) -> list[T]:
     """Ask until the answer is empty or ``timeout`` seconds have passed; the last answer. A failed
-    read is no answer: only one at the deadline raises."""
+    read is no answer: only one at the deadline raises, or a refusal of the credentials at once."""
     deadline = time.monotonic() + timeout
     while True:
         try:
             left = ask()
+        except CredentialsRefused:
+            raise
         except ClusterUnreachable:
             if time.monotonic() >= deadline:
                 raise

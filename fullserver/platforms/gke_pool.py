@@ -268,7 +268,7 @@ def delete_volume(handle: str, region: str) -> str:
     if len(parts) == 6 and parts[0] == "projects" and parts[2] in ("zones", "regions") and parts[4] == "disks":
         where = "--zone" if parts[2] == "zones" else "--region"
         return f"gcloud compute disks delete {parts[5]} {where} {parts[3]} --project {parts[1]} --quiet"
-    return f"gcloud compute disks delete {handle} --quiet"  # gcloud asks for the zone itself
+    return f"gcloud compute disks delete {handle}"  # no --quiet: gcloud asks for the zone
 
 
 def delete_endpoint_group(self_link: str) -> str:
@@ -278,7 +278,7 @@ def delete_endpoint_group(self_link: str) -> str:
         return (
             f"gcloud compute network-endpoint-groups delete {parts[5]} --zone {parts[3]} --project {parts[1]} --quiet"
         )
-    return f"gcloud compute network-endpoint-groups delete {self_link} --quiet"  # gcloud asks for the zone
+    return f"gcloud compute network-endpoint-groups delete {self_link}"  # no --quiet: gcloud asks for the zone
 
 
 NEG_RECORDS = EndpointRecords(

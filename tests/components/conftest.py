@@ -188,3 +188,29 @@ def rsa_4096_line(i: int) -> str:
 
     blob = part(b"ssh-rsa") + part(b"\x01\x00\x01") + part(b"\x00" + bytes([i % 255 + 1]) * 512)
     return f"ssh-rsa {base64.b64encode(blob).decode()} person{i}@laptop"
+
+
+GROUP = "kubernetes:yaml/v2:ConfigGroup"
+
+
+@pytest.fixture
+def group_waits(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """What each ConfigGroup waits on, by logical name (a component resource: ``resource_options``
+    sees only custom ones)."""
+    seen: dict[str, list[str]] = {}
+    original = pulumi.ComponentResource.__init__
+
+    def record(self: pulumi.ComponentResource, t: str, name: str, *args: Any, **kwargs: Any) -> None:
+        opts = kwargs.get("opts", args[1] if len(args) > 1 else None)
+        if t == GROUP and opts is not None:
+            seen[name] = sorted(depends_on_names(opts))
+        original(self, t, name, *args, **kwargs)
+
+    monkeypatch.setattr(pulumi.ComponentResource, "__init__", record)
+    return seen
+
+
+def depends_on_names(opts: pulumi.ResourceOptions) -> set[str]:
+    """The logical names of what ``opts`` waits on (``depends_on``, a list of resources here)."""
+    waits: Any = opts.depends_on or []
+    return {d._name for d in waits}

@@ -18,7 +18,7 @@ from fullserver.kube import kube_plan
 from fullserver.kube.manifest import workload
 from fullserver.platform import Platform
 from fullserver.platforms.gke_pool import delete_endpoint_group
-from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
+from tests.components.conftest import Build, Plans, ResourceOpts, depends_on_names, spec_of
 from tests.core.kube.fakeapi import FakeCluster, serve, svcneg
 
 LINK = "https://www.googleapis.com/compute/beta/projects/ml-proj/zones/us-central1-a/networkEndpointGroups/k8s1-ab12-default-llm-80-cd34"
@@ -44,14 +44,16 @@ def test_a_served_gke_workload_waits_on_its_services_endpoint_groups(
     assert services  # the fronted ClusterIP Service
 
 
-def test_the_wait_waits_on_the_pools_and_the_workload_on_it(
-    plans: Plans, build: Build, resource_options: ResourceOpts
+def test_the_workload_waits_on_the_wait_and_the_wait_on_the_pools(
+    plans: Plans, build: Build, resource_options: ResourceOpts, group_waits: dict[str, list[str]]
 ) -> None:
+    """Destroy goes in reverse: the workload (its Service, Gateway), then the wait, then the pools."""
     spec = spec_of(plans, "serve-gcp-realtime")
     plan = kube_plan(spec, Platform.GKE_GPU)
     g = build(lambda: GkeEnvironment("sv", gke_args(plan, "proj", workload=workload(plan, spec), deploy_workload=True)))
     assert g.one(TYPE).name == "sv-endpoint-groups"
-    assert "sv" in {d._name for d in (resource_options["sv-endpoint-groups"].depends_on or [])}  # type: ignore[union-attr]
+    assert "sv-endpoint-groups" in group_waits["sv-workload"]
+    assert "sv" in depends_on_names(resource_options["sv-endpoint-groups"])  # the GkeNodePools component
     assert resource_options["sv-endpoint-groups"].additional_secret_outputs == ["kubeconfig"]
 
 
@@ -137,13 +139,23 @@ def test_an_unreachable_cluster_fails_destroy_naming_the_services_at_stake() -> 
     assert f"Service(s) {SERVICE}" in line and "block the network's deletion" in line and "\n" not in line
 
 
-def test_another_service_set_is_a_replace_and_a_new_way_in_an_update() -> None:
+def test_another_set_of_services_is_an_update_and_another_cluster_a_replace() -> None:
+    """A replace deletes the old wait at the end of up, waiting for records of Services the workload
+    still has: only another cluster replaces it."""
     old = _props("https://a.invalid")
     provider = EndpointGroupsGoneProvider()
-    assert provider.diff("id", old, {**old, "services": ["llm", "web"]}).replaces == ["services"]
-    moved = provider.diff("id", old, {**old, "kubeconfig": "other"})
-    assert moved.changes and moved.replaces == []
+    grown = provider.diff("id", old, {**old, "services": ["llm", "web"]})
+    assert grown.changes and grown.replaces == []
+    assert provider.diff("id", old, {**old, "cluster": "ml-other"}).replaces == ["cluster"]
     assert provider.create(old).id == "ml-prod"
+
+
+def test_refused_credentials_fail_destroy_at_once_not_after_the_wait() -> None:
+    fake = FakeCluster(nodes=[], refuse_reads=401)
+    with serve(fake) as url, pytest.raises(RuntimeError) as failed:
+        _provider(wait_seconds=600.0).delete("ml-prod", _props(url))
+    assert "refused your credentials: HTTP 401" in str(failed.value)
+    assert len(fake.requests) == 1
 
 
 def test_gke_names_a_neg_by_its_zone_and_project_from_its_self_link() -> None:
@@ -151,4 +163,5 @@ def test_gke_names_a_neg_by_its_zone_and_project_from_its_self_link() -> None:
         "gcloud compute network-endpoint-groups delete k8s1-ab12-default-llm-80-cd34 --zone us-central1-a "
         "--project ml-proj --quiet"
     )
-    assert delete_endpoint_group("k8s1-odd") == "gcloud compute network-endpoint-groups delete k8s1-odd --quiet"
+    # no --quiet where the zone is unknown: gcloud asks for it rather than failing
+    assert delete_endpoint_group("k8s1-odd") == "gcloud compute network-endpoint-groups delete k8s1-odd"

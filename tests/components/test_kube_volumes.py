@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pulumi
 import pytest
 
 from components.eks import EksEnvironment, eks_args
@@ -18,36 +17,12 @@ from fullserver.kube import api as kube_api
 from fullserver.kube import kube_plan
 from fullserver.kube.manifest import workload
 from fullserver.platform import Platform
-from tests.components.conftest import Build, Plans, ResourceOpts, spec_of
+from tests.components.conftest import Build, Plans, ResourceOpts, depends_on_names, spec_of
 from tests.core.kube.fakeapi import FakeCluster, serve, volume
 
 CLASS = "fullserver-llm-data"
 SECRET_SIG, SECRET_VALUE_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
 """How the mock runtime shows a secret input (Pulumi's secret signature)."""
-GROUP = "kubernetes:yaml/v2:ConfigGroup"
-
-
-@pytest.fixture
-def group_waits(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """What each ConfigGroup waits on, by logical name (a component resource: ``resource_options``
-    sees only custom ones)."""
-    seen: dict[str, list[str]] = {}
-    original = pulumi.ComponentResource.__init__
-
-    def record(self: pulumi.ComponentResource, t: str, name: str, *args: Any, **kwargs: Any) -> None:
-        opts = kwargs.get("opts", args[1] if len(args) > 1 else None)
-        if t == GROUP and opts is not None:
-            seen[name] = sorted(_names(opts))
-        original(self, t, name, *args, **kwargs)
-
-    monkeypatch.setattr(pulumi.ComponentResource, "__init__", record)
-    return seen
-
-
-def _names(opts: pulumi.ResourceOptions) -> set[str]:
-    """The logical names of what ``opts`` waits on (``depends_on``, a list of resources here)."""
-    waits: Any = opts.depends_on or []
-    return {d._name for d in waits}
 
 
 def test_on_eks_the_workload_waits_on_the_volumes_and_they_on_the_nodes_and_the_driver(
@@ -71,7 +46,7 @@ def test_on_eks_the_workload_waits_on_the_volumes_and_they_on_the_nodes_and_the_
     kept = gone.inputs["kubeconfig"]  # the workload's own way in, kept as a secret in the state
     assert kept[SECRET_SIG] == SECRET_VALUE_SIG and kept["value"] == provider.inputs["kubeconfig"]
     # the node groups (the ``EksNodeGroups`` component, named as the environment) and the EBS CSI add-on
-    assert {"vol", "vol-ebs-csi"} <= _names(resource_options["vol-volumes"])
+    assert {"vol", "vol-ebs-csi"} <= depends_on_names(resource_options["vol-volumes"])
     assert "vol-volumes" in group_waits["vol-workload"]
     assert resource_options["vol-volumes"].additional_secret_outputs == ["kubeconfig"]
 
@@ -87,7 +62,7 @@ def test_on_gke_the_workload_waits_on_the_volumes_and_they_on_the_pools(
     gone = g.one(TYPE).inputs
     assert (gone["storage_class"], gone["pool"], gone["region"]) == (plan.data_volume.storage_class, "gke", plan.region)
     # the node pools (the ``GkeNodePools`` component, named as the environment)
-    assert "ft" in _names(resource_options["ft-volumes"])
+    assert "ft" in depends_on_names(resource_options["ft-volumes"])
     assert "ft-volumes" in group_waits["ft-workload"]
 
 

@@ -64,6 +64,8 @@ class FakeCluster:
     phases: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """The pod status each read returns, by node name (the last one repeats)."""
     refuse_create: int | None = None
+    refuse_reads: int | None = None
+    """A status every GET answers instead (401: the credentials refused)."""
     volumes: list[list[dict[str, Any]]] = field(default_factory=lambda: [[]])
     """The PersistentVolumes each read returns (the last list repeats)."""
     negs: list[list[dict[str, Any]]] | None = field(default_factory=lambda: [list[dict[str, Any]]()])
@@ -169,6 +171,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         parts, query = self._record()
         c = self.cluster
+        if c.refuse_reads is not None:
+            return self._send(c.refuse_reads, _status(c.refuse_reads, "Unauthorized", "Unauthorized"))
         if parts == ["api", "v1", "nodes"]:
             wanted = dict(kv.split("=", 1) for kv in query.get("labelSelector", [""])[0].split(",") if kv)
             items = [n for n in c.nodes if wanted.items() <= n["metadata"]["labels"].items()]
