@@ -56,6 +56,7 @@ def _queued_body(name: str, args: TpuVmArgs, node_id: str, proj: pulumi.Output[s
                     },
                     "serviceAccount": {"email": sa.email, "scope": GCP_SCOPES},
                     "labels": gcp_labels(args["labels"]),
+                    "metadata": gcp_login_metadata(list(access.get("ssh_public_keys", [])), guest_attributes=False),
                 },
             }
         ]
@@ -125,12 +126,6 @@ class TpuVmEnvironment(EnvironmentComponent):
         """A queued slice (module docstring): its node appears once capacity does, after ``up``."""
         zone = args.get("zone", "")
         direct = direct_ssh(args["access"])
-        if args["access"].get("ssh_public_keys"):
-            pulumi.log.warn(
-                f"{name}: fullserver:sshPublicKeys is not installed on a queued TPU slice (no metadata on a "
-                "queued node here): keys come from OS Login or the project's ssh-keys metadata",
-                resource=self,
-            )
         qr_name = physical(TpuQueuedResource, f"{name}-qr")
         # Protected like a TPU VM; replaced by deleting first (module docstring).
         qr = TpuQueuedResource(
@@ -143,7 +138,10 @@ class TpuVmEnvironment(EnvironmentComponent):
             opts=pulumi.ResourceOptions(parent=self, protect=args["protect"], delete_before_replace=True),
         )
         self.node_name = qr.name.apply(lambda _: node_id)
-        self.connect = pulumi.Output.all(qr.name, proj).apply(lambda qp: queued_ssh(qp[0], zone, qp[1], iap=not direct))
+        keys = bool(args["access"].get("ssh_public_keys"))
+        self.connect = pulumi.Output.all(qr.name, proj).apply(
+            lambda qp: queued_ssh(qp[0], zone, qp[1], iap=not direct, keys=keys)
+        )
         self.cleanup = pulumi.Output.all(qr.name, proj).apply(
             lambda qp: " ".join(queued_delete_command(qp[0], zone, qp[1]))
         )

@@ -7,12 +7,13 @@ TPU and is never allocated again, so the read marks it and ``pulumi up --refresh
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 from typing import Any, ClassVar, Optional
 
 import pulumi
-from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider
+from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
 from fullserver.platforms import tpu
 
@@ -39,8 +40,18 @@ def queued_create_command(props: dict[str, Any]) -> list[str]:
         "--description", node["description"], "--network", net["network"], "--subnetwork", net["subnetwork"],
         *([] if net["enableExternalIps"] else ["--internal-ips"]),
         "--service-account", node["serviceAccount"]["email"], "--scopes", ",".join(node["serviceAccount"]["scope"]),
-        *(["--labels", labels] if labels else []), *(["--spot"] if "spot" in props else []), "--quiet",
+        *(["--labels", labels] if labels else []), *_metadata_flag(node.get("metadata") or {}),
+        *(["--spot"] if "spot" in props else []), "--quiet",
     ]  # fmt: skip
+
+
+def _metadata_flag(metadata: dict[str, str]) -> list[str]:
+    """``--metadata`` with a delimiter no value holds (gcloud's ``^DELIM^`` escaping, "gcloud topic
+    escaping"): ``ssh-keys`` holds colons, spaces and one key per line."""
+    if not metadata:
+        return []
+    delimiter = next(d for d in (";", "|", "~", "#", "@@") if not any(d in f"{k}{v}" for k, v in metadata.items()))
+    return ["--metadata", f"^{delimiter}^" + delimiter.join(f"{k}={v}" for k, v in sorted(metadata.items()))]
 
 
 def queued_describe_command(queued_resource: str, zone: str, project: str) -> list[str]:
@@ -49,6 +60,17 @@ def queued_describe_command(queued_resource: str, zone: str, project: str) -> li
         "gcloud", "compute", "tpus", "queued-resources", "describe", queued_resource,
         "--zone", zone, "--project", project, "--format=json(state)",
     ]  # fmt: skip
+
+
+def _without_metadata(body: Any) -> Any:
+    """The request's body without its nodes' metadata (what a change of it alone does not replace)."""
+    if not isinstance(body, dict):
+        return body
+    specs = [
+        {**spec, "node": {k: v for k, v in (spec.get("node") or {}).items() if k != "metadata"}}
+        for spec in body.get("nodeSpecs") or []
+    ]
+    return {**body, "nodeSpecs": specs}
 
 
 def given_up(described: str) -> str | None:
@@ -63,9 +85,21 @@ def given_up(described: str) -> str | None:
 GCLOUD_TIMEOUT_SECONDS = 3600
 
 
+def shell_line(command: list[str]) -> str:
+    """``command`` as one line a shell runs as is: quoted, and a value holding lines (the
+    ``ssh-keys`` metadata) in bash's ``$'...'`` form, so a message stays one line."""
+
+    def quoted(arg: str) -> str:
+        if "\n" not in arg:
+            return shlex.quote(arg)
+        return "$'" + arg.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
+
+    return " ".join(quoted(a) for a in command)
+
+
 def _gcloud(command: list[str], *, gone_is_done: bool) -> str:
     """Run gcloud, or stop with the command to run by hand; its output."""
-    shown = " ".join(command)
+    shown = shell_line(command)
     if shutil.which("gcloud") is None:
         raise RuntimeError(
             f"a queued TPU slice is created and deleted with gcloud (pulumi-gcp 10.2 cannot give it a service "
@@ -103,8 +137,17 @@ class TpuQueuedResourceProvider(ResourceProvider):
         return ReadResult(id_=id_, outs={**props, "state": state} if state else props)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        """Any change replaces the request (the API cannot update one), deleting first; but the
+        node's login metadata alone is kept for the next request (``_without_metadata``), so that a
+        change of keys does not give up a slice that capacity was found for."""
         changed = sorted(k for k in set(olds) | set(news) if k != "__provider" and olds.get(k) != news.get(k))
-        return DiffResult(changes=bool(changed), replaces=changed, delete_before_replace=True)
+        replaces = [
+            k for k in changed if k != "tpu" or _without_metadata(olds["tpu"]) != _without_metadata(news["tpu"])
+        ]
+        return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=True)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=news)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         _gcloud(queued_delete_command(str(props["name"]), str(props["zone"]), str(props["project"])), gone_is_done=True)

@@ -212,15 +212,10 @@ def _shape_warnings(profile: Profile, region: str, cand: Candidate, platform: Pl
     return warnings
 
 
-def _stack_warnings(workload: Workload, offer: Offer, queued: bool) -> list[str]:
-    """What the plan says of what this stack asks of the shape: keys a queued slice does not
-    install, a dataset no disk of a multi-host slice can hold."""
+def _stack_warnings(workload: Workload, offer: Offer) -> list[str]:
+    """What the plan says of what this stack asks of the shape: a dataset no disk of a multi-host
+    slice can hold."""
     warnings: list[str] = []
-    if queued and workload.ssh_public_keys:
-        warnings.append(
-            "fullserver:sshPublicKeys is not installed on a queued TPU slice (pulumi-gcp 10.2's queued resource "
-            "takes no metadata): its hosts take SSH keys from OS Login or the project's ssh-keys metadata"
-        )
     if offer.hosts > 1 and workload.dataset_gib:
         warnings.append("multi-host TPU slice: stream the dataset from Cloud Storage (no read-write disk can attach)")
     return warnings
@@ -348,7 +343,7 @@ def sized_spec(
     offer = cand.offer
     # A slice is requested through a queued resource when the stack asks, or it spans hosts.
     queued = rules.supply.queued(workload.queued, offer.hosts)
-    warnings = [*shape.warnings, *_stack_warnings(workload, offer, queued), *shape.zone_warning]
+    warnings = [*shape.warnings, *_stack_warnings(workload, offer), *shape.zone_warning]
     public_ip, ranges = _access(profile, workload)
     placeholder = placeholder_ranges_warning(workload.ssh_source_ranges or [], "sshSourceRanges", "SSH connects from")
     warnings += [placeholder] if placeholder else []

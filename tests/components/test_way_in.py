@@ -206,13 +206,16 @@ def _check_tpu(g: Graph, connect: str, config: dict[str, Any]) -> str:
     queued = g.of_type("fullserver:TpuQueuedResource")
     if queued:
         m = re.fullmatch(
-            rf"gcloud compute tpus queued-resources ssh (\S+) --zone {zone} --project {project} --node=0 --worker=0"
-            r"( --tunnel-through-iap)?  # SSH keys: OS Login or the project's ssh-keys metadata .*",
+            rf"gcloud compute tpus queued-resources ssh (?:(\w+)@)?(\S+) --zone {zone} --project {project} "
+            r"--node=0 --worker=0( --tunnel-through-iap)?  # SSH keys: (your sshPublicKeys|OS Login \(your IAM roles\))",
             connect,
         )
         assert m, connect
-        assert m.group(1).startswith(queued[0].name)
-        if m.group(2):
+        user, qr_name, iap, how = m.groups()
+        assert qr_name.startswith(queued[0].name)
+        _check_gcp_login(queued[0].inputs["tpu"]["nodeSpecs"][0]["node"]["metadata"], user, keys)
+        assert (how == "your sshPublicKeys") == bool(keys)
+        if iap:
             assert gce.IAP_SSH_RANGE in sources
         else:
             assert queued[0].inputs["tpu"]["nodeSpecs"][0]["node"]["networkConfig"]["enableExternalIps"]
@@ -226,7 +229,7 @@ def _check_tpu(g: Graph, connect: str, config: dict[str, Any]) -> str:
             == f"{account}@{MOCK_GCP_PROJECT}.iam.gserviceaccount.com"
         )
         assert g.outputs["cleanup"] == (
-            f"gcloud compute tpus queued-resources delete {m.group(1)} --zone {zone} --project {project} --force --quiet"
+            f"gcloud compute tpus queued-resources delete {qr_name} --zone {zone} --project {project} --force --quiet"
         )
         return "queued"
     vm = g.one("tpu/v2Vm:V2Vm").inputs
@@ -477,6 +480,11 @@ QUEUED_PROPS: dict[str, Any] = {
                     "networkConfig": {"network": "net-id", "subnetwork": "subnet-id", "enableExternalIps": False},
                     "serviceAccount": {"email": "fs-slice@p.iam.gserviceaccount.com", "scope": ["s1", "s2"]},
                     "labels": {"fullserver-profile": "training", "fullserver-environment": "slice"},
+                    "metadata": {
+                        "enable-oslogin": "FALSE",
+                        "block-project-ssh-keys": "TRUE",
+                        "ssh-keys": "ubuntu:ssh-ed25519 AAAAC3Nz one@laptop\nubuntu:ssh-ed25519 AAAAC3Nz two@desk",
+                    },
                 },
             }
         ]
@@ -504,7 +512,9 @@ def test_a_queued_slice_is_created_and_force_deleted_with_the_documented_command
          "--node-id", "slice-tpu", "--accelerator-type", "v5p-128", "--runtime-version", "v2-alpha-tpuv5",
          "--description", "fullserver slice", "--network", "net-id", "--subnetwork", "subnet-id", "--internal-ips",
          "--service-account", "fs-slice@p.iam.gserviceaccount.com", "--scopes", "s1,s2",
-         "--labels", "fullserver-environment=slice,fullserver-profile=training", "--quiet"],
+         "--labels", "fullserver-environment=slice,fullserver-profile=training",
+         "--metadata", "^;^block-project-ssh-keys=TRUE;enable-oslogin=FALSE;"
+         "ssh-keys=ubuntu:ssh-ed25519 AAAAC3Nz one@laptop\nubuntu:ssh-ed25519 AAAAC3Nz two@desk", "--quiet"],
         ["gcloud", "compute", "tpus", "queued-resources", "delete", "qr-1", "--zone", "us-east5-a", "--project", "p",
          "--force", "--quiet"],
     ]  # fmt: skip
@@ -530,6 +540,12 @@ def test_a_queued_slice_is_created_and_force_deleted_with_the_documented_command
     diff = provider.diff("id", props, relabelled)
     assert diff.replaces == ["tpu"] and diff.delete_before_replace is True
     assert provider.diff("id", props, dict(props)).changes is False
+    # but new keys alone are kept for the next request: a slice capacity was found for is not given up
+    node = props["tpu"]["nodeSpecs"][0]["node"]
+    rekeyed = {**props, "tpu": {"nodeSpecs": [{**props["tpu"]["nodeSpecs"][0], "node": {**node, "metadata": {}}}]}}
+    kept = provider.diff("id", props, rekeyed)
+    assert kept.changes is True and kept.replaces == []
+    assert provider.update("id", props, rekeyed).outs == rekeyed
 
 
 def test_keys_reach_gcp_and_tpu_nodes_as_metadata_and_aws_nodes_through_user_data(plans: Plans, build: Build) -> None:

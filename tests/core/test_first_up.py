@@ -62,9 +62,10 @@ def test_spot_without_a_fallback_is_said_in_one_sentence_naming_the_platform(tmp
     assert not [w for w in on_demand.warnings if "no on-demand fallback" in w]
 
 
-def test_public_keys_reach_the_spec_normalised_and_a_queued_slice_says_it_takes_none(tmp_path: Path) -> None:
+def test_public_keys_reach_the_spec_normalised_a_queued_slice_too(tmp_path: Path) -> None:
     spaced = "  " + ED25519_KEY.replace(" ", "   ")
     spec = plan_offline(write_stack(tmp_path, "k", stack_config("finetune-gcp-g2", sshPublicKeys=[spaced]))).spec
     assert spec.network.ssh_public_keys == [ED25519_KEY]
     plan = plan_offline(write_stack(tmp_path, "q", stack_config("train-tpu-v5p-slice", sshPublicKeys=[ED25519_KEY])))
-    assert any("sshPublicKeys is not installed on a queued TPU slice" in w for w in plan.warnings)
+    assert plan.spec.network.ssh_public_keys == [ED25519_KEY]
+    assert not [w for w in plan.warnings if "sshPublicKeys" in w]  # the queued node's metadata holds them
