@@ -313,6 +313,20 @@ def _warnings(spec: EnvironmentSpec, platform: Platform, rules: PoolRules, nodes
     return warnings + rules.vm_gaps(platform, nodes.machine_type, spec.nodes)
 
 
+def _applied_by_hand(deploy_workload: bool, serving: bool, volume: bool) -> list[str]:
+    """A workload applied with kubectl is deleted with kubectl: what its controllers made (the load
+    balancer, the pods' disks) outlives a destroy that takes the cluster from under it, and a load
+    balancer left behind blocks the network's deletion."""
+    left = [*(["its load balancer"] if serving else []), *(["its pods' data volumes"] if volume else [])]
+    if deploy_workload or not left:
+        return []
+    return [
+        "fullserver:deployWorkload is off, so the workload you apply with kubectl is deleted with kubectl "
+        f"(kubectl delete -f, with the manifests of pulumi stack output workload) before pulumi destroy: "
+        f"{' and '.join(left)} would outlive the cluster"
+    ]
+
+
 def _notes(
     rules: PoolRules, pools: list[Pool], nodes: PoolNodes, flex: bool, cluster: str | None, volume: DataVolume | None
 ) -> list[str]:
@@ -486,6 +500,7 @@ def kube_plan(
         spot_first=order.line,
         compute_class=order.compute_class,
         warnings=_warnings(spec, platform, rules, nodes)
+        + _applied_by_hand(deploy_workload, serving is not None, volume is not None)
         + _notes(rules, pools, nodes, flex_start, cluster, volume)
         + order.attached,
     )

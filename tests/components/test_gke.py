@@ -367,7 +367,7 @@ def test_an_attached_cluster_without_workload_identity_gets_the_compute_metadata
 def test_a_created_cluster_enables_the_pd_csi_driver_only_for_pods_with_data_volumes(
     plans: Plans, build: Build, catalog: Catalog
 ) -> None:
-    plan = kube_plan(spec_of(plans, "finetune-gcp-g2"), Platform.GKE_GPU)
+    plan = kube_plan(spec_of(plans, "finetune-gcp-g2"), Platform.GKE_GPU, deploy_workload=True)
     assert plan.data_volume is not None and plan.warnings == []  # created: nothing an attached cluster must run
     g = build(lambda: GkeEnvironment("vol", gke_args(plan, "proj")))
     cluster = g.one("container/cluster:Cluster").inputs

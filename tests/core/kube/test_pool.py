@@ -44,10 +44,10 @@ def test_a_small_shape_keeps_its_vm_balance_as_a_node_and_its_pod_requests_what_
     """g4dn.xlarge (4 vCPUs, 16 GiB) exactly meets experimentation's 4 vCPUs and 16 GiB as a VM; as a
     node its pod requests what kubelet and the node's agents leave (3.42 vCPUs, 14.0 GiB at the 29 pods its VPC CNI addresses) and the
     plan does not call that short: the reservations are not the workload's loss (issue 38)."""
-    plan = kube_plan(plans["exp-aws-spot"].spec, Platform.EKS_GPU)
+    plan = kube_plan(plans["exp-aws-spot"].spec, Platform.EKS_GPU, deploy_workload=True)
     assert plan.warnings == []
     assert (plan.pod.resources.cpu_m, plan.pod.resources.memory_mib) == (3420, 14321)
-    assert kube_plan(plans["train-p5-cluster"].spec, Platform.EKS_GPU).warnings == []
+    assert kube_plan(plans["train-p5-cluster"].spec, Platform.EKS_GPU, deploy_workload=True).warnings == []
 
 
 def test_pools_follow_the_profile(plans: dict[str, StackPlan]) -> None:
@@ -231,3 +231,14 @@ def test_an_eks_node_group_pins_the_fewest_pods_any_of_its_instance_types_addres
         assert figures and len(figures) == len(plan.instance_types), stack
         assert plan.max_pods == min(110, *figures), (stack, plan.instance_types, figures)
         assert plan.kube_reserved["memory"] == f"{11 * plan.max_pods + 255}Mi", stack
+
+
+def test_a_workload_applied_by_hand_is_said_to_be_deleted_by_hand_before_destroy(plans: dict[str, StackPlan]) -> None:
+    """What its controllers made (the disks, a load balancer) outlives a cluster destroyed under it."""
+    by_hand = kube_plan(plans["finetune-gcp-g2"].spec, Platform.GKE_GPU)
+    (said,) = [w for w in by_hand.warnings if "deployWorkload is off" in w]
+    assert "kubectl delete -f" in said and said.endswith("its pods' data volumes would outlive the cluster")
+    served = kube_plan(plans["serve-gcp-realtime"].spec, Platform.GKE_GPU)
+    assert any(w.endswith("its load balancer would outlive the cluster") for w in served.warnings)
+    applied = kube_plan(plans["finetune-gcp-g2"].spec, Platform.GKE_GPU, deploy_workload=True)
+    assert not [w for w in applied.warnings if "deployWorkload is off" in w]  # destroy deletes it, then waits
