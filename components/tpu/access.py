@@ -80,7 +80,11 @@ def tpu_vm_ssh(node: str, zone: str, project: str, *, keys: bool, iap: bool) -> 
 def queued_ssh(queued_resource: str, zone: str, project: str, *, iap: bool, keys: bool) -> str:
     """SSH to worker 0 of node 0 of a queued slice once it is ACTIVE; the comment says how keys reach
     it (``gcp_login_metadata`` on the request's node)."""
-    user, how = (f"{LOGIN_USER}@", "your sshPublicKeys") if keys else ("", "OS Login (your IAM roles)")
+    user, how = (
+        (f"{LOGIN_USER}@", "your sshPublicKeys (--ssh-key-file <its private key>; else gcloud adds its own)")
+        if keys
+        else ("", "OS Login (your IAM roles)")
+    )
     return (
         f"gcloud compute tpus queued-resources ssh {user}{queued_resource} --zone {zone} --project {project} "
         "--node=0 --worker=0" + (" --tunnel-through-iap" if iap else "") + f"  # SSH keys: {how}"

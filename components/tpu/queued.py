@@ -45,13 +45,38 @@ def queued_create_command(props: dict[str, Any]) -> list[str]:
     ]  # fmt: skip
 
 
-def _metadata_flag(metadata: dict[str, str]) -> list[str]:
-    """``--metadata`` with a delimiter no value holds (gcloud's ``^DELIM^`` escaping, "gcloud topic
-    escaping"): ``ssh-keys`` holds colons, spaces and one key per line."""
+def _metadata_flag(metadata: dict[str, str], flag: str = "--metadata") -> list[str]:
+    """``flag`` with a one-character delimiter no entry holds (gcloud's ``^DELIM^`` escaping, "gcloud
+    topic escaping"): ``ssh-keys`` holds colons, spaces and one key per line."""
     if not metadata:
         return []
-    delimiter = next(d for d in (";", "|", "~", "#", "@@") if not any(d in f"{k}{v}" for k, v in metadata.items()))
-    return ["--metadata", f"^{delimiter}^" + delimiter.join(f"{k}={v}" for k, v in sorted(metadata.items()))]
+    entries = [f"{k}={v}" for k, v in sorted(metadata.items())]
+    delimiter = next((d for d in ";|~#%" if not any(d in e for e in entries)), None)
+    if delimiter is None:
+        raise ValueError(f"{flag}: every delimiter gcloud could split on (;|~#%) appears in the metadata")
+    return [flag, f"^{delimiter}^" + delimiter.join(entries)]
+
+
+def metadata_update_command(olds: dict[str, Any], news: dict[str, Any]) -> list[str] | None:
+    """``gcloud alpha compute tpus tpu-vm update`` giving the slice's node the new login metadata
+    (the alpha track takes ``--update-metadata``/``--remove-metadata``); ``None``: none changed."""
+    old, new = _node(olds).get("metadata") or {}, _node(news).get("metadata") or {}
+    changed = {k: v for k, v in new.items() if old.get(k) != v}
+    removed = sorted(set(old) - set(new))
+    if not changed and not removed:
+        return None
+    return [
+        "gcloud", "alpha", "compute", "tpus", "tpu-vm", "update", news["tpu"]["nodeSpecs"][0]["nodeId"],
+        "--zone", str(news["zone"]), "--project", str(news["project"]),
+        *_metadata_flag(changed, "--update-metadata"), *(["--remove-metadata", ",".join(removed)] if removed else []),
+        "--quiet",
+    ]  # fmt: skip
+
+
+def _node(props: dict[str, Any]) -> dict[str, Any]:
+    specs = (props.get("tpu") or {}).get("nodeSpecs") or [{}]
+    node: dict[str, Any] = specs[0].get("node") or {}
+    return node
 
 
 def queued_describe_command(queued_resource: str, zone: str, project: str) -> list[str]:
@@ -97,8 +122,8 @@ def shell_line(command: list[str]) -> str:
     return " ".join(quoted(a) for a in command)
 
 
-def _gcloud(command: list[str], *, gone_is_done: bool) -> str:
-    """Run gcloud, or stop with the command to run by hand; its output."""
+def _gcloud(command: list[str], *, gone_is_done: bool) -> str | None:
+    """Run gcloud, or stop with the command to run by hand; its output (``None``: already gone)."""
     shown = shell_line(command)
     if shutil.which("gcloud") is None:
         raise RuntimeError(
@@ -112,7 +137,7 @@ def _gcloud(command: list[str], *, gone_is_done: bool) -> str:
     gone = "NOT_FOUND" in done.stderr or "not found" in done.stderr.lower()
     if done.returncode != 0 and not (gone_is_done and gone):
         raise RuntimeError(f"`{shown}` failed: {done.stderr.strip()[-500:]}")
-    return done.stdout if done.returncode == 0 else ""
+    return done.stdout if done.returncode == 0 else None
 
 
 class TpuQueuedResourceProvider(ResourceProvider):
@@ -141,13 +166,19 @@ class TpuQueuedResourceProvider(ResourceProvider):
         node's login metadata alone is kept for the next request (``_without_metadata``), so that a
         change of keys does not give up a slice that capacity was found for."""
         changed = sorted(k for k in set(olds) | set(news) if k != "__provider" and olds.get(k) != news.get(k))
-        replaces = [
-            k for k in changed if k != "tpu" or _without_metadata(olds["tpu"]) != _without_metadata(news["tpu"])
-        ]
+        tpu_moved = _without_metadata(olds.get("tpu")) != _without_metadata(news.get("tpu"))
+        replaces = [k for k in changed if k != "tpu" or tpu_moved]
         return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=True)
 
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs=news)
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        """The new login metadata onto the running node. A request still waiting has no node yet
+        and keeps the metadata it was made with: the state says so, and the next ``up`` tries again."""
+        command = metadata_update_command(olds, news)
+        if command is None or _gcloud(command, gone_is_done=True) is not None:
+            return UpdateResult(outs=news)
+        spec = news["tpu"]["nodeSpecs"][0]
+        waiting = {**spec, "node": {**spec["node"], "metadata": _node(olds).get("metadata") or {}}}
+        return UpdateResult(outs={**news, "tpu": {**news["tpu"], "nodeSpecs": [waiting]}})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         _gcloud(queued_delete_command(str(props["name"]), str(props["zone"]), str(props["project"])), gone_is_done=True)

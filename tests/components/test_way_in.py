@@ -207,14 +207,14 @@ def _check_tpu(g: Graph, connect: str, config: dict[str, Any]) -> str:
     if queued:
         m = re.fullmatch(
             rf"gcloud compute tpus queued-resources ssh (?:(\w+)@)?(\S+) --zone {zone} --project {project} "
-            r"--node=0 --worker=0( --tunnel-through-iap)?  # SSH keys: (your sshPublicKeys|OS Login \(your IAM roles\))",
+            r"--node=0 --worker=0( --tunnel-through-iap)?  # SSH keys: (your sshPublicKeys \(--ssh-key-file .*\)|OS Login .*)",
             connect,
         )
         assert m, connect
         user, qr_name, iap, how = m.groups()
         assert qr_name.startswith(queued[0].name)
         _check_gcp_login(queued[0].inputs["tpu"]["nodeSpecs"][0]["node"]["metadata"], user, keys)
-        assert (how == "your sshPublicKeys") == bool(keys)
+        assert how.startswith("your sshPublicKeys") == bool(keys)
         if iap:
             assert gce.IAP_SSH_RANGE in sources
         else:
@@ -545,7 +545,24 @@ def test_a_queued_slice_is_created_and_force_deleted_with_the_documented_command
     rekeyed = {**props, "tpu": {"nodeSpecs": [{**props["tpu"]["nodeSpecs"][0], "node": {**node, "metadata": {}}}]}}
     kept = provider.diff("id", props, rekeyed)
     assert kept.changes is True and kept.replaces == []
+    # any other field of the node is a new request
+    relabelled = {**props, "tpu": {"nodeSpecs": [{**props["tpu"]["nodeSpecs"][0], "node": {**node, "labels": {}}}]}}
+    assert provider.diff("id", props, relabelled).replaces == ["tpu"]
+    # the running node gets the new metadata; a request still waiting keeps the one it was made with
+    calls.clear()
+    monkeypatch.setattr("components.tpu.queued.shutil.which", lambda _: "/usr/bin/gcloud")
+    monkeypatch.setattr("components.tpu.queued.subprocess.run", run)
     assert provider.update("id", props, rekeyed).outs == rekeyed
+    assert calls == [
+        ["gcloud", "alpha", "compute", "tpus", "tpu-vm", "update", "slice-tpu", "--zone", "us-east5-a", "--project", "p",
+         "--remove-metadata", "block-project-ssh-keys,enable-oslogin,ssh-keys", "--quiet"],
+    ]  # fmt: skip
+    monkeypatch.setattr(
+        "components.tpu.queued.subprocess.run",
+        lambda c, **_: subprocess.CompletedProcess(c, 1, "", "ERROR: NOT_FOUND: slice-tpu"),
+    )
+    waiting = provider.update("id", props, rekeyed).outs or {}
+    assert waiting["tpu"]["nodeSpecs"][0]["node"]["metadata"] == node["metadata"]
 
 
 def test_keys_reach_gcp_and_tpu_nodes_as_metadata_and_aws_nodes_through_user_data(plans: Plans, build: Build) -> None:
