@@ -276,6 +276,10 @@ class Workload(Camel):
         default=None,
         description="Hours before an ephemeral environment is destroyed, at most the profile's TTL; 0: the profile's.",
     )
+    unprotect: StrictBool = Field(
+        default=False,
+        description="true: nothing is protected (Pulumi's protect and the clusters' deletion protection off), so that up, then destroy, removes everything; false: the profile's.",
+    )
     queued: StrictBool = Field(
         json_schema_extra=PLATFORM_SPECIFIC,
         default=False,
@@ -510,8 +514,9 @@ def key_refusal(key: str, platform: Platform) -> str | None:
 
 def lifecycle_for(profile: Profile, workload: Workload) -> Lifecycle:
     """The profile's lifecycle with the stack's ``ttlHours``: a TTL needs an ephemeral profile and
-    stays within its TTL (the one place this rule is said; ``check_workload`` and sizing ask it)."""
-    life = profile.lifecycle
+    stays within its TTL (the one place this rule is said; ``check_workload`` and sizing ask it);
+    with ``unprotect``, nothing protected, so that a ``destroy`` after ``up`` goes through."""
+    life = profile.lifecycle.model_copy(update={"protect": False}) if workload.unprotect else profile.lifecycle
     if workload.ttl_hours is None:
         return life
     if life.mode != "ephemeral" or life.ttl_hours is None:

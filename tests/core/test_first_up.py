@@ -69,3 +69,12 @@ def test_public_keys_reach_the_spec_normalised_a_queued_slice_too(tmp_path: Path
     plan = plan_offline(write_stack(tmp_path, "q", stack_config("train-tpu-v5p-slice", sshPublicKeys=[ED25519_KEY])))
     assert plan.spec.network.ssh_public_keys == [ED25519_KEY]
     assert not [w for w in plan.warnings if "sshPublicKeys" in w]  # the queued node's metadata holds them
+
+
+def test_unprotect_lets_a_protected_profiles_stack_be_destroyed_after_one_up(tmp_path: Path) -> None:
+    """realtime-inference protects its resources (Pulumi's protect, a cluster's deletion protection):
+    ``unprotect: true`` turns both off for the stack, so ``up`` then ``destroy`` removes everything."""
+    kept = plan_offline(write_stack(tmp_path, "kept", stack_config("serve-gke-l4")))
+    assert kept.spec.lifecycle.protect is True and kept.spec.kube is not None and kept.spec.kube.protect is True
+    freed = plan_offline(write_stack(tmp_path, "freed", stack_config("serve-gke-l4", unprotect=True)))
+    assert freed.spec.lifecycle.protect is False and freed.spec.kube is not None and freed.spec.kube.protect is False

@@ -310,6 +310,7 @@ REFUSED: list[tuple[str, str, dict[str, Any], str]] = [
     ("sshPublicKeys", "dedicated-h100", {"sshPublicKeys": [ED25519_KEY]}, "applies only to aws-gpu, gcp-gpu, tpu-vm"),
     ("publicIp", "exp-aws-spot", {"publicIp": "maybe"}, "valid boolean"),
     ("publicIp", "serve-gcp-realtime", {"publicIp": True}, "does not allow a public IP"),
+    ("unprotect", "serve-gcp-realtime", {"unprotect": "yes"}, "valid boolean"),
     ("ttlHours", "exp-aws-spot", {"ttlHours": 720}, "above the 8 h TTL of profile 'experimentation'"),
     ("ttlHours", "serve-gcp-realtime", {"ttlHours": 3}, "is persistent"),
     ("ttlHours", "dedicated-h100", {"ttlHours": 3}, "is persistent"),
