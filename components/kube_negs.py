@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Optional
 import pulumi
 from pulumi.dynamic import Resource
 
-from components.kube_waits import CLUSTER_HINT, GIVE_UP, WaitOnDelete
+from components.kube_waits import CLUSTER_HINT, GIVE_UP, WaitOnDelete, waiting_inputs
 from fullserver.platforms import pool_member
 
 TYPE: str = "pulumi-python:dynamic/fullserver:EndpointGroupsGone"
@@ -85,12 +85,7 @@ class EndpointGroupsGone(Resource, module="fullserver", name="EndpointGroupsGone
         cluster: str,
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
-        props = {
-            "kubeconfig": pulumi.Output.secret(kubeconfig),
-            "namespace": namespace,
-            "services": sorted(services),
-            "pool": pool,
-            "cluster": cluster,
-        }
-        secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
-        super().__init__(EndpointGroupsGoneProvider(), resource_name, props, pulumi.ResourceOptions.merge(opts, secret))
+        props, merged = waiting_inputs(
+            kubeconfig, opts, namespace=namespace, services=sorted(services), pool=pool, cluster=cluster
+        )
+        super().__init__(EndpointGroupsGoneProvider(), resource_name, props, merged)

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Optional
 import pulumi
 from pulumi.dynamic import Resource
 
-from components.kube_waits import CLUSTER_HINT, GIVE_UP, WaitOnDelete
+from components.kube_waits import CLUSTER_HINT, GIVE_UP, WaitOnDelete, waiting_inputs
 from fullserver.platforms import pool_member
 
 TYPE: str = "pulumi-python:dynamic/fullserver:DataVolumesGone"
@@ -82,12 +82,7 @@ class DataVolumesGone(Resource, module="fullserver", name="DataVolumesGone"):
         cluster: str,
         opts: Optional[pulumi.ResourceOptions] = None,
     ) -> None:
-        props = {
-            "kubeconfig": pulumi.Output.secret(kubeconfig),
-            "storage_class": storage_class,
-            "pool": pool,
-            "region": region,
-            "cluster": cluster,
-        }
-        secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
-        super().__init__(DataVolumesGoneProvider(), resource_name, props, pulumi.ResourceOptions.merge(opts, secret))
+        props, merged = waiting_inputs(
+            kubeconfig, opts, storage_class=storage_class, pool=pool, region=region, cluster=cluster
+        )
+        super().__init__(DataVolumesGoneProvider(), resource_name, props, merged)

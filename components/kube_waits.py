@@ -5,8 +5,9 @@ what the cluster's controllers delete after the workload (``components.kube_volu
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
+import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 
 GIVE_UP = (
@@ -48,3 +49,11 @@ class WaitOnDelete(ResourceProvider):
         why = self.gone_or_why(props)
         if why:
             raise RuntimeError(why)
+
+
+def waiting_inputs(
+    kubeconfig: pulumi.Input[str], opts: Optional[pulumi.ResourceOptions], **props: Any
+) -> tuple[dict[str, Any], pulumi.ResourceOptions]:
+    """A wait's inputs, its way in (the workload's kubeconfig) kept as a secret in the state."""
+    secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
+    return {"kubeconfig": pulumi.Output.secret(kubeconfig), **props}, pulumi.ResourceOptions.merge(opts, secret)

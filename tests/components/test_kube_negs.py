@@ -5,7 +5,6 @@ record of the workload's Services, or fails destroy naming each and the command 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from fullserver.kube.manifest import workload
 from fullserver.platform import Platform
 from fullserver.platforms.gke_pool import delete_endpoint_group
 from tests.components.conftest import Build, Plans, ResourceOpts, depends_on_names, spec_of
-from tests.core.kube.fakeapi import FakeCluster, serve, svcneg
+from tests.core.kube.fakeapi import FakeCluster, kubeconfig_text, serve, svcneg
 
 LINK = "https://www.googleapis.com/compute/beta/projects/ml-proj/zones/us-central1-a/networkEndpointGroups/k8s1-ab12-default-llm-80-cd34"
 SERVICE = "llm"
@@ -75,16 +74,8 @@ def test_a_workload_without_a_service_has_nothing_to_wait_for(plans: Plans, buil
 
 
 def _props(url: str) -> dict[str, Any]:
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {"server": url}}],
-        "users": [{"name": "u", "user": {"token": "test-token"}}],
-        "contexts": [{"name": "ml-prod", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "ml-prod",
-    }
     return {
-        "kubeconfig": json.dumps(config),
+        "kubeconfig": kubeconfig_text(url),
         "namespace": "default",
         "services": [SERVICE],
         "pool": "gke",

@@ -5,7 +5,6 @@ environment's StorageClass is left, or fails destroy naming each disk and the co
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from fullserver.kube import kube_plan
 from fullserver.kube.manifest import workload
 from fullserver.platform import Platform
 from tests.components.conftest import Build, Plans, ResourceOpts, depends_on_names, spec_of
-from tests.core.kube.fakeapi import FakeCluster, serve, volume
+from tests.core.kube.fakeapi import FakeCluster, kubeconfig_text, serve, volume
 
 CLASS = "fullserver-llm-data"
 SECRET_SIG, SECRET_VALUE_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
@@ -75,17 +74,9 @@ def test_without_a_data_volume_there_is_nothing_to_wait_for(plans: Plans, build:
 
 
 def _props(url: str, pool: str = "eks") -> dict[str, Any]:
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {"server": url}}],
-        "users": [{"name": "u", "user": {"token": "test-token"}}],
-        "contexts": [{"name": "ml-prod", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "ml-prod",
-    }
     region = "us-east-1" if pool == "eks" else "us-central1"
     return {
-        "kubeconfig": json.dumps(config),
+        "kubeconfig": kubeconfig_text(url),
         "storage_class": CLASS,
         "pool": pool,
         "region": region,

@@ -288,3 +288,17 @@ def kubeconfig(path: Path, url: str, context: str = "arn:aws:eks:us-east-1:11112
         )
     )
     return path
+
+
+def kubeconfig_text(url: str) -> str:
+    """A kubeconfig's text for ``url`` with a token, as a stack's Kubernetes provider holds it."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "c", "cluster": {"server": url}}],
+            "users": [{"name": "u", "user": {"token": "test-token"}}],
+            "contexts": [{"name": "ml-prod", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "ml-prod",
+        }
+    )
