@@ -24,12 +24,12 @@ TYPE: str = "pulumi-python:dynamic/fullserver:DataVolumesGone"
 
 def _gone_or_why(props: dict[str, Any], wait_seconds: float, poll_seconds: float) -> str:
     """ "" once no volume of the environment's StorageClass is left, else the line a person reads."""
-    from fullserver.kube.api import ClusterUnreachable, connect_config, wait_volumes_gone
+    from fullserver.kube.api import ClusterUnreachable, connect_config, volumes_of_class, wait_gone
 
     storage_class, region = str(props["storage_class"]), str(props["region"])
     try:
         cluster = connect_config(str(props["kubeconfig"]), str(props["cluster"]), CLUSTER_HINT)
-        left = wait_volumes_gone(cluster, storage_class, wait_seconds, poll_seconds)
+        left = wait_gone(lambda: volumes_of_class(cluster, storage_class), wait_seconds, poll_seconds)
     except ClusterUnreachable as exc:
         return (
             f"{exc.line()}; the pods' data volumes (StorageClass '{storage_class}') may outlive the cluster: "

@@ -24,7 +24,7 @@ from components.startup import LOGIN_USER, DiskPlan, boot_script
 from components.tpu.access import private_ips, public_ips, queued_ssh, tpu_vm_ssh, tpu_worker_group, tpu_workers
 from components.tpu.args import TpuVmArgs, validate_tpu
 from components.tpu.autostop import tpu_stop_script
-from components.tpu.queued import TpuQueuedResource, queued_delete_command
+from components.tpu.queued import TpuQueuedResource, queued_delete_command, shell_line
 from fullserver.autostop.way import running_nodes
 from fullserver.platforms import tpu, tpu_autostop
 
@@ -143,7 +143,7 @@ class TpuVmEnvironment(EnvironmentComponent):
             lambda qp: queued_ssh(qp[0], zone, qp[1], iap=not direct, keys=keys)
         )
         self.cleanup = pulumi.Output.all(qr.name, proj).apply(
-            lambda qp: " ".join(queued_delete_command(qp[0], zone, qp[1]))
+            lambda qp: shell_line(queued_delete_command(qp[0], zone, qp[1]))
         )
 
     def _vm(self, name: str, args: TpuVmArgs, node_id: str, proj: pulumi.Output[str], net: GcpNetwork, sa: Any) -> None:

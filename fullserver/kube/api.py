@@ -30,9 +30,9 @@ from fullserver.platforms.pool_rules import EndpointRecords
 POLL_SECONDS = 2.0
 REQUEST_TIMEOUT = 30.0
 """Seconds one API call may take (connect and read)."""
-T = TypeVar("T")
 PROPAGATION = "Background"
 """Deleting the Job deletes its pod too (the garbage collector, in the background)."""
+T = TypeVar("T")
 
 
 class ClusterUnreachable(FullserverError):
@@ -132,14 +132,6 @@ def volumes_of_class(c: Cluster, storage_class: str) -> list[Volume]:
         phase = pv.status.phase if pv.status is not None else ""
         volumes.append(Volume(str(pv.metadata.name if pv.metadata else ""), str(handle or ""), str(phase or "")))
     return sorted(volumes, key=lambda v: v.name)
-
-
-def wait_volumes_gone(
-    c: Cluster, storage_class: str, timeout: float, poll: float = POLL_SECONDS, sleep: Any = time.sleep
-) -> list[Volume]:
-    """Wait up to ``timeout`` seconds for every volume of ``storage_class`` to be deleted (their
-    pods gone, the driver detaching and deleting each disk); what is left then ([] when all went)."""
-    return wait_gone(lambda: volumes_of_class(c, storage_class), timeout, poll, sleep)
 
 
 @dataclass(frozen=True)
